@@ -1,0 +1,38 @@
+"""Untrusted text made safe for Slack.
+
+Slack decodes only ``&amp;``, ``&lt;`` and ``&gt;``; escaping those three neutralises every
+control sequence an asker could inject (``<!channel>``, ``<@U123>``, ``<https://evil|x>``).
+Text objects that carry asker text are sent with ``verbatim: true`` so Slack does not
+auto-link ``@here`` or ``#channel`` either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["escape", "mrkdwn", "plain", "shorten"]
+
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+ELLIPSIS = "…"
+
+
+def escape(text: str) -> str:
+    """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field."""
+    return text.translate(_ESCAPES)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, marked with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def mrkdwn(text: str) -> dict[str, Any]:
+    """A verbatim ``mrkdwn`` text object; ``text`` must already be escaped where untrusted."""
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
+
+
+def plain(text: str, limit: int | None = None) -> dict[str, Any]:
+    """A ``plain_text`` text object (never parsed for mentions), shortened to ``limit``."""
+    return {"type": "plain_text", "text": shorten(text, limit) if limit else text, "emoji": True}

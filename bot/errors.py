@@ -1,0 +1,83 @@
+"""The seam's error taxonomy.
+
+    Exception
+     └── HarnessError            message + stable machine-routable ``code``
+          └── UserQuestionError  every failure of the user-questions seam
+
+Route on ``code``, never parse ``message``. The codes of the original seam are kept
+verbatim; the ones this project adds (Slack delivery and limits, timeouts, store
+outages) are marked below.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ASK_ABORTED",
+    "ASK_CANCELLED",
+    "ASK_TIMEOUT",
+    "BAD_INTENT",
+    "CALLER_NOT_LIVE",
+    "DELEGATED_CALLER",
+    "DELIVERY_FAILED",
+    "DUPLICATE_PROVIDER",
+    "EMPTY_QUESTIONS",
+    "NO_PROVIDER",
+    "OWNER_LOST",
+    "SLACK_LIMIT",
+    "STORE_UNAVAILABLE",
+    "HarnessError",
+    "UserQuestionError",
+]
+
+# The original seam's codes.
+ASK_ABORTED: Final = "ASK_ABORTED"
+ASK_CANCELLED: Final = "ASK_CANCELLED"
+EMPTY_QUESTIONS: Final = "EMPTY_QUESTIONS"
+CALLER_NOT_LIVE: Final = "CALLER_NOT_LIVE"
+DELEGATED_CALLER: Final = "DELEGATED_CALLER"
+BAD_INTENT: Final = "BAD_INTENT"
+NO_PROVIDER: Final = "NO_PROVIDER"
+DUPLICATE_PROVIDER: Final = "DUPLICATE_PROVIDER"
+
+# This project's codes.
+DELIVERY_FAILED: Final = "DELIVERY_FAILED"  # Slack refused or never took the question
+SLACK_LIMIT: Final = "SLACK_LIMIT"  # the request cannot be shown within Block Kit's limits
+ASK_TIMEOUT: Final = "ASK_TIMEOUT"  # the provider's own timeout elapsed
+OWNER_LOST: Final = "OWNER_LOST"  # the process holding the waiter died (shared store)
+STORE_UNAVAILABLE: Final = "STORE_UNAVAILABLE"  # the pending store could not be reached in time
+
+
+class HarnessError(Exception):
+    """An error with a stable ``code``; ``name`` is the class name, ``cause`` is chained."""
+
+    code: str
+
+    def __init__(self, message: str, code: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        if cause is not None:
+            self.__cause__ = cause
+
+    @property
+    def name(self) -> str:
+        """The error's class name, as the seam reports it (``UserQuestionError``)."""
+        return type(self).__name__
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The chained cause, if any."""
+        return self.__cause__
+
+    def to_dict(self) -> dict[str, str]:
+        """``{name, code, message}``: the shape the HTTP API and tool results carry."""
+        return {"name": self.name, "code": self.code, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"{self.name}({self.message!r}, {self.code!r})"
+
+
+class UserQuestionError(HarnessError):
+    """A failure of the user-questions seam (validation, provider, delivery)."""

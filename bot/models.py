@@ -1,0 +1,119 @@
+"""The seam's vocabulary as pydantic models: requests in, answers out.
+
+Attributes are snake_case; the wire JSON is the seam's camelCase (``multiSelect``).
+``model_validate(wire)`` then ``model_dump(mode="json", by_alias=True, exclude_unset=True)``
+gives back exactly the keys that were given: no defaults are injected.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from bot.abort import AbortSignal
+
+__all__ = [
+    "AskUserQuestionAnswer",
+    "AskUserQuestionAnswerItem",
+    "AskUserQuestionIntent",
+    "AskUserQuestionItem",
+    "AskUserQuestionOption",
+    "AskUserQuestionRequest",
+    "PlanReviewIntent",
+    "UserQuestionProvider",
+    "WireModel",
+]
+
+
+class WireModel(BaseModel):
+    """Base of the wire models: camelCase aliases, strict types, unknown keys refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=True,
+        extra="forbid",
+        frozen=False,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire JSON: camelCase, only the keys that were set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class AskUserQuestionOption(WireModel):
+    """One selectable answer; ``label`` is both what the user sees and the value returned."""
+
+    label: str
+    description: str | None = None
+
+
+class PlanReviewIntent(WireModel):
+    """A plan submitted for review: ``detail`` is the plan, ``approve`` the approving label."""
+
+    kind: Literal["plan-review"]
+    approve: str
+
+
+# A discriminated union on ``kind`` so further intents can be added beside plan-review.
+AskUserQuestionIntent = Annotated[PlanReviewIntent, Field(discriminator="kind")]
+
+
+class AskUserQuestionItem(WireModel):
+    """One question in a request; ``id`` is echoed in its answer."""
+
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: list[AskUserQuestionOption] | None = None
+    multi_select: bool | None = None
+    intent: AskUserQuestionIntent | None = None
+
+    @property
+    def is_multi_select(self) -> bool:
+        """``multiSelect`` with its default (single-select) applied."""
+        return bool(self.multi_select)
+
+    @property
+    def option_labels(self) -> list[str]:
+        """The labels of the options, in order (empty when there are none)."""
+        return [option.label for option in self.options or ()]
+
+
+class AskUserQuestionRequest(WireModel):
+    """A request for a human answer: the questions, and optionally the live agent and a signal.
+
+    ``agent`` and ``signal`` are in-process objects and never part of the wire JSON.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    questions: list[AskUserQuestionItem]
+    agent: Any = Field(default=None, exclude=True)
+    signal: AbortSignal | None = Field(default=None, exclude=True)
+
+
+class AskUserQuestionAnswerItem(WireModel):
+    """The answer to one question: chosen labels and optional free text."""
+
+    id: str
+    selected: list[str]
+    custom: str | None = None
+
+
+class AskUserQuestionAnswer(WireModel):
+    """The answers, one item per question id."""
+
+    answers: list[AskUserQuestionAnswerItem]
+
+
+@runtime_checkable
+class UserQuestionProvider(Protocol):
+    """A UI surface that asks a person and returns their answer."""
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Ask the questions and return the answer (or raise a ``UserQuestionError``)."""
+        ...
