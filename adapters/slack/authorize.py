@@ -1,0 +1,82 @@
+"""Who may answer: allowed user ids, and members of allowed user groups.
+
+Group membership is read at click time through ``usergroups.users.list`` and cached for a
+short while, so a person added to the on-call group can answer within ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+__all__ = ["NOT_ALLOWED", "Gatekeeper"]
+
+NOT_ALLOWED = "You are not one of the people who can answer this question."
+
+
+class Gatekeeper:
+    """Decides whether a user may answer a request with given allow-lists."""
+
+    def __init__(
+        self, client: AsyncWebClient, *, ttl: float = 60.0, logger: logging.Logger
+    ) -> None:
+        self._client = client
+        self._ttl = ttl
+        self._logger = logger
+        self._members: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def decide_cached(
+        self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
+    ) -> bool | None:
+        """The decision if it needs no Web API call, else ``None``."""
+        if not users and not groups:
+            return True
+        if users and user in users:
+            return True
+        now = time.monotonic()
+        unknown = False
+        for group in groups or ():
+            cached = self._members.get(group)
+            if cached is None or cached[0] < now:
+                unknown = True
+            elif user in cached[1]:
+                return True
+        return None if unknown else False
+
+    async def allowed(
+        self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
+    ) -> bool:
+        """Whether ``user`` may answer, reading group membership if the cache is cold."""
+        cached = self.decide_cached(user, users, groups)
+        if cached is not None:
+            return cached
+        for group in groups or ():
+            if user in await self._group_members(group):
+                return True
+        return False
+
+    async def _group_members(self, group: str) -> frozenset[str]:
+        cached = self._members.get(group)
+        now = time.monotonic()
+        if cached is not None and cached[0] >= now:
+            return cached[1]
+        try:
+            response = await self._client.usergroups_users_list(usergroup=group)
+            raw = response.get("users")
+            members = (
+                frozenset(u for u in raw if isinstance(u, str))
+                if isinstance(raw, list)
+                else frozenset()
+            )
+        except SlackApiError as exc:
+            self._logger.warning(
+                "cannot read user group members; treating the group as empty",
+                extra={"usergroup": group, "error": str(exc.response.get("error"))},
+            )
+            members = frozenset()
+        self._members[group] = (now + self._ttl, members)
+        return members

@@ -1,0 +1,522 @@
+"""Pure rendering: a pending record -> Block Kit (the open message, its modal, its record).
+
+Nothing here does I/O. Every piece of asker-provided text goes through ``escape`` and into
+``verbatim`` mrkdwn, a ``markdown`` block, or ``plain_text``; labels are shortened for
+display only (the answer maps back by index, never by shown text).
+
+Layouts, chosen by ``layout_of``:
+
+- ``plan``: a plan review (design.md's conditions): the plan, Approve (primary), the
+  decline option (danger), "Decline with feedback…" and Dismiss.
+- ``tap``:  one single-select question with up to ``MAX_TAP_OPTIONS`` options: buttons.
+- ``menu``: one single-select question with more options: a select menu.
+- ``text``: one question with no options: an "Answer…" button opening a modal.
+- ``form``: anything else (multi-select, several questions): one widget per question and
+  one Submit for the whole set; an unanswered question is skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from adapters.slack import ids
+from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten
+from adapters.slack.record import Draft, PendingRecord
+from bot.errors import SLACK_LIMIT, UserQuestionError
+from bot.models import AskUserQuestionAnswerItem, AskUserQuestionItem
+
+__all__ = [
+    "Layout",
+    "PlanReview",
+    "Rendered",
+    "answer_summary",
+    "layout_of",
+    "plan_review_of",
+    "render_final",
+    "render_open",
+    "render_stale",
+    "render_text_modal",
+    "split_text",
+]
+
+Block = dict[str, Any]
+Layout = Literal["plan", "tap", "menu", "text", "form"]
+
+MAX_TAP_OPTIONS: Final = 5
+MAX_BUTTON_TEXT: Final = 75
+MAX_OPTION_TEXT: Final = 75
+MAX_OPTION_DESCRIPTION: Final = 75
+MAX_MENU_OPTIONS: Final = 100
+MAX_OPTION_GROUPS: Final = 100
+MAX_CHOICE_OPTIONS: Final = 10  # radio buttons and checkboxes
+MAX_SECTION_TEXT: Final = 3000
+MAX_HEADER_TEXT: Final = 150
+MAX_BLOCKS: Final = 50
+MAX_MODAL_TITLE: Final = 24
+MAX_INPUT_LABEL: Final = 2000
+MAX_INPUT_LENGTH: Final = 3000
+MAX_FALLBACK_TEXT: Final = 3000
+
+DETAIL_BUDGET: Final = 9000
+"""Characters of detail/plan shown in the message itself; the rest goes to the thread.
+
+Slack caps markdown blocks at 12,000 characters per message and refuses messages whose
+block text passes about 12,000 (``msg_blocks_too_long``); this leaves room for the rest.
+"""
+THREAD_PART: Final = 10_000
+"""Characters per continuation message in the thread."""
+
+CONTINUED: Final = "\n\n_… continued in the thread below._"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReview:
+    """A request that the plan-review presentation claims."""
+
+    approve: int
+    decline: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A message to post: fallback ``text``, ``blocks``, and continuation messages."""
+
+    text: str
+    blocks: list[Block]
+    thread: list[list[Block]] = field(default_factory=list)
+
+
+def plan_review_of(questions: Sequence[AskUserQuestionItem]) -> PlanReview | None:
+    """The plan review this request is, or ``None`` for the generic flow (§6.2 rules)."""
+    if len(questions) != 1:
+        return None
+    question = questions[0]
+    intent = question.intent
+    options = question.options or []
+    if intent is None or intent.kind != "plan-review" or question.detail is None:
+        return None
+    if question.is_multi_select or len(options) > 2:
+        return None
+    labels = [option.label for option in options]
+    if intent.approve not in labels:
+        return None
+    approve = labels.index(intent.approve)
+    decline = next((i for i, label in enumerate(labels) if label != intent.approve), None)
+    return PlanReview(approve, decline)
+
+
+def layout_of(questions: Sequence[AskUserQuestionItem]) -> Layout:
+    """How a request is presented."""
+    if plan_review_of(questions) is not None:
+        return "plan"
+    if len(questions) == 1:
+        question = questions[0]
+        options = question.options or []
+        if not options:
+            return "text"
+        if not question.is_multi_select:
+            return "tap" if len(options) <= MAX_TAP_OPTIONS else "menu"
+    return "form"
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split ``text`` into parts of at most ``limit`` characters, at paragraph, line or
+    word boundaries where possible; ``"".join(parts) == text``."""
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = -1
+        for separator in ("\n\n", "\n", " "):
+            found = window.rfind(separator)
+            if found > limit // 2:
+                cut = found + len(separator)
+                break
+        if cut <= 0:
+            cut = limit
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    parts.append(rest)
+    return parts
+
+
+# ---------------------------------------------------------------------------------------
+# Text pieces
+
+
+def _label(text: str, limit: int) -> str:
+    return shorten(text, limit) if text.strip() else "(blank)"
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": mrkdwn(shorten(text, MAX_SECTION_TEXT))}
+
+
+def _markdown(text: str) -> Block:
+    return {"type": "markdown", "text": text}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [mrkdwn(shorten(text, MAX_SECTION_TEXT))]}
+
+
+def _question_line(question: AskUserQuestionItem, index: int, count: int) -> str:
+    number = f"{index + 1}. " if count > 1 else ""
+    text = escape(question.question) if question.question.strip() else "(no question text)"
+    return f"*{number}{text}*"
+
+
+def _date(seconds: float) -> str:
+    fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+    return f"<!date^{int(seconds)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def _byline(record: PendingRecord) -> list[Block]:
+    pieces = []
+    if record.mention:
+        pieces.append(record.mention)  # validated by the configuration, never asker text
+    if record.label:
+        pieces.append(f"Asked by *{escape(record.label)}*")
+    return [_context(" · ".join(pieces))] if pieces else []
+
+
+def _note(record: PendingRecord) -> list[Block]:
+    return [_context(f":warning: {escape(record.note)}")] if record.note and record.is_open else []
+
+
+def _detail_shares(record: PendingRecord) -> list[str]:
+    """The part of each question's detail shown in the message itself."""
+    details = [question.detail or "" for question in record.questions]
+    total = sum(len(detail) for detail in details)
+    if total <= DETAIL_BUDGET:
+        return details
+    share = DETAIL_BUDGET // max(1, sum(1 for detail in details if detail))
+    return [split_text(detail, share)[0] if len(detail) > share else detail for detail in details]
+
+
+def _detail_blocks(shown: str, full: str) -> list[Block]:
+    if not shown:
+        return []
+    text = escape(shown)
+    if len(shown) < len(full):
+        text += CONTINUED
+    return [_markdown(text)]
+
+
+def _thread_parts(record: PendingRecord, shown: list[str]) -> list[list[Block]]:
+    messages: list[list[Block]] = []
+    count = len(record.questions)
+    for index, question in enumerate(record.questions):
+        full = question.detail or ""
+        rest = full[len(shown[index]) :]
+        if not rest:
+            continue
+        chunks = split_text(rest, THREAD_PART)
+        what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
+        for n, chunk in enumerate(chunks, start=1):
+            title = f"{what} of question {index + 1}" if count > 1 else what
+            caption = f"{title}, continued ({n}/{len(chunks)})"
+            messages.append([_context(caption), _markdown(escape(chunk))])
+    return messages
+
+
+# ---------------------------------------------------------------------------------------
+# Widgets
+
+
+def _option(question: AskUserQuestionItem, index: int) -> Block:
+    option = (question.options or [])[index]
+    built: Block = {
+        "text": plain(_label(option.label, MAX_OPTION_TEXT)),
+        "value": ids.option_value(index),
+    }
+    if option.description:
+        built["description"] = plain(shorten(option.description, MAX_OPTION_DESCRIPTION))
+    return built
+
+
+def _menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
+    count = len(question.options or [])
+    if count <= MAX_MENU_OPTIONS:
+        return {"options": [_option(question, i) for i in range(count)]}
+    groups = []
+    for start in range(0, count, MAX_MENU_OPTIONS):
+        end = min(start + MAX_MENU_OPTIONS, count)
+        groups.append(
+            {
+                "label": plain(f"Options {start + 1}–{end}"),
+                "options": [_option(question, i) for i in range(start, end)],
+            }
+        )
+    if len(groups) > MAX_OPTION_GROUPS:
+        raise UserQuestionError(
+            f"question {question.id} has {count} options; a Slack menu holds at most "
+            f"{MAX_OPTION_GROUPS * MAX_MENU_OPTIONS} (100 groups of 100 options)",
+            SLACK_LIMIT,
+        )
+    return {"option_groups": groups}
+
+
+def _button(text: str, kind: ids.ActionKind, value: str, n: int | None = None) -> Block:
+    return {
+        "type": "button",
+        "text": plain(_label(text, MAX_BUTTON_TEXT)),
+        "action_id": ids.action_id(kind, n),
+        "value": value,
+    }
+
+
+def _dismiss_button() -> Block:
+    button = _button("Dismiss", "dismiss", "0")
+    button["confirm"] = {
+        "title": plain("Dismiss this question?"),
+        "text": plain("The asker is told you chose not to answer."),
+        "confirm": plain("Dismiss"),
+        "deny": plain("Keep it"),
+    }
+    return button
+
+
+def _draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
+    count = len(question.options or [])
+    chosen = [i for i in draft.selected if 0 <= i < count]
+    multi = question.is_multi_select
+    widget: Block
+    if count <= MAX_CHOICE_OPTIONS:
+        widget = {
+            "type": "checkboxes" if multi else "radio_buttons",
+            "action_id": ids.action_id("draft"),
+            "options": [_option(question, i) for i in range(count)],
+        }
+    else:
+        widget = {
+            "type": "multi_static_select" if multi else "static_select",
+            "action_id": ids.action_id("draft"),
+            "placeholder": plain("Choose options…" if multi else "Choose an option…"),
+            **_menu_options(question),
+        }
+    if multi and chosen:
+        widget["initial_options"] = [_option(question, i) for i in chosen]
+    elif not multi and chosen:
+        widget["initial_option"] = _option(question, chosen[0])
+    return widget
+
+
+# ---------------------------------------------------------------------------------------
+# Messages
+
+
+def _fallback(record: PendingRecord) -> str:
+    first = record.questions[0].question if record.questions else ""
+    more = f" (+{len(record.questions) - 1} more)" if len(record.questions) > 1 else ""
+    who = f"{record.label}: " if record.label else ""
+    return shorten(escape(f"{who}{first}{more}"), MAX_FALLBACK_TEXT)
+
+
+def render_open(record: PendingRecord) -> Rendered:
+    """The open question message (and continuation messages for long details)."""
+    layout = layout_of(record.questions)
+    rid, rev = record.id, record.version
+    shown = _detail_shares(record)
+    blocks: list[Block] = [*_byline(record)]
+    count = len(record.questions)
+
+    if layout == "plan":
+        question = record.questions[0]
+        review = plan_review_of(record.questions)
+        assert review is not None
+        options = question.options or []
+        blocks.append({"type": "header", "text": plain(question.header or "Plan review", 150)})
+        blocks.append(_section(_question_line(question, 0, 1)))
+        blocks.extend(_detail_blocks(shown[0], question.detail or ""))
+        approve = _button(
+            options[review.approve].label, "pick", ids.option_value(review.approve), 0
+        )
+        approve["style"] = "primary"
+        buttons = [approve]
+        if review.decline is not None:
+            decline_button = _button(
+                options[review.decline].label, "pick", ids.option_value(review.decline), 1
+            )
+            decline_button["style"] = "danger"
+            buttons.append(decline_button)
+        buttons.append(_button("Decline with feedback…", "text", "0"))
+        buttons.append(_dismiss_button())
+        blocks.append(
+            {"type": "actions", "block_id": ids.block_id(rid, 0, f"a{rev}"), "elements": buttons}
+        )
+        described = [o for o in options if o.description]
+        if described:
+            lines = [f"*{escape(o.label)}*: {escape(o.description or '')}" for o in described]
+            blocks.append(_context("\n".join(lines)))
+    else:
+        for index in range(count):
+            blocks.extend(_question_blocks(record, layout, index, shown[index], count))
+        if layout == "form":
+            submit = _button("Submit", "submit", "0")
+            submit["style"] = "primary"
+            blocks.append(
+                {
+                    "type": "actions",
+                    "block_id": ids.block_id(rid, None, f"s{rev}"),
+                    "elements": [submit, _dismiss_button()],
+                }
+            )
+            if count > 1:
+                blocks.append(_context("A question left unanswered is sent as skipped."))
+    blocks.extend(_note(record))
+    if len(blocks) > MAX_BLOCKS:
+        raise UserQuestionError(
+            f"this request needs {len(blocks)} blocks; a Slack message holds at most "
+            f"{MAX_BLOCKS} (ask fewer questions at once)",
+            SLACK_LIMIT,
+        )
+    return Rendered(_fallback(record), blocks, _thread_parts(record, shown))
+
+
+def _question_blocks(
+    record: PendingRecord, layout: Layout, index: int, shown: str, count: int
+) -> list[Block]:
+    question = record.questions[index]
+    rid, rev = record.id, record.version
+    options = question.options or []
+    blocks: list[Block] = []
+    if question.header:
+        blocks.append(_context(f"*{escape(question.header)}*"))
+    blocks.append(_section(_question_line(question, index, count)))
+    blocks.extend(_detail_blocks(shown, question.detail or ""))
+    elements: list[Block] = []
+    if layout == "tap":
+        elements = [
+            _button(option.label, "pick", ids.option_value(i), i)
+            for i, option in enumerate(options)
+        ]
+        elements.append(_button("Other…", "text", str(index)))
+        elements.append(_dismiss_button())
+        described = [o for o in options if o.description]
+        if described:
+            lines = [f"*{escape(o.label)}*: {escape(o.description or '')}" for o in described]
+            blocks.append(_context("\n".join(lines)))
+    elif layout == "menu":
+        menu = {
+            "type": "static_select",
+            "action_id": ids.action_id("pick"),
+            "placeholder": plain("Choose an option…"),
+            **_menu_options(question),
+        }
+        elements = [menu, _button("Other…", "text", str(index)), _dismiss_button()]
+    elif layout == "text":
+        answer = _button("Answer…", "text", str(index))
+        answer["style"] = "primary"
+        elements = [answer, _dismiss_button()]
+    else:
+        draft = record.draft(index)
+        if options:
+            elements.append(_draft_widget(question, draft))
+            elements.append(_button("Other…", "text", str(index)))
+        else:
+            elements.append(_button("Answer…", "text", str(index)))
+        if draft.custom:
+            blocks.append(_context(f":pencil2: {escape(shorten(draft.custom, 2000))}"))
+    blocks.append(
+        {"type": "actions", "block_id": ids.block_id(rid, index, f"c{rev}"), "elements": elements}
+    )
+    return blocks
+
+
+def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:
+    """One answer as escaped mrkdwn: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return "_no answer_"
+    pieces = [escape(label) for label in item.selected]
+    if item.custom is not None and item.custom != "":
+        pieces.append(f"“{escape(item.custom)}”")
+    return ", ".join(pieces) if pieces else "_skipped_"
+
+
+_OUTCOME_ICON: Final = {
+    "answered": ":white_check_mark: Answered",
+    "cancelled": ":no_entry_sign: Dismissed",
+    "aborted": ":black_square_for_stop: Cancelled",
+    "failed": ":warning: Failed",
+}
+
+
+def _outcome_line(record: PendingRecord) -> str:
+    line = _OUTCOME_ICON.get(record.state, record.state)
+    if record.answered_by and record.state in ("answered", "cancelled"):
+        line += f" by <@{record.answered_by}>"
+    if record.finished_at:
+        line += f" · {_date(record.finished_at)}"
+    if record.note and record.state in ("aborted", "failed"):
+        line += f"\n{escape(record.note)}"
+    return line
+
+
+def render_final(record: PendingRecord) -> Rendered:
+    """The message as a record of its outcome: who answered what, and when; no buttons."""
+    shown = _detail_shares(record)
+    count = len(record.questions)
+    blocks: list[Block] = []
+    if record.label:
+        blocks.append(_context(f"Asked by *{escape(record.label)}*"))
+    plan = layout_of(record.questions) == "plan"
+    if plan:
+        header = record.questions[0].header or "Plan review"
+        blocks.append({"type": "header", "text": plain(header, MAX_HEADER_TEXT)})
+    items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
+    for index, question in enumerate(record.questions):
+        if question.header and not plan:
+            blocks.append(_context(f"*{escape(question.header)}*"))
+        blocks.append(_section(_question_line(question, index, count)))
+        blocks.extend(_detail_blocks(shown[index], question.detail or ""))
+        if record.state == "answered":
+            blocks.append(_section(f"→ {answer_summary(question, items.get(index))}"))
+    blocks.append(_context(_outcome_line(record)))
+    text = shorten(f"{_OUTCOME_ICON.get(record.state, record.state)}: {_fallback(record)}", 3000)
+    return Rendered(text, blocks[:MAX_BLOCKS])
+
+
+def render_stale(text: str = "This question is no longer open.") -> Rendered:
+    """What a message of an unknown (expired) request is turned into."""
+    return Rendered(text, [_context(f":hourglass: {text}")])
+
+
+def render_text_modal(record: PendingRecord, index: int) -> Block:
+    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback)."""
+    question = record.questions[index]
+    layout = layout_of(record.questions)
+    feedback = layout == "plan"
+    label = "What should change?" if feedback else (question.question or "Your answer")
+    title = "Plan feedback" if feedback else "Your answer"
+    submit = "Decline" if feedback else "Send"
+    element: Block = {
+        "type": "plain_text_input",
+        "action_id": ids.action_id("text"),
+        "multiline": True,
+        "max_length": MAX_INPUT_LENGTH,
+    }
+    current = record.draft(index).custom
+    if current:
+        element["initial_value"] = current[:MAX_INPUT_LENGTH]
+    blocks: list[Block] = [_section(_question_line(question, 0, 1))]
+    blocks.append(
+        {
+            "type": "input",
+            "block_id": ids.block_id(record.id, index, "in"),
+            "label": plain(_label(label, MAX_INPUT_LABEL)),
+            "element": element,
+        }
+    )
+    return {
+        "type": "modal",
+        "callback_id": ids.callback_id("text"),
+        "private_metadata": ids.private_metadata(record.id, index),
+        "title": plain(title, MAX_MODAL_TITLE),
+        "submit": plain(submit, MAX_MODAL_TITLE),
+        "close": plain("Cancel", MAX_MODAL_TITLE),
+        "blocks": blocks,
+    }

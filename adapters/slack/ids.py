@@ -1,0 +1,190 @@
+"""One definition of how request ids travel through Slack.
+
+Everything this provider puts into Slack's id fields is packed here and parsed back here:
+
+- ``block_id``:   ``aq1:<request id>:<question index or ->:<part><revision>``
+- ``action_id``:  ``aq1.<kind>`` or ``aq1.<kind>.<n>`` (``n`` keeps ids unique in a block)
+- ``value``:      an option index or a question index, as digits
+- modal ``callback_id`` ``aq1.<kind>``; ``private_metadata`` ``aq1:<request id>:<question index>``
+
+The ``aq1`` prefix is a version: messages already in Slack keep parsing after an upgrade,
+and a later format gets a new prefix. Unpacking returns ``None`` for anything that is not
+ours (another app's block, a foreign prefix, a malformed field): not ours is not an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+__all__ = [
+    "ACTION_PATTERN",
+    "CALLBACK_PATTERN",
+    "PREFIX",
+    "ActionKind",
+    "BlockRef",
+    "ModalRef",
+    "ViewKind",
+    "action_id",
+    "block_id",
+    "callback_id",
+    "key_request_id",
+    "new_request_id",
+    "option_value",
+    "parse_action_id",
+    "parse_block_id",
+    "parse_callback_id",
+    "parse_index",
+    "parse_private_metadata",
+    "private_metadata",
+]
+
+PREFIX: Final = "aq1"
+SEP: Final = ":"
+MAX_ID_LENGTH: Final = 255
+
+ActionKind = Literal[
+    "pick",  # a button or menu choice that answers a one-question request at once
+    "draft",  # a radio, checkbox or menu change inside a form: remembered, not an answer
+    "text",  # "Other…" / "Answer…" / "Decline with feedback…": opens a modal
+    "submit",  # the form's Submit
+    "dismiss",  # the person declines to answer at all
+]
+ViewKind = Literal["text"]
+_ACTION_KINDS: Final = frozenset(get_args(ActionKind))
+_VIEW_KINDS: Final = frozenset(get_args(ViewKind))
+
+ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.\d{1,3})?$")
+CALLBACK_PATTERN: Final = re.compile(r"^aq1\.text$")
+
+_REQUEST_ID = re.compile(r"^[a-z0-9]{8,40}$")
+_INDEX = re.compile(r"^\d{1,5}$")
+_PART = re.compile(r"^[a-z]{1,3}\d{0,6}$")
+
+
+def new_request_id() -> str:
+    """A fresh random request id (20 lowercase base32 characters)."""
+    return secrets.token_hex(10)
+
+
+def key_request_id(key: str) -> str:
+    """The request id for an idempotency key: the same key always gives the same id."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+
+
+def _check_request_id(request_id: str) -> None:
+    if not _REQUEST_ID.match(request_id):
+        raise ValueError(f"request id {request_id!r} must be 8–40 characters of [a-z0-9]")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRef:
+    """What a ``block_id`` of ours names: a request, a question in it (or none), a part."""
+
+    request_id: str
+    question: int | None
+    part: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModalRef:
+    """What a modal's ``private_metadata`` names: the request and the question."""
+
+    request_id: str
+    question: int
+
+
+def block_id(request_id: str, question: int | None, part: str) -> str:
+    """Pack a ``block_id``; ``part`` is a short tag plus a revision (``c3``)."""
+    _check_request_id(request_id)
+    if not _PART.match(part):
+        raise ValueError(f"block part {part!r} must be 1–3 letters and up to 6 digits")
+    index = "-" if question is None else str(question)
+    return SEP.join((PREFIX, request_id, index, part))
+
+
+def parse_block_id(value: object) -> BlockRef | None:
+    """Unpack a ``block_id`` of ours, or ``None``."""
+    if not isinstance(value, str) or len(value) > MAX_ID_LENGTH:
+        return None
+    fields = value.split(SEP)
+    if len(fields) != 4 or fields[0] != PREFIX:
+        return None
+    _, request_id, index, part = fields
+    if not _REQUEST_ID.match(request_id) or not _PART.match(part):
+        return None
+    if index == "-":
+        return BlockRef(request_id, None, part)
+    if not _INDEX.match(index):
+        return None
+    return BlockRef(request_id, int(index), part)
+
+
+def action_id(kind: ActionKind, n: int | None = None) -> str:
+    """Pack an ``action_id`` for a widget kind; ``n`` keeps it unique inside one block."""
+    if kind not in _ACTION_KINDS:
+        raise ValueError(f"unknown action kind {kind!r}")
+    return f"{PREFIX}.{kind}" if n is None else f"{PREFIX}.{kind}.{n}"
+
+
+def parse_action_id(value: object) -> ActionKind | None:
+    """The widget kind of an ``action_id`` of ours, or ``None``."""
+    if not isinstance(value, str):
+        return None
+    match = ACTION_PATTERN.match(value)
+    if match is None:
+        return None
+    kind = match.group(1)
+    return kind if kind in _ACTION_KINDS else None  # type: ignore[return-value]
+
+
+def option_value(index: int) -> str:
+    """The ``value`` carried by a button or menu option: the option's index."""
+    if index < 0:
+        raise ValueError("an option index is never negative")
+    return str(index)
+
+
+def parse_index(value: object) -> int | None:
+    """An option or question index from a ``value``, or ``None`` if it is not one."""
+    if not isinstance(value, str) or not _INDEX.match(value):
+        return None
+    return int(value)
+
+
+def callback_id(kind: ViewKind) -> str:
+    """A modal's ``callback_id``."""
+    if kind not in _VIEW_KINDS:
+        raise ValueError(f"unknown view kind {kind!r}")
+    return f"{PREFIX}.{kind}"
+
+
+def parse_callback_id(value: object) -> ViewKind | None:
+    """The modal kind of a ``callback_id`` of ours, or ``None``."""
+    if not isinstance(value, str) or not CALLBACK_PATTERN.match(value):
+        return None
+    return "text"
+
+
+def private_metadata(request_id: str, question: int) -> str:
+    """A modal's ``private_metadata``: the request and question it answers."""
+    _check_request_id(request_id)
+    if question < 0:
+        raise ValueError("a question index is never negative")
+    return SEP.join((PREFIX, request_id, str(question)))
+
+
+def parse_private_metadata(value: object) -> ModalRef | None:
+    """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours."""
+    if not isinstance(value, str) or len(value) > 3000:
+        return None
+    fields = value.split(SEP)
+    if len(fields) != 3 or fields[0] != PREFIX:
+        return None
+    _, request_id, index = fields
+    if not _REQUEST_ID.match(request_id) or not _INDEX.match(index):
+        return None
+    return ModalRef(request_id, int(index))

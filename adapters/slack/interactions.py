@@ -1,0 +1,205 @@
+"""Pure parsing: a Slack interaction payload -> a typed interaction of ours, or ``None``.
+
+``None`` means "not ours" (another app's widget, a foreign id format): the listener
+ignores it. Everything here reads plain dicts shaped like Slack's payloads and never
+raises on malformed input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.slack import ids
+
+__all__ = [
+    "Dismiss",
+    "DraftChange",
+    "Interaction",
+    "OpenText",
+    "Origin",
+    "Pick",
+    "Submit",
+    "TextAnswer",
+    "parse_block_actions",
+    "parse_view_submission",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who acted, and on which message (empty for modal submissions)."""
+
+    user: str
+    channel: str | None = None
+    message_ts: str | None = None
+    trigger_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A button or menu choice that answers a one-question request at once."""
+
+    request_id: str
+    question: int
+    option: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class DraftChange:
+    """A form widget changed: the options now chosen for one question."""
+
+    request_id: str
+    question: int
+    options: tuple[int, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class OpenText:
+    """ "Other…", "Answer…" or "Decline with feedback…": open the free-text modal."""
+
+    request_id: str
+    question: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    """The form's Submit, with the choices its message showed to the person."""
+
+    request_id: str
+    origin: Origin
+    selections: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Dismiss:
+    """The person chose not to answer at all."""
+
+    request_id: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class TextAnswer:
+    """Free text submitted from the modal for one question."""
+
+    request_id: str
+    question: int
+    text: str
+    origin: Origin
+    input_block_id: str
+
+
+Interaction = Pick | DraftChange | OpenText | Submit | Dismiss | TextAnswer
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """Option indices from one element's state or action (``None``: not a choice element)."""
+    if "selected_options" in state:
+        raw = state.get("selected_options")
+        options = raw if isinstance(raw, list) else []
+    elif "selected_option" in state:
+        one = state.get("selected_option")
+        options = [one] if isinstance(one, dict) else []
+    else:
+        return None
+    indices = []
+    for option in options:
+        index = ids.parse_index(_dict(option).get("value"))
+        if index is not None and index not in indices:
+            indices.append(index)
+    return tuple(indices)
+
+
+def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int, ...]]:
+    values = _dict(_dict(body.get("state")).get("values"))
+    selections: dict[int, tuple[int, ...]] = {}
+    for block, actions in values.items():
+        ref = ids.parse_block_id(block)
+        if ref is None or ref.request_id != request_id or ref.question is None:
+            continue
+        for action, state in _dict(actions).items():
+            if ids.parse_action_id(action) != "draft":
+                continue
+            chosen = _chosen(_dict(state))
+            if chosen is not None:
+                selections[ref.question] = chosen
+    return selections
+
+
+def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
+    """The interaction a ``block_actions`` payload carries, or ``None`` if it is not ours."""
+    if body.get("type") != "block_actions":
+        return None
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions:
+        return None
+    action = _dict(actions[0])
+    kind = ids.parse_action_id(action.get("action_id"))
+    ref = ids.parse_block_id(action.get("block_id"))
+    user = _str(_dict(body.get("user")).get("id"))
+    if kind is None or ref is None or user is None:
+        return None
+    container = _dict(body.get("container"))
+    message = _dict(body.get("message"))
+    origin = Origin(
+        user=user,
+        channel=_str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id")),
+        message_ts=_str(container.get("message_ts")) or _str(message.get("ts")),
+        trigger_id=_str(body.get("trigger_id")),
+    )
+    rid = ref.request_id
+    if kind == "submit":
+        return Submit(rid, origin, _selections(body, rid))
+    if kind == "dismiss":
+        return Dismiss(rid, origin)
+    if ref.question is None:
+        return None
+    if kind == "text":
+        return OpenText(rid, ref.question, origin)
+    if kind == "draft":
+        chosen = _chosen(action)
+        return None if chosen is None else DraftChange(rid, ref.question, chosen, origin)
+    # kind == "pick": a button's value, or a menu's selected option
+    if action.get("type") == "button":
+        option = ids.parse_index(action.get("value"))
+    else:
+        chosen = _chosen(action)
+        option = chosen[0] if chosen else None
+    return None if option is None else Pick(rid, ref.question, option, origin)
+
+
+def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | None:
+    """The free text a ``view_submission`` of our modal carries, or ``None``."""
+    if body.get("type") != "view_submission":
+        return None
+    view = _dict(body.get("view"))
+    if ids.parse_callback_id(view.get("callback_id")) is None:
+        return None
+    ref = ids.parse_private_metadata(view.get("private_metadata"))
+    user = _str(_dict(body.get("user")).get("id"))
+    if ref is None or user is None:
+        return None
+    values = _dict(_dict(view.get("state")).get("values"))
+    for block, actions in values.items():
+        block_ref = ids.parse_block_id(block)
+        if block_ref is None or block_ref.request_id != ref.request_id:
+            continue
+        for action, state in _dict(actions).items():
+            if ids.parse_action_id(action) == "text":
+                raw = _dict(state).get("value")
+                text = raw if isinstance(raw, str) else ""
+                return TextAnswer(ref.request_id, ref.question, text, Origin(user), block)
+    return None

@@ -1,0 +1,81 @@
+"""The pending request as stored: everything any process needs to render and resolve it.
+
+A ``PendingRecord`` is plain data (JSON in Redis, an object in memory). It changes only
+through compare-and-set on ``version``; once its ``state`` leaves ``pending`` it never
+changes again (first writer wins).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
+
+__all__ = ["TERMINAL_STATES", "Draft", "PendingRecord", "State"]
+
+State = Literal["pending", "answered", "cancelled", "aborted", "failed"]
+TERMINAL_STATES: frozenset[str] = frozenset({"answered", "cancelled", "aborted", "failed"})
+
+
+class Draft(BaseModel):
+    """A question's answer in progress: chosen option indices and free text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selected: list[int] = Field(default_factory=list)
+    custom: str | None = None
+
+
+class PendingRecord(BaseModel):
+    """One open (or just finished) request and its Slack message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    version: int = 0
+    state: State = "pending"
+    owner: str
+    questions: list[AskUserQuestionItem]
+    channel: str
+    thread_ts: str | None = None
+    message_channel: str | None = None
+    message_ts: str | None = None
+    label: str | None = None
+    mention: str | None = None
+    key: str | None = None
+    allowed_users: list[str] | None = None
+    allowed_usergroups: list[str] | None = None
+    drafts: list[Draft] = Field(default_factory=list)
+    note: str | None = None
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = None
+    error_code: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the request still waits for an answer."""
+        return self.state == "pending"
+
+    def draft(self, question: int) -> Draft:
+        """The draft of question ``question`` (empty when none was made)."""
+        if 0 <= question < len(self.drafts):
+            return self.drafts[question]
+        return Draft()
+
+    def next(self, **changes: object) -> PendingRecord:
+        """A copy with ``changes`` applied and the version bumped (for compare-and-set)."""
+        return self.model_copy(update={**changes, "version": self.version + 1}, deep=True)
+
+    def dump(self) -> str:
+        """The record as JSON (``None`` left out, so questions reload exactly as given)."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def load(cls, data: str | bytes) -> PendingRecord:
+        """Parse a record written by ``dump``."""
+        return cls.model_validate_json(data)

@@ -1,0 +1,196 @@
+"""Pure decisions: what an interaction does to a pending record.
+
+``decide(record, interaction, now)`` returns a ``Decision``; the provider writes it with
+compare-and-set and, if the write lost to another writer, decides again on the fresh
+record. Answers are encoded here exactly as the seam's web UI does (§6.2): in question
+order, one item per question; single-select free text replaces the choice
+(``selected: []``), multi-select free text is added; nothing chosen is a skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.slack.blocks import layout_of, render_text_modal
+from adapters.slack.interactions import (
+    Dismiss,
+    DraftChange,
+    Interaction,
+    OpenText,
+    Pick,
+    Submit,
+)
+from adapters.slack.record import Draft, PendingRecord
+from bot.models import AskUserQuestionAnswer, AskUserQuestionAnswerItem, AskUserQuestionItem
+
+__all__ = [
+    "Decision",
+    "Finish",
+    "Ignore",
+    "Invalid",
+    "Modal",
+    "Refuse",
+    "Save",
+    "decide",
+    "encode_answer",
+    "refusal_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Write this terminal record; the winner resolves the waiter and updates the message."""
+
+    record: PendingRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    """Write this record (a draft changed); re-render the message when ``rerender``."""
+
+    record: PendingRecord
+    rerender: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Modal:
+    """Open this modal with the interaction's trigger."""
+
+    view: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Tell the person privately why nothing happened."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A modal submission to send back with errors (keyed by input block id)."""
+
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    """Nothing to do (a stale widget, a no-op change)."""
+
+
+Decision = Finish | Save | Modal | Refuse | Invalid | Ignore
+
+_ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
+
+
+def refusal_for(record: PendingRecord) -> str:
+    """The private note for a click on a request that is no longer open."""
+    if record.state == "answered" and record.answered_by:
+        return f"This question was already answered by <@{record.answered_by}>."
+    if record.state == "answered":
+        return "This question was already answered."
+    if record.state == "cancelled" and record.answered_by:
+        return f"This question was dismissed by <@{record.answered_by}>."
+    return "This question is no longer open."
+
+
+def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
+    labels = question.option_labels
+    chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})
+    custom = (draft.custom or "").strip()
+    if not question.is_multi_select:
+        if custom:
+            return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)
+        return AskUserQuestionAnswerItem(id=question.id, selected=[labels[i] for i in chosen[:1]])
+    selected = [labels[i] for i in chosen]
+    if custom:
+        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)
+    return AskUserQuestionAnswerItem(id=question.id, selected=selected)
+
+
+def encode_answer(
+    questions: list[AskUserQuestionItem], drafts: list[Draft]
+) -> AskUserQuestionAnswer:
+    """The answer for these drafts: question order, one item per question, skips included."""
+    items = [
+        _item(question, drafts[i] if i < len(drafts) else Draft())
+        for i, question in enumerate(questions)
+    ]
+    return AskUserQuestionAnswer(answers=items)
+
+
+def _drafts(record: PendingRecord) -> list[Draft]:
+    drafts = [draft.model_copy(deep=True) for draft in record.drafts]
+    drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
+    return drafts
+
+
+def _finish(record: PendingRecord, user: str, now: float, drafts: list[Draft]) -> Finish:
+    answer = encode_answer(record.questions, drafts)
+    return Finish(
+        record.next(
+            state="answered", answer=answer, answered_by=user, finished_at=now, drafts=drafts
+        )
+    )
+
+
+def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decision:
+    """What ``interaction`` does to ``record`` (already authorized)."""
+    if not record.is_open:
+        return Refuse(refusal_for(record))
+    layout = layout_of(record.questions)
+    count = len(record.questions)
+    user = interaction.origin.user
+
+    if isinstance(interaction, Dismiss):
+        return Finish(record.next(state="cancelled", answered_by=user, finished_at=now))
+
+    if isinstance(interaction, Submit):
+        if layout != "form":
+            return Ignore()
+        drafts = _drafts(record)
+        for index, chosen in interaction.selections.items():
+            if 0 <= index < count:
+                drafts[index].selected = list(chosen)
+        return _finish(record, user, now, drafts)
+
+    if not 0 <= interaction.question < count:
+        return Ignore()
+    question = record.questions[interaction.question]
+
+    if isinstance(interaction, Pick):
+        if layout not in ("plan", "tap", "menu"):
+            return Ignore()
+        if not 0 <= interaction.option < len(question.options or []):
+            return Ignore()
+        drafts = [Draft(selected=[interaction.option])]
+        return _finish(record, user, now, drafts)
+
+    if isinstance(interaction, DraftChange):
+        if layout != "form":
+            return Ignore()
+        drafts = _drafts(record)
+        draft = drafts[interaction.question]
+        draft.selected = list(interaction.options)
+        rerender = False
+        if not question.is_multi_select and interaction.options and draft.custom:
+            draft.custom = None  # a single-select choice replaces earlier free text
+            rerender = True
+        return Save(record.next(drafts=drafts), rerender)
+
+    if isinstance(interaction, OpenText):
+        return Modal(render_text_modal(record, interaction.question))
+
+    # TextAnswer
+    text = interaction.text.strip()
+    if not text:
+        return Invalid({interaction.input_block_id: "Please enter an answer."})
+    drafts = _drafts(record)
+    drafts[interaction.question].custom = text
+    if layout in _ONE_QUESTION_LAYOUTS:
+        drafts[interaction.question].selected = []
+        return _finish(record, user, now, drafts)
+    if not question.is_multi_select:
+        drafts[interaction.question].selected = []
+    return Save(record.next(drafts=drafts), True)
