@@ -8,9 +8,12 @@ every listener synchronously. Providers either register a callback with
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 __all__ = ["AbortController", "AbortError", "AbortSignal"]
+
+_log = logging.getLogger(__name__)
 
 
 class AbortError(Exception):
@@ -80,7 +83,12 @@ class AbortSignal:
         self._reason = AbortError() if reason is None else reason
         listeners, self._listeners = self._listeners, []
         for listener in listeners:
-            listener(self._reason)
+            # As on the web, a listener that raises is reported, not propagated: the other
+            # listeners and every waiter must still learn of the abort.
+            try:
+                listener(self._reason)
+            except Exception:
+                _log.exception("abort listener %r raised", listener)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():

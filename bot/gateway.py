@@ -1,0 +1,305 @@
+"""The HTTP API for agents outside the process: ask, read (long-poll), abort.
+
+    POST   /v1/questions            {"questions":[...], "destination"?: {...}} -> 201 {id, state}
+    GET    /v1/questions/{id}?wait=SECONDS                         -> 200 {id, state, answer?}
+    DELETE /v1/questions/{id}                                      -> 200 {id, state: aborted}
+    GET    /v1/openapi.json                                        -> the OpenAPI document
+
+Questions live in the provider's pending store, so with a shared store any process can
+answer a ``GET`` or ``DELETE``. Every route needs ``Authorization: Bearer <BOT_API_TOKEN>``
+when a token is configured (without one the bot listens on loopback only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any, Final
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from adapters.slack import ids
+from adapters.slack.options import AskOptions, ask_options
+from adapters.slack.pending import PendingStore
+from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.record import PendingRecord
+from bot.errors import (
+    ASK_ABORTED,
+    BAD_INTENT,
+    DELIVERY_FAILED,
+    EMPTY_QUESTIONS,
+    NO_PROVIDER,
+    SLACK_LIMIT,
+    HarnessError,
+)
+from bot.models import AskUserQuestionItem, AskUserQuestionRequest, WireModel
+from bot.service import UserQuestionService
+
+__all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
+
+MAX_WAIT: Final = 120.0
+"""Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
+POST_DEADLINE: Final = 30.0
+"""How long ``POST`` waits for Slack to take the message before answering 202."""
+
+_STATUS: Final = {
+    EMPTY_QUESTIONS: 422,
+    BAD_INTENT: 422,
+    SLACK_LIMIT: 422,
+    NO_PROVIDER: 503,
+    ASK_ABORTED: 409,
+    DELIVERY_FAILED: 502,
+}
+
+
+class Destination(WireModel):
+    """Where to post: a channel, DM or user id, and optionally a thread."""
+
+    channel: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
+
+
+class QuestionPost(WireModel):
+    """The body of ``POST /v1/questions``: the seam's wire request plus a destination."""
+
+    questions: list[AskUserQuestionItem]
+    destination: Destination | None = None
+    label: str | None = Field(default=None, max_length=120)
+
+
+class _Problem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    code: str
+    message: str
+    errors: list[dict[str, Any]] | None = None
+
+
+def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
+    body = _Problem(name=name, code=code, message=message, **extra)
+    return web.json_response(body.model_dump(exclude_none=True), status=status)
+
+
+def _harness_problem(error: HarnessError) -> web.Response:
+    return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
+
+
+def _view(record: PendingRecord) -> dict[str, Any]:
+    """A stored record as the API shows it."""
+    view: dict[str, Any] = {"id": record.id, "state": record.state}
+    if record.answer is not None and record.state == "answered":
+        view["answer"] = record.answer.to_wire()
+    if record.answered_by:
+        view["answeredBy"] = record.answered_by
+    if record.state in ("cancelled", "aborted", "failed"):
+        code = record.error_code or {"cancelled": "ASK_CANCELLED", "aborted": ASK_ABORTED}.get(
+            record.state, DELIVERY_FAILED
+        )
+        view["error"] = {"name": "UserQuestionError", "code": code, "message": record.note or ""}
+    if record.message_ts:
+        view["message"] = {"channel": record.message_channel, "ts": record.message_ts}
+    view["createdAt"] = record.created_at
+    if record.finished_at is not None:
+        view["finishedAt"] = record.finished_at
+    return view
+
+
+def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(part) for part in error["loc"]], "msg": error["msg"], "type": error["type"]}
+        for error in exc.errors(include_url=False, include_input=False)
+    ]
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Gateway:
+    """The ``/v1`` routes, bound to one service and one Slack provider."""
+
+    def __init__(
+        self,
+        service: UserQuestionService,
+        provider: SlackQuestionProvider,
+        *,
+        token: str | None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._service = service
+        self._provider = provider
+        self._store: PendingStore = provider.store
+        self._token = token.encode() if token else None
+        self._logger = logger or logging.getLogger("bot.gateway")
+        self._asks: dict[str, asyncio.Task[Any]] = {}
+        self._keys: dict[str, asyncio.Lock] = {}
+        self._closing = False
+
+    def add_routes(self, app: web.Application) -> None:
+        """Add the ``/v1`` routes to ``app``."""
+        app.router.add_post("/v1/questions", self._guard(self.post_question))
+        app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
+        app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
+        app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
+
+    def close(self) -> None:
+        """Refuse new questions (shutdown has begun)."""
+        self._closing = True
+
+    @property
+    def running(self) -> int:
+        """Asks started by this process that have not ended yet."""
+        return len(self._asks)
+
+    def _guard(self, handler: Handler) -> Handler:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            if self._token is not None:
+                header = request.headers.get("Authorization", "")
+                scheme, _, given = header.partition(" ")
+                if scheme.lower() != "bearer" or not hmac.compare_digest(
+                    given.strip().encode(), self._token
+                ):
+                    response = _problem(
+                        401, "AuthError", "UNAUTHORIZED", "a valid bearer token is required"
+                    )
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                    return response
+            return await handler(request)
+
+        return guarded
+
+    async def openapi(self, request: web.Request) -> web.StreamResponse:
+        """Serve the OpenAPI document kept beside this module."""
+        text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+        return web.Response(text=text, content_type="application/json")
+
+    async def post_question(self, request: web.Request) -> web.StreamResponse:
+        """Ask a question; 201 once Slack has the message."""
+        if self._closing:
+            return _problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+        if request.content_type != "application/json":
+            return _problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
+        try:
+            post = QuestionPost.model_validate_json(raw)
+        except ValidationError as exc:
+            return _problem(
+                422,
+                "ValidationError",
+                "INVALID_REQUEST",
+                f"the request body is not a valid question request ({exc.error_count()} errors)",
+                errors=_json_errors(exc),
+            )
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not 1 <= len(key) <= 255:
+            return _problem(
+                400, "RequestError", "BAD_IDEMPOTENCY_KEY", "Idempotency-Key is 1–255 characters"
+            )
+        request_id = ids.key_request_id(f"api:{key}") if key else ids.new_request_id()
+        lock = self._keys.setdefault(request_id, asyncio.Lock())
+        async with lock:
+            try:
+                existing = await self._store.get(request_id)
+                if existing is not None:
+                    return web.json_response(_view(existing), status=200)
+                return await self._start(request_id, post)
+            finally:
+                if not lock.locked() or lock is self._keys.get(request_id):
+                    self._keys.pop(request_id, None)
+
+    async def _start(self, request_id: str, post: QuestionPost) -> web.StreamResponse:
+        posted = asyncio.get_running_loop().create_future()
+
+        def on_posted(_: str) -> None:
+            if not posted.done():
+                posted.set_result(None)
+
+        options = AskOptions(
+            channel=post.destination.channel if post.destination else None,
+            thread_ts=post.destination.thread_ts if post.destination else None,
+            request_id=request_id,
+            label=post.label,
+            on_posted=on_posted,
+        )
+        request = AskUserQuestionRequest(questions=post.questions)
+
+        async def ask() -> Any:
+            with ask_options(options):
+                return await self._service.ask(request)
+
+        task = asyncio.ensure_future(ask())
+        self._asks[request_id] = task
+        task.add_done_callback(lambda t: self._finished(request_id, t))
+        done, _ = await asyncio.wait(
+            {task, posted}, timeout=POST_DEADLINE, return_when="FIRST_COMPLETED"
+        )
+        if task in done and not posted.done():
+            error = task.exception()
+            if isinstance(error, HarnessError):
+                return _harness_problem(error)
+            if error is not None:
+                raise error
+        record = await self._store.get(request_id)
+        status = 201 if posted.done() else 202
+        view = _view(record) if record is not None else {"id": request_id, "state": "pending"}
+        response = web.json_response(view, status=status)
+        response.headers["Location"] = f"/v1/questions/{request_id}"
+        return response
+
+    def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
+        self._asks.pop(request_id, None)
+        if not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            code = error.code if isinstance(error, HarnessError) else type(error).__name__
+            self._logger.info("question ended", extra={"request": request_id, "code": code})
+
+    async def get_question(self, request: web.Request) -> web.StreamResponse:
+        """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
+        request_id = request.match_info["id"]
+        wait_raw = request.query.get("wait", "0")
+        try:
+            wait = float(wait_raw)
+            if not 0 <= wait <= MAX_WAIT:
+                raise ValueError
+        except ValueError:
+            return _problem(
+                400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{MAX_WAIT:g}"
+            )
+        record = await self._store.get(request_id)
+        if record is None:
+            return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+        if record.is_open and wait > 0:
+            watch = self._store.watch(request_id)
+            try:
+                record = await asyncio.wait_for(watch.wait(), timeout=wait)
+            except TimeoutError:
+                record = await self._store.get(request_id) or record
+            finally:
+                watch.close()
+        return web.json_response(_view(record))
+
+    async def delete_question(self, request: web.Request) -> web.StreamResponse:
+        """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
+        request_id = request.match_info["id"]
+        record = await self._provider.abort(request_id, "Cancelled by the asker.")
+        if record is None:
+            return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+        status = 200 if record.state == "aborted" else 409
+        return web.json_response(_view(record), status=status)
+
+
+def openapi_paths() -> dict[str, set[str]]:
+    """The paths and methods the OpenAPI document declares (for the agreement test)."""
+    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+    document = json.loads(text)
+    return {
+        path: {method.upper() for method in item if method != "parameters"}
+        for path, item in document["paths"].items()
+    }

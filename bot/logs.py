@@ -1,0 +1,76 @@
+"""Structured logs: one line per event, ``key=value`` text or JSON, secrets redacted.
+
+Every record passes through ``redact`` so a Slack token or a bearer secret that slipped
+into a message or an ``extra`` field never reaches the output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any, Final
+
+__all__ = ["JsonFormatter", "TextFormatter", "redact", "setup_logging"]
+
+_SECRET: Final = re.compile(
+    r"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"
+    r"|(?<=://)[^/\s:@]*:[^/\s@]+(?=@))"
+)
+_STANDARD: Final = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with Slack tokens, bearer secrets and URL passwords replaced by ``[redacted]``."""
+    return _SECRET.sub("[redacted]", text)
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in vars(record).items():
+        if key not in _STANDARD and not key.startswith("_"):
+            fields[key] = value
+    return fields
+
+
+class TextFormatter(logging.Formatter):
+    """``time level logger message key=value ...``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        parts = [f"{stamp}Z", record.levelname, record.name, record.getMessage()]
+        parts.extend(f"{key}={value}" for key, value in _fields(record).items())
+        if record.exc_info:
+            parts.append(self.formatException(record.exc_info))
+        return redact(" ".join(str(part) for part in parts))
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": record.created,
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_fields(record),
+        }
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return redact(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Send every log line to stderr, formatted and redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for noisy in ("aiohttp.access", "slack_bolt", "slack_sdk"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -1,0 +1,41 @@
+"""The Slack Web API methods the bot calls, and the bot scopes each one needs.
+
+The single source of truth for the app's permissions: ``manifest.yml`` requests exactly
+``BOT_SCOPES``, and ``tests/test_manifest.py`` fails when code under ``bot/`` or
+``adapters/`` calls a Web API method that is not listed here, or when a scope is requested
+that no called method needs. To call a new method: add it here, then its scopes (if any)
+to the manifest, then reinstall the app in the workspace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = ["BOT_SCOPES", "METHOD_SCOPES", "scopes_for"]
+
+METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
+    # bolt calls it once to learn the bot's own user id.
+    "auth.test": (),
+    # chat:write.public lets the bot post into a public channel it has not joined.
+    "chat.postMessage": ("chat:write", "chat:write.public"),
+    "chat.update": ("chat:write",),
+    "chat.postEphemeral": ("chat:write",),
+    # No conversations.open (im:write): a question for a user is posted with their U… id as
+    # the channel, and the D… id that chat.postMessage returns is kept for chat.update.
+    "views.open": (),
+    "views.update": (),
+    "views.push": (),
+    # Members of SLACK_ALLOWED_USERGROUPS.
+    "usergroups.users.list": ("usergroups:read",),
+}
+"""Web API method -> the bot scopes it needs (an empty tuple: none)."""
+
+
+def scopes_for(methods: Iterable[str]) -> tuple[str, ...]:
+    """The sorted union of the bot scopes ``methods`` need; unknown methods raise KeyError."""
+    return tuple(sorted({scope for method in methods for scope in METHOD_SCOPES[method]}))
+
+
+BOT_SCOPES: Final[tuple[str, ...]] = scopes_for(METHOD_SCOPES)
+"""Every bot scope the app requests, sorted."""

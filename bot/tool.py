@@ -1,0 +1,308 @@
+"""The model-facing ``ask_user_question`` tool: its schema, and ``execute``.
+
+A model calls the tool with snake_case arguments (``multi_select``); ``execute`` turns them
+into an :class:`~bot.models.AskUserQuestionRequest` (camelCase on the wire, absent keys left
+out), asks the :class:`~bot.service.UserQuestionService`, and renders the answer as compact
+JSON text. Every failure comes back as an error result the model can read, never as an
+exception; only ``asyncio.CancelledError`` (the caller cancelling the call) propagates.
+
+The model can set ``id``, ``question``, ``header``, ``options`` and ``multi_select``. It cannot
+set ``detail`` or ``intent``: extra keys on a question or an option are allowed by the schema
+(as upstream) but are not forwarded, since the seam's request models refuse unknown keys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, NotRequired
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
+
+from bot.abort import AbortSignal
+from bot.errors import HarnessError
+from bot.models import AskUserQuestionAnswer, AskUserQuestionItem, AskUserQuestionRequest
+from bot.service import Agent, UserQuestionService
+
+__all__ = [
+    "DESCRIPTION",
+    "INVALID_ARGS",
+    "INVALID_TOOL_OUTPUT",
+    "PARAMETERS",
+    "SCHEMA",
+    "TOOL_NAME",
+    "ToolArgsError",
+    "ToolOutputError",
+    "ToolResult",
+    "error_result",
+    "execute",
+    "to_request",
+]
+
+TOOL_NAME: Final = "ask_user_question"
+
+DESCRIPTION: Final = (
+    "Ask the user a concise question when you need confirmation, a choice, or missing "
+    "information before proceeding. Send one or more questions, each with a stable id that "
+    "will be echoed in the answer."
+)
+
+# The JSON Schema the model receives, as upstream generates it (docs/tool-catalog.md).
+# No ``minItems`` on ``questions``: an empty batch reaches the service (EMPTY_QUESTIONS).
+PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "description": "Questions to ask the user before continuing.",
+            "items": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {
+                    "id": {
+                        "type": "string",
+                        "description": "Stable id for this question; echoed in the answer.",
+                    },
+                    "question": {
+                        "type": "string",
+                        "description": "The specific question to ask the user.",
+                    },
+                    "header": {
+                        "type": "string",
+                        "description": (
+                            "Optional short heading for the question, "
+                            'such as "Confirm" or "Choose Mode".'
+                        ),
+                    },
+                    "options": {
+                        "type": "array",
+                        "description": (
+                            "Optional choices to show the user. If you recommend one, "
+                            'put it first and append "(Recommended)" to that label.'
+                        ),
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": True,
+                            "properties": {
+                                "label": {
+                                    "type": "string",
+                                    "description": "Short user-facing option label.",
+                                },
+                                "description": {
+                                    "type": "string",
+                                    "description": (
+                                        "One sentence explaining the tradeoff or impact."
+                                    ),
+                                },
+                            },
+                            "required": ["label"],
+                        },
+                    },
+                    "multi_select": {
+                        "type": "boolean",
+                        "description": (
+                            "Whether the user may select more than one option. Defaults to false."
+                        ),
+                    },
+                },
+                "required": ["id", "question"],
+            },
+        },
+    },
+    "required": ["questions"],
+}
+
+# One entry of a tool list, as a tool registry hands it to a model.
+SCHEMA: Final[dict[str, Any]] = {
+    "name": TOOL_NAME,
+    "description": DESCRIPTION,
+    "parameters": PARAMETERS,
+}
+
+INVALID_ARGS: Final = "INVALID_ARGS"
+INVALID_TOOL_OUTPUT: Final = "INVALID_TOOL_OUTPUT"
+
+
+class ToolArgsError(HarnessError):
+    """The model's arguments do not match ``PARAMETERS`` (code ``INVALID_ARGS``)."""
+
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__(f"invalid arguments: {'; '.join(violations)}", INVALID_ARGS)
+        self.violations = violations
+
+
+class ToolOutputError(HarnessError):
+    """The provider's answer cannot be rendered as the tool's output (``INVALID_TOOL_OUTPUT``)."""
+
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__(f"invalid tool output: {'; '.join(violations)}", INVALID_TOOL_OUTPUT)
+        self.violations = violations
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What the model gets back: text ``content``, and either ``value`` or ``error``.
+
+    Mirrors upstream ``{content: [{type: 'text', text}], isError, error: {message, info?}}``;
+    ``error["info"]`` (``{name, code}``) is present only for a ``HarnessError``.
+    """
+
+    is_error: bool
+    content: list[dict[str, str]]
+    value: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the content blocks, joined."""
+        return "".join(block["text"] for block in self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The upstream camelCase shape: ``{content, isError, value?, error?}``."""
+        result: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.value is not None:
+            result["value"] = self.value
+        if self.error is not None:
+            result["error"] = self.error
+        return result
+
+
+# The arguments as the model sends them. TypedDicts keep exactly the keys that were given
+# (so absent keys stay absent) and drop the keys the schema does not name.
+@with_config(ConfigDict(strict=True))
+class _OptionArgs(TypedDict):
+    label: str
+    description: NotRequired[str]
+
+
+@with_config(ConfigDict(strict=True))
+class _QuestionArgs(TypedDict):
+    id: str
+    question: str
+    header: NotRequired[str]
+    options: NotRequired[list[_OptionArgs]]
+    multi_select: NotRequired[bool]
+
+
+@with_config(ConfigDict(strict=True))
+class _Args(TypedDict):
+    questions: list[_QuestionArgs]
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
+class _AnswerOutput(TypedDict):
+    id: str
+    selected: list[str]
+    custom: NotRequired[str]
+
+
+@with_config(ConfigDict(strict=True, extra="forbid"))
+class _Output(TypedDict):
+    answers: list[_AnswerOutput]
+
+
+_ARGS: Final = TypeAdapter(_Args)
+_OUTPUT: Final = TypeAdapter(_Output)
+
+
+def _violations(error: ValidationError) -> list[str]:
+    """``path: message`` for each pydantic error, the path being its dotted ``loc``."""
+    return [
+        f"{'.'.join(str(part) for part in item['loc']) or '<root>'}: {item['msg']}"
+        for item in error.errors()
+    ]
+
+
+def to_request(
+    args: object, *, agent: Agent | None = None, signal: AbortSignal | None = None
+) -> AskUserQuestionRequest:
+    """Map the model's arguments to a request, as upstream does.
+
+    Each question becomes ``{id, question, header?, options?, multiSelect?}`` with only the
+    keys that were given; ``agent`` and ``signal`` are set only when given, and are the very
+    objects passed in. Raises :class:`ToolArgsError` when ``args`` does not match the schema.
+    """
+    try:
+        parsed = _ARGS.validate_python(args)
+    except ValidationError as exc:
+        raise ToolArgsError(_violations(exc)) from exc
+    questions = []
+    for question in parsed["questions"]:
+        wire: dict[str, Any] = {"id": question["id"], "question": question["question"]}
+        if "header" in question:
+            wire["header"] = question["header"]
+        if "options" in question:
+            wire["options"] = question["options"]
+        if "multi_select" in question:
+            wire["multiSelect"] = question["multi_select"]
+        questions.append(AskUserQuestionItem.model_validate(wire))
+    extras: dict[str, Any] = {}
+    if agent is not None:
+        extras["agent"] = agent
+    if signal is not None:
+        extras["signal"] = signal
+    return AskUserQuestionRequest(questions=questions, **extras)
+
+
+def _output(answer: object) -> dict[str, Any]:
+    """``{answers: [{id, selected, custom?}]}``, copied as-is, checked against the output schema."""
+    if not isinstance(answer, AskUserQuestionAnswer):
+        raise ToolOutputError(
+            [f"<root>: expected an AskUserQuestionAnswer, got {type(answer).__name__}"]
+        )
+    value: dict[str, Any] = {"answers": []}
+    for item in answer.answers:
+        projected: dict[str, Any] = {"id": item.id, "selected": list(item.selected)}
+        if item.custom is not None:
+            projected["custom"] = item.custom
+        value["answers"].append(projected)
+    try:
+        _OUTPUT.validate_python(value)
+    except ValidationError as exc:
+        raise ToolOutputError(_violations(exc)) from exc
+    return value
+
+
+def _render(value: object) -> str:
+    """Compact JSON, non-ASCII kept as is (``JSON.stringify``)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def error_result(error: BaseException) -> ToolResult:
+    """The error result for ``error``: text ``Error: <message>``, ``info`` for a HarnessError."""
+    message = error.message if isinstance(error, HarnessError) else str(error)
+    failure: dict[str, Any] = {"message": message}
+    if isinstance(error, HarnessError):
+        failure["info"] = {"name": error.name, "code": error.code}
+    return ToolResult(
+        is_error=True,
+        content=[{"type": "text", "text": f"Error: {message}"}],
+        error=failure,
+    )
+
+
+async def execute(
+    service: UserQuestionService,
+    args: object,
+    *,
+    agent: Agent | None = None,
+    signal: AbortSignal | None = None,
+) -> ToolResult:
+    """Run ``ask_user_question``: validate ``args``, ask ``service``, render the answer.
+
+    Returns an error result for invalid arguments (``INVALID_ARGS``), for any error the
+    service or its provider raises (passed through unchanged, so a ``UserQuestionError`` keeps
+    its ``code``), and for an answer that breaks the output schema. Only
+    ``asyncio.CancelledError`` (and other non-``Exception`` exits) propagate.
+    """
+    try:
+        request = to_request(args, agent=agent, signal=signal)
+        value = _output(await service.ask(request))
+    except Exception as exc:  # the model gets every failure as text; cancellation propagates
+        return error_result(exc)
+    return ToolResult(
+        is_error=False,
+        content=[{"type": "text", "text": _render(value)}],
+        value=value,
+    )
