@@ -451,7 +451,7 @@ def _outcome_line(record: PendingRecord) -> str:
         line += f" by <@{record.answered_by}>"
     if record.finished_at:
         line += f" · {_date(record.finished_at)}"
-    if record.note and record.state in ("aborted", "failed"):
+    if record.note:
         line += f"\n{escape(record.note)}"
     return line
 

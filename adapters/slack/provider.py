@@ -36,7 +36,6 @@ from adapters.slack.blocks import Rendered, render_final, render_open, render_st
 from adapters.slack.interactions import (
     Interaction,
     Origin,
-    TextAnswer,
     parse_block_actions,
     parse_view_submission,
 )
@@ -224,6 +223,24 @@ class SlackQuestionProvider:
         finally:
             watch.close()
 
+    async def abort(self, request_id: str, note: str) -> PendingRecord | None:
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
+
+        Returns the record as it ends up (the earlier outcome if it had already ended),
+        or ``None`` for an unknown request.
+        """
+        try:
+            return await self._end(request_id, "aborted", note, ASK_ABORTED)
+        except UserQuestionError:
+            return None
+
+    async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
+        """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
+        _, written = await mutate(self._store, request_id, lambda r: r.next(note=note))
+        if written is not None:
+            self._refresh(request_id)
+        return written
+
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request of this process, drain tasks."""
         self._closing = True
@@ -314,9 +331,9 @@ class SlackQuestionProvider:
         _, written = await mutate(
             self._store,
             record.id,
-            lambda r: r.next(message_ts=ts, message_channel=channel)
-            if r.message_ts is None
-            else None,
+            lambda r: (
+                r.next(message_ts=ts, message_channel=channel) if r.message_ts is None else None
+            ),
         )
         if written is not None and not written.is_open:
             self._refresh(record.id)  # a click (or abort) beat us to it
@@ -411,9 +428,11 @@ class SlackQuestionProvider:
         seen, written = await mutate(
             self._store,
             request_id,
-            lambda r: r.next(state=state, note=note, error_code=code, finished_at=now)
-            if r.is_open
-            else None,
+            lambda r: (
+                r.next(state=state, note=note, error_code=code, finished_at=now)
+                if r.is_open
+                else None
+            ),
         )
         if written is not None:
             self._refresh(request_id)
@@ -482,7 +501,10 @@ class SlackQuestionProvider:
             stale = render_stale(text)
             self._tasks.spawn(
                 self._client.chat_update(
-                    channel=origin.channel, ts=origin.message_ts, text=stale.text, blocks=stale.blocks
+                    channel=origin.channel,
+                    ts=origin.message_ts,
+                    text=stale.text,
+                    blocks=stale.blocks,
                 ),
                 "chat.update (stale)",
             )

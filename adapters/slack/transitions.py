@@ -130,7 +130,12 @@ def _finish(record: PendingRecord, user: str, now: float, drafts: list[Draft]) -
     answer = encode_answer(record.questions, drafts)
     return Finish(
         record.next(
-            state="answered", answer=answer, answered_by=user, finished_at=now, drafts=drafts
+            state="answered",
+            answer=answer,
+            answered_by=user,
+            finished_at=now,
+            drafts=drafts,
+            note=None,
         )
     )
 
@@ -144,7 +149,7 @@ def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decis
     user = interaction.origin.user
 
     if isinstance(interaction, Dismiss):
-        return Finish(record.next(state="cancelled", answered_by=user, finished_at=now))
+        return Finish(record.next(state="cancelled", answered_by=user, finished_at=now, note=None))
 
     if isinstance(interaction, Submit):
         if layout != "form":
