@@ -13,6 +13,7 @@ One click, end to end (see listeners.py for the entry point):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -147,6 +148,7 @@ class SlackQuestionProvider:
         self._tasks = BackgroundTasks(self._logger)
         self._gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=self._logger)
         self._refreshing: dict[str, _Refresh] = {}
+        self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         if retry:
             ensure_retry_handlers(self._client)
@@ -210,18 +212,39 @@ class SlackQuestionProvider:
         )
         rendered = self._checked(render_open(record))
         watch = self._store.watch(request_id)
+        current = asyncio.current_task()
+        if current is not None:
+            self._inflight.add(current)
         try:
             if not await self._store.create(record):
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
                     return await self._rejoin(existing, request.signal, None)
-            await self._deliver(record, rendered)
+            delivery = asyncio.ensure_future(self._deliver(record, rendered))
+            try:
+                await asyncio.shield(delivery)
+            except asyncio.CancelledError:
+                # Let Slack's reply arrive so the message can be marked as cancelled.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(delivery, timeout=10)
+                raise
             if options.on_posted is not None:
                 options.on_posted(request_id)
             return await self._wait(request_id, watch, request.signal)
+        except asyncio.CancelledError:
+            # The awaiting task was cancelled (before or after Slack took the message).
+            await self._end(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
+            raise
+        except UserQuestionError:
+            raise
+        except Exception as exc:
+            await self._end(request_id, "failed", f"The question failed: {exc}", DELIVERY_FAILED)
+            raise
         finally:
             watch.close()
+            if current is not None:
+                self._inflight.discard(current)
 
     async def abort(self, request_id: str, note: str) -> PendingRecord | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
@@ -246,6 +269,8 @@ class SlackQuestionProvider:
         self._closing = True
         for record in await self._store.open_records(owner=self._store.process_id):
             await self._end(record.id, "aborted", note, ASK_ABORTED)
+        if self._inflight:  # asks still delivering: let them see the ending and finish
+            await asyncio.wait(set(self._inflight), timeout=grace)
         await self._tasks.drain(grace)
 
     # -- listeners' entry points ----------------------------------------------------------
@@ -388,12 +413,6 @@ class SlackQuestionProvider:
             done, _ = await asyncio.wait(
                 contenders, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
             )
-        except asyncio.CancelledError:
-            waiting.cancel()
-            if aborting is not None:
-                aborting.cancel()
-            await self._end(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
-            raise
         finally:
             for task in contenders:
                 if not task.done():
@@ -456,6 +475,7 @@ class SlackQuestionProvider:
         decision = await self._decide_and_write(interaction)
         if isinstance(decision, Refuse):
             self._note(interaction.origin, record, decision.text)
+            await self._adopt_message(record, interaction.origin)
             self._refresh(record.id)
         elif isinstance(decision, Modal):
             trigger = interaction.origin.trigger_id
@@ -482,6 +502,19 @@ class SlackQuestionProvider:
         ):
             self._refresh(interaction.request_id)
         return decision
+
+    async def _adopt_message(self, record: PendingRecord, origin: Origin) -> None:
+        """Learn the message's ts from a click when the ask never saw Slack's reply."""
+        if record.message_ts is not None or not origin.channel or not origin.message_ts:
+            return
+        channel, ts = origin.channel, origin.message_ts
+        await mutate(
+            self._store,
+            record.id,
+            lambda r: (
+                r.next(message_channel=channel, message_ts=ts) if r.message_ts is None else None
+            ),
+        )
 
     # -- background Web API work ----------------------------------------------------------
 

@@ -1,0 +1,575 @@
+"""The Slack provider end to end: a real bolt app on 127.0.0.1, the Slack stand-in, signed clicks."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from adapters.slack.blockkit import check_message
+from adapters.slack.options import AskOptions
+from bot.abort import AbortController
+from bot.errors import UserQuestionError
+from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+
+
+def one(
+    question: str = "Deploy 2.3.1?", options: list[str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": "q", "question": question, **extra}
+    if options is not None:
+        item["options"] = [{"label": label} for label in options]
+    return {"questions": [item]}
+
+
+def plan(text: str = "# Plan\n\n1. Migrate\n2. Deploy", **extra: Any) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "plan-review",
+                "header": "Plan review",
+                "question": "Approve this plan and leave plan mode?",
+                "detail": text,
+                "options": [
+                    {"label": "Approve", "description": "Leave plan mode."},
+                    {"label": "Keep planning", "description": "Stay in plan mode."},
+                ],
+                "intent": {"kind": "plan-review", "approve": "Approve"},
+                **extra,
+            }
+        ]
+    }
+
+
+async def finished(h: SlackHarness, message: Any) -> Any:
+    """Wait until the message has become a record with no interactive element."""
+    await until(lambda: not interactive_elements(h.current(message).blocks), what="final record")
+    return h.current(message)
+
+
+def elements_of(blocks: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in interactive_elements(blocks) if e.get("type") == kind]
+
+
+async def test_every_message_and_modal_is_within_block_kit_limits() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["A", "B"]))
+        message = await h.posted()
+        assert check_message(message.blocks, message.text) == []
+        await h.click(message, h.alice, text="Other…")
+        view = await h.modal(h.alice)
+        from adapters.slack.blockkit import check_view
+
+        assert check_view(view.definition) == []
+        await h.type_into_modal(h.alice, "C")
+        await task
+        final = await finished(h, message)
+        assert check_message(final.blocks, final.text) == []
+
+
+async def test_tap_one_button_answers_and_the_record_shows_who_and_what() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Deploy", "Wait"]))
+        message = await h.posted()
+        buttons = elements_of(message.blocks, "button")
+        assert [b["text"]["text"] for b in buttons[:2]] == ["Deploy", "Wait"]
+        status, _ = await h.click(message, h.alice, text="Wait")
+        assert status == 200
+        answer = await asyncio.wait_for(task, 5)
+        assert answer.to_wire() == {"answers": [{"id": "q", "selected": ["Wait"]}]}
+        final = await finished(h, message)
+        text = all_text(final.blocks)
+        assert f"<@{h.alice}>" in text and "Answered" in text and "Wait" in text
+        assert "<!date^" in text
+        assert h.provider.pending_count == 0
+
+
+async def test_long_label_is_shortened_for_display_but_answered_exactly() -> None:
+    long = "L" * 120
+    async with SlackHarness() as h:
+        task = h.ask(one(options=[long, "short"]))
+        message = await h.posted()
+        shown = elements_of(message.blocks, "button")[0]["text"]["text"]
+        assert len(shown) <= 75 and shown.endswith("…")
+        await h.click(message, h.alice, action_id="aq1.pick.0")
+        answer = await task
+        assert answer.answers[0].selected == [long]
+
+
+@pytest.mark.parametrize("count", [6, 100, 101, 250])
+async def test_many_options_use_a_menu_and_one_choice_answers(count: int) -> None:
+    labels = [f"Option {i}" for i in range(count)]
+    async with SlackHarness() as h:
+        task = h.ask(one(options=labels))
+        message = await h.posted()
+        menus = elements_of(message.blocks, "static_select")
+        assert len(menus) == 1
+        assert ("option_groups" in menus[0]) == (count > 100)
+        await h.click(message, h.bob, action_id="aq1.pick", text=labels[-1])
+        answer = await task
+        assert answer.answers[0].selected == [labels[-1]]
+
+
+async def test_more_options_than_any_menu_holds_fails_naming_the_limit() -> None:
+    async with SlackHarness() as h:
+        with pytest.raises(UserQuestionError) as caught:
+            await h.ask(one(options=[f"o{i}" for i in range(10_001)]))
+        assert caught.value.code == "SLACK_LIMIT"
+        assert "10000" in caught.value.message
+        assert h.slack.calls.count("chat.postMessage") == 0
+        assert h.provider.pending_count == 0
+
+
+async def test_multi_select_checkboxes_with_other_text_then_submit() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one("Which targets?", ["Code", "Docs", "Tests"], multiSelect=True))
+        message = await h.posted()
+        assert len(elements_of(message.blocks, "checkboxes")) == 1
+        # ticking a box is not an answer
+        await h.click(message, h.alice, action_id="aq1.draft", values={"aq1.draft": ["0", "2"]})
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        await h.click(message, h.alice, text="Other…")
+        status, body = await h.type_into_modal(h.alice, "  Release notes  ")
+        assert status == 200 and "errors" not in body
+        message = await h.updated(message)
+        assert "Release notes" in all_text(message.blocks)
+        await h.click(message, h.alice, text="Submit", values={"aq1.draft": ["0", "2"]})
+        answer = await task
+        assert answer.to_wire() == {
+            "answers": [{"id": "q", "selected": ["Code", "Tests"], "custom": "Release notes"}]
+        }
+
+
+async def test_multi_select_with_many_options_uses_a_multi_select_menu() -> None:
+    labels = [f"t{i}" for i in range(30)]
+    async with SlackHarness() as h:
+        task = h.ask(one("Pick", labels, multiSelect=True))
+        message = await h.posted()
+        assert len(elements_of(message.blocks, "multi_static_select")) == 1
+        await h.click(message, h.alice, text="Submit", values={"aq1.draft": ["3", "29"]})
+        assert (await task).answers[0].selected == ["t3", "t29"]
+
+
+async def test_single_select_other_replaces_the_choice() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["A", "B"]))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Other…")
+        await h.type_into_modal(h.alice, "Neither, do C")
+        answer = await task
+        assert answer.to_wire() == {
+            "answers": [{"id": "q", "selected": [], "custom": "Neither, do C"}]
+        }
+
+
+async def test_blank_modal_text_is_refused_in_the_modal() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one("Name?"))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Answer…")
+        status, body = await h.type_into_modal(h.alice, "   ")
+        assert status == 200 and "response_action" in body and "errors" in body
+        assert not task.done()
+        view = await h.modal(h.alice)
+        payload = h.slack.submission(view.id, values={"aq1.text": "Ada"})
+        await h.slack.deliver(payload)
+        assert (await task).to_wire() == {"answers": [{"id": "q", "selected": [], "custom": "Ada"}]}
+
+
+async def test_header_detail_and_descriptions_are_shown() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(
+            {
+                "questions": [
+                    {
+                        "id": "q",
+                        "header": "Release",
+                        "question": "Ship?",
+                        "detail": "Changelog: *fast*",
+                        "options": [{"label": "Yes", "description": "ship now"}, {"label": "No"}],
+                    }
+                ]
+            }
+        )
+        message = await h.posted()
+        text = all_text(message.blocks)
+        assert "Release" in text and "Changelog: *fast*" in text and "ship now" in text
+        await h.click(message, h.alice, text="Yes")
+        await task
+
+
+async def test_several_questions_one_submission_in_order_with_a_skip() -> None:
+    request = {
+        "questions": [
+            {"id": "profile", "question": "Profile?", "options": [{"label": "A"}, {"label": "B"}]},
+            {"id": "detail", "question": "Anything else?"},
+            {
+                "id": "signals",
+                "question": "Signals?",
+                "options": [{"label": "x"}, {"label": "y"}, {"label": "z"}],
+                "multiSelect": True,
+            },
+        ]
+    }
+    async with SlackHarness() as h:
+        task = h.ask(request)
+        message = await h.posted()
+        assert len(elements_of(message.blocks, "radio_buttons")) == 1
+        assert len(elements_of(message.blocks, "checkboxes")) == 1
+        block_of = {
+            b["block_id"].split(":")[2]: b["block_id"]
+            for b in message.blocks
+            if b.get("type") == "actions" and b.get("block_id", "").startswith("aq1:")
+        }
+        values = {
+            (block_of["0"], "aq1.draft"): "1",
+            (block_of["2"], "aq1.draft"): ["0", "2"],
+        }
+        await h.click(message, h.carol, text="Submit", values=values)
+        answer = await task
+        assert answer.to_wire() == {
+            "answers": [
+                {"id": "profile", "selected": ["B"]},
+                {"id": "detail", "selected": []},
+                {"id": "signals", "selected": ["x", "z"]},
+            ]
+        }
+
+
+async def test_question_without_options_is_answered_by_text() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one("What is the release name?"))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Answer…")
+        await h.type_into_modal(h.alice, "Line one\nline two")
+        answer = await task
+        assert answer.answers[0].custom == "Line one\nline two"
+
+
+async def test_plan_review_approve() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(plan())
+        message = await h.posted()
+        buttons = elements_of(message.blocks, "button")
+        styles = {b["text"]["text"]: b.get("style") for b in buttons}
+        assert styles["Approve"] == "primary" and styles["Keep planning"] == "danger"
+        assert "Decline with feedback…" in styles
+        assert any(b["type"] == "markdown" for b in message.blocks)
+        await h.click(message, h.alice, text="Approve")
+        assert (await task).to_wire() == {
+            "answers": [{"id": "plan-review", "selected": ["Approve"]}]
+        }
+
+
+async def test_plan_review_decline_and_decline_with_feedback() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(plan())
+        message = await h.posted()
+        await h.click(message, h.alice, text="Keep planning")
+        assert (await task).answers[0].selected == ["Keep planning"]
+
+        task = h.ask(plan())
+        message = await h.posted(2)
+        await h.click(message, h.bob, text="Decline with feedback…")
+        view = await h.modal(h.bob)
+        assert view.definition["title"]["text"] == "Plan feedback"
+        await h.type_into_modal(h.bob, "Add a rollback step")
+        assert (await task).to_wire() == {
+            "answers": [{"id": "plan-review", "selected": [], "custom": "Add a rollback step"}]
+        }
+
+
+async def test_a_20000_character_plan_is_shown_whole() -> None:
+    paragraphs = [f"## Step {i}\n" + ("lorem ipsum dolor sit amet " * 12) for i in range(70)]
+    text = "# Plan\n\n" + "\n\n".join(paragraphs)
+    assert len(text) > 20_000
+    async with SlackHarness() as h:
+        task = h.ask(plan(text))
+        message = await h.posted()
+        ws = h.slack.workspace
+        replies = await until(
+            lambda: [
+                m
+                for m in ws.history(message.channel)
+                if m.thread_ts == message.ts and m.ts != message.ts
+            ]
+        )
+        await asyncio.sleep(0.05)
+        replies = [
+            m
+            for m in ws.history(message.channel)
+            if m.thread_ts == message.ts and m.ts != message.ts
+        ]
+        shown = [
+            b["text"] for m in [message, *replies] for b in m.blocks if b["type"] == "markdown"
+        ]
+        joined = "".join(shown).replace("\n\n_… continued in the thread below._", "")
+        assert joined == text.replace("&", "&amp;")  # every character, in order
+        for m in [message, *replies]:
+            assert check_message(m.blocks, m.text) == []
+        await h.click(message, h.alice, text="Approve")
+        await task
+
+
+async def test_mrkdwn_injection_is_shown_literally() -> None:
+    evil = "Ping <!channel> and <@U123> via <https://evil.example|docs> & more"
+    async with SlackHarness() as h:
+        task = h.ask(
+            {
+                "questions": [
+                    {
+                        "id": "q",
+                        "header": evil,
+                        "question": evil,
+                        "detail": evil,
+                        "options": [{"label": evil, "description": evil}, {"label": "no"}],
+                    }
+                ]
+            },
+            options=AskOptions(label=evil),
+        )
+        message = await h.posted()
+
+        def mrkdwn_objects(value: Any) -> list[dict[str, Any]]:
+            if isinstance(value, dict):
+                found = [value] if value.get("type") == "mrkdwn" else []
+                return found + [o for v in value.values() for o in mrkdwn_objects(v)]
+            if isinstance(value, list):
+                return [o for v in value for o in mrkdwn_objects(v)]
+            return []
+
+        parsed = [o["text"] for o in mrkdwn_objects(message.blocks)]
+        parsed += [b["text"] for b in message.blocks if b["type"] == "markdown"]
+        parsed.append(message.text)
+        text = "\n".join(parsed)
+        assert "<!channel>" not in text and "<@U123>" not in text and "<https://" not in text
+        assert "&lt;!channel&gt;" in text and "&amp;" in text
+        assert all(o.get("verbatim") is True for o in mrkdwn_objects(message.blocks))
+        await h.click(message, h.alice, action_id="aq1.pick.0")
+        answer = await task
+        assert answer.answers[0].selected == [evil]
+        final = await finished(h, message)
+        assert "<!channel>" not in all_text(final.blocks)
+
+
+async def test_double_click_and_two_people_racing_resolve_once() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes", "No"]))
+        message = await h.posted()
+        payloads = [
+            h.slack.click(message, user=h.alice, text="Yes"),
+            h.slack.click(message, user=h.alice, text="Yes"),
+            h.slack.click(message, user=h.bob, text="No"),
+        ]
+        results = await asyncio.gather(*(h.slack.deliver(p) for p in payloads))
+        assert all(status == 200 for status, _ in results)
+        answer = await task
+        winner = h.provider.store
+        assert answer.answers[0].selected in (["Yes"], ["No"])
+        final = await finished(h, message)
+        assert all_text(final.blocks).count("Answered by") == 1
+        notes = await until(lambda: h.ephemerals(h.alice) + h.ephemerals(h.bob), what="notes")
+        await asyncio.sleep(0.05)
+        notes = h.ephemerals(h.alice) + h.ephemerals(h.bob)
+        assert len(notes) == 2
+        assert all("already answered by" in n.text for n in notes)
+        assert winner.watch_count == 0
+
+
+async def test_unauthorized_user_gets_a_private_note_and_nothing_changes() -> None:
+    async with SlackHarness(allowed_users=["U_NOBODY"]) as h:
+        h.provider._allowed_users = [h.alice]
+        task = h.ask(one(options=["Yes", "No"]))
+        message = await h.posted()
+        await h.click(message, h.bob, text="Yes")
+        note = await until(lambda: h.ephemerals(h.bob), what="note")
+        assert "not one of the people" in note[0].text
+        assert not task.done()
+        assert len(h.current(message).edits) == 0
+        await h.click(message, h.alice, text="No")
+        assert (await task).answers[0].selected == ["No"]
+
+
+async def test_usergroup_membership_is_checked_at_click_time() -> None:
+    async with SlackHarness() as h:
+        group = h.slack.workspace.add_usergroup("oncall", [h.carol])
+        h.provider._allowed_groups = [group.id]
+        h.provider._allowed_users = None
+        task = h.ask(one(options=["Yes", "No"]))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Yes")
+        await until(lambda: h.ephemerals(h.alice), what="refusal")
+        assert not task.done()
+        await h.click(message, h.carol, text="No")
+        assert (await task).answers[0].selected == ["No"]
+        assert h.slack.calls.count("usergroups.users.list") == 1  # cached
+
+
+async def test_abort_by_signal_updates_the_message_and_raises_ask_aborted() -> None:
+    async with SlackHarness() as h:
+        controller = AbortController()
+        task = h.ask(one(options=["Yes"]), signal=controller.signal)
+        message = await h.posted()
+        late_click = h.slack.click(message, user=h.alice, text="Yes")
+        controller.abort()
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "ASK_ABORTED"
+        final = await finished(h, message)
+        assert "Cancelled" in all_text(final.blocks)
+        await h.slack.deliver(late_click)  # a click after the abort
+        note = await until(lambda: h.ephemerals(h.alice))
+        assert "no longer open" in note[0].text
+        assert h.provider.pending_count == 0
+
+
+async def test_cancelling_the_awaiting_task_ends_the_request() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        final = await finished(h, message)
+        assert "Cancelled" in all_text(final.blocks)
+        assert h.provider.pending_count == 0
+        assert await h.provider.store.open_records() == []
+
+
+async def test_dismiss_gives_ask_cancelled() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Dismiss")
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "ASK_CANCELLED"
+        final = await finished(h, message)
+        assert "Dismissed" in all_text(final.blocks)
+
+
+async def test_rate_limited_post_is_retried_then_succeeds() -> None:
+    async with SlackHarness() as h:
+        h.slack.faults.add(method="chat.postMessage", kind="ratelimit", count=1, retry_after=0)
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        assert [c.status for c in h.slack.calls("chat.postMessage")][:1] == [429]
+        await h.click(message, h.alice, text="Yes")
+        assert (await task).answers[0].selected == ["Yes"]
+
+
+async def test_delivery_failure_raises_delivery_failed_and_leaves_nothing() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes"]), options=AskOptions(channel="C_DOES_NOT_EXIST"))
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "DELIVERY_FAILED"
+        assert "channel_not_found" in caught.value.message
+        assert h.provider.pending_count == 0
+        assert await h.provider.store.open_records() == []
+
+
+async def test_a_failed_update_after_the_answer_does_not_lose_the_answer() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        h.slack.faults.add(method="chat.update", kind="server_error", count=10, status=500)
+        await h.click(message, h.alice, text="Yes")
+        assert (await task).answers[0].selected == ["Yes"]
+
+
+async def test_a_stale_click_gets_a_polite_note_and_the_message_is_brought_up_to_date() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        stale = h.slack.click(message, user=h.alice, text="Yes")
+        # the request vanishes from the store (expired), then the old button is clicked
+        record = await h.provider.store.get(stale["actions"][0]["block_id"].split(":")[1])
+        assert record is not None
+        h.provider.store._records.clear()  # type: ignore[attr-defined]
+        await h.slack.deliver(stale)
+        note = await until(lambda: h.ephemerals(h.alice))
+        assert "no longer open" in note[0].text
+        current = await h.updated(message)
+        assert not interactive_elements(current.blocks)
+        task.cancel()
+
+
+async def test_foreign_actions_are_ignored() -> None:
+    async with SlackHarness() as h:
+
+        @h.app.action("other_app_button")
+        async def other(ack: Any) -> None:
+            await ack()
+
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        payload = h.slack.click(message, user=h.alice, text="Yes")
+        payload["actions"][0]["action_id"] = "other_app_button"
+        payload["actions"][0]["block_id"] = "someone-else"
+        status, _ = await h.slack.deliver(payload)
+        assert status == 200
+        await asyncio.sleep(0.05)
+        assert not task.done() and h.ephemerals(h.alice) == []
+        task.cancel()
+
+
+async def test_idempotency_key_attaches_instead_of_posting_twice() -> None:
+    async with SlackHarness() as h:
+        first = h.ask(one(options=["Yes"]), options=AskOptions(key="rpc-1"))
+        message = await h.posted()
+        second = h.ask(one(options=["Yes"]), options=AskOptions(key="rpc-1"))
+        await asyncio.sleep(0.05)
+        assert h.slack.calls.count("chat.postMessage") == 1
+        await h.click(message, h.alice, text="Yes")
+        assert (await first).to_wire() == (await second).to_wire()
+
+
+async def test_timeout_fails_with_ask_timeout() -> None:
+    async with SlackHarness(timeout=0.2) as h:
+        task = h.ask(one(options=["Yes"]))
+        message = await h.posted()
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "ASK_TIMEOUT"
+        final = await finished(h, message)
+        assert "Failed" in all_text(final.blocks)
+
+
+async def test_shutdown_interrupts_pending_questions() -> None:
+    async with SlackHarness() as h:
+        tasks = [h.ask(one(f"Q{i}", ["Yes"])) for i in range(3)]
+        await h.posted(3)
+        await h.provider.aclose(grace=2.0)
+        for task in tasks:
+            with pytest.raises(UserQuestionError) as caught:
+                await task
+            assert caught.value.code == "ASK_ABORTED"
+        for message in h.top_messages():
+            assert "Interrupted" in all_text(h.current(message).blocks)
+        assert h.provider.pending_count == 0 and h.provider.background_count == 0
+
+
+async def test_no_pending_entry_leaks_whatever_the_ending() -> None:
+    async with SlackHarness(timeout=1.0) as h:
+        controller = AbortController()
+        answered = h.ask(one("a", ["Yes"]))
+        aborted = h.ask(one("b", ["Yes"]), signal=controller.signal)
+        dismissed = h.ask(one("c", ["Yes"]))
+        timed_out = h.ask(one("d", ["Yes"]))
+        await h.posted(4)
+        by_question = {all_text(m.blocks).split("*")[1]: m for m in h.top_messages()}
+        await h.click(by_question["a"], h.alice, text="Yes")
+        controller.abort()
+        await h.click(by_question["c"], h.alice, text="Dismiss")
+        results = await asyncio.gather(
+            answered, aborted, dismissed, timed_out, return_exceptions=True
+        )
+        codes = [getattr(r, "code", "ok") for r in results]
+        assert codes == ["ok", "ASK_ABORTED", "ASK_CANCELLED", "ASK_TIMEOUT"]
+        await until(lambda: h.provider.background_count == 0)
+        assert h.provider.pending_count == 0
+        assert h.provider._refreshing == {}
+        assert await h.provider.store.open_records() == []
