@@ -190,6 +190,7 @@ async def start(settings: Settings) -> Runtime:
         dsh = DshHostClient(
             settings.dsh_host_url,
             service,
+            provider=provider,
             token=settings.dsh_host_token.get_secret_value() if settings.dsh_host_token else None,
         )
         await dsh.start()

@@ -1,4 +1,4 @@
-"""The Slack provider end to end: a real bolt app on 127.0.0.1, the Slack stand-in, signed clicks."""
+"""The Slack provider end to end: a real bolt app, the Slack stand-in, signed clicks."""
 
 from __future__ import annotations
 

@@ -57,16 +57,20 @@ ViewKind = Literal["text"]
 _ACTION_KINDS: Final = frozenset(get_args(ActionKind))
 _VIEW_KINDS: Final = frozenset(get_args(ViewKind))
 
-ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.\d{1,3})?$")
-CALLBACK_PATTERN: Final = re.compile(r"^aq1\.text$")
+# ``\Z``, not ``$`` (which also matches before a trailing newline), and ASCII digits only
+# (``\d`` matches any Unicode digit): an id either is exactly ours or is not ours.
+ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.[0-9]{1,3})?\Z")
+CALLBACK_PATTERN: Final = re.compile(r"^aq1\.text\Z")
 
-_REQUEST_ID = re.compile(r"^[a-z0-9]{8,40}$")
-_INDEX = re.compile(r"^\d{1,5}$")
-_PART = re.compile(r"^[a-z]{1,3}\d{0,6}$")
+_REQUEST_ID = re.compile(r"^[a-z0-9]{8,40}\Z")
+_INDEX = re.compile(r"^[0-9]{1,5}\Z")
+_PART = re.compile(r"^[a-z]{1,3}[0-9]{0,6}\Z")
+MAX_INDEX: Final = 99_999
+MAX_SUFFIX: Final = 999
 
 
 def new_request_id() -> str:
-    """A fresh random request id (20 lowercase base32 characters)."""
+    """A fresh random request id (20 lowercase hex characters)."""
     return secrets.token_hex(10)
 
 
@@ -78,6 +82,11 @@ def key_request_id(key: str) -> str:
 def _check_request_id(request_id: str) -> None:
     if not _REQUEST_ID.match(request_id):
         raise ValueError(f"request id {request_id!r} must be 8–40 characters of [a-z0-9]")
+
+
+def _check_index(index: int, what: str) -> None:
+    if not 0 <= index <= MAX_INDEX:
+        raise ValueError(f"{what} {index} must be between 0 and {MAX_INDEX}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,8 @@ def block_id(request_id: str, question: int | None, part: str) -> str:
     _check_request_id(request_id)
     if not _PART.match(part):
         raise ValueError(f"block part {part!r} must be 1–3 letters and up to 6 digits")
+    if question is not None:
+        _check_index(question, "a question index")
     index = "-" if question is None else str(question)
     return SEP.join((PREFIX, request_id, index, part))
 
@@ -127,6 +138,8 @@ def action_id(kind: ActionKind, n: int | None = None) -> str:
     """Pack an ``action_id`` for a widget kind; ``n`` keeps it unique inside one block."""
     if kind not in _ACTION_KINDS:
         raise ValueError(f"unknown action kind {kind!r}")
+    if n is not None and not 0 <= n <= MAX_SUFFIX:
+        raise ValueError(f"an action id suffix must be between 0 and {MAX_SUFFIX}, not {n}")
     return f"{PREFIX}.{kind}" if n is None else f"{PREFIX}.{kind}.{n}"
 
 
@@ -143,8 +156,7 @@ def parse_action_id(value: object) -> ActionKind | None:
 
 def option_value(index: int) -> str:
     """The ``value`` carried by a button or menu option: the option's index."""
-    if index < 0:
-        raise ValueError("an option index is never negative")
+    _check_index(index, "an option index")
     return str(index)
 
 
@@ -172,8 +184,7 @@ def parse_callback_id(value: object) -> ViewKind | None:
 def private_metadata(request_id: str, question: int) -> str:
     """A modal's ``private_metadata``: the request and question it answers."""
     _check_request_id(request_id)
-    if question < 0:
-        raise ValueError("a question index is never negative")
+    _check_index(question, "a question index")
     return SEP.join((PREFIX, request_id, str(question)))
 
 

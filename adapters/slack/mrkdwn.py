@@ -25,7 +25,9 @@ def shorten(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, marked with an ellipsis when cut."""
     if len(text) <= limit:
         return text
-    return text[: max(limit - 1, 0)] + ELLIPSIS
+    if limit < 1:
+        return ""  # not even the ellipsis fits
+    return text[: limit - 1] + ELLIPSIS
 
 
 def mrkdwn(text: str) -> dict[str, Any]:

@@ -98,9 +98,7 @@ def find_target(
             continue
         if block_id is not None and target.block_id != block_id:
             continue
-        if text is None:
-            found.append((target, None))
-        elif target.type == "button" and _label(target.element) == text:
+        if text is None or (target.type == "button" and _label(target.element) == text):
             found.append((target, None))
     if text is not None and not found:
         for target in targets(blocks):

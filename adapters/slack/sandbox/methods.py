@@ -22,7 +22,8 @@ from adapters.slack.blockkit import (
     message_problems,
     view_problems,
 )
-from adapters.slack.sandbox.state import Channel, SlackError, Workspace
+from adapters.slack.sandbox.records import Channel, SlackError
+from adapters.slack.sandbox.state import Workspace
 
 __all__ = ["METHODS", "WebApi"]
 
@@ -108,7 +109,9 @@ class WebApi:
         parent = self.workspace.find_message(channel.id, ts)
         if parent is None:
             raise SlackError("thread_not_found")
-        replies = [m for m in self.workspace.history(channel.id) if m.thread_ts == ts and m is not parent]
+        replies = [
+            m for m in self.workspace.history(channel.id) if m.thread_ts == ts and m is not parent
+        ]
         return {"ok": True, "messages": [parent.to_dict(), *(m.to_dict() for m in replies)]}
 
     # chat
@@ -122,7 +125,7 @@ class WebApi:
             raise SlackError("no_text")
         text, extra = _checked(blocks, text)
         thread_ts = _optional_text(params, "thread_ts")
-        message = self.workspace.post(channel, text=text, blocks=blocks, thread_ts=thread_ts)
+        message = self.workspace.post(channel, text=text, blocks=blocks or [], thread_ts=thread_ts)
         return {
             "ok": True,
             "channel": channel.id,
@@ -308,7 +311,10 @@ def _checked(blocks: list[dict[str, Any]] | None, text: str | None) -> tuple[str
     text = text or ""
     if len(text) > MAX_MESSAGE_TEXT:
         warning = {"warning": "message_truncated"}
-        return text[:MAX_MESSAGE_TEXT], {**warning, "response_metadata": {"warnings": ["message_truncated"]}}
+        return text[:MAX_MESSAGE_TEXT], {
+            **warning,
+            "response_metadata": {"warnings": ["message_truncated"]},
+        }
     return text, {}
 
 

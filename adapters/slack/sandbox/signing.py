@@ -39,6 +39,8 @@ def build_interaction_request(
     body = urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
     stamp = str(int(time.time()) if timestamp is None else timestamp)
     signature = SignatureVerifier(signing_secret).generate_signature(timestamp=stamp, body=body)
+    if signature is None:  # slack_sdk returns None only for a missing timestamp or body
+        raise ValueError("could not sign the interaction")
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,
