@@ -1,0 +1,434 @@
+"""The dsh web host's question relay on the wire (§7 of the seam's reference): pure, no I/O.
+
+Downlink (``GET /api/events.mux``, a WebSocket, one JSON envelope per text message)::
+
+    {"type": "server-request", "rpcId": "…", "method": "question/requested",
+     "payload": {"type": "question/requested", "sessionId": "…", "questions": [...]}}
+
+``parse_frame`` reads one message into a ``ServerRequest``. Its ``payload`` is a
+``QuestionRequested``, a ``QuestionResolved`` or, for every other method (``session/event``
+and the like), an ``OtherPayload`` that a client ignores::
+
+    frame = parse_frame(text)
+    match frame.payload:
+        case QuestionRequested(session_id=sid, questions=qs): ...  # ask; answer with frame.rpc_id
+        case QuestionResolved(question_rpc_id=rpc_id): ...         # close the ask for rpc_id
+        case _: pass
+
+Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
+``cancel_response``; the host answers HTTP 200 with a ``Receipt``. ``answer_problem`` is the
+host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
+
+Unknown keys in envelopes and payloads are ignored (zod's default strip); the questions
+themselves are validated by ``bot.models.AskUserQuestionItem``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from pydantic import ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+
+from bot.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+    WireModel,
+)
+
+__all__ = [
+    "CANCELLED_CODE",
+    "CANCEL_MESSAGE",
+    "EVENTS_MUX_PATH",
+    "QUESTION_METHODS",
+    "QUESTION_REQUESTED",
+    "QUESTION_RESOLVED",
+    "RESPOND_PATH",
+    "ClientResponse",
+    "ErrorResult",
+    "Frame",
+    "OkResult",
+    "OtherPayload",
+    "Outcome",
+    "Payload",
+    "QuestionRequested",
+    "QuestionResolved",
+    "QuestionResponse",
+    "Receipt",
+    "ReceiptReason",
+    "ResponseError",
+    "ResponseRejectedError",
+    "ServerRequest",
+    "answer_problem",
+    "answer_response",
+    "cancel_response",
+    "describe_validation_error",
+    "parse_client_response",
+    "parse_frame",
+    "question_requested_frame",
+    "question_resolved_frame",
+]
+
+EVENTS_MUX_PATH: Final = "/api/events.mux"
+RESPOND_PATH: Final = "/api/respond"
+
+QUESTION_REQUESTED: Final = "question/requested"
+QUESTION_RESOLVED: Final = "question/resolved"
+QUESTION_METHODS: Final = frozenset({QUESTION_REQUESTED, QUESTION_RESOLVED})
+
+CANCELLED_CODE: Final = "cancelled"
+CANCEL_MESSAGE: Final = "the user closed this question request"
+
+Outcome: TypeAlias = Literal["answered", "cancelled"]
+ReceiptReason: TypeAlias = Literal["not-pending", "bad-response"]
+
+
+class _Lenient(WireModel):
+    """A wire model that drops unknown keys instead of refusing them (zod's default)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+# --------------------------------------------------------------------------- downlink
+
+
+class QuestionRequested(_Lenient):
+    """Payload of ``question/requested``: a pending ask, answerable with the frame's rpcId."""
+
+    type: Literal["question/requested"]
+    session_id: str
+    questions: Annotated[list[AskUserQuestionItem], Field(min_length=1)]
+
+
+class QuestionResolved(_Lenient):
+    """Payload of ``question/resolved``: the ask ``question_rpc_id`` is over."""
+
+    type: Literal["question/resolved"]
+    session_id: str
+    question_rpc_id: str
+    outcome: Outcome
+
+
+class OtherPayload(WireModel):
+    """The payload of any other method, kept as is (``model_extra``) and ignored by a client."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @property
+    def kind(self) -> Any:
+        """The payload's ``type`` key, if any."""
+        return (self.model_extra or {}).get("type")
+
+
+def _payload_tag(value: Any) -> str:
+    if isinstance(value, OtherPayload):
+        return "other"
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if isinstance(kind, str) and kind in QUESTION_METHODS else "other"
+
+
+Payload: TypeAlias = Annotated[
+    Annotated[QuestionRequested, Tag(QUESTION_REQUESTED)]
+    | Annotated[QuestionResolved, Tag(QUESTION_RESOLVED)]
+    | Annotated[OtherPayload, Tag("other")],
+    Discriminator(_payload_tag),
+]
+
+
+class ServerRequest(_Lenient):
+    """One downlink frame; the payload is read by ``method`` (other methods: ``OtherPayload``)."""
+
+    # The two question methods get their schema, and a payload ``type`` that disagrees with
+    # ``method`` is refused; any other method gets an ``OtherPayload``, whatever it holds.
+
+    type: Literal["server-request"]
+    rpc_id: str
+    method: str
+    payload: Payload
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_methods_stay_opaque(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and data.get("method") not in QUESTION_METHODS
+            and isinstance(data.get("payload"), dict)
+        ):
+            return {**data, "payload": OtherPayload.model_validate(data["payload"])}
+        return data
+
+    @model_validator(mode="after")
+    def _payload_matches_method(self) -> ServerRequest:
+        if self.method in QUESTION_METHODS:
+            payload = self.payload
+            kind = payload.kind if isinstance(payload, OtherPayload) else payload.type
+            if kind != self.method:
+                raise ValueError(
+                    f"a {self.method} frame needs a payload of type {self.method!r}, "
+                    f"got type {kind!r}"
+                )
+        return self
+
+
+Frame: TypeAlias = ServerRequest
+
+_TAGGED_KEYS: Final = frozenset({"payload", "result"})
+_TAGS: Final = frozenset({QUESTION_REQUESTED, QUESTION_RESOLVED, "other", "ok", "error"})
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Pydantic's errors as one line: ``loc.path: message; …`` (wire names)."""
+    parts = []
+    for item in error.errors(include_url=False):
+        path: list[str] = []
+        loc = item["loc"]
+        for index, part in enumerate(loc):
+            # The tags of this module's own unions name no key: leave them out of the path.
+            if index and loc[index - 1] in _TAGGED_KEYS and part in _TAGS:
+                continue
+            path.append(str(part))
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{'.'.join(path)}: {message}" if path else message)
+    return "; ".join(parts)
+
+
+def parse_frame(text: str | bytes) -> Frame:
+    """One downlink message as a ``ServerRequest``; ``ValueError`` says what is wrong."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"frame is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"frame is not a JSON object but {type(data).__name__}")
+    try:
+        return ServerRequest.model_validate(data)
+    except ValidationError as exc:
+        method = data.get("method")
+        what = f"{method} frame" if method in QUESTION_METHODS else "server-request envelope"
+        raise ValueError(f"bad {what}: {describe_validation_error(exc)}") from None
+
+
+def question_requested_frame(
+    rpc_id: str, session_id: str, questions: Sequence[AskUserQuestionItem]
+) -> dict[str, Any]:
+    """The ``question/requested`` envelope; questions go verbatim (only the keys set)."""
+    return {
+        "type": "server-request",
+        "rpcId": rpc_id,
+        "method": QUESTION_REQUESTED,
+        "payload": {
+            "type": QUESTION_REQUESTED,
+            "sessionId": session_id,
+            "questions": [question.to_wire() for question in questions],
+        },
+    }
+
+
+def question_resolved_frame(
+    rpc_id: str, session_id: str, question_rpc_id: str, outcome: Outcome
+) -> dict[str, Any]:
+    """The ``question/resolved`` envelope: a fresh ``rpc_id`` pointing at ``question_rpc_id``."""
+    return {
+        "type": "server-request",
+        "rpcId": rpc_id,
+        "method": QUESTION_RESOLVED,
+        "payload": {
+            "type": QUESTION_RESOLVED,
+            "sessionId": session_id,
+            "questionRpcId": question_rpc_id,
+            "outcome": outcome,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- uplink
+
+
+def _answer_item_wire(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
+    wire: dict[str, Any] = {"id": item.id, "selected": list(item.selected)}
+    if item.custom is not None:
+        wire["custom"] = item.custom
+    return wire
+
+
+def answer_response(rpc_id: str, session_id: str, answer: AskUserQuestionAnswer) -> dict[str, Any]:
+    """The ok ``ClientResponse`` carrying one whole answer batch (``custom`` omitted if absent)."""
+    return {
+        "type": "client-response",
+        "rpcId": rpc_id,
+        "result": {
+            "ok": True,
+            "value": {
+                "sessionId": session_id,
+                "answer": {"answers": [_answer_item_wire(item) for item in answer.answers]},
+            },
+        },
+    }
+
+
+def cancel_response(rpc_id: str) -> dict[str, Any]:
+    """The cancelled ``ClientResponse``: the user dismissed the ask (host → ``ASK_CANCELLED``)."""
+    return {
+        "type": "client-response",
+        "rpcId": rpc_id,
+        "result": {
+            "ok": False,
+            "error": {"code": CANCELLED_CODE, "message": CANCEL_MESSAGE, "details": {}},
+        },
+    }
+
+
+class ResponseError(_Lenient):
+    """The error of an ok:false response; ``code == "cancelled"`` is a user dismissal."""
+
+    code: str
+    message: str
+    details: dict[str, Any] | None = None
+
+
+class OkResult(_Lenient):
+    """``{"ok": true, "value": …}``; for a question the value is a ``QuestionResponse``."""
+
+    ok: Literal[True]
+    value: Any
+
+
+class ErrorResult(_Lenient):
+    """``{"ok": false, "error": {code, message, details}}``."""
+
+    ok: Literal[False]
+    error: ResponseError
+
+
+def _result_tag(value: Any) -> str | None:
+    ok = value.get("ok") if isinstance(value, dict) else getattr(value, "ok", None)
+    return "ok" if ok is True else "error" if ok is False else None
+
+
+class ClientResponse(_Lenient):
+    """The body of ``POST /api/respond``, as a host reads it."""
+
+    type: Literal["client-response"]
+    rpc_id: str
+    result: Annotated[
+        Annotated[OkResult, Tag("ok")] | Annotated[ErrorResult, Tag("error")],
+        Discriminator(
+            _result_tag,
+            custom_error_type="invalid_result",
+            custom_error_message="result.ok must be true or false",
+        ),
+    ]
+
+
+class QuestionResponse(_Lenient):
+    """The value of an ok response to a question: ``{sessionId, answer: {answers}}``."""
+
+    session_id: str
+    answer: AskUserQuestionAnswer
+
+    @model_validator(mode="after")
+    def _custom_is_optional_not_nullable(self) -> QuestionResponse:
+        for index, item in enumerate(self.answer.answers):
+            if "custom" in item.model_fields_set and item.custom is None:
+                raise ValueError(f"answers[{index}].custom is null; leave the key out instead")
+        return self
+
+
+def parse_client_response(body: Any) -> ClientResponse:
+    """A ``ClientResponse`` from decoded JSON; ``ValueError`` says what is wrong."""
+    try:
+        return ClientResponse.model_validate(body)
+    except ValidationError as exc:
+        raise ValueError(f"bad client-response: {describe_validation_error(exc)}") from None
+
+
+class ResponseRejectedError(Exception):
+    """The host refused a response: ``question response rejected: <reason>`` (§6.2)."""
+
+    def __init__(self, reason: ReceiptReason | None, *, cancellation: bool = False) -> None:
+        what = "cancellation" if cancellation else "response"
+        super().__init__(f"question {what} rejected: {reason}")
+        self.reason = reason
+        self.cancellation = cancellation
+
+
+class Receipt(_Lenient):
+    """The host's answer to a POST: ``{"accepted": true}`` or ``{"accepted": false, reason}``."""
+
+    accepted: bool
+    reason: ReceiptReason | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"accepted": …}`` plus ``reason`` when there is one."""
+        wire: dict[str, Any] = {"accepted": self.accepted}
+        if self.reason is not None:
+            wire["reason"] = self.reason
+        return wire
+
+    def raise_if_rejected(self, *, cancellation: bool = False) -> None:
+        """Raise ``ResponseRejectedError`` unless the host accepted the response."""
+        if not self.accepted:
+            raise ResponseRejectedError(self.reason, cancellation=cancellation)
+
+
+# --------------------------------------------------------------------------- matchesQuestions
+
+# ECMAScript's WhiteSpace and LineTerminator, which ``String.prototype.trim`` removes. Not
+# ``str.strip()``'s set: JS trims U+FEFF but not U+001C-U+001F or U+0085.
+_JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _labels(labels: Sequence[str]) -> str:
+    return ", ".join(repr(label) for label in labels)
+
+
+def answer_problem(
+    questions: Sequence[AskUserQuestionItem], answer: AskUserQuestionAnswer
+) -> str | None:
+    """Why the host's ``matchesQuestions`` would refuse ``answer`` (first rule broken), or None."""
+    # §6.1 minus the sessionId check, which needs the pending ask: compare it separately.
+    answers = answer.answers
+    if len(answers) != len(questions):
+        return f"expected {len(questions)} answer(s), one per question in order, got {len(answers)}"
+    for position, (item, question) in enumerate(zip(answers, questions, strict=True), 1):
+        if item.id != question.id:
+            return (
+                f"answer #{position} has id {item.id!r} but question #{position} is "
+                f"{question.id!r}; answers go in question order"
+            )
+        selected = item.selected
+        if len(set(selected)) != len(selected):
+            repeated = [label for index, label in enumerate(selected) if label in selected[:index]]
+            return f"answer to {question.id!r} selects {repeated[0]!r} more than once"
+        if item.custom is not None and item.custom.strip(_JS_WHITESPACE) == "":
+            return f"answer to {question.id!r} has blank custom text; leave custom out instead"
+        if not question.is_multi_select:
+            if item.custom is not None and selected:
+                return (
+                    f"question {question.id!r} is single-select: custom text replaces the "
+                    "choice, so selected must be [] when custom is given "
+                    f"(got [{_labels(selected)}])"
+                )
+            if len(selected) > 1:
+                return (
+                    f"question {question.id!r} is single-select but {len(selected)} labels "
+                    f"are selected ({_labels(selected)})"
+                )
+        options = question.option_labels
+        for label in selected:
+            if label not in options:
+                if not options:
+                    return (
+                        f"question {question.id!r} has no options, so selected must be []; "
+                        f"got {label!r}"
+                    )
+                return (
+                    f"answer to {question.id!r} selects {label!r}, which is not one of its "
+                    f"options ({_labels(options)})"
+                )
+    return None
