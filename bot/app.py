@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.pending import MemoryPendingStore, PendingStore
@@ -30,6 +32,10 @@ logger = logging.getLogger("bot")
 
 SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"
 SANDBOX_CHANNEL = "C0SANDBOX"
+SLACK_MAX_BODY_BYTES = 1_048_576
+"""Largest request body the server takes (Slack's interaction payloads fit well within)."""
+SOCKET_CONNECT_TIMEOUT = 30.0
+"""Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
 
 
 @dataclass
@@ -48,12 +54,20 @@ class Runtime:
     extras: list[Any] = field(default_factory=list)
     closers: list[Any] = field(default_factory=list)
     sandbox_url: str | None = None
+    _stopping: bool = field(default=False, init=False, repr=False)
 
     async def stop(self) -> None:
-        """Interrupt pending questions, drain background work, and close everything."""
+        """Interrupt pending questions, drain background work, and close everything (once)."""
+        if self._stopping:
+            return
+        self._stopping = True
         logger.info("shutting down", extra={"pending": self.provider.pending_count})
         self.gateway.close()
-        await self.provider.aclose(grace=self.settings.shutdown_grace)
+        try:
+            await self.provider.aclose(grace=self.settings.shutdown_grace)
+        except Exception as exc:  # e.g. the store is unreachable: still close the rest
+            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
+        self.gateway.end_polls()  # long-polls on questions of other processes answer now
         for close in reversed(self.closers):
             try:
                 await close()
@@ -87,10 +101,67 @@ def _health(runtime_ref: dict[str, Any], mode: str) -> Any:
             for extra in runtime.extras:
                 status = getattr(extra, "status", None)
                 if callable(status):
-                    body.update(status())
+                    facts = status()
+                    if inspect.isawaitable(facts):
+                        facts = await facts
+                    body.update(facts)
         return web.json_response(body)
 
     return healthz
+
+
+class _UnusedTokenWarning(logging.Filter):
+    """Drops bolt's warning that the token is unused because a client was given.
+
+    bolt reads SLACK_BOT_TOKEN from the environment by itself and warns that it ignores it
+    for the client's token, which is the same value: the warning would only confuse.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but that warning."""
+        return "`token` will be unused" not in record.getMessage()
+
+
+class _SocketMode:
+    """bolt's Socket Mode handler, with its connection state for ``/healthz``."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    async def status(self) -> dict[str, Any]:
+        """``{"socket": "connected" | "disconnected"}``."""
+        connected = await self.handler.client.is_connected()
+        return {"socket": "connected" if connected else "disconnected"}
+
+    async def close(self) -> None:
+        """Close the WebSocket and the handler's HTTP session."""
+        await self.handler.close_async()
+
+
+async def _connect_socket_mode(app: AsyncApp, app_token: str) -> _SocketMode:
+    """Open the Socket Mode connection; a refused app token fails here, not in a retry loop."""
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler: Any = AsyncSocketModeHandler(  # slack_sdk's socket client is untyped
+        app, app_token, logger=logging.getLogger("slack_bolt.socket_mode")
+    )
+    socket = _SocketMode(handler)
+    try:
+        # slack_sdk's connect() retries a failed apps.connections.open forever; ask once
+        # first so a wrong SLACK_APP_TOKEN is a startup error with Slack's reason.
+        try:
+            handler.client.wss_uri = await handler.client.issue_new_wss_url()
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            raise RuntimeError(
+                f"Socket Mode: Slack refused SLACK_APP_TOKEN in apps.connections.open "
+                f"({error or 'no reason given'})"
+            ) from exc
+        await asyncio.wait_for(handler.connect_async(), SOCKET_CONNECT_TIMEOUT)
+    except BaseException:
+        await socket.close()
+        raise
+    return socket
 
 
 async def start(settings: Settings) -> Runtime:
@@ -118,13 +189,19 @@ async def start(settings: Settings) -> Runtime:
     if api_url:
         client_args["base_url"] = api_url
     client = AsyncWebClient(**client_args)
-    app = AsyncApp(
-        client=client,
-        signing_secret=signing_secret or "",
-        process_before_response=True,
-        request_verification_enabled=settings.mode != "socket",
-        logger=logging.getLogger("slack_bolt"),
-    )
+    bolt_logger = logging.getLogger("slack_bolt")
+    quiet = _UnusedTokenWarning()
+    bolt_logger.addFilter(quiet)
+    try:
+        app = AsyncApp(
+            client=client,
+            signing_secret=signing_secret or "",
+            process_before_response=True,
+            request_verification_enabled=settings.mode != "socket",
+            logger=bolt_logger,
+        )
+    finally:
+        bolt_logger.removeFilter(quiet)
     store = await _store(settings)
     provider = SlackQuestionProvider(
         app,
@@ -138,9 +215,11 @@ async def start(settings: Settings) -> Runtime:
     service = UserQuestionService()
     dispose = service.register_provider(provider)
     token_secret = settings.bot_api_token.get_secret_value() if settings.bot_api_token else None
-    gateway = Gateway(service, provider, token=token_secret)
+    gateway = Gateway(service, provider, token=token_secret, max_body_bytes=settings.max_body_bytes)
 
-    web_app = web.Application(client_max_size=settings.max_body_bytes)
+    # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
+    # /slack/events carry whole messages and modals and need more room.
+    web_app = web.Application(client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES))
     runtime_ref: dict[str, Any] = {}
     web_app.router.add_get("/healthz", _health(runtime_ref, settings.mode))
     gateway.add_routes(web_app)
@@ -152,10 +231,21 @@ async def start(settings: Settings) -> Runtime:
 
         web_app.router.add_post("/slack/events", slack_events)
 
-    runner = web.AppRunner(web_app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
+    # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
+    runner = web.AppRunner(
+        web_app,
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=max(1.0, settings.shutdown_grace),
+    )
+    try:
+        await runner.setup()
+        site = web.TCPSite(runner, settings.host, settings.port)
+        await site.start()
+    except BaseException:  # e.g. the port is taken: release what was opened
+        await runner.cleanup()
+        await store.close()
+        raise
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
     url = f"http://{host}:{port}"
@@ -176,26 +266,28 @@ async def start(settings: Settings) -> Runtime:
         await sandbox.connect_bot(f"{url}/slack/events", service=service)
         runtime.sandbox_url = sandbox.page_url
         runtime.closers.append(sandbox.stop)
-    if settings.mode == "socket":
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    try:
+        if settings.mode == "socket":
+            assert settings.slack_app_token is not None
+            socket = await _connect_socket_mode(app, settings.slack_app_token.get_secret_value())
+            runtime.extras.append(socket)
+            runtime.closers.append(socket.close)
+        if settings.dsh_host_url:
+            from adapters.dsh.client import DshHostClient
 
-        assert settings.slack_app_token is not None
-        handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        await handler.connect_async()
-        runtime.extras.append(handler)
-        runtime.closers.append(handler.close_async)
-    if settings.dsh_host_url:
-        from adapters.dsh.client import DshHostClient
-
-        dsh = DshHostClient(
-            settings.dsh_host_url,
-            service,
-            provider=provider,
-            token=settings.dsh_host_token.get_secret_value() if settings.dsh_host_token else None,
-        )
-        await dsh.start()
-        runtime.extras.append(dsh)
-        runtime.closers.append(dsh.stop)
+            dsh_token = settings.dsh_host_token
+            dsh = DshHostClient(
+                settings.dsh_host_url,
+                service,
+                provider=provider,
+                token=dsh_token.get_secret_value() if dsh_token else None,
+            )
+            await dsh.start()
+            runtime.extras.append(dsh)
+            runtime.closers.append(dsh.stop)
+    except BaseException:
+        await runtime.stop()  # a failed start leaves no server, socket or store behind
+        raise
 
     for label, value in settings.describe():
         logger.info(f"{label}: {value}")

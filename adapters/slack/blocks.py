@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from adapters.slack import ids
+from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten
 from adapters.slack.record import Draft, PendingRecord
 from bot.errors import SLACK_LIMIT, UserQuestionError
@@ -59,6 +60,8 @@ MAX_MODAL_TITLE: Final = 24
 MAX_INPUT_LABEL: Final = 2000
 MAX_INPUT_LENGTH: Final = 3000
 MAX_FALLBACK_TEXT: Final = 3000
+MIN_ANSWER_TEXT: Final = 100
+"""The shortest an answer line of a final message is cut to so that the message fits."""
 
 DETAIL_BUDGET: Final = 9000
 """Characters of detail/plan shown in the message itself; the rest goes to the thread.
@@ -122,21 +125,43 @@ def layout_of(questions: Sequence[AskUserQuestionItem]) -> Layout:
     return "form"
 
 
-def split_text(text: str, limit: int) -> list[str]:
+_ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
+"""How long each character ``escape`` changes becomes (``&amp;``, ``&lt;``, ``&gt;``)."""
+
+
+def _escaped_fit(text: str, limit: int) -> int:
+    """The length of the longest prefix of ``text`` whose escaped form fits in ``limit``."""
+    size = 0
+    for index, char in enumerate(text):
+        size += _ESCAPED_SIZE.get(char, 1)
+        if size > limit:
+            return index
+    return len(text)
+
+
+def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     """Split ``text`` into parts of at most ``limit`` characters, at paragraph, line or
-    word boundaries where possible; ``"".join(parts) == text``."""
+    word boundaries where possible; ``"".join(parts) == text``.
+
+    With ``escaped``, the limit applies to each part's ``escape()`` form (what Slack
+    receives), which can be up to five times longer than the part itself.
+    """
+    least = max(_ESCAPED_SIZE.values()) if escaped else 1
+    if limit < least:
+        raise ValueError(f"a split limit must be at least {least}, not {limit}")
     parts: list[str] = []
     rest = text
-    while len(rest) > limit:
-        window = rest[:limit]
+    while (len(escape(rest)) if escaped else len(rest)) > limit:
+        fit = _escaped_fit(rest, limit) if escaped else limit
+        window = rest[:fit]
         cut = -1
         for separator in ("\n\n", "\n", " "):
             found = window.rfind(separator)
-            if found > limit // 2:
+            if found > fit // 2:
                 cut = found + len(separator)
                 break
         if cut <= 0:
-            cut = limit
+            cut = fit
         parts.append(rest[:cut])
         rest = rest[cut:]
     parts.append(rest)
@@ -188,13 +213,21 @@ def _note(record: PendingRecord) -> list[Block]:
 
 
 def _detail_shares(record: PendingRecord) -> list[str]:
-    """The part of each question's detail shown in the message itself."""
+    """The part of each question's detail shown in the message itself.
+
+    It depends on the details alone, so every rendering of a request (open, re-rendered,
+    final) shows the same part and the thread, posted once, carries exactly the rest.
+    ``DETAIL_BUDGET`` counts escaped characters, as Slack receives them.
+    """
     details = [question.detail or "" for question in record.questions]
-    total = sum(len(detail) for detail in details)
+    total = sum(len(escape(detail)) for detail in details)
     if total <= DETAIL_BUDGET:
         return details
     share = DETAIL_BUDGET // max(1, sum(1 for detail in details if detail))
-    return [split_text(detail, share)[0] if len(detail) > share else detail for detail in details]
+    return [
+        split_text(detail, share, escaped=True)[0] if len(escape(detail)) > share else detail
+        for detail in details
+    ]
 
 
 def _detail_blocks(shown: str, full: str) -> list[Block]:
@@ -214,7 +247,7 @@ def _thread_parts(record: PendingRecord, shown: list[str]) -> list[list[Block]]:
         rest = full[len(shown[index]) :]
         if not rest:
             continue
-        chunks = split_text(rest, THREAD_PART)
+        chunks = split_text(rest, THREAD_PART, escaped=True)
         what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
         for n, chunk in enumerate(chunks, start=1):
             title = f"{what} of question {index + 1}" if count > 1 else what
@@ -317,7 +350,23 @@ def _fallback(record: PendingRecord) -> str:
 
 
 def render_open(record: PendingRecord) -> Rendered:
-    """The open question message (and continuation messages for long details)."""
+    """The open question message (and continuation messages for long details).
+
+    Raises ``UserQuestionError`` (``SLACK_LIMIT``) when the request cannot be shown within
+    Block Kit's limits; whatever it returns passes ``blockkit.check_message``.
+    """
+    rendered = _render_open(record)
+    problems = check_message(rendered.blocks, rendered.text)
+    for part in rendered.thread:
+        problems.extend(check_message(part))
+    if problems:
+        raise UserQuestionError(
+            f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+        )
+    return rendered
+
+
+def _render_open(record: PendingRecord) -> Rendered:
     layout = layout_of(record.questions)
     rid, rev = record.id, record.version
     shown = _detail_shares(record)
@@ -447,17 +496,36 @@ _OUTCOME_ICON: Final = {
 
 def _outcome_line(record: PendingRecord) -> str:
     line = _OUTCOME_ICON.get(record.state, record.state)
+    if record.state == "aborted" and record.note:
+        # The note says what happened ("Cancelled by the asker.", "Answered in another
+        # client.", "Interrupted: …"): it replaces the bare word.
+        line = f"{line.split(' ', 1)[0]} {escape(record.note)}"
+    elif record.state == "failed" and record.note:
+        line = f"{line}: {escape(record.note)}"
     if record.answered_by and record.state in ("answered", "cancelled"):
         line += f" by <@{record.answered_by}>"
     if record.finished_at:
         line += f" · {_date(record.finished_at)}"
-    if record.note:
+    if record.note and record.state in ("answered", "cancelled"):
         line += f"\n{escape(record.note)}"
     return line
 
 
 def render_final(record: PendingRecord) -> Rendered:
     """The message as a record of its outcome: who answered what, and when; no buttons."""
+    limit = MAX_SECTION_TEXT
+    while True:
+        rendered = _render_final(record, limit)
+        over = block_text_length(rendered.blocks) - MESSAGE_TEXT_BUDGET
+        answers = len(record.questions) if record.state == "answered" else 0
+        if over <= 0 or answers == 0 or limit == MIN_ANSWER_TEXT:
+            return rendered
+        # Slack refuses an update over its text cap, which would leave the buttons up:
+        # shorten the answer lines until the record of the outcome fits.
+        limit = max(MIN_ANSWER_TEXT, limit - over // answers - 1)
+
+
+def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     shown = _detail_shares(record)
     count = len(record.questions)
     blocks: list[Block] = []
@@ -474,7 +542,8 @@ def render_final(record: PendingRecord) -> Rendered:
         blocks.append(_section(_question_line(question, index, count)))
         blocks.extend(_detail_blocks(shown[index], question.detail or ""))
         if record.state == "answered":
-            blocks.append(_section(f"→ {answer_summary(question, items.get(index))}"))
+            summary = answer_summary(question, items.get(index))
+            blocks.append(_section(shorten(f"→ {summary}", answer_limit)))
     blocks.append(_context(_outcome_line(record)))
     text = shorten(f"{_OUTCOME_ICON.get(record.state, record.state)}: {_fallback(record)}", 3000)
     return Rendered(text, blocks[:MAX_BLOCKS])

@@ -170,8 +170,8 @@ class MemoryPendingStore:
         stored = self._records.get(record.id)
         if stored is None or stored.version != record.version - 1:
             return False
-        if stored.state in TERMINAL_STATES and record.state != stored.state:
-            return False  # a terminal state is final
+        if stored.state in TERMINAL_STATES and record.state not in (stored.state, "pending"):
+            return False  # an ending is final (reopening it, deliberately, is the exception)
         self._records[record.id] = record.model_copy(deep=True)
         if record.state in TERMINAL_STATES and stored.state not in TERMINAL_STATES:
             self._expiry.append((time.monotonic() + self._finished_ttl, record.id))

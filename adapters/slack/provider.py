@@ -61,7 +61,7 @@ __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider"]
 ABORTED_MESSAGE = "ask_user_question was aborted before the user answered"
 CANCELLED_MESSAGE = "the user cancelled ask_user_question"
 SHUTDOWN_NOTE = "Interrupted: the bot shut down before anyone answered."
-CANCELLED_BY_ASKER = "The asker stopped waiting for an answer."
+CANCELLED_BY_ASKER = "Cancelled: the asker stopped waiting for an answer."
 
 _SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 
