@@ -551,13 +551,14 @@ class Workspace:
         thread_ts: str | None = None,
     ) -> list[UploadedFile]:
         """Finish uploads and share them in ``channel`` as one message."""
+        items = list(items)
         uploads: list[UploadedFile] = []
         for item in items:
             upload = self.files.get(str(item.get("id")))
             if upload is None or upload.content is None or upload.completed:
                 raise SlackError("file_not_found")
             uploads.append(upload)
-        for upload, item in zip(uploads, items, strict=False):
+        for upload, item in zip(uploads, items, strict=True):
             upload.completed = True
             upload.title = str(item.get("title") or upload.name)
             if channel is not None:

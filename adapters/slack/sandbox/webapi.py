@@ -1,0 +1,381 @@
+"""A local stand-in for Slack's Web API, served by aiohttp on 127.0.0.1.
+
+::
+
+    async with SlackStandIn() as slack:          # binds 127.0.0.1 on a free port
+        alice = slack.workspace.add_user("alice")
+        client = AsyncWebClient(token=slack.token, base_url=slack.url)
+        posted = await client.chat_postMessage(channel=alice.id, blocks=[...], text="…")
+        message = slack.workspace.message(posted["channel"], posted["ts"])
+        payload = slack.click(message, user=alice.id, text="Approve")
+
+Routes: ``/api/<method>`` (the methods of ``methods.WebApi``; a bearer token is required),
+``/upload/<file id>`` (the URL ``files.getUploadURLExternal`` hands out) and
+``/response/<token>`` (``response_url``s minted for interaction payloads). Every request is
+recorded in ``calls``; ``faults`` can make any route rate-limit, fail, drop the connection or
+stall. State lives in ``workspace``; ``subscribe()`` / ``observe()`` report every change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Final
+
+import aiohttp
+from aiohttp import web
+
+from adapters.slack.blockkit import check_message, view_problems
+from adapters.slack.sandbox import clicks
+from adapters.slack.sandbox.calllog import Call, CallLog
+from adapters.slack.sandbox.faults import Faults
+from adapters.slack.sandbox.methods import WebApi
+from adapters.slack.sandbox.records import Change, Ephemeral, Message, SlackError
+from adapters.slack.sandbox.signing import (
+    block_actions_payload,
+    send_interaction,
+    view_submission_payload,
+)
+from adapters.slack.sandbox.state import Clock, Workspace
+
+__all__ = ["DEFAULT_TOKEN", "SlackStandIn"]
+
+DEFAULT_TOKEN: Final = "xoxb-sandbox-token"
+_GONE: Final = frozenset({"invalid_token", "expired_url", "used_url"})
+
+
+class SlackStandIn:
+    """Slack's Web API, ``response_url``s and file uploads, in memory, over real HTTP."""
+
+    def __init__(
+        self,
+        workspace: Workspace | None = None,
+        *,
+        token: str = DEFAULT_TOKEN,
+        clock: Clock = time.time,
+        seed: int = 0,
+        signing_secret: str | None = None,
+        interactivity_url: str | None = None,
+    ) -> None:
+        self.workspace = workspace if workspace is not None else Workspace(clock=clock, seed=seed)
+        self.token = token
+        self.tokens: set[str] = {token}
+        """Bearer tokens accepted; anything else gets ``invalid_auth``."""
+        self.faults = Faults(seed)
+        self.calls = CallLog()
+        self.signing_secret = signing_secret
+        self.interactivity_url = interactivity_url
+        """Where ``deliver`` POSTs signed payloads (the app's ``/slack/events``)."""
+        self.api = WebApi(self.workspace, upload_url=lambda fid: f"{self.root_url}upload/{fid}")
+        self.app = web.Application()
+        self.app.router.add_route("*", "/api/{method}", self._api)
+        self.app.router.add_post("/upload/{file_id}", self._upload)
+        self.app.router.add_post("/response/{token:.+}", self._response_url)
+        self._runner: web.AppRunner | None = None
+        self._root: str | None = None
+        self._queues: dict[asyncio.Queue[Change], Callable[[], None]] = {}
+
+    # Lifecycle.
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on ``host:port`` (0 picks a free port); returns the API base URL."""
+        if self._runner is not None:
+            return self.url
+        # A short shutdown: ``stop()`` should not wait out a long injected delay.
+        runner = web.AppRunner(
+            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        self._runner = runner
+        bound_port = runner.addresses[0][1]
+        self._root = f"http://{f'[{host}]' if ':' in host else host}:{bound_port}/"
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop serving and close every subscription."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        for queue in list(self._queues):
+            self.unsubscribe(queue)
+
+    async def __aenter__(self) -> SlackStandIn:
+        """Start on a free port."""
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop."""
+        await self.stop()
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>/`` once started."""
+        if self._root is None:
+            raise RuntimeError("the Slack stand-in is not started")
+        return self._root
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL for ``AsyncWebClient(base_url=...)``."""
+        return f"{self.root_url}api/"
+
+    # Observers.
+
+    def observe(self, callback: Callable[[Change], None]) -> Callable[[], None]:
+        """Call ``callback`` on every state change; returns the function that stops it."""
+        return self.workspace.observe(callback)
+
+    def subscribe(self) -> asyncio.Queue[Change]:
+        """A queue that receives every state change from now on."""
+        queue: asyncio.Queue[Change] = asyncio.Queue()
+        self._queues[queue] = self.workspace.observe(queue.put_nowait)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Change]) -> None:
+        """Stop feeding ``queue``."""
+        stop = self._queues.pop(queue, None)
+        if stop is not None:
+            stop()
+
+    # Acting as a person.
+
+    def new_trigger_id(self, user: str, *, view_id: str | None = None) -> str:
+        """A trigger id for an interaction by ``user``: valid once, for three seconds."""
+        return self.workspace.issue_trigger(user, view_id=view_id)
+
+    def new_response_url(
+        self,
+        channel: str,
+        user: str,
+        message_ts: str | None = None,
+        *,
+        is_ephemeral: bool = False,
+    ) -> str:
+        """A ``response_url`` for an interaction by ``user`` on a message (five uses)."""
+        token = self.workspace.issue_response_url(
+            channel, user, message_ts, is_ephemeral=is_ephemeral
+        )
+        return f"{self.root_url}response/{token}"
+
+    def click(
+        self,
+        message: Message | Ephemeral,
+        *,
+        user: str,
+        action_id: str | None = None,
+        block_id: str | None = None,
+        text: str | None = None,
+        values: clicks.Values | None = None,
+    ) -> dict[str, Any]:
+        """The ``block_actions`` payload of ``user`` clicking an element of ``message``.
+
+        The element is found by ``action_id``/``block_id`` or by the ``text`` on a button or
+        an option (choosing that option). ``values`` are the selections of the message's
+        stateful elements (see ``clicks``); ``state.values`` covers all of them. A fresh
+        trigger id and ``response_url`` are minted.
+        """
+        is_ephemeral = isinstance(message, Ephemeral)
+        if is_ephemeral and message.user != user:
+            raise ValueError(f"{user} cannot see ephemeral message {message.ts}")
+        target, option = clicks.find_target(
+            message.blocks, action_id=action_id, block_id=block_id, text=text
+        )
+        chosen = clicks.with_choice(target, option, values or {})
+        action = clicks.action_entry(
+            target, clicks.selection_of(target, chosen), f"{self.workspace.clock():.6f}"
+        )
+        channel = self.workspace.channels[message.channel]
+        return block_actions_payload(
+            self.workspace.user_ref(user),
+            {"id": channel.id, "name": channel.name},
+            message.to_dict(),
+            action,
+            state_values=clicks.state_values(message.blocks, chosen),
+            trigger_id=self.new_trigger_id(user),
+            response_url=self.new_response_url(
+                channel.id, user, message.ts, is_ephemeral=is_ephemeral
+            ),
+            is_ephemeral=is_ephemeral,
+            team={"id": self.workspace.team_id, "domain": self.workspace.domain},
+            api_app_id=self.workspace.app_id,
+        )
+
+    def submission(self, view_id: str, *, values: clicks.Values | None = None) -> dict[str, Any]:
+        """The ``view_submission`` payload of the view's user pressing Submit."""
+        view = self.workspace.find_view(view_id=view_id)
+        view.values = clicks.state_values(view.definition.get("blocks") or [], values or {})
+        return view_submission_payload(
+            self.workspace.user_ref(view.user),
+            view.to_dict(),
+            view.values,
+            trigger_id=self.new_trigger_id(view.user, view_id=view.id),
+            team={"id": self.workspace.team_id, "domain": self.workspace.domain},
+            api_app_id=self.workspace.app_id,
+        )
+
+    async def deliver(self, payload: Mapping[str, Any]) -> tuple[int, str]:
+        """Sign and POST ``payload`` to ``interactivity_url``; apply a submission's answer.
+
+        For ``view_submission`` the app's ``response_action`` is applied as Slack would:
+        ``errors``, ``update``, ``push``, ``clear``, or (empty body) close the view.
+        """
+        if self.interactivity_url is None or self.signing_secret is None:
+            raise RuntimeError("set interactivity_url and signing_secret to deliver payloads")
+        async with aiohttp.ClientSession() as session:
+            status, body = await send_interaction(
+                session, self.interactivity_url, payload, self.signing_secret
+            )
+        if payload.get("type") == "view_submission" and status == 200:
+            self._apply_view_response(payload["view"]["id"], body)
+        return status, body
+
+    def _apply_view_response(self, view_id: str, body: str) -> None:
+        answer = json.loads(body) if body.strip() else {}
+        action = answer.get("response_action") if isinstance(answer, dict) else None
+        ws = self.workspace
+        view = ws.find_view(view_id=view_id)
+        if action == "errors":
+            ws.set_view_errors(view_id, answer.get("errors") or {})
+        elif action in ("update", "push"):
+            problems = [str(p) for p in view_problems(answer.get("view"))]
+            if problems:
+                raise ValueError(f"the app answered with an invalid view: {problems}")
+            if action == "update":
+                ws.update_view(view, answer["view"])
+            else:
+                ws.push_view(view.user, answer["view"])
+        else:
+            ws.close_view(view_id, everything=action == "clear")
+
+    # HTTP.
+
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        try:
+            params = await _params(request)
+        except ValueError:
+            return self._answer(method, {}, {"ok": False, "error": "invalid_json"})
+        header = request.headers.get("Authorization", "")
+        body_token = params.pop("token", None)
+        faulted = await self._fault(request, method, params)
+        if isinstance(faulted, web.StreamResponse):
+            return faulted
+        token = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else body_token
+        if not token:
+            return self._answer(method, params, {"ok": False, "error": "not_authed"}, faulted)
+        if token not in self.tokens:
+            return self._answer(method, params, {"ok": False, "error": "invalid_auth"}, faulted)
+        return self._answer(method, params, self.api.call(method, params), faulted)
+
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
+        file_id = request.match_info["file_id"]
+        content = await request.read()
+        params = {"file_id": file_id, "length": len(content)}
+        faulted = await self._fault(request, "upload", params)
+        if isinstance(faulted, web.StreamResponse):
+            return faulted
+        try:
+            self.workspace.receive_upload(file_id, content)
+        except SlackError as refusal:
+            self._log("upload", params, 404, {"ok": False, "error": refusal.code}, faulted)
+            return web.Response(status=404, text=refusal.code, content_type="text/plain")
+        self._log("upload", params, 200, {"ok": True}, faulted)
+        return web.Response(text=f"OK - {len(content)}", content_type="text/plain")
+
+    async def _response_url(self, request: web.Request) -> web.StreamResponse:
+        token = request.match_info["token"]
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        params = {"token": token, **(body if isinstance(body, dict) else {})}
+        faulted = await self._fault(request, "response_url", params)
+        if isinstance(faulted, web.StreamResponse):
+            return faulted
+        status, answer = self._respond(token, body)
+        self._log("response_url", params, status, answer, faulted)
+        return web.json_response(answer, status=status)
+
+    def _respond(self, token: str, body: object) -> tuple[int, dict[str, Any]]:
+        if not isinstance(body, dict):
+            return 400, {"ok": False, "error": "invalid_payload"}
+        blocks = body.get("blocks")
+        problems = check_message(blocks or [], body.get("text")) if blocks is not None else []
+        if problems:
+            return 400, {"ok": False, "error": "invalid_blocks", "errors": problems}
+        try:
+            self.workspace.respond(token, body)
+        except SlackError as refusal:
+            return (404 if refusal.code in _GONE else 400), {"ok": False, "error": refusal.code}
+        return 200, {"ok": True}
+
+    async def _fault(
+        self, request: web.Request, method: str, params: dict[str, Any]
+    ) -> web.StreamResponse | str | None:
+        """An injected failure response, the name of a delay that passed, or ``None``."""
+        fault = self.faults.draw(method)
+        if fault is None:
+            return None
+        if fault.kind == "delay":
+            await asyncio.sleep(fault.delay)
+            return fault.kind
+        if fault.kind == "drop":
+            self._log(method, params, 0, None, fault.kind)
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response()
+        if fault.kind == "ratelimit":
+            answer = {"ok": False, "error": "ratelimited"}
+            self._log(method, params, 429, answer, fault.kind)
+            return web.json_response(
+                answer, status=429, headers={"Retry-After": str(fault.retry_after)}
+            )
+        answer = {"ok": False, "error": "internal_error"}
+        self._log(method, params, fault.status, answer, fault.kind)
+        return web.json_response(answer, status=fault.status)
+
+    def _answer(
+        self,
+        method: str,
+        params: dict[str, Any],
+        answer: dict[str, Any],
+        fault: str | None = None,
+    ) -> web.Response:
+        self._log(method, params, 200, answer, fault)
+        return web.json_response(answer)
+
+    def _log(
+        self,
+        method: str,
+        params: dict[str, Any],
+        status: int,
+        answer: dict[str, Any] | None,
+        fault: str | None,
+    ) -> None:
+        self.calls.record(Call(method, params, status, answer, fault, self.workspace.clock()))
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    """Query string plus JSON or form body, the ways slack_sdk sends parameters."""
+    params: dict[str, Any] = dict(request.query)
+    if not request.can_read_body:
+        return params
+    if request.content_type == "application/json":
+        body = await request.json()
+        if isinstance(body, dict):
+            params.update(body)
+    else:
+        form = await request.post()
+        params.update({k: v for k, v in form.items() if isinstance(v, str)})
+    return params
