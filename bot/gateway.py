@@ -26,16 +26,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from adapters.slack import ids
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
-from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.provider import ABORTED_MESSAGE, CANCELLED_MESSAGE, SlackQuestionProvider
 from adapters.slack.record import PendingRecord
 from bot.errors import (
     ASK_ABORTED,
+    ASK_CANCELLED,
     BAD_INTENT,
     DELIVERY_FAILED,
     EMPTY_QUESTIONS,
     NO_PROVIDER,
     SLACK_LIMIT,
     HarnessError,
+    UserQuestionError,
 )
 from bot.models import AskUserQuestionItem, AskUserQuestionRequest, WireModel
 from bot.service import UserQuestionService
@@ -97,16 +99,25 @@ def _view(record: PendingRecord) -> dict[str, Any]:
     if record.answered_by:
         view["answeredBy"] = record.answered_by
     if record.state in ("cancelled", "aborted", "failed"):
-        code = record.error_code or {"cancelled": "ASK_CANCELLED", "aborted": ASK_ABORTED}.get(
-            record.state, DELIVERY_FAILED
-        )
-        view["error"] = {"name": "UserQuestionError", "code": code, "message": record.note or ""}
+        view["error"] = _error_of(record)
+    if record.note:
+        view["note"] = record.note
     if record.message_ts:
         view["message"] = {"channel": record.message_channel, "ts": record.message_ts}
     view["createdAt"] = record.created_at
     if record.finished_at is not None:
         view["finishedAt"] = record.finished_at
     return view
+
+
+def _error_of(record: PendingRecord) -> dict[str, str]:
+    """The seam's ``{name, code, message}`` that the question's waiter failed with."""
+    if record.state == "cancelled":
+        return UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED).to_dict()
+    if record.state == "aborted":
+        return UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED).to_dict()
+    code = record.error_code or DELIVERY_FAILED
+    return UserQuestionError(record.note or "the question failed", code).to_dict()
 
 
 def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -128,16 +139,19 @@ class Gateway:
         provider: SlackQuestionProvider,
         *,
         token: str | None,
+        max_body_bytes: int | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         self._service = service
+        self._max_body = max_body_bytes
         self._provider = provider
         self._store: PendingStore = provider.store
         self._token = token.encode() if token else None
         self._logger = logger or logging.getLogger("bot.gateway")
         self._asks: dict[str, asyncio.Task[Any]] = {}
-        self._keys: dict[str, asyncio.Lock] = {}
+        self._keys: dict[str, tuple[asyncio.Lock, int]] = {}
         self._closing = False
+        self._polls_ended = asyncio.Event()
 
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes to ``app``."""
@@ -149,6 +163,10 @@ class Gateway:
     def close(self) -> None:
         """Refuse new questions (shutdown has begun)."""
         self._closing = True
+
+    def end_polls(self) -> None:
+        """Answer every long-poll still waiting with its question's current state (shutdown)."""
+        self._polls_ended.set()
 
     @property
     def running(self) -> int:
@@ -184,8 +202,10 @@ class Gateway:
         if request.content_type != "application/json":
             return _problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         try:
-            raw = await request.read()
+            raw = await self._read_body(request)
         except web.HTTPRequestEntityTooLarge:
+            raw = None
+        if raw is None:
             return _problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
         try:
             post = QuestionPost.model_validate_json(raw)
@@ -203,16 +223,44 @@ class Gateway:
                 400, "RequestError", "BAD_IDEMPOTENCY_KEY", "Idempotency-Key is 1–255 characters"
             )
         request_id = ids.key_request_id(f"api:{key}") if key else ids.new_request_id()
-        lock = self._keys.setdefault(request_id, asyncio.Lock())
-        async with lock:
-            try:
+        # Retries with one key queue on one lock, so only the first posts; the lock is
+        # forgotten when the last of them is done.
+        lock, users = self._keys.get(request_id, (asyncio.Lock(), 0))
+        self._keys[request_id] = (lock, users + 1)
+        try:
+            async with lock:
                 existing = await self._store.get(request_id)
                 if existing is not None:
-                    return web.json_response(_view(existing), status=200)
+                    response = web.json_response(_view(existing), status=200)
+                    response.headers["Location"] = f"/v1/questions/{request_id}"
+                    return response
                 return await self._start(request_id, post)
-            finally:
-                if not lock.locked() or lock is self._keys.get(request_id):
-                    self._keys.pop(request_id, None)
+        finally:
+            lock, users = self._keys[request_id]
+            if users == 1:
+                del self._keys[request_id]
+            else:
+                self._keys[request_id] = (lock, users - 1)
+
+    async def _read_body(self, request: web.Request) -> bytes | None:
+        """The body, or ``None`` when it is larger than ``max_body_bytes``.
+
+        The limit is the API's own: the server's (``client_max_size``) is larger, for
+        Slack's payloads on ``/slack/events``. A chunked body is cut off at the limit.
+        """
+        if self._max_body is None:
+            return await request.read()
+        length = request.content_length
+        if length is not None and length > self._max_body:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.content.iter_chunked(65536):
+            size += len(chunk)
+            if size > self._max_body:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def _start(self, request_id: str, post: QuestionPost) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
@@ -275,14 +323,20 @@ class Gateway:
         record = await self._store.get(request_id)
         if record is None:
             return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
-        if record.is_open and wait > 0:
+        if record.is_open and wait > 0 and not self._polls_ended.is_set():
             watch = self._store.watch(request_id)
+            ended = asyncio.ensure_future(watch.wait())
+            released = asyncio.ensure_future(self._polls_ended.wait())
             try:
-                record = await asyncio.wait_for(watch.wait(), timeout=wait)
-            except TimeoutError:
-                record = await self._store.get(request_id) or record
+                await asyncio.wait({ended, released}, timeout=wait, return_when="FIRST_COMPLETED")
             finally:
+                for task in (ended, released):
+                    task.cancel()
                 watch.close()
+            if ended.done() and not ended.cancelled() and ended.exception() is None:
+                record = ended.result()
+            else:
+                record = await self._store.get(request_id) or record
         return web.json_response(_view(record))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,679 @@
+"""The ``/v1`` HTTP API in process: ``bot.app.start`` in HTTP mode against the Slack stand-in.
+
+Fast checks of the gateway's contract (the subprocess tests in test_bot_http.py repeat the
+main ones against a real ``python -m bot``): the OpenAPI document agrees with the routes,
+validation errors carry the seam's ``{name, code, message}``, ``Idempotency-Key`` posts
+once even under concurrent retries, long-polls end with the question, and shutdown fails
+every waiter with ``ASK_ABORTED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import aiohttp
+import pytest
+from openapi_spec_validator import validate as validate_openapi
+
+import bot.gateway
+from adapters.slack.sandbox.records import Message
+from adapters.slack.sandbox.signing import send_interaction
+from adapters.slack.sandbox.webapi import SlackStandIn
+from bot.app import Runtime, start
+from bot.config import Settings
+from bot.gateway import MAX_WAIT, openapi_paths
+from tests.slack_harness import all_text, interactive_elements, until
+
+BOT_TOKEN = f"xoxb-test-{secrets.token_hex(8)}"
+SIGNING_SECRET = secrets.token_hex(16)
+API_TOKEN = f"api-{secrets.token_hex(16)}"
+
+DEPLOY = {
+    "questions": [
+        {
+            "id": "deploy",
+            "question": "Deploy 2.3.1 to production?",
+            "options": [{"label": "Deploy"}, {"label": "Wait"}],
+        }
+    ]
+}
+
+
+@dataclass
+class Bed:
+    """The Slack stand-in, the running bot, and an authorised client session on its API."""
+
+    slack: SlackStandIn
+    runtime: Runtime
+    http: aiohttp.ClientSession
+    channel: str
+    alice: str
+    stopped: bool = False
+
+    def messages(self, channel: str | None = None) -> list[Message]:
+        """Top-level messages in ``channel`` (default: the bot's channel)."""
+        found = self.slack.workspace.messages.get(channel or self.channel, [])
+        return [m for m in found if m.thread_ts is None]
+
+    def message(self, record: dict[str, Any]) -> Message:
+        """The Slack message of a question as the API shows it."""
+        where = record["message"]
+        return self.slack.workspace.message(where["channel"], where["ts"])
+
+    async def ask(self, body: Any = DEPLOY, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+        """POST /v1/questions; returns (status, JSON)."""
+        async with self.http.post("/v1/questions", json=body, **kwargs) as response:
+            return response.status, await response.json()
+
+    async def get(self, request_id: str, wait: float | str = 0) -> tuple[int, dict[str, Any]]:
+        """GET /v1/questions/{id}?wait=…; returns (status, JSON)."""
+        url = f"/v1/questions/{request_id}"
+        async with self.http.get(url, params={"wait": str(wait)}) as response:
+            return response.status, await response.json()
+
+    async def click(self, record: dict[str, Any], text: str) -> None:
+        """Alice clicks the element labelled ``text`` on the question's message."""
+        payload = self.slack.click(self.message(record), user=self.alice, text=text)
+        status, _ = await self.slack.deliver(payload)
+        assert status == 200
+
+    async def stop(self) -> None:
+        """Stop the bot (as SIGTERM does)."""
+        if not self.stopped:
+            self.stopped = True
+            await self.runtime.stop()
+
+
+@contextlib.asynccontextmanager
+async def running(**settings: Any) -> AsyncIterator[Bed]:
+    """The bot in HTTP mode on a free port, posting to a fresh Slack stand-in."""
+    slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET)
+    alice = slack.workspace.add_user("alice").id
+    channel = slack.workspace.add_channel("agents").id
+    await slack.start()
+    fields: dict[str, Any] = {
+        "mode": "http",
+        "slack_bot_token": BOT_TOKEN,
+        "slack_signing_secret": SIGNING_SECRET,
+        "slack_channel": channel,
+        "slack_api_url": slack.url,
+        "port": 0,
+        "bot_api_token": API_TOKEN,
+        "shutdown_grace": 2.0,
+        **settings,
+    }
+    runtime = await start(Settings(**fields))
+    slack.interactivity_url = f"{runtime.url}/slack/events"
+    headers = {"Authorization": f"Bearer {API_TOKEN}"} if fields["bot_api_token"] else {}
+    http = aiohttp.ClientSession(runtime.url, headers=headers)
+    bed = Bed(slack, runtime, http, channel, alice)
+    try:
+        yield bed
+    finally:
+        await http.close()
+        await bed.stop()
+        await slack.stop()
+
+
+# -- the OpenAPI document -------------------------------------------------------------------
+
+
+def _document() -> dict[str, Any]:
+    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> None:
+    async with running() as bed:
+        served: dict[str, set[str]] = {}
+        for route in bed.runtime.runner.app.router.routes():
+            path = route.resource.canonical if route.resource is not None else ""
+            if path.startswith("/v1/") and route.method != "HEAD":
+                served.setdefault(path, set()).add(route.method)
+    assert served, "no /v1 routes found"
+    assert served == openapi_paths()
+
+
+async def test_the_served_openapi_document_is_the_one_in_the_repo() -> None:
+    async with running() as bed, bed.http.get("/v1/openapi.json") as response:
+        assert response.status == 200
+        assert response.content_type == "application/json"
+        assert await response.json() == _document()
+
+
+def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> None:
+    document = _document()
+    assert str(document["openapi"]).startswith("3.")
+    validate_openapi(document)
+
+    def resolve(ref: str) -> Any:
+        assert ref.startswith("#/"), f"only local refs are used: {ref}"
+        node: Any = document
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            assert isinstance(node, dict) and part in node, f"unresolved $ref {ref}"
+            node = node[part]
+        return node
+
+    refs: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.append(node["$ref"])
+                resolve(node["$ref"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    assert refs
+    unused = set(document["components"]["schemas"]) - {r.rsplit("/", 1)[1] for r in refs}
+    assert not unused, f"schemas nobody refers to: {unused}"
+
+
+# Every status the tests below get from each route.
+STATUSES = {
+    ("POST", "/v1/questions"): {200, 201, 202, 400, 401, 413, 415, 422, 502, 503},
+    ("GET", "/v1/questions/{id}"): {200, 400, 401, 404},
+    ("DELETE", "/v1/questions/{id}"): {200, 401, 404, 409},
+    ("GET", "/v1/openapi.json"): {200, 401},
+}
+
+
+def test_the_document_lists_every_status_each_route_answers_with() -> None:
+    paths = _document()["paths"]
+    for (method, path), statuses in STATUSES.items():
+        documented = {int(code) for code in paths[path][method.lower()]["responses"]}
+        assert statuses <= documented, (method, path, statuses - documented)
+
+
+def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
+    schema = _document()["components"]["schemas"]["QuestionPost"]
+    accepted = bot.gateway.QuestionPost.model_json_schema(by_alias=True)["properties"]
+    assert set(schema["properties"]) == set(accepted)
+    destination = bot.gateway.Destination.model_json_schema(by_alias=True)["properties"]
+    assert set(schema["properties"]["destination"]["properties"]) == set(destination)
+
+
+# -- asking, answering, aborting ------------------------------------------------------------
+
+
+async def test_ask_answer_in_slack_and_long_poll_the_answer() -> None:
+    async with running() as bed:
+        status, posted = await bed.ask()
+        assert status == 201
+        assert posted["state"] == "pending"
+        request_id = posted["id"]
+        message = bed.message(posted)
+        assert message.channel == bed.channel
+        assert "Deploy 2.3.1 to production?" in all_text(message.blocks)
+
+        polling = asyncio.ensure_future(bed.get(request_id, wait=10))
+        await asyncio.sleep(0.05)
+        assert not polling.done()
+        await bed.click(posted, "Deploy")
+        status, answered = await asyncio.wait_for(polling, 5)
+        assert status == 200
+        assert answered["state"] == "answered"
+        assert answered["answer"] == {"answers": [{"id": "deploy", "selected": ["Deploy"]}]}
+        assert answered["answeredBy"] == bed.alice
+        assert "error" not in answered
+        assert answered["finishedAt"] >= answered["createdAt"]
+        await until(lambda: not interactive_elements(bed.message(posted).blocks))
+        assert "Answered" in all_text(bed.message(posted).blocks)
+        await until(lambda: bed.runtime.gateway.running == 0, what="the ask to end")
+
+
+async def test_a_question_can_go_to_another_channel_and_thread() -> None:
+    async with running() as bed:
+        other = bed.slack.workspace.add_channel("elsewhere").id
+        _, parent = await bed.ask()
+        thread = parent["message"]["ts"]
+        body = {**DEPLOY, "destination": {"channel": other}, "label": "session 3f2a"}
+        status, posted = await bed.ask(body)
+        assert status == 201
+        assert posted["message"]["channel"] == other
+        assert "session 3f2a" in all_text(bed.message(posted).blocks)
+        body = {**DEPLOY, "destination": {"channel": bed.channel, "threadTs": thread}}
+        status, replied = await bed.ask(body)
+        assert status == 201
+        assert bed.message(replied).thread_ts == thread
+
+
+async def test_delete_aborts_and_the_message_says_cancelled() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        request_id = posted["id"]
+        polling = asyncio.ensure_future(bed.get(request_id, wait=10))
+        await asyncio.sleep(0.05)
+        async with bed.http.delete(f"/v1/questions/{request_id}") as response:
+            assert response.status == 200
+            deleted = await response.json()
+        assert deleted["state"] == "aborted"
+        assert deleted["error"]["code"] == "ASK_ABORTED"
+        status, polled = await asyncio.wait_for(polling, 5)
+        assert (status, polled["state"], polled["error"]["code"]) == (200, "aborted", "ASK_ABORTED")
+        assert polled["error"]["name"] == "UserQuestionError"
+        assert polled["error"]["message"] == (
+            "ask_user_question was aborted before the user answered"
+        )
+        await until(lambda: "Cancelled" in all_text(bed.message(posted).blocks))
+        assert not interactive_elements(bed.message(posted).blocks)
+        # DELETE is idempotent: a retry finds it aborted.
+        async with bed.http.delete(f"/v1/questions/{request_id}") as response:
+            assert response.status == 200
+            assert (await response.json())["state"] == "aborted"
+        await until(lambda: bed.runtime.gateway.running == 0)
+
+
+async def test_deleting_an_answered_question_is_409_with_its_answer() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        await bed.click(posted, "Deploy")
+        await bed.get(posted["id"], wait=5)
+        async with bed.http.delete(f"/v1/questions/{posted['id']}") as response:
+            assert response.status == 409
+            body = await response.json()
+        assert body["state"] == "answered"
+        assert body["answer"] == {"answers": [{"id": "deploy", "selected": ["Deploy"]}]}
+
+
+async def test_a_person_dismissing_the_question_reads_as_cancelled_with_the_seam_code() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        await bed.click(posted, "Dismiss")
+        status, polled = await bed.get(posted["id"], wait=5)
+        assert status == 200
+        assert polled["state"] == "cancelled"
+        assert polled["error"] == {
+            "name": "UserQuestionError",
+            "code": "ASK_CANCELLED",
+            "message": "the user cancelled ask_user_question",
+        }
+
+
+async def test_a_long_poll_that_runs_out_returns_the_pending_question() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        status, polled = await bed.get(posted["id"], wait=0.3)
+        assert 0.25 <= loop.time() - began < 3
+        assert (status, polled["state"]) == (200, "pending")
+        assert "answer" not in polled and "error" not in polled
+        assert bed.runtime.provider.pending_count == 1  # the long-poll's watch is gone
+
+
+# -- validation -----------------------------------------------------------------------------
+
+
+async def test_the_seams_validation_errors_come_back_as_name_code_message() -> None:
+    async with running() as bed:
+        status, body = await bed.ask({"questions": []})
+        assert status == 422
+        assert body == {
+            "name": "UserQuestionError",
+            "code": "EMPTY_QUESTIONS",
+            "message": "ask_user_question requires at least one question",
+        }
+        plan = {
+            "id": "plan",
+            "question": "Approve?",
+            "detail": "# Plan",
+            "options": [{"label": "Yes"}, {"label": "No"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"},
+        }
+        status, body = await bed.ask({"questions": [plan]})
+        assert status == 422
+        assert body == {
+            "name": "UserQuestionError",
+            "code": "BAD_INTENT",
+            "message": 'question plan declares intent plan-review whose approve label "Approve" '
+            "names none of its options",
+        }
+        del plan["detail"]
+        plan["intent"] = {"kind": "plan-review", "approve": "Yes"}
+        status, body = await bed.ask({"questions": [plan]})
+        assert (status, body["code"]) == (422, "BAD_INTENT")
+        assert body["message"] == (
+            "question plan declares intent plan-review without the detail it reviews"
+        )
+        assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "kind"),
+    [
+        ({"questions": [{"id": "q"}]}, ["questions", "0", "question"], "missing"),
+        (
+            {"questions": [{"id": "q", "question": 1}]},
+            ["questions", "0", "question"],
+            "string_type",
+        ),
+        ({"questions": "q"}, ["questions"], "list_type"),
+        ({"questions": [], "extra": 1}, ["extra"], "extra_forbidden"),
+        (
+            {"questions": [], "destination": {"channel": "#general"}},
+            ["destination", "channel"],
+            "string_pattern_mismatch",
+        ),
+        ([], [], "model_type"),
+    ],
+)
+async def test_bad_shapes_are_a_pydantic_error_with_its_location(
+    body: Any, loc: list[str] | None, kind: str
+) -> None:
+    async with running() as bed:
+        status, problem = await bed.ask(body)
+        assert status == 422
+        assert problem["name"] == "ValidationError"
+        assert problem["code"] == "INVALID_REQUEST"
+        assert problem["errors"][0]["type"] == kind
+        if loc is not None:
+            assert problem["errors"][0]["loc"] == loc
+        assert problem["errors"][0]["msg"]
+
+
+async def test_malformed_json_oversized_and_non_json_bodies_are_refused() -> None:
+    async with running(max_body_bytes=1024) as bed:
+        headers = {"Content-Type": "application/json"}
+        async with bed.http.post("/v1/questions", data=b'{"questions": [', headers=headers) as r:
+            assert r.status == 422
+            problem = await r.json()
+            assert problem["code"] == "INVALID_REQUEST"
+            assert problem["errors"][0]["type"] == "json_invalid"
+        big = {"questions": [{"id": "q", "question": "x" * 2000}]}
+        async with bed.http.post("/v1/questions", json=big) as r:
+            assert r.status == 413
+            assert (await r.json())["code"] == "TOO_LARGE"
+        async with bed.http.post("/v1/questions", data="questions", headers={}) as r:
+            assert r.status == 415
+            assert (await r.json())["code"] == "UNSUPPORTED_MEDIA_TYPE"
+        assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() -> None:
+    async with running(max_body_bytes=1024) as bed:
+        _, posted = await bed.ask()
+        payload = bed.slack.click(bed.message(posted), user=bed.alice, text="Deploy")
+        status, _ = await bed.slack.deliver(payload)  # a signed click is a few KB
+        assert status == 200
+        _, polled = await bed.get(posted["id"], wait=5)
+        assert polled["state"] == "answered"
+        # An oversized body with no Content-Length (chunked) is refused too.
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b'{"questions": [{"id": "q", "question": "'
+            for _ in range(10):
+                yield b"x" * 200
+            yield b'"}]}'
+
+        headers = {"Content-Type": "application/json"}
+        async with bed.http.post("/v1/questions", data=chunks(), headers=headers) as r:
+            assert r.status == 413
+        assert bed.slack.calls.count("chat.postMessage") == 1
+
+
+@pytest.mark.parametrize("wait", ["-1", str(MAX_WAIT + 1), "soon", "nan", "inf", ""])
+async def test_wait_must_be_a_number_of_seconds_within_bounds(wait: str) -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        status, problem = await bed.get(posted["id"], wait=wait)
+        assert (status, problem["code"]) == (400, "BAD_WAIT")
+
+
+async def test_unknown_questions_are_404() -> None:
+    async with running() as bed:
+        status, problem = await bed.get("0123456789abcdef0123")
+        assert (status, problem["code"]) == (404, "NOT_FOUND")
+        async with bed.http.delete("/v1/questions/0123456789abcdef0123") as response:
+            assert response.status == 404
+
+
+# -- idempotency ----------------------------------------------------------------------------
+
+
+async def test_a_retried_post_with_the_same_idempotency_key_posts_once() -> None:
+    async with running() as bed:
+        key = {"Idempotency-Key": "retry-1"}
+        first_status, first = await bed.ask(headers=key)
+        again_status, again = await bed.ask(headers=key)
+        assert (first_status, again_status) == (201, 200)
+        assert again["id"] == first["id"]
+        assert again["message"] == first["message"]
+        _, other = await bed.ask(headers={"Idempotency-Key": "retry-2"})
+        assert other["id"] != first["id"]
+        assert bed.slack.calls.count("chat.postMessage") == 2
+
+
+async def test_concurrent_retries_with_one_key_post_once() -> None:
+    async with running() as bed:
+        key = {"Idempotency-Key": "burst"}
+        results = await asyncio.gather(*(bed.ask(headers=key) for _ in range(5)))
+        assert {body["id"] for _, body in results} == {results[0][1]["id"]}
+        assert sorted(status for status, _ in results) == [200, 200, 200, 200, 201]
+        assert bed.slack.calls.count("chat.postMessage") == 1
+
+
+async def test_a_retry_after_the_answer_returns_the_answer() -> None:
+    async with running() as bed:
+        key = {"Idempotency-Key": "done"}
+        _, posted = await bed.ask(headers=key)
+        await bed.click(posted, "Wait")
+        await bed.get(posted["id"], wait=5)
+        status, again = await bed.ask(headers=key)
+        assert (status, again["state"]) == (200, "answered")
+        assert again["answer"] == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
+
+
+@pytest.mark.parametrize("key", ["", "k" * 256])
+async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
+    async with running() as bed:
+        status, problem = await bed.ask(headers={"Idempotency-Key": key})
+        assert (status, problem["code"]) == (400, "BAD_IDEMPOTENCY_KEY")
+
+
+# -- auth -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"]
+)
+async def test_every_route_needs_the_bearer_token(authorization: str | None) -> None:
+    async with running() as bed:
+        headers = {} if authorization is None else {"Authorization": authorization}
+        async with aiohttp.ClientSession(bed.runtime.url) as anonymous:
+            for method, path in [
+                ("POST", "/v1/questions"),
+                ("GET", "/v1/questions/0123456789abcdef0123"),
+                ("DELETE", "/v1/questions/0123456789abcdef0123"),
+                ("GET", "/v1/openapi.json"),
+            ]:
+                async with anonymous.request(method, path, json=DEPLOY, headers=headers) as r:
+                    assert r.status == 401, (method, path)
+                    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+                    assert (await r.json())["code"] == "UNAUTHORIZED"
+            async with anonymous.get("/healthz") as r:
+                assert r.status == 200
+        assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+async def test_without_a_token_the_api_is_open_on_loopback() -> None:
+    async with running(bot_api_token=None) as bed:
+        assert bed.runtime.url.startswith("http://127.0.0.1:")
+        status, _ = await bed.ask()
+        assert status == 201
+
+
+async def test_slack_events_need_a_valid_signature() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        payload = bed.slack.click(bed.message(posted), user=bed.alice, text="Deploy")
+        async with aiohttp.ClientSession() as session:
+            events = f"{bed.runtime.url}/slack/events"
+            status, _ = await send_interaction(session, events, payload, "not-the-secret")
+        assert status == 401
+        _, polled = await bed.get(posted["id"])
+        assert polled["state"] == "pending"
+
+
+# -- Slack failures -------------------------------------------------------------------------
+
+
+async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
+    async with running() as bed:
+        bed.slack.faults.add(method="chat.postMessage", kind="server_error", count=10)
+        status, problem = await bed.ask()
+        assert status == 502
+        assert (problem["name"], problem["code"]) == ("UserQuestionError", "DELIVERY_FAILED")
+
+
+async def test_a_slow_slack_answers_202_and_the_question_carries_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.2)
+    async with running() as bed:
+        bed.slack.faults.add(method="chat.postMessage", kind="delay", delay=1.0)
+        async with bed.http.post("/v1/questions", json=DEPLOY) as response:
+            assert response.status == 202
+            accepted = await response.json()
+            assert response.headers["Location"] == f"/v1/questions/{accepted['id']}"
+        assert accepted["state"] == "pending"
+        await until(lambda: bed.messages(), what="the late message")
+        for _ in range(100):  # the bot stores the ts once Slack's reply reaches it
+            _, polled = await bed.get(accepted["id"])
+            if "message" in polled:
+                break
+            await asyncio.sleep(0.02)
+        assert polled["message"]["ts"] == bed.messages()[0].ts
+        assert polled["state"] == "pending"
+
+
+# -- a shared store ---------------------------------------------------------------------------
+
+
+async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
+    redis_admin: Any, store_prefix: str, redis_url: str
+) -> None:
+    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
+        fields = first.runtime.settings.model_dump()
+        fields["port"] = 0
+        second = await start(Settings(**fields))
+        headers = {"Authorization": f"Bearer {API_TOKEN}"}
+        try:
+            async with aiohttp.ClientSession(second.url, headers=headers) as other:
+                _, posted = await first.ask()
+                asked = first.runtime.gateway  # the ask runs in the first bot
+                assert asked.running == 1
+                async with other.get(f"/v1/questions/{posted['id']}") as response:
+                    assert (await response.json())["state"] == "pending"
+                polling = asyncio.ensure_future(first.get(posted["id"], wait=10))
+                async with other.delete(f"/v1/questions/{posted['id']}") as response:
+                    assert response.status == 200
+                status, polled = await asyncio.wait_for(polling, 5)
+                assert (status, polled["state"]) == (200, "aborted")
+                assert polled["error"]["code"] == "ASK_ABORTED"
+                await until(lambda: asked.running == 0, what="the first bot's waiter")
+                await until(lambda: "Cancelled" in all_text(first.message(posted).blocks))
+        finally:
+            await second.stop()
+
+
+async def test_stopping_answers_long_polls_on_questions_other_bots_own(
+    redis_admin: Any, store_prefix: str, redis_url: str
+) -> None:
+    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
+        fields = {**first.runtime.settings.model_dump(), "port": 0}
+        second = await start(Settings(**fields))
+        headers = {"Authorization": f"Bearer {API_TOKEN}"}
+        try:
+            async with aiohttp.ClientSession(second.url, headers=headers) as other:
+                _, posted = await first.ask()
+                url = f"/v1/questions/{posted['id']}"
+                polling = asyncio.ensure_future(other.get(url, params={"wait": "60"}))
+                await until(lambda: second.provider.pending_count == 1, what="the long-poll")
+                loop = asyncio.get_running_loop()
+                began = loop.time()
+                await second.stop()
+                assert loop.time() - began < 3
+                response = await asyncio.wait_for(polling, 1)
+                assert (await response.json())["state"] == "pending"
+                response.release()
+        finally:
+            await second.stop()
+        _, polled = await first.get(posted["id"])
+        assert polled["state"] == "pending"  # the owner's question lives on
+
+
+# -- health and shutdown --------------------------------------------------------------------
+
+
+async def test_healthz_reports_mode_and_pending_questions() -> None:
+    async with running() as bed:
+        async with bed.http.get("/healthz") as response:
+            assert response.status == 200
+            assert await response.json() == {"ok": True, "mode": "http", "pending": 0}
+        await bed.ask()
+        async with bed.http.get("/healthz") as response:
+            assert (await response.json())["pending"] == 1
+
+
+async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> None:
+    async with running() as bed:
+        _, first = await bed.ask()
+        _, second = await bed.ask()
+        polls = [
+            asyncio.ensure_future(bed.get(first["id"], wait=30)),
+            asyncio.ensure_future(bed.get(second["id"], wait=30)),
+        ]
+        await until(lambda: bed.runtime.provider.pending_count == 4, what="two long-polls")
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await bed.stop()
+        assert loop.time() - began < 3
+        for poll in polls:
+            status, polled = await poll
+            assert (status, polled["state"]) == (200, "aborted")
+            assert polled["error"]["code"] == "ASK_ABORTED"
+        for record in (first, second):
+            text = all_text(bed.message(record).blocks)
+            assert "Interrupted" in text
+            assert not interactive_elements(bed.message(record).blocks)
+        assert bed.runtime.gateway.running == 0
+        assert bed.runtime.provider.pending_count == 0
+
+
+async def test_stopping_still_closes_everything_when_the_store_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot.errors import STORE_UNAVAILABLE, UserQuestionError
+
+    async def unreachable(owner: str | None = None) -> list[Any]:
+        raise UserQuestionError("the pending store (Redis) did not answer", STORE_UNAVAILABLE)
+
+    async with running() as bed:
+        monkeypatch.setattr(bed.runtime.store, "open_records", unreachable)
+        await asyncio.wait_for(bed.stop(), 5)
+        assert "could not interrupt the pending questions" in caplog.text
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await bed.get("0123456789abcdef0123")
+
+
+async def test_no_new_questions_once_shutdown_has_begun() -> None:
+    async with running() as bed:
+        bed.runtime.gateway.close()
+        status, problem = await bed.ask()
+        assert status == 503
+        assert problem["code"] == "ASK_ABORTED"
+        assert bed.slack.calls.count("chat.postMessage") == 0
