@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
-from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten
+from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import Draft, PendingRecord
 from bot.errors import SLACK_LIMIT, UserQuestionError
 from bot.models import AskUserQuestionAnswerItem, AskUserQuestionItem
@@ -177,7 +177,7 @@ def _label(text: str, limit: int) -> str:
 
 
 def _section(text: str) -> Block:
-    return {"type": "section", "text": mrkdwn(shorten(text, MAX_SECTION_TEXT))}
+    return {"type": "section", "text": mrkdwn(shorten_escaped(text, MAX_SECTION_TEXT))}
 
 
 def _markdown(text: str) -> Block:
@@ -185,7 +185,7 @@ def _markdown(text: str) -> Block:
 
 
 def _context(text: str) -> Block:
-    return {"type": "context", "elements": [mrkdwn(shorten(text, MAX_SECTION_TEXT))]}
+    return {"type": "context", "elements": [mrkdwn(shorten_escaped(text, MAX_SECTION_TEXT))]}
 
 
 def _question_line(question: AskUserQuestionItem, index: int, count: int) -> str:
@@ -346,7 +346,7 @@ def _fallback(record: PendingRecord) -> str:
     first = record.questions[0].question if record.questions else ""
     more = f" (+{len(record.questions) - 1} more)" if len(record.questions) > 1 else ""
     who = f"{record.label}: " if record.label else ""
-    return shorten(escape(f"{who}{first}{more}"), MAX_FALLBACK_TEXT)
+    return shorten_escaped(escape(f"{who}{first}{more}"), MAX_FALLBACK_TEXT)
 
 
 def render_open(record: PendingRecord) -> Rendered:
@@ -543,9 +543,10 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
         blocks.extend(_detail_blocks(shown[index], question.detail or ""))
         if record.state == "answered":
             summary = answer_summary(question, items.get(index))
-            blocks.append(_section(shorten(f"→ {summary}", answer_limit)))
+            blocks.append(_section(shorten_escaped(f"→ {summary}", answer_limit)))
     blocks.append(_context(_outcome_line(record)))
-    text = shorten(f"{_OUTCOME_ICON.get(record.state, record.state)}: {_fallback(record)}", 3000)
+    outcome = _OUTCOME_ICON.get(record.state, record.state)
+    text = shorten_escaped(f"{outcome}: {_fallback(record)}", MAX_FALLBACK_TEXT)
     return Rendered(text, blocks[:MAX_BLOCKS])
 
 

@@ -141,7 +141,7 @@ def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int
 
 def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     """The interaction a ``block_actions`` payload carries, or ``None`` if it is not ours."""
-    if body.get("type") != "block_actions":
+    if not isinstance(body, Mapping) or body.get("type") != "block_actions":
         return None
     actions = body.get("actions")
     if not isinstance(actions, list) or not actions:
@@ -183,7 +183,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
 
 def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | None:
     """The free text a ``view_submission`` of our modal carries, or ``None``."""
-    if body.get("type") != "view_submission":
+    if not isinstance(body, Mapping) or body.get("type") != "view_submission":
         return None
     view = _dict(body.get("view"))
     if ids.parse_callback_id(view.get("callback_id")) is None:

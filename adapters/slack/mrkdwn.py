@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["escape", "mrkdwn", "plain", "shorten"]
+__all__ = ["escape", "mrkdwn", "plain", "shorten", "shorten_escaped"]
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 ELLIPSIS = "…"
@@ -28,6 +28,19 @@ def shorten(text: str, limit: int) -> str:
     if limit < 1:
         return ""  # not even the ellipsis fits
     return text[: limit - 1] + ELLIPSIS
+
+
+def shorten_escaped(text: str, limit: int) -> str:
+    """``shorten`` for text that is already escaped: never leaves half an entity (``&am…``),
+    which Slack would show as a stray, unescaped ``&``."""
+    short = shorten(text, limit)
+    if short == text or not short:
+        return short
+    body = short[: -len(ELLIPSIS)]
+    amp = body.rfind("&")
+    if amp != -1 and ";" not in body[amp:]:
+        body = body[:amp]
+    return body + ELLIPSIS
 
 
 def mrkdwn(text: str) -> dict[str, Any]:

@@ -140,6 +140,7 @@ class MemoryPendingStore:
         self._records: dict[str, PendingRecord] = {}
         self._watches: dict[str, set[_MemoryWatch]] = {}
         self._expiry: deque[tuple[float, str]] = deque()
+        self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
 
     @property
     def process_id(self) -> str:
@@ -163,6 +164,7 @@ class MemoryPendingStore:
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
+        self._expire()
         record = self._records.get(request_id)
         return None if record is None else record.model_copy(deep=True)
 
@@ -174,7 +176,9 @@ class MemoryPendingStore:
             return False  # an ending is final (reopening it, deliberately, is the exception)
         self._records[record.id] = record.model_copy(deep=True)
         if record.state in TERMINAL_STATES and stored.state not in TERMINAL_STATES:
-            self._expiry.append((time.monotonic() + self._finished_ttl, record.id))
+            deadline = time.monotonic() + self._finished_ttl
+            self._deadlines[record.id] = deadline
+            self._expiry.append((deadline, record.id))
             for watch in self._watches.get(record.id, ()):
                 if not watch.future.done():
                     watch.future.set_result(record.model_copy(deep=True))
@@ -186,6 +190,7 @@ class MemoryPendingStore:
         return watch
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
+        self._expire()
         return [
             record.model_copy(deep=True)
             for record in self._records.values()
@@ -203,7 +208,10 @@ class MemoryPendingStore:
     def _expire(self) -> None:
         now = time.monotonic()
         while self._expiry and self._expiry[0][0] <= now:
-            _, request_id = self._expiry.popleft()
+            deadline, request_id = self._expiry.popleft()
+            if self._deadlines.get(request_id) != deadline:
+                continue  # reopened and ended again since: a later deadline counts
+            del self._deadlines[request_id]
             record = self._records.get(request_id)
             if record is not None and not record.is_open:
                 del self._records[request_id]
