@@ -32,7 +32,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.authorize import NOT_ALLOWED, Gatekeeper
-from adapters.slack.blockkit import check_message
 from adapters.slack.blocks import Rendered, render_final, render_open, render_stale
 from adapters.slack.interactions import (
     Interaction,
@@ -51,7 +50,6 @@ from bot.errors import (
     ASK_CANCELLED,
     ASK_TIMEOUT,
     DELIVERY_FAILED,
-    SLACK_LIMIT,
     UserQuestionError,
 )
 from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -210,7 +208,7 @@ class SlackQuestionProvider:
             allowed_usergroups=self._allowed_groups,
             note=options.note,
         )
-        rendered = self._checked(render_open(record))
+        rendered = render_open(record)  # raises SLACK_LIMIT before anything is stored
         watch = self._store.watch(request_id)
         current = asyncio.current_task()
         if current is not None:
@@ -324,16 +322,6 @@ class SlackQuestionProvider:
             if chosen is not None:
                 return chosen
         return self._default
-
-    def _checked(self, rendered: Rendered) -> Rendered:
-        problems = check_message(rendered.blocks, rendered.text)
-        for part in rendered.thread:
-            problems.extend(check_message(part, None))
-        if problems:
-            raise UserQuestionError(
-                f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
-            )
-        return rendered
 
     async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
         try:
