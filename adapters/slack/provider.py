@@ -150,6 +150,9 @@ class SlackQuestionProvider:
         self._closing = False
         if retry:
             ensure_retry_handlers(self._client)
+        if hasattr(self._store, "on_orphans"):
+            # A shared store fails the requests of processes that died; say so in Slack.
+            self._store.on_orphans = self._on_orphans
         from adapters.slack.listeners import register_listeners
 
         register_listeners(app, self)
@@ -270,6 +273,10 @@ class SlackQuestionProvider:
         if self._inflight:  # asks still delivering: let them see the ending and finish
             await asyncio.wait(set(self._inflight), timeout=grace)
         await self._tasks.drain(grace)
+
+    async def _on_orphans(self, records: list[PendingRecord]) -> None:
+        for record in records:
+            self._refresh(record.id)
 
     # -- listeners' entry points ----------------------------------------------------------
 

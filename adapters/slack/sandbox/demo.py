@@ -1,0 +1,232 @@
+"""The sandbox's demo agent: asks what a coding agent asks, and keeps the answers it got.
+
+One run asks, in sequence, through the seam's ``service.ask`` (so the whole stack runs:
+validation, the Slack provider, the sandbox's Web API, the page's clicks):
+
+1. a plan review (intent ``plan-review``: Approve / Keep planning, the plan as markdown);
+2. a multi-select question (checkboxes, "Other…" free text, Submit);
+3. a free-text question (no options: an "Answer…" button opening a modal).
+
+Each step records the answer in the seam's wire JSON, or the error's ``code`` and
+``message`` (a dismissed question gives ``ASK_CANCELLED``, a shutdown ``ASK_ABORTED``); a
+failed step does not stop the run. ``snapshot()`` is what the page's "Demo agent" panel shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+
+from adapters.slack.options import AskOptions, ask_options
+from bot.errors import HarnessError
+from bot.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    PlanReviewIntent,
+)
+
+__all__ = ["DEMO_LABEL", "Asker", "DemoAgent", "DemoRun", "DemoStep", "demo_questions"]
+
+DEMO_LABEL: Final = "demo agent"
+"""Shown on the demo's messages as "Asked by demo agent"."""
+MAX_RUNS: Final = 10
+"""Runs kept for the panel (the oldest finished ones are dropped)."""
+
+StepState = Literal["pending", "waiting", "answered", "failed"]
+
+_PLAN: Final = """\
+## Add a retry to the nightly export
+
+1. Wrap the upload in **exponential backoff** (3 tries, 2 s → 8 s).
+2. Log each retry with the `export_id` and the HTTP status.
+3. Alert the on-call channel only after the last try fails.
+
+Risks:
+- A retried upload may arrive *twice*; the receiver already de-duplicates by `export_id`.
+- Tests: unit tests for the backoff, one end-to-end run against the staging bucket.
+"""
+
+logger = logging.getLogger("adapters.slack.sandbox")
+
+
+class Asker(Protocol):
+    """What the demo needs of the seam: ``UserQuestionService.ask``."""
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Ask and return the answer (or raise a ``UserQuestionError``)."""
+        ...
+
+
+def demo_questions() -> list[tuple[str, AskUserQuestionItem]]:
+    """The demo's three questions, with a title for each step."""
+    plan = AskUserQuestionItem(
+        id="plan",
+        header="Plan review",
+        question="May I go ahead with this plan?",
+        detail=_PLAN,
+        options=[
+            AskUserQuestionOption(label="Approve", description="Start implementing it now."),
+            AskUserQuestionOption(label="Keep planning", description="Refine the plan first."),
+        ],
+        intent=PlanReviewIntent(kind="plan-review", approve="Approve"),
+    )
+    checks = AskUserQuestionItem(
+        id="checks",
+        header="Release checks",
+        question="Which checks should run before the release?",
+        options=[
+            AskUserQuestionOption(label="Unit tests"),
+            AskUserQuestionOption(label="Browser tests", description="Headless Chromium"),
+            AskUserQuestionOption(label="Type check"),
+            AskUserQuestionOption(label="Lint"),
+        ],
+        multi_select=True,
+    )
+    name = AskUserQuestionItem(
+        id="name",
+        question="What should the release be called?",
+        detail="Any short name; it goes into the changelog.",
+    )
+    return [("Plan review", plan), ("Multi-select question", checks), ("Free-text question", name)]
+
+
+@dataclass(slots=True)
+class DemoStep:
+    """One question of a run and what came back."""
+
+    title: str
+    question: AskUserQuestionItem
+    state: StepState = "pending"
+    answer: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the page."""
+        return {
+            "id": self.question.id,
+            "title": self.title,
+            "question": self.question.question,
+            "state": self.state,
+            "answer": self.answer,
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class DemoRun:
+    """One run of the demo agent: its steps, in order."""
+
+    number: int
+    steps: list[DemoStep]
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the run still waits on a step."""
+        return self.finished_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the page."""
+        return {
+            "number": self.number,
+            "running": self.running,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+
+class DemoAgent:
+    """A sample agent asking through ``asker``; ``on_change`` hears every step change."""
+
+    def __init__(self, asker: Asker, *, on_change: Callable[[], None] | None = None) -> None:
+        self._asker = asker
+        self._on_change = on_change
+        self.runs: list[DemoRun] = []
+        self._tasks: dict[int, asyncio.Task[DemoRun]] = {}
+        self._count = 0
+        self._closed = False
+
+    def start(self) -> DemoRun:
+        """Start a run in the background; returns it at once."""
+        if self._closed:
+            raise RuntimeError("the demo agent is closed")
+        self._count += 1
+        run = DemoRun(self._count, [DemoStep(title, q) for title, q in demo_questions()])
+        self.runs.append(run)
+        finished = [r for r in self.runs if not r.running]
+        while len(self.runs) > MAX_RUNS and finished:
+            self.runs.remove(finished.pop(0))
+        task = asyncio.create_task(self._run(run), name=f"demo run {run.number}")
+        self._tasks[run.number] = task
+        task.add_done_callback(lambda _: self._tasks.pop(run.number, None))
+        self._changed()
+        return run
+
+    async def run(self) -> DemoRun:
+        """Start a run and wait for it to finish."""
+        run = self.start()
+        task = self._tasks.get(run.number)
+        if task is not None:
+            await task
+        return run
+
+    def snapshot(self) -> dict[str, Any]:
+        """The runs, newest first, as JSON for the page."""
+        return {
+            "running": any(run.running for run in self.runs),
+            "runs": [run.to_dict() for run in reversed(self.runs)],
+        }
+
+    async def aclose(self) -> None:
+        """Cancel the runs still going and wait for them."""
+        self._closed = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self, run: DemoRun) -> DemoRun:
+        try:
+            with ask_options(AskOptions(label=DEMO_LABEL)):
+                for step in run.steps:
+                    await self._ask(step)
+        finally:
+            run.finished_at = time.time()
+            for step in run.steps:
+                if step.state in ("pending", "waiting"):
+                    step.state = "failed"
+                    step.error = {"code": "CANCELLED", "message": "the demo was stopped"}
+            self._changed()
+        return run
+
+    async def _ask(self, step: DemoStep) -> None:
+        step.state = "waiting"
+        self._changed()
+        try:
+            answer = await self._asker.ask(AskUserQuestionRequest(questions=[step.question]))
+        except HarnessError as exc:
+            step.state = "failed"
+            step.error = {"code": exc.code, "message": exc.message}
+        except Exception as exc:  # shown in the panel: the demo keeps going
+            logger.warning("demo question failed", extra={"error": repr(exc)})
+            step.state = "failed"
+            step.error = {"code": type(exc).__name__, "message": str(exc)}
+        else:
+            step.state = "answered"
+            step.answer = answer.to_wire()
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()

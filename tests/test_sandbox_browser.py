@@ -1,0 +1,400 @@
+"""The sandbox page in a real browser: headless Chromium (Debian's) driven by Playwright.
+
+The bot runs in sandbox mode in-process (``bot.app.start``, the path ``python -m bot``
+takes with no tokens); the browser opens the page it prints and answers questions the way a
+person does. Each state of interest is saved as a screenshot in the test's temp folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import pytest
+from playwright.async_api import Browser, Locator, Page, async_playwright, expect
+
+from adapters.slack.options import AskOptions, ask_options
+from adapters.slack.sandbox.server import DEFAULT_CHANNEL
+from bot.app import Runtime, start
+from bot.config import Settings
+from bot.errors import ASK_CANCELLED, UserQuestionError
+from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
+
+CHROMIUM: Final = Path("/usr/bin/chromium")
+CHROMIUM_ARGS: Final = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TEST_BUDGET: Final = 120.0
+"""Seconds a browser test may take in all."""
+STEP_TIMEOUT_MS: Final = 15_000
+"""Milliseconds Playwright waits for any one thing."""
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)",
+    ),
+]
+
+
+@pytest.fixture
+async def runtime() -> AsyncIterator[Runtime]:
+    """The bot in sandbox mode, both servers on free ports of 127.0.0.1."""
+    running = await start(Settings(mode="sandbox", port=0, sandbox_port=0, shutdown_grace=2))
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Headless Chromium."""
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def open_page(
+    browser: Browser, runtime: Runtime, *, path: str = "", **context: Any
+) -> tuple[Page, list[str]]:
+    """A fresh page on the sandbox, ready; returns it and the list its JS errors go to."""
+    assert runtime.sandbox_url is not None
+    options: dict[str, Any] = {"viewport": {"width": 1280, "height": 900}, **context}
+    page = await (await browser.new_context(**options)).new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    await page.goto(runtime.sandbox_url + path)
+    await expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    await expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "live")
+    return page, errors
+
+
+def message(page: Page, text: str) -> Locator:
+    """The top-level message showing ``text``."""
+    return page.get_by_test_id("message").filter(has_text=text)
+
+
+async def pinned(page: Page, text: str) -> Locator:
+    """The message showing ``text`` now, followed by its ``ts`` through later edits."""
+    found = message(page, text)
+    await expect(found).to_have_count(1)
+    ts = await found.get_attribute("data-ts")
+    return page.locator(f'[data-testid="message"][data-ts="{ts}"]')
+
+
+async def expect_record(record: Locator, *lines: str) -> None:
+    """The message has become the record of its outcome: these lines, no widgets."""
+    for line in lines:
+        await expect(record).to_contain_text(line)
+    widgets = record.locator(".msg-main").locator("button, input, select, textarea")
+    await expect(widgets).to_have_count(0)  # (a thread's toggle may stay, under the message)
+
+
+def ask(runtime: Runtime, wire: dict[str, Any]) -> asyncio.Task[AskUserQuestionAnswer]:
+    """Ask through the seam's service in the background, as an agent would."""
+    request = AskUserQuestionRequest.model_validate(wire)
+
+    async def run() -> AskUserQuestionAnswer:
+        with ask_options(AskOptions(label="browser test")):
+            return await runtime.service.ask(request)
+
+    return asyncio.ensure_future(run())
+
+
+async def test_the_demo_answered_in_the_browser(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime)
+        await expect(page.get_by_test_id("channel-title")).to_have_text("# agent-questions")
+        await expect(page.get_by_test_id("messages")).to_contain_text("No messages here yet")
+        await page.screenshot(path=tmp_path / "01-empty.png")
+
+        # The demo agent asks its plan review.
+        await page.get_by_test_id("demo-start").click()
+        plan = await pinned(page, "Plan review")
+        await expect(plan).to_contain_text("Asked by demo agent")
+        await expect(plan.locator("[data-block-type=markdown] b")).to_have_text(
+            "exponential backoff"
+        )
+        await expect(plan.locator("[data-block-type=markdown] code").first).to_have_text(
+            "export_id"
+        )
+        approve = plan.get_by_role("button", name="Approve")
+        await expect(approve).to_have_class("sk-btn primary")
+        await expect(plan.get_by_role("button", name="Keep planning")).to_have_class(
+            "sk-btn danger"
+        )
+        step = page.locator('[data-testid="demo-step"][data-step-id="plan"]')
+        await expect(step).to_have_attribute("data-state", "waiting")
+        await page.screenshot(path=tmp_path / "02-plan-review.png")
+
+        # Approve: the message turns into its record, the agent gets "Approve".
+        await approve.click()
+        await expect_record(plan, "→ Approve", "Answered by @alice")
+        await expect(plan).to_contain_text("(edited)")
+        await expect(step).to_have_attribute("data-state", "answered")
+        await expect(step.get_by_test_id("demo-selected")).to_have_text(["Approve"])
+        await page.screenshot(path=tmp_path / "03-plan-approved.png")
+
+        # The multi-select question: tick two boxes, then "Other…" for free text.
+        checks = await pinned(page, "Which checks should run before the release?")
+        await checks.get_by_label("Unit tests").check()
+        await checks.get_by_label("Type check").check()
+        await expect(checks.get_by_label("Lint")).not_to_be_checked()
+        await page.screenshot(path=tmp_path / "04-checks-ticked.png")
+        await checks.get_by_role("button", name="Other…").click()
+        modal = page.get_by_test_id("modal")
+        await expect(modal).to_be_visible()
+        await expect(modal.locator(".modal-title")).to_have_text("Your answer")
+        await modal.locator("textarea").fill("Smoke test on staging")
+        await page.screenshot(path=tmp_path / "05-other-modal.png")
+        await modal.get_by_test_id("modal-submit").click()
+        await expect(modal).to_have_count(0)
+
+        # The bot redraws the message with the draft; Submit sends it all.
+        await expect(checks).to_contain_text("Smoke test on staging")
+        await expect(checks.get_by_label("Unit tests")).to_be_checked()
+        await expect(checks.get_by_label("Type check")).to_be_checked()
+        await checks.get_by_role("button", name="Submit", exact=True).click()
+        await expect_record(
+            checks, "→ Unit tests, Type check, “Smoke test on staging”", "Answered by @alice"
+        )
+        await page.screenshot(path=tmp_path / "06-checks-answered.png")
+
+        # The free-text question: a required field, then the bot's own check, then Send.
+        name = await pinned(page, "What should the release be called?")
+        await name.get_by_role("button", name="Answer…").click()
+        await expect(modal).to_be_visible()
+        await modal.get_by_test_id("modal-submit").click()
+        error = modal.get_by_test_id("input-error")
+        await expect(error).to_have_text("Please complete this required field.")
+        await modal.locator("textarea").fill("   ")
+        await modal.get_by_test_id("modal-submit").click()
+        await expect(error).to_have_text("Please enter an answer.")  # response_action: errors
+        await page.screenshot(path=tmp_path / "07-text-modal-error.png")
+        await modal.locator("textarea").fill("Northwind")
+        await modal.get_by_test_id("modal-submit").click()
+        await expect(modal).to_have_count(0)
+        await expect_record(name, "→ “Northwind”", "Answered by @alice")
+
+        # The demo panel shows what the agent got back.
+        run = page.get_by_test_id("demo-run")
+        await expect(run).to_have_attribute("data-running", "false")
+        steps = page.get_by_test_id("demo-step")
+        await expect(steps).to_have_count(3)
+        for step_id in ("plan", "checks", "name"):
+            await expect(steps.and_(page.locator(f'[data-step-id="{step_id}"]'))).to_have_attribute(
+                "data-state", "answered"
+            )
+        checks_step = page.locator('[data-testid="demo-step"][data-step-id="checks"]')
+        await expect(checks_step.get_by_test_id("demo-selected")).to_have_text(
+            ["Unit tests", "Type check"]
+        )
+        await expect(checks_step.get_by_test_id("demo-custom")).to_have_text(
+            "“Smoke test on staging”"
+        )
+        name_step = page.locator('[data-testid="demo-step"][data-step-id="name"]')
+        await expect(name_step.get_by_test_id("demo-custom")).to_have_text("“Northwind”")
+        await page.screenshot(path=tmp_path / "08-demo-done.png", full_page=True)
+        assert errors == []
+
+
+async def test_the_page_on_a_phone(runtime: Runtime, browser: Browser, tmp_path: Path) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(
+            browser,
+            runtime,
+            viewport={"width": 390, "height": 844},
+            device_scale_factor=2,
+            is_mobile=True,
+            has_touch=True,
+        )
+        await page.get_by_test_id("demo-start").tap()
+        plan = await pinned(page, "Plan review")
+
+        # One column: the conversations above the messages, the demo panel below them,
+        # nothing wider than the screen, buttons big enough for a thumb.
+        sidebar = await page.locator(".sidebar").bounding_box()
+        messages = await page.get_by_test_id("messages").bounding_box()
+        panel = await page.get_by_test_id("demo-panel").bounding_box()
+        assert sidebar is not None and messages is not None and panel is not None
+        assert sidebar["y"] + sidebar["height"] <= messages["y"] + 1
+        assert messages["y"] + messages["height"] <= panel["y"] + 1
+        assert messages["width"] <= 390 and panel["width"] <= 390
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        approve = plan.get_by_role("button", name="Approve")
+        box = await approve.bounding_box()
+        assert box is not None and box["height"] >= 44
+        await page.screenshot(path=tmp_path / "phone-01-plan-review.png")
+        await page.screenshot(path=tmp_path / "phone-02-plan-review-full.png", full_page=True)
+
+        await approve.tap()
+        await expect_record(plan, "→ Approve", "Answered by @alice")
+
+        checks = await pinned(page, "Which checks should run before the release?")
+        await checks.get_by_label("Browser tests").tap()
+        await checks.get_by_role("button", name="Other…").tap()
+        modal = page.get_by_test_id("modal")
+        await expect(modal).to_be_visible()
+        sheet = await modal.bounding_box()
+        assert sheet is not None and sheet["width"] == 390  # a bottom sheet, full width
+        await modal.locator("textarea").fill("And a phone check")
+        await page.screenshot(path=tmp_path / "phone-03-modal.png")
+        await modal.get_by_test_id("modal-submit").tap()
+        await expect(modal).to_have_count(0)
+        await expect(checks.get_by_label("Browser tests")).to_be_checked()
+        await checks.get_by_role("button", name="Submit", exact=True).tap()
+        await expect_record(checks, "→ Browser tests, “And a phone check”", "Answered by @alice")
+        await page.screenshot(path=tmp_path / "phone-04-answered.png", full_page=True)
+        assert errors == []
+
+
+async def test_people_menus_confirmations_threads_and_live_edits(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime)
+        people = await _people(runtime)
+
+        # An ephemeral message for bob: alice does not see it; switching to bob does.
+        await runtime.provider.client.chat_postEphemeral(
+            channel=DEFAULT_CHANNEL, user=people["bob"], text="Only for *bob*"
+        )
+        await runtime.provider.client.chat_postMessage(channel=DEFAULT_CHANNEL, text="for all")
+        await expect(message(page, "for all")).to_have_count(1)
+        await expect(page.get_by_test_id("only-you")).to_have_count(0)
+        await page.get_by_test_id("user-switcher").select_option(people["bob"])
+        await expect(page.locator("body")).to_have_attribute("data-user", "bob")
+        secret = page.locator('[data-testid="message"][data-ephemeral="true"]')
+        await expect(secret).to_contain_text("Only visible to you")
+        await expect(secret.locator("b")).to_have_text("bob")
+        assert "as=bob" in page.url
+
+        # A single-select question with many options is a menu; its long detail
+        # continues in the thread.
+        options = [{"label": f"Region {n}"} for n in range(1, 8)]
+        menu_task = ask(
+            runtime,
+            {
+                "questions": [
+                    {
+                        "id": "region",
+                        "question": "Where should it run?",
+                        "detail": "Context. " * 1500,
+                        "options": options,
+                    }
+                ]
+            },
+        )
+        menu = await pinned(page, "Where should it run?")
+        await expect(menu.get_by_test_id("thread-toggle")).to_have_text("1 reply")
+        await menu.get_by_test_id("thread-toggle").click()
+        await expect(menu.get_by_test_id("reply")).to_contain_text("Detail, continued (1/1)")
+        await page.screenshot(path=tmp_path / "widgets-01-menu-and-thread.png")
+        await menu.locator("select[data-type=static_select]").select_option(label="Region 6")
+        await expect_record(menu, "→ Region 6", "Answered by @bob")
+        assert (await menu_task).to_wire() == {
+            "answers": [{"id": "region", "selected": ["Region 6"]}]
+        }
+
+        # Several questions make a form: radio buttons, a multi-select menu, one Submit.
+        form_task = ask(
+            runtime,
+            {
+                "questions": [
+                    {
+                        "id": "size",
+                        "question": "Which size?",
+                        "options": [{"label": "S"}, {"label": "M"}, {"label": "L"}],
+                    },
+                    {
+                        "id": "tags",
+                        "question": "Which tags?",
+                        "multiSelect": True,
+                        "options": [{"label": f"tag-{n}"} for n in range(1, 13)],
+                    },
+                ]
+            },
+        )
+        form = await pinned(page, "Which tags?")
+        await form.get_by_role("radio", name="M").check()
+        menu_summary = form.get_by_test_id("multi-summary")
+        await expect(menu_summary).to_have_text("Choose options…")
+        await menu_summary.click()
+        await form.get_by_role("checkbox", name="tag-3").check()
+        await form.get_by_role("checkbox", name="tag-11").check()
+        await expect(menu_summary).to_have_text("tag-3tag-11")
+        await page.screenshot(path=tmp_path / "widgets-02-form.png")
+        await form.get_by_role("button", name="Submit", exact=True).click()
+        await expect_record(form, "→ M", "→ tag-3, tag-11", "Answered by @bob")
+        assert (await form_task).to_wire() == {
+            "answers": [
+                {"id": "size", "selected": ["M"]},
+                {"id": "tags", "selected": ["tag-3", "tag-11"]},
+            ]
+        }
+
+        # Dismiss asks for confirmation first; "Keep it" keeps the question open.
+        tap_task = ask(
+            runtime,
+            {"questions": [{"id": "go", "question": "Ship it?", "options": [{"label": "Yes"}]}]},
+        )
+        tap = await pinned(page, "Ship it?")
+        await tap.get_by_role("button", name="Dismiss").click()
+        confirm = page.get_by_test_id("confirm")
+        await expect(confirm).to_contain_text("Dismiss this question?")
+        await page.screenshot(path=tmp_path / "widgets-03-confirm.png")
+        await confirm.get_by_test_id("confirm-deny").click()
+        await expect(confirm).to_have_count(0)
+        await expect(tap.get_by_role("button", name="Yes")).to_be_visible()
+        assert not tap_task.done()
+        await tap.get_by_role("button", name="Dismiss").click()
+        await confirm.get_by_test_id("confirm-ok").click()
+        await expect_record(tap, "Dismissed by @bob")
+        with pytest.raises(UserQuestionError) as cancelled:
+            await tap_task
+        assert cancelled.value.code == ASK_CANCELLED
+
+        # The bot edits a message: the page shows the new version without a reload.
+        posted = await runtime.provider.client.chat_postMessage(
+            channel=DEFAULT_CHANNEL, text="Build *1* queued"
+        )
+        build = await pinned(page, "Build 1 queued")
+        await runtime.provider.client.chat_update(
+            channel=DEFAULT_CHANNEL, ts=str(posted["ts"]), text="Build *1* passed :tada:"
+        )
+        await expect(build).to_contain_text("Build 1 passed 🎉")
+        await expect(build.locator("b")).to_have_text("1")
+        await expect(build).to_contain_text("(edited)")
+        await page.screenshot(path=tmp_path / "widgets-04-live-edit.png", full_page=True)
+        assert errors == []
+
+
+async def _people(runtime: Runtime) -> dict[str, str]:
+    """The sandbox's people (name -> id), read from the page's own state endpoint."""
+    assert runtime.sandbox_url is not None
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{runtime.sandbox_url}sandbox/state") as response,
+    ):
+        state = await response.json()
+    return {row["name"]: row["id"] for row in state["people"]}
