@@ -1,0 +1,841 @@
+"""One contract for every pending store (memory and Redis), then what only Redis can show.
+
+Each test runs in its own key prefix (see conftest.py) and inside ``asyncio.timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis.asyncio as aioredis
+
+from adapters.slack.pending import PendingStore, mutate
+from adapters.slack.record import Draft, PendingRecord, State
+from adapters.slack.redis_store import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
+from bot.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
+from bot.models import AskUserQuestionItem
+
+ROOT = Path(__file__).resolve().parent.parent
+RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
+LOGGER = "adapters.slack.redis_store"
+
+
+def make_record(owner: str, request_id: str | None = None) -> PendingRecord:
+    """A fresh pending record with one question."""
+    return PendingRecord(
+        id=request_id or f"r-{uuid.uuid4().hex[:12]}",
+        owner=owner,
+        questions=[AskUserQuestionItem(id="q1", question="Ship it?")],
+        channel="C0123456",
+    )
+
+
+def finished(record: PendingRecord, state: State = "answered", **changes: object) -> PendingRecord:
+    """The next version of ``record``, terminal."""
+    return record.next(state=state, finished_at=time.time(), **changes)
+
+
+def finish_if_open(
+    state: State = "answered", **changes: object
+) -> Callable[[PendingRecord], PendingRecord | None]:
+    """A ``mutate`` change that ends an open record and leaves a finished one alone."""
+    return lambda r: finished(r, state, **changes) if r.is_open else None
+
+
+def free_port() -> int:
+    """A local TCP port nobody listens on (just now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def other_redis_store(redis_store_factory: RedisStoreFactory) -> RedisPendingStore:
+    """A second Redis store: same prefix as ``redis_store``, another process id."""
+    return await redis_store_factory()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_pair(request: pytest.FixtureRequest) -> tuple[PendingStore, PendingStore]:
+    """Two views of one shared store: two Redis processes, or the one memory store twice."""
+    if request.param == "memory":
+        memory: PendingStore = request.getfixturevalue("memory_store")
+        return memory, memory
+    first: PendingStore = request.getfixturevalue("redis_store")
+    second: PendingStore = request.getfixturevalue("other_redis_store")
+    return first, second
+
+
+# -- the contract: both stores ------------------------------------------------------------
+
+
+async def test_create_get_and_duplicate(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        assert await store.get(record.id) is None
+        assert await store.create(record)
+        assert await store.get(record.id) == record
+        clash = make_record("someone-else", record.id)
+        assert not await store.create(clash)
+        assert await store.get(record.id) == record
+
+
+async def test_get_returns_a_copy(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        got = await store.get(record.id)
+        assert got is not None
+        got.drafts.append(Draft(selected=[1]))
+        got.state = "answered"
+        assert await store.get(record.id) == record
+
+
+async def test_compare_and_set_version_rules(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        assert not await store.compare_and_set(record.next(label="x"))  # nothing stored yet
+        await store.create(record)
+        assert not await store.compare_and_set(record.model_copy(update={"label": "same"}))
+        skipped = record.next(label="skipped").next(label="skipped")
+        assert not await store.compare_and_set(skipped)
+        assert await store.get(record.id) == record
+        one = record.next(drafts=[Draft(selected=[0])])
+        assert await store.compare_and_set(one)
+        assert not await store.compare_and_set(one)  # a replay is stale
+        assert not await store.compare_and_set(record.next(label="late"))
+        two = one.next(label="second")
+        assert await store.compare_and_set(two)
+        stored = await store.get(record.id)
+        assert stored == two
+        assert stored is not None and stored.version == 2
+
+
+async def test_terminal_is_final(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        done = finished(record, answered_by="U1")
+        assert await store.compare_and_set(done)
+        assert not await store.compare_and_set(record.next(state="cancelled"))  # lost the race
+        for state in ("cancelled", "aborted", "failed"):  # on the fresh base: still refused
+            assert not await store.compare_and_set(done.next(state=state))
+        # the same terminal state may still be annotated (e.g. the message's ts arrives late)
+        annotated = done.next(message_ts="1700000000.000100", message_channel="C0123456")
+        assert await store.compare_and_set(annotated)
+        assert await store.get(record.id) == annotated
+        assert await store.open_records() == []
+
+
+async def test_a_deliberate_reopen_ends_again_and_wakes_new_watches(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    """The provider may reopen an ended request (same key, new note): it is open again."""
+    async with asyncio.timeout(10):
+        asker, clicker = store_pair
+        record = make_record(asker.process_id)
+        await asker.create(record)
+        first = finished(record, "failed", note="no answer in time")
+        assert await asker.compare_and_set(first)
+        reopened = first.next(state="pending", note="asked again", finished_at=None)
+        assert await asker.compare_and_set(reopened)
+        assert [r.id for r in await asker.open_records(owner=asker.process_id)] == [record.id]
+        watch = asker.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+            assert not waiting.done()  # open again: the earlier ending does not count
+            _, second = await mutate(clicker, record.id, finish_if_open(answered_by="U1"))
+            assert second is not None and second.version == 3
+            assert await asyncio.wait_for(waiting, 5) == second
+        finally:
+            watch.close()
+        assert await asker.open_records() == []
+
+
+async def test_cancelling_a_wait_does_not_break_the_watch(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        watch = store.watch(record.id)
+        try:
+            first = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.05)
+            first.cancel()
+            _, done = await mutate(store, record.id, finish_if_open("failed"))
+            assert await asyncio.wait_for(watch.wait(), 5) == done
+        finally:
+            watch.close()
+        assert store.watch_count == 0
+
+
+async def test_mutate_returns_seen_and_written(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        assert await mutate(store, "r-missing", finish_if_open()) == (None, None)
+        record = make_record(store.process_id)
+        await store.create(record)
+        seen, written = await mutate(store, record.id, lambda r: None)
+        assert (seen, written) == (record, None)
+        seen, written = await mutate(store, record.id, finish_if_open(answered_by="U1"))
+        assert seen == record
+        assert written is not None and written.state == "answered" and written.version == 1
+        seen, written = await mutate(store, record.id, finish_if_open(answered_by="U2"))
+        assert seen is not None and seen.answered_by == "U1"
+        assert written is None
+
+
+async def test_first_writer_wins_under_concurrency(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    async with asyncio.timeout(20):
+        first, second = store_pair
+        record = make_record(first.process_id)
+        watch = first.watch(record.id)
+        try:
+            assert await first.create(record)
+
+            async def click(i: int) -> tuple[PendingRecord | None, PendingRecord | None]:
+                target = first if i % 2 else second
+                return await mutate(target, record.id, finish_if_open(answered_by=f"U{i}"))
+
+            results = await asyncio.gather(*(click(i) for i in range(50)))
+            written = [w for _, w in results if w is not None]
+            assert len(written) == 1
+            assert all(seen is not None for seen, _ in results)
+            winner = written[0]
+            assert await first.get(record.id) == winner
+            assert await second.get(record.id) == winner
+            assert winner.version == 1
+            assert await watch.wait() == winner
+        finally:
+            watch.close()
+
+
+async def test_watch_wakes_on_terminal_write_and_not_before(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        watch = store.watch(record.id)  # before the record exists, as the provider does
+        try:
+            await store.create(record)
+            waiting = asyncio.ensure_future(watch.wait())
+            _, draft = await mutate(store, record.id, lambda r: r.next(drafts=[Draft(custom="hm")]))
+            assert draft is not None
+            await asyncio.sleep(0.3)
+            assert not waiting.done()
+            _, done = await mutate(store, record.id, finish_if_open(answered_by="U1"))
+            assert await asyncio.wait_for(waiting, 5) == done
+        finally:
+            watch.close()
+        assert store.watch_count == 0
+
+
+async def test_watch_wakes_when_another_instance_writes(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    async with asyncio.timeout(10):
+        asker, clicker = store_pair
+        record = make_record(asker.process_id)
+        watch = asker.watch(record.id)
+        try:
+            await asker.create(record)
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+            assert not waiting.done()
+            _, done = await mutate(clicker, record.id, finish_if_open("cancelled"))
+            got = await asyncio.wait_for(waiting, 5)
+            assert got == done and got.state == "cancelled"
+        finally:
+            watch.close()
+        assert asker.watch_count == 0
+
+
+async def test_every_watch_of_a_request_wakes(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        watches = [store.watch(record.id) for _ in range(3)]
+        try:
+            waits = [asyncio.ensure_future(w.wait()) for w in watches]
+            await asyncio.sleep(0.05)
+            _, done = await mutate(store, record.id, finish_if_open("aborted"))
+            assert await asyncio.wait_for(asyncio.gather(*waits), 5) == [done] * 3
+        finally:
+            for w in watches:
+                w.close()
+
+
+async def test_watch_after_the_end_returns_at_once(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        _, done = await mutate(store, record.id, finish_if_open("failed", error_code="X"))
+        watch = store.watch(record.id)
+        try:
+            assert await asyncio.wait_for(watch.wait(), 2) == done
+            assert await asyncio.wait_for(watch.wait(), 2) == done  # and again
+        finally:
+            watch.close()
+
+
+async def test_closing_watches_leaves_none(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        first, second, other = store.watch(record.id), store.watch(record.id), store.watch("r-x")
+        assert store.watch_count == 3
+        first.close()
+        first.close()  # idempotent
+        assert store.watch_count == 2
+        await mutate(store, record.id, finish_if_open())
+        await asyncio.wait_for(second.wait(), 5)
+        second.close()
+        other.close()
+        assert store.watch_count == 0
+        await store.close()
+        assert store.watch_count == 0
+
+
+async def test_open_records_by_owner(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        mine = [make_record(store.process_id) for _ in range(3)]
+        theirs = make_record("another-process")
+        for record in [*mine, theirs]:
+            assert await store.create(record)
+        await mutate(store, mine[0].id, finish_if_open())
+        _, saved = await mutate(store, mine[1].id, lambda r: r.next(drafts=[Draft(selected=[0])]))
+        everyone = {r.id: r for r in await store.open_records()}
+        assert set(everyone) == {mine[1].id, mine[2].id, theirs.id}
+        assert everyone[mine[1].id] == saved
+        own = await store.open_records(owner=store.process_id)
+        assert {r.id for r in own} == {mine[1].id, mine[2].id}
+        assert [r.id for r in await store.open_records(owner="another-process")] == [theirs.id]
+        assert await store.open_records(owner="nobody") == []
+
+
+async def test_process_id_names_the_owner(store: PendingStore) -> None:
+    assert isinstance(store.process_id, str) and store.process_id
+
+
+# -- Redis only ---------------------------------------------------------------------------
+
+
+async def test_records_have_ttls_and_index_sets(
+    redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
+) -> None:
+    async with asyncio.timeout(10):
+        store = await redis_store_factory(record_ttl=100, finished_ttl=10)
+        p = store.prefix
+        record = make_record(store.process_id)
+        await store.create(record)
+        key = f"{p}:req:{record.id}"
+        assert 95_000 < await redis_admin.pttl(key) <= 100_000
+        assert await redis_admin.sismember(f"{p}:open", record.id)
+        assert await redis_admin.sismember(f"{p}:owner:{store.process_id}", record.id)
+        assert 0 < await redis_admin.pttl(f"{p}:owner:{store.process_id}") <= 100_000
+        raw = await redis_admin.get(key)
+        assert raw is not None and PendingRecord.load(raw) == record  # plain JSON
+        assert await redis_admin.sismember(f"{p}:owners", store.process_id)
+
+        # moving to another owner while pending moves the index entry
+        _, moved = await mutate(store, record.id, lambda r: r.next(owner="heir"))
+        assert moved is not None
+        assert not await redis_admin.sismember(f"{p}:owner:{store.process_id}", record.id)
+        assert await redis_admin.sismember(f"{p}:owner:heir", record.id)
+
+        _, done = await mutate(store, record.id, finish_if_open())
+        assert done is not None
+        assert 5_000 < await redis_admin.pttl(key) <= 10_000
+        assert not await redis_admin.sismember(f"{p}:open", record.id)
+        assert not await redis_admin.sismember(f"{p}:owner:heir", record.id)
+        annotated = done.next(message_ts="1.2")
+        assert await store.compare_and_set(annotated)
+        assert 0 < await redis_admin.pttl(key) <= 10_000  # a finished record's TTL is kept
+
+        # a deliberate reopen is open again: open TTL, back in the index sets
+        assert await store.compare_and_set(annotated.next(state="pending", owner="heir"))
+        assert 95_000 < await redis_admin.pttl(key) <= 100_000
+        assert await redis_admin.sismember(f"{p}:open", record.id)
+        assert await redis_admin.sismember(f"{p}:owner:heir", record.id)
+
+
+async def test_expired_records_leave_the_index(
+    redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
+) -> None:
+    async with asyncio.timeout(10):
+        store = await redis_store_factory(record_ttl=0.2)
+        record = make_record(store.process_id)
+        await store.create(record)
+        await asyncio.sleep(0.4)
+        assert await store.get(record.id) is None
+        assert await store.open_records() == []
+        assert await store.open_records(owner=store.process_id) == []
+        assert not await redis_admin.sismember(f"{store.prefix}:open", record.id)
+
+
+async def test_exactly_one_notification_for_concurrent_finishes(
+    redis_store: RedisPendingStore,
+    other_redis_store: RedisPendingStore,
+    redis_admin: aioredis.Redis,
+) -> None:
+    async with asyncio.timeout(15):
+        pubsub = redis_admin.pubsub()
+        try:
+            await pubsub.subscribe(f"{redis_store.prefix}:done")
+            confirmation = await pubsub.get_message(timeout=2)
+            assert confirmation is not None and confirmation["type"] == "subscribe"
+            record = make_record(redis_store.process_id)
+            await redis_store.create(record)
+            stores = [redis_store, other_redis_store]
+            results = await asyncio.gather(
+                *(mutate(stores[i % 2], record.id, finish_if_open()) for i in range(50))
+            )
+            assert sum(w is not None for _, w in results) == 1
+            published = []
+            while (message := await pubsub.get_message(timeout=0.5)) is not None:
+                published.append(message["data"])
+            assert published == [record.id]
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+async def test_a_retried_write_is_recognised_not_refused(
+    redis_store: RedisPendingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py retries a script whose reply was lost: the retry must not report a conflict."""
+    async with asyncio.timeout(10):
+        record = make_record(redis_store.process_id)
+        monkeypatch.setattr(redis_store, "_new_token", lambda: "create-1")
+        assert await redis_store.create(record)
+        assert await redis_store.create(record)  # the retry of that create
+        done = finished(record)
+        monkeypatch.setattr(redis_store, "_new_token", lambda: "write-1")
+        assert await redis_store.compare_and_set(done)
+        assert await redis_store.compare_and_set(done)  # the retry of that write
+        monkeypatch.setattr(redis_store, "_new_token", lambda: "another-write")
+        assert not await redis_store.compare_and_set(done)  # a real replay is stale
+        assert not await redis_store.create(record)
+        assert await redis_store.get(record.id) == done
+
+
+async def test_heartbeat_lives_while_running_and_goes_on_close(
+    redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
+) -> None:
+    async with asyncio.timeout(10):
+        store = await redis_store_factory(heartbeat_interval=0.1, heartbeat_ttl=0.5)
+        key = f"{store.prefix}:alive:{store.process_id}"
+        assert 0 < await redis_admin.pttl(key) <= 500
+        await asyncio.sleep(0.8)  # longer than the TTL: refreshed meanwhile
+        assert await redis_admin.exists(key)
+        await store.close()
+        assert not await redis_admin.exists(key)
+
+
+async def test_close_ends_pending_waits(redis_store: RedisPendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(redis_store.process_id)
+        await redis_store.create(record)
+        watch = redis_store.watch(record.id)
+        waiting = asyncio.ensure_future(watch.wait())
+        await asyncio.sleep(0.1)
+        await redis_store.close()
+        assert redis_store.watch_count == 0
+        with pytest.raises(UserQuestionError) as info:
+            await waiting
+        assert info.value.code == STORE_UNAVAILABLE
+        watch.close()
+        with pytest.raises(UserQuestionError):
+            await redis_store.get(record.id)
+
+
+_DOOMED = """
+import asyncio, sys
+from adapters.slack.record import PendingRecord
+from adapters.slack.redis_store import RedisPendingStore
+from bot.models import AskUserQuestionItem
+
+async def main() -> None:
+    url, prefix, request_id = sys.argv[1:4]
+    store = RedisPendingStore(url, prefix=prefix, process_id="doomed", heartbeat_interval=0.2,
+                              heartbeat_ttl=0.6, op_timeout=1.0)
+    await store.start()
+    item = AskUserQuestionItem(id="q1", question="Still there?")
+    record = PendingRecord(id=request_id, owner=store.process_id, questions=[item], channel="C1")
+    assert await store.create(record)
+    print("ready", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_sweep_fails_the_questions_of_a_killed_process(
+    redis_store_factory: RedisStoreFactory,
+    store_prefix: str,
+    redis_url: str,
+    redis_admin: aioredis.Redis,
+) -> None:
+    async with asyncio.timeout(30):
+        sweeper = await redis_store_factory(heartbeat_interval=30, heartbeat_ttl=90)
+        watcher = await redis_store_factory(heartbeat_interval=30, heartbeat_ttl=90)
+        request_id = f"r-{uuid.uuid4().hex[:12]}"
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _DOOMED, redis_url, store_prefix, request_id,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+        )
+        try:
+            assert child.stdout is not None
+            assert (await asyncio.wait_for(child.stdout.readline(), 20)).strip() == b"ready"
+            survivors = [make_record(sweeper.process_id), make_record(watcher.process_id)]
+            for record in survivors:
+                await sweeper.create(record)
+            watch = watcher.watch(request_id)
+            waiting = asyncio.ensure_future(watch.wait())
+            assert await sweeper.sweep_orphans() == []  # the owner is alive
+        finally:
+            child.kill()
+            await child.wait()
+            if child.stdout is not None:
+                await child.stdout.read()
+        try:
+            for _ in range(200):  # until the heartbeat lapses (and any stale lock)
+                if failed := await sweeper.sweep_orphans():
+                    break
+                await asyncio.sleep(0.1)
+            assert [r.id for r in failed] == [request_id]
+            assert failed[0].state == "failed" and failed[0].error_code == OWNER_LOST
+            assert failed[0].note == OWNER_LOST_NOTE and failed[0].finished_at is not None
+            got = await asyncio.wait_for(waiting, 5)
+            assert (got.state, got.error_code) == ("failed", OWNER_LOST)
+        finally:
+            watch.close()
+        assert not await redis_admin.exists(f"{store_prefix}:alive:doomed")
+        assert await sweeper.open_records(owner="doomed") == []
+        assert {r.id for r in await sweeper.open_records()} == {r.id for r in survivors}
+        assert await sweeper.sweep_orphans() == []
+        owners = await redis_admin.smembers(f"{store_prefix}:owners")
+        assert owners == {sweeper.process_id, watcher.process_id}  # the lost one is forgotten
+
+
+async def test_heartbeat_loop_sweeps_and_reports_orphans(
+    redis_store_factory: RedisStoreFactory,
+) -> None:
+    async with asyncio.timeout(15):
+        doomed = await redis_store_factory(heartbeat_interval=0.2, heartbeat_ttl=0.6)
+        watcher = await redis_store_factory(heartbeat_interval=30, heartbeat_ttl=90)
+        sweeper = await redis_store_factory(heartbeat_interval=0.2, heartbeat_ttl=0.6)
+        reported: asyncio.Queue[list[PendingRecord]] = asyncio.Queue()
+
+        async def on_orphans(records: list[PendingRecord]) -> None:
+            await reported.put(records)
+
+        sweeper.on_orphans = on_orphans
+        record = make_record(doomed.process_id)
+        await doomed.create(record)
+        watch = watcher.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.5)
+            assert reported.empty() and not waiting.done()  # alive: nothing to sweep
+            await doomed.close()  # its heartbeat goes; its question is left open
+            orphans = await asyncio.wait_for(reported.get(), 5)
+            assert [(r.id, r.state, r.error_code) for r in orphans] == [
+                (record.id, "failed", OWNER_LOST)
+            ]
+            got = await asyncio.wait_for(waiting, 5)
+            assert (got.state, got.error_code, got.note) == ("failed", OWNER_LOST, OWNER_LOST_NOTE)
+        finally:
+            watch.close()
+
+
+async def test_unreachable_redis_at_start_names_redis_url_without_password() -> None:
+    async with asyncio.timeout(10):
+        url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+        store = RedisPendingStore(url, op_timeout=1.0)
+        assert "secret" not in repr(store)
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as info:
+            await store.start()
+        assert time.monotonic() - started < 3
+        message = str(info.value)
+        assert "REDIS_URL" in message and "redis://:***@127.0.0.1" in message
+        assert "secret" not in message and "secret" not in repr(info.value)
+        assert isinstance(info.value, ConnectionError)
+        await store.close()
+
+
+async def test_operations_against_a_dead_server_fail_in_bounded_time() -> None:
+    async with asyncio.timeout(15):
+        store = RedisPendingStore(f"redis://127.0.0.1:{free_port()}/0", op_timeout=0.5)
+        record = make_record(store.process_id)
+        calls = [
+            store.get(record.id),
+            store.create(record),
+            store.compare_and_set(record.next()),
+            store.open_records(),
+            store.sweep_orphans(),
+        ]
+        for call in calls:
+            started = time.monotonic()
+            with pytest.raises(UserQuestionError) as info:
+                await call
+            assert info.value.code == STORE_UNAVAILABLE
+            assert time.monotonic() - started < 1.5
+        await store.close()
+
+
+async def test_a_silent_server_cannot_hang_an_operation() -> None:
+    """A server that accepts connections and never answers (a black hole)."""
+    async with asyncio.timeout(15):
+        writers: list[asyncio.StreamWriter] = []
+
+        async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writers.append(writer)
+            while await reader.read(4096):
+                pass
+
+        server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        store = RedisPendingStore(f"redis://127.0.0.1:{port}/0", op_timeout=0.5)
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="REDIS_URL"):
+                await store.start()
+            started = time.monotonic()
+            with pytest.raises(UserQuestionError) as info:
+                await store.get("r-1")
+            assert info.value.code == STORE_UNAVAILABLE
+            assert time.monotonic() - started < 1.5
+        finally:
+            await store.close()
+            server.close()
+            for writer in writers:
+                writer.close()
+            await server.wait_closed()
+
+
+async def _kill(admin: aioredis.Redis, store: RedisPendingStore, kind: str) -> int:
+    """Kill ``store``'s connections of one type (only its own: found by client name)."""
+    name = f"{store.prefix}:{store.process_id}"
+    killed = 0
+    for client in await admin.client_list(_type=kind):
+        if client.get("name") == name:
+            killed += await admin.client_kill_filter(_id=client["id"], _type=kind)
+    return killed
+
+
+async def test_a_write_after_connections_are_killed_still_wakes_the_watch(
+    redis_store: RedisPendingStore,
+    other_redis_store: RedisPendingStore,
+    redis_admin: aioredis.Redis,
+) -> None:
+    async with asyncio.timeout(15):
+        asker, clicker = redis_store, other_redis_store
+        record = make_record(asker.process_id)
+        await asker.create(record)
+        watch = asker.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            assert await clicker.get(record.id) == record
+            await asyncio.sleep(0.1)
+            assert await _kill(redis_admin, asker, "pubsub") == 1
+            assert await _kill(redis_admin, asker, "normal") >= 1
+            assert await _kill(redis_admin, clicker, "normal") >= 1
+            _, done = await mutate(clicker, record.id, finish_if_open(answered_by="U9"))
+            assert done is not None  # redis-py reconnected the clicker on its own
+            assert await asyncio.wait_for(waiting, 10) == done
+            assert await asker.get(record.id) == done
+        finally:
+            watch.close()
+
+
+async def test_a_missed_notification_is_recovered_after_resubscribing(
+    redis_store: RedisPendingStore, redis_admin: aioredis.Redis
+) -> None:
+    async with asyncio.timeout(15):
+        record = make_record(redis_store.process_id)
+        await redis_store.create(record)
+        watch = redis_store.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+            # The ending lands without its notification (as if published while we were away).
+            done = finished(record)
+            key = f"{redis_store.prefix}:req:{record.id}"
+            await redis_admin.set(key, done.dump(), keepttl=True)
+            await asyncio.sleep(0.5)
+            assert not waiting.done()
+            assert await _kill(redis_admin, redis_store, "pubsub") == 1
+            assert await asyncio.wait_for(waiting, 10) == done
+        finally:
+            watch.close()
+
+
+class _Proxy:
+    """A TCP relay in front of the test Redis that a test can cut, restore or freeze."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._target = (host, port)
+        self._server: asyncio.Server | None = None
+        self._links: dict[asyncio.Task[None], list[asyncio.StreamWriter]] = {}
+        self._frozen: set[asyncio.Task[None]] = set()
+        self.port = 0
+        self.url = ""
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.close()
+            return
+        self._links[task] = [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    if task not in self._frozen:
+                        dst.write(data)
+                        await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self._links.pop(task, None)
+            self._frozen.discard(task)
+
+    def freeze(self) -> None:
+        """Existing connections go silent (half-open); new ones still work."""
+        self._frozen.update(self._links)
+
+    async def cut(self) -> None:
+        """Stop listening and drop every connection: Redis is gone."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        links = list(self._links)
+        for writers in self._links.values():
+            for writer in writers:
+                writer.close()
+        await asyncio.gather(*links, return_exceptions=True)
+
+    async def restore(self) -> None:
+        """Listen again on the same port: Redis is back (with its data)."""
+        await self.start()
+
+
+@pytest.fixture
+async def proxy(redis_url: str) -> AsyncIterator[_Proxy]:
+    """A relay to the test Redis; ``proxy.url`` reaches Redis through it."""
+    target = urlsplit(redis_url)
+    relay = _Proxy(target.hostname or "127.0.0.1", target.port or 6379)
+    await relay.start()
+    auth = f"{target.username or ''}:{target.password}@" if target.password else ""
+    relay.url = f"redis://{auth}127.0.0.1:{relay.port}{target.path or '/0'}"
+    try:
+        yield relay
+    finally:
+        await relay.cut()
+
+
+async def test_redis_lost_and_back_while_running(
+    proxy: _Proxy,
+    store_prefix: str,
+    redis_store: RedisPendingStore,
+    redis_admin: aioredis.Redis,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Operations fail fast while Redis is gone, the wait keeps waiting, and all recovers."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    clicker = redis_store
+    asker = RedisPendingStore(
+        proxy.url,
+        prefix=store_prefix,
+        heartbeat_interval=0.2,
+        heartbeat_ttl=30,
+        op_timeout=0.5,
+    )
+    async with asyncio.timeout(30):
+        await asker.start()
+        watch = asker.watch("unset")
+        try:
+            record = make_record(asker.process_id)
+            await asker.create(record)
+            watch.close()
+            watch = asker.watch(record.id)
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+
+            await proxy.cut()
+            started = time.monotonic()
+            with pytest.raises(UserQuestionError) as info:
+                await asker.get(record.id)
+            assert info.value.code == STORE_UNAVAILABLE
+            assert time.monotonic() - started < 1.5
+            _, done = await mutate(clicker, record.id, finish_if_open(answered_by="U7"))
+            await asyncio.sleep(1.0)
+            assert not waiting.done()  # still waiting (the ask's timeout/abort decide)
+
+            await proxy.restore()
+            assert await asyncio.wait_for(waiting, 10) == done
+            assert await asker.get(record.id) == done
+            alive = f"{store_prefix}:alive:{asker.process_id}"
+            for _ in range(50):
+                if await redis_admin.exists(alive):
+                    break
+                await asyncio.sleep(0.1)
+            assert await redis_admin.exists(alive)
+        finally:
+            watch.close()
+            await asker.close()
+    mine = [r.getMessage() for r in caplog.records if f":{proxy.port}" in r.getMessage()]
+    assert sum("lost Redis" in m for m in mine) == 1, mine
+    assert sum("reconnected" in m for m in mine) == 1, mine
+
+
+async def test_a_half_open_subscription_is_noticed_and_replaced(
+    proxy: _Proxy, store_prefix: str, redis_store: RedisPendingStore
+) -> None:
+    """Pub/sub that silently stops delivering (no RST) is dropped after heartbeat_ttl."""
+    clicker = redis_store
+    asker = RedisPendingStore(
+        proxy.url,
+        prefix=store_prefix,
+        heartbeat_interval=0.2,
+        heartbeat_ttl=0.8,
+        op_timeout=1.0,
+    )
+    async with asyncio.timeout(20):
+        await asker.start()
+        record = make_record(clicker.process_id)
+        await clicker.create(record)
+        watch = asker.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+            proxy.freeze()
+            _, done = await mutate(clicker, record.id, finish_if_open())
+            assert await asyncio.wait_for(waiting, 10) == done
+        finally:
+            watch.close()
+            await asker.close()
