@@ -839,3 +839,37 @@ async def test_a_half_open_subscription_is_noticed_and_replaced(
         finally:
             watch.close()
             await asker.close()
+
+
+async def test_a_wait_fails_with_store_unavailable_after_the_outage_limit(
+    proxy: _Proxy, store_prefix: str
+) -> None:
+    """Redis gone for longer than ``outage_limit``: the waiting ask fails, it never hangs."""
+    asker = RedisPendingStore(
+        proxy.url,
+        prefix=store_prefix,
+        heartbeat_interval=0.2,
+        heartbeat_ttl=30,
+        op_timeout=0.3,
+        outage_limit=1.0,
+    )
+    async with asyncio.timeout(20):
+        await asker.start()
+        record = make_record(asker.process_id)
+        await asker.create(record)
+        watch = asker.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.1)
+            await proxy.cut()
+            started = time.monotonic()
+            with pytest.raises(UserQuestionError) as info:
+                await waiting
+            elapsed = time.monotonic() - started
+            assert info.value.code == STORE_UNAVAILABLE
+            assert "unreachable" in info.value.message
+            assert 0.9 <= elapsed < 5.0
+        finally:
+            watch.close()
+            await proxy.restore()
+            await asker.close()

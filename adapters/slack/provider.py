@@ -50,6 +50,7 @@ from bot.errors import (
     ASK_CANCELLED,
     ASK_TIMEOUT,
     DELIVERY_FAILED,
+    STORE_UNAVAILABLE,
     UserQuestionError,
 )
 from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -237,7 +238,9 @@ class SlackQuestionProvider:
             # The awaiting task was cancelled (before or after Slack took the message).
             await self._end(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
             raise
-        except UserQuestionError:
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                self._tasks.spawn(self._end_when_back(request_id, exc.message), "end later")
             raise
         except Exception as exc:
             await self._end(request_id, "failed", f"The question failed: {exc}", DELIVERY_FAILED)
@@ -433,6 +436,19 @@ class SlackQuestionProvider:
         raise UserQuestionError(
             record.note or "the question failed", record.error_code or DELIVERY_FAILED
         )
+
+    async def _end_when_back(self, request_id: str, note: str) -> None:
+        """Record a failure the store could not take during an outage, once it is back."""
+        delay = 1.0
+        for _ in range(60):
+            try:
+                await self._end(request_id, "failed", note, STORE_UNAVAILABLE)
+                return
+            except UserQuestionError as exc:
+                if exc.code != STORE_UNAVAILABLE:
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
     async def _end(
         self, request_id: str, state: State, note: str, code: str | None = None

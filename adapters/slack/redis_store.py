@@ -215,6 +215,7 @@ class RedisPendingStore:
         heartbeat_interval: float = 2.0,
         heartbeat_ttl: float = 6.0,
         op_timeout: float = 5.0,
+        outage_limit: float = 30.0,
         logger: logging.Logger | None = None,
     ) -> None:
         if not prefix:
@@ -237,6 +238,7 @@ class RedisPendingStore:
         self._heartbeat_interval = heartbeat_interval
         self._heartbeat_ttl = heartbeat_ttl
         self._op_timeout = op_timeout
+        self._outage_limit = outage_limit
         self._tick = min(1.0, heartbeat_interval)
         self._log = logger or logging.getLogger("adapters.slack.redis_store")
         self.on_orphans: OrphanHandler | None = None
@@ -627,6 +629,7 @@ class RedisPendingStore:
         """Refresh this process's heartbeat and sweep for orphans, every interval."""
         while not self._closed:
             await asyncio.sleep(self._heartbeat_interval)
+            self._give_up_if_lost()
             try:
                 await self._op("heartbeat", self._beat)
                 orphans = await self.sweep_orphans()
@@ -640,6 +643,25 @@ class RedisPendingStore:
                     await self.on_orphans(orphans)
                 except Exception:
                     self._log.exception("on_orphans failed")
+
+    def _give_up_if_lost(self) -> None:
+        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds.
+
+        A waiting ``ask()`` then raises ``STORE_UNAVAILABLE`` instead of hanging; the
+        provider records the failure once Redis is back.
+        """
+        if self._healthy is not False or time.monotonic() - self._ok_at < self._outage_limit:
+            return
+        error = UserQuestionError(
+            f"the pending store (Redis at {self._shown_url}) has been unreachable for more "
+            f"than {self._outage_limit:g} seconds",
+            STORE_UNAVAILABLE,
+        )
+        for watches in self._watches.values():
+            for watch in watches:
+                if not watch.future.done():
+                    watch.future.set_exception(error)
+                    watch.future.exception()  # the waiter re-raises it; never "unretrieved"
 
     async def _beat(self) -> None:
         await self._client.set(self._alive_key, f"{time.time():.3f}", px=_px(self._heartbeat_ttl))
