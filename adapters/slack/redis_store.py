@@ -378,17 +378,21 @@ class RedisPendingStore:
         await self._release()
         self._log.info("pending store closed (process %s)", self._process_id)
 
-    async def create(self, record: PendingRecord) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
-        terminal = record.state in TERMINAL_STATES
-        ttl = self._finished_ttl if terminal else self._record_ttl
-        keys = [
+    def _record_keys(self, record: PendingRecord) -> list[str]:
+        """The keys a record's scripts touch: itself, its write token, the index sets."""
+        return [
             self._key("req", record.id),
             self._key("tok", record.id),
             self._open_key,
             self._key("owner", record.owner),
             self._owners_key,
         ]
+
+    async def create(self, record: PendingRecord) -> bool:
+        """Store a new record; ``False`` if one with its id exists already."""
+        terminal = record.state in TERMINAL_STATES
+        ttl = self._finished_ttl if terminal else self._record_ttl
+        keys = self._record_keys(record)
         args: list[str | int] = [
             record.dump(),
             record.id,
@@ -413,13 +417,7 @@ class RedisPendingStore:
         own state, or a deliberate reopen to ``pending``, as the memory store). The write that
         ends a record publishes its id, waking watches in every process.
         """
-        keys = [
-            self._key("req", record.id),
-            self._key("tok", record.id),
-            self._open_key,
-            self._key("owner", record.owner),
-            self._owners_key,
-        ]
+        keys = self._record_keys(record)
         args: list[str | int] = [
             record.dump(),
             record.id,
