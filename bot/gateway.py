@@ -36,6 +36,7 @@ from bot.errors import (
     EMPTY_QUESTIONS,
     NO_PROVIDER,
     SLACK_LIMIT,
+    STORE_UNAVAILABLE,
     HarnessError,
     UserQuestionError,
 )
@@ -56,6 +57,7 @@ _STATUS: Final = {
     NO_PROVIDER: 503,
     ASK_ABORTED: 409,
     DELIVERY_FAILED: 502,
+    STORE_UNAVAILABLE: 503,
 }
 
 
@@ -186,7 +188,10 @@ class Gateway:
                     )
                     response.headers["WWW-Authenticate"] = "Bearer"
                     return response
-            return await handler(request)
+            try:
+                return await handler(request)
+            except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+                return _harness_problem(error)
 
         return guarded
 

@@ -256,10 +256,14 @@ class SlackQuestionProvider:
         Returns the record as it ends up (the earlier outcome if it had already ended),
         or ``None`` for an unknown request.
         """
+        if await self._store.get(request_id) is None:  # a store outage raises, not None
+            return None
         try:
             return await self._end(request_id, "aborted", note, ASK_ABORTED)
-        except UserQuestionError:
-            return None
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                raise
+            return None  # it vanished meanwhile (expired)
 
     async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""

@@ -216,6 +216,7 @@ class RedisPendingStore:
         heartbeat_ttl: float = 6.0,
         op_timeout: float = 5.0,
         outage_limit: float = 30.0,
+        max_connections: int = 64,
         logger: logging.Logger | None = None,
     ) -> None:
         if not prefix:
@@ -246,8 +247,12 @@ class RedisPendingStore:
 
         client_name = re.sub(r"[^!-~]", "_", f"{prefix}:{self._process_id}")
         try:
-            self._client: aioredis.Redis = aioredis.from_url(
+            # A blocking pool: under a burst, an operation waits for a free connection
+            # (within op_timeout) instead of failing with "Too many connections".
+            self._pool = aioredis.BlockingConnectionPool.from_url(
                 url,
+                max_connections=max_connections,
+                timeout=op_timeout,
                 decode_responses=True,
                 retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
@@ -257,6 +262,7 @@ class RedisPendingStore:
             )
         except ValueError as exc:
             raise ValueError(f"REDIS_URL={self._shown_url} is not a usable Redis URL") from exc
+        self._client: aioredis.Redis = aioredis.Redis(connection_pool=self._pool)
         self._create_script = self._client.register_script(_CREATE)
         self._cas_script = self._client.register_script(_COMPARE_AND_SET)
         self._indexed_script = self._client.register_script(_INDEXED)
@@ -269,6 +275,7 @@ class RedisPendingStore:
         self._closed = False
         self._healthy: bool | None = None
         self._ok_at = 0.0
+        self._healthy_since = 0.0
 
     # -- keys -----------------------------------------------------------------------------
 
@@ -630,6 +637,10 @@ class RedisPendingStore:
             self._give_up_if_lost()
             try:
                 await self._op("heartbeat", self._beat)
+                if time.monotonic() - self._healthy_since < self._heartbeat_ttl:
+                    # Just (re)connected: other processes may not have refreshed their
+                    # heartbeats yet. Judge nobody dead until they all had the chance.
+                    continue
                 orphans = await self.sweep_orphans()
             except UserQuestionError:
                 continue  # logged once by the health tracking
@@ -696,6 +707,8 @@ class RedisPendingStore:
         self._ok_at = time.monotonic()
         if self._healthy is False:
             self._log.info("pending store reconnected to Redis at %s", self._shown_url)
+        if self._healthy is not True:
+            self._healthy_since = self._ok_at
         self._healthy = True
 
     def _mark_lost(self, exc: BaseException, started: float) -> None:
@@ -718,7 +731,7 @@ class RedisPendingStore:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
             except (RedisError, OSError) as exc:
                 self._log.debug("closing pub/sub: %s", exc)
-        await self._client.aclose()
+        await self._client.aclose(close_connection_pool=True)
 
     def __repr__(self) -> str:
         return (
