@@ -236,7 +236,10 @@ class SlackQuestionProvider:
             return await self._wait(request_id, watch, request.signal)
         except asyncio.CancelledError:
             # The awaiting task was cancelled (before or after Slack took the message).
-            await self._end(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
+            try:
+                await self._end(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
+            except UserQuestionError as exc:  # the store is unreachable: record it later
+                self._tasks.spawn(self._end_when_back(request_id, exc.message), "end later")
             raise
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
