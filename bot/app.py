@@ -14,12 +14,13 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.bolt_app import build_app, events_handler
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Settings
@@ -110,18 +111,6 @@ def _health(runtime_ref: dict[str, Any], mode: str) -> Any:
     return healthz
 
 
-class _UnusedTokenWarning(logging.Filter):
-    """Drops bolt's warning that the token is unused because a client was given.
-
-    bolt reads SLACK_BOT_TOKEN from the environment by itself and warns that it ignores it
-    for the client's token, which is the same value: the warning would only confuse.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Keep every record but that warning."""
-        return "`token` will be unused" not in record.getMessage()
-
-
 class _SocketMode:
     """bolt's Socket Mode handler, with its connection state for ``/healthz``."""
 
@@ -189,19 +178,17 @@ async def start(settings: Settings) -> Runtime:
     if api_url:
         client_args["base_url"] = api_url
     client = AsyncWebClient(**client_args)
-    bolt_logger = logging.getLogger("slack_bolt")
-    quiet = _UnusedTokenWarning()
-    bolt_logger.addFilter(quiet)
     try:
-        app = AsyncApp(
-            client=client,
+        app = await build_app(
+            client,
             signing_secret=signing_secret or "",
-            process_before_response=True,
-            request_verification_enabled=settings.mode != "socket",
-            logger=bolt_logger,
+            verify_requests=settings.mode != "socket",
         )
-    finally:
-        bolt_logger.removeFilter(quiet)
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else exc
+        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise RuntimeError(f"cannot reach Slack's Web API for auth.test: {exc!r}") from exc
     store = await _store(settings)
     provider = SlackQuestionProvider(
         app,
@@ -225,11 +212,7 @@ async def start(settings: Settings) -> Runtime:
     gateway.add_routes(web_app)
     if settings.mode in ("http", "sandbox"):
 
-        async def slack_events(request: web.Request) -> web.StreamResponse:
-            bolt_response = await app.async_dispatch(await to_bolt_request(request))
-            return await to_aiohttp_response(bolt_response)
-
-        web_app.router.add_post("/slack/events", slack_events)
+        web_app.router.add_post("/slack/events", events_handler(app, signing_secret or ""))
 
     # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
     runner = web.AppRunner(

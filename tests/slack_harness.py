@@ -21,10 +21,9 @@ from types import TracebackType
 from typing import Any
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
-from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.bolt_app import build_app, events_handler
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
@@ -67,18 +66,14 @@ class SlackHarness:
     async def __aenter__(self) -> SlackHarness:
         await self.slack.start()
         self.client = AsyncWebClient(token=self.slack.token, base_url=self.slack.url, timeout=5)
-        self.app = AsyncApp(client=self.client, signing_secret=SECRET, process_before_response=True)
+        self.app = await build_app(self.client, signing_secret=SECRET)
         options = {"channel": self.channel, **self._provider_options}
         self.provider = SlackQuestionProvider(self.app, store=self._store, **options)
         self.service = UserQuestionService()
         self.service.register_provider(self.provider)
         web_app = web.Application()
 
-        async def events(request: web.Request) -> web.StreamResponse:
-            response = await self.app.async_dispatch(await to_bolt_request(request))
-            return await to_aiohttp_response(response)
-
-        web_app.router.add_post("/slack/events", events)
+        web_app.router.add_post("/slack/events", events_handler(self.app, SECRET))
         self.runner = web.AppRunner(web_app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)

@@ -343,7 +343,8 @@ def _draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
 
 
 def _fallback(record: PendingRecord) -> str:
-    first = record.questions[0].question if record.questions else ""
+    first = record.questions[0].question.strip() if record.questions else ""
+    first = first or "A question for you"  # Slack needs notification text
     more = f" (+{len(record.questions) - 1} more)" if len(record.questions) > 1 else ""
     who = f"{record.label}: " if record.label else ""
     return shorten_escaped(escape(f"{who}{first}{more}"), MAX_FALLBACK_TEXT)

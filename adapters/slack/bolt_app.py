@@ -1,0 +1,98 @@
+"""The bolt ``AsyncApp`` the provider expects, with the workspace identity resolved up front.
+
+bolt's default single-workspace authorization calls ``auth.test`` lazily, on the first
+request it handles, and refuses that request (and every one after) while the call fails:
+a Slack hiccup at the wrong moment would lose a person's click. ``build_app`` calls
+``auth.test`` once, at start (so a refused token fails the start with a clear error), and
+hands bolt an ``authorize`` that answers from that result without any Web API call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+__all__ = ["EventsHandler", "build_app", "events_handler"]
+
+
+class _IgnoredTokenNotice(logging.Filter):
+    """Drops bolt's notices that a token is ignored: ours is the client's, on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "will be ignored" not in message and "will be unused" not in message
+
+
+async def build_app(
+    client: AsyncWebClient,
+    *,
+    signing_secret: str,
+    verify_requests: bool = True,
+    logger: logging.Logger | None = None,
+) -> AsyncApp:
+    """An ``AsyncApp`` on ``client`` with ``process_before_response=True``.
+
+    Raises slack_sdk's ``SlackApiError`` when Slack refuses the client's token.
+    """
+    identity = await client.auth_test()
+    token = client.token or ""
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return AuthorizeResult(
+            enterprise_id=identity.get("enterprise_id"),
+            team_id=identity.get("team_id"),
+            bot_user_id=identity.get("user_id"),
+            bot_id=identity.get("bot_id"),
+            bot_token=token,
+        )
+
+    bolt_logger = logger or logging.getLogger("slack_bolt")
+    quiet = _IgnoredTokenNotice()
+    bolt_logger.addFilter(quiet)
+    try:
+        return AsyncApp(
+            client=client,
+            authorize=authorize,
+            signing_secret=signing_secret,
+            process_before_response=True,
+            request_verification_enabled=verify_requests,
+            logger=bolt_logger,
+        )
+    finally:
+        bolt_logger.removeFilter(quiet)
+
+
+EventsHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def events_handler(app: AsyncApp, signing_secret: str) -> EventsHandler:
+    """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch.
+
+    bolt parses a body before its own signature check, so a forged body that does not even
+    parse would raise there; checking the signature first answers it with a plain 401.
+    """
+    verifier = SignatureVerifier(signing_secret)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            body = (await request.read()).decode("utf-8")
+        except UnicodeDecodeError:  # Slack only ever sends UTF-8: not from Slack
+            return web.json_response({"error": "invalid request"}, status=401)
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        if not verifier.is_valid_request(body, headers):
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            bolt_request = await to_bolt_request(request)
+        except ValueError:  # signed by Slack, yet not a payload bolt can read
+            return web.json_response({"error": "unreadable payload"}, status=400)
+        return await to_aiohttp_response(await app.async_dispatch(bolt_request))
+
+    return handle
