@@ -178,18 +178,24 @@ async def start(settings: Settings) -> Runtime:
     if api_url:
         client_args["base_url"] = api_url
     client = AsyncWebClient(**client_args)
+    store = await _store(settings)  # a missing Redis is named before anything else
     try:
         app = await build_app(
             client,
             signing_secret=signing_secret or "",
             verify_requests=settings.mode != "socket",
         )
-    except SlackApiError as exc:
-        error = exc.response.get("error") if exc.response is not None else exc
-        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise RuntimeError(f"cannot reach Slack's Web API for auth.test: {exc!r}") from exc
-    store = await _store(settings)
+    except BaseException as exc:
+        await store.close()
+        if sandbox is not None:
+            await sandbox.stop()
+        if isinstance(exc, SlackApiError):
+            error = exc.response.get("error") if exc.response is not None else exc
+            raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
+        if isinstance(exc, aiohttp.ClientError | TimeoutError):
+            detail = str(exc) or type(exc).__name__
+            raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
+        raise
     provider = SlackQuestionProvider(
         app,
         channel=channel,
