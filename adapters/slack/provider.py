@@ -231,6 +231,9 @@ class SlackQuestionProvider:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(delivery, timeout=10)
                 raise
+            # The rendered blocks and this first copy of the record are not needed while
+            # waiting (the store has the record): free them for the hours a question waits.
+            del rendered, record, delivery
             if options.on_posted is not None:
                 options.on_posted(request_id)
             return await self._wait(request_id, watch, request.signal)
@@ -407,31 +410,49 @@ class SlackQuestionProvider:
     async def _wait(
         self, request_id: str, watch: Watch, signal: AbortSignal | None
     ) -> AskUserQuestionAnswer:
-        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
-        aborting: asyncio.Task[object] | None = None
-        if signal is not None:
-            aborting = asyncio.ensure_future(signal.wait())
-        contenders: set[asyncio.Future[Any]] = {waiting}
-        if aborting is not None:
-            contenders.add(aborting)
+        """Wait for the request's ending, its abort signal or the timeout, whichever is first.
+
+        A question may wait for hours, so this holds no task of its own when there is no
+        signal, and only a future (no task) for the signal when there is one.
+        """
+        if signal is not None and signal.aborted:
+            return self._outcome(await self._aborted(request_id, signal.reason))
         try:
-            done, _ = await asyncio.wait(
-                contenders, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for task in contenders:
-                if not task.done():
-                    task.cancel()
-        if waiting in done:
-            record = waiting.result()
-        elif aborting is not None and aborting in done:
-            reason = aborting.result()
-            note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
-            record = await self._end(request_id, "aborted", note, ASK_ABORTED)
-        else:
+            async with asyncio.timeout(self._timeout):
+                if signal is None:
+                    record = await watch.wait()
+                else:
+                    record = await self._wait_or_abort(request_id, watch, signal)
+        except TimeoutError:
             note = f"No answer within {self._timeout:g} seconds."
             record = await self._end(request_id, "failed", note, ASK_TIMEOUT)
         return self._outcome(record)
+
+    async def _wait_or_abort(
+        self, request_id: str, watch: Watch, signal: AbortSignal
+    ) -> PendingRecord:
+        aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def on_abort(reason: object) -> None:
+            if not aborted.done():
+                aborted.set_result(reason)
+
+        remove = signal.add_listener(on_abort)
+        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
+        try:
+            contenders: set[asyncio.Future[Any]] = {waiting, aborted}
+            await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            remove()
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done() and not waiting.cancelled():
+            return waiting.result()
+        return await self._aborted(request_id, aborted.result())
+
+    async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
+        note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
+        return await self._end(request_id, "aborted", note, ASK_ABORTED)
 
     def _outcome(self, record: PendingRecord) -> AskUserQuestionAnswer:
         if record.state == "answered" and record.answer is not None:
