@@ -601,12 +601,21 @@ class SlackQuestionProvider:
                     if entry.rendered == record.version:
                         return
                     rendered = render_open(record) if record.is_open else render_final(record)
-                    await self._client.chat_update(
-                        channel=record.message_channel or record.channel,
-                        ts=record.message_ts,
-                        text=rendered.text,
-                        blocks=rendered.blocks,
-                    )
+                    # The final record must not keep live buttons: when slack_sdk's own
+                    # retries are spent, try twice more, later.
+                    for delay in (1.0, 3.0, None) if not record.is_open else (None,):
+                        try:
+                            await self._client.chat_update(
+                                channel=record.message_channel or record.channel,
+                                ts=record.message_ts,
+                                text=rendered.text,
+                                blocks=rendered.blocks,
+                            )
+                            break
+                        except _SLACK_FAILURES:
+                            if delay is None:
+                                raise
+                            await asyncio.sleep(delay)
                     entry.rendered = record.version
                     if not record.is_open:
                         return

@@ -1,0 +1,569 @@
+"""Shared bench machinery: the machine line, percentiles, tables, and the processes a bench runs.
+
+Every bench measures the bot against a baseline taken in the same run (absolute times drift on
+a shared machine) and prints a table of n, p50, p99, mean and max per row. The moving parts:
+
+- ``StandIn``: the Slack Web API stand-in (``SlackStandIn``) in a subprocess of its own, so the
+  work Slack does (storing and checking messages) never runs on the bot's event loop nor counts
+  in its memory. Two bench routes are added to it: ``POST /bench/clicks`` (the signed-payload
+  material of people clicking posted messages, built by ``SlackStandIn.click``) and
+  ``GET /bench/stats`` (call counts and whether every message ended without buttons).
+- ``send_paced``: a load generator in a subprocess of its own that POSTs prebuilt signed,
+  form-encoded interaction requests at a fixed rate over one keep-alive ``aiohttp`` session and
+  reports, per request, the wall-clock send time (``time.time()``, comparable across processes
+  on one machine), the time to the response (the ack) and the status.
+- ``Asks``: many ``service.ask`` calls in flight, each with its own request id, recording when
+  each was posted and when each ``ask()`` returned.
+
+``python -m bench.common standin`` and ``python -m bench.common send`` are those subprocesses'
+entry points; the benches start them, nobody else needs to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import math
+import os
+import platform
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import slack_bolt
+import slack_sdk
+from aiohttp import web
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.bolt_app import build_app, events_handler
+from adapters.slack.options import AskOptions, ask_options
+from adapters.slack.sandbox.signing import build_interaction_request
+from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.service import UserQuestionService
+
+__all__ = [
+    "ROOT",
+    "SECRET",
+    "Asks",
+    "Sample",
+    "StandIn",
+    "Stats",
+    "bare_app",
+    "bot_app",
+    "fmt_ms",
+    "gather_limited",
+    "machine_line",
+    "message_of",
+    "percentile",
+    "print_table",
+    "question",
+    "rss_kib",
+    "send_paced",
+    "serve_bolt",
+    "settled_rss_kib",
+    "signed",
+    "spawn",
+    "summarize",
+    "web_client",
+]
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+SECRET: Final = "bench-signing-secret"
+
+
+# -- the machine ----------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def machine_line() -> str:
+    """Cores, CPU, Python, slack_bolt/slack_sdk/aiohttp versions: printed under every table."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"machine: {usable} cores usable ({os.cpu_count()} online, {_cpu_model()}), "
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"slack_bolt {slack_bolt.version.__version__}, slack_sdk {slack_sdk.version.__version__}, "
+        f"aiohttp {aiohttp.__version__}, {platform.system()} {platform.release()}; "
+        f"load average {_load()}"
+    )
+
+
+def _load() -> str:
+    """The 1/5/15-minute load averages (other work on a shared machine skews the figures)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def rss_kib() -> int:
+    """This process's resident set size in KiB (``VmRSS`` of ``/proc/self/status``)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def settled_rss_kib() -> int:
+    """RSS after a full garbage collection (what the live objects hold)."""
+    gc.collect()
+    return rss_kib()
+
+
+# -- statistics and tables ------------------------------------------------------------------
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of sorted ``ordered``, interpolated linearly (numpy's default)."""
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Summary of samples, in seconds."""
+
+    n: int
+    p50: float
+    p99: float
+    mean: float
+    max: float
+
+
+def summarize(samples: Iterable[float]) -> Stats:
+    """n, median, p99, mean and max of ``samples`` (seconds)."""
+    ordered = sorted(samples)
+    if not ordered:
+        return Stats(0, math.nan, math.nan, math.nan, math.nan)
+    return Stats(
+        len(ordered),
+        percentile(ordered, 0.5),
+        percentile(ordered, 0.99),
+        sum(ordered) / len(ordered),
+        ordered[-1],
+    )
+
+
+def fmt_ms(seconds: float) -> str:
+    """Seconds as milliseconds with three significant figures."""
+    if math.isnan(seconds):
+        return "-"
+    ms = seconds * 1000
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 10:
+        return f"{ms:.1f}"
+    if ms >= 1:
+        return f"{ms:.2f}"
+    return f"{ms:.3f}"
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A plain aligned table (first column left-aligned, the rest right-aligned)."""
+    widths = [len(h) for h in header]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    print()
+    print(title)
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+
+
+# -- serving bolt apps ----------------------------------------------------------------------
+
+
+def web_client(url: str, token: str, *, timeout: int = 10) -> AsyncWebClient:
+    """A Web API client on the stand-in, made as ``bot/app.py`` makes the bot's."""
+    return AsyncWebClient(token=token, base_url=url, timeout=timeout)
+
+
+def bare_app(client: AsyncWebClient, *, process_before_response: bool) -> AsyncApp:
+    """A bolt app whose only listener acks every block action: the baseline."""
+    app = AsyncApp(
+        client=client, signing_secret=SECRET, process_before_response=process_before_response
+    )
+
+    async def only_ack(ack: AsyncAck) -> None:
+        await ack()
+
+    app.action(re.compile(".*"))(only_ack)
+    return app
+
+
+async def bot_app(url: str, token: str, *, http_timeout: int = 10) -> AsyncApp:
+    """The bot's bolt app (``build_app``: ``process_before_response=True``, identity resolved
+    at start) on a client made as ``bot/app.py`` makes it."""
+    return await build_app(web_client(url, token, timeout=http_timeout), signing_secret=SECRET)
+
+
+@dataclass(slots=True)
+class Served:
+    """A bolt app served by aiohttp on 127.0.0.1 at ``url`` (``/slack/events``)."""
+
+    url: str
+    runner: web.AppRunner
+
+    async def close(self) -> None:
+        """Stop serving."""
+        await self.runner.cleanup()
+
+
+async def serve_bolt(app: AsyncApp) -> Served:
+    """Serve ``app`` as the bot does in HTTP mode (``bot/app.py``): aiohttp, ``/slack/events``,
+    the bot's handler (``events_handler``: verify the signature, then bolt dispatches)."""
+    web_app = web.Application(client_max_size=4 * 1024 * 1024)
+    web_app.router.add_post("/slack/events", events_handler(app, SECRET))
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return Served(f"http://127.0.0.1:{port}/slack/events", runner)
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+def signed(url: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A signed, form-encoded interaction request for the load generator."""
+    body, headers = build_interaction_request(payload, SECRET)
+    return {"url": url, "body": body, "headers": headers}
+
+
+def question(i: int) -> dict[str, Any]:
+    """The bench's question: one single-select question with two buttons."""
+    return {
+        "questions": [
+            {
+                "id": "deploy",
+                "question": f"Deploy build {i} to production?",
+                "options": [{"label": "Yes"}, {"label": "No"}],
+            }
+        ]
+    }
+
+
+# -- subprocesses ---------------------------------------------------------------------------
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+async def spawn(*args: str, stdin: int | None = asyncio.subprocess.PIPE) -> Any:
+    """``python ARGS`` in this tree, with pipes."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        cwd=ROOT,
+        env=_child_env(),
+        stdin=stdin,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=None,
+        limit=64 * 1024 * 1024,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One request the load generator sent: when (wall clock), how long to the ack, status."""
+
+    sent_at: float
+    latency: float
+    status: int
+
+
+async def send_paced(requests: Sequence[Mapping[str, Any]], rate: float) -> list[Sample]:
+    """POST ``requests`` (see ``signed``) at ``rate`` per second from a separate process.
+
+    ``rate <= 0`` sends them back to back instead (closed loop: one in flight at a time).
+    """
+    proc = await spawn("-m", "bench.common", "send")
+    spec = json.dumps({"rate": rate, "requests": list(requests)}).encode()
+    out, _ = await proc.communicate(spec)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the load generator exited with {proc.returncode}")
+    return [Sample(*row) for row in json.loads(out)]
+
+
+async def _send_main() -> None:
+    spec = json.loads(sys.stdin.buffer.read())
+    rate = float(spec["rate"])
+    requests = [(r["url"], r["body"].encode(), r["headers"]) for r in spec["requests"]]
+    results: list[list[float] | None] = [None] * len(requests)
+    loop = asyncio.get_running_loop()
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(i: int) -> None:
+            url, body, headers = requests[i]
+            sent_at = time.time()
+            started = time.perf_counter()
+            async with session.post(url, data=body, headers=headers) as response:
+                await response.read()
+                status = response.status
+            results[i] = [sent_at, time.perf_counter() - started, status]
+
+        if rate <= 0:  # closed loop: each request as soon as the previous one is answered
+            for i in range(len(requests)):
+                await one(i)
+            sys.stdout.write(json.dumps(results))
+            sys.stdout.flush()
+            return
+        tasks: list[asyncio.Task[None]] = []
+        start = loop.time() + 0.02
+        for i in range(len(requests)):
+            delay = start + i / rate - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.ensure_future(one(i)))
+        await asyncio.gather(*tasks)
+    sys.stdout.write(json.dumps(results))
+    sys.stdout.flush()
+
+
+class StandIn:
+    """``SlackStandIn`` running in a subprocess (``python -m bench.common standin``)."""
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.url = ""
+        self.token = ""
+        self.channel = ""
+        self.users: list[str] = []
+        self._root = ""
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> StandIn:
+        self.proc = await spawn("-m", "bench.common", "standin")
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
+        info = json.loads(line)
+        self.url, self.token = info["url"], info["token"]
+        self.channel, self.users = info["channel"], info["users"]
+        self._root = self.url.removesuffix("api/")
+        self._session = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+    async def clicks(self, specs: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+        """Payloads of people clicking: each spec ``{channel, ts, user, text}``."""
+        assert self._session is not None
+        async with self._session.post(
+            f"{self._root}bench/clicks", json={"clicks": list(specs)}
+        ) as response:
+            response.raise_for_status()
+            payloads: list[dict[str, Any]] = (await response.json())["payloads"]
+            return payloads
+
+    async def stats(self) -> dict[str, Any]:
+        """Call counts per method, messages posted, and how many still show buttons."""
+        assert self._session is not None
+        async with self._session.get(f"{self._root}bench/stats") as response:
+            response.raise_for_status()
+            stats: dict[str, Any] = await response.json()
+            return stats
+
+
+async def _standin_main() -> None:
+    from adapters.slack.sandbox.clicks import targets
+    from adapters.slack.sandbox.webapi import SlackStandIn
+
+    slack = SlackStandIn(signing_secret=SECRET)
+    ws = slack.workspace
+    users = [ws.add_user(name).id for name in ("alice", "bob", "carol")]
+    channel = ws.add_channel("agents").id
+    index: dict[tuple[str, str], Any] = {}
+
+    def message(channel_id: str, ts: str) -> Any:
+        found = index.get((channel_id, ts))
+        if found is None:  # index lazily; the workspace searches a list
+            for m in ws.history(channel_id):
+                index[(m.channel, m.ts)] = m
+            found = index[(channel_id, ts)]
+        return found
+
+    async def clicks_route(request: web.Request) -> web.Response:
+        body = await request.json()
+        payloads = [
+            slack.click(message(c["channel"], c["ts"]), user=c["user"], text=c["text"])
+            for c in body["clicks"]
+        ]
+        return web.json_response({"payloads": payloads})
+
+    async def stats_route(request: web.Request) -> web.Response:
+        calls: dict[str, int] = {}
+        failed: dict[str, int] = {}
+        for call in slack.calls:
+            calls[call.method] = calls.get(call.method, 0) + 1
+            if not call.ok:
+                failed[call.method] = failed.get(call.method, 0) + 1
+        top = [m for m in ws.all_messages() if m.thread_ts is None or m.thread_ts == m.ts]
+        live = sum(1 for m in top if any(True for _ in targets(m.blocks)))
+        return web.json_response(
+            {"calls": calls, "failed": failed, "messages": len(top), "with_buttons": live}
+        )
+
+    slack.app.router.add_post("/bench/clicks", clicks_route)
+    slack.app.router.add_get("/bench/stats", stats_route)
+    url = await slack.start()
+    print(json.dumps({"url": url, "token": slack.token, "channel": channel, "users": users}))
+    sys.stdout.flush()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    await reader.read()  # until the bench closes our stdin
+    await slack.stop()
+
+
+# -- many asks in flight --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Asks:
+    """``service.ask`` calls in flight, each with a request id of ours."""
+
+    service: UserQuestionService
+    on_return: Callable[[str, float], None] | None = None
+    tasks: dict[str, asyncio.Task[AskUserQuestionAnswer]] = field(default_factory=dict)
+    returned: dict[str, float] = field(default_factory=dict)
+    """Request id -> ``time.time()`` when its ``ask()`` returned."""
+    returned_perf: dict[str, float] = field(default_factory=dict)
+    """Request id -> ``time.perf_counter()`` when its ``ask()`` returned."""
+    _posted: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+    _serial: int = 0
+
+    async def start(self, count: int, *, batch: int = 100, within: float = 120.0) -> list[str]:
+        """Start ``count`` asks, ``batch`` at a time; return their ids once all are posted."""
+        from adapters.slack import ids
+
+        started: list[str] = []
+        async with asyncio.timeout(within):
+            for first in range(0, count, batch):
+                round_ids = [ids.new_request_id() for _ in range(min(batch, count - first))]
+                for rid in round_ids:
+                    self._launch(rid)
+                try:
+                    await asyncio.gather(*(self._posted[rid] for rid in round_ids))
+                finally:
+                    for rid in round_ids:
+                        self._posted.pop(rid, None)
+                started.extend(round_ids)
+        return started
+
+    def _launch(self, rid: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._posted[rid] = loop.create_future()
+        self._serial += 1
+        request = AskUserQuestionRequest.model_validate(question(self._serial))
+
+        def posted(request_id: str) -> None:
+            future = self._posted.get(request_id)
+            if future is not None and not future.done():
+                future.set_result(None)
+
+        async def run() -> AskUserQuestionAnswer:
+            try:
+                with ask_options(AskOptions(request_id=rid, on_posted=posted)):
+                    answer = await self.service.ask(request)
+            except BaseException as exc:
+                future = self._posted.get(rid)
+                if future is not None and not future.done():
+                    future.set_exception(RuntimeError(f"ask {rid} failed: {exc!r}"))
+                raise
+            wall, perf = time.time(), time.perf_counter()
+            self.returned[rid] = wall
+            self.returned_perf[rid] = perf
+            if self.on_return is not None:
+                self.on_return(rid, wall)
+            return answer
+
+        self.tasks[rid] = asyncio.ensure_future(run())
+
+    async def wait_returned(self, rids: Iterable[str], *, within: float = 30.0) -> None:
+        """Wait until every ask in ``rids`` has returned (raising if one failed)."""
+        async with asyncio.timeout(within):
+            await asyncio.gather(*(self.tasks[rid] for rid in rids))
+
+    async def cancel_all(self) -> None:
+        """Cancel every ask still waiting."""
+        for task in self.tasks.values():
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)  # retrieve all
+
+
+async def message_of(store: Any, rid: str) -> tuple[str, str]:
+    """The channel and ts of a request's Slack message (from the pending store)."""
+    record = await store.get(rid)
+    if record is None or record.message_ts is None:
+        raise RuntimeError(f"request {rid} has no message")
+    return record.message_channel or record.channel, record.message_ts
+
+
+async def gather_limited(coros: Iterable[Awaitable[Any]], limit: int = 50) -> list[Any]:
+    """``asyncio.gather`` with at most ``limit`` running at once."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(coro: Awaitable[Any]) -> Any:
+        async with gate:
+            return await coro
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+def main(argv: Sequence[str]) -> None:
+    """The subprocess entry points: ``standin`` or ``send``."""
+    if argv[:1] == ["standin"]:
+        asyncio.run(_standin_main())
+    elif argv[:1] == ["send"]:
+        asyncio.run(_send_main())
+    else:
+        raise SystemExit("usage: python -m bench.common standin|send (started by the benches)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
