@@ -20,35 +20,13 @@ from bot.questions import (
     AskUserQuestionRequest,
     UserQuestionService,
 )
+from tests.seam_stubs import StubAgent, StubHeader, StubSession, stub_agent
 
 DELEGATED = (
     "human interaction is unavailable while the calling agent is owned by another live agent; "
     "include the unresolved question or decision in the child agent's final result"
 )
 NOT_LIVE = "human interaction requires the exact live calling agent when an agent is supplied"
-
-
-@dataclass
-class StubHeader:
-    delegation_depth: int
-
-
-@dataclass
-class StubSession:
-    id: str
-    header: StubHeader
-
-
-@dataclass
-class StubAgent:
-    """``{id, session: {id, header: {delegationDepth}}}``; equal by value, as dataclasses are."""
-
-    id: str
-    session: StubSession
-
-
-def stub_agent(agent_id: str, delegation_depth: int = 0) -> StubAgent:
-    return StubAgent(agent_id, StubSession(agent_id, StubHeader(delegation_depth)))
 
 
 @dataclass

@@ -32,32 +32,12 @@ from bot.tool import (
     execute,
     to_request,
 )
+from tests.seam_stubs import stub_agent
 
 DELEGATED = (
     "human interaction is unavailable while the calling agent is owned by another live agent; "
     "include the unresolved question or decision in the child agent's final result"
 )
-
-
-@dataclass
-class StubHeader:
-    delegation_depth: int
-
-
-@dataclass
-class StubSession:
-    id: str
-    header: StubHeader
-
-
-@dataclass
-class StubAgent:
-    id: str
-    session: StubSession
-
-
-def stub_agent(agent_id: str, delegation_depth: int = 0) -> StubAgent:
-    return StubAgent(agent_id, StubSession(agent_id, StubHeader(delegation_depth)))
 
 
 @dataclass
