@@ -612,15 +612,8 @@ class _Checker:
             self.add(f"{path}.min_length", f"is {least}, more than max_length {most}")
         limit = most if most is not None and 1 <= most <= MAX_INPUT_LENGTH else MAX_INPUT_LENGTH
         self.string(element.get("initial_value"), f"{path}.initial_value", limit, required=False)
-        self.text(
-            element.get("placeholder"),
-            f"{path}.placeholder",
-            MAX_PLACEHOLDER,
-            plain=True,
-            required=False,
-        )
+        self._input_common(element, path)
         self.boolean(element.get("multiline"), f"{path}.multiline")
-        self.boolean(element.get("focus_on_load"), f"{path}.focus_on_load")
         config = element.get("dispatch_action_config")
         if config is None:
             return
@@ -650,10 +643,8 @@ class _Checker:
         self.string(image.get("image_url"), f"{path}.image_url", MAX_IMAGE_URL, required=False)
         self.string(image.get("alt_text"), f"{path}.alt_text", MAX_ALT_TEXT, minimum=1)
 
-    # Composition objects.
-
-    def _select(self, element: Mapping[str, Any], path: str) -> dict[str, str]:
-        """Options or option groups of a menu; returns option value -> option text."""
+    def _input_common(self, element: Mapping[str, Any], path: str) -> None:
+        """The fields every input-capable element shares: placeholder, focus_on_load."""
         self.text(
             element.get("placeholder"),
             f"{path}.placeholder",
@@ -662,6 +653,12 @@ class _Checker:
             required=False,
         )
         self.boolean(element.get("focus_on_load"), f"{path}.focus_on_load")
+
+    # Composition objects.
+
+    def _select(self, element: Mapping[str, Any], path: str) -> dict[str, str]:
+        """Options or option groups of a menu; returns option value -> option text."""
+        self._input_common(element, path)
         options, groups = element.get("options"), element.get("option_groups")
         if options is not None and groups is not None:
             self.add(path, "give options or option_groups, not both")
