@@ -81,24 +81,6 @@ BUILDS = AskUserQuestionItem.model_validate(
 )
 
 
-class ReopenableStore(MemoryPendingStore):
-    """The in-memory store, except that a finished request may be reopened (made pending)."""
-
-    async def compare_and_set(self, record: PendingRecord) -> bool:
-        """As the in-memory store, plus the reopen the provider's ``AskOptions.note`` needs."""
-        stored = await self.get(record.id)
-        if (
-            stored is not None
-            and stored.state in TERMINAL_STATES
-            and record.state == "pending"
-            and stored.version == record.version - 1
-        ):
-            # The base class offers no write path for this, so set the record directly.
-            self._records[record.id] = record.model_copy(deep=True)
-            return True
-        return await super().compare_and_set(record)
-
-
 class FinalStore(MemoryPendingStore):
     """The in-memory store, refusing outright to reopen a finished request."""
 
@@ -110,10 +92,7 @@ class FinalStore(MemoryPendingStore):
         return await super().compare_and_set(record)
 
 
-STORES = [
-    pytest.param(ReopenableStore, id="reopenable-store"),
-    pytest.param(MemoryPendingStore, id="memory-store"),
-]
+STORES = [pytest.param(MemoryPendingStore, id="memory-store")]
 
 
 def envelope(rpc_id: str, session_id: str, *answers: dict[str, Any]) -> dict[str, Any]:
