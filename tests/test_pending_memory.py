@@ -8,6 +8,7 @@ in-process store's own behaviour (copies, the expiry clock, watch bookkeeping) a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,6 +27,26 @@ def record(request_id: str = RID, owner: str = "proc-1", **fields: Any) -> Pendi
     return PendingRecord(
         id=request_id, owner=owner, channel="C0QUESTION", questions=[question], **fields
     )
+
+
+class Contended(MemoryPendingStore):
+    """A store where another writer (a click, another process) gets in before each of our
+    next ``rivals`` writes, with the change ``rival`` makes to the current record."""
+
+    def __init__(
+        self, rival: Callable[[PendingRecord], PendingRecord], rivals: int = 1_000_000
+    ) -> None:
+        super().__init__()
+        self._rival = rival
+        self.rivals = rivals
+
+    async def compare_and_set(self, record: PendingRecord) -> bool:
+        if self.rivals:
+            self.rivals -= 1
+            current = await self.get(record.id)
+            assert current is not None
+            assert await super().compare_and_set(self._rival(current))
+        return await super().compare_and_set(record)
 
 
 class Clock:
@@ -172,6 +193,45 @@ async def test_watch_after_the_ending_returns_at_once() -> None:
     watch.close()
 
 
+async def test_an_ending_resumes_its_waiter_before_work_started_after_it() -> None:
+    # The provider starts the message update right after the winning write; the person's
+    # answer must reach the waiting ask() first (no extra loop turns in between).
+    store = MemoryPendingStore()
+    await store.create(record())
+    watch = store.watch(RID)
+    waiter = asyncio.ensure_future(watch.wait())
+    await asyncio.sleep(0)  # the waiter is now blocked on the watch
+    base = await store.get(RID)
+    assert base is not None
+    seen_by_later_work: list[bool] = []
+
+    async def later_work() -> None:
+        seen_by_later_work.append(waiter.done())
+
+    await store.compare_and_set(base.next(state="answered", answered_by="U1"))
+    await asyncio.ensure_future(later_work())
+    assert seen_by_later_work == [True]
+    assert (await waiter).answered_by == "U1"
+    watch.close()
+
+
+async def test_the_waiter_gets_its_own_copy_of_the_ending() -> None:
+    store = MemoryPendingStore()
+    await store.create(record(drafts=[Draft(selected=[0])]))
+    watches = [store.watch(RID), store.watch(RID)]
+    waits = [asyncio.ensure_future(w.wait()) for w in watches]
+    base = await store.get(RID)
+    assert base is not None
+    await store.compare_and_set(base.next(state="answered"))
+    first, second = await asyncio.wait_for(asyncio.gather(*waits), 1)
+    first.drafts[0].selected.append(9)
+    assert second.drafts[0].selected == [0]
+    stored = await store.get(RID)
+    assert stored is not None and stored.drafts[0].selected == [0]
+    for watch in watches:
+        watch.close()
+
+
 async def test_every_watch_wakes_and_only_its_request_does() -> None:
     store = MemoryPendingStore()
     await store.create(record())
@@ -222,15 +282,12 @@ async def test_mutate_returns_seen_and_written() -> None:
 
 
 async def test_mutate_retries_when_another_writer_gets_in_first() -> None:
-    store = MemoryPendingStore()
+    store = Contended(lambda r: r.next(drafts=[Draft(selected=[r.version + 1])]), rivals=2)
     await store.create(record())
     calls: list[int] = []
 
     def change(current: PendingRecord) -> PendingRecord:
         calls.append(current.version)
-        if len(calls) <= 2:  # a concurrent writer (another click, another process) wins
-            stored = store._records[RID]
-            store._records[RID] = stored.next(drafts=[Draft(selected=[len(calls)])])
         return current.next(note=f"decided on v{current.version}")
 
     seen, written = await mutate(store, RID, change)
@@ -243,11 +300,10 @@ async def test_mutate_retries_when_another_writer_gets_in_first() -> None:
 
 
 async def test_mutate_gives_up_when_the_record_never_stops_changing() -> None:
-    store = MemoryPendingStore()
+    store = Contended(lambda r: r.next())
     await store.create(record())
 
     def change(current: PendingRecord) -> PendingRecord:
-        store._records[RID] = store._records[RID].next()
         return current.next()
 
     with pytest.raises(StoreConflict):
@@ -255,13 +311,11 @@ async def test_mutate_gives_up_when_the_record_never_stops_changing() -> None:
 
 
 async def test_mutate_on_a_concurrent_ending_sees_the_ending() -> None:
-    store = MemoryPendingStore()
+    store = Contended(lambda r: r.next(state="answered", answered_by="U1"), rivals=1)
     await store.create(record())
 
     def change(current: PendingRecord) -> PendingRecord | None:
         if current.is_open:
-            stored = store._records[RID]
-            store._records[RID] = stored.next(state="answered", answered_by="U1")
             return current.next(state="cancelled")
         return None  # already ended: leave it
 

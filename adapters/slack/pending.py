@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
@@ -122,22 +123,33 @@ class _MemoryWatch:
         self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
 
     async def wait(self) -> PendingRecord:
-        record = self._store._records.get(self.request_id)
-        if record is not None and record.state in TERMINAL_STATES and not self.future.done():
-            self.future.set_result(record)
-        return await asyncio.shield(self.future)
+        # Awaited directly (no shield): the ending resumes the waiter on the loop's very
+        # next turn, ahead of the message update it schedules. A cancelled wait cancels
+        # the future; the next wait starts a fresh one and finds the stored ending.
+        if self.future.cancelled():
+            self.future = asyncio.get_running_loop().create_future()
+        if not self.future.done():
+            ending = self._store._ending(self.request_id)
+            if ending is not None:
+                self.future.set_result(ending)
+        return await self.future
 
     def close(self) -> None:
         self._store._forget(self)
 
 
 class MemoryPendingStore:
-    """The default store: a dict in this process. Right for exactly one bot process."""
+    """The default store: a dict in this process. Right for exactly one bot process.
+
+    Records are kept as their JSON (``PendingRecord.dump``), as Redis keeps them: each
+    reader gets its own object, nothing a caller does to one can change the store, and a
+    question waiting for hours costs its JSON rather than a graph of objects.
+    """
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = FINISHED_TTL) -> None:
         self._process_id = process_id
         self._finished_ttl = finished_ttl
-        self._records: dict[str, PendingRecord] = {}
+        self._records: dict[str, _Stored] = {}
         self._watches: dict[str, set[_MemoryWatch]] = {}
         self._expiry: deque[tuple[float, str]] = deque()
         self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
@@ -160,13 +172,13 @@ class MemoryPendingStore:
         self._expire()
         if record.id in self._records:
             return False
-        self._records[record.id] = record.model_copy(deep=True)
+        self._records[record.id] = _Stored.of(record)
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
         self._expire()
-        record = self._records.get(request_id)
-        return None if record is None else record.model_copy(deep=True)
+        stored = self._records.get(request_id)
+        return None if stored is None else PendingRecord.load(stored.json)
 
     async def compare_and_set(self, record: PendingRecord) -> bool:
         stored = self._records.get(record.id)
@@ -174,14 +186,15 @@ class MemoryPendingStore:
             return False
         if stored.state in TERMINAL_STATES and record.state not in (stored.state, "pending"):
             return False  # an ending is final (reopening it, deliberately, is the exception)
-        self._records[record.id] = record.model_copy(deep=True)
+        written = _Stored.of(record)
+        self._records[record.id] = written
         if record.state in TERMINAL_STATES and stored.state not in TERMINAL_STATES:
             deadline = time.monotonic() + self._finished_ttl
             self._deadlines[record.id] = deadline
             self._expiry.append((deadline, record.id))
             for watch in self._watches.get(record.id, ()):
                 if not watch.future.done():
-                    watch.future.set_result(record.model_copy(deep=True))
+                    watch.future.set_result(PendingRecord.load(written.json))
         return True
 
     def watch(self, request_id: str) -> Watch:
@@ -192,10 +205,17 @@ class MemoryPendingStore:
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         self._expire()
         return [
-            record.model_copy(deep=True)
-            for record in self._records.values()
-            if record.is_open and (owner is None or record.owner == owner)
+            PendingRecord.load(stored.json)
+            for stored in self._records.values()
+            if stored.state == "pending" and (owner is None or stored.owner == owner)
         ]
+
+    def _ending(self, request_id: str) -> PendingRecord | None:
+        """The stored record if it has ended (for a watch that starts waiting late)."""
+        stored = self._records.get(request_id)
+        if stored is None or stored.state not in TERMINAL_STATES:
+            return None
+        return PendingRecord.load(stored.json)
 
     def _forget(self, watch: _MemoryWatch) -> None:
         watches = self._watches.get(watch.request_id)
@@ -212,6 +232,20 @@ class MemoryPendingStore:
             if self._deadlines.get(request_id) != deadline:
                 continue  # reopened and ended again since: a later deadline counts
             del self._deadlines[request_id]
-            record = self._records.get(request_id)
-            if record is not None and not record.is_open:
+            stored = self._records.get(request_id)
+            if stored is not None and stored.state != "pending":
                 del self._records[request_id]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A record as the memory store keeps it: its JSON, and what compare-and-set reads."""
+
+    version: int
+    state: str
+    owner: str
+    json: str
+
+    @classmethod
+    def of(cls, record: PendingRecord) -> _Stored:
+        return cls(record.version, record.state, record.owner, record.dump())

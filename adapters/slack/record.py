@@ -68,8 +68,12 @@ class PendingRecord(BaseModel):
         return Draft()
 
     def next(self, **changes: object) -> PendingRecord:
-        """A copy with ``changes`` applied and the version bumped (for compare-and-set)."""
-        return self.model_copy(update={**changes, "version": self.version + 1}, deep=True)
+        """A copy with ``changes`` applied and the version bumped (for compare-and-set).
+
+        Records are values: nothing changes one in place (``transitions`` copies the drafts
+        it edits), so the copy shares the fields it does not change.
+        """
+        return self.model_copy(update={**changes, "version": self.version + 1})
 
     def dump(self) -> str:
         """The record as JSON (``None`` left out, so questions reload exactly as given)."""
