@@ -44,6 +44,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.bolt_app import build_app, events_handler
+from adapters.slack.bolt_app import web_client as slack_web_client
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.signing import build_interaction_request
 from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -58,6 +59,7 @@ __all__ = [
     "Stats",
     "bare_app",
     "bot_app",
+    "close_clients",
     "fmt_ms",
     "gather_limited",
     "machine_line",
@@ -203,9 +205,23 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]
 # -- serving bolt apps ----------------------------------------------------------------------
 
 
+_CLIENTS: list[AsyncWebClient] = []
+
+
 def web_client(url: str, token: str, *, timeout: int = 10) -> AsyncWebClient:
-    """A Web API client on the stand-in, made as ``bot/app.py`` makes the bot's."""
-    return AsyncWebClient(token=token, base_url=url, timeout=timeout)
+    """A Web API client on the stand-in, made as ``bot/app.py`` makes the bot's (one kept
+    aiohttp session); ``close_clients`` closes them all."""
+    client = slack_web_client(token, base_url=url, timeout=timeout)
+    _CLIENTS.append(client)
+    return client
+
+
+async def close_clients() -> None:
+    """Close the sessions of every client ``web_client`` made."""
+    while _CLIENTS:
+        session = _CLIENTS.pop().session
+        if session is not None:
+            await session.close()
 
 
 def bare_app(client: AsyncWebClient, *, process_before_response: bool) -> AsyncApp:
@@ -379,6 +395,7 @@ class StandIn:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await close_clients()
         if self._session is not None:
             await self._session.close()
         if self.proc is not None and self.proc.returncode is None:

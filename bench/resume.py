@@ -42,6 +42,7 @@ from bench.common import (
     Stats,
     bare_app,
     bot_app,
+    close_clients,
     fmt_ms,
     machine_line,
     message_of,
@@ -108,6 +109,7 @@ async def _asker_main(args: argparse.Namespace) -> None:
     await asks.cancel_all()
     await provider.aclose(grace=5)
     await store.close()
+    await close_clients()
 
 
 class _Asker:

@@ -1,6 +1,6 @@
 """Scale: many questions pending at once in one bot process.
 
-``python -m bench.scale [--levels 100,1000,10000] [--k 50] [--batch 200]``
+``python -m bench.scale [--levels 100,1000,10000] [--k 200] [--batch 200]``
 ``python -m bench.scale --trace 2000`` (where the memory goes, by allocation site)
 
 One bot process (bolt app served on 127.0.0.1, memory store) posts to the Web API stand-in,
@@ -251,7 +251,7 @@ async def trace(count: int) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--levels", default="100,1000,10000", help="pending counts to measure")
-    parser.add_argument("--k", type=int, default=50, help="questions answered per level")
+    parser.add_argument("--k", type=int, default=200, help="questions answered per level")
     parser.add_argument("--batch", type=int, default=200, help="asks started at once")
     parser.add_argument(
         "--trace",

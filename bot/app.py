@@ -20,7 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.bolt_app import build_app, events_handler
+from adapters.slack.bolt_app import build_app, events_handler, web_client
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Settings
@@ -153,6 +153,11 @@ async def _connect_socket_mode(app: AsyncApp, app_token: str) -> _SocketMode:
     return socket
 
 
+async def _close_session(client: AsyncWebClient) -> None:
+    if client.session is not None:
+        await client.session.close()
+
+
 async def start(settings: Settings) -> Runtime:
     """Build and start the bot for ``settings.mode``; returns the running ``Runtime``."""
     sandbox: Any = None
@@ -174,11 +179,14 @@ async def start(settings: Settings) -> Runtime:
         signing_secret = settings.slack_signing_secret.get_secret_value()
     assert token is not None and channel is not None
 
-    client_args: dict[str, Any] = {"token": token, "timeout": 10}
-    if api_url:
-        client_args["base_url"] = api_url
-    client = AsyncWebClient(**client_args)
-    store = await _store(settings)  # a missing Redis is named before anything else
+    client = web_client(token, base_url=api_url, timeout=10)
+    try:
+        store = await _store(settings)  # a missing Redis is named before anything else
+    except BaseException:
+        await _close_session(client)
+        if sandbox is not None:
+            await sandbox.stop()
+        raise
     try:
         app = await build_app(
             client,
@@ -187,6 +195,7 @@ async def start(settings: Settings) -> Runtime:
         )
     except BaseException as exc:
         await store.close()
+        await _close_session(client)
         if sandbox is not None:
             await sandbox.stop()
         if isinstance(exc, SlackApiError):
@@ -234,6 +243,9 @@ async def start(settings: Settings) -> Runtime:
     except BaseException:  # e.g. the port is taken: release what was opened
         await runner.cleanup()
         await store.close()
+        await _close_session(client)
+        if sandbox is not None:
+            await sandbox.stop()
         raise
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
@@ -250,6 +262,7 @@ async def start(settings: Settings) -> Runtime:
         dispose_provider=dispose,
     )
     runtime_ref["runtime"] = runtime
+    runtime.closers.append(lambda: _close_session(client))  # closed last: after the rest
 
     if sandbox is not None:
         await sandbox.connect_bot(f"{url}/slack/events", service=service)

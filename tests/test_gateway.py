@@ -23,6 +23,7 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 import bot.gateway
+from adapters.slack.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
@@ -668,6 +669,57 @@ async def test_stopping_still_closes_everything_when_the_store_fails(
         assert "could not interrupt the pending questions" in caplog.text
         with pytest.raises(aiohttp.ClientConnectionError):
             await bed.get("0123456789abcdef0123")
+
+
+async def test_the_bot_keeps_one_connection_to_slack_and_closes_it_at_stop() -> None:
+    async with running() as bed:
+        for _ in range(3):
+            status, record = await bed.ask()
+            assert status == 201, record
+            await bed.click(record, "Deploy")
+            await until(
+                lambda record=record: not interactive_elements(bed.message(record).blocks),
+                what="the answered message",
+            )
+        assert len(bed.slack.calls) >= 7  # auth.test, 3 × chat.postMessage, 3 × chat.update
+        assert len(bed.slack.connections) == 1
+        session = bed.runtime.app.client.session
+        assert session is not None and not session.closed
+        await bed.stop()
+        assert session.closed
+
+
+async def test_a_start_that_fails_closes_the_slack_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    import bot.app
+
+    made: list[Any] = []
+
+    def recording_client(*args: Any, **kwargs: Any) -> Any:
+        client = web_client(*args, **kwargs)
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(bot.app, "web_client", recording_client)
+    async with SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET) as slack:
+        channel = slack.workspace.add_channel("agents").id
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            settings = Settings(
+                mode="http",
+                slack_bot_token=BOT_TOKEN,
+                slack_signing_secret=SIGNING_SECRET,
+                slack_channel=channel,
+                slack_api_url=slack.url,
+                port=taken.getsockname()[1],
+            )
+            with pytest.raises(OSError):
+                await start(settings)
+    assert len(made) == 1 and made[0].session.closed
 
 
 async def test_no_new_questions_once_shutdown_has_begun() -> None:

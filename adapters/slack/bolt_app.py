@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
@@ -20,7 +21,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["EventsHandler", "build_app", "events_handler"]
+__all__ = ["EventsHandler", "build_app", "events_handler", "web_client"]
 
 
 class _IgnoredTokenNotice(logging.Filter):
@@ -29,6 +30,20 @@ class _IgnoredTokenNotice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return "will be ignored" not in message and "will be unused" not in message
+
+
+def web_client(token: str, *, base_url: str | None = None, timeout: int = 10) -> AsyncWebClient:
+    """An ``AsyncWebClient`` that keeps its connections to Slack open between calls.
+
+    Without a session slack_sdk opens a new aiohttp session, and a new connection, for
+    every call; this one shares a session (with the client's ``timeout`` for each call).
+    Call it inside the running loop, and close it with ``await client.session.close()``.
+    """
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+    kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
+    if base_url:
+        kwargs["base_url"] = base_url
+    return AsyncWebClient(**kwargs)
 
 
 async def build_app(

@@ -66,6 +66,8 @@ class SlackStandIn:
         """Bearer tokens accepted; anything else gets ``invalid_auth``."""
         self.faults = Faults(seed)
         self.calls = CallLog()
+        self.connections: set[tuple[str, int]] = set()
+        """The client addresses (host, port) Web API calls came from: one per connection."""
         self.signing_secret = signing_secret
         self.interactivity_url = interactivity_url
         """Where ``deliver`` POSTs signed payloads (the app's ``/slack/events``)."""
@@ -262,6 +264,9 @@ class SlackStandIn:
 
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.connections.add((str(peer[0]), int(peer[1])))
         try:
             params = await _params(request)
         except ValueError:
