@@ -21,9 +21,8 @@ from types import TracebackType
 from typing import Any
 
 from aiohttp import web
-from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.bolt_app import build_app, events_handler
+from adapters.slack.bolt_app import build_app, events_handler, web_client
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
@@ -65,8 +64,14 @@ class SlackHarness:
 
     async def __aenter__(self) -> SlackHarness:
         await self.slack.start()
-        self.client = AsyncWebClient(token=self.slack.token, base_url=self.slack.url, timeout=5)
-        self.app = await build_app(self.client, signing_secret=SECRET)
+        # As the bot makes its client: one kept session (closed on the way out).
+        self.client = web_client(self.slack.token, base_url=self.slack.url, timeout=5)
+        try:
+            self.app = await build_app(self.client, signing_secret=SECRET)
+        except BaseException:
+            await self._close_client()
+            await self.slack.stop()
+            raise
         options = {"channel": self.channel, **self._provider_options}
         self.provider = SlackQuestionProvider(self.app, store=self._store, **options)
         self.service = UserQuestionService()
@@ -95,7 +100,12 @@ class SlackHarness:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.runner is not None:
             await self.runner.cleanup()
+        await self._close_client()
         await self.slack.stop()
+
+    async def _close_client(self) -> None:
+        if self.client.session is not None:
+            await self.client.session.close()
 
     # -- asking ---------------------------------------------------------------------------
 
