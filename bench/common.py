@@ -43,7 +43,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.bolt_app import build_app, events_handler
+from adapters.slack.bolt_app import build_app, close_web_client, events_handler
 from adapters.slack.bolt_app import web_client as slack_web_client
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.signing import build_interaction_request
@@ -219,9 +219,7 @@ def web_client(url: str, token: str, *, timeout: int = 10) -> AsyncWebClient:
 async def close_clients() -> None:
     """Close the sessions of every client ``web_client`` made."""
     while _CLIENTS:
-        session = _CLIENTS.pop().session
-        if session is not None:
-            await session.close()
+        await close_web_client(_CLIENTS.pop())
 
 
 def bare_app(client: AsyncWebClient, *, process_before_response: bool) -> AsyncApp:

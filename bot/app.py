@@ -18,9 +18,8 @@ import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.bolt_app import build_app, events_handler, web_client
+from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Settings
@@ -153,11 +152,6 @@ async def _connect_socket_mode(app: AsyncApp, app_token: str) -> _SocketMode:
     return socket
 
 
-async def _close_session(client: AsyncWebClient) -> None:
-    if client.session is not None:
-        await client.session.close()
-
-
 async def start(settings: Settings) -> Runtime:
     """Build and start the bot for ``settings.mode``; returns the running ``Runtime``."""
     sandbox: Any = None
@@ -180,12 +174,19 @@ async def start(settings: Settings) -> Runtime:
     assert token is not None and channel is not None
 
     client = web_client(token, base_url=api_url, timeout=10)
+
+    async def release(store: PendingStore | None) -> None:
+        """Undo a start that failed before the ``Runtime`` exists."""
+        if store is not None:
+            await store.close()
+        await close_web_client(client)
+        if sandbox is not None:
+            await sandbox.stop()
+
     try:
         store = await _store(settings)  # a missing Redis is named before anything else
     except BaseException:
-        await _close_session(client)
-        if sandbox is not None:
-            await sandbox.stop()
+        await release(None)
         raise
     try:
         app = await build_app(
@@ -194,10 +195,7 @@ async def start(settings: Settings) -> Runtime:
             verify_requests=settings.mode != "socket",
         )
     except BaseException as exc:
-        await store.close()
-        await _close_session(client)
-        if sandbox is not None:
-            await sandbox.stop()
+        await release(store)
         if isinstance(exc, SlackApiError):
             error = exc.response.get("error") if exc.response is not None else exc
             raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
@@ -242,10 +240,7 @@ async def start(settings: Settings) -> Runtime:
         await site.start()
     except BaseException:  # e.g. the port is taken: release what was opened
         await runner.cleanup()
-        await store.close()
-        await _close_session(client)
-        if sandbox is not None:
-            await sandbox.stop()
+        await release(store)
         raise
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
@@ -262,7 +257,7 @@ async def start(settings: Settings) -> Runtime:
         dispose_provider=dispose,
     )
     runtime_ref["runtime"] = runtime
-    runtime.closers.append(lambda: _close_session(client))  # closed last: after the rest
+    runtime.closers.append(lambda: close_web_client(client))  # closed last: after the rest
 
     if sandbox is not None:
         await sandbox.connect_bot(f"{url}/slack/events", service=service)

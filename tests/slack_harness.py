@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.slack.bolt_app import build_app, events_handler, web_client
+from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
@@ -69,7 +69,7 @@ class SlackHarness:
         try:
             self.app = await build_app(self.client, signing_secret=SECRET)
         except BaseException:
-            await self._close_client()
+            await close_web_client(self.client)
             await self.slack.stop()
             raise
         options = {"channel": self.channel, **self._provider_options}
@@ -100,12 +100,8 @@ class SlackHarness:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.runner is not None:
             await self.runner.cleanup()
-        await self._close_client()
+        await close_web_client(self.client)
         await self.slack.stop()
-
-    async def _close_client(self) -> None:
-        if self.client.session is not None:
-            await self.client.session.close()
 
     # -- asking ---------------------------------------------------------------------------
 

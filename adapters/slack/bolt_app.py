@@ -21,7 +21,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["EventsHandler", "build_app", "events_handler", "web_client"]
+__all__ = ["EventsHandler", "build_app", "close_web_client", "events_handler", "web_client"]
 
 
 class _IgnoredTokenNotice(logging.Filter):
@@ -37,13 +37,19 @@ def web_client(token: str, *, base_url: str | None = None, timeout: int = 10) ->
 
     Without a session slack_sdk opens a new aiohttp session, and a new connection, for
     every call; this one shares a session (with the client's ``timeout`` for each call).
-    Call it inside the running loop, and close it with ``await client.session.close()``.
+    Call it inside the running loop, and close it with ``close_web_client``.
     """
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
     kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
     if base_url:
         kwargs["base_url"] = base_url
     return AsyncWebClient(**kwargs)
+
+
+async def close_web_client(client: AsyncWebClient) -> None:
+    """Close the session of a client made by ``web_client`` (idempotent)."""
+    if client.session is not None:
+        await client.session.close()
 
 
 async def build_app(
