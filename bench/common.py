@@ -47,8 +47,8 @@ from adapters.slack.bolt_app import build_app, close_web_client, events_handler
 from adapters.slack.bolt_app import web_client as slack_web_client
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.signing import build_interaction_request
-from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
-from bot.service import UserQuestionService
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.service import UserQuestionService
 
 __all__ = [
     "ROOT",

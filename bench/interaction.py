@@ -43,7 +43,7 @@ from bench.common import (
     summarize,
     web_client,
 )
-from bot.service import UserQuestionService
+from bot.questions.service import UserQuestionService
 
 DEFAULT = "bolt default (ack only)"
 FLOOR = "bolt process_before_response (ack only)"

@@ -23,8 +23,8 @@ from adapters.slack import ids
 from adapters.slack.blocks import layout_of, render_open
 from adapters.slack.record import PendingRecord
 from bench.common import Stats, fmt_ms, machine_line, print_table, summarize
-from bot.errors import UserQuestionError
-from bot.models import AskUserQuestionItem
+from bot.questions.errors import UserQuestionError
+from bot.questions.models import AskUserQuestionItem
 
 QUESTIONS = (1, 5, 10, 25)
 OPTIONS = (2, 10, 100)

@@ -54,7 +54,7 @@ from bench.common import (
     summarize,
     web_client,
 )
-from bot.service import UserQuestionService
+from bot.questions.service import UserQuestionService
 
 DEFAULT_REDIS = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 

@@ -43,7 +43,7 @@ from bench.common import (
     signed,
     summarize,
 )
-from bot.service import UserQuestionService
+from bot.questions.service import UserQuestionService
 
 
 async def _quiet(provider: SlackQuestionProvider, within: float = 60) -> None:

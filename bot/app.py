@@ -24,7 +24,7 @@ from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Settings
 from bot.gateway import Gateway
-from bot.service import UserQuestionService
+from bot.questions.service import UserQuestionService
 
 __all__ = ["Runtime", "start"]
 

@@ -28,7 +28,7 @@ from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import ABORTED_MESSAGE, CANCELLED_MESSAGE, SlackQuestionProvider
 from adapters.slack.record import PendingRecord
-from bot.errors import (
+from bot.questions.errors import (
     ASK_ABORTED,
     ASK_CANCELLED,
     BAD_INTENT,
@@ -40,8 +40,8 @@ from bot.errors import (
     HarnessError,
     UserQuestionError,
 )
-from bot.models import AskUserQuestionItem, AskUserQuestionRequest, WireModel
-from bot.service import UserQuestionService
+from bot.questions.models import AskUserQuestionItem, AskUserQuestionRequest, WireModel
+from bot.questions.service import UserQuestionService
 
 __all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
 

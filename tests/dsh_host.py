@@ -50,8 +50,8 @@ from adapters.dsh.protocol import (
     question_requested_frame,
     question_resolved_frame,
 )
-from bot.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
 __all__ = [
     "ABORTED_MESSAGE",

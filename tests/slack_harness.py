@@ -28,8 +28,8 @@ from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.records import Ephemeral, Message
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
-from bot.service import UserQuestionService
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.service import UserQuestionService
 
 SECRET = "test-signing-secret"
 

@@ -123,7 +123,7 @@ async def test_an_interaction_arriving_over_the_socket_resolves_the_question() -
 
 
 async def test_a_question_asked_in_process_is_answered_over_the_socket() -> None:
-    from bot.models import AskUserQuestionRequest
+    from bot.questions.models import AskUserQuestionRequest
 
     async with slack_with_socket_mode() as slack, socket_bot(slack) as (runtime, _):
         await slack.socket.connected()

@@ -34,9 +34,9 @@ from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox import Message, SlackStandIn, clicks
-from bot.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
-from bot.service import UserQuestionService
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.service import UserQuestionService
 from tests.dsh_host import DshHostStandIn
 
 T = TypeVar("T")

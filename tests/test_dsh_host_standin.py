@@ -21,8 +21,8 @@ from adapters.dsh.protocol import (
     cancel_response,
     parse_frame,
 )
-from bot.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.dsh_host import DshHostStandIn
 
 TARGETS = AskUserQuestionItem.model_validate(

@@ -25,7 +25,7 @@ from adapters.dsh.protocol import (
     question_requested_frame,
     question_resolved_frame,
 )
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
 PLAN_REVIEW: dict[str, Any] = {
     "id": "plan-review",

@@ -658,7 +658,7 @@ async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> N
 async def test_stopping_still_closes_everything_when_the_store_fails(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from bot.errors import STORE_UNAVAILABLE, UserQuestionError
+    from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
     async def unreachable(owner: str | None = None) -> list[Any]:
         raise UserQuestionError("the pending store (Redis) did not answer", STORE_UNAVAILABLE)

@@ -30,9 +30,9 @@ from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import build_interaction_request, send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.abort import AbortController
-from bot.errors import UserQuestionError
-from bot.models import AskUserQuestionAnswer
+from bot.questions.abort import AbortController
+from bot.questions.errors import UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer
 from tests.bot_process import BotProcess
 from tests.slack_harness import SECRET, SlackHarness, all_text, interactive_elements, until
 

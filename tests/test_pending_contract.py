@@ -21,8 +21,8 @@ import redis.asyncio as aioredis
 from adapters.slack.pending import PendingStore, mutate
 from adapters.slack.record import Draft, PendingRecord, State
 from adapters.slack.redis_store import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
-from bot.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
-from bot.models import AskUserQuestionItem
+from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
+from bot.questions.models import AskUserQuestionItem
 
 ROOT = Path(__file__).resolve().parent.parent
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
@@ -461,7 +461,7 @@ _DOOMED = """
 import asyncio, sys
 from adapters.slack.record import PendingRecord
 from adapters.slack.redis_store import RedisPendingStore
-from bot.models import AskUserQuestionItem
+from bot.questions.models import AskUserQuestionItem
 
 async def main() -> None:
     url, prefix, request_id = sys.argv[1:4]

@@ -16,7 +16,7 @@ import pytest
 from adapters.slack import pending
 from adapters.slack.pending import MemoryPendingStore, StoreConflict, mutate
 from adapters.slack.record import Draft, PendingRecord
-from bot.models import AskUserQuestionItem
+from bot.questions.models import AskUserQuestionItem
 
 RID = "0123456789abcdef0123"
 OTHER = "fedcba9876543210fedc"

@@ -20,8 +20,8 @@ from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.server import DEFAULT_CHANNEL
 from bot.app import Runtime, start
 from bot.config import Settings
-from bot.errors import ASK_CANCELLED, UserQuestionError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.errors import ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
 
 CHROMIUM: Final = Path("/usr/bin/chromium")
 CHROMIUM_ARGS: Final = [

@@ -19,7 +19,7 @@ from adapters.slack.sandbox.demo import demo_questions
 from adapters.slack.sandbox.server import DEFAULT_CHANNEL, SandboxServer
 from bot.app import Runtime, start
 from bot.config import Settings
-from bot.models import AskUserQuestionRequest
+from bot.questions.models import AskUserQuestionRequest
 
 Json = dict[str, Any]
 

@@ -7,14 +7,14 @@ import logging
 
 import pytest
 
-from bot.abort import AbortController, AbortError, AbortSignal
-from bot.errors import UserQuestionError
 from bot.questions import (
     AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionRequest,
     UserQuestionService,
 )
+from bot.questions.abort import AbortController, AbortError, AbortSignal
+from bot.questions.errors import UserQuestionError
 
 ABORTED = "ask_user_question was aborted before the user answered"
 
@@ -98,12 +98,12 @@ async def test_a_raising_listener_does_not_stop_the_abort(
     waiter = asyncio.create_task(controller.signal.wait())
     await asyncio.sleep(0)
 
-    with caplog.at_level(logging.ERROR, logger="bot.abort"):
+    with caplog.at_level(logging.ERROR, logger="bot.questions.abort"):
         controller.abort("why")  # does not raise
 
     assert calls == ["why"]
     assert await asyncio.wait_for(waiter, 1) == "why"
-    [record] = [r for r in caplog.records if r.name == "bot.abort"]
+    [record] = [r for r in caplog.records if r.name == "bot.questions.abort"]
     assert record.exc_info is not None
     assert str(record.exc_info[1]) == "listener bug"
 

@@ -7,8 +7,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.abort import AbortController
-from bot.errors import HarnessError, UserQuestionError
 from bot.questions import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -17,6 +15,8 @@ from bot.questions import (
     AskUserQuestionRequest,
     PlanReviewIntent,
 )
+from bot.questions.abort import AbortController
+from bot.questions.errors import HarnessError, UserQuestionError
 
 
 def dump(model: Any) -> Any:

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from bot.abort import AbortController
-from bot.errors import UserQuestionError
 from bot.questions import (
     AgentRegistry,
     AskUserQuestionAnswer,
@@ -20,6 +18,8 @@ from bot.questions import (
     AskUserQuestionRequest,
     UserQuestionService,
 )
+from bot.questions.abort import AbortController
+from bot.questions.errors import UserQuestionError
 from tests.seam_stubs import StubAgent, StubHeader, StubSession, stub_agent
 
 DELEGATED = (

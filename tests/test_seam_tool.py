@@ -14,8 +14,6 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from bot.abort import AbortController
-from bot.errors import UserQuestionError
 from bot.questions import (
     AgentRegistry,
     AskUserQuestionAnswer,
@@ -23,7 +21,9 @@ from bot.questions import (
     AskUserQuestionRequest,
     UserQuestionService,
 )
-from bot.tool import (
+from bot.questions.abort import AbortController
+from bot.questions.errors import UserQuestionError
+from bot.questions.tool import (
     DESCRIPTION,
     PARAMETERS,
     SCHEMA,

@@ -33,8 +33,12 @@ from adapters.slack.blocks import (
 from adapters.slack.mrkdwn import ELLIPSIS, escape
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.transitions import encode_answer
-from bot.errors import SLACK_LIMIT, UserQuestionError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionAnswerItem, AskUserQuestionItem
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
+from bot.questions.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+)
 
 RID = "0123456789abcdef0123"
 ALICE = "U0ALICE001"

@@ -29,7 +29,7 @@ from adapters.slack.interactions import (
     parse_view_submission,
 )
 from adapters.slack.record import Draft, PendingRecord
-from bot.models import AskUserQuestionItem
+from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import (
     ALICE,
     BOB,

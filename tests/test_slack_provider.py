@@ -9,8 +9,8 @@ import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.options import AskOptions
-from bot.abort import AbortController
-from bot.errors import UserQuestionError
+from bot.questions.abort import AbortController
+from bot.questions.errors import UserQuestionError
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 
 

@@ -38,7 +38,7 @@ from adapters.slack.transitions import (
     encode_answer,
     refusal_for,
 )
-from bot.models import AskUserQuestionItem
+from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import ALICE, BOB, choose, click, state_after, submit_view
 
 RID = "0123456789abcdef0123"

@@ -42,11 +42,11 @@ from adapters.dsh.protocol import (
 from adapters.slack.ids import key_request_id
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
-from bot.abort import AbortController
 from bot.config import redact_url
-from bot.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.models import AskUserQuestionItem, AskUserQuestionRequest
-from bot.service import UserQuestionService
+from bot.questions.abort import AbortController
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.service import UserQuestionService
 
 __all__ = [
     "ANSWERED_ELSEWHERE",

@@ -20,7 +20,7 @@ Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
 host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
 
 Unknown keys in envelopes and payloads are ignored (zod's default strip); the questions
-themselves are validated by ``bot.models.AskUserQuestionItem``.
+themselves are validated by ``bot.questions.models.AskUserQuestionItem``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
-from bot.models import (
+from bot.questions.models import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionItem,

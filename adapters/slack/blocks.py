@@ -26,8 +26,8 @@ from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import Draft, PendingRecord
-from bot.errors import SLACK_LIMIT, UserQuestionError
-from bot.models import AskUserQuestionAnswerItem, AskUserQuestionItem
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 __all__ = [
     "Layout",

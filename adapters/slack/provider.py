@@ -44,8 +44,8 @@ from adapters.slack.pending import MemoryPendingStore, PendingStore, Watch, muta
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.transitions import Finish, Ignore, Invalid, Modal, Refuse, Save, decide
-from bot.abort import AbortSignal
-from bot.errors import (
+from bot.questions.abort import AbortSignal
+from bot.questions.errors import (
     ASK_ABORTED,
     ASK_CANCELLED,
     ASK_TIMEOUT,
@@ -53,7 +53,7 @@ from bot.errors import (
     STORE_UNAVAILABLE,
     UserQuestionError,
 )
-from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider"]
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
 __all__ = ["TERMINAL_STATES", "Draft", "PendingRecord", "State"]
 

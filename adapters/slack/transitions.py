@@ -22,7 +22,11 @@ from adapters.slack.interactions import (
     Submit,
 )
 from adapters.slack.record import Draft, PendingRecord
-from bot.models import AskUserQuestionAnswer, AskUserQuestionAnswerItem, AskUserQuestionItem
+from bot.questions.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+)
 
 __all__ = [
     "Decision",

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from adapters.slack.options import AskOptions, ask_options
-from bot.errors import HarnessError
-from bot.models import (
+from bot.questions.errors import HarnessError
+from bot.questions.models import (
     AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionOption,

@@ -1,10 +1,10 @@
 """The model-facing ``ask_user_question`` tool: its schema, and ``execute``.
 
 A model calls the tool with snake_case arguments (``multi_select``); ``execute`` turns them
-into an :class:`~bot.models.AskUserQuestionRequest` (camelCase on the wire, absent keys left
-out), asks the :class:`~bot.service.UserQuestionService`, and renders the answer as compact
-JSON text. Every failure comes back as an error result the model can read, never as an
-exception; only ``asyncio.CancelledError`` (the caller cancelling the call) propagates.
+into an :class:`~bot.questions.models.AskUserQuestionRequest` (camelCase on the wire, absent
+keys left out), asks the :class:`~bot.questions.service.UserQuestionService`, and renders the
+answer as compact JSON text. Every failure comes back as an error result the model can read,
+never as an exception; only ``asyncio.CancelledError`` (the caller cancelling the call) propagates.
 
 The model can set ``id``, ``question``, ``header``, ``options`` and ``multi_select``. It cannot
 set ``detail`` or ``intent``: extra keys on a question or an option are allowed by the schema
@@ -20,10 +20,10 @@ from typing import Any, Final, NotRequired
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from bot.abort import AbortSignal
-from bot.errors import HarnessError
-from bot.models import AskUserQuestionAnswer, AskUserQuestionItem, AskUserQuestionRequest
-from bot.service import Agent, UserQuestionService
+from bot.questions.abort import AbortSignal
+from bot.questions.errors import HarnessError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.service import Agent, UserQuestionService
 
 __all__ = [
     "DESCRIPTION",

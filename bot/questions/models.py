@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bot.abort import AbortSignal
+from bot.questions.abort import AbortSignal
 
 __all__ = [
     "AskUserQuestionAnswer",

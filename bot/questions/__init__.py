@@ -3,9 +3,9 @@
 ``from bot.questions import UserQuestionService, AskUserQuestionRequest, ...``
 """
 
-from bot.abort import AbortController, AbortError, AbortSignal
-from bot.errors import HarnessError, UserQuestionError
-from bot.models import (
+from bot.questions.abort import AbortController, AbortError, AbortSignal
+from bot.questions.errors import HarnessError, UserQuestionError
+from bot.questions.models import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
@@ -15,7 +15,7 @@ from bot.models import (
     PlanReviewIntent,
     UserQuestionProvider,
 )
-from bot.service import AgentRegistry, UserQuestionService
+from bot.questions.service import AgentRegistry, UserQuestionService
 
 __all__ = [
     "AbortController",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.errors import (
+from bot.questions.errors import (
     ASK_ABORTED,
     BAD_INTENT,
     CALLER_NOT_LIVE,
@@ -17,7 +17,7 @@ from bot.errors import (
     NO_PROVIDER,
     UserQuestionError,
 )
-from bot.models import AskUserQuestionAnswer, AskUserQuestionRequest, UserQuestionProvider
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest, UserQuestionProvider
 
 __all__ = ["Agent", "AgentRegistry", "UserQuestionService"]
 
