@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from bot.logs import redact_url
+
 __all__ = [
     "SETTINGS_HELP",
     "SETTING_NAMES",
@@ -36,7 +38,6 @@ __all__ = [
     "Mode",
     "Settings",
     "load_settings",
-    "redact_url",
 ]
 
 Mode = Literal["socket", "http", "sandbox"]
@@ -148,24 +149,6 @@ class Settings(BaseModel):
         if self.redis_url is None:
             return "memory (one process)"
         return f"redis {redact_url(self.redis_url.get_secret_value())} (prefix {self.redis_prefix})"
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password shown as ``***`` and any query string as ``?…``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "(unparsable URL)"
-    netloc = parts.netloc
-    if password is not None:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        netloc = f"{user}:***@{hostport}"
-    query = "?…" if parts.query else ""
-    scheme = f"{parts.scheme}:" if parts.scheme else ""
-    slashes = "//" if url[len(scheme) :].startswith("//") else ""
-    return f"{scheme}{slashes}{netloc}{parts.path}{query}"
 
 
 # --- the table of settings: one row per variable, the source of SETTINGS_HELP ------------

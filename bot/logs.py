@@ -1,7 +1,9 @@
 """Structured logs: one line per event, ``key=value`` text or JSON, secrets redacted.
 
 Every record passes through ``redact`` so a Slack token or a bearer secret that slipped
-into a message or an ``extra`` field never reaches the output.
+into a message or an ``extra`` field never reaches the output; ``redact_url`` shows a URL
+without its password or query. The module imports nothing else from the project, so every
+layer (settings, stores, the dsh client) can use it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import re
 import sys
 import time
 from typing import Any, Final
+from urllib.parse import urlsplit
 
-__all__ = ["JsonFormatter", "TextFormatter", "redact", "setup_logging"]
+__all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logging"]
 
 _SECRET: Final = re.compile(
     r"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"
@@ -27,6 +30,24 @@ _STANDARD: Final = frozenset(
 def redact(text: str) -> str:
     """``text`` with Slack tokens, bearer secrets and URL passwords replaced by ``[redacted]``."""
     return _SECRET.sub("[redacted]", text)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password shown as ``***`` and any query string as ``?…``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(unparsable URL)"
+    netloc = parts.netloc
+    if password is not None:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        netloc = f"{user}:***@{hostport}"
+    query = "?…" if parts.query else ""
+    scheme = f"{parts.scheme}:" if parts.scheme else ""
+    slashes = "//" if url[len(scheme) :].startswith("//") else ""
+    return f"{scheme}{slashes}{netloc}{parts.path}{query}"
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from bot.config import (
     ConfigError,
     Settings,
     load_settings,
-    redact_url,
 )
+from bot.logs import redact_url
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
 APP = "xapp-1-A111-3333-APPSECRETvalue"

@@ -42,7 +42,7 @@ from adapters.dsh.protocol import (
 from adapters.slack.ids import key_request_id
 from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
-from bot.config import redact_url
+from bot.logs import redact_url
 from bot.questions.abort import AbortController
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskUserQuestionItem, AskUserQuestionRequest

@@ -58,7 +58,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from adapters.slack.pending import PendingStore, StoreConflict, Watch, mutate
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
-from bot.config import redact_url
+from bot.logs import redact_url
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
