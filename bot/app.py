@@ -3,30 +3,41 @@
 ``start(settings)`` builds and starts everything for one mode and returns a ``Runtime``;
 ``Runtime.stop()`` ends it in order: refuse new questions, interrupt the pending ones
 (their messages say so, their waiters get ``ASK_ABORTED``), drain, close.
+
+Every part is entered once on one ``contextlib.AsyncExitStack`` and released in reverse
+order: by ``Runtime.stop()``, or at once when a later part fails to start, so a failed start
+leaves no server, socket, session or store behind.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.dsh.client import DshHostClient
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
-from bot.config import Settings
+from bot.config import Mode, Settings
 from bot.gateway import Gateway
 from bot.questions.service import UserQuestionService
 
-__all__ = ["Runtime", "start"]
+if TYPE_CHECKING:
+    from adapters.slack.sandbox.server import SandboxServer
+
+__all__ = ["Runtime", "SocketMode", "start"]
 
 logger = logging.getLogger("bot")
 
@@ -38,7 +49,7 @@ SOCKET_CONNECT_TIMEOUT = 30.0
 """Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Runtime:
     """A running bot: its parts, its address, and how to stop it."""
 
@@ -50,33 +61,37 @@ class Runtime:
     store: PendingStore
     runner: web.AppRunner
     url: str
-    dispose_provider: Any
-    extras: list[Any] = field(default_factory=list)
-    closers: list[Any] = field(default_factory=list)
-    sandbox_url: str | None = None
+    resources: contextlib.AsyncExitStack = field(repr=False)
+    """Everything ``start`` entered, released in reverse order by ``stop``."""
+    sandbox: SandboxServer | None = None
+    socket: SocketMode | None = None
+    dsh: DshHostClient | None = None
     _stopping: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def sandbox_url(self) -> str | None:
+        """The sandbox's page (sandbox mode only)."""
+        return self.sandbox.page_url if self.sandbox is not None else None
 
     async def stop(self) -> None:
         """Interrupt pending questions, drain background work, and close everything (once)."""
         if self._stopping:
             return
         self._stopping = True
-        logger.info("shutting down", extra={"pending": self.provider.pending_count})
-        self.gateway.close()
-        try:
-            await self.provider.aclose(grace=self.settings.shutdown_grace)
-        except Exception as exc:  # e.g. the store is unreachable: still close the rest
-            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
-        self.gateway.end_polls()  # long-polls on questions of other processes answer now
-        for close in reversed(self.closers):
-            try:
-                await close()
-            except Exception as exc:  # keep closing the rest
-                logger.warning("error while closing", extra={"error": repr(exc)})
-        self.dispose_provider()
-        await self.runner.cleanup()
-        await self.store.close()
+        await self.resources.aclose()
         logger.info("stopped")
+
+
+def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    """``close``, logging its failure instead of raising it, so the rest still closes."""
+
+    async def closing() -> None:
+        try:
+            await close()
+        except Exception as exc:
+            logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
+
+    return closing
 
 
 async def _store(settings: Settings) -> PendingStore:
@@ -92,69 +107,81 @@ async def _store(settings: Settings) -> PendingStore:
     return store
 
 
-def _health(runtime_ref: dict[str, Any], mode: str) -> Any:
-    async def healthz(request: web.Request) -> web.StreamResponse:
-        runtime: Runtime | None = runtime_ref.get("runtime")
-        body: dict[str, Any] = {"ok": True, "mode": mode}
-        if runtime is not None:
-            body["pending"] = runtime.provider.pending_count
-            for extra in runtime.extras:
-                status = getattr(extra, "status", None)
-                if callable(status):
-                    facts = status()
-                    if inspect.isawaitable(facts):
-                        facts = await facts
-                    body.update(facts)
+class _Health:
+    """``/healthz``: the mode, the questions this process waits on, each connection's state."""
+
+    def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
+        self.mode = mode
+        self.provider = provider
+        self.socket: SocketMode | None = None
+        self.dsh: DshHostClient | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer ``GET /healthz``."""
+        body: dict[str, object] = {
+            "ok": True,
+            "mode": self.mode,
+            "pending": self.provider.pending_count,
+        }
+        if self.socket is not None:
+            body.update(await self.socket.status())
+        if self.dsh is not None:
+            body.update(self.dsh.status())
         return web.json_response(body)
 
-    return healthz
 
-
-class _SocketMode:
+class SocketMode:
     """bolt's Socket Mode handler, with its connection state for ``/healthz``."""
 
-    def __init__(self, handler: Any) -> None:
-        self.handler = handler
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
+        self.handler = AsyncSocketModeHandler(
+            app, app_token, logger=logging.getLogger("slack_bolt.socket_mode")
+        )
 
-    async def status(self) -> dict[str, Any]:
-        """``{"socket": "connected" | "disconnected"}``."""
-        connected = await self.handler.client.is_connected()
-        return {"socket": "connected" if connected else "disconnected"}
-
-    async def close(self) -> None:
-        """Close the WebSocket and the handler's HTTP session."""
-        await self.handler.close_async()
-
-
-async def _connect_socket_mode(app: AsyncApp, app_token: str) -> _SocketMode:
-    """Open the Socket Mode connection; a refused app token fails here, not in a retry loop."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-    handler: Any = AsyncSocketModeHandler(  # slack_sdk's socket client is untyped
-        app, app_token, logger=logging.getLogger("slack_bolt.socket_mode")
-    )
-    socket = _SocketMode(handler)
-    try:
+    async def connect(self) -> None:
+        """Open the connection; a refused app token fails here, not in a retry loop."""
+        client = self.handler.client
         # slack_sdk's connect() retries a failed apps.connections.open forever; ask once
         # first so a wrong SLACK_APP_TOKEN is a startup error with Slack's reason.
         try:
-            handler.client.wss_uri = await handler.client.issue_new_wss_url()
+            client.wss_uri = await client.issue_new_wss_url()
         except SlackApiError as exc:
             error = exc.response.get("error") if exc.response is not None else None
             raise RuntimeError(
                 f"Socket Mode: Slack refused SLACK_APP_TOKEN in apps.connections.open "
                 f"({error or 'no reason given'})"
             ) from exc
-        await asyncio.wait_for(handler.connect_async(), SOCKET_CONNECT_TIMEOUT)
-    except BaseException:
-        await socket.close()
-        raise
-    return socket
+        connecting = self.handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
+        await asyncio.wait_for(connecting, SOCKET_CONNECT_TIMEOUT)
+
+    async def status(self) -> dict[str, str]:
+        """``{"socket": "connected" | "disconnected"}``."""
+        connected = await self.handler.client.is_connected()
+        return {"socket": "connected" if connected else "disconnected"}
+
+    async def close(self) -> None:
+        """Close the WebSocket and the handler's HTTP session."""
+        await self.handler.close_async()  # type: ignore[no-untyped-call]  # untyped in bolt
 
 
 async def start(settings: Settings) -> Runtime:
-    """Build and start the bot for ``settings.mode``; returns the running ``Runtime``."""
-    sandbox: Any = None
+    """Build and start the bot for ``settings.mode``; returns the running ``Runtime``.
+
+    When any part fails to start, the parts already started are released (in reverse
+    order) before the error propagates.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        runtime = await _enter(settings, stack)
+        runtime.resources = stack.pop_all()
+    for label, value in settings.describe():
+        logger.info(f"{label}: {value}")
+    logger.info(f"listening on {runtime.url}")
+    return runtime
+
+
+async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtime:
+    """Start every part on ``stack`` (the caller owns it); the last entered is the first out."""
+    sandbox: SandboxServer | None = None
     signing_secret: str | None = None
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
@@ -166,6 +193,7 @@ async def start(settings: Settings) -> Runtime:
         sandbox = SandboxServer(
             signing_secret=signing_secret, bot_token=SANDBOX_BOT_TOKEN, channel=SANDBOX_CHANNEL
         )
+        stack.push_async_callback(_logged("sandbox", sandbox.stop))
         api_url = await sandbox.start(host=settings.host, port=settings.sandbox_port)
         token = SANDBOX_BOT_TOKEN
         channel = channel or SANDBOX_CHANNEL
@@ -174,35 +202,10 @@ async def start(settings: Settings) -> Runtime:
     assert token is not None and channel is not None
 
     client = web_client(token, base_url=api_url, timeout=10)
-
-    async def release(store: PendingStore | None) -> None:
-        """Undo a start that failed before the ``Runtime`` exists."""
-        if store is not None:
-            await store.close()
-        await close_web_client(client)
-        if sandbox is not None:
-            await sandbox.stop()
-
-    try:
-        store = await _store(settings)  # a missing Redis is named before anything else
-    except BaseException:
-        await release(None)
-        raise
-    try:
-        app = await build_app(
-            client,
-            signing_secret=signing_secret or "",
-            verify_requests=settings.mode != "socket",
-        )
-    except BaseException as exc:
-        await release(store)
-        if isinstance(exc, SlackApiError):
-            error = exc.response.get("error") if exc.response is not None else exc
-            raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
-        if isinstance(exc, aiohttp.ClientError | TimeoutError):
-            detail = str(exc) or type(exc).__name__
-            raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
-        raise
+    stack.push_async_callback(_logged("web client", lambda: close_web_client(client)))
+    store = await _store(settings)  # a missing Redis is named before anything else
+    stack.push_async_callback(_logged("store", store.close))
+    app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(
         app,
         channel=channel,
@@ -213,35 +216,11 @@ async def start(settings: Settings) -> Runtime:
         store=store,
     )
     service = UserQuestionService()
-    dispose = service.register_provider(provider)
+    stack.callback(service.register_provider(provider))
     token_secret = settings.bot_api_token.get_secret_value() if settings.bot_api_token else None
     gateway = Gateway(service, provider, token=token_secret, max_body_bytes=settings.max_body_bytes)
-
-    # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
-    # /slack/events carry whole messages and modals and need more room.
-    web_app = web.Application(client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES))
-    runtime_ref: dict[str, Any] = {}
-    web_app.router.add_get("/healthz", _health(runtime_ref, settings.mode))
-    gateway.add_routes(web_app)
-    if settings.mode in ("http", "sandbox"):
-
-        web_app.router.add_post("/slack/events", events_handler(app, signing_secret or ""))
-
-    # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
-    runner = web.AppRunner(
-        web_app,
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=max(1.0, settings.shutdown_grace),
-    )
-    try:
-        await runner.setup()
-        site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
-    except BaseException:  # e.g. the port is taken: release what was opened
-        await runner.cleanup()
-        await release(store)
-        raise
+    health = _Health(settings.mode, provider)
+    runner = await _serve(settings, stack, gateway, health, app, signing_secret)
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
     url = f"http://{host}:{port}"
@@ -254,42 +233,89 @@ async def start(settings: Settings) -> Runtime:
         store=store,
         runner=runner,
         url=url,
-        dispose_provider=dispose,
+        resources=stack,
+        sandbox=sandbox,
     )
-    runtime_ref["runtime"] = runtime
-    runtime.closers.append(lambda: close_web_client(client))  # closed last: after the rest
-
     if sandbox is not None:
         await sandbox.connect_bot(f"{url}/slack/events", service=service)
-        runtime.sandbox_url = sandbox.page_url
-        runtime.closers.append(sandbox.stop)
-    try:
-        if settings.mode == "socket":
-            assert settings.slack_app_token is not None
-            socket = await _connect_socket_mode(app, settings.slack_app_token.get_secret_value())
-            runtime.extras.append(socket)
-            runtime.closers.append(socket.close)
-        if settings.dsh_host_url:
-            from adapters.dsh.client import DshHostClient
-
-            dsh_token = settings.dsh_host_token
-            dsh = DshHostClient(
-                settings.dsh_host_url,
-                service,
-                provider=provider,
-                token=dsh_token.get_secret_value() if dsh_token else None,
-            )
-            await dsh.start()
-            runtime.extras.append(dsh)
-            runtime.closers.append(dsh.stop)
-    except BaseException:
-        await runtime.stop()  # a failed start leaves no server, socket or store behind
-        raise
-
-    for label, value in settings.describe():
-        logger.info(f"{label}: {value}")
-    logger.info(f"listening on {url}")
+    if settings.mode == "socket":
+        assert settings.slack_app_token is not None
+        socket = SocketMode(app, settings.slack_app_token.get_secret_value())
+        stack.push_async_callback(_logged("socket mode", socket.close))
+        await socket.connect()
+        runtime.socket = health.socket = socket
+    if settings.dsh_host_url:
+        dsh_token = settings.dsh_host_token
+        dsh = DshHostClient(
+            settings.dsh_host_url,
+            service,
+            provider=provider,
+            token=dsh_token.get_secret_value() if dsh_token else None,
+        )
+        stack.push_async_callback(_logged("dsh host client", dsh.stop))
+        await dsh.start()
+        runtime.dsh = health.dsh = dsh
+    # Entered last, so the first thing stop() does: refuse new questions, interrupt the
+    # pending ones while Slack, the store and the server are all still there.
+    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway))
     return runtime
+
+
+async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str | None) -> AsyncApp:
+    """The bolt app; Slack refusing the token or being out of reach is a clear startup error."""
+    try:
+        return await build_app(
+            client,
+            signing_secret=signing_secret or "",
+            verify_requests=settings.mode != "socket",
+        )
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else exc
+        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
+
+
+async def _serve(
+    settings: Settings,
+    stack: contextlib.AsyncExitStack,
+    gateway: Gateway,
+    health: _Health,
+    app: AsyncApp,
+    signing_secret: str | None,
+) -> web.AppRunner:
+    """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
+    # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
+    # /slack/events carry whole messages and modals and need more room.
+    web_app = web.Application(client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES))
+    web_app.router.add_get("/healthz", health.handle)
+    gateway.add_routes(web_app)
+    if settings.mode in ("http", "sandbox"):
+        web_app.router.add_post("/slack/events", events_handler(app, signing_secret or ""))
+    # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
+    runner = web.AppRunner(
+        web_app,
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=max(1.0, settings.shutdown_grace),
+    )
+    stack.push_async_callback(_logged("http server", runner.cleanup))
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()  # e.g. the port is taken: the stack releases what was opened
+    return runner
+
+
+async def _interrupt(settings: Settings, provider: SlackQuestionProvider, gateway: Gateway) -> None:
+    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls."""
+    logger.info("shutting down", extra={"pending": provider.pending_count})
+    gateway.close()
+    try:
+        await provider.aclose(grace=settings.shutdown_grace)
+    except Exception as exc:  # e.g. the store is unreachable: still close the rest
+        logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
+    gateway.end_polls()  # long-polls on questions of other processes answer now
 
 
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:

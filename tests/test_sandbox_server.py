@@ -518,11 +518,7 @@ async def test_the_event_stream_reports_each_change(page: Page) -> None:
 
 async def test_stopping_ends_the_streams_and_interrupts_the_demo() -> None:
     runtime = await start(Settings(mode="sandbox", port=0, sandbox_port=0, shutdown_grace=2))
-    (sandbox,) = [
-        getattr(close, "__self__", None)
-        for close in runtime.closers
-        if isinstance(getattr(close, "__self__", None), SandboxServer)
-    ]
+    sandbox = runtime.sandbox
     assert isinstance(sandbox, SandboxServer)
     stopped = False
     try:
