@@ -45,9 +45,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler
 from adapters.slack.bolt_app import web_client as slack_web_client
-from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.signing import build_interaction_request
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 __all__ = [
@@ -520,10 +519,11 @@ class Asks:
             if future is not None and not future.done():
                 future.set_result(None)
 
+        request.options = AskOptions(request_id=rid, on_posted=posted)
+
         async def run() -> AskUserQuestionAnswer:
             try:
-                with ask_options(AskOptions(request_id=rid, on_posted=posted)):
-                    answer = await self.service.ask(request)
+                answer = await self.service.ask(request)
             except BaseException as exc:
                 future = self._posted.get(rid)
                 if future is not None and not future.done():

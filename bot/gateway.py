@@ -24,9 +24,9 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.slack import ids
-from adapters.slack.options import AskOptions, ask_options
+from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
 from adapters.slack.pending import PendingStore
-from adapters.slack.provider import ABORTED_MESSAGE, CANCELLED_MESSAGE, SlackQuestionProvider
+from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import PendingRecord
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -40,7 +40,12 @@ from bot.questions.errors import (
     HarnessError,
     UserQuestionError,
 )
-from bot.questions.models import AskUserQuestionItem, AskUserQuestionRequest, WireModel
+from bot.questions.models import (
+    AskOptions,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    WireModel,
+)
 from bot.questions.service import UserQuestionService
 
 __all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
@@ -281,13 +286,8 @@ class Gateway:
             label=post.label,
             on_posted=on_posted,
         )
-        request = AskUserQuestionRequest(questions=post.questions)
-
-        async def ask() -> Any:
-            with ask_options(options):
-                return await self._service.ask(request)
-
-        task = asyncio.ensure_future(ask())
+        request = AskUserQuestionRequest(questions=post.questions, options=options)
+        task = asyncio.ensure_future(self._service.ask(request))
         self._asks[request_id] = task
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(

@@ -23,12 +23,11 @@ from typing import Any
 from aiohttp import web
 
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
-from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.records import Ephemeral, Message
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 SECRET = "test-signing-secret"
@@ -119,14 +118,9 @@ class SlackHarness:
             request = AskUserQuestionRequest.model_validate(wire)
         for key, value in request_fields.items():
             setattr(request, key, value)
-
-        async def run() -> AskUserQuestionAnswer:
-            if options is None:
-                return await self.service.ask(request)
-            with ask_options(options):
-                return await self.service.ask(request)
-
-        task = asyncio.ensure_future(run())
+        if options is not None:
+            request.options = options
+        task = asyncio.ensure_future(self.service.ask(request))
         self.tasks.append(task)
         return task
 

@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 from adapters.slack import ids
 from adapters.slack.blockkit import check_message
-from adapters.slack.options import AskOptions
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox.records import Message
@@ -32,7 +31,7 @@ from adapters.slack.sandbox.signing import build_interaction_request, send_inter
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
-from bot.questions.models import AskUserQuestionAnswer
+from bot.questions.models import AskOptions, AskUserQuestionAnswer
 from tests.bot_process import BotProcess
 from tests.slack_harness import SECRET, SlackHarness, all_text, interactive_elements, until
 

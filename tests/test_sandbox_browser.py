@@ -16,12 +16,11 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
-from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.sandbox.server import DEFAULT_CHANNEL
 from bot.app import Runtime, start
 from bot.config import Settings
 from bot.questions.errors import ASK_CANCELLED, UserQuestionError
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 
 CHROMIUM: Final = Path("/usr/bin/chromium")
 CHROMIUM_ARGS: Final = [
@@ -111,12 +110,8 @@ async def expect_record(record: Locator, *lines: str) -> None:
 def ask(runtime: Runtime, wire: dict[str, Any]) -> asyncio.Task[AskUserQuestionAnswer]:
     """Ask through the seam's service in the background, as an agent would."""
     request = AskUserQuestionRequest.model_validate(wire)
-
-    async def run() -> AskUserQuestionAnswer:
-        with ask_options(AskOptions(label="browser test")):
-            return await runtime.service.ask(request)
-
-    return asyncio.ensure_future(run())
+    request.options = AskOptions(label="browser test")
+    return asyncio.ensure_future(runtime.service.ask(request))
 
 
 async def test_the_demo_answered_in_the_browser(

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.options import AskOptions
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
+from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 
 
@@ -380,7 +380,7 @@ async def test_double_click_and_two_people_racing_resolve_once() -> None:
 
 async def test_unauthorized_user_gets_a_private_note_and_nothing_changes() -> None:
     async with SlackHarness(allowed_users=["U_NOBODY"]) as h:
-        h.provider._allowed_users = [h.alice]
+        h.provider.defaults.allowed_users = [h.alice]
         task = h.ask(one(options=["Yes", "No"]))
         message = await h.posted()
         await h.click(message, h.bob, text="Yes")
@@ -395,8 +395,8 @@ async def test_unauthorized_user_gets_a_private_note_and_nothing_changes() -> No
 async def test_usergroup_membership_is_checked_at_click_time() -> None:
     async with SlackHarness() as h:
         group = h.slack.workspace.add_usergroup("oncall", [h.carol])
-        h.provider._allowed_groups = [group.id]
-        h.provider._allowed_users = None
+        h.provider.defaults.allowed_usergroups = [group.id]
+        h.provider.defaults.allowed_users = None
         task = h.ask(one(options=["Yes", "No"]))
         message = await h.posted()
         await h.click(message, h.alice, text="Yes")
@@ -571,5 +571,5 @@ async def test_no_pending_entry_leaks_whatever_the_ending() -> None:
         assert codes == ["ok", "ASK_ABORTED", "ASK_CANCELLED", "ASK_TIMEOUT"]
         await until(lambda: h.provider.background_count == 0)
         assert h.provider.pending_count == 0
-        assert h.provider._refreshing == {}
+        assert h.provider.refreshing_count == 0
         assert await h.provider.store.open_records() == []

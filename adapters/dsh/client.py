@@ -40,12 +40,11 @@ from adapters.dsh.protocol import (
     parse_frame,
 )
 from adapters.slack.ids import key_request_id
-from adapters.slack.options import AskOptions, ask_options
 from adapters.slack.pending import PendingStore
 from bot.logs import redact_url
 from bot.questions.abort import AbortController
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.questions.models import AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 __all__ = [
@@ -424,11 +423,14 @@ class DshHostClient:
         while True:
             ask.phase = "asking"
             before = await self._version(ask) if retry is not None else None
-            request = AskUserQuestionRequest(questions=ask.questions, signal=ask.controller.signal)
             note = None if retry is None else retry.note
+            request = AskUserQuestionRequest(
+                questions=ask.questions,
+                signal=ask.controller.signal,
+                options=AskOptions(key=key, label=label, note=note),
+            )
             try:
-                with ask_options(AskOptions(key=key, label=label, note=note)):
-                    answer = await self._service.ask(request)
+                answer = await self._service.ask(request)
             except UserQuestionError as exc:
                 await self._not_answered(ask, exc)
                 return

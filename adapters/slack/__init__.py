@@ -1,13 +1,14 @@
 """The Slack provider for the user-questions seam.
 
 ``SlackQuestionProvider(app, channel=...)`` asks through a bolt ``AsyncApp``; register it
-with ``UserQuestionService.register_provider``. ``ask_options`` sets a destination,
-idempotency key or label for the asks made inside it.
+with ``UserQuestionService.register_provider``. A request's ``options``
+(``AskOptions``) set a destination, idempotency key or label for that one ask.
 """
 
-from adapters.slack.options import AskOptions, ask_options
+from adapters.slack.lifecycle import Destination
 from adapters.slack.pending import MemoryPendingStore, PendingStore
-from adapters.slack.provider import Destination, SlackQuestionProvider
+from adapters.slack.provider import SlackQuestionProvider
+from bot.questions import AskOptions
 
 __all__ = [
     "AskOptions",
@@ -15,5 +16,4 @@ __all__ = [
     "MemoryPendingStore",
     "PendingStore",
     "SlackQuestionProvider",
-    "ask_options",
 ]

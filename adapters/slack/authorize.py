@@ -13,9 +13,7 @@ from collections.abc import Sequence
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["NOT_ALLOWED", "Gatekeeper"]
-
-NOT_ALLOWED = "You are not one of the people who can answer this question."
+__all__ = ["Gatekeeper"]
 
 
 class Gatekeeper:

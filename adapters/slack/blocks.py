@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
+from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import Draft, PendingRecord
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
@@ -551,7 +552,7 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     return Rendered(text, blocks[:MAX_BLOCKS])
 
 
-def render_stale(text: str = "This question is no longer open.") -> Rendered:
+def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
     """What a message of an unknown (expired) request is turned into."""
     return Rendered(text, [_context(f":hourglass: {text}")])
 

@@ -12,16 +12,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 
 __all__ = [
     "MemoryPendingStore",
+    "OrphanHandler",
     "PendingStore",
+    "ReportsOrphans",
     "StoreConflict",
+    "StoreUnavailable",
     "Watch",
     "mutate",
 ]
@@ -34,6 +37,14 @@ class StoreConflict(Exception):
     """A record kept changing under us; ``mutate`` gave up after its attempts."""
 
 
+class StoreUnavailable(ConnectionError):
+    """The store could not be reached when it started (the message names its setting)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class Watch(Protocol):
     """A registered interest in one request's ending."""
 
@@ -44,6 +55,20 @@ class Watch(Protocol):
     def close(self) -> None:
         """Stop watching (idempotent); the store forgets the waiter."""
         ...
+
+
+OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
+"""Called with the records a store failed because the process that asked is gone."""
+
+
+@runtime_checkable
+class ReportsOrphans(Protocol):
+    """An optional store capability: it fails dead processes' requests and reports them.
+
+    The provider sets ``on_orphans`` so those requests' messages say so in Slack.
+    """
+
+    on_orphans: OrphanHandler | None
 
 
 class PendingStore(Protocol):

@@ -56,7 +56,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from adapters.slack.pending import PendingStore, StoreConflict, Watch, mutate
+from adapters.slack.pending import (
+    OrphanHandler,
+    PendingStore,
+    StoreConflict,
+    StoreUnavailable,
+    Watch,
+    mutate,
+)
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from bot.logs import redact_url
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
@@ -67,9 +74,6 @@ OWNER_LOST_NOTE: Final = (
     "The bot process that asked this question stopped before it was answered."
 )
 """The note written on a record failed by ``sweep_orphans``."""
-
-OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
-"""Called with the records a periodic sweep failed (to update their Slack messages)."""
 
 T = TypeVar("T")
 
@@ -141,14 +145,6 @@ _FORGET_OWNER: Final = """
 if redis.call('SCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[1], ARGV[1]) end
 return 1
 """
-
-
-class StoreUnavailable(ConnectionError):
-    """Redis could not be reached when the store started (the message names ``REDIS_URL``)."""
-
-    def __init__(self, message: str, url: str) -> None:
-        super().__init__(message)
-        self.url = url
 
 
 def _px(seconds: float) -> int:

@@ -21,6 +21,7 @@ from adapters.slack.interactions import (
     Pick,
     Submit,
 )
+from adapters.slack.messages import ENTER_AN_ANSWER, NO_LONGER_OPEN, already_answered, dismissed_by
 from adapters.slack.record import Draft, PendingRecord
 from bot.questions.models import (
     AskUserQuestionAnswer,
@@ -90,13 +91,11 @@ _ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
 
 def refusal_for(record: PendingRecord) -> str:
     """The private note for a click on a request that is no longer open."""
-    if record.state == "answered" and record.answered_by:
-        return f"This question was already answered by <@{record.answered_by}>."
     if record.state == "answered":
-        return "This question was already answered."
+        return already_answered(record.answered_by)
     if record.state == "cancelled" and record.answered_by:
-        return f"This question was dismissed by <@{record.answered_by}>."
-    return "This question is no longer open."
+        return dismissed_by(record.answered_by)
+    return NO_LONGER_OPEN
 
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
@@ -194,7 +193,7 @@ def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decis
     # TextAnswer
     text = interaction.text.strip()
     if not text:
-        return Invalid({interaction.input_block_id: "Please enter an answer."})
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
     drafts = _drafts(record)
     drafts[interaction.question].custom = text
     if layout in _ONE_QUESTION_LAYOUTS:

@@ -6,6 +6,7 @@
 from bot.questions.abort import AbortController, AbortError, AbortSignal
 from bot.questions.errors import HarnessError, UserQuestionError
 from bot.questions.models import (
+    AskOptions,
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
     AskUserQuestionIntent,
@@ -22,6 +23,7 @@ __all__ = [
     "AbortError",
     "AbortSignal",
     "AgentRegistry",
+    "AskOptions",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",

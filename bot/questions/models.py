@@ -7,14 +7,16 @@ gives back exactly the keys that were given: no defaults are injected.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 from pydantic.alias_generators import to_camel
 
 from bot.questions.abort import AbortSignal
 
 __all__ = [
+    "AskOptions",
     "AskUserQuestionAnswer",
     "AskUserQuestionAnswerItem",
     "AskUserQuestionIntent",
@@ -83,10 +85,38 @@ class AskUserQuestionItem(WireModel):
         return [option.label for option in self.options or ()]
 
 
+class AskOptions(BaseModel):
+    """How one request is asked, beside its questions; a provider reads what it supports.
+
+    Not part of the original seam's wire JSON: it travels on the request object (an
+    excluded field, like ``signal``), so every call states its own options explicitly.
+
+    - ``channel`` / ``thread_ts``: where to ask (default: the provider's destination).
+    - ``key``: idempotency key; asking again with the same key attaches to the open request
+      instead of posting twice (a replayed frame, a retried HTTP POST).
+    - ``request_id``: use this id for the request instead of minting one.
+    - ``label``: who is asking, shown with the question (for example ``session 3f2a9c``).
+    - ``note``: shown with the question; with a ``key`` whose request already ended, the
+      request is reopened with this note (for example: the host refused the answer).
+    - ``on_posted``: called with the request id once the question is in front of people.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    channel: str | None = None
+    thread_ts: str | None = None
+    key: str | None = None
+    request_id: str | None = None
+    label: str | None = None
+    note: str | None = None
+    on_posted: Callable[[str], None] | None = None
+
+
 class AskUserQuestionRequest(WireModel):
     """A request for a human answer: the questions, and optionally the live agent and a signal.
 
-    ``agent`` and ``signal`` are in-process objects and never part of the wire JSON.
+    ``agent``, ``signal`` and ``options`` are in-process objects and never part of the
+    wire JSON.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -94,6 +124,8 @@ class AskUserQuestionRequest(WireModel):
     questions: list[AskUserQuestionItem]
     agent: Any = Field(default=None, exclude=True)
     signal: AbortSignal | None = Field(default=None, exclude=True)
+    # An instance only: a wire ``options`` key is refused like any unknown key.
+    options: InstanceOf[AskOptions] | None = Field(default=None, exclude=True)
 
 
 class AskUserQuestionAnswerItem(WireModel):

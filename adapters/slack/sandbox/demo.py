@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from adapters.slack.options import AskOptions, ask_options
 from bot.questions.errors import HarnessError
 from bot.questions.models import (
+    AskOptions,
     AskUserQuestionAnswer,
     AskUserQuestionItem,
     AskUserQuestionOption,
@@ -36,6 +36,7 @@ __all__ = ["DEMO_LABEL", "Asker", "DemoAgent", "DemoRun", "DemoStep", "demo_ques
 
 DEMO_LABEL: Final = "demo agent"
 """Shown on the demo's messages as "Asked by demo agent"."""
+_DEMO_OPTIONS: Final = AskOptions(label=DEMO_LABEL)
 MAX_RUNS: Final = 10
 """Runs kept for the panel (the oldest finished ones are dropped)."""
 
@@ -198,9 +199,8 @@ class DemoAgent:
 
     async def _run(self, run: DemoRun) -> DemoRun:
         try:
-            with ask_options(AskOptions(label=DEMO_LABEL)):
-                for step in run.steps:
-                    await self._ask(step)
+            for step in run.steps:
+                await self._ask(step)
         finally:
             run.finished_at = time.time()
             for step in run.steps:
@@ -214,7 +214,8 @@ class DemoAgent:
         step.state = "waiting"
         self._changed()
         try:
-            answer = await self._asker.ask(AskUserQuestionRequest(questions=[step.question]))
+            request = AskUserQuestionRequest(questions=[step.question], options=_DEMO_OPTIONS)
+            answer = await self._asker.ask(request)
         except HarnessError as exc:
             step.state = "failed"
             step.error = {"code": exc.code, "message": exc.message}

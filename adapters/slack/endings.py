@@ -1,0 +1,109 @@
+"""``Endings``: how a request ends, and what its waiter then gets.
+
+Every request ends exactly once: answered or cancelled by a person (handler.py), or
+aborted, timed out or failed here. ``end`` is a compare-and-set that only an open record
+takes, so the first ending wins wherever it was written; the winner's message is brought
+up to date in the background. ``outcome`` turns a terminal record into the waiter's
+answer or the seam's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from adapters.slack.failures import settle
+from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE, QUESTION_FAILED
+from adapters.slack.pending import PendingStore
+from adapters.slack.record import PendingRecord, State
+from adapters.slack.synchroniser import MessageSynchroniser
+from bot.questions import AskUserQuestionAnswer, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, DELIVERY_FAILED, STORE_UNAVAILABLE
+
+__all__ = ["Endings", "outcome"]
+
+
+class Endings:
+    """Ends requests in the store (from any process) and shows the ending in Slack."""
+
+    def __init__(self, store: PendingStore, sync: MessageSynchroniser) -> None:
+        self._store = store
+        self._sync = sync
+
+    async def end(
+        self, request_id: str, state: State, note: str, code: str | None = None
+    ) -> PendingRecord:
+        """Move an open request to a terminal state (unless someone else already did)."""
+        now = time.time()
+        seen, written = await settle(
+            self._store,
+            request_id,
+            lambda r: (
+                r.next(state=state, note=note, error_code=code, finished_at=now)
+                if r.is_open
+                else None
+            ),
+        )
+        if written is not None:
+            self._sync.refresh(request_id)
+            return written
+        if seen is None:  # the record expired or vanished: report the ending we meant
+            raise UserQuestionError(note, code or DELIVERY_FAILED)
+        return seen
+
+    async def end_or_later(self, request_id: str, state: State, note: str, code: str) -> None:
+        """End the request now, or once the store is back if it cannot be reached."""
+        try:
+            await self.end(request_id, state, note, code)
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                self.fail_later(request_id, exc.message)
+
+    def fail_later(self, request_id: str, note: str) -> None:
+        """Record a failure the store cannot take now (an outage) once it is back."""
+        self._sync.spawn(self._fail_when_back(request_id, note), "end later")
+
+    async def abort(self, request_id: str, note: str) -> PendingRecord | None:
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
+
+        Returns the record as it ends up (the earlier outcome if it had already ended),
+        or ``None`` for an unknown request.
+        """
+        if await self._store.get(request_id) is None:  # a store outage raises, not None
+            return None
+        try:
+            return await self.end(request_id, "aborted", note, ASK_ABORTED)
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                raise
+            return None  # it vanished meanwhile (expired)
+
+    async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
+        """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
+        _, written = await settle(self._store, request_id, lambda r: r.next(note=note))
+        if written is not None:
+            self._sync.refresh(request_id)
+        return written
+
+    async def _fail_when_back(self, request_id: str, note: str) -> None:
+        delay = 1.0
+        for _ in range(60):
+            try:
+                await self.end(request_id, "failed", note, STORE_UNAVAILABLE)
+                return
+            except UserQuestionError as exc:
+                if exc.code != STORE_UNAVAILABLE:
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+
+def outcome(record: PendingRecord) -> AskUserQuestionAnswer:
+    """The waiter's result for a terminal record: the answer, or the seam's error."""
+    if record.state == "answered" and record.answer is not None:
+        return record.answer
+    if record.state == "cancelled":
+        raise UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED)
+    if record.state == "aborted":
+        raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+    raise UserQuestionError(record.note or QUESTION_FAILED, record.error_code or DELIVERY_FAILED)

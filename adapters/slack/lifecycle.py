@@ -1,0 +1,310 @@
+"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py).
+
+``ask()`` stores the pending record and registers its watch *before* posting, so a very
+fast click finds both; then it posts the message and waits on the watch, the request's
+abort signal and the timeout, whichever comes first. Every way out ends the record
+(answered, cancelled, aborted or failed) and closes the watch; every failure leaves as
+the seam's ``UserQuestionError`` (failures.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack import ids
+from adapters.slack.blocks import Rendered, render_open
+from adapters.slack.endings import Endings, outcome
+from adapters.slack.failures import SLACK_FAILURES, question_error, settle
+from adapters.slack.messages import (
+    ABORTED_MESSAGE,
+    CANCELLED_BY_ASKER,
+    SHUTDOWN_NOTE,
+    SHUTTING_DOWN,
+    UNDELIVERED,
+    UNDELIVERED_REST,
+    no_answer_within,
+)
+from adapters.slack.pending import PendingStore, Watch
+from adapters.slack.record import PendingRecord
+from adapters.slack.synchroniser import MessageSynchroniser
+from bot.questions import (
+    AbortSignal,
+    AskOptions,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserQuestionError,
+)
+from bot.questions.errors import (
+    ASK_ABORTED,
+    ASK_TIMEOUT,
+    STORE_UNAVAILABLE,
+)
+
+__all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook"]
+
+_NO_OPTIONS = AskOptions()
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """Where a request is posted: a channel id or user id (a DM), optionally in a thread."""
+
+    channel: str
+    thread_ts: str | None = None
+
+
+DestinationHook = Callable[[AskUserQuestionRequest], Destination | None]
+"""Chooses a destination per request (``None``: the provider's default)."""
+
+
+@dataclass(slots=True)
+class AskDefaults:
+    """What every request gets unless its ``AskOptions`` say otherwise."""
+
+    destination: Destination
+    allowed_users: list[str] | None = None
+    allowed_usergroups: list[str] | None = None
+    mention: str | None = None
+    choose: DestinationHook | None = None
+    timeout: float | None = None
+
+    def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
+        """The request's destination: its options, else the hook, else the default."""
+        if options.channel:
+            return Destination(options.channel, options.thread_ts)
+        if self.choose is not None:
+            chosen = self.choose(request)
+            if chosen is not None:
+                return chosen
+        return self.destination
+
+
+class AskLifecycle:
+    """Asks in Slack and waits; ends requests (answered elsewhere, aborted, failed)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        defaults: AskDefaults,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self.defaults = defaults
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._closing = False
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Post the request to Slack and wait for its outcome."""
+        options = request.options or _NO_OPTIONS
+        if self._closing:
+            raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
+        if request.signal is not None and request.signal.aborted:
+            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+        request_id = options.request_id or (
+            ids.key_request_id(options.key) if options.key else ids.new_request_id()
+        )
+        if options.key or options.request_id:
+            existing = await self._store.get(request_id)
+            if existing is not None:
+                return await self._rejoin(existing, request.signal, options.note)
+        record = self._record(request_id, request, options)
+        rendered = render_open(record)  # raises SLACK_LIMIT before anything is stored
+        watch = self._store.watch(request_id)
+        current = asyncio.current_task()
+        if current is not None:
+            self._inflight.add(current)
+        try:
+            if not await self._store.create(record):
+                existing = await self._store.get(request_id)
+                if existing is not None:
+                    watch.close()
+                    return await self._rejoin(existing, request.signal, None)
+            await self._post(record, rendered)
+            # The rendered blocks and this first copy of the record are not needed while
+            # waiting (the store has the record): free them for the hours a question waits.
+            del rendered, record
+            if options.on_posted is not None:
+                options.on_posted(request_id)
+            return await self._wait(request_id, watch, request.signal)
+        except asyncio.CancelledError:
+            # The awaiting task was cancelled (before or after Slack took the message).
+            await self._endings.end_or_later(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
+            raise
+        except Exception as exc:
+            error = question_error(exc)
+            if error is not exc:  # not ours yet: the record says why it failed
+                await self._endings.end_or_later(request_id, "failed", error.message, error.code)
+            elif error.code == STORE_UNAVAILABLE:
+                self._endings.fail_later(request_id, error.message)
+            if error is exc:
+                raise
+            raise error from exc
+        finally:
+            watch.close()
+            if current is not None:
+                self._inflight.discard(current)
+
+    async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
+        """Stop taking questions, end every open request of this process, let asks finish."""
+        self._closing = True
+        for record in await self._store.open_records(owner=self._store.process_id):
+            await self._endings.end_or_later(record.id, "aborted", note, ASK_ABORTED)
+        if self._inflight:  # asks still delivering: let them see the ending and finish
+            await asyncio.wait(set(self._inflight), timeout=grace)
+
+    # -- store and post -------------------------------------------------------------------
+
+    def _record(
+        self, request_id: str, request: AskUserQuestionRequest, options: AskOptions
+    ) -> PendingRecord:
+        where = self.defaults.where(request, options)
+        return PendingRecord(
+            id=request_id,
+            owner=self._store.process_id,
+            questions=list(request.questions),
+            channel=where.channel,
+            thread_ts=where.thread_ts,
+            label=options.label,
+            mention=self.defaults.mention,
+            key=options.key,
+            allowed_users=self.defaults.allowed_users,
+            allowed_usergroups=self.defaults.allowed_usergroups,
+            note=options.note,
+        )
+
+    async def _post(self, record: PendingRecord, rendered: Rendered) -> None:
+        """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
+        delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        try:
+            await asyncio.shield(delivery)
+        except asyncio.CancelledError:
+            # Let Slack's reply arrive so the message can be marked as cancelled.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(delivery, timeout=10)
+            raise
+
+    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
+        try:
+            response = await self._client.chat_postMessage(
+                channel=record.channel,
+                thread_ts=record.thread_ts,
+                text=rendered.text,
+                blocks=rendered.blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except SLACK_FAILURES as exc:
+            raise await self._failed(record.id, exc, UNDELIVERED) from exc
+        ts = str(response["ts"])
+        channel = str(response.get("channel") or record.channel)
+        _, written = await settle(
+            self._store,
+            record.id,
+            lambda r: (
+                r.next(message_ts=ts, message_channel=channel) if r.message_ts is None else None
+            ),
+        )
+        if written is not None and not written.is_open:
+            self._sync.refresh(record.id)  # a click (or abort) beat us to it
+        thread = record.thread_ts or ts
+        for part in rendered.thread:
+            try:
+                await self._client.chat_postMessage(
+                    channel=channel, thread_ts=thread, text="(continued)", blocks=part
+                )
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+
+    async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
+        """Record a Slack failure on the request; the error for its waiter."""
+        error = question_error(exc, what)
+        await self._endings.end(request_id, "failed", error.message, error.code)
+        return error
+
+    # -- wait -----------------------------------------------------------------------------
+
+    async def _rejoin(
+        self, record: PendingRecord, signal: AbortSignal | None, note: str | None
+    ) -> AskUserQuestionAnswer:
+        """Ask again with a key already used: wait on the open request, or reopen it."""
+        if not record.is_open and note is not None:
+            reopened = record.next(
+                state="pending",
+                note=note,
+                answer=None,
+                answered_by=None,
+                finished_at=None,
+                error_code=None,
+                owner=self._store.process_id,
+            )
+            if await self._store.compare_and_set(reopened):
+                record = reopened
+                self._sync.refresh(record.id)
+        if not record.is_open:
+            return outcome(record)
+        watch = self._store.watch(record.id)
+        try:
+            return await self._wait(record.id, watch, signal)
+        finally:
+            watch.close()
+
+    async def _wait(
+        self, request_id: str, watch: Watch, signal: AbortSignal | None
+    ) -> AskUserQuestionAnswer:
+        """Wait for the request's ending, its abort signal or the timeout, whichever is first.
+
+        A question may wait for hours, so this holds no task of its own when there is no
+        signal, and only a future (no task) for the signal when there is one.
+        """
+        if signal is not None and signal.aborted:
+            return outcome(await self._aborted(request_id, signal.reason))
+        timeout = self.defaults.timeout
+        try:
+            async with asyncio.timeout(timeout):
+                if signal is None:
+                    record = await watch.wait()
+                else:
+                    record = await self._wait_or_abort(request_id, watch, signal)
+        except TimeoutError:
+            assert timeout is not None
+            record = await self._endings.end(
+                request_id, "failed", no_answer_within(timeout), ASK_TIMEOUT
+            )
+        return outcome(record)
+
+    async def _wait_or_abort(
+        self, request_id: str, watch: Watch, signal: AbortSignal
+    ) -> PendingRecord:
+        aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def on_abort(reason: object) -> None:
+            if not aborted.done():
+                aborted.set_result(reason)
+
+        remove = signal.add_listener(on_abort)
+        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
+        try:
+            contenders: set[asyncio.Future[Any]] = {waiting, aborted}
+            await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            remove()
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done() and not waiting.cancelled():
+            return waiting.result()
+        return await self._aborted(request_id, aborted.result())
+
+    async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
+        note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
+        return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)

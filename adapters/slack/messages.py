@@ -1,0 +1,73 @@
+"""Every sentence the Slack provider shows a person or puts in an error, defined once.
+
+Notes on messages and private replies are mrkdwn (``<@U…>`` mentions); error messages
+are plain text. The seam's own messages (``ASK_ABORTED``'s) come from the seam.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from bot.questions.service import ABORTED_MESSAGE
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "CANCELLED_BY_ASKER",
+    "CANCELLED_MESSAGE",
+    "ENTER_AN_ANSWER",
+    "NOT_ALLOWED",
+    "NO_LONGER_OPEN",
+    "QUESTION_FAILED",
+    "SHUTDOWN_NOTE",
+    "SHUTTING_DOWN",
+    "STORE_BUSY",
+    "UNDELIVERED",
+    "UNDELIVERED_REST",
+    "already_answered",
+    "dismissed_by",
+    "no_answer_within",
+]
+
+# -- errors the waiting ask() raises ------------------------------------------------------
+
+CANCELLED_MESSAGE: Final = "the user cancelled ask_user_question"
+"""``ASK_CANCELLED``: a person dismissed the question (the seam's web provider's words)."""
+SHUTTING_DOWN: Final = "the Slack provider is shutting down"
+"""``ASK_ABORTED`` for an ask made while the provider closes."""
+QUESTION_FAILED: Final = "The question failed"
+"""A failed record that carries no note of its own."""
+UNDELIVERED: Final = "Slack did not take the question"
+"""``DELIVERY_FAILED``: ``chat.postMessage`` failed (followed by Slack's error)."""
+UNDELIVERED_REST: Final = "Slack did not take the rest of the text"
+"""``DELIVERY_FAILED``: a thread continuation failed (followed by Slack's error)."""
+STORE_BUSY: Final = "the pending store could not settle the question"
+"""``STORE_UNAVAILABLE``: a record kept changing under every write (followed by why)."""
+
+# -- notes shown on the message -----------------------------------------------------------
+
+SHUTDOWN_NOTE: Final = "Interrupted: the bot shut down before anyone answered."
+CANCELLED_BY_ASKER: Final = "Cancelled: the asker stopped waiting for an answer."
+
+
+def no_answer_within(seconds: float) -> str:
+    """The note of a request failed by the provider's ``timeout``."""
+    return f"No answer within {seconds:g} seconds."
+
+
+# -- private notes and modal errors for the person who clicked ----------------------------
+
+NO_LONGER_OPEN: Final = "This question is no longer open."
+NOT_ALLOWED: Final = "You are not one of the people who can answer this question."
+ENTER_AN_ANSWER: Final = "Please enter an answer."
+
+
+def already_answered(user: str | None) -> str:
+    """The note for a click on an answered request (naming who answered, when known)."""
+    if user:
+        return f"This question was already answered by <@{user}>."
+    return "This question was already answered."
+
+
+def dismissed_by(user: str) -> str:
+    """The note for a click on a request someone dismissed."""
+    return f"This question was dismissed by <@{user}>."

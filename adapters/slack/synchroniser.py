@@ -1,0 +1,148 @@
+"""``MessageSynchroniser``: keeps each question's Slack message in step with its record.
+
+Everything here runs after the ack, in tracked background tasks (``BackgroundTasks``):
+message refreshes (serialised and coalesced per request), private notes, the "no longer
+open" update of a stale message, modals. Failures are logged, never lost; ``drain`` waits
+for all of them at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.blocks import render_final, render_open, render_stale
+from adapters.slack.failures import SLACK_FAILURES
+from adapters.slack.interactions import Origin
+from adapters.slack.messages import NO_LONGER_OPEN
+from adapters.slack.pending import PendingStore
+from adapters.slack.record import PendingRecord
+from adapters.slack.tasks import BackgroundTasks
+
+__all__ = ["MessageSynchroniser"]
+
+_FINAL_RETRIES = (1.0, 3.0, None)
+"""Pauses between the last attempts at a final update (after slack_sdk's own retries)."""
+
+
+@dataclass(slots=True)
+class _Refresh:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    rendered: int | None = None
+
+
+class MessageSynchroniser:
+    """Brings Slack up to date with the store, off the ack path."""
+
+    def __init__(self, client: AsyncWebClient, store: PendingStore, logger: logging.Logger) -> None:
+        self._client = client
+        self._store = store
+        self._tasks = BackgroundTasks(logger)
+        self._refreshing: dict[str, _Refresh] = {}
+
+    @property
+    def background_count(self) -> int:
+        """Background Web API tasks still running."""
+        return len(self._tasks)
+
+    @property
+    def refreshing_count(self) -> int:
+        """Requests whose message is being refreshed right now."""
+        return len(self._refreshing)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
+        """Run ``coro`` as a tracked background task (``what`` names it in logs)."""
+        self._tasks.spawn(coro, what)
+
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for every background task; cancel the rest."""
+        await self._tasks.drain(grace)
+
+    def refresh(self, request_id: str) -> None:
+        """Update the request's message from its latest stored record, in the background."""
+        self._tasks.spawn(self._refresh_message(request_id), "chat.update")
+
+    async def on_orphans(self, records: list[PendingRecord]) -> None:
+        """A shared store failed these (their process died): show it on their messages."""
+        for record in records:
+            self.refresh(record.id)
+
+    def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
+        """Tell the person who clicked, privately, in the message's channel."""
+        channel = origin.channel or (record.message_channel if record else None)
+        if channel is None:
+            return
+        self._tasks.spawn(
+            self._client.chat_postEphemeral(channel=channel, user=origin.user, text=text),
+            "chat.postEphemeral",
+        )
+
+    def open_modal(self, trigger_id: str, view: dict[str, Any]) -> None:
+        """Open a modal now: its trigger expires three seconds after the click."""
+        self._tasks.spawn(self._client.views_open(trigger_id=trigger_id, view=view), "views.open")
+
+    def stale(self, origin: Origin) -> None:
+        """A click on a request the store no longer knows: say so, and retire the message."""
+        self.note(origin, None, NO_LONGER_OPEN)
+        if origin.channel and origin.message_ts:
+            stale = render_stale(NO_LONGER_OPEN)
+            self._tasks.spawn(
+                self._client.chat_update(
+                    channel=origin.channel,
+                    ts=origin.message_ts,
+                    text=stale.text,
+                    blocks=stale.blocks,
+                ),
+                "chat.update (stale)",
+            )
+
+    async def _refresh_message(self, request_id: str) -> None:
+        """Bring the Slack message up to date with the latest stored record.
+
+        Updates of one message are serialised and coalesced: each renders whatever the
+        store holds when its turn comes, so the final state is always the last one sent.
+        """
+        entry = self._refreshing.setdefault(request_id, _Refresh())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                while True:
+                    record = await self._store.get(request_id)
+                    if record is None or record.message_ts is None:
+                        return
+                    if entry.rendered == record.version:
+                        return
+                    await self._update(record, record.message_ts)
+                    entry.rendered = record.version
+                    if not record.is_open:
+                        return
+                    # Another process may have finished the request while we rendered a
+                    # draft: look once more so an open render never lands last.
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                self._refreshing.pop(request_id, None)
+
+    async def _update(self, record: PendingRecord, ts: str) -> None:
+        rendered = render_open(record) if record.is_open else render_final(record)
+        # The final record must not keep live buttons: when slack_sdk's own retries are
+        # spent, try twice more, later.
+        for delay in _FINAL_RETRIES if not record.is_open else (None,):
+            try:
+                await self._client.chat_update(
+                    channel=record.message_channel or record.channel,
+                    ts=ts,
+                    text=rendered.text,
+                    blocks=rendered.blocks,
+                )
+                return
+            except SLACK_FAILURES:
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
