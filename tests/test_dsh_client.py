@@ -11,6 +11,7 @@ posted, and what the message finally shows.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,14 +23,15 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.dsh.client import (
+from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     CANCELLED_IN_HARNESS,
     DISCONNECTED_NOTE,
     GONE_NOTE,
+    REOPENED_NOTE,
     SETTLED_ELSEWHERE,
-    DshHostClient,
 )
+from adapters.dsh.client import QUEUED_NOTE, DshHostClient
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
@@ -46,8 +48,8 @@ BOT_TOKEN = "xoxb-test"
 HOST_TOKEN = "dsh-token-7f3k2q"
 TIMEOUT = 15.0
 
-SESSION_A = "3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
-SESSION_B = "7c1d0e9b-2a4f-4b8e-8d1c-5e9f3a7b2c6d"
+SESSION_A = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
+SESSION_B = "session-7c1d0e9b-2a4f-4b8e-8d1c-5e9f3a7b2c6d"
 LABEL_A = "session 3f2a9c1e"
 LABEL_B = "session 7c1d0e9b"
 
@@ -230,7 +232,11 @@ async def make_rig() -> AsyncIterator[RigFactory]:
     rigs: list[Rig] = []
 
     async def build(
-        *, host_up: bool = True, token: str | None = None, store: PendingStore | None = None
+        *,
+        host_up: bool = True,
+        token: str | None = None,
+        store: PendingStore | None = None,
+        **client_options: Any,
     ) -> Rig:
         closers: list[Callable[[], Awaitable[None]]] = []
         slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SECRET)
@@ -283,6 +289,7 @@ async def make_rig() -> AsyncIterator[RigFactory]:
             respond_retry_for=10.0,
             replay_window=1.0,
             heartbeat=None,
+            **client_options,
         )
         await client.start()
         closers.append(client.stop)
@@ -670,8 +677,8 @@ async def test_malformed_and_other_frames_are_skipped(
             "payload": {"type": "question/requested", "sessionId": SESSION_B, "questions": []},
         }
         # Frames the real host never sends, pushed through the stand-in's own broadcast.
-        rig.host._broadcast(bad)
-        rig.host._broadcast({"type": "server-request", "rpcId": "r-x", "method": "x/y"})
+        rig.host.push_raw(json.dumps(bad))
+        rig.host.push_raw(json.dumps({"type": "server-request", "rpcId": "r-x", "method": "x/y"}))
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])  # tool/call frames come too
         message = await rig.message()
         await rig.click(message, "Code")
@@ -683,3 +690,180 @@ async def test_malformed_and_other_frames_are_skipped(
         assert rig.posts == 1
     skipped = [r for r in caplog.records if r.getMessage() == "dsh host: skipped a malformed frame"]
     assert len(skipped) == 2
+
+
+# --------------------------------------------------------------------------- as the real host does
+
+
+def closed_renders(rig: Rig) -> list[str]:
+    """The text of every chat.update that showed a question message without its buttons."""
+    return [
+        shown(call.params.get("blocks") or [])
+        for call in rig.slack.calls("chat.update")
+        if not any(b.get("type") in ("actions", "input") for b in call.params.get("blocks") or [])
+    ]
+
+
+async def test_the_label_is_the_uuid_part_of_a_session_id(rig: Rig) -> None:
+    async with asyncio.timeout(TIMEOUT):
+        rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        text = shown(message.blocks)
+        assert "session 3f2a9c1e" in text
+        assert "session session-" not in text and "session-" not in message.text
+
+
+async def test_a_question_pending_across_five_dropped_connections_is_never_closed(
+    rig: Rig,
+) -> None:
+    async with asyncio.timeout(TIMEOUT * 2):
+        other = "session-0a1b2c3d-0000-4000-8000-000000000000"
+        rig.host.attach(other)  # an idle session: its session/subscribed comes first too
+        rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        for n in range(2, 7):
+            await rig.host.drop_connections()
+            await rig.host.wait_for_total_connections(n)
+            await eventually(lambda: rig.client.state == "connected", "the client to reconnect")
+        await asyncio.sleep(1.3)  # past the last replay window
+        assert rig.host.total_connections == 6
+        assert interactive(message)
+        assert closed_renders(rig) == []
+        assert REOPENED_NOTE not in shown(message.blocks)
+
+        await rig.click(message, "Docs")
+        assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
+        assert rig.host.responses == [
+            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
+        ]
+        assert "Answered" in await rig.final(message)
+        assert rig.posts == 1
+
+
+async def test_an_over_nested_frame_is_skipped_and_the_connection_kept(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="adapters.dsh")
+    async with asyncio.timeout(TIMEOUT):
+        deep = {
+            "type": "server-request",
+            "rpcId": "r-deep",
+            "method": "session/event",
+            "payload": {"type": "session/event", "sessionId": SESSION_A},
+        }
+        nested: Any = {}
+        for _ in range(200):
+            nested = {"a": nested}
+        deep["payload"]["event"] = nested
+        rig.host.push_raw(json.dumps(deep))
+        rig.host.push_raw("[" * 100_000 + "]" * 100_000)  # deeper than Python's recursion
+        _rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        await rig.click(message, "Code")
+        assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+        assert rig.host.total_connections == 1
+        assert rig.client.state == "connected"
+    skipped = [r for r in caplog.records if r.getMessage() == "dsh host: skipped a malformed frame"]
+    assert len(skipped) == 2
+    assert all("nested" in r.__dict__["error"] for r in skipped)
+
+
+async def test_a_message_over_the_size_limit_is_skipped_with_a_log_line(
+    make_rig: RigFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="adapters.dsh")
+    async with asyncio.timeout(TIMEOUT):
+        rig = await make_rig(max_frame_bytes=64 * 1024)
+        await rig.host.wait_for_connections(1)
+        huge = AskUserQuestionItem.model_validate(
+            {"id": "huge", "question": "Read this?", "detail": "x" * 100_000}
+        )
+        big_rpc, _ = rig.host.ask(SESSION_B, [huge])
+        _rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        await rig.click(message, "Code")
+        assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+        assert rig.host.total_connections == 1 and rig.posts == 1
+    over = [
+        r
+        for r in caplog.records
+        if r.getMessage() == "dsh host: skipped a downlink message over the size limit"
+        and r.__dict__["method"] == "question/requested"
+    ]
+    assert len(over) == 1  # (its tool/call event, which holds the same text, is skipped too)
+    assert over[0].__dict__["rpc_id"] == big_rpc
+    assert over[0].__dict__["method"] == "question/requested"
+    assert over[0].__dict__["limit"] == 64 * 1024 and over[0].__dict__["bytes"] > 100_000
+
+
+async def test_five_hundred_questions_from_one_session_are_capped_and_queued(
+    make_rig: RigFactory,
+) -> None:
+    async with asyncio.timeout(TIMEOUT * 4):
+        rig = await make_rig()
+        await rig.host.wait_for_connections(1)
+        asked = [rig.host.ask(SESSION_A, [TARGET]) for _ in range(500)]
+        await eventually(lambda: rig.posts == 20, "20 messages")
+        await asyncio.sleep(0.3)
+        assert rig.posts == 20
+        assert rig.client.status()["dshQuestions"] == 500 and rig.client.queued == 480
+        latest = rig.questions()[-1]
+        note = QUEUED_NOTE.format(limit=20)
+        await eventually(lambda: note in shown(latest.blocks), "the queue note")
+
+        first = rig.questions()[0]
+        await rig.click(first, "Docs")
+        assert await answer_of(asked[0][1]) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
+        await eventually(lambda: rig.posts == 21, "the next queued question")
+        # In order: the 21st question of the host is the one posted.
+        assert rig.host.abort(asked[20][0])
+        await eventually(
+            lambda: CANCELLED_IN_HARNESS in shown(rig.questions()[20].blocks),
+            "the 21st message to close",
+        )
+        await eventually(lambda: rig.posts == 22, "the 22nd question")
+        assert rig.client.queued == 478
+        # One still waiting is withdrawn by the host: it is never posted.
+        assert rig.host.abort(asked[499][0])
+        await eventually(lambda: rig.client.queued == 477, "the queue to shrink")
+        assert sum(interactive(m) for m in rig.questions()) == 20
+        for rpc_id, _ in reversed(asked):
+            rig.host.abort(rpc_id)
+        await eventually(lambda: rig.client.in_flight == 0, "every request to end", within=30)
+        assert rig.posts == 22
+
+
+async def test_answered_elsewhere_notification_text_agrees_with_the_body(rig: Rig) -> None:
+    async with asyncio.timeout(TIMEOUT):
+        rpc_id, _ = rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        elsewhere = AskUserQuestionAnswer.model_validate(
+            {"answers": [{"id": "target", "selected": ["Code"]}]}
+        )
+        rig.host.resolve_elsewhere(rpc_id, elsewhere)
+        await rig.final(message)
+        assert message.text.startswith("Answered in another client")
+        assert "Cancelled" not in message.text
+
+
+async def test_info_log_lines_for_posting_answers_and_dismissals(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="adapters.dsh")
+    async with asyncio.timeout(TIMEOUT):
+        first, answered = rig.host.ask(SESSION_A, [TARGET])
+        await rig.click(await rig.message(), "Code")
+        await answer_of(answered)
+        second, dismissed = rig.host.ask(SESSION_A, [TARGET])
+        await rig.click(await rig.message(2), "Dismiss")
+        assert await failure_of(dismissed) == ASK_CANCELLED
+        await eventually(lambda: rig.client.in_flight == 0, "both to end")
+    lines = [
+        (r.getMessage(), r.__dict__.get("rpc_id"))
+        for r in caplog.records
+        if r.name == "adapters.dsh" and r.levelno == logging.INFO
+    ]
+    assert ("dsh host: request posted in Slack", first) in lines
+    assert ("dsh host: answer accepted", first) in lines
+    assert ("dsh host: request posted in Slack", second) in lines
+    assert ("dsh host: dismissal accepted", second) in lines

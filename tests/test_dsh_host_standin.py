@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved, approval_response
 from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
     RESPOND_PATH,
@@ -23,7 +24,7 @@ from adapters.dsh.protocol import (
 )
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
-from tests.dsh_host import DshHostStandIn
+from tests.dsh_host import DshHostStandIn, new_session_id
 
 TARGETS = AskUserQuestionItem.model_validate(
     {
@@ -59,11 +60,21 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
+SETUP_EVENTS = {"permission/preset", "sandbox/mode", "approval/policy"}
+
+
 async def receive(ws: aiohttp.ClientWebSocketResponse) -> ServerRequest:
-    """The next downlink frame, parsed."""
-    message = await asyncio.wait_for(ws.receive(), timeout=5)
-    assert message.type is aiohttp.WSMsgType.TEXT, message
-    return parse_frame(message.data)
+    """The next downlink frame, parsed, past subscriptions, queue baselines and set-up events."""
+    while True:
+        message = await asyncio.wait_for(ws.receive(), timeout=5)
+        assert message.type is aiohttp.WSMsgType.TEXT, message
+        frame = parse_frame(message.data)
+        if frame.method in ("session/subscribed", "session/queue"):
+            continue
+        extra = frame.payload.model_extra if isinstance(frame.payload, OtherPayload) else None
+        if extra and extra.get("event", {}).get("type") in SETUP_EVENTS:
+            continue
+        return frame
 
 
 async def receive_question_frame(ws: aiohttp.ClientWebSocketResponse) -> ServerRequest:
@@ -306,7 +317,10 @@ async def test_a_restart_on_the_same_port_keeps_pending_questions_when_asked(
     async with http.ws_connect(host.ws_url) as ws:
         assert (await receive(ws)).rpc_id == rpc_id
         await host.stop()
-        closing = await asyncio.wait_for(ws.receive(), timeout=5)
+        while (closing := await asyncio.wait_for(ws.receive(), timeout=5)).type is (
+            aiohttp.WSMsgType.TEXT
+        ):
+            pass  # the session/queue baseline
         assert closing.type in (
             aiohttp.WSMsgType.CLOSE,
             aiohttp.WSMsgType.CLOSED,
@@ -417,13 +431,103 @@ async def test_a_token_guards_both_endpoints(http: aiohttp.ClientSession) -> Non
         assert await post(http, host, cancel_response(rpc_id), headers=auth) == {"accepted": True}
 
 
-async def test_without_interleaving_only_question_frames_are_sent(
-    http: aiohttp.ClientSession,
+# --------------------------------------------------------------------------- approvals
+
+
+BASH = {"command": "rm -rf /srv/cache", "justification": "clean the cache"}
+
+
+async def test_an_approval_comes_after_its_tool_call_and_asked_events(
+    host: DshHostStandIn, http: aiohttp.ClientSession
 ) -> None:
-    async with DshHostStandIn(interleave=False) as host, http.ws_connect(host.ws_url) as ws:
+    sid = new_session_id()
+    async with http.ws_connect(host.ws_url) as ws:
         await host.wait_for_connections(1)
-        rpc_id, _ = host.ask("sid", [TARGET])
-        assert host.abort(rpc_id)
-        methods = [(await receive(ws)).method for _ in range(2)]
-        assert methods == ["question/requested", "question/resolved"]
-        assert [frame["method"] for frame in host.frames] == methods
+        rpc_id, approval_id, outcome = host.request_approval(sid, "bash", BASH)
+        call, asked, requested = await receive(ws), await receive(ws), await receive(ws)
+        assert isinstance(call.payload, OtherPayload) and isinstance(asked.payload, OtherPayload)
+        call_event = (call.payload.model_extra or {})["event"]
+        asked_event = (asked.payload.model_extra or {})["event"]
+        assert call_event["type"] == "tool/call" and asked_event["type"] == "approval/asked"
+        assert json.loads(call_event["data"]["arguments"]) == BASH
+        assert asked_event["data"]["id"] == approval_id
+        assert asked_event["seq"] == call_event["seq"] + 1
+        assert isinstance(requested.payload, ApprovalRequested)
+        assert requested.rpc_id == rpc_id and requested.payload.session_id == sid
+
+        # No dismissal for approvals: ok:false, even "cancelled", is a bad response.
+        assert await post(http, host, cancel_response(rpc_id)) == {
+            "accepted": False,
+            "reason": "bad-response",
+        }
+        wrong = approval_response(rpc_id, sid, "another-approval", "allowed-once")
+        assert await post(http, host, wrong) == {"accepted": False, "reason": "bad-response"}
+        body = approval_response(rpc_id, sid, approval_id, "rejected")
+        body["result"]["value"]["note"] = "stripped"
+        assert await post(http, host, body) == {"accepted": True}
+        assert await asyncio.wait_for(outcome, 5) == "rejected"
+        assert await post(http, host, body) == {"accepted": False, "reason": "not-pending"}
+        resolved = await receive(ws)
+        assert isinstance(resolved.payload, ApprovalResolved)
+        assert (resolved.payload.approval_id, resolved.payload.outcome) == (approval_id, "rejected")
+
+
+async def test_a_cancelled_turn_withdraws_its_approval(
+    host: DshHostStandIn, http: aiohttp.ClientSession
+) -> None:
+    sid = new_session_id()
+    rpc_id, approval_id, outcome = host.request_approval(sid, "write", {"path": "/srv/x"})
+    assert host.cancel_turn(sid) == 1
+    assert await asyncio.wait_for(outcome, 5) == "cancelled"
+    body = approval_response(rpc_id, sid, approval_id, "allowed-once")
+    assert await post(http, host, body) == {"accepted": False, "reason": "not-pending"}
+
+
+async def test_pending_approvals_are_replayed_after_questions_on_a_new_downlink(
+    host: DshHostStandIn, http: aiohttp.ClientSession
+) -> None:
+    sid = new_session_id()
+    approval_rpc, _, _ = host.request_approval(sid, "bash", BASH)
+    question_rpc, _ = host.ask(sid, [TARGET])
+    async with http.ws_connect(host.ws_url) as ws:
+        methods = []
+        for _ in range(4):
+            message = await asyncio.wait_for(ws.receive(), 5)
+            methods.append(parse_frame(message.data).method)
+        assert methods == [
+            "session/subscribed",
+            "question/requested",
+            "approval/requested",
+            "session/queue",
+        ]
+    assert host.is_pending(approval_rpc) and host.is_pending(question_rpc)
+
+
+async def test_session_history_returns_the_sessions_events(
+    host: DshHostStandIn, http: aiohttp.ClientSession
+) -> None:
+    sid = new_session_id()
+    _, approval_id, _ = host.request_approval(sid, "bash", BASH)
+    url = host.base_url + "/api/session.history"
+    async with http.post(url, json={"sessionId": sid}) as response:
+        assert response.status == 200
+        body = await response.json()
+    kinds = [item["event"]["type"] for item in body["events"]]
+    assert kinds[-2:] == ["tool/call", "approval/asked"]
+    assert [item["event"]["seq"] for item in body["events"]] == list(range(len(kinds)))
+    assert body["events"][-1]["event"]["data"]["id"] == approval_id
+    async with http.post(url, json={"sessionId": new_session_id()}) as response:
+        assert response.status == 404
+    async with http.post(url, data="x", headers={"Content-Type": "text/plain"}) as response:
+        assert response.status == 415
+
+
+async def test_anything_sent_on_the_downlink_closes_it_with_1008(
+    host: DshHostStandIn, http: aiohttp.ClientSession
+) -> None:
+    async with http.ws_connect(host.ws_url) as ws:
+        await host.wait_for_connections(1)
+        await ws.send_str("{}")
+        message = await asyncio.wait_for(ws.receive(), 5)
+        assert message.type is aiohttp.WSMsgType.CLOSE
+        assert ws.close_code == 1008

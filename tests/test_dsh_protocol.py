@@ -116,7 +116,8 @@ def test_question_resolved_rejects_an_unknown_outcome() -> None:
             "session/event",
             {"type": "session/event", "sessionId": "s", "event": {"type": "tool/call"}},
         ),
-        ("approval/requested", {"type": "approval/requested", "anything": [1, 2]}),
+        ("session/subscribed", {"type": "session/subscribed", "sessionId": "s", "lastSeq": 2}),
+        ("session/jobs", {"type": "session/jobs", "anything": [1, 2]}),
         ("session/event", {"type": "question/requested", "questions": []}),  # read by method
         ("future/thing", {}),
     ],

@@ -3,16 +3,24 @@
 One loop holds the downlink (``GET /api/events.mux`` as a WebSocket) open, reconnecting with
 backoff. Each ``question/requested`` frame becomes one ask through the ``UserQuestionService``
 (so the Slack provider asks it), keyed by the frame's rpcId: a frame replayed after a
-reconnect attaches to the ask already open instead of posting twice. The answer goes back
-with ``POST /api/respond``; the receipt decides what the Slack message says next::
+reconnect attaches to the ask already open instead of posting twice::
 
     client = DshHostClient("http://127.0.0.1:13080", service, provider=provider)
     await client.start()      # returns at once; the host may be down
     ...
-    await client.stop()       # open asks end as ASK_ABORTED, their messages say why
+    await client.stop()
 
+On every new downlink the host sends one ``session/subscribed`` per attached session, then
+replays every pending request with its original rpcId, then live traffic. No push ends that
+replay: it ends ``replay_window`` seconds after the last replayed request, and only then is an
+ask the host did not replay closed as gone (the host restarted or settled it meanwhile).
 A ``question/resolved`` frame (answered in another client, cancelled, the turn aborted)
 aborts the matching ask, so its message loses its buttons at once.
+
+Limits on what a host sends: a downlink message over ``max_frame_bytes`` is skipped with a
+log line (the connection stays; aiohttp drops one over four times that), a malformed or
+over-nested frame is skipped, and at most ``max_open_per_session`` requests of one session
+are open in Slack at once: the rest wait in order, noted on the session's latest message.
 """
 
 from __future__ import annotations
@@ -21,149 +29,54 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Mapping
+import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 import aiohttp
-from pydantic import ValidationError
 
+from adapters.dsh.asks import (
+    ANSWERED_ELSEWHERE,
+    CANCELLED_IN_HARNESS,
+    DISCONNECTED_NOTE,
+    GONE_NOTE,
+    HostAsk,
+    QuestionNotes,
+    QuestionRunner,
+)
 from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
-    RESPOND_PATH,
     QuestionRequested,
     QuestionResolved,
-    Receipt,
-    answer_problem,
-    answer_response,
-    cancel_response,
     parse_frame,
 )
-from adapters.slack.ids import key_request_id
-from adapters.slack.pending import PendingStore
+from adapters.dsh.uplink import HTTP_FAILURES, HostUplink, describe
 from bot.logs import redact_url
-from bot.questions.abort import AbortController
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
-__all__ = [
-    "ANSWERED_ELSEWHERE",
-    "CANCELLED_IN_HARNESS",
-    "DISCONNECTED_NOTE",
-    "GONE_NOTE",
-    "NOT_DELIVERED_NOTE",
-    "SETTLED_ELSEWHERE",
-    "ConnectionState",
-    "DshHostClient",
-    "QuestionNotes",
-    "ask_key",
-    "session_label",
-]
+__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
 
-ANSWERED_ELSEWHERE: Final = "Answered in another client."
-CANCELLED_IN_HARNESS: Final = (
-    "Cancelled in the harness (the agent's turn ended or the question was dismissed elsewhere)."
+QUEUED_NOTE: Final = (
+    "More requests from this session are waiting: the bot shows {limit} at a time and posts "
+    "the next one as each of these is answered."
 )
-SETTLED_ELSEWHERE: Final = (
-    "The harness had already settled this question elsewhere; this answer was not used."
-)
-DISCONNECTED_NOTE: Final = "The bot disconnected from the harness before anyone answered."
-GONE_NOTE: Final = (
-    "The harness no longer has this question: it ended (or the harness restarted) while the "
-    "bot was disconnected."
-)
-NOT_DELIVERED_NOTE: Final = (
-    "The harness could not be reached to take this response; it is sent again if the harness "
-    "asks again."
-)
-REFUSED: Final = (
-    "The harness refused that answer: it does not match the question the harness is waiting "
-    "for (bad-response)."
-)
-REOPENED_NOTE: Final = "The harness is still waiting for an answer to this question."
 
 ConnectionState = Literal["connecting", "connected", "disconnected"]
 """What ``status()`` reports about the downlink."""
 
-_Phase = Literal["asking", "responding"]
-_HTTP_FAILURES = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
-_PASSING_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
-_POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=30.0)
 _GONE_REMEMBERED: Final = 1024
-
-
-class QuestionNotes(Protocol):
-    """What the client needs of the provider beyond ``ask``: its store, notes on messages."""
-
-    @property
-    def store(self) -> PendingStore:
-        """Where the provider keeps its requests."""
-        ...
-
-    async def add_note(self, request_id: str, note: str) -> object:
-        """Show ``note`` on the message of request ``request_id`` (open or finished)."""
-        ...
-
-
-def ask_key(rpc_id: str) -> str:
-    """The provider's idempotency key for the question with this rpcId."""
-    return f"dsh:{rpc_id}"
-
-
-def session_label(session_id: str) -> str:
-    """Who is asking, as the Slack message shows it: ``session`` and a short session id."""
-    return f"session {session_id[:8]}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Retry:
-    """Why the person is asked again: the note to reopen with, and the one if that fails."""
-
-    note: str
-    stuck: str
-
-    @classmethod
-    def of(cls, what: str) -> _Retry:
-        """The notes for an answer that was not taken, for the reason ``what``."""
-        return cls(
-            f"{what} Please answer again.",
-            f"{what} This message could not be reopened; answer in the harness instead.",
-        )
-
-
-class _Refused(Exception):
-    """The host answered the POST with something other than a receipt."""
-
-
-class _Unavailable(Exception):
-    """The host (or a proxy before it) answered the POST with a passing failure: retry."""
-
-
-@dataclass(eq=False)
-class _Ask:
-    """One question of the host being asked in Slack."""
-
-    rpc_id: str
-    session_id: str
-    questions: list[AskUserQuestionItem]
-    controller: AbortController = field(default_factory=AbortController)
-    phase: _Phase = "asking"
-    resolved: str | None = None
-    task: asyncio.Task[None] | None = None
-
-    @property
-    def request_id(self) -> str:
-        """The provider's request id for this question."""
-        return key_request_id(ask_key(self.rpc_id))
+_RPC_ID = re.compile(r'"rpcId"\s*:\s*"([^"\\]{1,100})"')
+_METHOD = re.compile(r'"method"\s*:\s*"([^"\\]{1,100})"')
 
 
 @dataclass(eq=False)
 class _Replay:
-    """The question frames seen since a downlink opened, until the host's replay is over."""
+    """The requests seen since a downlink opened, until the host's replay is over."""
 
     seen: set[str] = field(default_factory=set)
     over: bool = False
+    timer: asyncio.TimerHandle | None = None
 
 
 class DshHostClient:
@@ -173,9 +86,11 @@ class DshHostClient:
     - ``provider``: the Slack provider (for notes on messages that already ended).
     - ``backoff_initial`` / ``backoff_max``: seconds between reconnects and POST retries.
     - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable.
-    - ``replay_window``: after a reconnect, how long to wait for the host to replay its pending
-      questions before asks it did not replay are closed as gone.
+    - ``replay_window``: after a downlink opens, how long after the last replayed request the
+      replay counts as over (asks of earlier connections it did not replay are then gone).
     - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
+    - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
+    - ``max_open_per_session``: requests of one session open in Slack at once.
     """
 
     def __init__(
@@ -191,29 +106,47 @@ class DshHostClient:
         replay_window: float = 2.0,
         heartbeat: float | None = 30.0,
         stop_grace: float = 5.0,
+        max_frame_bytes: int = 8 * 1024 * 1024,
+        max_open_per_session: int = 20,
         logger: logging.Logger | None = None,
     ) -> None:
         if backoff_initial <= 0 or backoff_max < backoff_initial:
             raise ValueError("backoff needs 0 < backoff_initial <= backoff_max")
+        if max_frame_bytes < 1024 or max_open_per_session < 1:
+            raise ValueError("max_frame_bytes must be >= 1024 and max_open_per_session >= 1")
         self._base = base_url.rstrip("/")
         self._shown_url = redact_url(self._base)
-        self._service = service
         self._provider = provider
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
-        self._respond_retry_for = respond_retry_for
         self._replay_window = replay_window
         self._heartbeat = heartbeat
         self._stop_grace = stop_grace
+        self._max_frame = max_frame_bytes
+        self._max_open = max_open_per_session
         self._logger = logger or logging.getLogger("adapters.dsh")
         self._state: ConnectionState = "connecting"
         self._ever_connected = False
-        self._asks: dict[str, _Ask] = {}
+        self._asks: dict[str, HostAsk] = {}
+        self._waiting: dict[str, OrderedDict[str, HostAsk]] = {}
         self._gone: set[str] = set()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
+        self._uplink = HostUplink(
+            self._base,
+            self._http,
+            self._headers,
+            backoff_initial=backoff_initial,
+            backoff_max=backoff_max,
+            retry_for=respond_retry_for,
+            stopping=lambda: self._stopping,
+            logger=self._logger,
+        )
+        self._questions = QuestionRunner(
+            service, provider, self._uplink, on_posted=self._posted, logger=self._logger
+        )
 
     # -- public surface -------------------------------------------------------------------
 
@@ -224,12 +157,17 @@ class DshHostClient:
 
     @property
     def in_flight(self) -> int:
-        """Questions of the host this client is asking or answering now."""
-        return len(self._asks)
+        """Requests of the host this client is asking or answering now (queued ones too)."""
+        return len(self._asks) + self.queued
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a free place in their session's share of Slack."""
+        return sum(len(waiting) for waiting in self._waiting.values())
 
     def status(self) -> dict[str, Any]:
-        """For ``/healthz``: ``{"dsh": state, "dshQuestions": in-flight questions}``."""
-        return {"dsh": self._state, "dshQuestions": len(self._asks)}
+        """For ``/healthz``: ``{"dsh": state, "dshQuestions": open questions}``."""
+        return {"dsh": self._state, "dshQuestions": self.in_flight}
 
     async def start(self) -> None:
         """Start the connection loop and return at once (the host may still be down)."""
@@ -252,6 +190,7 @@ class DshHostClient:
             loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await loop_task
+        self._waiting.clear()
         asks = list(self._asks.values())
         for ask in asks:
             if ask.phase == "asking":
@@ -270,31 +209,37 @@ class DshHostClient:
 
     # -- the downlink ---------------------------------------------------------------------
 
+    def _http(self) -> aiohttp.ClientSession:
+        assert self._session is not None, "start() first"
+        return self._session
+
     async def _run(self) -> None:
-        assert self._session is not None
         url = self._base + EVENTS_MUX_PATH
         delay = self._backoff_initial
         while True:
             try:
-                async with self._session.ws_connect(
+                async with self._http().ws_connect(
                     url,
                     headers=self._headers,
                     heartbeat=self._heartbeat,
                     timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
+                    max_msg_size=4 * self._max_frame,
                 ) as ws:
                     self._connected()
                     delay = self._backoff_initial
                     await self._read(ws)
                 reason = "the host closed the downlink"
+                if ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG:
+                    reason = f"a downlink message was over {4 * self._max_frame} bytes"
             except aiohttp.WSServerHandshakeError as exc:
                 reason = f"the host refused the downlink: HTTP {exc.status}"
                 if exc.status in (401, 403):
                     reason += " (check DSH_HOST_TOKEN)"
-            except _HTTP_FAILURES as exc:
-                reason = _describe(exc)
+            except HTTP_FAILURES as exc:
+                reason = describe(exc)
             except Exception as exc:  # a bug in frame handling must not end the loop
                 self._logger.exception("dsh host: downlink failed")
-                reason = _describe(exc)
+                reason = describe(exc)
             self._lost(reason)
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             delay = min(delay * 2, self._backoff_max)
@@ -325,16 +270,12 @@ class DshHostClient:
             self._logger.debug("dsh host: still not connected", extra={"reason": reason})
 
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        # The host replays every pending question as soon as a downlink opens, before any
-        # other frame: once that is over, an ask it did not replay has ended without us.
         replay = _Replay()
-        timer = asyncio.get_running_loop().call_later(self._replay_window, self._settle, replay)
+        self._extend(replay)
         try:
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.TEXT:
-                    if not self._on_text(message.data, replay) and not replay.over:
-                        timer.cancel()
-                        self._settle(replay)
+                    self._on_message(message.data, replay)
                 elif message.type is aiohttp.WSMsgType.ERROR:
                     break
                 else:
@@ -343,17 +284,30 @@ class DshHostClient:
                         extra={"kind": message.type.name},
                     )
         finally:
-            timer.cancel()
+            if replay.timer is not None:
+                replay.timer.cancel()
+
+    def _extend(self, replay: _Replay) -> None:
+        """(Re)start the replay window: it closes ``replay_window`` s after the last replay."""
+        if replay.over:
+            return
+        if replay.timer is not None:
+            replay.timer.cancel()
+        loop = asyncio.get_running_loop()
+        replay.timer = loop.call_later(self._replay_window, self._settle, replay)
 
     def _settle(self, replay: _Replay) -> None:
-        """The replay is over: abort the asks of earlier connections the host did not replay."""
+        """The replay is over: end the asks of earlier connections the host did not replay."""
         if replay.over:
             return
         replay.over = True
+        for waiting in self._waiting.values():
+            for rpc_id in [r for r in waiting if r not in replay.seen]:
+                del waiting[rpc_id]
         for ask in list(self._asks.values()):
             if ask.phase == "asking" and ask.rpc_id not in replay.seen:
                 self._logger.info(
-                    "dsh host: question no longer pending after reconnect",
+                    "dsh host: request no longer pending after reconnect",
                     extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
                 )
                 if len(self._gone) >= _GONE_REMEMBERED:
@@ -361,194 +315,131 @@ class DshHostClient:
                 self._gone.add(ask.rpc_id)
                 ask.controller.abort(GONE_NOTE)
 
-    def _on_text(self, text: str, replay: _Replay) -> bool:
-        """Handle one frame; ``True`` if it is a ``question/requested`` (possibly a replay)."""
+    def _on_message(self, text: str, replay: _Replay) -> None:
+        """Handle one downlink message; nothing in it may end the connection."""
+        if len(text) > self._max_frame or (
+            4 * len(text) > self._max_frame and len(text.encode("utf-8")) > self._max_frame
+        ):
+            head = text[:2000]
+            rpc = _RPC_ID.search(head)
+            method = _METHOD.search(head)
+            self._logger.warning(
+                "dsh host: skipped a downlink message over the size limit",
+                extra={
+                    "bytes": len(text.encode("utf-8")),
+                    "limit": self._max_frame,
+                    "method": method.group(1) if method else None,
+                    "rpc_id": rpc.group(1) if rpc else None,
+                },
+            )
+            return
         try:
             frame = parse_frame(text)
         except ValueError as exc:
             self._logger.warning(
                 "dsh host: skipped a malformed frame", extra={"error": str(exc)[:500]}
             )
-            return False
-        payload = frame.payload
-        if isinstance(payload, QuestionRequested):
-            replay.seen.add(frame.rpc_id)
-            self._on_requested(frame.rpc_id, payload)
-            return True
-        if isinstance(payload, QuestionResolved):
-            self._on_resolved(payload)
-        return False
+            return
+        try:
+            payload = frame.payload
+            if isinstance(payload, QuestionRequested):
+                replay.seen.add(frame.rpc_id)
+                self._extend(replay)
+                self._on_requested(
+                    HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
+                )
+            elif isinstance(payload, QuestionResolved):
+                self._on_resolved(payload.question_rpc_id, payload.outcome)
+        except Exception:  # a bug here must not drop the downlink
+            self._logger.exception(
+                "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
+            )
 
-    def _on_requested(self, rpc_id: str, payload: QuestionRequested) -> None:
-        if rpc_id in self._asks:
-            return  # a replay: the ask already open is the one
-        ask = _Ask(rpc_id, payload.session_id, list(payload.questions))
-        self._asks[rpc_id] = ask
+    # -- requests ---------------------------------------------------------------------------
+
+    def _on_requested(self, ask: HostAsk) -> None:
+        if ask.rpc_id in self._asks or self._queued_ask(ask.rpc_id) is not None:
+            return  # a replay: the ask already open (or waiting) is the one
+        session_open = sum(1 for a in self._asks.values() if a.session_id == ask.session_id)
+        if session_open >= self._max_open:
+            waiting = self._waiting.setdefault(ask.session_id, OrderedDict())
+            waiting[ask.rpc_id] = ask
+            if len(waiting) == 1:
+                self._logger.info(
+                    "dsh host: session over its open-request limit; queueing",
+                    extra={"session": ask.session_id, "limit": self._max_open},
+                )
+                self._note_queue(ask.session_id)
+            return
+        self._launch(ask)
+
+    def _launch(self, ask: HostAsk) -> None:
+        if ask.rpc_id in self._gone:
+            # We closed it as gone, yet the host still has it: reopen the same message.
+            self._gone.discard(ask.rpc_id)
+            ask.reopen = True
+        self._asks[ask.rpc_id] = ask
         ask.task = asyncio.get_running_loop().create_task(
-            self._serve(ask), name=f"dsh question {rpc_id}"
+            self._questions.serve(ask), name=f"dsh request {ask.rpc_id}"
         )
         ask.task.add_done_callback(lambda task: self._finished(ask, task))
 
-    def _finished(self, ask: _Ask, task: asyncio.Task[None]) -> None:
+    def _queued_ask(self, rpc_id: str) -> HostAsk | None:
+        for waiting in self._waiting.values():
+            if rpc_id in waiting:
+                return waiting[rpc_id]
+        return None
+
+    def _posted(self, ask: HostAsk) -> None:
+        self._logger.info(
+            "dsh host: request posted in Slack",
+            extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+        )
+        if self._waiting.get(ask.session_id):
+            self._note_queue(ask.session_id, ask)
+
+    def _note_queue(self, session_id: str, latest: HostAsk | None = None) -> None:
+        """Say on the session's latest message that more of its requests are waiting."""
+        if latest is None:
+            mine = [a for a in self._asks.values() if a.session_id == session_id]
+            if not mine:
+                return
+            latest = mine[-1]
+        note = QUEUED_NOTE.format(limit=self._max_open)
+        task = asyncio.get_running_loop().create_task(
+            self._provider.add_note(latest.request_id, note)
+        )
+        task.add_done_callback(_ignore_result)
+
+    def _finished(self, ask: HostAsk, task: asyncio.Task[None]) -> None:
         if self._asks.get(ask.rpc_id) is ask:
             del self._asks[ask.rpc_id]
         if not task.cancelled() and (error := task.exception()) is not None:
             self._logger.error(
-                "dsh host: question handling failed",
-                extra={"rpc_id": ask.rpc_id, "error": f"{type(error).__name__}: {error}"},
+                "dsh host: request handling failed",
+                extra={"rpc_id": ask.rpc_id, "error": describe(error)},
             )
+        waiting = self._waiting.get(ask.session_id)
+        if waiting and not self._stopping:
+            _, following = waiting.popitem(last=False)
+            if not waiting:
+                del self._waiting[ask.session_id]
+            self._launch(following)
 
-    def _on_resolved(self, payload: QuestionResolved) -> None:
-        ask = self._asks.get(payload.question_rpc_id)
+    def _on_resolved(self, rpc_id: str, outcome: str) -> None:
+        for waiting in self._waiting.values():
+            if waiting.pop(rpc_id, None) is not None:
+                return  # never shown in Slack: nothing to close
+        ask = self._asks.get(rpc_id)
         # Not ours, or already answered here (the echo of our own answer): nothing to do.
         if ask is None or ask.phase != "asking":
             if ask is not None:
-                ask.resolved = payload.outcome
+                ask.resolved = outcome
             return
-        ask.resolved = payload.outcome
-        ask.controller.abort(
-            ANSWERED_ELSEWHERE if payload.outcome == "answered" else CANCELLED_IN_HARNESS
-        )
-
-    # -- one question ---------------------------------------------------------------------
-
-    async def _serve(self, ask: _Ask) -> None:
-        """Ask in Slack until the host takes an answer (or the question ends otherwise)."""
-        retry: _Retry | None = None
-        if ask.rpc_id in self._gone:
-            # We closed it as gone, yet the host still has it: reopen the same message.
-            self._gone.discard(ask.rpc_id)
-            retry = _Retry(REOPENED_NOTE, GONE_NOTE)
-        key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
-        while True:
-            ask.phase = "asking"
-            before = await self._version(ask) if retry is not None else None
-            note = None if retry is None else retry.note
-            request = AskUserQuestionRequest(
-                questions=ask.questions,
-                signal=ask.controller.signal,
-                options=AskOptions(key=key, label=label, note=note),
-            )
-            try:
-                answer = await self._service.ask(request)
-            except UserQuestionError as exc:
-                await self._not_answered(ask, exc)
-                return
-            if retry is not None and before is not None and await self._version(ask) == before:
-                # Nothing was written: the provider did not reopen the message and handed back
-                # the earlier outcome. Sending it again would loop; say so and stop here.
-                self._logger.error(
-                    "dsh host: could not reopen the question in Slack",
-                    extra={"rpc_id": ask.rpc_id},
-                )
-                await self._provider.add_note(ask.request_id, retry.stuck)
-                return
-            problem = answer_problem(ask.questions, answer)
-            if problem is not None:
-                # The host would refuse it: do not send it, ask the person again at once.
-                self._logger.info(
-                    "dsh host: answer would not match the question; asking again",
-                    extra={"rpc_id": ask.rpc_id, "problem": problem},
-                )
-                retry = _Retry.of(f"That answer cannot be sent to the harness: {problem}.")
-                continue
-            ask.phase = "responding"
-            receipt = await self._respond(ask, answer_response(ask.rpc_id, ask.session_id, answer))
-            if receipt is None:
-                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
-                return
-            if receipt.accepted:
-                self._logger.info(
-                    "dsh host: answer accepted",
-                    extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-                )
-                return
-            if receipt.reason == "not-pending":
-                await self._provider.add_note(ask.request_id, self._settled_note(ask))
-                return
-            self._logger.warning(
-                "dsh host: answer refused (bad-response); asking again",
-                extra={"rpc_id": ask.rpc_id},
-            )
-            retry = _Retry.of(REFUSED)
-
-    async def _version(self, ask: _Ask) -> int | None:
-        record = await self._provider.store.get(ask.request_id)
-        return None if record is None else record.version
-
-    async def _not_answered(self, ask: _Ask, error: UserQuestionError) -> None:
-        if error.code == ASK_CANCELLED:
-            ask.phase = "responding"
-            receipt = await self._respond(ask, cancel_response(ask.rpc_id))
-            if receipt is None:
-                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
-            elif receipt.reason == "not-pending":
-                await self._provider.add_note(ask.request_id, self._settled_note(ask))
-            elif not receipt.accepted:
-                self._logger.warning(
-                    "dsh host: dismissal refused",
-                    extra={"rpc_id": ask.rpc_id, "reason": receipt.reason},
-                )
-            return
-        if error.code == ASK_ABORTED:
-            self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
-            return
-        # The question could not be asked in Slack (delivery, limits, timeout): the host keeps
-        # it pending for its other clients.
-        self._logger.warning(
-            "dsh host: could not ask in Slack",
-            extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
-        )
-
-    @staticmethod
-    def _settled_note(ask: _Ask) -> str:
-        if ask.resolved == "cancelled":
-            return f"{CANCELLED_IN_HARNESS} This answer was not used."
-        return SETTLED_ELSEWHERE
-
-    async def _respond(self, ask: _Ask, body: Mapping[str, Any]) -> Receipt | None:
-        """POST ``body``; retry while the host is unreachable; ``None`` if it never took it."""
-        assert self._session is not None
-        url = self._base + RESPOND_PATH
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._respond_retry_for
-        delay = self._backoff_initial
-        warned = False
-        while True:
-            try:
-                async with self._session.post(
-                    url, json=body, headers=self._headers, timeout=_POST_TIMEOUT
-                ) as response:
-                    if response.status != 200:
-                        detail = f"HTTP {response.status}: {(await response.text())[:200]}"
-                        if response.status in _PASSING_STATUSES:
-                            raise _Unavailable(detail)
-                        raise _Refused(detail)
-                    return Receipt.model_validate(await response.json(content_type=None))
-            except (_Refused, ValueError, ValidationError) as exc:
-                # The host is up and answered, but not with a receipt: retrying will not help.
-                self._logger.error(
-                    "dsh host: response not taken",
-                    extra={"rpc_id": ask.rpc_id, "error": str(exc)[:300]},
-                )
-                return None
-            except (_Unavailable, *_HTTP_FAILURES) as exc:
-                if self._stopping or loop.time() + delay > deadline:
-                    self._logger.error(
-                        "dsh host: gave up sending a response",
-                        extra={"rpc_id": ask.rpc_id, "error": _describe(exc)},
-                    )
-                    return None
-                if not warned:
-                    warned = True
-                    self._logger.warning(
-                        "dsh host: could not send a response; retrying",
-                        extra={"rpc_id": ask.rpc_id, "error": _describe(exc)},
-                    )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._backoff_max)
+        ask.resolved = outcome
+        ask.controller.abort(ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS)
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _ignore_result(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

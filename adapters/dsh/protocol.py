@@ -6,13 +6,16 @@ Downlink (``GET /api/events.mux``, a WebSocket, one JSON envelope per text messa
      "payload": {"type": "question/requested", "sessionId": "…", "questions": [...]}}
 
 ``parse_frame`` reads one message into a ``ServerRequest``. Its ``payload`` is a
-``QuestionRequested``, a ``QuestionResolved`` or, for every other method (``session/event``
-and the like), an ``OtherPayload`` that a client ignores::
+``QuestionRequested``, a ``QuestionResolved``, an ``ApprovalRequested``, an
+``ApprovalResolved`` (see ``approvals``) or, for every other method (``session/event``,
+``session/subscribed`` and the like), an ``OtherPayload``, a push a client never answers::
 
     frame = parse_frame(text)
     match frame.payload:
         case QuestionRequested(session_id=sid, questions=qs): ...  # ask; answer with frame.rpc_id
         case QuestionResolved(question_rpc_id=rpc_id): ...         # close the ask for rpc_id
+        case ApprovalRequested(approval_id=aid): ...               # ask for permission
+        case ApprovalResolved(approval_id=aid): ...                # close that approval
         case _: pass
 
 Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
@@ -20,17 +23,27 @@ Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
 host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
 
 Unknown keys in envelopes and payloads are ignored (zod's default strip); the questions
-themselves are validated by ``bot.questions.models.AskUserQuestionItem``.
+themselves are validated by ``bot.models.AskUserQuestionItem``. A frame that is not JSON, or
+nests deeper than ``wire.MAX_DEPTH``, is a ``ValueError`` like any other malformed frame.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from adapters.dsh.approvals import (
+    APPROVAL_METHODS,
+    APPROVAL_REQUESTED,
+    APPROVAL_RESOLVED,
+    ApprovalRequested,
+    ApprovalResolved,
+)
+from adapters.dsh.matching import answer_problem
+from adapters.dsh.wire import Lenient as _Lenient
+from adapters.dsh.wire import describe_validation_error, load_json
 from bot.questions.models import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -39,12 +52,14 @@ from bot.questions.models import (
 )
 
 __all__ = [
+    "ANSWERED_METHODS",
     "CANCELLED_CODE",
     "CANCEL_MESSAGE",
     "EVENTS_MUX_PATH",
     "QUESTION_METHODS",
     "QUESTION_REQUESTED",
     "QUESTION_RESOLVED",
+    "REQUESTED_METHODS",
     "RESPOND_PATH",
     "ClientResponse",
     "ErrorResult",
@@ -77,18 +92,16 @@ RESPOND_PATH: Final = "/api/respond"
 QUESTION_REQUESTED: Final = "question/requested"
 QUESTION_RESOLVED: Final = "question/resolved"
 QUESTION_METHODS: Final = frozenset({QUESTION_REQUESTED, QUESTION_RESOLVED})
+ANSWERED_METHODS: Final = QUESTION_METHODS | APPROVAL_METHODS
+"""The methods whose payloads are read (every other method is a push, kept opaque)."""
+REQUESTED_METHODS: Final = frozenset({QUESTION_REQUESTED, APPROVAL_REQUESTED})
+"""The two server requests a client answers; the host replays them on every new downlink."""
 
 CANCELLED_CODE: Final = "cancelled"
 CANCEL_MESSAGE: Final = "the user closed this question request"
 
 Outcome: TypeAlias = Literal["answered", "cancelled"]
 ReceiptReason: TypeAlias = Literal["not-pending", "bad-response"]
-
-
-class _Lenient(WireModel):
-    """A wire model that drops unknown keys instead of refusing them (zod's default)."""
-
-    model_config = ConfigDict(extra="ignore")
 
 
 # --------------------------------------------------------------------------- downlink
@@ -126,12 +139,14 @@ def _payload_tag(value: Any) -> str:
     if isinstance(value, OtherPayload):
         return "other"
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if isinstance(kind, str) and kind in QUESTION_METHODS else "other"
+    return kind if isinstance(kind, str) and kind in ANSWERED_METHODS else "other"
 
 
 Payload: TypeAlias = Annotated[
     Annotated[QuestionRequested, Tag(QUESTION_REQUESTED)]
     | Annotated[QuestionResolved, Tag(QUESTION_RESOLVED)]
+    | Annotated[ApprovalRequested, Tag(APPROVAL_REQUESTED)]
+    | Annotated[ApprovalResolved, Tag(APPROVAL_RESOLVED)]
     | Annotated[OtherPayload, Tag("other")],
     Discriminator(_payload_tag),
 ]
@@ -140,7 +155,7 @@ Payload: TypeAlias = Annotated[
 class ServerRequest(_Lenient):
     """One downlink frame; the payload is read by ``method`` (other methods: ``OtherPayload``)."""
 
-    # The two question methods get their schema, and a payload ``type`` that disagrees with
+    # The question and approval methods get their schema, and a payload ``type`` that disagrees with
     # ``method`` is refused; any other method gets an ``OtherPayload``, whatever it holds.
 
     type: Literal["server-request"]
@@ -153,7 +168,7 @@ class ServerRequest(_Lenient):
     def _other_methods_stay_opaque(cls, data: Any) -> Any:
         if (
             isinstance(data, dict)
-            and data.get("method") not in QUESTION_METHODS
+            and data.get("method") not in ANSWERED_METHODS
             and isinstance(data.get("payload"), dict)
         ):
             return {**data, "payload": OtherPayload.model_validate(data["payload"])}
@@ -161,7 +176,7 @@ class ServerRequest(_Lenient):
 
     @model_validator(mode="after")
     def _payload_matches_method(self) -> ServerRequest:
-        if self.method in QUESTION_METHODS:
+        if self.method in ANSWERED_METHODS:
             payload = self.payload
             kind = payload.kind if isinstance(payload, OtherPayload) else payload.type
             if kind != self.method:
@@ -174,39 +189,17 @@ class ServerRequest(_Lenient):
 
 Frame: TypeAlias = ServerRequest
 
-_TAGGED_KEYS: Final = frozenset({"payload", "result"})
-_TAGS: Final = frozenset({QUESTION_REQUESTED, QUESTION_RESOLVED, "other", "ok", "error"})
-
-
-def describe_validation_error(error: ValidationError) -> str:
-    """Pydantic's errors as one line: ``loc.path: message; …`` (wire names)."""
-    parts = []
-    for item in error.errors(include_url=False):
-        path: list[str] = []
-        loc = item["loc"]
-        for index, part in enumerate(loc):
-            # The tags of this module's own unions name no key: leave them out of the path.
-            if index and loc[index - 1] in _TAGGED_KEYS and part in _TAGS:
-                continue
-            path.append(str(part))
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{'.'.join(path)}: {message}" if path else message)
-    return "; ".join(parts)
-
 
 def parse_frame(text: str | bytes) -> Frame:
     """One downlink message as a ``ServerRequest``; ``ValueError`` says what is wrong."""
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"frame is not JSON: {exc}") from exc
+    data = load_json(text, "frame")
     if not isinstance(data, dict):
         raise ValueError(f"frame is not a JSON object but {type(data).__name__}")
     try:
         return ServerRequest.model_validate(data)
     except ValidationError as exc:
         method = data.get("method")
-        what = f"{method} frame" if method in QUESTION_METHODS else "server-request envelope"
+        what = f"{method} frame" if method in ANSWERED_METHODS else "server-request envelope"
         raise ValueError(f"bad {what}: {describe_validation_error(exc)}") from None
 
 
@@ -371,64 +364,3 @@ class Receipt(_Lenient):
         """Raise ``ResponseRejectedError`` unless the host accepted the response."""
         if not self.accepted:
             raise ResponseRejectedError(self.reason, cancellation=cancellation)
-
-
-# --------------------------------------------------------------------------- matchesQuestions
-
-# ECMAScript's WhiteSpace and LineTerminator, which ``String.prototype.trim`` removes. Not
-# ``str.strip()``'s set: JS trims U+FEFF but not U+001C-U+001F or U+0085.
-_JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def _labels(labels: Sequence[str]) -> str:
-    return ", ".join(repr(label) for label in labels)
-
-
-def answer_problem(
-    questions: Sequence[AskUserQuestionItem], answer: AskUserQuestionAnswer
-) -> str | None:
-    """Why the host's ``matchesQuestions`` would refuse ``answer`` (first rule broken), or None."""
-    # §6.1 minus the sessionId check, which needs the pending ask: compare it separately.
-    answers = answer.answers
-    if len(answers) != len(questions):
-        return f"expected {len(questions)} answer(s), one per question in order, got {len(answers)}"
-    for position, (item, question) in enumerate(zip(answers, questions, strict=True), 1):
-        if item.id != question.id:
-            return (
-                f"answer #{position} has id {item.id!r} but question #{position} is "
-                f"{question.id!r}; answers go in question order"
-            )
-        selected = item.selected
-        if len(set(selected)) != len(selected):
-            repeated = [label for index, label in enumerate(selected) if label in selected[:index]]
-            return f"answer to {question.id!r} selects {repeated[0]!r} more than once"
-        if item.custom is not None and item.custom.strip(_JS_WHITESPACE) == "":
-            return f"answer to {question.id!r} has blank custom text; leave custom out instead"
-        if not question.is_multi_select:
-            if item.custom is not None and selected:
-                return (
-                    f"question {question.id!r} is single-select: custom text replaces the "
-                    "choice, so selected must be [] when custom is given "
-                    f"(got [{_labels(selected)}])"
-                )
-            if len(selected) > 1:
-                return (
-                    f"question {question.id!r} is single-select but {len(selected)} labels "
-                    f"are selected ({_labels(selected)})"
-                )
-        options = question.option_labels
-        for label in selected:
-            if label not in options:
-                if not options:
-                    return (
-                        f"question {question.id!r} has no options, so selected must be []; "
-                        f"got {label!r}"
-                    )
-                return (
-                    f"answer to {question.id!r} selects {label!r}, which is not one of its "
-                    f"options ({_labels(options)})"
-                )
-    return None

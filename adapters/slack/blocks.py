@@ -547,7 +547,11 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
             summary = answer_summary(question, items.get(index))
             blocks.append(_section(shorten_escaped(f"→ {summary}", answer_limit)))
     blocks.append(_context(_outcome_line(record)))
+    # The notification says what the body says: a note that names the ending replaces the
+    # bare word there too ("Answered in another client", not "Cancelled").
     outcome = _OUTCOME_ICON.get(record.state, record.state)
+    if record.state == "aborted" and record.note:
+        outcome = escape(record.note).rstrip(".")
     text = shorten_escaped(f"{outcome}: {_fallback(record)}", MAX_FALLBACK_TEXT)
     return Rendered(text, blocks[:MAX_BLOCKS])
 

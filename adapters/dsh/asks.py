@@ -1,0 +1,240 @@
+"""One question of the host, asked in Slack until the host takes an answer (§6.1, §7).
+
+``QuestionRunner.serve`` asks through the ``UserQuestionService`` (so the Slack provider
+posts it) under the idempotency key ``dsh:<rpcId>``: a replayed frame, a reconnect or a
+restarted bot attaches to the same request and message instead of posting twice. The
+answer goes back with ``POST /api/respond``; the receipt decides what the message says next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
+
+from adapters.dsh.matching import answer_problem
+from adapters.dsh.protocol import Receipt, answer_response, cancel_response
+from adapters.dsh.uplink import HostUplink
+from adapters.slack.ids import key_request_id
+from adapters.slack.pending import PendingStore
+from bot.questions.abort import AbortController
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.service import UserQuestionService
+
+__all__ = [
+    "ANSWERED_ELSEWHERE",
+    "CANCELLED_IN_HARNESS",
+    "DISCONNECTED_NOTE",
+    "GONE_NOTE",
+    "NOT_DELIVERED_NOTE",
+    "REFUSED",
+    "REOPENED_NOTE",
+    "SETTLED_ELSEWHERE",
+    "HostAsk",
+    "QuestionNotes",
+    "QuestionRunner",
+    "ask_key",
+    "session_label",
+]
+
+ANSWERED_ELSEWHERE: Final = "Answered in another client."
+CANCELLED_IN_HARNESS: Final = (
+    "Cancelled in the harness (the agent's turn ended or the question was dismissed elsewhere)."
+)
+SETTLED_ELSEWHERE: Final = (
+    "The harness had already settled this question elsewhere; this answer was not used."
+)
+DISCONNECTED_NOTE: Final = "The bot disconnected from the harness before anyone answered."
+GONE_NOTE: Final = (
+    "The harness no longer has this question: it ended (or the harness restarted) while the "
+    "bot was disconnected."
+)
+NOT_DELIVERED_NOTE: Final = (
+    "The harness could not be reached to take this response; it is sent again if the harness "
+    "asks again."
+)
+REFUSED: Final = (
+    "The harness refused that answer: it does not match the question the harness is waiting "
+    "for (bad-response)."
+)
+REOPENED_NOTE: Final = "The harness is still waiting for an answer to this question."
+
+_Phase = Literal["asking", "responding"]
+
+
+class QuestionNotes(Protocol):
+    """What the client needs of the provider beyond ``ask``: its store, notes on messages."""
+
+    @property
+    def store(self) -> PendingStore:
+        """Where the provider keeps its requests."""
+        ...
+
+    async def add_note(self, request_id: str, note: str) -> object:
+        """Show ``note`` on the message of request ``request_id`` (open or finished)."""
+        ...
+
+
+def ask_key(rpc_id: str) -> str:
+    """The provider's idempotency key for the host request with this rpcId."""
+    return f"dsh:{rpc_id}"
+
+
+def session_label(session_id: str) -> str:
+    """Who is asking, as Slack shows it: ``session`` and the first 8 characters of the uuid.
+
+    Host session ids are ``session-<uuid>``; the prefix is dropped so the label says
+    ``session 3f2a9c1e``, not ``session session-``.
+    """
+    short = session_id.removeprefix("session-").strip() or session_id
+    return f"session {short[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    """Why the person is asked again: the note to reopen with, and the one if that fails."""
+
+    note: str
+    stuck: str
+
+    @classmethod
+    def of(cls, what: str) -> _Retry:
+        """The notes for an answer that was not taken, for the reason ``what``."""
+        return cls(
+            f"{what} Please answer again.",
+            f"{what} This message could not be reopened; answer in the harness instead.",
+        )
+
+
+@dataclass(eq=False)
+class HostAsk:
+    """One request of the host (a question or an approval) being asked in Slack."""
+
+    rpc_id: str
+    session_id: str
+    questions: list[AskUserQuestionItem] = field(default_factory=list)
+    controller: AbortController = field(default_factory=AbortController)
+    phase: _Phase = "asking"
+    resolved: str | None = None
+    task: asyncio.Task[None] | None = None
+    reopen: bool = False
+
+    @property
+    def request_id(self) -> str:
+        """The provider's request id for this host request."""
+        return key_request_id(ask_key(self.rpc_id))
+
+
+class QuestionRunner:
+    """Asks one host question in Slack and sends the outcome back."""
+
+    def __init__(
+        self,
+        service: UserQuestionService,
+        provider: QuestionNotes,
+        uplink: HostUplink,
+        *,
+        on_posted: Callable[[HostAsk], None],
+        logger: logging.Logger,
+    ) -> None:
+        self._service = service
+        self._provider = provider
+        self._uplink = uplink
+        self._on_posted = on_posted
+        self._logger = logger
+
+    async def serve(self, ask: HostAsk) -> None:
+        """Ask in Slack until the host takes an answer (or the question ends otherwise)."""
+        retry = _Retry(REOPENED_NOTE, GONE_NOTE) if ask.reopen else None
+        key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
+        while True:
+            ask.phase = "asking"
+            before = await self._version(ask) if retry is not None else None
+            note = None if retry is None else retry.note
+            options = AskOptions(
+                key=key, label=label, note=note, on_posted=lambda _: self._on_posted(ask)
+            )
+            request = AskUserQuestionRequest(
+                questions=ask.questions, signal=ask.controller.signal, options=options
+            )
+            try:
+                answer = await self._service.ask(request)
+            except UserQuestionError as exc:
+                await self._not_answered(ask, exc)
+                return
+            if retry is not None and before is not None and await self._version(ask) == before:
+                # Nothing was written: the provider did not reopen the message and handed back
+                # the earlier outcome. Sending it again would loop; say so and stop here.
+                self._logger.error(
+                    "dsh host: could not reopen the question in Slack",
+                    extra={"rpc_id": ask.rpc_id},
+                )
+                await self._provider.add_note(ask.request_id, retry.stuck)
+                return
+            problem = answer_problem(ask.questions, answer)
+            if problem is not None:
+                # The host would refuse it: do not send it, ask the person again at once.
+                self._logger.info(
+                    "dsh host: answer would not match the question; asking again",
+                    extra={"rpc_id": ask.rpc_id, "problem": problem},
+                )
+                retry = _Retry.of(f"That answer cannot be sent to the harness: {problem}.")
+                continue
+            ask.phase = "responding"
+            body = answer_response(ask.rpc_id, ask.session_id, answer)
+            receipt = await self._uplink.respond(ask.rpc_id, body)
+            if receipt is None:
+                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
+                return
+            self._log_receipt("answer", ask, receipt)
+            if receipt.accepted:
+                return
+            if receipt.reason == "not-pending":
+                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+                return
+            retry = _Retry.of(REFUSED)
+
+    def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
+        reason = receipt.reason
+        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
+        if receipt.accepted:
+            self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        elif reason == "bad-response":
+            # The bot checked the answer before sending it: a refusal is a bug to look at.
+            self._logger.warning(f"dsh host: {what} refused (bad-response)", extra=extra)
+        else:
+            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
+
+    async def _version(self, ask: HostAsk) -> int | None:
+        record = await self._provider.store.get(ask.request_id)
+        return None if record is None else record.version
+
+    async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
+        if error.code == ASK_CANCELLED:
+            ask.phase = "responding"
+            receipt = await self._uplink.respond(ask.rpc_id, cancel_response(ask.rpc_id))
+            if receipt is None:
+                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
+                return
+            self._log_receipt("dismissal", ask, receipt)
+            if receipt.reason == "not-pending":
+                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+            return
+        if error.code == ASK_ABORTED:
+            self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
+            return
+        # The question could not be asked in Slack (delivery, limits, timeout): the host keeps
+        # it pending for its other clients.
+        self._logger.warning(
+            "dsh host: could not ask in Slack",
+            extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
+        )
+
+    @staticmethod
+    def _settled_note(ask: HostAsk) -> str:
+        if ask.resolved == "cancelled":
+            return f"{CANCELLED_IN_HARNESS} This answer was not used."
+        return SETTLED_ELSEWHERE

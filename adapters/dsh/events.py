@@ -1,0 +1,174 @@
+"""Session events that say what an approval is for, and how to pair them: pure, no I/O.
+
+``approval/requested`` names a tool and a ``callId`` but not what the tool will run. That is
+in the ``tool/call`` ``session/event`` sent before it (``data.arguments`` is a JSON
+string), followed by an ``approval/asked`` event whose ``data.id`` is the approvalId.
+callIds repeat across turns, so an approval pairs with the *latest* ``tool/call`` of its
+callId in its session seen before its ``approval/asked``. After a reconnect those events are
+not replayed; ``POST /api/session.history`` returns them (``pair_from_history``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "SESSION_EVENT",
+    "SESSION_HISTORY_PATH",
+    "CallLedger",
+    "SessionEvent",
+    "ToolCall",
+    "history_events",
+    "pair_from_history",
+    "session_event",
+    "tool_call_of",
+]
+
+SESSION_EVENT: Final = "session/event"
+SESSION_HISTORY_PATH: Final = "/api/session.history"
+
+_COMMAND_KEYS: Final = ("command", "cmd", "script")
+_PATH_KEYS: Final = ("path", "file_path", "filePath", "file", "filename")
+_REMEMBERED: Final = 512
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One ``session/event`` push: its session, event type, sequence number and data."""
+
+    session_id: str
+    kind: str
+    seq: int | None
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """What a tool call will do: its name and, when its arguments say, command or path."""
+
+    call_id: str
+    name: str
+    command: str | None = None
+    path: str | None = None
+    description: str | None = None
+
+
+def _event(session_id: Any, event: Any) -> SessionEvent | None:
+    if not isinstance(session_id, str) or not isinstance(event, Mapping):
+        return None
+    kind, data, seq = event.get("type"), event.get("data"), event.get("seq")
+    if not isinstance(kind, str):
+        return None
+    return SessionEvent(
+        session_id,
+        kind,
+        seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+        data if isinstance(data, Mapping) else {},
+    )
+
+
+def session_event(payload: Mapping[str, Any]) -> SessionEvent | None:
+    """The event in a ``session/event`` payload, or ``None`` if it has none."""
+    return _event(payload.get("sessionId"), payload.get("event"))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
+    """A ``tool/call`` event's data as a ``ToolCall`` (``None`` without a callId and name)."""
+    call_id, name = data.get("callId"), data.get("name")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        return None
+    raw = data.get("arguments")
+    arguments: Any = raw
+    if isinstance(raw, str):
+        try:
+            arguments = json.loads(raw)
+        except (ValueError, RecursionError):
+            arguments = None
+    if not isinstance(arguments, Mapping):
+        return ToolCall(call_id, name)
+    command = next((c for k in _COMMAND_KEYS if (c := _text(arguments.get(k)))), None)
+    path = next((p for k in _PATH_KEYS if (p := _text(arguments.get(k)))), None)
+    return ToolCall(call_id, name, command, path, _text(arguments.get("description")))
+
+
+class CallLedger:
+    """Remembers recent ``tool/call`` events and which call each ``approval/asked`` is for."""
+
+    def __init__(self, remembered: int = _REMEMBERED) -> None:
+        self._remembered = remembered
+        self._calls: OrderedDict[tuple[str, str], ToolCall] = OrderedDict()
+        self._asked: OrderedDict[str, ToolCall | None] = OrderedDict()
+
+    def observe(self, event: SessionEvent) -> None:
+        """Take note of a ``tool/call`` or ``approval/asked`` event (others are ignored)."""
+        if event.kind == "tool/call":
+            call = tool_call_of(event.data)
+            if call is not None:
+                key = (event.session_id, call.call_id)
+                self._calls.pop(key, None)
+                self._calls[key] = call
+                _trim(self._calls, self._remembered)
+        elif event.kind == "approval/asked":
+            approval_id, call_id = event.data.get("id"), event.data.get("callId")
+            if isinstance(approval_id, str):
+                call = (
+                    self._calls.get((event.session_id, call_id))
+                    if isinstance(call_id, str)
+                    else None
+                )
+                self._asked[approval_id] = call
+                _trim(self._asked, self._remembered)
+
+    def knows(self, approval_id: str) -> bool:
+        """Whether this approval's ``approval/asked`` event was seen."""
+        return approval_id in self._asked
+
+    def call_for(self, approval_id: str) -> ToolCall | None:
+        """The call paired with this approval when its ``approval/asked`` was seen."""
+        return self._asked.get(approval_id)
+
+    def forget(self, approval_id: str) -> None:
+        """Drop what is kept for this approval."""
+        self._asked.pop(approval_id, None)
+
+
+def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
+    while len(entries) > size:
+        entries.popitem(last=False)
+
+
+def history_events(session_id: str, body: Any) -> list[SessionEvent]:
+    """The events of a ``session.history`` response, oldest first (unknown shapes: none)."""
+    items: Any = body
+    if isinstance(body, Mapping):
+        items = next(
+            (body[k] for k in ("events", "items", "history") if isinstance(body.get(k), list)), []
+        )
+    if not isinstance(items, list):
+        return []
+    events = []
+    for item in items:
+        if isinstance(item, Mapping):
+            inner = item.get("event") if isinstance(item.get("event"), Mapping) else item
+            event = _event(session_id, inner)
+            if event is not None:
+                events.append(event)
+    return events
+
+
+def pair_from_history(events: Iterable[SessionEvent], approval_id: str) -> ToolCall | None:
+    """The call an approval is for, from a session's history (latest call before its ask)."""
+    ledger = CallLedger()
+    for event in events:
+        ledger.observe(event)
+        if event.kind == "approval/asked" and event.data.get("id") == approval_id:
+            return ledger.call_for(approval_id)
+    return None

@@ -1,0 +1,74 @@
+"""What every dsh wire model shares: lenient parsing, bounded nesting, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from pydantic import ConfigDict, ValidationError
+
+from bot.questions.models import WireModel
+
+__all__ = ["MAX_DEPTH", "Lenient", "depth_problem", "describe_validation_error", "load_json"]
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
+
+# The tags of this package's own unions name no key: error paths leave them out.
+_TAGGED_KEYS: Final = frozenset({"payload", "result"})
+_TAGS: Final = frozenset(
+    {"question/requested", "question/resolved", "approval/requested", "approval/resolved"}
+    | {"other", "ok", "error"}
+)
+
+
+class Lenient(WireModel):
+    """A wire model that drops unknown keys instead of refusing them (zod's default)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """Why ``value`` nests too deeply (checked without recursion), or ``None``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return f"nested more than {limit} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """Decode ``text``; ``ValueError`` names ``what`` and the problem (never RecursionError)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to decode") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} is not JSON: {exc}") from exc
+    problem = depth_problem(data)
+    if problem is not None:
+        raise ValueError(f"{what} is {problem}")
+    return data
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Pydantic's errors as one line: ``loc.path: message; …`` (wire names)."""
+    parts = []
+    for item in error.errors(include_url=False):
+        path: list[str] = []
+        loc = item["loc"]
+        for index, part in enumerate(loc):
+            if index and loc[index - 1] in _TAGGED_KEYS and part in _TAGS:
+                continue
+            path.append(str(part))
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{'.'.join(path)}: {message}" if path else message)
+    return "; ".join(parts)
