@@ -14,6 +14,7 @@ from bot.config import (
     Settings,
     load_settings,
 )
+from bot.config_text import problem, render_help
 from bot.logs import redact_url
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
@@ -184,6 +185,40 @@ def test_every_problem_is_reported_at_once() -> None:
     named = {problem.partition(":")[0] for problem in problems}
     assert named == {name for name, _, _ in MALFORMED}
     assert len(problems) == len(named)
+
+
+def test_problems_between_settings_are_reported_with_malformed_values() -> None:
+    env = {
+        "SLACK_BOT_TOKEN": BOT,  # alone: no way to deliver clicks
+        "PORT": "http",
+        "HOST": "0.0.0.0",  # not loopback, and no BOT_API_TOKEN
+        "DSH_HOST_TOKEN": DSH,  # without DSH_HOST_URL
+        "LOG_LEVEL": "loud",
+    }
+    problems = problems_of(env)
+    named = [problem.partition(":")[0] for problem in problems]
+    assert named == ["SLACK_BOT_TOKEN", "PORT", "BOT_API_TOKEN", "DSH_HOST_TOKEN", "LOG_LEVEL"]
+    assert_no_secret(str(ConfigError(problems)))
+
+
+def test_settings_built_in_code_read_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PORT", "4000")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT)
+    assert Settings().port == 3000
+    assert Settings(port=5).port == 5
+    assert Settings().mode == "sandbox"
+
+
+def test_a_mode_given_in_code_must_match_the_credentials() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings(mode="socket")
+    assert "the credentials choose sandbox" in str(caught.value)
+    assert (
+        Settings(
+            mode="http", slack_bot_token=BOT, slack_signing_secret=SIGNING, slack_channel="C1"
+        ).mode
+        == "http"
+    )
 
 
 def test_config_error_lists_each_problem() -> None:
@@ -423,16 +458,68 @@ def test_the_environment_wins_over_the_env_file(tmp_path: Path) -> None:
 
 
 def test_env_file_problems_name_the_line_not_the_value(tmp_path: Path) -> None:
+    # A quoted value may span lines (python-dotenv), so a quote left open runs to the end.
     path = write_env(
         tmp_path,
-        f"SLACK_BOT_TOKEN={BOT}\n{APP}\nSLACK_APP_TOKEN='{APP}\n9KEY=1\nPORT=x\n",
+        f"SLACK_BOT_TOKEN={BOT}\n{APP}\n\n9KEY=1\nPORT=x\nSLACK_APP_TOKEN='{APP}\nLOG_LEVEL=INFO\n",
     )
     problems = problems_of({}, path)
     assert f"{path} line 2: expected KEY=VALUE." in problems
-    assert any(p.startswith(f"{path} line 3 (SLACK_APP_TOKEN): a quoted value") for p in problems)
     assert f"{path} line 4: expected KEY=VALUE." in problems
+    assert any(p.startswith(f"{path} line 6: cannot be read as KEY=VALUE") for p in problems)
+    assert any(p.startswith("PORT:") for p in problems)
+    assert len(problems) == 5  # the fifth: SLACK_BOT_TOKEN set alone
+    assert_no_secret(str(ConfigError(problems)))
+
+
+def test_text_after_a_closing_quote_is_a_problem_and_the_next_line_still_counts(
+    tmp_path: Path,
+) -> None:
+    path = write_env(tmp_path, f"SLACK_BOT_TOKEN='{BOT}' trailing\nPORT=x\n")
+    problems = problems_of({}, path)
+    assert any(p.startswith(f"{path} line 1: cannot be read") for p in problems)
     assert any(p.startswith("PORT:") for p in problems)
     assert_no_secret(str(ConfigError(problems)))
+
+
+def test_env_file_values_are_taken_literally(tmp_path: Path) -> None:
+    path = write_env(tmp_path, "HOME=/root\nBOT_API_TOKEN=abc${HOME}def\n")
+    settings = load({"HOME": "/root"}, path)
+    assert settings.bot_api_token is not None
+    assert settings.bot_api_token.get_secret_value() == "abc${HOME}def"
+
+
+@pytest.mark.parametrize(
+    ("environ", "dotenv", "expected"),
+    [
+        ({}, "PORT=4000", 4000),  # .env alone
+        ({"PORT": "5000"}, "PORT=4000", 5000),  # the environment wins
+        ({"PORT": ""}, "PORT=4000", 3000),  # set but empty in the environment: unset
+        ({"PORT": "   "}, "PORT=4000", 3000),  # blank is empty
+        ({}, "PORT=", 3000),  # empty in .env: unset
+        ({"port": "5000"}, "PORT=4000", 4000),  # names are exact: lower case is not ours
+        ({"PORT": "5000"}, "", 5000),
+    ],
+)
+def test_env_file_precedence(
+    tmp_path: Path, environ: dict[str, str], dotenv: str, expected: int
+) -> None:
+    assert load(environ, write_env(tmp_path, dotenv + "\n")).port == expected
+
+
+def test_each_variable_comes_from_where_it_is_set(tmp_path: Path) -> None:
+    path = write_env(tmp_path, f"SLACK_BOT_TOKEN={BOT}\nSLACK_CHANNEL=C0FILE\nLOG_LEVEL=DEBUG\n")
+    settings = load({"SLACK_APP_TOKEN": APP, "SLACK_CHANNEL": "C0ENV"}, path)
+    assert (settings.mode, settings.slack_channel, settings.log_level) == (
+        "socket",
+        "C0ENV",
+        "DEBUG",
+    )
+
+
+def test_a_malformed_value_in_the_env_file_names_its_variable(tmp_path: Path) -> None:
+    path = write_env(tmp_path, "SANDBOX_PORT=lots\n")
+    assert problems_of({}, path) == ["SANDBOX_PORT: 'lots' is not a whole number from 0 to 65535."]
 
 
 def test_a_misspelt_setting_in_the_env_file_is_noted(tmp_path: Path) -> None:
@@ -473,3 +560,53 @@ def test_the_help_lists_every_setting_and_every_field_has_one() -> None:
     fields = set(Settings.model_fields) - {"mode", "notes"}
     assert fields == {name.lower() for name in SETTING_NAMES}
     assert all(len(line) <= 100 for line in SETTINGS_HELP.splitlines())
+
+
+def test_the_help_is_generated_from_the_fields() -> None:
+    flat = " ".join(SETTINGS_HELP.split())
+    for name in SETTING_NAMES:
+        field = Settings.model_fields[name.lower()]
+        assert field.description, f"{name} has no description"
+        default = field.default
+        shown = (
+            "-"
+            if default in (None, ())
+            else f"{default:g}"
+            if isinstance(default, float)
+            else str(default)
+        )
+        row = f"{name} {shown} {field.description}"
+        assert row in flat, row
+    secrets = [n for n in sorted(SETTING_NAMES) if "Secret." in flat.split(n + " ", 1)[1][:400]]
+    assert {
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "BOT_API_TOKEN",
+        "DSH_HOST_TOKEN",
+        "REDIS_URL",
+    } <= set(secrets)
+
+
+def test_a_new_field_appears_in_the_help_with_its_bounds_in_its_errors() -> None:
+    from pydantic import Field
+    from pydantic_settings import SettingsConfigDict
+
+    class Extended(Settings):
+        model_config = SettingsConfigDict(frozen=True)
+        poll_limit: int = Field(7, ge=1, le=50, description="How many polls at once.")
+
+    fields = {name.upper(): f for name, f in Extended.model_fields.items()}
+    assert "  POLL_LIMIT                7          How many polls at once." in render_help(fields)
+    with pytest.raises(ValidationError) as caught:
+        Extended(poll_limit="99")
+    (error,) = caught.value.errors()
+    assert problem(error, Extended.model_fields) == (
+        "POLL_LIMIT: '99' is not a whole number from 1 to 50."
+    )
+
+
+@pytest.mark.parametrize("env", [{}, SOCKET, HTTP, ALL_SECRETS])
+def test_settings_survive_a_round_trip_through_model_dump(env: dict[str, str]) -> None:
+    settings = load(env)
+    assert Settings(**settings.model_dump()) == settings
