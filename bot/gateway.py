@@ -105,6 +105,8 @@ def _view(record: PendingRecord) -> dict[str, Any]:
         view["answer"] = record.answer.to_wire()
     if record.answered_by:
         view["answeredBy"] = record.answered_by
+    if record.answered_by_name:
+        view["answeredByName"] = record.answered_by_name
     if record.state in ("cancelled", "aborted", "failed"):
         view["error"] = _error_of(record)
     if record.note:
@@ -132,6 +134,63 @@ def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
         {"loc": [str(part) for part in error["loc"]], "msg": error["msg"], "type": error["type"]}
         for error in exc.errors(include_url=False, include_input=False)
     ]
+
+
+def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Keys of the body that validation dropped: attribute names used instead of wire names.
+
+    The wire models accept attribute names for Python callers (``populate_by_name``); the
+    API takes the wire JSON only, so ``multi_select`` is an unknown key, as documented.
+    """
+    errors: list[dict[str, Any]] = []
+    if isinstance(given, dict) and isinstance(kept, dict):
+        for key, value in given.items():
+            if key not in kept:
+                errors.append(
+                    {
+                        "loc": [*loc, key],
+                        "msg": f"unknown key {key!r} (the API takes the seam's wire names)",
+                        "type": "extra_forbidden",
+                    }
+                )
+            else:
+                errors.extend(_unknown_keys(value, kept[key], (*loc, key)))
+    elif isinstance(given, list) and isinstance(kept, list):
+        for index, (value, item) in enumerate(zip(given, kept, strict=False)):
+            errors.extend(_unknown_keys(value, item, (*loc, str(index))))
+    return errors
+
+
+def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
+    """What the API refuses beyond the seam: empty question texts and repeated labels.
+
+    The seam accepts both; over HTTP an empty question cannot be answered knowingly, and
+    an answer names options by label, so two options with one label are ambiguous.
+    """
+    errors: list[dict[str, Any]] = []
+    for index, question in enumerate(questions):
+        if not question.question.strip():
+            errors.append(
+                {
+                    "loc": ["questions", str(index), "question"],
+                    "msg": f"question {question.id!r} has no text",
+                    "type": "empty_question",
+                }
+            )
+        first: dict[str, int] = {}
+        for n, label in enumerate(question.option_labels):
+            if label in first:
+                errors.append(
+                    {
+                        "loc": ["questions", str(index), "options", str(n), "label"],
+                        "msg": f"question {question.id!r} has the option label {label!r} "
+                        f"twice (options {first[label] + 1} and {n + 1}); answers name "
+                        "options by label, so each label must be unique",
+                        "type": "duplicate_label",
+                    }
+                )
+            first.setdefault(label, n)
+    return errors
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -218,7 +277,8 @@ class Gateway:
         if raw is None:
             return _problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
         try:
-            post = QuestionPost.model_validate_json(raw)
+            # Wire names only: ``multi_select`` is an unknown key here, not ``multiSelect``.
+            post = QuestionPost.model_validate_json(raw, by_alias=True, by_name=False)
         except ValidationError as exc:
             return _problem(
                 422,
@@ -226,6 +286,12 @@ class Gateway:
                 "INVALID_REQUEST",
                 f"the request body is not a valid question request ({exc.error_count()} errors)",
                 errors=_json_errors(exc),
+            )
+        refused = _unknown_keys(json.loads(raw), post.model_dump(by_alias=True, exclude_unset=True))
+        refused = refused or _ambiguities(post.questions)
+        if refused:
+            return _problem(
+                422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
             )
         key = request.headers.get("Idempotency-Key")
         if key is not None and not 1 <= len(key) <= 255:

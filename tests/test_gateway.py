@@ -386,6 +386,51 @@ async def test_bad_shapes_are_a_pydantic_error_with_its_location(
         assert problem["errors"][0]["msg"]
 
 
+@pytest.mark.parametrize(
+    ("question", "loc", "kind", "message"),
+    [
+        ({"id": "q", "question": "  "}, ["questions", "0", "question"], "empty_question",
+         "question 'q' has no text"),
+        ({"id": "q", "question": "Go?", "options": [{"label": "Yes"}, {"label": "No"},
+                                                      {"label": "Yes"}]},
+         ["questions", "0", "options", "2", "label"], "duplicate_label",
+         "question 'q' has the option label 'Yes' twice (options 1 and 3); answers name "
+         "options by label, so each label must be unique"),
+        ({"id": "q", "question": "Go?", "options": [{"label": "A"}], "multi_select": True},
+         ["questions", "0", "multi_select"], "extra_forbidden", None),
+    ],
+)  # fmt: skip
+async def test_the_api_refuses_empty_questions_repeated_labels_and_unknown_keys(
+    question: dict[str, Any], loc: list[str], kind: str, message: str | None
+) -> None:
+    async with running() as bed:
+        status, problem = await bed.ask({"questions": [question]})
+        assert status == 422
+        assert (problem["name"], problem["code"]) == ("ValidationError", "INVALID_REQUEST")
+        (error,) = problem["errors"]
+        assert (error["loc"], error["type"]) == (loc, kind)
+        if message is not None:
+            assert problem["message"] == message == error["msg"]
+        assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+async def test_the_wire_name_multi_select_is_still_honoured() -> None:
+    async with running() as bed:
+        question = {"id": "q", "question": "Go?", "options": [{"label": "A"}, {"label": "B"}]}
+        status, _ = await bed.ask({"questions": [{**question, "multiSelect": True}]})
+        assert status == 201
+
+
+async def test_the_answer_names_who_answered() -> None:
+    async with running() as bed:
+        _, posted = await bed.ask()
+        payload = bed.slack.click(bed.message(posted), user=bed.alice, text="Deploy")
+        await bed.slack.deliver(payload)
+        _, polled = await bed.get(posted["id"], wait=5)
+        assert polled["answeredBy"] == bed.alice
+        assert polled["answeredByName"] == payload["user"]["name"]
+
+
 async def test_malformed_json_oversized_and_non_json_bodies_are_refused() -> None:
     async with running(max_body_bytes=1024) as bed:
         headers = {"Content-Type": "application/json"}

@@ -144,7 +144,7 @@ async def test_the_demo_answered_in_the_browser(
 
         # Approve: the message turns into its record, the agent gets "Approve".
         await approve.click()
-        await expect_record(plan, "→ Approve", "Answered by @alice")
+        await expect_record(plan, "Approved by @alice")
         await expect(plan).to_contain_text("(edited)")
         await expect(step).to_have_attribute("data-state", "answered")
         await expect(step.get_by_test_id("demo-selected")).to_have_text(["Approve"])
@@ -243,7 +243,7 @@ async def test_the_page_on_a_phone(runtime: Runtime, browser: Browser, tmp_path:
         await page.screenshot(path=tmp_path / "phone-02-plan-review-full.png", full_page=True)
 
         await approve.tap()
-        await expect_record(plan, "→ Approve", "Answered by @alice")
+        await expect_record(plan, "Approved by @alice")
 
         checks = await pinned(page, "Which checks should run before the release?")
         await checks.get_by_label("Browser tests").tap()

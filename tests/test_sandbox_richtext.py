@@ -454,3 +454,47 @@ def test_escaped_text_without_markers_reads_back_exactly(text: str) -> None:
     out = mrkdwn_to_html(escape(text))
     assert visible(out) == text
     assert html.unescape(out.replace("<br>", "\n")) == text
+
+
+# --- rich_text blocks ------------------------------------------------------------------
+
+
+def test_rich_text_is_shown_as_typed_with_its_styles() -> None:
+    from adapters.slack.sandbox.richblocks import rich_text_to_html
+
+    block = {
+        "type": "rich_text",
+        "elements": [
+            {
+                "type": "rich_text_section",
+                "elements": [
+                    {
+                        "type": "text",
+                        "text": "Run **v2.4** <!channel> <b>x</b> &amp;",
+                        "style": {"bold": True},
+                    },
+                    {"type": "text", "text": " later", "style": {"italic": True}},
+                ],
+            },
+            {
+                "type": "rich_text_list",
+                "style": "ordered",
+                "elements": [
+                    {"type": "rich_text_section", "elements": [{"type": "text", "text": "a_b_"}]}
+                ],
+            },
+        ],
+    }
+    rendered = rich_text_to_html(block)
+    assert rendered == (
+        '<div class="sk-rich-section"><b>Run **v2.4** &lt;!channel&gt; &lt;b&gt;x&lt;/b&gt; '
+        "&amp;amp;</b><i> later</i></div>"
+        '<ol class="sk-list sk-rich-list"><li>a_b_</li></ol>'
+    )
+
+
+def test_rich_text_blocks_get_html_beside_them() -> None:
+    blocks = [{"type": "rich_text", "elements": [{"type": "rich_text_section",
+               "elements": [{"type": "text", "text": "*x*"}]}]}]  # fmt: skip
+    (decorated,) = with_html(blocks)
+    assert decorated["html"] == '<div class="sk-rich-section">*x*</div>'

@@ -238,7 +238,7 @@ async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     answered = await page.until(
         lambda s: next((m for m in s["messages"] if m["ts"] == plan["ts"] and is_record(m)), None)
     )
-    assert "Answered by" in outcome_text(answered) and "@alice" in outcome_text(answered)
+    assert "Approved by" in outcome_text(answered) and "@alice" in outcome_text(answered)
     assert answered["edited"] is True
 
     # 2. The multi-select: tick two boxes, add "Other…" text in the modal, Submit.
@@ -478,8 +478,8 @@ async def test_asker_text_reaches_the_page_escaped(runtime: Runtime, page: Page)
         assert "<script" not in rendered and "<a " not in rendered
         assert "sk-mention" not in rendered  # nothing the asker wrote became a mention
         assert rendered.count("&lt;script&gt;") >= 3  # question, detail, button label
-        section = next(b for b in message["blocks"] if b["type"] == "section")
-        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in section["text"]["html"]
+        question = next(b for b in message["blocks"] if b["type"] == "rich_text")
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in question["html"]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -103,11 +103,34 @@ def formatted_texts(blocks: list[Block]) -> list[str]:
     return [str(n["text"]) for n in walk(blocks) if n.get("type") in ("mrkdwn", "markdown")]
 
 
-def all_text(blocks: list[Block]) -> str:
-    return "\n".join(
+def rich_lines(blocks: list[Block]) -> list[str]:
+    """The text of each line of every rich_text block (its leaves joined), in order."""
+    return [
+        "".join(str(leaf.get("text", "")) for leaf in line["elements"])
+        for n in walk(blocks)
+        if n.get("type") == "rich_text_section"
+        for line in [n]
+    ]
+
+
+def bold_lines(blocks: list[Block]) -> list[str]:
+    """The bold runs of every rich_text block."""
+    return [
         str(n["text"])
         for n in walk(blocks)
-        if n.get("type") in ("mrkdwn", "markdown", "plain_text") and isinstance(n.get("text"), str)
+        if n.get("type") == "text" and (n.get("style") or {}).get("bold")
+    ]
+
+
+def all_text(blocks: list[Block]) -> str:
+    return "\n".join(
+        [
+            str(n["text"])
+            for n in walk(blocks)
+            if n.get("type") in ("mrkdwn", "markdown", "plain_text")
+            and isinstance(n.get("text"), str)
+        ]
+        + rich_lines(blocks)
     )
 
 
@@ -215,11 +238,11 @@ def test_tap_has_one_button_per_option_then_other_and_dismiss() -> None:
     assert "confirm" in dismiss  # dismissing is a deliberate act
     (block,) = actions_blocks(rendered.blocks)
     assert ids.parse_block_id(block["block_id"]) == ids.BlockRef(RID, 0, "c0")
-    # descriptions are shown as a context line under the buttons
-    context = [b for b in rendered.blocks if b["type"] == "context"]
-    joined = "\n".join(e["text"] for b in context for e in b["elements"])
-    assert "*Red*: warm" in joined and "*Blue*: cool" in joined and "Green" not in joined
-    assert "*Colour?*" in all_text(rendered.blocks)
+    # buttons cannot show descriptions: they are listed above the buttons
+    (listed,) = [b for b in rendered.blocks if b["type"] == "rich_text" and "Red" in str(b)]
+    assert rendered.blocks.index(listed) < rendered.blocks.index(block)
+    assert rich_lines([listed]) == ["Red — warm", "Blue — cool"]
+    assert "Colour?" in bold_lines(rendered.blocks)
 
 
 def test_a_long_label_is_shortened_on_the_button_but_the_value_is_the_index() -> None:
@@ -361,8 +384,8 @@ def test_several_questions_get_one_widget_each_and_one_submit() -> None:
     assert texts == ["Other…", "Other…", "Other…", "Answer…", "Submit", "Dismiss"]
     text = all_text(rendered.blocks)
     for number, question in enumerate(["Size?", "Extras?", "City?", "Anything else?"], 1):
-        assert f"*{number}. {question}*" in text
-    assert "*Shirt*" in text  # the header
+        assert f"{number}. {question}" in bold_lines(rendered.blocks)
+    assert "Shirt" in text  # the header
     assert "Free *text*" in text  # the detail
     assert "skipped" in text  # unanswered questions are skipped: say so
     refs = [ids.parse_block_id(b["block_id"]) for b in actions_blocks(rendered.blocks)]
@@ -490,8 +513,8 @@ def test_plan_review_buttons() -> None:
     markdown = [b for b in rendered.blocks if b["type"] == "markdown"]
     assert markdown[0]["text"] == "# Plan\n\n1. Ship it"
     text = all_text(rendered.blocks)
-    assert "*Approve this plan?*" in text
-    assert "*Ship it*: leave plan mode" in text and "*Not yet*: keep planning" in text
+    assert "Approve this plan?" in bold_lines(rendered.blocks)
+    assert "Ship it — leave plan mode" in text and "Not yet — keep planning" in text
     assert rendered.thread == []
 
 
@@ -760,10 +783,10 @@ def test_final_answered_form_shows_who_and_what() -> None:
     assert "Answered" in text and f"<@{ALICE}>" in text
     assert "→ Size 2" in text
     assert "→ Extra 0, Extra 2, “gift wrap”" in text
-    assert "→ _skipped_" in text
+    assert "→ skipped" in text
     assert "→ “thanks!”" in text
-    assert "Asked by *deploy-bot*" in text
-    assert rendered.text.startswith(":white_check_mark: Answered")
+    assert "Asked by deploy-bot" in text
+    assert rendered.text.startswith(f"Answered by <@{ALICE}>: deploy-bot: ")
 
 
 @pytest.mark.parametrize(
@@ -805,7 +828,7 @@ def test_final_plan_keeps_the_plan_and_the_thread_marker() -> None:
     assert_final_shape(rendered)
     text = all_text(rendered.blocks)
     assert "continued in the thread" in text
-    assert "“" + "F" * 10 in text
+    assert f"Declined by <@{ALICE}> — «" + "F" * 10 in text
     assert [b for b in rendered.blocks if b["type"] == "header"]
 
 
@@ -837,7 +860,8 @@ def test_text_modal_is_a_valid_view_that_names_its_question() -> None:
     assert ids.parse_action_id(field["element"]["action_id"]) == "text"
     assert field["element"]["multiline"] is True
     assert field["element"]["initial_value"] == "draft text"
-    assert field["label"]["text"] == "Anything else?"
+    assert field["label"]["text"] == "Your answer"
+    assert rich_lines(modal["blocks"]) == ["Anything else?"]  # the question, once
     assert modal["title"]["text"] == "Your answer"
 
 
@@ -958,3 +982,181 @@ def test_any_request_renders_within_limits_or_is_a_slack_limit_error(rec: Pendin
         rendered_final = render_final(final)
         assert_final_shape(rendered_final)
         assert_inert([*formatted_texts(rendered_final.blocks), rendered_final.text])
+
+
+# --- issue 16: text as typed, outcomes in words, full labels, modals -------------------
+
+TYPED = "Should I **delete** the `tmp/` folder, run *all* _migrations_ and ~skip~ v2.4?"
+
+
+def _question_leaves(blocks: list[Block]) -> list[Block]:
+    return [n for n in walk(blocks) if n.get("type") == "text" and TYPED in str(n.get("text"))]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        {"question": TYPED, "options": opts(2)},
+        {"question": TYPED, "options": opts(12)},
+        {"question": TYPED},
+        {"question": TYPED, "options": opts(3), "multiSelect": True},
+        plan(question=TYPED),
+    ],
+    ids=["tap", "menu", "text", "form", "plan"],
+)
+def test_a_question_with_markdown_characters_is_shown_as_typed(question: dict[str, Any]) -> None:
+    rec = record(question, label="agent *x*")
+    opened = render_open(rec)
+    final = render_final(finished(rec, "cancelled", answered_by=ALICE))
+    modal = render_text_modal(rec, 0)
+    for blocks in (opened.blocks, final.blocks, modal["blocks"]):
+        # the question is one literal bold rich-text run, and never mrkdwn it could break
+        (leaf,) = _question_leaves(blocks)
+        assert leaf == {"type": "text", "text": TYPED, "style": {"bold": True}}
+        assert not [t for t in formatted_texts(blocks) if "delete" in t]
+    for blocks in (opened.blocks, final.blocks):  # who asked, as typed too
+        assert "Asked by agent *x*" in all_text(blocks) and "*agent" not in all_text(blocks)
+    # the notification texts carry it escaped and unwrapped
+    assert TYPED in opened.text and TYPED in final.text and f"*{TYPED}" not in opened.text
+
+
+def test_a_question_in_rich_text_cannot_mention_or_link() -> None:
+    rendered = render_open(_injected_record())
+    rich = [n for n in walk(rendered.blocks) if n.get("type") == "rich_text"]
+    leaves = [
+        n for b in rich for n in walk(b["elements"]) if "type" in n and "elements" not in n
+    ]
+    assert leaves and {leaf["type"] for leaf in leaves} == {"text"}
+    assert f"Q {INJECTION}" in [leaf["text"] for leaf in leaves]
+
+
+def _plan_record(answer: dict[str, Any], **kw: Any) -> PendingRecord:
+    return finished(record(plan()), "answered", [answer], **kw)
+
+
+def test_a_declined_plan_says_declined_by_whom_with_the_feedback() -> None:
+    rec = _plan_record(
+        {"id": "plan", "selected": [], "custom": "Phase 3 needs a *rollback* test <first>."},
+        answered_by="U0BOB00001",
+        answered_by_name="bob",
+    )
+    rendered = render_final(rec)
+    assert_final_shape(rendered)
+    (line,) = [t for t in formatted_texts(rendered.blocks) if "Declined" in t]
+    assert line.startswith(
+        ":x: Declined by <@U0BOB00001> — «Phase 3 needs a *rollback* test &lt;first&gt;.»"
+    )
+    assert "Answered" not in all_text(rendered.blocks)
+    assert rendered.text.startswith(
+        "Declined by <@U0BOB00001> — «Phase 3 needs a *rollback* test &lt;first&gt;.»: "
+    )
+    assert_inert([*formatted_texts(rendered.blocks), rendered.text])
+
+
+def test_a_plan_declined_with_its_decline_button_says_declined() -> None:
+    rec = _plan_record({"id": "plan", "selected": ["Keep planning"]}, answered_by=ALICE)
+    rendered = render_final(rec)
+    assert f":x: Declined by <@{ALICE}>" in all_text(rendered.blocks)
+    assert rendered.text.startswith(f"Declined by <@{ALICE}>: ")
+
+
+def test_an_approved_plan_says_approved() -> None:
+    rec = _plan_record({"id": "plan", "selected": ["Approve"]}, answered_by=ALICE)
+    rendered = render_final(rec)
+    assert_final_shape(rendered)
+    assert f":white_check_mark: Approved by <@{ALICE}> · <!date^" in all_text(rendered.blocks)
+    assert "Answered" not in all_text(rendered.blocks)
+    assert rendered.text.startswith(f"Approved by <@{ALICE}>: ")
+
+
+@pytest.mark.parametrize(
+    ("state", "fields", "line"),
+    [
+        ("cancelled", {"answered_by": ALICE}, f":no_entry_sign: Dismissed by <@{ALICE}>"),
+        ("aborted", {"note": "Cancelled: the asker stopped waiting."}, ":black_square_for_stop: "
+         "Cancelled: the asker stopped waiting"),
+        ("aborted", {"note": "Answered in another client."}, ":black_square_for_stop: "
+         "Cancelled: Answered in another client"),
+        ("failed", {"note": "Slack said no"}, ":warning: Failed: Slack said no"),
+        ("failed", {"note": "No answer within 30 seconds.", "error_code": "ASK_TIMEOUT"},
+         ":hourglass: Timed out: No answer within 30 seconds"),
+    ],
+)  # fmt: skip
+def test_every_ending_is_said_in_words(state: str, fields: dict[str, Any], line: str) -> None:
+    rendered = render_final(finished(record({"options": opts(3)}), state, **fields))
+    assert_final_shape(rendered)
+    (outcome,) = [t for t in formatted_texts(rendered.blocks) if t.startswith(":")]
+    assert outcome.startswith(line + " · <!date^")
+    assert rendered.text.startswith(line.split(" ", 1)[1] + ": ")
+
+
+def test_a_form_submitted_with_nothing_says_skipped() -> None:
+    rec = finished(
+        record({"options": opts(3), "multiSelect": True}),
+        "answered",
+        [{"id": "q", "selected": []}],
+        answered_by=ALICE,
+    )
+    rendered = render_final(rec)
+    assert f":fast_forward: Skipped by <@{ALICE}>" in all_text(rendered.blocks)
+    assert "→ skipped" in all_text(rendered.blocks)
+
+
+LONG = "Ship it now: deploy build 2.3.1 to every production region, then run the smoke tests"
+
+
+@pytest.mark.parametrize("count", [2, 12])
+def test_shortened_labels_are_listed_in_full_before_choosing(count: int) -> None:
+    options = [{"label": f"{i} {LONG} {'x' * 30}"} for i in range(count)]
+    options[1]["description"] = "D" * 120
+    rendered = render_open(record({"question": "Ship?", "options": options}))
+    assert_within_limits(rendered)
+    widget_at = rendered.blocks.index(actions_blocks(rendered.blocks)[0])
+    listed = [b for b in rendered.blocks[:widget_at] if b["type"] == "rich_text"]
+    lines = rich_lines(listed)
+    for option in options:
+        full = option["label"] + (f" — {option['description']}" if "description" in option else "")
+        assert full in lines
+    assert all(len(t) <= 75 for t in button_texts(rendered.blocks))
+
+
+def test_labels_that_fit_are_not_listed_again() -> None:
+    rendered = render_open(record({"question": "Pick", "options": opts(12)}))
+    assert rich_lines(rendered.blocks) == ["Pick"]
+
+
+def test_a_form_lists_the_options_its_checkboxes_shorten() -> None:
+    options = [{"label": "short"}, {"label": "L" * 120, "description": "d" * 100}]
+    rendered = render_open(record({"options": options, "multiSelect": True}))
+    assert_within_limits(rendered)
+    assert "L" * 120 + " — " + "d" * 100 in rich_lines(rendered.blocks)
+    assert "short" not in rich_lines(rendered.blocks)
+
+
+def test_full_labels_too_long_for_the_message_continue_in_the_thread() -> None:
+    options = [{"label": f"{i:03d} " + "y" * 116} for i in range(100)]
+    rendered = render_open(record({"question": "Which?", "options": options}))
+    assert_within_limits(rendered)
+    assert "full text of the options is in the thread" in all_text(rendered.blocks)
+    threaded = [line for part in rendered.thread for line in rich_lines(part)]
+    assert threaded == [option["label"] for option in options]
+
+
+def test_the_modal_shows_the_question_once_with_its_detail() -> None:
+    rec = record({"question": "What name?", "detail": "Short *and* <sweet>", "options": opts(2)})
+    modal = render_text_modal(rec, 0)
+    assert check_view(modal) == []
+    assert all_text(modal["blocks"]).count("What name?") == 1
+    assert "Short *and* <sweet>" in [
+        b["text"]["text"] for b in modal["blocks"] if b["type"] == "section"
+    ]
+
+
+def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
+    rec = record(plan(long_plan(20_000, "step ")))
+    modal = render_text_modal(rec, 0)
+    assert check_view(modal) == []
+    (section,) = [b for b in modal["blocks"] if b["type"] == "section"]
+    assert section["text"]["type"] == "plain_text"
+    assert section["text"]["text"].startswith("## Step 0")
+    assert section["text"]["text"].endswith("(See the message for the rest.)")

@@ -93,7 +93,8 @@ def origin(user: str = ALICE, **payload_fields: Any) -> Origin:
 
 
 def parsed_origin(payload: dict[str, Any]) -> Origin:
-    return origin(trigger_id=payload["trigger_id"], user=payload["user"]["id"])
+    user = payload["user"]
+    return origin(trigger_id=payload["trigger_id"], user=user["id"], name=user["name"])
 
 
 # --- block_actions ---------------------------------------------------------------------
@@ -109,7 +110,9 @@ def test_origin_names_the_person_the_message_and_the_trigger() -> None:
     payload = click(blocks_of(TAP), button_text="Red", user=BOB, channel="D0DM", ts="17.5")
     parsed = parse_block_actions(payload)
     assert isinstance(parsed, Pick)
-    assert parsed.origin == Origin(BOB, "D0DM", "17.5", payload["trigger_id"])
+    assert parsed.origin == Origin(
+        BOB, "D0DM", "17.5", payload["trigger_id"], payload["user"]["name"]
+    )
 
 
 def test_origin_falls_back_to_channel_and_message_when_container_lacks_them() -> None:
@@ -270,7 +273,11 @@ def test_modal_submission_is_a_text_answer(question: int) -> None:
     payload = submit_view(view, "  my answer\nsecond line ")
     (input_block,) = [b for b in view["blocks"] if b["type"] == "input"]
     assert parse_view_submission(payload) == TextAnswer(
-        RID, question, "  my answer\nsecond line ", Origin(ALICE), input_block["block_id"]
+        RID,
+        question,
+        "  my answer\nsecond line ",
+        Origin(ALICE, name=payload["user"]["name"]),
+        input_block["block_id"],
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -351,7 +352,11 @@ async def test_mrkdwn_injection_is_shown_literally() -> None:
         answer = await task
         assert answer.answers[0].selected == [evil]
         final = await finished(h, message)
-        assert "<!channel>" not in all_text(final.blocks)
+        parsed = [o["text"] for o in mrkdwn_objects(final.blocks)] + [final.text]
+        assert "<!channel>" not in "\n".join(parsed)
+        # as typed where nothing is parsed: plain text, and rich text's literal text leaves
+        assert evil in all_text(final.blocks)
+        assert '"type": "broadcast"' not in json.dumps(final.blocks)
 
 
 async def test_double_click_and_two_people_racing_resolve_once() -> None:
@@ -535,7 +540,8 @@ async def test_timeout_fails_with_ask_timeout() -> None:
             await task
         assert caught.value.code == "ASK_TIMEOUT"
         final = await finished(h, message)
-        assert "Failed" in all_text(final.blocks)
+        assert "Timed out: No answer within 0.2 seconds." in all_text(final.blocks)
+        assert final.text.startswith("Timed out")
 
 
 async def test_shutdown_interrupts_pending_questions() -> None:
@@ -560,7 +566,7 @@ async def test_no_pending_entry_leaks_whatever_the_ending() -> None:
         dismissed = h.ask(one("c", ["Yes"]))
         timed_out = h.ask(one("d", ["Yes"]))
         await h.posted(4)
-        by_question = {all_text(m.blocks).split("*")[1]: m for m in h.top_messages()}
+        by_question = {m.text: m for m in h.top_messages()}
         await h.click(by_question["a"], h.alice, text="Yes")
         controller.abort()
         await h.click(by_question["c"], h.alice, text="Dismiss")
@@ -573,3 +579,50 @@ async def test_no_pending_entry_leaks_whatever_the_ending() -> None:
         assert h.provider.pending_count == 0
         assert h.provider.refreshing_count == 0
         assert await h.provider.store.open_records() == []
+
+
+# --- issue 16: outcomes in words, names where mentions cannot render ---------------------
+
+
+async def test_a_late_modal_submit_names_the_first_answerer_by_name() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(one("What should the project be called?"))
+        message = await h.posted()
+        await h.click(message, h.carol, text="Answer…")
+        await h.modal(h.carol)
+        await h.click(message, h.bob, text="Answer…")
+        view = next(v for v in h.slack.workspace.views.values() if v.user == h.bob)
+        await h.slack.deliver(h.slack.submission(view.id, values={"aq1.text": "Bluebird"}))
+        await task
+        status, body = await h.type_into_modal(h.carol, "Carol's name")
+        assert status == 200
+        assert json.loads(body)["errors"] == {
+            next(iter(json.loads(body)["errors"])): "This question was already answered by @bob."
+        }
+        assert h.bob not in body  # never the raw user id
+
+
+async def test_a_declined_plan_says_declined_with_the_feedback_everywhere() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(plan())
+        message = await h.posted()
+        await h.click(message, h.bob, text="Decline with feedback…")
+        await h.type_into_modal(h.bob, "Phase 3 needs a *rollback* test first.")
+        answer = await task
+        assert answer.answers[0].custom == "Phase 3 needs a *rollback* test first."
+        final = await finished(h, message)
+        line = f"Declined by <@{h.bob}> — «Phase 3 needs a *rollback* test first.»"
+        assert line in all_text(final.blocks)
+        assert final.text.startswith(line)
+        assert "Answered" not in all_text(final.blocks) + final.text
+
+
+async def test_an_approved_plan_says_approved() -> None:
+    async with SlackHarness() as h:
+        task = h.ask(plan())
+        message = await h.posted()
+        await h.click(message, h.alice, action_id="aq1.pick.0")
+        await task
+        final = await finished(h, message)
+        assert f"Approved by <@{h.alice}>" in all_text(final.blocks)
+        assert final.text.startswith(f"Approved by <@{h.alice}>: ")

@@ -368,9 +368,12 @@ EVERY_KIND: list[Interaction] = [
 
 @pytest.mark.parametrize("late", EVERY_KIND, ids=lambda i: type(i).__name__)
 def test_anything_on_an_answered_record_is_refused_naming_who_answered(late: Interaction) -> None:
-    answered = finish(decide(TAP, Pick(RID, 0, 1, Origin(ALICE)), NOW))
+    answered = finish(decide(TAP, Pick(RID, 0, 1, Origin(ALICE, name="alice")), NOW))
     decision = decide(answered, late, NOW + 1)
-    assert decision == Refuse(f"This question was already answered by <@{ALICE}>.")
+    assert decision == Refuse(
+        f"This question was already answered by <@{ALICE}>.",
+        "This question was already answered by @alice.",
+    )
 
 
 @pytest.mark.parametrize(
@@ -378,7 +381,7 @@ def test_anything_on_an_answered_record_is_refused_naming_who_answered(late: Int
     [
         ("answered", None, "This question was already answered."),
         ("cancelled", ALICE, f"This question was dismissed by <@{ALICE}>."),
-        ("cancelled", None, "This question is no longer open."),
+        ("cancelled", None, "This question was dismissed."),
         ("aborted", None, "This question is no longer open."),
         ("failed", None, "This question is no longer open."),
     ],
@@ -387,7 +390,8 @@ def test_refusals(state: str, by: str | None, text: str) -> None:
     rec = TAP.next(state=state, answered_by=by)
     assert refusal_for(rec) == text
     for late in EVERY_KIND:
-        assert decide(rec, late, NOW) == Refuse(text)
+        decision = decide(rec, late, NOW)
+        assert isinstance(decision, Refuse) and decision.text == text
 
 
 def test_a_double_click_is_refused_the_second_time() -> None:
@@ -427,6 +431,8 @@ async def test_racing_answers_first_writer_wins_and_the_loser_is_refused() -> No
     assert alice is not None and bob is None
     # Bob decided on the open record too, lost the compare-and-set, decided again: refused.
     assert isinstance(decisions[BOB][0], Finish)
-    assert decisions[BOB][1:] == [Refuse(f"This question was already answered by <@{ALICE}>.")]
+    assert [d.text for d in decisions[BOB][1:]] == [
+        f"This question was already answered by <@{ALICE}>."
+    ]
     stored = await store.get(RID)
     assert stored is not None and wire(stored) == [{"id": "q0", "selected": ["Red"]}]

@@ -1,36 +1,33 @@
 """Pure rendering: a pending record -> Block Kit (the open message, its modal, its record).
 
-Nothing here does I/O. Every piece of asker-provided text goes through ``escape`` and into
-``verbatim`` mrkdwn, a ``markdown`` block, or ``plain_text``; labels are shortened for
-display only (the answer maps back by index, never by shown text).
-
-Layouts, chosen by ``layout_of``:
-
-- ``plan``: a plan review (design.md's conditions): the plan, Approve (primary), the
-  decline option (danger), "Decline with feedback…" and Dismiss.
-- ``tap``:  one single-select question with up to ``MAX_TAP_OPTIONS`` options: buttons.
-- ``menu``: one single-select question with more options: a select menu.
-- ``text``: one question with no options: an "Answer…" button opening a modal.
-- ``form``: anything else (multi-select, several questions): one widget per question and
-  one Submit for the whole set; an unanswered question is skipped.
+Nothing here does I/O. Questions and answers are shown as typed, in ``rich_text`` (bold
+by style, never by ``*…*`` that their own text could break; see ``rich``); every other
+piece of asker-provided text goes through ``escape`` and into ``verbatim`` mrkdwn, a
+``markdown`` block, or ``plain_text``. Labels are shortened for display only (the answer
+maps back by index, never by shown text), and whatever is shortened on a widget is listed
+in full above it. How a request is laid out is ``layout.layout_of``; how an ending is
+worded is ``outcomes``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
 from adapters.slack.messages import NO_LONGER_OPEN
+from adapters.slack.layout import MAX_TAP_OPTIONS, Layout, PlanReview, layout_of, plan_review_of
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
 from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.rich import Piece, bold, italic, rich_list, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 __all__ = [
+    "MAX_TAP_OPTIONS",
     "Layout",
     "PlanReview",
     "Rendered",
@@ -45,9 +42,7 @@ __all__ = [
 ]
 
 Block = dict[str, Any]
-Layout = Literal["plan", "tap", "menu", "text", "form"]
 
-MAX_TAP_OPTIONS: Final = 5
 MAX_BUTTON_TEXT: Final = 75
 MAX_OPTION_TEXT: Final = 75
 MAX_OPTION_DESCRIPTION: Final = 75
@@ -77,53 +72,12 @@ CONTINUED: Final = "\n\n_… continued in the thread below._"
 
 
 @dataclass(frozen=True, slots=True)
-class PlanReview:
-    """A request that the plan-review presentation claims."""
-
-    approve: int
-    decline: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class Rendered:
     """A message to post: fallback ``text``, ``blocks``, and continuation messages."""
 
     text: str
     blocks: list[Block]
     thread: list[list[Block]] = field(default_factory=list)
-
-
-def plan_review_of(questions: Sequence[AskUserQuestionItem]) -> PlanReview | None:
-    """The plan review this request is, or ``None`` for the generic flow (§6.2 rules)."""
-    if len(questions) != 1:
-        return None
-    question = questions[0]
-    intent = question.intent
-    options = question.options or []
-    if intent is None or intent.kind != "plan-review" or question.detail is None:
-        return None
-    if question.is_multi_select or len(options) > 2:
-        return None
-    labels = [option.label for option in options]
-    if intent.approve not in labels:
-        return None
-    approve = labels.index(intent.approve)
-    decline = next((i for i, label in enumerate(labels) if label != intent.approve), None)
-    return PlanReview(approve, decline)
-
-
-def layout_of(questions: Sequence[AskUserQuestionItem]) -> Layout:
-    """How a request is presented."""
-    if plan_review_of(questions) is not None:
-        return "plan"
-    if len(questions) == 1:
-        question = questions[0]
-        options = question.options or []
-        if not options:
-            return "text"
-        if not question.is_multi_select:
-            return "tap" if len(options) <= MAX_TAP_OPTIONS else "menu"
-    return "form"
 
 
 _ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
@@ -189,10 +143,17 @@ def _context(text: str) -> Block:
     return {"type": "context", "elements": [mrkdwn(shorten_escaped(text, MAX_SECTION_TEXT))]}
 
 
-def _question_line(question: AskUserQuestionItem, index: int, count: int) -> str:
+def _question_block(question: AskUserQuestionItem, index: int, count: int) -> Block:
+    """The question as typed, in bold that its own ``*``, ``_`` or ``~`` cannot break."""
     number = f"{index + 1}. " if count > 1 else ""
-    text = escape(question.question) if question.question.strip() else "(no question text)"
-    return f"*{number}{text}*"
+    if not question.question.strip():
+        return rich_text(bold(number), italic("(no question text)"))
+    return rich_text(bold(f"{number}{question.question}"), limit=MAX_SECTION_TEXT)
+
+
+def _header_block(header: str) -> Block:
+    """A question's short header (chip) as plain text."""
+    return {"type": "context", "elements": [plain(header, MAX_SECTION_TEXT)]}
 
 
 def _date(seconds: float) -> str:
@@ -200,13 +161,14 @@ def _date(seconds: float) -> str:
     return f"<!date^{int(seconds)}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def _byline(record: PendingRecord) -> list[Block]:
-    pieces = []
-    if record.mention:
-        pieces.append(record.mention)  # validated by the configuration, never asker text
+def _byline(record: PendingRecord, *, mention: bool = True) -> list[Block]:
+    elements: list[Block] = []
+    if record.mention and mention:
+        # validated by the configuration, never asker text
+        elements.append(mrkdwn(record.mention))
     if record.label:
-        pieces.append(f"Asked by *{escape(record.label)}*")
-    return [_context(" · ".join(pieces))] if pieces else []
+        elements.append(plain(f"Asked by {record.label}", MAX_SECTION_TEXT))
+    return [{"type": "context", "elements": elements}] if elements else []
 
 
 def _note(record: PendingRecord) -> list[Block]:
@@ -355,20 +317,82 @@ def render_open(record: PendingRecord) -> Rendered:
     """The open question message (and continuation messages for long details).
 
     Raises ``UserQuestionError`` (``SLACK_LIMIT``) when the request cannot be shown within
-    Block Kit's limits; whatever it returns passes ``blockkit.check_message``.
+    Block Kit's limits; whatever it returns passes ``blockkit.check_message``. Options'
+    full texts are listed in the message when they fit, else in the thread.
     """
-    rendered = _render_open(record)
-    problems = check_message(rendered.blocks, rendered.text)
-    for part in rendered.thread:
-        problems.extend(check_message(part))
-    if problems:
-        raise UserQuestionError(
-            f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
-        )
-    return rendered
+    problems: list[Any] = []
+    for inline in (True, False):
+        rendered = _render_open(record, inline_options=inline)
+        problems = check_message(rendered.blocks, rendered.text)
+        for part in rendered.thread:
+            problems.extend(check_message(part))
+        if not problems:
+            return rendered
+    raise UserQuestionError(
+        f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+    )
 
 
-def _render_open(record: PendingRecord) -> Rendered:
+def _shortened(question: AskUserQuestionItem, layout: Layout) -> list[int]:
+    """The options a widget shows shortened (on buttons: descriptions are not shown at all)."""
+    options = question.options or []
+    if layout in ("tap", "plan"):
+        return [i for i, o in enumerate(options) if len(o.label) > MAX_BUTTON_TEXT or o.description]
+    return [
+        i
+        for i, o in enumerate(options)
+        if len(o.label) > MAX_OPTION_TEXT or len(o.description or "") > MAX_OPTION_DESCRIPTION
+    ]
+
+
+def _option_line(question: AskUserQuestionItem, index: int) -> list[Piece]:
+    option = (question.options or [])[index]
+    line = [bold(option.label) if option.label.strip() else italic("(blank)")]
+    if option.description:
+        line.append(words(f" — {option.description}"))
+    return line
+
+
+def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[list[Piece]]:
+    """The lines listing the full text of each option that a widget shortens."""
+    return [_option_line(question, i) for i in _shortened(question, layout)]
+
+
+def _options_blocks(question: AskUserQuestionItem, layout: Layout, inline: bool) -> list[Block]:
+    lines = _full_options(question, layout)
+    if not lines:
+        return []
+    if not inline:
+        return [_context(":thread: The full text of the options is in the thread.")]
+    return [rich_list(lines, ordered=len(lines) == len(question.options or []))]
+
+
+def _options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
+    """Thread messages listing the options' full texts (when the message has no room)."""
+    messages: list[list[Block]] = []
+    count = len(record.questions)
+    for index, question in enumerate(record.questions):
+        lines = _full_options(question, layout)
+        chunk: list[list[Piece]] = []
+        size = 0
+        chunks: list[list[list[Piece]]] = []
+        for line in lines:
+            length = sum(len(piece["text"]) for piece in line)
+            if chunk and (size + length > THREAD_PART or len(chunk) >= MAX_MENU_OPTIONS):
+                chunks.append(chunk)
+                chunk, size = [], 0
+            chunk.append(line)
+            size += length
+        if chunk:
+            chunks.append(chunk)
+        what = f"Options of question {index + 1}" if count > 1 else "Options"
+        for n, part in enumerate(chunks, start=1):
+            caption = f"{what}, in full ({n}/{len(chunks)})"
+            messages.append([_context(caption), rich_list(part)])
+    return messages
+
+
+def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rendered:
     layout = layout_of(record.questions)
     rid, rev = record.id, record.version
     shown = _detail_shares(record)
@@ -381,8 +405,9 @@ def _render_open(record: PendingRecord) -> Rendered:
         assert review is not None
         options = question.options or []
         blocks.append({"type": "header", "text": plain(question.header or "Plan review", 150)})
-        blocks.append(_section(_question_line(question, 0, 1)))
+        blocks.append(_question_block(question, 0, 1))
         blocks.extend(_detail_blocks(shown[0], question.detail or ""))
+        blocks.extend(_options_blocks(question, layout, inline_options))
         approve = _button(
             options[review.approve].label, "pick", ids.option_value(review.approve), 0
         )
@@ -399,13 +424,11 @@ def _render_open(record: PendingRecord) -> Rendered:
         blocks.append(
             {"type": "actions", "block_id": ids.block_id(rid, 0, f"a{rev}"), "elements": buttons}
         )
-        described = [o for o in options if o.description]
-        if described:
-            lines = [f"*{escape(o.label)}*: {escape(o.description or '')}" for o in described]
-            blocks.append(_context("\n".join(lines)))
     else:
         for index in range(count):
-            blocks.extend(_question_blocks(record, layout, index, shown[index], count))
+            blocks.extend(
+                _question_blocks(record, layout, index, shown[index], count, inline_options)
+            )
         if layout == "form":
             submit = _button("Submit", "submit", "0")
             submit["style"] = "primary"
@@ -425,20 +448,24 @@ def _render_open(record: PendingRecord) -> Rendered:
             f"{MAX_BLOCKS} (ask fewer questions at once)",
             SLACK_LIMIT,
         )
-    return Rendered(_fallback(record), blocks, _thread_parts(record, shown))
+    thread = _thread_parts(record, shown)
+    if not inline_options:
+        thread.extend(_options_thread(record, layout))
+    return Rendered(_fallback(record), blocks, thread)
 
 
 def _question_blocks(
-    record: PendingRecord, layout: Layout, index: int, shown: str, count: int
+    record: PendingRecord, layout: Layout, index: int, shown: str, count: int, inline: bool
 ) -> list[Block]:
     question = record.questions[index]
     rid, rev = record.id, record.version
     options = question.options or []
     blocks: list[Block] = []
     if question.header:
-        blocks.append(_context(f"*{escape(question.header)}*"))
-    blocks.append(_section(_question_line(question, index, count)))
+        blocks.append(_header_block(question.header))
+    blocks.append(_question_block(question, index, count))
     blocks.extend(_detail_blocks(shown, question.detail or ""))
+    blocks.extend(_options_blocks(question, layout, inline))
     elements: list[Block] = []
     if layout == "tap":
         elements = [
@@ -447,10 +474,6 @@ def _question_blocks(
         ]
         elements.append(_button("Other…", "text", str(index)))
         elements.append(_dismiss_button())
-        described = [o for o in options if o.description]
-        if described:
-            lines = [f"*{escape(o.label)}*: {escape(o.description or '')}" for o in described]
-            blocks.append(_context("\n".join(lines)))
     elif layout == "menu":
         menu = {
             "type": "static_select",
@@ -488,24 +511,22 @@ def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerIte
     return ", ".join(pieces) if pieces else "_skipped_"
 
 
-_OUTCOME_ICON: Final = {
-    "answered": ":white_check_mark: Answered",
-    "cancelled": ":no_entry_sign: Dismissed",
-    "aborted": ":black_square_for_stop: Cancelled",
-    "failed": ":warning: Failed",
-}
+def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
+    """One answer as typed: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return [italic("no answer")]
+    chosen = ", ".join(item.selected)
+    pieces = [words(chosen)] if chosen else []
+    if item.custom is not None and item.custom != "":
+        pieces.append(words(f"{', ' if chosen else ''}“{item.custom}”"))
+    return pieces or [italic("skipped")]
 
 
 def _outcome_line(record: PendingRecord) -> str:
-    line = _OUTCOME_ICON.get(record.state, record.state)
-    if record.state == "aborted" and record.note:
-        # The note says what happened ("Cancelled by the asker.", "Answered in another
-        # client.", "Interrupted: …"): it replaces the bare word.
-        line = f"{line.split(' ', 1)[0]} {escape(record.note)}"
-    elif record.state == "failed" and record.note:
-        line = f"{line}: {escape(record.note)}"
-    if record.answered_by and record.state in ("answered", "cancelled"):
-        line += f" by <@{record.answered_by}>"
+    outcome = outcome_of(record)
+    if outcome is None:
+        return escape(record.state)
+    line = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
     if record.finished_at:
         line += f" · {_date(record.finished_at)}"
     if record.note and record.state in ("answered", "cancelled"):
@@ -530,9 +551,7 @@ def render_final(record: PendingRecord) -> Rendered:
 def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     shown = _detail_shares(record)
     count = len(record.questions)
-    blocks: list[Block] = []
-    if record.label:
-        blocks.append(_context(f"Asked by *{escape(record.label)}*"))
+    blocks: list[Block] = [*_byline(record, mention=False)]
     plan = layout_of(record.questions) == "plan"
     if plan:
         header = record.questions[0].header or "Plan review"
@@ -540,19 +559,19 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
     for index, question in enumerate(record.questions):
         if question.header and not plan:
-            blocks.append(_context(f"*{escape(question.header)}*"))
-        blocks.append(_section(_question_line(question, index, count)))
+            blocks.append(_header_block(question.header))
+        blocks.append(_question_block(question, index, count))
         blocks.extend(_detail_blocks(shown[index], question.detail or ""))
-        if record.state == "answered":
-            summary = answer_summary(question, items.get(index))
-            blocks.append(_section(shorten_escaped(f"→ {summary}", answer_limit)))
-    blocks.append(_context(_outcome_line(record)))
-    # The notification says what the body says: a note that names the ending replaces the
-    # bare word there too ("Answered in another client", not "Cancelled").
-    outcome = _OUTCOME_ICON.get(record.state, record.state)
-    if record.state == "aborted" and record.note:
-        outcome = escape(record.note).rstrip(".")
-    text = shorten_escaped(f"{outcome}: {_fallback(record)}", MAX_FALLBACK_TEXT)
+        if record.state == "answered" and not plan:
+            answer = _answer_pieces(items.get(index))
+            blocks.append(rich_text(words("→ "), *answer, limit=answer_limit))
+    outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
+    blocks.append(_context(shorten_escaped(_outcome_line(record), outcome_limit)))
+    outcome = outcome_of(record)
+    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
+    # another client"), without a sentence's full stop before the question.
+    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    text = shorten_escaped(f"{said}: {_fallback(record)}", MAX_FALLBACK_TEXT)
     return Rendered(text, blocks[:MAX_BLOCKS])
 
 
@@ -561,12 +580,19 @@ def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
     return Rendered(text, [_context(f":hourglass: {text}")])
 
 
+MODAL_DETAIL: Final = 1500
+"""Characters of a question's detail shown in its modal (the message has all of it)."""
+
+
 def render_text_modal(record: PendingRecord, index: int) -> Block:
-    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback)."""
+    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
+
+    It shows the question once, with the beginning of its detail as plain text.
+    """
     question = record.questions[index]
     layout = layout_of(record.questions)
     feedback = layout == "plan"
-    label = "What should change?" if feedback else (question.question or "Your answer")
+    label = "What should change?" if feedback else "Your answer"
     title = "Plan feedback" if feedback else "Your answer"
     submit = "Decline" if feedback else "Send"
     element: Block = {
@@ -578,7 +604,12 @@ def render_text_modal(record: PendingRecord, index: int) -> Block:
     current = record.draft(index).custom
     if current:
         element["initial_value"] = current[:MAX_INPUT_LENGTH]
-    blocks: list[Block] = [_section(_question_line(question, 0, 1))]
+    blocks: list[Block] = [_question_block(question, 0, 1)]
+    detail = (question.detail or "").strip()
+    if detail:
+        if len(detail) > MODAL_DETAIL:
+            detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
+        blocks.append({"type": "section", "text": plain(detail)})
     blocks.append(
         {
             "type": "input",

@@ -79,7 +79,7 @@ class InteractionHandler:
             return {interaction.input_block_id: NOT_ALLOWED}
         decision = await self._decide_and_write(interaction)
         if isinstance(decision, Refuse):
-            return {interaction.input_block_id: _plain(decision.text)}
+            return {interaction.input_block_id: decision.plain or _plain(decision.text)}
         if isinstance(decision, Invalid):
             return decision.errors
         return None

@@ -29,12 +29,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Who acted, and on which message (empty for modal submissions)."""
+    """Who acted (their id and name, as the payload gives it), and on which message."""
 
     user: str
     channel: str | None = None
     message_ts: str | None = None
     trigger_id: str | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,13 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _name(body: Mapping[str, Any]) -> str | None:
+    """The acting person's name from the payload's ``user`` (``name``, else ``username``)."""
+    user = _dict(body.get("user"))
+    name = _str(user.get("name")) or _str(user.get("username"))
+    return name[:80] if name else None
+
+
 def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
     """Option indices from one element's state or action (``None``: not a choice element)."""
     if "selected_options" in state:
@@ -150,6 +158,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     kind = ids.parse_action_id(action.get("action_id"))
     ref = ids.parse_block_id(action.get("block_id"))
     user = _str(_dict(body.get("user")).get("id"))
+    name = _name(body)
     if kind is None or ref is None or user is None:
         return None
     container = _dict(body.get("container"))
@@ -159,6 +168,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
         channel=_str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id")),
         message_ts=_str(container.get("message_ts")) or _str(message.get("ts")),
         trigger_id=_str(body.get("trigger_id")),
+        name=name,
     )
     rid = ref.request_id
     if kind == "submit":
@@ -201,5 +211,6 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | None:
             if ids.parse_action_id(action) == "text":
                 raw = _dict(state).get("value")
                 text = raw if isinstance(raw, str) else ""
-                return TextAnswer(ref.request_id, ref.question, text, Origin(user), block)
+                origin = Origin(user, name=_name(body))
+                return TextAnswer(ref.request_id, ref.question, text, origin, block)
     return None

@@ -244,6 +244,7 @@ class AskLifecycle:
                 note=note,
                 answer=None,
                 answered_by=None,
+                answered_by_name=None,
                 finished_at=None,
                 error_code=None,
                 owner=self._store.process_id,

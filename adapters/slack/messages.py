@@ -23,8 +23,7 @@ __all__ = [
     "STORE_BUSY",
     "UNDELIVERED",
     "UNDELIVERED_REST",
-    "already_answered",
-    "dismissed_by",
+    "already_ended",
     "no_answer_within",
 ]
 
@@ -61,13 +60,19 @@ NOT_ALLOWED: Final = "You are not one of the people who can answer this question
 ENTER_AN_ANSWER: Final = "Please enter an answer."
 
 
-def already_answered(user: str | None) -> str:
-    """The note for a click on an answered request (naming who answered, when known)."""
-    if user:
-        return f"This question was already answered by <@{user}>."
-    return "This question was already answered."
+_ALREADY: Final = {
+    "Approved": "This plan was already approved",
+    "Declined": "This plan was already declined",
+    "Answered": "This question was already answered",
+    "Skipped": "This question was already skipped",
+    "Dismissed": "This question was dismissed",
+}
 
 
-def dismissed_by(user: str) -> str:
-    """The note for a click on a request someone dismissed."""
-    return f"This question was dismissed by <@{user}>."
+def already_ended(verb: str, who: str | None) -> str:
+    """The note for a click on a request that ended with ``verb`` (``outcomes``' words),
+    naming who ended it when known (a mention, or a name where mentions cannot render)."""
+    said = _ALREADY.get(verb)
+    if said is None:
+        return NO_LONGER_OPEN
+    return f"{said} by {who}." if who else f"{said}."

@@ -52,6 +52,7 @@ class PendingRecord(BaseModel):
     note: str | None = None
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
+    answered_by_name: str | None = None
     error_code: str | None = None
     created_at: float = Field(default_factory=time.time)
     finished_at: float | None = None

@@ -18,10 +18,12 @@ from adapters.slack.interactions import (
     DraftChange,
     Interaction,
     OpenText,
+    Origin,
     Pick,
     Submit,
 )
-from adapters.slack.messages import ENTER_AN_ANSWER, NO_LONGER_OPEN, already_answered, dismissed_by
+from adapters.slack.messages import ENTER_AN_ANSWER
+from adapters.slack.outcomes import refusal
 from adapters.slack.record import Draft, PendingRecord
 from bot.questions.models import (
     AskUserQuestionAnswer,
@@ -67,9 +69,10 @@ class Modal:
 
 @dataclass(frozen=True, slots=True)
 class Refuse:
-    """Tell the person privately why nothing happened."""
+    """Tell the person privately why nothing happened (``plain``: for modal errors)."""
 
     text: str
+    plain: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +92,13 @@ Decision = Finish | Save | Modal | Refuse | Invalid | Ignore
 _ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
 
 
-def refusal_for(record: PendingRecord) -> str:
-    """The private note for a click on a request that is no longer open."""
-    if record.state == "answered":
-        return already_answered(record.answered_by)
-    if record.state == "cancelled" and record.answered_by:
-        return dismissed_by(record.answered_by)
-    return NO_LONGER_OPEN
+def refusal_for(record: PendingRecord, *, mention: bool = True) -> str:
+    """The private note for a click on a request that is no longer open.
+
+    With ``mention`` the first answerer is a mention (ephemeral notes); without, their
+    name (modal errors are plain text, where a mention shows as a raw id).
+    """
+    return refusal(record, mention=mention)
 
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
@@ -129,13 +132,14 @@ def _drafts(record: PendingRecord) -> list[Draft]:
     return drafts
 
 
-def _finish(record: PendingRecord, user: str, now: float, drafts: list[Draft]) -> Finish:
+def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
     answer = encode_answer(record.questions, drafts)
     return Finish(
         record.next(
             state="answered",
             answer=answer,
-            answered_by=user,
+            answered_by=origin.user,
+            answered_by_name=origin.name,
             finished_at=now,
             drafts=drafts,
             note=None,
@@ -146,13 +150,21 @@ def _finish(record: PendingRecord, user: str, now: float, drafts: list[Draft]) -
 def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decision:
     """What ``interaction`` does to ``record`` (already authorized)."""
     if not record.is_open:
-        return Refuse(refusal_for(record))
+        return Refuse(refusal_for(record), refusal_for(record, mention=False))
     layout = layout_of(record.questions)
     count = len(record.questions)
-    user = interaction.origin.user
+    origin = interaction.origin
 
     if isinstance(interaction, Dismiss):
-        return Finish(record.next(state="cancelled", answered_by=user, finished_at=now, note=None))
+        return Finish(
+            record.next(
+                state="cancelled",
+                answered_by=origin.user,
+                answered_by_name=origin.name,
+                finished_at=now,
+                note=None,
+            )
+        )
 
     if isinstance(interaction, Submit):
         if layout != "form":
@@ -161,7 +173,7 @@ def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decis
         for index, chosen in interaction.selections.items():
             if 0 <= index < count:
                 drafts[index].selected = list(chosen)
-        return _finish(record, user, now, drafts)
+        return _finish(record, origin, now, drafts)
 
     if not 0 <= interaction.question < count:
         return Ignore()
@@ -173,7 +185,7 @@ def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decis
         if not 0 <= interaction.option < len(question.options or []):
             return Ignore()
         drafts = [Draft(selected=[interaction.option])]
-        return _finish(record, user, now, drafts)
+        return _finish(record, origin, now, drafts)
 
     if isinstance(interaction, DraftChange):
         if layout != "form":
@@ -198,7 +210,7 @@ def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decis
     drafts[interaction.question].custom = text
     if layout in _ONE_QUESTION_LAYOUTS:
         drafts[interaction.question].selected = []
-        return _finish(record, user, now, drafts)
+        return _finish(record, origin, now, drafts)
     if not question.is_multi_select:
         drafts[interaction.question].selected = []
     return Save(record.next(drafts=drafts), True)

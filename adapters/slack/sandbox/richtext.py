@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from adapters.slack.sandbox.richblocks import rich_text_to_html
+
 __all__ = [
     "EMOJI",
     "Names",
@@ -421,8 +423,9 @@ def text_to_html(obj: Mapping[str, Any], names: Names | None = None) -> str:
 def with_html(value: Any, names: Names | None = None) -> Any:
     """A deep copy of blocks (or a view, a message) with ``html`` beside each text.
 
-    Every ``plain_text``/``mrkdwn`` text object and every ``markdown`` block gets an
-    ``html`` key holding its safe rendering; everything else is copied unchanged.
+    Every ``plain_text``/``mrkdwn`` text object, every ``markdown`` block and every
+    ``rich_text`` block gets an ``html`` key holding its safe rendering; everything else is
+    copied unchanged.
     """
     copied = copy.deepcopy(value)
     _decorate(copied, names or _NO_NAMES)
@@ -440,6 +443,9 @@ def _decorate(value: Any, names: Names) -> None:
         value.get("text"), str
     ):
         value["html"] = text_to_html(value, names)
+    elif value.get("type") == "rich_text":
+        value["html"] = rich_text_to_html(value, lambda user: names.users.get(user, user))
+        return
     for key, item in value.items():
         if key != "html":
             _decorate(item, names)

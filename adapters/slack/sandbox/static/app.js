@@ -449,6 +449,8 @@
         return el("hr", blockAttrs(block, "sk-divider"));
       case "markdown":
         return html("div", "sk-markdown", block.html, { "data-block-type": "markdown" });
+      case "rich_text":
+        return html("div", "sk-rich", block.html || "", { "data-block-type": "rich_text" });
       case "actions":
         return el("div", blockAttrs(block, "sk-actions"), (block.elements || []).map((e) => renderElement(e, block, ctx)));
       case "input":

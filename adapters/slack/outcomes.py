@@ -1,0 +1,141 @@
+"""Pure wording: what happened to a request, in words a person reads at a glance.
+
+One place says how every ending is worded ("Approved by @alice", "Declined by @bob —
+«feedback»", "Answered by", "Skipped by", "Dismissed by", "Cancelled: …", "Failed: …",
+"Timed out"), so the message record, its notification text, private notes and modal
+errors all agree. ``outcome_of`` decides; ``as_mrkdwn`` and ``as_plain`` word it for the
+two kinds of Slack text: mrkdwn (a mention renders, asker text is escaped) and plain text
+(modal errors, where a mention would show as a raw id, so the person's name is used).
+New kinds of request (team reviews, tallies) add a verb here and keep the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from adapters.slack.layout import layout_of
+from adapters.slack.messages import NO_LONGER_OPEN, already_ended
+from adapters.slack.mrkdwn import escape
+from adapters.slack.record import PendingRecord
+from bot.questions.errors import ASK_TIMEOUT
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = [
+    "ICONS",
+    "Outcome",
+    "as_mrkdwn",
+    "as_plain",
+    "outcome_of",
+    "person",
+    "plan_verdict",
+    "refusal",
+]
+
+ICONS: Final = {
+    "Approved": ":white_check_mark:",
+    "Declined": ":x:",
+    "Answered": ":white_check_mark:",
+    "Skipped": ":fast_forward:",
+    "Dismissed": ":no_entry_sign:",
+    "Cancelled": ":black_square_for_stop:",
+    "Failed": ":warning:",
+    "Timed out": ":hourglass:",
+}
+"""The emoji shown before each verb in the message record."""
+
+
+_WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out"})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a request ended: a verb, who (if a person), and what they said or why."""
+
+    verb: str
+    user: str | None = None
+    name: str | None = None
+    feedback: str | None = None
+    reason: str | None = None
+
+
+def person(user: str | None, name: str | None, *, mention: bool) -> str:
+    """A person as text: ``<@U…>`` where mentions render, else their name (or their id)."""
+    if mention and user:
+        return f"<@{user}>"
+    if name:
+        return f"@{name}"
+    return f"@{user}" if user else "someone"
+
+
+def plan_verdict(question: AskUserQuestionItem, selected: list[str]) -> str:
+    """``Approved`` or ``Declined`` for a plan review's answer (free text declines)."""
+    intent = question.intent
+    if intent is not None and selected == [intent.approve]:
+        return "Approved"
+    return "Declined"
+
+
+def _answered(record: PendingRecord) -> Outcome:
+    by = {"user": record.answered_by, "name": record.answered_by_name}
+    answers = record.answer.answers if record.answer is not None else []
+    if layout_of(record.questions) == "plan" and answers:
+        item = answers[0]
+        verb = plan_verdict(record.questions[0], list(item.selected))
+        feedback = item.custom if verb == "Declined" and item.custom else None
+        return Outcome(verb, feedback=feedback, **by)
+    if answers and all(not item.selected and not item.custom for item in answers):
+        return Outcome("Skipped", **by)
+    return Outcome("Answered", **by)
+
+
+def outcome_of(record: PendingRecord) -> Outcome | None:
+    """How ``record`` ended, or ``None`` while it is open."""
+    if record.state == "answered":
+        return _answered(record)
+    if record.state == "cancelled":
+        return Outcome("Dismissed", record.answered_by, record.answered_by_name)
+    if record.state == "aborted":
+        return Outcome("Cancelled", reason=record.note)
+    if record.state == "failed":
+        if record.error_code == ASK_TIMEOUT:
+            return Outcome("Timed out", reason=record.note)
+        return Outcome("Failed", reason=record.note)
+    return None
+
+
+def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
+    def text(value: str) -> str:
+        return escape(value) if mention else value
+
+    line = outcome.verb
+    if outcome.user or outcome.name:
+        line += f" by {person(outcome.user, outcome.name, mention=mention)}"
+    if outcome.feedback and quote:
+        line += f" — «{text(outcome.feedback)}»"
+    if outcome.reason and outcome.verb in _WITH_REASON:
+        reason = text(outcome.reason)
+        # A reason that already says what happened ("Cancelled: the asker stopped…",
+        # "Interrupted: the bot shut down…") is the whole line.
+        said = reason.split(":", 1)[0] in _WITH_REASON | {"Interrupted"}
+        line = reason if said else f"{line}: {reason}"
+    return line
+
+
+def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
+    """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback)."""
+    return _words(outcome, mention=True, quote=feedback)
+
+
+def as_plain(outcome: Outcome, *, feedback: bool = True) -> str:
+    """The outcome as plain text, naming people (modal errors, logs)."""
+    return _words(outcome, mention=False, quote=feedback)
+
+
+def refusal(record: PendingRecord, *, mention: bool) -> str:
+    """The private note for a click on a request that is no longer open."""
+    outcome = outcome_of(record)
+    if outcome is None:
+        return NO_LONGER_OPEN
+    who = person(outcome.user, outcome.name, mention=mention)
+    return already_ended(outcome.verb, who if outcome.user or outcome.name else None)
