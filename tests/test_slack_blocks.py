@@ -1074,12 +1074,12 @@ def test_an_approved_plan_says_approved() -> None:
     [
         ("cancelled", {"answered_by": ALICE}, f":no_entry_sign: Dismissed by <@{ALICE}>"),
         ("aborted", {"note": "Cancelled: the asker stopped waiting."}, ":black_square_for_stop: "
-         "Cancelled: the asker stopped waiting"),
+         "Cancelled: the asker stopped waiting."),
         ("aborted", {"note": "Answered in another client."}, ":black_square_for_stop: "
-         "Cancelled: Answered in another client"),
+         "Cancelled: Answered in another client."),
         ("failed", {"note": "Slack said no"}, ":warning: Failed: Slack said no"),
         ("failed", {"note": "No answer within 30 seconds.", "error_code": "ASK_TIMEOUT"},
-         ":hourglass: Timed out: No answer within 30 seconds"),
+         ":hourglass: Timed out: No answer within 30 seconds."),
     ],
 )  # fmt: skip
 def test_every_ending_is_said_in_words(state: str, fields: dict[str, Any], line: str) -> None:

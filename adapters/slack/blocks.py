@@ -564,7 +564,11 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
         blocks.extend(_detail_blocks(shown[index], question.detail or ""))
         if record.state == "answered" and not plan:
             answer = _answer_pieces(items.get(index))
-            blocks.append(rich_text(words("→ "), *answer, limit=answer_limit))
+            if "style" in answer[0]:
+                answer.insert(0, words("→ "))
+            else:  # one run of text where it can be ("→ Deploy")
+                answer[0] = words(f"→ {answer[0]['text']}")
+            blocks.append(rich_text(*answer, limit=answer_limit))
     outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
     blocks.append(_context(shorten_escaped(_outcome_line(record), outcome_limit)))
     outcome = outcome_of(record)
