@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
-from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.layout import MAX_TAP_OPTIONS, Layout, PlanReview, layout_of, plan_review_of
+from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
 from adapters.slack.record import Draft, PendingRecord
