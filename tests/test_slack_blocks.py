@@ -1076,7 +1076,9 @@ def test_an_approved_plan_says_approved() -> None:
         ("aborted", {"note": "Cancelled: the asker stopped waiting."}, ":black_square_for_stop: "
          "Cancelled: the asker stopped waiting."),
         ("aborted", {"note": "Answered in another client."}, ":black_square_for_stop: "
-         "Cancelled: Answered in another client."),
+         "Answered in another client."),
+        ("aborted", {"note": "The harness went away."}, ":black_square_for_stop: "
+         "Cancelled: The harness went away."),
         ("failed", {"note": "Slack said no"}, ":warning: Failed: Slack said no"),
         ("failed", {"note": "No answer within 30 seconds.", "error_code": "ASK_TIMEOUT"},
          ":hourglass: Timed out: No answer within 30 seconds."),
@@ -1087,7 +1089,7 @@ def test_every_ending_is_said_in_words(state: str, fields: dict[str, Any], line:
     assert_final_shape(rendered)
     (outcome,) = [t for t in formatted_texts(rendered.blocks) if t.startswith(":")]
     assert outcome.startswith(line + " · <!date^")
-    assert rendered.text.startswith(line.split(" ", 1)[1] + ": ")
+    assert rendered.text.startswith(line.split(" ", 1)[1].rstrip(".") + ": ")
 
 
 def test_a_form_submitted_with_nothing_says_skipped() -> None:

@@ -11,6 +11,7 @@ New kinds of request (team reviews, tallies) add a verb here and keep the rest.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -46,6 +47,7 @@ ICONS: Final = {
 
 
 _WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out"})
+_SAYS_WHAT_HAPPENED: Final = frozenset({"Cancelled", "Interrupted", "Answered", "Dismissed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +118,8 @@ def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
     if outcome.reason and outcome.verb in _WITH_REASON:
         reason = text(outcome.reason)
         # A reason that already says what happened ("Cancelled: the asker stopped…",
-        # "Interrupted: the bot shut down…") is the whole line.
-        said = reason.split(":", 1)[0] in _WITH_REASON | {"Interrupted"}
+        # "Interrupted: the bot shut down…", "Answered in another client.") is the line.
+        said = re.split(r"[\s:]", reason, maxsplit=1)[0] in _SAYS_WHAT_HAPPENED
         line = reason if said else f"{line}: {reason}"
     return line
 
