@@ -9,7 +9,9 @@
         answer = await task
 
 Every Web API call goes to ``SlackStandIn`` (which refuses Block Kit outside Slack's
-limits, as Slack does); every click is a signed, form-encoded payload POSTed to the app's
+limits, as Slack does); the client paces its calls within Slack's rate limits, by default
+at a time scale (``FAST_LIMITS``) where they do not slow tests down, and ``rate_limits``
+switches the stand-in's enforcement on (load tests); every click is a signed, form-encoded payload POSTed to the app's
 ``/slack/events``, as Slack sends it.
 """
 
@@ -23,14 +25,18 @@ from typing import Any
 from aiohttp import web
 
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
+from adapters.slack.limits import SlackLimits
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import Ephemeral, Message
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 SECRET = "test-signing-secret"
+FAST_LIMITS = SlackLimits(time_scale=1000.0)
+"""Slack's limits a thousand times faster: the pacing of a few calls is not noticed."""
 
 
 async def until(predicate: Callable[[], Any], *, within: float = 5.0, what: str = "") -> Any:
@@ -49,8 +55,17 @@ async def until(predicate: Callable[[], Any], *, within: float = 5.0, what: str 
 class SlackHarness:
     """Slack stand-in + bolt ``AsyncApp`` + ``SlackQuestionProvider`` + service."""
 
-    def __init__(self, *, store: PendingStore | None = None, **provider_options: Any) -> None:
-        self.slack = SlackStandIn(signing_secret=SECRET)
+    def __init__(
+        self,
+        *,
+        store: PendingStore | None = None,
+        limits: SlackLimits = FAST_LIMITS,
+        enforce: bool = False,
+        **provider_options: Any,
+    ) -> None:
+        enforced = RateLimiter(limits) if enforce else None
+        self.slack = SlackStandIn(signing_secret=SECRET, rate_limits=enforced)
+        self.limits = limits
         ws = self.slack.workspace
         self.alice = ws.add_user("alice").id
         self.bob = ws.add_user("bob").id
@@ -64,7 +79,9 @@ class SlackHarness:
     async def __aenter__(self) -> SlackHarness:
         await self.slack.start()
         # As the bot makes its client: one kept session (closed on the way out).
-        self.client = web_client(self.slack.token, base_url=self.slack.url, timeout=5)
+        self.client = web_client(
+            self.slack.token, base_url=self.slack.url, timeout=5, limits=self.limits
+        )
         try:
             self.app = await build_app(self.client, signing_secret=SECRET)
         except BaseException:

@@ -21,6 +21,11 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.budget import Budget
+from adapters.slack.limits import SlackLimits
+from adapters.slack.paced import PacedWebClient
+from adapters.slack.scheduler import WebApiScheduler
+
 __all__ = ["EventsHandler", "build_app", "close_web_client", "events_handler", "web_client"]
 
 
@@ -32,22 +37,37 @@ class _IgnoredTokenNotice(logging.Filter):
         return "will be ignored" not in message and "will be unused" not in message
 
 
-def web_client(token: str, *, base_url: str | None = None, timeout: int = 10) -> AsyncWebClient:
-    """An ``AsyncWebClient`` that keeps its connections to Slack open between calls.
+def web_client(
+    token: str,
+    *,
+    base_url: str | None = None,
+    timeout: int = 10,
+    limits: SlackLimits | None = None,
+    budget: Budget | None = None,
+    pace: bool = True,
+) -> AsyncWebClient:
+    """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits.
 
     Without a session slack_sdk opens a new aiohttp session, and a new connection, for
     every call; this one shares a session (with the client's ``timeout`` for each call).
+    Every call waits its turn in a ``WebApiScheduler`` (``limits``: Slack's published ones
+    by default; ``budget``: this process's, or a ``RedisBudget`` shared by several);
+    ``pace=False`` sends at once (only for a stand-in that enforces nothing).
     Call it inside the running loop, and close it with ``close_web_client``.
     """
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
     kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
     if base_url:
         kwargs["base_url"] = base_url
-    return AsyncWebClient(**kwargs)
+    if not pace:
+        return AsyncWebClient(**kwargs)
+    return PacedWebClient(scheduler=WebApiScheduler(limits, budget=budget), **kwargs)
 
 
 async def close_web_client(client: AsyncWebClient) -> None:
-    """Close the session of a client made by ``web_client`` (idempotent)."""
+    """Close the session (and the scheduler) of a client made by ``web_client`` (idempotent)."""
+    if isinstance(client, PacedWebClient):
+        await client.scheduler.close()
     if client.session is not None:
         await client.session.close()
 

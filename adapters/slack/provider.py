@@ -38,13 +38,17 @@ __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_re
 
 
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
-    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
+    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections.
+
+    A client with a scheduler (``PacedWebClient``) answers 429s itself: no 429 handler.
+    """
     present = {type(handler) for handler in client.retry_handlers}
     wanted = [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         AsyncServerErrorRetryHandler(max_retry_count=2),
     ]
+    if getattr(client, "scheduler", None) is None:
+        wanted.append(AsyncRateLimitErrorRetryHandler(max_retry_count=3))
     for handler in wanted:
         if type(handler) not in present:
             client.retry_handlers.append(handler)

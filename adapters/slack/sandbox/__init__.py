@@ -4,11 +4,13 @@
 - ``state``: ``Workspace``, the in-memory model and every state change, pure.
 - ``methods``: Web API methods over that model, pure.
 - ``webapi``: ``SlackStandIn``, the aiohttp server, with fault injection and a call log.
+- ``ratelimits``: ``RateLimiter``, Slack's published rate limits, enforced when switched on.
 - ``clicks`` and ``signing``: the payloads a person's click produces, signed as Slack signs.
 """
 
 from adapters.slack.sandbox.calllog import Call, CallLog
 from adapters.slack.sandbox.faults import Fault, FaultKind, Faults
+from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import (
     Change,
     Channel,
@@ -39,6 +41,7 @@ __all__ = [
     "FaultKind",
     "Faults",
     "Message",
+    "RateLimiter",
     "SlackError",
     "SlackStandIn",
     "User",

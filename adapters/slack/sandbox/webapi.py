@@ -13,7 +13,9 @@ Routes: ``/api/<method>`` (the methods of ``methods.WebApi``; a bearer token is 
 ``/upload/<file id>`` (the URL ``files.getUploadURLExternal`` hands out) and
 ``/response/<token>`` (``response_url``s minted for interaction payloads). Every request is
 recorded in ``calls``; ``faults`` can make any route rate-limit, fail, drop the connection or
-stall. State lives in ``workspace``; ``subscribe()`` / ``observe()`` report every change.
+stall. With ``rate_limits`` set (a ``RateLimiter``) Web API calls over Slack's published
+limits get 429 with ``Retry-After``, as Slack answers them (logged with fault ``"limit"``).
+State lives in ``workspace``; ``subscribe()`` / ``observe()`` report every change.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.calllog import Call, CallLog
 from adapters.slack.sandbox.faults import Faults
 from adapters.slack.sandbox.methods import WebApi
+from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import Change, Ephemeral, Message, SlackError
 from adapters.slack.sandbox.signing import (
     block_actions_payload,
@@ -59,12 +62,15 @@ class SlackStandIn:
         seed: int = 0,
         signing_secret: str | None = None,
         interactivity_url: str | None = None,
+        rate_limits: RateLimiter | None = None,
     ) -> None:
         self.workspace = workspace if workspace is not None else Workspace(clock=clock, seed=seed)
         self.token = token
         self.tokens: set[str] = {token}
         """Bearer tokens accepted; anything else gets ``invalid_auth``."""
         self.faults = Faults(seed)
+        self.rate_limits = rate_limits
+        """Slack's rate limits, enforced when set (off by default)."""
         self.calls = CallLog()
         self.connections: set[tuple[str, int]] = set()
         """The client addresses (host, port) Web API calls came from: one per connection."""
@@ -281,6 +287,9 @@ class SlackStandIn:
             return self._answer(method, params, {"ok": False, "error": "not_authed"}, faulted)
         if token not in self.tokens:
             return self._answer(method, params, {"ok": False, "error": "invalid_auth"}, faulted)
+        retry_after = self.rate_limits.check(method, params) if self.rate_limits else None
+        if retry_after is not None:
+            return self._limited(method, params, retry_after, "limit")
         return self._answer(method, params, self.api.call(method, params), faulted)
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
@@ -341,14 +350,17 @@ class SlackStandIn:
                 request.transport.close()
             return web.Response()
         if fault.kind == "ratelimit":
-            answer = {"ok": False, "error": "ratelimited"}
-            self._log(method, params, 429, answer, fault.kind)
-            return web.json_response(
-                answer, status=429, headers={"Retry-After": str(fault.retry_after)}
-            )
+            return self._limited(method, params, fault.retry_after, fault.kind)
         answer = {"ok": False, "error": "internal_error"}
         self._log(method, params, fault.status, answer, fault.kind)
         return web.json_response(answer, status=fault.status)
+
+    def _limited(
+        self, method: str, params: dict[str, Any], retry_after: int, why: str
+    ) -> web.Response:
+        answer = {"ok": False, "error": "ratelimited"}
+        self._log(method, params, 429, answer, why)
+        return web.json_response(answer, status=429, headers={"Retry-After": str(retry_after)})
 
     def _answer(
         self,

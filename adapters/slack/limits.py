@@ -1,0 +1,90 @@
+"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share.
+
+Limits apply per method, per workspace, per app, in per-minute windows (docs.slack.dev,
+"Rate limits"): Tier 1 1+/min, Tier 2 20+/min, Tier 3 50+/min, Tier 4 100+/min.
+``chat.postMessage`` is special: about one message per second per channel with short
+bursts, under a workspace-wide ceiling of "several hundred" a minute (Slack gives no
+number; 300 is used here). Over a limit Slack answers HTTP 429 with ``Retry-After``.
+
+``time_scale`` runs the same ratios faster: at 60 a Slack minute lasts one real second, so
+tests and benchmarks exercise the real proportions in seconds. ``Retry-After`` values stay
+in Slack seconds; divide by ``time_scale`` for real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+__all__ = ["METHOD_TIERS", "POST_MESSAGE", "TIER_PER_MINUTE", "SlackLimits"]
+
+POST_MESSAGE: Final = "chat.postMessage"
+
+TIER_PER_MINUTE: Final[Mapping[int, int]] = MappingProxyType({1: 1, 2: 20, 3: 50, 4: 100})
+"""Calls per minute per method for each tier (the published minimums)."""
+
+METHOD_TIERS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "chat.update": 3,
+        "chat.delete": 3,
+        "chat.postEphemeral": 4,
+        "conversations.open": 3,
+        "conversations.history": 3,
+        "conversations.replies": 3,
+        "views.open": 4,
+        "views.update": 4,
+        "views.push": 4,
+        "views.publish": 4,
+        "usergroups.users.list": 2,
+        "users.info": 4,
+        "files.getUploadURLExternal": 4,
+        "files.completeUploadExternal": 4,
+        "apps.connections.open": 1,
+    }
+)
+"""Each rate-limited method's tier; ``chat.postMessage`` has its own rule (see
+``SlackLimits``), ``auth.test`` and ``blocks.validate`` are special and not limited here."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlackLimits:
+    """The numbers of Slack's limits and the time scale they run at."""
+
+    tiers: Mapping[int, int] = field(default_factory=lambda: dict(TIER_PER_MINUTE))
+    """Calls per ``window`` for each tier."""
+    methods: Mapping[str, int] = field(default_factory=lambda: dict(METHOD_TIERS))
+    """Each limited method's tier."""
+    window: float = 60.0
+    """The tiers' window, in Slack seconds."""
+    post_interval: float = 1.0
+    """``chat.postMessage``: one message per this many Slack seconds per channel."""
+    post_burst: int = 3
+    """``chat.postMessage``: how many posts to one channel Slack takes at once."""
+    workspace_posts: int = 300
+    """``chat.postMessage``: the workspace-wide ceiling per ``window``."""
+    time_scale: float = 1.0
+    """How many times faster than real Slack time runs (tests: 20–60)."""
+
+    def __post_init__(self) -> None:
+        if self.time_scale <= 0 or self.window <= 0 or self.post_interval <= 0:
+            raise ValueError("time_scale, window and post_interval must be positive")
+        if self.post_burst < 1 or self.workspace_posts < 1:
+            raise ValueError("post_burst and workspace_posts must be at least 1")
+        for method, tier in self.methods.items():
+            if self.tiers.get(tier, 0) < 1:
+                raise ValueError(f"{method}: tier {tier} has no calls per window")
+
+    def per_window(self, method: str) -> int | None:
+        """Calls of ``method`` allowed per window (``None``: not limited by a tier)."""
+        tier = self.methods.get(method)
+        return None if tier is None else self.tiers[tier]
+
+    def limited(self, method: str) -> bool:
+        """Whether any rule here limits ``method``."""
+        return method == POST_MESSAGE or method in self.methods
+
+    def real(self, slack_seconds: float) -> float:
+        """Slack seconds as real seconds at this time scale."""
+        return slack_seconds / self.time_scale

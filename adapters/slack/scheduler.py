@@ -1,0 +1,340 @@
+"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing.
+
+``await scheduler.call(method, send, channel=..., key=...)`` runs ``send()`` when the
+method's budget (``SlackLimits``, through a ``Budget``: this process's or shared through
+Redis) has room, and returns its result:
+
+- Calls wait in *lanes*: one per channel for ``chat.postMessage`` (new questions are posted
+  fairly, channel after channel), one per message (``key``) for ``chat.update``. A lane
+  sends one call at a time, in order; a method's lanes take turns.
+- Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
+  callers get the newer call's result), so each message has at most one pending update
+  and the latest one is the one sent.
+- A 429 anyway (another app, another process, a stale budget) closes the method's budget
+  for ``Retry-After`` and puts the call back at the head of its lane: it is retried, never
+  failed. Callers that stop waiting (a deadline, an abort) take their call off the queue.
+- A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
+  many calls wait per method (``/healthz``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from adapters.slack.budget import Bucket, Budget, LocalBudget
+from adapters.slack.limits import POST_MESSAGE, SlackLimits
+
+__all__ = ["WebApiScheduler", "retry_after_of"]
+
+T = TypeVar("T")
+_DEFAULT_RETRY_AFTER: Final = 1.0
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """``Retry-After`` (Slack seconds) of a 429 answer, or ``None`` for anything else."""
+    if not isinstance(exc, SlackApiError) or exc.response is None:
+        return None
+    if getattr(exc.response, "status_code", None) != 429:
+        return None
+    headers = getattr(exc.response, "headers", None) or {}
+    for name, value in dict(headers).items():
+        if str(name).lower() == "retry-after":
+            raw = value[0] if isinstance(value, list | tuple) and value else value
+            try:
+                return max(0.0, float(raw))
+            except (TypeError, ValueError):
+                break
+    return _DEFAULT_RETRY_AFTER
+
+
+@dataclass(eq=False, slots=True)
+class _Call:
+    lane: str
+    send: Callable[[], Awaitable[Any]]
+    future: asyncio.Future[Any]
+    queued_at: float
+    waiters: int = 1
+
+
+@dataclass(eq=False, slots=True)
+class _Method:
+    """The lanes of one method and the task that serves them.
+
+    ``lanes`` holds only calls not yet sent; ``turns`` is the round-robin order of lanes
+    (stale names are dropped as the turn passes them); ``busy`` lanes have a call in flight.
+    """
+
+    name: str
+    lanes: dict[str, deque[_Call]] = field(default_factory=dict)
+    turns: deque[str] = field(default_factory=deque)
+    in_turns: set[str] = field(default_factory=set)
+    busy: set[str] = field(default_factory=set)
+    not_before: dict[str, float] = field(default_factory=dict)
+    closed_until: float = 0.0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    worker: asyncio.Task[None] | None = None
+    waiting: int = 0
+
+    def enqueue(self, entry: _Call, *, first: bool = False) -> None:
+        """Add a call to its lane (at the head when ``first``) and give the lane a turn."""
+        queued = self.lanes.setdefault(entry.lane, deque())
+        if first:
+            queued.appendleft(entry)
+        else:
+            queued.append(entry)
+        self.waiting += 1
+        if entry.lane not in self.in_turns:
+            self.in_turns.add(entry.lane)
+            if first:
+                self.turns.appendleft(entry.lane)
+            else:
+                self.turns.append(entry.lane)
+        self.wake.set()
+
+    def next_turn(self) -> str | None:
+        """The next lane with a waiting call, rotated to the back; ``None`` when none is left."""
+        while self.turns:
+            lane = self.turns.popleft()
+            if lane not in self.lanes:
+                self.in_turns.discard(lane)
+                self.not_before.pop(lane, None)
+                continue
+            self.turns.append(lane)
+            return lane
+        return None
+
+    def pop(self, lane: str) -> _Call:
+        """The lane's next call, now on its way."""
+        queued = self.lanes[lane]
+        entry = queued.popleft()
+        if not queued:
+            del self.lanes[lane]
+        self.waiting -= 1
+        self.busy.add(lane)
+        return entry
+
+    def remove(self, entry: _Call) -> bool:
+        """Take a waiting call off its lane; whether it was still waiting."""
+        queued = self.lanes.get(entry.lane)
+        if queued is None or entry not in queued:
+            return False
+        queued.remove(entry)
+        if not queued:
+            del self.lanes[entry.lane]
+        self.waiting -= 1
+        return True
+
+
+class WebApiScheduler:
+    """Paces Web API calls within ``limits`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        limits: SlackLimits | None = None,
+        *,
+        budget: Budget | None = None,
+        margin: float = 0.05,
+        slow_after: float = 10.0,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.limits = limits or SlackLimits()
+        self._budget: Budget = budget or LocalBudget()
+        self._margin = margin
+        self._slow_after = slow_after
+        self._logger = logger or logging.getLogger("adapters.slack")
+        self._methods: dict[str, _Method] = {}
+        self._closed = False
+        self._sending: set[asyncio.Task[None]] = set()
+        self.ratelimited = 0
+        """How many 429 answers came back (each was retried)."""
+        self.sent = 0
+        """How many calls were sent (retries included)."""
+
+    # -- public surface -------------------------------------------------------------------
+
+    async def call(
+        self,
+        method: str,
+        send: Callable[[], Awaitable[T]],
+        *,
+        channel: str | None = None,
+        key: str | None = None,
+    ) -> T:
+        """Run ``send()`` within ``method``'s limits; a ``key`` coalesces waiting calls."""
+        if self._closed:
+            raise SlackClientError("the Web API client is closed")
+        if not self.limits.limited(method):
+            return await self._unpaced(method, send)
+        loop = asyncio.get_running_loop()
+        state = self._methods.get(method)
+        if state is None:
+            state = self._methods[method] = _Method(method)
+        lane = key if key is not None else (channel or "")
+        queued = state.lanes.get(lane)
+        if key is not None and queued:
+            entry = queued[-1]  # a newer version replaces the one still waiting
+            entry.send = send
+            entry.waiters += 1
+        else:
+            entry = _Call(lane, send, loop.create_future(), loop.time())
+            state.enqueue(entry)
+            self._kick(state)
+        try:
+            result: T = await asyncio.shield(entry.future)
+            return result
+        except asyncio.CancelledError:
+            entry.waiters -= 1
+            if entry.waiters == 0 and state.remove(entry):
+                entry.future.cancel()
+            raise
+
+    def depths(self) -> dict[str, int]:
+        """Calls waiting to be sent, per method (methods with none are left out)."""
+        return {m: s.waiting for m, s in sorted(self._methods.items()) if s.waiting}
+
+    async def close(self) -> None:
+        """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
+        self._closed = True
+        tasks = [s.worker for s in self._methods.values() if s.worker is not None]
+        tasks += self._sending
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        closed = SlackClientError("the Web API client closed")
+        for state in self._methods.values():
+            for queued in state.lanes.values():
+                for entry in queued:
+                    self._settle(entry, error=closed)
+        self._methods.clear()
+        await self._budget.close()
+
+    def buckets(self, method: str, lane: str) -> list[Bucket]:
+        """The budget buckets one call of ``method`` in ``lane`` spends (first: the method's)."""
+        limits, stretch = self.limits, 1.0 + self._margin
+        window = limits.real(limits.window) * stretch
+        if method == POST_MESSAGE:
+            # Keep one of Slack's burst posts in reserve for latency jitter.
+            burst = max(1, limits.post_burst - 1)
+            channel_window = limits.real(limits.post_interval) * burst * stretch
+            return [
+                Bucket(POST_MESSAGE, limits.workspace_posts, window),
+                Bucket(f"{POST_MESSAGE}:{lane}", burst, channel_window),
+            ]
+        return [Bucket(method, limits.per_window(method) or 1, window)]
+
+    # -- serving --------------------------------------------------------------------------
+
+    def _kick(self, state: _Method) -> None:
+        if state.worker is None or state.worker.done():
+            task = asyncio.get_running_loop().create_task(self._serve(state), name=state.name)
+            state.worker = task
+
+    async def _serve(self, state: _Method) -> None:
+        loop = asyncio.get_running_loop()
+        while state.lanes:
+            lane, soonest = await self._choose(state, loop.time())
+            if lane is None:
+                state.wake.clear()
+                timeout = None if soonest is None else max(0.0, soonest - loop.time())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.wake.wait(), timeout)
+                continue
+            entry = state.pop(lane)
+            waited = loop.time() - entry.queued_at
+            if waited > self._slow_after:
+                self._logger.warning(
+                    "Web API call waited %.1f s for Slack's rate limit",
+                    waited,
+                    extra={
+                        "method": state.name,
+                        "waited": round(waited, 3),
+                        "queued": state.waiting,
+                    },
+                )
+            task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _choose(self, state: _Method, now: float) -> tuple[str | None, float | None]:
+        """A lane whose call may go now, or ``None`` and when to look again."""
+        if state.closed_until > now:
+            return None, state.closed_until
+        soonest: float | None = None
+        for _ in range(len(state.turns)):
+            lane = state.next_turn()
+            if lane is None:
+                break
+            if lane in state.busy:
+                continue
+            ready_at = state.not_before.get(lane, now)
+            if ready_at <= now:
+                wait, full = await self._budget.take(self.buckets(state.name, lane))
+                if wait <= 0:
+                    state.not_before.pop(lane, None)
+                    return lane, None
+                ready_at = now + wait
+                if full == 0:  # the method's own budget: no other lane may go either
+                    state.closed_until = ready_at
+                    return None, ready_at
+                state.not_before[lane] = ready_at
+            soonest = ready_at if soonest is None else min(soonest, ready_at)
+        return None, soonest
+
+    async def _send(self, state: _Method, entry: _Call) -> None:
+        try:
+            self.sent += 1
+            result = await entry.send()
+        except Exception as exc:  # handed to the caller
+            retry_after = retry_after_of(exc)
+            if retry_after is None or entry.waiters == 0:
+                self._settle(entry, error=exc)
+                return
+            self.ratelimited += 1
+            seconds = self.limits.real(retry_after)
+            await self._budget.hold(self.buckets(state.name, entry.lane)[0], seconds)
+            state.enqueue(entry, first=True)
+        except BaseException as exc:
+            self._settle(entry, error=exc)
+            raise
+        else:
+            self._settle(entry, result=result)
+        finally:
+            state.busy.discard(entry.lane)
+            state.wake.set()
+            if state.lanes:
+                self._kick(state)
+
+    async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
+        """A method no limit here covers: sent at once, retried after any 429."""
+        while True:
+            try:
+                self.sent += 1
+                return await send()
+            except SlackApiError as exc:
+                retry_after = retry_after_of(exc)
+                if retry_after is None:
+                    raise
+                self.ratelimited += 1
+                await asyncio.sleep(self.limits.real(retry_after))
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _settle(
+        self, entry: _Call, *, result: Any = None, error: BaseException | None = None
+    ) -> None:
+        if entry.future.done():
+            return
+        if error is None:
+            entry.future.set_result(result)
+        else:
+            entry.future.set_exception(error)
+            if entry.waiters == 0:
+                entry.future.exception()
