@@ -28,6 +28,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
+from adapters.slack.budget import Budget, RedisBudget
+from adapters.slack.limits import SlackLimits
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Mode, Settings
@@ -107,6 +109,13 @@ async def _store(settings: Settings) -> PendingStore:
     return store
 
 
+def _budget(settings: Settings) -> Budget | None:
+    """Several processes on one Redis share one app's rate-limit budget."""
+    if settings.redis_url is None:
+        return None
+    return RedisBudget.from_url(settings.redis_url.get_secret_value(), prefix=settings.redis_prefix)
+
+
 class _Health:
     """``/healthz``: the mode, the questions this process waits on, each connection's state."""
 
@@ -123,6 +132,9 @@ class _Health:
             "mode": self.mode,
             "pending": self.provider.pending_count,
         }
+        scheduler = getattr(self.provider.client, "scheduler", None)
+        if scheduler is not None:  # Web API calls waiting for Slack's rate limits
+            body["webApiQueue"] = scheduler.depths()
         if self.socket is not None:
             body.update(await self.socket.status())
         if self.dsh is not None:
@@ -201,7 +213,13 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         signing_secret = settings.slack_signing_secret.get_secret_value()
     assert token is not None and channel is not None
 
-    client = web_client(token, base_url=api_url, timeout=10)
+    client = web_client(
+        token,
+        base_url=api_url,
+        timeout=10,
+        limits=SlackLimits(time_scale=settings.slack_rate_scale),
+        budget=_budget(settings),
+    )
     stack.push_async_callback(_logged("web client", lambda: close_web_client(client)))
     store = await _store(settings)  # a missing Redis is named before anything else
     stack.push_async_callback(_logged("store", store.close))

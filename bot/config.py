@@ -180,6 +180,13 @@ class Settings(BaseSettings):
     redis_prefix: Annotated[str, AfterValidator(check_redis_prefix)] = Field(
         "uq", description="Prefix of every Redis key and channel."
     )
+    slack_rate_scale: float = Field(
+        1.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Web API calls are paced within Slack's published rate limits run this "
+        "many times faster; 1 for Slack itself, more only for a faster stand-in Slack.",
+    )
     host: Annotated[str, AfterValidator(check_host)] = Field(
         "127.0.0.1",
         description="Address the HTTP server (API, /healthz, /slack/events) binds.",

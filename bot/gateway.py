@@ -28,6 +28,7 @@ from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import PendingRecord
+from adapters.slack.scheduler import tagged
 from bot.questions.errors import (
     ASK_ABORTED,
     ASK_CANCELLED,
@@ -98,9 +99,10 @@ def _harness_problem(error: HarnessError) -> web.Response:
     return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
 
 
-def _view(record: PendingRecord) -> dict[str, Any]:
-    """A stored record as the API shows it."""
-    view: dict[str, Any] = {"id": record.id, "state": record.state}
+def _view(record: PendingRecord, *, queued: bool = False) -> dict[str, Any]:
+    """A stored record as the API shows it (``queued``: its post waits for Slack's limits)."""
+    state = "queued" if queued and record.state == "pending" else record.state
+    view: dict[str, Any] = {"id": record.id, "state": state}
     if record.answer is not None and record.state == "answered":
         view["answer"] = record.answer.to_wire()
     if record.answered_by:
@@ -226,6 +228,12 @@ class Gateway:
         app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
 
+    def _view(self, record: PendingRecord) -> dict[str, Any]:
+        """``_view``, with ``queued`` while this process's post of it waits its turn."""
+        scheduler = getattr(self._provider.client, "scheduler", None)
+        queued = scheduler is not None and scheduler.is_queued(record.id)
+        return _view(record, queued=queued)
+
     def close(self) -> None:
         """Refuse new questions (shutdown has begun)."""
         self._closing = True
@@ -307,7 +315,7 @@ class Gateway:
             async with lock:
                 existing = await self._store.get(request_id)
                 if existing is not None:
-                    response = web.json_response(_view(existing), status=200)
+                    response = web.json_response(self._view(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
                     return response
                 return await self._start(request_id, post)
@@ -353,7 +361,8 @@ class Gateway:
             on_posted=on_posted,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
-        task = asyncio.ensure_future(self._service.ask(request))
+        with tagged(request_id):  # the scheduler can tell when its post waits in the queue
+            task = asyncio.ensure_future(self._service.ask(request))
         self._asks[request_id] = task
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
@@ -367,7 +376,7 @@ class Gateway:
                 raise error
         record = await self._store.get(request_id)
         status = 201 if posted.done() else 202
-        view = _view(record) if record is not None else {"id": request_id, "state": "pending"}
+        view = self._view(record) if record is not None else {"id": request_id, "state": "pending"}
         response = web.json_response(view, status=status)
         response.headers["Location"] = f"/v1/questions/{request_id}"
         return response
@@ -408,7 +417,7 @@ class Gateway:
                 record = ended.result()
             else:
                 record = await self._store.get(request_id) or record
-        return web.json_response(_view(record))
+        return web.json_response(self._view(record))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""

@@ -10,9 +10,9 @@
 
 Every Web API call goes to ``SlackStandIn`` (which refuses Block Kit outside Slack's
 limits, as Slack does); the client paces its calls within Slack's rate limits, by default
-at a time scale (``FAST_LIMITS``) where they do not slow tests down, and ``rate_limits``
-switches the stand-in's enforcement on (load tests); every click is a signed, form-encoded payload POSTed to the app's
-``/slack/events``, as Slack sends it.
+at a time scale (``FAST_LIMITS``) where they do not slow tests down, and ``enforce=True``
+switches the stand-in's enforcement on (load tests); every click is a signed, form-encoded
+payload POSTed to the app's ``/slack/events``, as Slack sends it.
 """
 
 from __future__ import annotations

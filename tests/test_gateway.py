@@ -669,7 +669,12 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
     async with running() as bed:
         async with bed.http.get("/healthz") as response:
             assert response.status == 200
-            assert await response.json() == {"ok": True, "mode": "http", "pending": 0}
+            assert await response.json() == {
+                "ok": True,
+                "mode": "http",
+                "pending": 0,
+                "webApiQueue": {},
+            }
         await bed.ask()
         async with bed.http.get("/healthz") as response:
             assert (await response.json())["pending"] == 1

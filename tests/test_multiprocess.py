@@ -306,6 +306,8 @@ async def two_bots(
         "REDIS_URL": redis_url,
         "REDIS_PREFIX": prefix,
         "SHUTDOWN_GRACE": "2",
+        # Slack's rate limits at the stand-in's speed (it enforces none here).
+        "SLACK_RATE_SCALE": "1000",
         **(extra_env or {}),
     }
     admin = aioredis.from_url(redis_url, decode_responses=True)

@@ -208,8 +208,7 @@ async def test_two_processes_sharing_redis_stay_within_one_apps_budget(
 ) -> None:
     agents = channel_id(slack, "agents")
     clients = [
-        paced(slack, budget=RedisBudget.from_url(redis_url, prefix=store_prefix))
-        for _ in range(2)
+        paced(slack, budget=RedisBudget.from_url(redis_url, prefix=store_prefix)) for _ in range(2)
     ]
     try:
         ts = [

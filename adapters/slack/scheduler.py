@@ -5,8 +5,9 @@ method's budget (``SlackLimits``, through a ``Budget``: this process's or shared
 Redis) has room, and returns its result:
 
 - Calls wait in *lanes*: one per channel for ``chat.postMessage`` (new questions are posted
-  fairly, channel after channel), one per message (``key``) for ``chat.update``. A lane
-  sends one call at a time, in order; a method's lanes take turns.
+  fairly, channel after channel, each in order), one per message (``key``) for
+  ``chat.update``, which sends one call at a time so versions land in order. A method's
+  lanes take turns.
 - Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
   callers get the newer call's result), so each message has at most one pending update
   and the latest one is the one sent.
@@ -14,7 +15,8 @@ Redis) has room, and returns its result:
   for ``Retry-After`` and puts the call back at the head of its lane: it is retried, never
   failed. Callers that stop waiting (a deadline, an abort) take their call off the queue.
 - A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
-  many calls wait per method (``/healthz``).
+  many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
+  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -32,10 +35,21 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from adapters.slack.budget import Bucket, Budget, LocalBudget
 from adapters.slack.limits import POST_MESSAGE, SlackLimits
 
-__all__ = ["WebApiScheduler", "retry_after_of"]
+__all__ = ["WebApiScheduler", "retry_after_of", "tagged"]
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
+_TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
+
+
+@contextlib.contextmanager
+def tagged(tag: str) -> Iterator[None]:
+    """Tag the Web API calls made in this context (and tasks started from it) with ``tag``."""
+    token = _TAG.set(tag)
+    try:
+        yield
+    finally:
+        _TAG.reset(token)
 
 
 def retry_after_of(exc: BaseException) -> float | None:
@@ -61,6 +75,8 @@ class _Call:
     send: Callable[[], Awaitable[Any]]
     future: asyncio.Future[Any]
     queued_at: float
+    tag: str | None = None
+    serial: bool = False
     waiters: int = 1
 
 
@@ -73,6 +89,7 @@ class _Method:
     """
 
     name: str
+    tags: Counter[str]
     lanes: dict[str, deque[_Call]] = field(default_factory=dict)
     turns: deque[str] = field(default_factory=deque)
     in_turns: set[str] = field(default_factory=set)
@@ -91,6 +108,8 @@ class _Method:
         else:
             queued.append(entry)
         self.waiting += 1
+        if entry.tag is not None:
+            self.tags[entry.tag] += 1
         if entry.lane not in self.in_turns:
             self.in_turns.add(entry.lane)
             if first:
@@ -117,8 +136,9 @@ class _Method:
         entry = queued.popleft()
         if not queued:
             del self.lanes[lane]
-        self.waiting -= 1
-        self.busy.add(lane)
+        self._untag(entry)
+        if entry.serial:
+            self.busy.add(lane)
         return entry
 
     def remove(self, entry: _Call) -> bool:
@@ -129,8 +149,15 @@ class _Method:
         queued.remove(entry)
         if not queued:
             del self.lanes[entry.lane]
-        self.waiting -= 1
+        self._untag(entry)
         return True
+
+    def _untag(self, entry: _Call) -> None:
+        self.waiting -= 1
+        if entry.tag is not None:
+            self.tags[entry.tag] -= 1
+            if self.tags[entry.tag] <= 0:
+                del self.tags[entry.tag]
 
 
 class WebApiScheduler:
@@ -153,6 +180,7 @@ class WebApiScheduler:
         self._methods: dict[str, _Method] = {}
         self._closed = False
         self._sending: set[asyncio.Task[None]] = set()
+        self._tags: Counter[str] = Counter()
         self.ratelimited = 0
         """How many 429 answers came back (each was retried)."""
         self.sent = 0
@@ -176,7 +204,7 @@ class WebApiScheduler:
         loop = asyncio.get_running_loop()
         state = self._methods.get(method)
         if state is None:
-            state = self._methods[method] = _Method(method)
+            state = self._methods[method] = _Method(method, self._tags)
         lane = key if key is not None else (channel or "")
         queued = state.lanes.get(lane)
         if key is not None and queued:
@@ -184,7 +212,9 @@ class WebApiScheduler:
             entry.send = send
             entry.waiters += 1
         else:
-            entry = _Call(lane, send, loop.create_future(), loop.time())
+            entry = _Call(
+                lane, send, loop.create_future(), loop.time(), _TAG.get(), key is not None
+            )
             state.enqueue(entry)
             self._kick(state)
         try:
@@ -199,6 +229,10 @@ class WebApiScheduler:
     def depths(self) -> dict[str, int]:
         """Calls waiting to be sent, per method (methods with none are left out)."""
         return {m: s.waiting for m, s in sorted(self._methods.items()) if s.waiting}
+
+    def is_queued(self, tag: str) -> bool:
+        """Whether a call tagged ``tag`` (see ``tagged``) is still waiting to be sent."""
+        return self._tags.get(tag, 0) > 0
 
     async def close(self) -> None:
         """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
@@ -307,7 +341,8 @@ class WebApiScheduler:
         else:
             self._settle(entry, result=result)
         finally:
-            state.busy.discard(entry.lane)
+            if entry.serial:
+                state.busy.discard(entry.lane)
             state.wake.set()
             if state.lanes:
                 self._kick(state)

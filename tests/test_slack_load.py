@@ -1,0 +1,130 @@
+"""Under Slack's real limits (time-scaled, the stand-in enforcing them): nothing fails, nothing
+is left stale, and the backpressure shows in ``/healthz`` and the HTTP API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from adapters.slack.limits import SlackLimits
+from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+from tests.test_gateway import DEPLOY, running
+
+# Slack's ratios 50 times faster: a post per channel every 20 ms, Tier 3 50 per 1.2 s.
+SCALED = SlackLimits(time_scale=50.0)
+
+
+def question(i: int) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": f"q{i}",
+                "question": f"Deploy build {i}?",
+                "options": [{"label": "Deploy"}, {"label": "Wait"}],
+            }
+        ]
+    }
+
+
+async def test_200_questions_into_one_channel_are_all_posted_answered_and_final() -> None:
+    async with SlackHarness(limits=SCALED, enforce=True) as h:
+        tasks = [h.ask(question(i)) for i in range(200)]
+        messages = await until(
+            lambda: (lambda ms: ms if len(ms) == 200 else None)(h.top_messages()),
+            within=60,
+            what="200 posted questions",
+        )
+        assert not [t for t in tasks if t.done()]  # nothing failed while waiting its turn
+        # Answer them all at once: 200 clicks, 200 message updates at Tier 3's pace.
+        clicks = [h.click(m, h.alice, text="Deploy") for m in messages]
+        assert all(status == 200 for status, _ in await asyncio.gather(*clicks))
+        answers = await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+        assert [a.to_wire()["answers"][0]["selected"] for a in answers] == [["Deploy"]] * 200
+
+        def all_final() -> bool:
+            return all(not interactive_elements(h.current(m).blocks) for m in messages)
+
+        await until(all_final, within=60, what="every message in its final state")
+        for message in messages:
+            assert "Deploy" in all_text(h.current(message).blocks)
+        posts = h.slack.calls("chat.postMessage")
+        refused = [c for c in h.slack.calls if c.status == 429]
+        scheduler = h.client.scheduler  # type: ignore[attr-defined]
+    assert len([c for c in posts if c.ok]) == 200
+    assert len(refused) <= 0.01 * len(h.slack.calls) and scheduler.ratelimited == len(refused)
+    assert all(c.ok for c in h.slack.calls("chat.update") if c.status != 429)
+
+
+async def test_many_clicks_on_a_few_messages_stay_within_tier_3_and_end_final() -> None:
+    form = {
+        "questions": [
+            {
+                "id": "pick",
+                "question": "Which regions?",
+                "multiSelect": True,
+                "options": [{"label": f"r{i}"} for i in range(4)],
+            },
+            {"id": "ok", "question": "Go?", "options": [{"label": "Yes"}, {"label": "No"}]},
+        ]
+    }
+    async with SlackHarness(limits=SCALED, enforce=True) as h:
+        tasks = [h.ask(form) for _ in range(10)]
+        messages = await until(
+            lambda: (lambda ms: ms if len(ms) == 10 else None)(h.top_messages()),
+            within=30,
+            what="10 forms",
+        )
+        # 30 ticks per form (each saves a draft and asks for a re-render), then Submit.
+        for round_ in range(30):
+            ticks = [
+                h.click(m, h.alice, text=f"r{round_ % 4}", values={"pick": [f"r{round_ % 4}"]})
+                for m in messages
+            ]
+            await asyncio.gather(*ticks)
+        submits = [
+            h.click(m, h.alice, text="Submit", values={"pick": ["r1", "r2"], "ok": ["Yes"]})
+            for m in messages
+        ]
+        await asyncio.gather(*submits)
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+
+        def all_final() -> bool:
+            return all(not interactive_elements(h.current(m).blocks) for m in messages)
+
+        await until(all_final, within=60, what="every form in its final state")
+        updates = [c for c in h.slack.calls("chat.update") if c.ok]
+        refused = [c for c in h.slack.calls if c.status == 429]
+    per_message: dict[str, int] = defaultdict(int)
+    for call in updates:
+        per_message[call.params["ts"]] += 1
+    window = SCALED.real(SCALED.window)
+    for call in updates:  # never more than Tier 3's 50 in any window
+        assert sum(1 for c in updates if call.at <= c.at < call.at + window) <= 50
+    assert len(updates) < 310  # coalesced: far fewer updates than clicks
+    assert refused == []
+
+
+async def test_a_question_waiting_to_be_posted_shows_queued_and_healthz_the_queue() -> None:
+    async with running() as bed:  # the bot's real limits: two posts per channel at once
+        results = await asyncio.gather(*(bed.ask(DEPLOY) for _ in range(4)))
+        assert [status for status, _ in results[:2]] == [201, 201]
+        queued = [body for status, body in results if status == 202]
+        assert queued and all(body["state"] == "queued" for body in queued)
+        async with bed.http.get("/healthz") as response:
+            depth = (await response.json())["webApiQueue"]
+        assert depth.get("chat.postMessage", 0) >= 1
+        _, polled = await bed.get(queued[-1]["id"])
+        assert polled["state"] == "queued" and "message" not in polled
+        for body in queued:  # posted once the channel's budget has room (about 2 s)
+
+            async def posted(request_id: str = body["id"]) -> bool:
+                return (await bed.get(request_id))[1]["state"] == "pending"
+
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while not await posted():
+                assert loop.time() < deadline, "never posted"
+                await asyncio.sleep(0.1)
+        async with bed.http.get("/healthz") as response:
+            assert (await response.json())["webApiQueue"] == {}
