@@ -7,6 +7,7 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
+from adapters.slack import ids
 from adapters.slack.limits import SlackLimits
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 from tests.test_gateway import DEPLOY, running
@@ -107,24 +108,30 @@ async def test_many_clicks_on_a_few_messages_stay_within_tier_3_and_end_final() 
 
 async def test_a_question_waiting_to_be_posted_shows_queued_and_healthz_the_queue() -> None:
     async with running() as bed:  # the bot's real limits: two posts per channel at once
-        results = await asyncio.gather(*(bed.ask(DEPLOY) for _ in range(4)))
-        assert [status for status, _ in results[:2]] == [201, 201]
-        queued = [body for status, body in results if status == 202]
-        assert queued and all(body["state"] == "queued" for body in queued)
+        keys = [f"deploy-{i}" for i in range(4)]
+        asking = [
+            asyncio.ensure_future(bed.ask(DEPLOY, headers={"Idempotency-Key": key}))
+            for key in keys
+        ]
+        last = ids.key_request_id(f"api:{keys[-1]}")
+
+        async def state_of(request_id: str) -> str | None:
+            status, body = await bed.get(request_id)
+            return str(body["state"]) if status == 200 else None
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while await state_of(last) != "queued":  # stored, its post waiting its turn
+            assert loop.time() < deadline, "never seen queued"
+            await asyncio.sleep(0.02)
         async with bed.http.get("/healthz") as response:
             depth = (await response.json())["webApiQueue"]
         assert depth.get("chat.postMessage", 0) >= 1
-        _, polled = await bed.get(queued[-1]["id"])
-        assert polled["state"] == "queued" and "message" not in polled
-        for body in queued:  # posted once the channel's budget has room (about 2 s)
-
-            async def posted(request_id: str = body["id"]) -> bool:
-                return (await bed.get(request_id))[1]["state"] == "pending"
-
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 10
-            while not await posted():
-                assert loop.time() < deadline, "never posted"
-                await asyncio.sleep(0.1)
+        _, polled = await bed.get(last)
+        assert "message" not in polled
+        # Posted once the channel's budget has room (about two seconds), never failed.
+        results = await asyncio.wait_for(asyncio.gather(*asking), timeout=20)
+        assert [status for status, _ in results] == [201] * 4
+        assert await state_of(last) == "pending"
         async with bed.http.get("/healthz") as response:
             assert (await response.json())["webApiQueue"] == {}

@@ -168,7 +168,7 @@ class WebApiScheduler:
         limits: SlackLimits | None = None,
         *,
         budget: Budget | None = None,
-        margin: float = 0.05,
+        margin: float = 0.1,
         slow_after: float = 10.0,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -251,18 +251,27 @@ class WebApiScheduler:
         await self._budget.close()
 
     def buckets(self, method: str, lane: str) -> list[Bucket]:
-        """The budget buckets one call of ``method`` in ``lane`` spends (first: the method's)."""
+        """The budget buckets one call of ``method`` in ``lane`` spends.
+
+        A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
+        that leave on time cannot arrive at Slack bunched over the limit; the window is
+        stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
+        """
         limits, stretch = self.limits, 1.0 + self._margin
         window = limits.real(limits.window) * stretch
+        allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
+        allowed = allowed or 1
+        burst = max(1, allowed // 10)
+        found = [
+            Bucket(method, allowed, window),
+            Bucket(f"{method}:pace", burst, window * burst / allowed),
+        ]
         if method == POST_MESSAGE:
-            # Keep one of Slack's burst posts in reserve for latency jitter.
-            burst = max(1, limits.post_burst - 1)
-            channel_window = limits.real(limits.post_interval) * burst * stretch
-            return [
-                Bucket(POST_MESSAGE, limits.workspace_posts, window),
-                Bucket(f"{POST_MESSAGE}:{lane}", burst, channel_window),
-            ]
-        return [Bucket(method, limits.per_window(method) or 1, window)]
+            # One post per interval per channel, evenly: Slack's burst allowance is left
+            # to absorb latency jitter.
+            interval = limits.real(limits.post_interval) * stretch
+            found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
+        return found
 
     # -- serving --------------------------------------------------------------------------
 
@@ -315,7 +324,8 @@ class WebApiScheduler:
                     state.not_before.pop(lane, None)
                     return lane, None
                 ready_at = now + wait
-                if full == 0:  # the method's own budget: no other lane may go either
+                if full < 2:  # the method's own budget: no other lane may go either
+                    state.turns.rotate(1)  # and this lane keeps its turn
                     state.closed_until = ready_at
                     return None, ready_at
                 state.not_before[lane] = ready_at
