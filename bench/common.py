@@ -45,11 +45,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler
 from adapters.slack.bolt_app import web_client as slack_web_client
+from adapters.slack.budget import Budget
+from adapters.slack.limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 __all__ = [
+    "FAST_LIMITS",
     "ROOT",
     "SECRET",
     "Asks",
@@ -207,10 +210,25 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]
 _CLIENTS: list[AsyncWebClient] = []
 
 
-def web_client(url: str, token: str, *, timeout: int = 10) -> AsyncWebClient:
+FAST_LIMITS: Final = SlackLimits(time_scale=1000.0)
+"""Slack's limits a thousand times faster: the scheduler runs, its waits do not show."""
+
+
+def web_client(
+    url: str,
+    token: str,
+    *,
+    timeout: int = 10,
+    limits: SlackLimits = FAST_LIMITS,
+    pace: bool = True,
+    budget: Budget | None = None,
+) -> AsyncWebClient:
     """A Web API client on the stand-in, made as ``bot/app.py`` makes the bot's (one kept
-    aiohttp session); ``close_clients`` closes them all."""
-    client = slack_web_client(token, base_url=url, timeout=timeout)
+    aiohttp session, calls paced by the scheduler within ``limits``; ``pace=False`` for
+    benches of the bot's own memory and speed); ``close_clients`` closes them all."""
+    client = slack_web_client(
+        token, base_url=url, timeout=timeout, limits=limits, pace=pace, budget=budget
+    )
     _CLIENTS.append(client)
     return client
 
@@ -234,10 +252,13 @@ def bare_app(client: AsyncWebClient, *, process_before_response: bool) -> AsyncA
     return app
 
 
-async def bot_app(url: str, token: str, *, http_timeout: int = 10) -> AsyncApp:
+async def bot_app(url: str, token: str, *, http_timeout: int = 10, **client: Any) -> AsyncApp:
     """The bot's bolt app (``build_app``: ``process_before_response=True``, identity resolved
-    at start) on a client made as ``bot/app.py`` makes it."""
-    return await build_app(web_client(url, token, timeout=http_timeout), signing_secret=SECRET)
+    at start) on a client made as ``bot/app.py`` makes it (``client``: ``web_client``'s
+    options)."""
+    return await build_app(
+        web_client(url, token, timeout=http_timeout, **client), signing_secret=SECRET
+    )
 
 
 @dataclass(slots=True)
@@ -372,7 +393,9 @@ async def _send_main() -> None:
 class StandIn:
     """``SlackStandIn`` running in a subprocess (``python -m bench.common standin``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, scale: float | None = None) -> None:
+        self.scale = scale
+        """With a scale the stand-in enforces Slack's limits, that many times faster."""
         self.proc: Any = None
         self.url = ""
         self.token = ""
@@ -382,7 +405,8 @@ class StandIn:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> StandIn:
-        self.proc = await spawn("-m", "bench.common", "standin")
+        extra = [] if self.scale is None else [f"{self.scale:g}"]
+        self.proc = await spawn("-m", "bench.common", "standin", *extra)
         line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
         info = json.loads(line)
         self.url, self.token = info["url"], info["token"]
@@ -414,7 +438,10 @@ class StandIn:
             return payloads
 
     async def stats(self) -> dict[str, Any]:
-        """Call counts per method, messages posted, and how many still show buttons."""
+        """Call counts per method (``calls``, ``failed``, ``limited``: 429s), messages posted,
+        how many still show buttons, each message's text (``texts``, by ts), each method's
+        most accepted calls in any window of Slack's (``busiest``) and when the first and
+        the last accepted post arrived (``posts_at``)."""
         assert self._session is not None
         async with self._session.get(f"{self._root}bench/stats") as response:
             response.raise_for_status()
@@ -422,11 +449,14 @@ class StandIn:
             return stats
 
 
-async def _standin_main() -> None:
+async def _standin_main(scale: float | None) -> None:
     from adapters.slack.sandbox.clicks import targets
+    from adapters.slack.sandbox.ratelimits import RateLimiter
     from adapters.slack.sandbox.webapi import SlackStandIn
 
-    slack = SlackStandIn(signing_secret=SECRET)
+    limits = SlackLimits(time_scale=scale or 1.0)
+    enforced = RateLimiter(limits) if scale is not None else None
+    slack = SlackStandIn(signing_secret=SECRET, rate_limits=enforced)
     ws = slack.workspace
     users = [ws.add_user(name).id for name in ("alice", "bob", "carol")]
     channel = ws.add_channel("agents").id
@@ -451,14 +481,32 @@ async def _standin_main() -> None:
     async def stats_route(request: web.Request) -> web.Response:
         calls: dict[str, int] = {}
         failed: dict[str, int] = {}
+        limited: dict[str, int] = {}
+        accepted: dict[str, list[float]] = {}
         for call in slack.calls:
             calls[call.method] = calls.get(call.method, 0) + 1
+            if call.status == 429:
+                limited[call.method] = limited.get(call.method, 0) + 1
             if not call.ok:
                 failed[call.method] = failed.get(call.method, 0) + 1
+            else:
+                accepted.setdefault(call.method, []).append(call.at)
+        window = limits.real(limits.window)
+        busiest = {m: _busiest(times, window) for m, times in accepted.items()}
+        posts = accepted.get("chat.postMessage") or [0.0]
         top = [m for m in ws.all_messages() if m.thread_ts is None or m.thread_ts == m.ts]
         live = sum(1 for m in top if any(True for _ in targets(m.blocks)))
         return web.json_response(
-            {"calls": calls, "failed": failed, "messages": len(top), "with_buttons": live}
+            {
+                "calls": calls,
+                "failed": failed,
+                "limited": limited,
+                "busiest": busiest,
+                "posts_at": [min(posts), max(posts)],
+                "messages": len(top),
+                "with_buttons": live,
+                "texts": {m.ts: m.text for m in top},
+            }
         )
 
     slack.app.router.add_post("/bench/clicks", clicks_route)
@@ -473,6 +521,16 @@ async def _standin_main() -> None:
     await slack.stop()
 
 
+def _busiest(times: Sequence[float], window: float) -> int:
+    """The most of ``times`` (sorted) inside any half-open window of ``window`` seconds."""
+    most, first = 0, 0
+    for last, at in enumerate(times):
+        while times[first] <= at - window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
 # -- many asks in flight --------------------------------------------------------------------
 
 
@@ -482,6 +540,8 @@ class Asks:
 
     service: UserQuestionService
     on_return: Callable[[str, float], None] | None = None
+    make: Callable[[int], dict[str, Any]] = question
+    """The wire request of the n-th ask."""
     tasks: dict[str, asyncio.Task[AskUserQuestionAnswer]] = field(default_factory=dict)
     returned: dict[str, float] = field(default_factory=dict)
     """Request id -> ``time.time()`` when its ``ask()`` returned."""
@@ -512,7 +572,7 @@ class Asks:
         loop = asyncio.get_running_loop()
         self._posted[rid] = loop.create_future()
         self._serial += 1
-        request = AskUserQuestionRequest.model_validate(question(self._serial))
+        request = AskUserQuestionRequest.model_validate(self.make(self._serial))
 
         def posted(request_id: str) -> None:
             future = self._posted.get(request_id)
@@ -573,7 +633,7 @@ async def gather_limited(coros: Iterable[Awaitable[Any]], limit: int = 50) -> li
 def main(argv: Sequence[str]) -> None:
     """The subprocess entry points: ``standin`` or ``send``."""
     if argv[:1] == ["standin"]:
-        asyncio.run(_standin_main())
+        asyncio.run(_standin_main(float(argv[1]) if len(argv) > 1 else None))
     elif argv[:1] == ["send"]:
         asyncio.run(_send_main())
     else:

@@ -62,7 +62,7 @@ DEFAULT_REDIS = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 async def _provider(
     url: str, token: str, channel: str, store: PendingStore | None
 ) -> tuple[AsyncApp, SlackQuestionProvider, UserQuestionService]:
-    app = await bot_app(url, token)
+    app = await bot_app(url, token, pace=False)
     provider = SlackQuestionProvider(app, channel=channel, store=store)
     service = UserQuestionService()
     service.register_provider(provider)

@@ -63,7 +63,7 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
     answer_at: dict[int, Stats] = {}
     ack_at: dict[int, Stats] = {}
     async with StandIn() as slack:
-        app = await bot_app(slack.url, slack.token, http_timeout=30)
+        app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
         provider = SlackQuestionProvider(app, channel=slack.channel)
         service = UserQuestionService()
         service.register_provider(provider)
@@ -203,7 +203,7 @@ async def trace(count: int) -> None:
     import tracemalloc
 
     async with StandIn() as slack:
-        app = await bot_app(slack.url, slack.token, http_timeout=30)
+        app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
         provider = SlackQuestionProvider(app, channel=slack.channel)
         service = UserQuestionService()
         service.register_provider(provider)

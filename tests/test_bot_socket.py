@@ -162,7 +162,13 @@ async def test_healthz_answers_in_socket_mode_and_slack_events_is_not_served() -
         async with http.get("/healthz") as response:
             assert response.status == 200
             health = await response.json()
-        assert health == {"ok": True, "mode": "socket", "pending": 0, "socket": "connected"}
+        assert health == {
+            "ok": True,
+            "mode": "socket",
+            "pending": 0,
+            "webApiQueue": {},
+            "socket": "connected",
+        }
         async with http.post("/slack/events", data="payload={}") as response:
             assert response.status in (404, 405)
 

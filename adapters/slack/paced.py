@@ -9,6 +9,7 @@ can spend more than Slack's limits or fail for having waited its turn.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -65,5 +66,27 @@ class PacedWebClient(AsyncWebClient):
         )
         response: AsyncSlackResponse = await self.scheduler.call(
             api_method, send, channel=str(channel) if channel else None, key=key
+        )
+        return response
+
+    async def update_latest(
+        self,
+        channel: str,
+        ts: str,
+        latest: Callable[[], Awaitable[Mapping[str, Any] | None]],
+    ) -> AsyncSlackResponse | None:
+        """``chat.update`` of one message with the content ``latest()`` gives when its turn
+        comes (``None``: nothing to send). While it waits, a newer update of the message
+        replaces it, so a busy message gets one call per turn showing its newest state."""
+
+        async def send() -> AsyncSlackResponse | None:
+            fields = await latest()
+            if fields is None:
+                return None
+            body = {"channel": channel, "ts": ts, **fields}
+            return await super(PacedWebClient, self).api_call("chat.update", json=body)
+
+        response: AsyncSlackResponse | None = await self.scheduler.call(
+            "chat.update", send, channel=channel, key=f"{channel}/{ts}"
         )
         return response

@@ -276,6 +276,8 @@ class WebApiScheduler:
     # -- serving --------------------------------------------------------------------------
 
     def _kick(self, state: _Method) -> None:
+        if self._closed:
+            return
         if state.worker is None or state.worker.done():
             task = asyncio.get_running_loop().create_task(self._serve(state), name=state.name)
             state.worker = task

@@ -20,6 +20,7 @@ from adapters.slack.blocks import render_final, render_open, render_stale
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.interactions import Origin
 from adapters.slack.messages import NO_LONGER_OPEN
+from adapters.slack.paced import PacedWebClient
 from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
 from adapters.slack.tasks import BackgroundTasks
@@ -35,6 +36,7 @@ class _Refresh:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
     rendered: int | None = None
+    sending: PendingRecord | None = None
 
 
 class MessageSynchroniser:
@@ -42,6 +44,7 @@ class MessageSynchroniser:
 
     def __init__(self, client: AsyncWebClient, store: PendingStore, logger: logging.Logger) -> None:
         self._client = client
+        self._paced = client if isinstance(client, PacedWebClient) else None
         self._store = store
         self._tasks = BackgroundTasks(logger)
         self._refreshing: dict[str, _Refresh] = {}
@@ -111,6 +114,9 @@ class MessageSynchroniser:
         entry = self._refreshing.setdefault(request_id, _Refresh())
         entry.users += 1
         try:
+            if self._paced is not None:
+                await self._refresh_paced(self._paced, request_id, entry)
+                return
             async with entry.lock:
                 while True:
                     record = await self._store.get(request_id)
@@ -128,6 +134,48 @@ class MessageSynchroniser:
             entry.users -= 1
             if entry.users == 0:
                 self._refreshing.pop(request_id, None)
+
+    async def _refresh_paced(
+        self, client: PacedWebClient, request_id: str, entry: _Refresh
+    ) -> None:
+        """The same through the scheduler: the message is rendered when its update's turn
+        comes, from the record stored then, and a newer refresh replaces a waiting one."""
+        first = await self._store.get(request_id)
+        if first is None or first.message_ts is None:
+            return
+        channel, ts = first.message_channel or first.channel, first.message_ts
+
+        async def latest() -> dict[str, Any] | None:
+            record = await self._store.get(request_id)
+            if record is None or entry.rendered == record.version:
+                return None
+            rendered = render_open(record) if record.is_open else render_final(record)
+            entry.sending = record
+            return {"text": rendered.text, "blocks": rendered.blocks}
+
+        while True:
+            before = entry.sending
+            for delay in _FINAL_RETRIES:
+                try:
+                    await client.update_latest(channel, ts, latest)
+                    break
+                except SLACK_FAILURES:
+                    tried = entry.sending
+                    final = tried is not None and tried is not before and not tried.is_open
+                    if delay is None or not final:
+                        raise
+                    await asyncio.sleep(delay)
+            sent = entry.sending
+            if sent is None or sent is before:
+                return  # nothing new to show
+            entry.rendered = sent.version
+            if not sent.is_open:
+                return
+            # Another process may have finished the request while an open render was on
+            # its way: look once more so an open render never lands last.
+            current = await self._store.get(request_id)
+            if current is None or current.version == sent.version:
+                return
 
     async def _update(self, record: PendingRecord, ts: str) -> None:
         rendered = render_open(record) if record.is_open else render_final(record)
