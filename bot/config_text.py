@@ -60,8 +60,8 @@ def _default(field: FieldInfo) -> str:
     return str(value)
 
 
-def render_help(fields: Mapping[str, FieldInfo]) -> str:
-    """The table of settings: variable, default and meaning (from ``description``)."""
+def render_help(fields: Mapping[str, FieldInfo], intro: str = _INTRO) -> str:
+    """The table of settings after ``intro``: variable, default and meaning (``description``)."""
     rows = [
         (
             name,
@@ -74,7 +74,7 @@ def render_help(fields: Mapping[str, FieldInfo]) -> str:
     default_width = max(len(default) for _, default, _ in rows) + 2
     indent = " " * (2 + name_width + default_width)
     lines = [
-        *_INTRO.splitlines(),
+        *intro.splitlines(),
         "",
         f"  {'VARIABLE':<{name_width}}{'DEFAULT':<{default_width}}MEANING",
     ]

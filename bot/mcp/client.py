@@ -1,0 +1,124 @@
+"""A thin client of a running bot's HTTP API: ask, long-poll, abort.
+
+Every failure becomes an :class:`AskFailed` carrying the seam's ``{name, code, message}``:
+the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import TracebackType
+from typing import Any, Final, Self
+
+import aiohttp
+
+from bot.logs import redact_url
+
+__all__ = ["BOT_UNREACHABLE", "AskFailed", "BotClient"]
+
+BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
+"""The code of a failure to reach the bot's HTTP API at all."""
+_MARGIN: Final = 10.0  # seconds a long-poll may take beyond its ``wait``
+
+
+class AskFailed(Exception):
+    """A question failed; ``error`` is the seam's ``{name, code, message}``."""
+
+    def __init__(self, error: dict[str, str]) -> None:
+        self.error = error
+        super().__init__(error["message"])
+
+    @property
+    def code(self) -> str:
+        """The error's stable code (``ASK_CANCELLED``, ``BOT_UNREACHABLE``, …)."""
+        return self.error["code"]
+
+    def to_json(self) -> str:
+        """The error as the seam's JSON."""
+        return json.dumps(self.error, ensure_ascii=False)
+
+
+def _failure(code: str, message: str, name: str = "UserQuestionError") -> AskFailed:
+    return AskFailed({"name": name, "code": code, "message": message})
+
+
+class BotClient:
+    """The bot's ``/v1/questions`` routes over one aiohttp session."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self._url = url.rstrip("/")
+        self._shown = redact_url(self._url)
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Self:
+        self._session = aiohttp.ClientSession(headers=self._headers)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def ask(self, body: dict[str, Any]) -> str:
+        """Post a question; returns its id once Slack has the message."""
+        view = await self._call("POST", "/v1/questions", json=body, limit=60.0)
+        return str(view["id"])
+
+    async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:
+        """The question's state after waiting up to ``seconds`` for it to end."""
+        return await self._call(
+            "GET",
+            f"/v1/questions/{request_id}",
+            params={"wait": f"{seconds:g}"},
+            limit=seconds + _MARGIN,
+        )
+
+    async def abort(self, request_id: str) -> dict[str, Any]:
+        """Abort the question; its Slack message then says it was cancelled."""
+        return await self._call("DELETE", f"/v1/questions/{request_id}", limit=30.0, ok=(409,))
+
+    async def _call(
+        self, method: str, path: str, *, limit: float, ok: tuple[int, ...] = (), **kwargs: Any
+    ) -> dict[str, Any]:
+        if self._session is None:
+            raise RuntimeError("use BotClient in `async with`")
+        try:
+            async with self._session.request(
+                method, self._url + path, timeout=aiohttp.ClientTimeout(total=limit), **kwargs
+            ) as response:
+                text = await response.text()
+                status = response.status
+        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise _failure(
+                BOT_UNREACHABLE,
+                f"cannot reach the bot at {self._shown} (BOT_URL): {reason}. "
+                "Is `python -m bot` running there?",
+            ) from exc
+        body = _json(text)
+        if status < 400 or status in ok:
+            if body is None:
+                raise _failure("BAD_RESPONSE", f"the bot answered {method} {path} with no JSON")
+            return body
+        if body is not None and {"name", "code", "message"} <= body.keys():
+            raise AskFailed({k: str(body[k]) for k in ("name", "code", "message")})
+        raise _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
+
+
+def _json(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def backoff(attempt: int) -> None:
+    """Sleep before retry number ``attempt`` (0.5 s doubling, at most 5 s)."""
+    await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
