@@ -27,6 +27,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
+from adapters.httpguard import ListenerLimits, RefusalLog, start_listener
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
@@ -236,9 +237,16 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     service = UserQuestionService()
     stack.callback(service.register_provider(provider))
     token_secret = settings.bot_api_token.get_secret_value() if settings.bot_api_token else None
-    gateway = Gateway(service, provider, token=token_secret, max_body_bytes=settings.max_body_bytes)
+    refusals = RefusalLog(logging.getLogger("bot.http"))
+    gateway = Gateway(
+        service,
+        provider,
+        token=token_secret,
+        max_body_bytes=settings.max_body_bytes,
+        refusals=refusals,
+    )
     health = _Health(settings.mode, provider)
-    runner = await _serve(settings, stack, gateway, health, app, signing_secret)
+    runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
     url = f"http://{host}:{port}"
@@ -302,6 +310,7 @@ async def _serve(
     health: _Health,
     app: AsyncApp,
     signing_secret: str | None,
+    refusals: RefusalLog,
 ) -> web.AppRunner:
     """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
     # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
@@ -310,18 +319,18 @@ async def _serve(
     web_app.router.add_get("/healthz", health.handle)
     gateway.add_routes(web_app)
     if settings.mode in ("http", "sandbox"):
-        web_app.router.add_post("/slack/events", events_handler(app, signing_secret or ""))
+        events = events_handler(app, signing_secret or "", refusals=refusals)
+        web_app.router.add_post("/slack/events", events)
     # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
-    runner = web.AppRunner(
+    runner, _ = await start_listener(  # e.g. the port is taken: nothing is left open
         web_app,
-        access_log=None,
-        handler_cancellation=True,
+        settings.host,
+        settings.port,
+        limits=ListenerLimits(),
+        refusals=refusals,
         shutdown_timeout=max(1.0, settings.shutdown_grace),
     )
     stack.push_async_callback(_logged("http server", runner.cleanup))
-    await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()  # e.g. the port is taken: the stack releases what was opened
     return runner
 
 

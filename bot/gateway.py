@@ -16,6 +16,7 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any, Final
@@ -23,6 +24,7 @@ from typing import Any, Final
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters.httpguard import RefusalLog
 from adapters.slack import ids
 from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
 from adapters.slack.pending import PendingStore
@@ -53,6 +55,7 @@ __all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
+_IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
@@ -209,6 +212,7 @@ class Gateway:
         token: str | None,
         max_body_bytes: int | None = None,
         logger: logging.Logger | None = None,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._service = service
         self._max_body = max_body_bytes
@@ -216,6 +220,8 @@ class Gateway:
         self._store: PendingStore = provider.store
         self._token = token.encode() if token else None
         self._logger = logger or logging.getLogger("bot.gateway")
+        self.refusals = refusals or RefusalLog(self._logger)
+        """Refused requests, counted per cause (logged at most once a minute each)."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._keys: dict[str, tuple[asyncio.Lock, int]] = {}
         self._closing = False
@@ -252,20 +258,26 @@ class Gateway:
             if self._token is not None:
                 header = request.headers.get("Authorization", "")
                 scheme, _, given = header.partition(" ")
+                if not header.isascii():
+                    return self._unauthorized("bad_authorization", "Authorization is not ASCII")
                 if scheme.lower() != "bearer" or not hmac.compare_digest(
                     given.strip().encode(), self._token
                 ):
-                    response = _problem(
-                        401, "AuthError", "UNAUTHORIZED", "a valid bearer token is required"
+                    return self._unauthorized(
+                        "unauthorized", "a valid bearer token is required"
                     )
-                    response.headers["WWW-Authenticate"] = "Bearer"
-                    return response
             try:
                 return await handler(request)
             except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
                 return _harness_problem(error)
 
         return guarded
+
+    def _unauthorized(self, cause: str, message: str) -> web.Response:
+        self.refusals.refused(cause, f"/v1: {message}")
+        response = _problem(401, "AuthError", "UNAUTHORIZED", message)
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
 
     async def openapi(self, request: web.Request) -> web.StreamResponse:
         """Serve the OpenAPI document kept beside this module."""
@@ -302,10 +314,10 @@ class Gateway:
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
             )
         key = request.headers.get("Idempotency-Key")
-        if key is not None and not 1 <= len(key) <= 255:
-            return _problem(
-                400, "RequestError", "BAD_IDEMPOTENCY_KEY", "Idempotency-Key is 1–255 characters"
-            )
+        if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
+            message = "Idempotency-Key is 1–255 printable ASCII characters"
+            self.refusals.refused("bad_idempotency_key", f"/v1: {message}")
+            return _problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
         request_id = ids.key_request_id(f"api:{key}") if key else ids.new_request_id()
         # Retries with one key queue on one lock, so only the first posts; the lock is
         # forgotten when the last of them is done.

@@ -10,8 +10,9 @@ hands bolt an ``authorize`` that answers from that result without any Web API ca
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 from aiohttp import web
@@ -21,6 +22,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.httpguard import RefusalLog
 from adapters.slack.budget import Budget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.paced import PacedWebClient
@@ -114,22 +116,51 @@ async def build_app(
 EventsHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def events_handler(app: AsyncApp, signing_secret: str) -> EventsHandler:
+_TIMESTAMP: Final = re.compile(r"[0-9]{1,12}")
+_SIGNATURE: Final = re.compile(r"v0=[0-9a-f]{64}")
+
+
+def _signature_problem(request: web.Request) -> tuple[int, str, str] | None:
+    """Why the signature headers cannot be checked: (status, cause, reason); or ``None``."""
+    stamp = request.headers.get("X-Slack-Request-Timestamp")
+    signature = request.headers.get("X-Slack-Signature")
+    if stamp is None or signature is None:
+        return 401, "unsigned", "X-Slack-Request-Timestamp and X-Slack-Signature are required"
+    if not _TIMESTAMP.fullmatch(stamp):
+        return 400, "bad_timestamp", "X-Slack-Request-Timestamp is not a Unix time in seconds"
+    if not _SIGNATURE.fullmatch(signature):
+        return 400, "bad_signature_header", "X-Slack-Signature is not v0= and 64 hex digits"
+    return None
+
+
+def events_handler(
+    app: AsyncApp, signing_secret: str, *, refusals: RefusalLog | None = None
+) -> EventsHandler:
     """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch.
 
     bolt parses a body before its own signature check, so a forged body that does not even
     parse would raise there; checking the signature first answers it with a plain 401.
+    Malformed signature headers get a 400 naming the header; every refusal is counted in
+    ``refusals`` (logged at most once a minute per cause).
     """
     verifier = SignatureVerifier(signing_secret)
+    log = refusals or RefusalLog(logging.getLogger("adapters.slack.events"))
+
+    def refused(status: int, cause: str, reason: str) -> web.Response:
+        log.refused(cause, f"/slack/events: {reason}")
+        return web.json_response({"error": cause, "detail": reason}, status=status)
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        problem = _signature_problem(request)
+        if problem is not None:
+            return refused(*problem)
         try:
             body = (await request.read()).decode("utf-8")
         except UnicodeDecodeError:  # Slack only ever sends UTF-8: not from Slack
-            return web.json_response({"error": "invalid request"}, status=401)
+            return refused(401, "bad_signature", "the body is not UTF-8, so not from Slack")
         headers = {key.lower(): value for key, value in request.headers.items()}
         if not verifier.is_valid_request(body, headers):
-            return web.json_response({"error": "invalid request"}, status=401)
+            return refused(401, "bad_signature", "the signature does not match, or is stale")
         try:
             bolt_request = await to_bolt_request(request)
         except ValueError:  # signed by Slack, yet not a payload bolt can read
