@@ -27,14 +27,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
-from adapters.httpguard import ListenerLimits, RefusalLog, start_listener
+from adapters.httpguard import ListenerLimits, RefusalLog, guard_middleware, start_listener
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Mode, Settings
-from bot.gateway import Gateway
+from bot.gateway import Gateway, request_problem
 from bot.questions.service import UserQuestionService
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ __all__ = ["Runtime", "SocketMode", "start"]
 
 logger = logging.getLogger("bot")
 
-SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"
+SANDBOX_HOST = "127.0.0.1"
+"""The sandbox (page and stand-in Web API) listens here and nowhere else."""
 SANDBOX_CHANNEL = "C0SANDBOX"
 SLACK_MAX_BODY_BYTES = 1_048_576
 """Largest request body the server takes (Slack's interaction payloads fit well within)."""
@@ -188,6 +189,11 @@ async def start(settings: Settings) -> Runtime:
         runtime.resources = stack.pop_all()
     for label, value in settings.describe():
         logger.info(f"{label}: {value}")
+    if runtime.sandbox is not None:
+        logger.info(
+            f"sandbox: {runtime.sandbox.page_url} (loopback only, whatever HOST says; its "
+            "stand-in Web API takes a random token made at this start)"
+        )
     logger.info(f"listening on {runtime.url}")
     return runtime
 
@@ -203,12 +209,13 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         from adapters.slack.sandbox.server import SandboxServer
 
         signing_secret = secrets.token_hex(16)
+        token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
         sandbox = SandboxServer(
-            signing_secret=signing_secret, bot_token=SANDBOX_BOT_TOKEN, channel=SANDBOX_CHANNEL
+            signing_secret=signing_secret, bot_token=token, channel=SANDBOX_CHANNEL
         )
         stack.push_async_callback(_logged("sandbox", sandbox.stop))
-        api_url = await sandbox.start(host=settings.host, port=settings.sandbox_port)
-        token = SANDBOX_BOT_TOKEN
+        # The sandbox has no authentication: loopback only, whatever HOST says.
+        api_url = await sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port)
         channel = channel or SANDBOX_CHANNEL
     elif settings.mode == "http" and settings.slack_signing_secret is not None:
         signing_secret = settings.slack_signing_secret.get_secret_value()
@@ -315,7 +322,17 @@ async def _serve(
     """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
     # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
     # /slack/events carry whole messages and modals and need more room.
-    web_app = web.Application(client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES))
+    limits = ListenerLimits()
+    served = settings.served_hosts
+    guard = guard_middleware(
+        hosts=served.__contains__ if served is not None else None,
+        refuse=request_problem,
+        refusals=refusals,
+        body_timeout=limits.body_timeout,
+    )
+    web_app = web.Application(
+        client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES), middlewares=[guard]
+    )
     web_app.router.add_get("/healthz", health.handle)
     gateway.add_routes(web_app)
     if settings.mode in ("http", "sandbox"):
@@ -326,7 +343,7 @@ async def _serve(
         web_app,
         settings.host,
         settings.port,
-        limits=ListenerLimits(),
+        limits=limits,
         refusals=refusals,
         shutdown_timeout=max(1.0, settings.shutdown_grace),
     )

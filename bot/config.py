@@ -65,8 +65,10 @@ from bot.config_checks import (
     check_redis_url,
     check_signing_secret,
     choose_mode,
+    host_names,
     id_list,
     is_loopback,
+    is_wildcard,
     no_whitespace,
     one_of,
     plain_http_elsewhere,
@@ -199,6 +201,11 @@ class Settings(BaseSettings):
         validate_default=True,
         description="Bearer token the HTTP API requires. Unset: the API is open, so HOST must "
         "be a loopback address.",
+    )
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
+        (),
+        description="Comma-separated host names the bot answers to besides loopback names "
+        "and HOST (the public name a reverse proxy passes on). Any other Host header gets 421.",
     )
     max_body_bytes: int = Field(262_144, gt=0, description="Largest HTTP API request body.")
     question_timeout: Seconds | None = Field(
@@ -334,6 +341,7 @@ class Settings(BaseSettings):
         facts.append(("listen", f"{self._bracketed_host()}:{port}"))
         auth = "on (BOT_API_TOKEN)" if self.bot_api_token else "off (loopback only)"
         facts.append(("api auth", auth))
+        facts.append(("hosts served", self._hosts_served()))
         if self.mode == "sandbox":
             sandbox = "any free port" if self.sandbox_port == 0 else str(self.sandbox_port)
             facts.append(("sandbox port", sandbox))
@@ -345,6 +353,22 @@ class Settings(BaseSettings):
         facts.append(("log", f"{self.log_level}, {self.log_format}"))
         facts += [("note", note) for note in self.notes]
         return facts
+
+    @property
+    def served_hosts(self) -> frozenset[str] | None:
+        """The ``Host`` names the bot's server answers to; ``None`` when any is served."""
+        wildcard = is_wildcard(self.host)
+        if wildcard and not self.allowed_hosts:
+            return None
+        names = {"localhost", "127.0.0.1", "::1", *self.allowed_hosts}
+        if not wildcard:
+            names.add(self.host.lower())
+        return frozenset(names)
+
+    def _hosts_served(self) -> str:
+        if self.served_hosts is None:
+            return "any Host header (HOST is a wildcard and ALLOWED_HOSTS is unset)"
+        return ", ".join(sorted(self.served_hosts))
 
     def _answerers(self) -> str:
         users, groups = len(self.slack_allowed_users), len(self.slack_allowed_usergroups)

@@ -28,8 +28,10 @@ __all__ = [
     "check_redis_url",
     "check_signing_secret",
     "choose_mode",
+    "host_names",
     "id_list",
     "is_loopback",
+    "is_wildcard",
     "no_whitespace",
     "one_of",
     "plain_http_elsewhere",
@@ -78,6 +80,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is ``0.0.0.0`` or ``::`` (every address of the machine)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def host_names(value: Any) -> Any:
+    """A comma-separated list of host names or addresses, lower case, without duplicates."""
+    if not isinstance(value, str):
+        return value
+    items = [item.strip().lower().strip("[]").rstrip(".") for item in value.split(",")]
+    names = [item for item in items if item]
+    wrong = []
+    for name in names:
+        try:
+            check_host(name)
+        except ValueError:
+            wrong.append(name)
+    if wrong:
+        raise ValueError(f"not host names: {', '.join(show(w) for w in wrong)}.")
+    return tuple(dict.fromkeys(names))
 
 
 def no_whitespace(value: Any) -> Any:

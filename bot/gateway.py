@@ -51,7 +51,7 @@ from bot.questions.models import (
 )
 from bot.questions.service import UserQuestionService
 
-__all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
+__all__ = ["MAX_WAIT", "Gateway", "QuestionPost", "request_problem"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
@@ -96,6 +96,11 @@ class _Problem(BaseModel):
 def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
     body = _Problem(name=name, code=code, message=message, **extra)
     return web.json_response(body.model_dump(exclude_none=True), status=status)
+
+
+def request_problem(status: int, code: str, message: str) -> web.Response:
+    """A refusal of the HTTP layer in the seam's error shape (``name`` ``RequestError``)."""
+    return _problem(status, "RequestError", code, message)
 
 
 def _harness_problem(error: HarnessError) -> web.Response:
@@ -342,21 +347,16 @@ class Gateway:
         """The body, or ``None`` when it is larger than ``max_body_bytes``.
 
         The limit is the API's own: the server's (``client_max_size``) is larger, for
-        Slack's payloads on ``/slack/events``. A chunked body is cut off at the limit.
+        Slack's payloads on ``/slack/events``; the server has already read the body (within
+        its body timeout and its own limit).
         """
-        if self._max_body is None:
-            return await request.read()
         length = request.content_length
-        if length is not None and length > self._max_body:
+        if self._max_body is not None and length is not None and length > self._max_body:
             return None
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.content.iter_chunked(65536):
-            size += len(chunk)
-            if size > self._max_body:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
+        body = await request.read()
+        if self._max_body is not None and len(body) > self._max_body:
+            return None
+        return body
 
     async def _start(self, request_id: str, post: QuestionPost) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()

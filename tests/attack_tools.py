@@ -46,6 +46,7 @@ async def raw_request(
         answer = await reader.read()
     finally:
         writer.close()
+        await writer.wait_closed()
     head, _, rest = answer.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0]
     return int(status_line.split()[1]), rest

@@ -6,11 +6,18 @@ headers an HTTP client would refuse to send go over a raw socket (``attack_tools
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
+from bot.app import Runtime, start
+from bot.config import Settings
 from tests.attack_tools import LogTap, raw_request
 from tests.test_gateway import API_TOKEN, DEPLOY, running
 
@@ -108,8 +115,6 @@ MALFORMED_API_HEADERS: dict[str, tuple[str, str, dict[str, bytes | str], int, st
 
 @pytest.mark.parametrize("shape", list(MALFORMED_API_HEADERS))
 async def test_malformed_api_headers_get_a_4xx_with_a_code_and_no_traceback(shape: str) -> None:
-    import json
-
     method, path, headers, expected, code = MALFORMED_API_HEADERS[shape]
     async with running() as bed:
         with LogTap() as tap:
@@ -164,6 +169,7 @@ async def test_requests_aiohttp_cannot_parse_get_400_and_one_log_line_without_tr
                     writer.write(raw)
                     answer = await reader.read()
                     writer.close()
+                    await writer.wait_closed()
                     assert answer.split(b" ", 2)[1] == b"400", answer[:60]
         assert tap.tracebacks == [] and tap.errors == []
         assert len(tap.refusals("bad_http")) == 1
@@ -188,3 +194,172 @@ def test_refusals_are_logged_once_a_minute_per_cause_with_the_count_since() -> N
     lines = [(r.cause, r.refused) for r in tap.records if r.name == "tests.refusals"]  # type: ignore[attr-defined]
     assert lines == [("bad_timestamp", 1), ("unknown_host", 1), ("bad_timestamp", 501)]
     assert log.counts == {"bad_timestamp": 502, "unknown_host": 500}
+
+
+# -- 2: DNS rebinding (foreign Host / Origin) ------------------------------------------------
+
+FOREIGN = "rebind.evil.example"
+
+
+@contextlib.asynccontextmanager
+async def sandbox_bot() -> AsyncIterator[Runtime]:
+    """The bot in sandbox mode (no tokens, no API token), both servers on free ports."""
+    runtime = await start(Settings(mode="sandbox", port=0, sandbox_port=0, shutdown_grace=1))
+    try:
+        yield runtime
+    finally:
+        await runtime.stop()
+
+
+def _port(url: str) -> int:
+    return int(url.rstrip("/").rsplit(":", 1)[1])
+
+
+async def test_dns_rebinding_a_foreign_host_cannot_ask_or_read_through_the_open_api() -> None:
+    async with running(bot_api_token=None) as bed:
+        url, port = bed.runtime.url, _port(bed.runtime.url)
+        status, body = await raw_request(
+            url,
+            "POST",
+            "/v1/questions",
+            {"Content-Type": "application/json", "Origin": f"http://{FOREIGN}:{port}"},
+            json.dumps(DEPLOY).encode(),
+            host=f"{FOREIGN}:{port}",
+        )
+        assert status == 421, body
+        assert json.loads(body)["code"] == "MISDIRECTED"
+        assert bed.slack.calls.count("chat.postMessage") == 0
+        status, posted = await bed.ask()
+        assert status == 201
+        for method, path in [
+            ("GET", f"/v1/questions/{posted['id']}"),
+            ("DELETE", f"/v1/questions/{posted['id']}"),
+            ("GET", "/v1/openapi.json"),
+            ("GET", "/healthz"),
+            ("POST", "/slack/events"),
+            ("GET", "/no/such/route"),
+        ]:
+            status, body = await raw_request(url, method, path, host=f"{FOREIGN}:{port}")
+            assert status == 421, (method, path, body)
+        _, polled = await bed.get(posted["id"])
+        assert polled["state"] == "pending"
+        for name in ("127.0.0.1", "localhost", "LOCALHOST."):
+            status, _ = await raw_request(url, "GET", "/healthz", host=f"{name}:{port}")
+            assert status == 200, name
+
+
+async def test_dns_rebinding_a_foreign_host_cannot_read_or_answer_in_the_sandbox() -> None:
+    async with sandbox_bot() as runtime:
+        assert runtime.sandbox_url is not None
+        sandbox = runtime.sandbox_url
+        port = _port(sandbox)
+        foreign = f"{FOREIGN}:{port}"
+        for path in ("/sandbox/state?user=alice", "/", "/sandbox/events", "/api/auth.test"):
+            status, body = await raw_request(sandbox, "GET", path, host=foreign)
+            assert status == 421, (path, body)
+        click = json.dumps({"user": "alice", "channel": "C0SANDBOX", "ts": "1.0", "action_id": "a"})
+        status, body = await raw_request(
+            sandbox,
+            "POST",
+            "/sandbox/action",
+            {"Content-Type": "application/json", "Origin": f"http://{foreign}"},
+            click.encode(),
+            host=foreign,
+        )
+        assert status == 421, body
+        # The bot's own server refuses the foreign name too.
+        status, _ = await raw_request(runtime.url, "GET", "/healthz", host=foreign)
+        assert status == 421
+
+
+@pytest.mark.parametrize(
+    ("origin", "expected"),
+    [
+        ("http://127.0.0.1:{port}", 200),
+        ("http://localhost:{port}", 200),
+        ("http://127.0.0.1:{other}", 403),
+        ("https://127.0.0.1:{port}", 403),
+        (f"http://{FOREIGN}:{{port}}", 403),
+        ("null", 403),
+    ],
+)
+async def test_the_sandbox_compares_origin_with_the_addresses_it_serves(
+    origin: str, expected: int
+) -> None:
+    async with sandbox_bot() as runtime:
+        assert runtime.sandbox_url is not None
+        port = _port(runtime.sandbox_url)
+        post = {"user": "alice", "channel": "C0SANDBOX", "text": "hello"}
+        # The Host a rebinding page would send is its own name: make Host agree with Origin
+        # where the Host check allows it, so only the Origin comparison decides.
+        status, body = await raw_request(
+            runtime.sandbox_url,
+            "POST",
+            "/sandbox/post",
+            {
+                "Content-Type": "application/json",
+                "Origin": origin.format(port=port, other=port + 1),
+            },
+            json.dumps(post).encode(),
+        )
+        assert status == expected, body
+
+
+async def test_a_configured_public_host_name_is_served_and_others_are_refused() -> None:
+    async with running(host="0.0.0.0", allowed_hosts=("bot.example.com",)) as bed:
+        port = _port(bed.runtime.url)
+        url = f"http://127.0.0.1:{port}"
+        auth = {"Authorization": f"Bearer {API_TOKEN}"}
+        assert (await raw_request(url, "GET", "/healthz", host="bot.example.com"))[0] == 200
+        assert (
+            await raw_request(url, "GET", "/v1/openapi.json", auth, host="BOT.example.com:443")
+        )[0] == 200
+        assert (await raw_request(url, "GET", "/healthz", host=f"{FOREIGN}"))[0] == 421
+        assert (await raw_request(url, "GET", "/healthz", host=""))[0] == 421
+
+
+# -- 1: the sandbox on loopback only, with a random stand-in token -------------------------
+
+
+async def test_an_exposed_sandbox_still_listens_on_loopback_only() -> None:
+    runtime = await start(
+        Settings(
+            mode="sandbox",
+            host="0.0.0.0",
+            bot_api_token="t" * 32,
+            port=0,
+            sandbox_port=0,
+            shutdown_grace=1,
+        )
+    )
+    try:
+        assert runtime.sandbox_url is not None
+        assert runtime.sandbox_url.startswith("http://127.0.0.1:")
+        addresses = runtime.sandbox.standin.addresses
+        assert addresses and all(ipaddress.ip_address(a[0]).is_loopback for a in addresses)
+    finally:
+        await runtime.stop()
+
+
+async def test_the_stand_in_token_is_random_per_start_and_the_old_default_is_refused() -> None:
+    tokens = []
+    for _ in range(2):
+        async with sandbox_bot() as runtime:
+            assert runtime.sandbox_url is not None
+            api = runtime.sandbox_url + "api/auth.test"
+            async with aiohttp.ClientSession() as http, http.post(
+                api, headers={"Authorization": "Bearer xoxb-sandbox-token"}
+            ) as r:
+                assert (await r.json())["error"] == "invalid_auth"
+            tokens.append(runtime.app.client.token)
+    assert tokens[0] != tokens[1]
+    assert all(t and t.startswith("xoxb-sandbox-") and len(t) > 30 for t in tokens)
+
+
+async def test_the_startup_lines_say_the_sandbox_is_loopback_only() -> None:
+    with LogTap() as tap:
+        async with sandbox_bot():
+            pass
+    lines = [r.getMessage() for r in tap.records if r.name == "bot"]
+    assert any("sandbox" in line and "loopback only" in line for line in lines), lines
+    assert any("random token" in line for line in lines), lines

@@ -30,8 +30,10 @@ One aiohttp app serves ``SlackStandIn``'s routes (``/api/<method>``, ``/upload/â
 Clicks and submissions become the payloads Slack sends (``clicks``), signed with the app's
 signing secret and POSTed to its ``/slack/events`` (``SlackStandIn.deliver``). The page's
 POSTs must be JSON (``Content-Type: application/json``) from the page's own origin, so
-another web site cannot act as a person here. The sandbox has no authentication: keep it
-on a loopback address.
+another web site cannot act as a person here (``Origin`` is compared with the addresses the
+sandbox serves, and a ``Host`` it does not serve is refused with 421 before any route, so
+DNS rebinding cannot reach it either). The sandbox has no authentication: it listens on
+loopback addresses only.
 """
 
 from __future__ import annotations
@@ -45,11 +47,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 
+from adapters.httpguard import is_loopback
 from adapters.slack.mrkdwn import escape
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.demo import Asker, DemoAgent
@@ -140,6 +142,7 @@ class SandboxServer:
         self._seq = itertools.count(1)
         self._stop_observing = self.standin.observe(self._on_change)
         self._actions = asyncio.Lock()
+        self._origins: frozenset[str] = frozenset()
         router = self.standin.app.router
         router.add_get("/", self._page)
         router.add_get("/favicon.ico", self._favicon)
@@ -160,8 +163,18 @@ class SandboxServer:
         return self.standin.workspace
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve on ``host:port`` (0 picks a free port); returns the Web API base URL."""
-        return await self.standin.start(host, port)
+        """Serve on ``host:port`` (0 picks a free port); returns the Web API base URL.
+
+        The sandbox has no authentication: ``host`` must be a loopback address.
+        """
+        if not is_loopback(host):
+            raise ValueError(f"the sandbox listens on loopback addresses only, not {host!r}")
+        url = await self.standin.start(host, port)
+        port = self.standin.addresses[0][1]
+        self._origins = frozenset(
+            f"http://{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")
+        )
+        return url
 
     async def connect_bot(self, interactivity_url: str, *, service: Asker | None = None) -> None:
         """Send clicks to the app at ``interactivity_url``; ``service`` enables the demo."""
@@ -521,7 +534,7 @@ class SandboxServer:
 
     async def _action(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
             status, text = await self.click(
                 user,
@@ -537,7 +550,7 @@ class SandboxServer:
 
     async def _submit(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
             view_id = _field(body, "view_id")
             status, text = await self.submit(user, view_id, _values(body.get("values")))
@@ -553,7 +566,7 @@ class SandboxServer:
 
     async def _close(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
             await self.close_modal(user, _field(body, "view_id"))
         except Refusal as refusal:
@@ -562,7 +575,7 @@ class SandboxServer:
 
     async def _post(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
             channel = _field(body, "channel")
             text = body.get("text")
@@ -579,7 +592,7 @@ class SandboxServer:
 
     async def _demo(self, request: web.Request) -> web.StreamResponse:
         try:
-            await _json_body(request)
+            await _json_body(request, self._origins)
             return web.json_response({"ok": True, "demo": self.start_demo()})
         except Refusal as refusal:
             return _refused(refusal)
@@ -602,14 +615,17 @@ def _app_reply(status: int, text: str) -> web.Response:
     )
 
 
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    """The request's JSON object; only from the page itself (no cross-site form posts)."""
+async def _json_body(request: web.Request, origins: frozenset[str]) -> dict[str, Any]:
+    """The request's JSON object; only from the page itself (no cross-site form posts).
+
+    A browser's ``Origin`` must be one of ``origins``, the addresses the sandbox serves.
+    """
     origin = request.headers.get("Origin")
-    if origin is not None and urlsplit(origin).netloc != request.host:
+    if origin is not None and origin.lower().rstrip("/") not in origins:
         raise Refusal(403, "cross_origin")
     if request.content_type != "application/json":
         raise Refusal(415, "json_required", "send Content-Type: application/json")
-    if not request.can_read_body:
+    if not request.body_exists:
         return {}
     try:
         body = await request.json()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -30,6 +31,13 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
+from adapters.httpguard import (
+    LOOPBACK_NAMES,
+    ListenerLimits,
+    RefusalLog,
+    guard_middleware,
+    start_listener,
+)
 from adapters.slack.blockkit import check_message, view_problems
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.calllog import Call, CallLog
@@ -78,7 +86,21 @@ class SlackStandIn:
         self.interactivity_url = interactivity_url
         """Where ``deliver`` POSTs signed payloads (the app's ``/slack/events``)."""
         self.api = WebApi(self.workspace, upload_url=lambda fid: f"{self.root_url}upload/{fid}")
-        self.app = web.Application()
+        self.refusals = RefusalLog(logging.getLogger("adapters.slack.sandbox.http"))
+        """Refused requests (foreign Host, slow bodies, malformed HTTP), counted per cause."""
+        self.limits = ListenerLimits()
+        """Read timeouts and the connection cap of the listener (set before ``start``)."""
+        self._served: frozenset[str] = LOOPBACK_NAMES
+        self.app = web.Application(
+            middlewares=[
+                guard_middleware(
+                    hosts=lambda name: name in self._served,
+                    refuse=_refuse,
+                    refusals=self.refusals,
+                    body_timeout=self.limits.body_timeout,
+                )
+            ]
+        )
         self.app.router.add_route("*", "/api/{method}", self._api)
         self.app.router.add_post("/upload/{file_id}", self._upload)
         self.app.router.add_post("/response/{token:.+}", self._response_url)
@@ -92,13 +114,16 @@ class SlackStandIn:
         """Serve on ``host:port`` (0 picks a free port); returns the API base URL."""
         if self._runner is not None:
             return self.url
+        self._served = LOOPBACK_NAMES | {host.lower().strip("[]")}
         # A short shutdown: ``stop()`` should not wait out a long injected delay.
-        runner = web.AppRunner(
-            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        runner, _ = await start_listener(
+            self.app,
+            host,
+            port,
+            limits=self.limits,
+            refusals=self.refusals,
+            shutdown_timeout=1.0,
         )
-        await runner.setup()
-        site = web.TCPSite(runner, host, port)
-        await site.start()
         self._runner = runner
         bound_port = runner.addresses[0][1]
         self._root = f"http://{f'[{host}]' if ':' in host else host}:{bound_port}/"
@@ -132,6 +157,11 @@ class SlackStandIn:
         if self._root is None:
             raise RuntimeError("the Slack stand-in is not started")
         return self._root
+
+    @property
+    def addresses(self) -> list[Any]:
+        """The socket addresses served, as ``(host, port, …)`` tuples."""
+        return list(self._runner.addresses) if self._runner is not None else []
 
     @property
     def url(self) -> str:
@@ -383,10 +413,15 @@ class SlackStandIn:
         self.calls.record(Call(method, params, status, answer, fault, self.workspace.clock()))
 
 
+def _refuse(status: int, code: str, message: str) -> web.Response:
+    """A refusal of the HTTP layer, in the Web API's ``{ok, error}`` shape."""
+    return web.json_response({"ok": False, "error": code.lower(), "detail": message}, status=status)
+
+
 async def _params(request: web.Request) -> dict[str, Any]:
     """Query string plus JSON or form body, the ways slack_sdk sends parameters."""
     params: dict[str, Any] = dict(request.query)
-    if not request.can_read_body:
+    if not request.body_exists:
         return params
     if request.content_type == "application/json":
         body = await request.json()
