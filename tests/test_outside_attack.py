@@ -347,9 +347,10 @@ async def test_the_stand_in_token_is_random_per_start_and_the_old_default_is_ref
         async with sandbox_bot() as runtime:
             assert runtime.sandbox_url is not None
             api = runtime.sandbox_url + "api/auth.test"
-            async with aiohttp.ClientSession() as http, http.post(
-                api, headers={"Authorization": "Bearer xoxb-sandbox-token"}
-            ) as r:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.post(api, headers={"Authorization": "Bearer xoxb-sandbox-token"}) as r,
+            ):
                 assert (await r.json())["error"] == "invalid_auth"
             tokens.append(runtime.app.client.token)
     assert tokens[0] != tokens[1]
@@ -363,3 +364,72 @@ async def test_the_startup_lines_say_the_sandbox_is_loopback_only() -> None:
     lines = [r.getMessage() for r in tap.records if r.name == "bot"]
     assert any("sandbox" in line and "loopback only" in line for line in lines), lines
     assert any("random token" in line for line in lines), lines
+
+
+# -- 3: disguised links in markdown blocks --------------------------------------------------
+
+DISGUISES: dict[str, tuple[str, str]] = {
+    "a link whose text is another URL": (
+        "[https://github.com/acme/pr/1](https://evil.example/phish)",
+        "https://github.com/acme/pr/1 (https://evil.example/phish)",
+    ),
+    "a link whose text is a word": (
+        "see [the PR](https://evil.example/phish) first",
+        "see the PR (https://evil.example/phish) first",
+    ),
+    "a link with a title": (
+        '[docs](https://evil.example/x "https://docs.example")',
+        "docs (https://evil.example/x)",
+    ),
+    "a link in angle brackets": (
+        "[ok](<https://evil.example/a b>)",
+        "ok (https://evil.example/a b)",
+    ),
+    "a link inside a link": (
+        "[[inner](https://a.example)](https://evil.example)",
+        "inner (https://a.example) (https://evil.example)",
+    ),
+    "an image": (
+        "![status: green](https://evil.example/pixel.png)",
+        "status: green (https://evil.example/pixel.png)",
+    ),
+    "a reference link and its definition": (
+        "read [the runbook][rb]\n\n[rb]: https://evil.example/rb",
+        "read [the runbook][rb]\n\nrb: https://evil.example/rb",
+    ),
+    "raw HTML": (
+        '<a href="https://evil.example">https://github.com</a>',
+        '&lt;a href="https://evil.example"&gt;https://github.com&lt;/a&gt;',
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(DISGUISES))
+def test_markdown_blocks_cannot_show_one_link_target_and_go_to_another(shape: str) -> None:
+    from adapters.slack.blocks import render_open
+    from adapters.slack.record import PendingRecord
+    from bot.models import AskUserQuestionItem
+
+    detail, shown = DISGUISES[shape]
+    question = AskUserQuestionItem.model_validate(
+        {
+            "id": "plan",
+            "question": "Approve this plan?",
+            "detail": f"# Plan\n\n{detail}\n",
+            "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"},
+        }
+    )
+    record = PendingRecord(id="0123456789abcdef0123", owner="p", channel="C1", questions=[question])
+    blocks = render_open(record).blocks
+    (markdown,) = [b["text"] for b in blocks if b["type"] == "markdown"]
+    assert shown in markdown, markdown
+    assert "](" not in markdown and "<" not in markdown
+
+
+def test_a_link_whose_text_is_its_url_stays_a_link() -> None:
+    from adapters.slack.mrkdwn import markdown_text
+
+    assert markdown_text("[https://x.example/a](https://x.example/a)") == (
+        "[https://x.example/a](https://x.example/a)"
+    )

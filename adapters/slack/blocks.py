@@ -19,7 +19,7 @@ from adapters.slack import ids
 from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
 from adapters.slack.layout import MAX_TAP_OPTIONS, Layout, PlanReview, layout_of, plan_review_of
 from adapters.slack.messages import NO_LONGER_OPEN
-from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.mrkdwn import escape, markdown_text, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.rich import Piece, bold, italic, rich_list, rich_text, words
@@ -196,7 +196,7 @@ def _detail_shares(record: PendingRecord) -> list[str]:
 def _detail_blocks(shown: str, full: str) -> list[Block]:
     if not shown:
         return []
-    text = escape(shown)
+    text = markdown_text(shown)
     if len(shown) < len(full):
         text += CONTINUED
     return [_markdown(text)]
@@ -215,7 +215,7 @@ def _thread_parts(record: PendingRecord, shown: list[str]) -> list[list[Block]]:
         for n, chunk in enumerate(chunks, start=1):
             title = f"{what} of question {index + 1}" if count > 1 else what
             caption = f"{title}, continued ({n}/{len(chunks)})"
-            messages.append([_context(caption), _markdown(escape(chunk))])
+            messages.append([_context(caption), _markdown(markdown_text(chunk))])
     return messages
 
 

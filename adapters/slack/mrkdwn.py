@@ -4,13 +4,19 @@ Slack decodes only ``&amp;``, ``&lt;`` and ``&gt;``; escaping those three neutra
 control sequence an asker could inject (``<!channel>``, ``<@U123>``, ``<https://evil|x>``).
 Text objects that carry asker text are sent with ``verbatim: true`` so Slack does not
 auto-link ``@here`` or ``#channel`` either.
+
+``markdown`` blocks speak standard markdown, where ``[text](url)`` links without any angle
+bracket: ``markdown_text`` rewrites every link whose text is not its URL as
+``text (url)``, images as ``alt (url)``, and reference definitions as plain text, so what
+a person reads is where a link goes; raw HTML is escaped, so it shows as text.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Final
 
-__all__ = ["escape", "mrkdwn", "plain", "shorten", "shorten_escaped"]
+__all__ = ["escape", "markdown_text", "mrkdwn", "plain", "shorten", "shorten_escaped"]
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 ELLIPSIS = "…"
@@ -19,6 +25,35 @@ ELLIPSIS = "…"
 def escape(text: str) -> str:
     """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field."""
     return text.translate(_ESCAPES)
+
+
+_LINK: Final = re.compile(
+    r"(?P<bang>!?)\[(?P<text>(?:[^\[\]\\]|\\.)*)\]\(\s*"
+    r"(?:<(?P<angled>[^<>\n]*)>|(?P<url>[^\s()]*(?:\([^\s()]*\)[^\s()]*)*))"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
+)
+_DEFINITION: Final = re.compile(r"^( {0,3})\[((?:[^\[\]\\]|\\.)+)\]:", re.MULTILINE)
+_MAX_NESTING: Final = 8
+
+
+def _visible(match: re.Match[str]) -> str:
+    url = match["angled"] if match["angled"] is not None else match["url"]
+    text = match["text"]
+    if not match["bang"] and text.strip() == url:
+        return f"[{url}]({url})"  # shows exactly where it goes
+    return f"{text} ({url})" if text.strip() else f"({url})"
+
+
+def markdown_text(text: str) -> str:
+    """Asker text for a ``markdown`` block: escaped, and no link shows one target while
+    going to another (``[a](b)`` becomes ``a (b)``; images and reference links likewise)."""
+    for _ in range(_MAX_NESTING):  # a link inside a link's text: innermost first
+        rewritten = _LINK.sub(_visible, text)
+        if rewritten == text:
+            break
+        text = rewritten
+    text = _DEFINITION.sub(r"\1\2:", text)
+    return escape(text)
 
 
 def shorten(text: str, limit: int) -> str:
