@@ -251,6 +251,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         token=token_secret,
         max_body_bytes=settings.max_body_bytes,
         refusals=refusals,
+        default_channel=channel,
     )
     health = _Health(settings.mode, provider)
     runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)

@@ -218,8 +218,10 @@ class Gateway:
         max_body_bytes: int | None = None,
         logger: logging.Logger | None = None,
         refusals: RefusalLog | None = None,
+        default_channel: str | None = None,
     ) -> None:
         self._service = service
+        self._default_channel = default_channel
         self._max_body = max_body_bytes
         self._provider = provider
         self._store: PendingStore = provider.store
@@ -331,6 +333,12 @@ class Gateway:
         try:
             async with lock:
                 existing = await self._store.get(request_id)
+                if existing is not None and not self._same_request(existing, post):
+                    message = (
+                        f"Idempotency-Key {key!r} was used for a different request (its "
+                        "questions, label or destination differ); use a new key"
+                    )
+                    return _problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
                 if existing is not None:
                     response = web.json_response(self._view(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
@@ -342,6 +350,17 @@ class Gateway:
                 del self._keys[request_id]
             else:
                 self._keys[request_id] = (lock, users - 1)
+
+    def _same_request(self, record: PendingRecord, post: QuestionPost) -> bool:
+        """Whether ``post`` asks what ``record`` asked (a retry, not a new request)."""
+        destination = post.destination
+        channel = destination.channel if destination else self._default_channel
+        thread_ts = destination.thread_ts if destination else None
+        return (
+            record.questions == post.questions
+            and record.label == post.label
+            and (channel is None or (record.channel, record.thread_ts) == (channel, thread_ts))
+        )
 
     async def _read_body(self, request: web.Request) -> bytes | None:
         """The body, or ``None`` when it is larger than ``max_body_bytes``.

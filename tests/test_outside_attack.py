@@ -433,3 +433,30 @@ def test_a_link_whose_text_is_its_url_stays_a_link() -> None:
     assert markdown_text("[https://x.example/a](https://x.example/a)") == (
         "[https://x.example/a](https://x.example/a)"
     )
+
+
+# -- 7: an Idempotency-Key reused with another body ------------------------------------------
+
+
+async def test_an_idempotency_key_reused_with_a_different_body_is_409() -> None:
+    other = {"questions": [{"id": "drop", "question": "Drop the production database?"}]}
+    async with running() as bed:
+        key = {"Idempotency-Key": "deploy-2.3.1"}
+        status, first = await bed.ask(headers=key)
+        assert status == 201
+        for body in (
+            other,
+            {**DEPLOY, "label": "another agent"},
+            {**DEPLOY, "destination": {"channel": "C0OTHER"}},
+        ):
+            status, refused = await bed.ask(body, headers=key)
+            assert status == 409, refused
+            assert refused["code"] == "IDEMPOTENCY_KEY_REUSED"
+            assert "deploy-2.3.1" in refused["message"]
+        status, again = await bed.ask(headers=key)
+        assert (status, again["id"]) == (200, first["id"])
+        status, explicit = await bed.ask(
+            {**DEPLOY, "destination": {"channel": bed.channel}}, headers=key
+        )
+        assert (status, explicit["id"]) == (200, first["id"])
+        assert bed.slack.calls.count("chat.postMessage") == 1
