@@ -408,7 +408,7 @@ DISGUISES: dict[str, tuple[str, str]] = {
 def test_markdown_blocks_cannot_show_one_link_target_and_go_to_another(shape: str) -> None:
     from adapters.slack.blocks import render_open
     from adapters.slack.record import PendingRecord
-    from bot.models import AskUserQuestionItem
+    from bot.questions.models import AskUserQuestionItem
 
     detail, shown = DISGUISES[shape]
     question = AskUserQuestionItem.model_validate(
