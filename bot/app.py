@@ -49,6 +49,8 @@ SANDBOX_HOST = "127.0.0.1"
 SANDBOX_CHANNEL = "C0SANDBOX"
 SLACK_MAX_BODY_BYTES = 1_048_576
 """Largest request body the server takes (Slack's interaction payloads fit well within)."""
+HEALTH_STORE_TIMEOUT = 3.0
+"""Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
 SOCKET_CONNECT_TIMEOUT = 30.0
 """Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
 
@@ -119,21 +121,31 @@ def _budget(settings: Settings) -> Budget | None:
 
 
 class _Health:
-    """``/healthz``: the mode, the questions this process waits on, each connection's state."""
+    """``/healthz``: the mode, the store, the open questions this process owns (``pending``),
+    what waits on them (``waiters``: ``ask()`` calls and long-polls; ``longPolls`` apart), and
+    each connection's state."""
 
     def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
         self.mode = mode
         self.provider = provider
         self.socket: SocketMode | None = None
         self.dsh: DshHostClient | None = None
+        self.gateway: Gateway | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Answer ``GET /healthz``."""
-        body: dict[str, object] = {
-            "ok": True,
-            "mode": self.mode,
-            "pending": self.provider.pending_count,
-        }
+        """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""
+        store = self.provider.store
+        body: dict[str, object] = {"ok": True, "mode": self.mode}
+        try:
+            async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
+                open_records = await store.open_records(owner=store.process_id)
+        except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
+            body.update(ok=False, store="unreachable", error=type(exc).__name__)
+        else:
+            body.update(store="ok", pending=len(open_records))
+        body["waiters"] = store.watch_count
+        if self.gateway is not None:
+            body["longPolls"] = self.gateway.long_polls
         scheduler = getattr(self.provider.client, "scheduler", None)
         if scheduler is not None:  # Web API calls waiting for Slack's rate limits
             body["webApiQueue"] = scheduler.depths()
@@ -141,7 +153,7 @@ class _Health:
             body.update(await self.socket.status())
         if self.dsh is not None:
             body.update(self.dsh.status())
-        return web.json_response(body)
+        return web.json_response(body, status=200 if body["ok"] else 503)
 
 
 class SocketMode:
@@ -254,6 +266,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         default_channel=channel,
     )
     health = _Health(settings.mode, provider)
+    health.gateway = gateway
     runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"

@@ -232,6 +232,8 @@ class Gateway:
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._keys: dict[str, tuple[asyncio.Lock, int]] = {}
         self._closing = False
+        self.long_polls = 0
+        """``GET ?wait=`` requests waiting right now."""
         self._polls_ended = asyncio.Event()
 
     def add_routes(self, app: web.Application) -> None:
@@ -270,9 +272,7 @@ class Gateway:
                 if scheme.lower() != "bearer" or not hmac.compare_digest(
                     given.strip().encode(), self._token
                 ):
-                    return self._unauthorized(
-                        "unauthorized", "a valid bearer token is required"
-                    )
+                    return self._unauthorized("unauthorized", "a valid bearer token is required")
             try:
                 return await handler(request)
             except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
@@ -435,6 +435,7 @@ class Gateway:
         if record is None:
             return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
         if record.is_open and wait > 0 and not self._polls_ended.is_set():
+            self.long_polls += 1
             watch = self._store.watch(request_id)
             ended = asyncio.ensure_future(watch.wait())
             released = asyncio.ensure_future(self._polls_ended.wait())
@@ -444,6 +445,7 @@ class Gateway:
                 for task in (ended, released):
                     task.cancel()
                 watch.close()
+                self.long_polls -= 1
             if ended.done() and not ended.cancelled() and ended.exception() is None:
                 record = ended.result()
             else:

@@ -255,7 +255,7 @@ async def test_a_signal_interrupts_the_pending_question_and_its_waiter(
 
         async def pending() -> int:
             async with s.http.get("/healthz") as response:
-                count: int = (await response.json())["pending"]
+                count: int = (await response.json())["waiters"]
                 return count
 
         # The ask's watch and the long-poll's: the GET is waiting in the bot.

@@ -672,7 +672,10 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
             assert await response.json() == {
                 "ok": True,
                 "mode": "http",
+                "store": "ok",
                 "pending": 0,
+                "waiters": 0,
+                "longPolls": 0,
                 "webApiQueue": {},
             }
         await bed.ask()

@@ -156,7 +156,7 @@ class Bot:
 
     async def pending(self) -> int:
         """The waiters (asks and long-polls) this process holds."""
-        count: int = (await self.health())["pending"]
+        count: int = (await self.health())["waiters"]
         return count
 
     async def send(self, payload: dict[str, Any]) -> int:

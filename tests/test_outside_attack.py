@@ -6,11 +6,14 @@ headers an HTTP client would refuse to send go over a raw socket (``attack_tools
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +22,8 @@ import pytest
 from bot.app import Runtime, start
 from bot.config import Settings
 from tests.attack_tools import LogTap, raw_request
+from tests.redis_server import RedisServer
+from tests.slack_harness import until
 from tests.test_gateway import API_TOKEN, DEPLOY, running
 
 pytestmark = pytest.mark.timeout(60)
@@ -460,3 +465,56 @@ async def test_an_idempotency_key_reused_with_a_different_body_is_409() -> None:
         )
         assert (status, explicit["id"]) == (200, first["id"])
         assert bed.slack.calls.count("chat.postMessage") == 1
+
+
+# -- 8: /healthz counts questions, not waiters, and says when the store is gone --------------
+
+
+async def test_healthz_counts_questions_not_long_polls() -> None:
+    async with running() as bed:
+        ids_ = []
+        for _ in range(3):
+            status, posted = await bed.ask()
+            assert status == 201
+            ids_.append(posted["id"])
+        polls = [asyncio.ensure_future(bed.get(ids_[i % 3], wait=30)) for i in range(50)]
+        await until(lambda: bed.runtime.gateway.long_polls == 50, what="50 long-polls")
+        async with bed.http.get("/healthz") as r:
+            health = await r.json()
+        assert r.status == 200
+        assert health["ok"] is True
+        assert health["pending"] == 3
+        assert health["longPolls"] == 50
+        assert health["waiters"] == 53  # three ask() waiters and fifty long-polls
+        for record_id in ids_:
+            async with bed.http.delete(f"/v1/questions/{record_id}") as r:
+                assert r.status == 200
+        await asyncio.gather(*polls)
+        async with bed.http.get("/healthz") as r:
+            health = await r.json()
+        assert (health["pending"], health["waiters"], health["longPolls"]) == (0, 0, 0)
+
+
+async def test_healthz_is_503_not_ok_while_the_store_is_unreachable(tmp_path: Path) -> None:
+    prefix = f"h-{uuid.uuid4().hex}"
+    async with (
+        RedisServer.start(tmp_path) as server,
+        running(redis_url=server.url, redis_prefix=prefix) as bed,
+    ):
+        async with bed.http.get("/healthz") as r:
+            assert r.status == 200 and (await r.json())["ok"] is True
+        await server.stop()
+        async with bed.http.get("/healthz") as r:
+            health = await r.json()
+        assert r.status == 503
+        assert health["ok"] is False and health["store"] == "unreachable"
+        status, body = await bed.ask()
+        assert status == 503 and body["code"] == "STORE_UNAVAILABLE"
+        await server.start_again()
+        async with asyncio.timeout(20):
+            while True:
+                async with bed.http.get("/healthz") as r:
+                    if r.status == 200:
+                        assert (await r.json())["ok"] is True
+                        break
+                await asyncio.sleep(0.2)
