@@ -33,6 +33,7 @@ from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from bot.access import OpenQuestionCaps
 from bot.config import Mode, Settings
 from bot.gateway import Gateway, request_problem
 from bot.questions.service import UserQuestionService
@@ -255,12 +256,15 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     )
     service = UserQuestionService()
     stack.callback(service.register_provider(provider))
-    token_secret = settings.bot_api_token.get_secret_value() if settings.bot_api_token else None
     refusals = RefusalLog(logging.getLogger("bot.http"))
     gateway = Gateway(
         service,
         provider,
-        token=token_secret,
+        tokens=settings.api_tokens,
+        caps=OpenQuestionCaps(
+            per_process=settings.max_open_questions,
+            per_token=settings.max_open_questions_per_token,
+        ),
         max_body_bytes=settings.max_body_bytes,
         refusals=refusals,
         default_channel=channel,

@@ -65,6 +65,7 @@ from bot.config_checks import (
     check_redis_url,
     check_signing_secret,
     choose_mode,
+    distinct_tokens,
     host_names,
     id_list,
     is_loopback,
@@ -73,6 +74,8 @@ from bot.config_checks import (
     one_of,
     plain_http_elsewhere,
     slack_token,
+    token_file,
+    token_list,
     url,
 )
 from bot.config_sources import DotEnvFile, Environment
@@ -196,11 +199,35 @@ class Settings(BaseSettings):
     port: int = Field(
         3000, ge=0, le=65535, description="Port of that server; 0 picks any free port."
     )
+    bot_api_tokens: Annotated[
+        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_list)
+    ] = Field(
+        (),
+        description="Several API tokens, each with a name: name:token,name:token. A question "
+        "belongs to the token that asked it; other tokens get 404 for it.",
+    )
+    bot_api_tokens_file: Annotated[
+        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_file)
+    ] = Field(
+        (), description="A file of name:token lines (# comments), read beside BOT_API_TOKENS."
+    )
     bot_api_token: Secret | None = Field(
         None,
         validate_default=True,
-        description="Bearer token the HTTP API requires. Unset: the API is open, so HOST must "
-        "be a loopback address.",
+        description="Bearer token the HTTP API requires (named default). Unset, with no "
+        "BOT_API_TOKENS: the API is open, so HOST must be a loopback address.",
+    )
+    max_open_questions: int = Field(
+        10_000,
+        ge=1,
+        description="Open questions asked through the API of one process; more get 429 with "
+        "Retry-After.",
+    )
+    max_open_questions_per_token: int = Field(
+        1_000,
+        ge=1,
+        description="Open questions one API token may have in one process; more get 429 with "
+        "Retry-After.",
     )
     allowed_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
         (),
@@ -299,7 +326,12 @@ class Settings(BaseSettings):
         cls, value: SecretStr | None, info: ValidationInfo
     ) -> SecretStr | None:
         host = info.data.get("host")
-        if value is None and host is not None and not is_loopback(host):
+        named = [*info.data.get("bot_api_tokens", ()), *info.data.get("bot_api_tokens_file", ())]
+        if value is not None:
+            distinct_tokens([("default", value), *named])
+        else:
+            distinct_tokens(named)
+        if value is None and not named and host is not None and not is_loopback(host):
             raise ValueError(
                 f"required because HOST={host!r} is not a loopback address; without it anyone "
                 "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
@@ -339,8 +371,14 @@ class Settings(BaseSettings):
         facts.append(("store", self._store()))
         port = "any free port" if self.port == 0 else str(self.port)
         facts.append(("listen", f"{self._bracketed_host()}:{port}"))
-        auth = "on (BOT_API_TOKEN)" if self.bot_api_token else "off (loopback only)"
-        facts.append(("api auth", auth))
+        facts.append(("api auth", self._auth()))
+        facts.append(
+            (
+                "open questions",
+                f"at most {self.max_open_questions} per process, "
+                f"{self.max_open_questions_per_token} per API token",
+            )
+        )
         facts.append(("hosts served", self._hosts_served()))
         if self.mode == "sandbox":
             sandbox = "any free port" if self.sandbox_port == 0 else str(self.sandbox_port)
@@ -353,6 +391,23 @@ class Settings(BaseSettings):
         facts.append(("log", f"{self.log_level}, {self.log_format}"))
         facts += [("note", note) for note in self.notes]
         return facts
+
+    @property
+    def api_tokens(self) -> dict[str, str]:
+        """The API's bearer tokens by name (``BOT_API_TOKEN`` is named ``default``)."""
+        tokens = {"default": self.bot_api_token.get_secret_value()} if self.bot_api_token else {}
+        for name, secret in (*self.bot_api_tokens, *self.bot_api_tokens_file):
+            tokens[name] = secret.get_secret_value()
+        return tokens
+
+    def _auth(self) -> str:
+        names = sorted(self.api_tokens)
+        if not names:
+            return "off (loopback only)"
+        if names == ["default"]:
+            return "on (BOT_API_TOKEN)"
+        count = f"{len(names)} token{'' if len(names) == 1 else 's'}"
+        return f"on ({count}: {', '.join(names)})"
 
     @property
     def served_hosts(self) -> frozenset[str] | None:

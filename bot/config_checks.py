@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_redis_url",
     "check_signing_secret",
     "choose_mode",
+    "distinct_tokens",
     "host_names",
     "id_list",
     "is_loopback",
@@ -37,6 +39,8 @@ __all__ = [
     "plain_http_elsewhere",
     "show",
     "slack_token",
+    "token_file",
+    "token_list",
     "url",
 ]
 
@@ -105,6 +109,63 @@ def host_names(value: Any) -> Any:
     if wrong:
         raise ValueError(f"not host names: {', '.join(show(w) for w in wrong)}.")
     return tuple(dict.fromkeys(names))
+
+
+_TOKEN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+NamedTokens = tuple[tuple[str, SecretStr], ...]
+
+
+def _named_tokens(entries: list[tuple[str, str]]) -> NamedTokens:
+    """``(where, "name:token")`` entries as (name, token); the first bad one raises."""
+    found: list[tuple[str, SecretStr]] = []
+    for where, entry in entries:
+        name, colon, token = (part.strip() for part in entry.partition(":"))
+        if not colon or not token:
+            raise ValueError(f"{where} is not name:token; the value is not shown.")
+        if not _TOKEN_NAME.fullmatch(name):
+            raise ValueError(f"{where}: the name must be 1-64 letters, digits, _ . or -.")
+        if any(ch.isspace() for ch in token):
+            raise ValueError(f"{where}: the token contains whitespace; it is not shown.")
+        found.append((name, SecretStr(token)))
+    return distinct_tokens(found)
+
+
+def distinct_tokens(tokens: Sequence[tuple[str, SecretStr]]) -> NamedTokens:
+    """``tokens`` if no name and no token is given twice; else a ``ValueError`` naming it."""
+    names: set[str] = set()
+    owners: dict[str, str] = {}
+    for name, secret in tokens:
+        if name in names:
+            raise ValueError(f"the name {name!r} is given twice.")
+        owner = owners.setdefault(secret.get_secret_value(), name)
+        if owner != name:
+            raise ValueError(f"one token is given twice ({owner}, {name}).")
+        names.add(name)
+    return tuple(tokens)
+
+
+def token_list(value: Any) -> Any:
+    """``name:token,name:token`` as (name, token) pairs."""
+    if not isinstance(value, str):
+        return value
+    items = [item.strip() for item in value.split(",")]
+    return _named_tokens([(f"entry {n}", item) for n, item in enumerate(items, 1) if item])
+
+
+def token_file(value: Any) -> Any:
+    """The ``name:token`` lines of the file at path ``value`` (``#`` starts a comment line)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        lines = Path(value).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{show(value)} cannot be read ({type(exc).__name__}).") from None
+    entries = [
+        (f"line {n}", line.strip())
+        for n, line in enumerate(lines, 1)
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    return _named_tokens(entries)
 
 
 def no_whitespace(value: Any) -> Any:

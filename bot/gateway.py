@@ -13,11 +13,10 @@ when a token is configured (without one the bot listens on loopback only).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any, Final
 
@@ -25,12 +24,12 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import ids
 from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
 from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import PendingRecord
 from adapters.slack.scheduler import tagged
+from bot.access import ApiTokens, OpenQuestionCaps
 from bot.questions.errors import (
     ASK_ABORTED,
     ASK_CANCELLED,
@@ -51,11 +50,15 @@ from bot.questions.models import (
 )
 from bot.questions.service import UserQuestionService
 
-__all__ = ["MAX_WAIT", "Gateway", "QuestionPost", "request_problem"]
+__all__ = ["ASKER", "MAX_WAIT", "Gateway", "QuestionPost", "request_problem"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
 _IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
+ASKER: Final = web.RequestKey[str | None]("asker")
+"""The name of the API token a request came with (``None`` on an open API)."""
+RETRY_AFTER: Final = 5
+"""Seconds a client over an open-question cap is told to wait (``Retry-After``)."""
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
@@ -91,6 +94,7 @@ class _Problem(BaseModel):
     code: str
     message: str
     errors: list[dict[str, Any]] | None = None
+    retryAfter: int | None = None
 
 
 def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
@@ -101,6 +105,10 @@ def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> w
 def request_problem(status: int, code: str, message: str) -> web.Response:
     """A refusal of the HTTP layer in the seam's error shape (``name`` ``RequestError``)."""
     return _problem(status, "RequestError", code, message)
+
+
+def _not_found(request_id: str) -> web.Response:
+    return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
 
 
 def _harness_problem(error: HarnessError) -> web.Response:
@@ -214,7 +222,8 @@ class Gateway:
         service: UserQuestionService,
         provider: SlackQuestionProvider,
         *,
-        token: str | None,
+        tokens: Mapping[str, str] | None = None,
+        caps: OpenQuestionCaps | None = None,
         max_body_bytes: int | None = None,
         logger: logging.Logger | None = None,
         refusals: RefusalLog | None = None,
@@ -225,7 +234,8 @@ class Gateway:
         self._max_body = max_body_bytes
         self._provider = provider
         self._store: PendingStore = provider.store
-        self._token = token.encode() if token else None
+        self._tokens = ApiTokens(tokens or {})
+        self._caps = caps or OpenQuestionCaps(per_process=10_000, per_token=1_000)
         self._logger = logger or logging.getLogger("bot.gateway")
         self.refusals = refusals or RefusalLog(self._logger)
         """Refused requests, counted per cause (logged at most once a minute each)."""
@@ -264,21 +274,31 @@ class Gateway:
 
     def _guard(self, handler: Handler) -> Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
-            if self._token is not None:
+            request[ASKER] = None
+            if self._tokens.required:
                 header = request.headers.get("Authorization", "")
                 scheme, _, given = header.partition(" ")
                 if not header.isascii():
                     return self._unauthorized("bad_authorization", "Authorization is not ASCII")
-                if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    given.strip().encode(), self._token
-                ):
+                name = self._tokens.identify(given.strip())
+                if scheme.lower() != "bearer" or name is None:
                     return self._unauthorized("unauthorized", "a valid bearer token is required")
+                request[ASKER] = name
             try:
                 return await handler(request)
             except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
                 return _harness_problem(error)
 
         return guarded
+
+    def _too_many(self, refusal: str) -> web.Response:
+        self.refusals.refused("too_many_questions", f"/v1: {refusal}")
+        message = f"{refusal}; retry once some have ended"
+        response = _problem(
+            429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=RETRY_AFTER
+        )
+        response.headers["Retry-After"] = str(RETRY_AFTER)
+        return response
 
     def _unauthorized(self, cause: str, message: str) -> web.Response:
         self.refusals.refused(cause, f"/v1: {message}")
@@ -325,7 +345,8 @@ class Gateway:
             message = "Idempotency-Key is 1–255 printable ASCII characters"
             self.refusals.refused("bad_idempotency_key", f"/v1: {message}")
             return _problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
-        request_id = ids.key_request_id(f"api:{key}") if key else ids.new_request_id()
+        asker: str | None = request[ASKER]
+        request_id = self._tokens.new_id(asker, key)
         # Retries with one key queue on one lock, so only the first posts; the lock is
         # forgotten when the last of them is done.
         lock, users = self._keys.get(request_id, (asyncio.Lock(), 0))
@@ -343,6 +364,10 @@ class Gateway:
                     response = web.json_response(self._view(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
                     return response
+                refusal = self._caps.refusal(asker)
+                if refusal is not None:
+                    return self._too_many(refusal)
+                self._caps.take(request_id, asker)  # no await between the check and this
                 return await self._start(request_id, post)
         finally:
             lock, users = self._keys[request_id]
@@ -414,6 +439,7 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
+        self._caps.give_back(request_id)
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()
             code = error.code if isinstance(error, HarnessError) else type(error).__name__
@@ -422,6 +448,8 @@ class Gateway:
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
         request_id = request.match_info["id"]
+        if not self._tokens.owns(request[ASKER], request_id):
+            return _not_found(request_id)
         wait_raw = request.query.get("wait", "0")
         try:
             wait = float(wait_raw)
@@ -433,7 +461,7 @@ class Gateway:
             )
         record = await self._store.get(request_id)
         if record is None:
-            return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+            return _not_found(request_id)
         if record.is_open and wait > 0 and not self._polls_ended.is_set():
             self.long_polls += 1
             watch = self._store.watch(request_id)
@@ -455,9 +483,11 @@ class Gateway:
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
+        if not self._tokens.owns(request[ASKER], request_id):
+            return _not_found(request_id)
         record = await self._provider.abort(request_id, "Cancelled by the asker.")
         if record is None:
-            return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+            return _not_found(request_id)
         status = 200 if record.state == "aborted" else 409
         return web.json_response(_view(record), status=status)
 

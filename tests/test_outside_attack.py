@@ -518,3 +518,114 @@ async def test_healthz_is_503_not_ok_while_the_store_is_unreachable(tmp_path: Pa
                         assert (await r.json())["ok"] is True
                         break
                 await asyncio.sleep(0.2)
+
+
+# -- 6: open-question caps and several API tokens ---------------------------------------------
+
+ALPHA = f"alpha-{uuid.uuid4().hex}"
+BETA = f"beta-{uuid.uuid4().hex}"
+TWO_TOKENS = {"bot_api_token": None, "bot_api_tokens": (("alpha", ALPHA), ("beta", BETA))}
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_two_tokens_neither_reads_nor_deletes_the_others_questions() -> None:
+    async with running(**TWO_TOKENS) as bed:
+        http = bed.http
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(ALPHA)) as r:
+            assert r.status == 201
+            alphas = (await r.json())["id"]
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(BETA)) as r:
+            assert r.status == 201
+            betas = (await r.json())["id"]
+        for token, mine, theirs in ((ALPHA, alphas, betas), (BETA, betas, alphas)):
+            async with http.get(f"/v1/questions/{theirs}", headers=_auth(token)) as r:
+                assert r.status == 404
+                assert (await r.json())["code"] == "NOT_FOUND"
+            async with http.delete(f"/v1/questions/{theirs}", headers=_auth(token)) as r:
+                assert r.status == 404
+            async with http.get(f"/v1/questions/{mine}", headers=_auth(token)) as r:
+                assert r.status == 200 and (await r.json())["state"] == "pending"
+        # One Idempotency-Key, two tokens: two questions, neither a retry of the other.
+        key = {"Idempotency-Key": "same-key"}
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(ALPHA) | key) as r:
+            first = await r.json()
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(BETA) | key) as r:
+            assert r.status == 201
+            assert (await r.json())["id"] != first["id"]
+        async with http.get("/v1/questions/x" * 1, headers=_auth("gamma")) as r:
+            assert r.status == 401
+
+
+async def test_open_questions_are_capped_per_token_with_429_and_retry_after() -> None:
+    async with running(**TWO_TOKENS, max_open_questions_per_token=3) as bed:
+        http = bed.http
+        opened = []
+        for _ in range(3):
+            async with http.post("/v1/questions", json=DEPLOY, headers=_auth(ALPHA)) as r:
+                assert r.status == 201
+                opened.append((await r.json())["id"])
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(ALPHA)) as r:
+            assert r.status == 429
+            refused = await r.json()
+            assert int(r.headers["Retry-After"]) >= 1
+        assert refused["code"] == "TOO_MANY_QUESTIONS"
+        assert refused["retryAfter"] == int(r.headers["Retry-After"])
+        assert refused["name"] == "RequestError" and "3" in refused["message"]
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(BETA)) as r:
+            assert r.status == 201
+        async with http.delete(f"/v1/questions/{opened[0]}", headers=_auth(ALPHA)) as r:
+            assert r.status == 200
+        await until(lambda: bed.runtime.gateway.running == 3, what="the aborted ask to end")
+        async with http.post("/v1/questions", json=DEPLOY, headers=_auth(ALPHA)) as r:
+            assert r.status == 201
+        assert bed.slack.calls.count("chat.postMessage") == 5
+
+
+async def test_open_questions_are_capped_per_process() -> None:
+    async with running(max_open_questions=2) as bed:
+        assert [(await bed.ask())[0] for _ in range(3)] == [201, 201, 429]
+        assert bed.slack.calls.count("chat.postMessage") == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("alpha", "name:token"),
+        ("alpha:one,alpha:two", "twice"),
+        ("alpha:same,beta:same", "twice"),
+        ("al pha:x", "name"),
+        (":x", "name"),
+    ],
+)
+def test_bot_api_tokens_are_checked_naming_the_problem(value: str, problem: str) -> None:
+    from bot.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"BOT_API_TOKENS": value}, env_file=None)
+    (message,) = caught.value.problems
+    assert message.startswith("BOT_API_TOKENS:") and problem in message
+    for secret in ("one", "two", "same"):
+        assert f":{secret}" not in message
+
+
+def test_bot_api_tokens_come_from_the_environment_and_a_file(tmp_path: Path) -> None:
+    from bot.config import load_settings
+
+    path = tmp_path / "tokens"
+    path.write_text("# agents\nbuild: b-s3cr3t\n\ndeploy:d-s3cr3t\n")
+    settings = load_settings(
+        {"BOT_API_TOKEN": "0n3", "BOT_API_TOKENS": "ci:c-s3cr3t", "BOT_API_TOKENS_FILE": str(path)},
+        env_file=None,
+    )
+    assert settings.api_tokens == {
+        "default": "0n3",
+        "ci": "c-s3cr3t",
+        "build": "b-s3cr3t",
+        "deploy": "d-s3cr3t",
+    }
+    assert dict(settings.describe())["api auth"] == "on (4 tokens: build, ci, default, deploy)"
+    for shown in (repr(settings), str(settings.describe())):
+        assert "s3cr3t" not in shown and "0n3" not in shown

@@ -1,0 +1,112 @@
+"""Who may use the HTTP API, which questions are theirs, and how many each may keep open.
+
+- ``ApiTokens``: the named bearer tokens. A request's ``Authorization`` names at most one
+  (compared in constant time). A question asked with a token gets an id that carries a tag
+  made from that token (HMAC-SHA256), so any process holding the same tokens can tell whose
+  it is without storing anything: with several tokens, another token's question is "not
+  found". With one token (or none) every question is visible, as before.
+- ``OpenQuestionCaps``: open questions asked through the API, at most so many per process
+  and per token; a slot is taken before the question is posted and given back when it ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections import Counter
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["ApiTokens", "OpenQuestionCaps"]
+
+_NONCE: Final = 16
+"""Hex characters of an id's random (or key-derived) part; the tag is as long."""
+
+
+class ApiTokens:
+    """The API's bearer tokens by name, and the question ids each of them owns."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._tokens = [(name, secret.encode()) for name, secret in tokens.items()]
+        self._secrets = dict(self._tokens)
+
+    @property
+    def required(self) -> bool:
+        """Whether requests must carry a token at all."""
+        return bool(self._tokens)
+
+    @property
+    def separated(self) -> bool:
+        """Whether questions are kept apart per token (several tokens)."""
+        return len(self._tokens) > 1
+
+    def identify(self, given: str) -> str | None:
+        """The name of the token ``given`` is; ``None`` when it is none of them."""
+        raw = given.encode()
+        found = None
+        for name, secret in self._tokens:  # every token compared: no early exit to time
+            if hmac.compare_digest(raw, secret):
+                found = name
+        return found
+
+    def new_id(self, name: str | None, key: str | None) -> str:
+        """A question id for token ``name``: random, or derived from an idempotency key."""
+        if name is None:  # an open API (no tokens): ids as before
+            if key is None:
+                return secrets.token_hex(10)
+            return hashlib.sha256(f"api:{key}".encode()).hexdigest()[:20]
+        if key is None:
+            nonce = secrets.token_hex(_NONCE // 2)
+        else:
+            nonce = hashlib.sha256(f"api:{name}:{key}".encode()).hexdigest()[:_NONCE]
+        return nonce + self._tag(name, nonce)
+
+    def owns(self, name: str | None, request_id: str) -> bool:
+        """Whether the question ``request_id`` may be seen by token ``name``."""
+        if not self.separated:
+            return True
+        if name is None or len(request_id) != 2 * _NONCE:
+            return False
+        nonce, tag = request_id[:_NONCE], request_id[_NONCE:]
+        return hmac.compare_digest(tag, self._tag(name, nonce))
+
+    def _tag(self, name: str, nonce: str) -> str:
+        digest = hmac.new(self._secrets[name], f"uq-question:{nonce}".encode(), "sha256")
+        return digest.hexdigest()[:_NONCE]
+
+
+class OpenQuestionCaps:
+    """At most ``per_process`` open API questions, and ``per_token`` for each token."""
+
+    def __init__(self, *, per_process: int, per_token: int) -> None:
+        self.per_process = per_process
+        self.per_token = per_token
+        self._open: dict[str, str | None] = {}  # request id -> token name
+        self._by_token: Counter[str | None] = Counter()
+
+    @property
+    def open(self) -> int:
+        """Slots taken."""
+        return len(self._open)
+
+    def refusal(self, name: str | None) -> str | None:
+        """Why one more question for token ``name`` is refused now; ``None`` if it is not."""
+        if len(self._open) >= self.per_process:
+            return f"this bot already has {self.per_process} open questions"
+        if name is not None and self._by_token[name] >= self.per_token:
+            return f"the token {name!r} already has {self.per_token} open questions"
+        return None
+
+    def take(self, request_id: str, name: str | None) -> None:
+        """Take a slot for ``request_id`` (call right after ``refusal`` said ``None``)."""
+        self._open[request_id] = name
+        self._by_token[name] += 1
+
+    def give_back(self, request_id: str) -> None:
+        """The question ended: free its slot (idempotent)."""
+        if request_id in self._open:
+            name = self._open.pop(request_id)
+            self._by_token[name] -= 1
+            if not self._by_token[name]:
+                del self._by_token[name]
