@@ -165,7 +165,10 @@ async def test_healthz_answers_in_socket_mode_and_slack_events_is_not_served() -
         assert health == {
             "ok": True,
             "mode": "socket",
+            "store": "ok",
             "pending": 0,
+            "waiters": 0,
+            "longPolls": 0,
             "webApiQueue": {},
             "socket": "connected",
         }
