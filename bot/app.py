@@ -263,7 +263,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         tokens=settings.api_tokens,
         caps=OpenQuestionCaps(
             per_process=settings.max_open_questions,
-            per_token=settings.max_open_questions_per_token,
+            per_token=settings.max_open_per_token,
         ),
         max_body_bytes=settings.max_body_bytes,
         refusals=refusals,

@@ -223,7 +223,7 @@ class Settings(BaseSettings):
         description="Open questions asked through the API of one process; more get 429 with "
         "Retry-After.",
     )
-    max_open_questions_per_token: int = Field(
+    max_open_per_token: int = Field(
         1_000,
         ge=1,
         description="Open questions one API token may have in one process; more get 429 with "
@@ -376,7 +376,7 @@ class Settings(BaseSettings):
             (
                 "open questions",
                 f"at most {self.max_open_questions} per process, "
-                f"{self.max_open_questions_per_token} per API token",
+                f"{self.max_open_per_token} per API token",
             )
         )
         facts.append(("hosts served", self._hosts_served()))

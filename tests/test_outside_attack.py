@@ -560,7 +560,7 @@ async def test_two_tokens_neither_reads_nor_deletes_the_others_questions() -> No
 
 
 async def test_open_questions_are_capped_per_token_with_429_and_retry_after() -> None:
-    async with running(**TWO_TOKENS, max_open_questions_per_token=3) as bed:
+    async with running(**TWO_TOKENS, max_open_per_token=3) as bed:
         http = bed.http
         opened = []
         for _ in range(3):
