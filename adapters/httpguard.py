@@ -40,6 +40,8 @@ __all__ = [
 
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names a loopback-only server answers to."""
+LINGER: Final = 1.0
+"""Seconds the server keeps reading an unread body after answering early (aiohttp: 10)."""
 REFUSAL_INTERVAL: Final = 60.0
 """Seconds between two log lines about refusals of one cause."""
 _BUSY: Final = (
@@ -325,6 +327,7 @@ async def start_listener(
         handler_cancellation=True,
         shutdown_timeout=shutdown_timeout,
         keepalive_timeout=limits.header_timeout,
+        lingering_time=LINGER,
         logger=_server_logger(refusals),
     )
     await runner.setup()

@@ -224,7 +224,10 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         signing_secret = secrets.token_hex(16)
         token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
         sandbox = SandboxServer(
-            signing_secret=signing_secret, bot_token=token, channel=SANDBOX_CHANNEL
+            signing_secret=signing_secret,
+            bot_token=token,
+            channel=SANDBOX_CHANNEL,
+            limits=_limits(settings),
         )
         stack.push_async_callback(_logged("sandbox", sandbox.stop))
         # The sandbox has no authentication: loopback only, whatever HOST says.
@@ -340,7 +343,7 @@ async def _serve(
     """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
     # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
     # /slack/events carry whole messages and modals and need more room.
-    limits = ListenerLimits()
+    limits = _limits(settings)
     served = settings.served_hosts
     guard = guard_middleware(
         hosts=served.__contains__ if served is not None else None,
@@ -367,6 +370,15 @@ async def _serve(
     )
     stack.push_async_callback(_logged("http server", runner.cleanup))
     return runner
+
+
+def _limits(settings: Settings) -> ListenerLimits:
+    """The read timeouts and connection cap every listener of the bot applies."""
+    return ListenerLimits(
+        header_timeout=settings.header_timeout,
+        body_timeout=settings.body_timeout,
+        max_connections=settings.max_connections,
+    )
 
 
 async def _interrupt(settings: Settings, provider: SlackQuestionProvider, gateway: Gateway) -> None:

@@ -235,6 +235,20 @@ class Settings(BaseSettings):
         "and HOST (the public name a reverse proxy passes on). Any other Host header gets 421.",
     )
     max_body_bytes: int = Field(262_144, gt=0, description="Largest HTTP API request body.")
+    header_timeout: Seconds = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers; also how long an idle "
+        "keep-alive connection stays open. Slower clients are disconnected.",
+    )
+    body_timeout: Seconds = Field(
+        30.0, gt=0, description="Seconds a client has to send a request's body; slower: 408."
+    )
+    max_connections: int = Field(
+        1024,
+        ge=1,
+        description="Open connections at most; more are answered 503 and closed at once.",
+    )
     question_timeout: Seconds | None = Field(
         None,
         gt=0,
@@ -380,6 +394,13 @@ class Settings(BaseSettings):
             )
         )
         facts.append(("hosts served", self._hosts_served()))
+        facts.append(
+            (
+                "client limits",
+                f"headers {self.header_timeout:g} s, body {self.body_timeout:g} s, "
+                f"{self.max_connections} connections",
+            )
+        )
         if self.mode == "sandbox":
             sandbox = "any free port" if self.sandbox_port == 0 else str(self.sandbox_port)
             facts.append(("sandbox port", sandbox))

@@ -629,3 +629,92 @@ def test_bot_api_tokens_come_from_the_environment_and_a_file(tmp_path: Path) -> 
     assert dict(settings.describe())["api auth"] == "on (4 tokens: build, ci, default, deploy)"
     for shown in (repr(settings), str(settings.describe())):
         assert "s3cr3t" not in shown and "0n3" not in shown
+
+
+# -- 5: slow clients and too many connections -----------------------------------------------
+
+
+async def _slow(url: str, head: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection that sent ``head`` and then nothing more."""
+    parts = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(parts[0], int(parts[1]))
+    writer.write(head)
+    await writer.drain()
+    return reader, writer
+
+
+async def _cut_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+    """What the server sent before it closed the connection (fails if it stays open)."""
+    async with asyncio.timeout(seconds):
+        return await reader.read()
+
+
+SLOW_HEAD = b"POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+SLOW_BODY = (
+    b"POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    b'Content-Length: 5000\r\n\r\n{"questions": ['
+)
+
+
+async def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_answered() -> None:
+    async with running(header_timeout=1.0, body_timeout=1.0) as bed:
+        url = bed.runtime.url
+        heads = [await _slow(url, SLOW_HEAD) for _ in range(20)]
+        bodies = [await _slow(url, SLOW_BODY) for _ in range(20)]
+        status, _ = await bed.ask()  # a normal client is served meanwhile
+        assert status == 201
+        for reader, _ in heads:
+            assert await _cut_within(reader, 10) == b""  # closed with no answer
+        for reader, _ in bodies:
+            answer = await _cut_within(reader, 10)
+            assert answer.split(b" ", 2)[1] == b"408", answer[:80]
+        for _, writer in heads + bodies:
+            writer.close()
+        assert bed.runtime.gateway.refusals.counts.get("slow_body") == 20
+        assert bed.slack.calls.count("chat.postMessage") == 1
+
+
+async def test_connections_over_the_cap_get_503_and_the_rest_keep_working() -> None:
+    async with running(max_connections=10, header_timeout=30.0) as bed:
+        url = bed.runtime.url
+        idle = [await _slow(url, b"") for _ in range(10)]
+        extra_reader, extra_writer = await _slow(url, b"")
+        answer = await _cut_within(extra_reader, 5)
+        assert answer.startswith(b"HTTP/1.1 503"), answer[:80]
+        extra_writer.close()
+        for _, writer in idle:
+            writer.close()
+            await writer.wait_closed()
+        await asyncio.sleep(0.1)
+        status, _ = await bed.ask()
+        assert status == 201
+
+
+async def test_the_sandbox_cuts_off_slow_clients_too() -> None:
+    runtime = await start(
+        Settings(
+            mode="sandbox",
+            port=0,
+            sandbox_port=0,
+            shutdown_grace=1,
+            header_timeout=1.0,
+            body_timeout=1.0,
+        )
+    )
+    try:
+        assert runtime.sandbox_url is not None
+        url = runtime.sandbox_url.rstrip("/")
+        head = SLOW_HEAD.replace(b"/v1/questions", b"/sandbox/post")
+        body = SLOW_BODY.replace(b"/v1/questions", b"/sandbox/post")
+        slow = [await _slow(url, head) for _ in range(10)] + [
+            await _slow(url, body) for _ in range(10)
+        ]
+        async with aiohttp.ClientSession() as http, http.get(f"{url}/sandbox/state") as r:
+            assert r.status == 200
+        answers = [await _cut_within(reader, 10) for reader, _ in slow]
+        assert answers[:10] == [b""] * 10
+        assert all(a.split(b" ", 2)[1] == b"408" for a in answers[10:])
+        for _, writer in slow:
+            writer.close()
+    finally:
+        await runtime.stop()

@@ -51,7 +51,7 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
-from adapters.httpguard import is_loopback
+from adapters.httpguard import ListenerLimits, is_loopback
 from adapters.slack.mrkdwn import escape
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.demo import Asker, DemoAgent
@@ -123,8 +123,11 @@ class SandboxServer:
         channel_name: str = DEFAULT_CHANNEL_NAME,
         people: Sequence[tuple[str, str]] = DEFAULT_PEOPLE,
         workspace: Workspace | None = None,
+        limits: ListenerLimits | None = None,
     ) -> None:
-        self.standin = SlackStandIn(workspace, token=bot_token, signing_secret=signing_secret)
+        self.standin = SlackStandIn(
+            workspace, token=bot_token, signing_secret=signing_secret, limits=limits
+        )
         ws = self.standin.workspace
         self.people: list[User] = [
             ws.add_user(name, real_name=real_name) for name, real_name in people

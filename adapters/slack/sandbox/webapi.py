@@ -71,6 +71,7 @@ class SlackStandIn:
         signing_secret: str | None = None,
         interactivity_url: str | None = None,
         rate_limits: RateLimiter | None = None,
+        limits: ListenerLimits | None = None,
     ) -> None:
         self.workspace = workspace if workspace is not None else Workspace(clock=clock, seed=seed)
         self.token = token
@@ -88,8 +89,8 @@ class SlackStandIn:
         self.api = WebApi(self.workspace, upload_url=lambda fid: f"{self.root_url}upload/{fid}")
         self.refusals = RefusalLog(logging.getLogger("adapters.slack.sandbox.http"))
         """Refused requests (foreign Host, slow bodies, malformed HTTP), counted per cause."""
-        self.limits = ListenerLimits()
-        """Read timeouts and the connection cap of the listener (set before ``start``)."""
+        self.limits = limits or ListenerLimits()
+        """Read timeouts and the connection cap of the listener."""
         self._served: frozenset[str] = LOOPBACK_NAMES
         self.app = web.Application(
             middlewares=[
