@@ -50,6 +50,8 @@ SANDBOX_HOST = "127.0.0.1"
 SANDBOX_CHANNEL = "C0SANDBOX"
 SLACK_MAX_BODY_BYTES = 1_048_576
 """Largest request body the server takes (Slack's interaction payloads fit well within)."""
+HANDLER_GRACE = 0.5
+"""At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
 HEALTH_STORE_TIMEOUT = 3.0
 """Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
 SOCKET_CONNECT_TIMEOUT = 30.0
@@ -366,7 +368,8 @@ async def _serve(
         settings.port,
         limits=limits,
         refusals=refusals,
-        shutdown_timeout=max(1.0, settings.shutdown_grace),
+        # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
+        shutdown_timeout=_handler_grace(settings) / 2,
     )
     stack.push_async_callback(_logged("http server", runner.cleanup))
     return runner
@@ -381,12 +384,17 @@ def _limits(settings: Settings) -> ListenerLimits:
     )
 
 
+def _handler_grace(settings: Settings) -> float:
+    """The part of ``SHUTDOWN_GRACE`` left to requests still being handled at the end."""
+    return min(HANDLER_GRACE, settings.shutdown_grace / 4)
+
+
 async def _interrupt(settings: Settings, provider: SlackQuestionProvider, gateway: Gateway) -> None:
     """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls."""
     logger.info("shutting down", extra={"pending": provider.pending_count})
     gateway.close()
     try:
-        await provider.aclose(grace=settings.shutdown_grace)
+        await provider.aclose(grace=settings.shutdown_grace - _handler_grace(settings))
     except Exception as exc:  # e.g. the store is unreachable: still close the rest
         logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
     gateway.end_polls()  # long-polls on questions of other processes answer now

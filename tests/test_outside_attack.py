@@ -12,7 +12,7 @@ import ipaddress
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -718,3 +718,64 @@ async def test_the_sandbox_cuts_off_slow_clients_too() -> None:
             writer.close()
     finally:
         await runtime.stop()
+
+
+# -- 10: shutdown within SHUTDOWN_GRACE ------------------------------------------------------
+
+
+async def test_shutdown_with_slack_hanging_ends_within_shutdown_grace() -> None:
+    grace = 2.0
+    async with running(shutdown_grace=grace) as bed:
+        asked = [(await bed.ask())[1]["id"] for _ in range(3)]
+        polls = [asyncio.ensure_future(bed.get(rid, wait=60)) for rid in asked]
+        await until(lambda: bed.runtime.gateway.long_polls == 3, what="three long-polls")
+        # From now on Slack takes a minute to answer anything.
+        bed.slack.faults.add(kind="delay", delay=60.0, rate=1.0)
+        slow_post = asyncio.ensure_future(bed.ask())
+        await until(lambda: bed.runtime.gateway.running == 4, what="the slow post to start")
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await bed.stop()
+        took = loop.time() - began
+        print(f"\nstop() took {took:.2f} s with SHUTDOWN_GRACE={grace:g}")
+        assert took <= grace + 0.5, took
+        outcomes = await asyncio.gather(*polls, slow_post, return_exceptions=True)
+        assert all(
+            not isinstance(o, BaseException) or isinstance(o, aiohttp.ClientError) for o in outcomes
+        ), outcomes
+
+
+def _most_options_that_fit(label: Callable[[int], str]) -> int:
+    from adapters.slack.blocks import render_open
+    from adapters.slack.record import PendingRecord
+    from bot.questions.errors import UserQuestionError
+    from bot.questions.models import AskUserQuestionItem
+
+    def fits(n: int) -> bool:
+        options = [{"label": label(i)} for i in range(n)]
+        question = AskUserQuestionItem.model_validate(
+            {"id": "q", "question": "Pick one", "options": options}
+        )
+        record = PendingRecord(
+            id="0123456789abcdef0123", owner="p", channel="C1", questions=[question]
+        )
+        try:
+            render_open(record)
+        except UserQuestionError:
+            return False
+        return True
+
+    low, high = 1, 5_000
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
+def test_the_readmes_option_counts_are_what_fits_in_one_message() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")
+    numbered = _most_options_that_fit(str)
+    assert f"about {round(twenty, -1):,} options of 20 characters" in readme, twenty
+    assert f"about {round(numbered, -2):,} numbered 0–{numbered - 1}" in readme, numbered
+    assert "10,000" not in readme

@@ -12,6 +12,7 @@ one job each:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -171,6 +172,9 @@ class SlackQuestionProvider:
         return await self._endings.add_note(request_id, note)
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request of this process, drain tasks."""
+        """Stop taking questions, end every open request of this process, drain tasks;
+        ``grace`` seconds in all."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
         await self._lifecycle.aclose(grace=grace, note=note)
-        await self._sync.drain(grace)
+        await self._sync.drain(max(0.0, deadline - loop.time()))
