@@ -4,7 +4,7 @@
   (compared in constant time). A question asked with a token gets an id that carries a tag
   made from that token (HMAC-SHA256), so any process holding the same tokens can tell whose
   it is without storing anything: with several tokens, another token's question is "not
-  found". With one token (or none) every question is visible, as before.
+  found". With one token (or none) ids and visibility are as they always were.
 - ``OpenQuestionCaps``: open questions asked through the API, at most so many per process
   and per token; a slot is taken before the question is posted and given back when it ends.
 """
@@ -17,6 +17,8 @@ import secrets
 from collections import Counter
 from collections.abc import Mapping
 from typing import Final
+
+from adapters.slack import ids
 
 __all__ = ["ApiTokens", "OpenQuestionCaps"]
 
@@ -52,10 +54,8 @@ class ApiTokens:
 
     def new_id(self, name: str | None, key: str | None) -> str:
         """A question id for token ``name``: random, or derived from an idempotency key."""
-        if name is None:  # an open API (no tokens): ids as before
-            if key is None:
-                return secrets.token_hex(10)
-            return hashlib.sha256(f"api:{key}".encode()).hexdigest()[:20]
+        if name is None or not self.separated:  # no token or one: ids as they always were
+            return ids.key_request_id(f"api:{key}") if key is not None else ids.new_request_id()
         if key is None:
             nonce = secrets.token_hex(_NONCE // 2)
         else:
