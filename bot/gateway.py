@@ -18,20 +18,14 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapters.slack import ids
-from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
-from adapters.slack.pending import PendingStore
-from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import PendingRecord
-from adapters.slack.scheduler import tagged
+from adapters.slack import QuestionStatus
 from bot.questions.errors import (
     ASK_ABORTED,
-    ASK_CANCELLED,
     BAD_INTENT,
     DELIVERY_FAILED,
     EMPTY_QUESTIONS,
@@ -39,7 +33,6 @@ from bot.questions.errors import (
     SLACK_LIMIT,
     STORE_UNAVAILABLE,
     HarnessError,
-    UserQuestionError,
 )
 from bot.questions.models import (
     AskOptions,
@@ -49,7 +42,7 @@ from bot.questions.models import (
 )
 from bot.questions.service import UserQuestionService
 
-__all__ = ["MAX_WAIT", "Gateway", "QuestionPost"]
+__all__ = ["MAX_WAIT", "Gateway", "QuestionPost", "Questions"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
@@ -65,6 +58,27 @@ _STATUS: Final = {
     DELIVERY_FAILED: 502,
     STORE_UNAVAILABLE: 503,
 }
+"""The HTTP status of each seam error code that can reach the API; any other code is 500."""
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
+        """Abort an open question; ``None`` if unknown."""
+        ...
 
 
 class Destination(WireModel):
@@ -99,36 +113,25 @@ def _harness_problem(error: HarnessError) -> web.Response:
     return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
 
 
-def _view(record: PendingRecord, *, queued: bool = False) -> dict[str, Any]:
-    """A stored record as the API shows it (``queued``: its post waits for Slack's limits)."""
-    state = "queued" if queued and record.state == "pending" else record.state
-    view: dict[str, Any] = {"id": record.id, "state": state}
-    if record.answer is not None and record.state == "answered":
-        view["answer"] = record.answer.to_wire()
-    if record.answered_by:
-        view["answeredBy"] = record.answered_by
-    if record.answered_by_name:
-        view["answeredByName"] = record.answered_by_name
-    if record.state in ("cancelled", "aborted", "failed"):
-        view["error"] = _error_of(record)
-    if record.note:
-        view["note"] = record.note
-    if record.message_ts:
-        view["message"] = {"channel": record.message_channel, "ts": record.message_ts}
-    view["createdAt"] = record.created_at
-    if record.finished_at is not None:
-        view["finishedAt"] = record.finished_at
+def _view(status: QuestionStatus) -> dict[str, Any]:
+    """A question as the API shows it (``queued``: its post waits for Slack's rate limits)."""
+    view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
+    if status.answer is not None:
+        view["answer"] = status.answer.to_wire()
+    if status.answered_by:
+        view["answeredBy"] = status.answered_by
+    if status.answered_by_name:
+        view["answeredByName"] = status.answered_by_name
+    if status.error is not None:
+        view["error"] = status.error.to_dict()
+    if status.note:
+        view["note"] = status.note
+    if status.message is not None:
+        view["message"] = {"channel": status.message.channel, "ts": status.message.ts}
+    view["createdAt"] = status.created_at
+    if status.finished_at is not None:
+        view["finishedAt"] = status.finished_at
     return view
-
-
-def _error_of(record: PendingRecord) -> dict[str, str]:
-    """The seam's ``{name, code, message}`` that the question's waiter failed with."""
-    if record.state == "cancelled":
-        return UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED).to_dict()
-    if record.state == "aborted":
-        return UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED).to_dict()
-    code = record.error_code or DELIVERY_FAILED
-    return UserQuestionError(record.note or "the question failed", code).to_dict()
 
 
 def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -199,12 +202,12 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Gateway:
-    """The ``/v1`` routes, bound to one service and one Slack provider."""
+    """The ``/v1`` routes, bound to one service and the provider holding its questions."""
 
     def __init__(
         self,
         service: UserQuestionService,
-        provider: SlackQuestionProvider,
+        questions: Questions,
         *,
         token: str | None,
         max_body_bytes: int | None = None,
@@ -212,8 +215,7 @@ class Gateway:
     ) -> None:
         self._service = service
         self._max_body = max_body_bytes
-        self._provider = provider
-        self._store: PendingStore = provider.store
+        self._questions = questions
         self._token = token.encode() if token else None
         self._logger = logger or logging.getLogger("bot.gateway")
         self._asks: dict[str, asyncio.Task[Any]] = {}
@@ -227,12 +229,6 @@ class Gateway:
         app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
         app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
-
-    def _view(self, record: PendingRecord) -> dict[str, Any]:
-        """``_view``, with ``queued`` while this process's post of it waits its turn."""
-        scheduler = getattr(self._provider.client, "scheduler", None)
-        queued = scheduler is not None and scheduler.is_queued(record.id)
-        return _view(record, queued=queued)
 
     def close(self) -> None:
         """Refuse new questions (shutdown has begun)."""
@@ -306,16 +302,16 @@ class Gateway:
             return _problem(
                 400, "RequestError", "BAD_IDEMPOTENCY_KEY", "Idempotency-Key is 1–255 characters"
             )
-        request_id = ids.key_request_id(f"api:{key}") if key else ids.new_request_id()
+        request_id = self._questions.request_id_for(f"api:{key}" if key else None)
         # Retries with one key queue on one lock, so only the first posts; the lock is
         # forgotten when the last of them is done.
         lock, users = self._keys.get(request_id, (asyncio.Lock(), 0))
         self._keys[request_id] = (lock, users + 1)
         try:
             async with lock:
-                existing = await self._store.get(request_id)
+                existing = await self._questions.status(request_id)
                 if existing is not None:
-                    response = web.json_response(self._view(existing), status=200)
+                    response = web.json_response(_view(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
                     return response
                 return await self._start(request_id, post)
@@ -361,8 +357,7 @@ class Gateway:
             on_posted=on_posted,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
-        with tagged(request_id):  # the scheduler can tell when its post waits in the queue
-            task = asyncio.ensure_future(self._service.ask(request))
+        task = asyncio.ensure_future(self._service.ask(request))
         self._asks[request_id] = task
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
@@ -374,9 +369,9 @@ class Gateway:
                 return _harness_problem(error)
             if error is not None:
                 raise error
-        record = await self._store.get(request_id)
+        question = await self._questions.status(request_id)
         status = 201 if posted.done() else 202
-        view = self._view(record) if record is not None else {"id": request_id, "state": "pending"}
+        view = _view(question) if question is not None else {"id": request_id, "state": "pending"}
         response = web.json_response(view, status=status)
         response.headers["Location"] = f"/v1/questions/{request_id}"
         return response
@@ -400,33 +395,31 @@ class Gateway:
             return _problem(
                 400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{MAX_WAIT:g}"
             )
-        record = await self._store.get(request_id)
-        if record is None:
+        question = await self._questions.status(request_id)
+        if question is None:
             return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
-        if record.is_open and wait > 0 and not self._polls_ended.is_set():
-            watch = self._store.watch(request_id)
-            ended = asyncio.ensure_future(watch.wait())
+        if question.is_open and wait > 0 and not self._polls_ended.is_set():
+            ended = asyncio.ensure_future(self._questions.wait_ended(request_id))
             released = asyncio.ensure_future(self._polls_ended.wait())
             try:
                 await asyncio.wait({ended, released}, timeout=wait, return_when="FIRST_COMPLETED")
             finally:
                 for task in (ended, released):
                     task.cancel()
-                watch.close()
             if ended.done() and not ended.cancelled() and ended.exception() is None:
-                record = ended.result()
+                question = ended.result()
             else:
-                record = await self._store.get(request_id) or record
-        return web.json_response(self._view(record))
+                question = await self._questions.status(request_id) or question
+        return web.json_response(_view(question))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
-        record = await self._provider.abort(request_id, "Cancelled by the asker.")
-        if record is None:
+        question = await self._questions.abort(request_id, "Cancelled by the asker.")
+        if question is None:
             return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
-        status = 200 if record.state == "aborted" else 409
-        return web.json_response(_view(record), status=status)
+        status = 200 if question.state == "aborted" else 409
+        return web.json_response(_view(question), status=status)
 
 
 def openapi_paths() -> dict[str, set[str]]:

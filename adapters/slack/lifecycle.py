@@ -32,6 +32,7 @@ from adapters.slack.messages import (
 )
 from adapters.slack.pending import PendingStore, Watch
 from adapters.slack.record import PendingRecord
+from adapters.slack.scheduler import tagged
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import (
     AbortSignal,
@@ -185,7 +186,8 @@ class AskLifecycle:
 
     async def _post(self, record: PendingRecord, rendered: Rendered) -> None:
         """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
-        delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        with tagged(record.id):  # the scheduler can tell while this post waits its turn
+            delivery = asyncio.ensure_future(self._deliver(record, rendered))
         try:
             await asyncio.shield(delivery)
         except asyncio.CancelledError:

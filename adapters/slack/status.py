@@ -1,0 +1,79 @@
+"""Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
+
+``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
+gave it, the seam's error for an ending without an answer, the note and the Slack message.
+It carries nothing of how the provider keeps the request (drafts, owner, who may answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.slack.endings import outcome
+from adapters.slack.record import PendingRecord, State
+from bot.questions import AskUserQuestionAnswer, UserQuestionError
+
+__all__ = ["QuestionStatus", "SlackMessage", "status_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """Where a question's message is in Slack."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionStatus:
+    """One question as it stands: ``pending``, or how it ended."""
+
+    id: str
+    state: State
+    version: int
+    """Grows by one with every change to the question (a way to tell that nothing changed)."""
+    created_at: float
+    finished_at: float | None = None
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = None
+    answered_by_name: str | None = None
+    error: UserQuestionError | None = None
+    """The error its waiter failed with (cancelled, aborted, failed)."""
+    note: str | None = None
+    message: SlackMessage | None = None
+    queued: bool = False
+    """Open, and its message still waits its turn within Slack's rate limits."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the question still waits for an answer."""
+        return self.state == "pending"
+
+
+def status_of(record: PendingRecord) -> QuestionStatus:
+    """The status of a stored request."""
+    answer: AskUserQuestionAnswer | None = None
+    error: UserQuestionError | None = None
+    if record.state == "answered":
+        answer = record.answer
+    elif not record.is_open:
+        try:
+            outcome(record)  # cancelled, aborted or failed: raises the waiter's error
+        except UserQuestionError as exc:
+            error = exc
+    message = None
+    if record.message_channel and record.message_ts:
+        message = SlackMessage(record.message_channel, record.message_ts)
+    return QuestionStatus(
+        id=record.id,
+        state=record.state,
+        version=record.version,
+        created_at=record.created_at,
+        finished_at=record.finished_at,
+        answer=answer,
+        answered_by=record.answered_by,
+        answered_by_name=record.answered_by_name,
+        error=error,
+        note=record.note,
+        message=message,
+    )
