@@ -89,7 +89,12 @@ async def test_the_provider_reports_waits_for_and_aborts_a_question_by_id() -> N
         task = h.ask(QUESTION, options=AskOptions(key="deploy-7"))
         message = await h.posted()
         status = await h.provider.status(rid)
-        assert status is not None and status.is_open
+        for _ in range(100):  # the ts is stored once Slack's reply to the post is in
+            if status is not None and status.message is not None:
+                break
+            await asyncio.sleep(0.02)
+            status = await h.provider.status(rid)
+        assert status is not None and status.is_open and not status.queued
         assert status.message == SlackMessage(message.channel, message.ts)
         ended = asyncio.ensure_future(h.provider.wait_ended(rid))
         aborted = await h.provider.abort(rid, "Cancelled by the asker.")
