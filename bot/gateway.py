@@ -109,8 +109,17 @@ def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> w
     return web.json_response(body.model_dump(exclude_none=True), status=status)
 
 
-def _harness_problem(error: HarnessError) -> web.Response:
-    return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
+def _failure(error: Exception, logger: logging.Logger) -> web.Response:
+    """The one place a failure becomes an HTTP answer.
+
+    The seam's errors keep their ``{name, code, message}`` with the status ``_STATUS``
+    gives their code; anything else is a bug: logged with its traceback, answered 500
+    without detail.
+    """
+    if isinstance(error, HarnessError):
+        return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
+    logger.error("the API could not handle a request", exc_info=error)
+    return _problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
 
 
 def _view(status: QuestionStatus) -> dict[str, Any]:
@@ -258,8 +267,10 @@ class Gateway:
                     return response
             try:
                 return await handler(request)
-            except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-                return _harness_problem(error)
+            except web.HTTPException:  # aiohttp's own answers
+                raise
+            except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+                return _failure(error, self._logger)
 
         return guarded
 
@@ -365,10 +376,8 @@ class Gateway:
         )
         if task in done and not posted.done():
             error = task.exception()
-            if isinstance(error, HarnessError):
-                return _harness_problem(error)
             if error is not None:
-                raise error
+                raise error  # answered by _failure, in _guard
         question = await self._questions.status(request_id)
         status = 201 if posted.done() else 202
         view = _view(question) if question is not None else {"id": request_id, "state": "pending"}
