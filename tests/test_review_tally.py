@@ -17,13 +17,13 @@ def vote(user: str, approve: bool = True, *, feedback: str | None = None,
 
 def test_policy_wire_names_and_defaults() -> None:
     policy = ReviewPolicy.model_validate(
-        {"approvals": 2, "required": [{"usergroups": ["S1"], "count": 1}]}
+        {"approvals": 2, "required": [{"usergroups": ["SLEADS"], "count": 1}]}
     )
     assert policy.declines == 1
     assert policy.reviewers is None
-    assert policy.usergroups == frozenset({"S1"})
+    assert policy.usergroups == frozenset({"SLEADS"})
     assert policy.model_dump(mode="json", by_alias=True, exclude_defaults=True) == {
-        "approvals": 2, "required": [{"usergroups": ["S1"]}]
+        "approvals": 2, "required": [{"usergroups": ["SLEADS"]}]
     }
 
 
@@ -31,7 +31,9 @@ def test_policy_wire_names_and_defaults() -> None:
     ("wire", "fragment"),
     [
         ({"approvals": 0}, "greater than or equal to 1"),
-        ({"approvals": 1, "required": [{"users": ["U1"], "count": 2}]}, "more than approvals"),
+        ({"approvals": 1, "required": [{"users": ["UALICE"], "count": 2}]}, "more than approvals"),
+        ({"reviewers": {"users": ["<!channel>"]}}, "should match pattern"),
+        ({"reviewers": {"usergroups": ["U0123"]}}, "should match pattern"),
         ({"required": [{"count": 1}]}, "at least one user or user group"),
         ({"reviewers": {}}, "at least one user or user group"),
         ({"quorum": 2}, "Extra inputs are not permitted"),
@@ -91,7 +93,7 @@ def test_required_group_must_approve() -> None:
 
 def test_one_approver_counts_toward_every_set_they_belong_to() -> None:
     policy = ReviewPolicy.model_validate(
-        {"approvals": 1, "required": [{"users": ["U1"]}, {"usergroups": ["S2"]}]}
+        {"approvals": 1, "required": [{"users": ["UALICE"]}, {"usergroups": ["SOPS"]}]}
     )
     assert tally(policy, [vote("U1", required=[0, 1])]).outcome == "approved"
     assert tally(policy, [vote("U1", required=[0])]).outcome is None
@@ -130,3 +132,65 @@ def test_plan_diff_of_identical_plans_changes_nothing() -> None:
     diff = plan_diff("a\nb", "a\nb")
     assert (diff.added, diff.removed, diff.unchanged) == (0, 0, 2)
     assert diff.lines == ("… 2 unchanged lines",)
+
+
+# ---------------------------------------------------------------------------------------
+# The view
+
+
+def test_tally_line_names_who_is_still_needed() -> None:
+    from adapters.slack.review_view import tally_line
+
+    policy = ReviewPolicy.model_validate(
+        {"approvals": 2, "required": [{"usergroups": ["SLEADS"], "count": 1}]}
+    )
+    assert tally_line(policy, [vote("U1")]) == (
+        "*Approved 1 of 2* — waiting for 1 from <!subteam^SLEADS>"
+    )
+    assert tally_line(ReviewPolicy(approvals=3), [vote("U1")]) == (
+        "*Approved 1 of 3* — waiting for 2 more approvals"
+    )
+    assert tally_line(policy, [vote("U1"), vote("U2", required=[0])]) == "*Approved 2 of 2*"
+    assert tally_line(policy, [vote("U1"), vote("U2", False)]).startswith("*Declined* (1 decline")
+
+
+def test_vote_lines_escape_feedback() -> None:
+    from adapters.slack.review_view import vote_lines
+
+    lines = vote_lines([vote("U1"), vote("U2", False, feedback="<!channel> & <https://x|y>")])
+    assert lines[0].startswith(":white_check_mark: <@U1> approved")
+    assert "<!channel>" not in lines[1]
+    assert "“&lt;!channel&gt; &amp; &lt;https://x|y&gt;”" in lines[1]
+
+
+def test_revision_shows_link_feedback_and_diff() -> None:
+    from adapters.slack.review import Revision
+    from adapters.slack.review_view import revision_blocks
+
+    revision = Revision(
+        previous_id="r1", previous_plan="a\nb\nc", previous_link="https://example.slack.com/x",
+        feedback="Alice: drop <b>",
+    )
+    blocks, thread = revision_blocks(revision, "a\nB\nc")
+    text = "\n".join(
+        b["text"]["text"] if "text" in b else b["elements"][0]["text"] for b in blocks
+    )
+    assert "<https://example.slack.com/x|the previous review>" in text
+    assert "> Alice: drop &lt;b&gt;" in text
+    assert "```… 1 unchanged line\n- b\n+ B\n… 1 unchanged line```" in text
+    assert "+1 −1, unchanged: 2 lines" in text
+    assert thread == []
+
+
+def test_a_long_diff_continues_in_the_thread_whole() -> None:
+    from adapters.slack.review import Revision
+    from adapters.slack.review_view import revision_blocks
+
+    old = "\n".join(f"step {i}" for i in range(400))
+    new = "\n".join(f"step {i} (revised)" for i in range(400))
+    blocks, thread = revision_blocks(Revision(previous_id="r1", previous_plan=old), new)
+    assert "in the thread below" in blocks[-1]["text"]["text"]
+    shown = "\n".join(part[1]["text"]["text"].strip("`") for part in thread)
+    assert shown.count("\n- step") + shown.startswith("- step") == 400
+    assert shown.count("+ step") == 400
+    assert all(len(part[1]["text"]["text"]) <= 3000 for part in thread)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
     "Outcome",
     "RequiredApprovals",
     "ReviewPolicy",
+    "Revision",
     "ReviewerSet",
     "Tally",
     "Vote",
@@ -41,11 +42,15 @@ class _Wire(BaseModel):
     )
 
 
-class ReviewerSet(_Wire):
-    """People named by user id and by user group id."""
+UserId = Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,30}$")]
+GroupId = Annotated[str, StringConstraints(pattern=r"^S[A-Z0-9]{2,30}$")]
 
-    users: list[str] = Field(default_factory=list, max_length=100)
-    usergroups: list[str] = Field(default_factory=list, max_length=20)
+
+class ReviewerSet(_Wire):
+    """People named by user id and by user group id (ids only: they become mentions)."""
+
+    users: list[UserId] = Field(default_factory=list, max_length=100)
+    usergroups: list[GroupId] = Field(default_factory=list, max_length=20)
 
     @model_validator(mode="after")
     def _not_empty(self) -> Self:
@@ -158,3 +163,12 @@ def combined_feedback(votes: Sequence[Vote]) -> str | None:
         if not v.approve and v.feedback and v.feedback.strip()
     ]
     return "\n".join(lines) if lines else None
+
+
+class Revision(_Wire):
+    """What a revised plan review revises: the earlier review, its plan and its feedback."""
+
+    previous_id: str
+    previous_plan: str
+    previous_link: str | None = None
+    feedback: str | None = None
