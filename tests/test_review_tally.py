@@ -9,10 +9,18 @@ from adapters.slack.plandiff import plan_diff
 from adapters.slack.review import ReviewPolicy, Vote, cast, combined_feedback, tally
 
 
-def vote(user: str, approve: bool = True, *, feedback: str | None = None,
-         required: list[int] | None = None, name: str | None = None, at: float = 0.0) -> Vote:
-    return Vote(user=user, name=name, approve=approve, feedback=feedback, at=at,
-                required=required or [])
+def vote(
+    user: str,
+    approve: bool = True,
+    *,
+    feedback: str | None = None,
+    required: list[int] | None = None,
+    name: str | None = None,
+    at: float = 0.0,
+) -> Vote:
+    return Vote(
+        user=user, name=name, approve=approve, feedback=feedback, at=at, required=required or []
+    )
 
 
 def test_policy_wire_names_and_defaults() -> None:
@@ -23,7 +31,8 @@ def test_policy_wire_names_and_defaults() -> None:
     assert policy.reviewers is None
     assert policy.usergroups == frozenset({"SLEADS"})
     assert policy.model_dump(mode="json", by_alias=True, exclude_defaults=True) == {
-        "approvals": 2, "required": [{"usergroups": ["SLEADS"]}]
+        "approvals": 2,
+        "required": [{"usergroups": ["SLEADS"]}],
     }
 
 
@@ -168,13 +177,13 @@ def test_revision_shows_link_feedback_and_diff() -> None:
     from adapters.slack.review_view import revision_blocks
 
     revision = Revision(
-        previous_id="r1", previous_plan="a\nb\nc", previous_link="https://example.slack.com/x",
+        previous_id="r1",
+        previous_plan="a\nb\nc",
+        previous_link="https://example.slack.com/x",
         feedback="Alice: drop <b>",
     )
     blocks, thread = revision_blocks(revision, "a\nB\nc")
-    text = "\n".join(
-        b["text"]["text"] if "text" in b else b["elements"][0]["text"] for b in blocks
-    )
+    text = "\n".join(b["text"]["text"] if "text" in b else b["elements"][0]["text"] for b in blocks)
     assert "<https://example.slack.com/x|the previous review>" in text
     assert "> Alice: drop &lt;b&gt;" in text
     assert "```… 1 unchanged line\n- b\n+ B\n… 1 unchanged line```" in text

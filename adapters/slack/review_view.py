@@ -35,7 +35,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def tally_line(policy: ReviewPolicy, votes: Sequence[Vote]) -> str:
-    """"Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn)."""
+    """ "Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn)."""
     result = tally(policy, votes)
     line = f"*Approved {result.approvals} of {result.needed}*"
     if result.outcome == "declined":
@@ -66,8 +66,7 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
         elif vote.feedback and vote.feedback.strip():
             feedback = escape(shorten(vote.feedback.strip(), _FEEDBACK_SHOWN))
             lines.append(
-                f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n"
-                f"“{feedback}”"
+                f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n“{feedback}”"
             )
         else:
             lines.append(f":x: <@{vote.user}> declined · {_when(vote.at)}")
