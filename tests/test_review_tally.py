@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.slack.plandiff import plan_diff
-from adapters.slack.review import ReviewPolicy, Vote, cast, combined_feedback, tally
+from adapters.slack.review import Vote, cast, combined_feedback, tally
+from bot.questions import ReviewPolicy
 
 
 def vote(
@@ -42,7 +43,7 @@ def test_policy_wire_names_and_defaults() -> None:
         ({"approvals": 0}, "greater than or equal to 1"),
         ({"approvals": 1, "required": [{"users": ["UALICE"], "count": 2}]}, "more than approvals"),
         ({"reviewers": {"users": ["<!channel>"]}}, "should match pattern"),
-        ({"reviewers": {"usergroups": ["U0123"]}}, "should match pattern"),
+        ({"reviewers": {"usergroups": ["S-1|x"]}}, "should match pattern"),
         ({"required": [{"count": 1}]}, "at least one user or user group"),
         ({"reviewers": {}}, "at least one user or user group"),
         ({"quorum": 2}, "Extra inputs are not permitted"),
@@ -161,6 +162,11 @@ def test_tally_line_names_who_is_still_needed() -> None:
     )
     assert tally_line(policy, [vote("U1"), vote("U2", required=[0])]) == "*Approved 2 of 2*"
     assert tally_line(policy, [vote("U1"), vote("U2", False)]).startswith("*Declined* (1 decline")
+    leads = ReviewPolicy.model_validate({"approvals": 2, "reviewers": {"usergroups": ["SLEADS"]}})
+    assert (
+        tally_line(leads, [vote("U1")])
+        == "*Approved 1 of 2* — waiting for 1 from <!subteam^SLEADS>"
+    )
 
 
 def test_vote_lines_escape_feedback() -> None:

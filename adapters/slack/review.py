@@ -7,25 +7,25 @@ a single reviewer's approval would be; declined is ``selected: []`` with every d
 feedback combined into ``custom``, one attributed line each (or the decline label when
 nobody wrote any). An intent changes presentation only, never the protocol.
 
-Group membership is read when a vote is cast (as for ``allowed_usergroups``) and kept on
-the vote, so the tally itself needs no Web API call and any process can compute it.
+The policy itself is a seam option (``bot.questions.review``). Group membership is read
+when a vote is cast (as for ``allowed_usergroups``) and kept on the vote, so the tally
+needs no Web API call and any process can compute it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal, Self
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from bot.questions.review import RequiredApprovals, ReviewPolicy
 
 __all__ = [
     "Outcome",
-    "RequiredApprovals",
-    "ReviewPolicy",
     "Revision",
-    "ReviewerSet",
     "Tally",
     "Vote",
     "cast",
@@ -40,67 +40,6 @@ class _Wire(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
     )
-
-
-UserId = Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,30}$")]
-GroupId = Annotated[str, StringConstraints(pattern=r"^S[A-Z0-9]{2,30}$")]
-
-
-class ReviewerSet(_Wire):
-    """People named by user id and by user group id (ids only: they become mentions)."""
-
-    users: list[UserId] = Field(default_factory=list, max_length=100)
-    usergroups: list[GroupId] = Field(default_factory=list, max_length=20)
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> Self:
-        if not self.users and not self.usergroups:
-            raise ValueError("name at least one user or user group")
-        return self
-
-    def contains(self, user: str, groups_of_user: frozenset[str]) -> bool:
-        """Whether ``user`` (a member of ``groups_of_user``) is in this set."""
-        return user in self.users or any(g in groups_of_user for g in self.usergroups)
-
-
-class RequiredApprovals(ReviewerSet):
-    """At least ``count`` of the approvals must come from these people."""
-
-    count: int = Field(default=1, ge=1, le=50)
-
-
-class ReviewPolicy(_Wire):
-    """How a plan review is decided by a team.
-
-    ``approvals``: approvals needed. ``reviewers``: who may vote (default: whoever may
-    answer the question). ``required``: sets of people a number of those approvals must
-    come from ("one of them from @platform-leads"); one approver counts toward every set
-    they belong to. ``declines``: declines that end the review declined (default 1: any
-    one decline does).
-    """
-
-    approvals: int = Field(default=1, ge=1, le=50)
-    reviewers: ReviewerSet | None = None
-    required: list[RequiredApprovals] = Field(default_factory=list, max_length=10)
-    declines: int = Field(default=1, ge=1, le=50)
-
-    @model_validator(mode="after")
-    def _reachable(self) -> Self:
-        for index, group in enumerate(self.required):
-            if group.count > self.approvals:
-                raise ValueError(
-                    f"required[{index}].count ({group.count}) is more than approvals "
-                    f"({self.approvals})"
-                )
-        return self
-
-    @property
-    def usergroups(self) -> frozenset[str]:
-        """Every user group whose membership the policy reads."""
-        groups = {g for r in self.required for g in r.usergroups}
-        if self.reviewers is not None:
-            groups.update(self.reviewers.usergroups)
-        return frozenset(groups)
 
 
 class Vote(_Wire):

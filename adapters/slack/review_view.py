@@ -13,7 +13,8 @@ from typing import Any, Final
 
 from adapters.slack.mrkdwn import escape, mrkdwn, shorten, shorten_escaped
 from adapters.slack.plandiff import plan_diff
-from adapters.slack.review import ReviewerSet, ReviewPolicy, Revision, Vote, tally
+from adapters.slack.review import Revision, Vote, tally
+from bot.questions.review import ReviewerSet, ReviewPolicy
 
 __all__ = ["DIFF_IN_MESSAGE", "revision_blocks", "tally_line", "vote_lines"]
 
@@ -45,7 +46,10 @@ def tally_line(policy: ReviewPolicy, votes: Sequence[Vote]) -> str:
     waits = [f"{n} from {_who(group)}" for group, n in result.waiting]
     general = result.needed - result.approvals
     if general > max((n for _, n in result.waiting), default=0):
-        waits.insert(0, _plural(general, "more approval"))
+        if policy.reviewers is not None:
+            waits.insert(0, f"{general} from {_who(policy.reviewers)}")
+        else:
+            waits.insert(0, _plural(general, "more approval"))
     line += " — waiting for " + " and ".join(waits)
     if policy.declines > 1:
         line += f" · {result.declines} of {policy.declines} declines end the review"
