@@ -21,7 +21,7 @@ from adapters.slack.interactions import (
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.messages import NO_LONGER_OPEN, NOT_ALLOWED
+from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED
 from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -56,13 +56,14 @@ class InteractionHandler:
         if record is None:
             self._sync.stale(interaction.origin)
             return
-        allowed = self._gate.decide_cached(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        if allowed is None:  # needs a Web API call: do it off the ack path
+        users, groups = _who_may(record)
+        user = interaction.origin.user
+        allowed = self._gate.decide_cached(user, users, groups)
+        member = self._gate.groups_cached(user, _policy_groups(record))
+        if allowed is None or member is None:  # needs a Web API call: off the ack path
             self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
             return
-        await self._apply(interaction, record, allowed)
+        await self._apply(interaction, record, allowed, member)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
         """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
@@ -72,12 +73,11 @@ class InteractionHandler:
         record = await self._store.get(interaction.request_id)
         if record is None:
             return {interaction.input_block_id: NO_LONGER_OPEN}
-        allowed = await self._gate.allowed(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        if not allowed:
-            return {interaction.input_block_id: NOT_ALLOWED}
-        decision = await self._decide_and_write(interaction)
+        user = interaction.origin.user
+        if not await self._gate.allowed(user, *_who_may(record)):
+            return {interaction.input_block_id: _refusal(record)}
+        member = await self._gate.groups_of(user, _policy_groups(record))
+        decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return {interaction.input_block_id: decision.plain or _plain(decision.text)}
         if isinstance(decision, Invalid):
@@ -85,16 +85,22 @@ class InteractionHandler:
         return None
 
     async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:
-        allowed = await self._gate.allowed(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        await self._apply(interaction, record, allowed)
+        user = interaction.origin.user
+        allowed = await self._gate.allowed(user, *_who_may(record))
+        member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
+        await self._apply(interaction, record, allowed, member or frozenset())
 
-    async def _apply(self, interaction: Interaction, record: PendingRecord, allowed: bool) -> None:
+    async def _apply(
+        self,
+        interaction: Interaction,
+        record: PendingRecord,
+        allowed: bool,
+        member: frozenset[str],
+    ) -> None:
         if not allowed:
-            self._sync.note(interaction.origin, record, NOT_ALLOWED)
+            self._sync.note(interaction.origin, record, _refusal(record))
             return
-        decision = await self._decide_and_write(interaction)
+        decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
             await self._adopt_message(record, interaction.origin)
@@ -102,13 +108,18 @@ class InteractionHandler:
         elif isinstance(decision, Modal) and interaction.origin.trigger_id:
             self._sync.open_modal(interaction.origin.trigger_id, decision.view)
 
-    async def _decide_and_write(self, interaction: Interaction) -> Decision:
-        """Decide on the freshest record and write it; the first writer wins, losers re-decide."""
+    async def _decide_and_write(
+        self, interaction: Interaction, member: frozenset[str] = frozenset()
+    ) -> Decision:
+        """Decide on the freshest record and write it; the first writer wins, losers re-decide.
+
+        ``member``: the team-review policy's user groups the person is in.
+        """
         decision: Decision = Ignore()
 
         def change(current: PendingRecord) -> PendingRecord | None:
             nonlocal decision
-            decision = decide(current, interaction, time.time())
+            decision = decide(current, interaction, time.time(), groups=member)
             if isinstance(decision, Finish | Save):
                 return decision.record
             return None
@@ -134,6 +145,27 @@ class InteractionHandler:
                 r.next(message_channel=channel, message_ts=ts) if r.message_ts is None else None
             ),
         )
+
+
+def _who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
+    """Who may act on ``record``: a team review's reviewers, else who may answer."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    if reviewers is not None:
+        return list(reviewers.users), list(reviewers.usergroups)
+    return record.allowed_users, record.allowed_usergroups
+
+
+def _policy_groups(record: PendingRecord) -> frozenset[str]:
+    """The user groups whose membership a team review's tally needs."""
+    if record.review is None:
+        return frozenset()
+    return frozenset(g for required in record.review.required for g in required.usergroups)
+
+
+def _refusal(record: PendingRecord) -> str:
+    """The note for someone who may not act on ``record``."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    return NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
 
 
 def _plain(text: str) -> str:

@@ -32,6 +32,7 @@ from adapters.slack.messages import (
 )
 from adapters.slack.pending import PendingStore, Watch
 from adapters.slack.record import PendingRecord
+from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import (
@@ -119,7 +120,10 @@ class AskLifecycle:
             existing = await self._store.get(request_id)
             if existing is not None:
                 return await self._rejoin(existing, request.signal, options.note)
-        record = self._record(request_id, request, options)
+        review, revision = await review_of(self._client, self._store, request.questions, options)
+        record = self._record(request_id, request, options).model_copy(
+            update={"review": review, "revision": revision}
+        )
         rendered = render_open(record)  # raises SLACK_LIMIT before anything is stored
         watch = self._store.watch(request_id)
         current = asyncio.current_task()
