@@ -27,6 +27,7 @@ from adapters.slack import QuestionStatus
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_INTENT,
+    BAD_REVIEW,
     DELIVERY_FAILED,
     EMPTY_QUESTIONS,
     NO_PROVIDER,
@@ -40,6 +41,7 @@ from bot.questions.models import (
     AskUserQuestionRequest,
     WireModel,
 )
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["MAX_WAIT", "Gateway", "QuestionPost", "Questions"]
@@ -52,6 +54,7 @@ POST_DEADLINE: Final = 30.0
 _STATUS: Final = {
     EMPTY_QUESTIONS: 422,
     BAD_INTENT: 422,
+    BAD_REVIEW: 422,
     SLACK_LIMIT: 422,
     NO_PROVIDER: 503,
     ASK_ABORTED: 409,
@@ -94,6 +97,8 @@ class QuestionPost(WireModel):
     questions: list[AskUserQuestionItem]
     destination: Destination | None = None
     label: str | None = Field(default=None, max_length=120)
+    review: ReviewPolicy | None = None
+    revises: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class _Problem(BaseModel):
@@ -131,6 +136,8 @@ def _view(status: QuestionStatus) -> dict[str, Any]:
         view["answeredBy"] = status.answered_by
     if status.answered_by_name:
         view["answeredByName"] = status.answered_by_name
+    if status.votes:
+        view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
     if status.error is not None:
         view["error"] = status.error.to_dict()
     if status.note:
@@ -365,6 +372,8 @@ class Gateway:
             thread_ts=post.destination.thread_ts if post.destination else None,
             request_id=request_id,
             label=post.label,
+            review=post.review,
+            revises=post.revises,
             on_posted=on_posted,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from adapters.slack.endings import outcome
 from adapters.slack.record import PendingRecord, State
+from adapters.slack.review import Vote
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 
 __all__ = ["QuestionStatus", "SlackMessage", "status_of"]
@@ -37,6 +38,8 @@ class QuestionStatus:
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
     answered_by_name: str | None = None
+    votes: tuple[Vote, ...] = ()
+    """A team review's votes, in the order cast."""
     error: UserQuestionError | None = None
     """The error its waiter failed with (cancelled, aborted, failed)."""
     note: str | None = None
@@ -73,6 +76,7 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         answer=answer,
         answered_by=record.answered_by,
         answered_by_name=record.answered_by_name,
+        votes=tuple(record.votes),
         error=error,
         note=record.note,
         message=message,
