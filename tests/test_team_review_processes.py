@@ -11,10 +11,14 @@ import asyncio
 import functools
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import redis.asyncio as aioredis
 
 from tests.test_multiprocess import eventually, two_bots
+
+BATCH = 25
+"""Reviews voted on at once (75 simultaneous clicks over the two processes)."""
 
 PLAN = {
     "questions": [
@@ -37,19 +41,24 @@ async def test_200_reviews_with_three_simultaneous_votes_end_once_each(
     count = 200
     async with asyncio.timeout(120), two_bots(tmp_path, redis_url, store_prefix) as s:
         people = (s.alice, s.bob, s.carol)
-        asked = await asyncio.gather(*((s.a if i % 2 else s.b).ask(PLAN) for i in range(count)))
-        assert [status for status, _ in asked] == [201] * count, asked[:3]
-        posted = [record for _, record in asked]
-        polls = [s.later(s.a.get(r["id"], wait=60)) for r in posted]
-        # Each reviewer's click goes to a different process than the one before it.
-        sends = [
-            (s.a if (i + n) % 2 else s.b).send(s.click(posted[i], person, "Approve"))
-            for i in range(count)
-            for n, person in enumerate(people)
-        ]
-        statuses = await asyncio.gather(*sends)
-        assert statuses == [200] * (3 * count), Counter(statuses)
-        answered = await asyncio.gather(*polls)
+        answered: list[tuple[int, dict[str, Any]]] = []
+        posted: list[dict[str, Any]] = []
+        for first in range(0, count, BATCH):  # BATCH reviews at a time, 3 votes at once each
+            batch = range(first, min(first + BATCH, count))
+            asked = await asyncio.gather(*((s.a if i % 2 else s.b).ask(PLAN) for i in batch))
+            assert [status for status, _ in asked] == [201] * len(batch), asked[:3]
+            records = [record for _, record in asked]
+            polls = [s.later(s.a.get(r["id"], wait=60)) for r in records]
+            # Each reviewer's click goes to a different process than the one before it.
+            sends = [
+                (s.a if (i + n) % 2 else s.b).send(s.click(record, person, "Approve"))
+                for i, record in enumerate(records)
+                for n, person in enumerate(people)
+            ]
+            statuses = await asyncio.gather(*sends)
+            assert statuses == [200] * (3 * len(batch)), Counter(statuses)
+            answered.extend(await asyncio.gather(*polls))
+            posted.extend(records)
 
         late_voters: list[str] = []
         for (status, view), record in zip(answered, posted, strict=True):

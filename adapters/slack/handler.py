@@ -9,6 +9,7 @@ background tasks, so the listener acks in about a millisecond.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,10 +19,11 @@ from adapters.slack.failures import settle
 from adapters.slack.interactions import (
     Interaction,
     Origin,
+    TextAnswer,
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED
+from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED, not_recorded
 from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -35,8 +37,11 @@ from adapters.slack.transitions import (
     Save,
     decide,
 )
+from bot.questions import UserQuestionError
 
 __all__ = ["InteractionHandler"]
+
+_log = logging.getLogger("adapters.slack")
 
 
 class InteractionHandler:
@@ -48,10 +53,22 @@ class InteractionHandler:
         self._sync = sync
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Handle a ``block_actions`` payload (already acked)."""
+        """Handle a ``block_actions`` payload (already acked).
+
+        A store that cannot answer in time does not fail the request Slack sent (which
+        would show the person an error icon and log a traceback): the person is told
+        privately that the click was not recorded, and may click again.
+        """
         interaction = parse_block_actions(body)
         if interaction is None:
             return  # not ours
+        try:
+            await self._handle_action(interaction)
+        except UserQuestionError as exc:
+            _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
+            self._sync.note(interaction.origin, None, not_recorded(exc.message))
+
+    async def _handle_action(self, interaction: Interaction) -> None:
         record = await self._store.get(interaction.request_id)
         if record is None:
             self._sync.stale(interaction.origin)
@@ -70,6 +87,13 @@ class InteractionHandler:
         interaction = parse_view_submission(body)
         if interaction is None:
             return None
+        try:
+            return await self._handle_view(interaction)
+        except UserQuestionError as exc:
+            _log.warning("submission not recorded", extra={"error": exc.message, "code": exc.code})
+            return {interaction.input_block_id: not_recorded(exc.message)}
+
+    async def _handle_view(self, interaction: TextAnswer) -> dict[str, str] | None:
         record = await self._store.get(interaction.request_id)
         if record is None:
             return {interaction.input_block_id: NO_LONGER_OPEN}

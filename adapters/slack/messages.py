@@ -28,6 +28,7 @@ __all__ = [
     "UNDELIVERED_REST",
     "already_ended",
     "no_answer_within",
+    "not_recorded",
     "unknown_revised",
 ]
 
@@ -76,6 +77,11 @@ NOT_ALLOWED: Final = "You are not one of the people who can answer this question
 ENTER_AN_ANSWER: Final = "Please enter an answer."
 NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
 ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+
+
+def not_recorded(reason: str) -> str:
+    """The private note for a click the pending store could not take (try again)."""
+    return f"Your click was not recorded ({reason}). Please try again."
 
 
 _ALREADY: Final = {
