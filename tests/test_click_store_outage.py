@@ -7,6 +7,7 @@ error icon with no word of what happened.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -37,6 +38,10 @@ async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
     async with SlackHarness(store=store) as h:
         task = h.ask(one(options=["Deploy", "Wait"]))
         message = await h.posted()
+        for _ in range(500):  # the ask stores the message's ts once Slack answers the post
+            if any(r.message_ts for r in await store.open_records()):
+                break
+            await asyncio.sleep(0.01)
         store.failing = True
         with caplog.at_level(logging.WARNING):
             status, _ = await h.click(message, h.alice, text="Deploy")
