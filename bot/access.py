@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Final
 
-from adapters.slack import ids
-
 __all__ = ["ApiTokens", "OpenQuestionCaps"]
 
 _NONCE: Final = 16
@@ -52,10 +50,11 @@ class ApiTokens:
                 found = name
         return found
 
-    def new_id(self, name: str | None, key: str | None) -> str:
-        """A question id for token ``name``: random, or derived from an idempotency key."""
-        if name is None or not self.separated:  # no token or one: ids as they always were
-            return ids.key_request_id(f"api:{key}") if key is not None else ids.new_request_id()
+    def tagged_id(self, name: str | None, key: str | None) -> str | None:
+        """A question id owned by token ``name`` (random, or derived from an idempotency
+        key); ``None`` when questions are not kept apart (no token, or one)."""
+        if name is None or not self.separated:
+            return None
         if key is None:
             nonce = secrets.token_hex(_NONCE // 2)
         else:

@@ -18,29 +18,24 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.httpguard import RefusalLog
-from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE
-from adapters.slack.pending import PendingStore
-from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import PendingRecord
-from adapters.slack.scheduler import tagged
+from adapters.slack import QuestionStatus
 from bot.access import ApiTokens, OpenQuestionCaps
 from bot.questions.errors import (
     ASK_ABORTED,
-    ASK_CANCELLED,
     BAD_INTENT,
+    BAD_REVIEW,
     DELIVERY_FAILED,
     EMPTY_QUESTIONS,
     NO_PROVIDER,
     SLACK_LIMIT,
     STORE_UNAVAILABLE,
     HarnessError,
-    UserQuestionError,
 )
 from bot.questions.models import (
     AskOptions,
@@ -48,29 +43,52 @@ from bot.questions.models import (
     AskUserQuestionRequest,
     WireModel,
 )
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
-__all__ = ["ASKER", "MAX_WAIT", "Gateway", "QuestionPost", "request_problem"]
+__all__ = ["ASKER", "MAX_WAIT", "Gateway", "QuestionPost", "Questions", "request_problem"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
-_IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 ASKER: Final = web.RequestKey[str | None]("asker")
 """The name of the API token a request came with (``None`` on an open API)."""
 RETRY_AFTER: Final = 5
 """Seconds a client over an open-question cap is told to wait (``Retry-After``)."""
+_IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
 _STATUS: Final = {
     EMPTY_QUESTIONS: 422,
     BAD_INTENT: 422,
+    BAD_REVIEW: 422,
     SLACK_LIMIT: 422,
     NO_PROVIDER: 503,
     ASK_ABORTED: 409,
     DELIVERY_FAILED: 502,
     STORE_UNAVAILABLE: 503,
 }
+"""The HTTP status of each seam error code that can reach the API; any other code is 500."""
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
+        """Abort an open question; ``None`` if unknown."""
+        ...
 
 
 class Destination(WireModel):
@@ -86,6 +104,8 @@ class QuestionPost(WireModel):
     questions: list[AskUserQuestionItem]
     destination: Destination | None = None
     label: str | None = Field(default=None, max_length=120)
+    review: ReviewPolicy | None = None
+    revises: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class _Problem(BaseModel):
@@ -111,40 +131,40 @@ def _not_found(request_id: str) -> web.Response:
     return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
 
 
-def _harness_problem(error: HarnessError) -> web.Response:
-    return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
+def _failure(error: Exception, logger: logging.Logger) -> web.Response:
+    """The one place a failure becomes an HTTP answer.
+
+    The seam's errors keep their ``{name, code, message}`` with the status ``_STATUS``
+    gives their code; anything else is a bug: logged with its traceback, answered 500
+    without detail.
+    """
+    if isinstance(error, HarnessError):
+        return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
+    logger.error("the API could not handle a request", exc_info=error)
+    return _problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
 
 
-def _view(record: PendingRecord, *, queued: bool = False) -> dict[str, Any]:
-    """A stored record as the API shows it (``queued``: its post waits for Slack's limits)."""
-    state = "queued" if queued and record.state == "pending" else record.state
-    view: dict[str, Any] = {"id": record.id, "state": state}
-    if record.answer is not None and record.state == "answered":
-        view["answer"] = record.answer.to_wire()
-    if record.answered_by:
-        view["answeredBy"] = record.answered_by
-    if record.answered_by_name:
-        view["answeredByName"] = record.answered_by_name
-    if record.state in ("cancelled", "aborted", "failed"):
-        view["error"] = _error_of(record)
-    if record.note:
-        view["note"] = record.note
-    if record.message_ts:
-        view["message"] = {"channel": record.message_channel, "ts": record.message_ts}
-    view["createdAt"] = record.created_at
-    if record.finished_at is not None:
-        view["finishedAt"] = record.finished_at
+def _view(status: QuestionStatus) -> dict[str, Any]:
+    """A question as the API shows it (``queued``: its post waits for Slack's rate limits)."""
+    view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
+    if status.answer is not None:
+        view["answer"] = status.answer.to_wire()
+    if status.answered_by:
+        view["answeredBy"] = status.answered_by
+    if status.answered_by_name:
+        view["answeredByName"] = status.answered_by_name
+    if status.votes:
+        view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
+    if status.error is not None:
+        view["error"] = status.error.to_dict()
+    if status.note:
+        view["note"] = status.note
+    if status.message is not None:
+        view["message"] = {"channel": status.message.channel, "ts": status.message.ts}
+    view["createdAt"] = status.created_at
+    if status.finished_at is not None:
+        view["finishedAt"] = status.finished_at
     return view
-
-
-def _error_of(record: PendingRecord) -> dict[str, str]:
-    """The seam's ``{name, code, message}`` that the question's waiter failed with."""
-    if record.state == "cancelled":
-        return UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED).to_dict()
-    if record.state == "aborted":
-        return UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED).to_dict()
-    code = record.error_code or DELIVERY_FAILED
-    return UserQuestionError(record.note or "the question failed", code).to_dict()
 
 
 def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -215,12 +235,12 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Gateway:
-    """The ``/v1`` routes, bound to one service and one Slack provider."""
+    """The ``/v1`` routes, bound to one service and the provider holding its questions."""
 
     def __init__(
         self,
         service: UserQuestionService,
-        provider: SlackQuestionProvider,
+        questions: Questions,
         *,
         tokens: Mapping[str, str] | None = None,
         caps: OpenQuestionCaps | None = None,
@@ -232,18 +252,17 @@ class Gateway:
         self._service = service
         self._default_channel = default_channel
         self._max_body = max_body_bytes
-        self._provider = provider
-        self._store: PendingStore = provider.store
+        self._questions = questions
         self._tokens = ApiTokens(tokens or {})
         self._caps = caps or OpenQuestionCaps(per_process=10_000, per_token=1_000)
         self._logger = logger or logging.getLogger("bot.gateway")
         self.refusals = refusals or RefusalLog(self._logger)
         """Refused requests, counted per cause (logged at most once a minute each)."""
+        self.long_polls = 0
+        """``GET ?wait=`` requests waiting right now."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._keys: dict[str, tuple[asyncio.Lock, int]] = {}
         self._closing = False
-        self.long_polls = 0
-        """``GET ?wait=`` requests waiting right now."""
         self._polls_ended = asyncio.Event()
 
     def add_routes(self, app: web.Application) -> None:
@@ -252,12 +271,6 @@ class Gateway:
         app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
         app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
-
-    def _view(self, record: PendingRecord) -> dict[str, Any]:
-        """``_view``, with ``queued`` while this process's post of it waits its turn."""
-        scheduler = getattr(self._provider.client, "scheduler", None)
-        queued = scheduler is not None and scheduler.is_queued(record.id)
-        return _view(record, queued=queued)
 
     def close(self) -> None:
         """Refuse new questions (shutdown has begun)."""
@@ -286,10 +299,18 @@ class Gateway:
                 request[ASKER] = name
             try:
                 return await handler(request)
-            except HarnessError as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-                return _harness_problem(error)
+            except web.HTTPException:  # aiohttp's own answers
+                raise
+            except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+                return _failure(error, self._logger)
 
         return guarded
+
+    def _unauthorized(self, cause: str, message: str) -> web.Response:
+        self.refusals.refused(cause, f"/v1: {message}")
+        response = _problem(401, "AuthError", "UNAUTHORIZED", message)
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
 
     def _too_many(self, refusal: str) -> web.Response:
         self.refusals.refused("too_many_questions", f"/v1: {refusal}")
@@ -298,12 +319,6 @@ class Gateway:
             429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=RETRY_AFTER
         )
         response.headers["Retry-After"] = str(RETRY_AFTER)
-        return response
-
-    def _unauthorized(self, cause: str, message: str) -> web.Response:
-        self.refusals.refused(cause, f"/v1: {message}")
-        response = _problem(401, "AuthError", "UNAUTHORIZED", message)
-        response.headers["WWW-Authenticate"] = "Bearer"
         return response
 
     async def openapi(self, request: web.Request) -> web.StreamResponse:
@@ -345,15 +360,17 @@ class Gateway:
             message = "Idempotency-Key is 1–255 printable ASCII characters"
             self.refusals.refused("bad_idempotency_key", f"/v1: {message}")
             return _problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
-        asker: str | None = request[ASKER]
-        request_id = self._tokens.new_id(asker, key)
+        asker = request[ASKER]
+        request_id = self._tokens.tagged_id(asker, key) or self._questions.request_id_for(
+            f"api:{key}" if key else None
+        )
         # Retries with one key queue on one lock, so only the first posts; the lock is
         # forgotten when the last of them is done.
         lock, users = self._keys.get(request_id, (asyncio.Lock(), 0))
         self._keys[request_id] = (lock, users + 1)
         try:
             async with lock:
-                existing = await self._store.get(request_id)
+                existing = await self._questions.status(request_id)
                 if existing is not None and not self._same_request(existing, post):
                     message = (
                         f"Idempotency-Key {key!r} was used for a different request (its "
@@ -361,7 +378,7 @@ class Gateway:
                     )
                     return _problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
                 if existing is not None:
-                    response = web.json_response(self._view(existing), status=200)
+                    response = web.json_response(_view(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
                     return response
                 refusal = self._caps.refusal(asker)
@@ -376,15 +393,18 @@ class Gateway:
             else:
                 self._keys[request_id] = (lock, users - 1)
 
-    def _same_request(self, record: PendingRecord, post: QuestionPost) -> bool:
-        """Whether ``post`` asks what ``record`` asked (a retry, not a new request)."""
+    def _same_request(self, question: QuestionStatus, post: QuestionPost) -> bool:
+        """Whether ``post`` asks what ``question`` asked (a retry, not a new request)."""
+        asked = question.asked
+        if asked is None:
+            return True  # nothing to compare with
         destination = post.destination
         channel = destination.channel if destination else self._default_channel
         thread_ts = destination.thread_ts if destination else None
         return (
-            record.questions == post.questions
-            and record.label == post.label
-            and (channel is None or (record.channel, record.thread_ts) == (channel, thread_ts))
+            list(asked.questions) == post.questions
+            and asked.label == post.label
+            and (channel is None or (asked.channel, asked.thread_ts) == (channel, thread_ts))
         )
 
     async def _read_body(self, request: web.Request) -> bytes | None:
@@ -414,11 +434,12 @@ class Gateway:
             thread_ts=post.destination.thread_ts if post.destination else None,
             request_id=request_id,
             label=post.label,
+            review=post.review,
+            revises=post.revises,
             on_posted=on_posted,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
-        with tagged(request_id):  # the scheduler can tell when its post waits in the queue
-            task = asyncio.ensure_future(self._service.ask(request))
+        task = asyncio.ensure_future(self._service.ask(request))
         self._asks[request_id] = task
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
@@ -426,13 +447,11 @@ class Gateway:
         )
         if task in done and not posted.done():
             error = task.exception()
-            if isinstance(error, HarnessError):
-                return _harness_problem(error)
             if error is not None:
-                raise error
-        record = await self._store.get(request_id)
+                raise error  # answered by _failure, in _guard
+        question = await self._questions.status(request_id)
         status = 201 if posted.done() else 202
-        view = self._view(record) if record is not None else {"id": request_id, "state": "pending"}
+        view = _view(question) if question is not None else {"id": request_id, "state": "pending"}
         response = web.json_response(view, status=status)
         response.headers["Location"] = f"/v1/questions/{request_id}"
         return response
@@ -459,37 +478,35 @@ class Gateway:
             return _problem(
                 400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{MAX_WAIT:g}"
             )
-        record = await self._store.get(request_id)
-        if record is None:
+        question = await self._questions.status(request_id)
+        if question is None:
             return _not_found(request_id)
-        if record.is_open and wait > 0 and not self._polls_ended.is_set():
+        if question.is_open and wait > 0 and not self._polls_ended.is_set():
             self.long_polls += 1
-            watch = self._store.watch(request_id)
-            ended = asyncio.ensure_future(watch.wait())
+            ended = asyncio.ensure_future(self._questions.wait_ended(request_id))
             released = asyncio.ensure_future(self._polls_ended.wait())
             try:
                 await asyncio.wait({ended, released}, timeout=wait, return_when="FIRST_COMPLETED")
             finally:
                 for task in (ended, released):
                     task.cancel()
-                watch.close()
                 self.long_polls -= 1
             if ended.done() and not ended.cancelled() and ended.exception() is None:
-                record = ended.result()
+                question = ended.result()
             else:
-                record = await self._store.get(request_id) or record
-        return web.json_response(self._view(record))
+                question = await self._questions.status(request_id) or question
+        return web.json_response(_view(question))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
         if not self._tokens.owns(request[ASKER], request_id):
             return _not_found(request_id)
-        record = await self._provider.abort(request_id, "Cancelled by the asker.")
-        if record is None:
+        question = await self._questions.abort(request_id, "Cancelled by the asker.")
+        if question is None:
             return _not_found(request_id)
-        status = 200 if record.state == "aborted" else 409
-        return web.json_response(_view(record), status=status)
+        status = 200 if question.state == "aborted" else 409
+        return web.json_response(_view(question), status=status)
 
 
 def openapi_paths() -> dict[str, set[str]]:

@@ -21,6 +21,8 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     "chat.postMessage": ("chat:write", "chat:write.public"),
     "chat.update": ("chat:write",),
     "chat.postEphemeral": ("chat:write",),
+    # A revised plan review links to the review it revises.
+    "chat.getPermalink": (),
     # No conversations.open (im:write): a question for a user is posted with their U… id as
     # the channel, and the D… id that chat.postMessage returns is kept for chat.update.
     "views.open": (),

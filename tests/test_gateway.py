@@ -782,3 +782,48 @@ async def test_no_new_questions_once_shutdown_has_begun() -> None:
         assert status == 503
         assert problem["code"] == "ASK_ABORTED"
         assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+# -- the error boundary ---------------------------------------------------------------------
+
+
+async def test_a_seam_error_from_the_provider_is_answered_with_its_code_and_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+
+    async def unreachable(request_id: str) -> Any:
+        raise UserQuestionError("the pending store (Redis) did not answer", STORE_UNAVAILABLE)
+
+    async with running() as bed:
+        monkeypatch.setattr(bed.runtime.provider, "status", unreachable)
+        status, problem = await bed.get("0123456789abcdef0123")
+        assert status == 503
+        assert problem == {
+            "name": "UserQuestionError",
+            "code": STORE_UNAVAILABLE,
+            "message": "the pending store (Redis) did not answer",
+        }
+
+
+async def test_a_bug_behind_the_api_is_a_logged_500_that_shows_no_detail(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(request_id: str) -> Any:
+        raise RuntimeError("internal detail xyzzy")
+
+    async with running() as bed:
+        monkeypatch.setattr(bed.runtime.provider, "status", broken)
+        status, problem = await bed.get("0123456789abcdef0123")
+        assert status == 500
+        assert problem == {
+            "name": "InternalError",
+            "code": "INTERNAL",
+            "message": "the bot could not handle the request",
+        }
+        assert "xyzzy" not in json.dumps(problem)
+        [record] = [r for r in caplog.records if r.name == "bot.gateway"]
+        assert record.exc_info is not None and "xyzzy" in str(record.exc_info[1])
+        monkeypatch.undo()
+        status, _ = await bed.ask()  # the API goes on answering
+        assert status == 201

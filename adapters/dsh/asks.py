@@ -17,8 +17,7 @@ from typing import Final, Literal, Protocol
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.protocol import Receipt, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
-from adapters.slack.ids import key_request_id
-from adapters.slack.pending import PendingStore
+from adapters.slack import QuestionStatus, key_request_id
 from bot.questions.abort import AbortController
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
@@ -66,11 +65,10 @@ _Phase = Literal["asking", "responding"]
 
 
 class QuestionNotes(Protocol):
-    """What the client needs of the provider beyond ``ask``: its store, notes on messages."""
+    """What the client needs of the provider beyond ``ask``: status, notes on messages."""
 
-    @property
-    def store(self) -> PendingStore:
-        """Where the provider keeps its requests."""
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where request ``request_id`` stands; ``None`` if unknown."""
         ...
 
     async def add_note(self, request_id: str, note: str) -> object:
@@ -209,8 +207,8 @@ class QuestionRunner:
             self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
 
     async def _version(self, ask: HostAsk) -> int | None:
-        record = await self._provider.store.get(ask.request_id)
-        return None if record is None else record.version
+        status = await self._provider.status(ask.request_id)
+        return None if status is None else status.version
 
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         if error.code == ASK_CANCELLED:

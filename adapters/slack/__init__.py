@@ -2,12 +2,16 @@
 
 ``SlackQuestionProvider(app, channel=...)`` asks through a bolt ``AsyncApp``; register it
 with ``UserQuestionService.register_provider``. A request's ``options``
-(``AskOptions``) set a destination, idempotency key or label for that one ask.
+(``AskOptions``) set a destination, idempotency key or label for that one ask;
+``key_request_id(key)`` is the id of the request asked with idempotency ``key``, and
+``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``).
 """
 
+from adapters.slack.ids import key_request_id
 from adapters.slack.lifecycle import Destination
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.status import QuestionStatus, SlackMessage
 from bot.questions import AskOptions
 
 __all__ = [
@@ -15,5 +19,8 @@ __all__ = [
     "Destination",
     "MemoryPendingStore",
     "PendingStore",
+    "QuestionStatus",
+    "SlackMessage",
     "SlackQuestionProvider",
+    "key_request_id",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -56,6 +56,22 @@ class Gatekeeper:
             if user in await self._group_members(group):
                 return True
         return False
+
+    def groups_cached(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
+        """The groups among ``groups`` that ``user`` is in, if no Web API call is needed."""
+        now = time.monotonic()
+        found: set[str] = set()
+        for group in groups:
+            cached = self._members.get(group)
+            if cached is None or cached[0] < now:
+                return None
+            if user in cached[1]:
+                found.add(group)
+        return frozenset(found)
+
+    async def groups_of(self, user: str, groups: Iterable[str]) -> frozenset[str]:
+        """The groups among ``groups`` that ``user`` is in, reading cold ones from Slack."""
+        return frozenset([g for g in groups if user in await self._group_members(g)])
 
     async def _group_members(self, group: str) -> frozenset[str]:
         cached = self._members.get(group)

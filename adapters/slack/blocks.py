@@ -22,6 +22,7 @@ from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.mrkdwn import escape, markdown_text, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
 from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.review_view import revision_blocks, tally_line, vote_lines
 from adapters.slack.rich import Piece, bold, italic, rich_list, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
@@ -398,6 +399,7 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
     shown = _detail_shares(record)
     blocks: list[Block] = [*_byline(record)]
     count = len(record.questions)
+    revision_thread: list[list[Block]] = []
 
     if layout == "plan":
         question = record.questions[0]
@@ -405,9 +407,13 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
         assert review is not None
         options = question.options or []
         blocks.append({"type": "header", "text": plain(question.header or "Plan review", 150)})
+        if record.revision is not None:
+            revised, revision_thread = revision_blocks(record.revision, question.detail or "")
+            blocks.extend(revised)
         blocks.append(_question_block(question, 0, 1))
         blocks.extend(_detail_blocks(shown[0], question.detail or ""))
         blocks.extend(_options_blocks(question, layout, inline_options))
+        blocks.extend(_tally_blocks(record))
         approve = _button(
             options[review.approve].label, "pick", ids.option_value(review.approve), 0
         )
@@ -449,6 +455,7 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
             SLACK_LIMIT,
         )
     thread = _thread_parts(record, shown)
+    thread.extend(revision_thread)
     if not inline_options:
         thread.extend(_options_thread(record, layout))
     return Rendered(_fallback(record), blocks, thread)
@@ -569,6 +576,8 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
             else:  # one run of text where it can be ("→ Deploy")
                 answer[0] = words(f"→ {answer[0]['text']}")
             blocks.append(rich_text(*answer, limit=answer_limit))
+    if plan:
+        blocks.extend(_tally_blocks(record))
     outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
     blocks.append(_context(shorten_escaped(_outcome_line(record), outcome_limit)))
     outcome = outcome_of(record)
@@ -577,6 +586,14 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
     text = shorten_escaped(f"{said}: {_fallback(record)}", MAX_FALLBACK_TEXT)
     return Rendered(text, blocks[:MAX_BLOCKS])
+
+
+def _tally_blocks(record: PendingRecord) -> list[Block]:
+    """A team review's live tally and every vote (nothing without a policy)."""
+    if record.review is None:
+        return []
+    lines = [tally_line(record.review, record.votes), *vote_lines(record.votes)]
+    return [_section("\n".join(lines))]
 
 
 def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:

@@ -9,6 +9,7 @@ background tasks, so the listener acks in about a millisecond.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,10 +19,11 @@ from adapters.slack.failures import settle
 from adapters.slack.interactions import (
     Interaction,
     Origin,
+    TextAnswer,
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.messages import NO_LONGER_OPEN, NOT_ALLOWED
+from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED, not_recorded
 from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -35,8 +37,11 @@ from adapters.slack.transitions import (
     Save,
     decide,
 )
+from bot.questions import UserQuestionError
 
 __all__ = ["InteractionHandler"]
+
+_log = logging.getLogger("adapters.slack")
 
 
 class InteractionHandler:
@@ -48,36 +53,55 @@ class InteractionHandler:
         self._sync = sync
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Handle a ``block_actions`` payload (already acked)."""
+        """Handle a ``block_actions`` payload (already acked).
+
+        A store that cannot answer in time does not fail the request Slack sent (which
+        would show the person an error icon and log a traceback): the person is told
+        privately that the click was not recorded, and may click again.
+        """
         interaction = parse_block_actions(body)
         if interaction is None:
             return  # not ours
+        try:
+            await self._handle_action(interaction)
+        except UserQuestionError as exc:
+            _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
+            self._sync.note(interaction.origin, None, not_recorded(exc.message))
+
+    async def _handle_action(self, interaction: Interaction) -> None:
         record = await self._store.get(interaction.request_id)
         if record is None:
             self._sync.stale(interaction.origin)
             return
-        allowed = self._gate.decide_cached(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        if allowed is None:  # needs a Web API call: do it off the ack path
+        users, groups = _who_may(record)
+        user = interaction.origin.user
+        allowed = self._gate.decide_cached(user, users, groups)
+        member = self._gate.groups_cached(user, _policy_groups(record))
+        if allowed is None or member is None:  # needs a Web API call: off the ack path
             self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
             return
-        await self._apply(interaction, record, allowed)
+        await self._apply(interaction, record, allowed, member)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
         """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
         interaction = parse_view_submission(body)
         if interaction is None:
             return None
+        try:
+            return await self._handle_view(interaction)
+        except UserQuestionError as exc:
+            _log.warning("submission not recorded", extra={"error": exc.message, "code": exc.code})
+            return {interaction.input_block_id: not_recorded(exc.message)}
+
+    async def _handle_view(self, interaction: TextAnswer) -> dict[str, str] | None:
         record = await self._store.get(interaction.request_id)
         if record is None:
             return {interaction.input_block_id: NO_LONGER_OPEN}
-        allowed = await self._gate.allowed(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        if not allowed:
-            return {interaction.input_block_id: NOT_ALLOWED}
-        decision = await self._decide_and_write(interaction)
+        user = interaction.origin.user
+        if not await self._gate.allowed(user, *_who_may(record)):
+            return {interaction.input_block_id: _refusal(record)}
+        member = await self._gate.groups_of(user, _policy_groups(record))
+        decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return {interaction.input_block_id: decision.plain or _plain(decision.text)}
         if isinstance(decision, Invalid):
@@ -85,16 +109,22 @@ class InteractionHandler:
         return None
 
     async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:
-        allowed = await self._gate.allowed(
-            interaction.origin.user, record.allowed_users, record.allowed_usergroups
-        )
-        await self._apply(interaction, record, allowed)
+        user = interaction.origin.user
+        allowed = await self._gate.allowed(user, *_who_may(record))
+        member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
+        await self._apply(interaction, record, allowed, member or frozenset())
 
-    async def _apply(self, interaction: Interaction, record: PendingRecord, allowed: bool) -> None:
+    async def _apply(
+        self,
+        interaction: Interaction,
+        record: PendingRecord,
+        allowed: bool,
+        member: frozenset[str],
+    ) -> None:
         if not allowed:
-            self._sync.note(interaction.origin, record, NOT_ALLOWED)
+            self._sync.note(interaction.origin, record, _refusal(record))
             return
-        decision = await self._decide_and_write(interaction)
+        decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
             await self._adopt_message(record, interaction.origin)
@@ -102,13 +132,18 @@ class InteractionHandler:
         elif isinstance(decision, Modal) and interaction.origin.trigger_id:
             self._sync.open_modal(interaction.origin.trigger_id, decision.view)
 
-    async def _decide_and_write(self, interaction: Interaction) -> Decision:
-        """Decide on the freshest record and write it; the first writer wins, losers re-decide."""
+    async def _decide_and_write(
+        self, interaction: Interaction, member: frozenset[str] = frozenset()
+    ) -> Decision:
+        """Decide on the freshest record and write it; the first writer wins, losers re-decide.
+
+        ``member``: the team-review policy's user groups the person is in.
+        """
         decision: Decision = Ignore()
 
         def change(current: PendingRecord) -> PendingRecord | None:
             nonlocal decision
-            decision = decide(current, interaction, time.time())
+            decision = decide(current, interaction, time.time(), groups=member)
             if isinstance(decision, Finish | Save):
                 return decision.record
             return None
@@ -134,6 +169,27 @@ class InteractionHandler:
                 r.next(message_channel=channel, message_ts=ts) if r.message_ts is None else None
             ),
         )
+
+
+def _who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
+    """Who may act on ``record``: a team review's reviewers, else who may answer."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    if reviewers is not None:
+        return list(reviewers.users), list(reviewers.usergroups)
+    return record.allowed_users, record.allowed_usergroups
+
+
+def _policy_groups(record: PendingRecord) -> frozenset[str]:
+    """The user groups whose membership a team review's tally needs."""
+    if record.review is None:
+        return frozenset()
+    return frozenset(g for required in record.review.required for g in required.usergroups)
+
+
+def _refusal(record: PendingRecord) -> str:
+    """The note for someone who may not act on ``record``."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    return NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
 
 
 def _plain(text: str) -> str:

@@ -32,6 +32,8 @@ from adapters.slack.messages import (
 )
 from adapters.slack.pending import PendingStore, Watch
 from adapters.slack.record import PendingRecord
+from adapters.slack.revisions import review_of
+from adapters.slack.scheduler import tagged
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import (
     AbortSignal,
@@ -118,7 +120,10 @@ class AskLifecycle:
             existing = await self._store.get(request_id)
             if existing is not None:
                 return await self._rejoin(existing, request.signal, options.note)
-        record = self._record(request_id, request, options)
+        review, revision = await review_of(self._client, self._store, request.questions, options)
+        record = self._record(request_id, request, options).model_copy(
+            update={"review": review, "revision": revision}
+        )
         rendered = render_open(record)  # raises SLACK_LIMIT before anything is stored
         watch = self._store.watch(request_id)
         current = asyncio.current_task()
@@ -185,7 +190,8 @@ class AskLifecycle:
 
     async def _post(self, record: PendingRecord, rendered: Rendered) -> None:
         """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
-        delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        with tagged(record.id):  # the scheduler can tell while this post waits its turn
+            delivery = asyncio.ensure_future(self._deliver(record, rendered))
         try:
             await asyncio.shield(delivery)
         except asyncio.CancelledError:

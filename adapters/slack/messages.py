@@ -12,10 +12,13 @@ from bot.questions.service import ABORTED_MESSAGE
 
 __all__ = [
     "ABORTED_MESSAGE",
+    "ALREADY_VOTED",
     "CANCELLED_BY_ASKER",
     "CANCELLED_MESSAGE",
     "ENTER_AN_ANSWER",
     "NOT_ALLOWED",
+    "NOT_A_PLAN_REVIEW",
+    "NOT_A_REVIEWER",
     "NO_LONGER_OPEN",
     "QUESTION_FAILED",
     "SHUTDOWN_NOTE",
@@ -25,6 +28,8 @@ __all__ = [
     "UNDELIVERED_REST",
     "already_ended",
     "no_answer_within",
+    "not_recorded",
+    "unknown_revised",
 ]
 
 # -- errors the waiting ask() raises ------------------------------------------------------
@@ -42,6 +47,18 @@ UNDELIVERED_REST: Final = "Slack did not take the rest of the text"
 STORE_BUSY: Final = "the pending store could not settle the question"
 """``STORE_UNAVAILABLE``: a record kept changing under every write (followed by why)."""
 
+NOT_A_PLAN_REVIEW: Final = (
+    "a review policy or revises applies only to a plan review (one question with the "
+    "plan-review intent, a detail, at most two options and the approve label among them)"
+)
+"""``BAD_REVIEW``: team-review options on a request that is not a plan review."""
+
+
+def unknown_revised(request_id: str) -> str:
+    """``BAD_REVIEW``: ``revises`` names no known plan review."""
+    return f"revises: no plan review with id {request_id!r} is known"
+
+
 # -- notes shown on the message -----------------------------------------------------------
 
 SHUTDOWN_NOTE: Final = "Interrupted: the bot shut down before anyone answered."
@@ -58,6 +75,13 @@ def no_answer_within(seconds: float) -> str:
 NO_LONGER_OPEN: Final = "This question is no longer open."
 NOT_ALLOWED: Final = "You are not one of the people who can answer this question."
 ENTER_AN_ANSWER: Final = "Please enter an answer."
+NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
+ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+
+
+def not_recorded(reason: str) -> str:
+    """The private note for a click the pending store could not take (try again)."""
+    return f"Your click was not recorded ({reason}). Please try again."
 
 
 _ALREADY: Final = {

@@ -59,6 +59,8 @@ class Outcome:
     name: str | None = None
     feedback: str | None = None
     reason: str | None = None
+    people: tuple[tuple[str, str | None], ...] = ()
+    """Everyone who decided it together (a team review's approvers or decliners)."""
 
 
 def person(user: str | None, name: str | None, *, mention: bool) -> str:
@@ -79,16 +81,20 @@ def plan_verdict(question: AskUserQuestionItem, selected: list[str]) -> str:
 
 
 def _answered(record: PendingRecord) -> Outcome:
-    by = {"user": record.answered_by, "name": record.answered_by_name}
+    user, name = record.answered_by, record.answered_by_name
     answers = record.answer.answers if record.answer is not None else []
     if layout_of(record.questions) == "plan" and answers:
         item = answers[0]
         verb = plan_verdict(record.questions[0], list(item.selected))
         feedback = item.custom if verb == "Declined" and item.custom else None
-        return Outcome(verb, feedback=feedback, **by)
+        if record.votes:  # a team review: everyone whose vote decided it
+            approved = verb == "Approved"
+            people = tuple((v.user, v.name) for v in record.votes if v.approve == approved)
+            return Outcome(verb, feedback=feedback, people=people)
+        return Outcome(verb, user, name, feedback=feedback)
     if answers and all(not item.selected and not item.custom for item in answers):
-        return Outcome("Skipped", **by)
-    return Outcome("Answered", **by)
+        return Outcome("Skipped", user, name)
+    return Outcome("Answered", user, name)
 
 
 def outcome_of(record: PendingRecord) -> Outcome | None:
@@ -111,7 +117,9 @@ def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
         return escape(value) if mention else value
 
     line = outcome.verb
-    if outcome.user or outcome.name:
+    if outcome.people:
+        line += " by " + ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
+    elif outcome.user or outcome.name:
         line += f" by {person(outcome.user, outcome.name, mention=mention)}"
     if outcome.feedback and quote:
         line += f" — «{text(outcome.feedback)}»"
@@ -139,5 +147,8 @@ def refusal(record: PendingRecord, *, mention: bool) -> str:
     outcome = outcome_of(record)
     if outcome is None:
         return NO_LONGER_OPEN
+    if outcome.people:
+        who = ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
+        return already_ended(outcome.verb, who)
     who = person(outcome.user, outcome.name, mention=mention)
     return already_ended(outcome.verb, who if outcome.user or outcome.name else None)

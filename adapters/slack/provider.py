@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -24,14 +25,16 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack import ids
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.endings import Endings
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, DestinationHook
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
+from adapters.slack.paced import PacedWebClient
 from adapters.slack.pending import MemoryPendingStore, PendingStore, ReportsOrphans
-from adapters.slack.record import PendingRecord
+from adapters.slack.status import QuestionStatus, status_of
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionRequest
 
@@ -159,17 +162,41 @@ class SlackQuestionProvider:
         """Post the request to Slack and wait for its outcome."""
         return await self._lifecycle.ask(request)
 
-    async def abort(self, request_id: str, note: str) -> PendingRecord | None:
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        return ids.new_request_id() if key is None else ids.key_request_id(key)
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where request ``request_id`` stands (asked by any process); ``None`` if unknown."""
+        record = await self._store.get(request_id)
+        if record is None:
+            return None
+        status = status_of(record)
+        if status.is_open and isinstance(self._client, PacedWebClient):
+            return replace(status, queued=self._client.scheduler.is_queued(request_id))
+        return status
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
+        watch = self._store.watch(request_id)
+        try:
+            return status_of(await watch.wait())
+        finally:
+            watch.close()
+
+    async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
 
-        Returns the record as it ends up (the earlier outcome if it had already ended),
+        Returns the request as it ends up (the earlier outcome if it had already ended),
         or ``None`` for an unknown request.
         """
-        return await self._endings.abort(request_id, note)
+        record = await self._endings.abort(request_id, note)
+        return None if record is None else status_of(record)
 
-    async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
+    async def add_note(self, request_id: str, note: str) -> QuestionStatus | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
-        return await self._endings.add_note(request_id, note)
+        record = await self._endings.add_note(request_id, note)
+        return None if record is None else status_of(record)
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request of this process, drain tasks;

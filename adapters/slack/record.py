@@ -12,7 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.slack.review import Revision, Vote
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.review import ReviewPolicy
 
 __all__ = ["TERMINAL_STATES", "Draft", "PendingRecord", "State"]
 
@@ -53,6 +55,9 @@ class PendingRecord(BaseModel):
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
     answered_by_name: str | None = None
+    review: ReviewPolicy | None = None
+    votes: list[Vote] = Field(default_factory=list)
+    revision: Revision | None = None
     error_code: str | None = None
     created_at: float = Field(default_factory=time.time)
     finished_at: float | None = None

@@ -21,10 +21,12 @@ from adapters.slack.interactions import (
     Origin,
     Pick,
     Submit,
+    TextAnswer,
 )
-from adapters.slack.messages import ENTER_AN_ANSWER
+from adapters.slack.messages import ALREADY_VOTED, ENTER_AN_ANSWER
 from adapters.slack.outcomes import refusal
 from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.voting import apply_vote, vote_of
 from bot.questions.models import (
     AskUserQuestionAnswer,
     AskUserQuestionAnswerItem,
@@ -126,6 +128,21 @@ def encode_answer(
     return AskUserQuestionAnswer(answers=items)
 
 
+def _vote(
+    record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
+) -> Decision:
+    """A team review's vote: kept on the open record, or the one that ends the review."""
+    if isinstance(interaction, TextAnswer) and not interaction.text.strip():
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+    vote = vote_of(record, interaction, now, groups)
+    if vote is None:
+        return Ignore()
+    after = apply_vote(record, vote)
+    if after is None:
+        return Refuse(ALREADY_VOTED)
+    return Finish(after) if not after.is_open else Save(after, True)
+
+
 def _drafts(record: PendingRecord) -> list[Draft]:
     drafts = [draft.model_copy(deep=True) for draft in record.drafts]
     drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
@@ -147,13 +164,25 @@ def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draf
     )
 
 
-def decide(record: PendingRecord, interaction: Interaction, now: float) -> Decision:
-    """What ``interaction`` does to ``record`` (already authorized)."""
+def decide(
+    record: PendingRecord,
+    interaction: Interaction,
+    now: float,
+    *,
+    groups: frozenset[str] = frozenset(),
+) -> Decision:
+    """What ``interaction`` does to ``record`` (already authorized).
+
+    ``groups``: the user groups of a team review's policy the person belongs to.
+    """
     if not record.is_open:
         return Refuse(refusal_for(record), refusal_for(record, mention=False))
     layout = layout_of(record.questions)
     count = len(record.questions)
     origin = interaction.origin
+
+    if record.review is not None and isinstance(interaction, Pick | TextAnswer):
+        return _vote(record, interaction, now, groups)
 
     if isinstance(interaction, Dismiss):
         return Finish(

@@ -16,6 +16,7 @@ from bot.questions.models import (
     PlanReviewIntent,
     UserQuestionProvider,
 )
+from bot.questions.review import RequiredApprovals, ReviewerSet, ReviewPolicy
 from bot.questions.service import AgentRegistry, UserQuestionService
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "AskUserQuestionRequest",
     "HarnessError",
     "PlanReviewIntent",
+    "RequiredApprovals",
+    "ReviewPolicy",
+    "ReviewerSet",
     "UserQuestionError",
     "UserQuestionProvider",
     "UserQuestionService",

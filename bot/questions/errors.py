@@ -18,6 +18,7 @@ __all__ = [
     "ASK_CANCELLED",
     "ASK_TIMEOUT",
     "BAD_INTENT",
+    "BAD_REVIEW",
     "CALLER_NOT_LIVE",
     "DELEGATED_CALLER",
     "DELIVERY_FAILED",
@@ -47,6 +48,7 @@ SLACK_LIMIT: Final = "SLACK_LIMIT"  # the request cannot be shown within Block K
 ASK_TIMEOUT: Final = "ASK_TIMEOUT"  # the provider's own timeout elapsed
 OWNER_LOST: Final = "OWNER_LOST"  # the process holding the waiter died (shared store)
 STORE_UNAVAILABLE: Final = "STORE_UNAVAILABLE"  # the pending store could not be reached in time
+BAD_REVIEW: Final = "BAD_REVIEW"  # a review policy or revision that cannot apply to the request
 
 
 class HarnessError(Exception):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 from pydantic.alias_generators import to_camel
 
 from bot.questions.abort import AbortSignal
+from bot.questions.review import ReviewPolicy
 
 __all__ = [
     "AskOptions",
@@ -99,6 +100,9 @@ class AskOptions(BaseModel):
     - ``note``: shown with the question; with a ``key`` whose request already ended, the
       request is reopened with this note (for example: the host refused the answer).
     - ``on_posted``: called with the request id once the question is in front of people.
+    - ``review``: for a plan review, how a team decides it (``ReviewPolicy``); without one
+      the first approval or decline decides.
+    - ``revises``: the id of an earlier plan review this one revises (shown as what changed).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -110,6 +114,8 @@ class AskOptions(BaseModel):
     label: str | None = None
     note: str | None = None
     on_posted: Callable[[str], None] | None = None
+    review: ReviewPolicy | None = None
+    revises: str | None = None
 
 
 class AskUserQuestionRequest(WireModel):

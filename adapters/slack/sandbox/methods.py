@@ -134,6 +134,15 @@ class WebApi:
             **extra,
         }
 
+    def chat_get_permalink(self, params: Params) -> Response:
+        """``chat.getPermalink``: a message's link, in Slack's ``/archives/C…/p…`` form."""
+        channel = self._conversation(params)
+        ts = _text(params, "message_ts", "message_not_found")
+        self.workspace.message(channel.id, ts)
+        domain = self.workspace.domain
+        link = f"https://{domain}.slack.com/archives/{channel.id}/p{ts.replace('.', '')}"
+        return {"ok": True, "channel": channel.id, "permalink": link}
+
     def chat_update(self, params: Params) -> Response:
         """``chat.update``: ``channel`` must be the conversation id (a ``D…`` for DMs)."""
         channel = self._conversation(params)
@@ -247,6 +256,7 @@ METHODS: Final[Mapping[str, Handler]] = {
     "conversations.replies": WebApi.conversations_replies,
     "chat.postMessage": WebApi.chat_post_message,
     "chat.update": WebApi.chat_update,
+    "chat.getPermalink": WebApi.chat_get_permalink,
     "chat.postEphemeral": WebApi.chat_post_ephemeral,
     "chat.delete": WebApi.chat_delete,
     "views.open": WebApi.views_open,

@@ -1,0 +1,113 @@
+"""Pure team plan reviews: a review policy, the votes cast under it, and their tally.
+
+Without a policy a plan review is decided by the first allowed click, as any question is.
+With one, each Approve or decline is a *vote* kept on the record; the review ends when the
+tally says so, and its answer keeps the seam's encoding: approved is the approve label, as
+a single reviewer's approval would be; declined is ``selected: []`` with every decliner's
+feedback combined into ``custom``, one attributed line each (or the decline label when
+nobody wrote any). An intent changes presentation only, never the protocol.
+
+The policy itself is a seam option (``bot.questions.review``). Group membership is read
+when a vote is cast (as for ``allowed_usergroups``) and kept on the vote, so the tally
+needs no Web API call and any process can compute it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from bot.questions.review import RequiredApprovals, ReviewPolicy
+
+__all__ = [
+    "Outcome",
+    "Revision",
+    "Tally",
+    "Vote",
+    "cast",
+    "combined_feedback",
+    "tally",
+]
+
+Outcome = Literal["approved", "declined"]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+class Vote(_Wire):
+    """One reviewer's current vote."""
+
+    user: str
+    name: str | None = None
+    approve: bool
+    feedback: str | None = None
+    at: float
+    required: list[int] = Field(default_factory=list)
+    """Indices of the policy's ``required`` sets the voter belonged to when voting."""
+
+
+def cast(votes: Sequence[Vote], vote: Vote) -> list[Vote]:
+    """The votes after ``vote``: a reviewer's new vote replaces their earlier one."""
+    return [v for v in votes if v.user != vote.user] + [vote]
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Where a review stands."""
+
+    approvals: int
+    needed: int
+    declines: int
+    waiting: tuple[tuple[RequiredApprovals, int], ...]
+    """Required sets still short of approvals, with how many each still needs."""
+    outcome: Outcome | None
+
+    @property
+    def still_needed(self) -> int:
+        """Approvals still needed in all (at least the largest shortfall of a set)."""
+        shortfall = max((n for _, n in self.waiting), default=0)
+        return max(self.needed - self.approvals, shortfall)
+
+
+def tally(policy: ReviewPolicy, votes: Sequence[Vote]) -> Tally:
+    """Count ``votes`` under ``policy``; ``outcome`` is set once the review is decided."""
+    approvers = [v for v in votes if v.approve]
+    declines = len(votes) - len(approvers)
+    waiting = tuple(
+        (group, group.count - have)
+        for index, group in enumerate(policy.required)
+        if (have := sum(1 for v in approvers if index in v.required)) < group.count
+    )
+    outcome: Outcome | None = None
+    if declines >= policy.declines:
+        outcome = "declined"
+    elif len(approvers) >= policy.approvals and not waiting:
+        outcome = "approved"
+    return Tally(len(approvers), policy.approvals, declines, waiting, outcome)
+
+
+def combined_feedback(votes: Sequence[Vote]) -> str | None:
+    """Every decliner's feedback, one attributed line each (``None`` when there is none)."""
+    lines = [
+        f"{v.name or v.user}: {v.feedback.strip()}"
+        for v in votes
+        if not v.approve and v.feedback and v.feedback.strip()
+    ]
+    return "\n".join(lines) if lines else None
+
+
+class Revision(_Wire):
+    """What a revised plan review revises: the earlier review, its plan and its feedback."""
+
+    previous_id: str
+    previous_plan: str
+    previous_link: str | None = None
+    feedback: str | None = None

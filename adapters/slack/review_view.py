@@ -1,0 +1,127 @@
+"""Pure rendering of team plan reviews: the live tally, the votes, and what a revision changed.
+
+Returns escaped mrkdwn lines and Block Kit blocks; the plan-review message in ``blocks``
+places them. User and group ids in mentions come from Slack payloads or from a policy that
+only accepts id-shaped values, so they cannot carry asker text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+from adapters.slack.mrkdwn import escape, mrkdwn, shorten, shorten_escaped
+from adapters.slack.plandiff import plan_diff
+from adapters.slack.review import Revision, Vote, tally
+from bot.questions.review import ReviewerSet, ReviewPolicy
+
+__all__ = ["DIFF_IN_MESSAGE", "revision_blocks", "tally_line", "vote_lines"]
+
+Block = dict[str, Any]
+
+DIFF_IN_MESSAGE: Final = 2500
+"""Characters of diff shown in the message; a longer diff goes to the thread."""
+_SECTION: Final = 3000
+_FEEDBACK_SHOWN: Final = 500
+
+
+def _who(people: ReviewerSet) -> str:
+    names = [f"<@{u}>" for u in people.users] + [f"<!subteam^{g}>" for g in people.usergroups]
+    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def tally_line(policy: ReviewPolicy, votes: Sequence[Vote]) -> str:
+    """ "Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn)."""
+    result = tally(policy, votes)
+    line = f"*Approved {result.approvals} of {result.needed}*"
+    if result.outcome == "declined":
+        return f"*Declined* ({_plural(result.declines, 'decline')}; {line[1:-1].lower()})"
+    if result.outcome == "approved":
+        return line
+    waits = [f"{n} from {_who(group)}" for group, n in result.waiting]
+    general = result.needed - result.approvals
+    if general > max((n for _, n in result.waiting), default=0):
+        if policy.reviewers is not None:
+            waits.insert(0, f"{general} from {_who(policy.reviewers)}")
+        else:
+            waits.insert(0, _plural(general, "more approval"))
+    line += " — waiting for " + " and ".join(waits)
+    if policy.declines > 1:
+        line += f" · {result.declines} of {policy.declines} declines end the review"
+    return line
+
+
+def _when(seconds: float) -> str:
+    fallback = time.strftime("%H:%M UTC", time.gmtime(seconds))
+    return f"<!date^{int(seconds)}^{{time}}|{fallback}>"
+
+
+def vote_lines(votes: Sequence[Vote]) -> list[str]:
+    """One escaped mrkdwn line per vote, in the order they were cast."""
+    lines = []
+    for vote in votes:
+        if vote.approve:
+            lines.append(f":white_check_mark: <@{vote.user}> approved · {_when(vote.at)}")
+        elif vote.feedback and vote.feedback.strip():
+            feedback = escape(shorten(vote.feedback.strip(), _FEEDBACK_SHOWN))
+            lines.append(
+                f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n“{feedback}”"
+            )
+        else:
+            lines.append(f":x: <@{vote.user}> declined · {_when(vote.at)}")
+    return lines
+
+
+def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[list[Block]]]:
+    """What a revised plan shows above itself, and the thread replies for a long diff.
+
+    A context naming the earlier review (a link where one is known), the feedback that
+    prompted the revision, and the line diff of the plan with unchanged runs folded.
+    """
+    earlier = (
+        f"<{revision.previous_link}|the previous review>"
+        if revision.previous_link
+        else "the previous review"
+    )
+    blocks: list[Block] = [
+        {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
+    ]
+    if revision.feedback and revision.feedback.strip():
+        quoted = "\n".join(f"> {escape(line)}" for line in revision.feedback.strip().splitlines())
+        blocks.append(
+            {"type": "section", "text": mrkdwn(shorten_escaped(f"*Feedback*\n{quoted}", _SECTION))}
+        )
+    diff = plan_diff(revision.previous_plan, plan)
+    text = escape(diff.text)
+    title = f"*What changed* ({escape(diff.summary)})"
+    thread: list[list[Block]] = []
+    if len(text) <= DIFF_IN_MESSAGE:
+        body = f"{title}\n```{text}```" if diff.lines else f"{title}: nothing."
+        blocks.append({"type": "section", "text": mrkdwn(body)})
+    else:
+        blocks.append({"type": "section", "text": mrkdwn(f"{title}: in the thread below.")})
+        part: list[str] = []
+        size = 0
+        for line in diff.lines:
+            piece = escape(shorten(line, _SECTION - 100))
+            if part and size + len(piece) + 1 > _SECTION - 100:
+                thread.append(_diff_part(part))
+                part, size = [], 0
+            part.append(piece)
+            size += len(piece) + 1
+        if part:
+            thread.append(_diff_part(part))
+    return blocks, thread
+
+
+def _diff_part(lines: list[str]) -> list[Block]:
+    body = "\n".join(lines)
+    return [
+        {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]},
+        {"type": "section", "text": mrkdwn(f"```{body}```")},
+    ]

@@ -1,0 +1,96 @@
+"""Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
+
+``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
+gave it, the seam's error for an ending without an answer, the note and the Slack message.
+It carries nothing of how the provider keeps the request (drafts, owner, who may answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from adapters.slack.endings import outcome
+from adapters.slack.record import PendingRecord, State
+from adapters.slack.review import Vote
+from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
+
+__all__ = ["Asked", "QuestionStatus", "SlackMessage", "status_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """Where a question's message is in Slack."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What was asked and where: the questions, their label, the channel and thread."""
+
+    questions: tuple[AskUserQuestionItem, ...]
+    label: str | None
+    channel: str
+    thread_ts: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionStatus:
+    """One question as it stands: ``pending``, or how it ended."""
+
+    id: str
+    state: State
+    version: int
+    """Grows by one with every change to the question (a way to tell that nothing changed)."""
+    created_at: float
+    finished_at: float | None = None
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = None
+    answered_by_name: str | None = None
+    votes: tuple[Vote, ...] = ()
+    """A team review's votes, in the order cast."""
+    error: UserQuestionError | None = None
+    """The error its waiter failed with (cancelled, aborted, failed)."""
+    note: str | None = None
+    message: SlackMessage | None = None
+    queued: bool = False
+    """Open, and its message still waits its turn within Slack's rate limits."""
+    asked: Asked | None = field(default=None, compare=False)
+    """What was asked (to tell a retry from another request under one idempotency key)."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the question still waits for an answer."""
+        return self.state == "pending"
+
+
+def status_of(record: PendingRecord) -> QuestionStatus:
+    """The status of a stored request."""
+    answer: AskUserQuestionAnswer | None = None
+    error: UserQuestionError | None = None
+    if record.state == "answered":
+        answer = record.answer
+    elif not record.is_open:
+        try:
+            outcome(record)  # cancelled, aborted or failed: raises the waiter's error
+        except UserQuestionError as exc:
+            error = exc
+    message = None
+    if record.message_channel and record.message_ts:
+        message = SlackMessage(record.message_channel, record.message_ts)
+    return QuestionStatus(
+        id=record.id,
+        state=record.state,
+        version=record.version,
+        created_at=record.created_at,
+        finished_at=record.finished_at,
+        answer=answer,
+        answered_by=record.answered_by,
+        answered_by_name=record.answered_by_name,
+        votes=tuple(record.votes),
+        error=error,
+        note=record.note,
+        message=message,
+        asked=Asked(tuple(record.questions), record.label, record.channel, record.thread_ts),
+    )

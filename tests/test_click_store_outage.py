@@ -1,0 +1,54 @@
+"""A click the pending store cannot take in time: 200 to Slack, a private note, no traceback.
+
+Under load (hundreds of clicks at once over two processes) a Redis operation can pass its
+bound; bolt then answered Slack with a 500 and logged a traceback, and the person saw an
+error icon with no word of what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from adapters.slack.pending import MemoryPendingStore
+from adapters.slack.record import PendingRecord
+from bot.questions import UserQuestionError
+from bot.questions.errors import STORE_UNAVAILABLE
+from tests.slack_harness import SlackHarness, until
+from tests.test_slack_provider import one
+
+
+class FlakyStore(MemoryPendingStore):
+    """A memory store whose reads can be made to time out like an overloaded Redis."""
+
+    failing = False
+
+    async def get(self, request_id: str) -> PendingRecord | None:
+        if self.failing:
+            raise UserQuestionError("the pending store (Redis) could not get", STORE_UNAVAILABLE)
+        return await super().get(request_id)
+
+
+async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = FlakyStore()
+    async with SlackHarness(store=store) as h:
+        task = h.ask(one(options=["Deploy", "Wait"]))
+        message = await h.posted()
+        for _ in range(500):  # the ask stores the message's ts once Slack answers the post
+            if any(r.message_ts for r in await store.open_records()):
+                break
+            await asyncio.sleep(0.01)
+        store.failing = True
+        with caplog.at_level(logging.WARNING):
+            status, _ = await h.click(message, h.alice, text="Deploy")
+        assert status == 200
+        note = await until(lambda: h.ephemerals(h.alice))
+        assert "not recorded" in note[-1].text and "try again" in note[-1].text
+        assert not any(r.exc_info for r in caplog.records)
+        store.failing = False
+        await h.click(message, h.alice, text="Deploy")
+        assert (await task).answers[0].selected == ["Deploy"]
