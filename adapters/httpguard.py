@@ -125,7 +125,7 @@ class RefusalLog:
             return
         self._since.pop(cause, None)
         self._logger.error(
-            "unexpected error while handling a request",
+            "the server could not handle a request",
             exc_info=(type(error), error, error.__traceback__),
             extra={"cause": cause},
         )

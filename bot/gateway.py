@@ -131,16 +131,16 @@ def _not_found(request_id: str) -> web.Response:
     return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
 
 
-def _failure(error: Exception, logger: logging.Logger) -> web.Response:
+def _failure(error: Exception, refusals: RefusalLog) -> web.Response:
     """The one place a failure becomes an HTTP answer.
 
     The seam's errors keep their ``{name, code, message}`` with the status ``_STATUS``
-    gives their code; anything else is a bug: logged with its traceback, answered 500
-    without detail.
+    gives their code; anything else is a bug: logged with its traceback (at most once a
+    minute per kind, so no client can flood the log), answered 500 without detail.
     """
     if isinstance(error, HarnessError):
         return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
-    logger.error("the API could not handle a request", exc_info=error)
+    refusals.failed(f"{type(error).__name__} in /v1", error)
     return _problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
 
 
@@ -257,6 +257,7 @@ class Gateway:
         self._caps = caps or OpenQuestionCaps(per_process=10_000, per_token=1_000)
         self._logger = logger or logging.getLogger("bot.gateway")
         self.refusals = refusals or RefusalLog(self._logger)
+        self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
         """Refused requests, counted per cause (logged at most once a minute each)."""
         self.long_polls = 0
         """``GET ?wait=`` requests waiting right now."""
@@ -302,7 +303,7 @@ class Gateway:
             except web.HTTPException:  # aiohttp's own answers
                 raise
             except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-                return _failure(error, self._logger)
+                return _failure(error, self._failures)
 
         return guarded
 
