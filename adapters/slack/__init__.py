@@ -3,11 +3,12 @@
 ``SlackQuestionProvider(app, channel=...)`` asks through a bolt ``AsyncApp``; register it
 with ``UserQuestionService.register_provider``. A request's ``options``
 (``AskOptions``) set a destination, idempotency key or label for that one ask;
-``key_request_id(key)`` is the id of the request asked with idempotency ``key``, and
+``key_request_id(key)`` is the id of the request asked with idempotency ``key``
+(``new_request_id()`` a fresh one), and
 ``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``).
 """
 
-from adapters.slack.ids import key_request_id
+from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.lifecycle import Destination
 from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
@@ -23,4 +24,5 @@ __all__ = [
     "SlackMessage",
     "SlackQuestionProvider",
     "key_request_id",
+    "new_request_id",
 ]

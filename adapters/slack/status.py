@@ -2,7 +2,8 @@
 
 ``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
 gave it, the seam's error for an ending without an answer, the note and the Slack message.
-It carries nothing of how the provider keeps the request (drafts, owner, who may answer).
+It carries what was asked (questions, label, destination) and nothing of how the provider
+keeps the request (drafts, owner, who may answer).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from adapters.slack.endings import outcome
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.review import Vote
-from bot.questions import AskUserQuestionAnswer, UserQuestionError
+from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
 
 __all__ = ["QuestionStatus", "SlackMessage", "status_of"]
 
@@ -34,6 +35,12 @@ class QuestionStatus:
     version: int
     """Grows by one with every change to the question (a way to tell that nothing changed)."""
     created_at: float
+    questions: tuple[AskUserQuestionItem, ...] = ()
+    label: str | None = None
+    """Who asked, as the message shows it."""
+    channel: str | None = None
+    """Where it was asked (the destination, before Slack answered with the message)."""
+    thread_ts: str | None = None
     finished_at: float | None = None
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
@@ -72,6 +79,10 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         state=record.state,
         version=record.version,
         created_at=record.created_at,
+        questions=tuple(record.questions),
+        label=record.label,
+        channel=record.channel,
+        thread_ts=record.thread_ts,
         finished_at=record.finished_at,
         answer=answer,
         answered_by=record.answered_by,
