@@ -34,6 +34,7 @@ from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from bot.config import Mode, Settings
 from bot.gateway import Gateway
+from bot.ports import listening
 from bot.questions.service import UserQuestionService
 
 if TYPE_CHECKING:
@@ -206,7 +207,12 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             signing_secret=signing_secret, bot_token=SANDBOX_BOT_TOKEN, channel=SANDBOX_CHANNEL
         )
         stack.push_async_callback(_logged("sandbox", sandbox.stop))
-        api_url = await sandbox.start(host=settings.host, port=settings.sandbox_port)
+        api_url = await listening(
+            sandbox.start(host=settings.host, port=settings.sandbox_port),
+            setting="SANDBOX_PORT",
+            host=settings.host,
+            port=settings.sandbox_port,
+        )
         token = SANDBOX_BOT_TOKEN
         channel = channel or SANDBOX_CHANNEL
     elif settings.mode == "http" and settings.slack_signing_secret is not None:
@@ -321,7 +327,8 @@ async def _serve(
     stack.push_async_callback(_logged("http server", runner.cleanup))
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()  # e.g. the port is taken: the stack releases what was opened
+    # e.g. the port is taken: the error names PORT, the stack releases what was opened
+    await listening(site.start(), setting="PORT", host=settings.host, port=settings.port)
     return runner
 
 
