@@ -94,16 +94,17 @@ async def test_redis_down_and_a_missing_database_get_different_messages(
 
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(clone, virtual environment): this repository cloned, its runtime installed."""
+    """(clone, virtual environment): this repository cloned, an empty environment beside it."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout, so there is nothing to clone")
     base = tmp_path_factory.mktemp("fresh")
     clone, venv = base / "slack-user-questions", base / ".venv"
-    run = {"check": True, "capture_output": True, "text": True, "timeout": 120}
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
     # --without-pip: pip comes from the system site packages (ensurepip takes ~20 s).
-    subprocess.run(  # type: ignore[call-overload]
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], **run
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+        timeout=120,
     )
     yield clone, venv
 
