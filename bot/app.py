@@ -275,6 +275,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             service,
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
+            review=settings.dsh_review_policy,
         )
         stack.push_async_callback(_logged("dsh host client", dsh.stop))
         await dsh.start()
