@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -99,6 +100,8 @@ class _Method:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
     waiting: int = 0
+    slow: int = 0
+    slow_logged_at: float = -math.inf
 
     def enqueue(self, entry: _Call, *, first: bool = False) -> None:
         """Add a call to its lane (at the head when ``first``) and give the lane a turn."""
@@ -267,9 +270,9 @@ class WebApiScheduler:
             Bucket(f"{method}:pace", burst, window * burst / allowed),
         ]
         if method == POST_MESSAGE:
-            # One post per interval per channel, evenly: Slack's burst allowance is left
-            # to absorb latency jitter.
-            interval = limits.real(limits.post_interval) * stretch
+            # One post per interval per channel, evenly, barely slower than Slack refills
+            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
+            interval = limits.real(limits.post_interval) * 1.02
             found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
         return found
 
@@ -293,20 +296,34 @@ class WebApiScheduler:
                     await asyncio.wait_for(state.wake.wait(), timeout)
                 continue
             entry = state.pop(lane)
-            waited = loop.time() - entry.queued_at
-            if waited > self._slow_after:
-                self._logger.warning(
-                    "Web API call waited %.1f s for Slack's rate limit",
-                    waited,
-                    extra={
-                        "method": state.name,
-                        "waited": round(waited, 3),
-                        "queued": state.waiting,
-                    },
-                )
+            self._note_wait(state, loop.time() - entry.queued_at, loop.time())
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+
+    def _note_wait(self, state: _Method, waited: float, now: float) -> None:
+        """Log a call that waited longer than ``slow_after``: at most one line per method
+        each ``slow_after`` seconds, counting the slow calls since the last line."""
+        if waited <= self._slow_after:
+            return
+        state.slow += 1
+        if now - state.slow_logged_at < self._slow_after:
+            return
+        self._logger.warning(
+            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
+            state.name,
+            state.slow,
+            self._slow_after,
+            waited,
+            state.waiting,
+            extra={
+                "method": state.name,
+                "slow": state.slow,
+                "waited": round(waited, 3),
+                "queued": state.waiting,
+            },
+        )
+        state.slow, state.slow_logged_at = 0, now
 
     async def _choose(self, state: _Method, now: float) -> tuple[str | None, float | None]:
         """A lane whose call may go now, or ``None`` and when to look again."""
