@@ -40,6 +40,8 @@ __all__ = ["WebApiScheduler", "retry_after_of", "tagged"]
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
+_TRIGGERED: Final = frozenset({"views.open", "views.push"})
+"""Methods whose trigger id expires three seconds after the click: not spread out."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 
 
@@ -257,18 +259,19 @@ class WebApiScheduler:
         """The budget buckets one call of ``method`` in ``lane`` spends.
 
         A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
-        that leave on time cannot arrive at Slack bunched over the limit; the window is
+        that leave on time cannot arrive at Slack bunched over the limit (modals, whose
+        trigger expires in three seconds, may use the whole window at once); the window is
         stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
         """
         limits, stretch = self.limits, 1.0 + self._margin
         window = limits.real(limits.window) * stretch
         allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
         allowed = allowed or 1
+        found = [Bucket(method, allowed, window)]
+        if method in _TRIGGERED:
+            return found  # a trigger id expires in 3 s: the window's whole burst is used
         burst = max(1, allowed // 10)
-        found = [
-            Bucket(method, allowed, window),
-            Bucket(f"{method}:pace", burst, window * burst / allowed),
-        ]
+        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
         if method == POST_MESSAGE:
             # One post per interval per channel, evenly, barely slower than Slack refills
             # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
