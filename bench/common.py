@@ -49,6 +49,7 @@ from adapters.slack.budget import Budget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = [
@@ -293,6 +294,21 @@ def signed(url: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """A signed, form-encoded interaction request for the load generator."""
     body, headers = build_interaction_request(payload, SECRET)
     return {"url": url, "body": body, "headers": headers}
+
+
+def plan_review(i: int) -> dict[str, Any]:
+    """A plan review: the plan, Approve and Keep planning."""
+    return {
+        "questions": [
+            {
+                "id": "plan",
+                "question": f"Approve plan {i}?",
+                "detail": f"1. Build {i}\n2. Deploy {i}",
+                "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+                "intent": {"kind": "plan-review", "approve": "Approve"},
+            }
+        ]
+    }
 
 
 def question(i: int) -> dict[str, Any]:
@@ -542,6 +558,8 @@ class Asks:
     on_return: Callable[[str, float], None] | None = None
     make: Callable[[int], dict[str, Any]] = question
     """The wire request of the n-th ask."""
+    review: ReviewPolicy | None = None
+    """A team-review policy for every ask (``make`` must then make plan reviews)."""
     tasks: dict[str, asyncio.Task[AskUserQuestionAnswer]] = field(default_factory=dict)
     returned: dict[str, float] = field(default_factory=dict)
     """Request id -> ``time.time()`` when its ``ask()`` returned."""
@@ -579,7 +597,7 @@ class Asks:
             if future is not None and not future.done():
                 future.set_result(None)
 
-        request.options = AskOptions(request_id=rid, on_posted=posted)
+        request.options = AskOptions(request_id=rid, on_posted=posted, review=self.review)
 
         async def run() -> AskUserQuestionAnswer:
             try:

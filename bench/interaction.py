@@ -12,6 +12,9 @@ load generator in another process (one keep-alive connection per app):
 - ``bot``: ``SlackQuestionProvider`` on an app with ``process_before_response=True`` (memory
   store): verify, parse, authorize, compare-and-set, resolve the waiting ``ask()``, ack. The
   bot first asks one question per click, so every click really answers a pending question.
+- ``team-review vote``: the same for plan reviews under a policy of two approvals: every
+  click is a vote (the first keeps the review open and re-renders its tally, the second
+  decides it).
 
 The Web API stand-in runs in its own process. Each run sends ``--warmup`` clicks (not counted)
 then ``--n`` to each app, in a rotating order; the table pools the counted samples of every
@@ -36,6 +39,7 @@ from bench.common import (
     fmt_ms,
     machine_line,
     message_of,
+    plan_review,
     print_table,
     send_paced,
     serve_bolt,
@@ -43,11 +47,13 @@ from bench.common import (
     summarize,
     web_client,
 )
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 DEFAULT = "bolt default (ack only)"
 FLOOR = "bolt process_before_response (ack only)"
 BOT = "bot: verify, parse, authorize, apply, resolve, ack"
+VOTE = "bot: team-review vote (quorum 2)"
 
 
 async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
@@ -62,6 +68,13 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         service = UserQuestionService()
         service.register_provider(provider)
         apps[BOT] = app
+        # Team reviews with a quorum of two: the first click of each review is a vote that
+        # keeps it open (the tally re-rendered), the second ends it.
+        team_app = await bot_app(slack.url, slack.token)
+        team = SlackQuestionProvider(team_app, channel=slack.channel)
+        team_service = UserQuestionService()
+        team_service.register_provider(team)
+        apps[VOTE] = team_app
         served = {name: await serve_bolt(app) for name, app in apps.items()}
 
         patterns = [(f"{rate:g}/s paced", rate), ("closed loop", 0.0)]
@@ -82,6 +95,17 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         payloads = []
         for first in range(0, len(specs), 500):
             payloads.extend(await slack.clicks(specs[first : first + 500]))
+        team_asks = Asks(team_service, make=plan_review, review=ReviewPolicy(approvals=2))
+        team_rids = await team_asks.start((per_run * runs + 1) // 2)
+        team_places = [await message_of(team.store, rid) for rid in team_rids]
+        team_specs = [
+            {"channel": channel, "ts": ts, "user": slack.users[n], "text": "Approve"}
+            for channel, ts in team_places
+            for n in (0, 1)
+        ]
+        votes = []
+        for first in range(0, len(team_specs), 500):
+            votes.extend(await slack.clicks(team_specs[first : first + 500]))
 
         keys = [(pattern, name) for pattern, _ in patterns for name in apps]
         counted: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
@@ -94,8 +118,10 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
                 chunk = payloads[used : used + per_pattern]
                 chunk_ids = rids[used : used + per_pattern]
                 used += per_pattern
+                vote_chunk = votes[used - per_pattern : used]
                 for name in rotated:
-                    requests = [signed(served[name].url, p) for p in chunk]
+                    sent = vote_chunk if name == VOTE else chunk
+                    requests = [signed(served[name].url, p) for p in sent]
                     samples = await send_paced(requests, pace)
                     bad = [s.status for s in samples if s.status != 200]
                     if bad:
@@ -107,7 +133,9 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
                         await asks.wait_returned(chunk_ids)
 
         answered = sum(1 for t in asks.tasks.values() if t.done() and not t.exception())
+        decided = sum(1 for t in team_asks.tasks.values() if t.done() and not t.exception())
         await provider.aclose(grace=10)
+        await team.aclose(grace=10)
         for server in served.values():
             await server.close()
         stats = await slack.stats()
@@ -115,7 +143,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
     rows: list[Sequence[str]] = []
     for pattern, _ in patterns:
         floor = summarize(counted[(pattern, FLOOR)])
-        for name in (DEFAULT, FLOOR, BOT):
+        for name in (DEFAULT, FLOOR, BOT, VOTE):
             s = summarize(counted[(pattern, name)])
             rows.append(
                 [
@@ -148,6 +176,12 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
     print(
         f"target bot p99 < 5 ms: {fmt_ms(bot.p99)} ms -> {'met' if bot.p99 < 0.005 else 'MISSED'}"
     )
+    vote = summarize(counted[(paced, VOTE)])
+    print(
+        f"target vote p50 <= 1.5x floor: {vote.p50 / floor.p50:.2f}x "
+        f"({fmt_ms(vote.p50)} ms; p99 {fmt_ms(vote.p99)} ms) -> "
+        f"{'met' if vote.p50 <= 1.5 * floor.p50 else 'MISSED'}"
+    )
     print(f"bolt default p50 / bot p50: {default.p50 / bot.p50:.1f}x")
     closed_floor = summarize(counted[("closed loop", FLOOR)])
     closed_bot = summarize(counted[("closed loop", BOT)])
@@ -156,7 +190,8 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         f"{closed_bot.p50 / closed_floor.p50:.2f}x the floor's {fmt_ms(closed_floor.p50)} ms"
     )
     print(
-        f"checks: {answered}/{len(rids)} asks answered by their click; Web API calls "
+        f"checks: {answered}/{len(rids)} asks answered by their click, {decided}/"
+        f"{len(team_rids)} team reviews decided by their second vote; Web API calls "
         f"{stats['calls']}; messages still showing buttons: {stats['with_buttons']}"
     )
     print(machine_line())

@@ -195,7 +195,7 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
     print(f"(took {time.perf_counter() - started:.0f} s)")
 
 
-_RENDERING = frozenset({"blocks.py", "mrkdwn.py", "ids.py", "blockkit.py"})
+_RENDERING = frozenset({"blocks.py", "mrkdwn.py", "ids.py", "checker.py"})
 
 
 async def trace(count: int) -> None:

@@ -36,6 +36,7 @@ from adapters.slack.provider import SlackQuestionProvider
 from bot.access import OpenQuestionCaps
 from bot.config import Mode, Settings
 from bot.gateway import Gateway, request_problem
+from bot.ports import listening
 from bot.questions.service import UserQuestionService
 
 if TYPE_CHECKING:
@@ -233,7 +234,12 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         )
         stack.push_async_callback(_logged("sandbox", sandbox.stop))
         # The sandbox has no authentication: loopback only, whatever HOST says.
-        api_url = await sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port)
+        api_url = await listening(
+            sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port),
+            setting="SANDBOX_PORT",
+            host=SANDBOX_HOST,
+            port=settings.sandbox_port,
+        )
         channel = channel or SANDBOX_CHANNEL
     elif settings.mode == "http" and settings.slack_signing_secret is not None:
         signing_secret = settings.slack_signing_secret.get_secret_value()
@@ -307,6 +313,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             service,
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
+            review=settings.dsh_review_policy,
         )
         stack.push_async_callback(_logged("dsh host client", dsh.stop))
         await dsh.start()
@@ -362,7 +369,7 @@ async def _serve(
         events = events_handler(app, signing_secret or "", refusals=refusals)
         web_app.router.add_post("/slack/events", events)
     # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
-    runner, _ = await start_listener(  # e.g. the port is taken: nothing is left open
+    listener = start_listener(
         web_app,
         settings.host,
         settings.port,
@@ -371,6 +378,8 @@ async def _serve(
         # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
         shutdown_timeout=_handler_grace(settings) / 2,
     )
+    # e.g. the port is taken: the error names PORT, and nothing is left open
+    runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
     stack.push_async_callback(_logged("http server", runner.cleanup))
     return runner
 

@@ -81,6 +81,7 @@ from bot.config_checks import (
 from bot.config_sources import DotEnvFile, Environment
 from bot.config_text import invalid, problem, render_help
 from bot.logs import redact_url
+from bot.questions.review import ReviewPolicy
 
 __all__ = [
     "SETTINGS_HELP",
@@ -262,6 +263,11 @@ class Settings(BaseSettings):
         None, description="http(s) URL of a DeepSeek Harness web host to serve."
     )
     dsh_host_token: Secret | None = Field(None, description="Token for DSH_HOST_URL.")
+    dsh_review_policy: ReviewPolicy | None = Field(
+        None,
+        description='Review policy (JSON) for the dsh host\'s plan reviews, e.g. {"approvals": 2, '
+        '"required": [{"usergroups": ["S0123ABCD"]}]}. Unset: one approval decides.',
+    )
     sandbox_port: int = Field(
         3001,
         ge=0,

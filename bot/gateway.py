@@ -21,11 +21,12 @@ from importlib import resources
 from typing import Any, Final, Protocol
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adapters.httpguard import RefusalLog
 from adapters.slack import QuestionStatus
 from bot.access import ApiTokens, OpenQuestionCaps
+from bot.api_body import QuestionPost, body_problems, validation_errors
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_INTENT,
@@ -39,14 +40,11 @@ from bot.questions.errors import (
 )
 from bot.questions.models import (
     AskOptions,
-    AskUserQuestionItem,
     AskUserQuestionRequest,
-    WireModel,
 )
-from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
-__all__ = ["ASKER", "MAX_WAIT", "Gateway", "QuestionPost", "Questions", "request_problem"]
+__all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions", "request_problem"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
@@ -89,23 +87,6 @@ class Questions(Protocol):
     async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
         """Abort an open question; ``None`` if unknown."""
         ...
-
-
-class Destination(WireModel):
-    """Where to post: a channel, DM or user id, and optionally a thread."""
-
-    channel: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
-    thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
-
-
-class QuestionPost(WireModel):
-    """The body of ``POST /v1/questions``: the seam's wire request plus a destination."""
-
-    questions: list[AskUserQuestionItem]
-    destination: Destination | None = None
-    label: str | None = Field(default=None, max_length=120)
-    review: ReviewPolicy | None = None
-    revises: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class _Problem(BaseModel):
@@ -165,70 +146,6 @@ def _view(status: QuestionStatus) -> dict[str, Any]:
     if status.finished_at is not None:
         view["finishedAt"] = status.finished_at
     return view
-
-
-def _json_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": [str(part) for part in error["loc"]], "msg": error["msg"], "type": error["type"]}
-        for error in exc.errors(include_url=False, include_input=False)
-    ]
-
-
-def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Keys of the body that validation dropped: attribute names used instead of wire names.
-
-    The wire models accept attribute names for Python callers (``populate_by_name``); the
-    API takes the wire JSON only, so ``multi_select`` is an unknown key, as documented.
-    """
-    errors: list[dict[str, Any]] = []
-    if isinstance(given, dict) and isinstance(kept, dict):
-        for key, value in given.items():
-            if key not in kept:
-                errors.append(
-                    {
-                        "loc": [*loc, key],
-                        "msg": f"unknown key {key!r} (the API takes the seam's wire names)",
-                        "type": "extra_forbidden",
-                    }
-                )
-            else:
-                errors.extend(_unknown_keys(value, kept[key], (*loc, key)))
-    elif isinstance(given, list) and isinstance(kept, list):
-        for index, (value, item) in enumerate(zip(given, kept, strict=False)):
-            errors.extend(_unknown_keys(value, item, (*loc, str(index))))
-    return errors
-
-
-def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
-    """What the API refuses beyond the seam: empty question texts and repeated labels.
-
-    The seam accepts both; over HTTP an empty question cannot be answered knowingly, and
-    an answer names options by label, so two options with one label are ambiguous.
-    """
-    errors: list[dict[str, Any]] = []
-    for index, question in enumerate(questions):
-        if not question.question.strip():
-            errors.append(
-                {
-                    "loc": ["questions", str(index), "question"],
-                    "msg": f"question {question.id!r} has no text",
-                    "type": "empty_question",
-                }
-            )
-        first: dict[str, int] = {}
-        for n, label in enumerate(question.option_labels):
-            if label in first:
-                errors.append(
-                    {
-                        "loc": ["questions", str(index), "options", str(n), "label"],
-                        "msg": f"question {question.id!r} has the option label {label!r} "
-                        f"twice (options {first[label] + 1} and {n + 1}); answers name "
-                        "options by label, so each label must be unique",
-                        "type": "duplicate_label",
-                    }
-                )
-            first.setdefault(label, n)
-    return errors
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -348,10 +265,9 @@ class Gateway:
                 "ValidationError",
                 "INVALID_REQUEST",
                 f"the request body is not a valid question request ({exc.error_count()} errors)",
-                errors=_json_errors(exc),
+                errors=validation_errors(exc),
             )
-        refused = _unknown_keys(json.loads(raw), post.model_dump(by_alias=True, exclude_unset=True))
-        refused = refused or _ambiguities(post.questions)
+        refused = body_problems(raw, post)
         if refused:
             return _problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
@@ -396,16 +312,13 @@ class Gateway:
 
     def _same_request(self, question: QuestionStatus, post: QuestionPost) -> bool:
         """Whether ``post`` asks what ``question`` asked (a retry, not a new request)."""
-        asked = question.asked
-        if asked is None:
-            return True  # nothing to compare with
         destination = post.destination
         channel = destination.channel if destination else self._default_channel
         thread_ts = destination.thread_ts if destination else None
         return (
-            list(asked.questions) == post.questions
-            and asked.label == post.label
-            and (channel is None or (asked.channel, asked.thread_ts) == (channel, thread_ts))
+            list(question.questions) == post.questions
+            and question.label == post.label
+            and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
         )
 
     async def _read_body(self, request: web.Request) -> bytes | None:

@@ -12,6 +12,7 @@ from slack_sdk.models.views import View
 
 from adapters.slack import blockkit as bk
 from adapters.slack.blockkit import check_message, check_view, message_problems
+from adapters.slack.blockkit import limits as lim
 
 Json = dict[str, Any]
 
@@ -158,11 +159,11 @@ def test_a_valid_modal_passes() -> None:
 
 def test_an_empty_message_and_text_only_pass() -> None:
     assert check_message([]) == []
-    assert check_message([], text="x" * bk.MAX_MESSAGE_TEXT) == []
+    assert check_message([], text="x" * lim.MAX_MESSAGE_TEXT) == []
 
 
 AT_LIMIT: list[tuple[str, list[Json]]] = [
-    ("50 blocks", [{"type": "divider"}] * bk.MAX_BLOCKS_MESSAGE),
+    ("50 blocks", [{"type": "divider"}] * lim.MAX_BLOCKS_MESSAGE),
     ("section text 3000", [section("x" * 3000)]),
     ("10 fields of 2000", [{"type": "section", "fields": [md("x" * 1000)] * 10}]),
     ("header 150", [{"type": "header", "text": plain("x" * 150)}]),
@@ -693,9 +694,9 @@ def test_the_checker_flags_what_slack_sdk_rejects(blocks: list[Json], expected: 
 
 
 def test_limits_are_exported_with_slacks_numbers() -> None:
-    assert (bk.MAX_BLOCKS_MESSAGE, bk.MAX_BLOCKS_MODAL) == (50, 100)
-    assert (bk.MAX_BUTTON_TEXT, bk.MAX_OPTION_TEXT, bk.MAX_OPTION_VALUE) == (75, 75, 150)
-    assert (bk.MAX_OPTIONS, bk.MAX_CHECKBOX_OPTIONS, bk.MAX_ACTIONS_ELEMENTS) == (100, 10, 25)
-    assert (bk.MAX_SECTION_TEXT, bk.MAX_HEADER_TEXT, bk.MAX_MARKDOWN_TOTAL) == (3000, 150, 12000)
-    assert (bk.MAX_PRIVATE_METADATA, bk.MAX_MODAL_TITLE, bk.MAX_INPUT_LENGTH) == (3000, 24, 3000)
-    assert bk.MESSAGE_TEXT_BUDGET == 12_000
+    assert (lim.MAX_BLOCKS_MESSAGE, lim.MAX_BLOCKS_MODAL) == (50, 100)
+    assert (lim.MAX_BUTTON_TEXT, lim.MAX_OPTION_TEXT, lim.MAX_OPTION_VALUE) == (75, 75, 150)
+    assert (lim.MAX_OPTIONS, lim.MAX_CHECKBOX_OPTIONS, lim.MAX_ACTIONS_ELEMENTS) == (100, 10, 25)
+    assert (lim.MAX_SECTION_TEXT, lim.MAX_HEADER_TEXT, lim.MAX_MARKDOWN_TOTAL) == (3000, 150, 12000)
+    assert (lim.MAX_PRIVATE_METADATA, lim.MAX_MODAL_TITLE, lim.MAX_INPUT_LENGTH) == (3000, 24, 3000)
+    assert lim.MESSAGE_TEXT_BUDGET == 12_000

@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
+import bot.api_body
 import bot.gateway
 from adapters.slack.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
@@ -201,9 +202,9 @@ def test_the_document_lists_every_status_each_route_answers_with() -> None:
 
 def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
     schema = _document()["components"]["schemas"]["QuestionPost"]
-    accepted = bot.gateway.QuestionPost.model_json_schema(by_alias=True)["properties"]
+    accepted = bot.api_body.QuestionPost.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]) == set(accepted)
-    destination = bot.gateway.Destination.model_json_schema(by_alias=True)["properties"]
+    destination = bot.api_body.Destination.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]["destination"]["properties"]) == set(destination)
 
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.slack import ids
-from adapters.slack.blockkit import (
+from adapters.slack.blockkit.limits import (
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
     MAX_CALLBACK_ID,

@@ -30,8 +30,17 @@ def record(**fields: object) -> PendingRecord:
 
 
 def test_an_open_question_has_no_answer_error_or_message_yet() -> None:
-    status = status_of(record(created_at=5.0))
-    assert status == QuestionStatus(id="r1", state="pending", version=0, created_at=5.0)
+    status = status_of(record(created_at=5.0, label="session 1", thread_ts="1.0"))
+    assert status == QuestionStatus(
+        id="r1",
+        state="pending",
+        version=0,
+        created_at=5.0,
+        questions=(ITEM,),
+        label="session 1",
+        channel="C1",
+        thread_ts="1.0",
+    )
     assert status.is_open
 
 

@@ -17,10 +17,16 @@ from typing import Final, Literal, Protocol
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.protocol import Receipt, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
-from adapters.slack import QuestionStatus, key_request_id
+from adapters.slack import QuestionStatus, key_request_id, plan_review_of
 from bot.questions.abort import AbortController
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.models import (
+    AskOptions,
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = [
@@ -137,23 +143,33 @@ class QuestionRunner:
         *,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
+        review: ReviewPolicy | None = None,
     ) -> None:
         self._service = service
         self._provider = provider
         self._uplink = uplink
         self._on_posted = on_posted
         self._logger = logger
+        self._review = review
+        self._declined: dict[str, str] = {}
+        """Session id -> the request id of its latest plan review, while it stands declined."""
 
     async def serve(self, ask: HostAsk) -> None:
         """Ask in Slack until the host takes an answer (or the question ends otherwise)."""
         retry = _Retry(REOPENED_NOTE, GONE_NOTE) if ask.reopen else None
         key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
+        review, revises = await self._review_of(ask)
         while True:
             ask.phase = "asking"
             before = await self._version(ask) if retry is not None else None
             note = None if retry is None else retry.note
             options = AskOptions(
-                key=key, label=label, note=note, on_posted=lambda _: self._on_posted(ask)
+                key=key,
+                label=label,
+                note=note,
+                on_posted=lambda _: self._on_posted(ask),
+                review=review,
+                revises=revises,
             )
             request = AskUserQuestionRequest(
                 questions=ask.questions, signal=ask.controller.signal, options=options
@@ -181,6 +197,7 @@ class QuestionRunner:
                 )
                 retry = _Retry.of(f"That answer cannot be sent to the harness: {problem}.")
                 continue
+            self._remember_plan_review(ask, answer)
             ask.phase = "responding"
             body = answer_response(ask.rpc_id, ask.session_id, answer)
             receipt = await self._uplink.respond(ask.rpc_id, body)
@@ -194,6 +211,30 @@ class QuestionRunner:
                 await self._provider.add_note(ask.request_id, self._settled_note(ask))
                 return
             retry = _Retry.of(REFUSED)
+
+    async def _review_of(self, ask: HostAsk) -> tuple[ReviewPolicy | None, str | None]:
+        """A plan review's policy (the bot's default) and the declined review it revises:
+        the session's previous plan review, when that one was declined and is still known."""
+        if plan_review_of(ask.questions) is None:
+            return None, None
+        revises = self._declined.get(ask.session_id)
+        if revises is not None and (revises == ask.request_id or not await self._known(revises)):
+            revises = None
+        return self._review, revises
+
+    async def _known(self, request_id: str) -> bool:
+        return await self._provider.status(request_id) is not None
+
+    def _remember_plan_review(self, ask: HostAsk, answer: AskUserQuestionAnswer) -> None:
+        """Keep a declined plan review, so the session's next plan review shows what changed."""
+        review = plan_review_of(ask.questions)
+        if review is None or not answer.answers:
+            return
+        approve = ask.questions[0].option_labels[review.approve]
+        if answer.answers[0].selected == [approve]:
+            self._declined.pop(ask.session_id, None)
+        else:
+            self._declined[ask.session_id] = ask.request_id
 
     def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
         reason = receipt.reason

@@ -53,6 +53,7 @@ from adapters.dsh.protocol import (
 )
 from adapters.dsh.uplink import HTTP_FAILURES, HostUplink, describe
 from bot.logs import redact_url
+from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
@@ -91,6 +92,8 @@ class DshHostClient:
     - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
     - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
     - ``max_open_per_session``: requests of one session open in Slack at once.
+    - ``review``: the review policy of the host's plan reviews (default: one approval
+      decides); a session's plan review after a declined one is shown as its revision.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class DshHostClient:
         stop_grace: float = 5.0,
         max_frame_bytes: int = 8 * 1024 * 1024,
         max_open_per_session: int = 20,
+        review: ReviewPolicy | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if backoff_initial <= 0 or backoff_max < backoff_initial:
@@ -145,7 +149,12 @@ class DshHostClient:
             logger=self._logger,
         )
         self._questions = QuestionRunner(
-            service, provider, self._uplink, on_posted=self._posted, logger=self._logger
+            service,
+            provider,
+            self._uplink,
+            on_posted=self._posted,
+            logger=self._logger,
+            review=review,
         )
 
     # -- public surface -------------------------------------------------------------------

@@ -16,7 +16,25 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from adapters.slack import ids
-from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, check_message
+from adapters.slack.blockkit import block_text_length, check_message
+from adapters.slack.blockkit.limits import (
+    MAX_BLOCKS_MESSAGE,
+    MAX_BUTTON_TEXT,
+    MAX_CHECKBOX_OPTIONS,
+    MAX_HEADER_TEXT,
+    MAX_INPUT_LABEL,
+    MAX_INPUT_LENGTH,
+    MAX_MODAL_CLOSE,
+    MAX_MODAL_SUBMIT,
+    MAX_MODAL_TITLE,
+    MAX_OPTION_DESCRIPTION,
+    MAX_OPTION_GROUPS,
+    MAX_OPTION_TEXT,
+    MAX_OPTIONS,
+    MAX_RADIO_OPTIONS,
+    MAX_SECTION_TEXT,
+    MESSAGE_TEXT_BUDGET,
+)
 from adapters.slack.layout import MAX_TAP_OPTIONS, Layout, PlanReview, layout_of, plan_review_of
 from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.mrkdwn import escape, markdown_text, mrkdwn, plain, shorten, shorten_escaped
@@ -44,19 +62,11 @@ __all__ = [
 
 Block = dict[str, Any]
 
-MAX_BUTTON_TEXT: Final = 75
-MAX_OPTION_TEXT: Final = 75
-MAX_OPTION_DESCRIPTION: Final = 75
-MAX_MENU_OPTIONS: Final = 100
-MAX_OPTION_GROUPS: Final = 100
-MAX_CHOICE_OPTIONS: Final = 10  # radio buttons and checkboxes
-MAX_SECTION_TEXT: Final = 3000
-MAX_HEADER_TEXT: Final = 150
-MAX_BLOCKS: Final = 50
-MAX_MODAL_TITLE: Final = 24
-MAX_INPUT_LABEL: Final = 2000
-MAX_INPUT_LENGTH: Final = 3000
+# Slack's limits are in blockkit/limits.py; these are the renderer's own choices.
+MAX_CHOICE_OPTIONS: Final = min(MAX_CHECKBOX_OPTIONS, MAX_RADIO_OPTIONS)
+"""At most this many options are radio buttons or checkboxes in a form; more, a menu."""
 MAX_FALLBACK_TEXT: Final = 3000
+"""The notification text (top-level ``text``), well within Slack's recommended 4,000."""
 MIN_ANSWER_TEXT: Final = 100
 """The shortest an answer line of a final message is cut to so that the message fits."""
 
@@ -237,11 +247,11 @@ def _option(question: AskUserQuestionItem, index: int) -> Block:
 
 def _menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
     count = len(question.options or [])
-    if count <= MAX_MENU_OPTIONS:
+    if count <= MAX_OPTIONS:
         return {"options": [_option(question, i) for i in range(count)]}
     groups = []
-    for start in range(0, count, MAX_MENU_OPTIONS):
-        end = min(start + MAX_MENU_OPTIONS, count)
+    for start in range(0, count, MAX_OPTIONS):
+        end = min(start + MAX_OPTIONS, count)
         groups.append(
             {
                 "label": plain(f"Options {start + 1}–{end}"),
@@ -251,7 +261,7 @@ def _menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
     if len(groups) > MAX_OPTION_GROUPS:
         raise UserQuestionError(
             f"question {question.id} has {count} options; a Slack menu holds at most "
-            f"{MAX_OPTION_GROUPS * MAX_MENU_OPTIONS} (100 groups of 100 options)",
+            f"{MAX_OPTION_GROUPS * MAX_OPTIONS} (100 groups of 100 options)",
             SLACK_LIMIT,
         )
     return {"option_groups": groups}
@@ -379,7 +389,7 @@ def _options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
         chunks: list[list[list[Piece]]] = []
         for line in lines:
             length = sum(len(piece["text"]) for piece in line)
-            if chunk and (size + length > THREAD_PART or len(chunk) >= MAX_MENU_OPTIONS):
+            if chunk and (size + length > THREAD_PART or len(chunk) >= MAX_OPTIONS):
                 chunks.append(chunk)
                 chunk, size = [], 0
             chunk.append(line)
@@ -406,7 +416,8 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
         review = plan_review_of(record.questions)
         assert review is not None
         options = question.options or []
-        blocks.append({"type": "header", "text": plain(question.header or "Plan review", 150)})
+        header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
+        blocks.append({"type": "header", "text": header})
         if record.revision is not None:
             revised, revision_thread = revision_blocks(record.revision, question.detail or "")
             blocks.extend(revised)
@@ -448,10 +459,10 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
             if count > 1:
                 blocks.append(_context("A question left unanswered is sent as skipped."))
     blocks.extend(_note(record))
-    if len(blocks) > MAX_BLOCKS:
+    if len(blocks) > MAX_BLOCKS_MESSAGE:
         raise UserQuestionError(
             f"this request needs {len(blocks)} blocks; a Slack message holds at most "
-            f"{MAX_BLOCKS} (ask fewer questions at once)",
+            f"{MAX_BLOCKS_MESSAGE} (ask fewer questions at once)",
             SLACK_LIMIT,
         )
     thread = _thread_parts(record, shown)
@@ -585,7 +596,7 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     # another client"), without a sentence's full stop before the question.
     said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
     text = shorten_escaped(f"{said}: {_fallback(record)}", MAX_FALLBACK_TEXT)
-    return Rendered(text, blocks[:MAX_BLOCKS])
+    return Rendered(text, blocks[:MAX_BLOCKS_MESSAGE])
 
 
 def _tally_blocks(record: PendingRecord) -> list[Block]:
@@ -644,7 +655,7 @@ def render_text_modal(record: PendingRecord, index: int) -> Block:
         "callback_id": ids.callback_id("text"),
         "private_metadata": ids.private_metadata(record.id, index),
         "title": plain(title, MAX_MODAL_TITLE),
-        "submit": plain(submit, MAX_MODAL_TITLE),
-        "close": plain("Cancel", MAX_MODAL_TITLE),
+        "submit": plain(submit, MAX_MODAL_SUBMIT),
+        "close": plain("Cancel", MAX_MODAL_CLOSE),
         "blocks": blocks,
     }

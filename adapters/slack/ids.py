@@ -20,6 +20,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+from adapters.slack.blockkit.limits import MAX_ACTION_ID, MAX_BLOCK_ID, MAX_PRIVATE_METADATA
+
 __all__ = [
     "ACTION_PATTERN",
     "CALLBACK_PATTERN",
@@ -44,7 +46,8 @@ __all__ = [
 
 PREFIX: Final = "aq1"
 SEP: Final = ":"
-MAX_ID_LENGTH: Final = 255
+MAX_ID_LENGTH: Final = min(MAX_BLOCK_ID, MAX_ACTION_ID)
+"""The longest ``block_id`` / ``action_id`` Slack takes."""
 
 ActionKind = Literal[
     "pick",  # a button or menu choice that answers a one-question request at once
@@ -190,7 +193,7 @@ def private_metadata(request_id: str, question: int) -> str:
 
 def parse_private_metadata(value: object) -> ModalRef | None:
     """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours."""
-    if not isinstance(value, str) or len(value) > 3000:
+    if not isinstance(value, str) or len(value) > MAX_PRIVATE_METADATA:
         return None
     fields = value.split(SEP)
     if len(fields) != 3 or fields[0] != PREFIX:

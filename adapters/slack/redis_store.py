@@ -52,8 +52,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.exceptions import AuthenticationError, LockError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import LockError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from adapters.slack.pending import (
@@ -189,6 +189,27 @@ class _RedisWatch:
     def close(self) -> None:
         """Stop watching (idempotent)."""
         self._store._forget(self)
+
+
+def _start_problem(exc: BaseException, shown_url: str, reason: str) -> str:
+    """Why Redis could not be used at start: not reachable, a refused login, a bad database."""
+    if isinstance(exc, ResponseError) and "DB index" in str(exc):
+        return (
+            f"Redis at REDIS_URL={shown_url} answers, but refused the database number in "
+            f"REDIS_URL ({reason}). Use one this server has: 0 to 15 unless `databases` in "
+            "its redis.conf says otherwise."
+        )
+    if isinstance(exc, AuthenticationError) or any(
+        code in str(exc) for code in ("NOAUTH", "WRONGPASS", "invalid password")
+    ):
+        return (
+            f"Redis at REDIS_URL={shown_url} answers, but refused the credentials in "
+            f"REDIS_URL ({reason}). Check the user name and password in it."
+        )
+    return (
+        f"cannot reach the Redis pending store at REDIS_URL={shown_url}: {reason}."
+        " Check that Redis is running and that REDIS_URL points at it."
+    )
 
 
 class RedisPendingStore:
@@ -330,11 +351,8 @@ class RedisPendingStore:
             await self._release()
             _reraise_cancellation(exc)
             reason = self._scrub(str(exc)) or f"no answer within {self._op_timeout:g}s"
-            raise StoreUnavailable(
-                f"cannot reach the Redis pending store at REDIS_URL={self._shown_url}: {reason}."
-                " Check that Redis is running and that REDIS_URL points at it.",
-                self._shown_url,
-            ) from exc
+            problem = _start_problem(exc, self._shown_url, reason)
+            raise StoreUnavailable(problem, self._shown_url) from exc
         self._started = True
         self._mark_ok()
         self._log.info(

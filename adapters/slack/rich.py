@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.mrkdwn import shorten
 
 __all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text", "words"]
@@ -19,7 +20,7 @@ __all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text",
 Block = dict[str, Any]
 Piece = dict[str, Any]
 
-MAX_RICH_TEXT: Final = 3000
+MAX_RICH_TEXT: Final = MAX_SECTION_TEXT
 """The longest text one rich-text line carries here (the section-text limit, to be safe)."""
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -39,6 +40,8 @@ __all__ = ["WebApiScheduler", "retry_after_of", "tagged"]
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
+_TRIGGERED: Final = frozenset({"views.open", "views.push"})
+"""Methods whose trigger id expires three seconds after the click: not spread out."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 
 
@@ -99,6 +102,8 @@ class _Method:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
     waiting: int = 0
+    slow: int = 0
+    slow_logged_at: float = -math.inf
 
     def enqueue(self, entry: _Call, *, first: bool = False) -> None:
         """Add a call to its lane (at the head when ``first``) and give the lane a turn."""
@@ -254,22 +259,23 @@ class WebApiScheduler:
         """The budget buckets one call of ``method`` in ``lane`` spends.
 
         A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
-        that leave on time cannot arrive at Slack bunched over the limit; the window is
+        that leave on time cannot arrive at Slack bunched over the limit (modals, whose
+        trigger expires in three seconds, may use the whole window at once); the window is
         stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
         """
         limits, stretch = self.limits, 1.0 + self._margin
         window = limits.real(limits.window) * stretch
         allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
         allowed = allowed or 1
+        found = [Bucket(method, allowed, window)]
+        if method in _TRIGGERED:
+            return found  # a trigger id expires in 3 s: the window's whole burst is used
         burst = max(1, allowed // 10)
-        found = [
-            Bucket(method, allowed, window),
-            Bucket(f"{method}:pace", burst, window * burst / allowed),
-        ]
+        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
         if method == POST_MESSAGE:
-            # One post per interval per channel, evenly: Slack's burst allowance is left
-            # to absorb latency jitter.
-            interval = limits.real(limits.post_interval) * stretch
+            # One post per interval per channel, evenly, barely slower than Slack refills
+            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
+            interval = limits.real(limits.post_interval) * 1.02
             found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
         return found
 
@@ -293,20 +299,34 @@ class WebApiScheduler:
                     await asyncio.wait_for(state.wake.wait(), timeout)
                 continue
             entry = state.pop(lane)
-            waited = loop.time() - entry.queued_at
-            if waited > self._slow_after:
-                self._logger.warning(
-                    "Web API call waited %.1f s for Slack's rate limit",
-                    waited,
-                    extra={
-                        "method": state.name,
-                        "waited": round(waited, 3),
-                        "queued": state.waiting,
-                    },
-                )
+            self._note_wait(state, loop.time() - entry.queued_at, loop.time())
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+
+    def _note_wait(self, state: _Method, waited: float, now: float) -> None:
+        """Log a call that waited longer than ``slow_after``: at most one line per method
+        each ``slow_after`` seconds, counting the slow calls since the last line."""
+        if waited <= self._slow_after:
+            return
+        state.slow += 1
+        if now - state.slow_logged_at < self._slow_after:
+            return
+        self._logger.warning(
+            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
+            state.name,
+            state.slow,
+            self._slow_after,
+            waited,
+            state.waiting,
+            extra={
+                "method": state.name,
+                "slow": state.slow,
+                "waited": round(waited, 3),
+                "queued": state.waiting,
+            },
+        )
+        state.slow, state.slow_logged_at = 0, now
 
     async def _choose(self, state: _Method, now: float) -> tuple[str | None, float | None]:
         """A lane whose call may go now, or ``None`` and when to look again."""

@@ -2,19 +2,20 @@
 
 ``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
 gave it, the seam's error for an ending without an answer, the note and the Slack message.
-It carries nothing of how the provider keeps the request (drafts, owner, who may answer).
+It carries what was asked (questions, label, destination) and nothing of how the provider
+keeps the request (drafts, owner, who may answer).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adapters.slack.endings import outcome
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.review import Vote
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
 
-__all__ = ["Asked", "QuestionStatus", "SlackMessage", "status_of"]
+__all__ = ["QuestionStatus", "SlackMessage", "status_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,16 +27,6 @@ class SlackMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class Asked:
-    """What was asked and where: the questions, their label, the channel and thread."""
-
-    questions: tuple[AskUserQuestionItem, ...]
-    label: str | None
-    channel: str
-    thread_ts: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class QuestionStatus:
     """One question as it stands: ``pending``, or how it ended."""
 
@@ -44,6 +35,12 @@ class QuestionStatus:
     version: int
     """Grows by one with every change to the question (a way to tell that nothing changed)."""
     created_at: float
+    questions: tuple[AskUserQuestionItem, ...] = ()
+    label: str | None = None
+    """Who asked, as the message shows it."""
+    channel: str | None = None
+    """Where it was asked (the destination, before Slack answered with the message)."""
+    thread_ts: str | None = None
     finished_at: float | None = None
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
@@ -56,8 +53,6 @@ class QuestionStatus:
     message: SlackMessage | None = None
     queued: bool = False
     """Open, and its message still waits its turn within Slack's rate limits."""
-    asked: Asked | None = field(default=None, compare=False)
-    """What was asked (to tell a retry from another request under one idempotency key)."""
 
     @property
     def is_open(self) -> bool:
@@ -84,6 +79,10 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         state=record.state,
         version=record.version,
         created_at=record.created_at,
+        questions=tuple(record.questions),
+        label=record.label,
+        channel=record.channel,
+        thread_ts=record.thread_ts,
         finished_at=record.finished_at,
         answer=answer,
         answered_by=record.answered_by,
@@ -92,5 +91,4 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         error=error,
         note=record.note,
         message=message,
-        asked=Asked(tuple(record.questions), record.label, record.channel, record.thread_ts),
     )

@@ -16,12 +16,11 @@ from typing import Any, Final
 
 from adapters.slack.blockkit import (
     INVALID_BLOCKS,
-    MAX_MESSAGE_TEXT,
     MSG_BLOCKS_TOO_LONG,
-    RECOMMENDED_MESSAGE_TEXT,
     message_problems,
     view_problems,
 )
+from adapters.slack.blockkit.limits import MAX_MESSAGE_TEXT, RECOMMENDED_MESSAGE_TEXT
 from adapters.slack.sandbox.records import Channel, SlackError
 from adapters.slack.sandbox.state import Workspace
 

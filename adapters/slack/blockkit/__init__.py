@@ -1,0 +1,143 @@
+"""Block Kit limits, checked before Slack sees a payload (pure, no I/O).
+
+``check_message(blocks, text)`` and ``check_view(view)`` return one line per broken limit,
+each naming the JSON path and the limit, for example::
+
+    blocks[3].elements[0].text.text: 81 characters, Slack allows at most 75
+
+An empty list means the payload is within every limit of ``limits.py`` (slack-platform.md
+§1.1), the one table of Slack's limits that the renderer (blocks.py) sizes with too. The
+checker (``checker.py``) walks a payload against that table's row for each block and
+element type; a type without a row, or a field not in its type's row, is reported, since
+Slack rejects those too. Characters are counted with Python ``len`` (code points); Slack's
+own counting of astral characters is unverified, so callers should leave headroom for emoji.
+
+``message_problems`` / ``view_problems`` give the same findings as ``Problem`` records with a
+``code`` (``invalid_blocks``, ``msg_blocks_too_long``, ``msg_too_long``) and a ``warning``
+flag, for callers that must tell the kinds apart (the sandbox's Web API stand-in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from adapters.slack.blockkit.checker import INVALID_BLOCKS, Checker, Problem, kind_of, too_long
+from adapters.slack.blockkit.limits import (
+    MAX_BLOCKS_MESSAGE,
+    MAX_BLOCKS_MODAL,
+    MAX_MARKDOWN_TOTAL,
+    MAX_MESSAGE_TEXT,
+    MESSAGE_TEXT_BUDGET,
+    RECOMMENDED_MESSAGE_TEXT,
+    VIEW,
+)
+
+__all__ = [
+    "INVALID_BLOCKS",
+    "MSG_BLOCKS_TOO_LONG",
+    "MSG_TOO_LONG",
+    "Problem",
+    "block_text_length",
+    "check_message",
+    "check_view",
+    "message_problems",
+    "view_problems",
+]
+
+MSG_BLOCKS_TOO_LONG: Final = "msg_blocks_too_long"
+MSG_TOO_LONG: Final = "msg_too_long"
+
+_DISPLAY_TYPES: Final = frozenset({"plain_text", "mrkdwn", "markdown", "text", "link"})
+
+
+def check_message(blocks: list[dict[str, Any]], text: str | None = None) -> list[str]:
+    """Every limit a message with these ``blocks`` and top-level ``text`` breaks."""
+    return [str(p) for p in message_problems(blocks, text) if not p.warning]
+
+
+def check_view(view: dict[str, Any]) -> list[str]:
+    """Every limit this modal ``view`` breaks."""
+    return [str(p) for p in view_problems(view) if not p.warning]
+
+
+def message_problems(blocks: object, text: object = None) -> list[Problem]:
+    """Errors and warnings for a message, as ``Problem`` records."""
+    checker = Checker(modal=False)
+    checker.blocks(blocks, MAX_BLOCKS_MESSAGE)
+    if checker.markdown_total > MAX_MARKDOWN_TOTAL:
+        checker.add(
+            "blocks",
+            f"{checker.markdown_total} characters in markdown blocks, "
+            f"Slack allows at most {MAX_MARKDOWN_TOTAL} in one message",
+        )
+    total = block_text_length(blocks) if isinstance(blocks, list) else 0
+    if total > MESSAGE_TEXT_BUDGET:
+        checker.add(
+            "blocks",
+            f"{total} characters of text in all blocks, "
+            f"Slack allows at most {MESSAGE_TEXT_BUDGET} (msg_blocks_too_long)",
+            MSG_BLOCKS_TOO_LONG,
+        )
+    if text is not None:
+        if not isinstance(text, str):
+            checker.add("text", "must be a string")
+        elif len(text) > MAX_MESSAGE_TEXT:
+            checker.add("text", too_long(len(text), MAX_MESSAGE_TEXT), MSG_TOO_LONG)
+        elif len(text) > RECOMMENDED_MESSAGE_TEXT:
+            checker.problems.append(
+                Problem(
+                    "text",
+                    f"{len(text)} characters, Slack recommends at most {RECOMMENDED_MESSAGE_TEXT}",
+                    MSG_TOO_LONG,
+                    warning=True,
+                )
+            )
+    return checker.problems
+
+
+def view_problems(view: object) -> list[Problem]:
+    """Errors for a modal view, as ``Problem`` records."""
+    checker = Checker(modal=True)
+    if not isinstance(view, Mapping):
+        checker.add("view", f"must be an object, got {kind_of(view)}")
+        return checker.problems
+    if view.get("type") != "modal":
+        checker.add("type", f"must be 'modal', got {view.get('type')!r}")
+    checker.rules(view, "", VIEW)
+    blocks = view.get("blocks")
+    if blocks is None:
+        checker.add("blocks", "required")
+    else:
+        checker.blocks(blocks, MAX_BLOCKS_MODAL)
+    has_input = isinstance(blocks, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "input" for b in blocks
+    )
+    if has_input and view.get("submit") is None:
+        checker.add("submit", "required when the view has an input block")
+    return checker.problems
+
+
+def block_text_length(blocks: Iterable[object]) -> int:
+    """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``.
+
+    Counted: the ``text`` of every text object (labels, options, placeholders, dialogs
+    included), of every markdown block and of every rich_text leaf. Not counted: ids, values,
+    urls and other non-display strings.
+    """
+    return sum(_display_text(block) for block in blocks)
+
+
+def _display_text(node: object) -> int:
+    if isinstance(node, list):
+        return sum(_display_text(n) for n in node)
+    if not isinstance(node, Mapping):
+        return 0
+    total = 0
+    text = node.get("text")
+    if isinstance(text, str) and node.get("type") in _DISPLAY_TYPES:
+        total += len(text)
+    for key, value in node.items():
+        if key != "text" or not isinstance(value, str):
+            total += _display_text(value)
+    return total

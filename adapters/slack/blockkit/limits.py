@@ -1,0 +1,391 @@
+"""Slack's Block Kit limits, in one table: the renderer sizes with it, the checker enforces it.
+
+The numbers are Slack's published limits (slack-platform.md §1.1). ``BLOCKS`` and
+``ELEMENTS`` give, per block and element type, every field the type has and the rule for
+it (a text object and its length, a string, a flag, a list of elements or options, ...);
+a field missing from a type's row is not a field of that type. ``checker.py`` walks a
+payload against these rows; ``blocks.py`` renders within the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ACCESSORY_ELEMENT_TYPES",
+    "ACTIONS_ELEMENT_TYPES",
+    "BLOCKS",
+    "BLOCK_TYPES",
+    "ELEMENTS",
+    "ELEMENT_TYPES",
+    "INPUT_ELEMENT_TYPES",
+    "MAX_ACCESSIBILITY_LABEL",
+    "MAX_ACTIONS_ELEMENTS",
+    "MAX_ACTION_ID",
+    "MAX_ALT_TEXT",
+    "MAX_BLOCKS_MESSAGE",
+    "MAX_BLOCKS_MODAL",
+    "MAX_BLOCK_ID",
+    "MAX_BUTTON_TEXT",
+    "MAX_BUTTON_URL",
+    "MAX_BUTTON_VALUE",
+    "MAX_CALLBACK_ID",
+    "MAX_CHECKBOX_OPTIONS",
+    "MAX_CONFIRM_BUTTON",
+    "MAX_CONFIRM_TEXT",
+    "MAX_CONFIRM_TITLE",
+    "MAX_CONTEXT_ELEMENTS",
+    "MAX_EXTERNAL_ID",
+    "MAX_HEADER_TEXT",
+    "MAX_IMAGE_URL",
+    "MAX_INPUT_HINT",
+    "MAX_INPUT_LABEL",
+    "MAX_INPUT_LENGTH",
+    "MAX_MARKDOWN_TOTAL",
+    "MAX_MESSAGE_TEXT",
+    "MAX_MODAL_CLOSE",
+    "MAX_MODAL_SUBMIT",
+    "MAX_MODAL_TITLE",
+    "MAX_OPTIONS",
+    "MAX_OPTION_DESCRIPTION",
+    "MAX_OPTION_GROUPS",
+    "MAX_OPTION_GROUP_LABEL",
+    "MAX_OPTION_TEXT",
+    "MAX_OPTION_URL",
+    "MAX_OPTION_VALUE",
+    "MAX_OVERFLOW_OPTIONS",
+    "MAX_PLACEHOLDER",
+    "MAX_PRIVATE_METADATA",
+    "MAX_RADIO_OPTIONS",
+    "MAX_SECTION_FIELDS",
+    "MAX_SECTION_FIELD_TEXT",
+    "MAX_SECTION_TEXT",
+    "MAX_TEXT",
+    "MAX_VIEW_STACK",
+    "MENU_OPTION",
+    "MESSAGE_TEXT_BUDGET",
+    "OPTION",
+    "OPTION_GROUP",
+    "OVERFLOW_OPTION",
+    "RECOMMENDED_MESSAGE_TEXT",
+    "VIEW",
+    "Elements",
+    "Flag",
+    "Integer",
+    "Items",
+    "Object",
+    "OneOf",
+    "Options",
+    "Row",
+    "Rule",
+    "Special",
+    "String",
+    "Text",
+]
+
+# Surfaces.
+MAX_BLOCKS_MESSAGE: Final = 50
+MAX_BLOCKS_MODAL: Final = 100
+MESSAGE_TEXT_BUDGET: Final = 12_000
+"""Sum of all text in a message's blocks; above it Slack answers ``msg_blocks_too_long``."""
+MAX_MESSAGE_TEXT: Final = 40_000
+RECOMMENDED_MESSAGE_TEXT: Final = 4_000
+MAX_MARKDOWN_TOTAL: Final = 12_000
+
+# Ids.
+MAX_BLOCK_ID: Final = 255
+MAX_ACTION_ID: Final = 255
+
+# Text objects and blocks.
+MAX_TEXT: Final = 3000
+MAX_SECTION_TEXT: Final = 3000
+MAX_SECTION_FIELDS: Final = 10
+MAX_SECTION_FIELD_TEXT: Final = 2000
+MAX_HEADER_TEXT: Final = 150
+MAX_CONTEXT_ELEMENTS: Final = 10
+MAX_ACTIONS_ELEMENTS: Final = 25
+MAX_INPUT_LABEL: Final = 2000
+MAX_INPUT_HINT: Final = 2000
+MAX_IMAGE_URL: Final = 3000
+MAX_ALT_TEXT: Final = 2000
+
+# Elements.
+MAX_BUTTON_TEXT: Final = 75
+MAX_BUTTON_VALUE: Final = 2000
+MAX_BUTTON_URL: Final = 3000
+MAX_ACCESSIBILITY_LABEL: Final = 75
+MAX_CONFIRM_TITLE: Final = 100
+MAX_CONFIRM_TEXT: Final = 300
+MAX_CONFIRM_BUTTON: Final = 30
+MAX_PLACEHOLDER: Final = 150
+MAX_OPTIONS: Final = 100
+MAX_OPTION_GROUPS: Final = 100
+MAX_OPTION_GROUP_LABEL: Final = 75
+MAX_OPTION_TEXT: Final = 75
+MAX_OPTION_VALUE: Final = 150
+MAX_OPTION_DESCRIPTION: Final = 75
+MAX_OPTION_URL: Final = 3000
+MAX_CHECKBOX_OPTIONS: Final = 10
+MAX_RADIO_OPTIONS: Final = 10
+MAX_OVERFLOW_OPTIONS: Final = 5
+MAX_INPUT_LENGTH: Final = 3000
+
+# Modals.
+MAX_MODAL_TITLE: Final = 24
+MAX_MODAL_SUBMIT: Final = 24
+MAX_MODAL_CLOSE: Final = 24
+MAX_PRIVATE_METADATA: Final = 3000
+MAX_CALLBACK_ID: Final = 255
+MAX_EXTERNAL_ID: Final = 255
+MAX_VIEW_STACK: Final = 3
+
+
+# -- the rules a field can have -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A text object of at most ``limit`` characters (``plain``: plain_text only)."""
+
+    limit: int = MAX_TEXT
+    plain: bool = False
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class String:
+    """A string of ``minimum`` to ``limit`` characters (``None``: no upper limit)."""
+
+    limit: int | None
+    required: bool = False
+    minimum: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """``true`` or ``false``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Integer:
+    """An integer from ``low`` to ``high`` (``None``: no upper bound)."""
+
+    low: int
+    high: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """One of ``values`` (in the order messages name them)."""
+
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    """A list of ``minimum`` to ``limit`` items, each following ``each`` (``None``: any)."""
+
+    limit: int | None
+    minimum: int = 1
+    required: bool = False
+    each: Rule | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Object:
+    """A nested object (``what`` names it) whose fields follow ``row``."""
+
+    row: Row
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class Elements:
+    """One element (``many`` is ``None``) or a list of up to ``many``, of ``allowed`` types.
+
+    ``where`` names the container in messages; ``texts``: text objects may stand among them.
+    """
+
+    allowed: frozenset[str]
+    where: str
+    many: int | None = None
+    required: bool = False
+    texts: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """A list of up to ``limit`` option objects shaped by ``row`` (values unique)."""
+
+    limit: int
+    row: Row
+    required: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Special:
+    """A field whose rule spans several fields; ``checker.py`` checks it by ``name``."""
+
+    name: str
+
+
+Rule = Text | String | Flag | Integer | OneOf | Items | Object | Elements | Options | Special
+"""What one field must be."""
+Row = Mapping[str, Rule]
+"""Every field of one type, with its rule (``type``, ``block_id``, ``action_id`` aside)."""
+
+_STYLE: Final = OneOf(("primary", "danger"))
+
+# -- composition objects ------------------------------------------------------------------
+
+OPTION: Final[Row] = {
+    "text": Text(MAX_OPTION_TEXT, required=True),
+    "value": String(MAX_OPTION_VALUE, required=True, minimum=1),
+    "description": Text(MAX_OPTION_DESCRIPTION),
+}
+"""An option of checkboxes or radio buttons (mrkdwn allowed)."""
+MENU_OPTION: Final[Row] = {
+    "text": Text(MAX_OPTION_TEXT, plain=True, required=True),
+    "value": String(MAX_OPTION_VALUE, required=True, minimum=1),
+    "description": Text(MAX_OPTION_DESCRIPTION, plain=True),
+}
+"""An option of a select menu (plain text only)."""
+OVERFLOW_OPTION: Final[Row] = {**MENU_OPTION, "url": String(MAX_OPTION_URL)}
+"""An option of an overflow menu (may open a URL)."""
+OPTION_GROUP: Final[Row] = {
+    "label": Text(MAX_OPTION_GROUP_LABEL, plain=True, required=True),
+    "options": Options(MAX_OPTIONS, MENU_OPTION),
+}
+_CONFIRM_ROW: Final[Row] = {
+    "title": Text(MAX_CONFIRM_TITLE, plain=True, required=True),
+    "text": Text(MAX_CONFIRM_TEXT, required=True),
+    "confirm": Text(MAX_CONFIRM_BUTTON, plain=True, required=True),
+    "deny": Text(MAX_CONFIRM_BUTTON, plain=True, required=True),
+    "style": _STYLE,
+}
+_CONFIRM: Final = Object(_CONFIRM_ROW, "a confirmation dialog")
+
+# -- elements -----------------------------------------------------------------------------
+
+_FOCUS: Final[Row] = {"focus_on_load": Flag()}
+_MENU: Final[Row] = {
+    "options": Special("menu"),  # options or option_groups: one of them
+    "option_groups": Special("menu"),
+    "placeholder": Text(MAX_PLACEHOLDER, plain=True),
+    "confirm": _CONFIRM,
+    **_FOCUS,
+}
+_IMAGE: Final[Row] = {
+    "image_url": Special("image"),  # image_url or slack_file: exactly one
+    "slack_file": Special("image"),
+    "alt_text": String(MAX_ALT_TEXT, required=True, minimum=1),
+}
+
+ELEMENTS: Final[Mapping[str, Row]] = {
+    "button": {
+        "text": Text(MAX_BUTTON_TEXT, plain=True, required=True),
+        "value": String(MAX_BUTTON_VALUE),
+        "url": String(MAX_BUTTON_URL),
+        "accessibility_label": String(MAX_ACCESSIBILITY_LABEL),
+        "style": _STYLE,
+        "confirm": _CONFIRM,
+    },
+    "static_select": {**_MENU, "initial_option": Special("initial")},
+    "multi_static_select": {
+        **_MENU,
+        "initial_options": Special("initial"),
+        "max_selected_items": Integer(1, None),
+    },
+    "checkboxes": {
+        "options": Options(MAX_CHECKBOX_OPTIONS, OPTION),
+        "initial_options": Special("initial"),
+        "confirm": _CONFIRM,
+        **_FOCUS,
+    },
+    "radio_buttons": {
+        "options": Options(MAX_RADIO_OPTIONS, OPTION),
+        "initial_option": Special("initial"),
+        "confirm": _CONFIRM,
+        **_FOCUS,
+    },
+    "overflow": {"options": Options(MAX_OVERFLOW_OPTIONS, OVERFLOW_OPTION), "confirm": _CONFIRM},
+    "plain_text_input": {
+        "max_length": Integer(1, MAX_INPUT_LENGTH),
+        "min_length": Integer(0, MAX_INPUT_LENGTH),
+        "initial_value": Special("initial_value"),  # within max_length
+        "placeholder": Text(MAX_PLACEHOLDER, plain=True),
+        "multiline": Flag(),
+        "dispatch_action_config": Object(
+            {
+                "trigger_actions_on": Items(
+                    2, each=OneOf(("on_enter_pressed", "on_character_entered"))
+                )
+            },
+            "a dispatch action configuration",
+        ),
+        **_FOCUS,
+    },
+    "image": _IMAGE,
+}
+"""Every element type the provider may send, and its fields."""
+ELEMENT_TYPES: Final = frozenset(ELEMENTS)
+_CHOICE_TYPES: Final = frozenset(
+    {"static_select", "multi_static_select", "checkboxes", "radio_buttons"}
+)
+ACTIONS_ELEMENT_TYPES: Final = _CHOICE_TYPES | {"button", "overflow"}
+ACCESSORY_ELEMENT_TYPES: Final = ACTIONS_ELEMENT_TYPES | {"image"}
+INPUT_ELEMENT_TYPES: Final = _CHOICE_TYPES | {"plain_text_input"}
+
+# -- blocks and views ---------------------------------------------------------------------
+
+BLOCKS: Final[Mapping[str, Row]] = {
+    "section": {
+        "text": Special("section"),  # text (up to MAX_SECTION_TEXT) or fields, or both
+        "fields": Items(MAX_SECTION_FIELDS, each=Text(MAX_SECTION_FIELD_TEXT, required=True)),
+        "accessory": Elements(ACCESSORY_ELEMENT_TYPES, "a section"),
+        "expand": Flag(),
+    },
+    "header": {"text": Text(MAX_HEADER_TEXT, plain=True, required=True)},
+    "context": {
+        "elements": Elements(
+            frozenset({"image"}),
+            "a context block",
+            many=MAX_CONTEXT_ELEMENTS,
+            required=True,
+            texts=True,
+        )
+    },
+    "divider": {},
+    "actions": {
+        "elements": Elements(
+            ACTIONS_ELEMENT_TYPES, "an actions block", many=MAX_ACTIONS_ELEMENTS, required=True
+        )
+    },
+    "input": {
+        "label": Text(MAX_INPUT_LABEL, plain=True, required=True),
+        "hint": Text(MAX_INPUT_HINT, plain=True),
+        "optional": Flag(),
+        "dispatch_action": Flag(),
+        "element": Elements(INPUT_ELEMENT_TYPES, "an input block", required=True),
+    },
+    "markdown": {"text": Special("markdown")},  # messages only; counts toward a total
+    "image": {**_IMAGE, "title": Text(MAX_ALT_TEXT, plain=True)},
+    "rich_text": {"elements": Items(None, minimum=0, required=True)},  # checked loosely
+}
+"""Every block type the provider may send, and its fields."""
+BLOCK_TYPES: Final = frozenset(BLOCKS)
+
+VIEW: Final[Row] = {
+    "title": Text(MAX_MODAL_TITLE, plain=True, required=True),
+    "close": Text(MAX_MODAL_CLOSE, plain=True),
+    "submit": Text(MAX_MODAL_SUBMIT, plain=True),
+    "private_metadata": String(MAX_PRIVATE_METADATA),
+    "callback_id": String(MAX_CALLBACK_ID),
+    "external_id": String(MAX_EXTERNAL_ID),
+    "clear_on_close": Flag(),
+    "notify_on_close": Flag(),
+    "submit_disabled": Flag(),
+}
+"""A modal's own fields (its type and blocks are checked apart)."""

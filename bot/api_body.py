@@ -1,0 +1,106 @@
+"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond it.
+
+``QuestionPost`` is the seam's wire request plus where to ask and how; ``body_problems``
+refuses what validation lets through but the API does not take (attribute names instead
+of wire names, empty question texts, repeated option labels).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from bot.questions.models import AskUserQuestionItem, WireModel
+from bot.questions.review import ReviewPolicy
+
+__all__ = ["Destination", "QuestionPost", "body_problems", "validation_errors"]
+
+
+class Destination(WireModel):
+    """Where to post: a channel, DM or user id, and optionally a thread."""
+
+    channel: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
+
+
+class QuestionPost(WireModel):
+    """The body of ``POST /v1/questions``: the seam's wire request plus a destination."""
+
+    questions: list[AskUserQuestionItem]
+    destination: Destination | None = None
+    label: str | None = Field(default=None, max_length=120)
+    review: ReviewPolicy | None = None
+    revises: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as the API reports them: ``{loc, msg, type}``, no input echoed."""
+    return [
+        {"loc": [str(part) for part in error["loc"]], "msg": error["msg"], "type": error["type"]}
+        for error in exc.errors(include_url=False, include_input=False)
+    ]
+
+
+def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Keys of the body that validation dropped: attribute names used instead of wire names.
+
+    The wire models accept attribute names for Python callers (``populate_by_name``); the
+    API takes the wire JSON only, so ``multi_select`` is an unknown key, as documented.
+    """
+    errors: list[dict[str, Any]] = []
+    if isinstance(given, dict) and isinstance(kept, dict):
+        for key, value in given.items():
+            if key not in kept:
+                errors.append(
+                    {
+                        "loc": [*loc, key],
+                        "msg": f"unknown key {key!r} (the API takes the seam's wire names)",
+                        "type": "extra_forbidden",
+                    }
+                )
+            else:
+                errors.extend(_unknown_keys(value, kept[key], (*loc, key)))
+    elif isinstance(given, list) and isinstance(kept, list):
+        for index, (value, item) in enumerate(zip(given, kept, strict=False)):
+            errors.extend(_unknown_keys(value, item, (*loc, str(index))))
+    return errors
+
+
+def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
+    """What the API refuses beyond the seam: empty question texts and repeated labels.
+
+    The seam accepts both; over HTTP an empty question cannot be answered knowingly, and
+    an answer names options by label, so two options with one label are ambiguous.
+    """
+    errors: list[dict[str, Any]] = []
+    for index, question in enumerate(questions):
+        if not question.question.strip():
+            errors.append(
+                {
+                    "loc": ["questions", str(index), "question"],
+                    "msg": f"question {question.id!r} has no text",
+                    "type": "empty_question",
+                }
+            )
+        first: dict[str, int] = {}
+        for n, label in enumerate(question.option_labels):
+            if label in first:
+                errors.append(
+                    {
+                        "loc": ["questions", str(index), "options", str(n), "label"],
+                        "msg": f"question {question.id!r} has the option label {label!r} "
+                        f"twice (options {first[label] + 1} and {n + 1}); answers name "
+                        "options by label, so each label must be unique",
+                        "type": "duplicate_label",
+                    }
+                )
+            first.setdefault(label, n)
+    return errors
+
+
+def body_problems(raw: bytes, post: QuestionPost) -> list[dict[str, Any]]:
+    """What the API refuses in a body that validated as ``post``; empty when nothing."""
+    kept = post.model_dump(by_alias=True, exclude_unset=True)
+    return _unknown_keys(json.loads(raw), kept) or _ambiguities(post.questions)

@@ -1,0 +1,44 @@
+"""Opening a listening port, with errors that name the setting to change."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Awaitable
+from typing import TypeVar
+
+__all__ = ["PortUnavailable", "listening"]
+
+T = TypeVar("T")
+
+
+class PortUnavailable(OSError):
+    """A server could not listen on ``host:port``; the message names the setting."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+async def listening(opening: Awaitable[T], *, setting: str, host: str, port: int) -> T:
+    """Await ``opening`` (a server starting on ``host:port``); a refused bind names ``setting``.
+
+    ``setting`` is the variable that chose the port (``PORT``, ``SANDBOX_PORT``).
+    """
+    try:
+        return await opening
+    except OSError as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            message = (
+                f"{setting}: {where} is already in use (another bot, or another program). "
+                f"Set {setting} to a free port, or to 0 for any free port."
+            )
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            message = f"HOST: {host} is not an address of this machine, so {where} cannot be used."
+        elif exc.errno == errno.EACCES:
+            message = (
+                f"{setting}: {where} needs privileges this process lacks (ports below 1024). "
+                f"Set {setting} to 1024 or above."
+            )
+        else:
+            raise
+        raise PortUnavailable(exc.errno, message) from exc
