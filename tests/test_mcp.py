@@ -195,6 +195,33 @@ async def test_a_bad_request_is_a_tool_error_with_the_seams_code(tmp_path: Path)
     assert unknown.is_error and "question" in text_of(unknown)
 
 
+async def test_a_request_the_bot_refuses_carries_where_it_is_wrong(tmp_path: Path) -> None:
+    bad = {"questions": [{"id": "a", "question": "Which?", "options": [{"label": "x"}] * 2}]}
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        result = await client.call_tool(TOOL_NAME, bad)
+        assert s.slack.calls.count("chat.postMessage") == 0
+    assert result.is_error
+    error = json.loads(text_of(result))
+    assert (error["name"], error["code"]) == ("ValidationError", "INVALID_REQUEST")
+    assert error["errors"] and all({"loc", "msg"} <= e.keys() for e in error["errors"])
+    assert any("options" in e["loc"] for e in error["errors"])
+
+
+async def test_a_link_is_passed_to_the_bot_and_shown(tmp_path: Path) -> None:
+    spec = json.loads((Path(__file__).parent.parent / "bot" / "openapi.json").read_text())
+    post = spec["components"]["schemas"]["QuestionPost"]
+    if "link" not in post.get("properties", {}):
+        pytest.skip("this bot's HTTP API takes no link yet")
+    link = "https://ci.example/runs/42"
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, {**DEPLOY, "link": link}))
+        message = await posted_message(s)
+        assert link in json.dumps(message.blocks)
+        await click(s, message, "Wait")
+        result = await asyncio.wait_for(call, 20)
+    assert json.loads(text_of(result)) == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
+
+
 async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
     tmp_path: Path,
 ) -> None:
