@@ -250,6 +250,27 @@ async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
         assert tool.name == TOOL_NAME
 
 
+async def test_cancelling_while_slack_is_still_posting_still_aborts_the_question(
+    tmp_path: Path,
+) -> None:
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        s.slack.faults.add(method="chat.postMessage", kind="delay", delay=2.0)
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, DEPLOY))
+        await asyncio.sleep(1.0)  # the bot is waiting for Slack to take the message
+        assert not s.slack.workspace.history(s.channel)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        message = await posted_message(s)
+
+        def final() -> Message:
+            return s.slack.workspace.message(message.channel, message.ts)
+
+        await until(lambda: "Cancelled" in all_text(final().blocks), within=15)
+        assert not interactive_elements(final().blocks)
+        assert len(s.slack.workspace.history(s.channel)) == 1  # posted once, not twice
+
+
 async def test_an_unreachable_bot_is_a_tool_error_that_says_so(tmp_path: Path) -> None:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

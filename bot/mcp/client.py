@@ -68,9 +68,13 @@ class BotClient:
         if self._session is not None:
             await self._session.close()
 
-    async def ask(self, body: dict[str, Any]) -> str:
-        """Post a question; returns its id once Slack has the message."""
-        view = await self._call("POST", "/v1/questions", json=body, limit=60.0)
+    async def ask(self, body: dict[str, Any], *, key: str) -> str:
+        """Post a question; returns its id once Slack has the message.
+
+        ``key`` is the ``Idempotency-Key``: posting again with it finds the same question.
+        """
+        headers = {"Idempotency-Key": key}
+        view = await self._call("POST", "/v1/questions", json=body, headers=headers, limit=60.0)
         return str(view["id"])
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:
