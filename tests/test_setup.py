@@ -89,6 +89,42 @@ async def test_redis_down_and_a_missing_database_get_different_messages(
     assert "Traceback" not in err_down + err_db
 
 
+# --- Chromium missing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "(failed|errors?)"), ("", "skipped")])
+async def test_without_chromium_the_browser_tests_fail_in_ci_and_skip_elsewhere(
+    tmp_path: Path, ci: str, outcome: str
+) -> None:
+    env = clean_environment({"TEST_CHROMIUM": str(tmp_path / "no-chromium"), "CI": ci})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-rfs",
+        "tests/test_sandbox_browser.py",
+        cwd=ROOT,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    text = out.decode(errors="replace")
+    summary = text.strip().splitlines()[-1]
+    assert re.search(rf"\d+ {outcome}", summary), text[-3000:]
+    assert ("passed" in summary) is False
+    if ci:
+        assert proc.returncode == 1
+        assert "CI=true but Chromium is not installed" in text
+    else:
+        assert proc.returncode == 0
+        assert "Chromium is not installed" in text
+
+
 # --- a fresh clone ---------------------------------------------------------------------------
 
 
