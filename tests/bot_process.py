@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from bot.config import SETTING_NAMES
 
-__all__ = ["READY_LINE", "BotProcess", "clean_environment", "run_bot_command"]
+__all__ = ["READY_LINE", "BotProcess", "clean_environment", "run_bot_command", "run_command"]
 
 READY_LINE: Final = "bot listening on "
 """What the bot prints on stdout once every server is up, followed by its URL."""
@@ -51,16 +51,16 @@ def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-async def run_bot_command(
-    args: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
+async def run_command(
+    argv: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
 ) -> tuple[int, str, str]:
-    """Run ``python -m bot ARGS`` to completion; returns (exit code, stdout, stderr)."""
+    """Run ``argv`` with exactly ``env`` to completion; returns (exit code, stdout, stderr).
+
+    The process is killed if it outlives ``within`` seconds.
+    """
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        env=clean_environment(env),
+        *argv,
+        env=dict(env),
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -73,7 +73,15 @@ async def run_bot_command(
             proc.kill()
             await proc.wait()
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def run_bot_command(
+    args: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
+) -> tuple[int, str, str]:
+    """Run ``python -m bot ARGS`` to completion; returns (exit code, stdout, stderr)."""
+    argv = [sys.executable, "-m", "bot", *args]
+    return await run_command(argv, clean_environment(env), cwd=cwd, within=within)
 
 
 class BotProcess:

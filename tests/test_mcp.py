@@ -24,7 +24,7 @@ from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.records import Message
 from bot.mcp import DESCRIPTION, TOOL_NAME
 from bot.questions.models import AskUserQuestionItem
-from tests.bot_process import clean_environment
+from tests.bot_process import clean_environment, run_command
 from tests.slack_harness import all_text, interactive_elements, until
 from tests.test_bot_http import API_TOKEN, Stack, http_bot
 
@@ -323,30 +323,12 @@ async def test_a_wrong_api_token_is_a_tool_error(tmp_path: Path) -> None:
 
 
 async def test_help_and_bad_settings(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "bot.mcp"]
     env = clean_environment({"BOT_URL": "ftp://example", "MCP_PROGRESS_SECONDS": "0"})
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.mcp",
-        env=env,
-        cwd=tmp_path,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2, err
-    assert b"BOT_URL:" in err and b"MCP_PROGRESS_SECONDS:" in err
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.mcp",
-        "--help",
-        env=clean_environment(),
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 0
+    code, _, err = await run_command(argv, env, cwd=tmp_path)
+    assert code == 2, err
+    assert "BOT_URL:" in err and "MCP_PROGRESS_SECONDS:" in err
+    code, out, _ = await run_command([*argv, "--help"], clean_environment(), cwd=tmp_path)
+    assert code == 0
     for name in ("BOT_URL", "BOT_API_TOKEN", "MCP_PROGRESS_SECONDS", "MCP_RECONNECT_SECONDS"):
-        assert name.encode() in out
+        assert name in out
