@@ -276,13 +276,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
             review=settings.dsh_review_policy,
+            approvers=settings.dsh_approvers or None,
+            approver_groups=settings.dsh_approver_usergroups or None,
         )
         stack.push_async_callback(_logged("dsh host client", dsh.stop))
         await dsh.start()
         runtime.dsh = health.dsh = dsh
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
-    # pending ones while Slack, the store and the server are all still there.
-    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway))
+    # pending ones while Slack, the store and the server are all still there (the dsh host's
+    # first: they are released, not ended, so a restarted bot takes them up again).
+    dsh_client = runtime.dsh
+    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, dsh_client))
     return runtime
 
 
@@ -333,10 +337,20 @@ async def _serve(
     return runner
 
 
-async def _interrupt(settings: Settings, provider: SlackQuestionProvider, gateway: Gateway) -> None:
-    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls."""
+async def _interrupt(
+    settings: Settings,
+    provider: SlackQuestionProvider,
+    gateway: Gateway,
+    dsh: DshHostClient | None = None,
+) -> None:
+    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls.
+
+    A dsh host's requests are released first (left pending for the next bot), not ended.
+    """
     logger.info("shutting down", extra={"pending": provider.pending_count})
     gateway.close()
+    if dsh is not None:
+        await _logged("dsh host client", dsh.stop)()
     try:
         await provider.aclose(grace=settings.shutdown_grace)
     except Exception as exc:  # e.g. the store is unreachable: still close the rest

@@ -220,6 +220,19 @@ class Settings(BaseSettings):
         description='Review policy (JSON) for the dsh host\'s plan reviews, e.g. {"approvals": 2, '
         '"required": [{"usergroups": ["S0123ABCD"]}]}. Unset: one approval decides.',
     )
+    dsh_approvers: Annotated[
+        tuple[str, ...], NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))
+    ] = Field(
+        (),
+        description="Comma-separated user ids (U…, W…) who may decide the harness's tool "
+        "approvals. With DSH_APPROVER_USERGROUPS: members of either. Unset (both): the people "
+        "who may answer questions.",
+    )
+    dsh_approver_usergroups: Annotated[
+        tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
+    ] = Field(
+        (), description="Comma-separated user group ids (S…) whose members may decide approvals."
+    )
     sandbox_port: int = Field(
         3001,
         ge=0,

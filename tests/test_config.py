@@ -144,6 +144,8 @@ MALFORMED = [
     ("SLACK_API_URL", "localhost:8888/api", "http"),
     ("SLACK_ALLOWED_USERS", "U123, alice", "'alice'"),
     ("SLACK_ALLOWED_USERGROUPS", "S123,U123", "'U123'"),
+    ("DSH_APPROVERS", "U123, @bob", "'@bob'"),
+    ("DSH_APPROVER_USERGROUPS", "U123", "'U123'"),
     ("SLACK_MENTION", "@here", "<!here>"),
     ("SLACK_MENTION", "<!everyone>", "is not one of"),
     ("REDIS_URL", "http://localhost:6379", "redis://"),
@@ -243,6 +245,8 @@ def test_lists_mentions_and_choices_are_parsed() -> None:
         {
             "SLACK_ALLOWED_USERS": " U123 ,W456,, U123 ",
             "SLACK_ALLOWED_USERGROUPS": "S0614TZR7",
+            "DSH_APPROVERS": "U0APPROVE1,U0APPROVE1, W0APPROVE2",
+            "DSH_APPROVER_USERGROUPS": "S0ONCALL",
             "SLACK_MENTION": "<!subteam^S0614TZR7>",
             "LOG_LEVEL": "warn",
             "LOG_FORMAT": "JSON",
@@ -255,6 +259,8 @@ def test_lists_mentions_and_choices_are_parsed() -> None:
     )
     assert settings.slack_allowed_users == ("U123", "W456")
     assert settings.slack_allowed_usergroups == ("S0614TZR7",)
+    assert settings.dsh_approvers == ("U0APPROVE1", "W0APPROVE2")
+    assert settings.dsh_approver_usergroups == ("S0ONCALL",)
     assert settings.slack_mention == "<!subteam^S0614TZR7>"
     assert (settings.log_level, settings.log_format) == ("WARNING", "json")
     assert (settings.question_timeout, settings.shutdown_grace) == (90.5, 0.0)

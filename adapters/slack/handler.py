@@ -124,10 +124,12 @@ class InteractionHandler:
         if not allowed:
             self._sync.note(interaction.origin, record, _refusal(record))
             return
+        # A bot that posted and died before storing the message's ts (or a request adopted
+        # from it) learns the ts from the click, so the outcome can be shown on the message.
+        await self._adopt_message(record, interaction.origin)
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
-            await self._adopt_message(record, interaction.origin)
             self._sync.refresh(record.id)
         elif isinstance(decision, Modal) and interaction.origin.trigger_id:
             self._sync.open_modal(interaction.origin.trigger_id, decision.view)

@@ -12,13 +12,13 @@ from typing import Any
 
 __all__ = ["escape", "mrkdwn", "plain", "shorten", "shorten_escaped"]
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 ELLIPSIS = "…"
 
 
 def escape(text: str) -> str:
     """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field."""
-    return text.translate(_ESCAPES)
+    # Chained replace ("&" first): many times faster than str.translate on long text.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def shorten(text: str, limit: int) -> str:

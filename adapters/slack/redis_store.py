@@ -70,9 +70,7 @@ from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionErro
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
-OWNER_LOST_NOTE: Final = (
-    "The bot process that asked this question stopped before it was answered."
-)
+OWNER_LOST_NOTE: Final = "The bot process that asked this question stopped before it was answered."
 """The note written on a record failed by ``sweep_orphans``."""
 
 T = TypeVar("T")
@@ -451,9 +449,7 @@ class RedisPendingStore:
             self._new_token(),
             record.owner,
         ]
-        result = await self._op(
-            "compare-and-set", lambda: self._cas_script(keys=keys, args=args)
-        )
+        result = await self._op("compare-and-set", lambda: self._cas_script(keys=keys, args=args))
         return bool(result)
 
     def watch(self, request_id: str) -> Watch:
@@ -504,7 +500,8 @@ class RedisPendingStore:
 
     async def _sweep(self) -> list[PendingRecord]:
         owners = await self._op("list owners", lambda: self._client.smembers(self._owners_key))
-        others = sorted(name for name in map(_text, owners) if name != self._process_id)
+        # "" owns released requests (no process waits on them): never swept as dead.
+        others = sorted(name for name in map(_text, owners) if name and name != self._process_id)
         if not others:
             return []
         beats = await self._op(
