@@ -12,7 +12,8 @@ import time
 from typing import Any, Final
 
 from adapters.slack import ids
-from adapters.slack.blockkit import MAX_SECTION_TEXT, check_message
+from adapters.slack.blockkit import check_message
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.blocks import Rendered, render_final, render_open
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import ApprovalView, PendingRecord
