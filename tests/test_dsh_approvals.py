@@ -247,3 +247,33 @@ async def test_the_captured_approval_frames_drive_the_client(rig: Rig) -> None:
             "Cancelled in the harness.",
         ]
         assert rig.host.responses == []
+
+
+async def test_members_of_an_approver_group_may_decide_and_others_may_not(
+    make_rig: RigFactory,
+) -> None:
+    async with asyncio.timeout(TIMEOUT):
+        built = await make_rig(approver_groups=["S0ONCALL1"])
+        await built.host.wait_for_connections(1)
+        bob = built.slack.workspace.add_user("bob").id
+        built.slack.workspace.add_usergroup("oncall", [bob], id="S0ONCALL1")
+        sid = new_session_id()
+        rpc_id, approval_id, decided_outcome = built.host.request_approval(sid, "bash", BASH)
+        message = await built.message()
+
+        await built.click(message, "Reject")  # alice: not in the group
+        await eventually(
+            lambda: any(
+                NOT_AN_APPROVER in str(c.params.get("text"))
+                for c in built.slack.calls("chat.postEphemeral")
+            ),
+            "alice's private note",
+        )
+        assert built.host.responses == [] and interactive(message)
+
+        payload = built.slack.click(message, user=bob, text="Allow once")
+        status, body = await built.slack.deliver(payload)
+        assert status == 200, body
+        assert await asyncio.wait_for(decided_outcome, 5) == "allowed-once"
+        assert built.host.responses == [decided(rpc_id, sid, approval_id, "allowed-once")]
+        assert f"Allowed once by <@{bob}>" in await built.final(message)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import secrets
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
+import aiohttp
 import pytest
 
 from adapters.dsh.asks import RESTARTING_NOTE
@@ -26,6 +26,7 @@ from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import BotProcess
 from tests.dsh_host import DshHostStandIn, new_session_id
 from tests.slack_harness import all_text, interactive_elements
+from tests.test_dsh_client import eventually
 
 BOT_TOKEN = f"xoxb-test-{secrets.token_hex(8)}"
 SIGNING_SECRET = secrets.token_hex(16)
@@ -37,18 +38,6 @@ QUESTION = AskUserQuestionItem.model_validate(
         "options": [{"label": "Code"}, {"label": "Docs"}],
     }
 )
-
-
-async def eventually(check: Callable[[], Any], what: str, within: float = 20.0) -> Any:
-    """Poll ``check`` until it returns something truthy."""
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                if value := check():
-                    return value
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
 
 
 @pytest.fixture
@@ -108,7 +97,7 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             rpc_a, approval_id, decided = host.request_approval(
                 sid, "bash", {"command": COMMAND, "justification": "clean the build cache"}
             )
-            await eventually(lambda: len(top_level(slack, channel)) == 2, "two messages")
+            await eventually(lambda: len(top_level(slack, channel)) == 2, "two messages", within=20)
             if how == signal.SIGKILL:
                 await first.kill()
             else:
@@ -127,8 +116,19 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             await eventually(
                 lambda: RESTARTING_NOTE not in all_text(question.blocks + approval.blocks),
                 "the restart note to go (the new bot adopted both)",
+                within=20,
             )
             await asyncio.sleep(1.0)  # past a heartbeat and an orphan sweep of the new bot
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(f"{second.url}/healthz") as response,
+            ):
+                health = await response.json()
+            assert (health["dsh"], health["dshQuestions"], health["dshApprovals"]) == (
+                "connected",
+                1,
+                1,
+            )
             assert len(top_level(slack, channel)) == 2
             assert len(slack.calls("chat.postMessage")) == 2
             assert interactive_elements(question.blocks) and interactive_elements(approval.blocks)
@@ -148,8 +148,12 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
                 "approvalId": approval_id,
                 "outcome": "allowed-once",
             }
-            await eventually(lambda: not interactive_elements(approval.blocks), "the record")
-            await eventually(lambda: not interactive_elements(question.blocks), "the answer")
+            await eventually(
+                lambda: not interactive_elements(approval.blocks), "the record", within=20
+            )
+            await eventually(
+                lambda: not interactive_elements(question.blocks), "the answer", within=20
+            )
             assert "Answered" in all_text(question.blocks)
             assert "Allowed once by" in all_text(approval.blocks)
             assert not any(
