@@ -30,8 +30,8 @@ from adapters.dsh.client import DshHostClient
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot.config import Mode, Settings
 from bot.gateway import Gateway
 from bot.ports import listening
@@ -98,13 +98,20 @@ def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awa
 
 
 async def _store(settings: Settings) -> PendingStore:
-    if settings.redis_url is None:
-        store: PendingStore = MemoryPendingStore()
+    retention = settings.retention_days * 86400
+    store: PendingStore
+    if settings.store == "memory":
+        store = MemoryPendingStore()
+    elif settings.store == "sqlite":
+        store = SqlitePendingStore(settings.store_path, retention=retention)
     else:
-        from adapters.slack.redis_store import RedisPendingStore
+        from adapters.slack.stores.redis import RedisPendingStore
 
+        assert settings.redis_url is not None
         store = RedisPendingStore(
-            settings.redis_url.get_secret_value(), prefix=settings.redis_prefix
+            settings.redis_url.get_secret_value(),
+            prefix=settings.redis_prefix,
+            finished_ttl=retention,
         )
     await store.start()
     return store

@@ -19,19 +19,36 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from bot.config import SETTING_NAMES
 
-__all__ = ["READY_LINE", "BotProcess", "clean_environment", "run_bot_command", "run_command"]
+__all__ = [
+    "READY_LINE",
+    "BotProcess",
+    "clean_environment",
+    "fresh_store_path",
+    "run_bot_command",
+    "run_command",
+]
 
 READY_LINE: Final = "bot listening on "
 """What the bot prints on stdout once every server is up, followed by its URL."""
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 """The repository (put on ``PYTHONPATH`` so ``python -m bot`` imports this tree)."""
+
+_STORE_DIR: Final = Path(tempfile.mkdtemp(prefix="uq-test-stores-"))
+
+
+def fresh_store_path() -> str:
+    """A new SQLite store file in this run's temporary directory (for in-process bots)."""
+    return str(_STORE_DIR / f"{uuid.uuid4().hex}.db")
+
 
 _OURS: Final = ("SLACK_", "REDIS_", "BOT_", "DSH_", "SANDBOX_", "LOG_", "QUESTION_")
 

@@ -33,10 +33,10 @@ from adapters.dsh.asks import (
 )
 from adapters.dsh.client import QUEUED_NOTE, DshHostClient
 from adapters.slack.ids import key_request_id
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox import Message, SlackStandIn, clicks
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.service import UserQuestionService

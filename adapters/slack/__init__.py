@@ -15,10 +15,10 @@ from adapters.slack.endings import Released
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
 from adapters.slack.lifecycle import Destination
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, SlackMessage
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
 
 __all__ = [

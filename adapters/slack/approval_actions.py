@@ -18,8 +18,8 @@ from adapters.slack import ids
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
 from adapters.slack.interactions import Origin
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 
 __all__ = [

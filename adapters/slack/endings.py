@@ -14,8 +14,8 @@ import time
 
 from adapters.slack.failures import settle
 from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE, QUESTION_FAILED
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord, State
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, DELIVERY_FAILED, STORE_UNAVAILABLE

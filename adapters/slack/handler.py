@@ -24,8 +24,8 @@ from adapters.slack.interactions import (
     parse_view_submission,
 )
 from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED, not_recorded
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.transitions import (
     Decision,

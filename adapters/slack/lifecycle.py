@@ -31,11 +31,11 @@ from adapters.slack.messages import (
     UNDELIVERED_REST,
     no_answer_within,
 )
-from adapters.slack.pending import PendingStore, Watch
 from adapters.slack.posted import Predecessor, request_metadata
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
+from adapters.slack.stores import PendingStore, Watch
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.uploads import upload_text
 from bot.questions import (

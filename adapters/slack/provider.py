@@ -33,9 +33,9 @@ from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, Des
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
 from adapters.slack.paced import PacedWebClient
-from adapters.slack.pending import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, status_of
+from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 

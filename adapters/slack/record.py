@@ -51,7 +51,9 @@ class PendingRecord(BaseModel):
     id: str
     version: int = 0
     state: State = "pending"
-    owner: str
+    owner: str | None = None
+    """The process whose in-process ``ask()`` waits on this record; ``None``: owned by no
+    process (HTTP API and dsh host questions), so no process's end can fail it."""
     questions: list[AskUserQuestionItem]
     channel: str
     thread_ts: str | None = None

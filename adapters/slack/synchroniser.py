@@ -22,8 +22,8 @@ from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.interactions import Origin
 from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.paced import PacedWebClient
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
 from adapters.slack.tasks import BackgroundTasks
 
 __all__ = ["MessageSynchroniser"]
