@@ -1,7 +1,7 @@
 """``InteractionHandler``: what a click or a modal submission does, on the ack path.
 
 A click reads, in order: parse (interactions.py) → authorize (authorize.py) → decide
-(transitions.py) → compare-and-set (pending.py). The winning write of a terminal state
+(transitions.py) → compare-and-set (stores/protocol.py). The winning write of a terminal state
 wakes the waiting ``ask()`` through the store's watch; everything that talks to Slack
 afterwards (the message update, a private note, a modal) goes to the synchroniser's
 background tasks, so the listener acks in about a millisecond.
