@@ -34,8 +34,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from slack_bolt.async_app import AsyncApp
 
-from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.stores import PendingStore
 from bench.common import (
     Asks,
     StandIn,
@@ -85,7 +85,7 @@ async def _clicks(slack: StandIn, store: PendingStore, rids: Sequence[str]) -> l
 
 
 async def _asker_main(args: argparse.Namespace) -> None:
-    from adapters.slack.redis_store import RedisPendingStore
+    from adapters.slack.stores.redis import RedisPendingStore
 
     store = RedisPendingStore(args.redis, prefix=args.prefix, process_id="bench-asker")
     await store.start()
@@ -171,7 +171,7 @@ async def _phase(
 
 
 async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> None:
-    from adapters.slack.redis_store import RedisPendingStore
+    from adapters.slack.stores.redis import RedisPendingStore
 
     started = time.perf_counter()
     prefix = f"bench-{uuid.uuid4().hex[:12]}"

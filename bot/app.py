@@ -31,8 +31,8 @@ from adapters.httpguard import ListenerLimits, RefusalLog, guard_middleware, sta
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot.access import OpenQuestionCaps
 from bot.config import Mode, Settings
 from bot.gateway import Gateway, request_problem
@@ -105,13 +105,20 @@ def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awa
 
 
 async def _store(settings: Settings) -> PendingStore:
-    if settings.redis_url is None:
-        store: PendingStore = MemoryPendingStore()
+    retention = settings.retention_days * 86400
+    store: PendingStore
+    if settings.store == "memory":
+        store = MemoryPendingStore()
+    elif settings.store == "sqlite":
+        store = SqlitePendingStore(settings.store_path, retention=retention)
     else:
-        from adapters.slack.redis_store import RedisPendingStore
+        from adapters.slack.stores.redis import RedisPendingStore
 
+        assert settings.redis_url is not None
         store = RedisPendingStore(
-            settings.redis_url.get_secret_value(), prefix=settings.redis_prefix
+            settings.redis_url.get_secret_value(),
+            prefix=settings.redis_prefix,
+            finished_ttl=retention,
         )
     await store.start()
     return store
@@ -314,13 +321,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
             review=settings.dsh_review_policy,
+            approvers=settings.dsh_approvers or None,
+            approver_groups=settings.dsh_approver_usergroups or None,
         )
         stack.push_async_callback(_logged("dsh host client", dsh.stop))
         await dsh.start()
         runtime.dsh = health.dsh = dsh
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
-    # pending ones while Slack, the store and the server are all still there.
-    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway))
+    # pending ones while Slack, the store and the server are all still there (the dsh host's
+    # first: they are released, not ended, so a restarted bot takes them up again).
+    dsh_client = runtime.dsh
+    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, dsh_client))
     return runtime
 
 
@@ -398,12 +409,24 @@ def _handler_grace(settings: Settings) -> float:
     return min(HANDLER_GRACE, settings.shutdown_grace / 4)
 
 
-async def _interrupt(settings: Settings, provider: SlackQuestionProvider, gateway: Gateway) -> None:
-    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls."""
+async def _interrupt(
+    settings: Settings,
+    provider: SlackQuestionProvider,
+    gateway: Gateway,
+    dsh: DshHostClient | None = None,
+) -> None:
+    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls.
+
+    A dsh host's requests are released first (left pending for the next bot), not ended.
+    """
     logger.info("shutting down", extra={"pending": provider.pending_count})
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.shutdown_grace - _handler_grace(settings)
     gateway.close()
-    try:
-        await provider.aclose(grace=settings.shutdown_grace - _handler_grace(settings))
+    if dsh is not None:
+        await _logged("dsh host client", dsh.stop)()
+    try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
+        await provider.aclose(grace=max(0.0, deadline - loop.time()))
     except Exception as exc:  # e.g. the store is unreachable: still close the rest
         logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
     gateway.end_polls()  # long-polls on questions of other processes answer now

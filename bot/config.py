@@ -97,6 +97,8 @@ __all__ = [
 ]
 
 Mode = Literal["socket", "http", "sandbox"]
+StoreKind = Literal["memory", "sqlite", "redis"]
+DEFAULT_STORE_PATH: Final = "slack-questions.db"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 LogFormat = Literal["json", "text"]
 Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
@@ -193,6 +195,24 @@ class Settings(BaseSettings):
         description="Web API calls are paced within Slack's published rate limits run this "
         "many times faster; 1 for Slack itself, more only for a faster stand-in Slack.",
     )
+    store: Annotated[StoreKind, BeforeValidator(one_of(*get_args(StoreKind)))] = Field(
+        "memory",
+        description="Where questions live: sqlite (one file, survives restarts and crashes; "
+        "several processes on one host), redis (several hosts; needs REDIS_URL) or memory "
+        "(lost on exit). Unset: redis with REDIS_URL, memory in the sandbox, else sqlite.",
+    )
+    store_path: str = Field(
+        DEFAULT_STORE_PATH,
+        min_length=1,
+        description="The SQLite store's file (created if missing; relative to the working "
+        "directory).",
+    )
+    retention_days: float = Field(
+        90.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Days finished questions and their audit trail are kept (SQLite, Redis).",
+    )
     host: Annotated[str, AfterValidator(check_host)] = Field(
         "127.0.0.1",
         description="Address the HTTP server (API, /healthz, /slack/events) binds.",
@@ -268,6 +288,19 @@ class Settings(BaseSettings):
         description='Review policy (JSON) for the dsh host\'s plan reviews, e.g. {"approvals": 2, '
         '"required": [{"usergroups": ["S0123ABCD"]}]}. Unset: one approval decides.',
     )
+    dsh_approvers: Annotated[
+        tuple[str, ...], NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))
+    ] = Field(
+        (),
+        description="Comma-separated user ids (U…, W…) who may decide the harness's tool "
+        "approvals. With DSH_APPROVER_USERGROUPS: members of either. Unset (both): the people "
+        "who may answer questions.",
+    )
+    dsh_approver_usergroups: Annotated[
+        tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
+    ] = Field(
+        (), description="Comma-separated user group ids (S…) whose members may decide approvals."
+    )
     sandbox_port: int = Field(
         3001,
         ge=0,
@@ -311,6 +344,12 @@ class Settings(BaseSettings):
         mode = choose_mode(given, problems, notes)
         if mode is not None and given.setdefault("mode", mode) != mode:
             problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
+        if given.get("store") is None:
+            sandbox = given.get("mode", mode or "sandbox") == "sandbox"
+            redis = given.get("redis_url") is not None
+            given["store"] = "redis" if redis else "memory" if sandbox else "sqlite"
+        elif str(given["store"]).lower() == "redis" and given.get("redis_url") is None:
+            problems.append(("store", "redis needs REDIS_URL (e.g. redis://localhost:6379/0)."))
         if given.get("dsh_host_token") is not None:
             if given.get("dsh_host_url") is None:
                 problems.append(
@@ -370,11 +409,6 @@ class Settings(BaseSettings):
     def listen_address(self) -> str:
         """``host:port`` of the bot's HTTP server, an IPv6 host in brackets."""
         return f"{self._bracketed_host()}:{self.port}"
-
-    @property
-    def store(self) -> Literal["memory", "redis"]:
-        """Where pending questions live."""
-        return "memory" if self.redis_url is None else "redis"
 
     def _bracketed_host(self) -> str:
         return f"[{self.host}]" if ":" in self.host else self.host
@@ -464,9 +498,14 @@ class Settings(BaseSettings):
         return "only " + " and ".join(parts)
 
     def _store(self) -> str:
-        if self.redis_url is None:
-            return "memory (one process)"
-        return f"redis {redact_url(self.redis_url.get_secret_value())} (prefix {self.redis_prefix})"
+        kept = f"finished kept {self.retention_days:g} days"
+        if self.store == "memory":
+            return "memory (one process, lost on exit)"
+        if self.store == "sqlite":
+            return f"sqlite {self.store_path} ({kept})"
+        assert self.redis_url is not None
+        url = redact_url(self.redis_url.get_secret_value())
+        return f"redis {url} (prefix {self.redis_prefix}, {kept})"
 
 
 SETTING_NAMES: Final[frozenset[str]] = frozenset(

@@ -30,6 +30,12 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     "views.push": (),
     # Members of SLACK_ALLOWED_USERGROUPS.
     "usergroups.users.list": ("usergroups:read",),
+    # A restarted bot finds its earlier request messages by their metadata (posting
+    # metadata needs no scope of its own; reading it back needs the history scopes).
+    "conversations.history": ("channels:history", "groups:history"),
+    # A plan or detail too long for the thread cap, uploaded as one file.
+    "files.getUploadURLExternal": ("files:write",),
+    "files.completeUploadExternal": ("files:write",),
 }
 """Web API method -> the bot scopes it needs (an empty tuple: none)."""
 

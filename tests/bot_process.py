@@ -19,19 +19,36 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from bot.config import SETTING_NAMES
 
-__all__ = ["READY_LINE", "BotProcess", "clean_environment", "run_bot_command"]
+__all__ = [
+    "READY_LINE",
+    "BotProcess",
+    "clean_environment",
+    "fresh_store_path",
+    "run_bot_command",
+    "run_command",
+]
 
 READY_LINE: Final = "bot listening on "
 """What the bot prints on stdout once every server is up, followed by its URL."""
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 """The repository (put on ``PYTHONPATH`` so ``python -m bot`` imports this tree)."""
+
+_STORE_DIR: Final = Path(tempfile.mkdtemp(prefix="uq-test-stores-"))
+
+
+def fresh_store_path() -> str:
+    """A new SQLite store file in this run's temporary directory (for in-process bots)."""
+    return str(_STORE_DIR / f"{uuid.uuid4().hex}.db")
+
 
 _OURS: Final = ("SLACK_", "REDIS_", "BOT_", "DSH_", "SANDBOX_", "LOG_", "QUESTION_")
 
@@ -51,16 +68,16 @@ def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-async def run_bot_command(
-    args: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
+async def run_command(
+    argv: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
 ) -> tuple[int, str, str]:
-    """Run ``python -m bot ARGS`` to completion; returns (exit code, stdout, stderr)."""
+    """Run ``argv`` with exactly ``env`` to completion; returns (exit code, stdout, stderr).
+
+    The process is killed if it outlives ``within`` seconds.
+    """
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        *args,
-        env=clean_environment(env),
+        *argv,
+        env=dict(env),
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -73,7 +90,15 @@ async def run_bot_command(
             proc.kill()
             await proc.wait()
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def run_bot_command(
+    args: list[str], env: Mapping[str, str], *, cwd: Path, within: float = 30.0
+) -> tuple[int, str, str]:
+    """Run ``python -m bot ARGS`` to completion; returns (exit code, stdout, stderr)."""
+    argv = [sys.executable, "-m", "bot", *args]
+    return await run_command(argv, clean_environment(env), cwd=cwd, within=within)
 
 
 class BotProcess:

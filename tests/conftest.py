@@ -1,4 +1,4 @@
-"""Shared fixtures: pending stores (in memory and in Redis), each test in its own key prefix.
+"""Shared fixtures: pending stores (memory, SQLite, Redis), each test in its own file or prefix.
 
 The Redis fixtures use ``TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``) and FAIL,
 never skip, when Redis does not answer: CI starts Redis, so a silent skip would hide a
@@ -11,6 +11,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,13 +19,14 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 if TYPE_CHECKING:  # imported lazily below, so a broken store cannot stop unrelated tests
-    from adapters.slack.pending import MemoryPendingStore, PendingStore
-    from adapters.slack.redis_store import RedisPendingStore
+    from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
+    from adapters.slack.stores.redis import RedisPendingStore
 
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 """The Redis the tests use (its keys all start with a per-test ``test-<uuid>`` prefix)."""
 
 RedisStoreFactory = Callable[..., Awaitable["RedisPendingStore"]]
+SqliteStoreFactory = Callable[..., Awaitable["SqlitePendingStore"]]
 
 
 @pytest.fixture
@@ -74,7 +76,7 @@ async def redis_store_factory(
     redis_admin: aioredis.Redis, store_prefix: str
 ) -> AsyncIterator[RedisStoreFactory]:
     """Make started ``RedisPendingStore``s (this test's prefix by default); all closed after."""
-    from adapters.slack.redis_store import RedisPendingStore
+    from adapters.slack.stores.redis import RedisPendingStore
 
     stores: list[RedisPendingStore] = []
 
@@ -97,7 +99,7 @@ async def redis_store_factory(
 @pytest.fixture
 async def memory_store() -> AsyncIterator[MemoryPendingStore]:
     """A started in-memory store."""
-    from adapters.slack.pending import MemoryPendingStore
+    from adapters.slack.stores import MemoryPendingStore
 
     store = MemoryPendingStore(process_id=f"memory-{uuid.uuid4().hex[:8]}")
     await store.start()
@@ -113,7 +115,42 @@ async def redis_store(redis_store_factory: RedisStoreFactory) -> RedisPendingSto
     return await redis_store_factory()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Path:
+    """This test's own SQLite store file (in pytest's temporary directory)."""
+    return tmp_path / "store" / "questions.db"
+
+
+@pytest.fixture
+async def sqlite_store_factory(sqlite_path: Path) -> AsyncIterator[SqliteStoreFactory]:
+    """Make started ``SqlitePendingStore``s (this test's file by default); all closed after."""
+    from adapters.slack.stores import SqlitePendingStore
+
+    stores: list[SqlitePendingStore] = []
+
+    async def make(**options: Any) -> SqlitePendingStore:
+        options.setdefault("path", sqlite_path)
+        options.setdefault("process_id", f"sqlite-{uuid.uuid4().hex[:8]}")
+        store = SqlitePendingStore(**options)
+        stores.append(store)
+        await store.start()
+        return store
+
+    try:
+        yield make
+    finally:
+        for store in stores:
+            async with asyncio.timeout(15):
+                await store.close()
+
+
+@pytest.fixture
+async def sqlite_store(sqlite_store_factory: SqliteStoreFactory) -> SqlitePendingStore:
+    """A started SQLite store on this test's own file."""
+    return await sqlite_store_factory()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest) -> PendingStore:
     """Each store implementation in turn (for contract tests)."""
     chosen: PendingStore = request.getfixturevalue(f"{request.param}_store")

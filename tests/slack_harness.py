@@ -26,11 +26,11 @@ from aiohttp import web
 
 from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
 from adapters.slack.limits import SlackLimits
-from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import Ephemeral, Message
 from adapters.slack.sandbox.webapi import SlackStandIn
+from adapters.slack.stores import PendingStore
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 

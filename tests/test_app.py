@@ -15,9 +15,9 @@ import pytest
 from aiohttp import web
 
 import bot.app
-from adapters.slack.pending import PendingStore
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.server import SandboxServer
+from adapters.slack.stores import PendingStore
 from bot.app import start
 from bot.config import Settings
 

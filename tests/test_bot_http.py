@@ -296,7 +296,7 @@ async def test_startup_logs_one_line_per_fact_and_no_secret(tmp_path: Path) -> N
         "mode: http",
         f"channel: {s.channel}",
         f"slack api: {s.slack.url}",
-        "store: memory",
+        "store: sqlite slack-questions.db (finished kept 90 days)",
         "listen: 127.0.0.1:any free port",
         "api auth: on (BOT_API_TOKEN)",
         f"listening on {s.bot.url}",

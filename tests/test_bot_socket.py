@@ -23,7 +23,7 @@ import pytest
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.app import Runtime, start
 from bot.config import Settings
-from tests.bot_process import BotProcess, run_bot_command
+from tests.bot_process import BotProcess, fresh_store_path, run_bot_command
 from tests.slack_harness import all_text, interactive_elements, until
 from tests.socket_mode_standin import SocketModeStandIn
 
@@ -80,6 +80,7 @@ def socket_settings(slack: Slack, **overrides: Any) -> Settings:
         "port": 0,
         "bot_api_token": API_TOKEN,
         "shutdown_grace": 2.0,
+        "store_path": fresh_store_path(),
         **overrides,
     }
     return Settings(**fields)

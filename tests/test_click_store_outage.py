@@ -12,8 +12,8 @@ import logging
 
 import pytest
 
-from adapters.slack.pending import MemoryPendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import MemoryPendingStore
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack_harness import SlackHarness, until

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,8 @@ MALFORMED = [
     ("SLACK_API_URL", "localhost:8888/api", "http"),
     ("SLACK_ALLOWED_USERS", "U123, alice", "'alice'"),
     ("SLACK_ALLOWED_USERGROUPS", "S123,U123", "'U123'"),
+    ("DSH_APPROVERS", "U123, @bob", "'@bob'"),
+    ("DSH_APPROVER_USERGROUPS", "U123", "'U123'"),
     ("SLACK_MENTION", "@here", "<!here>"),
     ("SLACK_MENTION", "<!everyone>", "is not one of"),
     ("REDIS_URL", "http://localhost:6379", "redis://"),
@@ -243,6 +246,8 @@ def test_lists_mentions_and_choices_are_parsed() -> None:
         {
             "SLACK_ALLOWED_USERS": " U123 ,W456,, U123 ",
             "SLACK_ALLOWED_USERGROUPS": "S0614TZR7",
+            "DSH_APPROVERS": "U0APPROVE1,U0APPROVE1, W0APPROVE2",
+            "DSH_APPROVER_USERGROUPS": "S0ONCALL",
             "SLACK_MENTION": "<!subteam^S0614TZR7>",
             "LOG_LEVEL": "warn",
             "LOG_FORMAT": "JSON",
@@ -255,6 +260,8 @@ def test_lists_mentions_and_choices_are_parsed() -> None:
     )
     assert settings.slack_allowed_users == ("U123", "W456")
     assert settings.slack_allowed_usergroups == ("S0614TZR7",)
+    assert settings.dsh_approvers == ("U0APPROVE1", "W0APPROVE2")
+    assert settings.dsh_approver_usergroups == ("S0ONCALL",)
     assert settings.slack_mention == "<!subteam^S0614TZR7>"
     assert (settings.log_level, settings.log_format) == ("WARNING", "json")
     assert (settings.question_timeout, settings.shutdown_grace) == (90.5, 0.0)
@@ -284,13 +291,22 @@ def test_the_api_url_gets_its_trailing_slash(given: str, kept: str) -> None:
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("redis://localhost:6379/0", "redis redis://localhost:6379/0 (prefix uq)"),
-        (f"rediss://:{REDIS_PASSWORD}@cache:6380", "redis rediss://:***@cache:6380 (prefix uq)"),
+        (
+            "redis://localhost:6379/0",
+            "redis redis://localhost:6379/0 (prefix uq, finished kept 90 days)",
+        ),
+        (
+            f"rediss://:{REDIS_PASSWORD}@cache:6380",
+            "redis rediss://:***@cache:6380 (prefix uq, finished kept 90 days)",
+        ),
         (
             f"redis://app:{REDIS_PASSWORD}@cache/2",
-            "redis redis://app:***@cache/2 (prefix uq)",
+            "redis redis://app:***@cache/2 (prefix uq, finished kept 90 days)",
         ),
-        ("unix:///run/redis.sock", "redis unix:///run/redis.sock (prefix uq)"),
+        (
+            "unix:///run/redis.sock",
+            "redis unix:///run/redis.sock (prefix uq, finished kept 90 days)",
+        ),
     ],
 )
 def test_redis_urls_are_accepted_and_shown_without_password(url: str, shown: str) -> None:
@@ -299,6 +315,37 @@ def test_redis_urls_are_accepted_and_shown_without_password(url: str, shown: str
     assert settings.redis_url is not None and settings.redis_url.get_secret_value() == url
     assert dict(settings.describe())["store"] == shown
     assert REDIS_PASSWORD not in repr(settings)
+
+
+def test_the_store_defaults_to_sqlite_outside_the_sandbox() -> None:
+    http = load(HTTP)
+    assert (http.store, http.store_path, http.retention_days) == (
+        "sqlite",
+        "slack-questions.db",
+        90.0,
+    )
+    assert dict(http.describe())["store"] == "sqlite slack-questions.db (finished kept 90 days)"
+    assert load(SOCKET).store == "sqlite"
+    assert load({}).store == "memory"  # the sandbox
+    chosen = load({**HTTP, "STORE": "MEMORY", "STORE_PATH": "/var/lib/q.db"})
+    assert (chosen.store, chosen.store_path) == ("memory", "/var/lib/q.db")
+    assert load({"STORE": "sqlite", "RETENTION_DAYS": "7.5"}).store == "sqlite"
+    assert load({"STORE": "sqlite", "RETENTION_DAYS": "7.5"}).retention_days == 7.5
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"STORE": "disk"}, "STORE: 'disk' is not one of memory, sqlite, redis."),
+        ({"STORE": "redis"}, "STORE: redis needs REDIS_URL"),
+        ({"RETENTION_DAYS": "0"}, "RETENTION_DAYS: '0' is not a number (more than 0)."),
+        ({"RETENTION_DAYS": "nan"}, "RETENTION_DAYS: 'nan'"),
+    ],
+)
+def test_bad_store_settings_are_named(env: dict[str, str], problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load(env)
+    assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
 
 
 def test_redact_url() -> None:
@@ -597,7 +644,8 @@ def test_a_new_field_appears_in_the_help_with_its_bounds_in_its_errors() -> None
         poll_limit: int = Field(7, ge=1, le=50, description="How many polls at once.")
 
     fields = {name.upper(): f for name, f in Extended.model_fields.items()}
-    assert "  POLL_LIMIT                7          How many polls at once." in render_help(fields)
+    # columns are as wide as the longest name and default (STORE_PATH's, today)
+    assert re.search(r"\n  POLL_LIMIT {2,}7 {2,}How many polls at once\.", render_help(fields))
     with pytest.raises(ValidationError) as caught:
         Extended(poll_limit="99")
     (error,) = caught.value.errors()

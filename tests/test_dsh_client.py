@@ -26,16 +26,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     CANCELLED_IN_HARNESS,
-    DISCONNECTED_NOTE,
     GONE_NOTE,
     REOPENED_NOTE,
+    RESTARTING_NOTE,
     SETTLED_ELSEWHERE,
 )
 from adapters.dsh.client import QUEUED_NOTE, DshHostClient
-from adapters.slack.pending import MemoryPendingStore, PendingStore
+from adapters.slack.ids import key_request_id
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox import Message, SlackStandIn, clicks
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.service import UserQuestionService
@@ -236,14 +237,19 @@ async def make_rig() -> AsyncIterator[RigFactory]:
         host_up: bool = True,
         token: str | None = None,
         store: PendingStore | None = None,
+        after: Rig | None = None,
         **client_options: Any,
     ) -> Rig:
+        """``after``: a bot started after ``after``'s, on the same Slack and the same host."""
         closers: list[Callable[[], Awaitable[None]]] = []
-        slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SECRET)
-        await slack.start()
-        closers.append(slack.stop)
-        alice = slack.workspace.add_user("alice").id
-        channel = slack.workspace.add_channel("agent-questions").id
+        if after is None:
+            slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SECRET)
+            await slack.start()
+            closers.append(slack.stop)
+            alice = slack.workspace.add_user("alice").id
+            channel = slack.workspace.add_channel("agent-questions").id
+        else:
+            slack, alice, channel = after.slack, after.alice, after.channel
 
         app = AsyncApp(
             client=AsyncWebClient(token=BOT_TOKEN, base_url=slack.url),
@@ -273,11 +279,14 @@ async def make_rig() -> AsyncIterator[RigFactory]:
 
         closers.append(close_provider)
 
-        host = DshHostStandIn(token=token)
-        await host.start()
-        closers.append(host.stop)
-        if not host_up:
-            await host.stop()
+        if after is None:
+            host = DshHostStandIn(token=token)
+            await host.start()
+            closers.append(host.stop)
+            if not host_up:
+                await host.stop()
+        else:
+            host = after.host
 
         client = DshHostClient(
             host.base_url,
@@ -334,7 +343,7 @@ async def test_a_question_answered_in_slack_reaches_the_host_in_the_exact_envelo
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         assert LABEL_A in shown(message.blocks)
-        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 1}
+        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 1, "dshApprovals": 0}
 
         await rig.click(message, "Docs")
 
@@ -652,17 +661,25 @@ async def test_a_question_gone_after_a_host_restart_is_closed(rig: Rig) -> None:
         assert rig.posts == 1
 
 
-async def test_stop_ends_the_open_questions(rig: Rig) -> None:
+async def test_stop_releases_the_open_questions_instead_of_ending_them(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
-        rig.host.ask(SESSION_A, [TARGET])
+        rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
 
         await rig.client.stop()
+        await rig.provider.aclose(grace=1.0)  # the bot's own shutdown sweep leaves it alone
 
-        text = await rig.final(message)
-        assert DISCONNECTED_NOTE in text
-        assert rig.client.status() == {"dsh": "disconnected", "dshQuestions": 0}
-        assert rig.host.responses == []
+        await eventually(lambda: RESTARTING_NOTE in shown(message.blocks), "the note")
+        assert interactive(message)
+        record = await rig.provider.store.get(key_request_id(f"dsh:{rpc_id}"))
+        assert record is not None and record.is_open and record.owner == ""
+        assert rig.client.status() == {
+            "dsh": "disconnected",
+            "dshQuestions": 0,
+            "dshApprovals": 0,
+        }
+        assert rig.host.responses == [] and rig.host.is_pending(rpc_id) and not future.done()
+        rig.host.abort(rpc_id)
 
 
 async def test_malformed_and_other_frames_are_skipped(
@@ -881,3 +898,33 @@ async def test_info_log_lines_for_posting_answers_and_dismissals(
     assert ("dsh host: answer accepted", first) in lines
     assert ("dsh host: request posted in Slack", second) in lines
     assert ("dsh host: dismissal accepted", second) in lines
+
+
+async def test_a_3_mb_plan_is_posted_once_with_the_whole_plan_as_one_file(rig: Rig) -> None:
+    async with asyncio.timeout(TIMEOUT * 2):
+        step = "1. Backfill the <orders> table in batches & check the counts.\n"
+        detail = "# Plan\n\n" + step * (3_000_000 // len(step))
+        big = PLAN.model_copy(update={"detail": detail})
+        rpc_id, future = rig.host.ask(SESSION_A, [big])
+        message = await rig.message()
+        assert "continued in the thread below" in shown(message.blocks)
+
+        def uploads() -> list[Any]:
+            history = rig.slack.workspace.history(rig.channel)
+            return [m for m in history if m.thread_ts == message.ts and m.files]
+
+        shared = await eventually(uploads, "the plan as a file in the thread")
+        assert len(shared) == 1 and len(shared[0].files) == 1
+        (file_id,) = [f["id"] for f in shared[0].files]
+        assert rig.slack.workspace.files[file_id].content == detail.encode("utf-8")
+        replies = [m for m in rig.slack.workspace.history(rig.channel) if m.thread_ts]
+        assert len(replies) == 1  # no continuation posts: the file carries it all
+
+        await rig.click(message, "Approve")
+        assert await answer_of(future) == {
+            "answers": [{"id": "plan-review", "selected": ["Approve"]}]
+        }
+        assert rig.host.responses == [
+            envelope(rpc_id, SESSION_A, {"id": "plan-review", "selected": ["Approve"]})
+        ]
+        assert rig.posts == 1

@@ -31,6 +31,7 @@ from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.app import Runtime, start
 from bot.config import Settings
 from bot.gateway import MAX_WAIT, openapi_paths
+from tests.bot_process import fresh_store_path
 from tests.slack_harness import all_text, interactive_elements, until
 
 BOT_TOKEN = f"xoxb-test-{secrets.token_hex(8)}"
@@ -109,6 +110,7 @@ async def running(**settings: Any) -> AsyncIterator[Bed]:
         "port": 0,
         "bot_api_token": API_TOKEN,
         "shutdown_grace": 2.0,
+        "store_path": fresh_store_path(),
         **settings,
     }
     runtime = await start(Settings(**fields))
@@ -770,6 +772,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
                 slack_channel=channel,
                 slack_api_url=slack.url,
                 port=taken.getsockname()[1],
+                store_path=fresh_store_path(),
             )
             with pytest.raises(OSError):
                 await start(settings)

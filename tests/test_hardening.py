@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 
 from adapters.slack import ids
 from adapters.slack.blockkit import check_message
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import build_interaction_request, send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer

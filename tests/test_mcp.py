@@ -24,7 +24,7 @@ from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.records import Message
 from bot.mcp import DESCRIPTION, TOOL_NAME
 from bot.questions.models import AskUserQuestionItem
-from tests.bot_process import clean_environment
+from tests.bot_process import clean_environment, run_command
 from tests.slack_harness import all_text, interactive_elements, until
 from tests.test_bot_http import API_TOKEN, Stack, http_bot
 
@@ -195,6 +195,33 @@ async def test_a_bad_request_is_a_tool_error_with_the_seams_code(tmp_path: Path)
     assert unknown.is_error and "question" in text_of(unknown)
 
 
+async def test_a_request_the_bot_refuses_carries_where_it_is_wrong(tmp_path: Path) -> None:
+    bad = {"questions": [{"id": "a", "question": "Which?", "options": [{"label": "x"}] * 2}]}
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        result = await client.call_tool(TOOL_NAME, bad)
+        assert s.slack.calls.count("chat.postMessage") == 0
+    assert result.is_error
+    error = json.loads(text_of(result))
+    assert (error["name"], error["code"]) == ("ValidationError", "INVALID_REQUEST")
+    assert error["errors"] and all({"loc", "msg"} <= e.keys() for e in error["errors"])
+    assert any("options" in e["loc"] for e in error["errors"])
+
+
+async def test_a_link_is_passed_to_the_bot_and_shown(tmp_path: Path) -> None:
+    spec = json.loads((Path(__file__).parent.parent / "bot" / "openapi.json").read_text())
+    post = spec["components"]["schemas"]["QuestionPost"]
+    if "link" not in post.get("properties", {}):
+        pytest.skip("this bot's HTTP API takes no link yet")
+    link = "https://ci.example/runs/42"
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, {**DEPLOY, "link": link}))
+        message = await posted_message(s)
+        assert link in json.dumps(message.blocks)
+        await click(s, message, "Wait")
+        result = await asyncio.wait_for(call, 20)
+    assert json.loads(text_of(result)) == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
+
+
 async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
     tmp_path: Path,
 ) -> None:
@@ -221,6 +248,27 @@ async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
         # The MCP server is still serving after the cancellation.
         (tool,) = (await client.list_tools()).tools
         assert tool.name == TOOL_NAME
+
+
+async def test_cancelling_while_slack_is_still_posting_still_aborts_the_question(
+    tmp_path: Path,
+) -> None:
+    async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
+        s.slack.faults.add(method="chat.postMessage", kind="delay", delay=2.0)
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, DEPLOY))
+        await asyncio.sleep(1.0)  # the bot is waiting for Slack to take the message
+        assert not s.slack.workspace.history(s.channel)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        message = await posted_message(s)
+
+        def final() -> Message:
+            return s.slack.workspace.message(message.channel, message.ts)
+
+        await until(lambda: "Cancelled" in all_text(final().blocks), within=15)
+        assert not interactive_elements(final().blocks)
+        assert len(s.slack.workspace.history(s.channel)) == 1  # posted once, not twice
 
 
 async def test_an_unreachable_bot_is_a_tool_error_that_says_so(tmp_path: Path) -> None:
@@ -275,30 +323,12 @@ async def test_a_wrong_api_token_is_a_tool_error(tmp_path: Path) -> None:
 
 
 async def test_help_and_bad_settings(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "bot.mcp"]
     env = clean_environment({"BOT_URL": "ftp://example", "MCP_PROGRESS_SECONDS": "0"})
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.mcp",
-        env=env,
-        cwd=tmp_path,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2, err
-    assert b"BOT_URL:" in err and b"MCP_PROGRESS_SECONDS:" in err
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.mcp",
-        "--help",
-        env=clean_environment(),
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 0
+    code, _, err = await run_command(argv, env, cwd=tmp_path)
+    assert code == 2, err
+    assert "BOT_URL:" in err and "MCP_PROGRESS_SECONDS:" in err
+    code, out, _ = await run_command([*argv, "--help"], clean_environment(), cwd=tmp_path)
+    assert code == 0
     for name in ("BOT_URL", "BOT_API_TOKEN", "MCP_PROGRESS_SECONDS", "MCP_RECONNECT_SECONDS"):
-        assert name.encode() in out
+        assert name in out

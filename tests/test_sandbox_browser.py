@@ -23,7 +23,8 @@ from bot.config import Settings
 from bot.questions.errors import ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 
-CHROMIUM: Final = Path("/usr/bin/chromium")
+CHROMIUM: Final = Path(os.environ.get("TEST_CHROMIUM", "/usr/bin/chromium"))
+"""Debian's Chromium (``TEST_CHROMIUM`` names another build)."""
 CHROMIUM_ARGS: Final = [
     "--no-sandbox",
     "--disable-gpu",

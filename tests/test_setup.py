@@ -25,7 +25,7 @@ from typing import Final
 import aiohttp
 import pytest
 
-from tests.bot_process import ROOT, BotProcess, clean_environment, run_bot_command
+from tests.bot_process import ROOT, BotProcess, clean_environment, run_bot_command, run_command
 from tests.redis_server import free_port
 
 README: Final = ROOT / "README.md"
@@ -89,6 +89,29 @@ async def test_redis_down_and_a_missing_database_get_different_messages(
     assert "Traceback" not in err_down + err_db
 
 
+# --- Chromium missing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "(failed|errors?)"), ("", "skipped")])
+async def test_without_chromium_the_browser_tests_fail_in_ci_and_skip_elsewhere(
+    tmp_path: Path, ci: str, outcome: str
+) -> None:
+    env = clean_environment({"TEST_CHROMIUM": str(tmp_path / "no-chromium"), "CI": ci})
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs"]
+    code, text, _ = await run_command(
+        [*argv, "tests/test_sandbox_browser.py"], env, cwd=ROOT, within=120
+    )
+    summary = text.strip().splitlines()[-1]
+    assert re.search(rf"\d+ {outcome}", summary), text[-3000:]
+    assert ("passed" in summary) is False
+    if ci:
+        assert code == 1
+        assert "CI=true but Chromium is not installed" in text
+    else:
+        assert code == 0
+        assert "Chromium is not installed" in text
+
+
 # --- a fresh clone ---------------------------------------------------------------------------
 
 
@@ -119,26 +142,10 @@ def venv_environment(venv: Path, **extra: str) -> dict[str, str]:
 
 
 async def shell(command: str, *, cwd: Path, env: dict[str, str], within: float) -> str:
-    """Run ``command`` with bash; its output, or a failure showing it."""
-    proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), within)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = out.decode(errors="replace")
-    assert proc.returncode == 0, f"`{command}` exited with {proc.returncode}:\n{text[-4000:]}"
-    return text
+    """Run ``command`` with bash; its output (stdout, then stderr), or a failure showing it."""
+    code, out, err = await run_command(["bash", "-c", command], env, cwd=cwd, within=within)
+    assert code == 0, f"`{command}` exited with {code}:\n{(out + err)[-4000:]}"
+    return out + err
 
 
 @pytest.fixture
@@ -192,5 +199,6 @@ async def test_a_fresh_clone_runs_the_sandbox_and_passes_the_tests(
     out = await shell(
         "bash .ci/run -p no:cacheprovider tests/test_config.py", cwd=clone, env=env, within=360
     )
-    assert re.search(r"\d+ passed", out), out[-2000:]
-    assert "failed" not in out.splitlines()[-1]
+    summary = re.findall(r"^.*\d+ passed.*$", out, re.M)
+    assert summary, out[-2000:]
+    assert "failed" not in summary[-1] and "error" not in summary[-1], summary[-1]

@@ -1023,9 +1023,7 @@ def test_a_question_with_markdown_characters_is_shown_as_typed(question: dict[st
 def test_a_question_in_rich_text_cannot_mention_or_link() -> None:
     rendered = render_open(_injected_record())
     rich = [n for n in walk(rendered.blocks) if n.get("type") == "rich_text"]
-    leaves = [
-        n for b in rich for n in walk(b["elements"]) if "type" in n and "elements" not in n
-    ]
+    leaves = [n for b in rich for n in walk(b["elements"]) if "type" in n and "elements" not in n]
     assert leaves and {leaf["type"] for leaf in leaves} == {"text"}
     assert f"Q {INJECTION}" in [leaf["text"] for leaf in leaves]
 
@@ -1162,3 +1160,28 @@ def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
     assert section["text"]["type"] == "plain_text"
     assert section["text"]["text"].startswith("## Step 0")
     assert section["text"]["text"].endswith("(See the message for the rest.)")
+
+
+def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
+    from adapters.slack.blocks import MAX_THREAD_REPLIES, THREAD_PART
+
+    detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES + 2), "step <&> ")
+    rendered = render_open(record(plan(detail)))
+    assert_within_limits(rendered)
+    assert rendered.thread == []
+    assert len(rendered.files) == 1
+    attached = rendered.files[0]
+    assert attached.content == detail  # whole and unescaped: a file is not mrkdwn
+    assert attached.filename == "plan.md" and attached.title == "Plan"
+    assert "in full" in attached.comment
+    main, _ = _plan_pieces(rendered)
+    assert main.endswith(CONTINUED)
+
+
+def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
+    from adapters.slack.blocks import MAX_THREAD_REPLIES, THREAD_PART
+
+    detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES - 2), "step ")
+    rendered = render_open(record(plan(detail)))
+    assert rendered.files == []
+    assert 0 < len(rendered.thread) <= MAX_THREAD_REPLIES

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.pending import (
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores import (
     MemoryPendingStore,
     PendingStore,
     ReportsOrphans,
     StoreConflict,
     StoreUnavailable,
 )
-from adapters.slack.record import PendingRecord
-from adapters.slack.redis_store import RedisPendingStore
+from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions import AskOptions, AskUserQuestionRequest
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 from tests.slack_harness import SlackHarness

@@ -25,8 +25,8 @@ from adapters.slack.interactions import (
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.pending import MemoryPendingStore, mutate
 from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.stores import MemoryPendingStore, mutate
 from adapters.slack.transitions import (
     Finish,
     Ignore,

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
+from adapters.dsh.approvals import ApprovalRequested
+from adapters.dsh.events import ToolCall
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.protocol import Receipt, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
@@ -37,6 +39,7 @@ __all__ = [
     "NOT_DELIVERED_NOTE",
     "REFUSED",
     "REOPENED_NOTE",
+    "RESTARTING_NOTE",
     "SETTLED_ELSEWHERE",
     "HostAsk",
     "QuestionNotes",
@@ -66,6 +69,10 @@ REFUSED: Final = (
     "for (bad-response)."
 )
 REOPENED_NOTE: Final = "The harness is still waiting for an answer to this question."
+RESTARTING_NOTE: Final = (
+    "The bot is restarting; the harness keeps waiting, and this message takes answers again "
+    "once the bot is back."
+)
 
 _Phase = Literal["asking", "responding"]
 
@@ -80,6 +87,23 @@ class QuestionNotes(Protocol):
     async def add_note(self, request_id: str, note: str) -> object:
         """Show ``note`` on the message of request ``request_id`` (open or finished)."""
         ...
+
+    async def release(self, request_id: str, note: str | None = None) -> object:
+        """Leave an open request open, owned by no process, for the next asker to adopt."""
+        ...
+
+
+async def needs_reopening(provider: QuestionNotes, ask: HostAsk) -> bool:
+    """Whether the host still asks for a request whose record ended without an answer.
+
+    The record was aborted or failed by this bot (closed as gone, interrupted by an older
+    bot, its owner lost): the host replaying it means it is still pending there, so the
+    same message is reopened instead of the request being dropped.
+    """
+    if ask.reopen:
+        return True
+    status = await provider.status(ask.request_id)
+    return status is not None and status.state in ("aborted", "failed")
 
 
 def ask_key(rpc_id: str) -> str:
@@ -125,6 +149,9 @@ class HostAsk:
     resolved: str | None = None
     task: asyncio.Task[None] | None = None
     reopen: bool = False
+    approval: ApprovalRequested | None = None
+    call: ToolCall | None = None
+    call_known: bool = False
 
     @property
     def request_id(self) -> str:
@@ -156,7 +183,8 @@ class QuestionRunner:
 
     async def serve(self, ask: HostAsk) -> None:
         """Ask in Slack until the host takes an answer (or the question ends otherwise)."""
-        retry = _Retry(REOPENED_NOTE, GONE_NOTE) if ask.reopen else None
+        reopen = await needs_reopening(self._provider, ask)
+        retry = _Retry(REOPENED_NOTE, GONE_NOTE) if reopen else None
         key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
         review, revises = await self._review_of(ask)
         while True:

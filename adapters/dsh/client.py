@@ -31,27 +31,32 @@ import logging
 import random
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import aiohttp
 
+from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner, resolved_note
+from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     CANCELLED_IN_HARNESS,
-    DISCONNECTED_NOTE,
     GONE_NOTE,
+    RESTARTING_NOTE,
     HostAsk,
-    QuestionNotes,
     QuestionRunner,
 )
+from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
 from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
+    OtherPayload,
     QuestionRequested,
     QuestionResolved,
     parse_frame,
 )
 from adapters.dsh.uplink import HTTP_FAILURES, HostUplink, describe
+from adapters.slack import Released
 from bot.logs import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -81,7 +86,7 @@ class _Replay:
 
 
 class DshHostClient:
-    """Answers a running dsh web host's questions through ``service`` (and so in Slack).
+    """Answers a running dsh web host's questions and approvals (and so in Slack).
 
     - ``base_url``: the host, ``http(s)://host:port``; ``token``: sent as a Bearer token.
     - ``provider``: the Slack provider (for notes on messages that already ended).
@@ -94,6 +99,8 @@ class DshHostClient:
     - ``max_open_per_session``: requests of one session open in Slack at once.
     - ``review``: the review policy of the host's plan reviews (default: one approval
       decides); a session's plan review after a declined one is shown as its revision.
+    - ``approvers`` / ``approver_groups``: who may decide approvals (default: whoever may
+      answer questions).
     """
 
     def __init__(
@@ -101,7 +108,7 @@ class DshHostClient:
         base_url: str,
         service: UserQuestionService,
         *,
-        provider: QuestionNotes,
+        provider: ApprovalDesk,
         token: str | None = None,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
@@ -112,6 +119,8 @@ class DshHostClient:
         max_frame_bytes: int = 8 * 1024 * 1024,
         max_open_per_session: int = 20,
         review: ReviewPolicy | None = None,
+        approvers: Sequence[str] | None = None,
+        approver_groups: Sequence[str] | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if backoff_initial <= 0 or backoff_max < backoff_initial:
@@ -156,6 +165,15 @@ class DshHostClient:
             logger=self._logger,
             review=review,
         )
+        self._ledger = CallLedger()
+        self._approvals = ApprovalRunner(
+            provider,
+            self._uplink,
+            approvers=approvers,
+            approver_groups=approver_groups,
+            on_posted=self._posted,
+            logger=self._logger,
+        )
 
     # -- public surface -------------------------------------------------------------------
 
@@ -175,8 +193,14 @@ class DshHostClient:
         return sum(len(waiting) for waiting in self._waiting.values())
 
     def status(self) -> dict[str, Any]:
-        """For ``/healthz``: ``{"dsh": state, "dshQuestions": open questions}``."""
-        return {"dsh": self._state, "dshQuestions": self.in_flight}
+        """For ``/healthz``: the downlink's state and the host's open questions and approvals."""
+        asks = [*self._asks.values(), *(a for w in self._waiting.values() for a in w.values())]
+        approvals = sum(1 for ask in asks if ask.approval is not None)
+        return {
+            "dsh": self._state,
+            "dshQuestions": len(asks) - approvals,
+            "dshApprovals": approvals,
+        }
 
     async def start(self) -> None:
         """Start the connection loop and return at once (the host may still be down)."""
@@ -190,7 +214,12 @@ class DshHostClient:
         self._loop = asyncio.get_running_loop().create_task(self._run(), name="dsh downlink")
 
     async def stop(self) -> None:
-        """Stop reconnecting, end every ask this client started, close the HTTP session."""
+        """Stop reconnecting, release the host's open requests, close the HTTP session.
+
+        The host's questions and approvals belong to the host, not to this process: they
+        stay open in the store and in Slack (noted as "the bot is restarting"), and a bot
+        started later adopts them when the host replays them.
+        """
         if self._stopping:
             return
         self._stopping = True
@@ -203,7 +232,14 @@ class DshHostClient:
         asks = list(self._asks.values())
         for ask in asks:
             if ask.phase == "asking":
-                ask.controller.abort(DISCONNECTED_NOTE)
+                try:
+                    await self._provider.release(ask.request_id, RESTARTING_NOTE)
+                except Exception as exc:  # the store is down: the sweep settles it later
+                    self._logger.warning(
+                        "dsh host: could not release a request",
+                        extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+                    )
+                ask.controller.abort(Released())
         tasks = {ask.task for ask in asks if ask.task is not None and not ask.task.done()}
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=self._stop_grace)
@@ -351,14 +387,30 @@ class DshHostClient:
             return
         try:
             payload = frame.payload
-            if isinstance(payload, QuestionRequested):
+            if isinstance(payload, QuestionRequested | ApprovalRequested):
                 replay.seen.add(frame.rpc_id)
                 self._extend(replay)
-                self._on_requested(
-                    HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
-                )
+                if isinstance(payload, QuestionRequested):
+                    ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
+                else:
+                    # Paired now: the ledger may forget it before the ask is served.
+                    aid = payload.approval_id
+                    ask = HostAsk(
+                        frame.rpc_id,
+                        payload.session_id,
+                        approval=payload,
+                        call=self._ledger.call_for(aid),
+                        call_known=self._ledger.knows(aid),
+                    )
+                self._on_requested(ask)
             elif isinstance(payload, QuestionResolved):
                 self._on_resolved(payload.question_rpc_id, payload.outcome)
+            elif isinstance(payload, ApprovalResolved):
+                self._on_approval_resolved(payload)
+            elif frame.method == SESSION_EVENT and isinstance(payload, OtherPayload):
+                event = session_event(payload.model_extra or {})
+                if event is not None:
+                    self._ledger.observe(event)
         except Exception:  # a bug here must not drop the downlink
             self._logger.exception(
                 "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
@@ -388,8 +440,9 @@ class DshHostClient:
             self._gone.discard(ask.rpc_id)
             ask.reopen = True
         self._asks[ask.rpc_id] = ask
+        runner = self._questions if ask.approval is None else self._approvals
         ask.task = asyncio.get_running_loop().create_task(
-            self._questions.serve(ask), name=f"dsh request {ask.rpc_id}"
+            runner.serve(ask), name=f"dsh request {ask.rpc_id}"
         )
         ask.task.add_done_callback(lambda task: self._finished(ask, task))
 
@@ -435,6 +488,17 @@ class DshHostClient:
                 del self._waiting[ask.session_id]
             self._launch(following)
 
+    def _on_approval_resolved(self, payload: ApprovalResolved) -> None:
+        def mine(ask: HostAsk) -> bool:
+            return ask.approval is not None and ask.approval.approval_id == payload.approval_id
+
+        for waiting in self._waiting.values():
+            for rpc_id in [r for r, a in waiting.items() if mine(a)]:
+                del waiting[rpc_id]
+        for ask in [a for a in self._asks.values() if mine(a)]:
+            self._on_resolved(ask.rpc_id, payload.outcome)
+        self._ledger.forget(payload.approval_id)
+
     def _on_resolved(self, rpc_id: str, outcome: str) -> None:
         for waiting in self._waiting.values():
             if waiting.pop(rpc_id, None) is not None:
@@ -446,7 +510,12 @@ class DshHostClient:
                 ask.resolved = outcome
             return
         ask.resolved = outcome
-        ask.controller.abort(ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS)
+        if ask.approval is not None:
+            ask.controller.abort(resolved_note(outcome))
+        else:
+            ask.controller.abort(
+                ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
+            )
 
 
 def _ignore_result(task: asyncio.Task[Any]) -> None:

@@ -7,23 +7,29 @@ with ``UserQuestionService.register_provider``. A request's ``options``
 (``new_request_id()`` a fresh one), and
 ``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``);
 ``plan_review_of(questions)`` says whether a request is shown as a plan review.
+``ask_approval(ApprovalView(...))`` asks a tool-permission approval (Allow once / Reject);
+``release`` leaves a request open for a later process (abort its waiter with ``Released()``).
 """
 
+from adapters.slack.endings import Released
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
 from adapters.slack.lifecycle import Destination
-from adapters.slack.pending import MemoryPendingStore, PendingStore
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, SlackMessage
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
 
 __all__ = [
+    "ApprovalView",
     "AskOptions",
     "Destination",
     "MemoryPendingStore",
     "PendingStore",
     "PlanReview",
     "QuestionStatus",
+    "Released",
     "SlackMessage",
     "SlackQuestionProvider",
     "key_request_id",

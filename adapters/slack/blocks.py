@@ -47,6 +47,8 @@ from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 __all__ = [
     "MAX_TAP_OPTIONS",
+    "MAX_THREAD_REPLIES",
+    "Attachment",
     "Layout",
     "PlanReview",
     "Rendered",
@@ -79,30 +81,51 @@ block text passes about 12,000 (``msg_blocks_too_long``); this leaves room for t
 THREAD_PART: Final = 10_000
 """Characters per continuation message in the thread."""
 
+MAX_THREAD_REPLIES: Final = 10
+"""Continuation messages per request at most; a longer text goes to the thread as one file."""
+
 CONTINUED: Final = "\n\n_… continued in the thread below._"
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """A text uploaded as a file in the message's thread: too long for continuation posts."""
+
+    filename: str
+    title: str
+    content: str
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
 class Rendered:
-    """A message to post: fallback ``text``, ``blocks``, and continuation messages."""
+    """A message to post: fallback ``text``, ``blocks``, continuation messages and files."""
 
     text: str
     blocks: list[Block]
     thread: list[list[Block]] = field(default_factory=list)
+    files: list[Attachment] = field(default_factory=list)
 
 
 _ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
 """How long each character ``escape`` changes becomes (``&amp;``, ``&lt;``, ``&gt;``)."""
 
 
+def _escaped_length(text: str) -> int:
+    """``len(escape(text))`` without building the escaped text."""
+    return len(text) + 4 * text.count("&") + 3 * (text.count("<") + text.count(">"))
+
+
 def _escaped_fit(text: str, limit: int) -> int:
     """The length of the longest prefix of ``text`` whose escaped form fits in ``limit``."""
-    size = 0
-    for index, char in enumerate(text):
-        size += _ESCAPED_SIZE.get(char, 1)
-        if size > limit:
-            return index
-    return len(text)
+    low, high = 0, min(len(text), limit)  # escaping never shortens: the answer is <= limit
+    while low < high:  # binary search: a few ``str.count`` calls instead of a Python loop
+        middle = (low + high + 1) // 2
+        if _escaped_length(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
@@ -116,8 +139,10 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     if limit < least:
         raise ValueError(f"a split limit must be at least {least}, not {limit}")
     parts: list[str] = []
-    rest = text
-    while (len(escape(rest)) if escaped else len(rest)) > limit:
+    start = 0
+    remaining = _escaped_length(text) if escaped else len(text)
+    while remaining > limit:
+        rest = text[start : start + 5 * limit]  # enough for any part: parts stay linear
         fit = _escaped_fit(rest, limit) if escaped else limit
         window = rest[:fit]
         cut = -1
@@ -128,9 +153,11 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
                 break
         if cut <= 0:
             cut = fit
-        parts.append(rest[:cut])
-        rest = rest[cut:]
-    parts.append(rest)
+        part = rest[:cut]
+        parts.append(part)
+        start += cut
+        remaining -= _escaped_length(part) if escaped else len(part)
+    parts.append(text[start:])
     return parts
 
 
@@ -213,21 +240,44 @@ def _detail_blocks(shown: str, full: str) -> list[Block]:
     return [_markdown(text)]
 
 
-def _thread_parts(record: PendingRecord, shown: list[str]) -> list[list[Block]]:
-    messages: list[list[Block]] = []
+def _thread_parts(
+    record: PendingRecord, shown: list[str]
+) -> tuple[list[list[Block]], list[Attachment]]:
+    """The rest of each detail: continuation messages, or one file when they would be many.
+
+    At most ``MAX_THREAD_REPLIES`` continuation messages are posted; past that, every
+    detail that does not fit in the message is uploaded whole, as one Markdown file each,
+    so it is still readable in full and never silently cut.
+    """
+    rests = [(q.detail or "")[len(shown[i]) :] for i, q in enumerate(record.questions)]
     count = len(record.questions)
-    for index, question in enumerate(record.questions):
-        full = question.detail or ""
-        rest = full[len(shown[index]) :]
-        if not rest:
-            continue
-        chunks = split_text(rest, THREAD_PART, escaped=True)
-        what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
+    what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
+    # At least this many parts (a cheap bound): far past the cap, nothing is split at all.
+    least = sum(-(-_escaped_length(rest) // THREAD_PART) for rest in rests)
+    chunked = (
+        [split_text(rest, THREAD_PART, escaped=True) if rest else [] for rest in rests]
+        if least <= MAX_THREAD_REPLIES
+        else []
+    )
+    if least > MAX_THREAD_REPLIES or sum(len(chunks) for chunks in chunked) > MAX_THREAD_REPLIES:
+        files = []
+        for index, question in enumerate(record.questions):
+            if not rests[index]:
+                continue
+            full = question.detail or ""
+            title = f"{what} of question {index + 1}" if count > 1 else what
+            name = f"{what.lower()}-{index + 1}.md" if count > 1 else f"{what.lower()}.md"
+            size = f"{len(full.encode('utf-8')) / 1024:,.0f} KB"
+            comment = f"{title} in full ({size}): too long for the message itself."
+            files.append(Attachment(name, title, full, comment))
+        return [], files
+    messages: list[list[Block]] = []
+    for index, chunks in enumerate(chunked):
         for n, chunk in enumerate(chunks, start=1):
             title = f"{what} of question {index + 1}" if count > 1 else what
             caption = f"{title}, continued ({n}/{len(chunks)})"
             messages.append([_context(caption), _markdown(markdown_text(chunk))])
-    return messages
+    return messages, []
 
 
 # ---------------------------------------------------------------------------------------
@@ -465,11 +515,11 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
             f"{MAX_BLOCKS_MESSAGE} (ask fewer questions at once)",
             SLACK_LIMIT,
         )
-    thread = _thread_parts(record, shown)
+    thread, files = _thread_parts(record, shown)
     thread.extend(revision_thread)
     if not inline_options:
         thread.extend(_options_thread(record, layout))
-    return Rendered(_fallback(record), blocks, thread)
+    return Rendered(_fallback(record), blocks, thread, files)
 
 
 def _question_blocks(

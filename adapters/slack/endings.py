@@ -14,13 +14,22 @@ import time
 
 from adapters.slack.failures import settle
 from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE, QUESTION_FAILED
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord, State
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
-__all__ = ["Endings", "outcome"]
+__all__ = ["UNOWNED", "Endings", "Released", "outcome"]
+
+UNOWNED = ""
+"""The owner of a released request: no process waits on it; whoever asks again adopts it."""
+
+
+class Released:
+    """An abort reason that stops the waiter but leaves its request open (see ``release``)."""
+
+    __slots__ = ()
 
 
 class Endings:
@@ -77,6 +86,22 @@ class Endings:
             if exc.code == STORE_UNAVAILABLE:
                 raise
             return None  # it vanished meanwhile (expired)
+
+    async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
+        """Leave an open request open but owned by no process (``note`` says why).
+
+        For requests that belong to someone else (a dsh host's): a stopping bot releases
+        them instead of ending them, so no shutdown sweep or orphan sweep ends them, and
+        the next process asking with the same key adopts the request and its message.
+        """
+        _, written = await settle(
+            self._store,
+            request_id,
+            lambda r: r.next(owner=UNOWNED, note=note) if r.is_open else None,
+        )
+        if written is not None:
+            self._sync.refresh(request_id)
+        return written
 
     async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""

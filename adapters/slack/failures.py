@@ -20,8 +20,8 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.messages import QUESTION_FAILED, STORE_BUSY
-from adapters.slack.pending import PendingStore, StoreConflict, StoreUnavailable, mutate
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore, StoreConflict, StoreUnavailable, mutate
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["SLACK_FAILURES", "describe", "question_error", "settle"]

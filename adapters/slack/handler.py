@@ -1,7 +1,7 @@
 """``InteractionHandler``: what a click or a modal submission does, on the ack path.
 
 A click reads, in order: parse (interactions.py) → authorize (authorize.py) → decide
-(transitions.py) → compare-and-set (pending.py). The winning write of a terminal state
+(transitions.py) → compare-and-set (stores/protocol.py). The winning write of a terminal state
 wakes the waiting ``ask()`` through the store's watch; everything that talks to Slack
 afterwards (the message update, a private note, a modal) goes to the synchroniser's
 background tasks, so the listener acks in about a millisecond.
@@ -24,8 +24,8 @@ from adapters.slack.interactions import (
     parse_view_submission,
 )
 from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED, not_recorded
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.transitions import (
     Decision,
@@ -124,10 +124,12 @@ class InteractionHandler:
         if not allowed:
             self._sync.note(interaction.origin, record, _refusal(record))
             return
+        # A bot that posted and died before storing the message's ts (or a request adopted
+        # from it) learns the ts from the click, so the outcome can be shown on the message.
+        await self._adopt_message(record, interaction.origin)
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
-            await self._adopt_message(record, interaction.origin)
             self._sync.refresh(record.id)
         elif isinstance(decision, Modal) and interaction.origin.trigger_id:
             self._sync.open_modal(interaction.origin.trigger_id, decision.view)

@@ -24,13 +24,16 @@ from adapters.slack.blockkit.limits import MAX_ACTION_ID, MAX_BLOCK_ID, MAX_PRIV
 
 __all__ = [
     "ACTION_PATTERN",
+    "APPROVAL_ACTION_PATTERN",
     "CALLBACK_PATTERN",
     "PREFIX",
     "ActionKind",
+    "ApprovalKind",
     "BlockRef",
     "ModalRef",
     "ViewKind",
     "action_id",
+    "approval_action_id",
     "block_id",
     "callback_id",
     "key_request_id",
@@ -64,6 +67,16 @@ _VIEW_KINDS: Final = frozenset(get_args(ViewKind))
 # (``\d`` matches any Unicode digit): an id either is exactly ours or is not ours.
 ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.[0-9]{1,3})?\Z")
 CALLBACK_PATTERN: Final = re.compile(r"^aq1\.text\Z")
+
+ApprovalKind = Literal["allow", "reject"]
+"""The two buttons of a tool-permission approval (never routed to the question handler)."""
+APPROVAL_ACTION_PATTERN: Final = re.compile(r"^aq1\.(allow|reject)\Z")
+
+
+def approval_action_id(kind: ApprovalKind) -> str:
+    """The ``action_id`` of an approval button: ``aq1.allow`` or ``aq1.reject``."""
+    return f"{PREFIX}.{kind}"
+
 
 _REQUEST_ID = re.compile(r"^[a-z0-9]{8,40}\Z")
 _INDEX = re.compile(r"^[0-9]{1,5}\Z")

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
-from adapters.slack.blocks import Rendered, render_open
-from adapters.slack.endings import Endings, outcome
+from adapters.slack.approval_blocks import render_record
+from adapters.slack.blocks import Rendered
+from adapters.slack.endings import Endings, Released, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -30,11 +31,13 @@ from adapters.slack.messages import (
     UNDELIVERED_REST,
     no_answer_within,
 )
-from adapters.slack.pending import PendingStore, Watch
-from adapters.slack.record import PendingRecord
+from adapters.slack.posted import Predecessor, request_metadata
+from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
+from adapters.slack.stores import PendingStore, Watch
 from adapters.slack.synchroniser import MessageSynchroniser
+from adapters.slack.uploads import upload_text
 from bot.questions import (
     AbortSignal,
     AskOptions,
@@ -49,6 +52,7 @@ from bot.questions.errors import (
 )
 
 __all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook"]
+
 
 _NO_OPTIONS = AskOptions()
 
@@ -105,13 +109,75 @@ class AskLifecycle:
         self.defaults = defaults
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._predecessor = Predecessor(client)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
+        where = self.defaults.where(request, options)
+        template = PendingRecord(
+            id="-",
+            owner=self._store.process_id,
+            questions=list(request.questions),
+            channel=where.channel,
+            thread_ts=where.thread_ts,
+            allowed_users=self.defaults.allowed_users,
+            allowed_usergroups=self.defaults.allowed_usergroups,
+        )
+
+        async def review() -> dict[str, Any]:
+            found = await review_of(self._client, self._store, request.questions, options)
+            return {"review": found[0], "revision": found[1]}
+
+        record = await self._run(template, options, request.signal, self.defaults.timeout, review)
+        return outcome(record)
+
+    async def ask_approval(
+        self,
+        approval: ApprovalView,
+        options: AskOptions,
+        *,
+        approvers: Sequence[str] | None = None,
+        approver_groups: Sequence[str] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> PendingRecord:
+        """Post a tool-permission approval and wait; the record as it ended.
+
+        The same life as a question (store, idempotency key, reopening note, abort signal,
+        no timeout of the bot's own: the host has none either), shown as an approval panel.
+        """
+        where = self.defaults.destination
+        if options.channel:
+            where = Destination(options.channel, options.thread_ts)
+        template = PendingRecord(
+            id="-",
+            owner=self._store.process_id,
+            questions=[],
+            approval=approval,
+            channel=where.channel,
+            thread_ts=where.thread_ts,
+            allowed_users=list(approvers) if approvers else self.defaults.allowed_users,
+            allowed_usergroups=(
+                list(approver_groups) if approver_groups else self.defaults.allowed_usergroups
+            ),
+        )
+        return await self._run(template, options, signal, None)
+
+    async def _run(
+        self,
+        template: PendingRecord,
+        options: AskOptions,
+        signal: AbortSignal | None,
+        limit: float | None,
+        extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+    ) -> PendingRecord:
+        """Store, post and wait for one request (``template`` gets its id), to its end.
+
+        ``extra``: fields the new record gets, worked out only when no record exists yet.
+        """
         if self._closing:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
-        if request.signal is not None and request.signal.aborted:
+        if signal is not None and signal.aborted:
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
         request_id = options.request_id or (
             ids.key_request_id(options.key) if options.key else ids.new_request_id()
@@ -119,12 +185,20 @@ class AskLifecycle:
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
-                return await self._rejoin(existing, request.signal, options.note)
-        review, revision = await review_of(self._client, self._store, request.questions, options)
-        record = self._record(request_id, request, options).model_copy(
-            update={"review": review, "revision": revision}
+                return await self._rejoin(existing, signal, options.note, limit)
+        record = template.model_copy(
+            update={
+                "id": request_id,
+                "label": options.label,
+                "mention": self.defaults.mention,
+                "key": options.key,
+                "note": options.note,
+                **(await extra() if extra is not None else {}),
+            }
         )
-        rendered = render_open(record)  # raises SLACK_LIMIT before anything is stored
+        rendered = render_record(record)  # raises SLACK_LIMIT before anything is stored
+        if options.key:  # a restarted bot without its records: its predecessor's message?
+            record = await self._predecessor.adopt(record)
         watch = self._store.watch(request_id)
         current = asyncio.current_task()
         if current is not None:
@@ -134,14 +208,17 @@ class AskLifecycle:
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
-                    return await self._rejoin(existing, request.signal, None)
-            await self._post(record, rendered)
+                    return await self._rejoin(existing, signal, None, limit)
+            if record.message_ts is None:
+                await self._post(record, rendered)
+            else:  # found again: bring it up to date (open, with live buttons)
+                self._sync.refresh(request_id)
             # The rendered blocks and this first copy of the record are not needed while
             # waiting (the store has the record): free them for the hours a question waits.
             del rendered, record
             if options.on_posted is not None:
                 options.on_posted(request_id)
-            return await self._wait(request_id, watch, request.signal)
+            return await self._wait(request_id, watch, signal, limit)
         except asyncio.CancelledError:
             # The awaiting task was cancelled (before or after Slack took the message).
             await self._endings.end_or_later(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
@@ -170,24 +247,6 @@ class AskLifecycle:
 
     # -- store and post -------------------------------------------------------------------
 
-    def _record(
-        self, request_id: str, request: AskUserQuestionRequest, options: AskOptions
-    ) -> PendingRecord:
-        where = self.defaults.where(request, options)
-        return PendingRecord(
-            id=request_id,
-            owner=self._store.process_id,
-            questions=list(request.questions),
-            channel=where.channel,
-            thread_ts=where.thread_ts,
-            label=options.label,
-            mention=self.defaults.mention,
-            key=options.key,
-            allowed_users=self.defaults.allowed_users,
-            allowed_usergroups=self.defaults.allowed_usergroups,
-            note=options.note,
-        )
-
     async def _post(self, record: PendingRecord, rendered: Rendered) -> None:
         """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
         with tagged(record.id):  # the scheduler can tell while this post waits its turn
@@ -207,6 +266,7 @@ class AskLifecycle:
                 thread_ts=record.thread_ts,
                 text=rendered.text,
                 blocks=rendered.blocks,
+                metadata=request_metadata(record.id) if record.key else None,
                 unfurl_links=False,
                 unfurl_media=False,
             )
@@ -231,6 +291,11 @@ class AskLifecycle:
                 )
             except SLACK_FAILURES as exc:
                 raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        for attachment in rendered.files:
+            try:
+                await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
 
     async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
         """Record a Slack failure on the request; the error for its waiter."""
@@ -241,8 +306,12 @@ class AskLifecycle:
     # -- wait -----------------------------------------------------------------------------
 
     async def _rejoin(
-        self, record: PendingRecord, signal: AbortSignal | None, note: str | None
-    ) -> AskUserQuestionAnswer:
+        self,
+        record: PendingRecord,
+        signal: AbortSignal | None,
+        note: str | None,
+        limit: float | None,
+    ) -> PendingRecord:
         """Ask again with a key already used: wait on the open request, or reopen it."""
         if not record.is_open and note is not None:
             reopened = record.next(
@@ -259,36 +328,47 @@ class AskLifecycle:
                 record = reopened
                 self._sync.refresh(record.id)
         if not record.is_open:
-            return outcome(record)
+            return record
+        if record.owner != self._store.process_id:
+            # Ownership follows the waiter: this process waits on it now (its earlier owner
+            # stopped, released it or died), so no orphan sweep may end it.
+            me = self._store.process_id
+            _, adopted = await settle(
+                self._store,
+                record.id,
+                lambda r: r.next(owner=me, note=note) if r.is_open and r.owner != me else None,
+            )
+            if adopted is not None:
+                record = adopted
+                self._sync.refresh(record.id)
         watch = self._store.watch(record.id)
         try:
-            return await self._wait(record.id, watch, signal)
+            return await self._wait(record.id, watch, signal, limit)
         finally:
             watch.close()
 
     async def _wait(
-        self, request_id: str, watch: Watch, signal: AbortSignal | None
-    ) -> AskUserQuestionAnswer:
+        self, request_id: str, watch: Watch, signal: AbortSignal | None, limit: float | None
+    ) -> PendingRecord:
         """Wait for the request's ending, its abort signal or the timeout, whichever is first.
 
         A question may wait for hours, so this holds no task of its own when there is no
         signal, and only a future (no task) for the signal when there is one.
         """
         if signal is not None and signal.aborted:
-            return outcome(await self._aborted(request_id, signal.reason))
-        timeout = self.defaults.timeout
+            return await self._aborted(request_id, signal.reason)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit):
                 if signal is None:
                     record = await watch.wait()
                 else:
                     record = await self._wait_or_abort(request_id, watch, signal)
         except TimeoutError:
-            assert timeout is not None
+            assert limit is not None
             record = await self._endings.end(
-                request_id, "failed", no_answer_within(timeout), ASK_TIMEOUT
+                request_id, "failed", no_answer_within(limit), ASK_TIMEOUT
             )
-        return outcome(record)
+        return record
 
     async def _wait_or_abort(
         self, request_id: str, watch: Watch, signal: AbortSignal
@@ -313,5 +393,8 @@ class AskLifecycle:
         return await self._aborted(request_id, aborted.result())
 
     async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
+        if isinstance(reason, Released):
+            # The asker stops waiting, but the request stays open for whoever asks next.
+            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
         note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
         return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)

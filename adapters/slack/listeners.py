@@ -13,13 +13,16 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from adapters.slack import ids
+from adapters.slack.approval_actions import ApprovalHandler
 from adapters.slack.handler import InteractionHandler
 
 __all__ = ["register_listeners"]
 
 
-def register_listeners(app: AsyncApp, handler: InteractionHandler) -> None:
-    """Route our block actions and modal submissions on ``app`` to ``handler``."""
+def register_listeners(
+    app: AsyncApp, handler: InteractionHandler, approvals: ApprovalHandler | None = None
+) -> None:
+    """Route our block actions and modal submissions to ``handler``, approvals to ``approvals``."""
 
     async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -34,3 +37,10 @@ def register_listeners(app: AsyncApp, handler: InteractionHandler) -> None:
 
     app.action(ids.ACTION_PATTERN)(on_action)
     app.view_submission(ids.CALLBACK_PATTERN)(on_submission)
+    if approvals is not None:
+
+        async def on_approval(ack: AsyncAck, body: dict[str, Any]) -> None:
+            await ack()
+            await approvals.handle_action(body)
+
+        app.action(ids.APPROVAL_ACTION_PATTERN)(on_approval)

@@ -18,13 +18,13 @@ from typing import Any, Final
 
 __all__ = ["escape", "markdown_text", "mrkdwn", "plain", "shorten", "shorten_escaped"]
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 ELLIPSIS = "…"
 
 
 def escape(text: str) -> str:
     """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field."""
-    return text.translate(_ESCAPES)
+    # Chained replace ("&" first): many times faster than str.translate on long text.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _LINK: Final = re.compile(

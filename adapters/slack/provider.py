@@ -26,6 +26,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
+from adapters.slack.approval_actions import ApprovalHandler
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.endings import Endings
 from adapters.slack.handler import InteractionHandler
@@ -33,10 +34,11 @@ from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, Des
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
 from adapters.slack.paced import PacedWebClient
-from adapters.slack.pending import MemoryPendingStore, PendingStore, ReportsOrphans
+from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, status_of
+from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.synchroniser import MessageSynchroniser
-from bot.questions import AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
 
@@ -118,10 +120,11 @@ class SlackQuestionProvider:
         )
         gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
         self._handler = InteractionHandler(self._store, gate, self._sync)
+        self._approvals = ApprovalHandler(self._store, gate, self._sync)
         if isinstance(self._store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
             self._store.on_orphans = self._sync.on_orphans
-        register_listeners(app, self._handler)
+        register_listeners(app, self._handler, self._approvals)
 
     @property
     def store(self) -> PendingStore:
@@ -184,6 +187,26 @@ class SlackQuestionProvider:
         finally:
             watch.close()
 
+    async def ask_approval(
+        self,
+        approval: ApprovalView,
+        *,
+        options: AskOptions,
+        approvers: Sequence[str] | None = None,
+        approver_groups: Sequence[str] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> QuestionStatus:
+        """Post a tool-permission approval (Allow once / Reject) and wait for its ending.
+
+        Not a seam question: it comes back as it ended, ``answered`` with ``decision`` set
+        (``allowed-once`` or ``rejected``), or ``aborted``/``failed``. ``approvers`` /
+        ``approver_groups`` default to whoever may answer questions.
+        """
+        record = await self._lifecycle.ask_approval(
+            approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
+        )
+        return status_of(record)
+
     async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
 
@@ -191,6 +214,15 @@ class SlackQuestionProvider:
         or ``None`` for an unknown request.
         """
         record = await self._endings.abort(request_id, note)
+        return None if record is None else status_of(record)
+
+    async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
+        """Leave an open request open, owned by no process, for the next asker to adopt.
+
+        Abort its waiter with a ``Released()`` reason after this: the waiter stops without
+        ending the request. A stopping bot does this for requests of a dsh host.
+        """
+        record = await self._endings.release(request_id, note)
         return None if record is None else status_of(record)
 
     async def add_note(self, request_id: str, note: str) -> QuestionStatus | None:

@@ -16,7 +16,7 @@ from adapters.slack.review import Revision, Vote
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["TERMINAL_STATES", "Draft", "PendingRecord", "State"]
+__all__ = ["TERMINAL_STATES", "ApprovalView", "Draft", "PendingRecord", "State"]
 
 State = Literal["pending", "answered", "cancelled", "aborted", "failed"]
 TERMINAL_STATES: frozenset[str] = frozenset({"answered", "cancelled", "aborted", "failed"})
@@ -31,6 +31,18 @@ class Draft(BaseModel):
     custom: str | None = None
 
 
+class ApprovalView(BaseModel):
+    """A tool-permission approval shown in Slack (no questions): what asks, and the decision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str
+    headline: str
+    command: str | None = None
+    path: str | None = None
+    outcome: Literal["allowed-once", "rejected"] | None = None
+
+
 class PendingRecord(BaseModel):
     """One open (or just finished) request and its Slack message."""
 
@@ -39,7 +51,9 @@ class PendingRecord(BaseModel):
     id: str
     version: int = 0
     state: State = "pending"
-    owner: str
+    owner: str | None = None
+    """The process whose in-process ``ask()`` waits on this record; ``None``: owned by no
+    process (HTTP API and dsh host questions), so no process's end can fail it."""
     questions: list[AskUserQuestionItem]
     channel: str
     thread_ts: str | None = None
@@ -58,6 +72,7 @@ class PendingRecord(BaseModel):
     review: ReviewPolicy | None = None
     votes: list[Vote] = Field(default_factory=list)
     revision: Revision | None = None
+    approval: ApprovalView | None = None
     error_code: str | None = None
     created_at: float = Field(default_factory=time.time)
     finished_at: float | None = None

@@ -14,8 +14,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.layout import plan_review_of
 from adapters.slack.messages import NOT_A_PLAN_REVIEW, unknown_revised
-from adapters.slack.pending import PendingStore
 from adapters.slack.review import Revision, combined_feedback
+from adapters.slack.stores import PendingStore
 from bot.questions import AskOptions, AskUserQuestionItem, ReviewPolicy, UserQuestionError
 from bot.questions.errors import BAD_REVIEW
 

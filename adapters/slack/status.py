@@ -9,6 +9,7 @@ keeps the request (drafts, owner, who may answer).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from adapters.slack.endings import outcome
 from adapters.slack.record import PendingRecord, State
@@ -53,6 +54,8 @@ class QuestionStatus:
     message: SlackMessage | None = None
     queued: bool = False
     """Open, and its message still waits its turn within Slack's rate limits."""
+    decision: Literal["allowed-once", "rejected"] | None = None
+    """For an approval (``ask_approval``): what the person decided."""
 
     @property
     def is_open(self) -> bool:
@@ -91,4 +94,5 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         error=error,
         note=record.note,
         message=message,
+        decision=record.approval.outcome if record.approval is not None else None,
     )

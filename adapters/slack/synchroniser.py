@@ -16,13 +16,14 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.blocks import render_final, render_open, render_stale
+from adapters.slack.approval_blocks import render_record
+from adapters.slack.blocks import render_stale
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.interactions import Origin
 from adapters.slack.messages import NO_LONGER_OPEN
 from adapters.slack.paced import PacedWebClient
-from adapters.slack.pending import PendingStore
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
 from adapters.slack.tasks import BackgroundTasks
 
 __all__ = ["MessageSynchroniser"]
@@ -149,7 +150,7 @@ class MessageSynchroniser:
             record = await self._store.get(request_id)
             if record is None or entry.rendered == record.version:
                 return None
-            rendered = render_open(record) if record.is_open else render_final(record)
+            rendered = render_record(record)
             entry.sending = record
             return {"text": rendered.text, "blocks": rendered.blocks}
 
@@ -178,7 +179,7 @@ class MessageSynchroniser:
                 return
 
     async def _update(self, record: PendingRecord, ts: str) -> None:
-        rendered = render_open(record) if record.is_open else render_final(record)
+        rendered = render_record(record)
         # The final record must not keep live buttons: when slack_sdk's own retries are
         # spent, try twice more, later.
         for delay in _FINAL_RETRIES if not record.is_open else (None,):

@@ -15,7 +15,7 @@ import aiohttp
 
 from bot.logs import redact_url
 
-__all__ = ["BOT_UNREACHABLE", "AskFailed", "BotClient"]
+__all__ = ["BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff"]
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API at all."""
@@ -23,16 +23,19 @@ _MARGIN: Final = 10.0  # seconds a long-poll may take beyond its ``wait``
 
 
 class AskFailed(Exception):
-    """A question failed; ``error`` is the seam's ``{name, code, message}``."""
+    """A question failed; ``error`` is the seam's ``{name, code, message}``.
 
-    def __init__(self, error: dict[str, str]) -> None:
+    For a malformed request it also holds the bot's ``errors`` (each with ``loc``, ``msg``).
+    """
+
+    def __init__(self, error: dict[str, Any]) -> None:
         self.error = error
-        super().__init__(error["message"])
+        super().__init__(str(error["message"]))
 
     @property
     def code(self) -> str:
         """The error's stable code (``ASK_CANCELLED``, ``BOT_UNREACHABLE``, …)."""
-        return self.error["code"]
+        return str(self.error["code"])
 
     def to_json(self) -> str:
         """The error as the seam's JSON."""
@@ -65,9 +68,13 @@ class BotClient:
         if self._session is not None:
             await self._session.close()
 
-    async def ask(self, body: dict[str, Any]) -> str:
-        """Post a question; returns its id once Slack has the message."""
-        view = await self._call("POST", "/v1/questions", json=body, limit=60.0)
+    async def ask(self, body: dict[str, Any], *, key: str) -> str:
+        """Post a question; returns its id once Slack has the message.
+
+        ``key`` is the ``Idempotency-Key``: posting again with it finds the same question.
+        """
+        headers = {"Idempotency-Key": key}
+        view = await self._call("POST", "/v1/questions", json=body, headers=headers, limit=60.0)
         return str(view["id"])
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:
@@ -107,7 +114,10 @@ class BotClient:
                 raise _failure("BAD_RESPONSE", f"the bot answered {method} {path} with no JSON")
             return body
         if body is not None and {"name", "code", "message"} <= body.keys():
-            raise AskFailed({k: str(body[k]) for k in ("name", "code", "message")})
+            error: dict[str, Any] = {k: str(body[k]) for k in ("name", "code", "message")}
+            if isinstance(body.get("errors"), list):
+                error["errors"] = body["errors"]  # where a malformed request is wrong
+            raise AskFailed(error)
         raise _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
 
 

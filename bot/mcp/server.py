@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from typing import Annotated, Any, Final
 
 import anyio
@@ -130,7 +131,17 @@ async def _ask(
 ) -> dict[str, Any]:
     """Post, then long-poll until the question ends; cancellation aborts it."""
     started = time.monotonic()
-    request_id = await client.ask(body)
+    key = f"mcp-{uuid.uuid4().hex}"
+    try:
+        request_id = await client.ask(body, key=key)
+    except anyio.get_cancelled_exc_class():
+        # Cancelled while posting: the bot may post it anyway. Find it by its key, abort it.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(40):
+            try:
+                await client.abort(await client.ask(body, key=key))
+            except AskFailed as failure:
+                _log.warning("could not abort a question cancelled while posting: %s", failure)
+        raise
     try:
         await ctx.report_progress(0, None, "Posted to Slack; waiting for an answer.")
         lost_since: float | None = None

@@ -92,14 +92,24 @@ class WebApi:
         return {"ok": True, "channel": channel.to_dict()}
 
     def conversations_history(self, params: Params) -> Response:
-        """``conversations.history``: top-level messages, newest first."""
+        """``conversations.history``: top-level messages, newest first, ``limit`` (100) of them.
+
+        Message metadata is included only with ``include_all_metadata``, as Slack does.
+        """
         channel = self.workspace.channel(_text(params, "channel", "channel_not_found"))
-        messages = [
-            m.to_dict()
+        with_metadata = str(params.get("include_all_metadata", "")).lower() in ("true", "1")
+        try:
+            limit = int(str(params.get("limit") or 100))
+        except (TypeError, ValueError):
+            raise SlackError("invalid_limit") from None
+        limit = max(1, min(limit, 999))
+        top = [
+            m
             for m in self.workspace.history(channel.id)
             if m.thread_ts is None or m.thread_ts == m.ts
-        ]
-        return {"ok": True, "messages": messages[::-1], "has_more": False}
+        ][::-1]
+        messages = [m.to_dict(with_metadata=with_metadata) for m in top[:limit]]
+        return {"ok": True, "messages": messages, "has_more": len(top) > limit}
 
     def conversations_replies(self, params: Params) -> Response:
         """``conversations.replies``: a thread, parent first."""
@@ -124,7 +134,9 @@ class WebApi:
             raise SlackError("no_text")
         text, extra = _checked(blocks, text)
         thread_ts = _optional_text(params, "thread_ts")
+        metadata = _metadata(params.get("metadata"))
         message = self.workspace.post(channel, text=text, blocks=blocks or [], thread_ts=thread_ts)
+        message.metadata = metadata
         return {
             "ok": True,
             "channel": channel.id,
@@ -286,6 +298,20 @@ def _json(value: object, error: str) -> Any:
         except ValueError:
             raise SlackError(error) from None
     return value
+
+
+def _metadata(value: object) -> dict[str, Any] | None:
+    """Message metadata: ``{"event_type": str, "event_payload": object}`` (else refused)."""
+    if value in (None, ""):
+        return None
+    data = _json(value, "invalid_metadata_format")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("event_type"), str)
+        or not isinstance(data.get("event_payload"), dict)
+    ):
+        raise SlackError("invalid_metadata_format")
+    return {"event_type": data["event_type"], "event_payload": data["event_payload"]}
 
 
 def _content(params: Params) -> tuple[str | None, list[dict[str, Any]] | None]:

@@ -138,9 +138,10 @@ class Message:
     files: list[dict[str, Any]] = field(default_factory=list)
     edits: list[Revision] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The message object as Slack shows it (in API responses and payloads)."""
+    def to_dict(self, *, with_metadata: bool = False) -> dict[str, Any]:
+        """The message object as Slack shows it (``metadata`` only where it is asked for)."""
         data: dict[str, Any] = {
             "type": "message",
             "ts": self.ts,
@@ -162,6 +163,8 @@ class Message:
             data["files"] = copy.deepcopy(self.files)
         if self.edits:
             data["edited"] = {"user": self.user, "ts": self.edits[-1].replaced_at}
+        if with_metadata and self.metadata is not None:
+            data["metadata"] = copy.deepcopy(self.metadata)
         return data
 
 

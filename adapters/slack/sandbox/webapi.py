@@ -325,7 +325,16 @@ class SlackStandIn:
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
         file_id = request.match_info["file_id"]
-        content = await request.read()
+        # Slack takes files up to 1 GB, far past aiohttp's 1 MB request cap: read the body
+        # as a stream, up to the length reserved by files.getUploadURLExternal.
+        reserved = self.workspace.files.get(file_id)
+        limit = (reserved.length if reserved is not None else 0) + 1
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := await request.content.read(min(1 << 20, limit - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        content = b"".join(chunks)
         params = {"file_id": file_id, "length": len(content)}
         faulted = await self._fault(request, "upload", params)
         if isinstance(faulted, web.StreamResponse):

@@ -1,10 +1,6 @@
-"""Where pending requests live: the store protocol and its in-process implementation.
+"""``MemoryPendingStore``: the pending store in this process's memory (tests, the sandbox).
 
-Every change is a compare-and-set on the record's ``version``, so whichever writer gets
-there first wins and a losing writer re-reads and decides again (``mutate``). When a
-record reaches a terminal state the store wakes the ``Watch`` that the owning process
-registered before posting the question, in this process or (``RedisPendingStore``)
-in another one.
+Nothing survives the process; ``python -m bot`` uses the SQLite store by default.
 """
 
 from __future__ import annotations
@@ -12,133 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.stores.protocol import RETENTION, PendingStore, Watch
 
-__all__ = [
-    "MemoryPendingStore",
-    "OrphanHandler",
-    "PendingStore",
-    "ReportsOrphans",
-    "StoreConflict",
-    "StoreUnavailable",
-    "Watch",
-    "mutate",
-]
-
-FINISHED_TTL = 3600.0
-"""How long a finished record is kept, so late clicks learn who answered."""
-
-
-class StoreConflict(Exception):
-    """A record kept changing under us; ``mutate`` gave up after its attempts."""
-
-
-class StoreUnavailable(ConnectionError):
-    """The store could not be reached when it started (the message names its setting)."""
-
-    def __init__(self, message: str, url: str) -> None:
-        super().__init__(message)
-        self.url = url
-
-
-class Watch(Protocol):
-    """A registered interest in one request's ending."""
-
-    async def wait(self) -> PendingRecord:
-        """Return the record once it is terminal."""
-        ...
-
-    def close(self) -> None:
-        """Stop watching (idempotent); the store forgets the waiter."""
-        ...
-
-
-OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
-"""Called with the records a store failed because the process that asked is gone."""
-
-
-@runtime_checkable
-class ReportsOrphans(Protocol):
-    """An optional store capability: it fails dead processes' requests and reports them.
-
-    The provider sets ``on_orphans`` so those requests' messages say so in Slack.
-    """
-
-    on_orphans: OrphanHandler | None
-
-
-class PendingStore(Protocol):
-    """The records of open requests, shared by every process that can receive a click."""
-
-    @property
-    def process_id(self) -> str:
-        """This process's id; records it creates name it as their owner."""
-        ...
-
-    async def start(self) -> None:
-        """Connect and start background duties (heartbeats, notifications)."""
-        ...
-
-    async def close(self) -> None:
-        """Stop background duties and release connections."""
-        ...
-
-    async def create(self, record: PendingRecord) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
-        ...
-
-    async def get(self, request_id: str) -> PendingRecord | None:
-        """The record with this id, or ``None``."""
-        ...
-
-    async def compare_and_set(self, record: PendingRecord) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``.
-
-        A terminal record wakes its owner's watch. Returns whether the write won.
-        """
-        ...
-
-    def watch(self, request_id: str) -> Watch:
-        """Register interest in this request's ending (before posting, so no click is missed)."""
-        ...
-
-    async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
-        """Every pending record (of ``owner``, when given)."""
-        ...
-
-    @property
-    def watch_count(self) -> int:
-        """How many watches are registered in this process (zero when nothing leaks)."""
-        ...
-
-
-async def mutate(
-    store: PendingStore,
-    request_id: str,
-    change: Callable[[PendingRecord], PendingRecord | None],
-    *,
-    attempts: int = 16,
-) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """Apply ``change`` with compare-and-set, re-reading on conflict.
-
-    ``change`` gets the current record and returns the next one (``record.next(...)``) or
-    ``None`` to leave it. Returns ``(seen, written)``: the record the decision was made on
-    (``None`` if there is none) and the record written (``None`` if nothing was).
-    """
-    for _ in range(attempts):
-        current = await store.get(request_id)
-        if current is None:
-            return None, None
-        updated = change(current)
-        if updated is None:
-            return current, None
-        if await store.compare_and_set(updated):
-            return current, updated
-    raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+__all__ = ["MemoryPendingStore"]
 
 
 class _MemoryWatch:
@@ -171,7 +47,7 @@ class MemoryPendingStore:
     question waiting for hours costs its JSON rather than a graph of objects.
     """
 
-    def __init__(self, *, process_id: str = "local", finished_ttl: float = FINISHED_TTL) -> None:
+    def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
         self._process_id = process_id
         self._finished_ttl = finished_ttl
         self._records: dict[str, _Stored] = {}
@@ -268,9 +144,15 @@ class _Stored:
 
     version: int
     state: str
-    owner: str
+    owner: str | None
     json: str
 
     @classmethod
     def of(cls, record: PendingRecord) -> _Stored:
         return cls(record.version, record.state, record.owner, record.dump())
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: MemoryPendingStore) -> PendingStore:
+        return store

@@ -3,13 +3,13 @@
 Keys (``p`` is the prefix, ``uq`` by default; one Redis server or primary, not Redis Cluster,
 because the scripts derive some key names from the stored record)::
 
-    p:req:{id}      the record as JSON (``PendingRecord.dump()``); TTL ``record_ttl`` while
-                    pending, ``finished_ttl`` once terminal
+    p:req:{id}      the record as JSON (``PendingRecord.dump()``); no TTL while pending
+                    (nothing expires silently), ``finished_ttl`` (the retention) once ended
     p:tok:{id}      the token of the last write (same TTL): a write that redis-py retries
                     after a lost reply is recognised as already done instead of refused
     p:open          set of the ids of every pending record
-    p:owner:{pid}   set of the ids of the pending records a process owns (TTL ``record_ttl``,
-                    renewed on every add)
+    p:owner:{pid}   set of the ids of the pending records a process owns (a record owned by
+                    no process, ``owner`` unset, is in no owner set)
     p:owners        set of the process ids that own (or owned) pending records: the sweep
                     reads this small set and the heartbeats, never every record
     p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
@@ -56,7 +56,10 @@ from redis.exceptions import AuthenticationError, LockError, RedisError, Respons
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from adapters.slack.pending import (
+from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.stores.protocol import (
+    OWNER_LOST_NOTE,
+    RETENTION,
     OrphanHandler,
     PendingStore,
     StoreConflict,
@@ -64,39 +67,41 @@ from adapters.slack.pending import (
     Watch,
     mutate,
 )
-from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from bot.logs import redact_url
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
-OWNER_LOST_NOTE: Final = "The bot process that asked this question stopped before it was answered."
-"""The note written on a record failed by ``sweep_orphans``."""
 
 T = TypeVar("T")
 
 _CONNECTION_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError)
 
 # KEYS: record, token, open set, owner set, owners set
-# ARGV: json, id, state, record ttl ms, owner-set ttl ms, token, owner
+# ARGV: json, id, state, finished ttl ms, token, owner ('' for none)
+# A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
 _CREATE: Final = """
-if redis.call('GET', KEYS[2]) == ARGV[6] then return 1 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
-redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[4])
+if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
 if ARGV[3] == 'pending' then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+  redis.call('SET', KEYS[2], ARGV[5])
   redis.call('SADD', KEYS[3], ARGV[2])
-  redis.call('SADD', KEYS[4], ARGV[2])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  redis.call('SADD', KEYS[5], ARGV[7])
+  if ARGV[6] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[6])
+  end
+else
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
 end
 return 1
 """
 
 # KEYS: record, token, open set, owner set of the new record's owner, owners set
-# ARGV: json, id, version, state, open ttl ms, finished ttl ms, owner-set prefix,
-#       done channel, token, owner
+# ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
+#       owner ('' for none)
 _COMPARE_AND_SET: Final = """
-if redis.call('GET', KEYS[2]) == ARGV[9] then return 1 end
+if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local stored = cjson.decode(raw)
@@ -104,25 +109,28 @@ if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
 local was_open = stored['state'] == 'pending'
 local now_open = ARGV[4] == 'pending'
 if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
-local old_owner_set = ARGV[7] .. tostring(stored['owner'])
+local old_owner = stored['owner']
+if type(old_owner) ~= 'string' then old_owner = '' end
+local old_owner_set = ARGV[6] .. old_owner
 if now_open then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
-  redis.call('SET', KEYS[2], ARGV[9], 'PX', ARGV[5])
-  if old_owner_set ~= KEYS[4] then redis.call('SREM', old_owner_set, ARGV[2]) end
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[2], ARGV[8])
+  if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
   redis.call('SADD', KEYS[3], ARGV[2])
-  redis.call('SADD', KEYS[4], ARGV[2])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  redis.call('SADD', KEYS[5], ARGV[10])
+  if ARGV[9] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[9])
+  end
 elseif was_open then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[6])
-  redis.call('SET', KEYS[2], ARGV[9], 'PX', ARGV[6])
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
+  redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[5])
   redis.call('SREM', KEYS[3], ARGV[2])
-  redis.call('SREM', old_owner_set, ARGV[2])
-  redis.call('SREM', KEYS[4], ARGV[2])
-  redis.call('PUBLISH', ARGV[8], ARGV[2])
+  if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
+  if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('PUBLISH', ARGV[7], ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
-  redis.call('SET', KEYS[2], ARGV[9], 'KEEPTTL')
+  redis.call('SET', KEYS[2], ARGV[8], 'KEEPTTL')
 end
 return 1
 """
@@ -225,8 +233,7 @@ class RedisPendingStore:
         *,
         prefix: str = "uq",
         process_id: str | None = None,
-        record_ttl: float = 86400,
-        finished_ttl: float = 3600,
+        finished_ttl: float = RETENTION,
         heartbeat_interval: float = 2.0,
         heartbeat_ttl: float = 6.0,
         op_timeout: float = 5.0,
@@ -236,8 +243,8 @@ class RedisPendingStore:
     ) -> None:
         if not prefix:
             raise ValueError("prefix must not be empty")
-        if record_ttl <= 0 or finished_ttl <= 0:
-            raise ValueError("record_ttl and finished_ttl must be positive")
+        if finished_ttl <= 0:
+            raise ValueError("finished_ttl must be positive")
         if heartbeat_interval <= 0 or heartbeat_ttl <= heartbeat_interval:
             raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         if op_timeout <= 0:
@@ -249,14 +256,13 @@ class RedisPendingStore:
             self._password = ""
         self._prefix = prefix
         self._process_id = process_id or _default_process_id()
-        self._record_ttl = record_ttl
         self._finished_ttl = finished_ttl
         self._heartbeat_interval = heartbeat_interval
         self._heartbeat_ttl = heartbeat_ttl
         self._op_timeout = op_timeout
         self._outage_limit = outage_limit
         self._tick = min(1.0, heartbeat_interval)
-        self._log = logger or logging.getLogger("adapters.slack.redis_store")
+        self._log = logger or logging.getLogger("adapters.slack.stores.redis")
         self.on_orphans: OrphanHandler | None = None
         """Called with the records a periodic sweep failed (set by the provider)."""
 
@@ -403,23 +409,20 @@ class RedisPendingStore:
             self._key("req", record.id),
             self._key("tok", record.id),
             self._open_key,
-            self._key("owner", record.owner),
+            self._key("owner", record.owner or "-"),
             self._owners_key,
         ]
 
     async def create(self, record: PendingRecord) -> bool:
         """Store a new record; ``False`` if one with its id exists already."""
-        terminal = record.state in TERMINAL_STATES
-        ttl = self._finished_ttl if terminal else self._record_ttl
         keys = self._record_keys(record)
         args: list[str | int] = [
             record.dump(),
             record.id,
             record.state,
-            _px(ttl),
-            _px(self._record_ttl),
+            _px(self._finished_ttl),
             self._new_token(),
-            record.owner,
+            record.owner or "",
         ]
         result = await self._op("create", lambda: self._create_script(keys=keys, args=args))
         return bool(result)
@@ -442,12 +445,11 @@ class RedisPendingStore:
             record.id,
             record.version,
             record.state,
-            _px(self._record_ttl),
             _px(self._finished_ttl),
             f"{self._prefix}:owner:",
             self._done_channel,
             self._new_token(),
-            record.owner,
+            record.owner or "",
         ]
         result = await self._op("compare-and-set", lambda: self._cas_script(keys=keys, args=args))
         return bool(result)
@@ -500,7 +502,8 @@ class RedisPendingStore:
 
     async def _sweep(self) -> list[PendingRecord]:
         owners = await self._op("list owners", lambda: self._client.smembers(self._owners_key))
-        others = sorted(name for name in map(_text, owners) if name != self._process_id)
+        # "" owns released requests (no process waits on them): never swept as dead.
+        others = sorted(name for name in map(_text, owners) if name and name != self._process_id)
         if not others:
             return []
         beats = await self._op(
@@ -521,7 +524,7 @@ class RedisPendingStore:
             )
             await self._op("forget a lost owner", forget)
         if failed:
-            lost = sorted({record.owner for record in failed})
+            lost = sorted({str(record.owner) for record in failed})
             self._log.warning(
                 "pending store failed %d question(s) of lost process(es) %s",
                 len(failed),

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import pending
-from adapters.slack.pending import MemoryPendingStore, StoreConflict, mutate
 from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.stores import MemoryPendingStore, StoreConflict, mutate
+from adapters.slack.stores import memory as pending
 from bot.questions.models import AskUserQuestionItem
 
 RID = "0123456789abcdef0123"

@@ -1,4 +1,4 @@
-"""One contract for every pending store (memory and Redis), then what only Redis can show.
+"""One contract for every pending store (memory, SQLite, Redis), restarts, then Redis only.
 
 Each test runs in its own key prefix (see conftest.py) and inside ``asyncio.timeout``.
 """
@@ -18,15 +18,16 @@ from urllib.parse import urlsplit
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.pending import PendingStore, mutate
 from adapters.slack.record import Draft, PendingRecord, State
-from adapters.slack.redis_store import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
+from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
+from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
 ROOT = Path(__file__).resolve().parent.parent
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
-LOGGER = "adapters.slack.redis_store"
+SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
+LOGGER = "adapters.slack.stores.redis"
 
 
 def make_record(owner: str, request_id: str | None = None) -> PendingRecord:
@@ -41,7 +42,7 @@ def make_record(owner: str, request_id: str | None = None) -> PendingRecord:
 
 def finished(record: PendingRecord, state: State = "answered", **changes: object) -> PendingRecord:
     """The next version of ``record``, terminal."""
-    return record.next(state=state, finished_at=time.time(), **changes)
+    return record.next(**{"state": state, "finished_at": time.time(), **changes})
 
 
 def finish_if_open(
@@ -65,12 +66,22 @@ async def other_redis_store(redis_store_factory: RedisStoreFactory) -> RedisPend
     return await redis_store_factory()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture
+async def other_sqlite_store(sqlite_store_factory: SqliteStoreFactory) -> SqlitePendingStore:
+    """A second SQLite store: same file as ``sqlite_store``, another process id."""
+    return await sqlite_store_factory()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store_pair(request: pytest.FixtureRequest) -> tuple[PendingStore, PendingStore]:
-    """Two views of one shared store: two Redis processes, or the one memory store twice."""
+    """Two views of one shared store: two Redis or SQLite processes, or one memory store."""
     if request.param == "memory":
         memory: PendingStore = request.getfixturevalue("memory_store")
         return memory, memory
+    if request.param == "sqlite":
+        one: PendingStore = request.getfixturevalue("sqlite_store")
+        two: PendingStore = request.getfixturevalue("other_sqlite_store")
+        return one, two
     first: PendingStore = request.getfixturevalue("redis_store")
     second: PendingStore = request.getfixturevalue("other_redis_store")
     return first, second
@@ -329,19 +340,19 @@ async def test_process_id_names_the_owner(store: PendingStore) -> None:
 # -- Redis only ---------------------------------------------------------------------------
 
 
-async def test_records_have_ttls_and_index_sets(
+async def test_records_have_no_ttl_while_pending_and_the_retention_once_ended(
     redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
 ) -> None:
     async with asyncio.timeout(10):
-        store = await redis_store_factory(record_ttl=100, finished_ttl=10)
+        store = await redis_store_factory(finished_ttl=10)
         p = store.prefix
         record = make_record(store.process_id)
         await store.create(record)
         key = f"{p}:req:{record.id}"
-        assert 95_000 < await redis_admin.pttl(key) <= 100_000
+        assert await redis_admin.pttl(key) == -1  # nothing expires while pending
         assert await redis_admin.sismember(f"{p}:open", record.id)
         assert await redis_admin.sismember(f"{p}:owner:{store.process_id}", record.id)
-        assert 0 < await redis_admin.pttl(f"{p}:owner:{store.process_id}") <= 100_000
+        assert await redis_admin.pttl(f"{p}:owner:{store.process_id}") == -1
         raw = await redis_admin.get(key)
         assert raw is not None and PendingRecord.load(raw) == record  # plain JSON
         assert await redis_admin.sismember(f"{p}:owners", store.process_id)
@@ -351,35 +362,41 @@ async def test_records_have_ttls_and_index_sets(
         assert moved is not None
         assert not await redis_admin.sismember(f"{p}:owner:{store.process_id}", record.id)
         assert await redis_admin.sismember(f"{p}:owner:heir", record.id)
+        # and to no owner at all: open, in no owner set
+        _, ownerless = await mutate(store, record.id, lambda r: r.next(owner=None))
+        assert ownerless is not None and ownerless.owner is None
+        assert not await redis_admin.sismember(f"{p}:owner:heir", record.id)
+        assert await redis_admin.sismember(f"{p}:open", record.id)
+        assert await redis_admin.pttl(key) == -1
 
         _, done = await mutate(store, record.id, finish_if_open())
         assert done is not None
         assert 5_000 < await redis_admin.pttl(key) <= 10_000
         assert not await redis_admin.sismember(f"{p}:open", record.id)
-        assert not await redis_admin.sismember(f"{p}:owner:heir", record.id)
         annotated = done.next(message_ts="1.2")
         assert await store.compare_and_set(annotated)
         assert 0 < await redis_admin.pttl(key) <= 10_000  # a finished record's TTL is kept
 
-        # a deliberate reopen is open again: open TTL, back in the index sets
+        # a deliberate reopen is open again: no TTL, back in the index sets
         assert await store.compare_and_set(annotated.next(state="pending", owner="heir"))
-        assert 95_000 < await redis_admin.pttl(key) <= 100_000
+        assert await redis_admin.pttl(key) == -1
         assert await redis_admin.sismember(f"{p}:open", record.id)
         assert await redis_admin.sismember(f"{p}:owner:heir", record.id)
 
 
-async def test_expired_records_leave_the_index(
-    redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
+async def test_a_record_owned_by_no_process_is_created_outside_every_owner_set(
+    redis_store: RedisPendingStore, redis_admin: aioredis.Redis
 ) -> None:
     async with asyncio.timeout(10):
-        store = await redis_store_factory(record_ttl=0.2)
-        record = make_record(store.process_id)
-        await store.create(record)
-        await asyncio.sleep(0.4)
-        assert await store.get(record.id) is None
-        assert await store.open_records() == []
-        assert await store.open_records(owner=store.process_id) == []
-        assert not await redis_admin.sismember(f"{store.prefix}:open", record.id)
+        p = redis_store.prefix
+        record = make_record(redis_store.process_id).model_copy(update={"owner": None})
+        assert await redis_store.create(record)
+        assert await redis_admin.pttl(f"{p}:req:{record.id}") == -1
+        assert await redis_admin.sismember(f"{p}:open", record.id)
+        assert not await redis_admin.exists(f"{p}:owner:-")
+        assert await redis_admin.smembers(f"{p}:owners") == set()
+        assert [r.id for r in await redis_store.open_records()] == [record.id]
+        assert await redis_store.sweep_orphans() == []
 
 
 async def test_exactly_one_notification_for_concurrent_finishes(
@@ -460,7 +477,7 @@ async def test_close_ends_pending_waits(redis_store: RedisPendingStore) -> None:
 _DOOMED = """
 import asyncio, sys
 from adapters.slack.record import PendingRecord
-from adapters.slack.redis_store import RedisPendingStore
+from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.models import AskUserQuestionItem
 
 async def main() -> None:

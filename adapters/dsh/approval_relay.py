@@ -1,0 +1,161 @@
+"""One tool-permission approval of the host, decided in Slack (dsh-approvals.md).
+
+The approval names a tool and a callId; what the tool will run comes from the paired
+``tool/call`` event (``events.CallLedger``), or after a reconnect from the session's
+history. The person's decision goes back as ``{sessionId, approvalId, outcome}`` under the
+frame's rpcId. Approvals have no dismissal and no timeout in the host: the message stays
+open until someone decides, the host withdraws it, or the host restarts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol
+
+from adapters.dsh.approvals import ApprovalRequested, approval_headline, approval_response
+from adapters.dsh.asks import (
+    NOT_DELIVERED_NOTE,
+    REOPENED_NOTE,
+    HostAsk,
+    QuestionNotes,
+    ask_key,
+    needs_reopening,
+    session_label,
+)
+from adapters.dsh.events import ToolCall, pair_from_history
+from adapters.dsh.uplink import HostUplink
+from adapters.slack import ApprovalView, QuestionStatus
+from bot.questions.abort import AbortSignal
+from bot.questions.errors import ASK_ABORTED, UserQuestionError
+from bot.questions.models import AskOptions
+
+__all__ = [
+    "APPROVAL_REFUSED",
+    "APPROVAL_SETTLED_ELSEWHERE",
+    "ApprovalDesk",
+    "ApprovalRunner",
+    "resolved_note",
+]
+
+APPROVAL_SETTLED_ELSEWHERE: Final = (
+    "The harness had already settled this approval elsewhere; this decision was not used."
+)
+APPROVAL_REFUSED: Final = "The harness refused that decision (bad-response). Please decide again."
+_MAX_REOPENS: Final = 5
+
+
+def resolved_note(outcome: str) -> str:
+    """What an approval's message says when the host settled it without this bot."""
+    return {
+        "allowed-once": "Allowed in another client.",
+        "rejected": "Rejected in another client.",
+    }.get(outcome, "Cancelled in the harness.")
+
+
+class ApprovalDesk(QuestionNotes, Protocol):
+    """What the relay needs of the Slack provider for approvals."""
+
+    async def ask_approval(
+        self,
+        approval: ApprovalView,
+        *,
+        options: AskOptions,
+        approvers: Sequence[str] | None = None,
+        approver_groups: Sequence[str] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> QuestionStatus:
+        """Post an approval and wait until it ends (``decision`` set when decided)."""
+        ...
+
+
+class ApprovalRunner:
+    """Asks one host approval in Slack and sends the decision back."""
+
+    def __init__(
+        self,
+        desk: ApprovalDesk,
+        uplink: HostUplink,
+        *,
+        approvers: Sequence[str] | None,
+        approver_groups: Sequence[str] | None,
+        on_posted: Callable[[HostAsk], None],
+        logger: logging.Logger,
+    ) -> None:
+        self._desk = desk
+        self._uplink = uplink
+        self._approvers = list(approvers) if approvers else None
+        self._groups = list(approver_groups) if approver_groups else None
+        self._on_posted = on_posted
+        self._logger = logger
+
+    async def _call(self, ask: HostAsk, payload: ApprovalRequested) -> ToolCall | None:
+        if ask.call_known:
+            return ask.call
+        # A replay after a reconnect: the tool/call event is not sent again.
+        events = await self._uplink.history(payload.session_id)
+        return pair_from_history(events, payload.approval_id)
+
+    async def serve(self, ask: HostAsk) -> None:
+        """Show the approval in Slack until the host takes a decision (or it ends otherwise)."""
+        payload = ask.approval
+        assert payload is not None
+        call = await self._call(ask, payload)
+        view = ApprovalView(
+            tool_name=payload.tool_name,
+            headline=approval_headline(payload),
+            command=call.command if call else None,
+            path=call.path if call else None,
+        )
+        note = REOPENED_NOTE if await needs_reopening(self._desk, ask) else None
+        label = session_label(ask.session_id)
+        for _ in range(_MAX_REOPENS):
+            ask.phase = "asking"
+            options = AskOptions(
+                key=ask_key(ask.rpc_id),
+                label=label,
+                note=note,
+                on_posted=lambda _: self._on_posted(ask),
+            )
+            try:
+                record = await self._desk.ask_approval(
+                    view,
+                    options=options,
+                    approvers=self._approvers,
+                    approver_groups=self._groups,
+                    signal=ask.controller.signal,
+                )
+            except UserQuestionError as exc:
+                if exc.code != ASK_ABORTED:
+                    # Not shown in Slack: the host keeps it pending for its other clients.
+                    self._logger.warning(
+                        "dsh host: could not ask for approval in Slack",
+                        extra={"rpc_id": ask.rpc_id, "code": exc.code, "error": exc.message},
+                    )
+                return
+            outcome = record.decision
+            if record.state != "answered" or outcome is None:
+                self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
+                return
+            ask.phase = "responding"
+            body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
+            receipt = await self._uplink.respond(ask.rpc_id, body)
+            extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "outcome": outcome}
+            if receipt is None:
+                await self._desk.add_note(ask.request_id, NOT_DELIVERED_NOTE)
+                return
+            if receipt.accepted:
+                self._logger.info("dsh host: approval decision accepted", extra=extra)
+                return
+            if receipt.reason == "not-pending":
+                self._logger.info(
+                    "dsh host: approval decision not taken (not-pending)", extra=extra
+                )
+                await self._desk.add_note(ask.request_id, APPROVAL_SETTLED_ELSEWHERE)
+                return
+            # The envelope is fixed and checked: a refusal is a bug on one side or the other.
+            self._logger.error("dsh host: approval decision refused (bad-response)", extra=extra)
+            note = APPROVAL_REFUSED
+        await self._desk.add_note(
+            ask.request_id, "The harness kept refusing decisions; decide in the harness instead."
+        )

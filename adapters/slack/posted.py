@@ -1,0 +1,87 @@
+"""Find a request's message again after the record was lost (a restart with the memory store).
+
+Every message of a keyed request is posted with Slack message metadata naming its request
+id (``request_metadata``). A bot that restarts without its records, asked again with the
+same key (a dsh host replaying its pending requests), looks for that message among the
+channel's latest messages (``conversations.history`` with ``include_all_metadata``) and
+adopts it instead of posting a second one. It looks only during its first minute: later
+asks are new, and a history call for each would cost rate limit for nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.failures import SLACK_FAILURES
+from adapters.slack.record import PendingRecord
+
+__all__ = [
+    "ADOPT_WITHIN",
+    "REQUEST_EVENT",
+    "SEARCHED",
+    "Predecessor",
+    "find_posted",
+    "request_metadata",
+]
+
+REQUEST_EVENT: Final = "agent_user_request"
+"""The metadata ``event_type`` of this bot's request messages."""
+SEARCHED: Final = 200
+"""How many of the channel's latest messages are searched."""
+ADOPT_WITHIN: Final = 60.0
+"""Seconds after start during which a keyed request looks for its earlier message."""
+
+_logger = logging.getLogger("adapters.slack")
+
+
+def request_metadata(request_id: str) -> dict[str, Any]:
+    """The message metadata naming ``request_id``."""
+    return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
+
+
+def _names(message: Any, request_id: str) -> bool:
+    metadata = message.get("metadata") if isinstance(message, dict) else None
+    if not isinstance(metadata, dict) or metadata.get("event_type") != REQUEST_EVENT:
+        return False
+    payload = metadata.get("event_payload")
+    return isinstance(payload, dict) and payload.get("request_id") == request_id
+
+
+async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> str | None:
+    """The ts of the message already posted for ``request_id`` in ``channel``, if found."""
+    try:
+        response = await client.conversations_history(
+            channel=channel, include_all_metadata=True, limit=SEARCHED
+        )
+    except SLACK_FAILURES as exc:  # not a member, no scope, Slack down: post anew
+        _logger.info(
+            "cannot look for an earlier message of a request; posting it anew",
+            extra={"request_id": request_id, "error": repr(exc)[:200]},
+        )
+        return None
+    messages = response.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if _names(message, request_id) and isinstance(message.get("ts"), str):
+            return str(message["ts"])
+    return None
+
+
+class Predecessor:
+    """Finds the messages a predecessor process posted, during this process's first minute."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+        self._started = time.monotonic()
+
+    async def adopt(self, record: PendingRecord) -> PendingRecord:
+        """``record`` with the message found for it, if any (top-level requests only)."""
+        if record.thread_ts is not None or time.monotonic() - self._started > ADOPT_WITHIN:
+            return record
+        ts = await find_posted(self._client, record.channel, record.id)
+        if ts is None:
+            return record
+        return record.model_copy(update={"message_ts": ts, "message_channel": record.channel})

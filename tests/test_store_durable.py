@@ -1,0 +1,209 @@
+"""The durable stores (SQLite, Redis) across restarts; SQLite's schema, WAL and retention.
+
+The restart cases of the store contract: a process writes records and is killed (SIGKILL,
+no clean close), then a new process (SQLite: on the same file) or a new client (Redis)
+finds every open record with its version, and carries on writing where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.stores import SqlitePendingStore, mutate
+from adapters.slack.stores.redis import RedisPendingStore
+from adapters.slack.stores.sqlite import SCHEMA_VERSION
+from tests.test_store_contract import finish_if_open, make_record
+
+ROOT = Path(__file__).resolve().parent.parent
+SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
+RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
+
+# A writer process: opens the store, creates three records (one with two draft saves, one
+# finished), prints their JSON, and waits to be killed.
+_WRITER = """
+import asyncio, json, sys, time
+from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.stores import SqlitePendingStore, mutate
+from adapters.slack.stores.redis import RedisPendingStore
+from bot.questions.models import AskUserQuestionItem
+
+async def main() -> None:
+    kind, where, prefix = sys.argv[1:4]
+    if kind == "sqlite":
+        store = SqlitePendingStore(where, process_id="writer")
+    else:
+        store = RedisPendingStore(where, prefix=prefix, process_id="writer")
+    await store.start()
+    item = AskUserQuestionItem(id="q1", question="Still there?")
+    ids = [f"r-{prefix[-6:]}-{n}" for n in range(3)]
+    for request_id in ids:
+        record = PendingRecord(id=request_id, owner=None, questions=[item], channel="C1")
+        assert await store.create(record)
+    for n in range(2):
+        await mutate(store, ids[0], lambda r: r.next(drafts=[Draft(selected=[n])]))
+    await mutate(store, ids[2], lambda r: r.next(state="answered", answered_by="U1",
+                                                  finished_at=time.time()))
+    written = [await store.get(request_id) for request_id in ids]
+    print(json.dumps([r.dump() for r in written if r is not None]), flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def _write_and_kill(kind: str, where: str, prefix: str) -> list[PendingRecord]:
+    """Run the writer in its own process, SIGKILL it once it has written; its records."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _WRITER,
+        kind,
+        where,
+        prefix,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), 30)
+    finally:
+        child.kill()
+        await child.wait()
+    assert line, "the writer process printed nothing"
+    return [PendingRecord.load(raw) for raw in json.loads(line)]
+
+
+async def _check_survivors(
+    store: SqlitePendingStore | RedisPendingStore, written: list[PendingRecord]
+) -> None:
+    """Every record is back as written; the open ones are open; writing carries on."""
+    for record in written:
+        assert await store.get(record.id) == record
+    assert written[0].version == 2 and written[0].drafts == [Draft(selected=[1])]
+    assert {r.id for r in await store.open_records()} == {written[0].id, written[1].id}
+    _, done = await mutate(store, written[0].id, finish_if_open(answered_by="U2"))
+    assert done is not None and done.version == 3 and done.state == "answered"
+    stale = written[1].model_copy(update={"version": 5})  # a skipped version is still refused
+    assert not await store.compare_and_set(stale)
+
+
+async def test_sqlite_a_new_process_on_the_same_file_keeps_everything(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+) -> None:
+    async with asyncio.timeout(40):
+        sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f"t-{uuid.uuid4().hex[:6]}"
+        written = await _write_and_kill("sqlite", str(sqlite_path), prefix)
+        store = await sqlite_store_factory()
+        await _check_survivors(store, written)
+
+
+async def test_redis_a_new_client_keeps_everything(
+    redis_store_factory: RedisStoreFactory, redis_url: str, store_prefix: str
+) -> None:
+    async with asyncio.timeout(40):
+        written = await _write_and_kill("redis", redis_url, store_prefix)
+        store = await redis_store_factory()
+        await _check_survivors(store, written)
+
+
+async def test_sqlite_watch_in_one_process_wakes_on_an_ending_written_by_another(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    """Two stores on one file stand for two processes on one host: polling wakes the watch."""
+    async with asyncio.timeout(10):
+        asker = await sqlite_store_factory(poll_interval=0.05)
+        clicker = await sqlite_store_factory()
+        records = [make_record(asker.process_id) for _ in range(3)]
+        for record in records:
+            await asker.create(record)
+        watches = [asker.watch(r.id) for r in records]
+        try:
+            waits = [asyncio.ensure_future(w.wait()) for w in watches]
+            await asyncio.sleep(0.2)
+            assert not any(w.done() for w in waits)
+            _, done = await mutate(clicker, records[1].id, finish_if_open(answered_by="U3"))
+            assert await asyncio.wait_for(waits[1], 5) == done
+            await asyncio.sleep(0.2)
+            assert not waits[0].done() and not waits[2].done()
+        finally:
+            for watch in watches:
+                watch.close()
+        assert asker.watch_count == 0
+
+
+async def test_sqlite_file_is_in_wal_mode_with_the_current_schema(
+    sqlite_store: SqlitePendingStore, sqlite_path: Path
+) -> None:
+    with sqlite3.connect(sqlite_path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert sqlite_store.path == sqlite_path
+
+
+async def test_sqlite_refuses_a_schema_newer_than_it_knows(sqlite_path: Path) -> None:
+    sqlite_path.parent.mkdir(parents=True)
+    with sqlite3.connect(sqlite_path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    store = SqlitePendingStore(sqlite_path)
+    with pytest.raises(RuntimeError, match="newer than this bot's"):
+        await store.start()
+    await store.close()
+
+
+async def test_sqlite_unusable_path_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = SqlitePendingStore(blocker / "questions.db")
+    with pytest.raises(OSError, match="STORE_PATH="):
+        await store.start()
+    await store.close()
+
+
+async def test_sqlite_retention_purges_old_finished_records_only(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    async with asyncio.timeout(10):
+        store = await sqlite_store_factory(retention=100.0)
+        old, recent, open_ = (make_record(store.process_id) for _ in range(3))
+        for record in (old, recent, open_):
+            await store.create(record)
+        now = time.time()
+        await mutate(store, old.id, finish_if_open(finished_at=now - 101))
+        await mutate(store, recent.id, finish_if_open(finished_at=now - 99))
+        assert await store.purge(now) == 1
+        assert await store.get(old.id) is None
+        assert await store.get(recent.id) is not None
+        assert await store.get(open_.id) is not None  # pending: never purged, however old
+        assert await store.purge(now + 10_000) == 1
+        assert await store.get(open_.id) is not None
+
+
+async def test_sqlite_sweep_fails_the_questions_of_a_process_that_stopped_beating(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    async with asyncio.timeout(10):
+        doomed = await sqlite_store_factory(heartbeat_interval=0.1, heartbeat_ttl=0.3)
+        sweeper = await sqlite_store_factory(heartbeat_interval=0.1, heartbeat_ttl=0.3)
+        mine = make_record(doomed.process_id)
+        nobodys = make_record(doomed.process_id).model_copy(update={"owner": None})
+        for record in (mine, nobodys):
+            await doomed.create(record)
+        assert await sweeper.sweep_orphans() == []  # alive
+        await doomed.close()
+        failed = await sweeper.sweep_orphans()
+        assert [(r.id, r.state, r.error_code) for r in failed] == [
+            (mine.id, "failed", "OWNER_LOST")
+        ]
+        reread = await sweeper.get(nobodys.id)
+        assert reread is not None and reread.is_open  # owned by no process: nobody loses it
