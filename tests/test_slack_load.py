@@ -7,6 +7,8 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
+import pytest
+
 from adapters.slack import ids
 from adapters.slack.limits import SlackLimits
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
@@ -112,8 +114,7 @@ async def test_a_question_waiting_to_be_posted_shows_queued_and_healthz_the_queu
     async with running() as bed:  # the bot's real limits: two posts per channel at once
         keys = [f"deploy-{i}" for i in range(4)]
         asking = [
-            asyncio.ensure_future(bed.ask(DEPLOY, headers={"Idempotency-Key": key}))
-            for key in keys
+            asyncio.ensure_future(bed.ask(DEPLOY, headers={"Idempotency-Key": key})) for key in keys
         ]
         last = ids.key_request_id(f"api:{keys[-1]}")
 
@@ -137,3 +138,26 @@ async def test_a_question_waiting_to_be_posted_shows_queued_and_healthz_the_queu
         assert await state_of(last) == "pending"
         async with bed.http.get("/healthz") as response:
             assert (await response.json())["webApiQueue"] == {}
+
+
+async def test_a_question_aborted_while_its_post_waits_its_turn_is_never_posted() -> None:
+    from bot.questions.errors import ASK_ABORTED, UserQuestionError
+    from bot.questions.models import AskOptions
+
+    # Slack's real limits: one post a second per channel, so the second question waits.
+    async with SlackHarness(limits=SlackLimits()) as h:
+        first = h.ask(question(0))
+        await h.posted()
+        waiting = h.ask(question(1), options=AskOptions(request_id="rqwaiting01"))
+        scheduler = h.provider.client.scheduler  # type: ignore[attr-defined]
+        await until(lambda: scheduler.is_queued("rqwaiting01"), what="the post queued")
+        assert (await h.provider.status("rqwaiting01")).queued  # type: ignore[union-attr]
+        await h.provider.abort("rqwaiting01", "The agent moved on.")
+        with pytest.raises(UserQuestionError) as aborted:
+            await asyncio.wait_for(waiting, timeout=10)
+        assert aborted.value.code == ASK_ABORTED
+        # Its turn came and went: the post was dropped, never shown, never a 429.
+        await until(lambda: not scheduler.depths(), within=5, what="the queue emptied")
+        assert len(h.top_messages()) == 1
+        assert h.slack.calls.count("chat.postMessage") == 1
+        first.cancel()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from adapters.slack.messages import (
     UNDELIVERED_REST,
     no_answer_within,
 )
+from adapters.slack.paced import NotSent, only_if
 from adapters.slack.posted import Predecessor, request_metadata
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
@@ -261,15 +263,20 @@ class AskLifecycle:
 
     async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
         try:
-            response = await self._client.chat_postMessage(
-                channel=record.channel,
-                thread_ts=record.thread_ts,
-                text=rendered.text,
-                blocks=rendered.blocks,
-                metadata=request_metadata(record.id) if record.key else None,
-                unfurl_links=False,
-                unfurl_media=False,
-            )
+            # Posted only if still open when Slack's rate limits let it go: a question
+            # aborted or ended while its post waited in the queue is never shown.
+            with only_if(functools.partial(self._still_open, record.id)):
+                response = await self._client.chat_postMessage(
+                    channel=record.channel,
+                    thread_ts=record.thread_ts,
+                    text=rendered.text,
+                    blocks=rendered.blocks,
+                    metadata=request_metadata(record.id) if record.key else None,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+        except NotSent:
+            return  # its waiter learns the ending from the store
         except SLACK_FAILURES as exc:
             raise await self._failed(record.id, exc, UNDELIVERED) from exc
         ts = str(response["ts"])
@@ -296,6 +303,10 @@ class AskLifecycle:
                 await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
             except SLACK_FAILURES as exc:
                 raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+
+    async def _still_open(self, request_id: str) -> bool:
+        record = await self._store.get(request_id)
+        return record is not None and record.is_open
 
     async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
         """Record a Slack failure on the request; the error for its waiter."""

@@ -8,8 +8,10 @@ can spend more than Slack's limits or fail for having waited its turn.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -18,7 +20,25 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.slack.scheduler import WebApiScheduler
 
-__all__ = ["PacedWebClient"]
+__all__ = ["NotSent", "PacedWebClient", "only_if"]
+
+Guard = Callable[[], Awaitable[bool]]
+_GUARD: ContextVar[Guard | None] = ContextVar("web_api_call_guard", default=None)
+
+
+class NotSent(Exception):
+    """A guarded call whose guard said no when its turn came: it was never sent."""
+
+
+@contextlib.contextmanager
+def only_if(guard: Guard) -> Iterator[None]:
+    """Calls made in this block are sent only if ``guard()`` still says yes when their turn
+    comes (after waiting for Slack's limits); otherwise they raise ``NotSent``."""
+    token = _GUARD.set(guard)
+    try:
+        yield
+    finally:
+        _GUARD.reset(token)
 
 
 class PacedWebClient(AsyncWebClient):
@@ -53,7 +73,7 @@ class PacedWebClient(AsyncWebClient):
         key = None
         if api_method == "chat.update" and args.get("ts"):
             key = f"{channel}/{args['ts']}"
-        send = functools.partial(
+        call = functools.partial(
             super().api_call,
             api_method,
             http_verb=http_verb,
@@ -64,6 +84,13 @@ class PacedWebClient(AsyncWebClient):
             headers=headers,
             auth=auth,
         )
+        guard = _GUARD.get()
+
+        async def send() -> AsyncSlackResponse:
+            if guard is not None and not await guard():
+                raise NotSent(api_method)
+            return await call()
+
         response: AsyncSlackResponse = await self.scheduler.call(
             api_method, send, channel=str(channel) if channel else None, key=key
         )
