@@ -779,3 +779,28 @@ def test_the_readmes_option_counts_are_what_fits_in_one_message() -> None:
     assert f"about {round(twenty, -1):,} options of 20 characters" in readme, twenty
     assert f"about {round(numbered, -2):,} numbered 0–{numbered - 1}" in readme, numbered
     assert "up to 10,000" not in readme  # the old claim: no 20-character menu fits it
+
+
+# -- 9: Slack stores a message after the client gave up ---------------------------------------
+
+
+async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_at_its_first_click() -> (
+    None
+):
+    from tests.slack_harness import interactive_elements
+
+    async with running() as bed:
+        bed.slack.faults.add(method="chat.postMessage", kind="slow_stored", delay=12.0)
+        status, body = await bed.ask()  # the client gives up after 10 s: the ask fails
+        assert status == 502 and body["code"] == "DELIVERY_FAILED", body
+        (message,) = bed.messages()  # yet Slack stored it (once), with live buttons
+        assert interactive_elements(message.blocks)
+        payload = bed.slack.click(message, user=bed.alice, text="Deploy")
+        status, _ = await bed.slack.deliver(payload)
+        assert status == 200
+
+        def closed() -> bool:
+            now = bed.slack.workspace.message(message.channel, message.ts)
+            return not interactive_elements(now.blocks)
+
+        await until(closed, within=10, what="the stored message to be closed")

@@ -5,6 +5,11 @@
     standin.faults.add(method="chat.postMessage", kind="ratelimit", retry_after=1)
     standin.faults.add(method="chat.update", kind="server_error", status=503, count=2)
     standin.faults.add(kind="drop", rate=0.1)          # any method, 10% of calls, seeded
+    standin.faults.add(method="chat.postMessage", kind="slow_stored", delay=15)
+
+``delay`` waits before the call is made (nothing is stored until then); ``slow_stored``
+makes the call at once (the message is stored) and answers only after ``delay`` seconds,
+as Slack sometimes does after a client has given up waiting.
 
 A fault with neither ``count`` nor ``rate`` fires once. With ``rate`` it fires on that share
 of matching calls (drawn from a seeded ``random.Random``), at most ``count`` times if given.
@@ -20,7 +25,7 @@ from typing import Final, Literal, get_args
 
 __all__ = ["ANY_METHOD", "Fault", "FaultKind", "Faults"]
 
-FaultKind = Literal["ratelimit", "server_error", "drop", "delay"]
+FaultKind = Literal["ratelimit", "server_error", "drop", "delay", "slow_stored"]
 ANY_METHOD: Final = "*"
 
 

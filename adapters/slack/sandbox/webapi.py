@@ -55,6 +55,8 @@ from adapters.slack.sandbox.state import Clock, Workspace
 __all__ = ["DEFAULT_TOKEN", "SlackStandIn"]
 
 DEFAULT_TOKEN: Final = "xoxb-sandbox-token"
+_LATE_BY: Final = web.RequestKey("late_by", float)
+"""Seconds a ``slow_stored`` fault holds the answer after the call was made."""
 _GONE: Final = frozenset({"invalid_token", "expired_url", "used_url"})
 
 
@@ -321,7 +323,11 @@ class SlackStandIn:
         retry_after = self.rate_limits.check(method, params) if self.rate_limits else None
         if retry_after is not None:
             return self._limited(method, params, retry_after, "limit")
-        return self._answer(method, params, self.api.call(method, params), faulted)
+        answer = self.api.call(method, params)
+        late = request.get(_LATE_BY)
+        if late:  # "slow_stored": done and stored, but the answer comes only now
+            await asyncio.sleep(late)
+        return self._answer(method, params, answer, faulted)
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
         file_id = request.match_info["file_id"]
@@ -383,6 +389,9 @@ class SlackStandIn:
             return None
         if fault.kind == "delay":
             await asyncio.sleep(fault.delay)
+            return fault.kind
+        if fault.kind == "slow_stored":
+            request[_LATE_BY] = fault.delay
             return fault.kind
         if fault.kind == "drop":
             self._log(method, params, 0, None, fault.kind)
