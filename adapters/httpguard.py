@@ -137,11 +137,13 @@ def guard_middleware(
     refuse: Refuse,
     refusals: RefusalLog,
     body_timeout: float | None,
+    streamed: Callable[[web.Request], bool] | None = None,
 ) -> Any:
     """An ``aiohttp`` middleware: Host check, body read timeout, no uncaught tracebacks.
 
     ``hosts`` says whether a host name is served (``None``: any is). A body is read in full,
-    within ``body_timeout`` seconds, before the handler runs (handlers read it from memory).
+    within ``body_timeout`` seconds, before the handler runs (handlers read it from memory),
+    except on requests ``streamed`` picks out: their handlers read the stream themselves.
     """
 
     @web.middleware
@@ -154,7 +156,8 @@ def guard_middleware(
                 shown = request.headers.get("Host", "")[:80].encode("ascii", "replace").decode()
                 refusals.refused("unknown_host", "a Host this server does not serve", host=shown)
                 return refuse(421, "MISDIRECTED", f"this server does not serve host {shown!r}")
-        if body_timeout is not None and request.body_exists:
+        reads_body = request.body_exists and not (streamed is not None and streamed(request))
+        if body_timeout is not None and reads_body:
             try:
                 async with asyncio.timeout(body_timeout):
                     await request.read()

@@ -101,6 +101,8 @@ class SlackStandIn:
                     refuse=_refuse,
                     refusals=self.refusals,
                     body_timeout=self.limits.body_timeout,
+                    # Uploads (up to Slack's 1 GB) are read as a stream by ``_upload``.
+                    streamed=lambda request: request.path.startswith("/upload/"),
                 )
             ]
         )
