@@ -28,12 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
-import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import aiohttp
 
@@ -47,15 +44,16 @@ from adapters.dsh.asks import (
     HostAsk,
     QuestionRunner,
 )
+from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
 from adapters.dsh.protocol import (
-    EVENTS_MUX_PATH,
     OtherPayload,
     QuestionRequested,
     QuestionResolved,
     parse_frame,
 )
-from adapters.dsh.uplink import HTTP_FAILURES, HostUplink, describe
+from adapters.dsh.uplink import HostUplink, describe
+from adapters.dsh.waiting import WaitingRoom
 from adapters.slack import Released
 from bot.logs import redact_url
 from bot.questions.review import ReviewPolicy
@@ -68,12 +66,8 @@ QUEUED_NOTE: Final = (
     "the next one as each of these is answered."
 )
 
-ConnectionState = Literal["connecting", "connected", "disconnected"]
-"""What ``status()`` reports about the downlink."""
 
 _GONE_REMEMBERED: Final = 1024
-_RPC_ID = re.compile(r'"rpcId"\s*:\s*"([^"\\]{1,100})"')
-_METHOD = re.compile(r'"method"\s*:\s*"([^"\\]{1,100})"')
 
 
 @dataclass(eq=False)
@@ -131,22 +125,31 @@ class DshHostClient:
         self._shown_url = redact_url(self._base)
         self._provider = provider
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
         self._replay_window = replay_window
-        self._heartbeat = heartbeat
         self._stop_grace = stop_grace
-        self._max_frame = max_frame_bytes
         self._max_open = max_open_per_session
         self._logger = logger or logging.getLogger("adapters.dsh")
-        self._state: ConnectionState = "connecting"
-        self._ever_connected = False
+        self._replay: _Replay | None = None
         self._asks: dict[str, HostAsk] = {}
-        self._waiting: dict[str, OrderedDict[str, HostAsk]] = {}
+        self._waiting = WaitingRoom()
         self._gone: set[str] = set()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
+        self._downlink = Downlink(
+            self._base,
+            self._http,
+            self._headers,
+            shown_url=self._shown_url,
+            backoff_initial=backoff_initial,
+            backoff_max=backoff_max,
+            heartbeat=heartbeat,
+            max_frame=max_frame_bytes,
+            on_open=self._opened,
+            on_text=self._on_message,
+            on_close=self._closed,
+            logger=self._logger,
+        )
         self._uplink = HostUplink(
             self._base,
             self._http,
@@ -180,7 +183,7 @@ class DshHostClient:
     @property
     def state(self) -> ConnectionState:
         """The downlink's state."""
-        return self._state
+        return self._downlink.state
 
     @property
     def in_flight(self) -> int:
@@ -190,14 +193,14 @@ class DshHostClient:
     @property
     def queued(self) -> int:
         """Requests waiting for a free place in their session's share of Slack."""
-        return sum(len(waiting) for waiting in self._waiting.values())
+        return len(self._waiting)
 
     def status(self) -> dict[str, Any]:
         """For ``/healthz``: the downlink's state and the host's open questions and approvals."""
-        asks = [*self._asks.values(), *(a for w in self._waiting.values() for a in w.values())]
+        asks = [*self._asks.values(), *self._waiting]
         approvals = sum(1 for ask in asks if ask.approval is not None)
         return {
-            "dsh": self._state,
+            "dsh": self._downlink.state,
             "dshQuestions": len(asks) - approvals,
             "dshApprovals": approvals,
         }
@@ -211,7 +214,9 @@ class DshHostClient:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0)
         )
         self._logger.info("dsh host: connecting", extra={"url": self._shown_url})
-        self._loop = asyncio.get_running_loop().create_task(self._run(), name="dsh downlink")
+        self._loop = asyncio.get_running_loop().create_task(
+            self._downlink.run(), name="dsh downlink"
+        )
 
     async def stop(self) -> None:
         """Stop reconnecting, release the host's open requests, close the HTTP session.
@@ -249,7 +254,7 @@ class DshHostClient:
                 await asyncio.wait(late)
         if self._session is not None:
             await self._session.close()
-        self._state = "disconnected"
+        self._downlink.state = "disconnected"
         self._logger.info("dsh host: stopped", extra={"url": self._shown_url})
 
     # -- the downlink ---------------------------------------------------------------------
@@ -258,79 +263,13 @@ class DshHostClient:
         assert self._session is not None, "start() first"
         return self._session
 
-    async def _run(self) -> None:
-        url = self._base + EVENTS_MUX_PATH
-        delay = self._backoff_initial
-        while True:
-            try:
-                async with self._http().ws_connect(
-                    url,
-                    headers=self._headers,
-                    heartbeat=self._heartbeat,
-                    timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
-                    max_msg_size=4 * self._max_frame,
-                ) as ws:
-                    self._connected()
-                    delay = self._backoff_initial
-                    await self._read(ws)
-                reason = "the host closed the downlink"
-                if ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG:
-                    reason = f"a downlink message was over {4 * self._max_frame} bytes"
-            except aiohttp.WSServerHandshakeError as exc:
-                reason = f"the host refused the downlink: HTTP {exc.status}"
-                if exc.status in (401, 403):
-                    reason += " (check DSH_HOST_TOKEN)"
-            except HTTP_FAILURES as exc:
-                reason = describe(exc)
-            except Exception as exc:  # a bug in frame handling must not end the loop
-                self._logger.exception("dsh host: downlink failed")
-                reason = describe(exc)
-            self._lost(reason)
-            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-            delay = min(delay * 2, self._backoff_max)
+    def _opened(self) -> None:
+        self._replay = _Replay()
+        self._extend(self._replay)
 
-    def _connected(self) -> None:
-        again = self._ever_connected
-        self._ever_connected = True
-        self._state = "connected"
-        self._logger.info(
-            "dsh host: reconnected" if again else "dsh host: connected",
-            extra={"url": self._shown_url},
-        )
-
-    def _lost(self, reason: str) -> None:
-        if self._state == "connected":
-            self._state = "disconnected"
-            self._logger.warning(
-                "dsh host: disconnected; reconnecting with backoff",
-                extra={"url": self._shown_url, "reason": reason},
-            )
-        elif self._state == "connecting":
-            self._state = "disconnected"
-            self._logger.warning(
-                "dsh host: cannot connect; retrying with backoff",
-                extra={"url": self._shown_url, "reason": reason},
-            )
-        else:
-            self._logger.debug("dsh host: still not connected", extra={"reason": reason})
-
-    async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        replay = _Replay()
-        self._extend(replay)
-        try:
-            async for message in ws:
-                if message.type is aiohttp.WSMsgType.TEXT:
-                    self._on_message(message.data, replay)
-                elif message.type is aiohttp.WSMsgType.ERROR:
-                    break
-                else:
-                    self._logger.warning(
-                        "dsh host: skipped a non-text downlink message",
-                        extra={"kind": message.type.name},
-                    )
-        finally:
-            if replay.timer is not None:
-                replay.timer.cancel()
+    def _closed(self) -> None:
+        if self._replay is not None and self._replay.timer is not None:
+            self._replay.timer.cancel()
 
     def _extend(self, replay: _Replay) -> None:
         """(Re)start the replay window: it closes ``replay_window`` s after the last replay."""
@@ -346,9 +285,7 @@ class DshHostClient:
         if replay.over:
             return
         replay.over = True
-        for waiting in self._waiting.values():
-            for rpc_id in [r for r in waiting if r not in replay.seen]:
-                del waiting[rpc_id]
+        self._waiting.keep_only(replay.seen)
         for ask in list(self._asks.values()):
             if ask.phase == "asking" and ask.rpc_id not in replay.seen:
                 self._logger.info(
@@ -360,24 +297,10 @@ class DshHostClient:
                 self._gone.add(ask.rpc_id)
                 ask.controller.abort(GONE_NOTE)
 
-    def _on_message(self, text: str, replay: _Replay) -> None:
+    def _on_message(self, text: str) -> None:
         """Handle one downlink message; nothing in it may end the connection."""
-        if len(text) > self._max_frame or (
-            4 * len(text) > self._max_frame and len(text.encode("utf-8")) > self._max_frame
-        ):
-            head = text[:2000]
-            rpc = _RPC_ID.search(head)
-            method = _METHOD.search(head)
-            self._logger.warning(
-                "dsh host: skipped a downlink message over the size limit",
-                extra={
-                    "bytes": len(text.encode("utf-8")),
-                    "limit": self._max_frame,
-                    "method": method.group(1) if method else None,
-                    "rpc_id": rpc.group(1) if rpc else None,
-                },
-            )
-            return
+        replay = self._replay
+        assert replay is not None
         try:
             frame = parse_frame(text)
         except ValueError as exc:
@@ -419,13 +342,11 @@ class DshHostClient:
     # -- requests ---------------------------------------------------------------------------
 
     def _on_requested(self, ask: HostAsk) -> None:
-        if ask.rpc_id in self._asks or self._queued_ask(ask.rpc_id) is not None:
+        if ask.rpc_id in self._asks or ask.rpc_id in self._waiting:
             return  # a replay: the ask already open (or waiting) is the one
         session_open = sum(1 for a in self._asks.values() if a.session_id == ask.session_id)
         if session_open >= self._max_open:
-            waiting = self._waiting.setdefault(ask.session_id, OrderedDict())
-            waiting[ask.rpc_id] = ask
-            if len(waiting) == 1:
+            if self._waiting.add(ask):
                 self._logger.info(
                     "dsh host: session over its open-request limit; queueing",
                     extra={"session": ask.session_id, "limit": self._max_open},
@@ -446,18 +367,12 @@ class DshHostClient:
         )
         ask.task.add_done_callback(lambda task: self._finished(ask, task))
 
-    def _queued_ask(self, rpc_id: str) -> HostAsk | None:
-        for waiting in self._waiting.values():
-            if rpc_id in waiting:
-                return waiting[rpc_id]
-        return None
-
     def _posted(self, ask: HostAsk) -> None:
         self._logger.info(
             "dsh host: request posted in Slack",
             extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
         )
-        if self._waiting.get(ask.session_id):
+        if self._waiting.has_waiting(ask.session_id):
             self._note_queue(ask.session_id, ask)
 
     def _note_queue(self, session_id: str, latest: HostAsk | None = None) -> None:
@@ -481,28 +396,22 @@ class DshHostClient:
                 "dsh host: request handling failed",
                 extra={"rpc_id": ask.rpc_id, "error": describe(error)},
             )
-        waiting = self._waiting.get(ask.session_id)
-        if waiting and not self._stopping:
-            _, following = waiting.popitem(last=False)
-            if not waiting:
-                del self._waiting[ask.session_id]
+        following = None if self._stopping else self._waiting.next(ask.session_id)
+        if following is not None:
             self._launch(following)
 
     def _on_approval_resolved(self, payload: ApprovalResolved) -> None:
         def mine(ask: HostAsk) -> bool:
             return ask.approval is not None and ask.approval.approval_id == payload.approval_id
 
-        for waiting in self._waiting.values():
-            for rpc_id in [r for r, a in waiting.items() if mine(a)]:
-                del waiting[rpc_id]
+        self._waiting.remove(mine)
         for ask in [a for a in self._asks.values() if mine(a)]:
             self._on_resolved(ask.rpc_id, payload.outcome)
         self._ledger.forget(payload.approval_id)
 
     def _on_resolved(self, rpc_id: str, outcome: str) -> None:
-        for waiting in self._waiting.values():
-            if waiting.pop(rpc_id, None) is not None:
-                return  # never shown in Slack: nothing to close
+        if self._waiting.remove(lambda waiting: waiting.rpc_id == rpc_id):
+            return  # never shown in Slack: nothing to close
         ask = self._asks.get(rpc_id)
         # Not ours, or already answered here (the echo of our own answer): nothing to do.
         if ask is None or ask.phase != "asking":
