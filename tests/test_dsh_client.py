@@ -672,7 +672,7 @@ async def test_stop_releases_the_open_questions_instead_of_ending_them(rig: Rig)
         await eventually(lambda: RESTARTING_NOTE in shown(message.blocks), "the note")
         assert interactive(message)
         record = await rig.provider.store.get(key_request_id(f"dsh:{rpc_id}"))
-        assert record is not None and record.is_open and record.owner == ""
+        assert record is not None and record.is_open and record.owner is None
         assert rig.client.status() == {
             "dsh": "disconnected",
             "dshQuestions": 0,

@@ -63,7 +63,7 @@ def top_level(slack: SlackStandIn, channel: str) -> list[Message]:
     return [m for m in slack.workspace.history(channel) if m.thread_ts is None]
 
 
-@pytest.mark.parametrize("store", ["redis", "memory"])
+@pytest.mark.parametrize("store", ["redis", "sqlite", "memory"])
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
     how: signal.Signals,
@@ -87,6 +87,8 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
     }
     if store == "redis":
         env.update({"REDIS_URL": redis_url, "REDIS_PREFIX": store_prefix})
+    else:
+        env.update({"STORE": store, "STORE_PATH": str(tmp_path / "questions.db")})
     async with asyncio.timeout(90):
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()

@@ -22,8 +22,8 @@ from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, DELIVERY_FAILED, ST
 
 __all__ = ["UNOWNED", "Endings", "Released", "outcome"]
 
-UNOWNED = ""
-"""The owner of a released request: no process waits on it; whoever asks again adopts it."""
+UNOWNED = None
+"""The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
 
 
 class Released:

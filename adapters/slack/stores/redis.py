@@ -502,7 +502,6 @@ class RedisPendingStore:
 
     async def _sweep(self) -> list[PendingRecord]:
         owners = await self._op("list owners", lambda: self._client.smembers(self._owners_key))
-        # "" owns released requests (no process waits on them): never swept as dead.
         others = sorted(name for name in map(_text, owners) if name and name != self._process_id)
         if not others:
             return []
