@@ -34,8 +34,9 @@ from adapters.slack.limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot.access import OpenQuestionCaps
+from bot.api_answers import request_problem
 from bot.config import Mode, Settings
-from bot.gateway import Gateway, request_problem
+from bot.gateway import Gateway
 from bot.ports import listening
 from bot.questions.service import UserQuestionService
 

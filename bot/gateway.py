@@ -21,21 +21,15 @@ from importlib import resources
 from typing import Any, Final, Protocol
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from adapters.httpguard import RefusalLog
 from adapters.slack import QuestionStatus
 from bot.access import ApiTokens, OpenQuestionCaps
+from bot.api_answers import failure, not_found, problem, view_of
 from bot.api_body import QuestionPost, body_problems, validation_errors
 from bot.questions.errors import (
     ASK_ABORTED,
-    BAD_INTENT,
-    BAD_REVIEW,
-    DELIVERY_FAILED,
-    EMPTY_QUESTIONS,
-    NO_PROVIDER,
-    SLACK_LIMIT,
-    STORE_UNAVAILABLE,
     HarnessError,
 )
 from bot.questions.models import (
@@ -44,7 +38,7 @@ from bot.questions.models import (
 )
 from bot.questions.service import UserQuestionService
 
-__all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions", "request_problem"]
+__all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
@@ -55,19 +49,6 @@ RETRY_AFTER: Final = 5
 _IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
-
-_STATUS: Final = {
-    EMPTY_QUESTIONS: 422,
-    BAD_INTENT: 422,
-    BAD_REVIEW: 422,
-    SLACK_LIMIT: 422,
-    NO_PROVIDER: 503,
-    ASK_ABORTED: 409,
-    DELIVERY_FAILED: 502,
-    STORE_UNAVAILABLE: 503,
-}
-"""The HTTP status of each seam error code that can reach the API; any other code is 500."""
-
 
 class Questions(Protocol):
     """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
@@ -87,65 +68,6 @@ class Questions(Protocol):
     async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
         """Abort an open question; ``None`` if unknown."""
         ...
-
-
-class _Problem(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    code: str
-    message: str
-    errors: list[dict[str, Any]] | None = None
-    retryAfter: int | None = None
-
-
-def _problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
-    body = _Problem(name=name, code=code, message=message, **extra)
-    return web.json_response(body.model_dump(exclude_none=True), status=status)
-
-
-def request_problem(status: int, code: str, message: str) -> web.Response:
-    """A refusal of the HTTP layer in the seam's error shape (``name`` ``RequestError``)."""
-    return _problem(status, "RequestError", code, message)
-
-
-def _not_found(request_id: str) -> web.Response:
-    return _problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
-
-
-def _failure(error: Exception, refusals: RefusalLog) -> web.Response:
-    """The one place a failure becomes an HTTP answer.
-
-    The seam's errors keep their ``{name, code, message}`` with the status ``_STATUS``
-    gives their code; anything else is a bug: logged with its traceback (at most once a
-    minute per kind, so no client can flood the log), answered 500 without detail.
-    """
-    if isinstance(error, HarnessError):
-        return _problem(_STATUS.get(error.code, 500), error.name, error.code, error.message)
-    refusals.failed(f"{type(error).__name__} in /v1", error)
-    return _problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
-
-
-def _view(status: QuestionStatus) -> dict[str, Any]:
-    """A question as the API shows it (``queued``: its post waits for Slack's rate limits)."""
-    view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
-    if status.answer is not None:
-        view["answer"] = status.answer.to_wire()
-    if status.answered_by:
-        view["answeredBy"] = status.answered_by
-    if status.answered_by_name:
-        view["answeredByName"] = status.answered_by_name
-    if status.votes:
-        view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
-    if status.error is not None:
-        view["error"] = status.error.to_dict()
-    if status.note:
-        view["note"] = status.note
-    if status.message is not None:
-        view["message"] = {"channel": status.message.channel, "ts": status.message.ts}
-    view["createdAt"] = status.created_at
-    if status.finished_at is not None:
-        view["finishedAt"] = status.finished_at
-    return view
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -220,20 +142,20 @@ class Gateway:
             except web.HTTPException:  # aiohttp's own answers
                 raise
             except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-                return _failure(error, self._failures)
+                return failure(error, self._failures)
 
         return guarded
 
     def _unauthorized(self, cause: str, message: str) -> web.Response:
         self.refusals.refused(cause, f"/v1: {message}")
-        response = _problem(401, "AuthError", "UNAUTHORIZED", message)
+        response = problem(401, "AuthError", "UNAUTHORIZED", message)
         response.headers["WWW-Authenticate"] = "Bearer"
         return response
 
     def _too_many(self, refusal: str) -> web.Response:
         self.refusals.refused("too_many_questions", f"/v1: {refusal}")
         message = f"{refusal}; retry once some have ended"
-        response = _problem(
+        response = problem(
             429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=RETRY_AFTER
         )
         response.headers["Retry-After"] = str(RETRY_AFTER)
@@ -247,20 +169,20 @@ class Gateway:
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
         if self._closing:
-            return _problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+            return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
         if request.content_type != "application/json":
-            return _problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
+            return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         try:
             raw = await self._read_body(request)
         except web.HTTPRequestEntityTooLarge:
             raw = None
         if raw is None:
-            return _problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
+            return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
         try:
             # Wire names only: ``multi_select`` is an unknown key here, not ``multiSelect``.
             post = QuestionPost.model_validate_json(raw, by_alias=True, by_name=False)
         except ValidationError as exc:
-            return _problem(
+            return problem(
                 422,
                 "ValidationError",
                 "INVALID_REQUEST",
@@ -269,14 +191,14 @@ class Gateway:
             )
         refused = body_problems(raw, post)
         if refused:
-            return _problem(
+            return problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
             )
         key = request.headers.get("Idempotency-Key")
         if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
             message = "Idempotency-Key is 1–255 printable ASCII characters"
             self.refusals.refused("bad_idempotency_key", f"/v1: {message}")
-            return _problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
+            return problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
         asker = request[ASKER]
         request_id = self._tokens.tagged_id(asker, key) or self._questions.request_id_for(
             f"api:{key}" if key else None
@@ -293,9 +215,9 @@ class Gateway:
                         f"Idempotency-Key {key!r} was used for a different request (its "
                         "questions, label or destination differ); use a new key"
                     )
-                    return _problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
+                    return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
                 if existing is not None:
-                    response = web.json_response(_view(existing), status=200)
+                    response = web.json_response(view_of(existing), status=200)
                     response.headers["Location"] = f"/v1/questions/{request_id}"
                     return response
                 refusal = self._caps.refusal(asker)
@@ -365,7 +287,7 @@ class Gateway:
                 raise error  # answered by _failure, in _guard
         question = await self._questions.status(request_id)
         status = 201 if posted.done() else 202
-        view = _view(question) if question is not None else {"id": request_id, "state": "pending"}
+        view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
         response = web.json_response(view, status=status)
         response.headers["Location"] = f"/v1/questions/{request_id}"
         return response
@@ -382,19 +304,19 @@ class Gateway:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
         request_id = request.match_info["id"]
         if not self._tokens.owns(request[ASKER], request_id):
-            return _not_found(request_id)
+            return not_found(request_id)
         wait_raw = request.query.get("wait", "0")
         try:
             wait = float(wait_raw)
             if not 0 <= wait <= MAX_WAIT:
                 raise ValueError
         except ValueError:
-            return _problem(
+            return problem(
                 400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{MAX_WAIT:g}"
             )
         question = await self._questions.status(request_id)
         if question is None:
-            return _not_found(request_id)
+            return not_found(request_id)
         if question.is_open and wait > 0 and not self._polls_ended.is_set():
             self.long_polls += 1
             ended = asyncio.ensure_future(self._questions.wait_ended(request_id))
@@ -409,18 +331,18 @@ class Gateway:
                 question = ended.result()
             else:
                 question = await self._questions.status(request_id) or question
-        return web.json_response(_view(question))
+        return web.json_response(view_of(question))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
         if not self._tokens.owns(request[ASKER], request_id):
-            return _not_found(request_id)
+            return not_found(request_id)
         question = await self._questions.abort(request_id, "Cancelled by the asker.")
         if question is None:
-            return _not_found(request_id)
+            return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(_view(question), status=status)
+        return web.json_response(view_of(question), status=status)
 
 
 def openapi_paths() -> dict[str, set[str]]:

@@ -1,0 +1,110 @@
+"""What the HTTP API answers with: the error shape, the one error boundary, a question's view.
+
+Every failure that reaches the API becomes an answer in ``failure``: the seam's errors keep
+their ``{name, code, message}`` and get the HTTP status ``STATUS_OF_CODE`` gives their
+code; anything else is a bug, answered 500 without detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict
+
+from adapters.httpguard import RefusalLog
+from adapters.slack import QuestionStatus
+from bot.questions.errors import (
+    ASK_ABORTED,
+    BAD_INTENT,
+    BAD_REVIEW,
+    DELIVERY_FAILED,
+    EMPTY_QUESTIONS,
+    NO_PROVIDER,
+    SLACK_LIMIT,
+    STORE_UNAVAILABLE,
+    HarnessError,
+)
+
+__all__ = [
+    "STATUS_OF_CODE",
+    "failure",
+    "not_found",
+    "problem",
+    "request_problem",
+    "view_of",
+]
+
+STATUS_OF_CODE: Final = {
+    EMPTY_QUESTIONS: 422,
+    BAD_INTENT: 422,
+    BAD_REVIEW: 422,
+    SLACK_LIMIT: 422,
+    NO_PROVIDER: 503,
+    ASK_ABORTED: 409,
+    DELIVERY_FAILED: 502,
+    STORE_UNAVAILABLE: 503,
+}
+"""The HTTP status of each seam error code that can reach the API; any other code is 500."""
+
+
+class _Problem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    code: str
+    message: str
+    errors: list[dict[str, Any]] | None = None
+    retryAfter: int | None = None
+
+
+def problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
+    """An error answer in the seam's shape: ``{name, code, message}`` (and ``errors``)."""
+    body = _Problem(name=name, code=code, message=message, **extra)
+    return web.json_response(body.model_dump(exclude_none=True), status=status)
+
+
+def request_problem(status: int, code: str, message: str) -> web.Response:
+    """A refusal of the HTTP layer in the seam's error shape (``name`` ``RequestError``)."""
+    return problem(status, "RequestError", code, message)
+
+
+def not_found(request_id: str) -> web.Response:
+    """``404 NOT_FOUND`` for a question id this API does not know (or may not show)."""
+    return problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+
+
+def failure(error: Exception, refusals: RefusalLog) -> web.Response:
+    """The one place a failure becomes an HTTP answer.
+
+    The seam's errors keep their ``{name, code, message}`` with the status ``STATUS_OF_CODE``
+    gives their code; anything else is a bug: logged with its traceback (at most once a
+    minute per kind, so no client can flood the log), answered 500 without detail.
+    """
+    if isinstance(error, HarnessError):
+        status = STATUS_OF_CODE.get(error.code, 500)
+        return problem(status, error.name, error.code, error.message)
+    refusals.failed(f"{type(error).__name__} in /v1", error)
+    return problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
+
+
+def view_of(status: QuestionStatus) -> dict[str, Any]:
+    """A question as the API shows it (``queued``: its post waits for Slack's rate limits)."""
+    view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
+    if status.answer is not None:
+        view["answer"] = status.answer.to_wire()
+    if status.answered_by:
+        view["answeredBy"] = status.answered_by
+    if status.answered_by_name:
+        view["answeredByName"] = status.answered_by_name
+    if status.votes:
+        view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
+    if status.error is not None:
+        view["error"] = status.error.to_dict()
+    if status.note:
+        view["note"] = status.note
+    if status.message is not None:
+        view["message"] = {"channel": status.message.channel, "ts": status.message.ts}
+    view["createdAt"] = status.created_at
+    if status.finished_at is not None:
+        view["finishedAt"] = status.finished_at
+    return view
