@@ -7,13 +7,15 @@ about a person's action, so these tests follow a click from Slack's JSON to the 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
 from adapters.slack.blockkit import check_view
-from adapters.slack.blocks import render_open, render_text_modal
+from adapters.slack.blocks import render_open, render_skip_modal, render_text_modal
 from adapters.slack.interactions import (
+    ConfirmSkip,
     Dismiss,
     DraftChange,
     Interaction,
@@ -205,44 +207,48 @@ def test_a_pick_where_the_layout_has_no_picks_is_ignored(rec: PendingRecord) -> 
 # --- forms -----------------------------------------------------------------------------
 
 
+def mine(*drafts: Draft, user: str = ALICE) -> PendingRecord:
+    """FORM with ``user``'s own drafts."""
+    return FORM.model_copy(update={"user_drafts": {user: list(drafts)}})
+
+
 def test_draft_change_is_saved_not_answered() -> None:
     payload = choose(render_open(FORM).blocks, question=1, labels=["Egg", "Cheese"])
     decision = decide(FORM, interaction_of(payload), NOW)
     assert isinstance(decision, Save)
     assert decision.rerender is False  # Slack already shows the person's ticks
     assert decision.record.state == "pending" and decision.record.version == FORM.version + 1
-    assert decision.record.drafts[1].selected == [2, 0]
+    assert decision.record.draft_of(ALICE, 1).selected == [2, 0]
+    assert decision.record.draft_of(BOB, 1).selected == []  # drafts are per person
     assert decision.record.answer is None
 
 
 def test_unticking_everything_is_an_empty_draft() -> None:
-    rec = FORM.model_copy(update={"drafts": [Draft(), Draft(selected=[1])]})
+    rec = mine(Draft(), Draft(selected=[1]))
     payload = choose(render_open(rec).blocks, question=1, labels=[])
     decision = decide(rec, interaction_of(payload), NOW)
-    assert isinstance(decision, Save) and decision.record.drafts[1].selected == []
+    assert isinstance(decision, Save) and decision.record.draft_of(ALICE, 1).selected == []
 
 
 def test_a_single_select_choice_clears_earlier_free_text() -> None:
-    rec = FORM.model_copy(update={"drafts": [Draft(custom="XL")]})
+    rec = mine(Draft(custom="XL"))
     payload = choose(render_open(rec).blocks, question=0, labels=["M"])
     decision = decide(rec, interaction_of(payload), NOW)
     assert isinstance(decision, Save)
-    assert decision.rerender is True  # the shown free text must go
-    assert decision.record.drafts[0] == Draft(selected=[1], custom=None)
+    assert decision.rerender is False  # the shared message never shows a draft
+    assert decision.record.draft_of(ALICE, 0) == Draft(selected=[1], custom=None)
 
 
 def test_a_multi_select_tick_keeps_free_text() -> None:
-    rec = FORM.model_copy(update={"drafts": [Draft(), Draft(custom="Bacon")]})
+    rec = mine(Draft(), Draft(custom="Bacon"))
     payload = choose(render_open(rec).blocks, question=1, labels=["Ham"])
     decision = decide(rec, interaction_of(payload), NOW)
     assert isinstance(decision, Save) and decision.rerender is False
-    assert decision.record.drafts[1] == Draft(selected=[1], custom="Bacon")
+    assert decision.record.draft_of(ALICE, 1) == Draft(selected=[1], custom="Bacon")
 
 
 def test_submit_uses_state_values_over_drafts() -> None:
-    rec = FORM.model_copy(
-        update={"drafts": [Draft(selected=[0]), Draft(selected=[0, 1]), Draft(custom="hi")]}
-    )
+    rec = mine(Draft(selected=[0]), Draft(selected=[0, 1]), Draft(custom="hi"))
     blocks = render_open(rec).blocks
     # The person changed question 0 and unticked question 1 without the drafts being saved
     # (say the draft writes were lost): what the message showed them wins.
@@ -257,10 +263,50 @@ def test_submit_uses_state_values_over_drafts() -> None:
     ]
 
 
-def test_submit_with_nothing_chosen_skips_every_question() -> None:
+def test_two_people_filling_the_form_do_not_overwrite_each_other() -> None:
     blocks = render_open(FORM).blocks
-    written = finish(decide(FORM, interaction_of(click(blocks, button_text="Submit")), NOW))
+    rec = FORM
+    for user, labels in ((ALICE, ["Egg"]), (BOB, ["Ham", "Cheese"]), (ALICE, ["Egg", "Ham"])):
+        payload = choose(blocks, question=1, labels=labels, user=user)
+        decision = decide(rec, interaction_of(payload), NOW)
+        assert isinstance(decision, Save)
+        rec = decision.record
+    text = decide(rec, _text(rec, 2, "Bob's note", BOB), NOW)
+    assert isinstance(text, Save) and text.note and "Bob's note" in text.note
+    rec = text.record
+    assert rec.draft_of(ALICE, 1).selected == [2, 1] and rec.draft_of(BOB, 1).selected == [1, 0]
+    # Alice submits: her own choices only, none of Bob's ticks or text.
+    state = state_after(blocks, {1: ["Egg", "Ham"]})
+    payload = click(blocks, button_text="Submit", state_values=state)
+    written = finish(decide(rec, interaction_of(payload), NOW))
+    assert wire(written) == [
+        {"id": "q0", "selected": []},
+        {"id": "q1", "selected": ["Ham", "Egg"]},
+        {"id": "q2", "selected": []},
+    ]
+    assert written.answered_by == ALICE
+
+
+def test_an_empty_submit_asks_first_and_the_confirmation_skips() -> None:
+    blocks = render_open(FORM).blocks
+    rec = decide(FORM, interaction_of(choose(blocks, question=1, labels=["Egg"], user=BOB)), NOW)
+    assert isinstance(rec, Save)  # Bob's picks do not make Alice's Submit non-empty
+    decision = decide(rec.record, interaction_of(click(blocks, button_text="Submit")), NOW)
+    assert decision == Modal(render_skip_modal(rec.record))
+    assert isinstance(decision, Modal) and check_view(decision.view) == []
+    assert "Submit with nothing selected?" in json.dumps(decision.view)
+    confirmed = parse_view_submission(submit_view(decision.view, None, ALICE, values={}))
+    assert isinstance(confirmed, ConfirmSkip)
+    assert (confirmed.request_id, confirmed.origin.user) == (RID, ALICE)
+    written = finish(decide(rec.record, confirmed, NOW))
     assert wire(written) == [{"id": f"q{i}", "selected": []} for i in range(3)]
+    assert written.answered_by == ALICE
+
+
+def test_a_confirmed_skip_on_an_answered_form_is_refused() -> None:
+    answered = finish(decide(FORM, Submit(RID, Origin(BOB), {0: (1,)}), NOW))
+    decision = decide(answered, ConfirmSkip(RID, Origin(ALICE)), NOW)
+    assert isinstance(decision, Refuse) and f"<@{BOB}>" in decision.text
 
 
 def test_submit_ignores_selections_of_questions_that_do_not_exist() -> None:
@@ -325,16 +371,19 @@ def test_plan_feedback_is_a_custom_answer() -> None:
 
 
 def test_text_in_a_form_is_a_draft_then_part_of_the_submission() -> None:
-    rec = FORM.model_copy(update={"drafts": [Draft(selected=[1]), Draft(selected=[2])]})
+    rec = mine(Draft(selected=[1]), Draft(selected=[2]))
     single = decide(rec, _text(rec, 0, "XXL"), NOW)
-    assert isinstance(single, Save) and single.rerender is True
-    assert single.record.drafts[0] == Draft(selected=[], custom="XXL")  # replaces the choice
+    assert isinstance(single, Save) and single.rerender is False
+    assert single.note is not None and "XXL" in single.note and "Submit" in single.note
+    assert single.record.draft_of(ALICE, 0) == Draft(selected=[], custom="XXL")  # replaces
     multi = decide(single.record, _text(single.record, 1, "Bacon"), NOW)
     assert isinstance(multi, Save)
-    assert multi.record.drafts[1] == Draft(selected=[2], custom="Bacon")  # adds to the ticks
+    assert multi.record.draft_of(ALICE, 1) == Draft(selected=[2], custom="Bacon")  # adds
     rec = multi.record
     blocks = render_open(rec).blocks
-    written = finish(decide(rec, interaction_of(click(blocks, button_text="Submit")), NOW))
+    state = state_after(blocks, {1: ["Egg"]})
+    payload = click(blocks, button_text="Submit", state_values=state)
+    written = finish(decide(rec, interaction_of(payload), NOW))
     assert wire(written) == [
         {"id": "q0", "selected": [], "custom": "XXL"},
         {"id": "q1", "selected": ["Egg"], "custom": "Bacon"},

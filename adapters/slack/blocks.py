@@ -57,6 +57,7 @@ __all__ = [
     "plan_review_of",
     "render_final",
     "render_open",
+    "render_skip_modal",
     "render_stale",
     "render_text_modal",
     "split_text",
@@ -666,10 +667,28 @@ MODAL_DETAIL: Final = 1500
 """Characters of a question's detail shown in its modal (the message has all of it)."""
 
 
-def render_text_modal(record: PendingRecord, index: int) -> Block:
+def render_skip_modal(record: PendingRecord) -> Block:
+    """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
+    what = "questions were" if len(record.questions) > 1 else "question was"
+    return {
+        "type": "modal",
+        "callback_id": ids.callback_id("skip"),
+        "private_metadata": ids.private_metadata(record.id, 0),
+        "title": plain("Nothing selected", MAX_MODAL_TITLE),
+        "submit": plain("Submit empty", MAX_MODAL_TITLE),
+        "close": plain("Go back", MAX_MODAL_TITLE),
+        "blocks": [
+            {"type": "section", "text": plain("Submit with nothing selected?")},
+            {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
+        ],
+    }
+
+
+def render_text_modal(record: PendingRecord, index: int, user: str | None = None) -> Block:
     """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
 
-    It shows the question once, with the beginning of its detail as plain text.
+    It shows the question once, with the beginning of its detail as plain text, and
+    ``user``'s own draft text, if any.
     """
     question = record.questions[index]
     layout = layout_of(record.questions)
@@ -683,7 +702,7 @@ def render_text_modal(record: PendingRecord, index: int) -> Block:
         "multiline": True,
         "max_length": MAX_INPUT_LENGTH,
     }
-    current = record.draft(index).custom
+    current = record.draft_of(user, index).custom or record.draft(index).custom
     if current:
         element["initial_value"] = current[:MAX_INPUT_LENGTH]
     blocks: list[Block] = [_question_block(question, 0, 1)]

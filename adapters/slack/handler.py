@@ -17,6 +17,7 @@ from typing import Any
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
 from adapters.slack.interactions import (
+    ConfirmSkip,
     Interaction,
     Origin,
     TextAnswer,
@@ -83,7 +84,11 @@ class InteractionHandler:
         await self._apply(interaction, record, allowed, member)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
+        """Handle a ``view_submission``; returns input errors to show in the modal, if any.
+
+        A modal without an input (the empty-Submit confirmation) cannot show an error: it
+        closes and the person gets a private note instead.
+        """
         interaction = parse_view_submission(body)
         if interaction is None:
             return None
@@ -91,21 +96,33 @@ class InteractionHandler:
             return await self._handle_view(interaction)
         except UserQuestionError as exc:
             _log.warning("submission not recorded", extra={"error": exc.message, "code": exc.code})
-            return {interaction.input_block_id: not_recorded(exc.message)}
+            if isinstance(interaction, TextAnswer):
+                return {interaction.input_block_id: not_recorded(exc.message)}
+            self._sync.note(interaction.origin, None, not_recorded(exc.message))
+            return None
 
-    async def _handle_view(self, interaction: TextAnswer) -> dict[str, str] | None:
+    async def _handle_view(self, interaction: TextAnswer | ConfirmSkip) -> dict[str, str] | None:
         record = await self._store.get(interaction.request_id)
+
+        def refuse(plain: str, note: str | None = None) -> dict[str, str] | None:
+            if isinstance(interaction, TextAnswer):
+                return {interaction.input_block_id: plain}
+            self._sync.note(interaction.origin, record, note or plain)
+            return None
+
         if record is None:
-            return {interaction.input_block_id: NO_LONGER_OPEN}
+            return refuse(NO_LONGER_OPEN)
         user = interaction.origin.user
         if not await self._gate.allowed(user, *_who_may(record)):
-            return {interaction.input_block_id: _refusal(record)}
+            return refuse(_refusal(record))
         member = await self._gate.groups_of(user, _policy_groups(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
-            return {interaction.input_block_id: decision.plain or _plain(decision.text)}
+            return refuse(decision.plain or _plain(decision.text), decision.text)
         if isinstance(decision, Invalid):
             return decision.errors
+        if isinstance(decision, Save) and decision.note:
+            self._sync.note(interaction.origin, record, decision.note)
         return None
 
     async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:

@@ -59,14 +59,17 @@ ActionKind = Literal[
     "submit",  # the form's Submit
     "dismiss",  # the person declines to answer at all
 ]
-ViewKind = Literal["text"]
+ViewKind = Literal[
+    "text",  # the free-text modal (Other…, Answer…, Decline with feedback…)
+    "skip",  # "Submit with nothing selected?": the confirmation of an empty Submit
+]
 _ACTION_KINDS: Final = frozenset(get_args(ActionKind))
 _VIEW_KINDS: Final = frozenset(get_args(ViewKind))
 
 # ``\Z``, not ``$`` (which also matches before a trailing newline), and ASCII digits only
 # (``\d`` matches any Unicode digit): an id either is exactly ours or is not ours.
 ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.[0-9]{1,3})?\Z")
-CALLBACK_PATTERN: Final = re.compile(r"^aq1\.text\Z")
+CALLBACK_PATTERN: Final = re.compile(r"^aq1\.(text|skip)\Z")
 
 ApprovalKind = Literal["allow", "reject"]
 """The two buttons of a tool-permission approval (never routed to the question handler)."""
@@ -192,9 +195,10 @@ def callback_id(kind: ViewKind) -> str:
 
 def parse_callback_id(value: object) -> ViewKind | None:
     """The modal kind of a ``callback_id`` of ours, or ``None``."""
-    if not isinstance(value, str) or not CALLBACK_PATTERN.match(value):
+    match = CALLBACK_PATTERN.match(value) if isinstance(value, str) else None
+    if match is None:
         return None
-    return "text"
+    return "skip" if match.group(1) == "skip" else "text"
 
 
 def private_metadata(request_id: str, question: int) -> str:

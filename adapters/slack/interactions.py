@@ -14,6 +14,7 @@ from typing import Any
 from adapters.slack import ids
 
 __all__ = [
+    "ConfirmSkip",
     "Dismiss",
     "DraftChange",
     "Interaction",
@@ -95,7 +96,15 @@ class TextAnswer:
     input_block_id: str
 
 
-Interaction = Pick | DraftChange | OpenText | Submit | Dismiss | TextAnswer
+@dataclass(frozen=True, slots=True)
+class ConfirmSkip:
+    """The person confirmed sending the form with nothing chosen (a skip)."""
+
+    request_id: str
+    origin: Origin
+
+
+Interaction = Pick | DraftChange | OpenText | Submit | Dismiss | TextAnswer | ConfirmSkip
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -191,17 +200,21 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     return None if option is None else Pick(rid, ref.question, option, origin)
 
 
-def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | None:
-    """The free text a ``view_submission`` of our modal carries, or ``None``."""
+def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip | None:
+    """What a ``view_submission`` of our modal carries (free text, a confirmed skip), or
+    ``None``."""
     if not isinstance(body, Mapping) or body.get("type") != "view_submission":
         return None
     view = _dict(body.get("view"))
-    if ids.parse_callback_id(view.get("callback_id")) is None:
+    kind = ids.parse_callback_id(view.get("callback_id"))
+    if kind is None:
         return None
     ref = ids.parse_private_metadata(view.get("private_metadata"))
     user = _str(_dict(body.get("user")).get("id"))
     if ref is None or user is None:
         return None
+    if kind == "skip":
+        return ConfirmSkip(ref.request_id, Origin(user, name=_name(body)))
     values = _dict(_dict(view.get("state")).get("values"))
     for block, actions in values.items():
         block_ref = ids.parse_block_id(block)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters.slack.mrkdwn import escape
 from bot.questions.service import ABORTED_MESSAGE
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "UNDELIVERED",
     "UNDELIVERED_REST",
     "already_ended",
+    "draft_saved",
     "no_answer_within",
     "not_recorded",
     "unknown_revised",
@@ -100,3 +102,13 @@ def already_ended(verb: str, who: str | None) -> str:
     if said is None:
         return NO_LONGER_OPEN
     return f"{said} by {who}." if who else f"{said}."
+
+
+def draft_saved(question: int, count: int, text: str) -> str:
+    """The private note confirming free text kept for a form's question until Submit."""
+    which = f" to question {question + 1}" if count > 1 else ""
+    shown = text if len(text) <= 200 else text[:199] + "…"
+    return (
+        f"Saved your answer{which}: “{escape(shown)}”. Press *Submit* to send your "
+        "choices; only you see this draft."
+    )

@@ -65,6 +65,7 @@ class PendingRecord(BaseModel):
     allowed_users: list[str] | None = None
     allowed_usergroups: list[str] | None = None
     drafts: list[Draft] = Field(default_factory=list)
+    user_drafts: dict[str, list[Draft]] = Field(default_factory=dict)
     note: str | None = None
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
@@ -81,6 +82,13 @@ class PendingRecord(BaseModel):
     def is_open(self) -> bool:
         """Whether the request still waits for an answer."""
         return self.state == "pending"
+
+    def draft_of(self, user: str | None, question: int) -> Draft:
+        """``user``'s own draft of question ``question`` (empty when they made none)."""
+        drafts = self.user_drafts.get(user, []) if user else []
+        if 0 <= question < len(drafts):
+            return drafts[question]
+        return Draft()
 
     def draft(self, question: int) -> Draft:
         """The draft of question ``question`` (empty when none was made)."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.slack.blocks import layout_of, render_text_modal
+from adapters.slack.blocks import layout_of, render_skip_modal, render_text_modal
 from adapters.slack.interactions import (
+    ConfirmSkip,
     Dismiss,
     DraftChange,
     Interaction,
@@ -23,7 +24,7 @@ from adapters.slack.interactions import (
     Submit,
     TextAnswer,
 )
-from adapters.slack.messages import ALREADY_VOTED, ENTER_AN_ANSWER
+from adapters.slack.messages import ALREADY_VOTED, ENTER_AN_ANSWER, draft_saved
 from adapters.slack.outcomes import refusal
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.voting import apply_vote, vote_of
@@ -56,10 +57,12 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Write this record (a draft changed); re-render the message when ``rerender``."""
+    """Write this record (a draft changed); re-render the message when ``rerender``;
+    tell the person ``note`` privately, if any."""
 
     record: PendingRecord
     rerender: bool
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +146,22 @@ def _vote(
     return Finish(after) if not after.is_open else Save(after, True)
 
 
-def _drafts(record: PendingRecord) -> list[Draft]:
-    drafts = [draft.model_copy(deep=True) for draft in record.drafts]
+def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
+    """A copy of ``user``'s own drafts, one per question: drafts are per person, so one
+    person's ticks and free text never become another's answer."""
+    drafts = [draft.model_copy(deep=True) for draft in record.user_drafts.get(user, [])]
     drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
     return drafts
+
+
+def _save(record: PendingRecord, user: str, drafts: list[Draft], note: str | None = None) -> Save:
+    # Nothing in the shared message shows a draft: re-rendering it would reset the widgets
+    # everyone else is still filling in.
+    return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False, note)
+
+
+def _is_empty(drafts: list[Draft]) -> bool:
+    return all(not draft.selected and not (draft.custom or "").strip() for draft in drafts)
 
 
 def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
@@ -198,11 +213,19 @@ def decide(
     if isinstance(interaction, Submit):
         if layout != "form":
             return Ignore()
-        drafts = _drafts(record)
+        # The submitter's own choices: what their Submit payload shows, over their drafts.
+        drafts = _drafts_of(record, origin.user)
         for index, chosen in interaction.selections.items():
             if 0 <= index < count:
                 drafts[index].selected = list(chosen)
+        if _is_empty(drafts):
+            return Modal(render_skip_modal(record))
         return _finish(record, origin, now, drafts)
+
+    if isinstance(interaction, ConfirmSkip):
+        if layout != "form":
+            return Ignore()
+        return _finish(record, origin, now, [Draft() for _ in record.questions])
 
     if not 0 <= interaction.question < count:
         return Ignore()
@@ -219,27 +242,26 @@ def decide(
     if isinstance(interaction, DraftChange):
         if layout != "form":
             return Ignore()
-        drafts = _drafts(record)
+        drafts = _drafts_of(record, origin.user)
         draft = drafts[interaction.question]
         draft.selected = list(interaction.options)
-        rerender = False
         if not question.is_multi_select and interaction.options and draft.custom:
             draft.custom = None  # a single-select choice replaces earlier free text
-            rerender = True
-        return Save(record.next(drafts=drafts), rerender)
+        return _save(record, origin.user, drafts)
 
     if isinstance(interaction, OpenText):
-        return Modal(render_text_modal(record, interaction.question))
+        return Modal(render_text_modal(record, interaction.question, origin.user))
 
     # TextAnswer
     text = interaction.text.strip()
     if not text:
         return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
-    drafts = _drafts(record)
-    drafts[interaction.question].custom = text
     if layout in _ONE_QUESTION_LAYOUTS:
-        drafts[interaction.question].selected = []
+        drafts = [Draft() for _ in record.questions]
+        drafts[interaction.question].custom = text
         return _finish(record, origin, now, drafts)
+    drafts = _drafts_of(record, origin.user)
+    drafts[interaction.question].custom = text
     if not question.is_multi_select:
         drafts[interaction.question].selected = []
-    return Save(record.next(drafts=drafts), True)
+    return _save(record, origin.user, drafts, draft_saved(interaction.question, count, text))
