@@ -8,7 +8,7 @@ of wire names, empty question texts, repeated option labels).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Final
 
 from pydantic import Field, ValidationError
 
@@ -25,6 +25,10 @@ class Destination(WireModel):
     thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
 
 
+MAX_TIMEOUT: Final = 7 * 24 * 3600.0
+"""The longest a question may wait for its answer (and the latest reminder), in seconds."""
+
+
 class QuestionPost(WireModel):
     """The body of ``POST /v1/questions``: the seam's wire request plus a destination."""
 
@@ -33,6 +37,13 @@ class QuestionPost(WireModel):
     label: str | None = Field(default=None, max_length=120)
     review: ReviewPolicy | None = None
     revises: str | None = Field(default=None, min_length=1, max_length=64)
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
+    reminders: list[Annotated[float, Field(gt=0, le=MAX_TIMEOUT)]] | None = Field(
+        default=None, max_length=10
+    )
+    escalate_after: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
+    escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
+    link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
 
 
 def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:

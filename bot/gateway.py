@@ -273,6 +273,11 @@ class Gateway:
             review=post.review,
             revises=post.revises,
             on_posted=on_posted,
+            timeout=post.timeout,
+            reminders=tuple(post.reminders or ()),
+            escalate_after=post.escalate_after,
+            escalate_to=post.escalate_to,
+            link=post.link,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
         task = asyncio.ensure_future(self._service.ask(request))

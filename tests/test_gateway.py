@@ -831,3 +831,35 @@ async def test_a_bug_behind_the_api_is_a_logged_500_that_shows_no_detail(
         monkeypatch.undo()
         status, _ = await bed.ask()  # the API goes on answering
         assert status == 201
+async def test_a_question_with_a_timeout_shows_its_deadline_and_a_link() -> None:
+    async with running() as bed:
+        body = {
+            "questions": [{"id": "q", "question": "Go?", "options": [{"label": "A"}]}],
+            "timeout": 3600,
+            "reminders": [600],
+            "escalateAfter": 1800,
+            "escalateTo": "S0ONCALL1",
+            "link": "https://ci.example/runs/42",
+        }
+        status, posted = await bed.ask(body)
+        assert status == 201
+        text = json.dumps(bed.message(posted).blocks)
+        assert ":alarm_clock: Answer by <!date^" in text
+        assert '"url": "https://ci.example/runs/42"' in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "loc"),
+    [
+        ({"timeout": 0}, ["timeout"]),
+        ({"timeout": 10**7}, ["timeout"]),
+        ({"escalateTo": "@oncall"}, ["escalateTo"]),
+        ({"link": "javascript:alert(1)"}, ["link"]),
+        ({"reminders": [-5]}, ["reminders", "0"]),
+    ],
+)
+async def test_deadline_fields_are_checked(extra: dict[str, Any], loc: list[str]) -> None:
+    async with running() as bed:
+        body = {"questions": [{"id": "q", "question": "Go?"}], **extra}
+        status, problem = await bed.ask(body)
+        assert status == 422 and problem["errors"][0]["loc"] == loc

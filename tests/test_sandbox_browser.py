@@ -176,8 +176,10 @@ async def test_the_demo_answered_in_the_browser(
         await modal.get_by_test_id("modal-submit").click()
         await expect(modal).to_have_count(0)
 
-        # The bot redraws the message with the draft; Submit sends it all.
-        await expect(checks).to_contain_text("Smoke test on staging")
+        # The text is Alice's own draft, confirmed to her privately; her ticks stay; Submit
+        # sends it all.
+        note = page.get_by_test_id("message").filter(has_text="Saved your answer")
+        await expect(note).to_contain_text("Smoke test on staging")
         await expect(checks.get_by_label("Unit tests")).to_be_checked()
         await expect(checks.get_by_label("Type check")).to_be_checked()
         await checks.get_by_role("button", name="Submit", exact=True).click()
@@ -404,3 +406,91 @@ async def _people(runtime: Runtime) -> dict[str, str]:
     ):
         state = await response.json()
     return {row["name"]: row["id"] for row in state["people"]}
+
+
+# --- issue 16: what a person sees -----------------------------------------------------
+
+LONG_LABELS: Final = [
+    "🚀 Ship it now: deploy build 2.3.1 to every production region at once, then run the "
+    "full smoke suite and page on-call",
+    "⏸️ Wait until Monday morning so the whole team is around, and ship it then with the "
+    "usual canary and a rollback plan ready",
+    "🧪 Ship to staging only, soak it for forty-eight hours under synthetic load, and decide "
+    "again with the numbers in hand",
+]
+
+
+async def test_a_phone_shows_120_character_labels_in_full_without_scrolling_sideways(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(
+            browser,
+            runtime,
+            viewport={"width": 390, "height": 844},
+            device_scale_factor=2,
+            is_mobile=True,
+            has_touch=True,
+        )
+        assert all(len(label) >= 110 for label in LONG_LABELS)
+        options = [{"label": label} for label in LONG_LABELS] + [{"label": "No"}]
+        task = ask(runtime, {"questions": [{"id": "q", "question": "Ship release 2.3.1?",
+                                            "options": options}]})  # fmt: skip
+        question = await pinned(page, "Ship release 2.3.1?")
+        for label in LONG_LABELS:  # the full text, before anyone chooses
+            await expect(question.locator(".sk-rich").filter(has_text=label)).to_have_count(1)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        for button in await question.locator(".sk-btn").all():
+            box = await button.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        await page.screenshot(path=tmp_path / "i16-01-phone-long-labels.png", full_page=True)
+        await question.get_by_role("button", name="No", exact=True).tap()
+        assert (await task).answers[0].selected == ["No"]
+        assert errors == []
+
+
+async def test_text_as_typed_outcomes_in_words_and_an_empty_submit_asks(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime)
+        typed = "Should I **delete** the `tmp/` folder and run *all* _migrations_?"
+        yes_no = [{"label": "Yes"}, {"label": "No"}]
+        literal = ask(runtime, {"questions": [{"id": "q", "question": typed, "options": yes_no}]})
+        asterisks = await pinned(page, "**delete**")
+        await expect(asterisks.locator(".sk-rich b")).to_have_text(typed)
+        await page.screenshot(path=tmp_path / "i16-02-asterisks-literal.png")
+        await asterisks.get_by_role("button", name="Yes", exact=True).click()
+        await expect_record(asterisks, typed, "Answered by @alice")
+        assert (await literal).answers[0].selected == ["Yes"]
+
+        plan = ask(runtime, {"questions": [{
+            "id": "plan", "question": "May I migrate the invoices?", "detail": "1. Migrate",
+            "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"}}]})  # fmt: skip
+        review = await pinned(page, "May I migrate the invoices?")
+        await page.get_by_test_id("user-switcher").select_option(label="bob (Bob Okafor)")
+        await review.get_by_role("button", name="Decline with feedback…").click()
+        modal = page.get_by_test_id("modal")
+        await expect(modal).to_contain_text("May I migrate the invoices?")
+        await expect(modal).to_contain_text("1. Migrate")  # the detail, in the modal
+        await modal.locator("textarea").fill("Phase 3 needs a rollback test first.")
+        await page.screenshot(path=tmp_path / "i16-03-feedback-modal.png")
+        await modal.get_by_test_id("modal-submit").click()
+        await expect_record(review, "Declined by @bob — «Phase 3 needs a rollback test first.»")
+        await page.screenshot(path=tmp_path / "i16-04-plan-declined.png")
+        assert (await plan).answers[0].custom == "Phase 3 needs a rollback test first."
+
+        await page.get_by_test_id("user-switcher").select_option(label="alice (Alice Moreau)")
+        langs = [{"label": f"Lang {i}"} for i in range(12)]
+        form = ask(runtime, {"questions": [{"id": "langs", "question": "Which SDKs first?",
+                                            "multiSelect": True, "options": langs}]})  # fmt: skip
+        sdks = await pinned(page, "Which SDKs first?")
+        await sdks.get_by_role("button", name="Submit", exact=True).click()
+        await expect(modal).to_contain_text("Submit with nothing selected?")
+        await page.screenshot(path=tmp_path / "i16-05-empty-submit-asks.png")
+        await modal.get_by_test_id("modal-submit").click()
+        await expect_record(sdks, "Skipped by @alice")
+        assert (await form).answers[0].selected == []
+        await page.screenshot(path=tmp_path / "i16-06-skipped.png")
+        assert errors == []

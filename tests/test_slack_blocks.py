@@ -1185,3 +1185,19 @@ def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
     rendered = render_open(record(plan(detail)))
     assert rendered.files == []
     assert 0 < len(rendered.thread) <= MAX_THREAD_REPLIES
+
+
+def test_a_deadline_and_a_link_are_shown_while_open() -> None:
+    rec = record({"options": opts(2)}, deadline=1_700_003_600.0, link="https://ci.example/r/1")
+    rendered = render_open(rec)
+    assert_within_limits(rendered)
+    assert (
+        ":alarm_clock: Answer by <!date^1700003600^{date_short_pretty} at {time}"
+        "|2023-11-14 23:13 UTC>" in all_text(rendered.blocks)
+    )
+    (link,) = [b for b in buttons(rendered.blocks) if "url" in b]
+    assert link["url"] == "https://ci.example/r/1"
+    assert ids.parse_action_id(link["action_id"]) == "link"
+    final = render_final(finished(rec, "cancelled", answered_by=ALICE))
+    assert_final_shape(final)
+    assert "Answer by" not in all_text(final.blocks)

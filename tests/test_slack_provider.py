@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
 from typing import Any
 
 import pytest
@@ -660,3 +662,71 @@ async def test_two_people_filling_one_form_each_submit_their_own_choices() -> No
         await h.click(message, h.alice, text="Submit", values={"aq1.draft": ["0"]})
         answer = await task
         assert answer.to_wire() == {"answers": [{"id": "q", "selected": ["Code"]}]}
+
+
+# --- issue 16: deadlines, reminders, escalation, link -----------------------------------
+
+
+class FastClock:
+    """Wall-clock time running ``speed`` times faster (a minute of schedule in 0.3 s)."""
+
+    def __init__(self, speed: float = 200.0) -> None:
+        self.speed = speed
+        self._start = time.time()
+        self._t0 = time.monotonic()
+
+    def now(self) -> float:
+        return self._start + (time.monotonic() - self._t0) * self.speed
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds / self.speed)
+
+
+def replies(h: SlackHarness, message: Any) -> list[str]:
+    current = h.current(message)
+    return [h.slack.workspace.message(current.channel, ts).text for ts in current.replies]
+
+
+async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
+    clock = FastClock()
+    async with SlackHarness(clock=clock, allowed_users=None) as h:
+        h.provider.defaults.allowed_users = [h.alice, h.bob]
+        options = AskOptions(
+            timeout=60,
+            reminders=(30, 10, 90),  # 90 s before a 60 s deadline: never
+            escalate_after=20,
+            escalate_to="S0ONCALL1",
+            link="https://ci.example/runs/42",
+        )
+        asked = clock.now()
+        task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
+        message = await h.posted()
+        shown = re.search(r":alarm_clock: Answer by <!date\^(\d+)\^", all_text(message.blocks))
+        assert shown is not None and asked + 59 <= int(shown.group(1)) <= asked + 61
+        (link,) = [e for e in interactive_elements(message.blocks) if e.get("url")]
+        assert link["url"] == "https://ci.example/runs/42"
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "ASK_TIMEOUT"
+        sent = replies(h, message)
+        assert len(sent) == 3, sent
+        escalation, first, second = sent
+        assert escalation.startswith(":rotating_light: <!subteam^S0ONCALL1>")
+        for reminder in (first, second):
+            assert reminder.startswith(f":alarm_clock: <@{h.alice}> <@{h.bob}> Reminder:")
+            assert "Answer by <!date^" in reminder
+        final = await finished(h, message)
+        assert ":hourglass: Timed out: No answer within 60 seconds." in all_text(final.blocks)
+        assert final.text.startswith("Timed out")
+
+
+async def test_an_answer_stops_the_reminders() -> None:
+    clock = FastClock()
+    async with SlackHarness(clock=clock) as h:
+        options = AskOptions(timeout=60, reminders=(30,), escalate_after=20, escalate_to="U0ESC")
+        task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
+        message = await h.posted()
+        await h.click(message, h.alice, text="Yes")
+        assert (await task).answers[0].selected == ["Yes"]
+        await asyncio.sleep(0.5)  # well past the whole schedule
+        assert replies(h, message) == []

@@ -52,6 +52,7 @@ __all__ = [
     "Layout",
     "PlanReview",
     "Rendered",
+    "answer_by",
     "answer_summary",
     "layout_of",
     "plan_review_of",
@@ -198,6 +199,31 @@ def _header_block(header: str) -> Block:
 def _date(seconds: float) -> str:
     fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
     return f"<!date^{int(seconds)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def answer_by(deadline: float) -> str:
+    """``Answer by <date>`` in Slack's date formatting: each reader sees their own zone."""
+    return f"Answer by {_date(deadline)}"
+
+
+def _deadline(record: PendingRecord) -> list[Block]:
+    if record.deadline is None:
+        return []
+    return [_context(f":alarm_clock: {answer_by(record.deadline)}")]
+
+
+def _link(record: PendingRecord) -> list[Block]:
+    """The asker's link as a button that opens it."""
+    if not record.link:
+        return []
+    button = {
+        "type": "button",
+        "text": plain("Open the asker's page ↗"),
+        "url": record.link,
+        "action_id": ids.action_id("link"),
+    }
+    block_id = ids.block_id(record.id, None, f"l{record.version}")
+    return [{"type": "actions", "block_id": block_id, "elements": [button]}]
 
 
 def _byline(record: PendingRecord, *, mention: bool = True) -> list[Block]:
@@ -458,7 +484,7 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
     layout = layout_of(record.questions)
     rid, rev = record.id, record.version
     shown = _detail_shares(record)
-    blocks: list[Block] = [*_byline(record)]
+    blocks: list[Block] = [*_byline(record), *_deadline(record)]
     count = len(record.questions)
     revision_thread: list[list[Block]] = []
 
@@ -510,6 +536,7 @@ def _render_open(record: PendingRecord, *, inline_options: bool = True) -> Rende
             if count > 1:
                 blocks.append(_context("A question left unanswered is sent as skipped."))
     blocks.extend(_note(record))
+    blocks.extend(_link(record))
     if len(blocks) > MAX_BLOCKS_MESSAGE:
         raise UserQuestionError(
             f"this request needs {len(blocks)} blocks; a Slack message holds at most "

@@ -58,6 +58,7 @@ ActionKind = Literal[
     "text",  # "Other…" / "Answer…" / "Decline with feedback…": opens a modal
     "submit",  # the form's Submit
     "dismiss",  # the person declines to answer at all
+    "link",  # the asker's link (a URL button: Slack opens it, the click needs only an ack)
 ]
 ViewKind = Literal[
     "text",  # the free-text modal (Other…, Answer…, Decline with feedback…)
@@ -68,7 +69,9 @@ _VIEW_KINDS: Final = frozenset(get_args(ViewKind))
 
 # ``\Z``, not ``$`` (which also matches before a trailing newline), and ASCII digits only
 # (``\d`` matches any Unicode digit): an id either is exactly ours or is not ours.
-ACTION_PATTERN: Final = re.compile(r"^aq1\.(pick|draft|text|submit|dismiss)(?:\.[0-9]{1,3})?\Z")
+ACTION_PATTERN: Final = re.compile(
+    r"^aq1\.(pick|draft|text|submit|dismiss|link)(?:\.[0-9]{1,3})?\Z"
+)
 CALLBACK_PATTERN: Final = re.compile(r"^aq1\.(text|skip)\Z")
 
 ApprovalKind = Literal["allow", "reject"]

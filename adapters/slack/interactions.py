@@ -180,6 +180,8 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
         name=name,
     )
     rid = ref.request_id
+    if kind == "link":
+        return None  # Slack opens the URL; nothing for us to do
     if kind == "submit":
         return Submit(rid, origin, _selections(body, rid))
     if kind == "dismiss":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.blocks import Rendered
+from adapters.slack.deadlines import Clock, SystemClock, keep_deadlines, schedule
 from adapters.slack.endings import Endings, Released, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.messages import (
@@ -81,6 +83,9 @@ class AskDefaults:
     mention: str | None = None
     choose: DestinationHook | None = None
     timeout: float | None = None
+    reminders: tuple[float, ...] = ()
+    escalate_after: float | None = None
+    escalate_to: str | None = None
 
     def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
         """The request's destination: its options, else the hook, else the default."""
@@ -103,12 +108,17 @@ class AskLifecycle:
         sync: MessageSynchroniser,
         endings: Endings,
         defaults: AskDefaults,
+        *,
+        clock: Clock | None = None,
+        logger: logging.Logger | None = None,
     ) -> None:
         self._client = client
         self._store = store
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
+        self.clock: Clock = clock or SystemClock()
+        self._logger = logger or logging.getLogger("adapters.slack")
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
@@ -117,6 +127,12 @@ class AskLifecycle:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
         where = self.defaults.where(request, options)
+        now = self.clock.now()
+        timeout = options.timeout or self.defaults.timeout
+        deadline = now + timeout if timeout else None
+        before = options.reminders or self.defaults.reminders
+        after = options.escalate_after or self.defaults.escalate_after
+        escalate_to = options.escalate_to or self.defaults.escalate_to
         template = PendingRecord(
             id="-",
             owner=self._store.process_id,
@@ -125,13 +141,19 @@ class AskLifecycle:
             thread_ts=where.thread_ts,
             allowed_users=self.defaults.allowed_users,
             allowed_usergroups=self.defaults.allowed_usergroups,
+            created_at=now,
+            deadline=deadline,
+            reminders=sorted(deadline - b for b in before if deadline and 0 < b < (timeout or 0)),
+            escalate_at=now + after if after and escalate_to else None,
+            escalate_to=escalate_to if after else None,
+            link=options.link,
         )
 
         async def review() -> dict[str, Any]:
             found = await review_of(self._client, self._store, request.questions, options)
             return {"review": found[0], "revision": found[1]}
 
-        record = await self._run(template, options, request.signal, self.defaults.timeout, review)
+        record = await self._run(template, options, request.signal, None, review)
         return outcome(record)
 
     async def ask_approval(
@@ -368,39 +390,75 @@ class AskLifecycle:
         """
         if signal is not None and signal.aborted:
             return await self._aborted(request_id, signal.reason)
+        keeper = await self._keep(request_id)
         try:
             async with asyncio.timeout(limit):
-                if signal is None:
+                if signal is None and keeper is None:
                     record = await watch.wait()
                 else:
-                    record = await self._wait_or_abort(request_id, watch, signal)
+                    record = await self._wait_any(request_id, watch, signal, keeper)
         except TimeoutError:
             assert limit is not None
             record = await self._endings.end(
                 request_id, "failed", no_answer_within(limit), ASK_TIMEOUT
             )
+        finally:
+            if keeper is not None:
+                keeper.cancel()
         return record
 
-    async def _wait_or_abort(
-        self, request_id: str, watch: Watch, signal: AbortSignal
+    async def _keep(self, request_id: str) -> asyncio.Task[None] | None:
+        """Start the deadline keeper of a request that has a schedule (deadlines.py): its
+        reminders, escalation and expiry, in this process, which waits on it."""
+        record = await self._store.get(request_id)
+        if record is None or not record.is_open or not schedule(record):
+            return None
+
+        async def expire(rid: str) -> object:
+            timeout = (record.deadline or 0) - record.created_at
+            return await self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+
+        return asyncio.ensure_future(
+            keep_deadlines(request_id, self._store, self._client, expire, self.clock, self._logger)
+        )
+
+    async def _wait_any(
+        self,
+        request_id: str,
+        watch: Watch,
+        signal: AbortSignal | None,
+        keeper: asyncio.Task[None] | None,
     ) -> PendingRecord:
+        """The request's ending, unless its signal aborts it first; a keeper that fails
+        (the store is down when the deadline comes) fails the wait with it."""
         aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
 
         def on_abort(reason: object) -> None:
             if not aborted.done():
                 aborted.set_result(reason)
 
-        remove = signal.add_listener(on_abort)
+        remove = signal.add_listener(on_abort) if signal is not None else None
         waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
+        contenders: set[asyncio.Future[Any]] = {waiting, aborted}
+        if keeper is not None:
+            contenders.add(keeper)
         try:
-            contenders: set[asyncio.Future[Any]] = {waiting, aborted}
-            await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
+            while True:
+                done, _ = await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
+                if waiting in done:
+                    return waiting.result()
+                if keeper is not None and keeper in done:
+                    contenders.discard(keeper)
+                    error = keeper.exception()
+                    if error is not None:
+                        raise error
+                    continue  # it expired the request: the watch sees the ending next
+                break
         finally:
-            remove()
+            if remove is not None:
+                remove()
             if not waiting.done():
                 waiting.cancel()
-        if waiting.done() and not waiting.cancelled():
-            return waiting.result()
         return await self._aborted(request_id, aborted.result())
 
     async def _aborted(self, request_id: str, reason: object) -> PendingRecord:

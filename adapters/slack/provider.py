@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import ids
 from adapters.slack.approval_actions import ApprovalHandler
 from adapters.slack.authorize import Gatekeeper
+from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock
 from adapters.slack.endings import Endings
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, DestinationHook
@@ -72,7 +73,11 @@ class SlackQuestionProvider:
       see the message); group membership is checked at click time, cached ``usergroup_ttl``.
     - ``mention``: prepended to each question (for example ``<!here>``), from configuration.
     - ``destination``: a hook choosing a destination per request.
-    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``.
+    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
+      ``reminders``: seconds before that deadline to remind who may answer (a thread
+      reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
+      mention a user or group id because nobody answered. Each is settable per request.
+    - ``clock``: where deadlines read the time (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
 
@@ -91,6 +96,10 @@ class SlackQuestionProvider:
         mention: str | None = None,
         destination: DestinationHook | None = None,
         timeout: float | None = None,
+        reminders: Sequence[float] = (),
+        escalate_after: float | None = None,
+        escalate_to: str | None = None,
+        clock: Clock | None = None,
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
         retry: bool = True,
@@ -100,6 +109,8 @@ class SlackQuestionProvider:
             raise ValueError("channel must name a Slack channel, DM or user id")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
+        if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
+            raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
         self._client: AsyncWebClient = app.client
         self._store: PendingStore = store or MemoryPendingStore()
         log = logger or logging.getLogger("adapters.slack")
@@ -113,10 +124,13 @@ class SlackQuestionProvider:
             mention=mention,
             choose=destination,
             timeout=timeout,
+            reminders=tuple(reminders),
+            escalate_after=escalate_after,
+            escalate_to=escalate_to,
         )
         self._endings = Endings(self._store, self._sync)
         self._lifecycle = AskLifecycle(
-            self._client, self._store, self._sync, self._endings, defaults
+            self._client, self._store, self._sync, self._endings, defaults, clock=clock, logger=log
         )
         gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
         self._handler = InteractionHandler(self._store, gate, self._sync)

@@ -76,6 +76,11 @@ class PendingRecord(BaseModel):
     approval: ApprovalView | None = None
     error_code: str | None = None
     created_at: float = Field(default_factory=time.time)
+    deadline: float | None = None
+    reminders: list[float] = Field(default_factory=list)
+    escalate_at: float | None = None
+    escalate_to: str | None = None
+    link: str | None = None
     finished_at: float | None = None
 
     @property

@@ -103,6 +103,13 @@ class AskOptions(BaseModel):
     - ``review``: for a plan review, how a team decides it (``ReviewPolicy``); without one
       the first approval or decline decides.
     - ``revises``: the id of an earlier plan review this one revises (shown as what changed).
+    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``
+      (default: the provider's); the question shows the deadline.
+    - ``reminders``: seconds before the deadline at which to remind the people who may
+      answer; ``escalate_after`` / ``escalate_to``: seconds after asking at which to
+      mention a user or user group id (``U…``, ``S…``) because nobody has answered.
+    - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
+      button that opens it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -116,6 +123,11 @@ class AskOptions(BaseModel):
     on_posted: Callable[[str], None] | None = None
     review: ReviewPolicy | None = None
     revises: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    reminders: tuple[float, ...] = ()
+    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
+    link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
 
 
 class AskUserQuestionRequest(WireModel):
