@@ -494,3 +494,71 @@ async def test_text_as_typed_outcomes_in_words_and_an_empty_submit_asks(
         assert (await form).answers[0].selected == []
         await page.screenshot(path=tmp_path / "i16-06-skipped.png")
         assert errors == []
+
+
+async def test_sandbox_fixes_reload_stale_clicks_and_the_phone_opens_at_the_newest(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime)
+        langs = [{"label": f"Lang {i}"} for i in range(12)]
+        form = ask(runtime, {"questions": [{"id": "langs", "question": "Which SDKs first?",
+                                            "multiSelect": True, "options": langs},
+                                           {"id": "why", "question": "Why?"}]})  # fmt: skip
+        sdks = await pinned(page, "Which SDKs first?")
+        # A 12-option menu opened near the bottom is scrolled into view, not clipped.
+        await sdks.get_by_test_id("multi-summary").click()
+        option = sdks.get_by_role("option").filter(has_text="Lang 11")
+        await option.scroll_into_view_if_needed()
+        await option.locator("input").check()
+        await expect(option.locator("input")).to_be_checked()
+        await page.screenshot(path=tmp_path / "i16-07-menu-open.png")
+        await page.mouse.click(5, 5)  # closes the menu
+        # Unsent picks survive a reload; a modal left open does not come back.
+        await sdks.get_by_role("button", name="Answer…").click()
+        await expect(page.get_by_test_id("modal")).to_be_visible()
+        await page.reload()
+        await expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        await expect(page.get_by_test_id("modal")).to_have_count(0)
+        sdks = await pinned(page, "Which SDKs first?")
+        await sdks.get_by_test_id("multi-summary").click()
+        kept = sdks.get_by_role("option").filter(has_text="Lang 11").locator("input")
+        await expect(kept).to_be_checked()
+        await page.screenshot(path=tmp_path / "i16-08-after-reload.png")
+        await page.mouse.click(5, 5)
+
+        # A click from a page that missed an update: no error, the page catches up.
+        context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        stale = await context.new_page()
+        await stale.route("**/sandbox/events", lambda route: route.abort())
+        assert runtime.sandbox_url is not None
+        await stale.goto(runtime.sandbox_url + "?as=bob")
+        await expect(stale.locator("body")).to_have_attribute("data-ready", "true")
+        old = await pinned(stale, "Which SDKs first?")
+        await sdks.get_by_role("button", name="Submit", exact=True).click()
+        await expect_record(sdks, "Lang 11", "Answered by @alice")
+        assert (await form).answers[0].selected == ["Lang 11"]
+        await old.get_by_role("button", name="Submit", exact=True).click()
+        toast = stale.get_by_test_id("toast")
+        await expect(toast).to_contain_text("has changed since this page showed it")
+        await expect(toast).not_to_contain_text("element_not_found")
+        await expect_record(old, "Answered by @alice")
+        await stale.screenshot(path=tmp_path / "i16-09-stale-click.png")
+
+        # A phone opens at the newest message, not the top of the channel.
+        yes_no = [{"label": "Yes"}, {"label": "No"}]
+        for i in range(4):
+            filler = {"id": "q", "question": f"Filler question {i}?", "options": yes_no}
+            ask(runtime, {"questions": [filler]})
+        await expect(message(page, "Filler question 3?")).to_have_count(1, timeout=30_000)
+        phone, _ = await open_page(
+            browser,
+            runtime,
+            viewport={"width": 390, "height": 844},
+            is_mobile=True,
+            has_touch=True,
+        )
+        newest = await pinned(phone, "Filler question 3?")
+        await expect(newest).to_be_in_viewport()
+        await phone.screenshot(path=tmp_path / "i16-10-phone-opens-at-newest.png")
+        assert errors == []

@@ -161,6 +161,15 @@
 
   function render() {
     const d = S.data;
+    if (!S.loaded) {
+      S.loaded = true;
+      // A modal left open by an earlier page (before a reload) closes, as a Slack client
+      // restart closes it; it does not come back on every reload.
+      if (d.view) {
+        api("/sandbox/close", { user: d.me, view_id: d.view.id }).then(() => scheduleRefresh(0));
+        d.view = null;
+      }
+    }
     renderSwitcher(d);
     renderChannels(d);
     renderMessages(d);
@@ -336,6 +345,10 @@
       }
     }
     if (atBottom || channelChanged) list.scrollTop = list.scrollHeight;
+    if (channelChanged && top.length && getComputedStyle(list).overflowY === "visible") {
+      // On a phone the page scrolls, not the list: open at the newest message.
+      list.lastElementChild.scrollIntoView({ block: "end" });
+    }
   }
 
   function renderThread(node, m, replies) {
@@ -564,7 +577,8 @@
 
   function renderSelect(element, block, ctx) {
     const overflow = element.type === "overflow";
-    const initial = element.initial_option ? element.initial_option.value : null;
+    const restored = overflow ? undefined : savedSelection(ctx, block, element);
+    const initial = restored !== undefined ? restored : element.initial_option ? element.initial_option.value : null;
     const select = el(
       "select",
       Object.assign(elementAttrs(element, block, overflow ? "sk-select sk-overflow" : "sk-select", !overflow), {
@@ -588,7 +602,10 @@
   }
 
   function renderMultiSelect(element, block, ctx) {
-    const chosen = new Set((element.initial_options || []).map((o) => o.value));
+    const restored = savedSelection(ctx, block, element);
+    const chosen = new Set(
+      restored !== undefined ? restored || [] : (element.initial_options || []).map((o) => o.value)
+    );
     const holder = el("div", elementAttrs(element, block, "sk-multi", true));
     const summary = el("summary", { class: "sk-multi-summary", "data-testid": "multi-summary" });
     const menu = el("div", { class: "sk-multi-menu", role: "listbox", "aria-multiselectable": "true" });
@@ -618,7 +635,12 @@
       menu.append(group);
     }
     paint();
-    holder.append(el("details", { class: "sk-multi-details" }, summary, menu));
+    const details = el("details", { class: "sk-multi-details" }, summary, menu);
+    // An opened menu is scrolled into view rather than clipped by the message list.
+    details.addEventListener("toggle", () => {
+      if (details.open) menu.scrollIntoView({ block: "nearest" });
+    });
+    holder.append(details);
     return holder;
   }
 
@@ -627,8 +649,15 @@
     const holder = el("div", Object.assign(elementAttrs(element, block, `sk-choices ${multi ? "sk-checkboxes" : "sk-radios"}`, true), {
       role: multi ? "group" : "radiogroup",
     }));
+    const restored = savedSelection(ctx, block, element);
     const initial = new Set(
-      multi ? (element.initial_options || []).map((o) => o.value) : element.initial_option ? [element.initial_option.value] : []
+      restored !== undefined
+        ? [].concat(restored || [])
+        : multi
+          ? (element.initial_options || []).map((o) => o.value)
+          : element.initial_option
+            ? [element.initial_option.value]
+            : []
     );
     const name = uid("choice");
     for (const o of element.options || []) {
@@ -696,8 +725,35 @@
     ]);
   }
 
+  // The person's unsent choices in a message (ticks, picks) survive a reload of the page:
+  // kept per person and message revision (a message the app redraws starts afresh).
+  function savedKey(ctx) {
+    return `sandbox-choices:${S.me}:${ctx.channel}:${ctx.ts}`;
+  }
+
+  function savedSelection(ctx, block, element) {
+    if (ctx.kind !== "message") return undefined;
+    try {
+      const all = JSON.parse(sessionStorage.getItem(savedKey(ctx)) || "[]");
+      const hit = all.find(([b, a]) => b === block.block_id && a === element.action_id);
+      return hit ? hit[2] : undefined;
+    } catch (error) {
+      return undefined;
+    }
+  }
+
+  function saveSelections(ctx) {
+    if (ctx.kind !== "message") return;
+    try {
+      sessionStorage.setItem(savedKey(ctx), JSON.stringify(collectValues(ctx.root)));
+    } catch (error) {
+      /* private mode */
+    }
+  }
+
   function dispatch(ctx, block, element, node) {
     node.classList.add("busy");
+    saveSelections(ctx);
     const values = collectValues(ctx.root);
     if (element.type === "overflow") values.push([block.block_id, element.action_id, readValue(node)]);
     const body = {
@@ -711,7 +767,11 @@
     // One interaction at a time, in order, as a Slack client sends them.
     const job = S.queue.then(async () => {
       const result = await api("/sandbox/action", body);
-      if (!result.ok) toast(`The click did not go through (${describe(result)}).`);
+      if (result.error === "element_not_found") {
+        // This page showed an older version of the message: show it as it is now.
+        toast("That message has changed since this page showed it; here it is as it is now.", "info");
+        scheduleRefresh(0);
+      } else if (!result.ok) toast(`The click did not go through (${describe(result)}).`);
     });
     S.queue = job.catch(() => {});
     return job.finally(() => node.classList.remove("busy"));
