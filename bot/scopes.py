@@ -28,6 +28,9 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     "views.open": (),
     "views.update": (),
     "views.push": (),
+    # The App Home tab's "Waiting for you" list (needs no scope; the app_home_opened event
+    # needs none either).
+    "views.publish": (),
     # Members of SLACK_ALLOWED_USERGROUPS.
     "usergroups.users.list": ("usergroups:read",),
     # A restarted bot finds its earlier request messages by their metadata (posting

@@ -187,6 +187,10 @@ def test_commented_http_variant_matches_slacks_schema(schema_validator: Draft7Va
         "is_enabled": True,
         "request_url": "https://YOUR-HOST/slack/events",
     }
+    assert settings["event_subscriptions"] == {
+        "request_url": "https://YOUR-HOST/slack/events",
+        "bot_events": ["app_home_opened"],
+    }
     assert {k: v for k, v in variant.items() if k != "settings"} == {
         k: v for k, v in load_manifest().items() if k != "settings"
     }
@@ -198,7 +202,9 @@ def test_manifest_turns_on_what_the_bot_needs() -> None:
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["socket_mode_enabled"] is True
     assert "request_url" not in settings["interactivity"]  # Socket Mode needs none
-    assert "event_subscriptions" not in settings  # the bot subscribes to no events
+    # the one event: a person opened the Home tab ("Waiting for you")
+    assert settings["event_subscriptions"] == {"bot_events": ["app_home_opened"]}
+    assert features["app_home"]["home_tab_enabled"] is True
     assert features["bot_user"]["always_online"] is True
     assert features["app_home"]["messages_tab_enabled"] is True  # DMs from the bot
     assert settings.get("token_rotation_enabled") is not True  # the bot never refreshes

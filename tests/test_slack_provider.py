@@ -15,6 +15,7 @@ from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+from tests.slack_payloads import click
 
 
 def one(
@@ -730,3 +731,43 @@ async def test_an_answer_stops_the_reminders() -> None:
         assert (await task).answers[0].selected == ["Yes"]
         await asyncio.sleep(0.5)  # well past the whole schedule
         assert replies(h, message) == []
+
+
+# --- issue 16: App Home, "Waiting for you" ------------------------------------------------
+
+
+def home_of(h: SlackHarness, user: str) -> str:
+    view = h.slack.workspace.home_views.get(user)
+    return json.dumps(view, ensure_ascii=False) if view else ""
+
+
+async def test_app_home_lists_what_a_person_may_answer_and_updates_when_it_closes() -> None:
+    async with SlackHarness() as h:
+        anyone = h.ask(one("Ship 2.4 for everyone?", ["Yes", "No"]))
+        first = await h.posted()
+        h.provider.defaults.allowed_users = [h.bob]
+        only_bob = h.ask(one("Rotate the keys (Bob only)?", ["Rotate", "Wait"]))
+        await h.posted(2)
+        h.provider.defaults.allowed_users = None
+
+        status, _ = await h.slack.open_home(h.alice)
+        assert status == 200
+        await until(lambda: "Ship 2.4 for everyone?" in home_of(h, h.alice), what="alice's home")
+        assert "Rotate the keys" not in home_of(h, h.alice)  # not hers to answer
+        await h.slack.open_home(h.bob)
+        await until(lambda: "Rotate the keys" in home_of(h, h.bob), what="bob's home")
+        assert "Ship 2.4 for everyone?" in home_of(h, h.bob)
+        assert "Open the question>" in home_of(h, h.bob)
+
+        # A one-tap question answers from the Home tab with the message's own buttons.
+        home = h.slack.workspace.home_views[h.alice]
+        payload = click(home["blocks"], user=h.alice, button_text="Yes")
+        status, _ = await h.slack.deliver(payload)
+        assert status == 200
+        assert (await anyone).answers[0].selected == ["Yes"]
+        await finished(h, first)
+        # Both Home tabs follow: the answered question is gone from each.
+        await until(lambda: "Ship 2.4" not in home_of(h, h.bob), what="bob's home to update")
+        await until(lambda: "Nothing is waiting" in home_of(h, h.alice), what="alice's home")
+        assert "Rotate the keys" in home_of(h, h.bob)
+        only_bob.cancel()

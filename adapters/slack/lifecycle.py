@@ -312,6 +312,8 @@ class AskLifecycle:
         )
         if written is not None and not written.is_open:
             self._sync.refresh(record.id)  # a click (or abort) beat us to it
+        else:
+            self._sync.changed(record.id)  # in Slack now: App Home lists it
         thread = record.thread_ts or ts
         for part in rendered.thread:
             try:

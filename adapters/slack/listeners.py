@@ -15,14 +15,19 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from adapters.slack import ids
 from adapters.slack.approval_actions import ApprovalHandler
 from adapters.slack.handler import InteractionHandler
+from adapters.slack.hometab import HomeTab
 
 __all__ = ["register_listeners"]
 
 
 def register_listeners(
-    app: AsyncApp, handler: InteractionHandler, approvals: ApprovalHandler | None = None
+    app: AsyncApp,
+    handler: InteractionHandler,
+    approvals: ApprovalHandler | None = None,
+    home: HomeTab | None = None,
 ) -> None:
-    """Route our block actions and modal submissions to ``handler``, approvals to ``approvals``."""
+    """Route our block actions and modal submissions to ``handler``, approvals to
+    ``approvals``, and the ``app_home_opened`` event to ``home``."""
 
     async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -44,3 +49,11 @@ def register_listeners(
             await approvals.handle_action(body)
 
         app.action(ids.APPROVAL_ACTION_PATTERN)(on_approval)
+    if home is not None:
+
+        async def on_home(event: dict[str, Any]) -> None:
+            user = event.get("user")
+            if event.get("tab") == "home" and isinstance(user, str) and user:
+                home.open_later(user)  # publishing is a Web API call: off the ack path
+
+        app.event("app_home_opened")(on_home)

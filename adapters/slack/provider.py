@@ -31,6 +31,7 @@ from adapters.slack.authorize import Gatekeeper
 from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock
 from adapters.slack.endings import Endings
 from adapters.slack.handler import InteractionHandler
+from adapters.slack.hometab import HomeTab
 from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, DestinationHook
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
@@ -138,7 +139,9 @@ class SlackQuestionProvider:
         if isinstance(self._store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
             self._store.on_orphans = self._sync.on_orphans
-        register_listeners(app, self._handler, self._approvals)
+        self._home = HomeTab(self._client, self._store, gate, self._sync, log)
+        self._sync.on_change = self._home.changed
+        register_listeners(app, self._handler, self._approvals, self._home)
 
     @property
     def store(self) -> PendingStore:
@@ -149,6 +152,11 @@ class SlackQuestionProvider:
     def client(self) -> AsyncWebClient:
         """The Web API client every call goes through (``app.client``)."""
         return self._client
+
+    @property
+    def home(self) -> HomeTab:
+        """The App Home tabs ("Waiting for you") this provider publishes."""
+        return self._home
 
     @property
     def handler(self) -> InteractionHandler:

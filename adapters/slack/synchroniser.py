@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,8 @@ class MessageSynchroniser:
         self._store = store
         self._tasks = BackgroundTasks(logger)
         self._refreshing: dict[str, _Refresh] = {}
+        self.on_change: Callable[[str], None] | None = None
+        """Told the id of every request posted, changed or ended (App Home refreshes)."""
 
     @property
     def background_count(self) -> int:
@@ -71,6 +73,12 @@ class MessageSynchroniser:
     def refresh(self, request_id: str) -> None:
         """Update the request's message from its latest stored record, in the background."""
         self._tasks.spawn(self._refresh_message(request_id), "chat.update")
+        self.changed(request_id)
+
+    def changed(self, request_id: str) -> None:
+        """Tell ``on_change`` that a request was posted, changed or ended."""
+        if self.on_change is not None:
+            self.on_change(request_id)
 
     async def on_orphans(self, records: list[PendingRecord]) -> None:
         """A shared store failed these (their process died): show it on their messages."""

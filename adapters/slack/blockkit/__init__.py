@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from adapters.slack.blockkit.checker import INVALID_BLOCKS, Checker, Problem, kind_of, too_long
 from adapters.slack.blockkit.limits import (
+    HOME_VIEW,
     MAX_BLOCKS_MESSAGE,
     MAX_BLOCKS_MODAL,
     MAX_MARKDOWN_TOTAL,
@@ -57,7 +58,7 @@ def check_message(blocks: list[dict[str, Any]], text: str | None = None) -> list
 
 
 def check_view(view: dict[str, Any]) -> list[str]:
-    """Every limit this modal ``view`` breaks."""
+    """Every limit this modal (or App Home ``home``) ``view`` breaks."""
     return [str(p) for p in view_problems(view) if not p.warning]
 
 
@@ -97,14 +98,20 @@ def message_problems(blocks: object, text: object = None) -> list[Problem]:
 
 
 def view_problems(view: object) -> list[Problem]:
-    """Errors for a modal view, as ``Problem`` records."""
+    """Errors for a modal view (or an App Home ``home`` view), as ``Problem`` records."""
     checker = Checker(modal=True)
     if not isinstance(view, Mapping):
         checker.add("view", f"must be an object, got {kind_of(view)}")
         return checker.problems
-    if view.get("type") != "modal":
-        checker.add("type", f"must be 'modal', got {view.get('type')!r}")
-    checker.rules(view, "", VIEW)
+    if view.get("type") not in ("modal", "home"):
+        checker.add("type", f"must be 'modal' or 'home', got {view.get('type')!r}")
+    if view.get("type") == "home":
+        for key in ("title", "close", "submit"):
+            if key in view:
+                checker.add(key, "a home view has none")
+        checker.rules(view, "", HOME_VIEW)
+    else:
+        checker.rules(view, "", VIEW)
     blocks = view.get("blocks")
     if blocks is None:
         checker.add("blocks", "required")

@@ -20,6 +20,7 @@ __all__ = [
     "BLOCK_TYPES",
     "ELEMENTS",
     "ELEMENT_TYPES",
+    "HOME_VIEW",
     "INPUT_ELEMENT_TYPES",
     "MAX_ACCESSIBILITY_LABEL",
     "MAX_ACTIONS_ELEMENTS",
@@ -389,3 +390,10 @@ VIEW: Final[Row] = {
     "submit_disabled": Flag(),
 }
 """A modal's own fields (its type and blocks are checked apart)."""
+
+HOME_VIEW: Final[Row] = {
+    key: rule
+    for key, rule in VIEW.items()
+    if key in ("private_metadata", "callback_id", "external_id")
+}
+"""An App Home (``home``) view's own fields: no title, close or submit."""

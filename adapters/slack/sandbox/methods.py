@@ -229,6 +229,12 @@ class WebApi:
         self.workspace.update_view(view, definition, hash=hash_)
         return {"ok": True, "view": view.to_dict()}
 
+    def views_publish(self, params: Params) -> Response:
+        """``views.publish``: set a person's App Home tab."""
+        user_id = _text(params, "user_id", "invalid_arguments")
+        view = self.workspace.publish_home(user_id, _view(params))
+        return {"ok": True, "view": view}
+
     # files
 
     def files_get_upload_url_external(self, params: Params) -> Response:
@@ -273,6 +279,7 @@ METHODS: Final[Mapping[str, Handler]] = {
     "views.open": WebApi.views_open,
     "views.push": WebApi.views_push,
     "views.update": WebApi.views_update,
+    "views.publish": WebApi.views_publish,
     "files.getUploadURLExternal": WebApi.files_get_upload_url_external,
     "files.completeUploadExternal": WebApi.files_complete_upload_external,
 }

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_APP_ID",
     "DEFAULT_TEAM",
     "block_actions_payload",
+    "build_event_request",
     "build_interaction_request",
     "send_interaction",
     "view_submission_payload",
@@ -43,6 +44,34 @@ def build_interaction_request(
         raise ValueError("could not sign the interaction")
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature,
+    }
+    return body, headers
+
+
+def build_event_request(
+    event: Mapping[str, Any], signing_secret: str, *, team_id: str, api_app_id: str
+) -> tuple[str, dict[str, str]]:
+    """The raw body and headers of an Events API ``event_callback`` carrying ``event``."""
+    stamp = str(int(time.time()))
+    body = json.dumps(
+        {
+            "token": "sandbox",
+            "team_id": team_id,
+            "api_app_id": api_app_id,
+            "event": dict(event),
+            "type": "event_callback",
+            "event_id": f"Ev{int(time.time() * 1_000_000):X}",
+            "event_time": int(stamp),
+        },
+        separators=(",", ":"),
+    )
+    signature = SignatureVerifier(signing_secret).generate_signature(timestamp=stamp, body=body)
+    if signature is None:
+        raise ValueError("could not sign the event")
+    headers = {
+        "Content-Type": "application/json",
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": signature,
     }

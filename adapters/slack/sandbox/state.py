@@ -98,6 +98,8 @@ class Workspace:
         self.messages: dict[str, list[Message]] = {}
         self.ephemerals: list[Ephemeral] = []
         self.views: dict[str, View] = {}
+        self.home_views: dict[str, dict[str, Any]] = {}
+        """Each person's App Home tab, as ``views.publish`` last set it."""
         self.stacks: dict[str, list[str]] = {}
         self.triggers: dict[str, Trigger] = {}
         self.response_urls: dict[str, ResponseUrl] = {}
@@ -573,6 +575,21 @@ class Workspace:
         self.emit("files.shared", files=[u.to_dict() for u in uploads])
         return uploads
 
+    def publish_home(self, user_id: str, definition: Mapping[str, Any]) -> dict[str, Any]:
+        """``views.publish``: set ``user_id``'s Home tab (a ``home`` view)."""
+        if user_id not in self.users:
+            raise SlackError("user_not_found")
+        if definition.get("type") != "home":
+            raise SlackError("invalid_arguments")
+        previous = self.home_views.get(user_id)
+        view = copy.deepcopy(dict(definition))
+        view["blocks"] = _normalise(view.get("blocks") or [], self._rng)
+        view["id"] = previous["id"] if previous else self.mint("V")
+        view["hash"] = f"{self.clock():.6f}"
+        self.home_views[user_id] = view
+        self.emit("home", user=user_id, view_id=view["id"])
+        return copy.deepcopy(view)
+
     # For a live page.
 
     def snapshot(self) -> dict[str, Any]:
@@ -597,4 +614,5 @@ class Workspace:
                 for v in self.views.values()
             ],
             "files": [f.to_dict() for f in self.files.values() if f.completed],
+            "home_views": copy.deepcopy(self.home_views),
         }

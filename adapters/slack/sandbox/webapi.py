@@ -47,6 +47,7 @@ from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import Change, Ephemeral, Message, SlackError
 from adapters.slack.sandbox.signing import (
     block_actions_payload,
+    build_event_request,
     send_interaction,
     view_submission_payload,
 )
@@ -282,6 +283,36 @@ class SlackStandIn:
         if payload.get("type") == "view_submission" and status == 200:
             self._apply_view_response(payload["view"]["id"], body)
         return status, body
+
+    async def deliver_event(self, event: Mapping[str, Any]) -> tuple[int, str]:
+        """Sign and POST an Events API ``event_callback`` with ``event`` to the app."""
+        if self.interactivity_url is None or self.signing_secret is None:
+            raise RuntimeError("set interactivity_url and signing_secret to deliver events")
+        body, headers = build_event_request(
+            event,
+            self.signing_secret,
+            team_id=self.workspace.team_id,
+            api_app_id=self.workspace.app_id,
+        )
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.interactivity_url, data=body.encode(), headers=headers) as response,
+        ):
+            return response.status, await response.text()
+
+    async def open_home(self, user: str) -> tuple[int, str]:
+        """``user`` opens the app's Home tab: the ``app_home_opened`` event."""
+        event: dict[str, Any] = {
+            "type": "app_home_opened",
+            "user": user,
+            "channel": f"D{user[1:]}",
+            "tab": "home",
+            "event_ts": f"{self.workspace.clock():.6f}",
+        }
+        previous = self.workspace.home_views.get(user)
+        if previous is not None:
+            event["view"] = previous
+        return await self.deliver_event(event)
 
     def _apply_view_response(self, view_id: str, body: str) -> None:
         answer = json.loads(body) if body.strip() else {}

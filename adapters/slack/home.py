@@ -1,0 +1,101 @@
+"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer.
+
+Each entry shows the question as typed, where it was asked and by whom, how long ago, its
+deadline, a link to the message, and, for a single one-tap choice, the same buttons the
+message has (a tap there answers exactly as in the channel: the ids are the message's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from adapters.slack import ids
+from adapters.slack.blocks import answer_by
+from adapters.slack.layout import layout_of
+from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten
+from adapters.slack.record import PendingRecord
+from adapters.slack.rich import bold, italic, rich_text, words
+
+__all__ = ["MAX_HOME_ENTRIES", "may_answer", "message_link", "render_home"]
+
+Block = dict[str, Any]
+
+MAX_HOME_ENTRIES: Final = 20
+"""Questions listed at most (a Home tab holds 100 blocks; each entry takes up to four)."""
+MAX_BUTTON_TEXT: Final = 75
+
+
+def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> bool:
+    """Whether ``user`` (a member of ``groups``) may answer ``record``."""
+    if not record.allowed_users and not record.allowed_usergroups:
+        return True
+    if user in (record.allowed_users or []):
+        return True
+    return bool(set(groups) & set(record.allowed_usergroups or []))
+
+
+def message_link(record: PendingRecord) -> str | None:
+    """A link that opens the question's message in Slack (``None`` before it is posted)."""
+    if record.message_ts is None:
+        return None
+    channel = record.message_channel or record.channel
+    return f"https://slack.com/archives/{channel}/p{record.message_ts.replace('.', '')}"
+
+
+def _ago(seconds: float) -> str:
+    return f"<!date^{int(seconds)}^asked {{ago}}|asked earlier>"
+
+
+def _entry(record: PendingRecord) -> list[Block]:
+    first = record.questions[0] if record.questions else None
+    text = first.question.strip() if first is not None else ""
+    more = len(record.questions) - 1
+    pieces = [bold(shorten(text, 2900))] if text else [italic("(no question text)")]
+    if more > 0:
+        pieces.append(words(f" (+{more} more)"))
+    blocks: list[Block] = [rich_text(*pieces)]
+    where = record.message_channel or record.channel
+    facts = [f"<#{where}>"] if where.startswith(("C", "G")) else []
+    if record.label:
+        facts.append(f"Asked by {escape(record.label)}")
+    facts.append(_ago(record.created_at))
+    if record.deadline is not None:
+        facts.append(answer_by(record.deadline))
+    link = message_link(record)
+    if link is not None:
+        facts.append(f"<{link}|Open the question>")
+    blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(facts))]})
+    if layout_of(record.questions) == "tap" and first is not None:
+        buttons = [
+            {
+                "type": "button",
+                "text": plain(shorten(option.label, MAX_BUTTON_TEXT) or "(blank)"),
+                "action_id": ids.action_id("pick", i),
+                "value": ids.option_value(i),
+            }
+            for i, option in enumerate(first.options or [])
+        ]
+        block_id = ids.block_id(record.id, 0, f"c{record.version}")
+        blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
+    return blocks
+
+
+def render_home(records: Sequence[PendingRecord]) -> Block:
+    """The Home tab view listing ``records`` (already filtered for the person), oldest first."""
+    waiting = sorted((r for r in records if r.is_open), key=lambda r: r.created_at)
+    blocks: list[Block] = [{"type": "header", "text": plain("Waiting for you")}]
+    if not waiting:
+        blocks.append(
+            {"type": "section", "text": plain("Nothing is waiting for an answer from you.")}
+        )
+    for index, record in enumerate(waiting[:MAX_HOME_ENTRIES]):
+        if index:
+            blocks.append({"type": "divider"})
+        blocks.extend(_entry(record))
+    if len(waiting) > MAX_HOME_ENTRIES:
+        rest = len(waiting) - MAX_HOME_ENTRIES
+        blocks.append(
+            {"type": "context", "elements": [plain(f"…and {rest} more, in the channels.")]}
+        )
+    return {"type": "home", "blocks": blocks}
