@@ -562,3 +562,30 @@ async def test_sandbox_fixes_reload_stale_clicks_and_the_phone_opens_at_the_newe
         await expect(newest).to_be_in_viewport()
         await phone.screenshot(path=tmp_path / "i16-10-phone-opens-at-newest.png")
         assert errors == []
+
+
+async def test_the_home_tab_lists_what_waits_and_answers_with_one_tap(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime)
+        yes_no = [{"label": "Ship it"}, {"label": "Hold"}]
+        first = ask(runtime, {"questions": [{"id": "q", "question": "Ship 2.4 now?",
+                                             "options": yes_no}]})  # fmt: skip
+        second = ask(runtime, {"questions": [{"id": "n", "question": "Name the release?"}]})
+        await expect(message(page, "Name the release?")).to_have_count(1, timeout=20_000)
+        await page.get_by_test_id("home-tab").click()
+        home = page.get_by_test_id("home")
+        await expect(home).to_contain_text("Waiting for you")
+        await expect(home).to_contain_text("Ship 2.4 now?")
+        await expect(home).to_contain_text("Name the release?")
+        await expect(home).to_contain_text("Open the question")
+        await page.screenshot(path=tmp_path / "i16-11-home-tab.png")
+        await home.get_by_role("button", name="Ship it").click()
+        assert (await first).answers[0].selected == ["Ship it"]
+        await expect(home).not_to_contain_text("Ship 2.4 now?")  # refreshed as it closed
+        await expect(home).to_contain_text("Name the release?")
+        await page.screenshot(path=tmp_path / "i16-12-home-after-answer.png")
+        second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
+        assert errors == []

@@ -7,6 +7,7 @@ message has (a tap there answers exactly as in the channel: the ids are the mess
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -44,7 +45,8 @@ def message_link(record: PendingRecord) -> str | None:
 
 
 def _ago(seconds: float) -> str:
-    return f"<!date^{int(seconds)}^asked {{ago}}|asked earlier>"
+    fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+    return f"<!date^{int(seconds)}^asked {{ago}}|asked {fallback}>"
 
 
 def _entry(record: PendingRecord) -> list[Block]:

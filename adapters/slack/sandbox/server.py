@@ -155,6 +155,7 @@ class SandboxServer:
         router.add_post("/sandbox/action", self._action)
         router.add_post("/sandbox/submit", self._submit)
         router.add_post("/sandbox/close", self._close)
+        router.add_post("/sandbox/home", self._home)
         router.add_post("/sandbox/post", self._post)
         router.add_post("/sandbox/demo", self._demo)
 
@@ -272,6 +273,7 @@ class SandboxServer:
             "channels": [self._channel_view(c) for c in channels],
             "messages": messages,
             "view": view,
+            "home": with_html(ws.home_views[me.id], names) if me.id in ws.home_views else None,
             "demo": demo,
             "connected": self.standin.interactivity_url is not None,
         }
@@ -535,10 +537,63 @@ class SandboxServer:
             await response.write_eof()
         return response
 
+    async def open_home(self, user: str) -> tuple[int, str]:
+        """``user`` opens the app's Home tab: the app hears ``app_home_opened``."""
+        if self.standin.interactivity_url is None:
+            raise Refusal(503, "no_app", "no bot is connected to the sandbox yet")
+        try:
+            return await self.standin.open_home(user)
+        except (OSError, aiohttp.ClientError) as exc:
+            raise Refusal(502, "app_unreachable", str(exc) or type(exc).__name__) from exc
+
+    async def click_home(
+        self, user: str, *, action_id: str, block_id: str | None = None
+    ) -> tuple[int, str]:
+        """``user`` clicks a button of their Home tab (a ``block_actions`` from a view)."""
+        view = self.workspace.home_views.get(user)
+        if view is None:
+            raise Refusal(404, "view_not_found")
+        try:
+            target, option = clicks.find_target(
+                view.get("blocks") or [], action_id=action_id, block_id=block_id
+            )
+        except LookupError as exc:
+            raise Refusal(404, "element_not_found", str(exc)) from exc
+        chosen = clicks.with_choice(target, option, {})
+        action = clicks.action_entry(
+            target, clicks.selection_of(target, chosen), f"{self.workspace.clock():.6f}"
+        )
+        payload = {
+            "type": "block_actions",
+            "user": self.workspace.user_ref(user),
+            "api_app_id": self.workspace.app_id,
+            "team": {"id": self.workspace.team_id, "domain": self.workspace.domain},
+            "container": {"type": "view", "view_id": view["id"]},
+            "trigger_id": self.standin.new_trigger_id(user),
+            "view": view,
+            "actions": [action],
+            "state": {"values": {}},
+        }
+        return await self._deliver(payload)
+
+    async def _home(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await _json_body(request)
+            user = self.person(_field(body, "user")).id
+            status, text = await self.open_home(user)
+        except Refusal as refusal:
+            return _refused(refusal)
+        return _app_reply(status, text)
+
     async def _action(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
+            if body.get("home") is True:
+                status, text = await self.click_home(
+                    user, action_id=_field(body, "action_id"), block_id=_optional(body, "block_id")
+                )
+                return _app_reply(status, text)
             status, text = await self.click(
                 user,
                 _field(body, "channel"),

@@ -173,12 +173,46 @@
     renderSwitcher(d);
     renderChannels(d);
     renderMessages(d);
+    renderHome(d);
     renderView(d);
     renderDemo(d);
     const me = person(d.me);
     document.body.dataset.user = me ? me.name : d.me;
     document.body.dataset.channel = S.channel || "";
     document.body.dataset.ready = "true";
+  }
+
+  // ---- rendering: the app's Home tab ---------------------------------------------------
+
+  function openHome() {
+    S.showHome = true;
+    S.homeFor = S.me;
+    render();
+    api("/sandbox/home", { user: S.me }).then((result) => {
+      if (!result.ok) toast(`The app did not open its Home tab (${describe(result)}).`);
+    });
+  }
+
+  function renderHome(d) {
+    const home = $("#home");
+    const showing = Boolean(S.showHome);
+    home.hidden = !showing;
+    $("#messages").hidden = showing;
+    $("#composer").hidden = showing;
+    $("#home-tab").classList.toggle("current", showing);
+    if (!showing) return;
+    if (S.homeFor !== d.me) return openHome(); // switched person: their own Home tab
+    $("#channel-title").textContent = "agent-questions · Home";
+    $("#channel-sub").textContent = "";
+    const sig = JSON.stringify(d.home);
+    if (S.homeSig === sig) return;
+    S.homeSig = sig;
+    const ctx = { kind: "home", root: home };
+    home.replaceChildren(
+      d.home
+        ? el("div", { class: "home-body" }, renderBlocks(d.home.blocks || [], ctx))
+        : el("div", { class: "empty" }, el("p", {}, "Opening the Home tab…"))
+    );
   }
 
   function renderSwitcher(d) {
@@ -241,12 +275,13 @@
         "button",
         {
           type: "button",
-          class: `chan${c.id === S.channel ? " current" : ""}${unread[c.id] ? " unread" : ""}`,
+          class: `chan${c.id === S.channel && !S.showHome ? " current" : ""}${unread[c.id] ? " unread" : ""}`,
           "data-testid": "channel",
           "data-channel-id": c.id,
           "aria-current": c.id === S.channel ? "true" : null,
           onclick: () => {
             S.channel = c.id;
+            S.showHome = false;
             render();
           },
         },
@@ -515,6 +550,7 @@
   }
 
   function dispatches(block, element, ctx) {
+    if (ctx.kind === "home") return true;
     if (ctx.kind !== "message") return false;
     return block.type !== "input" || Boolean(block.dispatch_action);
   }
@@ -561,7 +597,7 @@
     button.addEventListener("click", async () => {
       if (element.confirm && !(await confirmDialog(element.confirm))) return;
       if (element.url) window.open(element.url, "_blank", "noopener,noreferrer");
-      if (ctx.kind !== "message") {
+      if (ctx.kind !== "message" && ctx.kind !== "home") {
         toast("Buttons inside modals are not part of the sandbox.", "info");
         return;
       }
@@ -756,14 +792,17 @@
     saveSelections(ctx);
     const values = collectValues(ctx.root);
     if (element.type === "overflow") values.push([block.block_id, element.action_id, readValue(node)]);
-    const body = {
-      user: S.me,
-      channel: ctx.channel,
-      ts: ctx.ts,
-      block_id: block.block_id,
-      action_id: element.action_id,
-      values,
-    };
+    const body =
+      ctx.kind === "home"
+        ? { user: S.me, home: true, block_id: block.block_id, action_id: element.action_id }
+        : {
+            user: S.me,
+            channel: ctx.channel,
+            ts: ctx.ts,
+            block_id: block.block_id,
+            action_id: element.action_id,
+            values,
+          };
     // One interaction at a time, in order, as a Slack client sends them.
     const job = S.queue.then(async () => {
       const result = await api("/sandbox/action", body);
@@ -997,6 +1036,7 @@
     S.me = wanted || saved || null;
     $("#user-switcher").addEventListener("change", (event) => switchUser(event.target.value));
     $("#demo-start").addEventListener("click", startDemo);
+    $("#home-tab").addEventListener("click", openHome);
     $("#composer").addEventListener("submit", send);
     document.addEventListener("click", (event) => {
       // An open multi-select menu closes on a click anywhere else, as in Slack.
