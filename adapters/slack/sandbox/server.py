@@ -578,7 +578,7 @@ class SandboxServer:
 
     async def _home(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await _json_body(request)
+            body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
             status, text = await self.open_home(user)
         except Refusal as refusal:
