@@ -1201,3 +1201,26 @@ def test_a_deadline_and_a_link_are_shown_while_open() -> None:
     final = render_final(finished(rec, "cancelled", answered_by=ALICE))
     assert_final_shape(final)
     assert "Answer by" not in all_text(final.blocks)
+
+
+def test_a_shortened_outcome_line_never_cuts_a_date_or_a_mention_in_half() -> None:
+    plan = {
+        "question": "Approve?",
+        "detail": "step " * 2400,
+        "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+        "intent": {"kind": "plan-review", "approve": "Approve"},
+    }
+    declined = record(plan).next(
+        state="answered",
+        answered_by=ALICE,
+        finished_at=1_700_000_000.0,
+        answer=AskUserQuestionAnswer.model_validate(
+            {"answers": [{"id": "q1", "selected": [], "custom": "too risky " * 300}]}
+        ),
+    )
+    rendered = render_final(declined)
+    assert_final_shape(rendered)
+    assert_inert([*formatted_texts(rendered.blocks), rendered.text])
+    line = rendered.blocks[-1]["elements"][0]["text"]
+    assert line.startswith(f":x: Declined by <@{ALICE}>")
+    assert line.endswith("|2023-11-14 22:13 UTC>")

@@ -618,16 +618,21 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
     return pieces or [italic("skipped")]
 
 
-def _outcome_line(record: PendingRecord) -> str:
+def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+    """The outcome in words, then when, then the note, within ``limit`` characters.
+
+    The words and the note are shortened, never the date: a date token cut in half
+    (``<!date^…``) would reach Slack as a broken control sequence.
+    """
     outcome = outcome_of(record)
     if outcome is None:
         return escape(record.state)
-    line = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
-    if record.finished_at:
-        line += f" · {_date(record.finished_at)}"
+    words = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
+    when = f" · {_date(record.finished_at)}" if record.finished_at else ""
+    note = ""
     if record.note and record.state in ("answered", "cancelled"):
-        line += f"\n{escape(record.note)}"
-    return line
+        note = shorten_escaped(f"\n{escape(record.note)}", max(0, (limit - len(when)) // 3))
+    return shorten_escaped(words, max(1, limit - len(when) - len(note))) + when + note
 
 
 def render_final(record: PendingRecord) -> Rendered:
@@ -668,7 +673,7 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
     if plan:
         blocks.extend(_tally_blocks(record))
     outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
-    blocks.append(_context(shorten_escaped(_outcome_line(record), outcome_limit)))
+    blocks.append(_context(_outcome_line(record, outcome_limit)))
     outcome = outcome_of(record)
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
     # another client"), without a sentence's full stop before the question.

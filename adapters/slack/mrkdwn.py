@@ -67,7 +67,7 @@ def shorten(text: str, limit: int) -> str:
 
 def shorten_escaped(text: str, limit: int) -> str:
     """``shorten`` for text that is already escaped: never leaves half an entity (``&am…``),
-    which Slack would show as a stray, unescaped ``&``."""
+    which Slack would show as a stray, unescaped ``&``, nor half a ``<…>`` sequence."""
     short = shorten(text, limit)
     if short == text or not short:
         return short
@@ -75,6 +75,11 @@ def shorten_escaped(text: str, limit: int) -> str:
     amp = body.rfind("&")
     if amp != -1 and ";" not in body[amp:]:
         body = body[:amp]
+    # In escaped text a ``<`` only opens a control sequence of ours (a mention, a date, a
+    # link): never leave one half open.
+    opened = body.rfind("<")
+    if opened != -1 and ">" not in body[opened:]:
+        body = body[:opened]
     return body + ELLIPSIS
 
 
