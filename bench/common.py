@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from adapters.slack.bolt_app import web_client as slack_web_client
 from adapters.slack.budget import Budget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
+from adapters.slack.stores import PendingStore, SqlitePendingStore
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -95,10 +97,51 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+_STORES: list[PendingStore] = []
+
+
+def store_kind() -> str:
+    """The in-process bot's store: ``BENCH_STORE`` (``memory``, the default, or ``sqlite``)."""
+    kind = os.environ.get("BENCH_STORE", "memory")
+    if kind not in ("memory", "sqlite"):
+        raise SystemExit(f"BENCH_STORE={kind!r}: use memory or sqlite")
+    return kind
+
+
+async def bench_store() -> PendingStore | None:
+    """A started store of ``store_kind()`` for a benchmark's bot (``None``: the default, memory).
+
+    SQLite lives in a fresh temporary file (WAL, as ``python -m bot`` runs it);
+    ``close_bench_stores`` closes every store made.
+    """
+    if store_kind() == "memory":
+        return None
+    path = Path(tempfile.mkdtemp(prefix="bench-store-")) / "questions.db"
+    store = SqlitePendingStore(path)
+    await store.start()
+    _STORES.append(store)
+    return store
+
+
+async def close_bench_stores() -> None:
+    """Close the stores ``bench_store`` made."""
+    while _STORES:
+        await _STORES.pop().close()
+
+
+async def with_stores(run: Awaitable[None]) -> None:
+    """Run a benchmark, then close the stores it made."""
+    try:
+        await run
+    finally:
+        await close_bench_stores()
+
+
 def machine_line() -> str:
     """Cores, CPU, Python, slack_bolt/slack_sdk/aiohttp versions: printed under every table."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (
+        f"store: {store_kind()}; "
         f"machine: {usable} cores usable ({os.cpu_count()} online, {_cpu_model()}), "
         f"Python {platform.python_version()} ({platform.python_implementation()}), "
         f"slack_bolt {slack_bolt.version.__version__}, slack_sdk {slack_sdk.version.__version__}, "

@@ -35,6 +35,7 @@ from bench.common import (
     Asks,
     StandIn,
     bare_app,
+    bench_store,
     bot_app,
     fmt_ms,
     machine_line,
@@ -46,6 +47,7 @@ from bench.common import (
     signed,
     summarize,
     web_client,
+    with_stores,
 )
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -64,14 +66,14 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
             FLOOR: bare_app(web_client(slack.url, slack.token), process_before_response=True),
         }
         app = await bot_app(slack.url, slack.token)
-        provider = SlackQuestionProvider(app, channel=slack.channel)
+        provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
         service = UserQuestionService()
         service.register_provider(provider)
         apps[BOT] = app
         # Team reviews with a quorum of two: the first click of each review is a vote that
         # keeps it open (the tally re-rendered), the second ends it.
         team_app = await bot_app(slack.url, slack.token)
-        team = SlackQuestionProvider(team_app, channel=slack.channel)
+        team = SlackQuestionProvider(team_app, channel=slack.channel, store=await bench_store())
         team_service = UserQuestionService()
         team_service.register_provider(team)
         apps[VOTE] = team_app
@@ -205,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="clicks per second")
     parser.add_argument("--warmup", type=int, default=50)
     args = parser.parse_args(argv)
-    asyncio.run(bench(args.n, args.runs, args.rate, args.warmup))
+    asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup)))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from bench.common import (
     StandIn,
     Stats,
     bare_app,
+    bench_store,
     bot_app,
     close_clients,
     fmt_ms,
@@ -53,6 +54,7 @@ from bench.common import (
     spawn,
     summarize,
     web_client,
+    with_stores,
 )
 from bot.questions.service import UserQuestionService
 
@@ -186,7 +188,9 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
             bare_app(web_client(slack.url, slack.token), process_before_response=True)
         )
         # in process
-        app, provider, service = await _provider(slack.url, slack.token, slack.channel, None)
+        app, provider, service = await _provider(
+            slack.url, slack.token, slack.channel, await bench_store()
+        )
         local = await serve_bolt(app)
         asks = Asks(service)
         # through Redis: B serves the clicks, A (a subprocess) owns the asks
@@ -305,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis URL (REDIS_URL)")
     args = parser.parse_args(argv)
-    asyncio.run(bench(args.n, args.runs, args.rate, args.warmup, args.redis))
+    asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup, args.redis)))
 
 
 if __name__ == "__main__":

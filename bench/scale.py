@@ -32,6 +32,7 @@ from bench.common import (
     Asks,
     StandIn,
     Stats,
+    bench_store,
     bot_app,
     fmt_ms,
     machine_line,
@@ -41,7 +42,9 @@ from bench.common import (
     serve_bolt,
     settled_rss_kib,
     signed,
+    store_kind,
     summarize,
+    with_stores,
 )
 from bot.questions.service import UserQuestionService
 
@@ -64,7 +67,7 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
     ack_at: dict[int, Stats] = {}
     async with StandIn() as slack:
         app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
-        provider = SlackQuestionProvider(app, channel=slack.channel)
+        provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
         service = UserQuestionService()
         service.register_provider(provider)
         served = await serve_bolt(app)
@@ -156,8 +159,8 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
         stats = await slack.stats()
 
     print_table(
-        f"Scale: one bot process, memory store, questions pending at once; k = {k} answered "
-        f"one at a time at each level; times in ms",
+        f"Scale: one bot process, {store_kind()} store, questions pending at once; "
+        f"k = {k} answered one at a time at each level; times in ms",
         [
             "level",
             "KiB/pending",
@@ -204,7 +207,7 @@ async def trace(count: int) -> None:
 
     async with StandIn() as slack:
         app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
-        provider = SlackQuestionProvider(app, channel=slack.channel)
+        provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
         service = UserQuestionService()
         service.register_provider(provider)
         asks = Asks(service)
@@ -265,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(trace(args.trace))
         return
     levels = [int(x) for x in args.levels.split(",")]
-    asyncio.run(bench(levels, args.k, args.batch))
+    asyncio.run(with_stores(bench(levels, args.k, args.batch)))
 
 
 if __name__ == "__main__":

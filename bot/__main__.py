@@ -7,10 +7,10 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from bot.config import SETTINGS_HELP, ConfigError, load_settings
-from bot.logs import setup_logging
+from bot.config import SETTINGS_HELP, ConfigError, Settings, load_settings
+from bot.logs import redact, setup_logging
 
-__all__ = ["main"]
+__all__ = ["audit_main", "main"]
 
 DESCRIPTION = """\
 Ask people questions in Slack on behalf of AI agents.
@@ -19,6 +19,8 @@ The mode follows from the Slack settings: SLACK_BOT_TOKEN + SLACK_APP_TOKEN runs
 Socket Mode; SLACK_BOT_TOKEN + SLACK_SIGNING_SECRET serves Slack over HTTP at
 /slack/events; with neither, a local Slack sandbox starts and prints a page to open.
 Settings come from the environment and an optional .env file in the current directory.
+
+`python -m bot audit --since 7d` exports the audit trail as JSON lines instead.
 """
 
 
@@ -33,7 +35,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, load settings, run until SIGTERM/SIGINT; returns the exit code."""
-    _parser().parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["audit"]:
+        return audit_main(args[1:])
+    _parser().parse_args(args)
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -51,6 +56,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"python -m bot: {redact(str(exc)) or type(exc).__name__}", file=sys.stderr)
         return 1
+    return 0
+
+
+def audit_main(argv: Sequence[str]) -> int:
+    """``python -m bot audit --since … [--until …]``; returns the exit code."""
+    from bot.audit import AUDIT_HELP, parse_time
+
+    parser = argparse.ArgumentParser(prog="python -m bot audit", description=AUDIT_HELP)
+    parser.add_argument("--since", required=True, help="start of the range (e.g. 7d, 2026-12-01)")
+    parser.add_argument("--until", help="end of the range, exclusive (default: now)")
+    args = parser.parse_args(argv)
+    try:
+        since = parse_time(args.since)
+        until = None if args.until is None else parse_time(args.until)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"python -m bot audit: {exc}", file=sys.stderr)
+        return 2
+    if settings.store == "memory":
+        print(
+            "python -m bot audit: the memory store keeps no trail beyond its process; "
+            "set STORE=sqlite (STORE_PATH) or REDIS_URL",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return asyncio.run(_export(settings, since, until))
+    except Exception as exc:
+        print(f"python -m bot audit: {redact(str(exc)) or type(exc).__name__}", file=sys.stderr)
+        return 1
+
+
+async def _export(settings: Settings, since: float, until: float | None) -> int:
+    from bot.app import open_store
+
+    store = await open_store(settings)
+    try:
+        async for event in store.audit(since, until):
+            sys.stdout.write(f"{event.dump()}\n")
+        sys.stdout.flush()
+    finally:
+        await store.close()
     return 0
 
 

@@ -43,7 +43,7 @@ from bot.questions.service import UserQuestionService
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
 
-__all__ = ["Runtime", "SocketMode", "start"]
+__all__ = ["Runtime", "SocketMode", "open_store", "start"]
 
 logger = logging.getLogger("bot")
 
@@ -105,7 +105,8 @@ def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awa
     return closing
 
 
-async def _store(settings: Settings) -> PendingStore:
+async def open_store(settings: Settings) -> PendingStore:
+    """The store ``settings`` choose (memory, SQLite or Redis), started."""
     retention = settings.retention_days * 86400
     store: PendingStore
     if settings.store == "memory":
@@ -261,7 +262,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         budget=_budget(settings),
     )
     stack.push_async_callback(_logged("web client", lambda: close_web_client(client)))
-    store = await _store(settings)  # a missing Redis is named before anything else
+    store = await open_store(settings)  # a missing Redis is named before anything else
     stack.push_async_callback(_logged("store", store.close))
     app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(

@@ -3,6 +3,7 @@
     POST   /v1/questions            {"questions":[...], "destination"?: {...}} -> 201 {id, state}
     GET    /v1/questions/{id}?wait=SECONDS                         -> 200 {id, state, answer?}
     DELETE /v1/questions/{id}                                      -> 200 {id, state: aborted}
+    GET    /v1/audit?since=…&until=…                 -> the audit trail as JSON lines
     GET    /v1/openapi.json                                        -> the OpenAPI document
 
 Questions live in the provider's pending store, so with a shared store any process can
@@ -16,7 +17,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any, Final, Protocol
 
@@ -24,10 +25,11 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import QuestionStatus
+from adapters.slack import AuditEvent, QuestionStatus
 from bot.access import ApiTokens, OpenQuestionCaps
 from bot.api_answers import failure, not_found, problem, view_of
 from bot.api_body import QuestionPost, body_problems, validation_errors
+from bot.audit import audit_handler
 from bot.questions.errors import (
     ASK_ABORTED,
     HarnessError,
@@ -65,8 +67,18 @@ class Questions(Protocol):
         """Wait until a question ends (cancel to stop waiting)."""
         ...
 
-    async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
-        """Abort an open question; ``None`` if unknown."""
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """A question's audit trail, oldest first."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
         ...
 
 
@@ -110,6 +122,7 @@ class Gateway:
         app.router.add_post("/v1/questions", self._guard(self.post_question))
         app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
         app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
+        app.router.add_get("/v1/audit", self._guard(audit_handler(self._questions.audit)))
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
 
     def close(self) -> None:
@@ -278,6 +291,7 @@ class Gateway:
             escalate_after=post.escalate_after,
             escalate_to=post.escalate_to,
             link=post.link,
+            asked_by="api",
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
         task = asyncio.ensure_future(self._service.ask(request))
@@ -336,14 +350,19 @@ class Gateway:
                 question = ended.result()
             else:
                 question = await self._questions.status(request_id) or question
-        return web.json_response(view_of(question))
+        view = view_of(question)
+        view["events"] = [
+            event.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for event in await self._questions.events(request_id)
+        ]
+        return web.json_response(view)
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
         if not self._tokens.owns(request[ASKER], request_id):
             return not_found(request_id)
-        question = await self._questions.abort(request_id, "Cancelled by the asker.")
+        question = await self._questions.abort(request_id, "Cancelled by the asker.", by="api")
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409

@@ -34,14 +34,14 @@ def released(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return recording
 
-    real_store = bot.app._store
+    real_store = bot.app.open_store
 
     async def store(settings: Settings) -> PendingStore:
         made = await real_store(settings)
         monkeypatch.setattr(made, "close", recorded("store", made.close))
         return made
 
-    monkeypatch.setattr(bot.app, "_store", store)
+    monkeypatch.setattr(bot.app, "open_store", store)
     web_client = recorded("web client", bot.app.close_web_client)
     monkeypatch.setattr(bot.app, "close_web_client", web_client)
     monkeypatch.setattr(SandboxServer, "stop", recorded("sandbox", SandboxServer.stop))

@@ -612,6 +612,34 @@ async def test_a_slow_slack_answers_202_and_the_question_carries_on(
 # -- a shared store ---------------------------------------------------------------------------
 
 
+async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_seconds(
+    redis_admin: Any, store_prefix: str, redis_url: str
+) -> None:
+    """Redis flushed under a question: nobody waits forever, the message closes, the API
+    says RECORD_LOST (not 404) and /healthz stops counting it."""
+    async with running(redis_url=redis_url, redis_prefix=store_prefix) as bed:
+        _, posted = await bed.ask()
+        request_id = posted["id"]
+        polling = asyncio.ensure_future(bed.get(request_id, wait=30))
+        await until(lambda: bed.runtime.provider.pending_count == 2, what="ask and long-poll")
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        assert await redis_admin.delete(f"{store_prefix}:req:{request_id}") == 1
+        status, polled = await asyncio.wait_for(polling, 10)
+        assert loop.time() - began < 5
+        assert (status, polled["state"], polled["error"]["code"]) == (200, "failed", "RECORD_LOST")
+        await until(lambda: bed.runtime.gateway.running == 0, what="the ask ends", within=5)
+        assert loop.time() - began < 5
+        status, got = await bed.get(request_id)  # put back as failed: not a 404
+        assert (status, got["state"], got["error"]["code"]) == (200, "failed", "RECORD_LOST")
+        assert got["events"][-1]["kind"] == "failed"
+        assert got["events"][-1]["detail"]["code"] == "RECORD_LOST"
+        await until(lambda: not interactive_elements(bed.message(posted).blocks))
+        assert "lost this question" in all_text(bed.message(posted).blocks)
+        async with bed.http.get("/healthz") as response:
+            assert (await response.json())["pending"] == 0
+
+
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:

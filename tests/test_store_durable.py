@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
+from bot.questions.errors import RECORD_LOST, UserQuestionError
 from tests.test_store_contract import finish_if_open, make_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,3 +209,111 @@ async def test_sqlite_sweep_fails_the_questions_of_a_process_that_stopped_beatin
         ]
         reread = await sweeper.get(nobodys.id)
         assert reread is not None and reread.is_open  # owned by no process: nobody loses it
+
+
+async def test_redis_a_record_deleted_under_a_waiting_watch_fails_it_with_record_lost(
+    redis_store_factory: RedisStoreFactory, redis_admin: Any
+) -> None:
+    async with asyncio.timeout(15):
+        store = await redis_store_factory(heartbeat_interval=0.5, heartbeat_ttl=2.0)
+        record = make_record(store.process_id)
+        await store.create(record)
+        idle = store.watch(record.id)  # registered, never waited on: not judged
+        watch = store.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            assert await redis_admin.delete(f"{store.prefix}:req:{record.id}") == 1
+            with pytest.raises(UserQuestionError) as info:
+                await waiting
+            assert time.monotonic() - started < 5
+            assert info.value.code == RECORD_LOST
+            assert not idle.future.done()  # nobody waited on it: nothing to end
+        finally:
+            watch.close()
+            idle.close()
+
+
+async def test_sqlite_a_record_deleted_by_another_process_fails_its_waits_with_record_lost(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+) -> None:
+    async with asyncio.timeout(15):
+        store = await sqlite_store_factory(poll_interval=0.05)
+        record = make_record(store.process_id)
+        await store.create(record)
+        watch = store.watch(record.id)
+        try:
+            waiting = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            with sqlite3.connect(sqlite_path) as db:
+                assert db.execute("DELETE FROM records WHERE id = ?", (record.id,)).rowcount == 1
+            with pytest.raises(UserQuestionError) as info:
+                await waiting
+            assert time.monotonic() - started < 5
+            assert info.value.code == RECORD_LOST
+        finally:
+            watch.close()
+
+
+async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_lost(
+    redis_store_factory: RedisStoreFactory, redis_admin: Any
+) -> None:
+    """An ``ask()`` waiting in this process: it raises ``RECORD_LOST`` within seconds, its
+    message loses its buttons and says why, and nothing is left waiting."""
+    from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+
+    store = await redis_store_factory()
+    question = {"questions": [{"id": "q", "question": "Ship it?", "options": [{"label": "Yes"}]}]}
+    async with asyncio.timeout(30), SlackHarness(store=store) as h:
+        asking = h.ask(question)
+        message = await h.posted()
+        (record,) = await store.open_records()
+        for _ in range(500):  # until the message's ts is in the store
+            stored = await store.get(record.id)
+            if stored is not None and stored.message_ts is not None:
+                break
+            await asyncio.sleep(0.02)
+        request_id = record.id
+        started = time.monotonic()
+        assert await redis_admin.delete(f"{store.prefix}:req:{request_id}") == 1
+        with pytest.raises(UserQuestionError) as info:
+            await asking
+        assert time.monotonic() - started < 5
+        assert info.value.code == RECORD_LOST
+        assert h.provider.pending_count == 0
+
+        def retired() -> bool:
+            now = h.current(message)
+            return not interactive_elements(now.blocks) and "lost" in all_text(now.blocks)
+
+        await until(retired, what="the message to close", within=10)
+
+
+async def test_sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_records(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+) -> None:
+    """A file written by the first schema (no audit table) opens: upgraded, nothing lost."""
+    from adapters.slack.audit import asked_event
+    from adapters.slack.stores.sqlite_schema import _MIGRATIONS
+
+    sqlite_path.parent.mkdir(parents=True)
+    record = make_record("old-process").model_copy(update={"owner": None})
+    with sqlite3.connect(sqlite_path) as db:
+        for statement in _MIGRATIONS[0]:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
+        db.execute(
+            "INSERT INTO records (id, version, state, owner, finished_at, json)"
+            " VALUES (?, 0, 'pending', NULL, NULL, ?)",
+            (record.id, record.dump()),
+        )
+    async with asyncio.timeout(10):
+        store = await sqlite_store_factory()
+        with sqlite3.connect(sqlite_path) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert await store.get(record.id) == record
+        assert [r.id for r in await store.open_records()] == [record.id]
+        await store.append_event(asked_event(record, by="api", link=None))
+        assert [e.kind for e in await store.events(record.id)] == ["asked"]

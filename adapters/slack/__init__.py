@@ -11,6 +11,7 @@ with ``UserQuestionService.register_provider``. A request's ``options``
 ``release`` leaves a request open for a later process (abort its waiter with ``Released()``).
 """
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.endings import Released
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
@@ -24,6 +25,7 @@ from bot.questions import AskOptions
 __all__ = [
     "ApprovalView",
     "AskOptions",
+    "AuditEvent",
     "Destination",
     "MemoryPendingStore",
     "PendingStore",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -28,7 +29,14 @@ from adapters.slack.limits import SlackLimits
 from adapters.slack.paced import PacedWebClient
 from adapters.slack.scheduler import WebApiScheduler
 
-__all__ = ["EventsHandler", "build_app", "close_web_client", "events_handler", "web_client"]
+__all__ = [
+    "EventsHandler",
+    "build_app",
+    "close_web_client",
+    "events_handler",
+    "team_url",
+    "web_client",
+]
 
 
 class _IgnoredTokenNotice(logging.Filter):
@@ -101,7 +109,7 @@ async def build_app(
     quiet = _IgnoredTokenNotice()
     bolt_logger.addFilter(quiet)
     try:
-        return AsyncApp(
+        app = AsyncApp(
             client=client,
             authorize=authorize,
             signing_secret=signing_secret,
@@ -111,6 +119,18 @@ async def build_app(
         )
     finally:
         bolt_logger.removeFilter(quiet)
+    url = identity.get("url")
+    if isinstance(url, str) and url.startswith("https://"):
+        _team_urls[app] = url
+    return app
+
+
+_team_urls: weakref.WeakKeyDictionary[AsyncApp, str] = weakref.WeakKeyDictionary()
+
+
+def team_url(app: AsyncApp) -> str | None:
+    """The workspace's URL (``https://team.slack.com/``) that ``auth.test`` gave ``build_app``."""
+    return _team_urls.get(app)
 
 
 EventsHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -13,14 +13,25 @@ import asyncio
 import time
 
 from adapters.slack.failures import settle
-from adapters.slack.messages import ABORTED_MESSAGE, CANCELLED_MESSAGE, QUESTION_FAILED
+from adapters.slack.messages import (
+    ABORTED_MESSAGE,
+    CANCELLED_MESSAGE,
+    QUESTION_FAILED,
+    RECORD_LOST_NOTE,
+)
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, DELIVERY_FAILED, STORE_UNAVAILABLE
+from bot.questions.errors import (
+    ASK_ABORTED,
+    ASK_CANCELLED,
+    DELIVERY_FAILED,
+    RECORD_LOST,
+    STORE_UNAVAILABLE,
+)
 
-__all__ = ["UNOWNED", "Endings", "Released", "outcome"]
+__all__ = ["UNOWNED", "Endings", "Released", "lost_record", "outcome"]
 
 UNOWNED = None
 """The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
@@ -40,9 +51,18 @@ class Endings:
         self._sync = sync
 
     async def end(
-        self, request_id: str, state: State, note: str, code: str | None = None
+        self,
+        request_id: str,
+        state: State,
+        note: str,
+        code: str | None = None,
+        *,
+        by: str | None = None,
     ) -> PendingRecord:
-        """Move an open request to a terminal state (unless someone else already did)."""
+        """Move an open request to a terminal state (unless someone else already did).
+
+        ``by`` names who ended it in the audit trail (default: this bot process).
+        """
         now = time.time()
         seen, written = await settle(
             self._store,
@@ -52,6 +72,7 @@ class Endings:
                 if r.is_open
                 else None
             ),
+            by=by or self._store.process_id,
         )
         if written is not None:
             self._sync.refresh(request_id)
@@ -72,7 +93,9 @@ class Endings:
         """Record a failure the store cannot take now (an outage) once it is back."""
         self._sync.spawn(self._fail_when_back(request_id, note), "end later")
 
-    async def abort(self, request_id: str, note: str) -> PendingRecord | None:
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> PendingRecord | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
 
         Returns the record as it ends up (the earlier outcome if it had already ended),
@@ -81,7 +104,7 @@ class Endings:
         if await self._store.get(request_id) is None:  # a store outage raises, not None
             return None
         try:
-            return await self.end(request_id, "aborted", note, ASK_ABORTED)
+            return await self.end(request_id, "aborted", note, ASK_ABORTED, by=by)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
                 raise
@@ -121,6 +144,14 @@ class Endings:
                     return
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
+
+
+def lost_record(record: PendingRecord) -> PendingRecord:
+    """``record`` (open when last seen) as failed with ``RECORD_LOST``: what it ended as
+    when the store lost it."""
+    return record.next(
+        state="failed", error_code=RECORD_LOST, note=RECORD_LOST_NOTE, finished_at=time.time()
+    )
 
 
 def outcome(record: PendingRecord) -> AskUserQuestionAnswer:

@@ -51,9 +51,12 @@ async def settle(
     store: PendingStore,
     request_id: str,
     change: Callable[[PendingRecord], PendingRecord | None],
+    *,
+    by: str | None = None,
+    by_name: str | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """``pending.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
+    """``stores.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
     try:
-        return await mutate(store, request_id, change)
+        return await mutate(store, request_id, change, by=by, by_name=by_name)
     except StoreConflict as exc:
         raise question_error(exc) from exc

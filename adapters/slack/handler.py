@@ -167,7 +167,10 @@ class InteractionHandler:
                 return decision.record
             return None
 
-        seen, written = await settle(self._store, interaction.request_id, change)
+        origin = interaction.origin
+        seen, written = await settle(
+            self._store, interaction.request_id, change, by=origin.user, by_name=origin.name
+        )
         if seen is None:
             return Refuse(NO_LONGER_OPEN)
         if written is not None and (

@@ -21,9 +21,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
+from adapters.slack.audit import asked_event, event_for, permalink
 from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock, keep_deadlines, schedule
-from adapters.slack.endings import Endings, Released, outcome
+from adapters.slack.endings import Endings, Released, lost_record, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -39,7 +40,7 @@ from adapters.slack.posted import Predecessor, request_metadata
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
-from adapters.slack.stores import PendingStore, Watch
+from adapters.slack.stores import PendingStore, Watch, append_quietly
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.uploads import upload_text
 from bot.questions import (
@@ -52,6 +53,7 @@ from bot.questions import (
 from bot.questions.errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
+    RECORD_LOST,
     STORE_UNAVAILABLE,
 )
 
@@ -108,6 +110,7 @@ class AskLifecycle:
         sync: MessageSynchroniser,
         endings: Endings,
         defaults: AskDefaults,
+        team_url: str | None = None,
         *,
         clock: Clock | None = None,
         logger: logging.Logger | None = None,
@@ -119,6 +122,7 @@ class AskLifecycle:
         self.defaults = defaults
         self.clock: Clock = clock or SystemClock()
         self._logger = logger or logging.getLogger("adapters.slack")
+        self._team_url = team_url
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
@@ -235,14 +239,25 @@ class AskLifecycle:
                     return await self._rejoin(existing, signal, None, limit)
             if record.message_ts is None:
                 await self._post(record, rendered)
+                placed = await self._store.get(request_id) or record
+                link = permalink(self._team_url, placed.message_channel, placed.message_ts)
+                by = options.asked_by or options.label
+                await append_quietly(self._store, asked_event(placed, by=by, link=link))
             else:  # found again: bring it up to date (open, with live buttons)
+                placed = record
                 self._sync.refresh(request_id)
-            # The rendered blocks and this first copy of the record are not needed while
-            # waiting (the store has the record): free them for the hours a question waits.
-            del rendered, record
+            # The rendered blocks and the record are not needed while waiting (the store
+            # has the record): keep only its JSON, should the store lose it.
+            copy = placed.dump()
+            del rendered, record, placed
             if options.on_posted is not None:
                 options.on_posted(request_id)
-            return await self._wait(request_id, watch, signal, limit)
+            try:
+                return await self._wait(request_id, watch, signal, limit)
+            except UserQuestionError as exc:
+                if exc.code == RECORD_LOST:
+                    await self._lost(copy)
+                raise
         except asyncio.CancelledError:
             # The awaiting task was cancelled (before or after Slack took the message).
             await self._endings.end_or_later(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
@@ -408,6 +423,19 @@ class AskLifecycle:
             if keeper is not None:
                 keeper.cancel()
         return record
+
+    async def _lost(self, copy: str) -> None:
+        """The store lost an open record: put it back as failed, and close its message."""
+        last = PendingRecord.load(copy)
+        tomb = lost_record(last)
+        try:
+            if await self._store.create(tomb):
+                event = event_for(last, tomb, by=self._store.process_id)
+                if event is not None:
+                    await append_quietly(self._store, event)
+        except UserQuestionError:
+            pass  # the store is down as well: the message still says so
+        self._sync.show(tomb)
 
     async def _keep(self, request_id: str) -> asyncio.Task[None] | None:
         """Start the deadline keeper of a request that has a schedule (deadlines.py): its

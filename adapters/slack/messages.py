@@ -22,6 +22,7 @@ __all__ = [
     "NOT_A_REVIEWER",
     "NO_LONGER_OPEN",
     "QUESTION_FAILED",
+    "RECORD_LOST_NOTE",
     "SHUTDOWN_NOTE",
     "SHUTTING_DOWN",
     "STORE_BUSY",
@@ -64,6 +65,11 @@ def unknown_revised(request_id: str) -> str:
 # -- notes shown on the message -----------------------------------------------------------
 
 SHUTDOWN_NOTE: Final = "Interrupted: the bot shut down before anyone answered."
+RECORD_LOST_NOTE: Final = (
+    "The store lost this question's record (was Redis flushed or restarted without"
+    " persistence?), so it can no longer be answered."
+)
+"""``RECORD_LOST``: the note on the message and the error's message."""
 CANCELLED_BY_ASKER: Final = "Cancelled: the asker stopped waiting for an answer."
 
 

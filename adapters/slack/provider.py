@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
 from slack_bolt.async_app import AsyncApp
@@ -27,9 +27,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.approval_actions import ApprovalHandler
+from adapters.slack.audit import AuditEvent
 from adapters.slack.authorize import Gatekeeper
+from adapters.slack.bolt_app import team_url
 from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock
-from adapters.slack.endings import Endings
+from adapters.slack.endings import Endings, lost_record
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.hometab import HomeTab
 from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, DestinationHook
@@ -40,7 +42,14 @@ from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, status_of
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.synchroniser import MessageSynchroniser
-from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions import (
+    AbortSignal,
+    AskOptions,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserQuestionError,
+)
+from bot.questions.errors import RECORD_LOST
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
 
@@ -131,7 +140,14 @@ class SlackQuestionProvider:
         )
         self._endings = Endings(self._store, self._sync)
         self._lifecycle = AskLifecycle(
-            self._client, self._store, self._sync, self._endings, defaults, clock=clock, logger=log
+            self._client,
+            self._store,
+            self._sync,
+            self._endings,
+            defaults,
+            team_url(app),
+            clock=clock,
+            logger=log,
         )
         gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
         self._handler = InteractionHandler(self._store, gate, self._sync)
@@ -202,10 +218,18 @@ class SlackQuestionProvider:
         return status
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
-        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
+        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop.
+
+        A record the store loses meanwhile ends as failed with ``RECORD_LOST``.
+        """
+        before = await self._store.get(request_id)
         watch = self._store.watch(request_id)
         try:
             return status_of(await watch.wait())
+        except UserQuestionError as exc:
+            if exc.code != RECORD_LOST or before is None:
+                raise
+            return status_of(await self._store.get(request_id) or lost_record(before))
         finally:
             watch.close()
 
@@ -229,13 +253,23 @@ class SlackQuestionProvider:
         )
         return status_of(record)
 
-    async def abort(self, request_id: str, note: str) -> QuestionStatus | None:
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The audit trail of request ``request_id``, oldest first."""
+        return await self._store.events(request_id)
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
+        return self._store.audit(since, until)
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
 
         Returns the request as it ends up (the earlier outcome if it had already ended),
-        or ``None`` for an unknown request.
+        or ``None`` for an unknown request. ``by`` names who aborted it in the audit trail.
         """
-        record = await self._endings.abort(request_id, note)
+        record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
@@ -254,7 +288,8 @@ class SlackQuestionProvider:
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request of this process, drain tasks;
-        ``grace`` seconds in all."""
+        ``grace`` seconds in all. Requests owned by no process (``AskOptions(detached=True)``)
+        stay open."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         await self._lifecycle.aclose(grace=grace, note=note)

@@ -74,6 +74,8 @@ class PendingRecord(BaseModel):
     votes: list[Vote] = Field(default_factory=list)
     revision: Revision | None = None
     approval: ApprovalView | None = None
+    asked_by: str | None = None
+    """Who asked: ``api`` (or the API token's name), the dsh host, or the asking code."""
     error_code: str | None = None
     created_at: float = Field(default_factory=time.time)
     deadline: float | None = None

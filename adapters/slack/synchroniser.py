@@ -80,6 +80,22 @@ class MessageSynchroniser:
         if self.on_change is not None:
             self.on_change(request_id)
 
+    def show(self, record: PendingRecord) -> None:
+        """Render ``record`` itself (not the store's copy) on its message, in the background.
+
+        For a record the store no longer has (``RECORD_LOST``): its message still closes.
+        """
+        if record.message_ts is not None:
+            self._tasks.spawn(self._update(record, record.message_ts), "chat.update (lost)")
+
+    def retire(self, channel: str, ts: str, text: str) -> None:
+        """Replace a message whose record is gone with ``text`` (no buttons), in the background."""
+        stale = render_stale(text)
+        self._tasks.spawn(
+            self._client.chat_update(channel=channel, ts=ts, text=stale.text, blocks=stale.blocks),
+            "chat.update (retired)",
+        )
+
     async def on_orphans(self, records: list[PendingRecord]) -> None:
         """A shared store failed these (their process died): show it on their messages."""
         for record in records:

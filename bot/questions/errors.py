@@ -26,6 +26,7 @@ __all__ = [
     "EMPTY_QUESTIONS",
     "NO_PROVIDER",
     "OWNER_LOST",
+    "RECORD_LOST",
     "SLACK_LIMIT",
     "STORE_UNAVAILABLE",
     "HarnessError",
@@ -49,6 +50,7 @@ ASK_TIMEOUT: Final = "ASK_TIMEOUT"  # the provider's own timeout elapsed
 OWNER_LOST: Final = "OWNER_LOST"  # the process holding the waiter died (shared store)
 STORE_UNAVAILABLE: Final = "STORE_UNAVAILABLE"  # the pending store could not be reached in time
 BAD_REVIEW: Final = "BAD_REVIEW"  # a review policy or revision that cannot apply to the request
+RECORD_LOST: Final = "RECORD_LOST"  # the question's record vanished from the store (Redis flushed)
 
 
 class HarnessError(Exception):

@@ -110,6 +110,7 @@ class AskOptions(BaseModel):
       mention a user or user group id (``U…``, ``S…``) because nobody has answered.
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
+    - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -128,6 +129,7 @@ class AskOptions(BaseModel):
     escalate_after: float | None = Field(default=None, gt=0)
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+    asked_by: str | None = None
 
 
 class AskUserQuestionRequest(WireModel):

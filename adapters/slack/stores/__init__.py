@@ -17,6 +17,7 @@ from adapters.slack.stores.protocol import (
     StoreConflict,
     StoreUnavailable,
     Watch,
+    append_quietly,
     mutate,
 )
 from adapters.slack.stores.sqlite import SqlitePendingStore
@@ -31,5 +32,6 @@ __all__ = [
     "StoreConflict",
     "StoreUnavailable",
     "Watch",
+    "append_quietly",
     "mutate",
 ]

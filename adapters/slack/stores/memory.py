@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.protocol import RETENTION, PendingStore, Watch
 
@@ -54,6 +56,8 @@ class MemoryPendingStore:
         self._watches: dict[str, set[_MemoryWatch]] = {}
         self._expiry: deque[tuple[float, str]] = deque()
         self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
+        self._events: list[AuditEvent] = []
+        self._trails: dict[str, list[AuditEvent]] = {}
 
     @property
     def process_id(self) -> str:
@@ -111,6 +115,18 @@ class MemoryPendingStore:
             if stored.state == "pending" and (owner is None or stored.owner == owner)
         ]
 
+    async def append_event(self, event: AuditEvent) -> None:
+        self._events.append(event)
+        self._trails.setdefault(event.request_id, []).append(event)
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        return list(self._trails.get(request_id, ()))
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        for event in list(self._events):
+            if event.at >= since and (until is None or event.at < until):
+                yield event
+
     def _ending(self, request_id: str) -> PendingRecord | None:
         """The stored record if it has ended (for a watch that starts waiting late)."""
         stored = self._records.get(request_id)
@@ -136,6 +152,9 @@ class MemoryPendingStore:
             stored = self._records.get(request_id)
             if stored is not None and stored.state != "pending":
                 del self._records[request_id]
+                trail = self._trails.pop(request_id, [])
+                if trail:
+                    self._events = [e for e in self._events if e.request_id != request_id]
 
 
 @dataclass(frozen=True, slots=True)

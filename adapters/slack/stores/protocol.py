@@ -8,10 +8,13 @@ process or (SQLite on one host, Redis anywhere) in another one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, Protocol, runtime_checkable
 
+from adapters.slack.audit import AuditEvent, event_for
 from adapters.slack.record import PendingRecord
+from bot.questions.errors import UserQuestionError
 
 __all__ = [
     "OWNER_LOST_NOTE",
@@ -22,6 +25,7 @@ __all__ = [
     "StoreConflict",
     "StoreUnavailable",
     "Watch",
+    "append_quietly",
     "mutate",
 ]
 
@@ -115,6 +119,18 @@ class PendingStore(Protocol):
         """How many watches are registered in this process (zero when nothing leaks)."""
         ...
 
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (kept for the retention period)."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order they were appended."""
+        ...
+
 
 async def mutate(
     store: PendingStore,
@@ -122,12 +138,15 @@ async def mutate(
     change: Callable[[PendingRecord], PendingRecord | None],
     *,
     attempts: int = 16,
+    by: str | None = None,
+    by_name: str | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
     """Apply ``change`` with compare-and-set, re-reading on conflict.
 
     ``change`` gets the current record and returns the next one (``record.next(...)``) or
     ``None`` to leave it. Returns ``(seen, written)``: the record the decision was made on
-    (``None`` if there is none) and the record written (``None`` if nothing was).
+    (``None`` if there is none) and the record written (``None`` if nothing was). A write
+    that changes something that matters appends its audit event (``by``: who acted).
     """
     for _ in range(attempts):
         current = await store.get(request_id)
@@ -137,5 +156,19 @@ async def mutate(
         if updated is None:
             return current, None
         if await store.compare_and_set(updated):
+            event = event_for(current, updated, by=by, by_name=by_name)
+            if event is not None:
+                await append_quietly(store, event)
             return current, updated
     raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+
+
+async def append_quietly(store: PendingStore, event: AuditEvent) -> None:
+    """Append ``event``; a store failure is logged, never undoes the write it records."""
+    try:
+        await store.append_event(event)
+    except UserQuestionError as exc:
+        _log.warning("audit event %s of %s not kept: %s", event.kind, event.request_id, exc)
+
+
+_log = logging.getLogger("adapters.slack.stores")

@@ -15,6 +15,8 @@ because the scripts derive some key names from the stored record)::
     p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
     p:sweep         short lock (redis-py ``Lock``: SET NX PX) held while one process sweeps
     p:done          pub/sub channel: the id of every record that just became terminal
+    p:audit         stream: every audit event (``e``: its JSON), trimmed to the retention
+    p:events:{id}   stream: one question's events; expires the retention after the last
 
 ``create`` and ``compare_and_set`` are Lua scripts (``register_script``), so the record, the
 index sets and the notification change together and the first writer wins across processes.
@@ -44,7 +46,7 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -56,7 +58,9 @@ from redis.exceptions import AuthenticationError, LockError, RedisError, Respons
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.stores.lost import fail_lost, waiting_ids
 from adapters.slack.stores.protocol import (
     OWNER_LOST_NOTE,
     RETENTION,
@@ -165,6 +169,14 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _stream_lines(entries: object) -> list[tuple[str, str]]:
+    """``(entry id, event JSON)`` of each entry XRANGE returned (field ``e``)."""
+    lines: list[tuple[str, str]] = []
+    for entry_id, fields in cast(list[tuple[str, dict[str, str]]], entries or []):
+        lines.append((_text(entry_id), _text(fields["e"])))
+    return lines
+
+
 def _reraise_cancellation(exc: BaseException) -> None:
     """Raise ``CancelledError`` if this task is being cancelled.
 
@@ -187,9 +199,11 @@ class _RedisWatch:
         self._store = store
         self.request_id = request_id
         self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
+        self.waiting = False  # set once waited on: the record existed (checked for loss)
 
     async def wait(self) -> PendingRecord:
         """Return the record once it is terminal (re-reading it first: it may be already)."""
+        self.waiting = True
         if not self.future.done():
             await self._store._check(self.request_id)
         return await asyncio.shield(self.future)
@@ -306,6 +320,10 @@ class RedisPendingStore:
     @property
     def _open_key(self) -> str:
         return f"{self._prefix}:open"
+
+    @property
+    def _audit_key(self) -> str:
+        return f"{self._prefix}:audit"
 
     @property
     def _owners_key(self) -> str:
@@ -479,6 +497,48 @@ class RedisPendingStore:
                 records.append(record)
         return records
 
+    # -- the audit trail ------------------------------------------------------------------
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to the audit stream and to its question's own stream."""
+        line = event.dump()
+        trail = self._key("events", event.request_id)
+        cutoff = int((time.time() - self._finished_ttl) * 1000)
+
+        async def write() -> None:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.xadd(self._audit_key, {"e": line}, minid=cutoff, approximate=True)
+            pipe.xadd(trail, {"e": line})
+            pipe.pexpire(trail, _px(self._finished_ttl))
+            await pipe.execute()
+
+        await self._op("append an audit event", write)
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        trail = self._key("events", request_id)
+        entries = await self._op("read a trail", lambda: self._client.xrange(trail))
+        return [AuditEvent.load(line) for _, line in _stream_lines(entries)]
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages).
+
+        Stream ids are Redis's clock; a minute's margin on each side covers a skew with
+        this host's, and each event's own ``at`` decides.
+        """
+        low = f"{max(0, int((since - 60) * 1000))}"
+        high = "+" if until is None else f"{int((until + 60) * 1000)}"
+        while True:
+            read = functools.partial(self._client.xrange, self._audit_key, low, high, count=500)
+            entries = _stream_lines(await self._op("read the audit stream", read))
+            for _, line in entries:
+                event = AuditEvent.load(line)
+                if event.at >= since and (until is None or event.at < until):
+                    yield event
+            if len(entries) < 500:
+                return
+            low = f"({entries[-1][0]}"
+
     # -- owner liveness -------------------------------------------------------------------
 
     async def sweep_orphans(self) -> list[PendingRecord]:
@@ -649,6 +709,7 @@ class RedisPendingStore:
             self._give_up_if_lost()
             try:
                 await self._op("heartbeat", self._beat)
+                await self._check_lost()
                 if time.monotonic() - self._healthy_since < self._heartbeat_ttl:
                     # Just (re)connected: other processes may not have refreshed their
                     # heartbeats yet. Judge nobody dead until they all had the chance.
@@ -664,6 +725,24 @@ class RedisPendingStore:
                     await self.on_orphans(orphans)
                 except Exception:
                     self._log.exception("on_orphans failed")
+
+    async def _check_lost(self) -> None:
+        """Fail the waits on records that vanished (Redis flushed): ``RECORD_LOST``."""
+        ids = waiting_ids(self._watches)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+
+            async def exists(chunk: list[str] = chunk) -> list[int]:
+                pipe = self._client.pipeline(transaction=False)
+                for request_id in chunk:
+                    pipe.exists(self._key("req", request_id))
+                return cast(list[int], await pipe.execute())
+
+            found = await self._op("check the watched records", exists)
+            for request_id, present in zip(chunk, found, strict=True):
+                if not present:
+                    self._log.error("pending store lost record %s (was Redis flushed?)", request_id)
+                    fail_lost(self._watches.get(request_id, ()), request_id)
 
     def _give_up_if_lost(self) -> None:
         """Fail every local wait once Redis has been gone for ``outage_limit`` seconds.

@@ -23,18 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import aiosqlite
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.stores.lost import LOST_CHECK_INTERVAL, fail_lost, waiting_ids
 from adapters.slack.stores.protocol import (
     OWNER_LOST_NOTE,
     RETENTION,
@@ -44,38 +47,13 @@ from adapters.slack.stores.protocol import (
     Watch,
     mutate,
 )
+from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION, migrate
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqlitePendingStore"]
 
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
-
-_MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    (  # 1: records, the endings feed, heartbeats
-        """CREATE TABLE records (
-            id TEXT PRIMARY KEY,
-            version INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            owner TEXT,
-            finished_at REAL,
-            json TEXT NOT NULL
-        ) WITHOUT ROWID""",
-        "CREATE INDEX records_open ON records (owner) WHERE state = 'pending'",
-        "CREATE INDEX records_finished ON records (finished_at) WHERE state != 'pending'",
-        """CREATE TABLE endings (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL,
-            at REAL NOT NULL DEFAULT (strftime('%s', 'now'))
-        )""",
-        """CREATE TRIGGER record_ended AFTER UPDATE OF state ON records
-            WHEN OLD.state = 'pending' AND NEW.state != 'pending'
-            BEGIN INSERT INTO endings (id) VALUES (NEW.id); END""",
-        "CREATE TABLE alive (process_id TEXT PRIMARY KEY, beat_at REAL NOT NULL)",
-    ),
-)
-SCHEMA_VERSION: Final = len(_MIGRATIONS)
-"""The schema this code writes; older files are upgraded at ``start()``."""
 
 _ENDINGS_KEPT: Final = 3600.0
 """How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
@@ -94,9 +72,11 @@ class _SqliteWatch:
         self._store = store
         self.request_id = request_id
         self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
+        self.waiting = False  # set once waited on: the record existed (checked for loss)
 
     async def wait(self) -> PendingRecord:
         """Return the record once it is terminal (re-reading it first: it may be already)."""
+        self.waiting = True
         if self.future.cancelled():
             self.future = asyncio.get_running_loop().create_future()
         if not self.future.done():
@@ -145,6 +125,7 @@ class SqlitePendingStore:
         self._closed = False
         self._data_version = -1
         self._seen_seq = 0
+        self._lost_checked = 0.0
 
     # -- PendingStore ---------------------------------------------------------------------
 
@@ -182,7 +163,7 @@ class SqlitePendingStore:
             if str(mode).lower() != "wal":
                 self._log.warning("SQLite refused WAL mode for %s (got %s)", self._path, mode)
             await db.execute("PRAGMA synchronous = NORMAL")
-            await self._migrate()
+            await migrate(db, self._path, self._log)
             self._seen_seq = int(await self._scalar("SELECT COALESCE(MAX(seq), 0) FROM endings"))
             self._data_version = int(await self._scalar("PRAGMA data_version"))
             await self._beat()
@@ -301,16 +282,51 @@ class SqlitePendingStore:
             )
         return [PendingRecord.load(raw) for (raw,) in rows]
 
+    # -- the audit trail ------------------------------------------------------------------
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail."""
+        await self._rows(
+            "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?) RETURNING seq",
+            (event.request_id, event.at, event.dump()),
+        )
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        rows = await self._rows(
+            "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
+        )
+        return [AuditEvent.load(raw) for (raw,) in rows]
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
+        after = 0
+        while True:
+            rows = await self._rows(
+                "SELECT seq, json FROM events WHERE seq > ? AND at >= ? AND at < ?"
+                " ORDER BY seq LIMIT ?",
+                (after, since, math.inf if until is None else until, _CHUNK),
+            )
+            for _, raw in rows:
+                yield AuditEvent.load(raw)
+            if len(rows) < _CHUNK:
+                return
+            after = int(rows[-1][0])
+
     # -- retention and liveness -----------------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:
-        """Delete finished records older than the retention period; returns how many."""
+        """Delete finished records and audit events older than the retention period.
+
+        Returns how many records went (a pending record is never purged).
+        """
         now = time.time() if now is None else now
         rows = await self._rows(
             "DELETE FROM records WHERE state != 'pending' AND finished_at < ? RETURNING id",
             (now - self._retention,),
         )
         await self._rows("DELETE FROM endings WHERE at < ?", (now - _ENDINGS_KEPT,))
+        await self._rows("DELETE FROM events WHERE at < ?", (now - self._retention,))
         return len(rows)
 
     async def sweep_orphans(self) -> list[PendingRecord]:
@@ -365,6 +381,9 @@ class SqlitePendingStore:
         if version == self._data_version:
             return  # nobody else committed since the last look
         self._data_version = version
+        if time.monotonic() - self._lost_checked >= LOST_CHECK_INTERVAL:
+            self._lost_checked = time.monotonic()
+            await self._check_lost()
         rows = await self._rows(
             "SELECT seq, id FROM endings WHERE seq > ? ORDER BY seq", (self._seen_seq,)
         )
@@ -372,6 +391,19 @@ class SqlitePendingStore:
             return
         self._seen_seq = int(rows[-1][0])
         await self._reread(request_id for _, request_id in rows)
+
+    async def _check_lost(self) -> None:
+        """Fail the waits on records another process deleted: ``RECORD_LOST``."""
+        ids = waiting_ids(self._watches)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = await self._rows(f"SELECT id FROM records WHERE id IN ({marks})", chunk)
+            present = {request_id for (request_id,) in rows}
+            for request_id in chunk:
+                if request_id not in present:
+                    self._log.error("pending store lost record %s (deleted)", request_id)
+                    fail_lost(self._watches.get(request_id, ()), request_id)
 
     async def _reread(self, ids: Iterable[str]) -> None:
         wanted = sorted({i for i in ids if i in self._watches})
@@ -412,28 +444,6 @@ class SqlitePendingStore:
         )
 
     # -- plumbing -------------------------------------------------------------------------
-
-    async def _migrate(self) -> None:
-        """Bring the file's schema to ``SCHEMA_VERSION`` in one transaction (or refuse)."""
-        db = self._connection()
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            found = int(await self._scalar("PRAGMA user_version"))
-            if found > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"the pending store {self._path} has schema {found}, newer than this"
-                    f" bot's {SCHEMA_VERSION}: upgrade the bot"
-                )
-            for version in range(found, SCHEMA_VERSION):
-                for statement in _MIGRATIONS[version]:
-                    await db.execute(statement)
-            if found != SCHEMA_VERSION:
-                await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                self._log.info("pending store schema upgraded from %d to %d", found, SCHEMA_VERSION)
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
 
     def _connection(self) -> aiosqlite.Connection:
         if self._db is None:

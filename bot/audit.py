@@ -1,0 +1,87 @@
+"""The audit trail out of the store: ``GET /v1/audit`` (and ``python -m bot audit``).
+
+Both export the events of a time range as JSON lines (one ``AuditEvent`` a line, in the
+order they were appended). Times are ISO 8601 (``2026-12-01``, ``2026-12-01T08:00:00Z``;
+no zone means UTC), seconds since the epoch, or an age (``90m``, ``24h``, ``7d``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Final
+
+from aiohttp import web
+
+from adapters.slack import AuditEvent
+
+__all__ = ["AUDIT_HELP", "AuditSource", "audit_handler", "parse_time"]
+
+AUDIT_HELP: Final = """\
+Export the audit trail of the configured store (STORE, STORE_PATH, REDIS_URL) as JSON
+lines: every question asked, every click that changed something, every outcome with who
+and the exact answer or reason, each with the SHA-256 of what people were shown.
+"""
+
+_AGE: Final = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """Seconds since the epoch for an ISO 8601 time, epoch seconds, or an age before ``now``."""
+    value = text.strip()
+    age = _AGE.fullmatch(value)
+    if age is not None:
+        return (time.time() if now is None else now) - float(age[1]) * _UNIT[age[2]]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a time: use ISO 8601 (2026-12-01T08:00:00Z), epoch seconds,"
+            " or an age such as 24h or 7d"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+AuditSource = Callable[[float, float | None], AsyncIterator[AuditEvent]]
+"""Yields the audit events of a time range (``since``, ``until``), oldest first."""
+
+
+def audit_handler(audit: AuditSource) -> Handler:
+    """``GET /v1/audit?since=…&until=…``: the events of that range as JSON lines."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            since = parse_time(request.query["since"])
+            until_raw = request.query.get("until")
+            until = None if until_raw is None else parse_time(until_raw)
+        except KeyError:
+            return _bad("since is required (e.g. since=24h or since=2026-12-01)")
+        except ValueError as exc:
+            return _bad(str(exc))
+        events = audit(since, until)
+        first = await anext(events, None)  # a store outage is still a clean 503 here
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await response.prepare(request)
+        if first is not None:
+            await response.write(f"{first.dump()}\n".encode())
+            async for event in events:
+                await response.write(f"{event.dump()}\n".encode())
+        await response.write_eof()
+        return response
+
+    return handle
+
+
+def _bad(message: str) -> web.Response:
+    body = {"name": "RequestError", "code": "BAD_TIME", "message": message}
+    return web.json_response(body, status=400)

@@ -1,0 +1,117 @@
+"""The audit trail end to end: a plan approved in Slack, its trail over the API and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.questions.models import AskUserQuestionItem
+from tests.bot_process import run_bot_command
+from tests.slack_harness import until
+from tests.test_gateway import Bed, running
+
+PLAN = "1. Drain node a\n2. Upgrade to 2.3.1\n3. Undrain node a"
+
+
+def plan_review(plan: str) -> dict[str, Any]:
+    """A plan review as an agent posts it."""
+    return {
+        "questions": [
+            {
+                "id": "plan",
+                "question": "Approve the upgrade plan?",
+                "detail": plan,
+                "intent": {"kind": "plan-review", "approve": "Approve"},
+                "options": [{"label": "Approve"}, {"label": "Decline"}],
+            }
+        ],
+        "label": "deploy-agent",
+    }
+
+
+def expected_digest(body: dict[str, Any]) -> str:
+    """SHA-256 of the questions' canonical wire JSON, computed as an agent would."""
+    items = [AskUserQuestionItem.model_validate(q) for q in body["questions"]]
+    wire = [i.model_dump(by_alias=True, exclude_none=True, mode="json") for i in items]
+    canonical = json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+async def _approve(bed: Bed, body: dict[str, Any]) -> dict[str, Any]:
+    status, posted = await bed.ask(body)
+    assert status == 201
+    await bed.click(posted, "Approve")
+    for _ in range(200):
+        _, polled = await bed.get(posted["id"], wait=5)
+        if polled["state"] != "pending" and len(polled["events"]) >= 2:
+            return polled
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not approved: {polled}")
+
+
+async def test_an_approved_plan_is_bound_to_the_hash_of_the_plan_shown() -> None:
+    async with running() as bed:
+        approved = await _approve(bed, plan_review(PLAN))
+        assert approved["state"] == "answered"
+        asked, answered = approved["events"]
+        assert (asked["kind"], answered["kind"]) == ("asked", "answered")
+        assert asked["by"] == "api" and asked["detail"]["label"] == "deploy-agent"
+        assert asked["detail"]["channel"] == bed.channel
+        assert asked["detail"]["messageTs"] == approved["message"]["ts"]
+        link = asked["detail"]["permalink"]
+        assert link.startswith("https://") and "/archives/" in link
+        assert link.endswith("/p" + approved["message"]["ts"].replace(".", ""))
+        assert (answered["by"], answered["byName"]) == (bed.alice, "alice")
+        assert answered["detail"]["answer"] == approved["answer"]
+        digest = expected_digest(plan_review(PLAN))
+        assert asked["shownSha256"] == answered["shownSha256"] == digest
+
+        changed = await _approve(bed, plan_review(PLAN.replace("2.3.1", "2.3.2")))
+        assert changed["events"][1]["shownSha256"] != digest
+        assert changed["events"][1]["shownSha256"] == expected_digest(
+            plan_review(PLAN.replace("2.3.1", "2.3.2"))
+        )
+
+
+async def test_the_audit_route_exports_json_lines_for_a_time_range() -> None:
+    async with running() as bed:
+        began = time.time()
+        approved = await _approve(bed, plan_review(PLAN))
+        async with bed.http.get("/v1/audit", params={"since": f"{began - 1}"}) as response:
+            assert response.status == 200
+            assert response.content_type == "application/x-ndjson"
+            lines = (await response.text()).splitlines()
+        events = [json.loads(line) for line in lines]
+        assert [(e["requestId"], e["kind"]) for e in events] == [
+            (approved["id"], "asked"),
+            (approved["id"], "answered"),
+        ]
+        async with bed.http.get("/v1/audit", params={"since": "1h", "until": f"{began - 1}"}) as r:
+            assert (r.status, await r.text()) == (200, "")
+        for bad in ({}, {"since": "yesterday"}):
+            async with bed.http.get("/v1/audit", params=bad) as response:
+                problem = await response.json()
+                assert (response.status, problem["code"]) == (400, "BAD_TIME")
+
+
+async def test_python_m_bot_audit_exports_the_trail_of_the_store_file(tmp_path: Path) -> None:
+    store = tmp_path / "questions.db"
+    async with running(store_path=str(store)) as bed:
+        approved = await _approve(bed, plan_review(PLAN))
+        await until(lambda: bed.runtime.provider.pending_count == 0)
+    env = {"STORE": "sqlite", "STORE_PATH": str(store)}
+    code, out, err = await run_bot_command(["audit", "--since", "1h"], env, cwd=tmp_path)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [(e["requestId"], e["kind"]) for e in events] == [
+        (approved["id"], "asked"),
+        (approved["id"], "answered"),
+    ]
+    code, _, err = await run_bot_command(["audit", "--since", "soon"], env, cwd=tmp_path)
+    assert code == 2 and "is not a time" in err
+    code, _, err = await run_bot_command(["audit", "--since", "1h"], {}, cwd=tmp_path)
+    assert code == 2 and "memory store keeps no trail" in err
