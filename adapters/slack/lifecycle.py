@@ -239,7 +239,7 @@ class AskLifecycle:
                     return await self._rejoin(existing, signal, None, limit)
             if record.message_ts is None:
                 await self._post(record, rendered)
-                placed = await self._store.get(request_id) or record
+                placed = await self._placed(record)
                 link = permalink(self._team_url, placed.message_channel, placed.message_ts)
                 by = options.asked_by or options.label
                 await append_quietly(self._store, asked_event(placed, by=by, link=link))
@@ -423,6 +423,14 @@ class AskLifecycle:
             if keeper is not None:
                 keeper.cancel()
         return record
+
+    async def _placed(self, record: PendingRecord) -> PendingRecord:
+        """The record as stored with its message's place (``record`` if it cannot be read:
+        the audit and a lost record's message are worth no failed ask)."""
+        try:
+            return await self._store.get(record.id) or record
+        except UserQuestionError:
+            return record
 
     async def _lost(self, copy: str) -> None:
         """The store lost an open record: put it back as failed, and close its message."""
