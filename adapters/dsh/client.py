@@ -21,6 +21,9 @@ Limits on what a host sends: a downlink message over ``max_frame_bytes`` is skip
 log line (the connection stays; aiohttp drops one over four times that), a malformed or
 over-nested frame is skipped, and at most ``max_open_per_session`` requests of one session
 are open in Slack at once: the rest wait in order, noted on the session's latest message.
+
+This class holds the connection (downlink, uplink, start and stop) and reads each frame;
+``adapters.dsh.open_requests`` keeps the requests it opens, queues and ends.
 """
 
 from __future__ import annotations
@@ -28,55 +31,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 import aiohttp
 
-from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner, resolved_note
+from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner
 from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
-from adapters.dsh.asks import (
-    ANSWERED_ELSEWHERE,
-    CANCELLED_IN_HARNESS,
-    GONE_NOTE,
-    RESTARTING_NOTE,
-    HostAsk,
-    QuestionRunner,
-)
+from adapters.dsh.asks import HostAsk, QuestionRunner
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
+from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
 from adapters.dsh.protocol import (
     OtherPayload,
     QuestionRequested,
     QuestionResolved,
     parse_frame,
 )
-from adapters.dsh.uplink import HostUplink, describe
-from adapters.dsh.waiting import WaitingRoom
-from adapters.slack import Released
+from adapters.dsh.uplink import HostUplink
 from bot.logs import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
-
-QUEUED_NOTE: Final = (
-    "More requests from this session are waiting: the bot shows {limit} at a time and posts "
-    "the next one as each of these is answered."
-)
-
-
-_GONE_REMEMBERED: Final = 1024
-
-
-@dataclass(eq=False)
-class _Replay:
-    """The requests seen since a downlink opened, until the host's replay is over."""
-
-    seen: set[str] = field(default_factory=set)
-    over: bool = False
-    timer: asyncio.TimerHandle | None = None
 
 
 class DshHostClient:
@@ -123,16 +100,9 @@ class DshHostClient:
             raise ValueError("max_frame_bytes must be >= 1024 and max_open_per_session >= 1")
         self._base = base_url.rstrip("/")
         self._shown_url = redact_url(self._base)
-        self._provider = provider
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._replay_window = replay_window
         self._stop_grace = stop_grace
-        self._max_open = max_open_per_session
         self._logger = logger or logging.getLogger("adapters.dsh")
-        self._replay: _Replay | None = None
-        self._asks: dict[str, HostAsk] = {}
-        self._waiting = WaitingRoom()
-        self._gone: set[str] = set()
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -145,9 +115,9 @@ class DshHostClient:
             backoff_max=backoff_max,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
-            on_open=self._opened,
+            on_open=lambda: self._requests.opened(),
             on_text=self._on_message,
-            on_close=self._closed,
+            on_close=lambda: self._requests.closed(),
             logger=self._logger,
         )
         self._uplink = HostUplink(
@@ -160,11 +130,19 @@ class DshHostClient:
             stopping=lambda: self._stopping,
             logger=self._logger,
         )
+        self._requests = OpenRequests(
+            provider,
+            self._serve,
+            max_open=max_open_per_session,
+            replay_window=replay_window,
+            stopping=lambda: self._stopping,
+            logger=self._logger,
+        )
         self._questions = QuestionRunner(
             service,
             provider,
             self._uplink,
-            on_posted=self._posted,
+            on_posted=self._requests.posted,
             logger=self._logger,
             review=review,
         )
@@ -174,7 +152,7 @@ class DshHostClient:
             self._uplink,
             approvers=approvers,
             approver_groups=approver_groups,
-            on_posted=self._posted,
+            on_posted=self._requests.posted,
             logger=self._logger,
         )
 
@@ -188,20 +166,19 @@ class DshHostClient:
     @property
     def in_flight(self) -> int:
         """Requests of the host this client is asking or answering now (queued ones too)."""
-        return len(self._asks) + self.queued
+        return self._requests.in_flight
 
     @property
     def queued(self) -> int:
         """Requests waiting for a free place in their session's share of Slack."""
-        return len(self._waiting)
+        return self._requests.queued
 
     def status(self) -> dict[str, Any]:
         """For ``/healthz``: the downlink's state and the host's open questions and approvals."""
-        asks = [*self._asks.values(), *self._waiting]
-        approvals = sum(1 for ask in asks if ask.approval is not None)
+        questions, approvals = self._requests.counts()
         return {
             "dsh": self._downlink.state,
-            "dshQuestions": len(asks) - approvals,
+            "dshQuestions": questions,
             "dshApprovals": approvals,
         }
 
@@ -233,25 +210,7 @@ class DshHostClient:
             loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await loop_task
-        self._waiting.clear()
-        asks = list(self._asks.values())
-        for ask in asks:
-            if ask.phase == "asking":
-                try:
-                    await self._provider.release(ask.request_id, RESTARTING_NOTE)
-                except Exception as exc:  # the store is down: the sweep settles it later
-                    self._logger.warning(
-                        "dsh host: could not release a request",
-                        extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-                    )
-                ask.controller.abort(Released())
-        tasks = {ask.task for ask in asks if ask.task is not None and not ask.task.done()}
-        if tasks:
-            _, late = await asyncio.wait(tasks, timeout=self._stop_grace)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await self._requests.release(self._stop_grace)
         if self._session is not None:
             await self._session.close()
         self._downlink.state = "disconnected"
@@ -263,44 +222,8 @@ class DshHostClient:
         assert self._session is not None, "start() first"
         return self._session
 
-    def _opened(self) -> None:
-        self._replay = _Replay()
-        self._extend(self._replay)
-
-    def _closed(self) -> None:
-        if self._replay is not None and self._replay.timer is not None:
-            self._replay.timer.cancel()
-
-    def _extend(self, replay: _Replay) -> None:
-        """(Re)start the replay window: it closes ``replay_window`` s after the last replay."""
-        if replay.over:
-            return
-        if replay.timer is not None:
-            replay.timer.cancel()
-        loop = asyncio.get_running_loop()
-        replay.timer = loop.call_later(self._replay_window, self._settle, replay)
-
-    def _settle(self, replay: _Replay) -> None:
-        """The replay is over: end the asks of earlier connections the host did not replay."""
-        if replay.over:
-            return
-        replay.over = True
-        self._waiting.keep_only(replay.seen)
-        for ask in list(self._asks.values()):
-            if ask.phase == "asking" and ask.rpc_id not in replay.seen:
-                self._logger.info(
-                    "dsh host: request no longer pending after reconnect",
-                    extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-                )
-                if len(self._gone) >= _GONE_REMEMBERED:
-                    self._gone.pop()
-                self._gone.add(ask.rpc_id)
-                ask.controller.abort(GONE_NOTE)
-
     def _on_message(self, text: str) -> None:
         """Handle one downlink message; nothing in it may end the connection."""
-        replay = self._replay
-        assert replay is not None
         try:
             frame = parse_frame(text)
         except ValueError as exc:
@@ -311,8 +234,6 @@ class DshHostClient:
         try:
             payload = frame.payload
             if isinstance(payload, QuestionRequested | ApprovalRequested):
-                replay.seen.add(frame.rpc_id)
-                self._extend(replay)
                 if isinstance(payload, QuestionRequested):
                     ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
                 else:
@@ -325,11 +246,12 @@ class DshHostClient:
                         call=self._ledger.call_for(aid),
                         call_known=self._ledger.knows(aid),
                     )
-                self._on_requested(ask)
+                self._requests.requested(ask)
             elif isinstance(payload, QuestionResolved):
-                self._on_resolved(payload.question_rpc_id, payload.outcome)
+                self._requests.resolved(payload.question_rpc_id, payload.outcome)
             elif isinstance(payload, ApprovalResolved):
-                self._on_approval_resolved(payload)
+                self._requests.approval_resolved(payload)
+                self._ledger.forget(payload.approval_id)
             elif frame.method == SESSION_EVENT and isinstance(payload, OtherPayload):
                 event = session_event(payload.model_extra or {})
                 if event is not None:
@@ -339,94 +261,6 @@ class DshHostClient:
                 "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
             )
 
-    # -- requests ---------------------------------------------------------------------------
-
-    def _on_requested(self, ask: HostAsk) -> None:
-        if ask.rpc_id in self._asks or ask.rpc_id in self._waiting:
-            return  # a replay: the ask already open (or waiting) is the one
-        session_open = sum(1 for a in self._asks.values() if a.session_id == ask.session_id)
-        if session_open >= self._max_open:
-            if self._waiting.add(ask):
-                self._logger.info(
-                    "dsh host: session over its open-request limit; queueing",
-                    extra={"session": ask.session_id, "limit": self._max_open},
-                )
-                self._note_queue(ask.session_id)
-            return
-        self._launch(ask)
-
-    def _launch(self, ask: HostAsk) -> None:
-        if ask.rpc_id in self._gone:
-            # We closed it as gone, yet the host still has it: reopen the same message.
-            self._gone.discard(ask.rpc_id)
-            ask.reopen = True
-        self._asks[ask.rpc_id] = ask
+    def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
         runner = self._questions if ask.approval is None else self._approvals
-        ask.task = asyncio.get_running_loop().create_task(
-            runner.serve(ask), name=f"dsh request {ask.rpc_id}"
-        )
-        ask.task.add_done_callback(lambda task: self._finished(ask, task))
-
-    def _posted(self, ask: HostAsk) -> None:
-        self._logger.info(
-            "dsh host: request posted in Slack",
-            extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-        )
-        if self._waiting.has_waiting(ask.session_id):
-            self._note_queue(ask.session_id, ask)
-
-    def _note_queue(self, session_id: str, latest: HostAsk | None = None) -> None:
-        """Say on the session's latest message that more of its requests are waiting."""
-        if latest is None:
-            mine = [a for a in self._asks.values() if a.session_id == session_id]
-            if not mine:
-                return
-            latest = mine[-1]
-        note = QUEUED_NOTE.format(limit=self._max_open)
-        task = asyncio.get_running_loop().create_task(
-            self._provider.add_note(latest.request_id, note)
-        )
-        task.add_done_callback(_ignore_result)
-
-    def _finished(self, ask: HostAsk, task: asyncio.Task[None]) -> None:
-        if self._asks.get(ask.rpc_id) is ask:
-            del self._asks[ask.rpc_id]
-        if not task.cancelled() and (error := task.exception()) is not None:
-            self._logger.error(
-                "dsh host: request handling failed",
-                extra={"rpc_id": ask.rpc_id, "error": describe(error)},
-            )
-        following = None if self._stopping else self._waiting.next(ask.session_id)
-        if following is not None:
-            self._launch(following)
-
-    def _on_approval_resolved(self, payload: ApprovalResolved) -> None:
-        def mine(ask: HostAsk) -> bool:
-            return ask.approval is not None and ask.approval.approval_id == payload.approval_id
-
-        self._waiting.remove(mine)
-        for ask in [a for a in self._asks.values() if mine(a)]:
-            self._on_resolved(ask.rpc_id, payload.outcome)
-        self._ledger.forget(payload.approval_id)
-
-    def _on_resolved(self, rpc_id: str, outcome: str) -> None:
-        if self._waiting.remove(lambda waiting: waiting.rpc_id == rpc_id):
-            return  # never shown in Slack: nothing to close
-        ask = self._asks.get(rpc_id)
-        # Not ours, or already answered here (the echo of our own answer): nothing to do.
-        if ask is None or ask.phase != "asking":
-            if ask is not None:
-                ask.resolved = outcome
-            return
-        ask.resolved = outcome
-        if ask.approval is not None:
-            ask.controller.abort(resolved_note(outcome))
-        else:
-            ask.controller.abort(
-                ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
-            )
-
-
-def _ignore_result(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+        return runner.serve(ask)
