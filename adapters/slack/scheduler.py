@@ -24,16 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.budget import Bucket, Budget, LocalBudget
+from adapters.slack.lanes import MethodLanes, QueuedCall
 from adapters.slack.limits import POST_MESSAGE, SlackLimits
 
 __all__ = ["WebApiScheduler", "retry_after_of", "tagged"]
@@ -72,99 +71,6 @@ def retry_after_of(exc: BaseException) -> float | None:
     return _DEFAULT_RETRY_AFTER
 
 
-@dataclass(eq=False, slots=True)
-class _Call:
-    lane: str
-    send: Callable[[], Awaitable[Any]]
-    future: asyncio.Future[Any]
-    queued_at: float
-    tag: str | None = None
-    serial: bool = False
-    waiters: int = 1
-
-
-@dataclass(eq=False, slots=True)
-class _Method:
-    """The lanes of one method and the task that serves them.
-
-    ``lanes`` holds only calls not yet sent; ``turns`` is the round-robin order of lanes
-    (stale names are dropped as the turn passes them); ``busy`` lanes have a call in flight.
-    """
-
-    name: str
-    tags: Counter[str]
-    lanes: dict[str, deque[_Call]] = field(default_factory=dict)
-    turns: deque[str] = field(default_factory=deque)
-    in_turns: set[str] = field(default_factory=set)
-    busy: set[str] = field(default_factory=set)
-    not_before: dict[str, float] = field(default_factory=dict)
-    closed_until: float = 0.0
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    worker: asyncio.Task[None] | None = None
-    waiting: int = 0
-    slow: int = 0
-    slow_logged_at: float = -math.inf
-
-    def enqueue(self, entry: _Call, *, first: bool = False) -> None:
-        """Add a call to its lane (at the head when ``first``) and give the lane a turn."""
-        queued = self.lanes.setdefault(entry.lane, deque())
-        if first:
-            queued.appendleft(entry)
-        else:
-            queued.append(entry)
-        self.waiting += 1
-        if entry.tag is not None:
-            self.tags[entry.tag] += 1
-        if entry.lane not in self.in_turns:
-            self.in_turns.add(entry.lane)
-            if first:
-                self.turns.appendleft(entry.lane)
-            else:
-                self.turns.append(entry.lane)
-        self.wake.set()
-
-    def next_turn(self) -> str | None:
-        """The next lane with a waiting call, rotated to the back; ``None`` when none is left."""
-        while self.turns:
-            lane = self.turns.popleft()
-            if lane not in self.lanes:
-                self.in_turns.discard(lane)
-                self.not_before.pop(lane, None)
-                continue
-            self.turns.append(lane)
-            return lane
-        return None
-
-    def pop(self, lane: str) -> _Call:
-        """The lane's next call, now on its way."""
-        queued = self.lanes[lane]
-        entry = queued.popleft()
-        if not queued:
-            del self.lanes[lane]
-        self._untag(entry)
-        if entry.serial:
-            self.busy.add(lane)
-        return entry
-
-    def remove(self, entry: _Call) -> bool:
-        """Take a waiting call off its lane; whether it was still waiting."""
-        queued = self.lanes.get(entry.lane)
-        if queued is None or entry not in queued:
-            return False
-        queued.remove(entry)
-        if not queued:
-            del self.lanes[entry.lane]
-        self._untag(entry)
-        return True
-
-    def _untag(self, entry: _Call) -> None:
-        self.waiting -= 1
-        if entry.tag is not None:
-            self.tags[entry.tag] -= 1
-            if self.tags[entry.tag] <= 0:
-                del self.tags[entry.tag]
-
-
 class WebApiScheduler:
     """Paces Web API calls within ``limits`` (see the module docstring)."""
 
@@ -182,7 +88,7 @@ class WebApiScheduler:
         self._margin = margin
         self._slow_after = slow_after
         self._logger = logger or logging.getLogger("adapters.slack")
-        self._methods: dict[str, _Method] = {}
+        self._methods: dict[str, MethodLanes] = {}
         self._closed = False
         self._sending: set[asyncio.Task[None]] = set()
         self._tags: Counter[str] = Counter()
@@ -209,7 +115,7 @@ class WebApiScheduler:
         loop = asyncio.get_running_loop()
         state = self._methods.get(method)
         if state is None:
-            state = self._methods[method] = _Method(method, self._tags)
+            state = self._methods[method] = MethodLanes(method, self._tags)
         lane = key if key is not None else (channel or "")
         queued = state.lanes.get(lane)
         if key is not None and queued:
@@ -217,7 +123,7 @@ class WebApiScheduler:
             entry.send = send
             entry.waiters += 1
         else:
-            entry = _Call(
+            entry = QueuedCall(
                 lane, send, loop.create_future(), loop.time(), _TAG.get(), key is not None
             )
             state.enqueue(entry)
@@ -281,14 +187,14 @@ class WebApiScheduler:
 
     # -- serving --------------------------------------------------------------------------
 
-    def _kick(self, state: _Method) -> None:
+    def _kick(self, state: MethodLanes) -> None:
         if self._closed:
             return
         if state.worker is None or state.worker.done():
             task = asyncio.get_running_loop().create_task(self._serve(state), name=state.name)
             state.worker = task
 
-    async def _serve(self, state: _Method) -> None:
+    async def _serve(self, state: MethodLanes) -> None:
         loop = asyncio.get_running_loop()
         while state.lanes:
             lane, soonest = await self._choose(state, loop.time())
@@ -304,7 +210,7 @@ class WebApiScheduler:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
-    def _note_wait(self, state: _Method, waited: float, now: float) -> None:
+    def _note_wait(self, state: MethodLanes, waited: float, now: float) -> None:
         """Log a call that waited longer than ``slow_after``: at most one line per method
         each ``slow_after`` seconds, counting the slow calls since the last line."""
         if waited <= self._slow_after:
@@ -328,7 +234,7 @@ class WebApiScheduler:
         )
         state.slow, state.slow_logged_at = 0, now
 
-    async def _choose(self, state: _Method, now: float) -> tuple[str | None, float | None]:
+    async def _choose(self, state: MethodLanes, now: float) -> tuple[str | None, float | None]:
         """A lane whose call may go now, or ``None`` and when to look again."""
         if state.closed_until > now:
             return None, state.closed_until
@@ -354,7 +260,7 @@ class WebApiScheduler:
             soonest = ready_at if soonest is None else min(soonest, ready_at)
         return None, soonest
 
-    async def _send(self, state: _Method, entry: _Call) -> None:
+    async def _send(self, state: MethodLanes, entry: QueuedCall) -> None:
         try:
             self.sent += 1
             result = await entry.send()
@@ -395,7 +301,7 @@ class WebApiScheduler:
     # -- bookkeeping ----------------------------------------------------------------------
 
     def _settle(
-        self, entry: _Call, *, result: Any = None, error: BaseException | None = None
+        self, entry: QueuedCall, *, result: Any = None, error: BaseException | None = None
     ) -> None:
         if entry.future.done():
             return
