@@ -6,7 +6,7 @@ each naming the JSON path and the limit, for example::
     blocks[3].elements[0].text.text: 81 characters, Slack allows at most 75
 
 An empty list means the payload is within every limit of ``limits.py`` (slack-platform.md
-§1.1), the one table of Slack's limits that the renderer (blocks.py) sizes with too. The
+§1.1), the one table of Slack's limits that the renderer (``blocks``) sizes with too. The
 checker (``checker.py``) walks a payload against that table's row for each block and
 element type; a type without a row, or a field not in its type's row, is reported, since
 Slack rejects those too. Characters are counted with Python ``len`` (code points); Slack's

@@ -4,7 +4,7 @@ The numbers are Slack's published limits (slack-platform.md §1.1). ``BLOCKS`` a
 ``ELEMENTS`` give, per block and element type, every field the type has and the rule for
 it (a text object and its length, a string, a flag, a list of elements or options, ...);
 a field missing from a type's row is not a field of that type. ``checker.py`` walks a
-payload against these rows; ``blocks.py`` renders within the same numbers.
+payload against these rows; ``blocks/`` renders within the same numbers.
 """
 
 from __future__ import annotations

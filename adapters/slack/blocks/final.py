@@ -1,0 +1,129 @@
+"""The message as a record of its outcome: who answered what, and when (pure).
+
+The questions stay as they were shown, each answer follows its question as typed, and the
+outcome is one line in words (``outcomes``) with its date; nothing on it answers any more.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from adapters.slack.blockkit import block_text_length
+from adapters.slack.blockkit.limits import (
+    MAX_BLOCKS_MESSAGE,
+    MAX_HEADER_TEXT,
+    MAX_SECTION_TEXT,
+    MESSAGE_TEXT_BUDGET,
+)
+from adapters.slack.blocks.overflow import detail_blocks, detail_shares
+from adapters.slack.blocks.parts import (
+    byline_blocks,
+    context,
+    date,
+    header_block,
+    question_block,
+    tally_blocks,
+)
+from adapters.slack.blocks.rendered import MAX_FALLBACK_TEXT, Block, Rendered, fallback
+from adapters.slack.layout import layout_of
+from adapters.slack.messages import NO_LONGER_OPEN
+from adapters.slack.mrkdwn import escape, plain, shorten_escaped
+from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
+from adapters.slack.record import PendingRecord
+from adapters.slack.rich import Piece, italic, rich_text, words
+from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
+
+__all__ = ["MIN_ANSWER_TEXT", "answer_summary", "render_final", "render_stale"]
+
+MIN_ANSWER_TEXT: Final = 100
+"""The shortest an answer line of a final message is cut to so that the message fits."""
+
+
+def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:
+    """One answer as escaped mrkdwn: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return "_no answer_"
+    pieces = [escape(label) for label in item.selected]
+    if item.custom is not None and item.custom != "":
+        pieces.append(f"“{escape(item.custom)}”")
+    return ", ".join(pieces) if pieces else "_skipped_"
+
+
+def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
+    """One answer as typed: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return [italic("no answer")]
+    chosen = ", ".join(item.selected)
+    pieces = [words(chosen)] if chosen else []
+    if item.custom is not None and item.custom != "":
+        pieces.append(words(f"{', ' if chosen else ''}“{item.custom}”"))
+    return pieces or [italic("skipped")]
+
+
+def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+    """The outcome in words, then when, then the note, within ``limit`` characters.
+
+    The words and the note are shortened, never the date: a date token cut in half
+    (``<!date^…``) would reach Slack as a broken control sequence.
+    """
+    outcome = outcome_of(record)
+    if outcome is None:
+        return escape(record.state)
+    said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
+    when = f" · {date(record.finished_at)}" if record.finished_at else ""
+    note = ""
+    if record.note and record.state in ("answered", "cancelled"):
+        note = shorten_escaped(f"\n{escape(record.note)}", max(0, (limit - len(when)) // 3))
+    return shorten_escaped(said, max(1, limit - len(when) - len(note))) + when + note
+
+
+def render_final(record: PendingRecord) -> Rendered:
+    """The message as a record of its outcome: who answered what, and when; no buttons."""
+    limit = MAX_SECTION_TEXT
+    while True:
+        rendered = _render_final(record, limit)
+        over = block_text_length(rendered.blocks) - MESSAGE_TEXT_BUDGET
+        answers = len(record.questions) if record.state == "answered" else 0
+        if over <= 0 or answers == 0 or limit == MIN_ANSWER_TEXT:
+            return rendered
+        # Slack refuses an update over its text cap, which would leave the buttons up:
+        # shorten the answer lines until the record of the outcome fits.
+        limit = max(MIN_ANSWER_TEXT, limit - over // answers - 1)
+
+
+def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
+    shown = detail_shares(record)
+    count = len(record.questions)
+    blocks: list[Block] = [*byline_blocks(record, mention=False)]
+    plan = layout_of(record.questions) == "plan"
+    if plan:
+        header = record.questions[0].header or "Plan review"
+        blocks.append({"type": "header", "text": plain(header, MAX_HEADER_TEXT)})
+    items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
+    for index, question in enumerate(record.questions):
+        if question.header and not plan:
+            blocks.append(header_block(question.header))
+        blocks.append(question_block(question, index, count))
+        blocks.extend(detail_blocks(shown[index], question.detail or ""))
+        if record.state == "answered" and not plan:
+            answer = _answer_pieces(items.get(index))
+            if "style" in answer[0]:
+                answer.insert(0, words("→ "))
+            else:  # one run of text where it can be ("→ Deploy")
+                answer[0] = words(f"→ {answer[0]['text']}")
+            blocks.append(rich_text(*answer, limit=answer_limit))
+    if plan:
+        blocks.extend(tally_blocks(record))
+    outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
+    blocks.append(context(_outcome_line(record, outcome_limit)))
+    outcome = outcome_of(record)
+    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
+    # another client"), without a sentence's full stop before the question.
+    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
+    return Rendered(text, blocks[:MAX_BLOCKS_MESSAGE])
+
+
+def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
+    """What a message of an unknown (expired) request is turned into."""
+    return Rendered(text, [context(f":hourglass: {text}")])

@@ -1,0 +1,88 @@
+"""The modals a question opens: free text (Other…, Answer…, plan feedback) and the
+confirmation an empty Submit asks for (pure)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from adapters.slack import ids
+from adapters.slack.blockkit.limits import (
+    MAX_INPUT_LABEL,
+    MAX_INPUT_LENGTH,
+    MAX_MODAL_CLOSE,
+    MAX_MODAL_SUBMIT,
+    MAX_MODAL_TITLE,
+)
+from adapters.slack.blocks.parts import label, question_block
+from adapters.slack.blocks.rendered import Block
+from adapters.slack.layout import layout_of
+from adapters.slack.mrkdwn import plain, shorten
+from adapters.slack.record import PendingRecord
+
+__all__ = ["MODAL_DETAIL", "render_skip_modal", "render_text_modal"]
+
+MODAL_DETAIL: Final = 1500
+"""Characters of a question's detail shown in its modal (the message has all of it)."""
+
+
+def render_skip_modal(record: PendingRecord) -> Block:
+    """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
+    what = "questions were" if len(record.questions) > 1 else "question was"
+    return {
+        "type": "modal",
+        "callback_id": ids.callback_id("skip"),
+        "private_metadata": ids.private_metadata(record.id, 0),
+        "title": plain("Nothing selected", MAX_MODAL_TITLE),
+        "submit": plain("Submit empty", MAX_MODAL_TITLE),
+        "close": plain("Go back", MAX_MODAL_TITLE),
+        "blocks": [
+            {"type": "section", "text": plain("Submit with nothing selected?")},
+            {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
+        ],
+    }
+
+
+def render_text_modal(record: PendingRecord, index: int, user: str | None = None) -> Block:
+    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
+
+    It shows the question once, with the beginning of its detail as plain text, and
+    ``user``'s own draft text, if any.
+    """
+    question = record.questions[index]
+    layout = layout_of(record.questions)
+    feedback = layout == "plan"
+    prompt = "What should change?" if feedback else "Your answer"
+    title = "Plan feedback" if feedback else "Your answer"
+    submit = "Decline" if feedback else "Send"
+    element: Block = {
+        "type": "plain_text_input",
+        "action_id": ids.action_id("text"),
+        "multiline": True,
+        "max_length": MAX_INPUT_LENGTH,
+    }
+    current = record.draft_of(user, index).custom or record.draft(index).custom
+    if current:
+        element["initial_value"] = current[:MAX_INPUT_LENGTH]
+    blocks: list[Block] = [question_block(question, 0, 1)]
+    detail = (question.detail or "").strip()
+    if detail:
+        if len(detail) > MODAL_DETAIL:
+            detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
+        blocks.append({"type": "section", "text": plain(detail)})
+    blocks.append(
+        {
+            "type": "input",
+            "block_id": ids.block_id(record.id, index, "in"),
+            "label": plain(label(prompt, MAX_INPUT_LABEL)),
+            "element": element,
+        }
+    )
+    return {
+        "type": "modal",
+        "callback_id": ids.callback_id("text"),
+        "private_metadata": ids.private_metadata(record.id, index),
+        "title": plain(title, MAX_MODAL_TITLE),
+        "submit": plain(submit, MAX_MODAL_SUBMIT),
+        "close": plain("Cancel", MAX_MODAL_CLOSE),
+        "blocks": blocks,
+    }
