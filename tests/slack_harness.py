@@ -217,6 +217,12 @@ def interactive_elements(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+def answering_elements(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The interactive elements that act on a question: all but link buttons (a URL
+    button only opens its page), so empty for a finished record, which keeps its link."""
+    return [e for e in interactive_elements(blocks) if "url" not in e]
+
+
 def all_text(blocks: list[dict[str, Any]]) -> str:
     """All text in ``blocks`` joined (to look for what a person would read)."""
     parts: list[str] = []

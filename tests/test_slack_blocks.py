@@ -1187,7 +1187,7 @@ def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
     assert 0 < len(rendered.thread) <= MAX_THREAD_REPLIES
 
 
-def test_a_deadline_and_a_link_are_shown_while_open() -> None:
+def test_a_deadline_is_shown_while_open_and_a_link_stays_on_the_record() -> None:
     rec = record({"options": opts(2)}, deadline=1_700_003_600.0, link="https://ci.example/r/1")
     rendered = render_open(rec)
     assert_within_limits(rendered)
@@ -1199,7 +1199,11 @@ def test_a_deadline_and_a_link_are_shown_while_open() -> None:
     assert link["url"] == "https://ci.example/r/1"
     assert ids.parse_action_id(link["action_id"]) == "link"
     final = render_final(finished(rec, "cancelled", answered_by=ALICE))
-    assert_final_shape(final)
+    assert_within_limits(final)
+    # The record keeps the link (the same URL button) and nothing else that can be clicked.
+    (kept,) = [b for b in final.blocks if b["type"] == "actions"]
+    assert kept["elements"] == [link]
+    assert_final_shape(Rendered(final.text, [b for b in final.blocks if b is not kept]))
     assert "Answer by" not in all_text(final.blocks)
 
 

@@ -14,7 +14,13 @@ from adapters.slack.blockkit import check_message
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
-from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+from tests.slack_harness import (
+    SlackHarness,
+    all_text,
+    answering_elements,
+    interactive_elements,
+    until,
+)
 from tests.slack_payloads import click
 
 
@@ -47,8 +53,8 @@ def plan(text: str = "# Plan\n\n1. Migrate\n2. Deploy", **extra: Any) -> dict[st
 
 
 async def finished(h: SlackHarness, message: Any) -> Any:
-    """Wait until the message has become a record with no interactive element."""
-    await until(lambda: not interactive_elements(h.current(message).blocks), what="final record")
+    """Wait until the message has become a record with nothing that answers (a link stays)."""
+    await until(lambda: not answering_elements(h.current(message).blocks), what="final record")
     return h.current(message)
 
 
@@ -731,6 +737,43 @@ async def test_an_answer_stops_the_reminders() -> None:
         assert (await task).answers[0].selected == ["Yes"]
         await asyncio.sleep(0.5)  # well past the whole schedule
         assert replies(h, message) == []
+
+
+LINK = "https://ci.example/runs/42?step=deploy&try=2"
+LINK_TEXT = "Open the asker's page ↗"
+
+
+@pytest.mark.parametrize("ending", ["answered", "cancelled", "timed out"])
+async def test_the_link_stays_on_the_record_once_the_question_ends(ending: str) -> None:
+    clock = FastClock()
+    async with SlackHarness(clock=clock) as h:
+        controller = AbortController()
+        options = AskOptions(link=LINK, timeout=60 if ending == "timed out" else None)
+        task = h.ask(one("Deploy?", ["Yes", "No"]), options=options, signal=controller.signal)
+        message = await h.posted()
+        if ending == "answered":
+            await h.click(message, h.alice, text="Yes")
+            assert (await task).answers[0].selected == ["Yes"]
+        else:
+            if ending == "cancelled":
+                controller.abort()
+            with pytest.raises(UserQuestionError):
+                await task
+        final = await finished(h, message)
+        words = {"answered": "Answered by", "cancelled": "Cancelled", "timed out": "Timed out"}
+        assert words[ending] in all_text(final.blocks)
+        assert check_message(final.blocks, final.text) == []
+        (link,) = interactive_elements(final.blocks)  # the link, and nothing that answers
+        assert link["type"] == "button" and link["url"] == LINK
+        assert link["text"]["type"] == "plain_text" and link["text"]["text"] == LINK_TEXT
+        assert "value" not in link and "style" not in link
+        # A click on it only opens the page: acknowledged, and nothing else happens.
+        edits = len(h.current(message).edits)
+        status, _ = await h.click(final, h.bob, text=LINK_TEXT)
+        assert status == 200
+        await asyncio.sleep(0.2)
+        assert h.ephemerals(h.bob) == []
+        assert len(h.current(message).edits) == edits
 
 
 # --- issue 16: App Home, "Waiting for you" ------------------------------------------------

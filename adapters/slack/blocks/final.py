@@ -1,7 +1,8 @@
 """The message as a record of its outcome: who answered what, and when (pure).
 
 The questions stay as they were shown, each answer follows its question as typed, and the
-outcome is one line in words (``outcomes``) with its date; nothing on it answers any more.
+outcome is one line in words (``outcomes``) with its date; nothing on it answers any more,
+and the asker's link (a button that only opens its page) stays.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from adapters.slack.blocks.parts import (
     context,
     date,
     header_block,
+    link_blocks,
     question_block,
     tally_blocks,
 )
@@ -78,7 +80,10 @@ def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
 
 
 def render_final(record: PendingRecord) -> Rendered:
-    """The message as a record of its outcome: who answered what, and when; no buttons."""
+    """The message as a record of its outcome: who answered what, and when.
+
+    Nothing on it answers any more; the asker's link, if any, stays (a URL button).
+    """
     limit = MAX_SECTION_TEXT
     while True:
         rendered = _render_final(record, limit)
@@ -116,6 +121,7 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
         blocks.extend(tally_blocks(record))
     outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
     blocks.append(context(_outcome_line(record, outcome_limit)))
+    blocks.extend(link_blocks(record))  # the asker's page stays one click away
     outcome = outcome_of(record)
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
     # another client"), without a sentence's full stop before the question.
