@@ -5,7 +5,6 @@ Nothing survives the process; ``python -m bot`` uses the SQLite store by default
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -15,30 +14,9 @@ from typing import TYPE_CHECKING
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.protocol import RETENTION, PendingStore, Watch
+from adapters.slack.stores.watches import WatchRegistry
 
 __all__ = ["MemoryPendingStore"]
-
-
-class _MemoryWatch:
-    def __init__(self, store: MemoryPendingStore, request_id: str) -> None:
-        self._store = store
-        self.request_id = request_id
-        self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
-
-    async def wait(self) -> PendingRecord:
-        # Awaited directly (no shield): the ending resumes the waiter on the loop's very
-        # next turn, ahead of the message update it schedules. A cancelled wait cancels
-        # the future; the next wait starts a fresh one and finds the stored ending.
-        if self.future.cancelled():
-            self.future = asyncio.get_running_loop().create_future()
-        if not self.future.done():
-            ending = self._store._ending(self.request_id)
-            if ending is not None:
-                self.future.set_result(ending)
-        return await self.future
-
-    def close(self) -> None:
-        self._store._forget(self)
 
 
 class MemoryPendingStore:
@@ -53,7 +31,7 @@ class MemoryPendingStore:
         self._process_id = process_id
         self._finished_ttl = finished_ttl
         self._records: dict[str, _Stored] = {}
-        self._watches: dict[str, set[_MemoryWatch]] = {}
+        self._watches = WatchRegistry(self._refresh)
         self._expiry: deque[tuple[float, str]] = deque()
         self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
         self._events: list[AuditEvent] = []
@@ -65,7 +43,7 @@ class MemoryPendingStore:
 
     @property
     def watch_count(self) -> int:
-        return sum(len(watches) for watches in self._watches.values())
+        return self._watches.count
 
     async def start(self) -> None:
         return None
@@ -97,15 +75,11 @@ class MemoryPendingStore:
             deadline = time.monotonic() + self._finished_ttl
             self._deadlines[record.id] = deadline
             self._expiry.append((deadline, record.id))
-            for watch in self._watches.get(record.id, ()):
-                if not watch.future.done():
-                    watch.future.set_result(PendingRecord.load(written.json))
+            self._watches.resolve(record)
         return True
 
     def watch(self, request_id: str) -> Watch:
-        watch = _MemoryWatch(self, request_id)
-        self._watches.setdefault(request_id, set()).add(watch)
-        return watch
+        return self._watches.watch(request_id)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         self._expire()
@@ -127,20 +101,11 @@ class MemoryPendingStore:
             if event.at >= since and (until is None or event.at < until):
                 yield event
 
-    def _ending(self, request_id: str) -> PendingRecord | None:
-        """The stored record if it has ended (for a watch that starts waiting late)."""
+    async def _refresh(self, request_id: str) -> None:
+        """A watch starts waiting late: resolve it if its record has ended meanwhile."""
         stored = self._records.get(request_id)
-        if stored is None or stored.state not in TERMINAL_STATES:
-            return None
-        return PendingRecord.load(stored.json)
-
-    def _forget(self, watch: _MemoryWatch) -> None:
-        watches = self._watches.get(watch.request_id)
-        if watches is None:
-            return
-        watches.discard(watch)
-        if not watches:
-            del self._watches[watch.request_id]
+        if stored is not None and stored.state in TERMINAL_STATES:
+            self._watches.resolve(PendingRecord.load(stored.json))
 
     def _expire(self) -> None:
         now = time.monotonic()

@@ -1,0 +1,51 @@
+"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+
+from adapters.slack.audit import AuditEvent
+from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
+
+__all__ = ["SqliteAudit"]
+
+
+class SqliteAudit:
+    """Every question's events in one table, in the order they were appended."""
+
+    def __init__(self, file: SqliteFile) -> None:
+        self._file = file
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail."""
+        await self._file.rows(
+            "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?) RETURNING seq",
+            (event.request_id, event.at, event.dump()),
+        )
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        rows = await self._file.rows(
+            "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
+        )
+        return [AuditEvent.load(raw) for (raw,) in rows]
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
+        after = 0
+        while True:
+            rows = await self._file.rows(
+                "SELECT seq, json FROM events WHERE seq > ? AND at >= ? AND at < ?"
+                " ORDER BY seq LIMIT ?",
+                (after, since, math.inf if until is None else until, CHUNK),
+            )
+            for _, raw in rows:
+                yield AuditEvent.load(raw)
+            if len(rows) < CHUNK:
+                return
+            after = int(rows[-1][0])
+
+    async def purge(self, before: float) -> None:
+        """Delete the events older than ``before`` (the retention's cutoff)."""
+        await self._file.rows("DELETE FROM events WHERE at < ?", (before,))

@@ -1,0 +1,88 @@
+"""The SQLite store's wake-ups from other processes on the same file.
+
+A poll every ``poll_interval`` seconds: ``PRAGMA data_version`` says whether anyone else
+committed since the last look, and the trigger-fed ``endings`` table (an autoincrement
+sequence) says what ended since then; the watched ones are re-read and resolved. Every
+``LOST_CHECK_INTERVAL`` the poll also fails the waits on records another process deleted
+(``RECORD_LOST``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores.lost import LOST_CHECK_INTERVAL, fail_lost, waiting_ids
+from adapters.slack.stores.sqlite_file import SqliteFile
+from adapters.slack.stores.watches import WatchRegistry
+
+__all__ = ["SqliteEndings"]
+
+
+class SqliteEndings:
+    """Notices endings written by other processes and resolves this process's watches."""
+
+    def __init__(
+        self,
+        file: SqliteFile,
+        watches: WatchRegistry,
+        *,
+        poll_interval: float,
+        log: logging.Logger,
+    ) -> None:
+        self._file = file
+        self._watches = watches
+        self._poll_interval = poll_interval
+        self._log = log
+        self._data_version = -1
+        self._seen_seq = 0
+        self._lost_checked = 0.0
+
+    async def begin(self) -> None:
+        """Start from now: what ended before is read by the watches themselves."""
+        self._seen_seq = int(await self._file.scalar("SELECT COALESCE(MAX(seq), 0) FROM endings"))
+        self._data_version = int(await self._file.scalar("PRAGMA data_version"))
+
+    async def poll(self) -> None:
+        """Look every ``poll_interval`` while the file is open (run as a task)."""
+        while self._file.is_open:
+            await asyncio.sleep(self._poll_interval)
+            try:
+                await self.poll_once()
+            except Exception:  # never let one failure stop the wake-ups
+                self._log.exception("pending store poll failed")
+
+    async def poll_once(self) -> None:
+        """One look: resolve the watches of what other processes ended since the last."""
+        version = int(await self._file.scalar("PRAGMA data_version"))
+        if version == self._data_version:
+            return  # nobody else committed since the last look
+        self._data_version = version
+        if time.monotonic() - self._lost_checked >= LOST_CHECK_INTERVAL:
+            self._lost_checked = time.monotonic()
+            await self._check_lost()
+        rows = await self._file.rows(
+            "SELECT seq, id FROM endings WHERE seq > ? ORDER BY seq", (self._seen_seq,)
+        )
+        if not rows:
+            return
+        self._seen_seq = int(rows[-1][0])
+        wanted = sorted({request_id for _, request_id in rows if request_id in self._watches})
+        for (raw,) in await self._file.rows_in(
+            "SELECT json FROM records WHERE id IN ({ids})", wanted
+        ):
+            record = PendingRecord.load(raw)
+            if not record.is_open:
+                self._watches.resolve(record)
+
+    async def _check_lost(self) -> None:
+        """Fail the waits on records another process deleted: ``RECORD_LOST``."""
+        ids = waiting_ids(self._watches.groups)
+        rows = await self._file.rows_in("SELECT id FROM records WHERE id IN ({ids})", ids)
+        present = {request_id for (request_id,) in rows}
+        for request_id in ids:
+            if request_id not in present:
+                self._log.error("pending store lost record %s (deleted)", request_id)
+                fail_lost(self._watches.groups.get(request_id, ()), request_id)

@@ -1,0 +1,104 @@
+"""The SQLite store's upkeep: heartbeats, the sweep of lost processes' records, retention.
+
+Every process beats in ``alive`` every ``heartbeat_interval``; the pending records of a
+process whose beat is older than ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next
+sweep. Finished records, the endings feed and audit events older than their keeping time are
+deleted at start and then every hour (a pending record is never purged).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Final
+
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores.duties import fail_orphans, log_orphans
+from adapters.slack.stores.protocol import PendingStore
+from adapters.slack.stores.sqlite_audit import SqliteAudit
+from adapters.slack.stores.sqlite_file import SqliteFile
+from bot.questions.errors import UserQuestionError
+
+__all__ = ["SqliteUpkeep"]
+
+_ENDINGS_KEPT: Final = 3600.0
+"""How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
+_PURGE_EVERY: Final = 3600.0
+"""Seconds between two purges while running."""
+
+
+class SqliteUpkeep:
+    """This process's heartbeat, the sweep for other processes' orphans, the retention."""
+
+    def __init__(
+        self,
+        file: SqliteFile,
+        store: PendingStore,
+        audit: SqliteAudit,
+        *,
+        retention: float,
+        heartbeat_ttl: float,
+        log: logging.Logger,
+    ) -> None:
+        self._file = file
+        self._store = store
+        self._audit = audit
+        self._retention = retention
+        self._heartbeat_ttl = heartbeat_ttl
+        self._log = log
+        self._last_purge = time.monotonic()
+
+    async def beat(self) -> None:
+        """Say this process is alive."""
+        await self._file.rows(
+            "INSERT INTO alive (process_id, beat_at) VALUES (?, ?)"
+            " ON CONFLICT (process_id) DO UPDATE SET beat_at = excluded.beat_at RETURNING 1",
+            (self._store.process_id, time.time()),
+        )
+
+    async def stop_beating(self) -> None:
+        """Delete this process's heartbeat (at close; a failure is logged)."""
+        try:
+            await self._file.rows(
+                "DELETE FROM alive WHERE process_id = ? RETURNING 1", (self._store.process_id,)
+            )
+        except UserQuestionError as exc:
+            self._log.warning("pending store could not delete its heartbeat: %s", exc)
+
+    async def duty(self) -> list[PendingRecord]:
+        """One heartbeat: beat, sweep, and purge when an hour has passed."""
+        await self.beat()
+        orphans = await self.sweep_orphans()
+        if time.monotonic() - self._last_purge > _PURGE_EVERY:
+            self._last_purge = time.monotonic()
+            await self.purge()
+        return orphans
+
+    async def purge(self, now: float | None = None) -> int:
+        """Delete finished records and audit events older than the retention period.
+
+        Returns how many records went (a pending record is never purged).
+        """
+        now = time.time() if now is None else now
+        rows = await self._file.rows(
+            "DELETE FROM records WHERE state != 'pending' AND finished_at < ? RETURNING id",
+            (now - self._retention,),
+        )
+        await self._file.rows("DELETE FROM endings WHERE at < ?", (now - _ENDINGS_KEPT,))
+        await self._audit.purge(now - self._retention)
+        return len(rows)
+
+    async def sweep_orphans(self) -> list[PendingRecord]:
+        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
+        stale = time.time() - self._heartbeat_ttl
+        rows = await self._file.rows(
+            "SELECT DISTINCT r.owner FROM records r LEFT JOIN alive a"
+            " ON a.process_id = r.owner WHERE r.state = 'pending' AND r.owner IS NOT NULL"
+            " AND r.owner != ? AND (a.beat_at IS NULL OR a.beat_at < ?)",
+            (self._store.process_id, stale),
+        )
+        failed: list[PendingRecord] = []
+        for (owner,) in rows:
+            failed += await fail_orphans(self._store, owner)
+        log_orphans(self._log, failed)
+        return failed

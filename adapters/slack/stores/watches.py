@@ -1,0 +1,129 @@
+"""Watches in this process: the waiters for requests' endings, as every store keeps them.
+
+A store registers a ``LocalWatch`` per ``watch()`` in its ``WatchRegistry`` and resolves
+them (``resolve``) when it learns that a record ended: from its own write, or from another
+process (the SQLite poll, the Redis subscriber). A watch that starts waiting first asks the
+store to look (``refresh``): the record may have ended already. ``close`` (and an outage
+that lasts too long) ends every wait still pending with an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+
+from adapters.slack.record import PendingRecord
+from bot.questions.errors import UserQuestionError
+
+__all__ = ["LocalWatch", "WatchRegistry"]
+
+Refresh = Callable[[str], Awaitable[None]]
+"""Look at one watched record now and ``resolve`` it if it has ended."""
+
+
+class LocalWatch:
+    """A waiter in this process for one request's ending."""
+
+    def __init__(self, registry: WatchRegistry, request_id: str) -> None:
+        self._registry = registry
+        self.request_id = request_id
+        self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
+        self.waiting = False  # set once waited on: the record existed (checked for loss)
+
+    async def wait(self) -> PendingRecord:
+        """Return the record once it is terminal (looking first: it may be already).
+
+        Unshielded, the ending resumes the waiter on the loop's very next turn; a cancelled
+        wait cancels the future and the next wait starts a fresh one and finds the ending.
+        """
+        self.waiting = True
+        if self.future.cancelled():
+            self.future = asyncio.get_running_loop().create_future()
+        if not self.future.done():
+            await self._registry.refresh(self.request_id)
+        if self._registry.shielded:
+            return await asyncio.shield(self.future)
+        return await self.future
+
+    def close(self) -> None:
+        """Stop watching (idempotent); the store forgets the waiter."""
+        self._registry.forget(self)
+
+
+class WatchRegistry:
+    """The watches of one store in this process, by request id.
+
+    ``refresh`` is the store's look at one record; ``shielded`` waits survive their
+    waiter's cancellation (the Redis store's); ``on_unwatched`` is told when the last
+    watch of an id goes.
+    """
+
+    def __init__(
+        self,
+        refresh: Refresh,
+        *,
+        shielded: bool = False,
+        on_unwatched: Callable[[str], None] | None = None,
+    ) -> None:
+        self.refresh = refresh
+        self.shielded = shielded
+        self._on_unwatched = on_unwatched
+        self._groups: dict[str, set[LocalWatch]] = {}
+        self._closed: UserQuestionError | None = None
+
+    @property
+    def groups(self) -> Mapping[str, set[LocalWatch]]:
+        """The watches of each watched request id."""
+        return self._groups
+
+    @property
+    def count(self) -> int:
+        """How many watches are registered (zero when nothing leaks)."""
+        return sum(len(group) for group in self._groups.values())
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._groups
+
+    def watch(self, request_id: str) -> LocalWatch:
+        """A new watch of ``request_id``; after ``close`` one that fails at once."""
+        watch = LocalWatch(self, request_id)
+        if self._closed is not None:
+            _fail(watch, self._closed)
+            return watch
+        self._groups.setdefault(request_id, set()).add(watch)
+        return watch
+
+    def forget(self, watch: LocalWatch) -> None:
+        """Drop ``watch`` (idempotent)."""
+        group = self._groups.get(watch.request_id)
+        if group is None:
+            return
+        group.discard(watch)
+        if not group:
+            del self._groups[watch.request_id]
+            if self._on_unwatched is not None:
+                self._on_unwatched(watch.request_id)
+
+    def resolve(self, record: PendingRecord) -> None:
+        """End the waits on ``record`` (terminal) with a copy of it each."""
+        for watch in self._groups.get(record.id, ()):
+            if not watch.future.done():
+                watch.future.set_result(record.model_copy(deep=True))
+
+    def fail_all(self, error: UserQuestionError) -> None:
+        """End every wait still pending with ``error`` (the watches stay registered)."""
+        for group in self._groups.values():
+            for watch in group:
+                _fail(watch, error)
+
+    def close(self, error: UserQuestionError) -> None:
+        """End every wait with ``error``, forget them all; later watches fail at once."""
+        self.fail_all(error)
+        self._groups.clear()
+        self._closed = error
+
+
+def _fail(watch: LocalWatch, error: UserQuestionError) -> None:
+    if not watch.future.done():
+        watch.future.set_exception(error)
+        watch.future.exception()  # retrieved: the waiter re-raises it; never "unretrieved"
