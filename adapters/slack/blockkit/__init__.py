@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from adapters.slack.blockkit.checker import INVALID_BLOCKS, Checker, Problem, kind_of, too_long
+from adapters.slack.blockkit.checker import Checker
 from adapters.slack.blockkit.limits import (
     HOME_VIEW,
     MAX_BLOCKS_MESSAGE,
@@ -33,6 +33,7 @@ from adapters.slack.blockkit.limits import (
     RECOMMENDED_MESSAGE_TEXT,
     VIEW,
 )
+from adapters.slack.blockkit.problems import INVALID_BLOCKS, Problem, kind_of, too_long
 
 __all__ = [
     "INVALID_BLOCKS",

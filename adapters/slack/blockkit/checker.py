@@ -10,7 +10,6 @@ initial options among the options, ...) are the functions at the end of this mod
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.slack.blockkit.limits import (
@@ -21,10 +20,15 @@ from adapters.slack.blockkit.limits import (
     MAX_IMAGE_URL,
     MAX_INPUT_LENGTH,
     MAX_OPTION_GROUPS,
-    MAX_OPTIONS,
-    MAX_SECTION_TEXT,
-    MENU_OPTION,
+    MENU_OPTIONS,
     OPTION_GROUP,
+    SECTION_TEXT,
+    TEXT_FIELDS,
+    TEXT_IN_CONTEXT,
+    TEXT_TYPES,
+)
+from adapters.slack.blockkit.problems import INVALID_BLOCKS, Problem, kind_of, too_long
+from adapters.slack.blockkit.rules import (
     Elements,
     Flag,
     Integer,
@@ -39,41 +43,10 @@ from adapters.slack.blockkit.limits import (
     Text,
 )
 
-__all__ = ["INVALID_BLOCKS", "Checker", "Problem"]
-
-INVALID_BLOCKS: Final = "invalid_blocks"
-
-_TEXT_TYPES: Final = frozenset({"plain_text", "mrkdwn"})
-_TEXT_FIELDS: Final = frozenset({"type", "text", "emoji", "verbatim"})
-_REQUIRED_TEXT: Final = Text(required=True)
-_MENU_OPTIONS: Final = Options(MAX_OPTIONS, MENU_OPTION)
+__all__ = ["Checker"]
 
 Values = dict[str, str]
 """Option value -> option text, of the options a menu or choice element offers."""
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One broken limit: the JSON path, what is wrong, a machine code, and its severity."""
-
-    path: str
-    message: str
-    code: str = INVALID_BLOCKS
-    warning: bool = False
-
-    def __str__(self) -> str:
-        """``path: message``, the form ``check_message`` returns."""
-        return f"{self.path}: {self.message}"
-
-
-def kind_of(value: object) -> str:
-    """How a value of the wrong type is named in a problem (``null``, ``list``, ...)."""
-    return "null" if value is None else type(value).__name__
-
-
-def too_long(n: int, limit: int, noun: str = "characters") -> str:
-    """The message for ``n`` characters (or items) over ``limit``."""
-    return f"{n} {noun}, Slack allows at most {limit}"
 
 
 def _at(path: str, key: str) -> str:
@@ -205,11 +178,11 @@ class Checker:
             self.add(path, f"must be a text object, got {kind_of(value)}")
             return
         kind = value.get("type")
-        if kind not in _TEXT_TYPES:
+        if kind not in TEXT_TYPES:
             self.add(f"{path}.type", f"must be plain_text or mrkdwn, got {kind!r}")
         elif rule.plain and kind != "plain_text":
             self.add(f"{path}.type", f"must be plain_text, got {kind!r}")
-        self.fields(value, path, _TEXT_FIELDS, "a text object")
+        self.fields(value, path, TEXT_FIELDS, "a text object")
         if kind == "mrkdwn" and "emoji" in value:
             self.add(f"{path}.emoji", "only plain_text takes emoji")
         if kind == "plain_text" and "verbatim" in value:
@@ -255,8 +228,8 @@ class Checker:
         action_ids: dict[str, str] = {}
         for i, element in enumerate(self.items(value, path, rule.many, required=rule.required)):
             where = f"{path}[{i}]"
-            if rule.texts and isinstance(element, Mapping) and element.get("type") in _TEXT_TYPES:
-                self.text(element, where, _REQUIRED_TEXT)
+            if rule.texts and isinstance(element, Mapping) and element.get("type") in TEXT_TYPES:
+                self.text(element, where, TEXT_IN_CONTEXT)
             else:
                 self.element(element, where, rule, action_ids)
 
@@ -325,7 +298,7 @@ class Checker:
 def _section(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Values) -> None:
     if obj.get("text") is None and obj.get("fields") is None:
         c.add(path, "a section needs text or fields")
-    c.text(obj.get("text"), f"{path}.text", Text(MAX_SECTION_TEXT))
+    c.text(obj.get("text"), f"{path}.text", SECTION_TEXT)
 
 
 def _markdown(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Values) -> None:
@@ -351,7 +324,7 @@ def _menu(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Value
         c.add(f"{path}.options", "required (or option_groups)")
         return {}
     if options is not None:
-        return c.options(options, f"{path}.options", _MENU_OPTIONS)
+        return c.options(options, f"{path}.options", MENU_OPTIONS)
     found: Values = {}
     seen: dict[str, str] = {}  # values are unique across groups
     groups = c.items(groups, f"{path}.option_groups", MAX_OPTION_GROUPS, required=True)
@@ -362,7 +335,7 @@ def _menu(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Value
             continue
         c.fields(group, where, OPTION_GROUP, "an option group")
         c.rule(OPTION_GROUP["label"], group.get("label"), f"{where}.label")
-        found |= c.options(group.get("options"), f"{where}.options", _MENU_OPTIONS, seen)
+        found |= c.options(group.get("options"), f"{where}.options", MENU_OPTIONS, seen)
     return found
 
 

@@ -4,14 +4,28 @@ The numbers are Slack's published limits (slack-platform.md §1.1). ``BLOCKS`` a
 ``ELEMENTS`` give, per block and element type, every field the type has and the rule for
 it (a text object and its length, a string, a flag, a list of elements or options, ...);
 a field missing from a type's row is not a field of that type. ``checker.py`` walks a
-payload against these rows; ``blocks/`` renders within the same numbers.
+payload against these rows; ``blocks/`` renders within the same numbers. The kinds of
+rule a field can have are ``rules.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
+
+from adapters.slack.blockkit.rules import (
+    Elements,
+    Flag,
+    Integer,
+    Items,
+    Object,
+    OneOf,
+    Options,
+    Row,
+    Special,
+    String,
+    Text,
+)
 
 __all__ = [
     "ACCESSORY_ELEMENT_TYPES",
@@ -66,24 +80,17 @@ __all__ = [
     "MAX_TEXT",
     "MAX_VIEW_STACK",
     "MENU_OPTION",
+    "MENU_OPTIONS",
     "MESSAGE_TEXT_BUDGET",
     "OPTION",
     "OPTION_GROUP",
     "OVERFLOW_OPTION",
     "RECOMMENDED_MESSAGE_TEXT",
+    "SECTION_TEXT",
+    "TEXT_FIELDS",
+    "TEXT_IN_CONTEXT",
+    "TEXT_TYPES",
     "VIEW",
-    "Elements",
-    "Flag",
-    "Integer",
-    "Items",
-    "Object",
-    "OneOf",
-    "Options",
-    "Row",
-    "Rule",
-    "Special",
-    "String",
-    "Text",
 ]
 
 # Surfaces.
@@ -143,101 +150,17 @@ MAX_EXTERNAL_ID: Final = 255
 MAX_VIEW_STACK: Final = 3
 
 
-# -- the rules a field can have -----------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    """A text object of at most ``limit`` characters (``plain``: plain_text only)."""
-
-    limit: int = MAX_TEXT
-    plain: bool = False
-    required: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class String:
-    """A string of ``minimum`` to ``limit`` characters (``None``: no upper limit)."""
-
-    limit: int | None
-    required: bool = False
-    minimum: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """``true`` or ``false``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Integer:
-    """An integer from ``low`` to ``high`` (``None``: no upper bound)."""
-
-    low: int
-    high: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class OneOf:
-    """One of ``values`` (in the order messages name them)."""
-
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Items:
-    """A list of ``minimum`` to ``limit`` items, each following ``each`` (``None``: any)."""
-
-    limit: int | None
-    minimum: int = 1
-    required: bool = False
-    each: Rule | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Object:
-    """A nested object (``what`` names it) whose fields follow ``row``."""
-
-    row: Row
-    what: str
-
-
-@dataclass(frozen=True, slots=True)
-class Elements:
-    """One element (``many`` is ``None``) or a list of up to ``many``, of ``allowed`` types.
-
-    ``where`` names the container in messages; ``texts``: text objects may stand among them.
-    """
-
-    allowed: frozenset[str]
-    where: str
-    many: int | None = None
-    required: bool = False
-    texts: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """A list of up to ``limit`` option objects shaped by ``row`` (values unique)."""
-
-    limit: int
-    row: Row
-    required: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Special:
-    """A field whose rule spans several fields; ``checker.py`` checks it by ``name``."""
-
-    name: str
-
-
-Rule = Text | String | Flag | Integer | OneOf | Items | Object | Elements | Options | Special
-"""What one field must be."""
-Row = Mapping[str, Rule]
-"""Every field of one type, with its rule (``type``, ``block_id``, ``action_id`` aside)."""
-
 _STYLE: Final = OneOf(("primary", "danger"))
+
+# -- text objects -------------------------------------------------------------------------
+
+TEXT_TYPES: Final = frozenset({"plain_text", "mrkdwn"})
+TEXT_FIELDS: Final = frozenset({"type", "text", "emoji", "verbatim"})
+"""Every field of a text object (``emoji``: plain_text only; ``verbatim``: mrkdwn only)."""
+TEXT_IN_CONTEXT: Final = Text(MAX_TEXT, required=True)
+"""A text object standing among a context block's elements."""
+SECTION_TEXT: Final = Text(MAX_SECTION_TEXT)
+"""A section's text (a section needs it or ``fields``)."""
 
 # -- composition objects ------------------------------------------------------------------
 
@@ -253,11 +176,13 @@ MENU_OPTION: Final[Row] = {
     "description": Text(MAX_OPTION_DESCRIPTION, plain=True),
 }
 """An option of a select menu (plain text only)."""
+MENU_OPTIONS: Final = Options(MAX_OPTIONS, MENU_OPTION)
+"""A select menu's options (or one option group's)."""
 OVERFLOW_OPTION: Final[Row] = {**MENU_OPTION, "url": String(MAX_OPTION_URL)}
 """An option of an overflow menu (may open a URL)."""
 OPTION_GROUP: Final[Row] = {
     "label": Text(MAX_OPTION_GROUP_LABEL, plain=True, required=True),
-    "options": Options(MAX_OPTIONS, MENU_OPTION),
+    "options": MENU_OPTIONS,
 }
 _CONFIRM_ROW: Final[Row] = {
     "title": Text(MAX_CONFIRM_TITLE, plain=True, required=True),
@@ -343,7 +268,7 @@ INPUT_ELEMENT_TYPES: Final = _CHOICE_TYPES | {"plain_text_input"}
 
 BLOCKS: Final[Mapping[str, Row]] = {
     "section": {
-        "text": Special("section"),  # text (up to MAX_SECTION_TEXT) or fields, or both
+        "text": Special("section"),  # SECTION_TEXT or fields, or both
         "fields": Items(MAX_SECTION_FIELDS, each=Text(MAX_SECTION_FIELD_TEXT, required=True)),
         "accessory": Elements(ACCESSORY_ELEMENT_TYPES, "a section"),
         "expand": Flag(),
