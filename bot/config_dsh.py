@@ -1,0 +1,41 @@
+"""The settings of the DeepSeek Harness host the bot serves (``DSH_*``).
+
+A part of :class:`bot.config.Settings`; that ``DSH_HOST_TOKEN`` needs ``DSH_HOST_URL`` is
+checked there (a rule between settings).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+from pydantic_settings import BaseSettings
+
+from bot.config_checks import url
+from bot.config_types import Secret, UsergroupIds, UserIds
+from bot.questions.review import ReviewPolicy
+
+__all__ = ["DshSettings"]
+
+
+class DshSettings(BaseSettings):
+    """``DSH_*``: the harness host, its plan reviews' policy, who decides its approvals."""
+
+    dsh_host_url: Annotated[str, AfterValidator(url("http", "https"))] | None = Field(
+        None, description="http(s) URL of a DeepSeek Harness web host to serve."
+    )
+    dsh_host_token: Secret | None = Field(None, description="Token for DSH_HOST_URL.")
+    dsh_review_policy: ReviewPolicy | None = Field(
+        None,
+        description='Review policy (JSON) for the dsh host\'s plan reviews, e.g. {"approvals": 2, '
+        '"required": [{"usergroups": ["S0123ABCD"]}]}. Unset: one approval decides.',
+    )
+    dsh_approvers: UserIds = Field(
+        (),
+        description="Comma-separated user ids (U…, W…) who may decide the harness's tool "
+        "approvals. With DSH_APPROVER_USERGROUPS: members of either. Unset (both): the people "
+        "who may answer questions.",
+    )
+    dsh_approver_usergroups: UsergroupIds = Field(
+        (), description="Comma-separated user group ids (S…) whose members may decide approvals."
+    )

@@ -1,0 +1,154 @@
+"""The HTTP server's settings: where it listens, the API's tokens, what a client may ask of it.
+
+A part of :class:`bot.config.Settings`; the API must have a token unless ``HOST`` is a
+loopback address (checked here, on ``BOT_API_TOKEN``, declared after ``HOST``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode
+
+from bot.config_checks import (
+    check_host,
+    distinct_tokens,
+    host_names,
+    is_loopback,
+    is_wildcard,
+    token_file,
+    token_list,
+)
+from bot.config_types import Seconds, Secret
+
+__all__ = ["ServerSettings"]
+
+
+class ServerSettings(BaseSettings):
+    """``HOST``, ``PORT``, ``BOT_API_TOKEN*``, ``ALLOWED_HOSTS`` and the clients' limits."""
+
+    host: Annotated[str, AfterValidator(check_host)] = Field(
+        "127.0.0.1",
+        description="Address the HTTP server (API, /healthz, /slack/events) binds.",
+    )
+    port: int = Field(
+        3000, ge=0, le=65535, description="Port of that server; 0 picks any free port."
+    )
+    bot_api_tokens: Annotated[
+        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_list)
+    ] = Field(
+        (),
+        description="Several API tokens, each with a name: name:token,name:token. A question "
+        "belongs to the token that asked it; other tokens get 404 for it.",
+    )
+    bot_api_tokens_file: Annotated[
+        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_file)
+    ] = Field(
+        (), description="A file of name:token lines (# comments), read beside BOT_API_TOKENS."
+    )
+    bot_api_token: Secret | None = Field(
+        None,
+        validate_default=True,
+        description="Bearer token the HTTP API requires (named default). Unset, with no "
+        "BOT_API_TOKENS: the API is open, so HOST must be a loopback address.",
+    )
+    max_open_questions: int = Field(
+        10_000,
+        ge=1,
+        description="Open questions asked through the API of one process; more get 429 with "
+        "Retry-After.",
+    )
+    max_open_per_token: int = Field(
+        1_000,
+        ge=1,
+        description="Open questions one API token may have in one process; more get 429 with "
+        "Retry-After.",
+    )
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
+        (),
+        description="Comma-separated host names the bot answers to besides loopback names "
+        "and HOST (the public name a reverse proxy passes on). Any other Host header gets 421.",
+    )
+    max_body_bytes: int = Field(262_144, gt=0, description="Largest HTTP API request body.")
+    header_timeout: Seconds = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers; also how long an idle "
+        "keep-alive connection stays open. Slower clients are disconnected.",
+    )
+    body_timeout: Seconds = Field(
+        30.0, gt=0, description="Seconds a client has to send a request's body; slower: 408."
+    )
+    max_connections: int = Field(
+        1024,
+        ge=1,
+        description="Open connections at most; more are answered 503 and closed at once.",
+    )
+
+    @field_validator("bot_api_token")
+    @classmethod
+    def _token_needed_beyond_loopback(
+        cls, value: SecretStr | None, info: ValidationInfo
+    ) -> SecretStr | None:
+        host = info.data.get("host")
+        named = [*info.data.get("bot_api_tokens", ()), *info.data.get("bot_api_tokens_file", ())]
+        if value is not None:
+            distinct_tokens([("default", value), *named])
+        else:
+            distinct_tokens(named)
+        if value is None and not named and host is not None and not is_loopback(host):
+            raise ValueError(
+                f"required because HOST={host!r} is not a loopback address; without it anyone "
+                "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
+                "to a long random string, or set HOST=127.0.0.1."
+            )
+        return value
+
+    @property
+    def listen_address(self) -> str:
+        """``host:port`` of the bot's HTTP server, an IPv6 host in brackets."""
+        return f"{self._bracketed_host()}:{self.port}"
+
+    def _bracketed_host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+    @property
+    def api_tokens(self) -> dict[str, str]:
+        """The API's bearer tokens by name (``BOT_API_TOKEN`` is named ``default``)."""
+        tokens = {"default": self.bot_api_token.get_secret_value()} if self.bot_api_token else {}
+        for name, secret in (*self.bot_api_tokens, *self.bot_api_tokens_file):
+            tokens[name] = secret.get_secret_value()
+        return tokens
+
+    def _auth(self) -> str:
+        names = sorted(self.api_tokens)
+        if not names:
+            return "off (loopback only)"
+        if names == ["default"]:
+            return "on (BOT_API_TOKEN)"
+        count = f"{len(names)} token{'' if len(names) == 1 else 's'}"
+        return f"on ({count}: {', '.join(names)})"
+
+    @property
+    def served_hosts(self) -> frozenset[str] | None:
+        """The ``Host`` names the bot's server answers to; ``None`` when any is served."""
+        wildcard = is_wildcard(self.host)
+        if wildcard and not self.allowed_hosts:
+            return None
+        names = {"localhost", "127.0.0.1", "::1", *self.allowed_hosts}
+        if not wildcard:
+            names.add(self.host.lower())
+        return frozenset(names)
+
+    def _hosts_served(self) -> str:
+        if self.served_hosts is None:
+            return "any Host header (HOST is a wildcard and ALLOWED_HOSTS is unset)"
+        return ", ".join(sorted(self.served_hosts))
