@@ -204,15 +204,24 @@ class Checker:
         for i, block in enumerate(blocks):
             self.block(block, f"blocks[{i}]")
 
-    def block(self, block: object, path: str) -> None:
+    def typed(
+        self, obj: object, path: str, table: Mapping[str, Row], what: str
+    ) -> tuple[Mapping[str, Any], str] | None:
+        """``obj`` and its type if it is ``what`` (``a block``) of a type ``table`` has."""
+        if not isinstance(obj, Mapping):
+            self.add(path, f"must be {what} object, got {kind_of(obj)}")
+            return None
+        kind = obj.get("type")
+        if not isinstance(kind, str) or kind not in table:
+            self.add(f"{path}.type", f"unsupported {what.split()[-1]} type {kind!r}")
+            return None
+        return obj, kind
+
+    def block(self, value: object, path: str) -> None:
         """One block, by its type's row."""
-        if not isinstance(block, Mapping):
-            self.add(path, f"must be a block object, got {kind_of(block)}")
+        if (typed := self.typed(value, path, BLOCKS, "a block")) is None:
             return
-        kind = block.get("type")
-        if not isinstance(kind, str) or kind not in BLOCKS:
-            self.add(f"{path}.type", f"unsupported block type {kind!r}")
-            return
+        block, kind = typed
         self.fields(block, path, BLOCKS[kind].keys() | {"type", "block_id"}, f"a {kind} block")
         self._unique(block, path, "block_id", MAX_BLOCK_ID, self._block_ids)
         self.rules(block, path, BLOCKS[kind])
@@ -233,17 +242,11 @@ class Checker:
             else:
                 self.element(element, where, rule, action_ids)
 
-    def element(
-        self, element: object, path: str, rule: Elements, action_ids: dict[str, str]
-    ) -> None:
+    def element(self, value: object, path: str, rule: Elements, action_ids: dict[str, str]) -> None:
         """One element, by its type's row, where ``rule`` allows its type."""
-        if not isinstance(element, Mapping):
-            self.add(path, f"must be an element object, got {kind_of(element)}")
+        if (typed := self.typed(value, path, ELEMENTS, "an element")) is None:
             return
-        kind = element.get("type")
-        if not isinstance(kind, str) or kind not in ELEMENTS:
-            self.add(f"{path}.type", f"unsupported element type {kind!r}")
-            return
+        element, kind = typed
         if kind not in rule.allowed:
             self.add(f"{path}.type", f"a {kind} is not allowed in {rule.where}")
             return
