@@ -28,11 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
 from adapters.slack.stores.protocol import RETENTION, OrphanHandler, PendingStore, Watch
@@ -41,6 +39,7 @@ from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
+from adapters.slack.stores.trail import KeepsTrail
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -50,7 +49,7 @@ DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
 
 
-class SqlitePendingStore:
+class SqlitePendingStore(KeepsTrail):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
 
     def __init__(
@@ -79,11 +78,11 @@ class SqlitePendingStore:
         self._endings = SqliteEndings(
             self._file, self._watches, poll_interval=poll_interval, log=self._log
         )
-        self._audit = SqliteAudit(self._file)
+        self._trail = SqliteAudit(self._file)
         self._upkeep = SqliteUpkeep(
             self._file,
             self,
-            self._audit,
+            self._trail,
             retention=retention,
             heartbeat_ttl=heartbeat_ttl,
             log=self._log,
@@ -215,18 +214,6 @@ class SqlitePendingStore:
                 "SELECT json FROM records WHERE state = 'pending' AND owner = ?", (owner,)
             )
         return [PendingRecord.load(raw) for (raw,) in rows]
-
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail."""
-        await self._audit.append_event(event)
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        """The trail of one question, in the order it was appended."""
-        return await self._audit.events(request_id)
-
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
-        return self._audit.audit(since, until)
 
     # -- retention and liveness -----------------------------------------------------------
 

@@ -1,0 +1,213 @@
+"""The Redis store's layout: its keys and the Lua scripts that change them together.
+
+Keys (``p`` is the prefix, ``uq`` by default; one Redis server or primary, not Redis Cluster,
+because the scripts derive some key names from the stored record)::
+
+    p:req:{id}      the record as JSON (``PendingRecord.dump()``); no TTL while pending
+                    (nothing expires silently), ``finished_ttl`` (the retention) once ended
+    p:tok:{id}      the token of the last write (same TTL): a write that redis-py retries
+                    after a lost reply is recognised as already done instead of refused
+    p:open          set of the ids of every pending record
+    p:owner:{pid}   set of the ids of the pending records a process owns (a record owned by
+                    no process, ``owner`` unset, is in no owner set)
+    p:owners        set of the process ids that own (or owned) pending records: the sweep
+                    reads this small set and the heartbeats, never every record
+    p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
+    p:sweep         short lock (redis-py ``Lock``: SET NX PX) held while one process sweeps
+    p:done          pub/sub channel: the id of every record that just became terminal
+    p:audit         stream: every audit event (``e``: its JSON), trimmed to the retention
+    p:events:{id}   stream: one question's events; expires the retention after the last
+
+``create`` and ``compare_and_set`` are Lua scripts, so the record, the index sets and the
+notification change together and the first writer wins across processes; each write carries
+a token, so a write that redis-py retries after a lost reply is recognised as done.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Final
+
+from adapters.slack.record import PendingRecord
+
+__all__ = [
+    "COMPARE_AND_SET",
+    "CREATE",
+    "FORGET_OWNER",
+    "INDEXED",
+    "RedisKeys",
+    "load_record",
+    "px",
+]
+
+# KEYS: record, token, open set, owner set, owners set
+# ARGV: json, id, state, finished ttl ms, token, owner ('' for none)
+# A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
+CREATE: Final = """
+if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
+if ARGV[3] == 'pending' then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+  redis.call('SET', KEYS[2], ARGV[5])
+  redis.call('SADD', KEYS[3], ARGV[2])
+  if ARGV[6] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[6])
+  end
+else
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
+end
+return 1
+"""
+
+# KEYS: record, token, open set, owner set of the new record's owner, owners set
+# ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
+#       owner ('' for none)
+COMPARE_AND_SET: Final = """
+if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local stored = cjson.decode(raw)
+if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
+local was_open = stored['state'] == 'pending'
+local now_open = ARGV[4] == 'pending'
+if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
+local old_owner = stored['owner']
+if type(old_owner) ~= 'string' then old_owner = '' end
+local old_owner_set = ARGV[6] .. old_owner
+if now_open then
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[2], ARGV[8])
+  if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
+  redis.call('SADD', KEYS[3], ARGV[2])
+  if ARGV[9] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[9])
+  end
+elseif was_open then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
+  redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[5])
+  redis.call('SREM', KEYS[3], ARGV[2])
+  if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
+  if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('PUBLISH', ARGV[7], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+  redis.call('SET', KEYS[2], ARGV[8], 'KEEPTTL')
+end
+return 1
+"""
+
+# KEYS: an index set; ARGV: record key prefix. Returns the JSON of every member still
+# stored and drops the ids whose record has expired.
+INDEXED: Final = """
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local raw = redis.call('GET', ARGV[1] .. id)
+  if raw then out[#out + 1] = raw else redis.call('SREM', KEYS[1], id) end
+end
+return out
+"""
+
+# KEYS: owners set, owner set; ARGV: owner. Forget an owner with nothing left to sweep.
+FORGET_OWNER: Final = """
+if redis.call('SCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[1], ARGV[1]) end
+return 1
+"""
+
+
+def px(seconds: float) -> int:
+    """``seconds`` in whole milliseconds (at least one), as ``PX`` takes them."""
+    return max(1, round(seconds * 1000))
+
+
+@dataclass(frozen=True, slots=True)
+class RedisKeys:
+    """The names of every key and channel of one store (``prefix``) and process."""
+
+    prefix: str
+    process_id: str
+
+    def key(self, kind: str, name: str) -> str:
+        """``prefix:kind:name``."""
+        return f"{self.prefix}:{kind}:{name}"
+
+    def record(self, request_id: str) -> str:
+        """The record's key."""
+        return self.key("req", request_id)
+
+    @property
+    def record_prefix(self) -> str:
+        """What a record's key is its id prefixed with."""
+        return f"{self.prefix}:req:"
+
+    def owner(self, process_id: str) -> str:
+        """The set of the pending records ``process_id`` owns."""
+        return self.key("owner", process_id)
+
+    @property
+    def owner_prefix(self) -> str:
+        """What an owner set's key is the owner prefixed with."""
+        return f"{self.prefix}:owner:"
+
+    def alive(self, process_id: str) -> str:
+        """A process's heartbeat."""
+        return self.key("alive", process_id)
+
+    def events(self, request_id: str) -> str:
+        """The stream of one question's audit events."""
+        return self.key("events", request_id)
+
+    @property
+    def open(self) -> str:
+        """The set of the ids of every pending record."""
+        return f"{self.prefix}:open"
+
+    @property
+    def owners(self) -> str:
+        """The set of the processes that own (or owned) pending records."""
+        return f"{self.prefix}:owners"
+
+    @property
+    def sweep(self) -> str:
+        """The lock held while one process sweeps."""
+        return f"{self.prefix}:sweep"
+
+    @property
+    def done(self) -> str:
+        """The channel of the ids of records that just ended."""
+        return f"{self.prefix}:done"
+
+    @property
+    def audit(self) -> str:
+        """The stream of every audit event."""
+        return f"{self.prefix}:audit"
+
+    @property
+    def my_alive(self) -> str:
+        """This process's heartbeat."""
+        return self.alive(self.process_id)
+
+    def of_record(self, record: PendingRecord) -> list[str]:
+        """The keys a record's scripts touch: itself, its write token, the index sets."""
+        return [
+            self.record(record.id),
+            self.key("tok", record.id),
+            self.open,
+            self.owner(record.owner or "-"),
+            self.owners,
+        ]
+
+
+def load_record(
+    raw: str | bytes | None, request_id: str, log: logging.Logger
+) -> PendingRecord | None:
+    """A stored record, or ``None`` (logged) when it is missing or unreadable."""
+    if raw is None:
+        return None
+    try:
+        return PendingRecord.load(raw)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        log.error("pending store cannot read record %s: %s", request_id, exc)
+        return None

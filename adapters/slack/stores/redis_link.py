@@ -1,0 +1,176 @@
+"""The Redis store's connection: the pool, bounded operations and the health they show.
+
+Every operation is bounded by ``op_timeout`` and raises ``UserQuestionError`` with code
+``STORE_UNAVAILABLE`` when Redis cannot answer in time (redis-py's own retry with
+exponential backoff runs inside that bound). The link remembers when Redis last answered:
+an outage is logged once when it begins and once when it ends, and the store judges by it
+how long Redis has been gone. The password of ``REDIS_URL`` never reaches a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import AuthenticationError, RedisError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from adapters.slack.stores.protocol import StoreUnavailable
+from bot.logs import redact_url
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+
+__all__ = ["FAILURES", "RedisLink", "as_text", "closed_error", "reraise_cancellation"]
+
+T = TypeVar("T")
+
+FAILURES: Final = (RedisError, OSError, TimeoutError)
+"""What a Redis call raises when Redis cannot answer (or refuses)."""
+_CONNECTION_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError)
+
+
+def reraise_cancellation(exc: BaseException) -> None:
+    """Raise ``CancelledError`` if this task is being cancelled.
+
+    A cancellation that lands inside redis-py's own timeouts can come out as a timeout or a
+    connection error; it must still cancel, not be reported (or retried) as an outage.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+
+
+def as_text(value: str | bytes) -> str:
+    """A reply as text (the client decodes replies; a raw one is UTF-8)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def closed_error() -> UserQuestionError:
+    """What an operation on a closed store raises, and what ends its waits."""
+    return UserQuestionError("the pending store (Redis) is closed", STORE_UNAVAILABLE)
+
+
+class RedisLink:
+    """One store's client (a blocking pool) and what its operations tell of Redis's health."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_name: str,
+        op_timeout: float,
+        max_connections: int,
+        log: logging.Logger,
+    ) -> None:
+        self.shown_url = redact_url(url)
+        try:
+            self._password = urlsplit(url).password or ""
+        except ValueError:
+            self._password = ""
+        self.op_timeout = op_timeout
+        self._log = log
+        self.closed = False
+        self.healthy: bool | None = None
+        """Whether Redis answered last time (``None`` before the first answer)."""
+        self.ok_at = 0.0
+        """When (monotonic) Redis last answered."""
+        self.healthy_since = 0.0
+        """When (monotonic) Redis answered again after an outage (or first)."""
+        try:
+            # A blocking pool: under a burst, an operation waits for a free connection
+            # (within op_timeout) instead of failing with "Too many connections".
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url,
+                max_connections=max_connections,
+                timeout=op_timeout,
+                decode_responses=True,
+                retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+                retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                socket_timeout=op_timeout / 2,
+                socket_connect_timeout=op_timeout / 2,
+                client_name=re.sub(r"[^!-~]", "_", client_name),
+            )
+        except ValueError as exc:
+            raise ValueError(f"REDIS_URL={self.shown_url} is not a usable Redis URL") from exc
+        self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
+
+    async def op(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
+        """Run one Redis operation within ``op_timeout``; failures are ``STORE_UNAVAILABLE``."""
+        if self.closed:
+            raise closed_error()
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.op_timeout):
+                result = await action()
+        except FAILURES as exc:
+            reraise_cancellation(exc)
+            if isinstance(exc, _CONNECTION_ERRORS):
+                self.mark_lost(exc, started)
+            detail = self.scrub(str(exc)) or f"no answer within {self.op_timeout:g}s"
+            raise UserQuestionError(
+                f"the pending store (Redis) could not {what}: {detail}",
+                STORE_UNAVAILABLE,
+                cause=exc,
+            ) from exc
+        self.mark_ok()
+        return result
+
+    def mark_ok(self) -> None:
+        """Redis just answered."""
+        self.ok_at = time.monotonic()
+        if self.healthy is False:
+            self._log.info("pending store reconnected to Redis at %s", self.shown_url)
+        if self.healthy is not True:
+            self.healthy_since = self.ok_at
+        self.healthy = True
+
+    def mark_lost(self, exc: BaseException, started: float) -> None:
+        """An attempt begun at ``started`` (monotonic) found Redis gone."""
+        if started < self.ok_at:
+            return  # something succeeded since this attempt began: not an outage
+        if self.healthy is not False:
+            detail = self.scrub(str(exc)) or type(exc).__name__
+            self._log.warning(
+                "pending store lost Redis at %s (%s); retrying", self.shown_url, detail
+            )
+        self.healthy = False
+
+    def scrub(self, text: str) -> str:
+        """``text`` without the password."""
+        return text.replace(self._password, "***") if self._password else text
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        """Why Redis could not be used at start: not reachable, a refused login, a bad db."""
+        reason = self.scrub(str(exc)) or f"no answer within {self.op_timeout:g}s"
+        shown = self.shown_url
+        if isinstance(exc, ResponseError) and "DB index" in str(exc):
+            problem = (
+                f"Redis at REDIS_URL={shown} answers, but refused the database number in "
+                f"REDIS_URL ({reason}). Use one this server has: 0 to 15 unless `databases` in "
+                "its redis.conf says otherwise."
+            )
+        elif isinstance(exc, AuthenticationError) or any(
+            code in str(exc) for code in ("NOAUTH", "WRONGPASS", "invalid password")
+        ):
+            problem = (
+                f"Redis at REDIS_URL={shown} answers, but refused the credentials in "
+                f"REDIS_URL ({reason}). Check the user name and password in it."
+            )
+        else:
+            problem = (
+                f"cannot reach the Redis pending store at REDIS_URL={shown}: {reason}."
+                " Check that Redis is running and that REDIS_URL points at it."
+            )
+        return StoreUnavailable(problem, shown)
+
+    async def aclose(self) -> None:
+        """Disconnect every connection of the pool."""
+        await self.client.aclose(close_connection_pool=True)

@@ -1,0 +1,189 @@
+"""The Redis store's wake-ups: this process's watches, resolved from the ``p:done`` channel.
+
+A watch is local: every process subscribes to ``p:done`` and, when an id it watches is
+published, re-reads the record and resolves its watches. A watch also re-reads when it starts
+waiting, and the subscriber re-reads every watched record after any (re)subscription, so a
+notification lost while the connection was down costs latency, not the ending; a re-read
+that fails is retried by the subscriber.
+
+``Watch.wait()`` does not raise on an outage: it keeps waiting through reconnects, so the
+ask's own timeout and abort signal decide how long anyone waits, until Redis has been gone
+for ``outage_limit`` seconds (``give_up_if_lost``). Records that vanish (Redis flushed)
+fail their waits with ``RECORD_LOST`` (``check_lost``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from typing import Final, cast
+
+from redis.asyncio.client import PubSub
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+
+from adapters.slack.record import TERMINAL_STATES
+from adapters.slack.stores.lost import fail_lost, waiting_ids
+from adapters.slack.stores.redis_layout import RedisKeys, load_record
+from adapters.slack.stores.redis_link import FAILURES, RedisLink, reraise_cancellation
+from adapters.slack.stores.watches import WatchRegistry
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+
+__all__ = ["RedisNotices"]
+
+_CHUNK: Final = 500
+"""Records checked for existence per pipeline."""
+
+
+class RedisNotices:
+    """This process's watches and the subscriber that resolves them."""
+
+    def __init__(
+        self,
+        link: RedisLink,
+        keys: RedisKeys,
+        *,
+        heartbeat_interval: float,
+        heartbeat_ttl: float,
+        outage_limit: float,
+        log: logging.Logger,
+    ) -> None:
+        self._link = link
+        self._keys = keys
+        self._heartbeat_interval = heartbeat_interval
+        self._heartbeat_ttl = heartbeat_ttl
+        self._outage_limit = outage_limit
+        self._tick = min(1.0, heartbeat_interval)
+        self._log = log
+        self._retry: set[str] = set()
+        self._pubsub: PubSub | None = None
+        self.watches = WatchRegistry(self.check, shielded=True, on_unwatched=self._retry.discard)
+
+    async def subscribe(self) -> None:
+        """Subscribe to ``p:done`` and wait for the confirmation: publishes reach us from now."""
+        pubsub = self._link.client.pubsub()
+        self._pubsub = pubsub
+        await pubsub.subscribe(self._keys.done)
+        while True:
+            message = await pubsub.get_message(timeout=self._link.op_timeout)
+            if message is not None and message["type"] == "subscribe":
+                return
+
+    async def unsubscribe(self) -> None:
+        """Close the subscription (a failure is only logged)."""
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            try:
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            except (RedisError, OSError) as exc:
+                self._log.debug("closing pub/sub: %s", exc)
+
+    def close(self, error: UserQuestionError) -> None:
+        """End every wait with ``error``; forget the watches."""
+        self.watches.close(error)
+        self._retry.clear()
+
+    async def check(self, request_id: str) -> None:
+        """Re-read one watched record (bounded); on failure the subscriber retries it."""
+        await self._reread([request_id])
+
+    async def _reread(self, ids: Iterable[str]) -> None:
+        wanted = sorted({i for i in ids if i in self.watches})
+        if not wanted:
+            return
+        try:
+            raws = await self._link.op(
+                "re-read watched records",
+                lambda: self._link.client.mget([self._keys.record(i) for i in wanted]),
+            )
+        except UserQuestionError:
+            self._retry.update(wanted)
+            return
+        for request_id, raw in zip(wanted, raws, strict=True):
+            self._retry.discard(request_id)
+            record = load_record(raw, request_id, self._log)
+            if record is not None and record.state in TERMINAL_STATES:
+                self.watches.resolve(record)
+
+    async def listen(self) -> None:
+        """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""
+        pubsub = self._pubsub
+        assert pubsub is not None
+        backoff = ExponentialBackoff(cap=2.0, base=0.1)
+        failures = 0
+        last_ping = last_heard = last_retry = time.monotonic()
+        while not self._link.closed:
+            started = time.monotonic()
+            try:
+                if started - last_heard > self._heartbeat_ttl and pubsub.connection is not None:
+                    # Nothing (not even our pings' pongs) for too long: the connection is
+                    # half-open. Drop it; the next read reconnects and resubscribes.
+                    last_heard = started
+                    await pubsub.connection.disconnect()
+                    raise RedisConnectionError("no answer to pub/sub pings")
+                if started - last_ping >= self._heartbeat_interval:
+                    last_ping = started
+                    await pubsub.ping()
+                message = await pubsub.get_message(timeout=self._tick)
+            except FAILURES as exc:
+                reraise_cancellation(exc)
+                self._link.mark_lost(exc, started)
+                failures += 1
+                await asyncio.sleep(backoff.compute(failures))
+                last_heard = time.monotonic()  # judge silence on the next connection afresh
+                continue
+            now = time.monotonic()
+            if message is not None:
+                last_heard = now
+                failures = 0
+                self._link.mark_ok()
+            try:
+                if message is not None and message["type"] == "subscribe":
+                    # a resubscription after a reconnect: anything may have ended meanwhile
+                    self._log.info("pending store resubscribed to %s", self._keys.done)
+                    await self._reread(list(self.watches.groups))
+                elif message is not None and message["type"] == "message":
+                    await self._reread([str(message["data"])])
+                if self._retry and now - last_retry >= self._tick:
+                    last_retry = now
+                    await self._reread(list(self._retry))
+            except Exception:  # never let one bad message stop the notifications
+                self._log.exception("pending store subscriber failed on %r", message)
+
+    async def check_lost(self) -> None:
+        """Fail the waits on records that vanished (Redis flushed): ``RECORD_LOST``."""
+        ids = waiting_ids(self.watches.groups)
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+
+            async def exists(chunk: list[str] = chunk) -> list[int]:
+                pipe = self._link.client.pipeline(transaction=False)
+                for request_id in chunk:
+                    pipe.exists(self._keys.record(request_id))
+                return cast(list[int], await pipe.execute())
+
+            found = await self._link.op("check the watched records", exists)
+            for request_id, present in zip(chunk, found, strict=True):
+                if not present:
+                    self._log.error("pending store lost record %s (was Redis flushed?)", request_id)
+                    fail_lost(self.watches.groups.get(request_id, ()), request_id)
+
+    def give_up_if_lost(self) -> None:
+        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds.
+
+        A waiting ``ask()`` then raises ``STORE_UNAVAILABLE`` instead of hanging; the
+        provider records the failure once Redis is back.
+        """
+        link = self._link
+        if link.healthy is not False or time.monotonic() - link.ok_at < self._outage_limit:
+            return
+        self.watches.fail_all(
+            UserQuestionError(
+                f"the pending store (Redis at {link.shown_url}) has been unreachable for more "
+                f"than {self._outage_limit:g} seconds",
+                STORE_UNAVAILABLE,
+            )
+        )

@@ -1,0 +1,100 @@
+"""The Redis store's records: create, read, compare-and-set, and the open index.
+
+``create`` and ``compare_and_set`` run as Lua scripts (``redis_layout``), so the record, its
+write token, the index sets and the ``p:done`` notification change together. Each write
+carries a token fresh per write (the caller's): redis-py's retry of a write whose reply was
+lost finds its own token and is recognised as done instead of refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import cast
+
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores.redis_layout import (
+    COMPARE_AND_SET,
+    CREATE,
+    INDEXED,
+    RedisKeys,
+    load_record,
+    px,
+)
+from adapters.slack.stores.redis_link import RedisLink
+
+__all__ = ["RedisRecords"]
+
+
+class RedisRecords:
+    """The records of one store, kept by its scripts."""
+
+    def __init__(
+        self, link: RedisLink, keys: RedisKeys, *, finished_ttl: float, log: logging.Logger
+    ) -> None:
+        self._link = link
+        self._keys = keys
+        self._finished_ttl = finished_ttl
+        self._log = log
+        client = link.client
+        self._create_script = client.register_script(CREATE)
+        self._cas_script = client.register_script(COMPARE_AND_SET)
+        self._indexed_script = client.register_script(INDEXED)
+
+    async def create(self, record: PendingRecord, token: str) -> bool:
+        """Store a new record; ``False`` if one with its id exists already."""
+        keys = self._keys.of_record(record)
+        args: list[str | int] = [
+            record.dump(),
+            record.id,
+            record.state,
+            px(self._finished_ttl),
+            token,
+            record.owner or "",
+        ]
+        result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))
+        return bool(result)
+
+    async def get(self, request_id: str) -> PendingRecord | None:
+        """The record with this id, or ``None``."""
+        key = self._keys.record(request_id)
+        raw = await self._link.op("get", lambda: self._link.client.get(key))
+        return None if raw is None else PendingRecord.load(raw)
+
+    async def compare_and_set(self, record: PendingRecord, token: str) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``.
+
+        An ending is final: a finished record takes no other ending (only bookkeeping in its
+        own state, or a deliberate reopen to ``pending``). The write that ends a record
+        publishes its id, waking watches in every process.
+        """
+        keys = self._keys.of_record(record)
+        args: list[str | int] = [
+            record.dump(),
+            record.id,
+            record.version,
+            record.state,
+            px(self._finished_ttl),
+            self._keys.owner_prefix,
+            self._keys.done,
+            token,
+            record.owner or "",
+        ]
+        result = await self._link.op(
+            "compare-and-set", lambda: self._cas_script(keys=keys, args=args)
+        )
+        return bool(result)
+
+    async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
+        """Every pending record (of ``owner``, when given)."""
+        index = self._keys.open if owner is None else self._keys.owner(owner)
+        prefix = self._keys.record_prefix
+        raws = await self._link.op(
+            "list open records",
+            lambda: self._indexed_script(keys=[index], args=[prefix]),
+        )
+        records: list[PendingRecord] = []
+        for raw in cast(list[str], raws):
+            record = load_record(raw, "in the open index", self._log)
+            if record is not None and record.is_open and (owner is None or record.owner == owner):
+                records.append(record)
+        return records

@@ -1,0 +1,42 @@
+"""The audit trail of a durable store, kept by a part of its own (its table or streams).
+
+``KeepsTrail`` gives a store the protocol's three audit methods by passing them to that
+part (``_trail``), so the SQLite and Redis stores state the forwarding once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from adapters.slack.audit import AuditEvent
+
+__all__ = ["KeepsTrail", "Trail"]
+
+
+class Trail(Protocol):
+    """What a store's audit part does (``SqliteAudit``, ``RedisAudit``)."""
+
+    async def append_event(self, event: AuditEvent) -> None: ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]: ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
+
+
+class KeepsTrail:
+    """The audit methods of ``PendingStore``, passed to ``self._trail``."""
+
+    _trail: Trail
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (kept for the retention period)."""
+        await self._trail.append_event(event)
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        return await self._trail.events(request_id)
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
+        return self._trail.audit(since, until)
