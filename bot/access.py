@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ApiTokens", "OpenQuestionCaps"]
+__all__ = ["ApiTokens", "OpenQuestionCaps", "asked_by"]
 
 _NONCE: Final = 16
 """Hex characters of an id's random (or key-derived) part; the tag is as long."""
@@ -109,3 +109,9 @@ class OpenQuestionCaps:
             self._by_token[name] -= 1
             if not self._by_token[name]:
                 del self._by_token[name]
+
+
+def asked_by(name: str | None) -> str:
+    """Who an API request is in the audit trail: ``api:<token name>``; ``api`` on an open
+    API (no token configured). Never the token itself."""
+    return "api" if name is None else f"api:{name}"

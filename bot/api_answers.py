@@ -32,6 +32,8 @@ __all__ = [
     "not_found",
     "problem",
     "request_problem",
+    "too_many",
+    "unauthorized",
     "view_of",
 ]
 
@@ -71,6 +73,21 @@ def request_problem(status: int, code: str, message: str) -> web.Response:
 def not_found(request_id: str) -> web.Response:
     """``404 NOT_FOUND`` for a question id this API does not know (or may not show)."""
     return problem(404, "RequestError", "NOT_FOUND", f"no question {request_id}")
+
+
+def unauthorized(message: str) -> web.Response:
+    """``401 UNAUTHORIZED`` with the ``WWW-Authenticate: Bearer`` challenge."""
+    response = problem(401, "AuthError", "UNAUTHORIZED", message)
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def too_many(refusal: str, retry_after: int) -> web.Response:
+    """``429 TOO_MANY_QUESTIONS``: ``Retry-After`` in the header and as ``retryAfter``."""
+    message = f"{refusal}; retry once some have ended"
+    response = problem(429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=retry_after)
+    response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def failure(error: Exception, refusals: RefusalLog) -> web.Response:

@@ -2,7 +2,8 @@
 
 ``QuestionPost`` is the seam's wire request plus where to ask and how; ``body_problems``
 refuses what validation lets through but the API does not take (attribute names instead
-of wire names, empty question texts, repeated option labels).
+of wire names, empty question texts, repeated option labels); ``read_body`` reads a body
+within the API's own size limit.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Final
 
+from aiohttp import web
 from pydantic import Field, ValidationError
 
 from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["Destination", "QuestionPost", "body_problems", "validation_errors"]
+__all__ = ["Destination", "QuestionPost", "body_problems", "read_body", "validation_errors"]
 
 
 class Destination(WireModel):
@@ -115,3 +117,22 @@ def body_problems(raw: bytes, post: QuestionPost) -> list[dict[str, Any]]:
     """What the API refuses in a body that validated as ``post``; empty when nothing."""
     kept = post.model_dump(by_alias=True, exclude_unset=True)
     return _unknown_keys(json.loads(raw), kept) or _ambiguities(post.questions)
+
+
+async def read_body(request: web.Request, limit: int | None) -> bytes | None:
+    """The body, or ``None`` when it is larger than ``limit`` bytes.
+
+    The limit is the API's own: the server's (``client_max_size``) is larger, for Slack's
+    payloads on ``/slack/events``; the server has already read the body (within its body
+    timeout and its own limit).
+    """
+    length = request.content_length
+    if limit is not None and length is not None and length > limit:
+        return None
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return None
+    if limit is not None and len(body) > limit:
+        return None
+    return body

@@ -3,6 +3,10 @@
 Both export the events of a time range as JSON lines (one ``AuditEvent`` a line, in the
 order they were appended). Times are ISO 8601 (``2026-12-01``, ``2026-12-01T08:00:00Z``;
 no zone means UTC), seconds since the epoch, or an age (``90m``, ``24h``, ``7d``).
+
+Over HTTP a caller sees only the events of the questions it may see (``visible``: with
+several API tokens, the questions its own token asked); the command, which reads the store
+itself, exports everything.
 """
 
 from __future__ import annotations
@@ -54,10 +58,21 @@ def parse_time(text: str, now: float | None = None) -> float:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 AuditSource = Callable[[float, float | None], AsyncIterator[AuditEvent]]
 """Yields the audit events of a time range (``since``, ``until``), oldest first."""
+Visible = Callable[[web.Request, str], bool]
+"""Whether a request may see the trail of the question with this id."""
 
 
-def audit_handler(audit: AuditSource) -> Handler:
-    """``GET /v1/audit?since=…&until=…``: the events of that range as JSON lines."""
+async def _visible_only(
+    events: AsyncIterator[AuditEvent], request: web.Request, visible: Visible
+) -> AsyncIterator[AuditEvent]:
+    async for event in events:
+        if visible(request, event.request_id):
+            yield event
+
+
+def audit_handler(audit: AuditSource, visible: Visible | None = None) -> Handler:
+    """``GET /v1/audit?since=…&until=…``: the events of that range as JSON lines (only
+    those of questions ``visible`` to the request, when given)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
@@ -69,6 +84,8 @@ def audit_handler(audit: AuditSource) -> Handler:
         except ValueError as exc:
             return _bad(str(exc))
         events = audit(since, until)
+        if visible is not None:
+            events = _visible_only(events, request, visible)
         first = await anext(events, None)  # a store outage is still a clean 503 here
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any, Final, Protocol
@@ -26,9 +25,10 @@ from pydantic import ValidationError
 
 from adapters.httpguard import RefusalLog
 from adapters.slack import AuditEvent, QuestionStatus
-from bot.access import ApiTokens, OpenQuestionCaps
-from bot.api_answers import failure, not_found, problem, view_of
-from bot.api_body import QuestionPost, body_problems, validation_errors
+from bot.access import ApiTokens, OpenQuestionCaps, asked_by
+from bot.api_answers import failure, not_found, problem, too_many, unauthorized, view_of
+from bot.api_body import QuestionPost, body_problems, read_body, validation_errors
+from bot.api_idempotency import KeyLocks, key_problem, same_request
 from bot.audit import audit_handler
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -48,9 +48,9 @@ ASKER: Final = web.RequestKey[str | None]("asker")
 """The name of the API token a request came with (``None`` on an open API)."""
 RETRY_AFTER: Final = 5
 """Seconds a client over an open-question cap is told to wait (``Retry-After``)."""
-_IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
+
 
 class Questions(Protocol):
     """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
@@ -113,7 +113,7 @@ class Gateway:
         self.long_polls = 0
         """``GET ?wait=`` requests waiting right now."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
-        self._keys: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._keys = KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
 
@@ -122,7 +122,8 @@ class Gateway:
         app.router.add_post("/v1/questions", self._guard(self.post_question))
         app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
         app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
-        app.router.add_get("/v1/audit", self._guard(audit_handler(self._questions.audit)))
+        trail = audit_handler(self._questions.audit, visible=self._owns)
+        app.router.add_get("/v1/audit", self._guard(trail))
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
 
     def close(self) -> None:
@@ -159,20 +160,13 @@ class Gateway:
 
         return guarded
 
+    def _owns(self, request: web.Request, request_id: str) -> bool:
+        """Whether the request's token may see question ``request_id`` (and its trail)."""
+        return self._tokens.owns(request[ASKER], request_id)
+
     def _unauthorized(self, cause: str, message: str) -> web.Response:
         self.refusals.refused(cause, f"/v1: {message}")
-        response = problem(401, "AuthError", "UNAUTHORIZED", message)
-        response.headers["WWW-Authenticate"] = "Bearer"
-        return response
-
-    def _too_many(self, refusal: str) -> web.Response:
-        self.refusals.refused("too_many_questions", f"/v1: {refusal}")
-        message = f"{refusal}; retry once some have ended"
-        response = problem(
-            429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=RETRY_AFTER
-        )
-        response.headers["Retry-After"] = str(RETRY_AFTER)
-        return response
+        return unauthorized(message)
 
     async def openapi(self, request: web.Request) -> web.StreamResponse:
         """Serve the OpenAPI document kept beside this module."""
@@ -185,10 +179,7 @@ class Gateway:
             return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
         if request.content_type != "application/json":
             return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
-        try:
-            raw = await self._read_body(request)
-        except web.HTTPRequestEntityTooLarge:
-            raw = None
+        raw = await read_body(request, self._max_body)
         if raw is None:
             return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
         try:
@@ -208,70 +199,34 @@ class Gateway:
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
             )
         key = request.headers.get("Idempotency-Key")
-        if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
-            message = "Idempotency-Key is 1–255 printable ASCII characters"
-            self.refusals.refused("bad_idempotency_key", f"/v1: {message}")
-            return problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", message)
+        bad_key = key_problem(key)
+        if bad_key is not None:
+            self.refusals.refused("bad_idempotency_key", f"/v1: {bad_key}")
+            return problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", bad_key)
         asker = request[ASKER]
         request_id = self._tokens.tagged_id(asker, key) or self._questions.request_id_for(
             f"api:{key}" if key else None
         )
-        # Retries with one key queue on one lock, so only the first posts; the lock is
-        # forgotten when the last of them is done.
-        lock, users = self._keys.get(request_id, (asyncio.Lock(), 0))
-        self._keys[request_id] = (lock, users + 1)
-        try:
-            async with lock:
-                existing = await self._questions.status(request_id)
-                if existing is not None and not self._same_request(existing, post):
-                    message = (
-                        f"Idempotency-Key {key!r} was used for a different request (its "
-                        "questions, label or destination differ); use a new key"
-                    )
-                    return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
-                if existing is not None:
-                    response = web.json_response(view_of(existing), status=200)
-                    response.headers["Location"] = f"/v1/questions/{request_id}"
-                    return response
-                refusal = self._caps.refusal(asker)
-                if refusal is not None:
-                    return self._too_many(refusal)
-                self._caps.take(request_id, asker)  # no await between the check and this
-                return await self._start(request_id, post)
-        finally:
-            lock, users = self._keys[request_id]
-            if users == 1:
-                del self._keys[request_id]
-            else:
-                self._keys[request_id] = (lock, users - 1)
+        async with self._keys.held(request_id):  # retries with one key: only the first posts
+            existing = await self._questions.status(request_id)
+            if existing is not None and not same_request(existing, post, self._default_channel):
+                message = (
+                    f"Idempotency-Key {key!r} was used for a different request (its "
+                    "questions, label or destination differ); use a new key"
+                )
+                return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
+            if existing is not None:
+                response = web.json_response(view_of(existing), status=200)
+                response.headers["Location"] = f"/v1/questions/{request_id}"
+                return response
+            refusal = self._caps.refusal(asker)
+            if refusal is not None:
+                self.refusals.refused("too_many_questions", f"/v1: {refusal}")
+                return too_many(refusal, RETRY_AFTER)
+            self._caps.take(request_id, asker)  # no await between the check and this
+            return await self._start(request_id, post, asked_by(asker))
 
-    def _same_request(self, question: QuestionStatus, post: QuestionPost) -> bool:
-        """Whether ``post`` asks what ``question`` asked (a retry, not a new request)."""
-        destination = post.destination
-        channel = destination.channel if destination else self._default_channel
-        thread_ts = destination.thread_ts if destination else None
-        return (
-            list(question.questions) == post.questions
-            and question.label == post.label
-            and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
-        )
-
-    async def _read_body(self, request: web.Request) -> bytes | None:
-        """The body, or ``None`` when it is larger than ``max_body_bytes``.
-
-        The limit is the API's own: the server's (``client_max_size``) is larger, for
-        Slack's payloads on ``/slack/events``; the server has already read the body (within
-        its body timeout and its own limit).
-        """
-        length = request.content_length
-        if self._max_body is not None and length is not None and length > self._max_body:
-            return None
-        body = await request.read()
-        if self._max_body is not None and len(body) > self._max_body:
-            return None
-        return body
-
-    async def _start(self, request_id: str, post: QuestionPost) -> web.StreamResponse:
+    async def _start(self, request_id: str, post: QuestionPost, by: str) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
 
         def on_posted(_: str) -> None:
@@ -291,7 +246,7 @@ class Gateway:
             escalate_after=post.escalate_after,
             escalate_to=post.escalate_to,
             link=post.link,
-            asked_by="api",
+            asked_by=by,
         )
         request = AskUserQuestionRequest(questions=post.questions, options=options)
         task = asyncio.ensure_future(self._service.ask(request))
@@ -322,7 +277,7 @@ class Gateway:
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
         request_id = request.match_info["id"]
-        if not self._tokens.owns(request[ASKER], request_id):
+        if not self._owns(request, request_id):
             return not_found(request_id)
         wait_raw = request.query.get("wait", "0")
         try:
@@ -360,9 +315,10 @@ class Gateway:
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
-        if not self._tokens.owns(request[ASKER], request_id):
+        if not self._owns(request, request_id):
             return not_found(request_id)
-        question = await self._questions.abort(request_id, "Cancelled by the asker.", by="api")
+        by = asked_by(request[ASKER])
+        question = await self._questions.abort(request_id, "Cancelled by the asker.", by=by)
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409

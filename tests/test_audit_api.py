@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ async def test_an_approved_plan_is_bound_to_the_hash_of_the_plan_shown() -> None
         assert approved["state"] == "answered"
         asked, answered = approved["events"]
         assert (asked["kind"], answered["kind"]) == ("asked", "answered")
-        assert asked["by"] == "api" and asked["detail"]["label"] == "deploy-agent"
+        assert asked["by"] == "api:default" and asked["detail"]["label"] == "deploy-agent"
         assert asked["detail"]["channel"] == bed.channel
         assert asked["detail"]["messageTs"] == approved["message"]["ts"]
         link = asked["detail"]["permalink"]
@@ -115,3 +116,79 @@ async def test_python_m_bot_audit_exports_the_trail_of_the_store_file(tmp_path: 
     assert code == 2 and "is not a time" in err
     code, _, err = await run_bot_command(["audit", "--since", "1h"], {}, cwd=tmp_path)
     assert code == 2 and "memory store keeps no trail" in err
+
+
+# -- who asked, and who may read the trail ------------------------------------------------------
+
+ALPHA = f"alpha-{secrets.token_hex(16)}"
+BETA = f"beta-{secrets.token_hex(16)}"
+TWO_TOKENS = {"bot_api_token": None, "bot_api_tokens": (("alpha", ALPHA), ("beta", BETA))}
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _trail(bed: Bed, token: str, since: float) -> list[dict[str, Any]]:
+    """``GET /v1/audit`` with ``token``: the events it is shown."""
+    params = {"since": f"{since}"}
+    async with bed.http.get("/v1/audit", params=params, headers=_auth(token)) as response:
+        assert response.status == 200
+        return [json.loads(line) for line in (await response.text()).splitlines()]
+
+
+async def test_the_trail_names_the_token_that_asked_and_aborted_never_its_secret() -> None:
+    async with running(**TWO_TOKENS) as bed:
+        async with bed.http.post(
+            "/v1/questions", json=plan_review(PLAN), headers=_auth(ALPHA)
+        ) as response:
+            assert response.status == 201
+            mine = await response.json()
+        async with bed.http.delete(f"/v1/questions/{mine['id']}", headers=_auth(BETA)) as r:
+            assert r.status == 404
+        async with bed.http.delete(f"/v1/questions/{mine['id']}", headers=_auth(ALPHA)) as r:
+            assert r.status == 200
+        async with bed.http.get(f"/v1/questions/{mine['id']}", headers=_auth(ALPHA)) as r:
+            events = (await r.json())["events"]
+        assert [(e["kind"], e["by"]) for e in events] == [
+            ("asked", "api:alpha"),
+            ("aborted", "api:alpha"),
+        ]
+        assert events[0]["detail"]["label"] == "deploy-agent"
+        assert ALPHA not in json.dumps(events) and BETA not in json.dumps(events)
+
+
+async def test_an_open_api_names_its_asker_api() -> None:
+    async with running(bot_api_token=None) as bed:
+        status, posted = await bed.ask(plan_review(PLAN))
+        assert status == 201
+        async with bed.http.delete(f"/v1/questions/{posted['id']}") as response:
+            assert response.status == 200
+        _, read = await bed.get(posted["id"])
+        assert [(e["kind"], e["by"]) for e in read["events"]] == [
+            ("asked", "api"),
+            ("aborted", "api"),
+        ]
+
+
+async def test_with_several_tokens_each_sees_only_the_trail_of_its_own_questions() -> None:
+    async with running(**TWO_TOKENS) as bed:
+        began = time.time() - 1
+        asked: dict[str, list[str]] = {ALPHA: [], BETA: []}
+        for token in (ALPHA, BETA, ALPHA):
+            async with bed.http.post(
+                "/v1/questions", json=plan_review(PLAN), headers=_auth(token)
+            ) as response:
+                assert response.status == 201
+                asked[token].append((await response.json())["id"])
+        for token, name in ((ALPHA, "api:alpha"), (BETA, "api:beta")):
+            seen = await _trail(bed, token, began)
+            assert [(e["requestId"], e["kind"], e["by"]) for e in seen] == [
+                (request_id, "asked", name) for request_id in asked[token]
+            ]
+            other = asked[BETA if token == ALPHA else ALPHA][0]
+            async with bed.http.get(f"/v1/questions/{other}", headers=_auth(token)) as r:
+                assert r.status == 404
+        # The operator's export (python -m bot audit) reads the store: every question.
+        everything = [e async for e in bed.runtime.provider.audit(began)]
+        assert {e.request_id for e in everything} == {*asked[ALPHA], *asked[BETA]}

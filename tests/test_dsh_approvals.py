@@ -13,11 +13,22 @@ from typing import Any
 import pytest
 
 from adapters.dsh.approval_relay import APPROVAL_REFUSED, APPROVAL_SETTLED_ELSEWHERE
+from adapters.dsh.asks import ask_key
+from adapters.dsh.uplink import host_asker
 from adapters.slack.approval_actions import NOT_AN_APPROVER
+from adapters.slack.ids import key_request_id
 from adapters.slack.mrkdwn import escape
 from tests import test_dsh_client as _rig_module
 from tests.dsh_host import DEFAULT_REASON, new_session_id
-from tests.test_dsh_client import TIMEOUT, Rig, RigFactory, eventually, interactive, shown
+from tests.test_dsh_client import (
+    TARGET,
+    TIMEOUT,
+    Rig,
+    RigFactory,
+    eventually,
+    interactive,
+    shown,
+)
 
 make_rig = _rig_module.make_rig  # the fixtures of the client's end-to-end tests
 rig = _rig_module.rig
@@ -277,3 +288,31 @@ async def test_members_of_an_approver_group_may_decide_and_others_may_not(
         assert await asyncio.wait_for(decided_outcome, 5) == "allowed-once"
         assert built.host.responses == [decided(rpc_id, sid, approval_id, "allowed-once")]
         assert f"Allowed once by <@{bob}>" in await built.final(message)
+
+
+async def test_the_trail_names_the_host_that_asked_questions_and_approvals(rig: Rig) -> None:
+    async with asyncio.timeout(TIMEOUT):
+        sid = new_session_id()
+        question_rpc, answer = rig.host.ask(sid, [TARGET])
+        await rig.click(await rig.message(), "Docs")
+        await asyncio.wait_for(answer, 5)
+        approval_rpc, _, outcome = rig.host.request_approval(sid, "bash", BASH)
+        await rig.click(await rig.message(2), "Allow once")
+        assert await asyncio.wait_for(outcome, 5) == "allowed-once"
+        host = f"dsh:{rig.host.base_url}"
+        for rpc_id in (question_rpc, approval_rpc):
+            request_id = key_request_id(ask_key(rpc_id))
+            trail = await rig.provider.events(request_id)
+            while len(trail) < 2:  # the ending's event follows the ending's write
+                await asyncio.sleep(0.02)
+                trail = await rig.provider.events(request_id)
+            assert [(e.kind, e.by) for e in trail] == [("asked", host), ("answered", rig.alice)]
+            assert trail[0].detail["label"] == f"session {sid[8:16]}"
+
+
+def test_the_host_is_named_without_its_urls_user_password_or_query() -> None:
+    assert host_asker("https://bot:s3cret@dsh.example:8443/base/?token=x") == (
+        "dsh:https://dsh.example:8443/base"
+    )
+    assert host_asker("http://[::1]:13080") == "dsh:http://[::1]:13080"
+    assert host_asker("http://127.0.0.1:13080/") == "dsh:http://127.0.0.1:13080"

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
@@ -320,6 +322,34 @@ async def test_a_wrong_api_token_is_a_tool_error(tmp_path: Path) -> None:
     assert result.is_error
     assert "not-the-token" not in text_of(result)
     assert json.loads(text_of(result))["code"] in {"UNAUTHORIZED", "HTTP_401"}
+
+
+async def test_the_trail_names_the_mcp_servers_own_token_and_only_it_reads_it(
+    tmp_path: Path,
+) -> None:
+    mcp_token = f"mcp-{secrets.token_hex(16)}"
+    async with (
+        http_bot(tmp_path, BOT_API_TOKENS=f"mcp:{mcp_token}") as s,
+        mcp_client(s.bot.url, tmp_path, BOT_API_TOKEN=mcp_token) as client,
+    ):
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, {**DEPLOY, "label": "ci"}))
+        await click(s, await posted_message(s), "Deploy")
+        assert not (await asyncio.wait_for(call, 20)).is_error
+        # Another agent's token (BOT_API_TOKEN, named default) is shown none of it.
+        async with s.http.get("/v1/audit", params={"since": "1h"}) as response:
+            assert (response.status, await response.text()) == (200, "")
+        headers = {"Authorization": f"Bearer {mcp_token}"}
+        async with aiohttp.ClientSession(s.bot.url, headers=headers) as mcp_http:
+            for _ in range(100):  # the answered event follows the answer's write
+                async with mcp_http.get("/v1/audit", params={"since": "1h"}) as response:
+                    lines = (await response.text()).splitlines()
+                if len(lines) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+    events = [json.loads(line) for line in lines]
+    assert [(e["kind"], e["by"]) for e in events] == [("asked", "api:mcp"), ("answered", s.alice)]
+    assert events[0]["detail"]["label"] == "ci"
+    assert mcp_token not in "\n".join(lines)
 
 
 async def test_help_and_bad_settings(tmp_path: Path) -> None:

@@ -116,6 +116,7 @@ class ApprovalRunner:
                 label=label,
                 note=note,
                 on_posted=lambda _: self._on_posted(ask),
+                asked_by=self._uplink.asker,
             )
             try:
                 record = await self._desk.ask_approval(

@@ -198,6 +198,7 @@ class QuestionRunner:
                 on_posted=lambda _: self._on_posted(ask),
                 review=review,
                 revises=revises,
+                asked_by=self._uplink.asker,
             )
             request = AskUserQuestionRequest(
                 questions=ask.questions, signal=ask.controller.signal, options=options

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import ValidationError
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 from adapters.dsh.events import SESSION_HISTORY_PATH, SessionEvent, history_events
 from adapters.dsh.protocol import RESPOND_PATH, Receipt
 
-__all__ = ["HTTP_FAILURES", "HostUplink", "describe"]
+__all__ = ["HTTP_FAILURES", "HostUplink", "describe", "host_asker"]
 
 HTTP_FAILURES = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 """What a request to an unreachable (or vanishing) host raises."""
@@ -27,6 +28,19 @@ def describe(exc: BaseException) -> str:
     """``Type: message`` (or the type alone) for a log line."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def host_asker(base_url: str) -> str:
+    """``dsh:<scheme>://<host>[:port][/path]``: the host, without its URL's user, password
+    or query (who asked, in the audit trail)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # not a port number: leave it out
+        port = ""
+    return f"dsh:{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
 
 
 class _Refused(Exception):
@@ -53,6 +67,8 @@ class HostUplink:
         logger: logging.Logger,
     ) -> None:
         self._base = base_url
+        self.asker = host_asker(base_url)
+        """The host as the audit trail names who asked its questions and approvals."""
         self._session = session
         self._headers = dict(headers)
         self._backoff_initial = backoff_initial
