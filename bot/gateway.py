@@ -8,7 +8,9 @@
 
 Questions live in the provider's pending store, so with a shared store any process can
 answer a ``GET`` or ``DELETE``. Every route needs ``Authorization: Bearer <BOT_API_TOKEN>``
-when a token is configured (without one the bot listens on loopback only).
+when a token is configured (without one the bot listens on loopback only). With several
+tokens a token sees only its own questions and their trail; the trail names the token
+that asked (``api:<name>``; ``api`` on an open API).
 """
 
 from __future__ import annotations
