@@ -34,8 +34,12 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     # Members of SLACK_ALLOWED_USERGROUPS.
     "usergroups.users.list": ("usergroups:read",),
     # A restarted bot finds its earlier request messages by their metadata (posting
-    # metadata needs no scope of its own; reading it back needs the history scopes).
+    # metadata needs no scope of its own; reading it back needs the history scopes), and
+    # so does the bot after a post that timed out but that Slack may have stored.
     "conversations.history": ("channels:history", "groups:history"),
+    # A question in a thread whose post failed but that Slack may have stored all the same
+    # is looked for among the thread's replies, by its metadata (the same scopes).
+    "conversations.replies": ("channels:history", "groups:history"),
     # A plan or detail too long for the thread cap, uploaded as one file.
     "files.getUploadURLExternal": ("files:write",),
     "files.completeUploadExternal": ("files:write",),

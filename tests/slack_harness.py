@@ -61,6 +61,7 @@ class SlackHarness:
         store: PendingStore | None = None,
         limits: SlackLimits = FAST_LIMITS,
         enforce: bool = False,
+        client_timeout: float = 5,
         **provider_options: Any,
     ) -> None:
         enforced = RateLimiter(limits) if enforce else None
@@ -72,6 +73,7 @@ class SlackHarness:
         self.carol = ws.add_user("carol").id
         self.channel = ws.add_channel("agents").id
         self._store = store
+        self._client_timeout = client_timeout
         self._provider_options = provider_options
         self.runner: web.AppRunner | None = None
         self.tasks: list[asyncio.Task[AskUserQuestionAnswer]] = []
@@ -80,7 +82,10 @@ class SlackHarness:
         await self.slack.start()
         # As the bot makes its client: one kept session (closed on the way out).
         self.client = web_client(
-            self.slack.token, base_url=self.slack.url, timeout=5, limits=self.limits
+            self.slack.token,
+            base_url=self.slack.url,
+            timeout=self._client_timeout,
+            limits=self.limits,
         )
         try:
             self.app = await build_app(self.client, signing_secret=SECRET)

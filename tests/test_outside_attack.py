@@ -784,23 +784,52 @@ def test_the_readmes_option_counts_are_what_fits_in_one_message() -> None:
 # -- 9: Slack stores a message after the client gave up ---------------------------------------
 
 
+async def _stored_late(bed: Any) -> Any:
+    """Ask while Slack stores the post at once but answers after 12 s: the ask fails (the
+    client gives up after 10 s), yet the message is in Slack, once, with live buttons."""
+    from tests.slack_harness import interactive_elements
+
+    bed.slack.faults.add(method="chat.postMessage", kind="slow_stored", delay=12.0)
+    status, body = await bed.ask()
+    assert status == 502 and body["code"] == "DELIVERY_FAILED", body
+    (message,) = bed.messages()
+    assert interactive_elements(message.blocks)
+    return message
+
+
+def _closed(bed: Any, message: Any) -> Callable[[], bool]:
+    from tests.slack_harness import interactive_elements
+
+    return lambda: (
+        not interactive_elements(bed.slack.workspace.message(message.channel, message.ts).blocks)
+    )
+
+
 async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_at_its_first_click() -> (
     None
 ):
-    from tests.slack_harness import interactive_elements
-
     async with running() as bed:
-        bed.slack.faults.add(method="chat.postMessage", kind="slow_stored", delay=12.0)
-        status, body = await bed.ask()  # the client gives up after 10 s: the ask fails
-        assert status == 502 and body["code"] == "DELIVERY_FAILED", body
-        (message,) = bed.messages()  # yet Slack stored it (once), with live buttons
-        assert interactive_elements(message.blocks)
+        message = await _stored_late(bed)
         payload = bed.slack.click(message, user=bed.alice, text="Deploy")
         status, _ = await bed.slack.deliver(payload)
         assert status == 200
+        await until(_closed(bed, message), within=10, what="the stored message to be closed")
 
-        def closed() -> bool:
-            now = bed.slack.workspace.message(message.channel, message.ts)
-            return not interactive_elements(now.blocks)
 
-        await until(closed, within=10, what="the stored message to be closed")
+async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_with_nobody_clicking() -> (
+    None
+):
+    from tests.slack_harness import all_text
+
+    async with running() as bed:
+        message = await _stored_late(bed)
+        assert message.metadata is not None  # every question's message names its request
+        request_id = message.metadata["event_payload"]["request_id"]
+        # Looked for 2 s after the failure, then 10, 30 and 60 s: found at the first.
+        await until(_closed(bed, message), within=30, what="the stored message to be closed")
+        status, record = await bed.get(request_id)
+        assert status == 200 and record["state"] == "failed", record
+        assert record["message"]["ts"] == message.ts, record
+        shown = all_text(bed.slack.workspace.message(message.channel, message.ts).blocks)
+        assert "given up on posting it" in shown, shown
+        assert bed.slack.calls.count("conversations.history") == 1

@@ -37,6 +37,7 @@ from adapters.slack.messages import (
 )
 from adapters.slack.paced import NotSent, only_if
 from adapters.slack.posted import Predecessor, request_metadata
+from adapters.slack.reconcile import LostPosts
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
@@ -114,6 +115,7 @@ class AskLifecycle:
         *,
         clock: Clock | None = None,
         logger: logging.Logger | None = None,
+        lost: LostPosts | None = None,
     ) -> None:
         self._client = client
         self._store = store
@@ -126,6 +128,7 @@ class AskLifecycle:
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
+        self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=self._logger)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -308,13 +311,14 @@ class AskLifecycle:
                     thread_ts=record.thread_ts,
                     text=rendered.text,
                     blocks=rendered.blocks,
-                    metadata=request_metadata(record.id) if record.key else None,
+                    metadata=request_metadata(record.id),
                     unfurl_links=False,
                     unfurl_media=False,
                 )
         except NotSent:
             return  # its waiter learns the ending from the store
         except SLACK_FAILURES as exc:
+            self.lost.look_for(record, exc)  # Slack may have stored it all the same
             raise await self._failed(record.id, exc, UNDELIVERED) from exc
         ts = str(response["ts"])
         channel = str(response.get("channel") or record.channel)

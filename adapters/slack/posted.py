@@ -1,7 +1,8 @@
 """Find a request's message again after the record was lost (a restart with the memory store).
 
-Every message of a keyed request is posted with Slack message metadata naming its request
-id (``request_metadata``). A bot that restarts without its records, asked again with the
+Every question's message is posted with Slack message metadata naming its request id
+(``request_metadata``; reconcile.py finds a message Slack stored after its post failed by
+it too). A bot that restarts without its records, asked again with the
 same key (a dsh host replaying its pending requests), looks for that message among the
 channel's latest messages (``conversations.history`` with ``include_all_metadata``) and
 adopts it instead of posting a second one. It looks only during its first minute: later
@@ -25,6 +26,7 @@ __all__ = [
     "SEARCHED",
     "Predecessor",
     "find_posted",
+    "posted_requests",
     "request_metadata",
 ]
 
@@ -43,12 +45,24 @@ def request_metadata(request_id: str) -> dict[str, Any]:
     return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
 
 
-def _names(message: Any, request_id: str) -> bool:
+def _request_of(message: Any) -> str | None:
+    """The request id a message's metadata names, if it is one of this bot's questions."""
     metadata = message.get("metadata") if isinstance(message, dict) else None
     if not isinstance(metadata, dict) or metadata.get("event_type") != REQUEST_EVENT:
-        return False
+        return None
     payload = metadata.get("event_payload")
-    return isinstance(payload, dict) and payload.get("request_id") == request_id
+    found = payload.get("request_id") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) and isinstance(message.get("ts"), str) else None
+
+
+def posted_requests(messages: object) -> dict[str, str]:
+    """Request id -> ts of this bot's questions among ``messages`` (a history's list)."""
+    found: dict[str, str] = {}
+    for message in messages if isinstance(messages, list) else []:
+        request_id = _request_of(message)
+        if request_id is not None:
+            found.setdefault(request_id, str(message["ts"]))
+    return found
 
 
 async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> str | None:
@@ -63,11 +77,7 @@ async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> 
             extra={"request_id": request_id, "error": repr(exc)[:200]},
         )
         return None
-    messages = response.get("messages")
-    for message in messages if isinstance(messages, list) else []:
-        if _names(message, request_id) and isinstance(message.get("ts"), str):
-            return str(message["ts"])
-    return None
+    return posted_requests(response.get("messages")).get(request_id)
 
 
 class Predecessor:

@@ -38,6 +38,7 @@ from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, Des
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
 from adapters.slack.paced import PacedWebClient
+from adapters.slack.reconcile import LOOKUPS, LostPosts
 from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, status_of
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
@@ -90,6 +91,8 @@ class SlackQuestionProvider:
     - ``clock``: where deadlines read the time (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
+    - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
+      message is looked for, should Slack have stored it all the same (reconcile.py).
 
     Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
     an idempotency key, a label and a note.
@@ -113,6 +116,7 @@ class SlackQuestionProvider:
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
         retry: bool = True,
+        lookups: Sequence[float] = LOOKUPS,
         logger: logging.Logger | None = None,
     ) -> None:
         if not channel:
@@ -148,6 +152,14 @@ class SlackQuestionProvider:
             team_url(app),
             clock=clock,
             logger=log,
+            lost=LostPosts(
+                self._client,
+                self._store,
+                self._sync,
+                clock=clock,
+                lookups=tuple(lookups),
+                logger=log,
+            ),
         )
         gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
         self._handler = InteractionHandler(self._store, gate, self._sync)
@@ -188,6 +200,11 @@ class SlackQuestionProvider:
     def pending_count(self) -> int:
         """Requests this process is waiting on (zero when nothing leaks)."""
         return self._store.watch_count
+
+    @property
+    def lost_posts(self) -> LostPosts:
+        """Looks for the messages of failed posts that Slack stored all the same."""
+        return self._lifecycle.lost
 
     @property
     def background_count(self) -> int:
@@ -292,5 +309,6 @@ class SlackQuestionProvider:
         stay open."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
+        await self._lifecycle.lost.aclose()
         await self._lifecycle.aclose(grace=grace, note=note)
         await self._sync.drain(max(0.0, deadline - loop.time()))

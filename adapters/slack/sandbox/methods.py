@@ -112,16 +112,18 @@ class WebApi:
         return {"ok": True, "messages": messages, "has_more": len(top) > limit}
 
     def conversations_replies(self, params: Params) -> Response:
-        """``conversations.replies``: a thread, parent first."""
+        """``conversations.replies``: a thread, parent first (metadata as in the history)."""
         channel = self.workspace.channel(_text(params, "channel", "channel_not_found"))
         ts = _text(params, "ts", "thread_not_found")
+        with_metadata = str(params.get("include_all_metadata", "")).lower() in ("true", "1")
         parent = self.workspace.find_message(channel.id, ts)
         if parent is None:
             raise SlackError("thread_not_found")
         replies = [
             m for m in self.workspace.history(channel.id) if m.thread_ts == ts and m is not parent
         ]
-        return {"ok": True, "messages": [parent.to_dict(), *(m.to_dict() for m in replies)]}
+        thread = [parent, *replies]
+        return {"ok": True, "messages": [m.to_dict(with_metadata=with_metadata) for m in thread]}
 
     # chat
 
