@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,7 +39,16 @@ from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
-__all__ = ["AT_ONCE", "FRESH", "LOOKUPS", "MOST", "LostPosts", "late_note", "may_be_stored"]
+__all__ = [
+    "AT_ONCE",
+    "FRESH",
+    "LOOKUPS",
+    "MOST",
+    "RECENT",
+    "LostPosts",
+    "late_note",
+    "may_be_stored",
+]
 
 LOOKUPS: Final = (2.0, 10.0, 30.0, 60.0)
 """Seconds after a failed post at which its message is looked for."""
@@ -49,6 +59,8 @@ AT_ONCE: Final = 2
 MOST: Final = 1000
 """Lost posts looked for at the same time; more are only logged."""
 
+RECENT: Final = 300.0
+"""Seconds back a thread's replies are searched (a lost post was sent a minute ago at most)."""
 _READ: Final = ("C", "G")
 """Conversations whose history the app's scopes can read (not a DM: ``im:history``)."""
 _Place = tuple[str, str | None]
@@ -120,10 +132,16 @@ class LostPosts:
 
     def look_for(self, record: PendingRecord, exc: BaseException) -> None:
         """``record``'s post failed with ``exc``: look for its message if Slack may have it."""
-        if not self.lookups or not may_be_stored(exc) or not record.channel.startswith(_READ):
+        if (
+            not self.lookups
+            or not may_be_stored(exc)
+            or not record.channel.startswith(_READ)
+        ):
             return
         if len(self._looking) >= MOST:
-            self._once("too many", "too many lost posts to look for; not looking", record.id)
+            self._once(
+                "too many", "too many lost posts to look for; not looking", record.id
+            )
             return
         task = asyncio.get_running_loop().create_task(
             self._look(record.id, (record.channel, record.thread_ts)), name="lost post"
@@ -158,7 +176,8 @@ class LostPosts:
             except UserQuestionError as exc:  # the store: try again at the next time
                 self._once(exc.code, "cannot look for a lost post now", request_id, exc)
         self._logger.info(
-            "the message of a failed post was not found in Slack", extra={"request_id": request_id}
+            "the message of a failed post was not found in Slack",
+            extra={"request_id": request_id},
         )
 
     def _search(self, place: _Place, last: _Search | None) -> _Search:
@@ -166,8 +185,11 @@ class LostPosts:
         it is ``last``, the one this post saw already), else a new one."""
         now = self._clock.now()
         search = self._searches.get(place)
-        stale = search is None or (search.task.done() and search.started < now - FRESH)
-        if search is None or stale or search is last:
+        if (
+            search is None
+            or search is last
+            or (search.task.done() and search.started < now - FRESH)
+        ):
             search = _Search(now, asyncio.ensure_future(self._history(place)))
             self._searches[place] = search
         return search
@@ -182,9 +204,13 @@ class LostPosts:
                     response = await self._client.conversations_history(
                         channel=channel, include_all_metadata=True, limit=SEARCHED
                     )
-                else:
+                else:  # oldest first: only the replies of the last few minutes
                     response = await self._client.conversations_replies(
-                        channel=channel, ts=thread_ts, include_all_metadata=True, limit=SEARCHED
+                        channel=channel,
+                        ts=thread_ts,
+                        oldest=f"{time.time() - RECENT:.6f}",
+                        include_all_metadata=True,
+                        limit=SEARCHED,
                     )
             except SLACK_FAILURES as exc:
                 self._once(describe(exc), "cannot look for lost posts", channel, exc)
@@ -212,7 +238,9 @@ class LostPosts:
             extra={"request_id": request_id, "channel": channel, "ts": ts},
         )
 
-    def _once(self, cause: str, what: str, about: str, exc: BaseException | None = None) -> None:
+    def _once(
+        self, cause: str, what: str, about: str, exc: BaseException | None = None
+    ) -> None:
         if cause in self._logged:
             return
         self._logged.add(cause)
@@ -225,5 +253,6 @@ class LostPosts:
             self._searches.clear()
         if not task.cancelled() and task.exception() is not None:
             self._logger.warning(
-                "looking for a lost post failed", extra={"error": repr(task.exception())[:200]}
+                "looking for a lost post failed",
+                extra={"error": repr(task.exception())[:200]},
             )
