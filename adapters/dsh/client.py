@@ -106,6 +106,14 @@ class DshHostClient:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
+        self._requests = OpenRequests(
+            provider,
+            self._serve,
+            max_open=max_open_per_session,
+            replay_window=replay_window,
+            stopping=lambda: self._stopping,
+            logger=self._logger,
+        )
         self._downlink = Downlink(
             self._base,
             self._http,
@@ -115,9 +123,9 @@ class DshHostClient:
             backoff_max=backoff_max,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
-            on_open=lambda: self._requests.opened(),
+            on_open=self._requests.opened,
             on_text=self._on_message,
-            on_close=lambda: self._requests.closed(),
+            on_close=self._requests.closed,
             logger=self._logger,
         )
         self._uplink = HostUplink(
@@ -127,14 +135,6 @@ class DshHostClient:
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             retry_for=respond_retry_for,
-            stopping=lambda: self._stopping,
-            logger=self._logger,
-        )
-        self._requests = OpenRequests(
-            provider,
-            self._serve,
-            max_open=max_open_per_session,
-            replay_window=replay_window,
             stopping=lambda: self._stopping,
             logger=self._logger,
         )
