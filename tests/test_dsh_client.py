@@ -667,7 +667,7 @@ async def test_stop_releases_the_open_questions_instead_of_ending_them(rig: Rig)
         message = await rig.message()
 
         await rig.client.stop()
-        await rig.provider.aclose(grace=1.0)  # the bot's own shutdown sweep leaves it alone
+        await rig.provider.aclose(grace=5.0)  # the bot's own shutdown sweep leaves it alone
 
         await eventually(lambda: RESTARTING_NOTE in shown(message.blocks), "the note")
         assert interactive(message)
