@@ -1,10 +1,10 @@
 """``RedisPendingStore``: the pending store shared by several bot processes through Redis.
 
-The parts, one idea each: ``redis_layout`` (the keys and the Lua scripts), ``redis_link``
-(the pool, bounded operations, health), ``redis_notices`` (watches and the ``p:done``
-subscriber), ``redis_upkeep`` (heartbeats, the sweep), ``redis_audit`` (the streams); this
-``redis_records`` (the records: create, get, compare-and-set, the open index); this
-module puts the parts together.
+The parts, one idea each: ``redis_layout`` (the keys, one Redis server or primary, and the
+Lua scripts), ``redis_link`` (the pool, bounded operations, health), ``redis_records`` (the
+records: create, get, compare-and-set, the open index), ``redis_notices`` (watches and the
+``p:done`` subscriber), ``redis_upkeep`` (heartbeats, the sweep), ``redis_audit`` (the
+streams); this module puts them together behind the ``PendingStore`` protocol.
 
 ``create`` and ``compare_and_set`` are Lua scripts (``register_script``), so the record, the
 index sets and the notification change together and the first writer wins across processes.
