@@ -1,15 +1,28 @@
 """``HomeTab``: each person's App Home lists what waits for their answer (views.publish).
 
-Opening the Home tab (``app_home_opened``) publishes the person's "Waiting for you" list;
-afterwards every question that opens or closes republishes it for everyone who has opened
-their Home tab since the bot started (coalesced: one round of publishes at a time).
+Opening the Home tab (``app_home_opened``) publishes the person's "Waiting for you" list
+and makes them a *viewer* (``stores/viewers.py``: kept in the store, shared by every bot
+process, bounded to the most recent openers of the last 7 days). Afterwards the process
+that opens, changes or ends a question republishes the lists of the viewers it concerns,
+whichever process their ``app_home_opened`` reached and across restarts.
+
+Why the writer republishes: every change already passes through the writing process's
+``MessageSynchroniser`` (it updates the message), while the stores' cross-process
+notification (Redis ``p:done``, SQLite's endings feed) carries endings only and reaches
+every process, so N processes would publish N times. The writer publishes exactly once.
+
+Changes are coalesced: one worker per process waits ``SETTLE`` seconds after the first
+change, then publishes each concerned viewer's list once, from the records stored then;
+changes arriving meanwhile make one more round. Rounds never overlap, so an older list
+never lands after a newer one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+import time
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -17,15 +30,19 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.home import render_home
+from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
+from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
 from adapters.slack.synchroniser import MessageSynchroniser
+from bot.questions.errors import UserQuestionError
 
-__all__ = ["MAX_VIEWERS", "HomeTab"]
+__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab"]
 
-MAX_VIEWERS: Final = 1000
-"""People whose Home tab is kept up to date (the most recent openers)."""
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
+
+_EVERYTHING: Final = ""
+"""A change of no particular request: every viewer's list is republished."""
 
 
 class HomeTab:
@@ -38,19 +55,23 @@ class HomeTab:
         gate: Gatekeeper,
         sync: MessageSynchroniser,
         logger: logging.Logger,
+        *,
+        viewers: HomeViewers,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
         self._store = store
         self._gate = gate
         self._sync = sync
         self._logger = logger
-        self._viewers: OrderedDict[str, None] = OrderedDict()
-        self._pending = False
+        self._viewers = viewers
+        self._now = now
+        self._changed: set[str] = set()
+        self._working = False
 
-    @property
-    def viewers(self) -> list[str]:
-        """People whose Home tab is kept current, oldest opener first."""
-        return list(self._viewers)
+    async def viewers(self) -> list[str]:
+        """People whose Home tab is kept current (any process's openers), oldest first."""
+        return await self._viewers.current(self._now())
 
     def open_later(self, user: str) -> None:
         """``opened``, in a tracked background task (the listener returns at once)."""
@@ -58,21 +79,20 @@ class HomeTab:
 
     async def opened(self, user: str) -> None:
         """``user`` opened the app's Home tab: remember them and publish their list."""
-        self._viewers.pop(user, None)
-        self._viewers[user] = None
-        while len(self._viewers) > MAX_VIEWERS:
-            self._viewers.popitem(last=False)
+        try:
+            await self._viewers.opened(user, self._now())
+        except UserQuestionError as exc:  # their tab is still published, just not kept
+            self._logger.warning(
+                "home tab viewer not kept", extra={"user": user, "error": exc.code}
+            )
         await self.publish(user)
 
-    async def publish(self, user: str) -> None:
-        """Publish ``user``'s list of the open questions they may answer."""
-        records = await self._store.open_records()
-        mine = [
-            record
-            for record in records
-            if record.questions  # questions only (tool approvals have their own panel)
-            and await self._gate.allowed(user, record.allowed_users, record.allowed_usergroups)
-        ]
+    async def publish(self, user: str, records: Sequence[PendingRecord] | None = None) -> None:
+        """Publish ``user``'s list of the open questions they may answer (of ``records``,
+        or of every open record)."""
+        if records is None:
+            records = await self._store.open_records()
+        mine = [record for record in records if await self._concerns(user, record)]
         try:
             await self._client.views_publish(user_id=user, view=render_home(mine))
         except SLACK_FAILURES as exc:
@@ -81,14 +101,52 @@ class HomeTab:
             )
 
     def changed(self, request_id: str | None = None) -> None:
-        """A question opened or closed: republish every kept Home tab (coalesced)."""
-        if self._pending or not self._viewers:
-            return
-        self._pending = True
-        self._sync.spawn(self._refresh(), "views.publish")
+        """A question opened, changed or closed: republish the kept Home tabs it concerns
+        (coalesced: one round of publishes at a time)."""
+        self._changed.add(request_id or _EVERYTHING)
+        if not self._working:
+            self._working = True
+            self._sync.spawn(self._work(), "views.publish")
 
-    async def _refresh(self) -> None:
-        await asyncio.sleep(SETTLE)
-        self._pending = False
-        for user in list(self._viewers):
-            await self.publish(user)
+    async def _work(self) -> None:
+        try:
+            while self._changed:
+                await asyncio.sleep(SETTLE)
+                changed, self._changed = self._changed, set()
+                await self._republish(changed)
+        finally:
+            self._working = False
+
+    async def _republish(self, changed: set[str]) -> None:
+        """One round: each viewer concerned by a ``changed`` request gets their list."""
+        try:
+            viewers = await self._viewers.current(self._now())
+            if not viewers:
+                return
+            records = await self._store.open_records()
+            touched = await self._touched(changed)
+        except UserQuestionError as exc:
+            self._logger.warning("home tabs not republished", extra={"error": exc.code})
+            return
+        for user in viewers:
+            if touched is None or [r for r in touched if await self._concerns(user, r)]:
+                await self.publish(user, records)
+
+    async def _touched(self, changed: set[str]) -> list[PendingRecord] | None:
+        """The changed records; ``None`` when any is unknown (everyone is concerned)."""
+        if _EVERYTHING in changed:
+            return None
+        touched: list[PendingRecord] = []
+        for request_id in sorted(changed):
+            record = await self._store.get(request_id)
+            if record is None:
+                return None
+            touched.append(record)
+        return touched
+
+    async def _concerns(self, user: str, record: PendingRecord) -> bool:
+        """Whether ``record`` is on ``user``'s list (questions only: tool approvals have
+        their own panel) when it is open."""
+        return bool(record.questions) and await self._gate.allowed(
+            user, record.allowed_users, record.allowed_usergroups
+        )

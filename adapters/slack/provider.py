@@ -30,7 +30,7 @@ from adapters.slack.approval_actions import ApprovalHandler
 from adapters.slack.audit import AuditEvent
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.bolt_app import team_url
-from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock
+from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.endings import Endings, lost_record
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.hometab import HomeTab
@@ -42,6 +42,7 @@ from adapters.slack.reconcile import LOOKUPS, LostPosts
 from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, status_of
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
+from adapters.slack.stores.viewers import viewers_for
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import (
     AbortSignal,
@@ -88,7 +89,8 @@ class SlackQuestionProvider:
       ``reminders``: seconds before that deadline to remind who may answer (a thread
       reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
       mention a user or group id because nobody answered. Each is settable per request.
-    - ``clock``: where deadlines read the time (default: the system's; tests go faster).
+    - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
+      (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
     - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
@@ -167,7 +169,15 @@ class SlackQuestionProvider:
         if isinstance(self._store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
             self._store.on_orphans = self._sync.on_orphans
-        self._home = HomeTab(self._client, self._store, gate, self._sync, log)
+        self._home = HomeTab(
+            self._client,
+            self._store,
+            gate,
+            self._sync,
+            log,
+            viewers=viewers_for(self._store),
+            now=(clock or SystemClock()).now,
+        )
         self._sync.on_change = self._home.changed
         register_listeners(app, self._handler, self._approvals, self._home)
 

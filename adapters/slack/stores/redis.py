@@ -128,6 +128,11 @@ class RedisPendingStore(KeepsTrail):
         return self._keys.prefix
 
     @property
+    def redis(self) -> aioredis.Redis:
+        """The client (and pool) of this store, for state kept beside it (Home tab viewers)."""
+        return self._client
+
+    @property
     def watch_count(self) -> int:
         """How many watches are registered in this process."""
         return self._notices.watches.count

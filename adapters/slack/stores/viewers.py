@@ -1,0 +1,183 @@
+"""Who keeps an App Home tab open: shared by every bot process, kept across restarts.
+
+A person who opens the app's Home tab (``app_home_opened``) is a *viewer*: whichever
+process later opens or closes a question republishes their "Waiting for you" list. The
+viewers live where the pending records live, so every process sees the same set and a
+restart forgets nobody:
+
+- ``MemoryHomeViewers``: this process only (the memory store);
+- ``SqliteHomeViewers``: a ``home_viewers`` table in the SQLite store's file (its own
+  short connections, WAL; several processes on one host share it);
+- ``RedisHomeViewers`` (``redis_viewers.py``): a sorted set ``p:home:viewers`` next to the
+  Redis store's keys.
+
+The set is bounded: the ``MAX_VIEWERS`` most recent openers, each for ``VIEWER_TTL``
+(7 days) after they last opened the tab. Someone who has not looked at their Home tab for
+a week is no longer refreshed until they open it again (opening it always publishes it
+afresh). ``viewers_for(store)`` picks the implementation that matches a pending store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
+
+import aiosqlite
+
+from adapters.slack.stores.protocol import PendingStore
+from adapters.slack.stores.redis import RedisPendingStore
+from adapters.slack.stores.redis_viewers import RedisHomeViewers
+from adapters.slack.stores.sqlite import SqlitePendingStore
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+
+__all__ = [
+    "MAX_VIEWERS",
+    "VIEWER_TTL",
+    "HomeViewers",
+    "MemoryHomeViewers",
+    "SqliteHomeViewers",
+    "viewers_for",
+]
+
+MAX_VIEWERS: Final = 1000
+"""People whose Home tab is kept up to date: the most recent openers."""
+VIEWER_TTL: Final = 7 * 86400.0
+"""Seconds a Home tab is kept up to date after its person last opened it: 7 days."""
+
+
+class HomeViewers(Protocol):
+    """The people whose Home tab is kept current, shared by every process of a store."""
+
+    async def opened(self, user: str, at: float) -> None:
+        """``user`` opened their Home tab at ``at`` (epoch seconds); the oldest beyond the
+        bound are forgotten."""
+        ...
+
+    async def current(self, now: float) -> list[str]:
+        """Everyone who opened their Home tab within the time limit before ``now``, oldest
+        opener first (at most the bound)."""
+        ...
+
+
+class MemoryHomeViewers:
+    """The viewers in this process's memory (for the memory store)."""
+
+    def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
+        _check(max_viewers, ttl)
+        self._max = max_viewers
+        self._ttl = ttl
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    async def opened(self, user: str, at: float) -> None:
+        at = max(at, self._seen.pop(user, at))
+        self._seen[user] = at
+        self._seen = OrderedDict(sorted(self._seen.items(), key=lambda kept: kept[1]))
+        while len(self._seen) > self._max:
+            self._seen.popitem(last=False)
+
+    async def current(self, now: float) -> list[str]:
+        since = now - self._ttl
+        for user in [user for user, at in self._seen.items() if at < since]:
+            del self._seen[user]
+        return list(self._seen)
+
+
+_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS home_viewers"
+    " (user_id TEXT PRIMARY KEY, opened_at REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+class SqliteHomeViewers:
+    """The viewers in the SQLite store's file, table ``home_viewers`` (user_id, opened_at).
+
+    Each call opens a short connection of its own (opening a Home tab and a round of
+    republishing are rare next to the store's traffic), so there is nothing to close.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_viewers: int = MAX_VIEWERS,
+        ttl: float = VIEWER_TTL,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        _check(max_viewers, ttl)
+        self._path = Path(path)
+        self._max = max_viewers
+        self._ttl = ttl
+        self._busy_timeout = busy_timeout
+        self._ready = False
+
+    async def opened(self, user: str, at: float) -> None:
+        await self._run(
+            (
+                "INSERT INTO home_viewers (user_id, opened_at) VALUES (?, ?) ON CONFLICT (user_id)"
+                " DO UPDATE SET opened_at = max(opened_at, excluded.opened_at)",
+                (user, at),
+            ),
+            (
+                "DELETE FROM home_viewers WHERE opened_at < ? OR user_id NOT IN"
+                " (SELECT user_id FROM home_viewers ORDER BY opened_at DESC LIMIT ?)",
+                (at - self._ttl, self._max),
+            ),
+        )
+
+    async def current(self, now: float) -> list[str]:
+        rows = await self._run(
+            (
+                "SELECT user_id FROM home_viewers WHERE opened_at >= ?"
+                " ORDER BY opened_at DESC LIMIT ?",
+                (now - self._ttl, self._max),
+            )
+        )
+        return [str(row[0]) for row in reversed(rows)]
+
+    async def _run(self, *statements: tuple[str, tuple[object, ...]]) -> list[sqlite3.Row]:
+        """Run ``statements`` in one transaction; the last one's rows."""
+        rows: list[sqlite3.Row] = []
+        try:
+            async with aiosqlite.connect(
+                self._path, isolation_level=None, timeout=self._busy_timeout
+            ) as db:
+                if not self._ready:
+                    await db.execute(_TABLE)
+                    self._ready = True
+                await db.execute("BEGIN IMMEDIATE" if len(statements) > 1 else "BEGIN")
+                for sql, params in statements:
+                    rows = list(await db.execute_fetchall(sql, params))
+                await db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise UserQuestionError(
+                f"the Home tab viewers (SQLite at {self._path}) failed: {exc}",
+                STORE_UNAVAILABLE,
+                cause=exc,
+            ) from exc
+        return rows
+
+
+def viewers_for(
+    store: PendingStore, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL
+) -> HomeViewers:
+    """The viewers kept where ``store`` keeps its records (memory for any other store)."""
+    if isinstance(store, SqlitePendingStore):
+        return SqliteHomeViewers(store.path, max_viewers=max_viewers, ttl=ttl)
+    if isinstance(store, RedisPendingStore):
+        return RedisHomeViewers(store.redis, store.prefix, max_viewers=max_viewers, ttl=ttl)
+    return MemoryHomeViewers(max_viewers=max_viewers, ttl=ttl)
+
+
+def _check(max_viewers: int, ttl: float) -> None:
+    if max_viewers < 1 or ttl <= 0:
+        raise ValueError("max_viewers and ttl must be positive")
+
+
+if TYPE_CHECKING:
+
+    def _conforms(
+        memory: MemoryHomeViewers, sqlite: SqliteHomeViewers, redis: RedisHomeViewers
+    ) -> list[HomeViewers]:
+        return [memory, sqlite, redis]
