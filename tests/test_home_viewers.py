@@ -59,9 +59,12 @@ def handles(request: pytest.FixtureRequest) -> Handles:
 
 async def test_the_most_recent_openers_are_kept_oldest_first(handles: Handles) -> None:
     one, other = await handles(max_viewers=3)
+    # only a set in this process's memory knows it is empty without asking
+    assert one.known_empty() is (one is other)
     for i, user in enumerate(["U1", "U2", "U3"]):
         await one.opened(user, T0 + i)
     assert await other.current(T0 + 10) == ["U1", "U2", "U3"]  # shared
+    assert not one.known_empty() and not other.known_empty()
     await other.opened("U1", T0 + 4)  # opened again: the most recent now
     assert await one.current(T0 + 10) == ["U2", "U3", "U1"]
     await one.opened("U4", T0 + 5)  # one too many: the oldest opener goes

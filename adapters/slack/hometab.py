@@ -103,6 +103,8 @@ class HomeTab:
     def changed(self, request_id: str | None = None) -> None:
         """A question opened, changed or closed: republish the kept Home tabs it concerns
         (coalesced: one round of publishes at a time)."""
+        if self._viewers.known_empty():
+            return  # nobody has opened a Home tab (and no other process shares the set)
         self._changed.add(request_id or _EVERYTHING)
         if not self._working:
             self._working = True

@@ -56,6 +56,9 @@ class RedisHomeViewers:
 
         return await self._op("read the Home tab viewers", read)
 
+    def known_empty(self) -> bool:
+        return False
+
     async def _op(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
         try:
             async with asyncio.timeout(_TIMEOUT):

@@ -60,6 +60,11 @@ class HomeViewers(Protocol):
         opener first (at most the bound)."""
         ...
 
+    def known_empty(self) -> bool:
+        """Whether this handle knows, without asking the store, that nobody is kept (only
+        a set in this process's memory can; a shared one says ``False``)."""
+        ...
+
 
 class MemoryHomeViewers:
     """The viewers in this process's memory (for the memory store)."""
@@ -82,6 +87,9 @@ class MemoryHomeViewers:
         for user in [user for user, at in self._seen.items() if at < since]:
             del self._seen[user]
         return list(self._seen)
+
+    def known_empty(self) -> bool:
+        return not self._seen
 
 
 _TABLE: Final = (
@@ -135,6 +143,9 @@ class SqliteHomeViewers:
             )
         )
         return [str(row[0]) for row in reversed(rows)]
+
+    def known_empty(self) -> bool:
+        return False
 
     async def _run(self, *statements: tuple[str, tuple[object, ...]]) -> list[sqlite3.Row]:
         """Run ``statements`` in one transaction; the last one's rows."""
