@@ -128,9 +128,10 @@ class RedisPendingStore(KeepsTrail):
         return self._keys.prefix
 
     @property
-    def redis(self) -> aioredis.Redis:
-        """The client (and pool) of this store, for state kept beside it (Home tab viewers)."""
-        return self._client
+    def link(self) -> RedisLink:
+        """This store's connection (bounded operations), for state kept beside it (App
+        Home's viewers)."""
+        return self._link
 
     @property
     def watch_count(self) -> int:

@@ -177,7 +177,7 @@ def viewers_for(
     if isinstance(store, SqlitePendingStore):
         return SqliteHomeViewers(store.path, max_viewers=max_viewers, ttl=ttl)
     if isinstance(store, RedisPendingStore):
-        return RedisHomeViewers(store.redis, store.prefix, max_viewers=max_viewers, ttl=ttl)
+        return RedisHomeViewers(store.link, store.prefix, max_viewers=max_viewers, ttl=ttl)
     return MemoryHomeViewers(max_viewers=max_viewers, ttl=ttl)
 
 
