@@ -75,7 +75,7 @@ class MemoryPendingStore:
             deadline = time.monotonic() + self._finished_ttl
             self._deadlines[record.id] = deadline
             self._expiry.append((deadline, record.id))
-            self._watches.resolve(record)
+            self._watches.resolve(record, written.json)
         return True
 
     def watch(self, request_id: str) -> Watch:
@@ -105,7 +105,7 @@ class MemoryPendingStore:
         """A watch starts waiting late: resolve it if its record has ended meanwhile."""
         stored = self._records.get(request_id)
         if stored is not None and stored.state in TERMINAL_STATES:
-            self._watches.resolve(PendingRecord.load(stored.json))
+            self._watches.resolve(PendingRecord.load(stored.json), stored.json)
 
     def _expire(self) -> None:
         now = time.monotonic()

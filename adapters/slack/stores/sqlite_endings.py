@@ -75,7 +75,7 @@ class SqliteEndings:
         ):
             record = PendingRecord.load(raw)
             if not record.is_open:
-                self._watches.resolve(record)
+                self._watches.resolve(record, raw)
 
     async def _check_lost(self) -> None:
         """Fail the waits on records another process deleted: ``RECORD_LOST``."""

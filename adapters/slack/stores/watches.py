@@ -104,11 +104,18 @@ class WatchRegistry:
             if self._on_unwatched is not None:
                 self._on_unwatched(watch.request_id)
 
-    def resolve(self, record: PendingRecord) -> None:
-        """End the waits on ``record`` (terminal) with a copy of it each."""
-        for watch in self._groups.get(record.id, ()):
-            if not watch.future.done():
-                watch.future.set_result(record.model_copy(deep=True))
+    def resolve(self, record: PendingRecord, dumped: str | None = None) -> None:
+        """End the waits on ``record`` (terminal) with a copy of it each.
+
+        The copies are loaded from its JSON (``dumped``, when the caller has it), which is
+        several times faster than a deep copy.
+        """
+        waiting = [w for w in self._groups.get(record.id, ()) if not w.future.done()]
+        if not waiting:
+            return
+        raw = record.dump() if dumped is None else dumped
+        for watch in waiting:
+            watch.future.set_result(PendingRecord.load(raw))
 
     def fail_all(self, error: UserQuestionError) -> None:
         """End every wait still pending with ``error`` (the watches stay registered)."""
