@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -35,10 +34,12 @@ from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot.access import OpenQuestionCaps
 from bot.api_answers import request_problem
-from bot.config import Mode, Settings
+from bot.config import Settings
 from bot.gateway import Gateway
+from bot.health import Health
 from bot.ports import listening
 from bot.questions.service import UserQuestionService
+from bot.socket_mode import SocketMode
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
@@ -54,10 +55,6 @@ SLACK_MAX_BODY_BYTES = 1_048_576
 """Largest request body the server takes (Slack's interaction payloads fit well within)."""
 HANDLER_GRACE = 0.5
 """At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
-HEALTH_STORE_TIMEOUT = 3.0
-"""Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
-SOCKET_CONNECT_TIMEOUT = 30.0
-"""Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
 
 
 @dataclass(eq=False)
@@ -131,76 +128,6 @@ def _budget(settings: Settings) -> Budget | None:
     if settings.redis_url is None:
         return None
     return RedisBudget.from_url(settings.redis_url.get_secret_value(), prefix=settings.redis_prefix)
-
-
-class _Health:
-    """``/healthz``: the mode, the store, the open questions this process owns (``pending``),
-    what waits on them (``waiters``: ``ask()`` calls and long-polls; ``longPolls`` apart), and
-    each connection's state."""
-
-    def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
-        self.mode = mode
-        self.provider = provider
-        self.socket: SocketMode | None = None
-        self.dsh: DshHostClient | None = None
-        self.gateway: Gateway | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""
-        store = self.provider.store
-        body: dict[str, object] = {"ok": True, "mode": self.mode}
-        try:
-            async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
-                open_records = await store.open_records(owner=store.process_id)
-        except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
-            body.update(ok=False, store="unreachable", error=type(exc).__name__)
-        else:
-            body.update(store="ok", pending=len(open_records))
-        body["waiters"] = store.watch_count
-        if self.gateway is not None:
-            body["longPolls"] = self.gateway.long_polls
-        scheduler = getattr(self.provider.client, "scheduler", None)
-        if scheduler is not None:  # Web API calls waiting for Slack's rate limits
-            body["webApiQueue"] = scheduler.depths()
-        if self.socket is not None:
-            body.update(await self.socket.status())
-        if self.dsh is not None:
-            body.update(self.dsh.status())
-        return web.json_response(body, status=200 if body["ok"] else 503)
-
-
-class SocketMode:
-    """bolt's Socket Mode handler, with its connection state for ``/healthz``."""
-
-    def __init__(self, app: AsyncApp, app_token: str) -> None:
-        self.handler = AsyncSocketModeHandler(
-            app, app_token, logger=logging.getLogger("slack_bolt.socket_mode")
-        )
-
-    async def connect(self) -> None:
-        """Open the connection; a refused app token fails here, not in a retry loop."""
-        client = self.handler.client
-        # slack_sdk's connect() retries a failed apps.connections.open forever; ask once
-        # first so a wrong SLACK_APP_TOKEN is a startup error with Slack's reason.
-        try:
-            client.wss_uri = await client.issue_new_wss_url()
-        except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response is not None else None
-            raise RuntimeError(
-                f"Socket Mode: Slack refused SLACK_APP_TOKEN in apps.connections.open "
-                f"({error or 'no reason given'})"
-            ) from exc
-        connecting = self.handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
-        await asyncio.wait_for(connecting, SOCKET_CONNECT_TIMEOUT)
-
-    async def status(self) -> dict[str, str]:
-        """``{"socket": "connected" | "disconnected"}``."""
-        connected = await self.handler.client.is_connected()
-        return {"socket": "connected" if connected else "disconnected"}
-
-    async def close(self) -> None:
-        """Close the WebSocket and the handler's HTTP session."""
-        await self.handler.close_async()  # type: ignore[no-untyped-call]  # untyped in bolt
 
 
 async def start(settings: Settings) -> Runtime:
@@ -289,7 +216,12 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         refusals=refusals,
         default_channel=channel,
     )
-    health = _Health(settings.mode, provider)
+    # The open questions owned by no process (asked over the API before a restart, or
+    # on another process) are this process's to serve too: their deadlines are kept here.
+    adopted = await provider.resume()
+    if adopted:
+        logger.info(f"took up {adopted} open questions owned by no process")
+    health = Health(settings.mode, provider)
     health.gateway = gateway
     runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)
     port = runner.addresses[0][1]
@@ -357,7 +289,7 @@ async def _serve(
     settings: Settings,
     stack: contextlib.AsyncExitStack,
     gateway: Gateway,
-    health: _Health,
+    health: Health,
     app: AsyncApp,
     signing_secret: str | None,
     refusals: RefusalLog,

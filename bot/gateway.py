@@ -6,11 +6,13 @@
     GET    /v1/audit?since=…&until=…                 -> the audit trail as JSON lines
     GET    /v1/openapi.json                                        -> the OpenAPI document
 
-Questions live in the provider's pending store, so with a shared store any process can
-answer a ``GET`` or ``DELETE``. Every route needs ``Authorization: Bearer <BOT_API_TOKEN>``
-when a token is configured (without one the bot listens on loopback only). With several
-tokens a token sees only its own questions and their trail; the trail names the token
-that asked (``api:<name>``; ``api`` on an open API).
+Questions live in the provider's pending store, owned by no process: they outlive the
+process that asked them (a stop releases its waiters, it does not end the questions), and
+with a durable store any process, a restarted one too, answers a ``GET`` or ``DELETE``.
+Every route needs ``Authorization: Bearer <BOT_API_TOKEN>`` when a token is configured
+(without one the bot listens on loopback only). With several tokens a token sees only its
+own questions and their trail; the trail names the token that asked (``api:<name>``;
+``api`` on an open API).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import AuditEvent, QuestionStatus
+from adapters.slack import AuditEvent, QuestionStatus, Released
 from bot.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api_answers import failure, not_found, problem, too_many, unauthorized, view_of
 from bot.api_body import QuestionPost, body_problems, read_body, validation_errors
 from bot.api_idempotency import KeyLocks, key_problem, same_request
 from bot.audit import audit_handler
+from bot.questions.abort import AbortController
 from bot.questions.errors import (
     ASK_ABORTED,
     HarnessError,
@@ -115,6 +118,7 @@ class Gateway:
         self.long_polls = 0
         """``GET ?wait=`` requests waiting right now."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
+        self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
@@ -129,8 +133,14 @@ class Gateway:
         app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
 
     def close(self) -> None:
-        """Refuse new questions (shutdown has begun)."""
+        """Refuse new questions, and stop waiting on the ones asked here (shutdown has begun).
+
+        Questions asked over the API are owned by no process: they are released, not
+        ended, and stay open (in the store and in Slack) for the next process to serve.
+        """
         self._closing = True
+        for controller in self._waiting.values():
+            controller.abort(Released())
 
     def end_polls(self) -> None:
         """Answer every long-poll still waiting with its question's current state (shutdown)."""
@@ -249,10 +259,15 @@ class Gateway:
             escalate_to=post.escalate_to,
             link=post.link,
             asked_by=by,
+            detached=True,
         )
-        request = AskUserQuestionRequest(questions=post.questions, options=options)
+        controller = AbortController()
+        request = AskUserQuestionRequest(
+            questions=post.questions, options=options, signal=controller.signal
+        )
         task = asyncio.ensure_future(self._service.ask(request))
         self._asks[request_id] = task
+        self._waiting[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
             {task, posted}, timeout=POST_DEADLINE, return_when="FIRST_COMPLETED"
@@ -270,6 +285,7 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
+        self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()

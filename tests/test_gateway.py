@@ -715,7 +715,8 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
 
 
 async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> None:
-    async with running() as bed:
+    # The memory store dies with the process: nothing could take the questions up again.
+    async with running(store="memory") as bed:
         _, first = await bed.ask()
         _, second = await bed.ask()
         polls = [
@@ -737,6 +738,55 @@ async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> N
             assert not interactive_elements(bed.message(record).blocks)
         assert bed.runtime.gateway.running == 0
         assert bed.runtime.provider.pending_count == 0
+
+
+async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_them() -> None:
+    # The default SQLite store outlives the process: API questions are owned by no process.
+    path = fresh_store_path()
+    async with running(store_path=path) as bed:
+        _, first = await bed.ask()
+        _, second = await bed.ask()
+        assert (await bed.runtime.store.get(first["id"])).owner is None  # type: ignore[union-attr]
+        polls = [asyncio.ensure_future(bed.get(r["id"], wait=30)) for r in (first, second)]
+        await until(lambda: bed.runtime.provider.pending_count == 4, what="two long-polls")
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await bed.stop()
+        assert loop.time() - began < 3
+        for poll in polls:
+            status, polled = await poll
+            assert (status, polled["state"]) == (200, "pending")
+        for record in (first, second):
+            message = bed.message(record)
+            assert "Interrupted" not in all_text(message.blocks)
+            assert interactive_elements(message.blocks)
+        assert bed.runtime.gateway.running == 0
+        assert bed.runtime.provider.pending_count == 0
+        updates = len(bed.slack.calls("chat.update"))
+
+        fields = {**bed.runtime.settings.model_dump(), "port": 0}
+        again = await start(Settings(**fields))
+        try:
+            bed.slack.interactivity_url = f"{again.url}/slack/events"
+            headers = {"Authorization": f"Bearer {API_TOKEN}"}
+            async with aiohttp.ClientSession(again.url, headers=headers) as http:
+                async with http.get(f"/v1/questions/{first['id']}") as response:
+                    assert (await response.json())["state"] == "pending"
+                async with http.get("/healthz") as response:
+                    assert (await response.json())["pending"] == 2
+                url = f"/v1/questions/{first['id']}"
+                polling = asyncio.ensure_future(http.get(url, params={"wait": "30"}))
+                await until(lambda: again.provider.pending_count == 1, what="the long-poll")
+                await bed.click(first, "Deploy")
+                response = await asyncio.wait_for(polling, 10)
+                polled = await response.json()
+                response.release()
+            assert polled["state"] == "answered"
+            assert polled["answer"] == {"answers": [{"id": "deploy", "selected": ["Deploy"]}]}
+            assert len(bed.messages()) == 2  # no second post
+            assert len(bed.slack.calls("chat.update")) >= updates
+        finally:
+            await again.stop()
 
 
 async def test_stopping_still_closes_everything_when_the_store_fails(

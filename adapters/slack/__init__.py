@@ -12,10 +12,10 @@ with ``UserQuestionService.register_provider``. A request's ``options``
 """
 
 from adapters.slack.audit import AuditEvent
+from adapters.slack.destination import Destination
 from adapters.slack.endings import Released
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
-from adapters.slack.lifecycle import Destination
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import ApprovalView
 from adapters.slack.status import QuestionStatus, SlackMessage

@@ -3,14 +3,19 @@
 A request may carry a ``deadline`` (it fails with ``ASK_TIMEOUT`` then and its record
 says "Timed out"), ``reminders`` (times at which a thread reply mentions the people who
 may answer) and an escalation (a time at which a thread reply mentions
-``escalate_to``). ``keep_deadlines`` runs them for the process whose ``ask()`` waits, and
-stops as soon as the request ends. Time comes from a ``Clock``: the system's in service,
-a faster one in tests, so a schedule of minutes runs in a fraction of a second.
+``escalate_to``). ``keep_deadlines`` runs them for the process whose ``ask()`` waits (and,
+for a request owned by no process, for every process that serves it), and stops as soon
+as the request ends. Each reminder and the escalation is taken in the record by
+compare-and-set before it is posted (``reminded``, ``escalated``), so however many keepers
+run, and across restarts, none is sent twice; a reminder missed while no bot ran is sent
+once, late, and only the latest one due. Time comes from a ``Clock``: the system's in
+service, a faster one in tests, so a schedule of minutes runs in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -23,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.blocks import answer_by
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, mutate
 
 __all__ = [
     "ESCALATE_TO_PATTERN",
@@ -71,11 +76,13 @@ class Event:
 
     at: float
     kind: Literal["remind", "escalate", "expire"]
+    index: int = 0
+    """Which reminder (its place in ``record.reminders``)."""
 
 
 def schedule(record: PendingRecord) -> list[Event]:
     """What is due for ``record``, in time order (the deadline last among equals)."""
-    events = [Event(at, "remind") for at in record.reminders]
+    events = [Event(at, "remind", i) for i, at in enumerate(record.reminders)]
     if record.escalate_at is not None and record.escalate_to:
         events.append(Event(record.escalate_at, "escalate"))
     if record.deadline is not None:
@@ -121,7 +128,8 @@ async def keep_deadlines(
     record = await store.get(request_id)
     if record is None:
         return
-    for event in schedule(record):
+    events = schedule(record)
+    for event in events:
         wait = event.at - clock.now()
         if wait > 0:
             await clock.sleep(wait)
@@ -131,16 +139,33 @@ async def keep_deadlines(
         if event.kind == "expire":
             await expire(request_id)
             return
-        if current.message_ts is None:
-            continue  # not in Slack yet: nothing to reply to
-        text = reminder_text(current) if event.kind == "remind" else escalation_text(current)
+        if current.message_ts is None or _overtaken(event, events, clock.now()):
+            continue  # not in Slack yet, or a later reminder is due as well: send that one
+        _, taken = await mutate(store, request_id, functools.partial(_take, event))
+        if taken is None:
+            continue  # sent already: by another process, or before a restart
+        text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
         try:
             await client.chat_postMessage(
-                channel=current.message_channel or current.channel,
-                thread_ts=current.thread_ts or current.message_ts,
+                channel=taken.message_channel or taken.channel,
+                thread_ts=taken.thread_ts or taken.message_ts,
                 text=text,
             )
         except SLACK_FAILURES as exc:  # a missed reminder must not end the question
             logger.warning(
                 "reminder not sent", extra={"request": request_id, "error": type(exc).__name__}
             )
+
+
+def _overtaken(event: Event, events: list[Event], now: float) -> bool:
+    """Whether a later event of the same kind is due already (``event`` was missed)."""
+    return any(e.kind == event.kind and event.at < e.at <= now for e in events)
+
+
+def _take(event: Event, record: PendingRecord) -> PendingRecord | None:
+    """``record`` with ``event`` (a reminder or the escalation) taken; ``None`` if it was."""
+    if not record.is_open:
+        return None
+    if event.kind == "remind":
+        return record.next(reminded=event.index + 1) if record.reminded <= event.index else None
+    return None if record.escalated else record.next(escalated=True)

@@ -2,9 +2,12 @@
 
 ``ask()`` stores the pending record and registers its watch *before* posting, so a very
 fast click finds both; then it posts the message and waits on the watch, the request's
-abort signal and the timeout, whichever comes first. Every way out ends the record
-(answered, cancelled, aborted or failed) and closes the watch; every failure leaves as
-the seam's ``UserQuestionError`` (failures.py).
+abort signal and the timeout, whichever comes first (waiting.py). Every way out ends the
+record (answered, cancelled, aborted or failed) and closes the watch, but one: a waiter
+aborted with ``Released()`` stops waiting and leaves its request open. A request asked
+``detached`` (the HTTP API's) is owned by no process, so it outlives its waiter; one asked
+in process is owned by the waiter's process, and ends with it. Every failure leaves as the
+seam's ``UserQuestionError`` (failures.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -23,8 +25,9 @@ from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.audit import asked_event, event_for, permalink
 from adapters.slack.blocks import Rendered
-from adapters.slack.deadlines import Clock, SystemClock, keep_deadlines, schedule
-from adapters.slack.endings import Endings, Released, lost_record, outcome
+from adapters.slack.deadlines import Clock, SystemClock
+from adapters.slack.destination import AskDefaults, Destination, DestinationHook
+from adapters.slack.endings import Endings, lost_record, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -33,7 +36,6 @@ from adapters.slack.messages import (
     SHUTTING_DOWN,
     UNDELIVERED,
     UNDELIVERED_REST,
-    no_answer_within,
 )
 from adapters.slack.paced import NotSent, only_if
 from adapters.slack.posted import Predecessor, request_metadata
@@ -41,9 +43,10 @@ from adapters.slack.reconcile import LostPosts
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
 from adapters.slack.scheduler import tagged
-from adapters.slack.stores import PendingStore, Watch, append_quietly
+from adapters.slack.stores import MemoryPendingStore, PendingStore, append_quietly
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.uploads import upload_text
+from adapters.slack.waiting import Waits
 from bot.questions import (
     AbortSignal,
     AskOptions,
@@ -51,54 +54,11 @@ from bot.questions import (
     AskUserQuestionRequest,
     UserQuestionError,
 )
-from bot.questions.errors import (
-    ASK_ABORTED,
-    ASK_TIMEOUT,
-    RECORD_LOST,
-    STORE_UNAVAILABLE,
-)
+from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
 
 __all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook"]
 
-
 _NO_OPTIONS = AskOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class Destination:
-    """Where a request is posted: a channel id or user id (a DM), optionally in a thread."""
-
-    channel: str
-    thread_ts: str | None = None
-
-
-DestinationHook = Callable[[AskUserQuestionRequest], Destination | None]
-"""Chooses a destination per request (``None``: the provider's default)."""
-
-
-@dataclass(slots=True)
-class AskDefaults:
-    """What every request gets unless its ``AskOptions`` say otherwise."""
-
-    destination: Destination
-    allowed_users: list[str] | None = None
-    allowed_usergroups: list[str] | None = None
-    mention: str | None = None
-    choose: DestinationHook | None = None
-    timeout: float | None = None
-    reminders: tuple[float, ...] = ()
-    escalate_after: float | None = None
-    escalate_to: str | None = None
-
-    def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
-        """The request's destination: its options, else the hook, else the default."""
-        if options.channel:
-            return Destination(options.channel, options.thread_ts)
-        if self.choose is not None:
-            chosen = self.choose(request)
-            if chosen is not None:
-                return chosen
-        return self.destination
 
 
 class AskLifecycle:
@@ -122,13 +82,13 @@ class AskLifecycle:
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
-        self.clock: Clock = clock or SystemClock()
-        self._logger = logger or logging.getLogger("adapters.slack")
+        log = logger or logging.getLogger("adapters.slack")
+        self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
         self._team_url = team_url
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
-        self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=self._logger)
+        self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -142,7 +102,7 @@ class AskLifecycle:
         escalate_to = options.escalate_to or self.defaults.escalate_to
         template = PendingRecord(
             id="-",
-            owner=self._store.process_id,
+            owner=self._owner(options),
             questions=list(request.questions),
             channel=where.channel,
             thread_ts=where.thread_ts,
@@ -216,7 +176,7 @@ class AskLifecycle:
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
-                return await self._rejoin(existing, signal, options.note, limit)
+                return await self._rejoin(existing, signal, options.note, limit, template.owner)
         record = template.model_copy(
             update={
                 "id": request_id,
@@ -239,7 +199,7 @@ class AskLifecycle:
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
-                    return await self._rejoin(existing, signal, None, limit)
+                    return await self._rejoin(existing, signal, None, limit, template.owner)
             if record.message_ts is None:
                 await self._post(record, rendered)
                 placed = await self._placed(record)
@@ -256,7 +216,7 @@ class AskLifecycle:
             if options.on_posted is not None:
                 options.on_posted(request_id)
             try:
-                return await self._wait(request_id, watch, signal, limit)
+                return await self.waits.wait(request_id, watch, signal, limit)
             except UserQuestionError as exc:
                 if exc.code == RECORD_LOST:
                     await self._lost(copy)
@@ -279,9 +239,25 @@ class AskLifecycle:
             if current is not None:
                 self._inflight.discard(current)
 
+    @property
+    def clock(self) -> Clock:
+        """Where deadlines read the time."""
+        return self.waits.clock
+
+    def _owner(self, options: AskOptions) -> str | None:
+        """Who owns a request asked with ``options``: the waiter's process, or no process
+        for a detached one (but a store that dies with this process has nobody else)."""
+        if options.detached and not isinstance(self._store, MemoryPendingStore):
+            return None
+        return self._store.process_id
+
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request of this process, let asks finish."""
+        """Stop taking questions, end every open request this process owns, let asks finish.
+
+        Requests owned by no process stay open for the next process (their waiters are
+        released by whoever started them: the HTTP API, the dsh client)."""
         self._closing = True
+        await self.waits.close()
         for record in await self._store.open_records(owner=self._store.process_id):
             await self._endings.end_or_later(record.id, "aborted", note, ASK_ABORTED)
         if self._inflight:  # asks still delivering: let them see the ending and finish
@@ -357,7 +333,7 @@ class AskLifecycle:
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
 
-    # -- wait -----------------------------------------------------------------------------
+    # -- ask again ------------------------------------------------------------------------
 
     async def _rejoin(
         self,
@@ -365,8 +341,12 @@ class AskLifecycle:
         signal: AbortSignal | None,
         note: str | None,
         limit: float | None,
+        owner: str | None,
     ) -> PendingRecord:
-        """Ask again with a key already used: wait on the open request, or reopen it."""
+        """Ask again with a key already used: wait on the open request, or reopen it.
+
+        ``owner``: who owns the request as asked now (this process, or none if detached).
+        """
         if not record.is_open and note is not None:
             reopened = record.next(
                 state="pending",
@@ -376,17 +356,18 @@ class AskLifecycle:
                 answered_by_name=None,
                 finished_at=None,
                 error_code=None,
-                owner=self._store.process_id,
+                owner=owner,
             )
             if await self._store.compare_and_set(reopened):
                 record = reopened
                 self._sync.refresh(record.id)
         if not record.is_open:
             return record
-        if record.owner != self._store.process_id:
+        if owner is not None and record.owner != owner:
             # Ownership follows the waiter: this process waits on it now (its earlier owner
-            # stopped, released it or died), so no orphan sweep may end it.
-            me = self._store.process_id
+            # stopped, released it or died), so no orphan sweep may end it. A detached
+            # asker leaves the owner as it is.
+            me = owner
             _, adopted = await settle(
                 self._store,
                 record.id,
@@ -397,36 +378,9 @@ class AskLifecycle:
                 self._sync.refresh(record.id)
         watch = self._store.watch(record.id)
         try:
-            return await self._wait(record.id, watch, signal, limit)
+            return await self.waits.wait(record.id, watch, signal, limit)
         finally:
             watch.close()
-
-    async def _wait(
-        self, request_id: str, watch: Watch, signal: AbortSignal | None, limit: float | None
-    ) -> PendingRecord:
-        """Wait for the request's ending, its abort signal or the timeout, whichever is first.
-
-        A question may wait for hours, so this holds no task of its own when there is no
-        signal, and only a future (no task) for the signal when there is one.
-        """
-        if signal is not None and signal.aborted:
-            return await self._aborted(request_id, signal.reason)
-        keeper = await self._keep(request_id)
-        try:
-            async with asyncio.timeout(limit):
-                if signal is None and keeper is None:
-                    record = await watch.wait()
-                else:
-                    record = await self._wait_any(request_id, watch, signal, keeper)
-        except TimeoutError:
-            assert limit is not None
-            record = await self._endings.end(
-                request_id, "failed", no_answer_within(limit), ASK_TIMEOUT
-            )
-        finally:
-            if keeper is not None:
-                keeper.cancel()
-        return record
 
     async def _placed(self, record: PendingRecord) -> PendingRecord:
         """The record as stored with its message's place (``record`` if it cannot be read:
@@ -448,64 +402,3 @@ class AskLifecycle:
         except UserQuestionError:
             pass  # the store is down as well: the message still says so
         self._sync.show(tomb)
-
-    async def _keep(self, request_id: str) -> asyncio.Task[None] | None:
-        """Start the deadline keeper of a request that has a schedule (deadlines.py): its
-        reminders, escalation and expiry, in this process, which waits on it."""
-        record = await self._store.get(request_id)
-        if record is None or not record.is_open or not schedule(record):
-            return None
-
-        async def expire(rid: str) -> object:
-            timeout = (record.deadline or 0) - record.created_at
-            return await self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
-
-        return asyncio.ensure_future(
-            keep_deadlines(request_id, self._store, self._client, expire, self.clock, self._logger)
-        )
-
-    async def _wait_any(
-        self,
-        request_id: str,
-        watch: Watch,
-        signal: AbortSignal | None,
-        keeper: asyncio.Task[None] | None,
-    ) -> PendingRecord:
-        """The request's ending, unless its signal aborts it first; a keeper that fails
-        (the store is down when the deadline comes) fails the wait with it."""
-        aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-
-        def on_abort(reason: object) -> None:
-            if not aborted.done():
-                aborted.set_result(reason)
-
-        remove = signal.add_listener(on_abort) if signal is not None else None
-        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
-        contenders: set[asyncio.Future[Any]] = {waiting, aborted}
-        if keeper is not None:
-            contenders.add(keeper)
-        try:
-            while True:
-                done, _ = await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
-                if waiting in done:
-                    return waiting.result()
-                if keeper is not None and keeper in done:
-                    contenders.discard(keeper)
-                    error = keeper.exception()
-                    if error is not None:
-                        raise error
-                    continue  # it expired the request: the watch sees the ending next
-                break
-        finally:
-            if remove is not None:
-                remove()
-            if not waiting.done():
-                waiting.cancel()
-        return await self._aborted(request_id, aborted.result())
-
-    async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
-        if isinstance(reason, Released):
-            # The asker stops waiting, but the request stays open for whoever asks next.
-            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
-        note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
-        return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)

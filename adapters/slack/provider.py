@@ -31,10 +31,11 @@ from adapters.slack.audit import AuditEvent
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.bolt_app import team_url
 from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
+from adapters.slack.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.endings import Endings, lost_record
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.hometab import HomeTab
-from adapters.slack.lifecycle import AskDefaults, AskLifecycle, Destination, DestinationHook
+from adapters.slack.lifecycle import AskLifecycle
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
 from adapters.slack.paced import PacedWebClient
@@ -313,10 +314,19 @@ class SlackQuestionProvider:
         record = await self._endings.add_note(request_id, note)
         return None if record is None else status_of(record)
 
+    async def resume(self) -> int:
+        """Adopt the open requests owned by no process (call once, at start); how many.
+
+        Their messages stay as they are (no new post; one a shutdown marked "Interrupted"
+        is shown open again) and this process keeps their reminders, escalation and
+        deadline. Clicks and long-polls on them need nothing more: they work on the store.
+        """
+        return len(await self._lifecycle.waits.resume())
+
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request of this process, drain tasks;
-        ``grace`` seconds in all. Requests owned by no process (``AskOptions(detached=True)``)
-        stay open."""
+        """Stop taking questions, end every open request this process owns, drain tasks;
+        ``grace`` seconds in all. Requests owned by no process (``AskOptions(detached=True)``,
+        released ones) stay open for the next process."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         await self._lifecycle.lost.aclose()

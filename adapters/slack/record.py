@@ -82,6 +82,11 @@ class PendingRecord(BaseModel):
     reminders: list[float] = Field(default_factory=list)
     escalate_at: float | None = None
     escalate_to: str | None = None
+    reminded: int = 0
+    """How many of ``reminders`` were sent (each taken by compare-and-set before it is
+    posted, so no process and no restart sends one twice)."""
+    escalated: bool = False
+    """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
     finished_at: float | None = None
 

@@ -111,6 +111,10 @@ class AskOptions(BaseModel):
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
+    - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
+      process whose ``ask()`` waits on it, which may stop waiting (abort with a release
+      reason) and leave it open for any process to serve. Default: the waiter owns it, and
+      it fails if that process dies.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -130,6 +134,7 @@ class AskOptions(BaseModel):
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
     asked_by: str | None = None
+    detached: bool = False
 
 
 class AskUserQuestionRequest(WireModel):

@@ -1,0 +1,187 @@
+"""``Waits``: waiting on a request's ending, and keeping its deadlines while nobody waits.
+
+A waiter (``AskLifecycle``'s ``ask()``) waits on its request's watch, its abort signal
+and an optional limit, whichever comes first, with a deadline keeper (deadlines.py)
+beside it for a request with a schedule. A request owned by no process (the HTTP API's)
+outlives its waiter: a bot that starts re-adopts every such open request (``resume``):
+its message stays the message it is (one a shutdown marked "Interrupted" is shown open
+again) and its deadlines are kept by this process as well, with no waiter at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.deadlines import Clock, keep_deadlines, schedule
+from adapters.slack.endings import Endings, Released
+from adapters.slack.failures import settle
+from adapters.slack.messages import (
+    ABORTED_MESSAGE,
+    CANCELLED_BY_ASKER,
+    SHUTDOWN_NOTE,
+    no_answer_within,
+)
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore, Watch
+from adapters.slack.synchroniser import MessageSynchroniser
+from bot.questions import AbortSignal, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
+
+__all__ = ["Waits"]
+
+
+class Waits:
+    """Waits on requests' endings, and keeps the deadlines of the requests it adopts."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        clock: Clock,
+        logger: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self.clock = clock
+        self._logger = logger
+        self._keepers: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def keeper_count(self) -> int:
+        """Deadline keepers running for adopted requests (no waiter in this process)."""
+        return len(self._keepers)
+
+    async def resume(self) -> list[PendingRecord]:
+        """Adopt the open requests owned by no process (at start); returns them.
+
+        No message is posted again: a message a shutdown marked "Interrupted" is brought
+        back open (its note removed), and the deadlines of each are kept from now on.
+        """
+        adopted = [r for r in await self._store.open_records() if r.owner is None]
+        for record in adopted:
+            if record.note == SHUTDOWN_NOTE:
+                _, written = await settle(
+                    self._store,
+                    record.id,
+                    lambda r: r.next(note=None) if r.is_open and r.note == SHUTDOWN_NOTE else None,
+                )
+                if written is not None:
+                    self._sync.refresh(record.id)
+            if schedule(record) and record.id not in self._keepers:
+                keeper = self._keeper(record)
+                self._keepers[record.id] = keeper
+                keeper.add_done_callback(functools.partial(self._kept, record.id))
+        return adopted
+
+    def _kept(self, request_id: str, task: asyncio.Task[None]) -> None:
+        if self._keepers.get(request_id) is task:
+            del self._keepers[request_id]
+        if not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            self._logger.warning(
+                "deadline keeper stopped", extra={"request": request_id, "error": repr(error)}
+            )
+
+    async def close(self) -> None:
+        """Stop the keepers of adopted requests (the requests stay open)."""
+        keepers = list(self._keepers.values())
+        for keeper in keepers:
+            keeper.cancel()
+        if keepers:
+            await asyncio.wait(keepers)
+
+    def _keeper(self, record: PendingRecord) -> asyncio.Task[None]:
+        """A task keeping ``record``'s reminders, escalation and expiry (deadlines.py)."""
+
+        async def expire(rid: str) -> object:
+            timeout = (record.deadline or 0) - record.created_at
+            return await self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+
+        return asyncio.ensure_future(
+            keep_deadlines(record.id, self._store, self._client, expire, self.clock, self._logger)
+        )
+
+    async def wait(
+        self, request_id: str, watch: Watch, signal: AbortSignal | None, limit: float | None
+    ) -> PendingRecord:
+        """Wait for the request's ending, its abort signal or the timeout, whichever is first.
+
+        A question may wait for hours, so this holds no task of its own when there is no
+        signal, and only a future (no task) for the signal when there is one.
+        """
+        if signal is not None and signal.aborted:
+            return await self._aborted(request_id, signal.reason)
+        current = await self._store.get(request_id)
+        keeper = None
+        if current is not None and current.is_open and schedule(current):
+            keeper = self._keeper(current)
+        try:
+            async with asyncio.timeout(limit):
+                if signal is None and keeper is None:
+                    record = await watch.wait()
+                else:
+                    record = await self._wait_any(request_id, watch, signal, keeper)
+        except TimeoutError:
+            assert limit is not None
+            record = await self._endings.end(
+                request_id, "failed", no_answer_within(limit), ASK_TIMEOUT
+            )
+        finally:
+            if keeper is not None:
+                keeper.cancel()
+        return record
+
+    async def _wait_any(
+        self,
+        request_id: str,
+        watch: Watch,
+        signal: AbortSignal | None,
+        keeper: asyncio.Task[None] | None,
+    ) -> PendingRecord:
+        """The request's ending, unless its signal aborts it first; a keeper that fails
+        (the store is down when the deadline comes) fails the wait with it."""
+        aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def on_abort(reason: object) -> None:
+            if not aborted.done():
+                aborted.set_result(reason)
+
+        remove = signal.add_listener(on_abort) if signal is not None else None
+        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
+        contenders: set[asyncio.Future[Any]] = {waiting, aborted}
+        if keeper is not None:
+            contenders.add(keeper)
+        try:
+            while True:
+                done, _ = await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
+                if waiting in done:
+                    return waiting.result()
+                if keeper is not None and keeper in done:
+                    contenders.discard(keeper)
+                    error = keeper.exception()
+                    if error is not None:
+                        raise error
+                    continue  # it expired the request: the watch sees the ending next
+                break
+        finally:
+            if remove is not None:
+                remove()
+            if not waiting.done():
+                waiting.cancel()
+        return await self._aborted(request_id, aborted.result())
+
+    async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
+        if isinstance(reason, Released):
+            # The asker stops waiting, but the request stays open for whoever asks next.
+            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+        note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
+        return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)
