@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.blockkit import check_message
+from adapters.slack.deadlines import keep_deadlines
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
@@ -774,6 +776,35 @@ async def test_the_link_stays_on_the_record_once_the_question_ends(ending: str) 
         await asyncio.sleep(0.2)
         assert h.ephemerals(h.bob) == []
         assert len(h.current(message).edits) == edits
+
+
+async def test_several_keepers_of_one_request_send_each_reminder_once() -> None:
+    # Another process serving the same request, and one started after a restart, keep
+    # its deadlines too: each reminder and the escalation is taken in the record first.
+    clock = FastClock()
+    async with SlackHarness(clock=clock) as h:
+        options = AskOptions(timeout=60, reminders=(30, 10), escalate_after=20, escalate_to="U0ESC")
+        task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
+        message = await h.posted()
+        (record,) = await h.provider.store.open_records()
+
+        async def expire(request_id: str) -> None:
+            return None  # the waiter's own keeper ends it
+
+        log = logging.getLogger("tests")
+        client, store = h.provider.client, h.provider.store
+        others = [
+            asyncio.ensure_future(keep_deadlines(record.id, store, client, expire, clock, log))
+            for _ in range(3)
+        ]
+        with pytest.raises(UserQuestionError) as caught:
+            await task
+        assert caught.value.code == "ASK_TIMEOUT"
+        await asyncio.gather(*others)
+        sent = replies(h, message)
+        assert len(sent) == 3, sent  # the escalation and two reminders, once each
+        ended = await h.provider.store.get(record.id)
+        assert ended is not None and (ended.reminded, ended.escalated) == (2, True)
 
 
 # --- issue 16: App Home, "Waiting for you" ------------------------------------------------
