@@ -1,10 +1,12 @@
-"""Where a request is asked and what it gets by default: ``Destination``, ``AskDefaults``."""
+"""Where a request is asked and what it gets by default: ``Destination``, ``AskDefaults``,
+and the pending record a request starts as (its options over the defaults)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from adapters.slack.record import ApprovalView, PendingRecord
 from bot.questions import AskOptions, AskUserQuestionRequest
 
 __all__ = ["AskDefaults", "Destination", "DestinationHook"]
@@ -45,3 +47,56 @@ class AskDefaults:
             if chosen is not None:
                 return chosen
         return self.destination
+
+    def question_record(
+        self, request: AskUserQuestionRequest, options: AskOptions, *, owner: str | None, now: float
+    ) -> PendingRecord:
+        """The record a question starts as (its id still to be given): where, who may
+        answer, and its deadline, reminders and escalation, from ``options`` over these."""
+        where = self.where(request, options)
+        timeout = options.timeout or self.timeout
+        deadline = now + timeout if timeout else None
+        before = options.reminders or self.reminders
+        after = options.escalate_after or self.escalate_after
+        escalate_to = options.escalate_to or self.escalate_to
+        return PendingRecord(
+            id="-",
+            owner=owner,
+            questions=list(request.questions),
+            channel=where.channel,
+            thread_ts=where.thread_ts,
+            allowed_users=self.allowed_users,
+            allowed_usergroups=self.allowed_usergroups,
+            created_at=now,
+            deadline=deadline,
+            reminders=sorted(deadline - b for b in before if deadline and 0 < b < (timeout or 0)),
+            escalate_at=now + after if after and escalate_to else None,
+            escalate_to=escalate_to if after else None,
+            link=options.link,
+        )
+
+    def approval_record(
+        self,
+        approval: ApprovalView,
+        options: AskOptions,
+        approvers: Sequence[str] | None,
+        approver_groups: Sequence[str] | None,
+        *,
+        owner: str | None,
+    ) -> PendingRecord:
+        """The record a tool-permission approval starts as (no deadline of its own)."""
+        where = self.destination
+        if options.channel:
+            where = Destination(options.channel, options.thread_ts)
+        return PendingRecord(
+            id="-",
+            owner=owner,
+            questions=[],
+            approval=approval,
+            channel=where.channel,
+            thread_ts=where.thread_ts,
+            allowed_users=list(approvers) if approvers else self.allowed_users,
+            allowed_usergroups=(
+                list(approver_groups) if approver_groups else self.allowed_usergroups
+            ),
+        )

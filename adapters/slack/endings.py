@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from adapters.slack.audit import event_for
 from adapters.slack.failures import settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -20,7 +21,7 @@ from adapters.slack.messages import (
     RECORD_LOST_NOTE,
 )
 from adapters.slack.record import PendingRecord, State
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, append_quietly
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import (
@@ -132,6 +133,20 @@ class Endings:
         if written is not None:
             self._sync.refresh(request_id)
         return written
+
+    async def put_back_lost(self, copy: str) -> None:
+        """The store lost an open record (``copy``, its JSON as last seen): put it back as
+        failed (``RECORD_LOST``), and close its message."""
+        last = PendingRecord.load(copy)
+        tomb = lost_record(last)
+        try:
+            if await self._store.create(tomb):
+                event = event_for(last, tomb, by=self._store.process_id)
+                if event is not None:
+                    await append_quietly(self._store, event)
+        except UserQuestionError:
+            pass  # the store is down as well: the message still says so
+        self._sync.show(tomb)
 
     async def _fail_when_back(self, request_id: str, note: str) -> None:
         delay = 1.0

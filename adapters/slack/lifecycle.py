@@ -23,11 +23,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
-from adapters.slack.audit import asked_event, event_for, permalink
+from adapters.slack.audit import asked_event, permalink
 from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
-from adapters.slack.endings import Endings, lost_record, outcome
+from adapters.slack.endings import Endings, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -93,27 +93,8 @@ class AskLifecycle:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
-        where = self.defaults.where(request, options)
-        now = self.clock.now()
-        timeout = options.timeout or self.defaults.timeout
-        deadline = now + timeout if timeout else None
-        before = options.reminders or self.defaults.reminders
-        after = options.escalate_after or self.defaults.escalate_after
-        escalate_to = options.escalate_to or self.defaults.escalate_to
-        template = PendingRecord(
-            id="-",
-            owner=self._owner(options),
-            questions=list(request.questions),
-            channel=where.channel,
-            thread_ts=where.thread_ts,
-            allowed_users=self.defaults.allowed_users,
-            allowed_usergroups=self.defaults.allowed_usergroups,
-            created_at=now,
-            deadline=deadline,
-            reminders=sorted(deadline - b for b in before if deadline and 0 < b < (timeout or 0)),
-            escalate_at=now + after if after and escalate_to else None,
-            escalate_to=escalate_to if after else None,
-            link=options.link,
+        template = self.defaults.question_record(
+            request, options, owner=self._owner(options), now=self.clock.now()
         )
 
         async def review() -> dict[str, Any]:
@@ -137,20 +118,8 @@ class AskLifecycle:
         The same life as a question (store, idempotency key, reopening note, abort signal,
         no timeout of the bot's own: the host has none either), shown as an approval panel.
         """
-        where = self.defaults.destination
-        if options.channel:
-            where = Destination(options.channel, options.thread_ts)
-        template = PendingRecord(
-            id="-",
-            owner=self._store.process_id,
-            questions=[],
-            approval=approval,
-            channel=where.channel,
-            thread_ts=where.thread_ts,
-            allowed_users=list(approvers) if approvers else self.defaults.allowed_users,
-            allowed_usergroups=(
-                list(approver_groups) if approver_groups else self.defaults.allowed_usergroups
-            ),
+        template = self.defaults.approval_record(
+            approval, options, approvers, approver_groups, owner=self._store.process_id
         )
         return await self._run(template, options, signal, None)
 
@@ -176,7 +145,9 @@ class AskLifecycle:
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
-                return await self._rejoin(existing, signal, options.note, limit, template.owner)
+                return await self.waits.rejoin(
+                    existing, signal, options.note, limit, template.owner
+                )
         record = template.model_copy(
             update={
                 "id": request_id,
@@ -199,7 +170,7 @@ class AskLifecycle:
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
-                    return await self._rejoin(existing, signal, None, limit, template.owner)
+                    return await self.waits.rejoin(existing, signal, None, limit, template.owner)
             if record.message_ts is None:
                 await self._post(record, rendered)
                 placed = await self._placed(record)
@@ -219,7 +190,7 @@ class AskLifecycle:
                 return await self.waits.wait(request_id, watch, signal, limit)
             except UserQuestionError as exc:
                 if exc.code == RECORD_LOST:
-                    await self._lost(copy)
+                    await self._endings.put_back_lost(copy)
                 raise
         except asyncio.CancelledError:
             # The awaiting task was cancelled (before or after Slack took the message).
@@ -333,55 +304,6 @@ class AskLifecycle:
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
 
-    # -- ask again ------------------------------------------------------------------------
-
-    async def _rejoin(
-        self,
-        record: PendingRecord,
-        signal: AbortSignal | None,
-        note: str | None,
-        limit: float | None,
-        owner: str | None,
-    ) -> PendingRecord:
-        """Ask again with a key already used: wait on the open request, or reopen it.
-
-        ``owner``: who owns the request as asked now (this process, or none if detached).
-        """
-        if not record.is_open and note is not None:
-            reopened = record.next(
-                state="pending",
-                note=note,
-                answer=None,
-                answered_by=None,
-                answered_by_name=None,
-                finished_at=None,
-                error_code=None,
-                owner=owner,
-            )
-            if await self._store.compare_and_set(reopened):
-                record = reopened
-                self._sync.refresh(record.id)
-        if not record.is_open:
-            return record
-        if owner is not None and record.owner != owner:
-            # Ownership follows the waiter: this process waits on it now (its earlier owner
-            # stopped, released it or died), so no orphan sweep may end it. A detached
-            # asker leaves the owner as it is.
-            me = owner
-            _, adopted = await settle(
-                self._store,
-                record.id,
-                lambda r: r.next(owner=me, note=note) if r.is_open and r.owner != me else None,
-            )
-            if adopted is not None:
-                record = adopted
-                self._sync.refresh(record.id)
-        watch = self._store.watch(record.id)
-        try:
-            return await self.waits.wait(record.id, watch, signal, limit)
-        finally:
-            watch.close()
-
     async def _placed(self, record: PendingRecord) -> PendingRecord:
         """The record as stored with its message's place (``record`` if it cannot be read:
         the audit and a lost record's message are worth no failed ask)."""
@@ -389,16 +311,3 @@ class AskLifecycle:
             return await self._store.get(record.id) or record
         except UserQuestionError:
             return record
-
-    async def _lost(self, copy: str) -> None:
-        """The store lost an open record: put it back as failed, and close its message."""
-        last = PendingRecord.load(copy)
-        tomb = lost_record(last)
-        try:
-            if await self._store.create(tomb):
-                event = event_for(last, tomb, by=self._store.process_id)
-                if event is not None:
-                    await append_quietly(self._store, event)
-        except UserQuestionError:
-            pass  # the store is down as well: the message still says so
-        self._sync.show(tomb)

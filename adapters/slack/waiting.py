@@ -110,6 +110,53 @@ class Waits:
             keep_deadlines(record.id, self._store, self._client, expire, self.clock, self._logger)
         )
 
+    async def rejoin(
+        self,
+        record: PendingRecord,
+        signal: AbortSignal | None,
+        note: str | None,
+        limit: float | None,
+        owner: str | None,
+    ) -> PendingRecord:
+        """Ask again with a key already used: wait on the open request, or reopen it.
+
+        ``owner``: who owns the request as asked now (this process, or none if detached).
+        """
+        if not record.is_open and note is not None:
+            reopened = record.next(
+                state="pending",
+                note=note,
+                answer=None,
+                answered_by=None,
+                answered_by_name=None,
+                finished_at=None,
+                error_code=None,
+                owner=owner,
+            )
+            if await self._store.compare_and_set(reopened):
+                record = reopened
+                self._sync.refresh(record.id)
+        if not record.is_open:
+            return record
+        if owner is not None and record.owner != owner:
+            # Ownership follows the waiter: this process waits on it now (its earlier owner
+            # stopped, released it or died), so no orphan sweep may end it. A detached
+            # asker leaves the owner as it is.
+            me = owner
+            _, adopted = await settle(
+                self._store,
+                record.id,
+                lambda r: r.next(owner=me, note=note) if r.is_open and r.owner != me else None,
+            )
+            if adopted is not None:
+                record = adopted
+                self._sync.refresh(record.id)
+        watch = self._store.watch(record.id)
+        try:
+            return await self.wait(record.id, watch, signal, limit)
+        finally:
+            watch.close()
+
     async def wait(
         self, request_id: str, watch: Watch, signal: AbortSignal | None, limit: float | None
     ) -> PendingRecord:
