@@ -315,12 +315,8 @@ class SlackQuestionProvider:
         return None if record is None else status_of(record)
 
     async def resume(self) -> int:
-        """Adopt the open requests owned by no process (call once, at start); how many.
-
-        Their messages stay as they are (no new post; one a shutdown marked "Interrupted"
-        is shown open again) and this process keeps their reminders, escalation and
-        deadline. Clicks and long-polls on them need nothing more: they work on the store.
-        """
+        """Adopt the open requests owned by no process (at start; how many): keep their
+        deadlines, reopen a message marked "Interrupted" (waiting.py)."""
         return len(await self._lifecycle.waits.resume())
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
