@@ -13,6 +13,7 @@ import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.deadlines import keep_deadlines
+from adapters.slack.messages import SHUTDOWN_NOTE
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
@@ -805,6 +806,31 @@ async def test_several_keepers_of_one_request_send_each_reminder_once() -> None:
         assert len(sent) == 3, sent  # the escalation and two reminders, once each
         ended = await h.provider.store.get(record.id)
         assert ended is not None and (ended.reminded, ended.escalated) == (2, True)
+
+
+async def test_a_starting_bot_shows_an_interrupted_open_question_open_again() -> None:
+    # An open question owned by no process whose message an earlier bot marked
+    # "Interrupted": the bot that adopts it at start shows it open again, same message.
+    async with SlackHarness() as h:
+        task = h.ask(one("Deploy?", ["Yes", "No"]))
+        message = await h.posted()
+        (record,) = await h.provider.store.open_records()
+        for _ in range(500):  # until the message's ts is in the store
+            stored = await h.provider.store.get(record.id)
+            if stored is not None and stored.message_ts is not None:
+                break
+            await asyncio.sleep(0.01)
+        await h.provider.release(record.id, SHUTDOWN_NOTE)
+        await until(lambda: "Interrupted" in all_text(h.current(message).blocks))
+
+        assert await h.provider.resume() == 1
+        await until(lambda: "Interrupted" not in all_text(h.current(message).blocks))
+        assert interactive_elements(h.current(message).blocks)
+        adopted = await h.provider.store.get(record.id)
+        assert adopted is not None and adopted.is_open and adopted.note is None
+        await h.click(message, h.alice, text="Yes")
+        assert (await task).answers[0].selected == ["Yes"]
+        assert len(h.top_messages()) == 1
 
 
 # --- issue 16: App Home, "Waiting for you" ------------------------------------------------
