@@ -1,8 +1,10 @@
 """Wiring: settings -> bolt app, Slack provider, service, HTTP server, and shutdown.
 
 ``start(settings)`` builds and starts everything for one mode and returns a ``Runtime``;
-``Runtime.stop()`` ends it in order: refuse new questions, interrupt the pending ones
-(their messages say so, their waiters get ``ASK_ABORTED``), drain, close.
+``Runtime.stop()`` ends it in order: refuse new questions, release the questions owned by
+no process (the API's, a dsh host's: they stay open for the next start), interrupt the
+ones this process owns (their messages say so, their waiters get ``ASK_ABORTED``), drain,
+close. At start the bot takes up the open questions owned by no process.
 
 Every part is entered once on one ``contextlib.AsyncExitStack`` and released in reverse
 order: by ``Runtime.stop()``, or at once when a later part fails to start, so a failed start
@@ -349,9 +351,11 @@ async def _interrupt(
     gateway: Gateway,
     dsh: DshHostClient | None = None,
 ) -> None:
-    """Refuse new questions, end the pending ones (``ASK_ABORTED``), answer the long-polls.
+    """Refuse new questions, end the pending ones this process owns (``ASK_ABORTED``),
+    answer the long-polls.
 
-    A dsh host's requests are released first (left pending for the next bot), not ended.
+    The API's waiters (``gateway.close``) and a dsh host's requests are released first:
+    left pending for the next bot, not ended.
     """
     logger.info("shutting down", extra={"pending": provider.pending_count})
     loop = asyncio.get_running_loop()
