@@ -285,12 +285,16 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
-        self._waiting.pop(request_id, None)
+        controller = self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()
             code = error.code if isinstance(error, HarnessError) else type(error).__name__
-            self._logger.info("question ended", extra={"request": request_id, "code": code})
+            if controller is not None and isinstance(controller.signal.reason, Released):
+                # A stop: the question stays open for the next process.
+                self._logger.info("question released", extra={"request": request_id})
+            else:
+                self._logger.info("question ended", extra={"request": request_id, "code": code})
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""

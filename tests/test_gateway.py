@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -740,8 +741,11 @@ async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> N
         assert bed.runtime.provider.pending_count == 0
 
 
-async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_them() -> None:
+async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     # The default SQLite store outlives the process: API questions are owned by no process.
+    caplog.set_level(logging.INFO, logger="bot.gateway")
     path = fresh_store_path()
     async with running(store_path=path) as bed:
         _, first = await bed.ask()
@@ -762,6 +766,8 @@ async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_the
             assert interactive_elements(message.blocks)
         assert bed.runtime.gateway.running == 0
         assert bed.runtime.provider.pending_count == 0
+        logged = [r.getMessage() for r in caplog.records if r.name == "bot.gateway"]
+        assert logged.count("question released") == 2 and "question ended" not in logged
         updates = len(bed.slack.calls("chat.update"))
 
         fields = {**bed.runtime.settings.model_dump(), "port": 0}
