@@ -276,8 +276,10 @@ class AskLifecycle:
                 r.next(message_ts=ts, message_channel=channel) if r.message_ts is None else None
             ),
         )
-        if written is not None and not written.is_open:
-            self._sync.refresh(record.id)  # a click (or abort) beat us to it
+        if written is not None and written.version != record.version + 1:
+            # Written to since it was rendered (a click, an abort, a note, a release): the
+            # message shows the record as it is now.
+            self._sync.refresh(record.id)
         else:
             self._sync.changed(record.id)  # in Slack now: App Home lists it
         thread = record.thread_ts or ts
