@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ApiTokens", "OpenQuestionCaps", "asked_by"]
+__all__ = ["ApiTokens", "OpenQuestionCaps", "asked_by", "asker_of"]
 
 _NONCE: Final = 16
 """Hex characters of an id's random (or key-derived) part; the tag is as long."""
@@ -70,6 +70,13 @@ class ApiTokens:
         nonce, tag = request_id[:_NONCE], request_id[_NONCE:]
         return hmac.compare_digest(tag, self._tag(name, nonce))
 
+    def owner_of(self, request_id: str) -> str | None:
+        """The token whose tag question ``request_id`` carries; ``None`` when it carries
+        none (questions are not kept apart, or it was not asked with a token)."""
+        if not self.separated:
+            return None
+        return next((name for name, _ in self._tokens if self.owns(name, request_id)), None)
+
     def _tag(self, name: str, nonce: str) -> str:
         digest = hmac.new(self._secrets[name], f"uq-question:{nonce}".encode(), "sha256")
         return digest.hexdigest()[:_NONCE]
@@ -102,6 +109,10 @@ class OpenQuestionCaps:
         self._open[request_id] = name
         self._by_token[name] += 1
 
+    def holds(self, request_id: str) -> bool:
+        """Whether ``request_id`` has a slot."""
+        return request_id in self._open
+
     def give_back(self, request_id: str) -> None:
         """The question ended: free its slot (idempotent)."""
         if request_id in self._open:
@@ -109,6 +120,15 @@ class OpenQuestionCaps:
             self._by_token[name] -= 1
             if not self._by_token[name]:
                 del self._by_token[name]
+
+
+def asker_of(asked: str | None) -> tuple[bool, str | None]:
+    """Whether ``asked`` (a question's ``asked_by``) is the HTTP API, and the token's name."""
+    if asked == "api":
+        return True, None
+    if asked is not None and asked.startswith("api:"):
+        return True, asked[len("api:") :]
+    return False, None
 
 
 def asked_by(name: str | None) -> str:

@@ -222,7 +222,10 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # on another process) are this process's to serve too: their deadlines are kept here.
     adopted = await provider.resume()
     if adopted:
-        logger.info(f"took up {adopted} open questions owned by no process")
+        counted = gateway.take_up(adopted)  # in the API's open-question caps until they end
+        logger.info(
+            f"took up {len(adopted)} open questions owned by no process ({counted} of the API)"
+        )
     health = Health(settings.mode, provider)
     health.gateway = gateway
     runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any, Final, Protocol
 
@@ -33,6 +33,7 @@ from bot.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api_answers import failure, not_found, problem, too_many, unauthorized, view_of
 from bot.api_body import QuestionPost, body_problems, read_body, validation_errors
 from bot.api_idempotency import KeyLocks, key_problem, same_request
+from bot.api_taken import TakenUp
 from bot.audit import audit_handler
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
@@ -122,6 +123,7 @@ class Gateway:
         self._keys = KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
+        self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes to ``app``."""
@@ -139,8 +141,19 @@ class Gateway:
         ended, and stay open (in the store and in Slack) for the next process to serve.
         """
         self._closing = True
+        self._taken.close()
         for controller in self._waiting.values():
             controller.abort(Released())
+
+    @property
+    def taken_up(self) -> int:
+        """Questions taken up at start that hold a slot of the caps now."""
+        return self._taken.count
+
+    def take_up(self, questions: Iterable[QuestionStatus]) -> int:
+        """Count the open API questions among ``questions`` (taken up at start) in the
+        open-question caps until each ends; how many."""
+        return self._taken.take(questions)
 
     def end_polls(self) -> None:
         """Answer every long-poll still waiting with its question's current state (shutdown)."""

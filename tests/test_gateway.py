@@ -782,7 +782,8 @@ async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_the
                     assert (await response.json())["pending"] == 2
                 url = f"/v1/questions/{first['id']}"
                 polling = asyncio.ensure_future(http.get(url, params={"wait": "30"}))
-                await until(lambda: again.provider.pending_count == 1, what="the long-poll")
+                assert again.gateway.taken_up == 2  # each watched: its slot of the caps
+                await until(lambda: again.provider.pending_count == 3, what="the long-poll")
                 await bed.click(first, "Deploy")
                 response = await asyncio.wait_for(polling, 10)
                 polled = await response.json()

@@ -823,7 +823,7 @@ async def test_a_starting_bot_shows_an_interrupted_open_question_open_again() ->
         await h.provider.release(record.id, SHUTDOWN_NOTE)
         await until(lambda: "Interrupted" in all_text(h.current(message).blocks))
 
-        assert await h.provider.resume() == 1
+        assert len(await h.provider.resume()) == 1
         await until(lambda: "Interrupted" not in all_text(h.current(message).blocks))
         assert interactive_elements(h.current(message).blocks)
         adopted = await h.provider.store.get(record.id)

@@ -73,6 +73,7 @@ class AskDefaults:
             escalate_at=now + after if after and escalate_to else None,
             escalate_to=escalate_to if after else None,
             link=options.link,
+            asked_by=options.asked_by,
         )
 
     def approval_record(
@@ -99,4 +100,5 @@ class AskDefaults:
             allowed_usergroups=(
                 list(approver_groups) if approver_groups else self.allowed_usergroups
             ),
+            asked_by=options.asked_by,
         )

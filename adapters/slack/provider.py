@@ -314,10 +314,10 @@ class SlackQuestionProvider:
         record = await self._endings.add_note(request_id, note)
         return None if record is None else status_of(record)
 
-    async def resume(self) -> int:
-        """Adopt the open requests owned by no process (at start; how many): keep their
-        deadlines, reopen a message marked "Interrupted" (waiting.py)."""
-        return len(await self._lifecycle.waits.resume())
+    async def resume(self) -> list[QuestionStatus]:
+        """Adopt the open requests owned by no process (at start; the ones adopted): keep
+        their deadlines, reopen a message marked "Interrupted" (waiting.py)."""
+        return [status_of(record) for record in await self._lifecycle.waits.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, drain tasks;

@@ -56,6 +56,8 @@ class QuestionStatus:
     """Open, and its message still waits its turn within Slack's rate limits."""
     decision: Literal["allowed-once", "rejected"] | None = None
     """For an approval (``ask_approval``): what the person decided."""
+    asked_by: str | None = None
+    """Who asked: ``api`` or ``api:<token name>`` (the HTTP API), a dsh host, the code."""
 
     @property
     def is_open(self) -> bool:
@@ -95,4 +97,5 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         note=record.note,
         message=message,
         decision=record.approval.outcome if record.approval is not None else None,
+        asked_by=record.asked_by,
     )
