@@ -172,11 +172,7 @@ class AskLifecycle:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, limit, template.owner)
             if record.message_ts is None:
-                await self._post(record, rendered)
-                placed = await self._placed(record)
-                link = permalink(self._team_url, placed.message_channel, placed.message_ts)
-                by = options.asked_by or options.label
-                await append_quietly(self._store, asked_event(placed, by=by, link=link))
+                placed = await self._post(record, rendered, options.asked_by or options.label)
             else:  # found again: bring it up to date (open, with live buttons)
                 placed = record
                 self._sync.refresh(request_id)
@@ -236,19 +232,24 @@ class AskLifecycle:
 
     # -- store and post -------------------------------------------------------------------
 
-    async def _post(self, record: PendingRecord, rendered: Rendered) -> None:
-        """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
+    async def _post(
+        self, record: PendingRecord, rendered: Rendered, by: str | None
+    ) -> PendingRecord:
+        """Deliver the message (the record as placed); a cancelled ask still lets Slack's
+        reply arrive first."""
         with tagged(record.id):  # the scheduler can tell while this post waits its turn
-            delivery = asyncio.ensure_future(self._deliver(record, rendered))
+            delivery = asyncio.ensure_future(self._deliver(record, rendered, by))
         try:
-            await asyncio.shield(delivery)
+            return await asyncio.shield(delivery)
         except asyncio.CancelledError:
             # Let Slack's reply arrive so the message can be marked as cancelled.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(delivery, timeout=10)
             raise
 
-    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
+    async def _deliver(
+        self, record: PendingRecord, rendered: Rendered, by: str | None
+    ) -> PendingRecord:
         try:
             # Posted only if still open when Slack's rate limits let it go: a question
             # aborted or ended while its post waited in the queue is never shown.
@@ -262,18 +263,22 @@ class AskLifecycle:
                     unfurl_links=False,
                     unfurl_media=False,
                 )
-        except NotSent:
-            return  # its waiter learns the ending from the store
+        except NotSent:  # its waiter learns the ending from the store
+            await append_quietly(self._store, asked_event(record, by=by, link=None))
+            return record
         except SLACK_FAILURES as exc:
             self.lost.look_for(record, exc)  # Slack may have stored it all the same
             raise await self._failed(record.id, exc, UNDELIVERED) from exc
         ts = str(response["ts"])
         channel = str(response.get("channel") or record.channel)
-        _, written = await settle(
+        _, written = await settle(  # the asked event goes in with the message's place
             self._store,
             record.id,
-            lambda r: (
-                r.next(message_ts=ts, message_channel=channel) if r.message_ts is None else None
+            lambda r: r.next(
+                message_ts=r.message_ts or ts, message_channel=r.message_channel or channel
+            ),
+            event=lambda _, at: asked_event(
+                at, by=by, link=permalink(self._team_url, at.message_channel, at.message_ts)
             ),
         )
         if written is not None and written.version != record.version + 1:
@@ -295,6 +300,7 @@ class AskLifecycle:
                 await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
             except SLACK_FAILURES as exc:
                 raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        return written or record
 
     async def _still_open(self, request_id: str) -> bool:
         record = await self._store.get(request_id)
@@ -305,11 +311,3 @@ class AskLifecycle:
         error = question_error(exc, what)
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
-
-    async def _placed(self, record: PendingRecord) -> PendingRecord:
-        """The record as stored with its message's place (``record`` if it cannot be read:
-        the audit and a lost record's message are worth no failed ask)."""
-        try:
-            return await self._store.get(record.id) or record
-        except UserQuestionError:
-            return record
