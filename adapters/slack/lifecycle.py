@@ -155,6 +155,7 @@ class AskLifecycle:
                 "mention": self.defaults.mention,
                 "key": options.key,
                 "note": options.note,
+                "asked_by": options.asked_by or options.label,
                 **(await extra() if extra is not None else {}),
             }
         )
@@ -172,7 +173,7 @@ class AskLifecycle:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, limit, template.owner)
             if record.message_ts is None:
-                placed = await self._post(record, rendered, options.asked_by or options.label)
+                placed = await self._post(record, rendered)
             else:  # found again: bring it up to date (open, with live buttons)
                 placed = record
                 self._sync.refresh(request_id)
@@ -232,13 +233,11 @@ class AskLifecycle:
 
     # -- store and post -------------------------------------------------------------------
 
-    async def _post(
-        self, record: PendingRecord, rendered: Rendered, by: str | None
-    ) -> PendingRecord:
+    async def _post(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         """Deliver the message (the record as placed); a cancelled ask still lets Slack's
         reply arrive first."""
         with tagged(record.id):  # the scheduler can tell while this post waits its turn
-            delivery = asyncio.ensure_future(self._deliver(record, rendered, by))
+            delivery = asyncio.ensure_future(self._deliver(record, rendered))
         try:
             return await asyncio.shield(delivery)
         except asyncio.CancelledError:
@@ -247,9 +246,7 @@ class AskLifecycle:
                 await asyncio.wait_for(delivery, timeout=10)
             raise
 
-    async def _deliver(
-        self, record: PendingRecord, rendered: Rendered, by: str | None
-    ) -> PendingRecord:
+    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
             # Posted only if still open when Slack's rate limits let it go: a question
             # aborted or ended while its post waited in the queue is never shown.
@@ -264,7 +261,7 @@ class AskLifecycle:
                     unfurl_media=False,
                 )
         except NotSent:  # its waiter learns the ending from the store
-            await append_quietly(self._store, asked_event(record, by=by, link=None))
+            await append_quietly(self._store, asked_event(record, by=record.asked_by, link=None))
             return record
         except SLACK_FAILURES as exc:
             self.lost.look_for(record, exc)  # Slack may have stored it all the same
@@ -278,7 +275,9 @@ class AskLifecycle:
                 message_ts=r.message_ts or ts, message_channel=r.message_channel or channel
             ),
             event=lambda _, at: asked_event(
-                at, by=by, link=permalink(self._team_url, at.message_channel, at.message_ts)
+                at,
+                by=at.asked_by,
+                link=permalink(self._team_url, at.message_channel, at.message_ts),
             ),
         )
         if written is not None and written.version != record.version + 1:
