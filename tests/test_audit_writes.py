@@ -15,7 +15,7 @@ from adapters.slack.ids import key_request_id
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions.models import AskOptions
-from tests.slack_harness import SlackHarness, until
+from tests.slack_harness import SlackHarness, answering_elements, until
 
 QUESTION: dict[str, Any] = {
     "questions": [{"id": "q", "question": "Deploy 2.3.1?", "options": [{"label": "Yes"}]}]
@@ -77,6 +77,7 @@ async def test_a_reopen_with_its_key_writes_its_reopened_event() -> None:
         await first
         again = h.ask(QUESTION, options=AskOptions(key="deploy-2.3.2", note="asked again"))
         await until(lambda: h.provider.pending_count == 1, what="the ask to wait again")
+        await until(lambda: answering_elements(h.current(message).blocks), what="buttons again")
         await h.click(message, h.bob, text="Yes")
         await again
         trail = await store.events(key_request_id("deploy-2.3.2"))
