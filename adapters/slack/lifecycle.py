@@ -155,7 +155,6 @@ class AskLifecycle:
                 "mention": self.defaults.mention,
                 "key": options.key,
                 "note": options.note,
-                "asked_by": options.asked_by or options.label,
                 **(await extra() if extra is not None else {}),
             }
         )
