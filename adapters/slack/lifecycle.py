@@ -93,15 +93,21 @@ class AskLifecycle:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
-        template = self.defaults.question_record(
-            request, options, owner=self._owner(options), now=self.clock.now()
-        )
 
         async def review() -> dict[str, Any]:
             found = await review_of(self._client, self._store, request.questions, options)
             return {"review": found[0], "revision": found[1]}
 
-        record = await self._run(template, options, request.signal, None, review)
+        # No local keeps the template: ``_run`` lets go of it while the question waits.
+        record = await self._run(
+            self.defaults.question_record(
+                request, options, owner=self._owner(options), now=self.clock.now()
+            ),
+            options,
+            request.signal,
+            None,
+            review,
+        )
         return outcome(record)
 
     async def ask_approval(
@@ -118,10 +124,14 @@ class AskLifecycle:
         The same life as a question (store, idempotency key, reopening note, abort signal,
         no timeout of the bot's own: the host has none either), shown as an approval panel.
         """
-        template = self.defaults.approval_record(
-            approval, options, approvers, approver_groups, owner=self._store.process_id
+        return await self._run(
+            self.defaults.approval_record(
+                approval, options, approvers, approver_groups, owner=self._store.process_id
+            ),
+            options,
+            signal,
+            None,
         )
-        return await self._run(template, options, signal, None)
 
     async def _run(
         self,
@@ -142,12 +152,11 @@ class AskLifecycle:
         request_id = options.request_id or (
             ids.key_request_id(options.key) if options.key else ids.new_request_id()
         )
+        owner = template.owner
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
-                return await self.waits.rejoin(
-                    existing, signal, options.note, limit, template.owner
-                )
+                return await self.waits.rejoin(existing, signal, options.note, limit, owner)
         record = template.model_copy(
             update={
                 "id": request_id,
@@ -158,6 +167,7 @@ class AskLifecycle:
                 **(await extra() if extra is not None else {}),
             }
         )
+        del template  # a question may wait for hours: hold only what waiting needs
         rendered = render_record(record)  # raises SLACK_LIMIT before anything is stored
         if options.key:  # a restarted bot without its records: its predecessor's message?
             record = await self._predecessor.adopt(record)
@@ -170,7 +180,7 @@ class AskLifecycle:
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
-                    return await self.waits.rejoin(existing, signal, None, limit, template.owner)
+                    return await self.waits.rejoin(existing, signal, None, limit, owner)
             if record.message_ts is None:
                 placed = await self._post(record, rendered)
             else:  # found again: bring it up to date (open, with live buttons)

@@ -172,6 +172,7 @@ class Waits:
         keeper = None
         if current is not None and current.is_open and schedule(current):
             keeper = self._keeper(current)
+        del current  # not held for the hours a question may wait (10,000 of them at once)
         try:
             async with asyncio.timeout(limit):
                 if signal is None and keeper is None:

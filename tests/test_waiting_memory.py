@@ -1,0 +1,39 @@
+"""What a waiting question holds: a question may wait for hours, 10,000 of them at once, so
+a waiting ``ask()`` keeps no record object of its own (the store has the record).
+
+Counted with the garbage collector, not timed: every ``PendingRecord`` alive while the
+questions wait, on each store (memory keeps JSON; SQLite and Redis keep nothing in process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores import PendingStore
+from tests.slack_harness import SlackHarness, until
+
+WAITING = 20
+
+
+def _records_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, PendingRecord))
+
+
+async def test_waiting_questions_hold_no_record_objects(store: PendingStore) -> None:
+    question = {"questions": [{"id": "q", "question": "Ship it?", "options": [{"label": "Yes"}]}]}
+    async with asyncio.timeout(60), SlackHarness(store=store) as h:
+        before = _records_alive()
+        asks = [h.ask(question) for _ in range(WAITING)]
+        await h.posted(WAITING)
+        await until(lambda: h.provider.background_count == 0, what="the posts to settle")
+        for _ in range(3):  # let the asks reach their wait
+            await asyncio.sleep(0.05)
+        held = _records_alive() - before
+        assert held < WAITING // 4, f"{held} records alive for {WAITING} waiting questions"
+        assert not any(task.done() for task in asks)
+        for task in asks:
+            task.cancel()
+        await asyncio.gather(*asks, return_exceptions=True)
