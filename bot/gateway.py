@@ -285,11 +285,12 @@ class Gateway:
         done, _ = await asyncio.wait(
             {task, posted}, timeout=POST_DEADLINE, return_when="FIRST_COMPLETED"
         )
+        question = await self._questions.status(request_id)
         if task in done and not posted.done():
             error = task.exception()
-            if error is not None:
+            # Handed over at a stop, its post not sent yet: open, posted by the next process.
+            if error is not None and (question is None or not question.is_open):
                 raise error  # answered by _failure, in _guard
-        question = await self._questions.status(request_id)
         status = 201 if posted.done() else 202
         view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
         response = web.json_response(view, status=status)

@@ -5,7 +5,8 @@ fast click finds both; then it posts the message and waits on the watch, the req
 abort signal and the timeout, whichever comes first (waiting.py). Every way out ends the
 record (answered, cancelled, aborted or failed) and closes the watch, but one: a waiter
 aborted with ``Released()`` stops waiting and leaves its request open. A request asked
-``detached`` (the HTTP API's) is owned by no process, so it outlives its waiter; one asked
+``detached`` (the HTTP API's) is owned by no process once its message is posted, so it
+outlives its waiter (until then, its post outlives this process: posting.py); one asked
 in process is owned by the waiter's process, and ends with it. Every failure leaves as the
 seam's ``UserQuestionError`` (failures.py).
 """
@@ -13,8 +14,6 @@ seam's ``UserQuestionError`` (failures.py).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -23,29 +22,23 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
-from adapters.slack.audit import asked_event, permalink
-from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.endings import Endings, outcome
-from adapters.slack.failures import SLACK_FAILURES, question_error, settle
+from adapters.slack.failures import question_error
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
     CANCELLED_BY_ASKER,
     SHUTDOWN_NOTE,
     SHUTTING_DOWN,
-    UNDELIVERED,
-    UNDELIVERED_REST,
 )
-from adapters.slack.paced import NotSent, only_if
-from adapters.slack.posted import Predecessor, request_metadata
+from adapters.slack.posted import Predecessor
+from adapters.slack.posting import Poster
 from adapters.slack.reconcile import LostPosts
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.revisions import review_of
-from adapters.slack.scheduler import tagged
-from adapters.slack.stores import MemoryPendingStore, PendingStore, append_quietly
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
-from adapters.slack.uploads import upload_text
 from adapters.slack.waiting import Waits
 from bot.questions import (
     AbortSignal,
@@ -84,11 +77,11 @@ class AskLifecycle:
         self.defaults = defaults
         log = logger or logging.getLogger("adapters.slack")
         self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
-        self._team_url = team_url
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
+        self.poster = Poster(client, store, sync, endings, self.lost, team_url, log)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -149,6 +142,7 @@ class AskLifecycle:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
         if signal is not None and signal.aborted:
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+        detached = template.owner is None
         request_id = options.request_id or (
             ids.key_request_id(options.key) if options.key else ids.new_request_id()
         )
@@ -165,6 +159,8 @@ class AskLifecycle:
                 "key": options.key,
                 "note": options.note,
                 **(await extra() if extra is not None else {}),
+                # Owned by no process once posted; until then by this one, which posts it.
+                **({"owner": self._store.process_id, "detached": True} if detached else {}),
             }
         )
         del template  # a question may wait for hours: hold only what waiting needs
@@ -182,7 +178,8 @@ class AskLifecycle:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, limit, owner)
             if record.message_ts is None:
-                placed = await self._post(record, rendered)
+                await self.poster.post(record, rendered)
+                placed = await self.poster.announce(record, by=options.asked_by or options.label)
             else:  # found again: bring it up to date (open, with live buttons)
                 placed = record
                 self._sync.refresh(request_id)
@@ -228,94 +225,36 @@ class AskLifecycle:
             return None
         return self._store.process_id
 
+    async def resume(self) -> list[PendingRecord]:
+        """Adopt the open requests owned by no process (at start, waiting.py); those whose
+        message was never posted are taken by this process and posted (posting.py)."""
+        adopted = await self.waits.resume()
+        unposted = [record for record in adopted if record.message_ts is None]
+        if unposted:
+            self.poster.take_up(await self.poster.claim(unposted))
+        return adopted
+
+    async def orphans(self, records: list[PendingRecord]) -> None:
+        """A sweep took these for this process from a lost one (``stores.duties``): the
+        detached ones, open, are posted here; the others, failed, say so in Slack."""
+        taken = [record for record in records if record.is_open]
+        for record in taken:
+            self.waits.keep(record)
+        if taken:
+            self.poster.take_up(taken)
+        await self._sync.on_orphans([record for record in records if not record.is_open])
+
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, let asks finish.
 
         Requests owned by no process stay open for the next process (their waiters are
         released by whoever started them: the HTTP API, the dsh client)."""
         self._closing = True
+        self.poster.hand_over()
         await self.waits.close()
         for record in await self._store.open_records(owner=self._store.process_id):
+            if record.detached:  # not posted yet: the next process posts it (posting.py)
+                continue
             await self._endings.end_or_later(record.id, "aborted", note, ASK_ABORTED)
         if self._inflight:  # asks still delivering: let them see the ending and finish
             await asyncio.wait(set(self._inflight), timeout=grace)
-
-    # -- store and post -------------------------------------------------------------------
-
-    async def _post(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
-        """Deliver the message (the record as placed); a cancelled ask still lets Slack's
-        reply arrive first."""
-        with tagged(record.id):  # the scheduler can tell while this post waits its turn
-            delivery = asyncio.ensure_future(self._deliver(record, rendered))
-        try:
-            return await asyncio.shield(delivery)
-        except asyncio.CancelledError:
-            # Let Slack's reply arrive so the message can be marked as cancelled.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(delivery, timeout=10)
-            raise
-
-    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
-        try:
-            # Posted only if still open when Slack's rate limits let it go: a question
-            # aborted or ended while its post waited in the queue is never shown.
-            with only_if(functools.partial(self._still_open, record.id)):
-                response = await self._client.chat_postMessage(
-                    channel=record.channel,
-                    thread_ts=record.thread_ts,
-                    text=rendered.text,
-                    blocks=rendered.blocks,
-                    metadata=request_metadata(record.id),
-                    unfurl_links=False,
-                    unfurl_media=False,
-                )
-        except NotSent:  # its waiter learns the ending from the store
-            await append_quietly(self._store, asked_event(record, by=record.asked_by, link=None))
-            return record
-        except SLACK_FAILURES as exc:
-            self.lost.look_for(record, exc)  # Slack may have stored it all the same
-            raise await self._failed(record.id, exc, UNDELIVERED) from exc
-        ts = str(response["ts"])
-        channel = str(response.get("channel") or record.channel)
-        _, written = await settle(  # the asked event goes in with the message's place
-            self._store,
-            record.id,
-            lambda r: r.next(
-                message_ts=r.message_ts or ts, message_channel=r.message_channel or channel
-            ),
-            event=lambda _, at: asked_event(
-                at,
-                by=at.asked_by,
-                link=permalink(self._team_url, at.message_channel, at.message_ts),
-            ),
-        )
-        if written is not None and written.version != record.version + 1:
-            # Written to since it was rendered (a click, an abort, a note, a release): the
-            # message shows the record as it is now.
-            self._sync.refresh(record.id)
-        else:
-            self._sync.changed(record.id)  # in Slack now: App Home lists it
-        thread = record.thread_ts or ts
-        for part in rendered.thread:
-            try:
-                await self._client.chat_postMessage(
-                    channel=channel, thread_ts=thread, text="(continued)", blocks=part
-                )
-            except SLACK_FAILURES as exc:
-                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
-        for attachment in rendered.files:
-            try:
-                await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
-            except SLACK_FAILURES as exc:
-                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
-        return written or record
-
-    async def _still_open(self, request_id: str) -> bool:
-        record = await self._store.get(request_id)
-        return record is not None and record.is_open
-
-    async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
-        """Record a Slack failure on the request; the error for its waiter."""
-        error = question_error(exc, what)
-        await self._endings.end(request_id, "failed", error.message, error.code)
-        return error

@@ -6,7 +6,9 @@ it too). A bot that restarts without its records, asked again with the
 same key (a dsh host replaying its pending requests), looks for that message among the
 channel's latest messages (``conversations.history`` with ``include_all_metadata``) and
 adopts it instead of posting a second one. It looks only during its first minute: later
-asks are new, and a history call for each would cost rate limit for nothing.
+asks are new, and a history call for each would cost rate limit for nothing. A process
+taking up questions whose post another process never finished (posting.py) looks for all
+of one channel's at once (``posted_in``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ __all__ = [
     "SEARCHED",
     "Predecessor",
     "find_posted",
+    "posted_in",
     "posted_requests",
+    "read_place",
     "request_metadata",
 ]
 
@@ -78,6 +82,42 @@ async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> 
         )
         return None
     return posted_requests(response.get("messages")).get(request_id)
+
+
+async def read_place(client: AsyncWebClient, place: tuple[str, str | None], oldest: float) -> Any:
+    """The latest messages of ``place`` (a channel, and a thread in it or ``None``), with
+    their metadata; a thread's replies since ``oldest`` (they come oldest first)."""
+    channel, thread_ts = place
+    if thread_ts is None:
+        return await client.conversations_history(
+            channel=channel, include_all_metadata=True, limit=SEARCHED
+        )
+    return await client.conversations_replies(
+        channel=channel,
+        ts=thread_ts,
+        oldest=f"{oldest:.6f}",
+        include_all_metadata=True,
+        limit=SEARCHED,
+    )
+
+
+async def posted_in(
+    client: AsyncWebClient, place: tuple[str, str | None], since: float
+) -> dict[str, str]:
+    """Request id -> ts of this bot's questions in ``place`` posted since ``since`` at most;
+    ``{}`` when its history cannot be read (a DM needs ``im:history``, which the app does
+    not request; no scope; Slack down)."""
+    if not place[0].startswith(("C", "G")):
+        return {}
+    try:
+        response = await read_place(client, place, since - 1)
+    except SLACK_FAILURES as exc:
+        _logger.info(
+            "cannot look for earlier messages of requests; posting them anew",
+            extra={"channel": place[0], "error": repr(exc)[:200]},
+        )
+        return {}
+    return posted_requests(response.get("messages"))
 
 
 class Predecessor:

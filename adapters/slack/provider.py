@@ -169,7 +169,7 @@ class SlackQuestionProvider:
         self._approvals = ApprovalHandler(self._store, gate, self._sync)
         if isinstance(self._store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
-            self._store.on_orphans = self._sync.on_orphans
+            self._store.on_orphans = self._lifecycle.orphans
         self._home = HomeTab(
             self._client,
             self._store,
@@ -316,8 +316,9 @@ class SlackQuestionProvider:
 
     async def resume(self) -> list[QuestionStatus]:
         """Adopt the open requests owned by no process (at start; the ones adopted): keep
-        their deadlines, reopen a message marked "Interrupted" (waiting.py)."""
-        return [status_of(record) for record in await self._lifecycle.waits.resume()]
+        their deadlines, reopen a message marked "Interrupted" (waiting.py), post those whose
+        message was never posted (posting.py)."""
+        return [status_of(record) for record in await self._lifecycle.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, drain tasks;

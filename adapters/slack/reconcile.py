@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -33,7 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.failures import SLACK_FAILURES, describe, settle
 from adapters.slack.messages import UNDELIVERED
-from adapters.slack.posted import SEARCHED, posted_requests
+from adapters.slack.posted import posted_requests, read_place
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -195,23 +195,11 @@ class LostPosts:
         return search
 
     async def _history(self, place: _Place) -> dict[str, str] | None:
-        channel, thread_ts = place
+        channel = place[0]
         async with self._slots:
             self.searches += 1
-            try:
-                response: Any
-                if thread_ts is None:
-                    response = await self._client.conversations_history(
-                        channel=channel, include_all_metadata=True, limit=SEARCHED
-                    )
-                else:  # oldest first: only the replies of the last few minutes
-                    response = await self._client.conversations_replies(
-                        channel=channel,
-                        ts=thread_ts,
-                        oldest=f"{time.time() - RECENT:.6f}",
-                        include_all_metadata=True,
-                        limit=SEARCHED,
-                    )
+            try:  # a thread: only the replies of the last few minutes
+                response = await read_place(self._client, place, time.time() - RECENT)
             except SLACK_FAILURES as exc:
                 self._once(describe(exc), "cannot look for lost posts", channel, exc)
                 return None

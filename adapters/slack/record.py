@@ -53,7 +53,12 @@ class PendingRecord(BaseModel):
     state: State = "pending"
     owner: str | None = None
     """The process whose in-process ``ask()`` waits on this record; ``None``: owned by no
-    process (HTTP API and dsh host questions), so no process's end can fail it."""
+    process (HTTP API and dsh host questions), so no process's end can fail it. A
+    ``detached`` record names the process that is to post its message until it is posted."""
+    detached: bool = False
+    """Asked detached (the HTTP API's): owned by no process once its message is posted.
+    Until then ``owner`` is the process that posts it; a stop leaves it to the next
+    process and an orphan sweep takes it up for its own process, never fails it."""
     questions: list[AskUserQuestionItem]
     channel: str
     thread_ts: str | None = None

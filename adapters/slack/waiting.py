@@ -17,7 +17,6 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.audit import event_for
 from adapters.slack.deadlines import Clock, keep_deadlines, schedule
 from adapters.slack.endings import Endings, Released
 from adapters.slack.failures import settle
@@ -77,11 +76,15 @@ class Waits:
                 )
                 if written is not None:
                     self._sync.refresh(record.id)
-            if schedule(record) and record.id not in self._keepers:
-                keeper = self._keeper(record)
-                self._keepers[record.id] = keeper
-                keeper.add_done_callback(functools.partial(self._kept, record.id))
+            self.keep(record)
         return adopted
+
+    def keep(self, record: PendingRecord) -> None:
+        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on."""
+        if schedule(record) and record.id not in self._keepers:
+            keeper = self._keeper(record)
+            self._keepers[record.id] = keeper
+            keeper.add_done_callback(functools.partial(self._kept, record.id))
 
     def _kept(self, request_id: str, task: asyncio.Task[None]) -> None:
         if self._keepers.get(request_id) is task:
@@ -134,7 +137,7 @@ class Waits:
                 error_code=None,
                 owner=owner,
             )
-            if await self._store.compare_and_set(reopened, event_for(record, reopened)):
+            if await self._store.compare_and_set(reopened):
                 record = reopened
                 self._sync.refresh(record.id)
         if not record.is_open:

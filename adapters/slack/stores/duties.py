@@ -3,7 +3,9 @@
 Every process beats (its heartbeat) every interval. The pending records of a process whose
 heartbeat is gone are failed with ``OWNER_LOST`` (``fail_orphans``, a compare-and-set per
 record, so a record answered meanwhile is left alone) and the store's ``on_orphans`` is
-told, so those requests' messages say so in Slack.
+told, so those requests' messages say so in Slack. A detached record (asked over the HTTP
+API) whose message its lost process never posted is taken for the sweeping process instead,
+and reported (still open) for it to post.
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ def default_process_id() -> str:
 
 
 async def fail_orphans(store: PendingStore, owner: str) -> list[PendingRecord]:
-    """Fail the pending records of the lost process ``owner``; the records written."""
+    """Fail the pending records of the lost process ``owner``; the records written.
+
+    A detached record (the HTTP API's, its message not posted yet) is not failed: it is
+    taken for this process (still open), whose provider posts it."""
     failed: list[PendingRecord] = []
     for record in await store.open_records(owner=owner):
         written = await _fail_orphan(store, record.id, owner)
@@ -56,6 +61,8 @@ async def _fail_orphan(store: PendingStore, request_id: str, owner: str) -> Pend
     def lost(current: PendingRecord) -> PendingRecord | None:
         if not current.is_open or current.owner != owner:
             return None
+        if current.detached:  # its message was never stored: this process posts it
+            return current.next(owner=store.process_id)
         return current.next(
             state="failed", error_code=OWNER_LOST, note=OWNER_LOST_NOTE, finished_at=now
         )
@@ -69,6 +76,7 @@ async def _fail_orphan(store: PendingStore, request_id: str, owner: str) -> Pend
 
 def log_orphans(log: logging.Logger, failed: Sequence[PendingRecord]) -> None:
     """Say (once per sweep) how many questions of which lost processes were failed."""
+    failed = [record for record in failed if not record.is_open]  # not the ones taken up
     if failed:
         lost = ", ".join(sorted({str(record.owner) for record in failed}))
         log.warning("pending store failed %d question(s) of lost process(es) %s", len(failed), lost)

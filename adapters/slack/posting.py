@@ -1,0 +1,283 @@
+"""``Poster``: posts a request's message once, and takes up the posts another process left.
+
+A request is stored before its message is posted, and the post may wait minutes for its
+turn within Slack's rate limits (scheduler.py). A request asked ``detached`` (the HTTP
+API's) outlives its process, so its post must too: until its message's ts is stored its
+record names the process that is to post it (``owner``, with ``detached``), and storing
+the ts leaves it owned by no process. A post goes out only while its process still holds
+it (checked when its turn comes), so two processes never both post one request:
+
+- A stop hands its detached posts over: those still waiting their turn are taken off the
+  queue and never sent, those already sent are let finish (their ts is stored). Their
+  records stay this process's until its heartbeat is gone.
+- The orphan sweep of a process (stores/duties.py) takes the detached records of a lost
+  (stopped or crashed) process for its own by compare-and-set; a starting process
+  (``claim``) takes the open ones owned by no process that have no message. Taken up
+  (``take_up``), each is first looked for in Slack by its metadata (one search per channel
+  or thread serves all of them): Slack may have stored a post whose answer its process
+  never saw. Found, it is adopted (the record learns its ts); else it is posted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.approval_blocks import render_record
+from adapters.slack.audit import asked_event, permalink
+from adapters.slack.blocks import Rendered
+from adapters.slack.endings import Endings
+from adapters.slack.failures import SLACK_FAILURES, question_error, settle
+from adapters.slack.messages import SHUTTING_DOWN, UNDELIVERED, UNDELIVERED_REST
+from adapters.slack.paced import NotSent, only_if
+from adapters.slack.posted import posted_in, request_metadata
+from adapters.slack.reconcile import LostPosts
+from adapters.slack.record import PendingRecord
+from adapters.slack.scheduler import tagged
+from adapters.slack.stores import PendingStore, append_quietly
+from adapters.slack.synchroniser import MessageSynchroniser
+from adapters.slack.uploads import upload_text
+from bot.questions import UserQuestionError
+from bot.questions.errors import ASK_ABORTED
+
+__all__ = ["Poster"]
+
+_Place = tuple[str, str | None]
+
+
+def _handed_over() -> UserQuestionError:
+    """What the waiter of a post handed over at a stop gets (its request stays open)."""
+    return UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
+
+
+class Poster:
+    """Posts requests' messages (each once), hands over at a stop, takes up what is left."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        lost: LostPosts,
+        team_url: str | None,
+        logger: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self._lost = lost
+        self._team_url = team_url
+        self._logger = logger
+        self._posting: dict[str, asyncio.Future[None]] = {}  # detached posts not yet stored
+        self._sending: set[str] = set()  # ... of which were let go to Slack
+        self._handed: set[str] = set()
+        self._closing = False
+        self.taken_up = 0
+        """Requests this process took up from others (and posted, or found in Slack)."""
+
+    # -- posting --------------------------------------------------------------------------
+
+    async def post(self, record: PendingRecord, rendered: Rendered) -> None:
+        """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
+        with tagged(record.id):  # the scheduler can tell while this post waits its turn
+            delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        if record.detached:
+            self._posting[record.id] = delivery
+        try:
+            await asyncio.shield(delivery)
+        except asyncio.CancelledError:
+            if delivery.cancelled() and record.id in self._handed:
+                raise _handed_over() from None
+            # Let Slack's reply arrive so the message can be marked as cancelled.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(delivery, timeout=10)
+            raise
+        finally:
+            if self._posting.get(record.id) is delivery:
+                del self._posting[record.id]
+
+    def hand_over(self) -> None:
+        """Stop posting (shutdown): detached posts still waiting their turn are never sent
+        (their waiters get ``ASK_ABORTED``, the requests stay open for the next process)."""
+        self._closing = True
+        for request_id, delivery in self._posting.items():
+            if request_id not in self._sending:
+                self._handed.add(request_id)
+                delivery.cancel()
+
+    async def announce(self, record: PendingRecord, by: str | None) -> PendingRecord:
+        """Append the ``asked`` event of ``record``, just posted (with its permalink); the
+        record as stored with its message's place."""
+        placed = await self._placed(record)
+        link = permalink(self._team_url, placed.message_channel, placed.message_ts)
+        await append_quietly(self._store, asked_event(placed, by=by, link=link))
+        return placed
+
+    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
+        try:
+            await self._send(record, rendered)
+        finally:
+            self._sending.discard(record.id)
+
+    async def _send(self, record: PendingRecord, rendered: Rendered) -> None:
+        try:
+            # Posted only if still open when Slack's rate limits let it go: a question
+            # aborted or ended while its post waited in the queue is never shown.
+            with only_if(functools.partial(self._may_post, record)):
+                response = await self._client.chat_postMessage(
+                    channel=record.channel,
+                    thread_ts=record.thread_ts,
+                    text=rendered.text,
+                    blocks=rendered.blocks,
+                    metadata=request_metadata(record.id),
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+        except NotSent:
+            if record.detached and self._closing:
+                raise _handed_over() from None
+            return  # its waiter learns the ending from the store
+        except SLACK_FAILURES as exc:
+            if record.detached and self._closing:  # the client closed under it: whoever
+                raise _handed_over() from exc  # takes it up looks for it in Slack first
+            self._lost.look_for(record, exc)  # Slack may have stored it all the same
+            raise await self._failed(record.id, exc, UNDELIVERED) from exc
+        ts = str(response["ts"])
+        channel = str(response.get("channel") or record.channel)
+
+        def placed(r: PendingRecord) -> PendingRecord | None:
+            if r.message_ts is not None:
+                return None
+            # Posted: a detached request is owned by no process from now on.
+            owner = None if r.detached else r.owner
+            return r.next(message_ts=ts, message_channel=channel, owner=owner)
+
+        _, written = await settle(self._store, record.id, placed)
+        if written is not None and written.version != record.version + 1:
+            # Written to since it was rendered (a click, an abort, a note, a release): the
+            # message shows the record as it is now.
+            self._sync.refresh(record.id)
+        else:
+            self._sync.changed(record.id)  # in Slack now: App Home lists it
+        thread = record.thread_ts or ts
+        for part in rendered.thread:
+            try:
+                await self._client.chat_postMessage(
+                    channel=channel, thread_ts=thread, text="(continued)", blocks=part
+                )
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        for attachment in rendered.files:
+            try:
+                await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+
+    async def _may_post(self, record: PendingRecord) -> bool:
+        """Whether ``record``'s post may go now that its turn came (a detached one: while
+        this process still holds it, and is not stopping)."""
+        if record.detached and (self._closing or record.id in self._handed):
+            return False
+        current = await self._store.get(record.id)
+        if current is None or not current.is_open:
+            return False
+        if record.detached:
+            if current.message_ts is not None or current.owner != self._store.process_id:
+                return False  # found in Slack meanwhile, or taken up by another process
+            self._sending.add(record.id)
+        return True
+
+    async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
+        """Record a Slack failure on the request; the error for its waiter."""
+        error = question_error(exc, what)
+        await self._endings.end(request_id, "failed", error.message, error.code)
+        return error
+
+    async def _placed(self, record: PendingRecord) -> PendingRecord:
+        """The record as stored with its message's place (``record`` if it cannot be read:
+        the audit and a lost record's message are worth no failed ask)."""
+        try:
+            return await self._store.get(record.id) or record
+        except UserQuestionError:
+            return record
+
+    # -- taking up what another process left ----------------------------------------------
+
+    async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
+        """Take for this process, by compare-and-set, each of ``records`` that is still
+        open, owned by no process and without a message; the records taken."""
+        me = self._store.process_id
+        claimed: list[PendingRecord] = []
+        for record in records:
+            _, written = await settle(
+                self._store,
+                record.id,
+                lambda r: (
+                    r.next(owner=me, detached=True)
+                    if r.is_open and r.owner is None and r.message_ts is None
+                    else None
+                ),
+            )
+            if written is not None:
+                claimed.append(written)
+        return claimed
+
+    def take_up(self, records: list[PendingRecord]) -> None:
+        """Post (or find in Slack) the messages of ``records``, taken by this process, in
+        the background: one search per channel or thread, then one post per record."""
+        if self._closing:
+            return  # stopping: they stay this process's until its heartbeat is gone
+        places: dict[_Place, list[PendingRecord]] = defaultdict(list)
+        for record in records:
+            places[(record.channel, record.thread_ts)].append(record)
+        for place, waiting in places.items():
+            self._sync.spawn(self._take_up(place, waiting), "take up posts")
+
+    async def _take_up(self, place: _Place, records: list[PendingRecord]) -> None:
+        found = await posted_in(self._client, place, min(r.created_at for r in records))
+        for record in records:
+            self.taken_up += 1
+            ts = found.get(record.id)
+            if ts is not None:
+                await self._adopt(record, ts)
+            else:
+                self._sync.spawn(self._post_taken(record), "post taken up")
+        self._logger.info(
+            "took up %d question(s) whose message was not stored (%d found in Slack)",
+            len(records),
+            sum(r.id in found for r in records),
+            extra={"channel": place[0]},
+        )
+
+    async def _adopt(self, record: PendingRecord, ts: str) -> None:
+        """Slack has ``record``'s message: the record learns it (owned by no process)."""
+        me = self._store.process_id
+
+        def found(r: PendingRecord) -> PendingRecord | None:
+            if not r.is_open or r.message_ts is not None or r.owner != me:
+                return None
+            return r.next(message_ts=ts, message_channel=record.channel, owner=None)
+
+        _, written = await settle(self._store, record.id, found)
+        if written is not None:
+            self._sync.refresh(record.id)
+            await self.announce(written, by=record.asked_by or record.label)
+
+    async def _post_taken(self, record: PendingRecord) -> None:
+        try:
+            await self.post(record, render_record(record))
+        except UserQuestionError as exc:  # failed (the record says so) or handed over
+            self._logger.info(
+                "a question taken up was not posted",
+                extra={"request": record.id, "code": exc.code},
+            )
+            return
+        await self.announce(record, by=record.asked_by or record.label)
