@@ -32,6 +32,7 @@ from adapters.dsh.asks import (
     SETTLED_ELSEWHERE,
 )
 from adapters.dsh.client import QUEUED_NOTE, DshHostClient
+from adapters.slack.audit import AuditEvent
 from adapters.slack.ids import key_request_id
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
@@ -87,12 +88,12 @@ BUILDS = AskUserQuestionItem.model_validate(
 class FinalStore(MemoryPendingStore):
     """The in-memory store, refusing outright to reopen a finished request."""
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """As the in-memory store, but a finished request never becomes pending again."""
         stored = await self.get(record.id)
         if stored is not None and stored.state in TERMINAL_STATES and record.state == "pending":
             return False
-        return await super().compare_and_set(record)
+        return await super().compare_and_set(record, event)
 
 
 STORES = [pytest.param(MemoryPendingStore, id="memory-store")]

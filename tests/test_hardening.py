@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from adapters.slack import ids
+from adapters.slack.audit import AuditEvent
 from adapters.slack.blockkit import check_message
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox.records import Message
@@ -51,9 +52,9 @@ def count_endings(store: MemoryPendingStore) -> Counter[str]:
     get = store.get
     compare_and_set = store.compare_and_set
 
-    async def counted(record: PendingRecord) -> bool:
+    async def counted(record: PendingRecord, event: AuditEvent | None = None) -> bool:
         before = await get(record.id)  # the memory store never suspends: get + set is atomic
-        won = await compare_and_set(record)
+        won = await compare_and_set(record, event)
         if won and record.state in TERMINAL_STATES and before is not None and before.is_open:
             endings[record.id] += 1
         return won

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import (
     MemoryPendingStore,
@@ -26,7 +27,7 @@ QUESTION = {"questions": [{"id": "q", "question": "Deploy?", "options": [{"label
 class AlwaysLosing(MemoryPendingStore):
     """Every compare-and-set loses, as if another writer always got there first."""
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         return False
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, StoreConflict, mutate
 from adapters.slack.stores import memory as pending
@@ -40,13 +41,13 @@ class Contended(MemoryPendingStore):
         self._rival = rival
         self.rivals = rivals
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         if self.rivals:
             self.rivals -= 1
             current = await self.get(record.id)
             assert current is not None
             assert await super().compare_and_set(self._rival(current))
-        return await super().compare_and_set(record)
+        return await super().compare_and_set(record, event)
 
 
 class Clock:

@@ -10,6 +10,7 @@ answer or the seam's error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from adapters.slack.audit import event_for
@@ -21,7 +22,7 @@ from adapters.slack.messages import (
     RECORD_LOST_NOTE,
 )
 from adapters.slack.record import PendingRecord, State
-from adapters.slack.stores import PendingStore, append_quietly
+from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import (
@@ -139,13 +140,8 @@ class Endings:
         failed (``RECORD_LOST``), and close its message."""
         last = PendingRecord.load(copy)
         tomb = lost_record(last)
-        try:
-            if await self._store.create(tomb):
-                event = event_for(last, tomb, by=self._store.process_id)
-                if event is not None:
-                    await append_quietly(self._store, event)
-        except UserQuestionError:
-            pass  # the store is down as well: the message still says so
+        with contextlib.suppress(UserQuestionError):  # down as well: the message says so
+            await self._store.create(tomb, event_for(last, tomb, by=self._store.process_id))
         self._sync.show(tomb)
 
     async def _fail_when_back(self, request_id: str, note: str) -> None:

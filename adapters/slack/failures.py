@@ -21,7 +21,13 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.messages import QUESTION_FAILED, STORE_BUSY
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores import PendingStore, StoreConflict, StoreUnavailable, mutate
+from adapters.slack.stores import (
+    EventFor,
+    PendingStore,
+    StoreConflict,
+    StoreUnavailable,
+    mutate,
+)
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["SLACK_FAILURES", "describe", "question_error", "settle"]
@@ -54,9 +60,10 @@ async def settle(
     *,
     by: str | None = None,
     by_name: str | None = None,
+    event: EventFor | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
     """``stores.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
     try:
-        return await mutate(store, request_id, change, by=by, by_name=by_name)
+        return await mutate(store, request_id, change, by=by, by_name=by_name, event=event)
     except StoreConflict as exc:
         raise question_error(exc) from exc

@@ -142,7 +142,6 @@ class AskLifecycle:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
         if signal is not None and signal.aborted:
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
-        detached = template.owner is None
         request_id = options.request_id or (
             ids.key_request_id(options.key) if options.key else ids.new_request_id()
         )
@@ -160,7 +159,7 @@ class AskLifecycle:
                 "note": options.note,
                 **(await extra() if extra is not None else {}),
                 # Owned by no process once posted; until then by this one, which posts it.
-                **({"owner": self._store.process_id, "detached": True} if detached else {}),
+                **({"owner": self._store.process_id, "detached": True} if owner is None else {}),
             }
         )
         del template  # a question may wait for hours: hold only what waiting needs
@@ -178,8 +177,7 @@ class AskLifecycle:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, limit, owner)
             if record.message_ts is None:
-                await self.poster.post(record, rendered)
-                placed = await self.poster.announce(record, by=options.asked_by or options.label)
+                placed = await self.poster.post(record, rendered)
             else:  # found again: bring it up to date (open, with live buttons)
                 placed = record
                 self._sync.refresh(request_id)

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.approval_blocks import render_record
-from adapters.slack.audit import asked_event, permalink
+from adapters.slack.audit import AuditEvent, asked_event, permalink
 from adapters.slack.blocks import Rendered
 from adapters.slack.endings import Endings
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
@@ -76,8 +76,9 @@ class Poster:
         self._lost = lost
         self._team_url = team_url
         self._logger = logger
-        self._posting: dict[str, asyncio.Future[None]] = {}  # detached posts not yet stored
-        self._sending: set[str] = set()  # ... of which were let go to Slack
+        # Detached posts not stored yet, and those of them let go to Slack.
+        self._posting: dict[str, asyncio.Future[PendingRecord]] = {}
+        self._sending: set[str] = set()
         self._handed: set[str] = set()
         self._closing = False
         self.taken_up = 0
@@ -85,14 +86,15 @@ class Poster:
 
     # -- posting --------------------------------------------------------------------------
 
-    async def post(self, record: PendingRecord, rendered: Rendered) -> None:
-        """Deliver the message; a cancelled ask still lets Slack's reply arrive first."""
+    async def post(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
+        """Deliver the message (the record as placed); a cancelled ask still lets Slack's
+        reply arrive first."""
         with tagged(record.id):  # the scheduler can tell while this post waits its turn
             delivery = asyncio.ensure_future(self._deliver(record, rendered))
         if record.detached:
             self._posting[record.id] = delivery
         try:
-            await asyncio.shield(delivery)
+            return await asyncio.shield(delivery)
         except asyncio.CancelledError:
             if delivery.cancelled() and record.id in self._handed:
                 raise _handed_over() from None
@@ -113,21 +115,13 @@ class Poster:
                 self._handed.add(request_id)
                 delivery.cancel()
 
-    async def announce(self, record: PendingRecord, by: str | None) -> PendingRecord:
-        """Append the ``asked`` event of ``record``, just posted (with its permalink); the
-        record as stored with its message's place."""
-        placed = await self._placed(record)
-        link = permalink(self._team_url, placed.message_channel, placed.message_ts)
-        await append_quietly(self._store, asked_event(placed, by=by, link=link))
-        return placed
-
-    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> None:
+    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
-            await self._send(record, rendered)
+            return await self._send(record, rendered)
         finally:
             self._sending.discard(record.id)
 
-    async def _send(self, record: PendingRecord, rendered: Rendered) -> None:
+    async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
             # Posted only if still open when Slack's rate limits let it go: a question
             # aborted or ended while its post waited in the queue is never shown.
@@ -144,7 +138,9 @@ class Poster:
         except NotSent:
             if record.detached and self._closing:
                 raise _handed_over() from None
-            return  # its waiter learns the ending from the store
+            # Its waiter learns the ending from the store.
+            await append_quietly(self._store, asked_event(record, by=record.asked_by, link=None))
+            return record
         except SLACK_FAILURES as exc:
             if record.detached and self._closing:  # the client closed under it: whoever
                 raise _handed_over() from exc  # takes it up looks for it in Slack first
@@ -153,14 +149,17 @@ class Poster:
         ts = str(response["ts"])
         channel = str(response.get("channel") or record.channel)
 
-        def placed(r: PendingRecord) -> PendingRecord | None:
-            if r.message_ts is not None:
-                return None
+        def placed(r: PendingRecord) -> PendingRecord:
             # Posted: a detached request is owned by no process from now on.
             owner = None if r.detached else r.owner
-            return r.next(message_ts=ts, message_channel=channel, owner=owner)
+            return r.next(
+                message_ts=r.message_ts or ts,
+                message_channel=r.message_channel or channel,
+                owner=owner,
+            )
 
-        _, written = await settle(self._store, record.id, placed)
+        # The asked event goes in with the message's place.
+        _, written = await settle(self._store, record.id, placed, event=self._asked)
         if written is not None and written.version != record.version + 1:
             # Written to since it was rendered (a click, an abort, a note, a release): the
             # message shows the record as it is now.
@@ -180,6 +179,12 @@ class Poster:
                 await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
             except SLACK_FAILURES as exc:
                 raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        return written or record
+
+    def _asked(self, _: PendingRecord, at: PendingRecord) -> AuditEvent:
+        """The ``asked`` event of ``at``, just placed in Slack (with its permalink)."""
+        link = permalink(self._team_url, at.message_channel, at.message_ts)
+        return asked_event(at, by=at.asked_by, link=link)
 
     async def _may_post(self, record: PendingRecord) -> bool:
         """Whether ``record``'s post may go now that its turn came (a detached one: while
@@ -200,14 +205,6 @@ class Poster:
         error = question_error(exc, what)
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
-
-    async def _placed(self, record: PendingRecord) -> PendingRecord:
-        """The record as stored with its message's place (``record`` if it cannot be read:
-        the audit and a lost record's message are worth no failed ask)."""
-        try:
-            return await self._store.get(record.id) or record
-        except UserQuestionError:
-            return record
 
     # -- taking up what another process left ----------------------------------------------
 
@@ -266,10 +263,9 @@ class Poster:
                 return None
             return r.next(message_ts=ts, message_channel=record.channel, owner=None)
 
-        _, written = await settle(self._store, record.id, found)
+        _, written = await settle(self._store, record.id, found, event=self._asked)
         if written is not None:
             self._sync.refresh(record.id)
-            await self.announce(written, by=record.asked_by or record.label)
 
     async def _post_taken(self, record: PendingRecord) -> None:
         try:
@@ -279,5 +275,3 @@ class Poster:
                 "a question taken up was not posted",
                 extra={"request": record.id, "code": exc.code},
             )
-            return
-        await self.announce(record, by=record.asked_by or record.label)

@@ -17,6 +17,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.audit import event_for
 from adapters.slack.deadlines import Clock, keep_deadlines, schedule
 from adapters.slack.endings import Endings, Released
 from adapters.slack.failures import settle
@@ -137,7 +138,7 @@ class Waits:
                 error_code=None,
                 owner=owner,
             )
-            if await self._store.compare_and_set(reopened):
+            if await self._store.compare_and_set(reopened, event_for(record, reopened)):
                 record = reopened
                 self._sync.refresh(record.id)
         if not record.is_open:

@@ -11,6 +11,7 @@ The Redis store is imported from ``adapters.slack.stores.redis`` (it needs redis
 from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.protocol import (
     RETENTION,
+    EventFor,
     OrphanHandler,
     PendingStore,
     ReportsOrphans,
@@ -24,6 +25,7 @@ from adapters.slack.stores.sqlite import SqlitePendingStore
 
 __all__ = [
     "RETENTION",
+    "EventFor",
     "MemoryPendingStore",
     "OrphanHandler",
     "PendingStore",

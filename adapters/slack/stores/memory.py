@@ -51,11 +51,12 @@ class MemoryPendingStore:
     async def close(self) -> None:
         return None
 
-    async def create(self, record: PendingRecord) -> bool:
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         self._expire()
         if record.id in self._records:
             return False
         self._records[record.id] = _Stored.of(record)
+        self._keep(event)
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
@@ -63,7 +64,7 @@ class MemoryPendingStore:
         stored = self._records.get(request_id)
         return None if stored is None else PendingRecord.load(stored.json)
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         stored = self._records.get(record.id)
         if stored is None or stored.version != record.version - 1:
             return False
@@ -71,6 +72,7 @@ class MemoryPendingStore:
             return False  # an ending is final (reopening it, deliberately, is the exception)
         written = _Stored.of(record)
         self._records[record.id] = written
+        self._keep(event)  # with the change, before any waiter wakes
         if record.state in TERMINAL_STATES and stored.state not in TERMINAL_STATES:
             deadline = time.monotonic() + self._finished_ttl
             self._deadlines[record.id] = deadline
@@ -90,8 +92,7 @@ class MemoryPendingStore:
         ]
 
     async def append_event(self, event: AuditEvent) -> None:
-        self._events.append(event)
-        self._trails.setdefault(event.request_id, []).append(event)
+        self._keep(event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         return list(self._trails.get(request_id, ()))
@@ -100,6 +101,12 @@ class MemoryPendingStore:
         for event in list(self._events):
             if event.at >= since and (until is None or event.at < until):
                 yield event
+
+    def _keep(self, event: AuditEvent | None) -> None:
+        """Append ``event`` to the trail (in the same step as the write it goes with)."""
+        if event is not None:
+            self._events.append(event)
+            self._trails.setdefault(event.request_id, []).append(event)
 
     async def _refresh(self, request_id: str) -> None:
         """A watch starts waiting late: resolve it if its record has ended meanwhile."""

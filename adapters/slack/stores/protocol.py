@@ -1,7 +1,9 @@
 """The pending store protocol: what every store (memory, SQLite, Redis) does.
 
 Every change is a compare-and-set on the record's ``version``, so whichever writer gets
-there first wins and a losing writer re-reads and decides again (``mutate``). When a
+there first wins and a losing writer re-reads and decides again (``mutate``). A change
+and its audit event are one write: the store keeps both or neither, and the event is
+readable no later than the change (so a waiter woken by an ending finds its event). When a
 record reaches a terminal state the store wakes every ``Watch`` registered for it, in this
 process or (SQLite on one host, Redis anywhere) in another one.
 """
@@ -19,6 +21,7 @@ from bot.questions.errors import UserQuestionError
 __all__ = [
     "OWNER_LOST_NOTE",
     "RETENTION",
+    "EventFor",
     "OrphanHandler",
     "PendingStore",
     "ReportsOrphans",
@@ -64,6 +67,9 @@ class Watch(Protocol):
 OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
 """Called with the records a store failed because the process that asked is gone."""
 
+EventFor = Callable[[PendingRecord, PendingRecord], AuditEvent | None]
+"""The audit event of a write, from the record before and after (``None``: bookkeeping)."""
+
 
 @runtime_checkable
 class ReportsOrphans(Protocol):
@@ -91,16 +97,20 @@ class PendingStore(Protocol):
         """Stop background duties and release connections."""
         ...
 
-    async def create(self, record: PendingRecord) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Store a new record and ``event`` with it, in one write.
+
+        ``False`` (and nothing written) if a record with its id exists already.
+        """
         ...
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
         ...
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``.
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
+        with it in the same write (both are kept or neither).
 
         A terminal record wakes its owner's watch. Returns whether the write won.
         """
@@ -120,7 +130,8 @@ class PendingStore(Protocol):
         ...
 
     async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail (kept for the retention period)."""
+        """Append ``event`` to its question's trail (kept for the retention period), for an
+        event that goes with no write of its record (a change passes its event to the write)."""
         ...
 
     async def events(self, request_id: str) -> list[AuditEvent]:
@@ -140,13 +151,15 @@ async def mutate(
     attempts: int = 16,
     by: str | None = None,
     by_name: str | None = None,
+    event: EventFor | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
     """Apply ``change`` with compare-and-set, re-reading on conflict.
 
     ``change`` gets the current record and returns the next one (``record.next(...)``) or
     ``None`` to leave it. Returns ``(seen, written)``: the record the decision was made on
     (``None`` if there is none) and the record written (``None`` if nothing was). A write
-    that changes something that matters appends its audit event (``by``: who acted).
+    that changes something that matters carries its audit event in the same write:
+    ``event`` (before, after), by default ``event_for`` (``by``: who acted).
     """
     for _ in range(attempts):
         current = await store.get(request_id)
@@ -155,16 +168,17 @@ async def mutate(
         updated = change(current)
         if updated is None:
             return current, None
-        if await store.compare_and_set(updated):
-            event = event_for(current, updated, by=by, by_name=by_name)
-            if event is not None:
-                await append_quietly(store, event)
+        if event is None:
+            audit = event_for(current, updated, by=by, by_name=by_name)
+        else:
+            audit = event(current, updated)
+        if await store.compare_and_set(updated, audit):
             return current, updated
     raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
 
 
 async def append_quietly(store: PendingStore, event: AuditEvent) -> None:
-    """Append ``event``; a store failure is logged, never undoes the write it records."""
+    """Append ``event`` (one without a write of its record); a store failure is logged."""
     try:
         await store.append_event(event)
     except UserQuestionError as exc:

@@ -7,7 +7,8 @@ records: create, get, compare-and-set, the open index), ``redis_notices`` (watch
 streams); this module puts them together behind the ``PendingStore`` protocol.
 
 ``create`` and ``compare_and_set`` are Lua scripts (``register_script``), so the record, the
-index sets and the notification change together and the first writer wins across processes.
+index sets, the notification and the audit event change together and the first writer wins
+across processes.
 A watch is local: every process subscribes to ``p:done`` and, when an id it watches is
 published, re-reads the record and resolves its watches. A watch also re-reads when it starts
 waiting, and the subscriber re-reads every watched record after any (re)subscription, so a
@@ -30,6 +31,7 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
 from adapters.slack.stores.protocol import (
@@ -193,22 +195,24 @@ class RedisPendingStore(KeepsTrail):
         await self._release()
         self._log.info("pending store closed (process %s)", self.process_id)
 
-    async def create(self, record: PendingRecord) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
-        return await self._records.create(record, self._new_token())
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Store a new record and ``event`` (one script); ``False`` if one with its id exists
+        already."""
+        return await self._records.create(record, event, self._new_token())
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
         return await self._records.get(request_id)
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``.
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
+        in the same script.
 
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``, as the memory store). The write that
         ends a record publishes its id, waking watches in every process.
         """
-        return await self._records.compare_and_set(record, self._new_token())
+        return await self._records.compare_and_set(record, event, self._new_token())
 
     def watch(self, request_id: str) -> Watch:
         """Register interest in this request's ending (before posting, so no click is missed)."""

@@ -1,7 +1,9 @@
 """The Redis store's audit trail: streams, ``p:audit`` (every event) and ``p:events:{id}``.
 
 Each event's JSON is the entry's field ``e``. The whole stream is trimmed to the retention as
-it is appended to; a question's stream expires the retention after its last event.
+it is appended to; a question's stream expires the retention after its last event. An event
+that goes with a record's change is appended by that change's script (``event_args``, see
+``redis_layout``); ``append_event`` is for an event without one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from adapters.slack.audit import AuditEvent
 from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 
-__all__ = ["RedisAudit"]
+__all__ = ["RedisAudit", "event_args"]
 
 _PAGE: Final = 500
 """Entries read per XRANGE."""
@@ -27,6 +29,17 @@ def _stream_lines(entries: object) -> list[tuple[str, str]]:
     for entry_id, fields in cast(list[tuple[str, dict[str, str]]], entries or []):
         lines.append((as_text(entry_id), as_text(fields["e"])))
     return lines
+
+
+def _cutoff(retention: float) -> int:
+    """The audit stream's ``MINID`` now: entries older than the retention go (ms)."""
+    return max(0, int((time.time() - retention) * 1000))
+
+
+def event_args(event: AuditEvent | None, retention: float) -> list[str | int]:
+    """The last three ARGV of a record's script: the event (``''``: none), the audit
+    stream's cutoff and the question stream's TTL (ms)."""
+    return ["" if event is None else event.dump(), _cutoff(retention), px(retention)]
 
 
 class RedisAudit:
@@ -41,7 +54,7 @@ class RedisAudit:
         """Append ``event`` to the audit stream and to its question's own stream."""
         line = event.dump()
         trail = self._keys.events(event.request_id)
-        cutoff = int((time.time() - self._retention) * 1000)
+        cutoff = _cutoff(self._retention)
 
         async def write() -> None:
             pipe = self._link.client.pipeline(transaction=True)

@@ -18,9 +18,10 @@ because the scripts derive some key names from the stored record)::
     p:audit         stream: every audit event (``e``: its JSON), trimmed to the retention
     p:events:{id}   stream: one question's events; expires the retention after the last
 
-``create`` and ``compare_and_set`` are Lua scripts, so the record, the index sets and the
-notification change together and the first writer wins across processes; each write carries
-a token, so a write that redis-py retries after a lost reply is recognised as done.
+``create`` and ``compare_and_set`` are Lua scripts, so the record, the index sets, the
+notification and the write's audit event change together and the first writer wins across
+processes; each write carries a token, so a write that redis-py retries after a lost reply
+is recognised as done (and its event is not appended twice).
 """
 
 from __future__ import annotations
@@ -41,11 +42,41 @@ __all__ = [
     "px",
 ]
 
-# KEYS: record, token, open set, owner set, owners set
-# ARGV: json, id, state, finished ttl ms, token, owner ('' for none)
+# Both scripts take the write's audit event (its JSON, '' for none) as their last three
+# ARGV: event, the audit stream's trimming cutoff (ms, MINID), the question stream's TTL
+# (ms); and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event
+# is appended by the script that makes the change, so both are kept or neither and a
+# watch woken by the change finds the event. The streams are checked before anything is
+# written: a script that fails half-way is not rolled back.
+_STREAMS_READY: Final = """
+if event ~= '' then
+  for _, key in ipairs({KEYS[6], KEYS[7]}) do
+    local kind = redis.call('TYPE', key)['ok']
+    if kind ~= 'none' and kind ~= 'stream' then
+      return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
+    end
+  end
+end
+"""
+_APPEND_EVENT: Final = """
+if event ~= '' then
+  redis.call('XADD', KEYS[6], 'MINID', '~', cutoff, '*', 'e', event)
+  redis.call('XADD', KEYS[7], '*', 'e', event)
+  redis.call('PEXPIRE', KEYS[7], keep)
+end
+return 1
+"""
+
+# KEYS: record, token, open set, owner set, owners set, audit stream, question stream
+# ARGV: json, id, state, finished ttl ms, token, owner ('' for none), event, cutoff, keep
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
-CREATE: Final = """
+CREATE: Final = (
+    """
 if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
+local event, cutoff, keep = ARGV[7], ARGV[8], ARGV[9]
+"""
+    + _STREAMS_READY
+    + """
 if ARGV[3] == 'pending' then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
   redis.call('SET', KEYS[2], ARGV[5])
@@ -58,13 +89,16 @@ else
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
 end
-return 1
 """
+    + _APPEND_EVENT
+)
 
-# KEYS: record, token, open set, owner set of the new record's owner, owners set
+# KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
+#       stream, question stream
 # ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
-#       owner ('' for none)
-COMPARE_AND_SET: Final = """
+#       owner ('' for none), event, cutoff, keep
+COMPARE_AND_SET: Final = (
+    """
 if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
@@ -73,6 +107,10 @@ if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
 local was_open = stored['state'] == 'pending'
 local now_open = ARGV[4] == 'pending'
 if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
+local event, cutoff, keep = ARGV[10], ARGV[11], ARGV[12]
+"""
+    + _STREAMS_READY
+    + """
 local old_owner = stored['owner']
 if type(old_owner) ~= 'string' then old_owner = '' end
 local old_owner_set = ARGV[6] .. old_owner
@@ -96,8 +134,9 @@ else
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
   redis.call('SET', KEYS[2], ARGV[8], 'KEEPTTL')
 end
-return 1
 """
+    + _APPEND_EVENT
+)
 
 # KEYS: an index set; ARGV: record key prefix. Returns the JSON of every member still
 # stored and drops the ids whose record has expired.
@@ -190,13 +229,16 @@ class RedisKeys:
         return self.alive(self.process_id)
 
     def of_record(self, record: PendingRecord) -> list[str]:
-        """The keys a record's scripts touch: itself, its write token, the index sets."""
+        """The keys a record's scripts touch: itself, its write token, the index sets, the
+        audit streams."""
         return [
             self.record(record.id),
             self.key("tok", record.id),
             self.open,
             self.owner(record.owner or "-"),
             self.owners,
+            self.audit,
+            self.events(record.id),
         ]
 
 

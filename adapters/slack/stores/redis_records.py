@@ -1,7 +1,8 @@
 """The Redis store's records: create, read, compare-and-set, and the open index.
 
 ``create`` and ``compare_and_set`` run as Lua scripts (``redis_layout``), so the record, its
-write token, the index sets and the ``p:done`` notification change together. Each write
+write token, the index sets, the ``p:done`` notification and the write's audit event (both
+streams) change together. Each write
 carries a token fresh per write (the caller's): redis-py's retry of a write whose reply was
 lost finds its own token and is recognised as done instead of refused.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 import logging
 from typing import cast
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores.redis_audit import event_args
 from adapters.slack.stores.redis_layout import (
     COMPARE_AND_SET,
     CREATE,
@@ -40,8 +43,8 @@ class RedisRecords:
         self._cas_script = client.register_script(COMPARE_AND_SET)
         self._indexed_script = client.register_script(INDEXED)
 
-    async def create(self, record: PendingRecord, token: str) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
+    async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
+        """Store a new record and ``event``; ``False`` if one with its id exists already."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [
             record.dump(),
@@ -50,6 +53,7 @@ class RedisRecords:
             px(self._finished_ttl),
             token,
             record.owner or "",
+            *event_args(event, self._finished_ttl),
         ]
         result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))
         return bool(result)
@@ -60,8 +64,10 @@ class RedisRecords:
         raw = await self._link.op("get", lambda: self._link.client.get(key))
         return None if raw is None else PendingRecord.load(raw)
 
-    async def compare_and_set(self, record: PendingRecord, token: str) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``.
+    async def compare_and_set(
+        self, record: PendingRecord, event: AuditEvent | None, token: str
+    ) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``.
 
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``). The write that ends a record
@@ -78,6 +84,7 @@ class RedisRecords:
             self._keys.done,
             token,
             record.owner or "",
+            *event_args(event, self._finished_ttl),
         ]
         result = await self._link.op(
             "compare-and-set", lambda: self._cas_script(keys=keys, args=args)

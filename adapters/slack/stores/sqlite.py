@@ -4,7 +4,8 @@ Nothing to run beside the bot: the records live in one file (``STORE_PATH``) in 
 so a restart, a crash or a deploy loses nothing a person or an agent is waiting on.
 Writes are single statements (``INSERT … ON CONFLICT DO NOTHING``, ``UPDATE … WHERE
 version = …``), so several processes on one host may share the file and the first writer
-wins. The schema carries its version (``PRAGMA user_version``) and is upgraded in place at
+wins; a write with an audit event inserts it in the same transaction (both or neither).
+The schema carries its version (``PRAGMA user_version``) and is upgraded in place at
 ``start()``.
 
 Wake-ups: a write that ends a record wakes this process's watches at once. Endings
@@ -31,12 +32,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
 from adapters.slack.stores.protocol import RETENTION, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_endings import SqliteEndings
-from adapters.slack.stores.sqlite_file import SqliteFile
+from adapters.slack.stores.sqlite_file import SqliteFile, Statement
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
 from adapters.slack.stores.trail import KeepsTrail
@@ -151,9 +153,10 @@ class SqlitePendingStore(KeepsTrail):
             await self._file.close()
             self._log.info("pending store closed (process %s)", self._process_id)
 
-    async def create(self, record: PendingRecord) -> bool:
-        """Store a new record; ``False`` if one with its id exists already."""
-        rows = await self._file.rows(
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Store a new record and ``event`` (one transaction); ``False`` if one with its id
+        exists already."""
+        return await self._file.write_with(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
             (
@@ -164,21 +167,22 @@ class SqlitePendingStore(KeepsTrail):
                 record.finished_at,
                 record.dump(),
             ),
+            *self._with(event),
         )
-        return bool(rows)
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
         rows = await self._file.rows("SELECT json FROM records WHERE id = ?", (request_id,))
         return PendingRecord.load(rows[0][0]) if rows else None
 
-    async def compare_and_set(self, record: PendingRecord) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``.
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
+        in the same transaction.
 
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``).
         """
-        rows = await self._file.rows(
+        wrote = await self._file.write_with(
             "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?"
             " WHERE id = ? AND version = ?"
             " AND (state = 'pending' OR ? = 'pending' OR state = ?)"
@@ -194,8 +198,9 @@ class SqlitePendingStore(KeepsTrail):
                 record.state,
                 record.state,
             ),
+            *self._with(event),
         )
-        if not rows:
+        if not wrote:
             return False
         if record.state in TERMINAL_STATES:
             self._watches.resolve(record)
@@ -214,6 +219,10 @@ class SqlitePendingStore(KeepsTrail):
                 "SELECT json FROM records WHERE state = 'pending' AND owner = ?", (owner,)
             )
         return [PendingRecord.load(raw) for (raw,) in rows]
+
+    def _with(self, event: AuditEvent | None) -> tuple[Statement, ...]:
+        """The statements that go with a write: its event's insert, if it has one."""
+        return () if event is None else (SqliteAudit.insert(event),)
 
     # -- retention and liveness -----------------------------------------------------------
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import AsyncIterator
 
 from adapters.slack.audit import AuditEvent
-from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
+from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, Statement
 
 __all__ = ["SqliteAudit"]
 
@@ -17,12 +17,17 @@ class SqliteAudit:
     def __init__(self, file: SqliteFile) -> None:
         self._file = file
 
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail."""
-        await self._file.rows(
+    @staticmethod
+    def insert(event: AuditEvent) -> Statement:
+        """The statement that appends ``event`` (run in the transaction of its write)."""
+        return (
             "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?) RETURNING seq",
             (event.request_id, event.at, event.dump()),
         )
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail."""
+        await self._file.rows(*self.insert(event))
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""

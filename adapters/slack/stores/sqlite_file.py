@@ -1,12 +1,16 @@
 """The SQLite store's file: opening it (WAL, schema upgraded in place) and its statements.
 
-One aiosqlite connection in autocommit mode (``isolation_level=None``): every write is one
-statement, so several processes on one host may share the file and the first writer wins.
+One aiosqlite connection in autocommit mode (``isolation_level=None``): a write is one
+statement, so several processes on one host may share the file and the first writer wins;
+a record's change and its audit event are one transaction (``write_with``). The statements
+of this process take turns (a lock), so none lands inside another's transaction.
 Every SQLite failure comes out as ``UserQuestionError`` with code ``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Sequence
@@ -18,10 +22,13 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "SqliteFile"]
+__all__ = ["CHUNK", "SqliteFile", "Statement"]
 
 CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
+
+Statement = tuple[str, Sequence[Any]]
+"""A statement and its parameters."""
 
 
 class SqliteFile:
@@ -32,6 +39,7 @@ class SqliteFile:
         self._busy_timeout = busy_timeout
         self._log = log
         self._db: aiosqlite.Connection | None = None
+        self._turn = asyncio.Lock()
 
     @property
     def is_open(self) -> bool:
@@ -66,6 +74,33 @@ class SqliteFile:
 
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run one statement and fetch its rows; SQLite failures are ``STORE_UNAVAILABLE``."""
+        async with self._turn:
+            return await self._run(sql, params)
+
+    async def write_with(self, sql: str, params: Sequence[Any], *then: Statement) -> bool:
+        """Run the write ``sql`` and, if it wrote (returned a row), ``then``: one transaction.
+
+        All of it is kept or none (a failure rolls back the write). Returns whether it wrote.
+        """
+        if not then:
+            return bool(await self.rows(sql, params))
+        async with self._turn:
+            await self._run("BEGIN IMMEDIATE")
+            try:
+                wrote = bool(await self._run(sql, params))
+                if wrote:
+                    for statement, values in then:
+                        await self._run(statement, values)
+                await self._run("COMMIT")
+            except BaseException:
+                if self._db is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._db.execute("ROLLBACK")
+                raise
+            return wrote
+
+    async def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``rows`` without waiting its turn (the caller holds it)."""
         if self._db is None:
             raise UserQuestionError(
                 "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE
