@@ -291,29 +291,70 @@ async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_
         await until(retired, what="the message to close", within=10)
 
 
-async def test_sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_records(
-    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+@pytest.mark.parametrize("old", [1, 2])
+async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_events(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path, old: int
 ) -> None:
-    """A file written by the first schema (no audit table) opens: upgraded, nothing lost."""
-    from adapters.slack.audit import asked_event
+    """A file written by an older schema opens: upgraded to the current one, every record and
+    event kept; then a write's event lands in the trail by the new trigger."""
+    from adapters.slack.audit import asked_event, event_for
     from adapters.slack.stores.sqlite_schema import _MIGRATIONS
 
     sqlite_path.parent.mkdir(parents=True)
     record = make_record("old-process").model_copy(update={"owner": None})
+    now = time.time()  # (the start's purge deletes events older than the retention)
+    asked = asked_event(record, by="api", link=None, at=now)
     with sqlite3.connect(sqlite_path) as db:
-        for statement in _MIGRATIONS[0]:
+        for statement in (s for migration in _MIGRATIONS[:old] for s in migration):
             db.execute(statement)
-        db.execute("PRAGMA user_version = 1")
+        db.execute(f"PRAGMA user_version = {old}")
         db.execute(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
             " VALUES (?, 0, 'pending', NULL, NULL, ?)",
             (record.id, record.dump()),
         )
+        if old >= 2:  # the trail as schema 2 wrote it
+            db.execute(
+                "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?)",
+                (asked.request_id, asked.at, asked.dump()),
+            )
+    db.close()
     async with asyncio.timeout(10):
         store = await sqlite_store_factory()
         with sqlite3.connect(sqlite_path) as db:
-            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        db.close()
         assert await store.get(record.id) == record
         assert [r.id for r in await store.open_records()] == [record.id]
-        await store.append_event(asked_event(record, by="api", link=None))
-        assert [e.kind for e in await store.events(record.id)] == ["asked"]
+        if old < 2:
+            await store.append_event(asked)
+        assert await store.events(record.id) == [asked]
+        done = record.next(state="answered", answered_by="U1", finished_at=now + 1)
+        answered = event_for(record, done, by="U1", at=now + 1.25)
+        assert answered is not None
+        assert await store.compare_and_set(done, answered)
+        assert await store.get(record.id) == done
+        assert await store.events(record.id) == [asked, answered]
+        assert [e.kind async for e in store.audit(now + 1, now + 2)] == ["answered"]
+
+
+async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
+    sqlite_store: SqlitePendingStore, sqlite_path: Path
+) -> None:
+    """The trigger appends a write's own event once: a later write without one appends
+    nothing, and neither does an update that leaves the ``event`` column alone (such as a
+    process of the previous schema's code writing the record)."""
+    from adapters.slack.audit import asked_event
+
+    async with asyncio.timeout(10):
+        record = make_record(sqlite_store.process_id)
+        asked = asked_event(record, by="api", link=None)
+        assert await sqlite_store.create(record, asked)
+        assert not await sqlite_store.create(record, asked)  # it exists: no write, no event
+        with sqlite3.connect(sqlite_path) as db:  # the column still holds the asked event
+            db.execute("UPDATE records SET owner = 'other' WHERE id = ?", (record.id,))
+        db.close()
+        saved = record.next(drafts=[Draft(selected=[0])])
+        assert await sqlite_store.compare_and_set(saved)
+        assert await sqlite_store.get(record.id) == saved
+        assert await sqlite_store.events(record.id) == [asked]

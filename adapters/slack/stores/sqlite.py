@@ -4,7 +4,8 @@ Nothing to run beside the bot: the records live in one file (``STORE_PATH``) in 
 so a restart, a crash or a deploy loses nothing a person or an agent is waiting on.
 Writes are single statements (``INSERT … ON CONFLICT DO NOTHING``, ``UPDATE … WHERE
 version = …``), so several processes on one host may share the file and the first writer
-wins; a write with an audit event inserts it in the same transaction (both or neither).
+wins; a write's audit event rides in the same statement (the ``event`` column, appended to
+the trail by a trigger: both or neither).
 The schema carries its version (``PRAGMA user_version``) and is upgraded in place at
 ``start()``.
 
@@ -38,7 +39,7 @@ from adapters.slack.stores.duties import default_process_id, run_heartbeats, sto
 from adapters.slack.stores.protocol import RETENTION, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_endings import SqliteEndings
-from adapters.slack.stores.sqlite_file import SqliteFile, Statement
+from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
 from adapters.slack.stores.trail import KeepsTrail
@@ -154,11 +155,11 @@ class SqlitePendingStore(KeepsTrail):
             self._log.info("pending store closed (process %s)", self._process_id)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one transaction); ``False`` if one with its id
+        """Store a new record and ``event`` (one statement); ``False`` if one with its id
         exists already."""
-        return await self._file.write_with(
-            "INSERT INTO records (id, version, state, owner, finished_at, json)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
+        rows = await self._file.rows(
+            "INSERT INTO records (id, version, state, owner, finished_at, json, event)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
             (
                 record.id,
                 record.version,
@@ -166,9 +167,10 @@ class SqlitePendingStore(KeepsTrail):
                 record.owner,
                 record.finished_at,
                 record.dump(),
+                _dump(event),
             ),
-            *self._with(event),
         )
+        return bool(rows)
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
@@ -177,14 +179,14 @@ class SqlitePendingStore(KeepsTrail):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same transaction.
+        in the same statement.
 
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``).
         """
-        wrote = await self._file.write_with(
-            "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?"
-            " WHERE id = ? AND version = ?"
+        wrote = await self._file.rows(
+            "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?,"
+            " event = ? WHERE id = ? AND version = ?"
             " AND (state = 'pending' OR ? = 'pending' OR state = ?)"
             " RETURNING version",
             (
@@ -193,12 +195,12 @@ class SqlitePendingStore(KeepsTrail):
                 record.owner,
                 record.finished_at,
                 record.dump(),
+                _dump(event),
                 record.id,
                 record.version - 1,
                 record.state,
                 record.state,
             ),
-            *self._with(event),
         )
         if not wrote:
             return False
@@ -219,10 +221,6 @@ class SqlitePendingStore(KeepsTrail):
                 "SELECT json FROM records WHERE state = 'pending' AND owner = ?", (owner,)
             )
         return [PendingRecord.load(raw) for (raw,) in rows]
-
-    def _with(self, event: AuditEvent | None) -> tuple[Statement, ...]:
-        """The statements that go with a write: its event's insert, if it has one."""
-        return () if event is None else (SqliteAudit.insert(event),)
 
     # -- retention and liveness -----------------------------------------------------------
 
@@ -245,6 +243,11 @@ class SqlitePendingStore(KeepsTrail):
 
     def __repr__(self) -> str:
         return f"SqlitePendingStore({str(self.path)!r}, process_id={self._process_id!r})"
+
+
+def _dump(event: AuditEvent | None) -> str | None:
+    """What a write puts in its ``event`` column: the trigger appends it to the trail."""
+    return None if event is None else event.dump()
 
 
 if TYPE_CHECKING:

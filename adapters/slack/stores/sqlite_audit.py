@@ -1,4 +1,8 @@
-"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read."""
+"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read.
+
+A write's event is appended by a trigger on ``records`` in the write's own statement (schema
+3, see ``sqlite_schema``); ``append_event`` is for an event without one.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import math
 from collections.abc import AsyncIterator
 
 from adapters.slack.audit import AuditEvent
-from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, Statement
+from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
 
 __all__ = ["SqliteAudit"]
 
@@ -17,17 +21,12 @@ class SqliteAudit:
     def __init__(self, file: SqliteFile) -> None:
         self._file = file
 
-    @staticmethod
-    def insert(event: AuditEvent) -> Statement:
-        """The statement that appends ``event`` (run in the transaction of its write)."""
-        return (
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (an event without a write)."""
+        await self._file.rows(
             "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?) RETURNING seq",
             (event.request_id, event.at, event.dump()),
         )
-
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail."""
-        await self._file.rows(*self.insert(event))
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""

@@ -1,16 +1,14 @@
 """The SQLite store's file: opening it (WAL, schema upgraded in place) and its statements.
 
-One aiosqlite connection in autocommit mode (``isolation_level=None``): a write is one
-statement, so several processes on one host may share the file and the first writer wins;
-a record's change and its audit event are one transaction (``write_with``). The statements
-of this process take turns (a lock), so none lands inside another's transaction.
+One aiosqlite connection in autocommit mode (``isolation_level=None``): every statement is
+its own transaction (a record's change and its audit event are one statement, see
+``sqlite_schema``), so several processes on one host may share the file and the first
+writer wins, and this process's statements need no lock (aiosqlite runs them in turn).
 Every SQLite failure comes out as ``UserQuestionError`` with code ``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import sqlite3
 from collections.abc import Sequence
@@ -22,13 +20,10 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "SqliteFile", "Statement"]
+__all__ = ["CHUNK", "SqliteFile"]
 
 CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
-
-Statement = tuple[str, Sequence[Any]]
-"""A statement and its parameters."""
 
 
 class SqliteFile:
@@ -39,7 +34,6 @@ class SqliteFile:
         self._busy_timeout = busy_timeout
         self._log = log
         self._db: aiosqlite.Connection | None = None
-        self._turn = asyncio.Lock()
 
     @property
     def is_open(self) -> bool:
@@ -73,34 +67,8 @@ class SqliteFile:
             await db.close()
 
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run one statement and fetch its rows; SQLite failures are ``STORE_UNAVAILABLE``."""
-        async with self._turn:
-            return await self._run(sql, params)
-
-    async def write_with(self, sql: str, params: Sequence[Any], *then: Statement) -> bool:
-        """Run the write ``sql`` and, if it wrote (returned a row), ``then``: one transaction.
-
-        All of it is kept or none (a failure rolls back the write). Returns whether it wrote.
-        """
-        if not then:
-            return bool(await self.rows(sql, params))
-        async with self._turn:
-            await self._run("BEGIN IMMEDIATE")
-            try:
-                wrote = bool(await self._run(sql, params))
-                if wrote:
-                    for statement, values in then:
-                        await self._run(statement, values)
-                await self._run("COMMIT")
-            except BaseException:
-                if self._db is not None:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self._db.execute("ROLLBACK")
-                raise
-            return wrote
-
-    async def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """``rows`` without waiting its turn (the caller holds it)."""
+        """Run one statement (its own transaction) and fetch its rows; SQLite failures are
+        ``STORE_UNAVAILABLE``."""
         if self._db is None:
             raise UserQuestionError(
                 "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE

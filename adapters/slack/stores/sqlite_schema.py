@@ -3,6 +3,11 @@
 Each entry of ``_MIGRATIONS`` takes the file from one version to the next; ``migrate``
 applies the missing ones in one transaction at start (two processes starting on one new
 file agree: the second finds the schema done) and refuses a file newer than the code.
+
+Since schema 3 a write of ``records`` carries its audit event in the ``event`` column
+(``NULL`` when it has none; overwritten by every write, never read back) and a trigger
+appends it to ``events``: the change and its event are one statement, so both are kept or
+neither (a failing trigger aborts the write), with no transaction around them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,13 @@ from typing import Final
 import aiosqlite
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
+
+_APPEND: Final = (
+    "INSERT INTO events (request_id, at, json) VALUES"
+    " (json_extract(NEW.event, '$.requestId'), json_extract(NEW.event, '$.at'), NEW.event);"
+)
+"""The triggers' body: append the event a write of ``records`` carries to the trail (its
+columns from ``AuditEvent.dump()``'s JSON, camelCase)."""
 
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: records, the endings feed, heartbeats
@@ -46,6 +58,14 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         )""",
         "CREATE INDEX events_request ON events (request_id, seq)",
         "CREATE INDEX events_at ON events (at)",
+    ),
+    (  # 3: a write's event rides in its statement (``event``) and a trigger appends it
+        "ALTER TABLE records ADD COLUMN event TEXT",
+        f"""CREATE TRIGGER record_event_created AFTER INSERT ON records
+            WHEN NEW.event IS NOT NULL BEGIN {_APPEND} END""",
+        # only an update that sets ``event`` (one that leaves it would carry the last one)
+        f"""CREATE TRIGGER record_event_written AFTER UPDATE OF event ON records
+            WHEN NEW.event IS NOT NULL BEGIN {_APPEND} END""",
     ),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
