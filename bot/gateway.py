@@ -44,7 +44,7 @@ from bot.questions.models import (
     AskOptions,
     AskUserQuestionRequest,
 )
-from bot.questions.service import UserQuestionService
+from bot.questions.service import ABORTED_MESSAGE, UserQuestionService
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
 
@@ -304,7 +304,8 @@ class Gateway:
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()
             code = error.code if isinstance(error, HarnessError) else type(error).__name__
-            if controller is not None and isinstance(controller.signal.reason, Released):
+            released = controller is not None and isinstance(controller.signal.reason, Released)
+            if released and isinstance(error, HarnessError) and error.message == ABORTED_MESSAGE:
                 # A stop: the question stays open for the next process.
                 self._logger.info("question released", extra={"request": request_id})
             else:

@@ -234,7 +234,14 @@ class Waits:
 
     async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
         if isinstance(reason, Released):
-            # The asker stops waiting, but the request stays open for whoever asks next.
+            # The asker stops waiting, but the request stays open for whoever asks next;
+            # an ending that came first (its watch not yet run) stands.
+            try:
+                ended = await self._store.get(request_id)
+            except UserQuestionError:
+                ended = None
+            if ended is not None and not ended.is_open:
+                return ended
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
         note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
         return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)
