@@ -7,13 +7,14 @@ code; anything else is a bug, answered 500 without detail.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import QuestionStatus
+from adapters.slack import AuditEvent, QuestionStatus
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_INTENT,
@@ -35,6 +36,8 @@ __all__ = [
     "too_many",
     "unauthorized",
     "view_of",
+    "view_with_events",
+    "wait_of",
 ]
 
 STATUS_OF_CODE: Final = {
@@ -125,3 +128,25 @@ def view_of(status: QuestionStatus) -> dict[str, Any]:
     if status.finished_at is not None:
         view["finishedAt"] = status.finished_at
     return view
+
+
+def view_with_events(status: QuestionStatus, events: Sequence[AuditEvent]) -> dict[str, Any]:
+    """A question's view with its audit trail (``events``, oldest first)."""
+    view = view_of(status)
+    view["events"] = [
+        event.model_dump(by_alias=True, exclude_none=True, mode="json") for event in events
+    ]
+    return view
+
+
+def wait_of(request: web.Request, most: float) -> float | web.Response:
+    """``?wait=`` in seconds (0 when absent), or the 400 that refuses it."""
+    try:
+        wait = float(request.query.get("wait", "0"))
+        if not 0 <= wait <= most:
+            raise ValueError
+    except ValueError:
+        return problem(
+            400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{most:g}"
+        )
+    return wait

@@ -30,7 +30,16 @@ from pydantic import ValidationError
 from adapters.httpguard import RefusalLog
 from adapters.slack import AuditEvent, QuestionStatus, Released
 from bot.access import ApiTokens, OpenQuestionCaps, asked_by
-from bot.api_answers import failure, not_found, problem, too_many, unauthorized, view_of
+from bot.api_answers import (
+    failure,
+    not_found,
+    problem,
+    too_many,
+    unauthorized,
+    view_of,
+    view_with_events,
+    wait_of,
+)
 from bot.api_body import QuestionPost, body_problems, read_body, validation_errors
 from bot.api_idempotency import KeyLocks, key_problem, same_request
 from bot.api_taken import TakenUp
@@ -301,30 +310,16 @@ class Gateway:
         self._asks.pop(request_id, None)
         controller = self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
-        if not task.cancelled() and task.exception() is not None:
-            error = task.exception()
-            code = error.code if isinstance(error, HarnessError) else type(error).__name__
-            released = controller is not None and isinstance(controller.signal.reason, Released)
-            if released and isinstance(error, HarnessError) and error.message == ABORTED_MESSAGE:
-                # A stop: the question stays open for the next process.
-                self._logger.info("question released", extra={"request": request_id})
-            else:
-                self._logger.info("question ended", extra={"request": request_id, "code": code})
+        _log_end(self._logger, request_id, task, controller)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
         request_id = request.match_info["id"]
         if not self._owns(request, request_id):
             return not_found(request_id)
-        wait_raw = request.query.get("wait", "0")
-        try:
-            wait = float(wait_raw)
-            if not 0 <= wait <= MAX_WAIT:
-                raise ValueError
-        except ValueError:
-            return problem(
-                400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{MAX_WAIT:g}"
-            )
+        wait = wait_of(request, MAX_WAIT)
+        if isinstance(wait, web.Response):
+            return wait
         question = await self._questions.status(request_id)
         if question is None:
             return not_found(request_id)
@@ -342,12 +337,9 @@ class Gateway:
                 question = ended.result()
             else:
                 question = await self._questions.status(request_id) or question
-        view = view_of(question)
-        view["events"] = [
-            event.model_dump(by_alias=True, exclude_none=True, mode="json")
-            for event in await self._questions.events(request_id)
-        ]
-        return web.json_response(view)
+        return web.json_response(
+            view_with_events(question, await self._questions.events(request_id))
+        )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
@@ -370,3 +362,22 @@ def openapi_paths() -> dict[str, set[str]]:
         path: {method.upper() for method in item if method != "parameters"}
         for path, item in document["paths"].items()
     }
+
+
+def _log_end(
+    logger: logging.Logger,
+    request_id: str,
+    task: asyncio.Task[Any],
+    controller: AbortController | None,
+) -> None:
+    """Log how an API question's waiter ended: released at a stop, or the question's end."""
+    if task.cancelled() or task.exception() is None:
+        return
+    error = task.exception()
+    code = error.code if isinstance(error, HarnessError) else type(error).__name__
+    released = controller is not None and isinstance(controller.signal.reason, Released)
+    if released and isinstance(error, HarnessError) and error.message == ABORTED_MESSAGE:
+        # A stop: the question stays open for the next process.
+        logger.info("question released", extra={"request": request_id})
+    else:
+        logger.info("question ended", extra={"request": request_id, "code": code})
