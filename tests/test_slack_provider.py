@@ -13,7 +13,10 @@ import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.deadlines import keep_deadlines
+from adapters.slack.endings import Released
 from adapters.slack.messages import SHUTDOWN_NOTE
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores import MemoryPendingStore
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
@@ -442,6 +445,43 @@ async def test_abort_by_signal_updates_the_message_and_raises_ask_aborted() -> N
         note = await until(lambda: h.ephemerals(h.alice))
         assert "no longer open" in note[0].text
         assert h.provider.pending_count == 0
+
+
+class AbortsDuringARead(MemoryPendingStore):
+    """Aborts ``controller`` while the read after the post is on its way: the abort comes
+    after ``wait`` checked the signal and before it listens for it."""
+
+    def __init__(self, controller: AbortController, reason: object) -> None:
+        super().__init__()
+        self.controller, self.reason, self.armed = controller, reason, False
+
+    async def get(self, request_id: str) -> PendingRecord | None:
+        record = await super().get(request_id)
+        if self.armed:
+            self.armed = False
+            self.controller.abort(self.reason)
+        return record
+
+
+@pytest.mark.parametrize("reason", [None, Released()], ids=["abort", "release"])
+async def test_an_abort_while_the_wait_begins_is_not_lost(reason: object) -> None:
+    controller = AbortController()
+    store = AbortsDuringARead(controller, reason)
+
+    def posted(_: str) -> None:
+        store.armed = True
+
+    async with SlackHarness(store=store) as h:
+        task = h.ask(
+            one(options=["Yes"]), signal=controller.signal, options=AskOptions(on_posted=posted)
+        )
+        with pytest.raises(UserQuestionError) as caught:
+            async with asyncio.timeout(5):  # lost, it would wait for a click forever
+                await task
+        assert caught.value.code == "ASK_ABORTED"
+        assert controller.signal.aborted and not store.armed
+        # Aborted, the request ended; released, it stays open for whoever asks next.
+        assert len(await store.open_records()) == (0 if reason is None else 1)
 
 
 async def test_cancelling_the_awaiting_task_ends_the_request() -> None:

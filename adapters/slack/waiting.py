@@ -209,6 +209,8 @@ class Waits:
                 aborted.set_result(reason)
 
         remove = signal.add_listener(on_abort) if signal is not None else None
+        if signal is not None and signal.aborted:  # aborted since ``wait`` looked (a read)
+            on_abort(signal.reason)
         waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
         contenders: set[asyncio.Future[Any]] = {waiting, aborted}
         if keeper is not None:
