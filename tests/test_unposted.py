@@ -112,7 +112,8 @@ async def test_two_starting_bots_post_a_question_left_unposted_exactly_once(
             record = stranded(None).model_copy(update={"channel": h.channel})
             assert await mine.create(record)
             adopted = await asyncio.gather(h.provider.resume(), other.resume())
-            assert [len(found) for found in adopted] == [1, 1]  # both serve it ...
+            # Both look for it; one may find it claimed by the other already ...
+            assert 1 <= sum(len(found) for found in adopted) <= 2
             message = await h.posted()
             stored = await eventually(lambda: _posted(mine, record.id), what="the ts stored")
             assert stored.owner is None and stored.message_ts == message.ts
