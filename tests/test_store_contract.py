@@ -205,6 +205,42 @@ async def test_mutate_returns_seen_and_written(store: PendingStore) -> None:
         assert written is None
 
 
+async def test_mutate_decides_first_on_the_record_the_caller_knows(store: PendingStore) -> None:
+    # A click's path: the record it just read is decided on, with no second read.
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        seen: list[PendingRecord] = []
+
+        def change(current: PendingRecord) -> PendingRecord | None:
+            seen.append(current)
+            return finish_if_open(answered_by="U1")(current)
+
+        _, written = await mutate(store, record.id, change, known=record)
+        assert seen == [record]  # decided once, on the record given
+        assert written is not None and written.version == 1 and written.answered_by == "U1"
+
+
+async def test_mutate_on_a_stale_known_record_decides_again_on_a_fresh_read(
+    store: PendingStore,
+) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        await store.create(record)
+        noted = record.next(note="Asked again.")  # written after the caller read it
+        assert await store.compare_and_set(noted)
+        seen: list[PendingRecord] = []
+
+        def change(current: PendingRecord) -> PendingRecord | None:
+            seen.append(current)
+            return finish_if_open(answered_by="U1")(current)
+
+        _, written = await mutate(store, record.id, change, known=record)
+        assert [r.version for r in seen] == [0, 1]  # the stale one lost the compare-and-set
+        assert written is not None and written.version == 2 and written.note == "Asked again."
+        assert await store.get(record.id) == written
+
+
 async def test_first_writer_wins_under_concurrency(
     store_pair: tuple[PendingStore, PendingStore],
 ) -> None:
@@ -506,7 +542,12 @@ async def test_sweep_fails_the_questions_of_a_killed_process(
         watcher = await redis_store_factory(heartbeat_interval=30, heartbeat_ttl=90)
         request_id = f"r-{uuid.uuid4().hex[:12]}"
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _DOOMED, redis_url, store_prefix, request_id,
+            sys.executable,
+            "-c",
+            _DOOMED,
+            redis_url,
+            store_prefix,
+            request_id,
             stdout=asyncio.subprocess.PIPE,
             cwd=ROOT,
         )

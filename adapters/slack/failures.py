@@ -61,9 +61,12 @@ async def settle(
     by: str | None = None,
     by_name: str | None = None,
     event: EventFor | None = None,
+    known: PendingRecord | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
     """``stores.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
     try:
-        return await mutate(store, request_id, change, by=by, by_name=by_name, event=event)
+        return await mutate(
+            store, request_id, change, by=by, by_name=by_name, event=event, known=known
+        )
     except StoreConflict as exc:
         raise question_error(exc) from exc

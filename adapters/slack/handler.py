@@ -81,7 +81,8 @@ class InteractionHandler:
         if allowed is None or member is None:  # needs a Web API call: off the ack path
             self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
             return
-        await self._apply(interaction, record, allowed, member)
+        # Decided on the record just read (a stale one loses the compare-and-set).
+        await self._apply(interaction, record, allowed, member, fresh=True)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
         """Handle a ``view_submission``; returns input errors to show in the modal, if any.
@@ -137,14 +138,19 @@ class InteractionHandler:
         record: PendingRecord,
         allowed: bool,
         member: frozenset[str],
+        *,
+        fresh: bool = False,
     ) -> None:
+        """``fresh``: ``record`` was read on this click's way here, with nothing awaited
+        since but the store: the decision starts from it instead of reading it again."""
         if not allowed:
             self._sync.note(interaction.origin, record, _refusal(record))
             return
         # A bot that posted and died before storing the message's ts (or a request adopted
         # from it) learns the ts from the click, so the outcome can be shown on the message.
-        await self._adopt_message(record, interaction.origin)
-        decision = await self._decide_and_write(interaction, member)
+        adopted = await self._adopt_message(record, interaction.origin)
+        known = (adopted or record) if fresh else None
+        decision = await self._decide_and_write(interaction, member, known)
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
             self._sync.refresh(record.id)
@@ -152,11 +158,15 @@ class InteractionHandler:
             self._sync.open_modal(interaction.origin.trigger_id, decision.view)
 
     async def _decide_and_write(
-        self, interaction: Interaction, member: frozenset[str] = frozenset()
+        self,
+        interaction: Interaction,
+        member: frozenset[str] = frozenset(),
+        known: PendingRecord | None = None,
     ) -> Decision:
         """Decide on the freshest record and write it; the first writer wins, losers re-decide.
 
-        ``member``: the team-review policy's user groups the person is in.
+        ``member``: the team-review policy's user groups the person is in; ``known``: the
+        record as just read (decided on first, see ``stores.mutate``).
         """
         decision: Decision = Ignore()
 
@@ -169,7 +179,12 @@ class InteractionHandler:
 
         origin = interaction.origin
         seen, written = await settle(
-            self._store, interaction.request_id, change, by=origin.user, by_name=origin.name
+            self._store,
+            interaction.request_id,
+            change,
+            by=origin.user,
+            by_name=origin.name,
+            known=known,
         )
         if seen is None:
             return Refuse(NO_LONGER_OPEN)
@@ -179,18 +194,20 @@ class InteractionHandler:
             self._sync.refresh(interaction.request_id)
         return decision
 
-    async def _adopt_message(self, record: PendingRecord, origin: Origin) -> None:
-        """Learn the message's ts from a click when the ask never saw Slack's reply."""
+    async def _adopt_message(self, record: PendingRecord, origin: Origin) -> PendingRecord | None:
+        """Learn the message's ts from a click when the ask never saw Slack's reply; the
+        record written, if any."""
         if record.message_ts is not None or not origin.channel or not origin.message_ts:
-            return
+            return None
         channel, ts = origin.channel, origin.message_ts
-        await settle(
+        _, written = await settle(
             self._store,
             record.id,
             lambda r: (
                 r.next(message_channel=channel, message_ts=ts) if r.message_ts is None else None
             ),
         )
+        return written
 
 
 def _who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:

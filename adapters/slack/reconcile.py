@@ -132,16 +132,10 @@ class LostPosts:
 
     def look_for(self, record: PendingRecord, exc: BaseException) -> None:
         """``record``'s post failed with ``exc``: look for its message if Slack may have it."""
-        if (
-            not self.lookups
-            or not may_be_stored(exc)
-            or not record.channel.startswith(_READ)
-        ):
+        if not self.lookups or not may_be_stored(exc) or not record.channel.startswith(_READ):
             return
         if len(self._looking) >= MOST:
-            self._once(
-                "too many", "too many lost posts to look for; not looking", record.id
-            )
+            self._once("too many", "too many lost posts to look for; not looking", record.id)
             return
         task = asyncio.get_running_loop().create_task(
             self._look(record.id, (record.channel, record.thread_ts)), name="lost post"
@@ -226,9 +220,7 @@ class LostPosts:
             extra={"request_id": request_id, "channel": channel, "ts": ts},
         )
 
-    def _once(
-        self, cause: str, what: str, about: str, exc: BaseException | None = None
-    ) -> None:
+    def _once(self, cause: str, what: str, about: str, exc: BaseException | None = None) -> None:
         if cause in self._logged:
             return
         self._logged.add(cause)
