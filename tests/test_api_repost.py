@@ -23,15 +23,9 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.webapi import SlackStandIn
+from tests.restarts import HOW, slack, stop, top_level
 from tests.slack_harness import interactive_elements
-from tests.test_api_restart import (
-    Agent,
-    bot,
-    environment,
-    slack,
-    stop,
-    top_level,
-)
+from tests.test_api_restart import Agent, bot, environment
 from tests.test_multiprocess import eventually, question
 
 __all__ = ["slack"]  # the stand-in fixture
@@ -61,7 +55,7 @@ def request_of(message: Any) -> str:
 
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+@HOW
 async def test_questions_not_posted_when_the_bot_stopped_are_posted_once_after(
     how: signal.Signals,
     store: str,

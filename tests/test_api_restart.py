@@ -27,28 +27,17 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import SlackStandIn
 from tests.bot_process import BotProcess
+from tests.restarts import BOT_TOKEN, HOW, SIGNING_SECRET, slack, stop, top_level
 from tests.slack_harness import all_text, interactive_elements
 from tests.test_multiprocess import eventually, question
 
-BOT_TOKEN = f"xoxb-test-{secrets.token_hex(8)}"
-SIGNING_SECRET = secrets.token_hex(16)
+__all__ = ["Agent", "bot", "environment", "slack"]  # slack: the stand-in fixture
+
 API_TOKEN = f"api-{secrets.token_hex(16)}"
 PAST_A_SWEEP = 6.0 + 2 * 2.0
 """A killed process's heartbeat lapses (6 s) and the survivor sweeps (every 2 s)."""
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[SlackStandIn]:
-    """The Slack stand-in (it outlives every bot process of the test)."""
-    stand_in = SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET)
-    await stand_in.start()
-    try:
-        yield stand_in
-    finally:
-        await stand_in.stop()
 
 
 class Agent:
@@ -112,11 +101,6 @@ async def bot(env: dict[str, str], cwd: Path) -> AsyncIterator[tuple[BotProcess,
         yield process, Agent(http, process.url)
 
 
-def top_level(slack: SlackStandIn, channel: str) -> list[Message]:
-    """The bot's top-level messages in the channel."""
-    return [m for m in slack.workspace.history(channel) if m.thread_ts is None]
-
-
 def interrupted_renders(slack: SlackStandIn) -> int:
     """How many ``chat.update`` calls ever showed "Interrupted"."""
     return sum(
@@ -125,18 +109,8 @@ def interrupted_renders(slack: SlackStandIn) -> int:
     )
 
 
-async def stop(process: BotProcess, how: signal.Signals) -> float:
-    """Stop ``process`` with ``how``; seconds it took to exit."""
-    began = time.monotonic()
-    if how == signal.SIGKILL:
-        await process.kill()
-    else:
-        assert await process.stop(how) == 0
-    return time.monotonic() - began
-
-
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+@HOW
 async def test_an_api_question_outlives_a_restart(
     how: signal.Signals,
     store: str,

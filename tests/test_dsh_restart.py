@@ -11,7 +11,6 @@ never failed with OWNER_LOST, and a person's clicks, delivered to B, reach the h
 from __future__ import annotations
 
 import asyncio
-import secrets
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,16 +19,16 @@ import aiohttp
 import pytest
 
 from adapters.dsh.asks import RESTARTING_NOTE
-from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import BotProcess
 from tests.dsh_host import DshHostStandIn, new_session_id
+from tests.restarts import BOT_TOKEN, HOW, SIGNING_SECRET, slack, stop, top_level
 from tests.slack_harness import all_text, interactive_elements
 from tests.test_dsh_client import eventually
 
-BOT_TOKEN = f"xoxb-test-{secrets.token_hex(8)}"
-SIGNING_SECRET = secrets.token_hex(16)
+__all__ = ["slack"]  # the stand-in fixture
+
 COMMAND = "rm -rf /srv/cache/build-42"
 QUESTION = AskUserQuestionItem.model_validate(
     {
@@ -41,30 +40,14 @@ QUESTION = AskUserQuestionItem.model_validate(
 
 
 @pytest.fixture
-async def slack() -> AsyncIterator[SlackStandIn]:
-    """The Slack stand-in with alice and a channel."""
-    stand_in = SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET)
-    await stand_in.start()
-    try:
-        yield stand_in
-    finally:
-        await stand_in.stop()
-
-
-@pytest.fixture
 async def host() -> AsyncIterator[DshHostStandIn]:
     """The dsh host stand-in."""
     async with DshHostStandIn() as stand_in:
         yield stand_in
 
 
-def top_level(slack: SlackStandIn, channel: str) -> list[Message]:
-    """The bot's top-level messages in the channel."""
-    return [m for m in slack.workspace.history(channel) if m.thread_ts is None]
-
-
 @pytest.mark.parametrize("store", ["redis", "sqlite", "memory"])
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+@HOW
 async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
     how: signal.Signals,
     store: str,
@@ -100,10 +83,8 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
                 sid, "bash", {"command": COMMAND, "justification": "clean the build cache"}
             )
             await eventually(lambda: len(top_level(slack, channel)) == 2, "two messages", within=20)
-            if how == signal.SIGKILL:
-                await first.kill()
-            else:
-                assert await first.stop(signal.SIGTERM) == 0
+            await stop(first, how)
+            if how == signal.SIGTERM:
                 for message in top_level(slack, channel):  # left open, saying why
                     assert interactive_elements(message.blocks)
                     assert RESTARTING_NOTE in all_text(message.blocks)
