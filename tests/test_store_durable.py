@@ -23,7 +23,8 @@ from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
-from bot.questions.errors import RECORD_LOST, UserQuestionError
+from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
+from tests.test_multiprocess import eventually
 from tests.test_store_contract import finish_if_open, make_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -358,3 +359,107 @@ async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
         assert await sqlite_store.compare_and_set(saved)
         assert await sqlite_store.get(record.id) == saved
         assert await sqlite_store.events(record.id) == [asked]
+
+
+async def test_sqlite_a_read_sees_at_once_what_another_process_just_wrote(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    # Point reads run on a read-only connection in the loop's thread: each is its own
+    # read transaction, so nothing committed before it is missed.
+    async with asyncio.timeout(10):
+        reader, writer = await sqlite_store_factory(), await sqlite_store_factory()
+        record = make_record(writer.process_id)
+        assert await writer.create(record)
+        for n in range(1, 51):
+            current = await reader.get(record.id)
+            assert current is not None and current.version == n - 1
+            assert await writer.compare_and_set(current.next(note=f"note {n}"))
+        final = await reader.get(record.id)
+        assert final is not None and (final.version, final.note) == (50, "note 50")
+
+
+class _Busy:
+    """A read connection whose file is busy (``SQLITE_BUSY``), as during a WAL reset."""
+
+    def __init__(self) -> None:
+        self.tried = 0
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        self.tried += 1
+        error = sqlite3.OperationalError("database is locked")
+        error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+        raise error
+
+    def close(self) -> None:
+        pass
+
+
+async def test_sqlite_a_read_that_would_wait_goes_to_the_store_thread_instead(
+    sqlite_store: SqlitePendingStore,
+) -> None:
+    record = make_record(sqlite_store.process_id)
+    assert await sqlite_store.create(record)
+    busy = _Busy()
+    sqlite_store._file._reader = busy  # type: ignore[assignment]
+    assert await sqlite_store.get(record.id) == record
+    assert busy.tried == 1
+
+
+async def test_sqlite_a_failing_read_is_store_unavailable(
+    sqlite_store: SqlitePendingStore,
+) -> None:
+    record = make_record(sqlite_store.process_id)
+    assert await sqlite_store.create(record)
+    reader = sqlite_store._file._reader
+    assert reader is not None
+    reader.close()  # a connection that cannot read any more
+    with pytest.raises(UserQuestionError) as caught:
+        await sqlite_store.get(record.id)
+    assert caught.value.code == STORE_UNAVAILABLE
+    assert str(sqlite_store.path) in caught.value.message
+
+
+async def _size(path: Path) -> int:
+    return (await asyncio.to_thread(path.stat)).st_size
+
+
+async def _write_pages(store: SqlitePendingStore, count: int) -> None:
+    """``count`` writes of about a page each (a 4,000-character note)."""
+    record = make_record(store.process_id)
+    assert await store.create(record)
+    for n in range(count):
+        record = record.next(note=f"{n} " + "x" * 4000)
+        assert await store.compare_and_set(record)
+
+
+async def test_sqlite_writes_never_checkpoint_the_wal_themselves(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+) -> None:
+    # A click's write must not be the one that copies the WAL into the file (page copies
+    # and an fsync): SQLite's own threshold (1,000 pages) is passed here, and the file
+    # itself does not change, its checkpoints being the store's (none within this test).
+    async with asyncio.timeout(30):
+        store = await sqlite_store_factory(checkpoint_interval=3600)
+        size = await _size(sqlite_path)
+        await _write_pages(store, 1500)
+        wal = sqlite_path.with_name(sqlite_path.name + "-wal")
+        assert await _size(wal) > 1000 * 4096  # past SQLite's default threshold
+        assert await _size(sqlite_path) == size
+
+
+async def test_sqlite_the_store_checkpoints_the_wal_in_the_background(
+    sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
+) -> None:
+    async with asyncio.timeout(30):
+        store = await sqlite_store_factory(checkpoint_interval=0.05)
+        size = await _size(sqlite_path)
+        await _write_pages(store, 300)
+
+        async def grown() -> bool:
+            return await _size(sqlite_path) > size
+
+        await eventually(grown, what="the pages copied into the file")
+        # and a new process reads what they hold
+        other = await sqlite_store_factory()
+        (record,) = await other.open_records()
+        assert record.version == 300 and record.note is not None and record.note.startswith("299 ")

@@ -20,8 +20,12 @@ Liveness as in the Redis store: every process beats in ``alive`` every
 ``heartbeat_interval``; the pending records of a process whose beat is older than
 ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next sweep (``on_orphans`` is told).
 
-The parts: ``sqlite_file`` (the connection, WAL, the schema of ``sqlite_schema``),
-``sqlite_endings`` (the poll), ``sqlite_upkeep`` (heartbeats, sweep, retention),
+A click's path is one read by id in the loop's thread and one write in aiosqlite's; the
+WAL is copied into the file every ``checkpoint_interval`` on a connection of its own, so a
+write never waits for a checkpoint (``sqlite_file``).
+
+The parts: ``sqlite_file`` (the connections, WAL, the schema of ``sqlite_schema``),
+``sqlite_endings`` (the poll), ``sqlite_upkeep`` (heartbeats, sweep, retention, checkpoints),
 ``sqlite_audit`` (the trail); this module keeps the records and puts the parts together.
 """
 
@@ -65,14 +69,18 @@ class SqlitePendingStore(KeepsTrail):
         heartbeat_interval: float = 2.0,
         heartbeat_ttl: float = 6.0,
         busy_timeout: float = 5.0,
+        checkpoint_interval: float = 1.0,
         logger: logging.Logger | None = None,
     ) -> None:
-        if retention <= 0 or poll_interval <= 0 or busy_timeout <= 0:
-            raise ValueError("retention, poll_interval and busy_timeout must be positive")
+        if min(retention, poll_interval, busy_timeout, checkpoint_interval) <= 0:
+            raise ValueError(
+                "retention, poll_interval, busy_timeout and checkpoint_interval must be positive"
+            )
         if heartbeat_interval <= 0 or heartbeat_ttl <= heartbeat_interval:
             raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         self._process_id = process_id or default_process_id()
         self._heartbeat_interval = heartbeat_interval
+        self._checkpoint_interval = checkpoint_interval
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
         self.on_orphans: OrphanHandler | None = None
         """Called with the records a periodic sweep failed (set by the provider)."""
@@ -137,6 +145,9 @@ class SqlitePendingStore(KeepsTrail):
         self._tasks = [
             loop.create_task(self._endings.poll(), name="sqlite-store-poll"),
             loop.create_task(beats, name="sqlite-store-heartbeat"),
+            loop.create_task(
+                self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
+            ),
         ]
 
     async def close(self) -> None:
@@ -174,7 +185,7 @@ class SqlitePendingStore(KeepsTrail):
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
-        rows = await self._file.rows("SELECT json FROM records WHERE id = ?", (request_id,))
+        rows = await self._file.read("SELECT json FROM records WHERE id = ?", (request_id,))
         return PendingRecord.load(rows[0][0]) if rows else None
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:

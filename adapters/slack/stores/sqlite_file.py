@@ -5,6 +5,18 @@ its own transaction (a record's change and its audit event are one statement, se
 ``sqlite_schema``), so several processes on one host may share the file and the first
 writer wins, and this process's statements need no lock (aiosqlite runs them in turn).
 Every SQLite failure comes out as ``UserQuestionError`` with code ``STORE_UNAVAILABLE``.
+
+A point read by primary key (``read``, a click's) runs on a second, read-only connection in
+the event loop's own thread: in WAL mode a reader never waits for a writer, and the read
+(a few microseconds from the page cache) costs less than handing it to aiosqlite's thread
+and back, a hand-over that waits for the GIL while the loop is busy. A read that would
+have to wait (``SQLITE_BUSY``) goes to aiosqlite instead.
+
+Writes do not copy the WAL back into the file (a checkpoint: page copies and an fsync, the
+slow tail of a commit that happens to cross SQLite's threshold): ``checkpoint`` does it on
+a third connection, in its own thread, called every second by the store
+(``SqliteUpkeep.checkpoints``). A commit checkpoints only past ``_WAL_PAGES``, should that
+fall behind.
 """
 
 from __future__ import annotations
@@ -22,6 +34,13 @@ from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["CHUNK", "SqliteFile"]
 
+_BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+"""Error codes of a read that would have to wait."""
+
+_WAL_PAGES: Final = 20_000
+"""A commit checkpoints the WAL past this many pages (80 MB; SQLite's default is 1,000):
+only should the store's own checkpoints fall behind."""
+
 CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
 
@@ -34,6 +53,8 @@ class SqliteFile:
         self._busy_timeout = busy_timeout
         self._log = log
         self._db: aiosqlite.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._checkpointer: aiosqlite.Connection | None = None
 
     @property
     def is_open(self) -> bool:
@@ -55,13 +76,27 @@ class SqliteFile:
             if str(mode).lower() != "wal":
                 self._log.warning("SQLite refused WAL mode for %s (got %s)", self.path, mode)
             await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
             await migrate(db, self.path, self._log)
+            # Opened in this thread, used only here; a busy file is not waited for.
+            self._reader = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=0
+            )
+            self._checkpointer = await aiosqlite.connect(
+                self.path, isolation_level=None, timeout=self._busy_timeout
+            )
         except BaseException:
             await self.close()
             raise
 
     async def close(self) -> None:
         """Close the file (idempotent)."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            await checkpointer.close()
         db, self._db = self._db, None
         if db is not None:
             await db.close()
@@ -76,11 +111,36 @@ class SqliteFile:
         try:
             return list(await self._db.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: sqlite3.Error) -> UserQuestionError:
+        return UserQuestionError(
+            f"the pending store (SQLite at {self.path}) failed: {exc}", STORE_UNAVAILABLE, cause=exc
+        )
+
+    async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of a short read (``sql``: a lookup by primary key), read in this thread
+        when it need not wait, else as ``rows`` does."""
+        if self._reader is not None:
+            try:
+                return self._reader.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
+                    raise self._failed(exc) from exc
+        return await self.rows(sql, params)
+
+    async def checkpoint(self) -> int:
+        """Copy the WAL's committed pages into the file (``PASSIVE``: no reader or writer
+        waits for it); how many pages the WAL held."""
+        if self._checkpointer is None:
             raise UserQuestionError(
-                f"the pending store (SQLite at {self.path}) failed: {exc}",
-                STORE_UNAVAILABLE,
-                cause=exc,
-            ) from exc
+                "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE
+            )
+        try:
+            rows = list(await self._checkpointer.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)"))
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+        return int(rows[0][1])
 
     async def scalar(self, sql: str) -> Any:
         """The first column of the first row of ``sql``."""

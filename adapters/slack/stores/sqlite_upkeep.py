@@ -1,4 +1,5 @@
-"""The SQLite store's upkeep: heartbeats, the sweep of lost processes' records, retention.
+"""The SQLite store's upkeep: heartbeats, the sweep of lost processes' records, retention,
+and the WAL's checkpoints.
 
 Every process beats in ``alive`` every ``heartbeat_interval``; the pending records of a
 process whose beat is older than ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next
@@ -8,6 +9,7 @@ deleted at start and then every hour (a pending record is never purged).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Final
@@ -73,6 +75,22 @@ class SqliteUpkeep:
             self._last_purge = time.monotonic()
             await self.purge()
         return orphans
+
+    async def checkpoints(self, interval: float) -> None:
+        """Copy the WAL into the file every ``interval`` while it is open (run as a task):
+        writes, a click's among them, never wait for a checkpoint (``sqlite_file``). A
+        failure is logged once until one succeeds again, and tried again next time."""
+        failing = False
+        while self._file.is_open:
+            await asyncio.sleep(interval)
+            try:
+                await self._file.checkpoint()
+            except UserQuestionError as exc:
+                if not failing:
+                    self._log.warning("pending store checkpoint failed: %s", exc)
+                failing = True
+            else:
+                failing = False
 
     async def purge(self, now: float | None = None) -> int:
         """Delete finished records and audit events older than the retention period.
