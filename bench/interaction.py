@@ -49,6 +49,7 @@ from bench.common import (
     web_client,
     with_stores,
 )
+from bot import heap
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
@@ -78,6 +79,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         team_service.register_provider(team)
         apps[VOTE] = team_app
         served = {name: await serve_bolt(app) for name, app in apps.items()}
+        heap.settle()  # as the bot does once started (python -m bot)
 
         patterns = [(f"{rate:g}/s paced", rate), ("closed loop", 0.0)]
         per_pattern = warmup + n

@@ -34,6 +34,7 @@ from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
+from bot import heap
 from bot.access import OpenQuestionCaps
 from bot.api_answers import request_problem
 from bot.config import Settings
@@ -378,6 +379,8 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
     import signal
 
     runtime = await start(settings)
+    frozen = heap.settle()  # what start built lives as long as the process (bot/heap.py)
+    logger.info("heap: %d objects kept out of full garbage collections", frozen)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
