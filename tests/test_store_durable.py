@@ -25,7 +25,7 @@ from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 from tests.test_multiprocess import eventually
-from tests.test_store_contract import finish_if_open, make_record
+from tests.test_store_contract import finish_if_open, finished, make_record
 
 ROOT = Path(__file__).resolve().parent.parent
 SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
@@ -364,7 +364,7 @@ async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
 async def test_sqlite_a_read_sees_at_once_what_another_process_just_wrote(
     sqlite_store_factory: SqliteStoreFactory,
 ) -> None:
-    # Point reads run on a read-only connection in the loop's thread: each is its own
+    # A click's statements run on a connection in the loop's thread: each read is its own
     # read transaction, so nothing committed before it is missed.
     async with asyncio.timeout(10):
         reader, writer = await sqlite_store_factory(), await sqlite_store_factory()
@@ -378,31 +378,39 @@ async def test_sqlite_a_read_sees_at_once_what_another_process_just_wrote(
         assert final is not None and (final.version, final.note) == (50, "note 50")
 
 
-class _Busy:
-    """A read connection whose file is busy (``SQLITE_BUSY``), as during a WAL reset."""
-
-    def __init__(self) -> None:
-        self.tried = 0
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        self.tried += 1
-        error = sqlite3.OperationalError("database is locked")
-        error.sqlite_errorcode = sqlite3.SQLITE_BUSY
-        raise error
-
-    def close(self) -> None:
-        pass
-
-
-async def test_sqlite_a_read_that_would_wait_goes_to_the_store_thread_instead(
-    sqlite_store: SqlitePendingStore,
+async def test_sqlite_a_write_while_another_holds_the_file_waits_in_the_store_thread(
+    sqlite_store: SqlitePendingStore, sqlite_path: Path
 ) -> None:
-    record = make_record(sqlite_store.process_id)
-    assert await sqlite_store.create(record)
-    busy = _Busy()
-    sqlite_store._file._reader = busy  # type: ignore[assignment]
-    assert await sqlite_store.get(record.id) == record
-    assert busy.tried == 1
+    # The loop's own connection never waits for a lock (the loop would stop with it): a
+    # compare-and-set that finds another writer mid-transaction goes to aiosqlite's thread,
+    # which waits for the file, and the loop goes on meanwhile.
+    async with asyncio.timeout(10):
+        record = make_record(sqlite_store.process_id)
+        assert await sqlite_store.create(record)
+        other = sqlite3.connect(sqlite_path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # holds the write lock
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticking = asyncio.ensure_future(tick())
+            writing = asyncio.ensure_future(
+                sqlite_store.compare_and_set(finished(record, answered_by="U1"))
+            )
+            await asyncio.sleep(0.3)
+            assert not writing.done() and ticks >= 10  # waiting, and the loop runs on
+            other.execute("COMMIT")
+            assert await writing
+            ticking.cancel()
+        finally:
+            other.close()
+        stored = await sqlite_store.get(record.id)
+        assert stored is not None and stored.answered_by == "U1"
 
 
 async def test_sqlite_a_failing_read_is_store_unavailable(
@@ -410,9 +418,9 @@ async def test_sqlite_a_failing_read_is_store_unavailable(
 ) -> None:
     record = make_record(sqlite_store.process_id)
     assert await sqlite_store.create(record)
-    reader = sqlite_store._file._reader
-    assert reader is not None
-    reader.close()  # a connection that cannot read any more
+    inline = sqlite_store._file._inline
+    assert inline is not None
+    inline.close()  # a connection that cannot read any more
     with pytest.raises(UserQuestionError) as caught:
         await sqlite_store.get(record.id)
     assert caught.value.code == STORE_UNAVAILABLE

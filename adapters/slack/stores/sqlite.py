@@ -20,9 +20,9 @@ Liveness as in the Redis store: every process beats in ``alive`` every
 ``heartbeat_interval``; the pending records of a process whose beat is older than
 ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next sweep (``on_orphans`` is told).
 
-A click's path is one read by id in the loop's thread and one write in aiosqlite's; the
-WAL is copied into the file every ``checkpoint_interval`` on a connection of its own, so a
-write never waits for a checkpoint (``sqlite_file``).
+A click's path is one read by id and one compare-and-set, both in the loop's own thread
+when the file is free (``sqlite_file``); the WAL is copied into the file every
+``checkpoint_interval`` on a connection of its own, so a write never waits for a checkpoint.
 
 The parts: ``sqlite_file`` (the connections, WAL, the schema of ``sqlite_schema``),
 ``sqlite_endings`` (the poll), ``sqlite_upkeep`` (heartbeats, sweep, retention, checkpoints),
@@ -185,7 +185,7 @@ class SqlitePendingStore(KeepsTrail):
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
-        rows = await self._file.read("SELECT json FROM records WHERE id = ?", (request_id,))
+        rows = await self._file.inline("SELECT json FROM records WHERE id = ?", (request_id,))
         return PendingRecord.load(rows[0][0]) if rows else None
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
@@ -195,7 +195,7 @@ class SqlitePendingStore(KeepsTrail):
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``).
         """
-        wrote = await self._file.rows(
+        wrote = await self._file.inline(
             "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?,"
             " event = ? WHERE id = ? AND version = ?"
             " AND (state = 'pending' OR ? = 'pending' OR state = ?)"

@@ -6,11 +6,13 @@ its own transaction (a record's change and its audit event are one statement, se
 writer wins, and this process's statements need no lock (aiosqlite runs them in turn).
 Every SQLite failure comes out as ``UserQuestionError`` with code ``STORE_UNAVAILABLE``.
 
-A point read by primary key (``read``, a click's) runs on a second, read-only connection in
-the event loop's own thread: in WAL mode a reader never waits for a writer, and the read
-(a few microseconds from the page cache) costs less than handing it to aiosqlite's thread
-and back, a hand-over that waits for the GIL while the loop is busy. A read that would
-have to wait (``SQLITE_BUSY``) goes to aiosqlite instead.
+A click's statements (``inline``: its read by primary key, then its compare-and-set) run
+on a second connection in the event loop's own thread. In WAL mode with
+``synchronous = NORMAL`` a read takes microseconds and a one-row write appends to the WAL
+with no fsync: less than handing either to aiosqlite's thread and back, a hand-over that
+waits for the GIL while the loop is busy (measured at about 1 ms a click). This connection
+never waits: a statement that would (``SQLITE_BUSY``: another writer holds the file) goes
+to aiosqlite instead, which waits up to the busy timeout.
 
 Writes do not copy the WAL back into the file (a checkpoint: page copies and an fsync, the
 slow tail of a commit that happens to cross SQLite's threshold): ``checkpoint`` does it on
@@ -35,7 +37,7 @@ from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 __all__ = ["CHUNK", "SqliteFile"]
 
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-"""Error codes of a read that would have to wait."""
+"""Error codes of a statement that would have to wait."""
 
 _WAL_PAGES: Final = 20_000
 """A commit checkpoints the WAL past this many pages (80 MB; SQLite's default is 1,000):
@@ -53,7 +55,7 @@ class SqliteFile:
         self._busy_timeout = busy_timeout
         self._log = log
         self._db: aiosqlite.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
         self._checkpointer: aiosqlite.Connection | None = None
 
     @property
@@ -79,9 +81,9 @@ class SqliteFile:
             await db.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
             await migrate(db, self.path, self._log)
             # Opened in this thread, used only here; a busy file is not waited for.
-            self._reader = sqlite3.connect(
-                f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=0
-            )
+            self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+            self._inline.execute("PRAGMA synchronous = NORMAL")
+            self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
             self._checkpointer = await aiosqlite.connect(
                 self.path, isolation_level=None, timeout=self._busy_timeout
             )
@@ -91,9 +93,9 @@ class SqliteFile:
 
     async def close(self) -> None:
         """Close the file (idempotent)."""
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
+        inline, self._inline = self._inline, None
+        if inline is not None:
+            inline.close()
         checkpointer, self._checkpointer = self._checkpointer, None
         if checkpointer is not None:
             await checkpointer.close()
@@ -118,12 +120,12 @@ class SqliteFile:
             f"the pending store (SQLite at {self.path}) failed: {exc}", STORE_UNAVAILABLE, cause=exc
         )
 
-    async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """The rows of a short read (``sql``: a lookup by primary key), read in this thread
-        when it need not wait, else as ``rows`` does."""
-        if self._reader is not None:
+    async def inline(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of a short statement (a read or a write of one row by primary key), run
+        in this thread when it need not wait, else as ``rows`` does."""
+        if self._inline is not None:
             try:
-                return self._reader.execute(sql, params).fetchall()
+                return self._inline.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
                     raise self._failed(exc) from exc
