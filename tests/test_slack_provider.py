@@ -16,10 +16,10 @@ from adapters.slack.deadlines import keep_deadlines
 from adapters.slack.endings import Released
 from adapters.slack.messages import SHUTDOWN_NOTE
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores import MemoryPendingStore
+from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
-from bot.questions.models import AskOptions
+from bot.questions.models import AskOptions, AskUserQuestionAnswer
 from tests.slack_harness import (
     SlackHarness,
     all_text,
@@ -911,3 +911,35 @@ async def test_app_home_lists_what_a_person_may_answer_and_updates_when_it_close
         await until(lambda: "Nothing is waiting" in home_of(h, h.alice), what="alice's home")
         assert "Rotate the keys" in home_of(h, h.bob)
         only_bob.cancel()
+
+
+async def test_a_release_after_another_process_answered_returns_the_answer(
+    sqlite_store_factory: Any,
+) -> None:
+    # The answer is written by another process on the same file; this one would notice it
+    # at its next poll (not within this test). Released meanwhile (a stop), the waiter
+    # returns the answer that came first instead of ASK_ABORTED.
+    mine = await sqlite_store_factory(poll_interval=3600)
+    other = await sqlite_store_factory()
+    controller = AbortController()
+    async with SlackHarness(store=mine) as h:
+        task = h.ask(one(options=["Yes"]), signal=controller.signal)
+        await h.posted()
+        # Waiting on the ending or the signal (it listens for the signal only then).
+        await until(lambda: controller.signal._listeners, what="the ask waiting")
+        (record,) = await mine.open_records()
+        given = AskUserQuestionAnswer.model_validate({"answers": [{"id": "q", "selected": ["Y"]}]})
+        _, written = await mutate(
+            other,
+            record.id,
+            lambda r: r.next(
+                state="answered", answer=given, answered_by=h.alice, finished_at=time.time()
+            ),
+        )
+        assert written is not None
+        await asyncio.sleep(0.05)
+        assert not task.done()  # no watch fired: the ending is not known here yet
+        controller.abort(Released())
+        async with asyncio.timeout(5):
+            answer = await task
+        assert answer == given
