@@ -378,6 +378,28 @@ async def test_sqlite_a_read_sees_at_once_what_another_process_just_wrote(
         assert final is not None and (final.version, final.note) == (50, "note 50")
 
 
+class _Turns:
+    """Counts the turns another task gets on the loop (one every ``every`` seconds at most)."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.count = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            self.count += 1
+
+    def __enter__(self) -> _Turns:
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
 async def test_sqlite_a_write_while_another_holds_the_file_waits_in_the_store_thread(
     sqlite_store: SqlitePendingStore, sqlite_path: Path
 ) -> None:
@@ -390,23 +412,14 @@ async def test_sqlite_a_write_while_another_holds_the_file_waits_in_the_store_th
         other = sqlite3.connect(sqlite_path, isolation_level=None)
         try:
             other.execute("BEGIN IMMEDIATE")  # holds the write lock
-            ticks = 0
-
-            async def tick() -> None:
-                nonlocal ticks
-                while True:
-                    await asyncio.sleep(0.01)
-                    ticks += 1
-
-            ticking = asyncio.ensure_future(tick())
-            writing = asyncio.ensure_future(
-                sqlite_store.compare_and_set(finished(record, answered_by="U1"))
-            )
-            await asyncio.sleep(0.3)
-            assert not writing.done() and ticks >= 10  # waiting, and the loop runs on
-            other.execute("COMMIT")
-            assert await writing
-            ticking.cancel()
+            with _Turns(every=0.01) as turns:
+                writing = asyncio.ensure_future(
+                    sqlite_store.compare_and_set(finished(record, answered_by="U1"))
+                )
+                await asyncio.sleep(0.3)
+                assert not writing.done() and turns.count >= 10  # waiting; the loop runs on
+                other.execute("COMMIT")
+                assert await writing
         finally:
             other.close()
         stored = await sqlite_store.get(record.id)
@@ -471,3 +484,18 @@ async def test_sqlite_the_store_checkpoints_the_wal_in_the_background(
         other = await sqlite_store_factory()
         (record,) = await other.open_records()
         assert record.version == 300 and record.note is not None and record.note.startswith("299 ")
+
+
+async def test_sqlite_a_run_of_writes_lets_the_loop_serve_others_between_them(
+    sqlite_store: SqlitePendingStore,
+) -> None:
+    # Writes in the loop's thread still give others their turn, one per statement, as
+    # aiosqlite's thread did: a stop ending thousands of questions never holds the loop.
+    async with asyncio.timeout(20):
+        records = [make_record(sqlite_store.process_id) for _ in range(200)]
+        for record in records:
+            assert await sqlite_store.create(record)
+        with _Turns(every=0) as turns:
+            for record in records:
+                assert await sqlite_store.compare_and_set(finished(record))
+            assert turns.count >= len(records) - 1  # a turn for the others after each write

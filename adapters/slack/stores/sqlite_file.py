@@ -23,6 +23,7 @@ fall behind.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Sequence
@@ -125,10 +126,15 @@ class SqliteFile:
         in this thread when it need not wait, else as ``rows`` does."""
         if self._inline is not None:
             try:
-                return self._inline.execute(sql, params).fetchall()
+                rows = self._inline.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
                     raise self._failed(exc) from exc
+            else:
+                # Others get their turn, as while aiosqlite ran it: a run of statements
+                # (a stop ending 10,000 questions) never holds the loop.
+                await asyncio.sleep(0)
+                return rows
         return await self.rows(sql, params)
 
     async def checkpoint(self) -> int:
