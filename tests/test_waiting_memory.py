@@ -12,6 +12,7 @@ import gc
 
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
+from bot.questions.abort import AbortController
 from tests.slack_harness import SlackHarness, until
 
 WAITING = 20
@@ -26,11 +27,12 @@ async def test_waiting_questions_hold_no_record_objects(store: PendingStore) -> 
     question = {"questions": [{"id": "q", "question": "Ship it?", "options": [{"label": "Yes"}]}]}
     async with asyncio.timeout(60), SlackHarness(store=store) as h:
         before = _records_alive()
-        asks = [h.ask(question) for _ in range(WAITING)]
+        signals = [AbortController().signal for _ in range(WAITING)]
+        asks = [h.ask(question, signal=signal) for signal in signals]
         await h.posted(WAITING)
         await until(lambda: h.provider.background_count == 0, what="the posts to settle")
-        for _ in range(3):  # let the asks reach their wait
-            await asyncio.sleep(0.05)
+        # Each ask listens for its signal only once it waits for the ending.
+        await until(lambda: all(s._listeners for s in signals), what="every ask waiting")
         held = _records_alive() - before
         assert held < WAITING // 4, f"{held} records alive for {WAITING} waiting questions"
         assert not any(task.done() for task in asks)
