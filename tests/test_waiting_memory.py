@@ -34,7 +34,9 @@ async def test_waiting_questions_hold_no_record_objects(store: PendingStore) -> 
         # Each ask listens for its signal only once it waits for the ending.
         await until(lambda: all(s._listeners for s in signals), what="every ask waiting")
         held = _records_alive() - before
-        assert held < WAITING // 4, f"{held} records alive for {WAITING} waiting questions"
+        # One per waiting question would be 20; a few are transient (on SQLite up to 5
+        # were seen at once, in 1 of 5 runs).
+        assert held < WAITING // 2, f"{held} records alive for {WAITING} waiting questions"
         assert not any(task.done() for task in asks)
         for task in asks:
             task.cancel()
