@@ -108,9 +108,7 @@ class SqliteFile:
         """Run one statement (its own transaction) and fetch its rows; SQLite failures are
         ``STORE_UNAVAILABLE``."""
         if self._db is None:
-            raise UserQuestionError(
-                "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE
-            )
+            raise _not_open()
         try:
             return list(await self._db.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
@@ -141,9 +139,7 @@ class SqliteFile:
         """Copy the WAL's committed pages into the file (``PASSIVE``: no reader or writer
         waits for it); how many pages the WAL held."""
         if self._checkpointer is None:
-            raise UserQuestionError(
-                "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE
-            )
+            raise _not_open()
         try:
             rows = list(await self._checkpointer.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)"))
         except sqlite3.Error as exc:
@@ -162,3 +158,9 @@ class SqliteFile:
             chunk = ids[start : start + CHUNK]
             found += await self.rows(sql.format(ids=",".join("?" * len(chunk))), chunk)
         return found
+
+
+def _not_open() -> UserQuestionError:
+    return UserQuestionError(
+        "the pending store (SQLite) is closed or not started", STORE_UNAVAILABLE
+    )
