@@ -23,6 +23,7 @@ from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
+from adapters.slack.stores.sqlite_file import RUN
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 from tests.test_multiprocess import eventually
 from tests.test_store_contract import finish_if_open, finished, make_record
@@ -489,13 +490,47 @@ async def test_sqlite_the_store_checkpoints_the_wal_in_the_background(
 async def test_sqlite_a_run_of_writes_lets_the_loop_serve_others_between_them(
     sqlite_store: SqlitePendingStore,
 ) -> None:
-    # Writes in the loop's thread still give others their turn, one per statement, as
-    # aiosqlite's thread did: a stop ending thousands of questions never holds the loop.
+    # Writes in the loop's thread still give others their turn, at least once every RUN
+    # statements: a stop ending thousands of questions never holds the loop.
     async with asyncio.timeout(20):
         records = [make_record(sqlite_store.process_id) for _ in range(200)]
         for record in records:
             assert await sqlite_store.create(record)
-        with _Turns(every=0) as turns:
+        written = 0
+        between: list[int] = []  # writes done between two turns of the other task
+
+        async def other() -> None:
+            last = 0
+            while True:
+                await asyncio.sleep(0)
+                between.append(written - last)
+                last = written
+
+        watcher = asyncio.ensure_future(other())
+        try:
+            await asyncio.sleep(0)
             for record in records:
                 assert await sqlite_store.compare_and_set(finished(record))
-            assert turns.count >= len(records) - 1  # a turn for the others after each write
+                written += 1
+        finally:
+            watcher.cancel()
+        assert sum(between) >= len(records) - RUN and max(between) <= RUN
+
+
+async def test_sqlite_a_clicks_read_and_write_run_straight_through(
+    sqlite_store: SqlitePendingStore,
+) -> None:
+    # A click reads its record and writes the next in one step of its task: no other task
+    # runs in between (the waiter is resumed at once), as long as the run is short.
+    async with asyncio.timeout(10):
+        record = make_record(sqlite_store.process_id)
+        assert await sqlite_store.create(record)
+        await asyncio.sleep(0)  # a fresh run
+        ran: list[str] = []
+        asyncio.get_running_loop().call_soon(ran.append, "other")
+        current = await sqlite_store.get(record.id)
+        assert current is not None
+        assert await sqlite_store.compare_and_set(finished(current))
+        assert ran == []  # nobody else ran between the read and the write
+        await asyncio.sleep(0)
+        assert ran == ["other"]

@@ -12,7 +12,9 @@ on a second connection in the event loop's own thread. In WAL mode with
 with no fsync: less than handing either to aiosqlite's thread and back, a hand-over that
 waits for the GIL while the loop is busy (measured at about 1 ms a click). This connection
 never waits: a statement that would (``SQLITE_BUSY``: another writer holds the file) goes
-to aiosqlite instead, which waits up to the busy timeout.
+to aiosqlite instead, which waits up to the busy timeout. Other tasks get their turn after
+``RUN`` such statements in a row (a click's two run straight through; a stop's thousands
+never hold the loop).
 
 Writes do not copy the WAL back into the file (a checkpoint: page copies and an fsync, the
 slow tail of a commit that happens to cross SQLite's threshold): ``checkpoint`` does it on
@@ -35,7 +37,7 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "SqliteFile"]
+__all__ = ["CHUNK", "RUN", "SqliteFile"]
 
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Error codes of a statement that would have to wait."""
@@ -43,6 +45,9 @@ _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _WAL_PAGES: Final = 20_000
 """A commit checkpoints the WAL past this many pages (80 MB; SQLite's default is 1,000):
 only should the store's own checkpoints fall behind."""
+
+RUN: Final = 4
+"""In-loop statements in a row before other tasks get a turn (about a millisecond)."""
 
 CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
@@ -58,6 +63,7 @@ class SqliteFile:
         self._db: aiosqlite.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._checkpointer: aiosqlite.Connection | None = None
+        self._run = 0
 
     @property
     def is_open(self) -> bool:
@@ -129,11 +135,23 @@ class SqliteFile:
                 if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
                     raise self._failed(exc) from exc
             else:
-                # Others get their turn, as while aiosqlite ran it: a run of statements
-                # (a stop ending 10,000 questions) never holds the loop.
-                await asyncio.sleep(0)
+                await self._turn()
                 return rows
         return await self.rows(sql, params)
+
+    async def _turn(self) -> None:
+        """Give other tasks their turn after ``RUN`` statements in a row, as aiosqlite's
+        hand-over did after each: a run of them (a stop ending 10,000 questions) never holds
+        the loop, while a click's read and write run straight through."""
+        self._run += 1
+        if self._run == 1:
+            # The loop's next turn, whoever takes it, ends the run.
+            asyncio.get_running_loop().call_soon(self._turned)
+        if self._run >= RUN:
+            await asyncio.sleep(0)
+
+    def _turned(self) -> None:
+        self._run = 0
 
     async def checkpoint(self) -> int:
         """Copy the WAL's committed pages into the file (``PASSIVE``: no reader or writer
