@@ -11,9 +11,15 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from adapters.slack.audit import AuditEvent, asked_event, event_for, permalink, shown_digest
-from adapters.slack.record import Draft
+from adapters.slack.destination import AskDefaults, Destination
+from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import PendingStore, mutate
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions import AskOptions
+from bot.questions.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+)
 from tests.test_store_contract import make_record
 
 PLAN = "1. Drain node a\n2. Upgrade\n3. Undrain"
@@ -75,6 +81,30 @@ def test_events_follow_the_writes() -> None:
     reopened = event_for(failed, failed.next(state="pending", note="asked again"))
     assert reopened is not None and reopened.kind == "reopened"
     assert reopened.detail == {"reason": "asked again"}
+
+
+def test_a_record_keeps_the_digest_it_was_made_with_and_older_records_get_it_computed() -> None:
+    request = AskUserQuestionRequest.model_validate(
+        {"questions": [q.model_dump(by_alias=True, exclude_none=True) for q in plan_review()]}
+    )
+    made = AskDefaults(Destination("C1")).question_record(
+        request, AskOptions(), owner="proc", now=1.0
+    )
+    assert made.shown_sha256 == shown_digest(plan_review())
+    assert PendingRecord.load(made.dump()).shown_sha256 == made.shown_sha256  # stored
+    answered = made.next(state="answered", answered_by="U1", finished_at=2.0)
+    event = event_for(made, answered)
+    assert event is not None and event.shown_sha256 == shown_digest(plan_review())
+    # A record stored before the digest was kept: computed from its questions.
+    older = PendingRecord.load(made.model_copy(update={"shown_sha256": None}).dump())
+    assert older.shown_sha256 is None
+    assert asked_event(older, by="api", link=None).shown_sha256 == shown_digest(plan_review())
+    # Questions replaced: the digest kept was of the old ones, so it is dropped.
+    changed = made.next(questions=plan_review(PLAN + " (revised)"))
+    assert changed.shown_sha256 is None
+    assert asked_event(changed, by="api", link=None).shown_sha256 == shown_digest(
+        plan_review(PLAN + " (revised)")
+    )
 
 
 def test_asked_event_names_where_and_links_the_message() -> None:

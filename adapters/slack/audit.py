@@ -24,7 +24,15 @@ from pydantic.alias_generators import to_camel
 from adapters.slack.record import PendingRecord
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["AuditEvent", "AuditKind", "asked_event", "event_for", "permalink", "shown_digest"]
+__all__ = [
+    "AuditEvent",
+    "AuditKind",
+    "asked_event",
+    "digest_of",
+    "event_for",
+    "permalink",
+    "shown_digest",
+]
 
 AuditKind = Literal["asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened"]
 
@@ -69,6 +77,11 @@ def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def digest_of(record: PendingRecord) -> str:
+    """``shown_digest`` of ``record``'s questions: the one it was made with, if kept."""
+    return record.shown_sha256 or shown_digest(record.questions)
+
+
 def permalink(team_url: str | None, channel: str | None, ts: str | None) -> str | None:
     """Slack's permalink of a message (``https://team.slack.com/archives/C…/p…``)."""
     if not team_url or not channel or not ts:
@@ -96,7 +109,7 @@ def asked_event(
         kind="asked",
         version=record.version,
         by=by or record.label,
-        shown_sha256=shown_digest(record.questions),
+        shown_sha256=digest_of(record),
         detail=detail,
     )
 
@@ -138,6 +151,6 @@ def event_for(
         version=after.version,
         by=by,
         by_name=by_name,
-        shown_sha256=shown_digest(after.questions),
+        shown_sha256=digest_of(after),
         detail=detail,
     )

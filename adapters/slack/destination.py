@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from adapters.slack.audit import shown_digest
 from adapters.slack.record import ApprovalView, PendingRecord
 from bot.questions import AskOptions, AskUserQuestionRequest
 
@@ -63,6 +64,7 @@ class AskDefaults:
             id="-",
             owner=owner,
             questions=list(request.questions),
+            shown_sha256=shown_digest(request.questions),
             channel=where.channel,
             thread_ts=where.thread_ts,
             allowed_users=self.allowed_users,
@@ -93,6 +95,7 @@ class AskDefaults:
             id="-",
             owner=owner,
             questions=[],
+            shown_sha256=shown_digest([]),
             approval=approval,
             channel=where.channel,
             thread_ts=where.thread_ts,

@@ -94,6 +94,9 @@ class PendingRecord(BaseModel):
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
     finished_at: float | None = None
+    shown_sha256: str | None = None
+    """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
+    audit event carries it); ``None`` in a record from before it was kept."""
 
     @property
     def is_open(self) -> bool:
@@ -119,7 +122,10 @@ class PendingRecord(BaseModel):
         Records are values: nothing changes one in place (``transitions`` copies the drafts
         it edits), so the copy shares the fields it does not change.
         """
-        return self.model_copy(update={**changes, "version": self.version + 1})
+        update = {**changes, "version": self.version + 1}
+        if "questions" in changes and "shown_sha256" not in changes:
+            update["shown_sha256"] = None  # the digest was of the questions replaced
+        return self.model_copy(update=update)
 
     def dump(self) -> str:
         """The record as JSON (``None`` left out, so questions reload exactly as given)."""
