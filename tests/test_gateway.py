@@ -706,13 +706,17 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
                 "mode": "http",
                 "store": "ok",
                 "pending": 0,
+                "owned": 0,
+                "unowned": 0,
+                "open": 0,
                 "waiters": 0,
                 "longPolls": 0,
                 "webApiQueue": {},
             }
-        await bed.ask()
+        await bed.ask()  # over the API: owned by no process
         async with bed.http.get("/healthz") as response:
-            assert (await response.json())["pending"] == 1
+            body = await response.json()
+            assert (body["pending"], body["owned"], body["unowned"], body["open"]) == (1, 0, 1, 1)
 
 
 async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> None:

@@ -373,6 +373,11 @@ async def test_asked_through_a_and_clicked_through_b_resolves_in_a(
         # Asked over the API: owned by no process (A's end would not end it).
         assert "owner" not in await s.stored(posted["id"])
         assert s.slack.calls.count("chat.postMessage") == 1
+        # Both serve it, so both report it: one question open in all, owned by neither.
+        for bot in (s.a, s.b):
+            health = await bot.health()
+            counts = [health[key] for key in ("pending", "owned", "unowned", "open")]
+            assert counts == [1, 0, 1, 1]
 
         polling = s.later(s.a.get(posted["id"], wait=30))
         # A holds two waiters now: the ask's and the long-poll's.

@@ -19,7 +19,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.record import Draft, PendingRecord, State
-from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
+from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
@@ -369,6 +369,28 @@ async def test_open_records_by_owner(store: PendingStore) -> None:
         assert await store.open_records(owner="nobody") == []
 
 
+async def test_open_count_counts_the_pending_by_owner_as_every_process_sees_them(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    one, two = store_pair
+    async with asyncio.timeout(10):
+        assert await one.open_count() == OpenCount(total=0, mine=0, unowned=0)
+        mine = [make_record(one.process_id) for _ in range(3)]
+        unowned = [make_record(one.process_id).model_copy(update={"owner": None}) for _ in range(2)]
+        theirs = make_record("another-process")
+        for record in [*mine, *unowned, theirs]:
+            assert await one.create(record)
+        await mutate(one, mine[0].id, finish_if_open())  # finished: counted no more
+        await mutate(one, unowned[0].id, lambda r: r.next(owner="another-process"))  # taken
+        await mutate(one, mine[1].id, lambda r: r.next(owner=None))  # released
+        # one: mine[2]; nobody's: unowned[1], mine[1]; another process's: theirs, unowned[0]
+        assert await one.open_count() == OpenCount(total=5, mine=1, unowned=2)
+        if two is not one:  # another process on the same store: the same open and unowned
+            assert await two.open_count() == OpenCount(total=5, mine=0, unowned=2)
+        await mutate(one, mine[1].id, finish_if_open())
+        assert await one.open_count() == OpenCount(total=4, mine=1, unowned=1)
+
+
 async def test_process_id_names_the_owner(store: PendingStore) -> None:
     assert isinstance(store.process_id, str) and store.process_id
 
@@ -433,6 +455,29 @@ async def test_a_record_owned_by_no_process_is_created_outside_every_owner_set(
         assert await redis_admin.smembers(f"{p}:owners") == set()
         assert [r.id for r in await redis_store.open_records()] == [record.id]
         assert await redis_store.sweep_orphans() == []
+
+
+async def test_a_record_redis_lost_is_counted_open_no_more(
+    redis_store: RedisPendingStore, redis_admin: aioredis.Redis
+) -> None:
+    # Redis flushed a record nobody waits on: its id is left in the index sets.
+    async with asyncio.timeout(10):
+        p = redis_store.prefix
+        mine = make_record(redis_store.process_id)
+        unowned = make_record(redis_store.process_id).model_copy(update={"owner": None})
+        kept = make_record(redis_store.process_id)
+        for record in (mine, unowned, kept):
+            assert await redis_store.create(record)
+        assert await redis_store.open_count() == OpenCount(total=3, mine=2, unowned=1)
+        assert await redis_admin.delete(f"{p}:req:{mine.id}", f"{p}:req:{unowned.id}") == 2
+        assert await redis_store.open_count() == OpenCount(total=1, mine=1, unowned=0)
+        assert await redis_admin.smembers(f"{p}:open") == {kept.id}  # dropped, as listing does
+        # Lost, then put back as failed before anything counted: in no index either.
+        assert await redis_admin.delete(f"{p}:req:{kept.id}") == 1
+        assert await redis_store.create(finished(kept, "failed"))
+        assert await redis_admin.smembers(f"{p}:open") == set()
+        assert not await redis_admin.sismember(f"{p}:owner:{redis_store.process_id}", kept.id)
+        assert await redis_store.open_count() == OpenCount(total=0, mine=0, unowned=0)
 
 
 async def test_exactly_one_notification_for_concurrent_finishes(

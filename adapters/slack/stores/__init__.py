@@ -12,6 +12,7 @@ from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.protocol import (
     RETENTION,
     EventFor,
+    OpenCount,
     OrphanHandler,
     PendingStore,
     ReportsOrphans,
@@ -27,6 +28,7 @@ __all__ = [
     "RETENTION",
     "EventFor",
     "MemoryPendingStore",
+    "OpenCount",
     "OrphanHandler",
     "PendingStore",
     "ReportsOrphans",

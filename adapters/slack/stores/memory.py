@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.protocol import RETENTION, PendingStore, Watch
+from adapters.slack.stores.protocol import RETENTION, OpenCount, PendingStore, Watch
 from adapters.slack.stores.watches import WatchRegistry
 
 __all__ = ["MemoryPendingStore"]
@@ -90,6 +90,11 @@ class MemoryPendingStore:
             for stored in self._records.values()
             if stored.state == "pending" and (owner is None or stored.owner == owner)
         ]
+
+    async def open_count(self) -> OpenCount:
+        self._expire()
+        owners = [s.owner for s in self._records.values() if s.state == "pending"]
+        return OpenCount(len(owners), owners.count(self.process_id), owners.count(None))
 
     async def append_event(self, event: AuditEvent) -> None:
         self._keep(event)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from adapters.slack.audit import AuditEvent, event_for
@@ -22,6 +23,7 @@ __all__ = [
     "OWNER_LOST_NOTE",
     "RETENTION",
     "EventFor",
+    "OpenCount",
     "OrphanHandler",
     "PendingStore",
     "ReportsOrphans",
@@ -62,6 +64,19 @@ class Watch(Protocol):
     def close(self) -> None:
         """Stop watching (idempotent); the store forgets the waiter."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCount:
+    """How many records are pending, counted by the store without reading them."""
+
+    total: int
+    """Every pending record (whichever process asked it)."""
+    mine: int
+    """Owned by this process: an in-process ``ask()`` here waits on each."""
+    unowned: int
+    """Owned by no process (the HTTP API's, released dsh host requests): any process
+    serves them, so every process counts the same ones."""
 
 
 OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
@@ -122,6 +137,11 @@ class PendingStore(Protocol):
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
+        ...
+
+    async def open_count(self) -> OpenCount:
+        """How many records are pending: in all, this process's own, and owned by none
+        (counted in the store: no record is read, so it costs the same at 10,000)."""
         ...
 
     @property

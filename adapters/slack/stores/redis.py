@@ -37,6 +37,7 @@ from adapters.slack.stores.duties import default_process_id, run_heartbeats, sto
 from adapters.slack.stores.protocol import (
     OWNER_LOST_NOTE,
     RETENTION,
+    OpenCount,
     OrphanHandler,
     PendingStore,
     StoreUnavailable,
@@ -221,6 +222,10 @@ class RedisPendingStore(KeepsTrail):
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
         return await self._records.open_records(owner)
+
+    async def open_count(self) -> OpenCount:
+        """How many records are pending: in all, this process's, and owned by none."""
+        return await self._records.open_count()
 
     # -- owner liveness -------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ __all__ = [
     "CREATE",
     "FORGET_OWNER",
     "INDEXED",
+    "OPEN_COUNT",
     "RedisKeys",
     "load_record",
     "px",
@@ -88,6 +89,9 @@ if ARGV[3] == 'pending' then
 else
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
+  -- Not open: in no index (a lost record put back finished leaves its id there).
+  redis.call('SREM', KEYS[3], ARGV[2])
+  if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
 end
 """
     + _APPEND_EVENT
@@ -147,6 +151,25 @@ for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if raw then out[#out + 1] = raw else redis.call('SREM', KEYS[1], id) end
 end
 return out
+"""
+
+# KEYS: open set, owners set, this process's owner set; ARGV: owner set prefix, record key
+# prefix. Returns {pending, this process's, owned by none}, reading no record: an id whose
+# record is gone (Redis lost it) is dropped from the index sets, as INDEXED drops it.
+OPEN_COUNT: Final = """
+local owners = redis.call('SMEMBERS', KEYS[2])
+local total = 0
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[2] .. id) == 1 then
+    total = total + 1
+  else
+    redis.call('SREM', KEYS[1], id)
+    for _, pid in ipairs(owners) do redis.call('SREM', ARGV[1] .. pid, id) end
+  end
+end
+local owned = 0
+for _, pid in ipairs(owners) do owned = owned + redis.call('SCARD', ARGV[1] .. pid) end
+return {total, redis.call('SCARD', KEYS[3]), math.max(0, total - owned)}
 """
 
 # KEYS: owners set, owner set; ARGV: owner. Forget an owner with nothing left to sweep.

@@ -14,11 +14,13 @@ from typing import cast
 
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
+from adapters.slack.stores.protocol import OpenCount
 from adapters.slack.stores.redis_audit import event_args
 from adapters.slack.stores.redis_layout import (
     COMPARE_AND_SET,
     CREATE,
     INDEXED,
+    OPEN_COUNT,
     RedisKeys,
     load_record,
     px,
@@ -42,6 +44,7 @@ class RedisRecords:
         self._create_script = client.register_script(CREATE)
         self._cas_script = client.register_script(COMPARE_AND_SET)
         self._indexed_script = client.register_script(INDEXED)
+        self._count_script = client.register_script(OPEN_COUNT)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
         """Store a new record and ``event``; ``False`` if one with its id exists already."""
@@ -105,3 +108,13 @@ class RedisRecords:
             if record is not None and record.is_open and (owner is None or record.owner == owner):
                 records.append(record)
         return records
+
+    async def open_count(self) -> OpenCount:
+        """How many records are pending: in all, this process's, and owned by none."""
+        keys = [self._keys.open, self._keys.owners, self._keys.owner(self._keys.process_id)]
+        owners = self._keys.owner_prefix
+        total, mine, unowned = await self._link.op(
+            "count open records",
+            lambda: self._count_script(keys=keys, args=[owners, self._keys.record_prefix]),
+        )
+        return OpenCount(int(total), int(mine), int(unowned))

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Final
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
-from adapters.slack.stores.protocol import RETENTION, OrphanHandler, PendingStore, Watch
+from adapters.slack.stores.protocol import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile
@@ -232,6 +232,15 @@ class SqlitePendingStore(KeepsTrail):
                 "SELECT json FROM records WHERE state = 'pending' AND owner = ?", (owner,)
             )
         return [PendingRecord.load(raw) for (raw,) in rows]
+
+    async def open_count(self) -> OpenCount:
+        """How many records are pending: in all, this process's, and owned by none."""
+        ((total, mine, unowned),) = await self._file.rows(
+            "SELECT count(*), coalesce(sum(owner = ?), 0), coalesce(sum(owner IS NULL), 0)"
+            " FROM records WHERE state = 'pending'",
+            (self.process_id,),
+        )
+        return OpenCount(total, mine, unowned)
 
     # -- retention and liveness -----------------------------------------------------------
 
