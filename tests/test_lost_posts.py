@@ -15,10 +15,13 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters.slack.bolt_app import build_app
+from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.reconcile import may_be_stored
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
-from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+from tests.conftest import SqliteStoreFactory
+from tests.slack_harness import SECRET, SlackHarness, all_text, interactive_elements, until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -169,6 +172,71 @@ async def test_a_record_reopened_before_its_message_turns_up_adopts_it() -> None
         await h.click(message, h.alice, text="Yes")
         assert (await again).answers[0].selected == ["Yes"]
         assert len(h.top_messages()) == 1
+
+
+@pytest.mark.parametrize(
+    ("lookups", "restart_after"),
+    [((0.3, 0.6), 0.0), ((0.05,), 0.3)],
+    ids=["lookups-still-due", "every-lookup-past"],
+)
+async def test_a_restart_mid_lookup_takes_it_up_and_closes_the_stored_post(
+    sqlite_store_factory: SqliteStoreFactory, lookups: tuple[float, ...], restart_after: float
+) -> None:
+    # The first bot stops before its lookup (30 s away); the next one, another process on
+    # the same store file, finds the failure in the audit trail and looks for the post:
+    # when its lookup times are still to come, then; when all are past, at once.
+    first = await sqlite_store_factory()
+    async with SlackHarness(store=first, client_timeout=0.5, lookups=(30.0,)) as h:
+        h.slack.faults.add(**SLOW_STORED)
+        await failed(h.ask(one()))
+        (message,) = h.top_messages()  # Slack has it, with live buttons
+        assert h.provider.lost_posts.looking == 1
+        await h.provider.aclose(grace=1)  # the bot stops; its lookup with it
+        assert h.provider.lost_posts.looking == 0
+        await asyncio.sleep(restart_after)
+        assert interactive_elements(h.current(message).blocks)
+
+        store = await sqlite_store_factory()
+        app = await build_app(h.client, signing_secret=SECRET)
+        again = SlackQuestionProvider(app, store=store, channel=h.channel, lookups=lookups)
+        try:
+            await again.resume()
+            assert again.lost_posts.looking == 1
+            await until(
+                lambda: not interactive_elements(h.current(message).blocks),
+                what="the stored message to be closed by the next bot",
+            )
+            record = await store.get(request_of(message))
+            assert record is not None and record.state == "failed"
+            assert (record.message_channel, record.message_ts) == (message.channel, message.ts)
+            assert "given up on posting it" in all_text(h.current(message).blocks)
+            assert again.lost_posts.searches == 1
+        finally:
+            await again.aclose(grace=1)
+
+
+async def test_a_restart_does_not_look_for_a_post_whose_message_is_known_or_a_refused_one(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    first = await sqlite_store_factory()
+    async with SlackHarness(store=first, client_timeout=0.5, lookups=(0.05,)) as h:
+        h.slack.faults.add(**SLOW_STORED)
+        await failed(h.ask(one()))
+        await until(lambda: h.provider.lost_posts.looking == 0, what="the message found")
+        await failed(h.ask(one(), options=AskOptions(channel="C_DOES_NOT_EXIST")))
+        searches = h.slack.calls.count("conversations.history")
+        store = await sqlite_store_factory()
+        app = await build_app(h.client, signing_secret=SECRET)
+        again = SlackQuestionProvider(app, store=store, channel=h.channel, lookups=(0.05,))
+        try:
+            await again.resume()
+            # The first is closed already; the refused one is looked for once (its channel
+            # reads like one), found nowhere, and left.
+            assert again.lost_posts.looking == 1
+            await until(lambda: again.lost_posts.looking == 0, what="the lookup to end")
+            assert h.slack.calls.count("conversations.history") == searches + 1
+        finally:
+            await again.aclose(grace=1)
 
 
 @pytest.mark.parametrize(

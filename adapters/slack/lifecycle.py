@@ -225,7 +225,9 @@ class AskLifecycle:
 
     async def resume(self) -> list[PendingRecord]:
         """Adopt the open requests owned by no process (at start, waiting.py); those whose
-        message was never posted are taken by this process and posted (posting.py)."""
+        message was never posted are taken by this process and posted (posting.py); the
+        posts that failed just before are looked for in Slack (reconcile.py)."""
+        await self.lost.resume()
         adopted = await self.waits.resume()
         unposted = [record for record in adopted if record.message_ts is None]
         if unposted:

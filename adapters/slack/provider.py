@@ -317,7 +317,8 @@ class SlackQuestionProvider:
     async def resume(self) -> list[QuestionStatus]:
         """Adopt the open requests owned by no process (at start; the ones adopted): keep
         their deadlines, reopen a message marked "Interrupted" (waiting.py), post those whose
-        message was never posted (posting.py)."""
+        message was never posted (posting.py), and look for the messages of posts that
+        failed just before (reconcile.py)."""
         return [status_of(record) for record in await self._lifecycle.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:

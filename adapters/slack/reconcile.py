@@ -16,7 +16,11 @@ posts are looked for; every call waits its turn in the client's scheduler. A fai
 search is logged once per cause (until a search succeeds) and tried again at the next
 lookup time. A question in a DM (``D…``, or a user id whose ``D…`` the failed post never
 returned) is not looked for: reading a DM's history needs ``im:history``, which the app
-does not request. Lookups are in memory: a restart within the minute forgets them.
+does not request. A bot that starts takes up the lookups of the posts that failed in the
+last ``RECENT`` seconds, whichever process they failed in (``resume``: found from the
+audit trail's ``failed`` events with ``DELIVERY_FAILED``): those due after the start are
+kept, and one that is past is made at once, so a restart or a deploy within the minute
+leaves no stored post with live buttons.
 """
 
 from __future__ import annotations
@@ -132,16 +136,50 @@ class LostPosts:
 
     def look_for(self, record: PendingRecord, exc: BaseException) -> None:
         """``record``'s post failed with ``exc``: look for its message if Slack may have it."""
-        if not self.lookups or not may_be_stored(exc) or not record.channel.startswith(_READ):
-            return
+        if may_be_stored(exc):
+            self._start(record, self._clock.now())
+
+    async def resume(self) -> int:
+        """At start: look (again) for the messages of the posts that failed in the last
+        ``RECENT`` seconds and are still without one (another process, or this one before
+        a restart, may have been stopped mid-lookup); how many are looked for."""
+        now = self._clock.now()
+        since = now - RECENT
+        failed: dict[str, float] = {}
+        try:
+            async for event in self._store.audit(since):
+                if event.kind == "failed" and event.detail.get("code") == DELIVERY_FAILED:
+                    failed[event.request_id] = event.at
+        except UserQuestionError as exc:
+            self._once(exc.code, "cannot take up the lookups of lost posts", "audit", exc)
+            return 0
+        started = 0
+        for request_id, failed_at in failed.items():
+            try:
+                record = await self._store.get(request_id)
+            except UserQuestionError as exc:
+                self._once(exc.code, "cannot take up the lookups of lost posts", request_id, exc)
+                return started
+            if record is None or record.state != "failed" or record.message_ts is not None:
+                continue  # gone, asked again, or its message is known
+            started += self._start(record, failed_at)
+        return started
+
+    def _start(self, record: PendingRecord, failed_at: float) -> bool:
+        """Look for ``record``'s message ``lookups`` seconds after ``failed_at`` (once at
+        once if every one is past); whether a lookup started."""
+        if not self.lookups or not record.channel.startswith(_READ):
+            return False
         if len(self._looking) >= MOST:
             self._once("too many", "too many lost posts to look for; not looking", record.id)
-            return
+            return False
+        place = (record.channel, record.thread_ts)
         task = asyncio.get_running_loop().create_task(
-            self._look(record.id, (record.channel, record.thread_ts)), name="lost post"
+            self._look(record.id, place, failed_at), name="lost post"
         )
         self._looking.add(task)
         task.add_done_callback(self._done)
+        return True
 
     async def aclose(self) -> None:
         """Stop looking (shutdown)."""
@@ -152,10 +190,10 @@ class LostPosts:
             await asyncio.wait(tasks)
         self._searches.clear()
 
-    async def _look(self, request_id: str, place: _Place) -> None:
-        failed_at = self._clock.now()
+    async def _look(self, request_id: str, place: _Place, failed_at: float) -> None:
         last: _Search | None = None
-        for after in self.lookups:
+        due = [after for after in self.lookups if failed_at + after > self._clock.now()]
+        for after in due or [0.0]:
             await self._clock.sleep(max(0.0, failed_at + after - self._clock.now()))
             try:
                 record = await self._store.get(request_id)
