@@ -141,7 +141,7 @@ class PendingStore(Protocol):
 
     async def open_count(self) -> OpenCount:
         """How many records are pending: in all, this process's own, and owned by none
-        (counted in the store: no record is read, so it costs the same at 10,000)."""
+        (counted in the store: no record is read into the bot, nor parsed)."""
         ...
 
     @property
