@@ -14,7 +14,7 @@ import pytest
 
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore
-from bot.questions import UserQuestionError
+from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack_harness import SlackHarness, until
 from tests.test_slack_provider import one
@@ -24,9 +24,13 @@ class FlakyStore(MemoryPendingStore):
     """A memory store whose reads can be made to time out like an overloaded Redis."""
 
     failing = False
+    failing_once = False
+    failed = 0
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        if self.failing:
+        if self.failing or self.failing_once:
+            self.failing_once = False
+            self.failed += 1
             raise UserQuestionError("the pending store (Redis) could not get", STORE_UNAVAILABLE)
         return await super().get(request_id)
 
@@ -52,3 +56,25 @@ async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
         store.failing = False
         await h.click(message, h.alice, text="Deploy")
         assert (await task).answers[0].selected == ["Deploy"]
+
+
+async def test_a_store_unreadable_as_the_wait_begins_does_not_fail_the_question(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The read the wait begins with (for the question's deadlines) times out once: the
+    # question waits all the same, with its deadlines as posted, and a click answers it.
+    store = FlakyStore()
+    async with SlackHarness(store=store) as h:
+
+        def posted(_: str) -> None:
+            store.failing_once = True  # the next read is the wait's
+
+        with caplog.at_level(logging.WARNING):
+            task = h.ask(one(options=["Deploy", "Wait"]), options=AskOptions(on_posted=posted))
+            message = await h.posted()
+            await until(lambda: store.failed == 1, what="the wait's read to fail")
+        assert "waiting all the same" in caplog.text
+        await asyncio.sleep(0.05)
+        assert not task.done()  # still waiting
+        await h.click(message, h.alice, text="Deploy")
+        assert (await asyncio.wait_for(task, 10)).answers[0].selected == ["Deploy"]

@@ -188,7 +188,7 @@ class AskLifecycle:
             if options.on_posted is not None:
                 options.on_posted(request_id)
             try:
-                return await self.waits.wait(request_id, watch, signal, limit)
+                return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
             except UserQuestionError as exc:
                 if exc.code == RECORD_LOST:
                     await self._endings.put_back_lost(copy)

@@ -31,7 +31,7 @@ from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore, Watch
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AbortSignal, UserQuestionError
-from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
+from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
 
 __all__ = ["Waits"]
 
@@ -163,16 +163,33 @@ class Waits:
             watch.close()
 
     async def wait(
-        self, request_id: str, watch: Watch, signal: AbortSignal | None, limit: float | None
+        self,
+        request_id: str,
+        watch: Watch,
+        signal: AbortSignal | None,
+        limit: float | None,
+        *,
+        placed: str | None = None,
     ) -> PendingRecord:
         """Wait for the request's ending, its abort signal or the timeout, whichever is first.
 
         A question may wait for hours, so this holds no task of its own when there is no
-        signal, and only a future (no task) for the signal when there is one.
+        signal, and only a future (no task) for the signal when there is one. ``placed``:
+        the record as just posted (its JSON), for deadlines to keep should the store be
+        unreadable for a moment as the wait begins (the question waits all the same).
         """
         if signal is not None and signal.aborted:
             return await self._aborted(request_id, signal.reason)
-        current = await self._store.get(request_id)
+        try:
+            current = await self._store.get(request_id)
+        except UserQuestionError as exc:
+            if exc.code != STORE_UNAVAILABLE or placed is None:
+                raise
+            self._logger.warning(
+                "the store could not be read as a wait began; waiting all the same",
+                extra={"request": request_id, "error": exc.message},
+            )
+            current = PendingRecord.load(placed)
         keeper = None
         if current is not None and current.is_open and schedule(current):
             keeper = self._keeper(current)
