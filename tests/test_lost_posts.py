@@ -9,7 +9,9 @@ a fraction of a second after the failure here (``lookups``); in service, 2 s to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -174,6 +176,21 @@ async def test_a_record_reopened_before_its_message_turns_up_adopts_it() -> None
         assert len(h.top_messages()) == 1
 
 
+@contextlib.asynccontextmanager
+async def next_bot(
+    h: SlackHarness, store_factory: SqliteStoreFactory, lookups: tuple[float, ...]
+) -> AsyncIterator[SlackQuestionProvider]:
+    """Another bot process on the same store file and Slack, started (``resume``)."""
+    store = await store_factory()
+    app = await build_app(h.client, signing_secret=SECRET)
+    provider = SlackQuestionProvider(app, store=store, channel=h.channel, lookups=lookups)
+    try:
+        await provider.resume()
+        yield provider
+    finally:
+        await provider.aclose(grace=1)
+
+
 @pytest.mark.parametrize(
     ("lookups", "restart_after"),
     [((0.3, 0.6), 0.0), ((0.05,), 0.3)],
@@ -196,23 +213,17 @@ async def test_a_restart_mid_lookup_takes_it_up_and_closes_the_stored_post(
         await asyncio.sleep(restart_after)
         assert interactive_elements(h.current(message).blocks)
 
-        store = await sqlite_store_factory()
-        app = await build_app(h.client, signing_secret=SECRET)
-        again = SlackQuestionProvider(app, store=store, channel=h.channel, lookups=lookups)
-        try:
-            await again.resume()
+        async with next_bot(h, sqlite_store_factory, lookups) as again:
             assert again.lost_posts.looking == 1
             await until(
                 lambda: not interactive_elements(h.current(message).blocks),
                 what="the stored message to be closed by the next bot",
             )
-            record = await store.get(request_of(message))
+            record = await again.store.get(request_of(message))
             assert record is not None and record.state == "failed"
             assert (record.message_channel, record.message_ts) == (message.channel, message.ts)
             assert "given up on posting it" in all_text(h.current(message).blocks)
             assert again.lost_posts.searches == 1
-        finally:
-            await again.aclose(grace=1)
 
 
 async def test_a_restart_does_not_look_for_a_post_whose_message_is_known_or_a_refused_one(
@@ -225,18 +236,12 @@ async def test_a_restart_does_not_look_for_a_post_whose_message_is_known_or_a_re
         await until(lambda: h.provider.lost_posts.looking == 0, what="the message found")
         await failed(h.ask(one(), options=AskOptions(channel="C_DOES_NOT_EXIST")))
         searches = h.slack.calls.count("conversations.history")
-        store = await sqlite_store_factory()
-        app = await build_app(h.client, signing_secret=SECRET)
-        again = SlackQuestionProvider(app, store=store, channel=h.channel, lookups=(0.05,))
-        try:
-            await again.resume()
+        async with next_bot(h, sqlite_store_factory, (0.05,)) as again:
             # The first is closed already; the refused one is looked for once (its channel
             # reads like one), found nowhere, and left.
             assert again.lost_posts.looking == 1
             await until(lambda: again.lost_posts.looking == 0, what="the lookup to end")
             assert h.slack.calls.count("conversations.history") == searches + 1
-        finally:
-            await again.aclose(grace=1)
 
 
 @pytest.mark.parametrize(
