@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from adapters.slack.home import MAX_HOME_ENTRIES
 from adapters.slack.hometab import VIEWER_TTL
-from adapters.slack.stores import PendingStore
+from adapters.slack.record import PendingRecord
+from adapters.slack.stores import MemoryPendingStore, PendingStore
 from adapters.slack.stores.viewers import (
     HomeViewers,
     MemoryHomeViewers,
@@ -162,3 +164,41 @@ async def test_a_change_republishes_only_the_home_tabs_it_concerns() -> None:
         assert "Rotate the keys?" in published(h, h.alice)[-1]
         assert len(published(h, h.bob)) == 1  # not bob's to answer: his tab is left alone
         task.cancel()
+
+
+class ReadsNoOpenRecords(MemoryPendingStore):
+    """A store whose ``open_records`` fails once ``guarded``: the Home tab must not need it."""
+
+    guarded = False
+
+    async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
+        if self.guarded and owner is None:
+            raise AssertionError("a Home tab read every open record")
+        return await super().open_records(owner)
+
+
+async def test_a_home_tab_lists_the_oldest_twenty_without_reading_every_open_record() -> None:
+    store = ReadsNoOpenRecords()
+    async with asyncio.timeout(30), SlackHarness(store=store) as h:
+        store.guarded = True
+        tasks = [h.ask(one(f"Question {n:02}?")) for n in range(MAX_HOME_ENTRIES + 5)]
+        await h.posted(len(tasks))
+        (first,) = [m for m in h.top_messages() if "Question 00?" in str(m.text)]
+        h.provider.defaults.allowed_users = [h.bob]
+        tasks.append(h.ask(one("Only for bob?")))
+        await h.posted(len(tasks))
+        await h.slack.open_home(h.alice)
+        await until(lambda: len(published(h, h.alice)) == 1, what="alice's home")
+        shown = published(h, h.alice)[0]
+        assert "Question 00?" in shown and f"Question {MAX_HOME_ENTRIES - 1:02}?" in shown
+        assert f"Question {MAX_HOME_ENTRIES:02}?" not in shown and "bob" not in shown
+        assert "…and 5 more, in the channels." in shown
+
+        await h.click(first, h.alice, text="Yes")  # the oldest is answered: the next shows
+        await tasks[0]
+        await until(lambda: len(published(h, h.alice)) == 2, what="alice's republished home")
+        shown = published(h, h.alice)[1]
+        assert "Question 00?" not in shown and f"Question {MAX_HOME_ENTRIES:02}?" in shown
+        assert "…and 4 more, in the channels." in shown
+        for task in tasks:
+            task.cancel()

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.record import Draft, PendingRecord, State
+from adapters.slack.audience import Audience
+from adapters.slack.record import ApprovalView, Draft, PendingRecord, State
 from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
@@ -389,6 +390,42 @@ async def test_open_count_counts_the_pending_by_owner_as_every_process_sees_them
             assert await two.open_count() == OpenCount(total=5, mine=0, unowned=2)
         await mutate(one, mine[1].id, finish_if_open())
         assert await one.open_count() == OpenCount(total=4, mine=1, unowned=1)
+
+
+async def test_open_audiences_name_who_may_answer_each_open_question_as_every_process_sees(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    one, two = store_pair
+    async with asyncio.timeout(10):
+        assert await two.open_audiences() == []
+        anyone = make_record(one.process_id)
+        people = make_record(one.process_id).model_copy(update={"allowed_users": ["U1", "U2"]})
+        groups = make_record("another-process").model_copy(
+            update={"allowed_usergroups": ["S1"], "allowed_users": []}
+        )
+        closed = make_record(one.process_id)
+        approval = make_record(one.process_id).model_copy(
+            update={"questions": [], "approval": ApprovalView(tool_name="bash", headline="x")}
+        )
+        for record in (anyone, people, groups, closed, approval):
+            assert await one.create(record)
+        await mutate(one, closed.id, finish_if_open())
+
+        def expected(*records: PendingRecord) -> set[Audience]:
+            return {a for a in map(Audience.of, records) if a is not None}
+
+        assert set(await two.open_audiences()) == expected(anyone, people, groups)
+        # a change of who may answer shows at once; an ended question leaves, a reopened one
+        # comes back
+        _, people = await mutate(one, people.id, lambda r: r.next(allowed_users=["U3"]))
+        await mutate(one, anyone.id, finish_if_open())
+        _, closed = await mutate(one, closed.id, lambda r: r.next(state="pending"))
+        assert people is not None and closed is not None
+        audiences = await two.open_audiences()
+        assert set(audiences) == expected(people, groups, closed) and len(audiences) == 3
+        by_id = {a.request_id: a for a in audiences}
+        assert by_id[people.id].users == ("U3",) and by_id[groups.id].usergroups == ("S1",)
+        assert by_id[closed.id].created_at == closed.created_at
 
 
 async def test_process_id_names_the_owner(store: PendingStore) -> None:

@@ -83,8 +83,9 @@ def _entry(record: PendingRecord) -> list[Block]:
     return blocks
 
 
-def render_home(records: Sequence[PendingRecord]) -> Block:
-    """The Home tab view listing ``records`` (already filtered for the person), oldest first."""
+def render_home(records: Sequence[PendingRecord], total: int | None = None) -> Block:
+    """The Home tab view listing ``records`` (already filtered for the person), oldest first;
+    ``total``: how many they may answer in all, when ``records`` are only the oldest."""
     waiting = sorted((r for r in records if r.is_open), key=lambda r: r.created_at)
     blocks: list[Block] = [{"type": "header", "text": plain("Waiting for you")}]
     if not waiting:
@@ -95,8 +96,8 @@ def render_home(records: Sequence[PendingRecord]) -> Block:
         if index:
             blocks.append({"type": "divider"})
         blocks.extend(_entry(record))
-    if len(waiting) > MAX_HOME_ENTRIES:
-        rest = len(waiting) - MAX_HOME_ENTRIES
+    rest = max(len(waiting), total or 0) - min(len(waiting), MAX_HOME_ENTRIES)
+    if rest > 0:
         blocks.append(
             {"type": "context", "elements": [plain(f"…and {rest} more, in the channels.")]}
         )

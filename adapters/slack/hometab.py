@@ -14,7 +14,9 @@ every process, so N processes would publish N times. The writer publishes exactl
 Changes are coalesced: one worker per process waits ``SETTLE`` seconds after the first
 change, then publishes each concerned viewer's list once, from the records stored then;
 changes arriving meanwhile make one more round. Rounds never overlap, so an older list
-never lands after a newer one.
+never lands after a newer one. A round reads who may answer each open question from the
+store (``audience.py``: no record parsed on the loop but the ones listed) and each listed
+record once.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.audience import Audiences
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import SLACK_FAILURES
-from adapters.slack.home import render_home
+from adapters.slack.home import MAX_HOME_ENTRIES, render_home
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
@@ -87,14 +90,18 @@ class HomeTab:
             )
         await self.publish(user)
 
-    async def publish(self, user: str, records: Sequence[PendingRecord] | None = None) -> None:
-        """Publish ``user``'s list of the open questions they may answer (of ``records``,
-        or of every open record)."""
-        if records is None:
-            records = await self._store.open_records()
-        mine = [record for record in records if await self._concerns(user, record)]
+    async def publish(self, user: str, round_: _Round | None = None) -> None:
+        """Publish ``user``'s list of the open questions they may answer (from ``round_``'s
+        audiences, or the store's now)."""
+        if round_ is None:
+            round_ = _Round(self._store, Audiences(await self._store.open_audiences()))
+        audiences = round_.audiences
+        groups = await self._gate.groups_of(user, audiences.usergroups)
+        ids, total = audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
+        shown = [r for r in await round_.records(ids) if r.is_open]
+        view = render_home(shown, total=total - (len(ids) - len(shown)))
         try:
-            await self._client.views_publish(user_id=user, view=render_home(mine))
+            await self._client.views_publish(user_id=user, view=view)
         except SLACK_FAILURES as exc:
             self._logger.warning(
                 "home tab not published", extra={"user": user, "error": type(exc).__name__}
@@ -125,14 +132,13 @@ class HomeTab:
             viewers = await self._viewers.current(self._now())
             if not viewers:
                 return
-            records = await self._store.open_records()
+            round_ = _Round(self._store, Audiences(await self._store.open_audiences()))
             touched = await self._touched(changed)
+            for user in viewers:
+                if touched is None or [r for r in touched if await self._concerns(user, r)]:
+                    await self.publish(user, round_)
         except UserQuestionError as exc:
             self._logger.warning("home tabs not republished", extra={"error": exc.code})
-            return
-        for user in viewers:
-            if touched is None or [r for r in touched if await self._concerns(user, r)]:
-                await self.publish(user, records)
 
     async def _touched(self, changed: set[str]) -> list[PendingRecord] | None:
         """The changed records; ``None`` when any is unknown (everyone is concerned)."""
@@ -152,3 +158,20 @@ class HomeTab:
         return bool(record.questions) and await self._gate.allowed(
             user, record.allowed_users, record.allowed_usergroups
         )
+
+
+class _Round:
+    """One round's view of the store: the open questions' audiences, and the records listed
+    so far (the oldest questions open to anyone head most lists: each is read once)."""
+
+    def __init__(self, store: PendingStore, audiences: Audiences) -> None:
+        self._store = store
+        self.audiences = audiences
+        self._read: dict[str, PendingRecord | None] = {}
+
+    async def records(self, ids: Sequence[str]) -> list[PendingRecord]:
+        """The records with ``ids``, in order (those gone since left out)."""
+        for request_id in ids:
+            if request_id not in self._read:
+                self._read[request_id] = await self._store.get(request_id)
+        return [r for r in (self._read[i] for i in ids) if r is not None]

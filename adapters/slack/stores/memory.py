@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.protocol import RETENTION, OpenCount, PendingStore, Watch
@@ -96,6 +97,10 @@ class MemoryPendingStore:
         owners = [s.owner for s in self._records.values() if s.state == "pending"]
         return OpenCount(len(owners), owners.count(self.process_id), owners.count(None))
 
+    async def open_audiences(self) -> list[Audience]:
+        self._expire()
+        return [s.audience for s in self._records.values() if s.audience is not None]
+
     async def append_event(self, event: AuditEvent) -> None:
         self._keep(event)
 
@@ -142,10 +147,11 @@ class _Stored:
     state: str
     owner: str | None
     json: str
+    audience: Audience | None
 
     @classmethod
     def of(cls, record: PendingRecord) -> _Stored:
-        return cls(record.version, record.state, record.owner, record.dump())
+        return cls(record.version, record.state, record.owner, record.dump(), Audience.of(record))
 
 
 if TYPE_CHECKING:

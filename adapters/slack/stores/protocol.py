@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
+from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent, event_for
 from adapters.slack.record import PendingRecord
 from bot.questions.errors import UserQuestionError
@@ -142,6 +143,12 @@ class PendingStore(Protocol):
     async def open_count(self) -> OpenCount:
         """How many records are pending: in all, this process's own, and owned by none
         (counted in the store: no record is read into the bot, nor parsed)."""
+        ...
+
+    async def open_audiences(self) -> list[Audience]:
+        """Who may answer each open question (tool approvals left out), in no order: what
+        the Home tabs are built from, read without parsing the records where the store
+        can (SQLite, memory)."""
         ...
 
     @property

@@ -31,6 +31,7 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
+from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
@@ -222,6 +223,11 @@ class RedisPendingStore(KeepsTrail):
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
         return await self._records.open_records(owner)
+
+    async def open_audiences(self) -> list[Audience]:
+        """Who may answer each open question: every open record is read and parsed (as
+        ``open_records``), once a round of Home tab publishes."""
+        return [a for r in await self._records.open_records() if (a := Audience.of(r))]
 
     async def open_count(self) -> OpenCount:
         """How many records are pending: in all, this process's, and owned by none."""

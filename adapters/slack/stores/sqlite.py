@@ -37,6 +37,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
@@ -195,6 +196,7 @@ class SqlitePendingStore(KeepsTrail):
         An ending is final: a finished record takes no other ending (only bookkeeping in its
         own state, or a deliberate reopen to ``pending``).
         """
+        dumped = record.dump()
         wrote = await self._file.inline(
             "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?,"
             " event = ? WHERE id = ? AND version = ?"
@@ -205,7 +207,7 @@ class SqlitePendingStore(KeepsTrail):
                 record.state,
                 record.owner,
                 record.finished_at,
-                record.dump(),
+                dumped,
                 _dump(event),
                 record.id,
                 record.version - 1,
@@ -216,7 +218,7 @@ class SqlitePendingStore(KeepsTrail):
         if not wrote:
             return False
         if record.state in TERMINAL_STATES:
-            self._watches.resolve(record)
+            self._watches.resolve(record, dumped)  # the waiters' copies: no second dump
         return True
 
     def watch(self, request_id: str) -> Watch:
@@ -242,6 +244,15 @@ class SqlitePendingStore(KeepsTrail):
         )
         return OpenCount(total, mine, unowned)
 
+    async def open_audiences(self) -> list[Audience]:
+        """Who may answer each open question: four fields a row, taken out of the records'
+        JSON by SQLite in aiosqlite's thread (no record is parsed on the loop)."""
+        rows = await self._file.rows(_AUDIENCES)
+        return [
+            Audience(request_id, created_at, _names(users), _names(groups))
+            for request_id, created_at, users, groups in rows
+        ]
+
     # -- retention and liveness -----------------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:
@@ -263,6 +274,21 @@ class SqlitePendingStore(KeepsTrail):
 
     def __repr__(self) -> str:
         return f"SqlitePendingStore({str(self.path)!r}, process_id={self._process_id!r})"
+
+
+_AUDIENCES: Final = (
+    "SELECT id, json_extract(json, '$.created_at'),"
+    # (``records.json``: inside json_each, ``json`` is a column of its own)
+    " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.allowed_users')),"
+    " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.allowed_usergroups'))"
+    " FROM records WHERE state = 'pending' AND json_array_length(json, '$.questions') > 0"
+)
+"""Each open question's id, time asked, and the users and user groups named, space-joined."""
+
+
+def _names(joined: str | None) -> tuple[str, ...]:
+    """The ids SQLite joined with spaces (Slack ids have none); ``None``: nobody named."""
+    return () if joined is None else tuple(joined.split(" "))
 
 
 def _dump(event: AuditEvent | None) -> str | None:

@@ -1,0 +1,87 @@
+"""audience.py: who may answer each open question, and each person's oldest ones (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.slack.audience import Audience, Audiences
+from adapters.slack.home import may_answer
+from adapters.slack.record import ApprovalView, PendingRecord
+from bot.questions.models import AskUserQuestionItem
+
+
+def record(rid: str, **fields: Any) -> PendingRecord:
+    fields.setdefault("questions", [AskUserQuestionItem(id="q", question="Deploy?")])
+    return PendingRecord(id=rid, channel="C0QUESTION", **fields)
+
+
+def test_an_open_question_has_an_audience_a_closed_one_or_an_approval_none() -> None:
+    assert Audience.of(record("r1", created_at=5.0)) == Audience("r1", 5.0)
+    named = record("r2", created_at=6.0, allowed_users=["U1"], allowed_usergroups=["S1", "S2"])
+    assert Audience.of(named) == Audience("r2", 6.0, ("U1",), ("S1", "S2"))
+    assert Audience.of(record("r3", state="answered")) is None
+    approval = record("r4", questions=[], approval=ApprovalView(tool_name="bash", headline="x"))
+    assert Audience.of(approval) is None
+
+
+def test_empty_lists_mean_anyone_as_they_do_for_a_click() -> None:
+    empty = record("r1", allowed_users=[], allowed_usergroups=[])
+    audience = Audience.of(empty)
+    assert audience is not None and audience.anyone and may_answer(empty, "U9")
+    (ids, total) = Audiences([audience]).waiting_for("U9", (), 20)
+    assert (list(ids), total) == (["r1"], 1)
+
+
+def test_a_list_holds_what_its_person_may_answer_oldest_first() -> None:
+    audiences = Audiences(
+        [
+            Audience("anyone-late", 40.0),
+            Audience("alice-only", 10.0, users=("UALICE",)),
+            Audience("ops", 30.0, usergroups=("SOPS",)),
+            Audience("dev", 20.0, usergroups=("SDEV",)),
+            Audience("anyone-early", 5.0),
+            # named twice for alice (as a user and through a group): listed once
+            Audience("alice-and-ops", 25.0, users=("UALICE",), usergroups=("SOPS",)),
+        ]
+    )
+    assert audiences.usergroups == {"SOPS", "SDEV"}
+    ids, total = audiences.waiting_for("UALICE", {"SOPS"}, 20)
+    assert list(ids) == ["anyone-early", "alice-only", "alice-and-ops", "ops", "anyone-late"]
+    assert total == 5
+    # a second group adds its questions in their place
+    ids, total = audiences.waiting_for("UALICE", {"SOPS", "SDEV"}, 20)
+    assert list(ids) == [
+        "anyone-early",
+        "alice-only",
+        "dev",
+        "alice-and-ops",
+        "ops",
+        "anyone-late",
+    ]
+    assert total == 6
+    ids, total = audiences.waiting_for("UBOB", (), 20)
+    assert (list(ids), total) == (["anyone-early", "anyone-late"], 2)
+    ids, total = audiences.waiting_for("UBOB", {"SDEV", "SUNKNOWN"}, 20)
+    assert (list(ids), total) == (["anyone-early", "dev", "anyone-late"], 3)
+
+
+def test_the_limit_takes_the_oldest_and_the_total_counts_them_all() -> None:
+    audiences = Audiences(
+        [Audience(f"a{i:03}", float(i)) for i in range(0, 60, 2)]
+        + [Audience(f"u{i:03}", float(i), users=("U1",)) for i in range(1, 60, 2)]
+    )
+    ids, total = audiences.waiting_for("U1", (), 20)
+    assert list(ids) == [f"{'u' if i % 2 else 'a'}{i:03}" for i in range(20)]
+    assert total == 60
+    assert audiences.waiting_for("U1", (), 60)[0] == [
+        f"{'u' if i % 2 else 'a'}{i:03}" for i in range(60)
+    ]
+    ids, total = audiences.waiting_for("U2", (), 30)  # exactly the limit
+    assert (len(ids), total) == (30, 30)
+    ids, total = audiences.waiting_for("U2", (), 29)
+    assert (ids[-1], total) == ("a056", 30)
+
+
+def test_questions_asked_at_the_same_time_keep_one_order() -> None:
+    audiences = Audiences([Audience("b", 1.0), Audience("a", 1.0, users=("U1",))])
+    assert list(audiences.waiting_for("U1", (), 20)[0]) == ["a", "b"]
