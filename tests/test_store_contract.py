@@ -494,6 +494,35 @@ async def test_a_record_owned_by_no_process_is_created_outside_every_owner_set(
         assert await redis_store.sweep_orphans() == []
 
 
+async def test_redis_keeps_each_open_questions_audience_beside_it_and_heals_the_hash(
+    redis_store: RedisPendingStore, redis_admin: aioredis.Redis
+) -> None:
+    async with asyncio.timeout(10):
+        p = redis_store.prefix
+        kept = f"{p}:audiences"
+        asked = make_record(redis_store.process_id).model_copy(update={"allowed_users": ["U1"]})
+        older = make_record(redis_store.process_id)
+        lost = make_record(redis_store.process_id)
+        for record in (asked, older, lost):
+            assert await redis_store.create(record)
+        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\t"
+        # a change of who may answer is kept with the write; an ending removes the entry
+        _, asked = await mutate(redis_store, asked.id, lambda r: r.next(allowed_usergroups=["S1"]))
+        assert asked is not None
+        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\tS1"
+        # a record stored before the hash was kept has no entry; one Redis lost keeps its
+        # entry and its id in the open set; a stray entry names a record no longer open
+        await redis_admin.hdel(kept, older.id)
+        await redis_admin.delete(f"{p}:req:{lost.id}")
+        await redis_admin.hset(kept, "strayrecord01", "1.0\t\t")
+        listed = {a.request_id: a for a in await redis_store.open_audiences()}
+        assert listed == {asked.id: Audience.of(asked), older.id: Audience.of(older)}
+        assert set(await redis_admin.hkeys(kept)) == {asked.id, older.id}  # healed
+        _, ended = await mutate(redis_store, older.id, finish_if_open())
+        assert ended is not None and not await redis_admin.hexists(kept, older.id)
+        assert [a.request_id for a in await redis_store.open_audiences()] == [asked.id]
+
+
 async def test_a_record_redis_lost_is_counted_open_no_more(
     redis_store: RedisPendingStore, redis_admin: aioredis.Redis
 ) -> None:

@@ -225,9 +225,9 @@ class RedisPendingStore(KeepsTrail):
         return await self._records.open_records(owner)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question: every open record is read and parsed (as
-        ``open_records``), once a round of Home tab publishes."""
-        return [a for r in await self._records.open_records() if (a := Audience.of(r))]
+        """Who may answer each open question, from the hash the scripts keep beside the
+        records (``p:audiences``)."""
+        return await self._records.open_audiences()
 
     async def open_count(self) -> OpenCount:
         """How many records are pending: in all, this process's, and owned by none."""

@@ -12,6 +12,9 @@ because the scripts derive some key names from the stored record)::
                     no process, ``owner`` unset, is in no owner set)
     p:owners        set of the process ids that own (or owned) pending records: the sweep
                     reads this small set and the heartbeats, never every record
+    p:audiences     hash: id -> who may answer that open question (``Audience``: the time
+                    asked, the users and the user groups named), kept by the scripts below
+                    for the Home tabs, so a round reads this instead of every record
     p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
     p:sweep         short lock (redis-py ``Lock``: SET NX PX) held while one process sweeps
     p:done          pub/sub channel: the id of every record that just became terminal
@@ -30,15 +33,19 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
+from adapters.slack.audience import Audience
 from adapters.slack.record import PendingRecord
 
 __all__ = [
+    "AUDIENCES",
     "COMPARE_AND_SET",
     "CREATE",
     "FORGET_OWNER",
     "INDEXED",
     "OPEN_COUNT",
     "RedisKeys",
+    "dump_audience",
+    "load_audience",
     "load_record",
     "px",
 ]
@@ -68,13 +75,15 @@ end
 return 1
 """
 
-# KEYS: record, token, open set, owner set, owners set, audit stream, question stream
-# ARGV: json, id, state, finished ttl ms, token, owner ('' for none), event, cutoff, keep
+# KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
+#       audiences hash
+# ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
+#       no list), event, cutoff, keep
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
 CREATE: Final = (
     """
 if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
-local event, cutoff, keep = ARGV[7], ARGV[8], ARGV[9]
+local event, cutoff, keep = ARGV[8], ARGV[9], ARGV[10]
 """
     + _STREAMS_READY
     + """
@@ -86,21 +95,23 @@ if ARGV[3] == 'pending' then
     redis.call('SADD', KEYS[4], ARGV[2])
     redis.call('SADD', KEYS[5], ARGV[6])
   end
+  if ARGV[7] ~= '' then redis.call('HSET', KEYS[8], ARGV[2], ARGV[7]) end
 else
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
   redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
   -- Not open: in no index (a lost record put back finished leaves its id there).
   redis.call('SREM', KEYS[3], ARGV[2])
   if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('HDEL', KEYS[8], ARGV[2])
 end
 """
     + _APPEND_EVENT
 )
 
 # KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
-#       stream, question stream
+#       stream, question stream, audiences hash
 # ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
-#       owner ('' for none), event, cutoff, keep
+#       owner ('' for none), audience ('' for on no list), event, cutoff, keep
 COMPARE_AND_SET: Final = (
     """
 if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
@@ -111,7 +122,7 @@ if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
 local was_open = stored['state'] == 'pending'
 local now_open = ARGV[4] == 'pending'
 if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
-local event, cutoff, keep = ARGV[10], ARGV[11], ARGV[12]
+local event, cutoff, keep = ARGV[11], ARGV[12], ARGV[13]
 """
     + _STREAMS_READY
     + """
@@ -127,12 +138,18 @@ if now_open then
     redis.call('SADD', KEYS[4], ARGV[2])
     redis.call('SADD', KEYS[5], ARGV[9])
   end
+  if ARGV[10] ~= '' then
+    redis.call('HSET', KEYS[8], ARGV[2], ARGV[10])
+  else
+    redis.call('HDEL', KEYS[8], ARGV[2])
+  end
 elseif was_open then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
   redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[5])
   redis.call('SREM', KEYS[3], ARGV[2])
   if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
   if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('HDEL', KEYS[8], ARGV[2])
   redis.call('PUBLISH', ARGV[7], ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
@@ -170,6 +187,31 @@ end
 local owned = 0
 for _, pid in ipairs(owners) do owned = owned + redis.call('SCARD', ARGV[1] .. pid) end
 return {total, redis.call('SCARD', KEYS[3]), math.max(0, total - owned)}
+"""
+
+# KEYS: open set, audiences hash; ARGV: record key prefix. Returns {known, {id, ...}}:
+# ``known`` is one string, a line "id<TAB>audience" per open record the hash knows (one
+# reply to parse, not two per record), then the open ids it does not (records stored before
+# it was kept). Drops the entries of ids no longer open or whose record Redis lost (the
+# open set itself is cleaned by INDEXED and OPEN_COUNT).
+AUDIENCES: Final = """
+local known = {}
+local entries = redis.call('HGETALL', KEYS[2])
+for i = 1, #entries, 2 do known[entries[i]] = entries[i + 1] end
+local found, missing = {}, {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    local audience = known[id]
+    if audience then
+      found[#found + 1] = id .. '\\t' .. audience
+      known[id] = nil
+    else
+      missing[#missing + 1] = id
+    end
+  end
+end
+for id, _ in pairs(known) do redis.call('HDEL', KEYS[2], id) end
+return {table.concat(found, '\\n'), missing}
 """
 
 # KEYS: owners set, owner set; ARGV: owner. Forget an owner with nothing left to sweep.
@@ -227,6 +269,11 @@ class RedisKeys:
         return f"{self.prefix}:open"
 
     @property
+    def audiences(self) -> str:
+        """The hash of who may answer each open question."""
+        return f"{self.prefix}:audiences"
+
+    @property
     def owners(self) -> str:
         """The set of the processes that own (or owned) pending records."""
         return f"{self.prefix}:owners"
@@ -253,7 +300,7 @@ class RedisKeys:
 
     def of_record(self, record: PendingRecord) -> list[str]:
         """The keys a record's scripts touch: itself, its write token, the index sets, the
-        audit streams."""
+        audit streams, the audiences."""
         return [
             self.record(record.id),
             self.key("tok", record.id),
@@ -262,6 +309,7 @@ class RedisKeys:
             self.owners,
             self.audit,
             self.events(record.id),
+            self.audiences,
         ]
 
 
@@ -276,3 +324,19 @@ def load_record(
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         log.error("pending store cannot read record %s: %s", request_id, exc)
         return None
+
+
+def dump_audience(record: PendingRecord) -> str:
+    """What ``p:audiences`` keeps for ``record``: the time asked, the users and the user
+    groups named (space-joined: Slack ids have no spaces), tab-separated; ``''`` when the
+    record is on no Home tab list (closed, or a tool approval)."""
+    audience = Audience.of(record)
+    if audience is None:
+        return ""
+    return f"{audience.created_at!r}\t{' '.join(audience.users)}\t{' '.join(audience.usergroups)}"
+
+
+def load_audience(line: str) -> Audience:
+    """The ``Audience`` of a line: the id, a tab, and what ``dump_audience`` kept."""
+    request_id, created_at, users, groups = line.split("\t")
+    return Audience(request_id, float(created_at), tuple(users.split()), tuple(groups.split()))

@@ -12,16 +12,20 @@ from __future__ import annotations
 import logging
 from typing import cast
 
+from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.protocol import OpenCount
 from adapters.slack.stores.redis_audit import event_args
 from adapters.slack.stores.redis_layout import (
+    AUDIENCES,
     COMPARE_AND_SET,
     CREATE,
     INDEXED,
     OPEN_COUNT,
     RedisKeys,
+    dump_audience,
+    load_audience,
     load_record,
     px,
 )
@@ -45,6 +49,7 @@ class RedisRecords:
         self._cas_script = client.register_script(COMPARE_AND_SET)
         self._indexed_script = client.register_script(INDEXED)
         self._count_script = client.register_script(OPEN_COUNT)
+        self._audiences_script = client.register_script(AUDIENCES)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
         """Store a new record and ``event``; ``False`` if one with its id exists already."""
@@ -56,6 +61,7 @@ class RedisRecords:
             px(self._finished_ttl),
             token,
             record.owner or "",
+            dump_audience(record),
             *event_args(event, self._finished_ttl),
         ]
         result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))
@@ -87,6 +93,7 @@ class RedisRecords:
             self._keys.done,
             token,
             record.owner or "",
+            dump_audience(record),
             *event_args(event, self._finished_ttl),
         ]
         result = await self._link.op(
@@ -108,6 +115,36 @@ class RedisRecords:
             if record is not None and record.is_open and (owner is None or record.owner == owner):
                 records.append(record)
         return records
+
+    async def open_audiences(self) -> list[Audience]:
+        """Who may answer each open question, from ``p:audiences`` (no record is read but
+        those stored before it was kept: read once, and their entries added)."""
+        keys = [self._keys.open, self._keys.audiences]
+        found, missing = await self._link.op(
+            "list audiences",
+            lambda: self._audiences_script(keys=keys, args=[self._keys.record_prefix]),
+        )
+        lines = cast(str, found)
+        audiences = [load_audience(line) for line in lines.split("\n")] if lines else []
+        earlier: dict[str, str] = {}
+        for request_id in cast(list[str], missing):
+            record = await self.get(request_id)
+            kept = "" if record is None else dump_audience(record)
+            if kept:
+                earlier[request_id] = kept
+                audiences.append(load_audience(f"{request_id}\t{kept}"))
+        if earlier:
+            await self._link.op("keep audiences", lambda: self._keep_audiences(earlier))
+        return audiences
+
+    async def _keep_audiences(self, entries: dict[str, str]) -> None:
+        """Add entries for records stored before ``p:audiences`` was kept. ``HSETNX``: a
+        write since (which keeps its own entry) is not overwritten; an entry added after
+        its record ended is dropped by the next listing."""
+        async with self._link.client.pipeline(transaction=False) as pipe:
+            for request_id, kept in entries.items():
+                pipe.hsetnx(self._keys.audiences, request_id, kept)
+            await pipe.execute()
 
     async def open_count(self) -> OpenCount:
         """How many records are pending: in all, this process's, and owned by none."""
