@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from typing import Final, Protocol
 
 from adapters.slack.messages import RECORD_LOST_NOTE
-from adapters.slack.record import PendingRecord
 from bot.questions.errors import RECORD_LOST, UserQuestionError
 
 __all__ = ["LOST_CHECK_INTERVAL", "LostWatch", "fail_lost", "waiting_ids"]
@@ -25,7 +24,8 @@ LOST_CHECK_INTERVAL: Final = 2.0
 class LostWatch(Protocol):
     """What the check needs of a store's watch."""
 
-    future: asyncio.Future[PendingRecord]
+    future: asyncio.Future[str]
+    """Resolved with the ended record's JSON."""
     waiting: bool
 
 

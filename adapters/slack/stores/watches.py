@@ -27,7 +27,9 @@ class LocalWatch:
     def __init__(self, registry: WatchRegistry, request_id: str) -> None:
         self._registry = registry
         self.request_id = request_id
-        self.future: asyncio.Future[PendingRecord] = asyncio.get_running_loop().create_future()
+        self.future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        """Resolved with the ended record's JSON: each waiter parses its own copy once it
+        runs (after the click that ended it has been acked), not the writer."""
         self.waiting = False  # set once waited on: the record existed (checked for loss)
 
     async def wait(self) -> PendingRecord:
@@ -42,8 +44,8 @@ class LocalWatch:
         if not self.future.done():
             await self._registry.refresh(self.request_id)
         if self._registry.shielded:
-            return await asyncio.shield(self.future)
-        return await self.future
+            return PendingRecord.load(await asyncio.shield(self.future))
+        return PendingRecord.load(await self.future)
 
     def close(self) -> None:
         """Stop watching (idempotent); the store forgets the waiter."""
@@ -107,15 +109,15 @@ class WatchRegistry:
     def resolve(self, record: PendingRecord, dumped: str | None = None) -> None:
         """End the waits on ``record`` (terminal) with a copy of it each.
 
-        The copies are loaded from its JSON (``dumped``, when the caller has it), which is
-        several times faster than a deep copy.
+        Each waiter loads its copy from the record's JSON (``dumped``, when the caller has
+        it) as it resumes, so the writer (a click, before its ack) only hands it over.
         """
         waiting = [w for w in self._groups.get(record.id, ()) if not w.future.done()]
         if not waiting:
             return
         raw = record.dump() if dumped is None else dumped
         for watch in waiting:
-            watch.future.set_result(PendingRecord.load(raw))
+            watch.future.set_result(raw)
 
     def fail_all(self, error: UserQuestionError) -> None:
         """End every wait still pending with ``error`` (the watches stay registered)."""
