@@ -137,11 +137,12 @@ async def with_stores(run: Awaitable[None]) -> None:
         await close_bench_stores()
 
 
-def machine_line() -> str:
-    """Cores, CPU, Python, slack_bolt/slack_sdk/aiohttp versions: printed under every table."""
+def machine_line(store: str | None = None) -> str:
+    """Cores, CPU, Python, slack_bolt/slack_sdk/aiohttp versions: printed under every table
+    (``store``: what the bench ran on, when not ``store_kind()``)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (
-        f"store: {store_kind()}; "
+        f"store: {store or store_kind()}; "
         f"machine: {usable} cores usable ({os.cpu_count()} online, {_cpu_model()}), "
         f"Python {platform.python_version()} ({platform.python_implementation()}), "
         f"slack_bolt {slack_bolt.version.__version__}, slack_sdk {slack_sdk.version.__version__}, "
