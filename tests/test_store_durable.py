@@ -293,7 +293,7 @@ async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_
         await until(retired, what="the message to close", within=10)
 
 
-@pytest.mark.parametrize("old", [1, 2])
+@pytest.mark.parametrize("old", [1, 2, 3])
 async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_events(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path, old: int
 ) -> None:
@@ -324,7 +324,18 @@ async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_eve
     async with asyncio.timeout(10):
         store = await sqlite_store_factory()
         with sqlite3.connect(sqlite_path) as db:
-            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+            # schema 4: records is a rowid table (large rows), with its indexes and triggers
+            (table,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'records'").fetchone()
+            assert "WITHOUT ROWID" not in table.upper()
+            around = db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'records'")
+            assert {name for (name,) in around} >= {
+                "records_open",
+                "records_finished",
+                "record_ended",
+                "record_event_created",
+                "record_event_written",
+            }
         db.close()
         assert await store.get(record.id) == record
         assert [r.id for r in await store.open_records()] == [record.id]
