@@ -6,8 +6,9 @@ Each store is filled with ``--open`` open questions (a third open to anyone, a t
 users, a third naming a user group) and each round builds the lists of ``--tabs`` people, as
 ``HomeTab`` does, two ways:
 
-- ``bot``: the store's ``open_audiences()``, ``Audiences`` (audience.py), each person's 20
-  oldest read by id (once a round) and rendered (``render_home``);
+- ``bot``: ``HomeTab``'s own ``ListingRound``: the store's ``open_audiences()``, ``Audiences``
+  (audience.py), each person's 20 oldest read in one ``get_many`` (each record once a round)
+  and rendered (``render_home``);
 - ``every record`` (the baseline, how rounds were built before ``open_audiences``): every open
   record read and parsed (``open_records()``), filtered per person, rendered.
 
@@ -30,8 +31,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from adapters.slack.audience import Audiences
-from adapters.slack.home import MAX_HOME_ENTRIES, may_answer, render_home
+from adapters.slack.home import may_answer, render_home
+from adapters.slack.hometab import ListingRound
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bench.common import fmt_ms, machine_line, print_table, question, summarize
@@ -84,15 +85,10 @@ async def _fill(store: PendingStore, count: int) -> None:
 
 
 async def _audiences_round(store: PendingStore, people: Sequence[str]) -> None:
-    audiences = Audiences(await store.open_audiences())
-    read: dict[str, PendingRecord | None] = {}
+    round_ = await ListingRound.read(store)
     for person in people:
-        groups = [g for g in audiences.usergroups if g == GROUPS[0]]
-        ids, total = audiences.waiting_for(person, groups, MAX_HOME_ENTRIES)
-        for request_id in ids:
-            if request_id not in read:
-                read[request_id] = await store.get(request_id)
-        listed = [r for r in (read[i] for i in ids) if r is not None]
+        groups = [g for g in round_.audiences.usergroups if g == GROUPS[0]]
+        listed, total = await round_.listed(person, groups)
         render_home(listed, total=total)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -167,14 +167,26 @@ async def test_a_change_republishes_only_the_home_tabs_it_concerns() -> None:
 
 
 class ReadsNoOpenRecords(MemoryPendingStore):
-    """A store whose ``open_records`` fails once ``guarded``: the Home tab must not need it."""
+    """A store whose ``open_records`` fails once ``guarded``: the Home tab must not need it.
+
+    It also notes how many ids each ``get_many`` read once ``guarded``.
+    """
 
     guarded = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         if self.guarded and owner is None:
             raise AssertionError("a Home tab read every open record")
         return await super().open_records(owner)
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        if self.guarded:
+            self.batches.append(len(request_ids))
+        return await super().get_many(request_ids)
 
 
 async def test_a_home_tab_lists_the_oldest_twenty_without_reading_every_open_record() -> None:
@@ -193,6 +205,7 @@ async def test_a_home_tab_lists_the_oldest_twenty_without_reading_every_open_rec
         assert "Question 00?" in shown and f"Question {MAX_HOME_ENTRIES - 1:02}?" in shown
         assert f"Question {MAX_HOME_ENTRIES:02}?" not in shown and "bob" not in shown
         assert "…and 5 more, in the channels." in shown
+        assert store.batches == [MAX_HOME_ENTRIES]  # the listed records: one read of the store
 
         await h.click(first, h.alice, text="Yes")  # the oldest is answered: the next shows
         await tasks[0]
@@ -200,5 +213,6 @@ async def test_a_home_tab_lists_the_oldest_twenty_without_reading_every_open_rec
         shown = published(h, h.alice)[1]
         assert "Question 00?" not in shown and f"Question {MAX_HOME_ENTRIES:02}?" in shown
         assert "…and 4 more, in the channels." in shown
+        assert store.batches == [MAX_HOME_ENTRIES, MAX_HOME_ENTRIES]
         for task in tasks:
             task.cancel()

@@ -113,6 +113,27 @@ async def test_get_returns_a_copy(store: PendingStore) -> None:
         assert await store.get(record.id) == record
 
 
+async def test_get_many_reads_records_in_the_order_asked_as_every_process_sees_them(
+    store_pair: tuple[PendingStore, PendingStore],
+) -> None:
+    writer, reader = store_pair
+    async with asyncio.timeout(10):
+        assert await reader.get_many([]) == []
+        first, second = make_record(writer.process_id), make_record(writer.process_id)
+        assert await writer.create(first) and await writer.create(second)
+        assert await writer.compare_and_set(finished(second))
+        ended = await writer.get(second.id)
+        got = await reader.get_many([second.id, "r-unknown", first.id, second.id])
+        assert got == [ended, None, first, ended]
+        assert got[0] is not got[3]  # each a copy, as ``get`` gives
+        # More ids than one SQLite statement binds (500): still every one, in order.
+        many = [make_record(writer.process_id) for _ in range(501)]
+        for record in many:
+            assert await writer.create(record)
+        ids = [r.id for r in reversed(many)]
+        assert [r.id if r else None for r in await reader.get_many(ids)] == ids
+
+
 async def test_compare_and_set_version_rules(store: PendingStore) -> None:
     async with asyncio.timeout(10):
         record = make_record(store.process_id)

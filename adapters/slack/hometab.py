@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -39,7 +39,7 @@ from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab"]
+__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab", "ListingRound"]
 
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
@@ -90,16 +90,14 @@ class HomeTab:
             )
         await self.publish(user)
 
-    async def publish(self, user: str, round_: _Round | None = None) -> None:
+    async def publish(self, user: str, round_: ListingRound | None = None) -> None:
         """Publish ``user``'s list of the open questions they may answer (from ``round_``'s
         audiences, or the store's now)."""
         if round_ is None:
-            round_ = _Round(self._store, Audiences(await self._store.open_audiences()))
-        audiences = round_.audiences
-        groups = await self._gate.groups_of(user, audiences.usergroups)
-        ids, total = audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
-        shown = [r for r in await round_.records(ids) if r.is_open]
-        view = render_home(shown, total=total - (len(ids) - len(shown)))
+            round_ = await ListingRound.read(self._store)
+        groups = await self._gate.groups_of(user, round_.audiences.usergroups)
+        shown, total = await round_.listed(user, groups)
+        view = render_home(shown, total=total)
         try:
             await self._client.views_publish(user_id=user, view=view)
         except SLACK_FAILURES as exc:
@@ -132,7 +130,7 @@ class HomeTab:
             viewers = await self._viewers.current(self._now())
             if not viewers:
                 return
-            round_ = _Round(self._store, Audiences(await self._store.open_audiences()))
+            round_ = await ListingRound.read(self._store)
             touched = await self._touched(changed)
             for user in viewers:
                 if touched is None or [r for r in touched if await self._concerns(user, r)]:
@@ -160,7 +158,7 @@ class HomeTab:
         )
 
 
-class _Round:
+class ListingRound:
     """One round's view of the store: the open questions' audiences, and the records listed
     so far (the oldest questions open to anyone head most lists: each is read once)."""
 
@@ -169,9 +167,22 @@ class _Round:
         self.audiences = audiences
         self._read: dict[str, PendingRecord | None] = {}
 
+    @classmethod
+    async def read(cls, store: PendingStore) -> ListingRound:
+        """A round over the open questions' audiences as ``store`` holds them now."""
+        return cls(store, Audiences(await store.open_audiences()))
+
+    async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:
+        """``user``'s oldest open questions (at most ``MAX_HOME_ENTRIES``), given the user
+        groups they are in, and how many are open to them in all."""
+        ids, total = self.audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
+        shown = [r for r in await self.records(ids) if r.is_open]
+        return shown, total - (len(ids) - len(shown))
+
     async def records(self, ids: Sequence[str]) -> list[PendingRecord]:
-        """The records with ``ids``, in order (those gone since left out)."""
-        for request_id in ids:
-            if request_id not in self._read:
-                self._read[request_id] = await self._store.get(request_id)
+        """The records with ``ids``, in order (those gone since left out): the ones not read
+        yet this round in one read of the store."""
+        unread = [request_id for request_id in ids if request_id not in self._read]
+        if unread:
+            self._read.update(zip(unread, await self._store.get_many(unread), strict=True))
         return [r for r in (self._read[i] for i in ids) if r is not None]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,11 @@ class MemoryPendingStore:
         self._expire()
         stored = self._records.get(request_id)
         return None if stored is None else PendingRecord.load(stored.json)
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        self._expire()
+        found = (self._records.get(request_id) for request_id in request_ids)
+        return [None if stored is None else PendingRecord.load(stored.json) for stored in found]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         stored = self._records.get(record.id)

@@ -11,7 +11,7 @@ process or (SQLite on one host, Redis anywhere) in another one.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -122,6 +122,11 @@ class PendingStore(Protocol):
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
+        ...
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        """The records with these ids, in their order (``None`` for each unknown), read in
+        one round trip where the store has one to save (Redis: ``MGET``)."""
         ...
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.slack.audience import Audience
@@ -205,6 +206,11 @@ class RedisPendingStore(KeepsTrail):
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
         return await self._records.get(request_id)
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        """The records with these ids, in their order (``None`` for each unknown): one
+        ``MGET``."""
+        return await self._records.get_many(request_ids)
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``

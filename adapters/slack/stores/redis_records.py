@@ -10,6 +10,7 @@ lost finds its own token and is recognised as done instead of refused.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import cast
 
 from adapters.slack.audience import Audience
@@ -72,6 +73,15 @@ class RedisRecords:
         key = self._keys.record(request_id)
         raw = await self._link.op("get", lambda: self._link.client.get(key))
         return None if raw is None else PendingRecord.load(raw)
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        """The records with these ids, in their order (``None`` for each unknown): one
+        ``MGET``."""
+        if not request_ids:
+            return []
+        keys = [self._keys.record(request_id) for request_id in request_ids]
+        raws = await self._link.op("read records", lambda: self._link.client.mget(keys))
+        return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
     async def compare_and_set(
         self, record: PendingRecord, event: AuditEvent | None, token: str

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -55,6 +56,9 @@ __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqlitePendingStore"]
 
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
+
+_IDS_PER_STATEMENT: Final = 500
+"""Ids bound in one ``IN (...)`` of ``get_many`` (SQLite allows 32,766 parameters)."""
 
 
 class SqlitePendingStore(KeepsTrail):
@@ -188,6 +192,18 @@ class SqlitePendingStore(KeepsTrail):
         """The record with this id, or ``None``."""
         rows = await self._file.inline("SELECT json FROM records WHERE id = ?", (request_id,))
         return PendingRecord.load(rows[0][0]) if rows else None
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        """The records with these ids, in their order (``None`` for each unknown)."""
+        found: dict[str, str] = {}
+        unique = list(dict.fromkeys(request_ids))
+        for first in range(0, len(unique), _IDS_PER_STATEMENT):
+            some = unique[first : first + _IDS_PER_STATEMENT]
+            marks = ",".join("?" * len(some))
+            sql = f"SELECT id, json FROM records WHERE id IN ({marks})"
+            found.update(await self._file.rows(sql, some))
+        raws = (found.get(request_id) for request_id in request_ids)
+        return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
