@@ -334,8 +334,8 @@ async def serve_bolt(app: AsyncApp) -> Served:
 # -- requests -------------------------------------------------------------------------------
 
 
-def signed(url: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A signed, form-encoded interaction request for the load generator."""
+def signed(url: str, payload: str) -> dict[str, Any]:
+    """A signed, form-encoded interaction request for the load generator (``payload``: JSON)."""
     body, headers = build_interaction_request(payload, SECRET)
     return {"url": url, "body": body, "headers": headers}
 
@@ -487,14 +487,18 @@ class StandIn:
                 self.proc.kill()
                 await self.proc.wait()
 
-    async def clicks(self, specs: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
-        """Payloads of people clicking: each spec ``{channel, ts, user, text}``."""
+    async def clicks(self, specs: Sequence[Mapping[str, str]]) -> list[str]:
+        """Payloads of people clicking, as JSON text: each spec ``{channel, ts, user, text}``.
+
+        Text, not parsed dicts: thousands of nested payloads held in the bot's process would
+        be walked by every full garbage collection there, which no real bot's heap holds.
+        """
         assert self._session is not None
         async with self._session.post(
             f"{self._root}bench/clicks", json={"clicks": list(specs)}
         ) as response:
             response.raise_for_status()
-            payloads: list[dict[str, Any]] = (await response.json())["payloads"]
+            payloads: list[str] = (await response.json())["payloads"]
             return payloads
 
     async def stats(self) -> dict[str, Any]:
@@ -510,7 +514,7 @@ class StandIn:
 
 
 async def _standin_main(scale: float | None) -> None:
-    from adapters.slack.sandbox.clicks import targets
+    from adapters.slack.sandbox.clicks import Values, find_target, targets, with_choice
     from adapters.slack.sandbox.ratelimits import RateLimiter
     from adapters.slack.sandbox.webapi import SlackStandIn
 
@@ -530,12 +534,19 @@ async def _standin_main(scale: float | None) -> None:
             found = index[(channel_id, ts)]
         return found
 
+    # What each person has ticked on each message, as their Slack client keeps it: their
+    # later clicks (a form's Submit) carry it in ``state.values``.
+    ticked: dict[tuple[str, str, str], Values] = {}
+
     async def clicks_route(request: web.Request) -> web.Response:
         body = await request.json()
-        payloads = [
-            slack.click(message(c["channel"], c["ts"]), user=c["user"], text=c["text"])
-            for c in body["clicks"]
-        ]
+        payloads = []
+        for c in body["clicks"]:
+            found, mine = message(c["channel"], c["ts"]), (c["channel"], c["ts"], c["user"])
+            values = ticked.get(mine, {})
+            click = slack.click(found, user=c["user"], text=c["text"], values=values)
+            payloads.append(json.dumps(click, separators=(",", ":")))
+            ticked[mine] = with_choice(*find_target(found.blocks, text=c["text"]), values)
         return web.json_response({"payloads": payloads})
 
     async def stats_route(request: web.Request) -> web.Response:

@@ -146,10 +146,13 @@ async def updating(scale: float, messages: int, clicks: int) -> list[list[str]]:
             for r in range(rounds)
             for i, (c, ts) in enumerate(places)
         ]
+        # Each form is submitted by the person who ticked it: Submit takes the submitter's
+        # own choices (an empty Submit opens a confirmation instead).
         specs += [
-            {"channel": c, "ts": ts, "user": slack.users[0], "text": "Submit"} for c, ts in places
+            {"channel": c, "ts": ts, "user": slack.users[i % 3], "text": "Submit"}
+            for i, (c, ts) in enumerate(places)
         ]
-        payloads: list[dict[str, Any]] = []
+        payloads: list[str] = []
         for first in range(0, len(specs), 500):
             payloads.extend(await slack.clicks(specs[first : first + 500]))
         minute = limits.real(limits.window)

@@ -71,13 +71,13 @@ async def _provider(
     return app, provider, service
 
 
-async def _clicks(slack: StandIn, store: PendingStore, rids: Sequence[str]) -> list[Any]:
+async def _clicks(slack: StandIn, store: PendingStore, rids: Sequence[str]) -> list[str]:
     places = [await message_of(store, rid) for rid in rids]
     specs = [
         {"channel": c, "ts": ts, "user": slack.users[i % len(slack.users)], "text": "Yes"}
         for i, (c, ts) in enumerate(places)
     ]
-    payloads: list[Any] = []
+    payloads: list[str] = []
     for first in range(0, len(specs), 500):
         payloads.extend(await slack.clicks(specs[first : first + 500]))
     return payloads

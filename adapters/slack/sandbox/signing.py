@@ -34,10 +34,14 @@ _VERIFICATION_TOKEN: Final = "sandbox-verification-token"
 
 
 def build_interaction_request(
-    payload: Mapping[str, Any], signing_secret: str, *, timestamp: int | None = None
+    payload: Mapping[str, Any] | str, signing_secret: str, *, timestamp: int | None = None
 ) -> tuple[str, dict[str, str]]:
-    """The raw body and headers of an interaction request signed with ``signing_secret``."""
-    body = urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
+    """The raw body and headers of an interaction request signed with ``signing_secret``.
+
+    ``payload`` is the interaction, or its JSON text as it should be sent.
+    """
+    text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+    body = urlencode({"payload": text})
     stamp = str(int(time.time()) if timestamp is None else timestamp)
     signature = SignatureVerifier(signing_secret).generate_signature(timestamp=stamp, body=body)
     if signature is None:  # slack_sdk returns None only for a missing timestamp or body
