@@ -214,7 +214,9 @@ async def test_a_restart_mid_lookup_takes_it_up_and_closes_the_stored_post(
         assert interactive_elements(h.current(message).blocks)
 
         async with next_bot(h, sqlite_store_factory, lookups) as again:
-            assert again.lost_posts.looking == 1
+            # Taken up: still looking, or (every lookup time past: it looks at once) done
+            # looking already by the time its start returns, on a busy machine.
+            assert again.lost_posts.looking == 1 or again.lost_posts.searches >= 1
             await until(
                 lambda: not interactive_elements(h.current(message).blocks),
                 what="the stored message to be closed by the next bot",
@@ -238,8 +240,9 @@ async def test_a_restart_does_not_look_for_a_post_whose_message_is_known_or_a_re
         searches = h.slack.calls.count("conversations.history")
         async with next_bot(h, sqlite_store_factory, (0.05,)) as again:
             # The first is closed already; the refused one is looked for once (its channel
-            # reads like one), found nowhere, and left.
-            assert again.lost_posts.looking == 1
+            # reads like one), found nowhere, and left (a busy machine may have done so by
+            # the time the next bot's start returns).
+            assert again.lost_posts.looking == 1 or again.lost_posts.searches >= 1
             await until(lambda: again.lost_posts.looking == 0, what="the lookup to end")
             assert h.slack.calls.count("conversations.history") == searches + 1
 
