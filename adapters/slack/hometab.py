@@ -143,8 +143,7 @@ class HomeTab:
         if _EVERYTHING in changed:
             return None
         touched: list[PendingRecord] = []
-        for request_id in sorted(changed):
-            record = await self._store.get(request_id)
+        for record in await self._store.get_many(sorted(changed)):  # one round trip
             if record is None:
                 return None
             touched.append(record)
