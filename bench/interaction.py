@@ -18,7 +18,8 @@ load generator in another process (one keep-alive connection per app):
 
 The Web API stand-in runs in its own process. Each run sends ``--warmup`` clicks (not counted)
 then ``--n`` to each app, in a rotating order; the table pools the counted samples of every
-run and shows each run's median too. Targets: bot p50 within 3x the floor, p99 under 5 ms.
+run and shows each run's median too. Targets at 100 clicks/s: the bot's p50 and a vote's within
+1.5x the floor, the bot's p99 under 5 ms.
 """
 
 from __future__ import annotations
@@ -173,9 +174,9 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
     default = summarize(counted[(paced, DEFAULT)])
     print()
     print(
-        f"target bot p50 <= 3x floor: {bot.p50 / floor.p50:.2f}x "
+        f"target bot p50 <= 1.5x floor: {bot.p50 / floor.p50:.2f}x "
         f"({fmt_ms(bot.p50)} ms vs {fmt_ms(floor.p50)} ms) -> "
-        f"{'met' if bot.p50 <= 3 * floor.p50 else 'MISSED'}"
+        f"{'met' if bot.p50 <= 1.5 * floor.p50 else 'MISSED'}"
     )
     print(
         f"target bot p99 < 5 ms: {fmt_ms(bot.p99)} ms -> {'met' if bot.p99 < 0.005 else 'MISSED'}"

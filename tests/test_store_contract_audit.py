@@ -89,6 +89,21 @@ async def test_the_event_is_there_as_soon_as_the_write_returns(store: PendingSto
         assert [e.request_id async for e in store.audit(time.time() - 60)] == [record.id] * 2
 
 
+async def test_a_trail_read_is_a_copy_that_cannot_change_the_store(store: PendingStore) -> None:
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        asked = asked_event(record, by="api:alpha", link=None)
+        kept = asked.dump()
+        assert await store.create(record, asked)
+        asked.detail["channel"] = "C-changed-after"  # an event is frozen, its detail a dict
+        (read,) = await store.events(record.id)
+        read.detail["channel"] = "C-forged"
+        exported = [e async for e in store.audit(time.time() - 60)]
+        exported[0].detail.clear()
+        assert [e.dump() for e in await store.events(record.id)] == [kept]
+        assert [e.dump() async for e in store.audit(time.time() - 60)] == [kept]
+
+
 async def test_a_write_that_loses_keeps_no_event(store: PendingStore) -> None:
     async with asyncio.timeout(10):
         record = make_record(store.process_id)

@@ -23,9 +23,10 @@ __all__ = ["MemoryPendingStore"]
 class MemoryPendingStore:
     """The default store: a dict in this process. Right for exactly one bot process.
 
-    Records are kept as their JSON (``PendingRecord.dump``), as Redis keeps them: each
-    reader gets its own object, nothing a caller does to one can change the store, and a
-    question waiting for hours costs its JSON rather than a graph of objects.
+    Records and audit events are kept as their JSON (``PendingRecord.dump``,
+    ``AuditEvent.dump``), as Redis keeps them: each reader gets its own object, nothing a
+    caller does to one can change the store, and a question waiting for hours costs its JSON
+    rather than a graph of objects.
     """
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
@@ -35,8 +36,8 @@ class MemoryPendingStore:
         self._watches = WatchRegistry(self._refresh)
         self._expiry: deque[tuple[float, str]] = deque()
         self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
-        self._events: list[AuditEvent] = []
-        self._trails: dict[str, list[AuditEvent]] = {}
+        self._events: list[_Event] = []  # every kept event, in the order appended
+        self._trails: dict[str, list[_Event]] = {}  # the same events, by request id
 
     @property
     def process_id(self) -> str:
@@ -110,18 +111,19 @@ class MemoryPendingStore:
         self._keep(event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
-        return list(self._trails.get(request_id, ()))
+        return [AuditEvent.load(kept.json) for kept in self._trails.get(request_id, ())]
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        for event in list(self._events):
-            if event.at >= since and (until is None or event.at < until):
-                yield event
+        for kept in list(self._events):
+            if kept.at >= since and (until is None or kept.at < until):
+                yield AuditEvent.load(kept.json)
 
     def _keep(self, event: AuditEvent | None) -> None:
         """Append ``event`` to the trail (in the same step as the write it goes with)."""
         if event is not None:
-            self._events.append(event)
-            self._trails.setdefault(event.request_id, []).append(event)
+            kept = _Event(event.at, event.request_id, event.dump())
+            self._events.append(kept)
+            self._trails.setdefault(event.request_id, []).append(kept)
 
     async def _refresh(self, request_id: str) -> None:
         """A watch starts waiting late: resolve it if its record has ended meanwhile."""
@@ -142,6 +144,15 @@ class MemoryPendingStore:
                 trail = self._trails.pop(request_id, [])
                 if trail:
                     self._events = [e for e in self._events if e.request_id != request_id]
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """An audit event as the memory store keeps it: its JSON, and what ``audit`` filters on."""
+
+    at: float
+    request_id: str
+    json: str
 
 
 @dataclass(frozen=True, slots=True)
