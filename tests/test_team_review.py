@@ -238,3 +238,47 @@ async def test_without_a_policy_one_click_still_decides() -> None:
         await vote(h, message, h.alice, "Approve")
         assert (await task).answers[0].selected == ["Approve"]
         assert not interactive_elements((await finished(h, message)).blocks)
+
+
+
+async def trail_of_two_votes(h: SlackHarness, user: str, text: str) -> list[Any]:
+    """Alice approves a review needing two approvals, then ``user`` clicks ``text``; the
+    review's audit trail once it ended."""
+    task = h.ask(plan(), options=policy(approvals=2))
+    message = await h.posted()
+    await vote(h, message, h.alice, "Approve")
+    await edited_to(h, message, "Approved 1 of 2")
+    await vote(h, message, user, text)
+    await task
+    return await h.provider.store.events(_request_id(message))
+
+
+async def test_every_vote_is_in_the_audit_trail_bound_to_the_plan_shown() -> None:
+    from adapters.slack.audit import shown_digest
+    from bot.questions.models import AskUserQuestionItem
+
+    async with SlackHarness() as h:
+        trail = await trail_of_two_votes(h, h.bob, "Approve")
+    assert [(e.kind, e.by) for e in trail] == [
+        ("asked", None),
+        ("changed", h.alice),  # the vote that kept the review open
+        ("answered", h.bob),
+    ]
+    shown = shown_digest([AskUserQuestionItem.model_validate(q) for q in plan()["questions"]])
+    assert {e.shown_sha256 for e in trail} == {shown}  # each approval bound to this plan
+    first, last = trail[1].detail["votes"], trail[2].detail["votes"]
+    assert [(v["user"], v["approve"]) for v in first] == [(h.alice, True)]
+    assert [(v["user"], v["approve"]) for v in last] == [(h.alice, True), (h.bob, True)]
+    assert trail[1].version < trail[2].version and trail[1].at <= trail[2].at
+
+
+async def test_a_changed_vote_is_its_own_event() -> None:
+    async with SlackHarness() as h:
+        trail = await trail_of_two_votes(h, h.alice, "Keep planning")  # she changed her mind
+    assert [(e.kind, e.by) for e in trail] == [
+        ("asked", None),
+        ("changed", h.alice),
+        ("answered", h.alice),
+    ]
+    (ended,) = trail[2].detail["votes"]
+    assert (ended["user"], ended["approve"]) == (h.alice, False)

@@ -54,7 +54,8 @@ class AuditEvent(BaseModel):
     """The person's Slack name, when a person acted."""
     shown_sha256: str
     detail: dict[str, Any] = Field(default_factory=dict)
-    """What changed: where and how it was asked, the exact answer, the reason, the code."""
+    """What changed: where and how it was asked, the ticks, a team review's votes, the exact
+    answer, the reason, the code."""
 
     def dump(self) -> str:
         """The event as one line of JSON."""
@@ -135,13 +136,18 @@ def event_for(
             detail["code"] = after.error_code
         if after.note and after.state != "answered":
             detail["reason"] = after.note
+        if after.votes:
+            detail["votes"] = _votes(after)
     elif not before.is_open and after.is_open:
         kind = "reopened"
         if after.note:
             detail["reason"] = after.note
-    elif after.is_open and after.drafts != before.drafts:
-        kind = "changed"
-        detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in after.drafts]
+    elif after.is_open and (after.drafts != before.drafts or after.votes != before.votes):
+        kind = "changed"  # a person's ticks, or a team-review vote that kept it open
+        if after.drafts != before.drafts:
+            detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in after.drafts]
+        if after.votes != before.votes:
+            detail["votes"] = _votes(after)
     else:
         return None
     return AuditEvent(
@@ -154,3 +160,9 @@ def event_for(
         shown_sha256=digest_of(after),
         detail=detail,
     )
+
+
+def _votes(record: PendingRecord) -> list[dict[str, Any]]:
+    """A team review's votes as they stand after the write (who, approve or not, feedback,
+    when), in the order cast."""
+    return [vote.model_dump(by_alias=True, exclude_none=True) for vote in record.votes]
