@@ -142,11 +142,14 @@ def event_for(
         kind = "reopened"
         if after.note:
             detail["reason"] = after.note
-    elif after.is_open and (after.drafts != before.drafts or after.votes != before.votes):
+    elif after.is_open:
+        ticked, voted = after.drafts != before.drafts, after.votes != before.votes
+        if not (ticked or voted):
+            return None  # bookkeeping only
         kind = "changed"  # a person's ticks, or a team-review vote that kept it open
-        if after.drafts != before.drafts:
+        if ticked:
             detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in after.drafts]
-        if after.votes != before.votes:
+        if voted:
             detail["votes"] = _votes(after)
     else:
         return None

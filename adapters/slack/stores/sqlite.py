@@ -57,10 +57,6 @@ __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqlitePendingStore"]
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
 
-_IDS_PER_STATEMENT: Final = 500
-"""Ids bound in one ``IN (...)`` of ``get_many`` (SQLite allows 32,766 parameters)."""
-
-
 class SqlitePendingStore(KeepsTrail):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
 
@@ -195,13 +191,9 @@ class SqlitePendingStore(KeepsTrail):
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         """The records with these ids, in their order (``None`` for each unknown)."""
-        found: dict[str, str] = {}
         unique = list(dict.fromkeys(request_ids))
-        for first in range(0, len(unique), _IDS_PER_STATEMENT):
-            some = unique[first : first + _IDS_PER_STATEMENT]
-            marks = ",".join("?" * len(some))
-            sql = f"SELECT id, json FROM records WHERE id IN ({marks})"
-            found.update(await self._file.rows(sql, some))
+        sql = "SELECT id, json FROM records WHERE id IN ({ids})"
+        found: dict[str, str] = dict(await self._file.rows_in(sql, unique))
         raws = (found.get(request_id) for request_id in request_ids)
         return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
