@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 import pytest
 
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores import MemoryPendingStore
+from adapters.slack.stores import SqlitePendingStore
 from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack_harness import SlackHarness, until
 from tests.test_slack_provider import one
 
 
-class FlakyStore(MemoryPendingStore):
-    """A memory store whose reads can be made to time out like an overloaded Redis."""
+class _Flaky:
+    """Reads that can be made to time out like an overloaded Redis."""
 
     failing = False
     failing_once = False
@@ -32,49 +33,64 @@ class FlakyStore(MemoryPendingStore):
             self.failing_once = False
             self.failed += 1
             raise UserQuestionError("the pending store (Redis) could not get", STORE_UNAVAILABLE)
-        return await super().get(request_id)
+        got: PendingRecord | None = await super().get(request_id)  # type: ignore[misc]
+        return got
+
+
+class FlakySqliteStore(_Flaky, SqlitePendingStore):
+    """A SQLite store whose reads can be made to fail (a store outside the process: a
+    waiting ``ask()`` keeps its record's JSON for such a moment; with the memory store,
+    which cannot fail so, it keeps none)."""
 
 
 async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:
-    store = FlakyStore()
-    async with SlackHarness(store=store) as h:
-        task = h.ask(one(options=["Deploy", "Wait"]))
-        message = await h.posted()
-        for _ in range(500):  # the ask stores the message's ts once Slack answers the post
-            if any(r.message_ts for r in await store.open_records()):
-                break
-            await asyncio.sleep(0.01)
-        store.failing = True
-        with caplog.at_level(logging.WARNING):
-            status, _ = await h.click(message, h.alice, text="Deploy")
-        assert status == 200
-        note = await until(lambda: h.ephemerals(h.alice))
-        assert "not recorded" in note[-1].text and "try again" in note[-1].text
-        assert not any(r.exc_info for r in caplog.records)
-        store.failing = False
-        await h.click(message, h.alice, text="Deploy")
-        assert (await task).answers[0].selected == ["Deploy"]
+    store = FlakySqliteStore(path=sqlite_path, process_id="flaky")
+    await store.start()
+    try:
+        async with SlackHarness(store=store) as h:
+            task = h.ask(one(options=["Deploy", "Wait"]))
+            message = await h.posted()
+            for _ in range(500):  # the ask stores the message's ts once Slack answers the post
+                if any(r.message_ts for r in await store.open_records()):
+                    break
+                await asyncio.sleep(0.01)
+            store.failing = True
+            with caplog.at_level(logging.WARNING):
+                status, _ = await h.click(message, h.alice, text="Deploy")
+            assert status == 200
+            note = await until(lambda: h.ephemerals(h.alice))
+            assert "not recorded" in note[-1].text and "try again" in note[-1].text
+            assert not any(r.exc_info for r in caplog.records)
+            store.failing = False
+            await h.click(message, h.alice, text="Deploy")
+            assert (await task).answers[0].selected == ["Deploy"]
+    finally:
+        await store.close()
 
 
 async def test_a_store_unreadable_as_the_wait_begins_does_not_fail_the_question(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:
     # The read the wait begins with (for the question's deadlines) times out once: the
     # question waits all the same, with its deadlines as posted, and a click answers it.
-    store = FlakyStore()
-    async with SlackHarness(store=store) as h:
+    store = FlakySqliteStore(path=sqlite_path, process_id="flaky")
+    await store.start()
+    try:
+        async with SlackHarness(store=store) as h:
 
-        def posted(_: str) -> None:
-            store.failing_once = True  # the next read is the wait's
+            def posted(_: str) -> None:
+                store.failing_once = True  # the next read is the wait's
 
-        with caplog.at_level(logging.WARNING):
-            task = h.ask(one(options=["Deploy", "Wait"]), options=AskOptions(on_posted=posted))
-            message = await h.posted()
-            await until(lambda: store.failed == 1, what="the wait's read to fail")
-        assert "waiting all the same" in caplog.text
-        await asyncio.sleep(0.05)
-        assert not task.done()  # still waiting
-        await h.click(message, h.alice, text="Deploy")
-        assert (await asyncio.wait_for(task, 10)).answers[0].selected == ["Deploy"]
+            with caplog.at_level(logging.WARNING):
+                task = h.ask(one(options=["Deploy", "Wait"]), options=AskOptions(on_posted=posted))
+                message = await h.posted()
+                await until(lambda: store.failed == 1, what="the wait's read to fail")
+            assert "waiting all the same" in caplog.text
+            await asyncio.sleep(0.05)
+            assert not task.done()  # still waiting
+            await h.click(message, h.alice, text="Deploy")
+            assert (await asyncio.wait_for(task, 10)).answers[0].selected == ["Deploy"]
+    finally:
+        await store.close()

@@ -14,6 +14,7 @@ seam's ``UserQuestionError`` (failures.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from bot.questions import (
     AbortSignal,
     AskOptions,
     AskUserQuestionAnswer,
+    AskUserQuestionItem,
     AskUserQuestionRequest,
     UserQuestionError,
 )
@@ -86,12 +88,8 @@ class AskLifecycle:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
-
-        async def review() -> dict[str, Any]:
-            found = await review_of(self._client, self._store, request.questions, options)
-            return {"review": found[0], "revision": found[1]}
-
-        # No local keeps the template: ``_run`` lets go of it while the question waits.
+        # No local keeps the template or the review's maker: ``_run`` lets go of both
+        # while the question waits.
         record = await self._run(
             self.defaults.question_record(
                 request, options, owner=self._owner(options), now=self.clock.now()
@@ -99,9 +97,16 @@ class AskLifecycle:
             options,
             request.signal,
             None,
-            review,
+            functools.partial(self._review, request.questions, options),
         )
         return outcome(record)
+
+    async def _review(
+        self, questions: list[AskUserQuestionItem], options: AskOptions
+    ) -> dict[str, Any]:
+        """The team review a new question gets, and its revision of an earlier one."""
+        found = await review_of(self._client, self._store, questions, options)
+        return {"review": found[0], "revision": found[1]}
 
     async def ask_approval(
         self,
@@ -162,7 +167,7 @@ class AskLifecycle:
                 **({"owner": self._store.process_id, "detached": True} if owner is None else {}),
             }
         )
-        del template  # a question may wait for hours: hold only what waiting needs
+        del template, extra  # a question may wait for hours: hold only what waiting needs
         rendered = render_record(record)  # raises SLACK_LIMIT before anything is stored
         if options.key:  # a restarted bot without its records: its predecessor's message?
             record = await self._predecessor.adopt(record)
@@ -182,15 +187,16 @@ class AskLifecycle:
                 placed = record
                 self._sync.refresh(request_id)
             # The rendered blocks and the record are not needed while waiting (the store
-            # has the record): keep only its JSON, should the store lose it.
-            copy = placed.dump()
+            # has the record): keep only its JSON, should the store lose it (one in this
+            # process cannot: nothing else deletes an open record there).
+            copy = None if self._in_process else placed.dump()
             del rendered, record, placed
             if options.on_posted is not None:
                 options.on_posted(request_id)
             try:
                 return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
             except UserQuestionError as exc:
-                if exc.code == RECORD_LOST:
+                if exc.code == RECORD_LOST and copy is not None:
                     await self._endings.put_back_lost(copy)
                 raise
         except asyncio.CancelledError:
@@ -219,9 +225,14 @@ class AskLifecycle:
     def _owner(self, options: AskOptions) -> str | None:
         """Who owns a request asked with ``options``: the waiter's process, or no process
         for a detached one (but a store that dies with this process has nobody else)."""
-        if options.detached and not isinstance(self._store, MemoryPendingStore):
+        if options.detached and not self._in_process:
             return None
         return self._store.process_id
+
+    @property
+    def _in_process(self) -> bool:
+        """Whether the store lives and dies with this process (the memory store)."""
+        return isinstance(self._store, MemoryPendingStore)
 
     async def resume(self) -> list[PendingRecord]:
         """Adopt the open requests owned by no process (at start, waiting.py); those whose

@@ -125,7 +125,9 @@ class Poster:
         try:
             # Posted only if still open when Slack's rate limits let it go: a question
             # aborted or ended while its post waited in the queue is never shown.
-            with only_if(functools.partial(self._may_post, record)):
+            # The guard holds the id only: a pooled connection opened in this block keeps
+            # the block's context (and so the guard) for as long as the connection lives.
+            with only_if(functools.partial(self._may_post, record.id, record.detached)):
                 response = await self._client.chat_postMessage(
                     channel=record.channel,
                     thread_ts=record.thread_ts,
@@ -186,18 +188,18 @@ class Poster:
         link = permalink(self._team_url, at.message_channel, at.message_ts)
         return asked_event(at, by=at.asked_by, link=link)
 
-    async def _may_post(self, record: PendingRecord) -> bool:
-        """Whether ``record``'s post may go now that its turn came (a detached one: while
+    async def _may_post(self, request_id: str, detached: bool) -> bool:
+        """Whether a request's post may go now that its turn came (a detached one: while
         this process still holds it, and is not stopping)."""
-        if record.detached and (self._closing or record.id in self._handed):
+        if detached and (self._closing or request_id in self._handed):
             return False
-        current = await self._store.get(record.id)
+        current = await self._store.get(request_id)
         if current is None or not current.is_open:
             return False
-        if record.detached:
+        if detached:
             if current.message_ts is not None or current.owner != self._store.process_id:
                 return False  # found in Slack meanwhile, or taken up by another process
-            self._sending.add(record.id)
+            self._sending.add(request_id)
         return True
 
     async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:

@@ -194,12 +194,17 @@ class Waits:
         if current is not None and current.is_open and schedule(current):
             keeper = self._keeper(current)
         del current  # not held for the hours a question may wait (10,000 of them at once)
+        waiting = (
+            watch.wait()
+            if signal is None and keeper is None
+            else self._wait_any(request_id, watch, signal, keeper)
+        )
         try:
-            async with asyncio.timeout(limit):
-                if signal is None and keeper is None:
-                    record = await watch.wait()
-                else:
-                    record = await self._wait_any(request_id, watch, signal, keeper)
+            if limit is None:  # no timeout object held for the hours it may wait
+                record = await waiting
+            else:
+                async with asyncio.timeout(limit):
+                    record = await waiting
         except TimeoutError:
             assert limit is not None
             record = await self._endings.end(
