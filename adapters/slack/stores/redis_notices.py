@@ -77,7 +77,7 @@ class RedisNotices:
         pubsub, self._pubsub = self._pubsub, None
         if pubsub is not None:
             try:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
             except (RedisError, OSError) as exc:
                 self._log.debug("closing pub/sub: %s", exc)
 
