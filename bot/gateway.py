@@ -28,7 +28,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import AuditEvent, QuestionStatus, Released
+from adapters.slack import AuditEvent, QuestionStatus, Released, WaitReleased
 from bot.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api_answers import (
     failure,
@@ -53,7 +53,7 @@ from bot.questions.models import (
     AskOptions,
     AskUserQuestionRequest,
 )
-from bot.questions.service import ABORTED_MESSAGE, UserQuestionService
+from bot.questions.service import UserQuestionService
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
 
@@ -308,9 +308,9 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
-        controller = self._waiting.pop(request_id, None)
+        self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
-        _log_end(self._logger, request_id, task, controller)
+        _log_end(self._logger, request_id, task)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -368,16 +368,15 @@ def _log_end(
     logger: logging.Logger,
     request_id: str,
     task: asyncio.Task[Any],
-    controller: AbortController | None,
 ) -> None:
     """Log how an API question's waiter ended: released at a stop, or the question's end."""
     if task.cancelled() or task.exception() is None:
         return
     error = task.exception()
     code = error.code if isinstance(error, HarnessError) else type(error).__name__
-    released = controller is not None and isinstance(controller.signal.reason, Released)
-    if released and isinstance(error, HarnessError) and error.message == ABORTED_MESSAGE:
-        # A stop: the question stays open for the next process.
+    if isinstance(error, WaitReleased):
+        # A stop: the question stays open for the next process (one that ended as the
+        # stop came raised its own outcome, and is logged as ended).
         logger.info("question released", extra={"request": request_id})
     else:
         logger.info("question ended", extra={"request": request_id, "code": code})

@@ -920,6 +920,8 @@ async def test_a_bug_behind_the_api_is_a_logged_500_that_shows_no_detail(
         monkeypatch.undo()
         status, _ = await bed.ask()  # the API goes on answering
         assert status == 201
+
+
 async def test_a_question_with_a_timeout_shows_its_deadline_and_a_link() -> None:
     async with running() as bed:
         body = {
@@ -952,3 +954,23 @@ async def test_deadline_fields_are_checked(extra: dict[str, Any], loc: list[str]
         body = {"questions": [{"id": "q", "question": "Go?"}], **extra}
         status, problem = await bed.ask(body)
         assert status == 422 and problem["errors"][0]["loc"] == loc
+
+
+async def test_a_question_aborted_as_its_waiter_is_released_is_logged_as_ended(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A stop releases the API ask's waiter; an abort (another process's DELETE, say) lands
+    # before the waiter looks: the question ended, it is not left open for the next process.
+    caplog.set_level(logging.INFO, logger="bot.gateway")
+    async with running() as bed:
+        _, posted = await bed.ask()
+        gateway = bed.runtime.gateway
+        gateway.close()  # what a stop does first
+        ended = await bed.runtime.provider.abort(posted["id"], "Cancelled by the asker.")
+        assert ended is not None and ended.state == "aborted"
+        await until(lambda: gateway.running == 0, what="the ask to end")
+        logged = [r for r in caplog.records if r.name == "bot.gateway"]
+        messages = [r.getMessage() for r in logged]
+        assert "question released" not in messages
+        record = next(r for r in logged if r.getMessage() == "question ended")
+        assert (record.request, record.code) == (posted["id"], "ASK_ABORTED")  # type: ignore[attr-defined]

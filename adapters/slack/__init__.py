@@ -8,12 +8,13 @@ with ``UserQuestionService.register_provider``. A request's ``options``
 ``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``);
 ``plan_review_of(questions)`` says whether a request is shown as a plan review.
 ``ask_approval(ApprovalView(...))`` asks a tool-permission approval (Allow once / Reject);
-``release`` leaves a request open for a later process (abort its waiter with ``Released()``).
+``release`` leaves a request open for a later process (abort its waiter with ``Released()``:
+it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
 """
 
 from adapters.slack.audit import AuditEvent
 from adapters.slack.destination import Destination
-from adapters.slack.endings import Released
+from adapters.slack.endings import Released, WaitReleased
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
 from adapters.slack.provider import SlackQuestionProvider
@@ -34,6 +35,7 @@ __all__ = [
     "Released",
     "SlackMessage",
     "SlackQuestionProvider",
+    "WaitReleased",
     "key_request_id",
     "new_request_id",
     "plan_review_of",

@@ -33,7 +33,7 @@ from bot.questions.errors import (
     STORE_UNAVAILABLE,
 )
 
-__all__ = ["UNOWNED", "Endings", "Released", "lost_record", "outcome"]
+__all__ = ["UNOWNED", "Endings", "Released", "WaitReleased", "lost_record", "outcome"]
 
 UNOWNED = None
 """The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
@@ -43,6 +43,14 @@ class Released:
     """An abort reason that stops the waiter but leaves its request open (see ``release``)."""
 
     __slots__ = ()
+
+
+class WaitReleased(UserQuestionError):
+    """``ASK_ABORTED`` for a waiter stopped by ``Released()`` while its request stayed open
+    (a later process serves it); a request that had ended by then gives its own outcome."""
+
+    def __init__(self) -> None:
+        super().__init__(ABORTED_MESSAGE, ASK_ABORTED)
 
 
 class Endings:

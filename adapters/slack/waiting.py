@@ -19,10 +19,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.audit import event_for
 from adapters.slack.deadlines import Clock, keep_deadlines, schedule
-from adapters.slack.endings import Endings, Released
+from adapters.slack.endings import Endings, Released, WaitReleased
 from adapters.slack.failures import settle
 from adapters.slack.messages import (
-    ABORTED_MESSAGE,
     CANCELLED_BY_ASKER,
     SHUTDOWN_NOTE,
     no_answer_within,
@@ -266,6 +265,6 @@ class Waits:
                 ended = None
             if ended is not None and not ended.is_open:
                 return ended
-            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+            raise WaitReleased()
         note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
         return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)
