@@ -17,13 +17,14 @@ from typing import Any, Final
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.httpguard import RefusalLog
+from adapters.slack.bolt_request import bolt_request
 from adapters.slack.budget import Budget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.paced import PacedWebClient
@@ -161,7 +162,8 @@ def events_handler(
     bolt parses a body before its own signature check, so a forged body that does not even
     parse would raise there; checking the signature first answers it with a plain 401.
     Malformed signature headers get a 400 naming the header; every refusal is counted in
-    ``refusals`` (logged at most once a minute per cause).
+    ``refusals`` (logged at most once a minute per cause). The verified body becomes the
+    request bolt would build from it (``bolt_request``: a form's fields decoded in C).
     """
     verifier = SignatureVerifier(signing_secret)
     log = refusals or RefusalLog(logging.getLogger("adapters.slack.events"))
@@ -182,9 +184,9 @@ def events_handler(
         if not verifier.is_valid_request(body, headers):
             return refused(401, "bad_signature", "the signature does not match, or is stale")
         try:
-            bolt_request = await to_bolt_request(request)
+            parsed = bolt_request(body, request.query_string, request.headers)
         except ValueError:  # signed by Slack, yet not a payload bolt can read
             return web.json_response({"error": "unreadable payload"}, status=400)
-        return await to_aiohttp_response(await app.async_dispatch(bolt_request))
+        return await to_aiohttp_response(await app.async_dispatch(parsed))
 
     return handle

@@ -1,0 +1,59 @@
+"""The ``AsyncBoltRequest`` bolt builds from a request body, with forms decoded in C.
+
+Every interaction Slack sends over HTTP is a form (``payload=`` and the JSON,
+percent-encoded). bolt decodes it with ``urllib.parse.parse_qsl``, whose unquoting is a
+Python loop over each ``%XX``: for a click's 3 KB body it was the largest single cost of the
+bot's whole click path (0.2 ms of about 1 ms, more after the process sat idle). yarl, which
+aiohttp already uses for every URL, decodes the same syntax in C, about 10x faster.
+
+``bolt_request`` builds the request bolt would build (the same ``raw_body``, ``body``,
+``context``, headers and query: ``tests/test_bolt_request.py`` compares them field by
+field), decoding a form with yarl; a body with a character no form encoder emits, and every
+JSON body, is parsed by bolt itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_internals import build_async_context
+from slack_bolt.request.async_request import AsyncBoltRequest
+from yarl import URL
+
+__all__ = ["bolt_request", "form_fields"]
+
+_FORM: Final = re.compile(r"[A-Za-z0-9._~*%+&=-]*")
+"""What ``application/x-www-form-urlencoded`` bodies are made of (RFC 3986's unreserved
+characters, ``*``, percent escapes, ``+`` for a space, and the separators)."""
+
+
+def form_fields(body: str) -> dict[str, str]:
+    """A form body's fields, as ``dict(parse_qsl(body, keep_blank_values=True))`` (the
+    last of a repeated name wins); ``body`` must match ``_FORM``."""
+    return dict(URL.build(query_string=body, encoded=True).query.items())
+
+
+def bolt_request(body: str, query: str, headers: Mapping[str, Any]) -> AsyncBoltRequest:
+    """The request bolt's ``AsyncBoltRequest(body=body, query=query, headers=headers)``
+    would be. Raises ``ValueError`` where bolt would: a ``payload`` that is not JSON."""
+    request = AsyncBoltRequest(body="", query=query, headers=headers)  # type: ignore[arg-type]
+    if (
+        not body
+        or request.content_type == "application/json"
+        or body.startswith("{")
+        or not _FORM.fullmatch(body)
+    ):
+        return AsyncBoltRequest(body=body, query=query, headers=headers)  # type: ignore[arg-type]
+    fields = form_fields(body)
+    parsed: dict[str, Any] = fields
+    if "payload" in body:  # as bolt decides: the word anywhere in the body
+        payload = fields.get("payload")
+        parsed = json.loads(payload) if payload is not None else {}
+    request.raw_body = body
+    request.body = parsed
+    request.context = build_async_context(AsyncBoltContext({}), parsed)
+    return request
