@@ -41,6 +41,7 @@ import aiohttp
 import slack_bolt
 import slack_sdk
 from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -318,11 +319,23 @@ class Served:
         await self.runner.cleanup()
 
 
-async def serve_bolt(app: AsyncApp) -> Served:
+async def serve_bolt(app: AsyncApp, *, bolts_adapter: bool = False) -> Served:
     """Serve ``app`` as the bot does in HTTP mode (``bot/app.py``): aiohttp, ``/slack/events``,
-    the bot's handler (``events_handler``: verify the signature, then bolt dispatches)."""
+    the bot's handler (``events_handler``: verify the signature, build the request bolt
+    would, dispatch). ``bolts_adapter``: serve it as bolt itself serves an app on aiohttp
+    instead (``AsyncSlackAppServer``: bolt's ``to_bolt_request``, its own parsing and
+    signature check): bare bolt."""
     web_app = web.Application(client_max_size=4 * 1024 * 1024)
-    web_app.router.add_post("/slack/events", events_handler(app, SECRET))
+    if bolts_adapter:
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await to_aiohttp_response(
+                await app.async_dispatch(await to_bolt_request(request))
+            )
+
+        web_app.router.add_post("/slack/events", handle)
+    else:
+        web_app.router.add_post("/slack/events", events_handler(app, SECRET))
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

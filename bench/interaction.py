@@ -2,13 +2,17 @@
 
 ``python -m bench.interaction [--n 500] [--runs 3] [--rate 100] [--warmup 50]``
 
-Three bolt ``AsyncApp``s, each served by aiohttp on 127.0.0.1 the way the bot serves itself
-in HTTP mode, get the same signed, form-encoded payloads at ``--rate`` clicks per second from a
-load generator in another process (one keep-alive connection per app):
+Bolt ``AsyncApp``s, each served by aiohttp on 127.0.0.1, get the same signed, form-encoded
+payloads at ``--rate`` clicks per second from a load generator in another process (one
+keep-alive connection per app):
 
 - ``bolt default``: a bare app whose listener only acks, with bolt's defaults (its ack path
-  polls every 10 ms);
-- ``bolt process_before_response``: the same with ``process_before_response=True``: the floor;
+  polls every 10 ms), served as bolt serves itself on aiohttp (its ``to_bolt_request``);
+- ``bolt process_before_response``: the same with ``process_before_response=True``: the
+  floor, bare bolt;
+- ``bare ack, the bot's handler``: that app served the way the bot serves itself in HTTP
+  mode (``events_handler``: the signature checked first, the form decoded by
+  ``bolt_request``), for comparison: it shows what the bot's handler saves or costs;
 - ``bot``: ``SlackQuestionProvider`` on an app with ``process_before_response=True`` (memory
   store): verify, parse, authorize, compare-and-set, resolve the waiting ``ask()``, ack. The
   bot first asks one question per click, so every click really answers a pending question.
@@ -56,6 +60,7 @@ from bot.questions.service import UserQuestionService
 
 DEFAULT = "bolt default (ack only)"
 FLOOR = "bolt process_before_response (ack only)"
+HANDLER = "bare ack, the bot's handler"
 BOT = "bot: verify, parse, authorize, apply, resolve, ack"
 VOTE = "bot: team-review vote (quorum 2)"
 
@@ -66,6 +71,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         apps: dict[str, AsyncApp] = {
             DEFAULT: bare_app(web_client(slack.url, slack.token), process_before_response=False),
             FLOOR: bare_app(web_client(slack.url, slack.token), process_before_response=True),
+            HANDLER: bare_app(web_client(slack.url, slack.token), process_before_response=True),
         }
         app = await bot_app(slack.url, slack.token)
         provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
@@ -79,7 +85,10 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         team_service = UserQuestionService()
         team_service.register_provider(team)
         apps[VOTE] = team_app
-        served = {name: await serve_bolt(app) for name, app in apps.items()}
+        served = {
+            name: await serve_bolt(app, bolts_adapter=name in (DEFAULT, FLOOR))
+            for name, app in apps.items()
+        }
         heap.settle()  # as the bot does once started (python -m bot)
 
         patterns = [(f"{rate:g}/s paced", rate), ("closed loop", 0.0)]
@@ -148,7 +157,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
     rows: list[Sequence[str]] = []
     for pattern, _ in patterns:
         floor = summarize(counted[(pattern, FLOOR)])
-        for name in (DEFAULT, FLOOR, BOT, VOTE):
+        for name in (DEFAULT, FLOOR, HANDLER, BOT, VOTE):
             s = summarize(counted[(pattern, name)])
             rows.append(
                 [
