@@ -36,6 +36,8 @@ def test_the_ack_path_order_is_the_handlers_own() -> None:
     names = _named(_paragraph())
     path = names[: names.index("stores/protocol.py") + 1]
     assert path == [
+        "bolt_app.py",
+        "bolt_request.py",
         "listeners.py",
         "handler.py",
         "interactions.py",
@@ -43,6 +45,13 @@ def test_the_ack_path_order_is_the_handlers_own() -> None:
         "failures.py",
         "stores/protocol.py",
     ]
+    entry = (SLACK / "bolt_app.py").read_text("utf-8")
+    entry = entry[entry.index("async def handle(") :]
+    assert (
+        entry.index("is_valid_request(")
+        < entry.index("bolt_request(")
+        < entry.index("async_dispatch(")
+    )
     source = (SLACK / "handler.py").read_text("utf-8")
     body = source[source.index("async def handle_action") :]
     parse = body.index("parse_block_actions(")
