@@ -131,6 +131,15 @@ def test_a_payload_that_is_not_json_raises_value_error_as_bolt_does(body: str) -
         bolt_request(body, "", FORM)
 
 
+def test_a_form_sent_as_json_is_read_as_json_as_bolt_does() -> None:
+    json_type = {"content-type": "application/json"}
+    for body in ("payload=%7B%7D", "a=1"):
+        with pytest.raises(ValueError):
+            AsyncBoltRequest(body=body, query="", headers=json_type)  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            bolt_request(body, "", json_type)
+
+
 def test_a_form_without_a_content_type_and_json_either_way() -> None:
     _same("payload=%7B%22type%22%3A%22x%22%7D", {})
     _same('{"type": "url_verification", "challenge": "c"}', FORM)

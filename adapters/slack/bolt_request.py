@@ -40,13 +40,10 @@ def form_fields(body: str) -> dict[str, str]:
 def bolt_request(body: str, query: str, headers: Mapping[str, Any]) -> AsyncBoltRequest:
     """The request bolt's ``AsyncBoltRequest(body=body, query=query, headers=headers)``
     would be. Raises ``ValueError`` where bolt would: a ``payload`` that is not JSON."""
+    if not body or body.startswith("{") or not _FORM.fullmatch(body):
+        return AsyncBoltRequest(body=body, query=query, headers=headers)  # type: ignore[arg-type]
     request = AsyncBoltRequest(body="", query=query, headers=headers)  # type: ignore[arg-type]
-    if (
-        not body
-        or request.content_type == "application/json"
-        or body.startswith("{")
-        or not _FORM.fullmatch(body)
-    ):
+    if request.content_type == "application/json":
         return AsyncBoltRequest(body=body, query=query, headers=headers)  # type: ignore[arg-type]
     fields = form_fields(body)
     parsed: dict[str, Any] = fields
