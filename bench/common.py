@@ -41,7 +41,7 @@ import aiohttp
 import slack_bolt
 import slack_sdk
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.app.async_server import AsyncSlackAppServer
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -323,18 +323,12 @@ async def serve_bolt(app: AsyncApp, *, bolts_adapter: bool = False) -> Served:
     """Serve ``app`` as the bot does in HTTP mode (``bot/app.py``): aiohttp, ``/slack/events``,
     the bot's handler (``events_handler``: verify the signature, build the request bolt
     would, dispatch). ``bolts_adapter``: serve it as bolt itself serves an app on aiohttp
-    instead (``AsyncSlackAppServer``: bolt's ``to_bolt_request``, its own parsing and
+    instead (bolt's ``AsyncSlackAppServer``: its ``to_bolt_request``, its own parsing and
     signature check): bare bolt."""
-    web_app = web.Application(client_max_size=4 * 1024 * 1024)
     if bolts_adapter:
-
-        async def handle(request: web.Request) -> web.StreamResponse:
-            return await to_aiohttp_response(
-                await app.async_dispatch(await to_bolt_request(request))
-            )
-
-        web_app.router.add_post("/slack/events", handle)
+        web_app = AsyncSlackAppServer(port=0, path="/slack/events", app=app).web_app
     else:
+        web_app = web.Application(client_max_size=4 * 1024 * 1024)
         web_app.router.add_post("/slack/events", events_handler(app, SECRET))
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
