@@ -1,6 +1,6 @@
 """Interaction cost: a signed ``block_actions`` click, from the HTTP request to the ack.
 
-``python -m bench.interaction [--n 500] [--runs 3] [--rate 100] [--warmup 50]``
+``python -m bench.interaction [--n 500] [--runs 3] [--rate 100] [--warmup 50] [--block 20]``
 
 Bolt ``AsyncApp``s, each served by aiohttp on 127.0.0.1, get the same signed, form-encoded
 payloads at ``--rate`` clicks per second from a load generator in another process (one
@@ -13,17 +13,23 @@ keep-alive connection per app):
 - ``bare ack, the bot's handler``: that app served the way the bot serves itself in HTTP
   mode (``events_handler``: the signature checked first, the form decoded by
   ``bolt_request``), for comparison: it shows what the bot's handler saves or costs;
-- ``bot``: ``SlackQuestionProvider`` on an app with ``process_before_response=True`` (memory
-  store): verify, parse, authorize, compare-and-set, resolve the waiting ``ask()``, ack. The
-  bot first asks one question per click, so every click really answers a pending question.
+- ``bot``: ``SlackQuestionProvider`` on an app with ``process_before_response=True``, on
+  the store ``BENCH_STORE`` names (memory, or SQLite as ``python -m bot`` runs it): verify,
+  parse, authorize, compare-and-set, resolve the waiting ``ask()``, ack. The bot first asks
+  one question per click, so every click really answers a pending question.
 - ``team-review vote``: the same for plan reviews under a policy of two approvals: every
   click is a vote (the first keeps the review open and re-renders its tally, the second
   decides it).
 
-The Web API stand-in runs in its own process. Each run sends ``--warmup`` clicks (not counted)
-then ``--n`` to each app, in a rotating order; the table pools the counted samples of every
-run and shows each run's median too. Targets at 100 clicks/s: the bot's p50 and a vote's within
-1.5x the floor, the bot's p99 under 5 ms.
+The Web API stand-in runs in its own process. Each run and load pattern is one sequence of
+clicks from one load generator: ``--warmup`` clicks per app (not counted), then ``--n`` per
+app in turns of ``--block`` clicks (20: a fifth of a second at 100/s), the apps' order
+rotating from turn to turn. The machine's speed drifts over seconds (on a shared 2-core VM the
+floor's own p50 moved 1.26-1.80 ms within an hour); taking turns puts that drift into every
+app's samples alike, where one long block per app put it into the ratio (``--block 0``
+measures that way). The table pools the counted samples of every run and shows each run's
+median too. Targets at 100 clicks/s: the bot's p50 and a vote's within 1.5x the floor, the
+bot's p99 under 5 ms.
 """
 
 from __future__ import annotations
@@ -64,8 +70,31 @@ HANDLER = "bare ack, the bot's handler"
 BOT = "bot: verify, parse, authorize, apply, resolve, ack"
 VOTE = "bot: team-review vote (quorum 2)"
 
+BLOCK = 20
+"""Counted clicks an app gets in a row before the next app's turn (at 100/s: 0.2 s)."""
 
-async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
+
+def turns(
+    apps: Sequence[str], warmup: int, n: int, block: int, *, first: int = 0
+) -> list[tuple[str, int]]:
+    """The order of one load pattern's clicks, as (app, index of the click in its sequence).
+
+    First each app's ``warmup`` clicks, app after app; then the counted ``n`` in turns of
+    ``block`` clicks per app (``block <= 0``: all ``n`` at once), the apps' order rotated
+    each round and starting at ``apps[first % len(apps)]``, so that every app is measured
+    across the same seconds of the machine.
+    """
+    count = len(apps)
+    size = n if block <= 0 else block
+    schedule = [(app, i) for app in apps for i in range(warmup)]
+    for round_, start in enumerate(range(warmup, warmup + n, size)):
+        shift = (first + round_) % count
+        for app in [*apps[shift:], *apps[:shift]]:
+            schedule.extend((app, i) for i in range(start, min(start + size, warmup + n)))
+    return schedule
+
+
+async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None:
     started = time.perf_counter()
     async with StandIn() as slack:
         apps: dict[str, AsyncApp] = {
@@ -127,24 +156,27 @@ async def bench(n: int, runs: int, rate: float, warmup: int) -> None:
         order = list(apps)
         used = 0
         for r in range(runs):
-            rotated = order[r % len(order) :] + order[: r % len(order)]
             for pattern, pace in patterns:
                 chunk = payloads[used : used + per_pattern]
                 chunk_ids = rids[used : used + per_pattern]
+                vote_chunk = votes[used : used + per_pattern]
                 used += per_pattern
-                vote_chunk = votes[used - per_pattern : used]
-                for name in rotated:
-                    sent = vote_chunk if name == VOTE else chunk
-                    requests = [signed(served[name].url, p) for p in sent]
-                    samples = await send_paced(requests, pace)
-                    bad = [s.status for s in samples if s.status != 200]
-                    if bad:
-                        raise RuntimeError(f"{name}: {len(bad)} requests answered {bad[:5]}")
-                    latencies = [s.latency for s in samples[warmup:]]
-                    counted[(pattern, name)].extend(latencies)
-                    medians[(pattern, name)].append(summarize(latencies).p50)
-                    if name == BOT:
-                        await asks.wait_returned(chunk_ids)
+                schedule = turns(order, warmup, n, block, first=r)
+                requests = [
+                    signed(served[name].url, (vote_chunk if name == VOTE else chunk)[i])
+                    for name, i in schedule
+                ]
+                samples = await send_paced(requests, pace)
+                latencies: dict[str, list[float]] = {name: [] for name in order}
+                for (name, i), sample in zip(schedule, samples, strict=True):
+                    if sample.status != 200:
+                        raise RuntimeError(f"{name}: click {i} answered {sample.status}")
+                    if i >= warmup:
+                        latencies[name].append(sample.latency)
+                for name in order:
+                    counted[(pattern, name)].extend(latencies[name])
+                    medians[(pattern, name)].append(summarize(latencies[name]).p50)
+                await asks.wait_returned(chunk_ids)
 
         answered = sum(1 for t in asks.tasks.values() if t.done() and not t.exception())
         decided = sum(1 for t in team_asks.tasks.values() if t.done() and not t.exception())
@@ -218,8 +250,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rate", type=float, default=100.0, help="clicks per second")
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=BLOCK,
+        help="counted clicks per app per turn (0: each app's n in one go, app after app)",
+    )
     args = parser.parse_args(argv)
-    asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup)))
+    asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup, args.block)))
 
 
 if __name__ == "__main__":
