@@ -13,7 +13,9 @@ users, a third naming a user group) and each round builds the lists of ``--tabs`
   record read and parsed (``open_records()``), filtered per person, rendered.
 
 Reported per round: the time of the bot's loop thread (``time.thread_time``: what other
-clicks wait for) and the wall time (the loop plus SQLite's thread or the Redis script). The
+clicks wait for in all) and the wall time (the loop plus SQLite's thread or the Redis
+script); and, in rounds of their own (with another task on the loop), the longest the round
+held the loop without a turn for anything else (what one click arriving then waits). The
 people's user groups are given (the gate's cache, warm after the first round); publishing
 (``views.publish``) is left out. Redis: ``REDIS_URL`` (default ``redis://127.0.0.1:6379/0``),
 keys under a fresh ``bench-<hex>`` prefix, deleted afterwards; skipped if Redis does not answer.
@@ -114,6 +116,30 @@ async def _time(
     return loop_times, walls
 
 
+async def _held(round_: Round, store: PendingStore, people: Sequence[str], runs: int) -> float:
+    """The longest the loop went without another task's turn over ``runs`` rounds."""
+    longest = 0.0
+    running = True
+
+    async def other_task() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+
+    for _ in range(runs):
+        gc.collect()
+        running = True
+        task = asyncio.ensure_future(other_task())
+        await asyncio.sleep(0)
+        await round_(store, people)
+        running = False
+        await task
+    return longest
+
+
 async def bench(open_count: int, tabs: Sequence[int], runs: int, kinds: Sequence[str]) -> None:
     started = time.perf_counter()
     rows: list[Sequence[str]] = []
@@ -127,6 +153,10 @@ async def bench(open_count: int, tabs: Sequence[int], runs: int, kinds: Sequence
                 people = [f"U{i:08d}" for i in range(count)]
                 bot = await _time(_audiences_round, store, people, runs)
                 base = await _time(_every_record_round, store, people, runs)
+                held = {
+                    "bot": await _held(_audiences_round, store, people, runs),
+                    "every record": await _held(_every_record_round, store, people, runs),
+                }
                 bot_loop, base_loop = summarize(bot[0]), summarize(base[0])
                 for what, (loops, walls) in (("bot", bot), ("every record", base)):
                     loop_stats, wall_stats = summarize(loops), summarize(walls)
@@ -137,6 +167,7 @@ async def bench(open_count: int, tabs: Sequence[int], runs: int, kinds: Sequence
                             fmt_ms(loop_stats.p50),
                             fmt_ms(loop_stats.max),
                             fmt_ms(wall_stats.p50),
+                            fmt_ms(held[what]),
                             f"{loop_stats.p50 / base_loop.p50:.2f}x",
                         ]
                     )
@@ -154,7 +185,7 @@ async def bench(open_count: int, tabs: Sequence[int], runs: int, kinds: Sequence
     print_table(
         f"Home tab rounds with {open_count:,} open questions: the bot's loop thread per round, "
         f"{runs} rounds each; times in ms",
-        ["what", "n", "loop p50", "loop max", "wall p50", "loop vs every record"],
+        ["what", "n", "loop p50", "loop max", "wall p50", "held max", "loop vs every record"],
         rows,
     )
     print(machine_line(", ".join(kinds)))

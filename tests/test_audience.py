@@ -1,13 +1,42 @@
-"""audience.py: who may answer each open question, and each person's oldest ones (pure)."""
+"""audience.py: who may answer each open question, each person's oldest ones, and the batches
+a Home round goes through them in."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
-from adapters.slack.audience import Audience, Audiences
-from adapters.slack.home import may_answer
+from adapters.slack.audience import BATCH, Audience, Audiences, batches
+from adapters.slack.home import MAX_HOME_ENTRIES, may_answer
+from adapters.slack.hometab import ListingRound
 from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.stores import MemoryPendingStore
 from bot.questions.models import AskUserQuestionItem
+
+
+class OtherTask:
+    """Another task on the loop, counting the turns it gets (``async with``)."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> OtherTask:
+        self._task = asyncio.ensure_future(self._run())
+        await asyncio.sleep(0)  # started
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            self.turns += 1
 
 
 def record(rid: str, **fields: Any) -> PendingRecord:
@@ -85,3 +114,53 @@ def test_the_limit_takes_the_oldest_and_the_total_counts_them_all() -> None:
 def test_questions_asked_at_the_same_time_keep_one_order() -> None:
     audiences = Audiences([Audience("b", 1.0), Audience("a", 1.0, users=("U1",))])
     assert list(audiences.waiting_for("U1", (), 20)[0]) == ["a", "b"]
+
+
+def test_audiences_added_in_batches_list_as_those_given_at_once() -> None:
+    """A round adds its audiences a batch at a time, newest and oldest mixed: each person's
+    list is the same as from all of them at once, and an audience added after a list was
+    asked for takes its place in the next."""
+    given = [
+        Audience(f"q{i:03}", float((i * 37) % 101), users=("U1",) if i % 3 == 0 else ())
+        for i in range(101)
+    ]
+    at_once = Audiences(given)
+    batched = Audiences()
+    for start in range(0, len(given), 7):
+        batched.extend(given[start : start + 7])
+    for user in ("U1", "U2"):
+        assert batched.waiting_for(user, (), 30) == at_once.waiting_for(user, (), 30)
+    batched.extend([Audience("earliest", -1.0)])
+    anyone = sum(1 for a in given if a.anyone)
+    assert batched.waiting_for("U2", (), 1) == (["earliest"], anyone + 1)
+
+
+async def test_batches_hand_out_everything_in_order_with_turns_between() -> None:
+    items = list(range(1, 1 + 2 * BATCH + 1))
+    seen: list[int] = []
+    sizes: list[tuple[int, int]] = []  # (batch size, turns another task had before it)
+    async with OtherTask() as other:
+        async for batch in batches(items):
+            sizes.append((len(batch), other.turns))
+            seen.extend(batch)
+    assert seen == items
+    assert [size for size, _ in sizes] == [BATCH, BATCH, 1]
+    assert sizes[0][1] < sizes[1][1] < sizes[2][1]  # another task ran between two batches
+    assert [batch async for batch in batches([])] == []
+
+
+async def test_a_home_round_gives_other_tasks_turns_as_it_reads_many_questions() -> None:
+    """Bucketing 10,000 open questions' audiences in one go held the loop for milliseconds:
+    a round does it a batch at a time (here with the memory store, whose audiences are
+    kept made, so any turn comes from the round)."""
+    store = MemoryPendingStore()
+    for i in range(2 * BATCH + 1):
+        assert await store.create(record(f"r{i:04}", created_at=float(i)))
+    async with OtherTask() as other:
+        before = other.turns
+        round_ = await ListingRound.read(store)
+        during = other.turns - before
+    assert during >= 2
+    listed, total = await round_.listed("U1", ())
+    assert [r.id for r in listed] == [f"r{i:04}" for i in range(MAX_HOME_ENTRIES)]
+    assert total == 2 * BATCH + 1

@@ -29,7 +29,7 @@ from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.audience import Audiences
+from adapters.slack.audience import Audiences, batches
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import SLACK_FAILURES
 from adapters.slack.home import MAX_HOME_ENTRIES, render_home
@@ -169,7 +169,10 @@ class ListingRound:
     @classmethod
     async def read(cls, store: PendingStore) -> ListingRound:
         """A round over the open questions' audiences as ``store`` holds them now."""
-        return cls(store, Audiences(await store.open_audiences()))
+        audiences = Audiences()
+        async for batch in batches(await store.open_audiences()):  # not all at once
+            audiences.extend(batch)
+        return cls(store, audiences)
 
     async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:
         """``user``'s oldest open questions (at most ``MAX_HOME_ENTRIES``), given the user

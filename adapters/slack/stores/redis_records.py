@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import cast
 
-from adapters.slack.audience import Audience
+from adapters.slack.audience import Audience, batches
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.protocol import OpenCount
@@ -135,7 +135,9 @@ class RedisRecords:
             lambda: self._audiences_script(keys=keys, args=[self._keys.record_prefix]),
         )
         lines = cast(str, found)
-        audiences = [load_audience(line) for line in lines.split("\n")] if lines else []
+        audiences: list[Audience] = []
+        async for batch in batches(lines.split("\n") if lines else []):  # not all at once
+            audiences.extend(load_audience(line) for line in batch)
         earlier: dict[str, str] = {}
         for request_id in cast(list[str], missing):
             record = await self.get(request_id)

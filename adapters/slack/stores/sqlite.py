@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from adapters.slack.audience import Audience
+from adapters.slack.audience import Audience, batches
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
@@ -256,10 +256,13 @@ class SqlitePendingStore(KeepsTrail):
         """Who may answer each open question: four fields a row, taken out of the records'
         JSON by SQLite in aiosqlite's thread (no record is parsed on the loop)."""
         rows = await self._file.rows(_AUDIENCES)
-        return [
-            Audience(request_id, created_at, _names(users), _names(groups))
-            for request_id, created_at, users, groups in rows
-        ]
+        audiences: list[Audience] = []
+        async for batch in batches(rows):  # 10,000 at once would hold the loop
+            audiences.extend(
+                Audience(request_id, created_at, _names(users), _names(groups))
+                for request_id, created_at, users, groups in batch
+            )
+        return audiences
 
     # -- retention and liveness -----------------------------------------------------------
 
