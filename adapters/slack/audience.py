@@ -8,7 +8,7 @@ answers each person from three buckets, built once a round: the questions open t
 and those naming a user or a user group. No I/O here.
 
 A round with 10,000 open questions makes and buckets 10,000 audiences: in one go that held
-the loop for 5–19 ms (a click arriving meanwhile waited as long), so the stores and the
+the loop for up to 24 ms (a click arriving meanwhile waited as long), so the stores and the
 round go through them in ``batches``, giving the loop a turn between two.
 """
 
