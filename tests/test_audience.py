@@ -3,8 +3,6 @@ a Home round goes through them in."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 from adapters.slack.audience import BATCH, Audience, Audiences, batches
@@ -13,30 +11,7 @@ from adapters.slack.hometab import ListingRound
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions.models import AskUserQuestionItem
-
-
-class OtherTask:
-    """Another task on the loop, counting the turns it gets (``async with``)."""
-
-    def __init__(self) -> None:
-        self.turns = 0
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> OtherTask:
-        self._task = asyncio.ensure_future(self._run())
-        await asyncio.sleep(0)  # started
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(0)
-            self.turns += 1
+from tests.loop_turns import OtherTask
 
 
 def record(rid: str, **fields: Any) -> PendingRecord:

@@ -6,7 +6,6 @@ Each test runs in its own key prefix (see conftest.py) and inside ``asyncio.time
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import sys
@@ -26,6 +25,7 @@ from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, m
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
+from tests.loop_turns import OtherTask
 
 ROOT = Path(__file__).resolve().parent.parent
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
@@ -439,31 +439,21 @@ async def test_open_audiences_give_other_tasks_turns_while_they_make_many(
             else (store._records._link, "op", lambda args: args[0] == "list audiences")
         )
         real = getattr(target, name)
-        arrived = False
+        other = OtherTask()
+        at_arrival: int | None = None
 
         async def marked(*args: Any, **kwargs: Any) -> Any:
-            nonlocal arrived
+            nonlocal at_arrival
             result = await real(*args, **kwargs)
-            arrived = arrived or ours(args)
+            if at_arrival is None and ours(args):
+                at_arrival = other.turns
             return result
 
         monkeypatch.setattr(target, name, marked)
-        turns = 0
-
-        async def other_task() -> None:
-            nonlocal turns
-            while True:
-                await asyncio.sleep(0)
-                turns += arrived
-
-        ticker = asyncio.ensure_future(other_task())
-        try:
+        async with other:
             audiences = await store.open_audiences()
-            after_rows = turns
-        finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+            assert at_arrival is not None
+            after_rows = other.turns - at_arrival
         assert len(audiences) == 3 * BATCH
         assert after_rows >= 2
 
