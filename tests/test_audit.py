@@ -10,9 +10,17 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from adapters.slack.audit import AuditEvent, asked_event, event_for, permalink, shown_digest
+from adapters.slack.audit import (
+    AuditEvent,
+    approval_digest,
+    asked_event,
+    digest_of,
+    event_for,
+    permalink,
+    shown_digest,
+)
 from adapters.slack.destination import AskDefaults, Destination
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.record import ApprovalView, Draft, PendingRecord
 from adapters.slack.stores import PendingStore, mutate
 from bot.questions import AskOptions
 from bot.questions.models import (
@@ -105,6 +113,34 @@ def test_a_record_keeps_the_digest_it_was_made_with_and_older_records_get_it_com
     assert asked_event(changed, by="api", link=None).shown_sha256 == shown_digest(
         plan_review(PLAN + " (revised)")
     )
+
+
+def approval(command: str) -> ApprovalView:
+    return ApprovalView(tool_name="bash", headline="Run a migration", command=command)
+
+
+def test_an_approval_is_bound_to_the_command_shown() -> None:
+    view = approval("psql -f migrate.sql")
+    defaults = AskDefaults(Destination("C1"))
+    made = defaults.approval_record(view, AskOptions(), None, None, owner=None)
+    shown = {"tool_name": "bash", "headline": "Run a migration", "command": "psql -f migrate.sql"}
+    canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"))
+    assert made.shown_sha256 == hashlib.sha256(canonical.encode()).hexdigest()
+    assert made.shown_sha256 == approval_digest(view) != shown_digest([])
+    assert approval_digest(approval("psql -f rollback.sql")) != made.shown_sha256
+    assert approval_digest(view.model_copy(update={"path": "/srv/x"})) != made.shown_sha256
+    allowed = made.next(
+        state="answered",
+        approval=view.model_copy(update={"outcome": "allowed-once"}),
+        answered_by="U1",
+        finished_at=2.0,
+    )
+    event = event_for(made, allowed)
+    assert event is not None and event.shown_sha256 == made.shown_sha256  # not the decision
+    # A record stored before approvals were hashed (the digest of no questions) gets it too.
+    older = made.model_copy(update={"shown_sha256": shown_digest([])})
+    assert digest_of(older) == made.shown_sha256
+    assert asked_event(older, by="api", link=None).shown_sha256 == made.shown_sha256
 
 
 def test_asked_event_names_where_and_links_the_message() -> None:

@@ -6,6 +6,7 @@ Host stand-in (captured behaviour) + Slack stand-in + a real bolt app + signed c
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from typing import Any
@@ -91,6 +92,13 @@ async def test_an_approval_allowed_once_in_slack(
         assert message.text.startswith(f"Allowed once by <@{rig.alice}>: ")
         assert rig.posts == 1
         await eventually(lambda: rig.client.status()["dshApprovals"] == 0, "the approval to end")
+        # The trail binds the decision to the command shown: SHA-256 of what the message
+        # showed (tool, headline, command), the same in every event, none of "no questions".
+        trail = [e async for e in rig.provider.audit(0)]
+        assert [e.kind for e in trail] == ["asked", "answered"]
+        shown_json = {"tool_name": "bash", "headline": DEFAULT_REASON, "command": COMMAND}
+        canonical = json.dumps(shown_json, sort_keys=True, separators=(",", ":"))
+        assert {e.shown_sha256 for e in trail} == {hashlib.sha256(canonical.encode()).hexdigest()}
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert "dsh host: request posted in Slack" in lines
     assert "dsh host: approval decision accepted" in lines

@@ -4,7 +4,8 @@ An ``AuditEvent`` is appended for each change that matters: ``asked`` (by which 
 or agent, label, where, a permalink), ``changed`` (a click that saved a draft), the ending
 (``answered`` / ``cancelled`` / ``aborted`` / ``failed``, with who and the exact answer or
 reason) and ``reopened``. Each carries ``shownSha256``: the SHA-256 of exactly what people
-were shown (``shown_digest``), so an approval is bound to the plan text it approved.
+were shown (``shown_digest``; a tool-permission approval's ``approval_digest``), so an
+approval is bound to the plan text, or the command, it approved.
 
 ``event_for`` derives the event of one compare-and-set from the record before and after;
 it is pure, so every store and every writer produce the same trail.
@@ -21,12 +22,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.record import ApprovalView, PendingRecord
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "AuditEvent",
     "AuditKind",
+    "approval_digest",
     "asked_event",
     "digest_of",
     "event_for",
@@ -74,12 +76,27 @@ def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
     and their descriptions), so an agent can recompute it from the request it sent.
     """
     wire = [item.model_dump(by_alias=True, exclude_none=True, mode="json") for item in questions]
-    canonical = json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _sha256(wire)
+
+
+def approval_digest(view: ApprovalView) -> str:
+    """SHA-256 (hex) of a tool-permission approval as shown: the tool, the headline and the
+    command or path (``ApprovalView``'s JSON without the decision, keys sorted, no spaces),
+    so an "Allow once" is bound to the command it allowed."""
+    return _sha256(view.model_dump(exclude={"outcome"}, exclude_none=True, mode="json"))
+
+
+def _sha256(shown: Any) -> str:
+    canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def digest_of(record: PendingRecord) -> str:
-    """``shown_digest`` of ``record``'s questions: the one it was made with, if kept."""
+    """What ``record`` shows, hashed: an approval's ``approval_digest`` (small: computed
+    each time, so records made before approvals were hashed get it too), else the
+    questions' digest it was made with, if kept, or ``shown_digest`` of them."""
+    if record.approval is not None:
+        return approval_digest(record.approval)
     return record.shown_sha256 or shown_digest(record.questions)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from adapters.slack.audit import shown_digest
+from adapters.slack.audit import approval_digest, shown_digest
 from adapters.slack.record import ApprovalView, PendingRecord
 from bot.questions import AskOptions, AskUserQuestionRequest
 
@@ -95,7 +95,7 @@ class AskDefaults:
             id="-",
             owner=owner,
             questions=[],
-            shown_sha256=shown_digest([]),
+            shown_sha256=approval_digest(approval),
             approval=approval,
             channel=where.channel,
             thread_ts=where.thread_ts,
