@@ -641,6 +641,57 @@ async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_second
             assert (await response.json())["pending"] == 0
 
 
+async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_poll(
+    redis_admin: Any, store_prefix: str, redis_url: str
+) -> None:
+    """The asking bot stopped (its API question lives on, no ``ask()`` waits for it any
+    more); the bot serving it now loses its record: the agent's long-poll there ends with
+    RECORD_LOST within 5 s, and that bot puts the record back as failed and closes the
+    message, as the ``ask()`` would have."""
+    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
+        _, posted = await first.ask()
+        other = {"questions": [{**DEPLOY["questions"][0], "question": "Roll back 2.3.0?"}]}
+        _, unpolled = await first.ask(other)
+        request_id = posted["id"]
+        await first.stop()  # graceful: the API questions stay pending, nobody asks them
+        fields = {**first.runtime.settings.model_dump(), "port": 0}
+        second = await start(Settings(**fields))  # takes it up, serves it from now on
+        headers = {"Authorization": f"Bearer {API_TOKEN}"}
+        try:
+            async with aiohttp.ClientSession(second.url, headers=headers) as agent:
+                url = f"/v1/questions/{request_id}"
+                polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
+                await until(lambda: second.gateway.long_polls == 1, what="the long-poll")
+                # its wait, beside the waits on the two questions taken up at start
+                await until(lambda: second.provider.pending_count == 3, what="its wait")
+                loop = asyncio.get_running_loop()
+                began = loop.time()
+                assert await redis_admin.delete(f"{store_prefix}:req:{request_id}") == 1
+                response = await asyncio.wait_for(polling, 10)
+                polled = await response.json()
+                assert loop.time() - began < 5
+                assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
+                async with agent.get(url) as response:  # put back as failed: not a 404
+                    assert response.status == 200
+                    got = await response.json()
+                assert (got["state"], got["error"]["code"]) == ("failed", "RECORD_LOST")
+                assert got["events"][-1]["kind"] == "failed"
+                await until(lambda: not interactive_elements(first.message(posted).blocks))
+                assert loop.time() - began < 5
+                assert "lost this question" in all_text(first.message(posted).blocks)
+                # One nobody polls: the bot that took it up at start closes it all the same.
+                began = loop.time()
+                assert await redis_admin.delete(f"{store_prefix}:req:{unpolled['id']}") == 1
+                await until(lambda: not interactive_elements(first.message(unpolled).blocks))
+                assert loop.time() - began < 5
+                async with agent.get(f"/v1/questions/{unpolled['id']}") as response:
+                    assert (await response.json())["error"]["code"] == "RECORD_LOST"
+                async with agent.get("/healthz") as response:
+                    assert (await response.json())["pending"] == 0
+        finally:
+            await second.stop()
+
+
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:

@@ -248,7 +248,9 @@ class SlackQuestionProvider:
     async def wait_ended(self, request_id: str) -> QuestionStatus:
         """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop.
 
-        A record the store loses meanwhile ends as failed with ``RECORD_LOST``.
+        A record the store loses meanwhile ends as failed with ``RECORD_LOST``: put back
+        as such, its message closed, as a waiting ``ask()`` does (here may be the only
+        wait on it: the process that asked it over the API stopped, or is another one).
         """
         before = await self._store.get(request_id)
         watch = self._store.watch(request_id)
@@ -257,6 +259,7 @@ class SlackQuestionProvider:
         except UserQuestionError as exc:
             if exc.code != RECORD_LOST or before is None:
                 raise
+            await self._endings.put_back_lost(before.dump())
             return status_of(await self._store.get(request_id) or lost_record(before))
         finally:
             watch.close()
