@@ -9,8 +9,10 @@
 
 The server runs in a temporary directory on a free port, with
 ``--appendonly yes --appendfsync always --save ""``: every acknowledged write is on disk
-before the reply, so a restart, even after ``SIGKILL``, comes back with the same keys. Its
-output is kept for the failure messages. It is always killed on the way out.
+before the reply, so a restart, even after ``SIGKILL``, comes back with the same keys.
+``RedisServer.start(path, appendonly=False)`` keeps nothing on disk instead (a restart comes
+back empty: what shows that a test's restart is one). Its output is kept for the failure
+messages. It is always killed on the way out.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ def free_port() -> int:
 class RedisServer:
     """One private ``redis-server`` process: its URL, and how to restart or stop it."""
 
-    def __init__(self, directory: Path, port: int) -> None:
+    def __init__(self, directory: Path, port: int, *, appendonly: bool = True) -> None:
         self.directory = directory
         self.port = port
+        self.appendonly = appendonly
         self.proc: asyncio.subprocess.Process | None = None
         self.output: list[str] = []
         self.starts = 0
@@ -64,13 +67,18 @@ class RedisServer:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def start(cls, directory: Path, *, within: float = 10.0) -> AsyncIterator[RedisServer]:
-        """Start a server with its data in ``directory`` on a free port; kill it afterwards."""
+    async def start(
+        cls, directory: Path, *, within: float = 10.0, appendonly: bool = True
+    ) -> AsyncIterator[RedisServer]:
+        """Start a server with its data in ``directory`` on a free port; kill it afterwards.
+
+        ``appendonly=False``: no append-only file (nor snapshot), so a restart loses every key.
+        """
         await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
         server: RedisServer | None = None
         problem: BaseException | None = None
         for _ in range(5):  # a free port can be taken between the probe and the bind
-            server = cls(directory, free_port())
+            server = cls(directory, free_port(), appendonly=appendonly)
             try:
                 await server._launch(within)
                 break
@@ -95,7 +103,7 @@ class RedisServer:
             "--dir",
             str(self.directory),
             "--appendonly",
-            "yes",
+            "yes" if self.appendonly else "no",
             "--appendfsync",
             "always",
             "--save",

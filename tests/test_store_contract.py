@@ -6,12 +6,15 @@ Each test runs in its own key prefix (see conftest.py) and inside ``asyncio.time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import socket
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,12 +23,14 @@ import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.audience import BATCH, Audience
+from adapters.slack.audit import AuditEvent, asked_event
 from adapters.slack.record import ApprovalView, Draft, PendingRecord, State
 from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from tests.loop_turns import OtherTask
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
@@ -1108,3 +1113,174 @@ async def test_a_wait_fails_with_store_unavailable_after_the_outage_limit(
             watch.close()
             await proxy.restore()
             await asker.close()
+
+
+# -- Redis killed and started again: the append-only file ---------------------------------
+
+
+async def _started(
+    stack: contextlib.AsyncExitStack, url: str, prefix: str, **options: Any
+) -> RedisPendingStore:
+    """A started Redis store (a client of its own), closed when ``stack`` closes."""
+    store = RedisPendingStore(url, prefix=prefix, **options)
+    stack.push_async_callback(store.close)
+    await store.start()
+    return store
+
+
+async def _write_a_run(store: RedisPendingStore) -> list[str]:
+    """What a run leaves, every change with its event: the ids of ``open`` (this process's,
+    two draft saves), ``placed`` (nobody's: a bookkeeping write, then an event of no write),
+    ``reopened`` (nobody's: failed, asked again, a draft saved), ``answered`` (a draft, then
+    the answer) and ``cancelled``, in that order."""
+    me = store.process_id
+    open_, placed, reopened, answered = (make_record(me) for _ in range(4))
+    placed = placed.model_copy(update={"owner": None, "allowed_users": ["U1", "U2"]})
+    reopened = reopened.model_copy(update={"owner": None})
+    cancelled = make_record(me).model_copy(update={"owner": None})
+    for record in (open_, reopened, answered, cancelled):
+        assert await store.create(record, asked_event(record, by="api:alpha", link=None))
+    assert await store.create(placed)
+    _, posted = await mutate(store, placed.id, lambda r: r.next(message_ts="1700000000.000100"))
+    assert posted is not None
+    link = "https://t.slack.com/archives/C0123456/p1700000000000100"
+    await store.append_event(asked_event(posted, by="api:alpha", link=link))
+
+    def ticks(*selected: int) -> Callable[[PendingRecord], PendingRecord]:
+        return lambda r: r.next(drafts=[Draft(selected=list(selected))])
+
+    for request_id, change in (
+        (open_.id, ticks(0)),
+        (open_.id, ticks(0, 1)),
+        (reopened.id, finish_if_open("failed", error_code="ASK_TIMEOUT", note="No answer.")),
+        (reopened.id, lambda r: r.next(state="pending", note="Asked again.", finished_at=None)),
+        (reopened.id, ticks(1)),
+        (answered.id, ticks(1)),
+        (answered.id, finish_if_open(answered_by="U2", answered_by_name="bob")),
+        (cancelled.id, finish_if_open("cancelled", note="The agent withdrew it.")),
+    ):
+        _, written = await mutate(store, request_id, change, by="U1", by_name="alice")
+        assert written is not None
+    return [open_.id, placed.id, reopened.id, answered.id, cancelled.id]
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What a Redis store holds of some questions, as any client reads it."""
+
+    records: list[PendingRecord | None]
+    trails: list[list[AuditEvent]]
+    export: list[AuditEvent]
+    """``audit(since)``: every event of the run, in the order appended."""
+    open_ids: set[str]
+    owned: dict[str, set[str]]
+    """The open ids each of the records' owners holds."""
+    audiences: set[Audience]
+    expiry: list[str]
+    """Each record key's: ``kept`` (no TTL, as while pending), ``retention`` or ``gone``."""
+
+
+async def _kept(store: RedisPendingStore, url: str, ids: list[str], since: float) -> _Kept:
+    """What ``store`` reads of ``ids`` and of the events since ``since`` (the TTLs read
+    from the server at ``url`` directly: the store has no reader for them)."""
+    records = await store.get_many(ids)
+    owners = {r.owner for r in records if r is not None and r.owner is not None}
+    admin = aioredis.from_url(url)
+    try:
+        ttls = [await admin.pttl(f"{store.prefix}:req:{request_id}") for request_id in ids]
+    finally:
+        await admin.aclose()
+    return _Kept(
+        records=records,
+        trails=[await store.events(request_id) for request_id in ids],
+        export=[event async for event in store.audit(since)],
+        open_ids={r.id for r in await store.open_records()},
+        owned={o: {r.id for r in await store.open_records(owner=o)} for o in owners},
+        audiences=set(await store.open_audiences()),
+        expiry=["gone" if t == -2 else "kept" if t == -1 else "retention" for t in ttls],
+    )
+
+
+async def test_redis_killed_and_started_again_with_its_append_only_file_loses_nothing(
+    tmp_path: Path, store_prefix: str
+) -> None:
+    """A private redis-server (``--appendonly yes --appendfsync always``) is killed with
+    SIGKILL, no SHUTDOWN and no snapshot, so only the append-only file can bring anything
+    back: a new client on the server started again reads every record at its version, the
+    index sets, each question's trail and the export as they were, and writes on."""
+    async with asyncio.timeout(60), contextlib.AsyncExitStack() as stack:
+        server = await stack.enter_async_context(RedisServer.start(tmp_path / "redis"))
+        # the writer stays connected (its heartbeat outlives the test: nothing is swept)
+        writer = await _started(
+            stack, server.url, store_prefix, heartbeat_interval=0.5, heartbeat_ttl=120
+        )
+        since = time.time() - 1
+        ids = await _write_a_run(writer)
+        before = await _kept(writer, server.url, ids, since)
+        assert [(r.state, r.version) for r in before.records if r is not None] == [
+            ("pending", 2),
+            ("pending", 1),
+            ("pending", 3),
+            ("answered", 2),
+            ("cancelled", 1),
+        ]
+        assert [[(e.kind, e.version) for e in trail] for trail in before.trails] == [
+            [("asked", 0), ("changed", 1), ("changed", 2)],
+            [("asked", 1)],
+            [("asked", 0), ("failed", 1), ("reopened", 2), ("changed", 3)],
+            [("asked", 0), ("changed", 1), ("answered", 2)],
+            [("asked", 0), ("cancelled", 1)],
+        ]
+        assert sorted(e.dump() for e in before.export) == sorted(
+            e.dump() for trail in before.trails for e in trail
+        )
+        assert before.open_ids == set(ids[:3]) and before.owned == {writer.process_id: {ids[0]}}
+        assert len(before.audiences) == 3
+        assert before.expiry == ["kept", "kept", "kept", "retention", "retention"]
+        assert await writer.open_count() == OpenCount(total=3, mine=1, unowned=2)
+
+        await server.restart(signal.SIGKILL)  # no SHUTDOWN: nothing saved on the way out
+        assert server.starts == 2
+        reader = await _started(stack, server.url, store_prefix)
+        assert await _kept(reader, server.url, ids, since) == before
+        assert await reader.open_count() == OpenCount(total=3, mine=0, unowned=2)
+
+        # and both clients write on where the run stopped
+        _, done = await mutate(reader, ids[0], finish_if_open(answered_by="U3"))
+        assert done is not None and done.version == 3
+        assert await writer.get(ids[0]) == done  # the writer reconnected on its own
+        trail = await writer.events(ids[0])
+        assert trail[:3] == before.trails[0] and [e.kind for e in trail[3:]] == ["answered"]
+        first = before.records[0]
+        assert first is not None  # the write the reader's won over is refused
+        assert not await writer.compare_and_set(first.next(label="late"))
+        assert await reader.open_count() == OpenCount(total=2, mine=0, unowned=2)
+
+
+async def test_redis_killed_without_an_append_only_file_comes_back_empty(
+    tmp_path: Path, store_prefix: str
+) -> None:
+    """The converse, which shows the restart above is one: with no append-only file (and no
+    snapshot) the same run is gone after the SIGKILL."""
+    async with asyncio.timeout(60), contextlib.AsyncExitStack() as stack:
+        server = await stack.enter_async_context(
+            RedisServer.start(tmp_path / "redis", appendonly=False)
+        )
+        writer = await _started(
+            stack, server.url, store_prefix, heartbeat_interval=0.5, heartbeat_ttl=120
+        )
+        since = time.time() - 1
+        ids = await _write_a_run(writer)
+        assert len((await _kept(writer, server.url, ids, since)).export) == 13
+        await server.restart(signal.SIGKILL)
+        reader = await _started(stack, server.url, store_prefix)
+        assert await _kept(reader, server.url, ids, since) == _Kept(
+            records=[None] * 5,
+            trails=[[] for _ in ids],
+            export=[],
+            open_ids=set(),
+            owned={},
+            audiences=set(),
+            expiry=["gone"] * 5,
+        )
+        assert await reader.open_count() == OpenCount(total=0, mine=0, unowned=0)

@@ -2,7 +2,8 @@
 
 The restart cases of the store contract: a process writes records and is killed (SIGKILL,
 no clean close), then a new process (SQLite: on the same file) or a new client (Redis)
-finds every open record with its version, and carries on writing where it stopped.
+finds every open record with its version and each question's audit trail, and carries on
+writing where it stopped.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.slack.audit import AuditEvent
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
@@ -33,9 +36,11 @@ SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
 
 # A writer process: opens the store, creates three records (one with two draft saves, one
-# finished), prints their JSON, and waits to be killed.
+# finished; the second's asked event appended on its own, the others' with their writes),
+# prints their JSON, their trails and the audit export, and waits to be killed.
 _WRITER = """
 import asyncio, json, sys, time
+from adapters.slack.audit import asked_event
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
@@ -50,23 +55,40 @@ async def main() -> None:
     await store.start()
     item = AskUserQuestionItem(id="q1", question="Still there?")
     ids = [f"r-{prefix[-6:]}-{n}" for n in range(3)]
-    for request_id in ids:
-        record = PendingRecord(id=request_id, owner=None, questions=[item], channel="C1")
-        assert await store.create(record)
+    records = [PendingRecord(id=request_id, owner=None, questions=[item], channel="C1")
+               for request_id in ids]
+    for record in records:
+        asked = asked_event(record, by="api:writer", link=None)
+        assert await store.create(record, None if record is records[1] else asked)
+    await store.append_event(asked_event(records[1], by="api:writer", link=None))
     for n in range(2):
-        await mutate(store, ids[0], lambda r: r.next(drafts=[Draft(selected=[n])]))
+        await mutate(store, ids[0], lambda r: r.next(drafts=[Draft(selected=[n])]), by="U1")
     await mutate(store, ids[2], lambda r: r.next(state="answered", answered_by="U1",
                                                   finished_at=time.time()))
     written = [await store.get(request_id) for request_id in ids]
-    print(json.dumps([r.dump() for r in written if r is not None]), flush=True)
+    trails = [[e.dump() for e in await store.events(request_id)] for request_id in ids]
+    export = [e.dump() async for e in store.audit(0)]
+    print(json.dumps({"records": [r.dump() for r in written if r is not None],
+                      "trails": trails, "export": export}), flush=True)
     await asyncio.sleep(60)
 
 asyncio.run(main())
 """
 
 
-async def _write_and_kill(kind: str, where: str, prefix: str) -> list[PendingRecord]:
-    """Run the writer in its own process, SIGKILL it once it has written; its records."""
+@dataclass(frozen=True)
+class _Written:
+    """What the writer process wrote, as it read it back just before it was killed."""
+
+    records: list[PendingRecord]
+    trails: list[list[AuditEvent]]
+    """Each record's trail, in the records' order."""
+    export: list[AuditEvent]
+    """``audit(0)``: every event, in the order appended."""
+
+
+async def _write_and_kill(kind: str, where: str, prefix: str) -> _Written:
+    """Run the writer in its own process, SIGKILL it once it has written; what it wrote."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -84,20 +106,38 @@ async def _write_and_kill(kind: str, where: str, prefix: str) -> list[PendingRec
         child.kill()
         await child.wait()
     assert line, "the writer process printed nothing"
-    return [PendingRecord.load(raw) for raw in json.loads(line)]
+    printed = json.loads(line)
+    return _Written(
+        records=[PendingRecord.load(raw) for raw in printed["records"]],
+        trails=[[AuditEvent.load(raw) for raw in trail] for trail in printed["trails"]],
+        export=[AuditEvent.load(raw) for raw in printed["export"]],
+    )
 
 
 async def _check_survivors(
-    store: SqlitePendingStore | RedisPendingStore, written: list[PendingRecord]
+    store: SqlitePendingStore | RedisPendingStore, written: _Written
 ) -> None:
-    """Every record is back as written; the open ones are open; writing carries on."""
-    for record in written:
+    """Every record is back as written, each question's trail and the export too (the same
+    events in the same order); the open ones are open; writing carries on after them."""
+    records = written.records
+    assert [[(e.kind, e.version) for e in trail] for trail in written.trails] == [
+        [("asked", 0), ("changed", 1), ("changed", 2)],
+        [("asked", 0)],
+        [("asked", 0), ("answered", 1)],
+    ]
+    assert len(written.export) == 6
+    for record, trail in zip(records, written.trails, strict=True):
         assert await store.get(record.id) == record
-    assert written[0].version == 2 and written[0].drafts == [Draft(selected=[1])]
-    assert {r.id for r in await store.open_records()} == {written[0].id, written[1].id}
-    _, done = await mutate(store, written[0].id, finish_if_open(answered_by="U2"))
+        assert await store.events(record.id) == trail
+    assert [event async for event in store.audit(0)] == written.export
+    assert records[0].version == 2 and records[0].drafts == [Draft(selected=[1])]
+    assert {r.id for r in await store.open_records()} == {records[0].id, records[1].id}
+    _, done = await mutate(store, records[0].id, finish_if_open(answered_by="U2"))
     assert done is not None and done.version == 3 and done.state == "answered"
-    stale = written[1].model_copy(update={"version": 5})  # a skipped version is still refused
+    trail = await store.events(records[0].id)
+    assert trail[:-1] == written.trails[0]
+    assert (trail[-1].kind, trail[-1].version) == ("answered", 3)
+    stale = records[1].model_copy(update={"version": 5})  # a skipped version is still refused
     assert not await store.compare_and_set(stale)
 
 
