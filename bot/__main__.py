@@ -92,15 +92,14 @@ def audit_main(argv: Sequence[str]) -> int:
 
 
 async def _export(settings: Settings, since: float, until: float | None) -> int:
-    from bot.app import open_store
+    """Read the trail: an export writes nothing to the store and starts no heartbeat or
+    sweep (``read_trail``), whether or not a bot is running on it."""
+    from bot.app import read_trail
 
-    store = await open_store(settings)
-    try:
-        async for event in store.audit(since, until):
+    async with read_trail(settings) as trail:
+        async for event in trail.audit(since, until):
             sys.stdout.write(f"{event.dump()}\n")
         sys.stdout.flush()
-    finally:
-        await store.close()
     return 0
 
 

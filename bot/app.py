@@ -46,8 +46,10 @@ from bot.socket_mode import SocketMode
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
+    from adapters.slack.stores.redis import RedisPendingStore
+    from adapters.slack.stores.trail import TrailReader
 
-__all__ = ["Runtime", "SocketMode", "open_store", "start"]
+__all__ = ["Runtime", "SocketMode", "open_store", "read_trail", "start"]
 
 logger = logging.getLogger("bot")
 
@@ -107,23 +109,36 @@ def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awa
 
 async def open_store(settings: Settings) -> PendingStore:
     """The store ``settings`` choose (memory, SQLite or Redis), started."""
-    retention = settings.retention_days * 86400
     store: PendingStore
-    if settings.store == "memory":
-        store = MemoryPendingStore()
-    elif settings.store == "sqlite":
-        store = SqlitePendingStore(settings.store_path, retention=retention)
+    if settings.store == "memory":  # kept RETENTION_DAYS as the others (not silently 90)
+        store = MemoryPendingStore(finished_ttl=settings.retention_days * 86400)
     else:
-        from adapters.slack.stores.redis import RedisPendingStore
-
-        assert settings.redis_url is not None
-        store = RedisPendingStore(
-            settings.redis_url.get_secret_value(),
-            prefix=settings.redis_prefix,
-            finished_ttl=retention,
-        )
+        store = _durable_store(settings)
     await store.start()
     return store
+
+
+def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[TrailReader]:
+    """The audit trail of the durable store ``settings`` choose, opened for reading only
+    (``python -m bot audit``): it writes nothing and starts nothing, so an export run while
+    a bot is down neither passes for a live process nor sweeps that bot's questions."""
+    return _durable_store(settings).reading()
+
+
+def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
+    """The SQLite or Redis store ``settings`` choose, not started."""
+    retention = settings.retention_days * 86400
+    if settings.store == "sqlite":
+        return SqlitePendingStore(settings.store_path, retention=retention)
+    if settings.store != "redis" or settings.redis_url is None:
+        raise ValueError(f"the {settings.store} store is not kept beyond its process")
+    from adapters.slack.stores.redis import RedisPendingStore
+
+    return RedisPendingStore(
+        settings.redis_url.get_secret_value(),
+        prefix=settings.redis_prefix,
+        finished_ttl=retention,
+    )
 
 
 def _budget(settings: Settings) -> Budget | None:

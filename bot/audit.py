@@ -27,6 +27,7 @@ AUDIT_HELP: Final = """\
 Export the audit trail of the configured store (STORE, STORE_PATH, REDIS_URL) as JSON
 lines: every question asked, every click that changed something, every outcome with who
 and the exact answer or reason, each with the SHA-256 of what people were shown.
+It only reads: nothing is written to the store, and no heartbeat or orphan sweep runs.
 """
 
 _AGE: Final = re.compile(r"(\d+(?:\.\d+)?)([smhd])")

@@ -23,8 +23,9 @@ class StoreSettings(BaseSettings):
 
     redis_url: Annotated[Secret, AfterValidator(check_redis_url)] | None = Field(
         None,
-        description="redis://, rediss:// or unix:// URL of a shared pending store, for several "
-        "processes. Unset: in memory, one process.",
+        description="redis://, rediss:// or unix:// URL of a Redis that several processes, on "
+        "any hosts, share: their pending store (unless STORE says otherwise) and their Slack "
+        "rate-limit budget. Unset: the store is SQLite at STORE_PATH (memory in the sandbox).",
     )
     redis_prefix: Annotated[str, AfterValidator(check_redis_prefix)] = Field(
         "uq", description="Prefix of every Redis key and channel."
@@ -45,7 +46,7 @@ class StoreSettings(BaseSettings):
         90.0,
         gt=0,
         allow_inf_nan=False,
-        description="Days finished questions and their audit trail are kept (SQLite, Redis).",
+        description="Days finished questions and their audit trail are kept (every store).",
     )
 
     def _store(self) -> str:

@@ -635,6 +635,14 @@ def test_the_help_is_generated_from_the_fields() -> None:
     } <= set(secrets)
 
 
+def test_the_help_of_redis_url_names_the_store_used_without_it() -> None:
+    """Without REDIS_URL the store is SQLite (memory only in the sandbox), as ``STORE`` says."""
+    flat = " ".join(SETTINGS_HELP.split())
+    row = flat[flat.index(" REDIS_URL ") : flat.index(" REDIS_PREFIX ")]
+    assert "Unset: the store is SQLite at STORE_PATH (memory in the sandbox)." in row
+    assert "in memory, one process" not in row
+
+
 def test_a_new_field_appears_in_the_help_with_its_bounds_in_its_errors() -> None:
     from pydantic import Field
     from pydantic_settings import SettingsConfigDict

@@ -261,7 +261,8 @@ async def test_redis_a_script_that_cannot_append_its_event_writes_nothing(
         watch.close()
         assert [e.kind for e in await reader.events(record.id)] == ["answered"]
         assert await redis_admin.xlen(f"{store_prefix}:audit") == 1
-        assert 0 < await redis_admin.pttl(trail) <= 90 * 86400 * 1000
+        left = 90 * 86400 * 1000 - await redis_admin.pttl(trail)  # the retention, from
+        assert 0 <= left < 2_000  # the ending just written (a shorter TTL is a defect)
 
 
 async def test_redis_a_retried_write_appends_its_event_once(

@@ -1,6 +1,9 @@
 """``MemoryPendingStore``: the pending store in this process's memory (tests, the sandbox).
 
-Nothing survives the process; ``python -m bot`` uses the SQLite store by default.
+Nothing survives the process; ``python -m bot`` uses the SQLite store by default. Within
+it, retention is as in the durable stores: a question's record and its whole trail stay
+while it is pending and ``finished_ttl`` (``RETENTION_DAYS``) after it ends, then go
+together; every read drops what expired first, the trail's reads too.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class MemoryPendingStore:
     """
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
+        if finished_ttl <= 0:
+            raise ValueError("finished_ttl must be positive")
         self._process_id = process_id
         self._finished_ttl = finished_ttl
         self._records: dict[str, _Stored] = {}
@@ -111,9 +116,11 @@ class MemoryPendingStore:
         self._keep(event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
+        self._expire()
         return [AuditEvent.load(kept.json) for kept in self._trails.get(request_id, ())]
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        self._expire()
         for kept in list(self._events):
             if kept.at >= since and (until is None or kept.at < until):
                 yield AuditEvent.load(kept.json)
@@ -132,7 +139,10 @@ class MemoryPendingStore:
             self._watches.resolve(PendingRecord.load(stored.json), stored.json)
 
     def _expire(self) -> None:
+        """Drop the records that ended ``finished_ttl`` ago, each with its trail (a trail
+        is kept as long as its record: its retention counts from the ending)."""
         now = time.monotonic()
+        gone: set[str] = set()
         while self._expiry and self._expiry[0][0] <= now:
             deadline, request_id = self._expiry.popleft()
             if self._deadlines.get(request_id) != deadline:
@@ -141,9 +151,10 @@ class MemoryPendingStore:
             stored = self._records.get(request_id)
             if stored is not None and stored.state != "pending":
                 del self._records[request_id]
-                trail = self._trails.pop(request_id, [])
-                if trail:
-                    self._events = [e for e in self._events if e.request_id != request_id]
+                if self._trails.pop(request_id, None):
+                    gone.add(request_id)
+        if gone:  # one pass over the events for all of them
+            self._events = [e for e in self._events if e.request_id not in gone]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@
 The parts, one idea each: ``redis_layout`` (the keys, one Redis server or primary, and the
 Lua scripts), ``redis_link`` (the pool, bounded operations, health), ``redis_records`` (the
 records: create, get, compare-and-set, the open index), ``redis_notices`` (watches and the
-``p:done`` subscriber), ``redis_upkeep`` (heartbeats, the sweep), ``redis_audit`` (the
-streams); this module puts them together behind the ``PendingStore`` protocol.
+``p:done`` subscriber), ``redis_upkeep`` (heartbeats, the sweep, the audit stream's
+purge), ``redis_audit`` (the streams); this module puts them together behind the
+``PendingStore`` protocol.
 
 ``create`` and ``compare_and_set`` are Lua scripts (``register_script``), so the record, the
 index sets, the notification and the audit event change together and the first writer wins
@@ -22,14 +23,18 @@ and abort signal decide how long anyone waits; ``close()`` ends every wait still
 ``STORE_UNAVAILABLE``. A process whose heartbeat lapses (crashed, or cut off from Redis for
 longer than ``heartbeat_ttl``) is presumed dead: ``sweep_orphans`` fails its pending records
 with ``OWNER_LOST``.
+
+``reading()`` connects for the audit trail only, instead of ``start()`` (``python -m bot
+audit``): no heartbeat, no subscription, no task, so no sweep; it writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.slack.audience import Audience
@@ -51,7 +56,8 @@ from adapters.slack.stores.redis_link import FAILURES, RedisLink, closed_error, 
 from adapters.slack.stores.redis_notices import RedisNotices
 from adapters.slack.stores.redis_records import RedisRecords
 from adapters.slack.stores.redis_upkeep import RedisUpkeep
-from adapters.slack.stores.trail import KeepsTrail
+from adapters.slack.stores.trail import KeepsTrail, TrailReader
+from bot.questions.errors import UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
@@ -108,15 +114,16 @@ class RedisPendingStore(KeepsTrail):
             outage_limit=outage_limit,
             log=self._log,
         )
+        self._trail = RedisAudit(self._link, self._keys, retention=finished_ttl)
         self._upkeep = RedisUpkeep(
             self._link,
             self._keys,
             self,
             self._notices,
+            self._trail,
             heartbeat_ttl=heartbeat_ttl,
             log=self._log,
         )
-        self._trail = RedisAudit(self._link, self._keys, retention=finished_ttl)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -144,28 +151,24 @@ class RedisPendingStore(KeepsTrail):
         return self._notices.watches.count
 
     async def start(self) -> None:
-        """Connect, beat once, subscribe; raise ``StoreUnavailable`` if Redis is unreachable."""
+        """Connect, beat once, subscribe, purge the audit stream; raise ``StoreUnavailable``
+        if Redis is unreachable."""
         if self._link.closed:
             raise RuntimeError("a closed RedisPendingStore cannot be started again")
         if self._started:
             return
-        try:
-            async with asyncio.timeout(self._link.op_timeout):
-                await self._link.client.ping()
-                await self._upkeep.beat()
-                await self._notices.subscribe()
-        except FAILURES as exc:
-            await self._release()
-            reraise_cancellation(exc)
-            raise self._link.unavailable(exc) from exc
+        await self._reach(self._upkeep.beat, self._notices.subscribe)
         self._started = True
-        self._link.mark_ok()
         self._log.info(
             "pending store connected to Redis at %s (prefix %s, process %s)",
             self._link.shown_url,
             self.prefix,
             self.process_id,
         )
+        try:
+            await self._upkeep.purge()
+        except UserQuestionError as exc:  # tried again in an hour, by the heartbeat
+            self._log.warning("pending store could not purge the audit stream: %s", exc)
         loop = asyncio.get_running_loop()
         beats = run_heartbeats(
             self._heartbeat_interval,
@@ -178,6 +181,35 @@ class RedisPendingStore(KeepsTrail):
             loop.create_task(self._notices.listen(), name="redis-store-subscriber"),
             loop.create_task(beats, name="redis-store-heartbeat"),
         ]
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[TrailReader]:
+        """The audit trail, connected for reading only (instead of ``start()``).
+
+        No heartbeat (this is no live process), no subscription and no task, so it sweeps
+        nobody; ``StoreUnavailable`` if Redis is unreachable."""
+        if self._started or self._link.closed:
+            raise RuntimeError("reading() is instead of start(): this store is started or closed")
+        await self._reach()
+        try:
+            yield self._trail
+        finally:
+            self._link.closed = True
+            await self._release()
+
+    async def _reach(self, *then: Callable[[], Awaitable[None]]) -> None:
+        """Ping Redis, then run ``then``, within ``op_timeout``; when it cannot be reached,
+        release the connections and raise ``StoreUnavailable``."""
+        try:
+            async with asyncio.timeout(self._link.op_timeout):
+                await self._link.client.ping()
+                for step in then:
+                    await step()
+        except FAILURES as exc:
+            await self._release()
+            reraise_cancellation(exc)
+            raise self._link.unavailable(exc) from exc
+        self._link.mark_ok()
 
     async def close(self) -> None:
         """Stop the subscriber and heartbeat, delete this process's heartbeat, disconnect."""
@@ -239,7 +271,15 @@ class RedisPendingStore(KeepsTrail):
         """How many records are pending: in all, this process's, and owned by none."""
         return await self._records.open_count()
 
-    # -- owner liveness -------------------------------------------------------------------
+    # -- retention and owner liveness -----------------------------------------------------
+
+    async def purge(self, now: float | None = None) -> int:
+        """Delete the audit stream's entries older than the retention whose question has no
+        record left (done at start and hourly; records and question streams expire by TTL).
+
+        Returns how many entries went (a pending question's are never purged).
+        """
+        return await self._upkeep.purge(now)
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``).

@@ -1,8 +1,11 @@
 """The Redis store's audit trail: streams, ``p:audit`` (every event) and ``p:events:{id}``.
 
-Each event's JSON is the entry's field ``e``. The whole stream is trimmed to the retention as
-it is appended to; a question's stream expires the retention after its last event. An event
-that goes with a record's change is appended by that change's script (``event_args``, see
+Each event's JSON is the entry's field ``e``. A question's stream lives as long as its
+record: no TTL while pending, the record's TTL (the retention) once it ended. ``p:audit`` is
+not trimmed by age as it is appended to (``MINID`` would drop a long-pending question's
+events): ``purge`` deletes the entries older than the retention whose question has no
+record left, so the export and each question's trail keep the same events. An event that
+goes with a record's change is appended by that change's script (``event_args``, see
 ``redis_layout``); ``append_event`` is for an event without one.
 """
 
@@ -14,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Final, cast
 
 from adapters.slack.audit import AuditEvent
-from adapters.slack.stores.redis_layout import RedisKeys, px
+from adapters.slack.stores.redis_layout import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT, RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 
 __all__ = ["RedisAudit", "event_args"]
@@ -31,15 +34,9 @@ def _stream_lines(entries: object) -> list[tuple[str, str]]:
     return lines
 
 
-def _cutoff(retention: float) -> int:
-    """The audit stream's ``MINID`` now: entries older than the retention go (ms)."""
-    return max(0, int((time.time() - retention) * 1000))
-
-
-def event_args(event: AuditEvent | None, retention: float) -> list[str | int]:
-    """The last three ARGV of a record's script: the event (``''``: none), the audit
-    stream's cutoff and the question stream's TTL (ms)."""
-    return ["" if event is None else event.dump(), _cutoff(retention), px(retention)]
+def event_args(event: AuditEvent | None) -> list[str | int]:
+    """The last ARGV of a record's script: the event (``''``: none)."""
+    return ["" if event is None else event.dump()]
 
 
 class RedisAudit:
@@ -49,21 +46,43 @@ class RedisAudit:
         self._link = link
         self._keys = keys
         self._retention = retention
+        client = link.client
+        self._append_script = client.register_script(APPEND)
+        self._purge_script = client.register_script(PURGE_AUDIT)
+        self._keep_open_script = client.register_script(KEEP_OPEN_TRAILS)
 
     async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to the audit stream and to its question's own stream."""
-        line = event.dump()
-        trail = self._keys.events(event.request_id)
-        cutoff = _cutoff(self._retention)
+        """Append ``event`` to the audit stream and to its question's own stream (one
+        script: the question's stream keeps living as long as its record)."""
+        request_id = event.request_id
+        keys = [self._keys.audit, self._keys.events(request_id), self._keys.record(request_id)]
+        args: list[str | int] = [event.dump(), px(self._retention)]
+        await self._link.op(
+            "append an audit event", lambda: self._append_script(keys=keys, args=args)
+        )
 
-        async def write() -> None:
-            pipe = self._link.client.pipeline(transaction=True)
-            pipe.xadd(self._keys.audit, {"e": line}, minid=cutoff, approximate=True)
-            pipe.xadd(trail, {"e": line})
-            pipe.pexpire(trail, px(self._retention))
-            await pipe.execute()
-
-        await self._link.op("append an audit event", write)
+    async def purge(self, now: float | None = None) -> int:
+        """Delete the audit stream's entries older than the retention whose question has no
+        record left (a pending question's stay, however old; an ended one's go with its
+        record, the retention after its end), a page per script. First lifts any TTL off a
+        pending question's stream (an older bot gave it one). Returns how many went."""
+        cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
+        open_keys = [self._keys.open]
+        open_args = [self._keys.record_prefix, self._keys.events_prefix]
+        await self._link.op(
+            "keep the open trails", lambda: self._keep_open_script(keys=open_keys, args=open_args)
+        )
+        if cutoff <= 0:
+            return 0
+        deleted, first = 0, "-"
+        while True:
+            args: list[str | int] = [self._keys.record_prefix, first, cutoff - 1, _PAGE]
+            page = functools.partial(self._purge_script, keys=[self._keys.audit], args=args)
+            read, gone, last = await self._link.op("purge the audit stream", page)
+            deleted += int(gone)
+            if int(read) < _PAGE:
+                return deleted
+            first = f"({as_text(last)}"
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""

@@ -18,8 +18,11 @@ because the scripts derive some key names from the stored record)::
     p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
     p:sweep         short lock (redis-py ``Lock``: SET NX PX) held while one process sweeps
     p:done          pub/sub channel: the id of every record that just became terminal
-    p:audit         stream: every audit event (``e``: its JSON), trimmed to the retention
-    p:events:{id}   stream: one question's events; expires the retention after the last
+    p:audit         stream: every audit event (``e``: its JSON); the purge (at start, then
+                    hourly) deletes the entries older than the retention whose question
+                    has no record left, so a long-pending question keeps its entries
+    p:events:{id}   stream: one question's events; lives as long as its record: no TTL
+                    while pending, the record's own TTL once ended
 
 ``create`` and ``compare_and_set`` are Lua scripts, so the record, the index sets, the
 notification and the write's audit event change together and the first writer wins across
@@ -37,12 +40,15 @@ from adapters.slack.audience import Audience
 from adapters.slack.record import PendingRecord
 
 __all__ = [
+    "APPEND",
     "AUDIENCES",
     "COMPARE_AND_SET",
     "CREATE",
     "FORGET_OWNER",
     "INDEXED",
+    "KEEP_OPEN_TRAILS",
     "OPEN_COUNT",
+    "PURGE_AUDIT",
     "RedisKeys",
     "dump_audience",
     "load_audience",
@@ -50,40 +56,63 @@ __all__ = [
     "px",
 ]
 
-# Both scripts take the write's audit event (its JSON, '' for none) as their last three
-# ARGV: event, the audit stream's trimming cutoff (ms, MINID), the question stream's TTL
-# (ms); and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event
-# is appended by the script that makes the change, so both are kept or neither and a
-# watch woken by the change finds the event. The streams are checked before anything is
+# Both scripts take the write's audit event (its JSON, '' for none) as their last ARGV,
+# and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event is
+# appended by the script that makes the change, so both are kept or neither and a watch
+# woken by the change finds the event. The streams are checked before anything is
 # written: a script that fails half-way is not rolled back.
-_STREAMS_READY: Final = """
-if event ~= '' then
-  for _, key in ipairs({KEYS[6], KEYS[7]}) do
-    local kind = redis.call('TYPE', key)['ok']
-    if kind ~= 'none' and kind ~= 'stream' then
-      return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
-    end
+
+
+def _streams_ready(audit: str, trail: str) -> str:
+    """Lua: refuse (before any write) when either audit key holds something else."""
+    return f"""
+for _, key in ipairs({{{audit}, {trail}}}) do
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' and kind ~= 'stream' then
+    return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
   end
 end
 """
-_APPEND_EVENT: Final = """
-if event ~= '' then
-  redis.call('XADD', KEYS[6], 'MINID', '~', cutoff, '*', 'e', event)
-  redis.call('XADD', KEYS[7], '*', 'e', event)
-  redis.call('PEXPIRE', KEYS[7], keep)
+
+
+def _trail_follows(record: str, trail: str, keep: str) -> str:
+    """Lua: the question's stream lives as long as its record: no TTL while the record has
+    none (pending), the record's own TTL once it has one (ended: they go together), ``keep``
+    when there is no record (an event of a question the store does not know)."""
+    return f"""
+local left = redis.call('PTTL', {record})
+if left == -1 then
+  redis.call('PERSIST', {trail})
+elseif left > 0 then
+  redis.call('PEXPIRE', {trail}, left)
+else
+  redis.call('PEXPIRE', {trail}, {keep})
 end
+"""
+
+
+_STREAMS_READY: Final = f"""
+if event ~= '' then{_streams_ready("KEYS[6]", "KEYS[7]")}end
+"""
+# (after the record's write, so the question's stream takes the TTL it was just given)
+_APPEND_EVENT: Final = f"""
+if event ~= '' then
+  redis.call('XADD', KEYS[6], '*', 'e', event)
+  redis.call('XADD', KEYS[7], '*', 'e', event)
+end
+{_trail_follows("KEYS[1]", "KEYS[7]", "keep")}
 return 1
 """
 
 # KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
 #       audiences hash
 # ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
-#       no list), event, cutoff, keep
+#       no list), event
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
 CREATE: Final = (
     """
 if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
-local event, cutoff, keep = ARGV[8], ARGV[9], ARGV[10]
+local event, keep = ARGV[8], ARGV[4]
 """
     + _STREAMS_READY
     + """
@@ -111,7 +140,7 @@ end
 # KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
 #       stream, question stream, audiences hash
 # ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
-#       owner ('' for none), audience ('' for on no list), event, cutoff, keep
+#       owner ('' for none), audience ('' for on no list), event
 COMPARE_AND_SET: Final = (
     """
 if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
@@ -122,7 +151,7 @@ if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
 local was_open = stored['state'] == 'pending'
 local now_open = ARGV[4] == 'pending'
 if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
-local event, cutoff, keep = ARGV[11], ARGV[12], ARGV[13]
+local event, keep = ARGV[11], ARGV[5]
 """
     + _STREAMS_READY
     + """
@@ -158,6 +187,53 @@ end
 """
     + _APPEND_EVENT
 )
+
+# KEYS: audit stream, question stream, record; ARGV: event, keep (ms). An event that goes
+# with no write of its record: appended to both streams, the question's stream living as
+# long as the record (``_trail_follows``).
+APPEND: Final = f"""
+{_streams_ready("KEYS[1]", "KEYS[2]")}
+redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
+{_trail_follows("KEYS[3]", "KEYS[2]", "ARGV[2]")}
+return 1
+"""
+
+# KEYS: audit stream; ARGV: record key prefix, first id ('-' or '(' and the last one seen),
+# last id (inclusive), count. One page of the audit stream's purge: deletes each entry
+# whose question has no record left (or that names none); an entry of a pending question,
+# or of one ended less than the retention ago, stays. Returns {entries read, deleted,
+# the last id read ('' for none)}.
+PURGE_AUDIT: Final = """
+local entries = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4])
+local gone = 0
+for _, entry in ipairs(entries) do
+  local fields, request = entry[2], nil
+  for i = 1, #fields, 2 do
+    if fields[i] == 'e' then
+      local ok, event = pcall(cjson.decode, fields[i + 1])
+      if ok and type(event) == 'table' then request = event['requestId'] end
+    end
+  end
+  if type(request) ~= 'string' or redis.call('EXISTS', ARGV[1] .. request) == 0 then
+    redis.call('XDEL', KEYS[1], entry[1])
+    gone = gone + 1
+  end
+end
+local last = ''
+if #entries > 0 then last = entries[#entries][1] end
+return {#entries, gone, last}
+"""
+
+# KEYS: open set; ARGV: record key prefix, question stream prefix. Lifts any TTL off the
+# stream of each pending question (a record without TTL): the bot before this layout gave
+# every question's stream one at each event, pending or not.
+KEEP_OPEN_TRAILS: Final = """
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('PTTL', ARGV[1] .. id) == -1 then redis.call('PERSIST', ARGV[2] .. id) end
+end
+return 1
+"""
 
 # KEYS: an index set; ARGV: record key prefix. Returns the JSON of every member still
 # stored and drops the ids whose record has expired.
@@ -262,6 +338,11 @@ class RedisKeys:
     def events(self, request_id: str) -> str:
         """The stream of one question's audit events."""
         return self.key("events", request_id)
+
+    @property
+    def events_prefix(self) -> str:
+        """What a question's stream's key is its id prefixed with."""
+        return f"{self.prefix}:events:"
 
     @property
     def open(self) -> str:

@@ -63,7 +63,7 @@ class RedisRecords:
             token,
             record.owner or "",
             dump_audience(record),
-            *event_args(event, self._finished_ttl),
+            *event_args(event),
         ]
         result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))
         return bool(result)
@@ -104,7 +104,7 @@ class RedisRecords:
             token,
             record.owner or "",
             dump_audience(record),
-            *event_args(event, self._finished_ttl),
+            *event_args(event),
         ]
         result = await self._link.op(
             "compare-and-set", lambda: self._cas_script(keys=keys, args=args)

@@ -1,4 +1,5 @@
-"""The Redis store's upkeep: this process's heartbeat and the sweep of lost processes.
+"""The Redis store's upkeep: this process's heartbeat, the sweep of lost processes, and the
+audit stream's purge (at start and hourly, ``RedisAudit.purge``; records expire by TTL).
 
 ``p:alive:{pid}`` expires ``heartbeat_ttl`` after the last beat. A process whose heartbeat
 lapsed (crashed, or cut off from Redis for longer than ``heartbeat_ttl``) is presumed dead:
@@ -13,18 +14,23 @@ import contextlib
 import functools
 import logging
 import time
+from typing import Final
 
 from redis.exceptions import LockError
 
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.duties import fail_orphans, log_orphans
 from adapters.slack.stores.protocol import PendingStore
+from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import FORGET_OWNER, RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 from adapters.slack.stores.redis_notices import RedisNotices
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["RedisUpkeep"]
+
+_PURGE_EVERY: Final = 3600.0
+"""Seconds between two purges of the audit stream while running."""
 
 
 class RedisUpkeep:
@@ -36,6 +42,7 @@ class RedisUpkeep:
         keys: RedisKeys,
         store: PendingStore,
         notices: RedisNotices,
+        audit: RedisAudit,
         *,
         heartbeat_ttl: float,
         log: logging.Logger,
@@ -44,8 +51,10 @@ class RedisUpkeep:
         self._keys = keys
         self._store = store
         self._notices = notices
+        self._audit = audit
         self._heartbeat_ttl = heartbeat_ttl
         self._log = log
+        self._last_purge = time.monotonic()
         self._forget_owner = link.client.register_script(FORGET_OWNER)
 
     async def beat(self) -> None:
@@ -55,7 +64,8 @@ class RedisUpkeep:
         )
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: give up on a long outage, beat, check for lost records, sweep."""
+        """One heartbeat: give up on a long outage, beat, check for lost records, sweep;
+        purge when an hour has passed."""
         self._notices.give_up_if_lost()
         try:
             await self._link.op("heartbeat", self.beat)
@@ -64,9 +74,19 @@ class RedisUpkeep:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
                 return []
-            return await self.sweep_orphans()
+            failed = await self.sweep_orphans()
         except UserQuestionError:
             return []  # logged once by the health tracking
+        if time.monotonic() - self._last_purge > _PURGE_EVERY:
+            with contextlib.suppress(UserQuestionError):  # (logged as above) in an hour again
+                await self.purge()
+        return failed
+
+    async def purge(self, now: float | None = None) -> int:
+        """Purge the audit stream (``RedisAudit.purge``); the next is due an hour later,
+        whether this one succeeds or not. Returns how many entries went."""
+        self._last_purge = time.monotonic()
+        return await self._audit.purge(now)
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``).

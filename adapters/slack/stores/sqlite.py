@@ -24,6 +24,10 @@ A click's path is one read by id and one compare-and-set, both in the loop's own
 when the file is free (``sqlite_file``); the WAL is copied into the file every
 ``checkpoint_interval`` on a connection of its own, so a write never waits for a checkpoint.
 
+``reading()`` opens the file for the audit trail only, instead of ``start()`` (``python -m
+bot audit``): read-only, no schema upgrade, no heartbeat, no purge, no sweep, no task; an
+export run while a bot is down leaves that bot's questions to it.
+
 The parts: ``sqlite_file`` (the connections, WAL, the schema of ``sqlite_schema``),
 ``sqlite_endings`` (the poll), ``sqlite_upkeep`` (heartbeats, sweep, retention, checkpoints),
 ``sqlite_audit`` (the trail); this module keeps the records and puts the parts together.
@@ -32,9 +36,10 @@ The parts: ``sqlite_file`` (the connections, WAL, the schema of ``sqlite_schema`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -48,7 +53,7 @@ from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
-from adapters.slack.stores.trail import KeepsTrail
+from adapters.slack.stores.trail import KeepsTrail, TrailReader
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -150,6 +155,20 @@ class SqlitePendingStore(KeepsTrail):
                 self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
             ),
         ]
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[TrailReader]:
+        """The audit trail, the file opened for reading only (instead of ``start()``).
+
+        Writes nothing (no heartbeat, purge or schema upgrade: an older schema is read as
+        it is, one without a trail refused) and starts no task, so it sweeps nobody."""
+        if self._closed or self._file.is_open:
+            raise RuntimeError("reading() is instead of start(): this store is started or closed")
+        await self._file.open_to_read()
+        try:
+            yield self._trail
+        finally:
+            await self._file.close()
 
     async def close(self) -> None:
         """Stop polling, end waits still pending (``STORE_UNAVAILABLE``), close the file."""
@@ -267,9 +286,9 @@ class SqlitePendingStore(KeepsTrail):
     # -- retention and liveness -----------------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:
-        """Delete finished records and audit events older than the retention period.
+        """Delete the records that ended longer than the retention ago, and their trails.
 
-        Returns how many records went (a pending record is never purged).
+        Returns how many records went (a pending record is never purged, nor its trail).
         """
         return await self._upkeep.purge(now)
 

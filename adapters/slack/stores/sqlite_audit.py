@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
+from typing import Final
 
 from adapters.slack.audit import AuditEvent
 from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
 
 __all__ = ["SqliteAudit"]
+
+_PURGE: Final = "DELETE FROM events WHERE at < ? AND request_id NOT IN (SELECT id FROM records)"
+"""A trail goes with its record (kept while pending and the retention after its end, see
+``SqliteUpkeep.purge``); an event whose question has no record goes by its own age. Read
+through ``events_at`` and the records' primary key: no table is scanned whole."""
 
 
 class SqliteAudit:
@@ -51,5 +57,7 @@ class SqliteAudit:
             after = int(rows[-1][0])
 
     async def purge(self, before: float) -> None:
-        """Delete the events older than ``before`` (the retention's cutoff)."""
-        await self._file.rows("DELETE FROM events WHERE at < ?", (before,))
+        """Delete the events older than ``before`` (the retention's cutoff) whose question
+        has no record left (after the records' purge): a pending question keeps its whole
+        trail, however old, and an ended one until its record goes."""
+        await self._file.rows(_PURGE, (before,))

@@ -1,4 +1,5 @@
-"""The SQLite store's file: opening it (WAL, schema upgraded in place) and its statements.
+"""The SQLite store's file: opening it (WAL, schema upgraded in place; or for reading
+only) and its statements.
 
 One aiosqlite connection in autocommit mode (``isolation_level=None``): every statement is
 its own transaction (a record's change and its audit event are one statement, see
@@ -34,7 +35,7 @@ from typing import Any, Final
 
 import aiosqlite
 
-from adapters.slack.stores.sqlite_schema import migrate
+from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["CHUNK", "RUN", "SqliteFile"]
@@ -94,6 +95,26 @@ class SqliteFile:
             self._checkpointer = await aiosqlite.connect(
                 self.path, isolation_level=None, timeout=self._busy_timeout
             )
+        except BaseException:
+            await self.close()
+            raise
+
+    async def open_to_read(self) -> None:
+        """Open the file for reading only (``mode=ro``): nothing is created, switched,
+        upgraded or written, so a reader leaves the file as it found it (SQLite may add the
+        WAL's two side files should they be missing: the next writer uses them as they are).
+        Only ``rows`` (and what runs on it) works on a file opened so."""
+        uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        try:
+            db = await aiosqlite.connect(uri, uri=True, timeout=self._busy_timeout)
+        except (OSError, sqlite3.Error) as exc:
+            reason = exc if self.path.exists() else "no such file"
+            raise OSError(
+                f"cannot read the pending store STORE_PATH={self.path}: {reason}"
+            ) from exc
+        self._db = db
+        try:
+            check_readable(int(await self.scalar("PRAGMA user_version")), self.path)
         except BaseException:
             await self.close()
             raise

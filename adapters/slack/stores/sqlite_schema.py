@@ -3,6 +3,8 @@
 Each entry of ``_MIGRATIONS`` takes the file from one version to the next; ``migrate``
 applies the missing ones in one transaction at start (two processes starting on one new
 file agree: the second finds the schema done) and refuses a file newer than the code.
+A reader of the trail (``python -m bot audit``) writes nothing, so upgrades nothing:
+``check_readable`` lets it read any schema whose ``events`` it can, as it is.
 
 Since schema 3 a write of ``records`` carries its audit event in the ``event`` column
 (``NULL`` when it has none; overwritten by every write, never read back) and a trigger
@@ -24,7 +26,7 @@ from typing import Final
 
 import aiosqlite
 
-__all__ = ["SCHEMA_VERSION", "migrate"]
+__all__ = ["SCHEMA_VERSION", "TRAIL_SINCE", "check_readable", "migrate"]
 
 _APPEND: Final = (
     "INSERT INTO events (request_id, at, json) VALUES"
@@ -106,6 +108,28 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 """The schema this code writes; older files are upgraded at start."""
+TRAIL_SINCE: Final = 2
+"""The first schema with the ``events`` table, unchanged since: what the trail's reader needs."""
+
+
+def _newer(found: int, path: Path) -> RuntimeError:
+    return RuntimeError(
+        f"the pending store {path} has schema {found}, newer than this"
+        f" bot's {SCHEMA_VERSION}: upgrade the bot"
+    )
+
+
+def check_readable(found: int, path: Path) -> None:
+    """Refuse to read the trail of a file with schema ``found`` unless it is as this code
+    reads it: a reader upgrades nothing (that is the bot's to do at its next start), and
+    every schema from ``TRAIL_SINCE`` on keeps ``events`` as this code queries it."""
+    if found > SCHEMA_VERSION:
+        raise _newer(found, path)
+    if found < TRAIL_SINCE:
+        raise RuntimeError(
+            f"the pending store {path} has schema {found}, which keeps no audit trail"
+            f" (kept since schema {TRAIL_SINCE})"
+        )
 
 
 async def migrate(db: aiosqlite.Connection, path: Path, log: logging.Logger) -> None:
@@ -116,10 +140,7 @@ async def migrate(db: aiosqlite.Connection, path: Path, log: logging.Logger) -> 
             row = await cursor.fetchone()
         found = int(row[0]) if row is not None else 0
         if found > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"the pending store {path} has schema {found}, newer than this"
-                f" bot's {SCHEMA_VERSION}: upgrade the bot"
-            )
+            raise _newer(found, path)
         for version in range(found, SCHEMA_VERSION):
             for statement in _MIGRATIONS[version]:
                 await db.execute(statement)

@@ -4,7 +4,8 @@ and the WAL's checkpoints.
 Every process beats in ``alive`` every ``heartbeat_interval``; the pending records of a
 process whose beat is older than ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next
 sweep. Finished records, the endings feed and audit events older than their keeping time are
-deleted at start and then every hour (a pending record is never purged).
+deleted at start and then every hour: a pending record is never purged, nor its trail; a
+finished record goes the retention after it ended, and its trail with it.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ class SqliteUpkeep:
                 failing = False
 
     async def purge(self, now: float | None = None) -> int:
-        """Delete finished records and audit events older than the retention period.
+        """Delete the records that ended longer than the retention ago, and their trails.
 
-        Returns how many records went (a pending record is never purged).
+        Returns how many records went (a pending record is never purged, nor its trail).
         """
         now = time.time() if now is None else now
         rows = await self._file.rows(

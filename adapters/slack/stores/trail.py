@@ -1,7 +1,9 @@
 """The audit trail of a durable store, kept by a part of its own (its table or streams).
 
 ``KeepsTrail`` gives a store the protocol's three audit methods by passing them to that
-part (``_trail``), so the SQLite and Redis stores state the forwarding once.
+part (``_trail``), so the SQLite and Redis stores state the forwarding once. A store opened
+for reading only (``reading()``, for ``python -m bot audit``) hands out that part as a
+``TrailReader``: the same queries, and nothing that writes.
 """
 
 from __future__ import annotations
@@ -11,17 +13,21 @@ from typing import Protocol
 
 from adapters.slack.audit import AuditEvent
 
-__all__ = ["KeepsTrail", "Trail"]
+__all__ = ["KeepsTrail", "Trail", "TrailReader"]
 
 
-class Trail(Protocol):
-    """What a store's audit part does (``SqliteAudit``, ``RedisAudit``)."""
-
-    async def append_event(self, event: AuditEvent) -> None: ...
+class TrailReader(Protocol):
+    """The reading half of a store's audit part."""
 
     async def events(self, request_id: str) -> list[AuditEvent]: ...
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
+
+
+class Trail(TrailReader, Protocol):
+    """What a store's audit part does (``SqliteAudit``, ``RedisAudit``)."""
+
+    async def append_event(self, event: AuditEvent) -> None: ...
 
 
 class KeepsTrail:
