@@ -35,6 +35,8 @@ class StoreSettings(BaseSettings):
         description="Where questions live: sqlite (one file, survives restarts and crashes; "
         "several processes on one host), redis (several hosts; needs REDIS_URL) or memory "
         "(lost on exit). Unset: redis with REDIS_URL, memory in the sandbox, else sqlite.",
+        # (the settings' loader picks it when unset: the field's own default is not it)
+        json_schema_extra={"shown_default": "auto"},
     )
     store_path: str = Field(
         DEFAULT_STORE_PATH,

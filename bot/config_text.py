@@ -52,6 +52,9 @@ def is_secret(field: FieldInfo) -> bool:
 
 
 def _default(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("shown_default"), str):
+        return str(extra["shown_default"])  # a default chosen by the loader, not the field
     value = field.default
     if value is None or value == ():
         return "-"
