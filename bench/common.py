@@ -404,8 +404,12 @@ class Sample:
     """One request the load generator sent: when (wall clock), how long to the ack, status."""
 
     sent_at: float
+    """When the load generator began the request (before aiohttp builds it)."""
     latency: float
     status: int
+    written_at: float
+    """When its bytes went to the socket (aiohttp's ``on_request_chunk_sent``, just before
+    the write): ``written_at - sent_at`` is the load generator's own work on it."""
 
 
 async def send_paced(requests: Sequence[Mapping[str, Any]], rate: float) -> list[Sample]:
@@ -428,16 +432,26 @@ async def _send_main() -> None:
     results: list[list[float] | None] = [None] * len(requests)
     loop = asyncio.get_running_loop()
     connector = aiohttp.TCPConnector(limit=0, force_close=False)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    tracing = aiohttp.TraceConfig()
+
+    async def written(_: object, context: Any, __: object) -> None:
+        if not context.trace_request_ctx:  # the body's first chunk: the write itself
+            context.trace_request_ctx.append(time.time())
+
+    tracing.on_request_chunk_sent.append(written)
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[tracing]) as session:
 
         async def one(i: int) -> None:
             url, body, headers = requests[i]
+            written_at: list[float] = []
             sent_at = time.time()
             started = time.perf_counter()
-            async with session.post(url, data=body, headers=headers) as response:
+            async with session.post(
+                url, data=body, headers=headers, trace_request_ctx=written_at
+            ) as response:
                 await response.read()
                 status = response.status
-            results[i] = [sent_at, time.perf_counter() - started, status]
+            results[i] = [sent_at, time.perf_counter() - started, status, written_at[0]]
 
         if rate <= 0:  # closed loop: each request as soon as the previous one is answered
             for i in range(len(requests)):

@@ -41,6 +41,8 @@ async def test_a_persons_ticks_reach_the_bot_with_their_submit() -> None:
             payloads = await slack.clicks(specs)
             samples = await send_paced([signed(served.url, p) for p in payloads], 0.0)
             assert [s.status for s in samples] == [200] * len(clicks)
+            # each write noted between the request's start and its ack (same clock)
+            assert all(s.sent_at <= s.written_at <= s.sent_at + s.latency for s in samples)
             answer = await asks.tasks[rid]
             regions, notify = answer.answers
             assert (regions.id, sorted(regions.selected)) == ("regions", ["region 0", "region 3"])
