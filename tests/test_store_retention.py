@@ -364,3 +364,55 @@ async def test_open_store_keeps_finished_questions_retention_days(
             assert await store.get(newer.id) is not None  # a second ago
     finally:
         await store.close()
+
+
+# -- the hourly purge beside the heartbeat ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_a_slow_purge_never_holds_up_the_heartbeat(
+    kind: str, tmp_path: Path, store_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hourly purge (here every 0.1 s, each taking 2 s) runs beside the heartbeat, not in
+    it: a purge that took longer than the heartbeat's TTL let the beat lapse, and other
+    processes would have failed this one's questions ``OWNER_LOST``."""
+    from adapters.slack.stores import duties, redis_upkeep, sqlite_upkeep
+
+    for module in (duties, sqlite_upkeep, redis_upkeep):  # wherever the interval is kept
+        monkeypatch.setattr(module, "PURGE_EVERY", 0.1, raising=False)
+        monkeypatch.setattr(module, "_PURGE_EVERY", 0.1, raising=False)
+    store: SqlitePendingStore | RedisPendingStore = (
+        SqlitePendingStore(tmp_path / "q.db", heartbeat_interval=0.05, heartbeat_ttl=1.0)
+        if kind == "sqlite"
+        else RedisPendingStore(
+            TEST_REDIS_URL, prefix=store_prefix, heartbeat_interval=0.05, heartbeat_ttl=1.0
+        )
+    )
+    upkeep = store._upkeep
+    beats: list[float] = []
+    purges: list[float] = []
+    real_beat = upkeep.beat
+
+    async def beat() -> None:
+        beats.append(time.monotonic())
+        await real_beat()
+
+    async def slow_purge(now: float | None = None) -> int:
+        purges.append(time.monotonic())
+        await asyncio.sleep(2.0)
+        return 0
+
+    monkeypatch.setattr(upkeep, "beat", beat)
+    monkeypatch.setattr(upkeep, "purge", slow_purge)
+    async with asyncio.timeout(30):
+        await store.start()  # (its purge at start, before the heartbeat runs, is slow too)
+        try:
+            started = time.monotonic()
+            await asyncio.sleep(3.0)
+            ended = time.monotonic()
+        finally:
+            await store.close()
+    assert purges, "no purge ran"
+    times = [started, *(b for b in beats if started <= b <= ended), ended]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert len(times) >= 12 and max(gaps) < 1.0, (len(times), max(gaps))

@@ -1,4 +1,5 @@
-"""The background duties of the durable stores (SQLite, Redis): liveness and its sweep.
+"""The background duties of the durable stores (SQLite, Redis): liveness and its sweep,
+and the retention's purge.
 
 Every process beats (its heartbeat) every interval. The pending records of a process whose
 heartbeat is gone are failed with ``OWNER_LOST`` (``fail_orphans``, a compare-and-set per
@@ -6,6 +7,10 @@ record, so a record answered meanwhile is left alone) and the store's ``on_orpha
 told, so those requests' messages say so in Slack. A detached record (asked over the HTTP
 API) whose message its lost process never posted is taken for the sweeping process instead,
 and reported (still open) for it to post.
+
+The purge (finished records, old audit entries) runs every ``PURGE_EVERY`` in a task of its
+own (``run_purges``), not in the heartbeat: a purge that took longer than the heartbeat's TTL
+would let the beat lapse, and other processes would fail this one's questions.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from adapters.slack.stores.protocol import (
 from bot.questions.errors import OWNER_LOST
 
 __all__ = [
+    "PURGE_EVERY",
     "default_process_id",
     "fail_orphans",
     "log_orphans",
     "run_heartbeats",
+    "run_purges",
     "stop_tasks",
 ]
 
@@ -105,6 +112,26 @@ async def run_heartbeats(
                 await store.on_orphans(orphans)
             except Exception:
                 log.exception("on_orphans failed")
+
+
+PURGE_EVERY = 3600.0
+"""Seconds between two purges while a store runs (read when it starts)."""
+
+
+async def run_purges(
+    every: float,
+    stopped: Callable[[], bool],
+    purge: Callable[[], Awaitable[int]],
+    log: logging.Logger,
+) -> None:
+    """Every ``every`` until ``stopped()``: ``purge``. A failure is logged and tried again
+    next time."""
+    while not stopped():
+        await asyncio.sleep(every)
+        try:
+            await purge()
+        except Exception as exc:  # never let one failure stop the purges
+            log.warning("pending store purge failed: %s", exc)
 
 
 async def stop_tasks(

@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING
 from adapters.slack.audience import Audience
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
+from adapters.slack.stores import duties
+from adapters.slack.stores.duties import (
+    default_process_id,
+    run_heartbeats,
+    run_purges,
+    stop_tasks,
+)
 from adapters.slack.stores.protocol import (
     OWNER_LOST_NOTE,
     RETENTION,
@@ -167,7 +173,7 @@ class RedisPendingStore(KeepsTrail):
         )
         try:
             await self._upkeep.purge()
-        except UserQuestionError as exc:  # tried again in an hour, by the heartbeat
+        except UserQuestionError as exc:  # tried again in an hour (run_purges)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
         loop = asyncio.get_running_loop()
         beats = run_heartbeats(
@@ -180,6 +186,12 @@ class RedisPendingStore(KeepsTrail):
         self._tasks = [
             loop.create_task(self._notices.listen(), name="redis-store-subscriber"),
             loop.create_task(beats, name="redis-store-heartbeat"),
+            loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
+                run_purges(
+                    duties.PURGE_EVERY, lambda: self._link.closed, self._upkeep.purge, self._log
+                ),
+                name="redis-store-purge",
+            ),
         ]
 
     @contextlib.asynccontextmanager

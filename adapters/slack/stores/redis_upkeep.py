@@ -1,5 +1,6 @@
 """The Redis store's upkeep: this process's heartbeat, the sweep of lost processes, and the
-audit stream's purge (at start and hourly, ``RedisAudit.purge``; records expire by TTL).
+audit stream's purge (at start, then hourly beside the heartbeat: ``duties.run_purges``;
+records expire by TTL).
 
 ``p:alive:{pid}`` expires ``heartbeat_ttl`` after the last beat. A process whose heartbeat
 lapsed (crashed, or cut off from Redis for longer than ``heartbeat_ttl``) is presumed dead:
@@ -14,7 +15,6 @@ import contextlib
 import functools
 import logging
 import time
-from typing import Final
 
 from redis.exceptions import LockError
 
@@ -29,8 +29,6 @@ from bot.questions.errors import UserQuestionError
 
 __all__ = ["RedisUpkeep"]
 
-_PURGE_EVERY: Final = 3600.0
-"""Seconds between two purges of the audit stream while running."""
 
 
 class RedisUpkeep:
@@ -54,7 +52,6 @@ class RedisUpkeep:
         self._audit = audit
         self._heartbeat_ttl = heartbeat_ttl
         self._log = log
-        self._last_purge = time.monotonic()
         self._forget_owner = link.client.register_script(FORGET_OWNER)
 
     async def beat(self) -> None:
@@ -64,8 +61,8 @@ class RedisUpkeep:
         )
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: give up on a long outage, beat, check for lost records, sweep;
-        purge when an hour has passed."""
+        """One heartbeat: give up on a long outage, beat, check for lost records, sweep (the
+        purge runs beside it: ``duties.run_purges``)."""
         self._notices.give_up_if_lost()
         try:
             await self._link.op("heartbeat", self.beat)
@@ -77,15 +74,10 @@ class RedisUpkeep:
             failed = await self.sweep_orphans()
         except UserQuestionError:
             return []  # logged once by the health tracking
-        if time.monotonic() - self._last_purge > _PURGE_EVERY:
-            with contextlib.suppress(UserQuestionError):  # (logged as above) in an hour again
-                await self.purge()
         return failed
 
     async def purge(self, now: float | None = None) -> int:
-        """Purge the audit stream (``RedisAudit.purge``); the next is due an hour later,
-        whether this one succeeds or not. Returns how many entries went."""
-        self._last_purge = time.monotonic()
+        """Purge the audit stream (``RedisAudit.purge``); how many entries went."""
         return await self._audit.purge(now)
 
     async def sweep_orphans(self) -> list[PendingRecord]:

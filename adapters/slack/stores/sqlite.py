@@ -46,7 +46,13 @@ from typing import TYPE_CHECKING, Final
 from adapters.slack.audience import Audience, batches
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.duties import default_process_id, run_heartbeats, stop_tasks
+from adapters.slack.stores import duties
+from adapters.slack.stores.duties import (
+    default_process_id,
+    run_heartbeats,
+    run_purges,
+    stop_tasks,
+)
 from adapters.slack.stores.protocol import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_endings import SqliteEndings
@@ -153,6 +159,12 @@ class SqlitePendingStore(KeepsTrail):
             loop.create_task(beats, name="sqlite-store-heartbeat"),
             loop.create_task(
                 self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
+            ),
+            loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
+                run_purges(
+                    duties.PURGE_EVERY, lambda: self._closed, self._upkeep.purge, self._log
+                ),
+                name="sqlite-store-purge",
             ),
         ]
 

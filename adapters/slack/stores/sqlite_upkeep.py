@@ -26,8 +26,6 @@ __all__ = ["SqliteUpkeep"]
 
 _ENDINGS_KEPT: Final = 3600.0
 """How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
-_PURGE_EVERY: Final = 3600.0
-"""Seconds between two purges while running."""
 
 
 class SqliteUpkeep:
@@ -49,7 +47,6 @@ class SqliteUpkeep:
         self._retention = retention
         self._heartbeat_ttl = heartbeat_ttl
         self._log = log
-        self._last_purge = time.monotonic()
 
     async def beat(self) -> None:
         """Say this process is alive."""
@@ -69,13 +66,9 @@ class SqliteUpkeep:
             self._log.warning("pending store could not delete its heartbeat: %s", exc)
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: beat, sweep, and purge when an hour has passed."""
+        """One heartbeat: beat, sweep (the purge runs beside it: ``duties.run_purges``)."""
         await self.beat()
-        orphans = await self.sweep_orphans()
-        if time.monotonic() - self._last_purge > _PURGE_EVERY:
-            self._last_purge = time.monotonic()
-            await self.purge()
-        return orphans
+        return await self.sweep_orphans()
 
     async def checkpoints(self, interval: float) -> None:
         """Copy the WAL into the file every ``interval`` while it is open (run as a task):
