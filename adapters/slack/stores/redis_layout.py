@@ -83,8 +83,8 @@ def _trail_follows(record: str, trail: str, keep: str) -> str:
 local left = redis.call('PTTL', {record})
 if left == -1 then
   redis.call('PERSIST', {trail})
-elseif left > 0 then
-  redis.call('PEXPIRE', {trail}, left)
+elseif left >= 0 then
+  redis.call('PEXPIRE', {trail}, math.max(left, 1))
 else
   redis.call('PEXPIRE', {trail}, {keep})
 end

@@ -15,10 +15,15 @@ from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
 
 __all__ = ["SqliteAudit"]
 
-_PURGE: Final = "DELETE FROM events WHERE at < ? AND request_id NOT IN (SELECT id FROM records)"
+_PURGE: Final = (
+    "DELETE FROM events WHERE at < ?"
+    " AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)"
+)
 """A trail goes with its record (kept while pending and the retention after its end, see
 ``SqliteUpkeep.purge``); an event whose question has no record goes by its own age. Read
-through ``events_at`` and the records' primary key: no table is scanned whole."""
+through ``events_at`` and the records' primary key: no table is scanned whole. (``NOT
+EXISTS``, not ``NOT IN``: one NULL id among the records would make ``NOT IN`` match
+nothing, for good.)"""
 
 
 class SqliteAudit:
