@@ -10,7 +10,6 @@ answer or the seam's error.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from adapters.slack.audit import event_for
@@ -148,9 +147,12 @@ class Endings:
         failed (``RECORD_LOST``), and close its message."""
         last = PendingRecord.load(copy)
         tomb = lost_record(last)
-        with contextlib.suppress(UserQuestionError):  # down as well: the message says so
-            await self._store.create(tomb, event_for(last, tomb, by=self._store.process_id))
-        self._sync.show(tomb)
+        try:
+            put = await self._store.create(tomb, event_for(last, tomb, by=self._store.process_id))
+        except UserQuestionError:  # down as well: the message says so all the same
+            put = True
+        if put:  # (another waiter put it back first: its copy is the one shown)
+            self._sync.show(tomb)
 
     async def _fail_when_back(self, request_id: str, note: str) -> None:
         delay = 1.0

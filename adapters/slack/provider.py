@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from typing import Final
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -55,6 +56,9 @@ from bot.questions import (
 from bot.questions.errors import RECORD_LOST
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
+
+_UNPOSTED_LOOK: Final = 2.0
+"""Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
 
 
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
@@ -255,11 +259,20 @@ class SlackQuestionProvider:
         before = await self._store.get(request_id)
         watch = self._store.watch(request_id)
         try:
+            while before is not None and before.message_ts is None:
+                # Not posted yet: looked at again now and then, so that a record lost later
+                # is put back knowing its message, and the message closes.
+                try:
+                    async with asyncio.timeout(_UNPOSTED_LOOK):
+                        return status_of(await watch.wait())
+                except TimeoutError:
+                    before = await self._store.get(request_id) or before
             return status_of(await watch.wait())
         except UserQuestionError as exc:
             if exc.code != RECORD_LOST or before is None:
                 raise
-            await self._endings.put_back_lost(before.dump())
+            # shielded: a long-poll that times out meanwhile leaves nothing half done
+            await asyncio.shield(self._endings.put_back_lost(before.dump()))
             return status_of(await self._store.get(request_id) or lost_record(before))
         finally:
             watch.close()
