@@ -409,7 +409,8 @@ class Sample:
     status: int
     written_at: float
     """When its bytes went to the socket (aiohttp's ``on_request_chunk_sent``, just before
-    the write): ``written_at - sent_at`` is the load generator's own work on it."""
+    the write): ``written_at - sent_at`` is the load generator's own work on it (building
+    it, taking a connection from the pool, or opening one when none is free)."""
 
 
 async def send_paced(requests: Sequence[Mapping[str, Any]], rate: float) -> list[Sample]:

@@ -20,9 +20,12 @@ round trip. Targets: p50 under 2 ms in process, under 10 ms through Redis.
 
 The rows "from the request written" time the same clicks from when the load generator
 wrote each request's bytes to its socket (aiohttp's ``on_request_chunk_sent``) instead of
-when it began the request: they leave out its own work of building the request (about a
-quarter of a millisecond on a 2-core machine, where it competes with the bot for a core),
-which no click from Slack costs the bot. The targets are judged on the first rows.
+when it began the request: they leave out its own work before the write (building the
+request and taking a kept-alive connection from its pool: about a third of a millisecond on
+a 2-core machine, where it competes with the bot for a core), which no click from Slack
+costs the bot. The floor's row there is its round trip (``perf_counter``) less that work
+(``time.time``: the same rate, so the difference holds). The targets are judged on the
+first rows.
 """
 
 from __future__ import annotations
