@@ -137,6 +137,22 @@ async def test_a_finished_question_and_its_trail_go_the_retention_after_it_ended
         assert await store.get(record.id) is None
 
 
+async def test_a_record_created_ended_goes_the_retention_after_its_end(aged: Aged) -> None:
+    """A record stored already ended (a lost record put back as failed is one) expires as
+    one that ended by a write does: it was kept for good in the memory store."""
+    store = aged.store
+    async with asyncio.timeout(10):
+        record = make_record(store.process_id)
+        tomb = record.next(state="failed", error_code="RECORD_LOST", finished_at=aged.now())
+        assert tomb.finished_at is not None
+        assert await store.create(tomb, event_for(record, tomb, at=aged.now()))
+        await aged.move_to(tomb.finished_at + RETENTION - 1)
+        assert await store.get(record.id) == tomb
+        await aged.move_to(tomb.finished_at + RETENTION + 1)
+        assert await store.get(record.id) is None
+        assert await store.events(record.id) == []
+
+
 async def test_a_pending_question_keeps_its_record_and_whole_trail_however_old(
     aged: Aged,
 ) -> None:

@@ -64,6 +64,8 @@ class MemoryPendingStore:
             return False
         self._records[record.id] = _Stored.of(record)
         self._keep(event)
+        if record.state in TERMINAL_STATES:  # stored ended (a lost record put back)
+            self._expire_later(record.id)
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
@@ -86,11 +88,15 @@ class MemoryPendingStore:
         self._records[record.id] = written
         self._keep(event)  # with the change, before any waiter wakes
         if record.state in TERMINAL_STATES and stored.state not in TERMINAL_STATES:
-            deadline = time.monotonic() + self._finished_ttl
-            self._deadlines[record.id] = deadline
-            self._expiry.append((deadline, record.id))
+            self._expire_later(record.id)
             self._watches.resolve(record, written.json)
         return True
+
+    def _expire_later(self, request_id: str) -> None:
+        """``request_id`` ended now: it goes ``finished_ttl`` later, with its trail."""
+        deadline = time.monotonic() + self._finished_ttl
+        self._deadlines[request_id] = deadline
+        self._expiry.append((deadline, request_id))
 
     def watch(self, request_id: str) -> Watch:
         return self._watches.watch(request_id)
