@@ -23,7 +23,7 @@ import pytest
 
 from adapters.slack.audit import AuditEvent
 from adapters.slack.record import Draft, PendingRecord
-from adapters.slack.stores import SqlitePendingStore, mutate
+from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_file import RUN
@@ -333,6 +333,50 @@ async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_
         await until(retired, what="the message to close", within=10)
 
 
+async def test_a_wait_begun_before_the_post_closes_the_message_of_a_record_lost_after_it(
+    redis_store_factory: RedisStoreFactory, redis_admin: Any
+) -> None:
+    """Guards ``wait_ended`` looking again at a record it began waiting on before it had a
+    message (the post still queued, or made by another process): the post lands, the ts is
+    written, then Redis loses the record. The put-back used the copy read when the wait
+    began, with no ``message_ts``, so it was put back without its message, and the message
+    kept its buttons for good."""
+    from adapters.slack.approval_blocks import render_record
+    from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+
+    store = await redis_store_factory()
+    async with asyncio.timeout(30), SlackHarness(store=store) as h:
+        request_id = h.provider.request_id_for()  # (one its message's blocks can carry)
+        record = make_record(store.process_id, request_id).model_copy(update={"channel": h.channel})
+        assert await store.create(record)  # no message yet
+        waiting = asyncio.ensure_future(h.provider.wait_ended(record.id))
+        await until(lambda: h.provider.pending_count == 1, what="the wait")
+        rendered = render_record(record)  # the post, as a poster elsewhere makes it
+        reply = await h.client.chat_postMessage(
+            channel=h.channel, text=rendered.text, blocks=rendered.blocks
+        )
+        ts = str(reply["ts"])
+        assert await store.compare_and_set(record.next(message_channel=h.channel, message_ts=ts))
+        message = h.slack.workspace.message(h.channel, ts)
+        assert interactive_elements(message.blocks)
+        await asyncio.sleep(3.0)  # the wait has looked again (every 2 s while unposted)
+        assert await redis_admin.delete(f"{store.prefix}:req:{record.id}") == 1
+        status = await asyncio.wait_for(waiting, 5)
+        assert status.state == "failed"
+        assert status.error is not None and status.error.code == RECORD_LOST
+
+        def closed() -> bool:
+            now = h.current(message)
+            return not interactive_elements(now.blocks)
+
+        await until(closed, what="the message to close", within=5)
+        assert "lost this question" in all_text(h.current(message).blocks)
+        back = await store.get(record.id)
+        assert back is not None
+        assert (back.state, back.error_code) == ("failed", RECORD_LOST)
+        assert (back.message_channel, back.message_ts) == (h.channel, ts)
+
+
 @pytest.mark.parametrize("old", [1, 2, 3])
 async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_events(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path, old: int
@@ -585,3 +629,56 @@ async def test_sqlite_a_clicks_read_and_write_run_straight_through(
         assert ran == []  # nobody else ran between the read and the write
         await asyncio.sleep(0)
         assert ran == ["other"]
+
+
+async def _lost_and_put_back_wakes_the_other(
+    here: PendingStore, there: PendingStore, lose: Callable[[str], Awaitable[None]]
+) -> None:
+    """``there`` waits on a record of ``here``; ``lose`` deletes it and ``here`` puts it
+    back as failed at once, between two of ``there``'s looks: ``there``'s wait wakes."""
+    from adapters.slack.endings import lost_record
+
+    record = make_record(here.process_id)
+    assert await here.create(record)
+    watch = there.watch(record.id)
+    try:
+        waiting = asyncio.ensure_future(watch.wait())
+        await asyncio.sleep(0.2)  # its wait has begun
+        assert not waiting.done()
+        await lose(record.id)
+        assert await here.create(lost_record(record))
+        ended = await asyncio.wait_for(waiting, 5)
+        assert (ended.state, ended.error_code) == ("failed", RECORD_LOST)
+    finally:
+        watch.close()
+
+
+async def test_a_lost_record_put_back_by_one_process_wakes_another_ones_waiters(
+    redis_store_factory: RedisStoreFactory, redis_admin: Any
+) -> None:
+    """Redis loses a record two processes wait on; one puts it back as failed before the
+    other's periodic check looked (so that one never sees it missing). Storing a record
+    already ended tells every process, as ending one by a write does: the other waiter
+    wakes with the failed record instead of waiting for its own timeout."""
+    here, there = await redis_store_factory(), await redis_store_factory()
+
+    async def lose(request_id: str) -> None:
+        assert await redis_admin.delete(f"{here.prefix}:req:{request_id}") == 1
+
+    await _lost_and_put_back_wakes_the_other(here, there, lose)
+
+
+async def test_sqlite_a_lost_record_put_back_by_one_process_wakes_another_ones_waiters(
+    sqlite_store_factory: Callable[..., Awaitable[SqlitePendingStore]], sqlite_path: Path
+) -> None:
+    """The same on one SQLite file, the row deleted by hand: the put-back's insert feeds no
+    ending (only an update of an open record does), so the other process's look at the
+    records it waits on wakes the wait."""
+    here = await sqlite_store_factory()
+    there = await sqlite_store_factory(poll_interval=0.05)
+
+    async def lose(request_id: str) -> None:
+        with sqlite3.connect(sqlite_path) as db:
+            db.execute("DELETE FROM records WHERE id = ?", (request_id,))
+
+    await _lost_and_put_back_wakes_the_other(here, there, lose)

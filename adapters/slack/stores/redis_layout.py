@@ -107,12 +107,14 @@ return 1
 # KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
 #       audiences hash
 # ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
-#       no list), event
+#       no list), done channel, event
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
+# One stored already ended (a lost record put back as failed) is published on the done
+# channel, as an ending by compare-and-set is: another process's waiters on it wake.
 CREATE: Final = (
     """
 if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
-local event, keep = ARGV[8], ARGV[4]
+local event, keep = ARGV[9], ARGV[4]
 """
     + _STREAMS_READY
     + """
@@ -132,6 +134,7 @@ else
   redis.call('SREM', KEYS[3], ARGV[2])
   if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
   redis.call('HDEL', KEYS[8], ARGV[2])
+  redis.call('PUBLISH', ARGV[8], ARGV[2])
 end
 """
     + _APPEND_EVENT

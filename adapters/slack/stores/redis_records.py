@@ -63,6 +63,7 @@ class RedisRecords:
             token,
             record.owner or "",
             dump_audience(record),
+            self._keys.done,
             *event_args(event),
         ]
         result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))

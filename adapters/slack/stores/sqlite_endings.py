@@ -78,11 +78,17 @@ class SqliteEndings:
                 self._watches.resolve(record, raw)
 
     async def _check_lost(self) -> None:
-        """Fail the waits on records another process deleted: ``RECORD_LOST``."""
+        """Fail the waits on records another process deleted: ``RECORD_LOST``; and resolve
+        those on records stored ended by an insert, which feeds no ending (a deleted record
+        put back as failed by another process before this one looked)."""
         ids = waiting_ids(self._watches.groups)
-        rows = await self._file.rows_in("SELECT id FROM records WHERE id IN ({ids})", ids)
-        present = {request_id for (request_id,) in rows}
+        rows = await self._file.rows_in("SELECT id, state FROM records WHERE id IN ({ids})", ids)
+        states: dict[str, str] = dict(rows)
         for request_id in ids:
-            if request_id not in present:
+            if request_id not in states:
                 self._log.error("pending store lost record %s (deleted)", request_id)
                 fail_lost(self._watches.groups.get(request_id, ()), request_id)
+        ended = [request_id for request_id, state in states.items() if state != "pending"]
+        found = await self._file.rows_in("SELECT json FROM records WHERE id IN ({ids})", ended)
+        for (raw,) in found:
+            self._watches.resolve(PendingRecord.load(raw), raw)
