@@ -692,6 +692,44 @@ async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_p
             await second.stop()
 
 
+async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
+    redis_admin: Any, store_prefix: str, redis_url: str
+) -> None:
+    """Two bots share Redis: the ``ask()`` waits in the first, an agent's long-poll in the
+    second. Redis loses the record: whichever puts it back first closes the message (once:
+    the other's put-back loses and shows nothing) and both waits end within 5 s, the
+    long-poll's too, though its bot may not have looked before the record was back."""
+    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
+        fields = {**first.runtime.settings.model_dump(), "port": 0}
+        second = await start(Settings(**fields))
+        headers = {"Authorization": f"Bearer {API_TOKEN}"}
+        try:
+            async with aiohttp.ClientSession(second.url, headers=headers) as agent:
+                _, posted = await first.ask()
+                url = f"/v1/questions/{posted['id']}"
+                polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
+                await until(lambda: second.gateway.long_polls == 1, what="the long-poll")
+                await until(lambda: second.provider.pending_count == 1, what="its wait")
+                loop = asyncio.get_running_loop()
+                began = loop.time()
+                assert await redis_admin.delete(f"{store_prefix}:req:{posted['id']}") == 1
+                response = await asyncio.wait_for(polling, 10)
+                polled = await response.json()
+                assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
+                await until(lambda: first.runtime.gateway.running == 0, what="the ask ends")
+                assert loop.time() - began < 5
+                await until(lambda: not interactive_elements(first.message(posted).blocks))
+                await asyncio.sleep(1.0)  # a second, late update would land by now
+                lost = [
+                    call
+                    for call in first.slack.calls("chat.update")
+                    if "lost this question" in all_text(call.params.get("blocks") or [])
+                ]
+                assert len(lost) == 1
+        finally:
+            await second.stop()
+
+
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
