@@ -345,18 +345,19 @@ async def test_redis_the_export_keeps_a_pending_questions_events_and_drops_a_gon
         assert await redis_admin.xlen(f"{p}:audit") == 0
 
 
-async def test_redis_the_purge_lifts_an_old_ttl_off_a_pending_questions_trail(
-    redis_store: RedisPendingStore, redis_admin: aioredis.Redis
+async def test_redis_a_starting_store_lifts_an_old_ttl_off_a_pending_questions_trail(
+    redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
 ) -> None:
     """A trail given a TTL while pending (as the bot before this one did at every event)
-    gets it lifted by the next purge, so it cannot expire under its open question."""
+    gets it lifted when a store starts, so it cannot expire under its open question."""
     async with asyncio.timeout(10):
-        record, asked = await asked_at(redis_store, time.time())
-        trail = f"{redis_store.prefix}:events:{record.id}"
+        earlier = await redis_store_factory()
+        record, asked = await asked_at(earlier, time.time())
+        trail = f"{earlier.prefix}:events:{record.id}"
         await redis_admin.pexpire(trail, 60_000)
-        await redis_store.purge()
+        later = await redis_store_factory()
         assert await redis_admin.pttl(trail) == -1
-        assert await redis_store.events(record.id) == [asked]
+        assert await later.events(record.id) == [asked]
 
 
 # -- open_store: RETENTION_DAYS reaches every store ---------------------------------------

@@ -172,7 +172,7 @@ class RedisPendingStore(KeepsTrail):
             self.process_id,
         )
         try:
-            await self._upkeep.purge()
+            await self._upkeep.first_purge()
         except UserQuestionError as exc:  # tried again in an hour (run_purges)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
         loop = asyncio.get_running_loop()

@@ -61,17 +61,20 @@ class RedisAudit:
             "append an audit event", lambda: self._append_script(keys=keys, args=args)
         )
 
-    async def purge(self, now: float | None = None) -> int:
-        """Delete the audit stream's entries older than the retention whose question has no
-        record left (a pending question's stay, however old; an ended one's go with its
-        record, the retention after its end), a page per script. First lifts any TTL off a
-        pending question's stream (an older bot gave it one). Returns how many went."""
-        cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
+    async def keep_open_trails(self) -> None:
+        """Lift any TTL off a pending question's stream (a bot before this layout gave it
+        one at each event): once, when a store starts (one script over the open set)."""
         open_keys = [self._keys.open]
         open_args = [self._keys.record_prefix, self._keys.events_prefix]
         await self._link.op(
             "keep the open trails", lambda: self._keep_open_script(keys=open_keys, args=open_args)
         )
+
+    async def purge(self, now: float | None = None) -> int:
+        """Delete the audit stream's entries older than the retention whose question has no
+        record left (a pending question's stay, however old; an ended one's go with its
+        record, the retention after its end), a page per script. Returns how many went."""
+        cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
         if cutoff <= 0:
             return 0
         deleted, first = 0, "-"

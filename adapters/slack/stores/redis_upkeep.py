@@ -80,6 +80,12 @@ class RedisUpkeep:
         """Purge the audit stream (``RedisAudit.purge``); how many entries went."""
         return await self._audit.purge(now)
 
+    async def first_purge(self) -> int:
+        """At start: lift the TTL an older bot put on pending questions' streams (once:
+        ``RedisAudit.keep_open_trails``), then purge."""
+        await self._audit.keep_open_trails()
+        return await self._audit.purge()
+
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``).
 
