@@ -253,6 +253,27 @@ def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id() -> No
     assert not any(step.startswith("SCAN") for step in plan), plan
 
 
+async def test_sqlite_a_big_purge_lets_other_statements_through_between_batches(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    """The purge deletes a batch at a time: a statement queued while it runs (the heartbeat,
+    a click that found the file busy) waits for one batch, not for every old record. One
+    DELETE of all of them held the connection, and the heartbeat behind it, for as long."""
+    store = await sqlite_store_factory(retention=RETENTION)
+    async with asyncio.timeout(60):
+        ended_at = time.time() - RETENTION - 60
+        for _ in range(2_000):
+            record, _asked = await asked_at(store, ended_at)
+            await end_at(store, record, ended_at)
+        purging = asyncio.ensure_future(store.purge())
+        await asyncio.sleep(0)  # its first statement is queued
+        ((left,),) = await store._file.rows("SELECT count(*) FROM records WHERE state != 'pending'")
+        assert await purging == 2_000
+        assert 0 < left < 2_000  # it ran between two batches
+        assert await store._file.rows("SELECT count(*) FROM records") == [(0,)]
+        assert await store._file.rows("SELECT count(*) FROM events") == [(0,)]
+
+
 # -- Redis --------------------------------------------------------------------------------
 
 

@@ -11,13 +11,14 @@ from collections.abc import AsyncIterator
 from typing import Final
 
 from adapters.slack.audit import AuditEvent
-from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
+from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, batch_delete
 
 __all__ = ["SqliteAudit"]
 
-_PURGE: Final = (
-    "DELETE FROM events WHERE at < ?"
-    " AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)"
+_PURGE: Final = batch_delete(
+    "events",
+    "seq",
+    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)",
 )
 """A trail goes with its record (kept while pending and the retention after its end, see
 ``SqliteUpkeep.purge``); an event whose question has no record goes by its own age. Read
@@ -65,4 +66,4 @@ class SqliteAudit:
         """Delete the events older than ``before`` (the retention's cutoff) whose question
         has no record left (after the records' purge): a pending question keeps its whole
         trail, however old, and an ended one until its record goes."""
-        await self._file.rows(_PURGE, (before,))
+        await self._file.delete_batches(_PURGE, (before,))

@@ -38,7 +38,7 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "RUN", "SqliteFile"]
+__all__ = ["CHUNK", "RUN", "SqliteFile", "batch_delete"]
 
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Error codes of a statement that would have to wait."""
@@ -52,6 +52,15 @@ RUN: Final = 4
 
 CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
+
+
+def batch_delete(table: str, key: str, where: str) -> str:
+    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where`` (by
+    ``key``, an indexed column), for ``SqliteFile.delete_batches``."""
+    return (
+        f"DELETE FROM {table} WHERE {key} IN"
+        f" (SELECT {key} FROM {table} WHERE {where} LIMIT {CHUNK}) RETURNING 1"
+    )
 
 
 class SqliteFile:
@@ -189,6 +198,17 @@ class SqliteFile:
         """The first column of the first row of ``sql``."""
         rows = await self.rows(sql)
         return rows[0][0]
+
+    async def delete_batches(self, statement: str, params: Sequence[Any] = ()) -> int:
+        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK`` rows, each
+        batch its own statement: what is queued meanwhile (the heartbeat, a click that
+        found the file busy) waits for one batch, not for the whole purge. How many went."""
+        deleted = 0
+        while True:
+            gone = len(await self.rows(statement, params))
+            deleted += gone
+            if gone < CHUNK:
+                return deleted
 
     async def rows_in(self, sql: str, ids: Sequence[str]) -> list[Any]:
         """The rows of ``sql`` (its ``{ids}`` a list of marks) for ``ids``, ``CHUNK`` at a time."""

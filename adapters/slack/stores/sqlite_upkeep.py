@@ -19,13 +19,17 @@ from adapters.slack.record import PendingRecord
 from adapters.slack.stores.duties import fail_orphans, log_orphans
 from adapters.slack.stores.protocol import PendingStore
 from adapters.slack.stores.sqlite_audit import SqliteAudit
-from adapters.slack.stores.sqlite_file import SqliteFile
+from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["SqliteUpkeep"]
 
 _ENDINGS_KEPT: Final = 3600.0
 """How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
+_PURGE_RECORDS: Final = batch_delete(
+    "records", "rowid", "state != 'pending' AND finished_at < ?"
+)  # through the partial index records_finished
+_PURGE_ENDINGS: Final = batch_delete("endings", "seq", "at < ?")
 
 
 class SqliteUpkeep:
@@ -92,13 +96,11 @@ class SqliteUpkeep:
         Returns how many records went (a pending record is never purged, nor its trail).
         """
         now = time.time() if now is None else now
-        rows = await self._file.rows(
-            "DELETE FROM records WHERE state != 'pending' AND finished_at < ? RETURNING id",
-            (now - self._retention,),
-        )
-        await self._file.rows("DELETE FROM endings WHERE at < ?", (now - _ENDINGS_KEPT,))
+        # a batch at a time (``delete_batches``): the heartbeat never waits for all of it
+        purged = await self._file.delete_batches(_PURGE_RECORDS, (now - self._retention,))
+        await self._file.delete_batches(_PURGE_ENDINGS, (now - _ENDINGS_KEPT,))
         await self._audit.purge(now - self._retention)
-        return len(rows)
+        return purged
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
