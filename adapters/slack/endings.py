@@ -10,6 +10,7 @@ answer or the seam's error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from adapters.slack.audit import event_for
@@ -153,6 +154,12 @@ class Endings:
             put = True
         if put:  # (another waiter put it back first: its copy is the one shown)
             self._sync.show(tomb)
+        elif tomb.message_ts is not None:
+            # unless that copy knew no message (taken before the post): this one closes it
+            with contextlib.suppress(UserQuestionError):
+                stored = await self._store.get(tomb.id)
+                if stored is not None and stored.message_ts is None:
+                    self._sync.show(tomb)
 
     async def _fail_when_back(self, request_id: str, note: str) -> None:
         delay = 1.0

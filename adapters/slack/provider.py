@@ -13,6 +13,7 @@ one job each:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
@@ -266,13 +267,16 @@ class SlackQuestionProvider:
                     async with asyncio.timeout(_UNPOSTED_LOOK):
                         return status_of(await watch.wait())
                 except TimeoutError:
-                    before = await self._store.get(request_id) or before
+                    with contextlib.suppress(UserQuestionError):  # a blip: wait on through it
+                        before = await self._store.get(request_id) or before
             return status_of(await watch.wait())
         except UserQuestionError as exc:
             if exc.code != RECORD_LOST or before is None:
                 raise
-            # shielded: a long-poll that times out meanwhile leaves nothing half done
-            await asyncio.shield(self._endings.put_back_lost(before.dump()))
+            # a tracked task, shielded: a long-poll that times out meanwhile leaves nothing
+            # half done (a failure is logged, a stop waits for it)
+            put_back = self._sync.spawn(self._endings.put_back_lost(before.dump()), "put back")
+            await asyncio.shield(put_back)
             return status_of(await self._store.get(request_id) or lost_record(before))
         finally:
             watch.close()

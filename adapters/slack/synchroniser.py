@@ -62,9 +62,10 @@ class MessageSynchroniser:
         """Requests whose message is being refreshed right now."""
         return len(self._refreshing)
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        """Run ``coro`` as a tracked background task (``what`` names it in logs)."""
-        self._tasks.spawn(coro, what)
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a tracked background task (``what`` names it in logs; a failure
+        is logged, and a stop waits for it)."""
+        return self._tasks.spawn(coro, what)
 
     async def drain(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for every background task; cancel the rest."""

@@ -91,4 +91,6 @@ class SqliteEndings:
         ended = [request_id for request_id, state in states.items() if state != "pending"]
         found = await self._file.rows_in("SELECT json FROM records WHERE id IN ({ids})", ended)
         for (raw,) in found:
-            self._watches.resolve(PendingRecord.load(raw), raw)
+            record = PendingRecord.load(raw)
+            if not record.is_open:  # (reopened since the look at its state: not ended)
+                self._watches.resolve(record, raw)
