@@ -127,6 +127,35 @@ async def running(**settings: Any) -> AsyncIterator[Bed]:
         await slack.stop()
 
 
+@contextlib.asynccontextmanager
+async def another_bot(first: Bed) -> AsyncIterator[tuple[Runtime, aiohttp.ClientSession]]:
+    """A second bot on ``first``'s settings (a port of its own), and an agent's session with
+    it; the bot is stopped afterwards (again, should the test have stopped it)."""
+    second = await start(Settings(**{**first.runtime.settings.model_dump(), "port": 0}))
+    headers = {"Authorization": f"Bearer {API_TOKEN}"}
+    try:
+        async with aiohttp.ClientSession(second.url, headers=headers) as agent:
+            yield second, agent
+    finally:
+        await second.stop()
+
+
+async def lost_under_a_long_poll(
+    bot: Runtime, agent: aiohttp.ClientSession, url: str, waits: int, redis_admin: Any
+) -> tuple[float, dict[str, Any]]:
+    """The agent long-polls ``url`` on ``bot`` (its wait there the ``waits``-th); then Redis
+    loses the question's record. When it was lost (loop time), and what the poll answered."""
+    polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
+    await until(lambda: bot.gateway.long_polls == 1, what="the long-poll")
+    await until(lambda: bot.provider.pending_count == waits, what="its wait")
+    prefix, request_id = bot.settings.redis_prefix, url.rsplit("/", 1)[1]
+    began = asyncio.get_running_loop().time()
+    assert await redis_admin.delete(f"{prefix}:req:{request_id}") == 1
+    response = await asyncio.wait_for(polling, 10)
+    polled: dict[str, Any] = await response.json()
+    return began, polled
+
+
 # -- the OpenAPI document -------------------------------------------------------------------
 
 
@@ -654,42 +683,30 @@ async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_p
         _, unpolled = await first.ask(other)
         request_id = posted["id"]
         await first.stop()  # graceful: the API questions stay pending, nobody asks them
-        fields = {**first.runtime.settings.model_dump(), "port": 0}
-        second = await start(Settings(**fields))  # takes it up, serves it from now on
-        headers = {"Authorization": f"Bearer {API_TOKEN}"}
-        try:
-            async with aiohttp.ClientSession(second.url, headers=headers) as agent:
-                url = f"/v1/questions/{request_id}"
-                polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
-                await until(lambda: second.gateway.long_polls == 1, what="the long-poll")
-                # its wait, beside the waits on the two questions taken up at start
-                await until(lambda: second.provider.pending_count == 3, what="its wait")
-                loop = asyncio.get_running_loop()
-                began = loop.time()
-                assert await redis_admin.delete(f"{store_prefix}:req:{request_id}") == 1
-                response = await asyncio.wait_for(polling, 10)
-                polled = await response.json()
-                assert loop.time() - began < 5
-                assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
-                async with agent.get(url) as response:  # put back as failed: not a 404
-                    assert response.status == 200
-                    got = await response.json()
-                assert (got["state"], got["error"]["code"]) == ("failed", "RECORD_LOST")
-                assert got["events"][-1]["kind"] == "failed"
-                await until(lambda: not interactive_elements(first.message(posted).blocks))
-                assert loop.time() - began < 5
-                assert "lost this question" in all_text(first.message(posted).blocks)
-                # One nobody polls: the bot that took it up at start closes it all the same.
-                began = loop.time()
-                assert await redis_admin.delete(f"{store_prefix}:req:{unpolled['id']}") == 1
-                await until(lambda: not interactive_elements(first.message(unpolled).blocks))
-                assert loop.time() - began < 5
-                async with agent.get(f"/v1/questions/{unpolled['id']}") as response:
-                    assert (await response.json())["error"]["code"] == "RECORD_LOST"
-                async with agent.get("/healthz") as response:
-                    assert (await response.json())["pending"] == 0
-        finally:
-            await second.stop()
+        async with another_bot(first) as (second, agent):  # takes it up, serves it from now on
+            url = f"/v1/questions/{request_id}"
+            # its wait, beside the waits on the two questions taken up at start
+            began, polled = await lost_under_a_long_poll(second, agent, url, 3, redis_admin)
+            loop = asyncio.get_running_loop()
+            assert loop.time() - began < 5
+            assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
+            async with agent.get(url) as response:  # put back as failed: not a 404
+                assert response.status == 200
+                got = await response.json()
+            assert (got["state"], got["error"]["code"]) == ("failed", "RECORD_LOST")
+            assert got["events"][-1]["kind"] == "failed"
+            await until(lambda: not interactive_elements(first.message(posted).blocks))
+            assert loop.time() - began < 5
+            assert "lost this question" in all_text(first.message(posted).blocks)
+            # One nobody polls: the bot that took it up at start closes it all the same.
+            began = loop.time()
+            assert await redis_admin.delete(f"{store_prefix}:req:{unpolled['id']}") == 1
+            await until(lambda: not interactive_elements(first.message(unpolled).blocks))
+            assert loop.time() - began < 5
+            async with agent.get(f"/v1/questions/{unpolled['id']}") as response:
+                assert (await response.json())["error"]["code"] == "RECORD_LOST"
+            async with agent.get("/healthz") as response:
+                assert (await response.json())["pending"] == 0
 
 
 async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
@@ -699,86 +716,65 @@ async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
     second. Redis loses the record: whichever puts it back first closes the message (once:
     the other's put-back loses and shows nothing) and both waits end within 5 s, the
     long-poll's too, though its bot may not have looked before the record was back."""
-    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
-        fields = {**first.runtime.settings.model_dump(), "port": 0}
-        second = await start(Settings(**fields))
-        headers = {"Authorization": f"Bearer {API_TOKEN}"}
-        try:
-            async with aiohttp.ClientSession(second.url, headers=headers) as agent:
-                _, posted = await first.ask()
-                url = f"/v1/questions/{posted['id']}"
-                polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
-                await until(lambda: second.gateway.long_polls == 1, what="the long-poll")
-                await until(lambda: second.provider.pending_count == 1, what="its wait")
-                loop = asyncio.get_running_loop()
-                began = loop.time()
-                assert await redis_admin.delete(f"{store_prefix}:req:{posted['id']}") == 1
-                response = await asyncio.wait_for(polling, 10)
-                polled = await response.json()
-                assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
-                await until(lambda: first.runtime.gateway.running == 0, what="the ask ends")
-                assert loop.time() - began < 5
-                await until(lambda: not interactive_elements(first.message(posted).blocks))
-                await asyncio.sleep(1.0)  # a second, late update would land by now
-                lost = [
-                    call
-                    for call in first.slack.calls("chat.update")
-                    if "lost this question" in all_text(call.params.get("blocks") or [])
-                ]
-                assert len(lost) == 1
-        finally:
-            await second.stop()
+    async with (
+        running(redis_url=redis_url, redis_prefix=store_prefix) as first,
+        another_bot(first) as (second, agent),
+    ):
+        _, posted = await first.ask()
+        url = f"/v1/questions/{posted['id']}"
+        began, polled = await lost_under_a_long_poll(second, agent, url, 1, redis_admin)
+        loop = asyncio.get_running_loop()
+        assert (polled["state"], polled["error"]["code"]) == ("failed", "RECORD_LOST")
+        await until(lambda: first.runtime.gateway.running == 0, what="the ask ends")
+        assert loop.time() - began < 5
+        await until(lambda: not interactive_elements(first.message(posted).blocks))
+        await asyncio.sleep(1.0)  # a second, late update would land by now
+        lost = [
+            call
+            for call in first.slack.calls("chat.update")
+            if "lost this question" in all_text(call.params.get("blocks") or [])
+        ]
+        assert len(lost) == 1
 
 
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
-    async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
-        fields = first.runtime.settings.model_dump()
-        fields["port"] = 0
-        second = await start(Settings(**fields))
-        headers = {"Authorization": f"Bearer {API_TOKEN}"}
-        try:
-            async with aiohttp.ClientSession(second.url, headers=headers) as other:
-                _, posted = await first.ask()
-                asked = first.runtime.gateway  # the ask runs in the first bot
-                assert asked.running == 1
-                async with other.get(f"/v1/questions/{posted['id']}") as response:
-                    assert (await response.json())["state"] == "pending"
-                polling = asyncio.ensure_future(first.get(posted["id"], wait=10))
-                async with other.delete(f"/v1/questions/{posted['id']}") as response:
-                    assert response.status == 200
-                status, polled = await asyncio.wait_for(polling, 5)
-                assert (status, polled["state"]) == (200, "aborted")
-                assert polled["error"]["code"] == "ASK_ABORTED"
-                await until(lambda: asked.running == 0, what="the first bot's waiter")
-                await until(lambda: "Cancelled" in all_text(first.message(posted).blocks))
-        finally:
-            await second.stop()
+    async with (
+        running(redis_url=redis_url, redis_prefix=store_prefix) as first,
+        another_bot(first) as (_, other),
+    ):
+        _, posted = await first.ask()
+        asked = first.runtime.gateway  # the ask runs in the first bot
+        assert asked.running == 1
+        async with other.get(f"/v1/questions/{posted['id']}") as response:
+            assert (await response.json())["state"] == "pending"
+        polling = asyncio.ensure_future(first.get(posted["id"], wait=10))
+        async with other.delete(f"/v1/questions/{posted['id']}") as response:
+            assert response.status == 200
+        status, polled = await asyncio.wait_for(polling, 5)
+        assert (status, polled["state"]) == (200, "aborted")
+        assert polled["error"]["code"] == "ASK_ABORTED"
+        await until(lambda: asked.running == 0, what="the first bot's waiter")
+        await until(lambda: "Cancelled" in all_text(first.message(posted).blocks))
 
 
 async def test_stopping_answers_long_polls_on_questions_other_bots_own(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
     async with running(redis_url=redis_url, redis_prefix=store_prefix) as first:
-        fields = {**first.runtime.settings.model_dump(), "port": 0}
-        second = await start(Settings(**fields))
-        headers = {"Authorization": f"Bearer {API_TOKEN}"}
-        try:
-            async with aiohttp.ClientSession(second.url, headers=headers) as other:
-                _, posted = await first.ask()
-                url = f"/v1/questions/{posted['id']}"
-                polling = asyncio.ensure_future(other.get(url, params={"wait": "60"}))
-                await until(lambda: second.provider.pending_count == 1, what="the long-poll")
-                loop = asyncio.get_running_loop()
-                began = loop.time()
-                await second.stop()
-                assert loop.time() - began < 3
-                response = await asyncio.wait_for(polling, 1)
-                assert (await response.json())["state"] == "pending"
-                response.release()
-        finally:
+        async with another_bot(first) as (second, other):
+            _, posted = await first.ask()
+            url = f"/v1/questions/{posted['id']}"
+            polling = asyncio.ensure_future(other.get(url, params={"wait": "60"}))
+            await until(lambda: second.provider.pending_count == 1, what="the long-poll")
+            loop = asyncio.get_running_loop()
+            began = loop.time()
             await second.stop()
+            assert loop.time() - began < 3
+            response = await asyncio.wait_for(polling, 1)
+            assert (await response.json())["state"] == "pending"
+            response.release()
         _, polled = await first.get(posted["id"])
         assert polled["state"] == "pending"  # the owner's question lives on
 

@@ -117,6 +117,21 @@ async def end_at(
     return done, answered
 
 
+async def gone_at_the_edge(aged: Aged, done: PendingRecord, trail: list[AuditEvent]) -> None:
+    """``done`` and its whole ``trail`` are kept a second before the retention after its
+    end, and gone, the trail first, a second past it."""
+    store = aged.store
+    assert done.finished_at is not None
+    await aged.move_to(done.finished_at + RETENTION - 1)  # a second before the edge
+    assert await store.events(done.id) == trail
+    assert await exported(store, done.id) == trail
+    assert await store.get(done.id) == done
+    await aged.move_to(done.finished_at + RETENTION + 1)  # a second past it
+    assert await store.events(done.id) == []  # the trail first: no read before it
+    assert await exported(store, done.id) == []
+    assert await store.get(done.id) is None
+
+
 # -- memory and SQLite --------------------------------------------------------------------
 
 
@@ -127,15 +142,7 @@ async def test_a_finished_question_and_its_trail_go_the_retention_after_it_ended
     async with asyncio.timeout(10):
         record, asked = await asked_at(store, aged.now())
         done, answered = await end_at(store, record, aged.now())
-        assert done.finished_at is not None
-        await aged.move_to(done.finished_at + RETENTION - 1)  # a second before the edge
-        assert await store.events(record.id) == [asked, answered]
-        assert await exported(store, record.id) == [asked, answered]
-        assert await store.get(record.id) == done
-        await aged.move_to(done.finished_at + RETENTION + 1)  # a second past it
-        assert await store.events(record.id) == []  # the trail first: no read before it
-        assert await exported(store, record.id) == []
-        assert await store.get(record.id) is None
+        await gone_at_the_edge(aged, done, [asked, answered])
 
 
 async def test_a_record_created_ended_goes_the_retention_after_its_end(aged: Aged) -> None:
@@ -187,15 +194,7 @@ async def test_an_ended_long_pending_question_keeps_its_trail_the_retention_afte
         await aged.move_to(asked.at + 2 * RETENTION)
         assert await store.events(record.id) == [asked]
         done, answered = await end_at(store, record, aged.now())
-        assert done.finished_at is not None
-        await aged.move_to(done.finished_at + RETENTION - 1)
-        assert await store.events(record.id) == [asked, answered]
-        assert await exported(store, record.id) == [asked, answered]
-        assert await store.get(record.id) == done
-        await aged.move_to(done.finished_at + RETENTION + 1)
-        assert await store.events(record.id) == []
-        assert await exported(store, record.id) == []
-        assert await store.get(record.id) is None
+        await gone_at_the_edge(aged, done, [asked, answered])
 
 
 # -- SQLite -------------------------------------------------------------------------------
