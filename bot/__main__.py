@@ -61,15 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def audit_main(argv: Sequence[str]) -> int:
     """``python -m bot audit --since … [--until …]``; returns the exit code."""
-    from bot.audit import AUDIT_HELP, parse_time
+    from bot.audit import AUDIT_HELP, parse_range
 
     parser = argparse.ArgumentParser(prog="python -m bot audit", description=AUDIT_HELP)
     parser.add_argument("--since", required=True, help="start of the range (e.g. 7d, 2026-12-01)")
     parser.add_argument("--until", help="end of the range, exclusive (default: now)")
     args = parser.parse_args(argv)
     try:
-        since = parse_time(args.since)
-        until = None if args.until is None else parse_time(args.until)
+        since, until = parse_range(args.since, args.until)
     except ValueError as exc:
         parser.error(str(exc))
     try:

@@ -224,3 +224,27 @@ async def test_the_trail_survives_a_new_store_on_the_same_data(
         assert [e.kind for e in await second.events(record.id)] == ["asked", "changed"]
         got = await second.get(record.id)
         assert got is not None and got.version == 1 and got.is_open
+
+
+def test_a_click_that_saves_a_persons_draft_is_a_changed_event() -> None:
+    """A real tick in a form (parsed from Slack's payload, decided by ``transitions``) saves
+    that person's own drafts (``user_drafts``); the trail records it as ``changed``."""
+    from adapters.slack.blocks import render_open
+    from adapters.slack.transitions import Save, decide
+    from tests.slack_payloads import ALICE, choose
+    from tests.test_slack_transitions import FORM, interaction_of
+
+    payload = choose(render_open(FORM).blocks, question=1, labels=["Egg", "Cheese"])
+    decision = decide(FORM, interaction_of(payload), time.time())
+    assert isinstance(decision, Save)
+    event = event_for(FORM, decision.record, by=ALICE, by_name="alice")
+    assert event is not None and event.kind == "changed"
+    assert event.by == ALICE and event.version == decision.record.version
+    assert event.detail == {"drafts": [{"selected": []}, {"selected": [2, 0]}, {"selected": []}]}
+    # a second person's tick names only what that person changed
+    later = decision.record.next(
+        user_drafts={**decision.record.user_drafts, "U0BOB": [Draft(selected=[1])]}
+    )
+    second = event_for(decision.record, later, by="U0BOB")
+    assert second is not None and second.detail == {"drafts": [{"selected": [1]}]}
+    assert event_for(later, later.next(message_ts="1.2")) is None  # still bookkeeping only

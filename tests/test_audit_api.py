@@ -6,9 +6,17 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+import pytest
+
+from adapters.slack import AuditEvent
+from bot.audit import parse_range, parse_time
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import run_bot_command
 from tests.slack_harness import until
@@ -191,3 +199,84 @@ async def test_with_several_tokens_each_sees_only_the_trail_of_its_own_questions
         # The operator's export (python -m bot audit) reads the store: every question.
         everything = [e async for e in bed.runtime.provider.audit(began)]
         assert {e.request_id for e in everything} == {*asked[ALPHA], *asked[BETA]}
+
+
+# -- what an export refuses, and how one that fails midway ends ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "since, until",
+    [
+        ("nan", None),
+        ("inf", None),
+        ("-inf", None),
+        ("1e999", None),
+        ("-5", None),
+        ("99999999999999999999d", None),
+        ("1h", "nan"),
+        ("1h", "inf"),
+        ("2026-12-02", "2026-12-01"),  # until before since
+        ("1h", "2h"),
+    ],
+)
+def test_a_range_that_is_no_time_or_runs_backwards_is_refused(
+    since: str, until: str | None
+) -> None:
+    with pytest.raises(ValueError, match=r"is out of range|is before since"):
+        parse_range(since, until)
+
+
+def test_iso_8601_comes_before_a_number_and_an_empty_range_is_allowed() -> None:
+    assert parse_time("20261201") == datetime(2026, 12, 1, tzinfo=UTC).timestamp()
+    assert parse_time("1764806400") == 1764806400.0
+    assert parse_time("9999-12-31T23:59:58Z") > 0
+    assert parse_range("2026-12-01", "2026-12-01") == (parse_time("2026-12-01"),) * 2
+    now = 1_800_000_000.0
+    assert parse_range("2h", "1h", now) == (now - 7200, now - 3600)
+
+
+async def test_the_route_and_the_command_refuse_what_is_no_time(tmp_path: Path) -> None:
+    async with running() as bed:
+        for bad in (
+            {"since": "nan"},
+            {"since": "1h", "until": "inf"},
+            {"since": "1h", "until": "2h"},
+        ):
+            async with bed.http.get("/v1/audit", params=bad) as response:
+                problem = await response.json()
+                assert (response.status, problem["code"]) == (400, "BAD_TIME"), bad
+    env = {"STORE": "sqlite", "STORE_PATH": str(tmp_path / "q.db")}
+    for argv in (["--since", "nan"], ["--since", "1h", "--until", "2h"]):
+        code, _, err = await run_bot_command(["audit", *argv], env, cwd=tmp_path)
+        assert code == 2 and ("out of range" in err or "is before since" in err), err
+
+
+async def test_an_export_the_store_fails_midway_is_cut_off_not_ended_cleanly() -> None:
+    async with running() as bed:
+        first = await _approve(bed, plan_review(PLAN))
+        store = bed.runtime.provider.store
+        real = store.audit
+
+        async def failing(since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+            async for event in real(since, until):
+                yield event
+            raise UserQuestionError(STORE_UNAVAILABLE, "the store went away")
+
+        store.audit = failing  # type: ignore[method-assign]
+        try:
+            lines: list[bytes] = []
+            async with bed.http.get("/v1/audit", params={"since": "1h"}) as response:
+                assert response.status == 200  # sent with the first line
+                with pytest.raises(aiohttp.ClientPayloadError):
+                    while line := await response.content.readline():
+                        lines.append(line)
+            # every line that arrived is a whole event; no status line was spliced in
+            events = [json.loads(line) for line in lines]
+            assert [(e["requestId"], e["kind"]) for e in events] == [
+                (first["id"], "asked"),
+                (first["id"], "answered"),
+            ]
+        finally:
+            del store.audit
+        async with bed.http.get("/v1/audit", params={"since": "1h"}) as response:
+            assert response.status == 200 and len((await response.text()).splitlines()) == 2

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.record import ApprovalView, Draft, PendingRecord
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
@@ -160,12 +160,13 @@ def event_for(
         if after.note:
             detail["reason"] = after.note
     elif after.is_open:
-        ticked, voted = after.drafts != before.drafts, after.votes != before.votes
-        if not (ticked or voted):
+        ticked = _ticked(before, after, by)
+        voted = after.votes != before.votes
+        if ticked is None and not voted:
             return None  # bookkeeping only
         kind = "changed"  # a person's ticks, or a team-review vote that kept it open
-        if ticked:
-            detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in after.drafts]
+        if ticked is not None:
+            detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in ticked]
         if voted:
             detail["votes"] = _votes(after)
     else:
@@ -180,6 +181,22 @@ def event_for(
         shown_sha256=digest_of(after),
         detail=detail,
     )
+
+
+def _ticked(before: PendingRecord, after: PendingRecord, by: str | None) -> list[Draft] | None:
+    """The drafts a write changed: a click saves the clicking person's own
+    (``user_drafts``, ``by``'s); records from before per-person drafts kept one shared list
+    (``drafts``). ``None``: no draft changed."""
+    if after.drafts != before.drafts:
+        return after.drafts
+    changed = {
+        user: drafts
+        for user, drafts in after.user_drafts.items()
+        if before.user_drafts.get(user) != drafts
+    }
+    if not changed:
+        return None
+    return changed.get(by or "", next(iter(changed.values())))
 
 
 def _votes(record: PendingRecord) -> list[dict[str, Any]]:
