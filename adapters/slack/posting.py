@@ -80,6 +80,8 @@ class Poster:
         self._posting: dict[str, asyncio.Future[PendingRecord]] = {}
         self._sending: set[str] = set()
         self._handed: set[str] = set()
+        self._unshown: set[str] = set()
+        """Posts skipped because their question ended first, this process's to record."""
         self._closing = False
         self.taken_up = 0
         """Requests this process took up from others (and posted, or found in Slack)."""
@@ -120,6 +122,7 @@ class Poster:
             return await self._send(record, rendered)
         finally:
             self._sending.discard(record.id)
+            self._unshown.discard(record.id)
 
     async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
@@ -140,8 +143,13 @@ class Poster:
         except NotSent:
             if record.detached and self._closing:
                 raise _handed_over() from None
-            # Its waiter learns the ending from the store.
-            await append_quietly(self._store, asked_event(record, by=record.asked_by, link=None))
+            # Its waiter learns the ending from the store. A question that ended before it
+            # was shown still gets its asked event (on its own); one another process holds
+            # or posted gets it from that process's write (README: the audit trail).
+            if record.id in self._unshown:
+                self._unshown.discard(record.id)
+                unshown = asked_event(record, by=record.asked_by, link=None)
+                await append_quietly(self._store, unshown)
             return record
         except SLACK_FAILURES as exc:
             if record.detached and self._closing:  # the client closed under it: whoever
@@ -195,12 +203,25 @@ class Poster:
             return False
         current = await self._store.get(request_id)
         if current is None or not current.is_open:
+            if self._ended_unshown(current, detached):
+                self._unshown.add(request_id)
             return False
         if detached:
             if current.message_ts is not None or current.owner != self._store.process_id:
                 return False  # found in Slack meanwhile, or taken up by another process
             self._sending.add(request_id)
         return True
+
+    def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
+        """Whether a post skipped because its question ended is this process's to record
+        as ``asked`` (on its own): not if its message was posted or adopted (that write
+        carried the event), nor if another process took the post up (its own skip records
+        it). A released one (owned by no process) is no one else's: this skip records it."""
+        if current is None:
+            return True
+        if current.message_ts is not None:
+            return False
+        return not detached or current.owner in (None, self._store.process_id)
 
     async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
         """Record a Slack failure on the request; the error for its waiter."""

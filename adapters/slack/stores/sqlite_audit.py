@@ -26,6 +26,25 @@ through ``events_at`` and the records' primary key: no table is scanned whole. (
 EXISTS``, not ``NOT IN``: one NULL id among the records would make ``NOT IN`` match
 nothing, for good.)"""
 
+_RANGE: Final = "SELECT min(seq), max(seq) FROM events WHERE at >= ? AND at < ?"
+"""The first and last event (by ``seq``) of a time range, read from the ``events_at``
+index alone: each of its entries holds an event's ``at`` and ``seq`` (the rowid), so this
+reads the range's own entries, not the table. The first and the last, not the first ``at``:
+events appended by several processes may have their ``at`` slightly out of ``seq`` order."""
+
+_PAGE: Final = (
+    "SELECT seq, json FROM events WHERE seq > ? AND seq <= ? AND +at >= ? AND +at < ?"
+    " ORDER BY seq LIMIT ?"
+)
+"""A page of a time range's events in the order appended, read by ``seq`` between the
+range's first and last (``_RANGE``): the range's events and any appended among them with
+an ``at`` just outside. The ``+`` keeps SQLite on the primary key: through ``events_at`` it
+would sort the whole range again for every page."""
+
+_NEWEST: Final = 2**63 - 1
+"""No last ``seq``: a range open to the future is read on to the newest event (those
+appended while it is read too)."""
+
 
 class SqliteAudit:
     """Every question's events in one table, in the order they were appended."""
@@ -48,14 +67,20 @@ class SqliteAudit:
         return [AuditEvent.load(raw) for (raw,) in rows]
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
-        after = 0
+        """Every event with ``since <= at < until``, in the order appended (read in pages).
+
+        Paged by ``seq`` from the range's first event, which the ``events_at`` index finds
+        (``_RANGE``): from the first event ever, each read would walk the whole trail (a
+        bot's start reads the last minutes of it, see ``LostPosts.resume``). ``seq`` only
+        grows, so no event is read twice or skipped, whatever the order of the ``at``s.
+        """
+        end = math.inf if until is None else until
+        ((first, last),) = await self._file.rows(_RANGE, (since, end))
+        if first is None:
+            return
+        after, upto = int(first) - 1, _NEWEST if until is None else int(last)
         while True:
-            rows = await self._file.rows(
-                "SELECT seq, json FROM events WHERE seq > ? AND at >= ? AND at < ?"
-                " ORDER BY seq LIMIT ?",
-                (after, since, math.inf if until is None else until, CHUNK),
-            )
+            rows = await self._file.rows(_PAGE, (after, upto, since, end, CHUNK))
             for _, raw in rows:
                 yield AuditEvent.load(raw)
             if len(rows) < CHUNK:
