@@ -138,12 +138,15 @@ def guard_middleware(
     refusals: RefusalLog,
     body_timeout: float | None,
     streamed: Callable[[web.Request], bool] | None = None,
+    max_body: Callable[[web.Request], int | None] | None = None,
 ) -> Any:
     """An ``aiohttp`` middleware: Host check, body read timeout, no uncaught tracebacks.
 
     ``hosts`` says whether a host name is served (``None``: any is). A body is read in full,
     within ``body_timeout`` seconds, before the handler runs (handlers read it from memory),
     except on requests ``streamed`` picks out: their handlers read the stream themselves.
+    ``max_body`` may give a request a smaller limit than the server's (``None``: the
+    server's): a body whose ``Content-Length`` is over it is refused before it is read.
     """
 
     @web.middleware
@@ -157,6 +160,12 @@ def guard_middleware(
                 refusals.refused("unknown_host", "a Host this server does not serve", host=shown)
                 return refuse(421, "MISDIRECTED", f"this server does not serve host {shown!r}")
         reads_body = request.body_exists and not (streamed is not None and streamed(request))
+        limit = None if max_body is None else max_body(request)
+        if limit is not None and (request.content_length or 0) > limit:
+            refusals.refused("too_large", "a request body over its route's limit")
+            response = refuse(413, "TOO_LARGE", f"the request body is over {limit} bytes")
+            response.force_close()
+            return response
         if body_timeout is not None and reads_body:
             try:
                 async with asyncio.timeout(body_timeout):

@@ -29,7 +29,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
 from adapters.httpguard import ListenerLimits, RefusalLog, guard_middleware, start_listener
-from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
+from adapters.slack.bolt_app import (
+    SLACK_MAX_BODY,
+    build_app,
+    close_web_client,
+    events_handler,
+    web_client,
+)
 from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
@@ -56,8 +62,6 @@ logger = logging.getLogger("bot")
 SANDBOX_HOST = "127.0.0.1"
 """The sandbox (page and stand-in Web API) listens here and nowhere else."""
 SANDBOX_CHANNEL = "C0SANDBOX"
-SLACK_MAX_BODY_BYTES = 1_048_576
-"""Largest request body the server takes (Slack's interaction payloads fit well within)."""
 HANDLER_GRACE = 0.5
 """At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
 
@@ -325,9 +329,10 @@ async def _serve(
         refuse=request_problem,
         refusals=refusals,
         body_timeout=limits.body_timeout,
+        max_body=_slack_body_limit,
     )
     web_app = web.Application(
-        client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY_BYTES), middlewares=[guard]
+        client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]
     )
     web_app.router.add_get("/healthz", health.handle)
     gateway.add_routes(web_app)
@@ -348,6 +353,12 @@ async def _serve(
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
     stack.push_async_callback(_logged("http server", runner.cleanup))
     return runner
+
+
+def _slack_body_limit(request: web.Request) -> int | None:
+    """``/slack/events`` takes Slack's 1 MiB however large ``MAX_BODY_BYTES`` lets the API's
+    bodies be: a larger, unsigned body is refused before it is read."""
+    return SLACK_MAX_BODY if request.path == "/slack/events" else None
 
 
 def _limits(settings: Settings) -> ListenerLimits:

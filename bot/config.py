@@ -148,6 +148,8 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         mode = choose_mode(given, problems, notes)
         if mode is not None and given.setdefault("mode", mode) != mode:
             problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
+        if str(given.get("store")).lower() == "auto":  # the default --help shows
+            given["store"] = None
         if given.get("store") is None:
             sandbox = given.get("mode", mode or "sandbox") == "sandbox"
             redis = given.get("redis_url") is not None

@@ -5,12 +5,19 @@ A part of :class:`bot.config.Settings`; never used on its own.
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from bot.config_types import Seconds
 
-__all__ = ["DeadlineSettings"]
+__all__ = ["MAX_QUESTION_TIMEOUT", "DeadlineSettings"]
+
+
+MAX_QUESTION_TIMEOUT: Final = 7 * 24 * 3600.0
+"""The longest ``QUESTION_TIMEOUT``: a week, as the API's ``timeout`` (``bot.api_body``);
+a deadline beyond what a clock can show would fail every question at its post."""
 
 
 class DeadlineSettings(BaseSettings):
@@ -19,8 +26,9 @@ class DeadlineSettings(BaseSettings):
     question_timeout: Seconds | None = Field(
         None,
         gt=0,
-        description="Seconds a question waits for an answer before it fails with ASK_TIMEOUT. "
-        "Unset: no limit.",
+        le=MAX_QUESTION_TIMEOUT,
+        description="Seconds a question waits for an answer before it fails with ASK_TIMEOUT "
+        "(at most 604800, a week, as the API's timeout). Unset: no limit.",
     )
     shutdown_grace: Seconds = Field(
         5.0, ge=0, description="Seconds to finish pending Slack updates on shutdown."

@@ -112,6 +112,21 @@ class ServerSettings(BaseSettings):
             )
         return value
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _token_needed_for_other_names(
+        cls, value: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        tokens = [info.data.get(name) for name in ("bot_api_token", "bot_api_tokens")]
+        tokens.append(info.data.get("bot_api_tokens_file"))
+        if value and "bot_api_token" in info.data and not any(tokens):
+            raise ValueError(
+                "names hosts beyond loopback (a public name a reverse proxy passes on), so "
+                "the API needs BOT_API_TOKEN or BOT_API_TOKENS: without one, anyone who "
+                "reaches that name could ask questions and read answers."
+            )
+        return value
+
     @property
     def listen_address(self) -> str:
         """``host:port`` of the bot's HTTP server, an IPv6 host in brackets."""

@@ -124,6 +124,8 @@ def _number(field: FieldInfo, shown: str) -> str | None:
         if low is None:
             return f"{shown} is not {noun}."
         bound = f"more than {low:g}" if exclusive else f"{low:g} or more"
+        if high is not None:
+            bound += f", at most {high:g}"
         if field.default is None:
             bound += "; leave it unset for no limit"
         return f"{shown} is not {noun} ({bound})."

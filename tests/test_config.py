@@ -671,3 +671,31 @@ def test_a_new_field_appears_in_the_help_with_its_bounds_in_its_errors() -> None
 def test_settings_survive_a_round_trip_through_model_dump(env: dict[str, str]) -> None:
     settings = load(env)
     assert Settings(**settings.model_dump()) == settings
+
+
+# --- what the help promises, and the bounds a setting needs --------------------------------
+
+
+def test_store_auto_is_the_default_help_shows() -> None:
+    """``--help`` says STORE defaults to ``auto``; saying so explicitly chooses as unset."""
+    assert re.search(r"STORE\s+auto\b", SETTINGS_HELP), SETTINGS_HELP
+    assert load({**HTTP, "STORE": "auto"}).store == "sqlite"
+    assert load({"STORE": "AUTO"}).store == "memory"  # the sandbox
+    assert load({"STORE": "auto", "REDIS_URL": "redis://cache/0"}).store == "redis"
+
+
+def test_allowed_hosts_beyond_loopback_need_an_api_token() -> None:
+    """A proxy passing a public name on to a loopback HOST would expose an open API."""
+    problem = problem_for("ALLOWED_HOSTS", {"ALLOWED_HOSTS": "bot.example.com"})
+    assert "BOT_API_TOKEN" in problem
+    named = load({"ALLOWED_HOSTS": "bot.example.com", "BOT_API_TOKENS": f"ci:{API}"})
+    assert named.allowed_hosts == ("bot.example.com",)
+    settings = load({"ALLOWED_HOSTS": "bot.example.com", "BOT_API_TOKEN": API})
+    assert settings.served_hosts is not None and "bot.example.com" in settings.served_hosts
+
+
+@pytest.mark.parametrize("value", ["604801", "1e17"])
+def test_question_timeout_is_bounded_like_the_apis(value: str) -> None:
+    problem = problem_for("QUESTION_TIMEOUT", {"QUESTION_TIMEOUT": value})
+    assert "604800" in problem
+    assert load({"QUESTION_TIMEOUT": "604800"}).question_timeout == 604800.0

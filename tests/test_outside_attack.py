@@ -833,3 +833,25 @@ async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_with_no
         shown = all_text(bed.slack.workspace.message(message.channel, message.ts).blocks)
         assert "given up on posting it" in shown, shown
         assert bed.slack.calls.count("conversations.history") == 1
+
+
+async def test_a_larger_api_body_limit_leaves_slacks_at_1_mib() -> None:
+    """``MAX_BODY_BYTES`` above 1 MiB raises the API's limit only: an unsigned body to
+    ``/slack/events`` larger than Slack's 1 MiB is refused before it is read."""
+    async with running(max_body_bytes=4 * 1_048_576) as bed:
+        headers = {
+            "Content-Type": FORM,
+            "X-Slack-Request-Timestamp": str(int(time.time())),
+            "X-Slack-Signature": SIGNATURE,
+        }
+        with LogTap() as tap:
+            status, body = await raw_request(
+                bed.runtime.url, "POST", "/slack/events", headers, b"payload=" + b"a" * 1_048_576
+            )
+        assert status == 413, body
+        assert tap.tracebacks == [] and len(tap.refusals("too_large")) == 1
+        # at the limit it is read, and refused only for its signature
+        status, body = await raw_request(
+            bed.runtime.url, "POST", "/slack/events", headers, b"payload=" + b"a" * 1_048_568
+        )
+        assert status == 401, body

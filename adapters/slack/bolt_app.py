@@ -154,8 +154,17 @@ def _signature_problem(request: web.Request) -> tuple[int, str, str] | None:
     return None
 
 
+SLACK_MAX_BODY: Final = 1_048_576
+"""The largest body ``/slack/events`` takes (Slack's payloads fit well within), whatever the
+server allows other routes (``bot.app`` has its guard refuse a longer one unread)."""
+
+
 def events_handler(
-    app: AsyncApp, signing_secret: str, *, refusals: RefusalLog | None = None
+    app: AsyncApp,
+    signing_secret: str,
+    *,
+    refusals: RefusalLog | None = None,
+    max_body: int = SLACK_MAX_BODY,
 ) -> EventsHandler:
     """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch.
 
@@ -176,8 +185,11 @@ def events_handler(
         problem = _signature_problem(request)
         if problem is not None:
             return refused(*problem)
+        raw = await request.read()
+        if len(raw) > max_body:
+            return refused(413, "too_large", f"the body is larger than {max_body} bytes")
         try:
-            body = (await request.read()).decode("utf-8")
+            body = raw.decode("utf-8")
         except UnicodeDecodeError:  # Slack only ever sends UTF-8: not from Slack
             return refused(401, "bad_signature", "the body is not UTF-8, so not from Slack")
         headers = {key.lower(): value for key, value in request.headers.items()}
