@@ -1,7 +1,8 @@
 """Who may answer: allowed user ids, and members of allowed user groups.
 
 Group membership is read at click time through ``usergroups.users.list`` and cached for a
-short while, so a person added to the on-call group can answer within ``ttl`` seconds.
+short while, so a person added to the on-call group can answer within ``ttl`` seconds. A
+failed read is tried again after ``retry`` seconds, keeping meanwhile the members last read.
 """
 
 from __future__ import annotations
@@ -10,20 +11,31 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["Gatekeeper"]
+from adapters.slack.failures import SLACK_FAILURES, describe
+
+__all__ = ["RETRY", "Gatekeeper"]
+
+RETRY = 5.0
+"""Seconds before a group whose lookup failed is asked again (Slack allows this method
+about 20 calls a minute: every click during an outage must not call it)."""
 
 
 class Gatekeeper:
     """Decides whether a user may answer a request with given allow-lists."""
 
     def __init__(
-        self, client: AsyncWebClient, *, ttl: float = 60.0, logger: logging.Logger
+        self,
+        client: AsyncWebClient,
+        *,
+        ttl: float = 60.0,
+        retry: float = RETRY,
+        logger: logging.Logger,
     ) -> None:
         self._client = client
         self._ttl = ttl
+        self._retry = retry
         self._logger = logger
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
 
@@ -86,11 +98,17 @@ class Gatekeeper:
                 if isinstance(raw, list)
                 else frozenset()
             )
-        except SlackApiError as exc:
+        except SLACK_FAILURES as exc:
+            # Not for the whole ttl: one failed call would shut the group out for a minute.
+            # The members last read (none if never) stand until it is asked again.
+            members = frozenset() if cached is None else cached[1]
             self._logger.warning(
-                "cannot read user group members; treating the group as empty",
-                extra={"usergroup": group, "error": str(exc.response.get("error"))},
+                "cannot read user group members; %s for %g s",
+                "keeping the last members read" if members else "treating the group as empty",
+                self._retry,
+                extra={"usergroup": group, "error": describe(exc)},
             )
-            members = frozenset()
+            self._members[group] = (now + self._retry, members)
+            return members
         self._members[group] = (now + self._ttl, members)
         return members
