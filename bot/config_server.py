@@ -57,8 +57,9 @@ class ServerSettings(BaseSettings):
     bot_api_token: Secret | None = Field(
         None,
         validate_default=True,
-        description="Bearer token the HTTP API requires (named default). Unset, with no "
-        "BOT_API_TOKENS: the API is open, so HOST must be a loopback address.",
+        description="Bearer token the HTTP API requires (named default; at least 16 "
+        "characters off loopback). Unset, with no BOT_API_TOKENS: the API is open, so HOST "
+        "must be a loopback address.",
     )
     max_open_questions: int = Field(
         10_000,
@@ -110,6 +111,8 @@ class ServerSettings(BaseSettings):
                 "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
                 "to a long random string, or set HOST=127.0.0.1."
             )
+        if host is not None and not is_loopback(host):
+            _long_enough([("default", value), *named], f"HOST={host!r} is not loopback")
         return value
 
     @field_validator("allowed_hosts")
@@ -125,6 +128,9 @@ class ServerSettings(BaseSettings):
                 "the API needs BOT_API_TOKEN or BOT_API_TOKENS: without one, anyone who "
                 "reaches that name could ask questions and read answers."
             )
+        if value:
+            named = [*(tokens[1] or ()), *(tokens[2] or ())]
+            _long_enough([("default", tokens[0]), *named], "ALLOWED_HOSTS is set")
         return value
 
     @property
@@ -167,3 +173,19 @@ class ServerSettings(BaseSettings):
         if self.served_hosts is None:
             return "any Host header (HOST is a wildcard and ALLOWED_HOSTS is unset)"
         return ", ".join(sorted(self.served_hosts))
+
+
+MIN_TOKEN = 16
+"""The shortest API token taken while the API is reachable beyond loopback."""
+
+
+def _long_enough(tokens: list[tuple[str, SecretStr | None]], why: str) -> None:
+    """A ``ValueError`` naming the first token (by name, never its value) shorter than
+    ``MIN_TOKEN`` characters: off loopback a short token can be guessed."""
+    for name, secret in tokens:
+        if secret is not None and len(secret.get_secret_value()) < MIN_TOKEN:
+            raise ValueError(
+                f"the token named {name!r} is shorter than {MIN_TOKEN} characters, and {why}: "
+                "anyone who reaches the port could guess it. Use a long random string, e.g. "
+                "python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+            )

@@ -699,3 +699,20 @@ def test_question_timeout_is_bounded_like_the_apis(value: str) -> None:
     problem = problem_for("QUESTION_TIMEOUT", {"QUESTION_TIMEOUT": value})
     assert "604800" in problem
     assert load({"QUESTION_TIMEOUT": "604800"}).question_timeout == 604800.0
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HOST": "0.0.0.0", "BOT_API_TOKEN": "x"},
+        {"HOST": "0.0.0.0", "BOT_API_TOKEN": API, "BOT_API_TOKENS": "ci:short-secret"},
+        {"ALLOWED_HOSTS": "bot.example.com", "BOT_API_TOKEN": "fifteen-chars!!"},
+    ],
+)
+def test_a_short_api_token_is_refused_where_the_api_is_reachable(env: dict[str, str]) -> None:
+    (found,) = problems_of(env)
+    assert "shorter than 16 characters" in found
+    for secret in ("short-secret", "fifteen-chars!!"):
+        assert secret not in found
+    assert load({**env, "HOST": "127.0.0.1", "ALLOWED_HOSTS": ""}).host == "127.0.0.1"  # loopback
+    assert load({"HOST": "0.0.0.0", "BOT_API_TOKEN": "s" * 16}).host == "0.0.0.0"  # the boundary
