@@ -23,6 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
+from adapters.slack.audit import AuditEvent, asked_event, permalink
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.endings import Endings, outcome
@@ -77,6 +78,7 @@ class AskLifecycle:
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
+        self._team_url = team_url
         log = logger or logging.getLogger("adapters.slack")
         self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -176,7 +178,7 @@ class AskLifecycle:
         if current is not None:
             self._inflight.add(current)
         try:
-            if not await self._store.create(record):
+            if not await self._store.create(record, self._adopted_asked(record)):
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
@@ -217,6 +219,15 @@ class AskLifecycle:
             if current is not None:
                 self._inflight.discard(current)
 
+    def _adopted_asked(self, record: PendingRecord) -> AuditEvent | None:
+        """The ``asked`` event of a record created with its message found again (adopted
+        from a predecessor: live in Slack, never posted by this process, so no post writes
+        it); ``None`` for one still to be posted (its post writes it with its place)."""
+        if record.message_ts is None:
+            return None
+        link = permalink(self._team_url, record.message_channel, record.message_ts)
+        return asked_event(record, by=record.asked_by, link=link)
+
     @property
     def clock(self) -> Clock:
         """Where deadlines read the time."""
@@ -235,11 +246,15 @@ class AskLifecycle:
         return isinstance(self._store, MemoryPendingStore)
 
     async def resume(self) -> list[PendingRecord]:
-        """Adopt the open requests owned by no process (at start, waiting.py); those whose
-        message was never posted are taken by this process and posted (posting.py); the
-        posts that failed just before are looked for in Slack (reconcile.py)."""
+        """Adopt the open requests owned by no process (at start, waiting.py), and those
+        other processes ask from now on (their deadlines: the asking process may stop or
+        die with nobody to replace it); those whose message was never posted are taken by
+        this process and posted (posting.py); the posts that failed just before are looked
+        for in Slack (reconcile.py)."""
         await self.lost.resume()
         adopted = await self.waits.resume()
+        if not self._in_process:  # a store of this process only: nobody else asks
+            self.waits.follow()
         unposted = [record for record in adopted if record.message_ts is None]
         if unposted:
             self.poster.take_up(await self.poster.claim(unposted))

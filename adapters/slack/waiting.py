@@ -5,7 +5,12 @@ and an optional limit, whichever comes first, with a deadline keeper (deadlines.
 beside it for a request with a schedule. A request owned by no process (the HTTP API's)
 outlives its waiter: a bot that starts re-adopts every such open request (``resume``):
 its message stays the message it is (one a shutdown marked "Interrupted" is shown open
-again) and its deadlines are kept by this process as well, with no waiter at all.
+again) and its deadlines are kept by this process as well, with no waiter at all. From then
+on it follows the store (``follow``): every ``FOLLOW_EVERY`` it keeps the deadlines of such
+requests that other processes asked since, so a request whose asking process stops or dies
+and is not replaced (a scale-down) still times out, reminds and escalates. Every process
+keeps them (``deadlines.py`` takes each reminder by compare-and-set, and an expiry is an
+ending, which only an open record takes), each until the request ends.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -32,7 +39,12 @@ from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import AbortSignal, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
 
-__all__ = ["Waits"]
+__all__ = ["FOLLOW_EVERY", "Waits"]
+
+FOLLOW_EVERY: Final = 5.0
+"""Seconds between two looks for requests other processes asked (``Waits.follow``)."""
+_READ_AT_ONCE: Final = 500
+"""Records read in one ``get_many`` while following (the loop runs between two)."""
 
 
 class Waits:
@@ -54,6 +66,13 @@ class Waits:
         self.clock = clock
         self._logger = logger
         self._keepers: dict[str, asyncio.Task[None]] = {}
+        self._waited: Counter[str] = Counter()
+        """Requests whose deadlines a waiter here keeps (``wait``), and how many wait."""
+        self._seen: set[str] = set()
+        """Open requests already looked at while following: kept here, or none of ours."""
+        self._listed: set[str] = set()
+        """The open questions the last look listed."""
+        self._follower: asyncio.Task[None] | None = None
 
     @property
     def keeper_count(self) -> int:
@@ -66,7 +85,9 @@ class Waits:
         No message is posted again: a message a shutdown marked "Interrupted" is brought
         back open (its note removed), and the deadlines of each are kept from now on.
         """
-        adopted = [r for r in await self._store.open_records() if r.owner is None]
+        found = await self._store.open_records()
+        self._note(found)
+        adopted = [r for r in found if r.owner is None]
         for record in adopted:
             if record.note == SHUTDOWN_NOTE:
                 _, written = await settle(
@@ -79,12 +100,64 @@ class Waits:
             self.keep(record)
         return adopted
 
-    def keep(self, record: PendingRecord) -> None:
-        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on."""
-        if schedule(record) and record.id not in self._keepers:
-            keeper = self._keeper(record)
-            self._keepers[record.id] = keeper
-            keeper.add_done_callback(functools.partial(self._kept, record.id))
+    def follow(self, every: float = FOLLOW_EVERY) -> None:
+        """Look for requests other processes ask from now on, every ``every`` seconds, and
+        keep their deadlines (``follow_once``); until ``close``."""
+        if self._follower is None or self._follower.done():
+            self._follower = asyncio.ensure_future(self._follow(every))
+
+    async def _follow(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.follow_once()
+            except Exception as exc:  # the store down for a moment: look again next time
+                self._logger.warning("could not look for other processes' questions: %s", exc)
+
+    async def follow_once(self) -> int:
+        """Keep the deadlines of the open requests owned by no process that are neither kept
+        nor waited on here yet (asked by another process, which may stop or die unreplaced);
+        stop the keepers of requests that ended. How many keepers it started.
+
+        The open questions are listed by id (``open_audiences``: no record is parsed), and
+        only the ones not looked at before are read, so a look costs what is new.
+        """
+        open_ids = {audience.request_id for audience in await self._store.open_audiences()}
+        self._seen &= open_ids
+        for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
+            if (keeper := self._keepers.get(request_id)) is not None:
+                keeper.cancel()
+        self._listed = open_ids  # (one kept since the list was read is not in it: kept on)
+        new = [i for i in open_ids if i not in self._seen and i not in self._keepers]
+        started = 0
+        for at in range(0, len(new), _READ_AT_ONCE):
+            found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
+            for record in self._note(r for r in found if r is not None and r.is_open):
+                started += self.keep(record)
+        return started
+
+    def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
+        """Note ``records`` (open) as looked at; those owned by no process, to keep. One
+        whose post waits in its process's queue (detached, owned until posted) is looked
+        at again next time; one owned by a waiter's process is that process's to keep."""
+        unowned: list[PendingRecord] = []
+        for record in records:
+            if record.owner is not None and record.detached:
+                continue
+            self._seen.add(record.id)
+            if record.owner is None:
+                unowned.append(record)
+        return unowned
+
+    def keep(self, record: PendingRecord) -> bool:
+        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on;
+        whether a keeper started (not: none are due, or they are kept here already)."""
+        if record.id in self._waited or record.id in self._keepers or not schedule(record):
+            return False
+        keeper = self._keeper(record)
+        self._keepers[record.id] = keeper
+        keeper.add_done_callback(functools.partial(self._kept, record.id))
+        return True
 
     def _kept(self, request_id: str, task: asyncio.Task[None]) -> None:
         if self._keepers.get(request_id) is task:
@@ -96,7 +169,10 @@ class Waits:
             )
 
     async def close(self) -> None:
-        """Stop the keepers of adopted requests (the requests stay open)."""
+        """Stop following and the keepers of adopted requests (the requests stay open)."""
+        if self._follower is not None:
+            self._follower.cancel()
+            self._follower = None
         keepers = list(self._keepers.values())
         for keeper in keepers:
             keeper.cancel()
@@ -108,7 +184,11 @@ class Waits:
 
         async def expire(rid: str) -> object:
             timeout = (record.deadline or 0) - record.created_at
-            return await self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+            # Shielded: a keeper stopped as its request ends (its wait over, or ``follow_once``
+            # seeing it gone) never cuts the ending short between its write and its refresh.
+            return await asyncio.shield(
+                self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+            )
 
         return asyncio.ensure_future(
             keep_deadlines(record.id, self._store, self._client, expire, self.clock, self._logger)
@@ -192,6 +272,7 @@ class Waits:
         keeper = None
         if current is not None and current.is_open and schedule(current):
             keeper = self._keeper(current)
+            self._waited[request_id] += 1
         del current  # not held for the hours a question may wait (10,000 of them at once)
         waiting = (
             watch.wait()
@@ -212,6 +293,9 @@ class Waits:
         finally:
             if keeper is not None:
                 keeper.cancel()
+                self._waited[request_id] -= 1
+                if not self._waited[request_id]:
+                    del self._waited[request_id]
         return record
 
     async def _wait_any(
