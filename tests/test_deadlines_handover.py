@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters.slack import waiting
 from adapters.slack.sandbox.records import Message
 from bot.app import Runtime
 from tests.bot_process import BotProcess
@@ -40,6 +41,14 @@ pytestmark = pytest.mark.timeout(90)
 
 TIMEOUT = 6.0
 """The question's timeout (seconds): its reminder 2 s before, its escalation 4.5 s after."""
+GRACE = 1.0
+"""How long past the deadline bot B waits for the asking process to end the question
+(``waiting.FOLLOW_GRACE``, 30 s in a bot): shortened so a test takes seconds."""
+
+
+@pytest.fixture(autouse=True)
+def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waiting, "FOLLOW_GRACE", GRACE)
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -112,9 +121,9 @@ async def check_kept(bed: Bed, agent: aiohttp.ClientSession, question: dict[str,
     its reminder and escalation sent once each."""
     loop = asyncio.get_running_loop()
     began = loop.time()
-    ended = await asyncio.wait_for(timed_out_at(agent, question["id"]), TIMEOUT + 10)
+    ended = await asyncio.wait_for(timed_out_at(agent, question["id"]), TIMEOUT + GRACE + 10)
     assert (ended["state"], ended["error"]["code"]) == ("failed", "ASK_TIMEOUT")
-    assert loop.time() - began < TIMEOUT + 6
+    assert loop.time() - began < TIMEOUT + GRACE + 6
     await eventually(
         lambda: not interactive_elements(bed.message(question).blocks), what="message closed"
     )

@@ -43,6 +43,11 @@ __all__ = ["FOLLOW_EVERY", "Waits"]
 
 FOLLOW_EVERY: Final = 5.0
 """Seconds between two looks for requests other processes asked (``Waits.follow``)."""
+FOLLOW_GRACE = 30.0
+"""Seconds past a followed request's deadline before this process ends it ``ASK_TIMEOUT``:
+the process that asked, when alive, ends it at the deadline itself, or with the reason it
+already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, written once
+the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
 
@@ -133,7 +138,7 @@ class Waits:
         for at in range(0, len(new), _READ_AT_ONCE):
             found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
             for record in self._note(r for r in found if r is not None and r.is_open):
-                started += self.keep(record)
+                started += self.keep(record, late=FOLLOW_GRACE)
         return started
 
     def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
@@ -149,12 +154,13 @@ class Waits:
                 unowned.append(record)
         return unowned
 
-    def keep(self, record: PendingRecord) -> bool:
-        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on;
-        whether a keeper started (not: none are due, or they are kept here already)."""
+    def keep(self, record: PendingRecord, *, late: float = 0.0) -> bool:
+        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on,
+        ending it ``late`` seconds past its deadline; whether a keeper started (not: none
+        are due, or they are kept here already)."""
         if record.id in self._waited or record.id in self._keepers or not schedule(record):
             return False
-        keeper = self._keeper(record)
+        keeper = self._keeper(record, late)
         self._keepers[record.id] = keeper
         keeper.add_done_callback(functools.partial(self._kept, record.id))
         return True
@@ -179,10 +185,13 @@ class Waits:
         if keepers:
             await asyncio.wait(keepers)
 
-    def _keeper(self, record: PendingRecord) -> asyncio.Task[None]:
-        """A task keeping ``record``'s reminders, escalation and expiry (deadlines.py)."""
+    def _keeper(self, record: PendingRecord, late: float = 0.0) -> asyncio.Task[None]:
+        """A task keeping ``record``'s reminders, escalation and expiry (deadlines.py), the
+        expiry ``late`` seconds past the deadline."""
 
         async def expire(rid: str) -> object:
+            if late > 0:
+                await asyncio.sleep(late)  # ended meanwhile: the ending below changes nothing
             timeout = (record.deadline or 0) - record.created_at
             # Shielded: a keeper stopped as its request ends (its wait over, or ``follow_once``
             # seeing it gone) never cuts the ending short between its write and its refresh.
