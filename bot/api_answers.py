@@ -17,6 +17,7 @@ from adapters.httpguard import RefusalLog
 from adapters.slack import AuditEvent, QuestionStatus
 from bot.questions.errors import (
     ASK_ABORTED,
+    ASK_TIMEOUT,
     BAD_INTENT,
     BAD_REVIEW,
     DELIVERY_FAILED,
@@ -47,6 +48,7 @@ STATUS_OF_CODE: Final = {
     SLACK_LIMIT: 422,
     NO_PROVIDER: 503,
     ASK_ABORTED: 409,
+    ASK_TIMEOUT: 409,  # (POST) the question ended before its message was posted
     DELIVERY_FAILED: 502,
     STORE_UNAVAILABLE: 503,
 }

@@ -85,7 +85,9 @@ class AskLifecycle:
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
-        self.poster = Poster(client, store, sync, endings, self.lost, team_url, log)
+        self.poster = Poster(
+            client, store, sync, endings, self.lost, team_url, log, clock=self.clock
+        )
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""

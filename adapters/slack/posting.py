@@ -16,6 +16,11 @@ it (checked when its turn comes), so two processes never both post one request:
   (``take_up``), each is first looked for in Slack by its metadata (one search per channel
   or thread serves all of them): Slack may have stored a post whose answer its process
   never saw. Found, it is adopted (the record learns its ts); else it is posted.
+
+A question does not wait for its post's turn to end: while the post waits, its deadline
+is kept (it fails ``ASK_TIMEOUT`` then, as it would once posted) and its ending anywhere
+(a ``DELETE`` in any process, its deadline) takes the post off the queue at once, never
+sent; its waiter gets the ending then, not "posted".
 """
 
 from __future__ import annotations
@@ -32,19 +37,26 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.audit import AuditEvent, asked_event, permalink
 from adapters.slack.blocks import Rendered
-from adapters.slack.endings import Endings
+from adapters.slack.deadlines import Clock, SystemClock
+from adapters.slack.endings import Endings, outcome
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
-from adapters.slack.messages import SHUTTING_DOWN, UNDELIVERED, UNDELIVERED_REST
+from adapters.slack.limits import POST_MESSAGE
+from adapters.slack.messages import (
+    SHUTTING_DOWN,
+    UNDELIVERED,
+    UNDELIVERED_REST,
+    no_answer_within,
+)
 from adapters.slack.paced import NotSent, only_if
 from adapters.slack.posted import posted_in, request_metadata
 from adapters.slack.reconcile import LostPosts
 from adapters.slack.record import PendingRecord
-from adapters.slack.scheduler import tagged
-from adapters.slack.stores import PendingStore, append_quietly
+from adapters.slack.scheduler import WebApiScheduler, tagged
+from adapters.slack.stores import PendingStore, Watch, append_quietly
 from adapters.slack.synchroniser import MessageSynchroniser
 from adapters.slack.uploads import upload_text
 from bot.questions import UserQuestionError
-from bot.questions.errors import ASK_ABORTED
+from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
 
 __all__ = ["Poster"]
 
@@ -68,6 +80,8 @@ class Poster:
         lost: LostPosts,
         team_url: str | None,
         logger: logging.Logger,
+        *,
+        clock: Clock | None = None,
     ) -> None:
         self._client = client
         self._store = store
@@ -82,6 +96,10 @@ class Poster:
         self._handed: set[str] = set()
         self._unshown: set[str] = set()
         """Posts skipped because their question ended first, this process's to record."""
+        self._ended: dict[str, PendingRecord] = {}
+        """Posts skipped because their question ended unshown: the ending, for the waiter."""
+        self.clock: Clock = clock or SystemClock()
+        """Where the deadlines of questions whose post waits its turn read the time."""
         self._closing = False
         self.taken_up = 0
         """Requests this process took up from others (and posted, or found in Slack)."""
@@ -95,6 +113,7 @@ class Poster:
             delivery = asyncio.ensure_future(self._deliver(record, rendered))
         if record.detached:
             self._posting[record.id] = delivery
+        keeper = self._keep_while_queued(record)
         try:
             return await asyncio.shield(delivery)
         except asyncio.CancelledError:
@@ -105,6 +124,8 @@ class Poster:
                 await asyncio.wait_for(delivery, timeout=10)
             raise
         finally:
+            if keeper is not None:
+                keeper.cancel()
             if self._posting.get(record.id) is delivery:
                 del self._posting[record.id]
 
@@ -123,6 +144,7 @@ class Poster:
         finally:
             self._sending.discard(record.id)
             self._unshown.discard(record.id)
+            self._ended.pop(record.id, None)
 
     async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
@@ -143,14 +165,18 @@ class Poster:
         except NotSent:
             if record.detached and self._closing:
                 raise _handed_over() from None
-            # Its waiter learns the ending from the store. A question that ended before it
-            # was shown still gets its asked event (on its own); one another process holds
-            # or posted gets it from that process's write (README: the audit trail).
+            # A question that ended before it was shown still gets its asked event (on its
+            # own); one another process holds or posted gets it from that process's write
+            # (README: the audit trail).
+            ended = self._ended.pop(record.id, None)
             if record.id in self._unshown:
                 self._unshown.discard(record.id)
                 unshown = asked_event(record, by=record.asked_by, link=None)
                 await append_quietly(self._store, unshown)
-            return record
+            error = None if ended is None else _ending_of(ended)
+            if error is not None:  # never shown: its waiter gets the ending, not "posted"
+                raise error from None
+            return record  # held or posted by another process: the waiter waits on
         except SLACK_FAILURES as exc:
             if record.detached and self._closing:  # the client closed under it: whoever
                 raise _handed_over() from exc  # takes it up looks for it in Slack first
@@ -203,14 +229,72 @@ class Poster:
             return False
         current = await self._store.get(request_id)
         if current is None or not current.is_open:
-            if self._ended_unshown(current, detached):
-                self._unshown.add(request_id)
+            self._skipped(request_id, current, detached)
             return False
-        if detached:
-            if current.message_ts is not None or current.owner != self._store.process_id:
-                return False  # found in Slack meanwhile, or taken up by another process
-            self._sending.add(request_id)
+        if detached and (current.message_ts is not None or current.owner != self._store.process_id):
+            return False  # found in Slack meanwhile, or taken up by another process
+        self._sending.add(request_id)
         return True
+
+    def _skipped(self, request_id: str, current: PendingRecord | None, detached: bool) -> None:
+        """Note a post skipped because its question ended (``current``): whether its asked
+        event is this process's to record, and the ending its waiter is to get."""
+        if self._ended_unshown(current, detached):
+            self._unshown.add(request_id)
+        if current is not None and current.message_ts is None:
+            self._ended[request_id] = current
+
+    # -- while a post waits its turn ------------------------------------------------------
+
+    def _keep_while_queued(self, record: PendingRecord) -> asyncio.Task[None] | None:
+        """Keep ``record``'s deadline and watch for its ending while its post waits its
+        turn (``None``: a client without a queue sends at once)."""
+        scheduler = getattr(self._client, "scheduler", None)
+        if not isinstance(scheduler, WebApiScheduler):
+            return None
+        return asyncio.ensure_future(self._drop_when_ended(record, scheduler))
+
+    async def _drop_when_ended(self, record: PendingRecord, scheduler: WebApiScheduler) -> None:
+        """Once the question ends before its post went (its deadline, an abort in any
+        process), take the post off the queue: it fails ``NotSent``, as when its turn
+        comes (``_may_post``), so the question is never shown and its waiter learns the
+        ending now, not minutes later when the turn would have come."""
+        watch = self._store.watch(record.id)
+        try:
+            ended = await self._ending(record, watch)
+        except UserQuestionError:  # the store out of reach: the turn's own look decides
+            return
+        finally:
+            watch.close()
+        if ended is None or record.id in self._sending:
+            return  # on its way to Slack already: the message shows the ending
+        self._skipped(record.id, ended, record.detached)
+        scheduler.withdraw(POST_MESSAGE, record.id, NotSent(POST_MESSAGE))
+
+    async def _ending(self, record: PendingRecord, watch: Watch) -> PendingRecord | None:
+        """The question's ending, or its expiry at its deadline if that comes first
+        (``None`` if the post went out or this process stops meanwhile: the waiter's own
+        deadline keeper, or the next process's, expires it)."""
+        if record.deadline is None:
+            return await watch.wait()
+        waiting = asyncio.ensure_future(watch.wait())
+        left = max(0.0, record.deadline - self.clock.now())
+        due = asyncio.ensure_future(self.clock.sleep(left))
+        try:
+            await asyncio.wait({waiting, due}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            due.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done():
+            return waiting.result()
+        if self._closing or record.id in self._sending:
+            return None
+        timeout = record.deadline - record.created_at
+        # Shielded: a post that ends meanwhile never cuts the ending short.
+        return await asyncio.shield(
+            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+        )
 
     def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
         """Whether a post skipped because its question ended is this process's to record
@@ -298,3 +382,12 @@ class Poster:
                 "a question taken up was not posted",
                 extra={"request": record.id, "code": exc.code},
             )
+
+
+def _ending_of(record: PendingRecord) -> UserQuestionError | None:
+    """The error a waiter gets for ``record``'s ending; ``None`` for an answer."""
+    try:
+        outcome(record)
+    except UserQuestionError as exc:
+        return exc
+    return None

@@ -13,7 +13,8 @@ Redis) has room, and returns its result:
   and the latest one is the one sent.
 - A 429 anyway (another app, another process, a stale budget) closes the method's budget
   for ``Retry-After`` and puts the call back at the head of its lane: it is retried, never
-  failed. Callers that stop waiting (a deadline, an abort) take their call off the queue.
+  failed. Callers that stop waiting (a deadline, an abort) take their call off the queue;
+  ``withdraw`` takes a tagged call off it for callers still waiting (they get an error).
 - A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
   many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
   inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state).
@@ -145,6 +146,19 @@ class WebApiScheduler:
         """Whether a call tagged ``tag`` (see ``tagged``) is still waiting to be sent."""
         return self._tags.get(tag, 0) > 0
 
+    def withdraw(self, method: str, tag: str, error: Exception) -> bool:
+        """Take the calls of ``method`` tagged ``tag`` that still wait off the queue, never
+        to be sent: their callers get ``error``. Whether any was waiting (one on its way
+        already is left to finish)."""
+        state = self._methods.get(method)
+        if state is None or not self._tags.get(tag):
+            return False
+        found = [entry for lane in state.lanes.values() for entry in lane if entry.tag == tag]
+        for entry in found:
+            state.remove(entry)
+            self._settle(entry, error=error)
+        return bool(found)
+
     async def close(self) -> None:
         """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
         self._closed = True
@@ -204,6 +218,8 @@ class WebApiScheduler:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(state.wake.wait(), timeout)
                 continue
+            if lane not in state.lanes:
+                continue  # its last call was taken off while the budget was asked
             entry = state.pop(lane)
             self._note_wait(state, loop.time() - entry.queued_at, loop.time())
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
