@@ -2,14 +2,14 @@
 
 ``QuestionPost`` is the seam's wire request plus where to ask and how; ``body_problems``
 refuses what validation lets through but the API does not take (attribute names instead
-of wire names, empty question texts, repeated option labels); ``read_body`` reads a body
-within the API's own size limit.
+of wire names, empty question texts, repeated option labels, deadline settings that could
+never apply); ``read_body`` reads a body within the API's own size limit.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Protocol
 
 from aiohttp import web
 from pydantic import Field, ValidationError
@@ -17,7 +17,14 @@ from pydantic import Field, ValidationError
 from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["Destination", "QuestionPost", "body_problems", "read_body", "validation_errors"]
+__all__ = [
+    "DeadlineDefaults",
+    "Destination",
+    "QuestionPost",
+    "body_problems",
+    "read_body",
+    "validation_errors",
+]
 
 
 class Destination(WireModel):
@@ -46,6 +53,23 @@ class QuestionPost(WireModel):
     escalate_after: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+
+
+class DeadlineDefaults(Protocol):
+    """What a question gets when its body says nothing (the provider's ``AskDefaults``):
+    ``timeout`` is ``QUESTION_TIMEOUT``; ``reminders`` seconds before the deadline."""
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def reminders(self) -> tuple[float, ...]: ...
+
+    @property
+    def escalate_after(self) -> float | None: ...
+
+    @property
+    def escalate_to(self) -> str | None: ...
 
 
 def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -113,10 +137,81 @@ def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
     return errors
 
 
-def body_problems(raw: bytes, post: QuestionPost) -> list[dict[str, Any]]:
-    """What the API refuses in a body that validated as ``post``; empty when nothing."""
+def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": loc, "msg": msg, "type": kind}
+
+
+def _never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
+    """Deadline settings of the body that the question could never act on.
+
+    The record keeps only reminders before the deadline and an escalation with both a time
+    and someone to mention (``AskDefaults.question_record``); anything else would be
+    accepted and silently dropped. Each setting counts with the default it falls back to,
+    as the record does: a body without ``timeout`` has ``QUESTION_TIMEOUT``'s deadline.
+    """
+    errors: list[dict[str, Any]] = []
+    timeout = post.timeout or defaults.timeout
+    if post.reminders and timeout is None:
+        errors.append(
+            _refused(
+                ["reminders"],
+                "reminders are seconds before the deadline: give a timeout "
+                "(there is no QUESTION_TIMEOUT)",
+                "reminders_without_timeout",
+            )
+        )
+    elif post.reminders and timeout is not None:
+        errors += [
+            _refused(
+                ["reminders", str(n)],
+                f"a reminder {before:g} s before the deadline is not after the question is "
+                f"asked (its timeout is {timeout:g} s)",
+                "reminder_before_asked",
+            )
+            for n, before in enumerate(post.reminders)
+            if before >= timeout
+        ]
+    if post.escalate_after is not None and (post.escalate_to or defaults.escalate_to) is None:
+        errors.append(
+            _refused(
+                ["escalateAfter"],
+                "escalateAfter needs escalateTo (whom to mention)",
+                "escalation_without_whom",
+            )
+        )
+    elif post.escalate_to is not None and (post.escalate_after or defaults.escalate_after) is None:
+        errors.append(
+            _refused(
+                ["escalateTo"],
+                "escalateTo needs escalateAfter (when to mention them)",
+                "escalation_without_when",
+            )
+        )
+    elif post.escalate_after is not None and timeout is not None and post.escalate_after >= timeout:
+        errors.append(
+            _refused(
+                ["escalateAfter"],
+                f"escalateAfter ({post.escalate_after:g} s) is not before the deadline "
+                f"(its timeout is {timeout:g} s)",
+                "escalation_after_deadline",
+            )
+        )
+    return errors
+
+
+def body_problems(
+    raw: bytes, post: QuestionPost, defaults: DeadlineDefaults
+) -> list[dict[str, Any]]:
+    """What the API refuses in a body that validated as ``post``; empty when nothing.
+
+    ``defaults``: what the question gets where the body says nothing (its deadline).
+    """
     kept = post.model_dump(by_alias=True, exclude_unset=True)
-    return _unknown_keys(json.loads(raw), kept) or _ambiguities(post.questions)
+    return (
+        _unknown_keys(json.loads(raw), kept)
+        or _ambiguities(post.questions)
+        or _never_applied(post, defaults)
+    )
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:

@@ -4,19 +4,21 @@
 - ``KeyLocks``: retries of one question queue on one lock, so only the first of them posts;
   the lock is forgotten when the last of them is done.
 - ``same_request``: whether a retry asks what the question asked (the same question) or
-  something else (409 ``IDEMPOTENCY_KEY_REUSED``).
+  something else (409 ``IDEMPOTENCY_KEY_REUSED``): every field of the body counts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
-from collections.abc import AsyncIterator
-from typing import Final
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
 
 from adapters.slack import QuestionStatus
-from bot.api_body import QuestionPost
+from bot.api_body import DeadlineDefaults, QuestionPost
+from bot.questions.review import ReviewPolicy
 
 __all__ = ["KeyLocks", "key_problem", "same_request"]
 
@@ -55,8 +57,20 @@ class KeyLocks:
                 self._locks[request_id] = (lock, users - 1)
 
 
-def same_request(question: QuestionStatus, post: QuestionPost, default_channel: str | None) -> bool:
-    """Whether ``post`` asks what ``question`` asked (a retry, not a new request)."""
+def same_request(
+    question: QuestionStatus,
+    post: QuestionPost,
+    default_channel: str | None,
+    defaults: DeadlineDefaults,
+) -> bool:
+    """Whether ``post`` asks what ``question`` asked (a retry, not a new request).
+
+    Every field of the body counts, as what it makes of the question, so key order,
+    defaults said explicitly and the order of ``reminders`` do not: the questions, label,
+    destination, review, revision and link as given; the deadline, reminders and
+    escalation as offsets from when the question was asked (``defaults`` where the body
+    says nothing, as the question got them).
+    """
     destination = post.destination
     channel = destination.channel if destination else default_channel
     thread_ts = destination.thread_ts if destination else None
@@ -64,4 +78,59 @@ def same_request(question: QuestionStatus, post: QuestionPost, default_channel: 
         list(question.questions) == post.questions
         and question.label == post.label
         and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
+        and question.link == post.link
+        and _policy(question.review) == _policy(post.review)
+        and question.revises == post.revises
+        and _same_times(_asked_times(question), _posted_times(post, defaults))
+    )
+
+
+def _policy(review: ReviewPolicy | None) -> dict[str, Any] | None:
+    """A review policy in one form, whether its defaults were said or not."""
+    return None if review is None else review.model_dump(mode="json")
+
+
+_Times = tuple[float | None, list[float], float | None, str | None]
+"""Timeout, reminders (seconds before the deadline, sorted), escalation after and to whom."""
+
+
+def _asked_times(question: QuestionStatus) -> _Times:
+    """The question's deadlines, as seconds from when it was asked."""
+    asked = question.created_at
+    deadline = question.deadline
+    timeout = None if deadline is None else deadline - asked
+    before = sorted(deadline - at for at in question.reminders) if deadline is not None else []
+    after = None if question.escalate_at is None else question.escalate_at - asked
+    return timeout, before, after, question.escalate_to
+
+
+def _posted_times(post: QuestionPost, defaults: DeadlineDefaults) -> _Times:
+    """The deadlines ``post`` gives a question (what ``AskDefaults.question_record`` keeps;
+    the body's checks have refused any it would drop)."""
+    timeout = post.timeout or defaults.timeout
+    given = post.reminders or defaults.reminders
+    before = sorted(b for b in given if 0 < b < timeout) if timeout is not None else []
+    after = post.escalate_after or defaults.escalate_after
+    whom = post.escalate_to or defaults.escalate_to
+    if not (after and whom):
+        return timeout, before, None, None
+    return timeout, before, after, whom
+
+
+def _same_times(asked: _Times, posted: _Times) -> bool:
+    """Equal, with seconds compared to the millisecond (stored as absolute times)."""
+
+    def close(a: float | None, b: float | None) -> bool:
+        if a is None or b is None:
+            return a is b
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-3)
+
+    def all_close(a: Sequence[float], b: Sequence[float]) -> bool:
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
+
+    return (
+        close(asked[0], posted[0])
+        and all_close(asked[1], posted[1])
+        and close(asked[2], posted[2])
+        and asked[3] == posted[3]
     )

@@ -40,7 +40,13 @@ from bot.api_answers import (
     view_with_events,
     wait_of,
 )
-from bot.api_body import QuestionPost, body_problems, read_body, validation_errors
+from bot.api_body import (
+    DeadlineDefaults,
+    QuestionPost,
+    body_problems,
+    read_body,
+    validation_errors,
+)
 from bot.api_idempotency import KeyLocks, key_problem, same_request
 from bot.api_taken import TakenUp
 from bot.audit import audit_handler
@@ -72,6 +78,11 @@ class Questions(Protocol):
 
     def request_id_for(self, key: str | None = None) -> str:
         """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    @property
+    def defaults(self) -> DeadlineDefaults:
+        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
         ...
 
     async def status(self, request_id: str) -> QuestionStatus | None:
@@ -210,7 +221,7 @@ class Gateway:
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
         if self._closing:
-            return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+            return _shutting_down()
         if request.content_type != "application/json":
             return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         raw = await read_body(request, self._max_body)
@@ -227,7 +238,7 @@ class Gateway:
                 f"the request body is not a valid question request ({exc.error_count()} errors)",
                 errors=validation_errors(exc),
             )
-        refused = body_problems(raw, post)
+        refused = body_problems(raw, post, self._questions.defaults)
         if refused:
             return problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
@@ -243,16 +254,21 @@ class Gateway:
         )
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
-            if existing is not None and not same_request(existing, post, self._default_channel):
+            defaults = self._questions.defaults
+            if existing is not None and not same_request(
+                existing, post, self._default_channel, defaults
+            ):
                 message = (
-                    f"Idempotency-Key {key!r} was used for a different request (its "
-                    "questions, label or destination differ); use a new key"
+                    f"Idempotency-Key {key!r} was used for a different request (its body "
+                    "differs); use a new key"
                 )
                 return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
             if existing is not None:
                 response = web.json_response(view_of(existing), status=200)
                 response.headers["Location"] = f"/v1/questions/{request_id}"
                 return response
+            if self._closing:  # the stop began while the key was looked up
+                return _shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
@@ -299,6 +315,8 @@ class Gateway:
             error = task.exception()
             # Handed over at a stop, its post not sent yet: open, posted by the next process.
             if error is not None and (question is None or not question.is_open):
+                if question is None and self._closing and _aborted(error):
+                    return _shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
         status = 201 if posted.done() else 202
         view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
@@ -352,6 +370,17 @@ class Gateway:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
         return web.json_response(view_of(question), status=status)
+
+
+def _shutting_down() -> web.Response:
+    """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
+    or this one restarted, takes it)."""
+    return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+
+
+def _aborted(error: BaseException) -> bool:
+    """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
+    return isinstance(error, HarnessError) and error.code == ASK_ABORTED
 
 
 def openapi_paths() -> dict[str, set[str]]:

@@ -2,8 +2,8 @@
 
 ``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
 gave it, the seam's error for an ending without an answer, the note and the Slack message.
-It carries what was asked (questions, label, destination) and nothing of how the provider
-keeps the request (drafts, owner, who may answer).
+It carries what was asked (questions, label, destination, deadlines, link, review) and
+nothing of how the provider keeps the request (drafts, owner, who may answer).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from adapters.slack.endings import outcome
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.review import Vote
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
+from bot.questions.review import ReviewPolicy
 
 __all__ = ["QuestionStatus", "SlackMessage", "status_of"]
 
@@ -58,6 +59,15 @@ class QuestionStatus:
     """For an approval (``ask_approval``): what the person decided."""
     asked_by: str | None = None
     """Who asked: ``api`` or ``api:<token name>`` (the HTTP API), a dsh host, the code."""
+    deadline: float | None = None
+    reminders: tuple[float, ...] = ()
+    """When to remind (times, as ``deadline``), sent or not."""
+    escalate_at: float | None = None
+    escalate_to: str | None = None
+    link: str | None = None
+    review: ReviewPolicy | None = None
+    revises: str | None = None
+    """The id of the earlier plan review this one revises."""
 
     @property
     def is_open(self) -> bool:
@@ -98,4 +108,11 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         message=message,
         decision=record.approval.outcome if record.approval is not None else None,
         asked_by=record.asked_by,
+        deadline=record.deadline,
+        reminders=tuple(record.reminders),
+        escalate_at=record.escalate_at,
+        escalate_to=record.escalate_to,
+        link=record.link,
+        review=record.review,
+        revises=record.revision.previous_id if record.revision is not None else None,
     )
