@@ -50,6 +50,10 @@ already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, 
 the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
+RELOOK_OWNED: Final = 6
+"""Every how many looks the requests a waiter elsewhere owned are read again: a process
+that stops releases the requests of a host that asks again (``owner`` set to none), which
+from then on are everyone's to keep; the open list alone does not show that."""
 
 
 class Waits:
@@ -74,6 +78,10 @@ class Waits:
         self._waited: Counter[str] = Counter()
         """Requests whose deadlines a waiter here keeps (``wait``), and how many wait."""
         self._seen: set[str] = set()
+        self._owned: set[str] = set()
+        """Among ``_seen``, those a waiter's process owned when read: read again every
+        ``RELOOK_OWNED`` looks."""
+        self._looks = 0
         """Open requests already looked at while following: kept here, or none of ours."""
         self._listed: set[str] = set()
         """The open questions the last look listed."""
@@ -128,7 +136,12 @@ class Waits:
         only the ones not looked at before are read, so a look costs what is new.
         """
         open_ids = {audience.request_id for audience in await self._store.open_audiences()}
+        self._looks += 1
+        if self._looks % RELOOK_OWNED == 0:  # released meanwhile? read them again
+            self._seen -= self._owned
+            self._owned.clear()
         self._seen &= open_ids
+        self._owned &= open_ids
         for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
             if (keeper := self._keepers.get(request_id)) is not None:
                 keeper.cancel()
@@ -152,6 +165,8 @@ class Waits:
             self._seen.add(record.id)
             if record.owner is None:
                 unowned.append(record)
+            elif record.owner != self._store.process_id:  # this one's: released at its stop
+                self._owned.add(record.id)
         return unowned
 
     def keep(self, record: PendingRecord, *, late: float = 0.0) -> bool:
@@ -169,6 +184,9 @@ class Waits:
         if self._keepers.get(request_id) is task:
             del self._keepers[request_id]
         if not task.cancelled() and task.exception() is not None:
+            # Stopped by a failure (the store out of reach at a due time): the next look
+            # reads the request again and keeps it anew, if it is still open.
+            self._seen.discard(request_id)
             error = task.exception()
             self._logger.warning(
                 "deadline keeper stopped", extra={"request": request_id, "error": repr(error)}
