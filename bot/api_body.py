@@ -22,6 +22,7 @@ __all__ = [
     "Destination",
     "QuestionPost",
     "body_problems",
+    "never_applied",
     "read_body",
     "validation_errors",
 ]
@@ -141,7 +142,7 @@ def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": kind}
 
 
-def _never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
+def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
     """Deadline settings of the body that the question could never act on.
 
     The record keeps only reminders before the deadline and an escalation with both a time
@@ -199,19 +200,14 @@ def _never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[
     return errors
 
 
-def body_problems(
-    raw: bytes, post: QuestionPost, defaults: DeadlineDefaults
-) -> list[dict[str, Any]]:
+def body_problems(raw: bytes, post: QuestionPost) -> list[dict[str, Any]]:
     """What the API refuses in a body that validated as ``post``; empty when nothing.
 
-    ``defaults``: what the question gets where the body says nothing (its deadline).
+    A new question's deadline settings are checked apart (``never_applied``): they depend
+    on this process's defaults, which a retry of a question asked elsewhere must not meet.
     """
     kept = post.model_dump(by_alias=True, exclude_unset=True)
-    return (
-        _unknown_keys(json.loads(raw), kept)
-        or _ambiguities(post.questions)
-        or _never_applied(post, defaults)
-    )
+    return _unknown_keys(json.loads(raw), kept) or _ambiguities(post.questions)
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:

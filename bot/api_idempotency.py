@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 import math
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from adapters.slack import QuestionStatus
-from bot.api_body import DeadlineDefaults, QuestionPost
+from bot.api_body import QuestionPost
 from bot.questions.review import ReviewPolicy
 
 __all__ = ["KeyLocks", "key_problem", "same_request"]
@@ -61,15 +61,15 @@ def same_request(
     question: QuestionStatus,
     post: QuestionPost,
     default_channel: str | None,
-    defaults: DeadlineDefaults,
 ) -> bool:
     """Whether ``post`` asks what ``question`` asked (a retry, not a new request).
 
-    Every field of the body counts, as what it makes of the question, so key order,
+    Every field the body states counts, as what it makes of the question, so key order,
     defaults said explicitly and the order of ``reminders`` do not: the questions, label,
-    destination, review, revision and link as given; the deadline, reminders and
-    escalation as offsets from when the question was asked (``defaults`` where the body
-    says nothing, as the question got them).
+    destination, review, revision and link as given; the timeout, reminders and escalation
+    as offsets from when the question was asked. A deadline field the body leaves out is
+    not compared: the question got it from ``QUESTION_TIMEOUT`` and the like, which may
+    differ in the process a retry reaches (another one, or this one restarted).
     """
     destination = post.destination
     channel = destination.channel if destination else default_channel
@@ -81,7 +81,7 @@ def same_request(
         and question.link == post.link
         and _policy(question.review) == _policy(post.review)
         and question.revises == post.revises
-        and _same_times(_asked_times(question), _posted_times(post, defaults))
+        and _same_times(_asked_times(question), post)
     )
 
 
@@ -104,33 +104,26 @@ def _asked_times(question: QuestionStatus) -> _Times:
     return timeout, before, after, question.escalate_to
 
 
-def _posted_times(post: QuestionPost, defaults: DeadlineDefaults) -> _Times:
-    """The deadlines ``post`` gives a question (what ``AskDefaults.question_record`` keeps;
-    the body's checks have refused any it would drop)."""
-    timeout = post.timeout or defaults.timeout
-    given = post.reminders or defaults.reminders
-    before = sorted(b for b in given if 0 < b < timeout) if timeout is not None else []
-    after = post.escalate_after or defaults.escalate_after
-    whom = post.escalate_to or defaults.escalate_to
-    if not (after and whom):
-        return timeout, before, None, None
-    return timeout, before, after, whom
+def _close(a: float | None, b: float | None) -> bool:
+    """Equal to the millisecond (stored as absolute times, compared as offsets)."""
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-3)
 
 
-def _same_times(asked: _Times, posted: _Times) -> bool:
-    """Equal, with seconds compared to the millisecond (stored as absolute times)."""
-
-    def close(a: float | None, b: float | None) -> bool:
-        if a is None or b is None:
-            return a is b
-        return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-3)
-
-    def all_close(a: Sequence[float], b: Sequence[float]) -> bool:
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-
+def _same_times(asked: _Times, post: QuestionPost) -> bool:
+    """Whether the deadline fields ``post`` states are what the question got."""
+    timeout, before, after, whom = asked
+    reminders = None if post.reminders is None else sorted(post.reminders)
     return (
-        close(asked[0], posted[0])
-        and all_close(asked[1], posted[1])
-        and close(asked[2], posted[2])
-        and asked[3] == posted[3]
+        (post.timeout is None or _close(timeout, post.timeout))
+        and (
+            reminders is None
+            or (
+                len(before) == len(reminders)
+                and all(_close(x, y) for x, y in zip(before, reminders, strict=True))
+            )
+        )
+        and (post.escalate_after is None or _close(after, post.escalate_after))
+        and (post.escalate_to is None or whom == post.escalate_to)
     )

@@ -44,6 +44,7 @@ from bot.api_body import (
     DeadlineDefaults,
     QuestionPost,
     body_problems,
+    never_applied,
     read_body,
     validation_errors,
 )
@@ -238,7 +239,7 @@ class Gateway:
                 f"the request body is not a valid question request ({exc.error_count()} errors)",
                 errors=validation_errors(exc),
             )
-        refused = body_problems(raw, post, self._questions.defaults)
+        refused = body_problems(raw, post)
         if refused:
             return problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
@@ -254,10 +255,7 @@ class Gateway:
         )
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
-            defaults = self._questions.defaults
-            if existing is not None and not same_request(
-                existing, post, self._default_channel, defaults
-            ):
+            if existing is not None and not same_request(existing, post, self._default_channel):
                 message = (
                     f"Idempotency-Key {key!r} was used for a different request (its body "
                     "differs); use a new key"
@@ -267,6 +265,13 @@ class Gateway:
                 response = web.json_response(view_of(existing), status=200)
                 response.headers["Location"] = f"/v1/questions/{request_id}"
                 return response
+            # A new question: its deadline settings must be ones it can act on, with this
+            # process's defaults (a retry's were checked where it was first asked).
+            never = never_applied(post, self._questions.defaults)
+            if never:
+                return problem(
+                    422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never
+                )
             if self._closing:  # the stop began while the key was looked up
                 return _shutting_down()
             refusal = self._caps.refusal(asker)

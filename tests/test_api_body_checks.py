@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_gateway import DEPLOY, running
+from tests.test_gateway import DEPLOY, another_bot, running
 
 PLAN = {
     "questions": [
@@ -176,3 +176,24 @@ async def test_a_post_whose_ask_the_stop_refuses_is_503_not_409(
         await asyncio.wait_for(stopping[0], 20)
         assert (status, answer["code"]) == (503, "ASK_ABORTED"), answer
         assert not bed.messages()
+
+
+async def test_a_retry_reaching_a_bot_with_other_defaults_gets_the_question() -> None:
+    """The deadline fields a body leaves out came from the asking bot's QUESTION_TIMEOUT; a
+    retry on a bot configured otherwise (a rolling change, a restart) is the same request,
+    not a different one (409) or one whose reminders have no timeout (422)."""
+    with_reminders = {**DEPLOY, "reminders": [600]}
+    async with running(question_timeout=3600.0) as bed:
+        first = {"Idempotency-Key": "defaults-1"}
+        second = {"Idempotency-Key": "defaults-2"}
+        assert (await asyncio.wait_for(bed.ask(DEPLOY, headers=first), 30))[0] == 201
+        assert (await asyncio.wait_for(bed.ask(with_reminders, headers=second), 30))[0] == 201
+        for timeout in (7200.0, None):
+            async with another_bot(bed, question_timeout=timeout) as (_, agent):
+                for body, headers in ((DEPLOY, first), (with_reminders, second)):
+                    async with agent.post("/v1/questions", json=body, headers=headers) as r:
+                        assert r.status == 200, (timeout, await r.text())
+        async with another_bot(bed, question_timeout=None) as (_, agent):
+            fresh = {"Idempotency-Key": "defaults-3"}
+            async with agent.post("/v1/questions", json=with_reminders, headers=fresh) as r:
+                assert r.status == 422  # a new question there: its reminders have no timeout

@@ -129,10 +129,14 @@ async def running(**settings: Any) -> AsyncIterator[Bed]:
 
 
 @contextlib.asynccontextmanager
-async def another_bot(first: Bed) -> AsyncIterator[tuple[Runtime, aiohttp.ClientSession]]:
-    """A second bot on ``first``'s settings (a port of its own), and an agent's session with
-    it; the bot is stopped afterwards (again, should the test have stopped it)."""
-    second = await start(Settings(**{**first.runtime.settings.model_dump(), "port": 0}))
+async def another_bot(
+    first: Bed, **overrides: Any
+) -> AsyncIterator[tuple[Runtime, aiohttp.ClientSession]]:
+    """A second bot on ``first``'s settings (a port of its own; ``overrides`` changed), and
+    an agent's session with it; the bot is stopped afterwards (again, should the test have
+    stopped it)."""
+    settings = {**first.runtime.settings.model_dump(), "port": 0, **overrides}
+    second = await start(Settings(**settings))
     headers = {"Authorization": f"Bearer {API_TOKEN}"}
     try:
         async with aiohttp.ClientSession(second.url, headers=headers) as agent:
