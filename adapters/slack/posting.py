@@ -124,10 +124,13 @@ class Poster:
                 await asyncio.wait_for(delivery, timeout=10)
             raise
         finally:
-            if keeper is not None:
-                keeper.cancel()
             if self._posting.get(record.id) is delivery:
                 del self._posting[record.id]
+            if keeper is not None:
+                # Its watch is closed before the post returns: a waiter counted after the
+                # post (``watch_count``) is the question's, not this one's.
+                keeper.cancel()
+                await asyncio.wait({keeper})
 
     def hand_over(self) -> None:
         """Stop posting (shutdown): detached posts still waiting their turn are never sent
