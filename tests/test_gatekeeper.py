@@ -54,3 +54,17 @@ async def test_a_failed_refresh_keeps_the_members_last_read(slack: SlackStandIn)
     assert await keeper.allowed(alice, None, [group]) is True  # the last members, kept
     assert keeper.decide_cached(alice, None, [group]) is True  # for the retry interval
     assert lookups(slack) == 2
+
+
+async def test_a_group_slack_says_does_not_exist_is_not_asked_again_every_few_seconds(
+    slack: SlackStandIn,
+) -> None:
+    """``no_such_subteam`` will not change in 5 s: kept the ttl, so clicks on a question
+    naming a deleted group do not spend the method's small budget."""
+    alice = slack.workspace.add_user("alice").id
+    client = AsyncWebClient(token=slack.token, base_url=slack.url)
+    keeper = Gatekeeper(client, ttl=60.0, retry=0.1, logger=LOG)
+    assert await keeper.allowed(alice, None, ["S0GONE"]) is False
+    await asyncio.sleep(0.2)
+    assert await keeper.allowed(alice, None, ["S0GONE"]) is False
+    assert lookups(slack) == 1

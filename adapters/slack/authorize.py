@@ -10,13 +10,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from typing import Final
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.failures import SLACK_FAILURES, describe
 
 __all__ = ["RETRY", "Gatekeeper"]
 
+LASTING_ERRORS: Final = frozenset(
+    {"no_such_subteam", "subteam_not_found", "missing_scope", "plan_upgrade_required",
+     "not_allowed_token_type", "invalid_auth", "not_authed", "account_inactive"}
+)  # fmt: skip
+"""Slack's errors that asking again a few seconds later would not change."""
 RETRY = 5.0
 """Seconds before a group whose lookup failed is asked again (Slack allows this method
 about 20 calls a minute: every click during an outage must not call it)."""
@@ -99,16 +106,19 @@ class Gatekeeper:
                 else frozenset()
             )
         except SLACK_FAILURES as exc:
-            # Not for the whole ttl: one failed call would shut the group out for a minute.
-            # The members last read (none if never) stand until it is asked again.
-            members = frozenset() if cached is None else cached[1]
+            # A passing failure is not kept for the whole ttl (one would shut the group out
+            # for a minute): the members last read (none if never) stand until it is asked
+            # again. Slack's word that the group or the scope is missing is kept the ttl.
+            lasting = isinstance(exc, SlackApiError) and describe(exc) in LASTING_ERRORS
+            members = frozenset() if cached is None or lasting else cached[1]
+            wait = self._ttl if lasting else self._retry
             self._logger.warning(
                 "cannot read user group members; %s for %g s",
                 "keeping the last members read" if members else "treating the group as empty",
-                self._retry,
+                wait,
                 extra={"usergroup": group, "error": describe(exc)},
             )
-            self._members[group] = (now + self._retry, members)
+            self._members[group] = (now + wait, members)
             return members
         self._members[group] = (now + self._ttl, members)
         return members
