@@ -33,7 +33,15 @@ from bot.questions.errors import (
     STORE_UNAVAILABLE,
 )
 
-__all__ = ["UNOWNED", "Endings", "Released", "WaitReleased", "lost_record", "outcome"]
+__all__ = [
+    "UNOWNED",
+    "Endings",
+    "Released",
+    "WaitReleased",
+    "ending_error",
+    "lost_record",
+    "outcome",
+]
 
 UNOWNED = None
 """The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
@@ -191,3 +199,12 @@ def outcome(record: PendingRecord) -> AskUserQuestionAnswer:
     if record.state == "aborted":
         raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
     raise UserQuestionError(record.note or QUESTION_FAILED, record.error_code or DELIVERY_FAILED)
+
+
+def ending_error(record: PendingRecord) -> UserQuestionError | None:
+    """The error ``outcome`` raises for a terminal record; ``None`` for an answer."""
+    try:
+        outcome(record)
+    except UserQuestionError as exc:
+        return exc
+    return None

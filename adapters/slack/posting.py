@@ -38,7 +38,7 @@ from adapters.slack.approval_blocks import render_record
 from adapters.slack.audit import AuditEvent, asked_event, permalink
 from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock
-from adapters.slack.endings import Endings, outcome
+from adapters.slack.endings import Endings, ending_error
 from adapters.slack.failures import SLACK_FAILURES, question_error, settle
 from adapters.slack.limits import POST_MESSAGE
 from adapters.slack.messages import (
@@ -176,7 +176,7 @@ class Poster:
                 self._unshown.discard(record.id)
                 unshown = asked_event(record, by=record.asked_by, link=None)
                 await append_quietly(self._store, unshown)
-            error = None if ended is None else _ending_of(ended)
+            error = None if ended is None else ending_error(ended)
             if error is not None:  # never shown: its waiter gets the ending, not "posted"
                 raise error from None
             return record  # held or posted by another process: the waiter waits on
@@ -385,12 +385,3 @@ class Poster:
                 "a question taken up was not posted",
                 extra={"request": record.id, "code": exc.code},
             )
-
-
-def _ending_of(record: PendingRecord) -> UserQuestionError | None:
-    """The error a waiter gets for ``record``'s ending; ``None`` for an answer."""
-    try:
-        outcome(record)
-    except UserQuestionError as exc:
-        return exc
-    return None

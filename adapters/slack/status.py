@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from adapters.slack.endings import outcome
+from adapters.slack.endings import ending_error
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.review import Vote
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
@@ -82,10 +82,7 @@ def status_of(record: PendingRecord) -> QuestionStatus:
     if record.state == "answered":
         answer = record.answer
     elif not record.is_open:
-        try:
-            outcome(record)  # cancelled, aborted or failed: raises the waiter's error
-        except UserQuestionError as exc:
-            error = exc
+        error = ending_error(record)  # cancelled, aborted or failed: the waiter's error
     message = None
     if record.message_channel and record.message_ts:
         message = SlackMessage(record.message_channel, record.message_ts)
