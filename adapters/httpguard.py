@@ -146,7 +146,8 @@ def guard_middleware(
     within ``body_timeout`` seconds, before the handler runs (handlers read it from memory),
     except on requests ``streamed`` picks out: their handlers read the stream themselves.
     ``max_body`` may give a request a smaller limit than the server's (``None``: the
-    server's): a body whose ``Content-Length`` is over it is refused before it is read.
+    server's): a body whose ``Content-Length`` is over it is refused before it is read, and
+    one sent without (chunked) once it runs over, the rest never waited for.
     """
 
     @web.middleware
@@ -166,6 +167,9 @@ def guard_middleware(
             response = refuse(413, "TOO_LARGE", f"the request body is over {limit} bytes")
             response.force_close()
             return response
+        if limit is not None and reads_body:
+            # A chunked body has no length to refuse it by: read up to the limit, no further.
+            request = request.clone(client_max_size=limit)
         if body_timeout is not None and reads_body:
             try:
                 async with asyncio.timeout(body_timeout):

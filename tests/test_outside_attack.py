@@ -855,3 +855,37 @@ async def test_a_larger_api_body_limit_leaves_slacks_at_1_mib() -> None:
             bed.runtime.url, "POST", "/slack/events", headers, b"payload=" + b"a" * 1_048_568
         )
         assert status == 401, body
+
+
+async def test_a_chunked_body_to_slack_events_is_refused_at_1_mib_not_read_on() -> None:
+    """A chunked body (no ``Content-Length`` to refuse it by) to ``/slack/events`` is read
+    up to Slack's 1 MiB only, then refused 413, however large ``MAX_BODY_BYTES`` lets the
+    API's bodies be: the rest is never waited for."""
+    from urllib.parse import urlsplit
+
+    async with running(max_body_bytes=8 * 1_048_576, body_timeout=30.0) as bed:
+        parts = urlsplit(bed.runtime.url)
+        assert parts.hostname is not None and parts.port is not None
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        try:
+            head = (
+                "POST /slack/events HTTP/1.1\r\n"
+                f"Host: {parts.netloc}\r\n"
+                f"Content-Type: {FORM}\r\n"
+                f"X-Slack-Request-Timestamp: {int(time.time())}\r\n"
+                f"X-Slack-Signature: {SIGNATURE}\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n"
+            )
+            chunk = b"a" * 65_536
+            with LogTap() as tap:
+                writer.write(head.encode())
+                for _ in range(24):  # 1.5 MiB, and the body never finished
+                    writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                await writer.drain()
+                answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+            assert answer.split(b"\r\n", 1)[0].split()[1] == b"413", answer
+            assert tap.tracebacks == [] and len(tap.refusals("too_large")) == 1
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
