@@ -127,3 +127,54 @@ async def test_an_in_process_ask_whose_post_waits_fails_at_its_deadline() -> Non
         await asyncio.sleep(0.5)
         assert len(h.top_messages()) == 1
         first.cancel()
+
+
+async def _queued_in_process(h: SlackHarness, request_id: str, **fields: Any) -> Any:
+    """A first question takes the channel's turn; ``request_id``'s post then waits."""
+    h.ask(DEPLOY)
+    await h.posted()
+    waiting = h.ask(DEPLOY, options=AskOptions(request_id=request_id), **fields)
+    scheduler = h.provider.client.scheduler  # type: ignore[attr-defined]
+    await until(lambda: scheduler.is_queued(request_id), what="the post queued")
+    return waiting, scheduler
+
+
+async def test_an_in_process_ask_aborted_by_its_signal_while_queued_ends_at_once() -> None:
+    """The asker's own abort signal ends a question whose post waits its turn now: the
+    post is taken off the queue, never shown, and ``ask()`` raises ``ASK_ABORTED``."""
+    from bot.questions.abort import AbortController
+
+    async with SlackHarness(limits=SlackLimits(time_scale=SLOW)) as h:
+        controller = AbortController()
+        waiting, scheduler = await _queued_in_process(h, "rqsignal001", signal=controller.signal)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        controller.abort("not needed any more")
+        with pytest.raises(UserQuestionError) as aborted:
+            await asyncio.wait_for(waiting, 3)
+        assert aborted.value.code == ASK_ABORTED
+        assert loop.time() - began < 2  # not at the turn, ten seconds on
+        assert not scheduler.is_queued("rqsignal001")
+        record = await h.provider.store.get("rqsignal001")
+        assert record is not None and record.state == "aborted" and record.message_ts is None
+        assert record.error_code == ASK_ABORTED and record.note == "not needed any more"
+        await asyncio.sleep(0.5)
+        assert len(h.top_messages()) == 1  # only the first question was shown
+
+
+async def test_an_in_process_ask_cancelled_while_queued_ends_at_once() -> None:
+    """Cancelling the asking task while its post waits its turn takes the post off the
+    queue at once (nothing to wait for from Slack) and ends the question aborted."""
+    async with SlackHarness(limits=SlackLimits(time_scale=SLOW)) as h:
+        waiting, scheduler = await _queued_in_process(h, "rqcancel001")
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, 3)
+        assert loop.time() - began < 2
+        assert not scheduler.is_queued("rqcancel001")
+        record = await h.provider.store.get("rqcancel001")
+        assert record is not None and record.state == "aborted" and record.message_ts is None
+        await asyncio.sleep(0.5)
+        assert len(h.top_messages()) == 1

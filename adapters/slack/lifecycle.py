@@ -24,9 +24,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import ids
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.audit import AuditEvent, asked_event, permalink
+from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
-from adapters.slack.endings import Endings, outcome
+from adapters.slack.endings import Endings, Released, outcome
 from adapters.slack.failures import question_error
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
@@ -79,7 +80,7 @@ class AskLifecycle:
         self._endings = endings
         self.defaults = defaults
         self._team_url = team_url
-        log = logger or logging.getLogger("adapters.slack")
+        log = self._logger = logger or logging.getLogger("adapters.slack")
         self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -186,7 +187,7 @@ class AskLifecycle:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, limit, owner)
             if record.message_ts is None:
-                placed = await self.poster.post(record, rendered)
+                placed = await self._post(record, rendered, signal)
             else:  # found again: bring it up to date (open, with live buttons)
                 placed = record
                 self._sync.refresh(request_id)
@@ -220,6 +221,33 @@ class AskLifecycle:
             watch.close()
             if current is not None:
                 self._inflight.discard(current)
+
+    async def _post(
+        self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None
+    ) -> PendingRecord:
+        """Post ``record``. Its asker's abort signal, should it fire while the post waits
+        its turn in Slack's rate limits, ends the question now: the ending takes the post
+        off the queue (never shown) and ``ASK_ABORTED`` reaches the waiter at once, not
+        when the turn comes. (``Released()`` only stops the wait: the post goes on.)"""
+        if signal is None:
+            return await self.poster.post(record, rendered)
+        endings: list[asyncio.Task[PendingRecord]] = []
+
+        def aborted(reason: object) -> None:
+            if not isinstance(reason, Released):
+                endings.append(asyncio.ensure_future(self.waits.end_aborted(record.id, reason)))
+
+        remove = signal.add_listener(aborted)
+        try:
+            return await self.poster.post(record, rendered)
+        finally:
+            remove()
+            for ending in await asyncio.gather(*endings, return_exceptions=True):
+                if isinstance(ending, Exception):  # the wait that follows ends it again
+                    self._logger.warning(
+                        "could not end a question aborted while its post waited",
+                        extra={"request": record.id, "error": repr(ending)},
+                    )
 
     def _adopted_asked(self, record: PendingRecord) -> AuditEvent | None:
         """The ``asked`` event of a record created with its message found again (adopted

@@ -119,6 +119,9 @@ class Poster:
         except asyncio.CancelledError:
             if delivery.cancelled() and record.id in self._handed:
                 raise _handed_over() from None
+            if not record.detached and self._withdraw(record.id):
+                # Still waiting its turn: never shown, nothing to wait for from Slack.
+                self._unshown.add(record.id)
             # Let Slack's reply arrive so the message can be marked as cancelled.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(delivery, timeout=10)
@@ -249,15 +252,23 @@ class Poster:
 
     # -- while a post waits its turn ------------------------------------------------------
 
+    def _withdraw(self, request_id: str) -> bool:
+        """Take ``request_id``'s post off the queue if it still waits its turn (it fails
+        ``NotSent``, as when its turn finds the question ended); whether it did."""
+        scheduler = getattr(self._client, "scheduler", None)
+        if not isinstance(scheduler, WebApiScheduler) or request_id in self._sending:
+            return False
+        return scheduler.withdraw(POST_MESSAGE, request_id, NotSent(POST_MESSAGE))
+
     def _keep_while_queued(self, record: PendingRecord) -> asyncio.Task[None] | None:
         """Keep ``record``'s deadline and watch for its ending while its post waits its
         turn (``None``: a client without a queue sends at once)."""
         scheduler = getattr(self._client, "scheduler", None)
         if not isinstance(scheduler, WebApiScheduler):
             return None
-        return asyncio.ensure_future(self._drop_when_ended(record, scheduler))
+        return asyncio.ensure_future(self._drop_when_ended(record))
 
-    async def _drop_when_ended(self, record: PendingRecord, scheduler: WebApiScheduler) -> None:
+    async def _drop_when_ended(self, record: PendingRecord) -> None:
         """Once the question ends before its post went (its deadline, an abort in any
         process), take the post off the queue: it fails ``NotSent``, as when its turn
         comes (``_may_post``), so the question is never shown and its waiter learns the
@@ -272,7 +283,7 @@ class Poster:
         if ended is None or record.id in self._sending:
             return  # on its way to Slack already: the message shows the ending
         self._skipped(record.id, ended, record.detached)
-        scheduler.withdraw(POST_MESSAGE, record.id, NotSent(POST_MESSAGE))
+        self._withdraw(record.id)
 
     async def _ending(self, record: PendingRecord, watch: Watch) -> PendingRecord | None:
         """The question's ending, or its expiry at its deadline if that comes first

@@ -377,5 +377,10 @@ class Waits:
             if ended is not None and not ended.is_open:
                 return ended
             raise WaitReleased()
+        return await self.end_aborted(request_id, reason)
+
+    async def end_aborted(self, request_id: str, reason: object) -> PendingRecord:
+        """End ``request_id`` ``aborted`` by its asker's abort signal (``reason``, when it
+        is text, is the note); the record as ended (one ended first stands)."""
         note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
         return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)
