@@ -40,6 +40,10 @@ from bot.questions.models import (
     AskUserQuestionItem,
 )
 
+ROLLBACK = "\u200b*\u200brollback\u200b*\u200b"
+"""``*rollback*`` typed in feedback, as shown: a zero-width space each side of each ``*``,
+so it reads as typed and cannot open or close bold (``outcomes.literal``)."""
+
 RID = "0123456789abcdef0123"
 ALICE = "U0ALICE001"
 Block = dict[str, Any]
@@ -1042,11 +1046,11 @@ def test_a_declined_plan_says_declined_by_whom_with_the_feedback() -> None:
     assert_final_shape(rendered)
     (line,) = [t for t in formatted_texts(rendered.blocks) if "Declined" in t]
     assert line.startswith(
-        ":x: Declined by <@U0BOB00001> — «Phase 3 needs a *rollback* test &lt;first&gt;.»"
+        f":x: Declined by <@U0BOB00001> — «Phase 3 needs a {ROLLBACK} test &lt;first&gt;.»"
     )
     assert "Answered" not in all_text(rendered.blocks)
     assert rendered.text.startswith(
-        "Declined by <@U0BOB00001> — «Phase 3 needs a *rollback* test &lt;first&gt;.»: "
+        f"Declined by <@U0BOB00001> — «Phase 3 needs a {ROLLBACK} test &lt;first&gt;.»: "
     )
     assert_inert([*formatted_texts(rendered.blocks), rendered.text])
 

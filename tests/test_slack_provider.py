@@ -29,6 +29,10 @@ from tests.slack_harness import (
 )
 from tests.slack_payloads import click
 
+ROLLBACK = "\u200b*\u200brollback\u200b*\u200b"
+"""``*rollback*`` typed in feedback, as shown: a zero-width space each side of each ``*``,
+so it reads as typed and cannot open or close bold (``outcomes.literal``)."""
+
 
 def one(
     question: str = "Deploy 2.3.1?", options: list[str] | None = None, **extra: Any
@@ -665,7 +669,7 @@ async def test_a_declined_plan_says_declined_with_the_feedback_everywhere() -> N
         answer = await task
         assert answer.answers[0].custom == "Phase 3 needs a *rollback* test first."
         final = await finished(h, message)
-        line = f"Declined by <@{h.bob}> — «Phase 3 needs a *rollback* test first.»"
+        line = f"Declined by <@{h.bob}> — «Phase 3 needs a {ROLLBACK} test first.»"
         assert line in all_text(final.blocks)
         assert final.text.startswith(line)
         assert "Answered" not in all_text(final.blocks) + final.text

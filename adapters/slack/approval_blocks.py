@@ -16,7 +16,9 @@ from adapters.slack.blockkit import check_message
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.blocks import Rendered, render_final, render_open
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.outcomes import code_block, code_text, literal, one_line
 from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.rich import bold, rich_text
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
 __all__ = [
@@ -30,7 +32,8 @@ __all__ = [
 ALLOW_TEXT: Final = "Allow once"
 REJECT_TEXT: Final = "Reject"
 APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
-_CODE_LIMIT: Final = MAX_SECTION_TEXT - 10
+_CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
+"""Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
 _CONFIRM_TEXT: Final = 300
 _OUTCOME: Final = {
     "allowed-once": ":white_check_mark: Allowed once",
@@ -39,9 +42,14 @@ _OUTCOME: Final = {
 
 
 def _code(text: str) -> str:
-    # Three backticks in the text would end the block early: break them up.
-    safe = escape(text).replace("```", "`\u200b``")
-    return f"```{shorten_escaped(safe, _CODE_LIMIT)}```"
+    # Backticks in the text must not end the block early: broken up before shortening.
+    return code_block(shorten_escaped(code_text(escape(text)), _CODE_LIMIT))
+
+
+def _tool(name: str) -> str:
+    """The tool's name on a code line: no escape exists for a backtick inside one, so a
+    backtick in the name shows as ``ˋ`` (U+02CB) rather than ending the code early."""
+    return escape(shorten(" ".join(name.split()), 200)).replace("`", "\u02cb")
 
 
 def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
@@ -52,14 +60,12 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
     if record.mention and record.is_open:
         byline.append(record.mention)  # validated by the configuration, never host text
     if record.label:
-        byline.append(f"Asked by *{escape(record.label)}*")
+        byline.append(f"Asked by *{literal(one_line(record.label))}*")
     if byline:
         blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(byline))]})
-    headline = shorten_escaped(f"*{escape(view.headline)}*", MAX_SECTION_TEXT)
-    blocks.append({"type": "section", "text": mrkdwn(headline)})
-    blocks.append(
-        {"type": "context", "elements": [mrkdwn(f"Tool: `{escape(shorten(view.tool_name, 200))}`")]}
-    )
+    # The host's reason as typed, bold by its style: a ``*`` in it cannot end the bold early.
+    blocks.append(rich_text(bold(view.headline), limit=MAX_SECTION_TEXT))
+    blocks.append({"type": "context", "elements": [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]})
     if view.command:
         blocks.append({"type": "section", "text": mrkdwn(_code(view.command))})
     elif view.path:

@@ -7,6 +7,12 @@ errors all agree. ``outcome_of`` decides; ``as_mrkdwn`` and ``as_plain`` word it
 two kinds of Slack text: mrkdwn (a mention renders, asker text is escaped) and plain text
 (modal errors, where a mention would show as a raw id, so the person's name is used).
 New kinds of request (team reviews, tallies) add a verb here and keep the rest.
+
+Asker text quoted inside a line of the bot's own words (declined feedback, a vote's
+feedback, an approval's label) goes through ``one_line`` and ``literal`` so it can neither
+start a line of its own nor carry mrkdwn that reads as the bot's (a fake, bold, green
+"Approved by @alice" under "Declined by @bob"); ``code_block`` keeps asker text inside the
+code block the bot opened.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ __all__ = [
     "Outcome",
     "as_mrkdwn",
     "as_plain",
+    "code_block",
+    "code_text",
+    "literal",
+    "one_line",
     "outcome_of",
     "person",
     "plan_verdict",
@@ -44,6 +54,52 @@ ICONS: Final = {
     "Timed out": ":hourglass:",
 }
 """The emoji shown before each verb in the message record."""
+
+
+_ZWSP: Final = "\u200b"
+_MARKUP: Final = re.compile(r"[*_~`]")
+_EMOJI_CODE: Final = re.compile(r":(?=[\w+'-]+:)")
+_BACKTICK_RUN: Final = re.compile(r"`(?=`)")
+_FOLD: Final = " / "
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded into `` / ``, blank lines dropped.
+
+    Quoted in a line of ours, asker text then never starts a line of its own, where it
+    would read as the bot's (every kind of line break: ``str.splitlines``).
+    """
+    return _FOLD.join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def literal(text: str) -> str:
+    """Asker text escaped for a mrkdwn line of ours, its markup shown as typed.
+
+    Slack mrkdwn has no escape for ``*``, ``_``, ``~`` or backticks: each gets a zero-width
+    space on both sides, so it neither opens nor closes formatting whether Slack counts that
+    space as a word character or as white space. An emoji code (``:white_check_mark:``)
+    gets one after its colon, so it shows as typed rather than as the bot's green tick.
+    """
+    text = _EMOJI_CODE.sub(f":{_ZWSP}", escape(text))
+    return _MARKUP.sub(lambda match: f"{_ZWSP}{match[0]}{_ZWSP}", text)
+
+
+def code_text(escaped: str) -> str:
+    """Escaped text with a zero-width space between any two backticks: inside a code block
+    it can never make the three that end the block (measure and shorten it after this)."""
+    return _BACKTICK_RUN.sub(f"`{_ZWSP}", escaped)
+
+
+def code_block(escaped: str) -> str:
+    """Escaped text in a code block that only the bot's own fences open and close: broken
+    up by ``code_text``, and kept off a fence by a zero-width space when it starts or ends
+    with a backtick (at most two characters more than ``code_text``, plus the fences)."""
+    safe = code_text(escaped)
+    if safe.startswith("`"):
+        safe = _ZWSP + safe
+    if safe.endswith("`"):
+        safe += _ZWSP
+    return f"```{safe}```"
 
 
 _WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out"})
@@ -116,13 +172,16 @@ def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
     def text(value: str) -> str:
         return escape(value) if mention else value
 
+    def quoted(value: str) -> str:  # asker text, inside our line: one line, as typed
+        return literal(one_line(value)) if mention else one_line(value)
+
     line = outcome.verb
     if outcome.people:
         line += " by " + ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
     elif outcome.user or outcome.name:
         line += f" by {person(outcome.user, outcome.name, mention=mention)}"
     if outcome.feedback and quote:
-        line += f" — «{text(outcome.feedback)}»"
+        line += f" — «{quoted(outcome.feedback)}»"
     if outcome.reason and outcome.verb in _WITH_REASON:
         reason = text(outcome.reason)
         # A reason that already says what happened ("Cancelled: the asker stopped…",

@@ -11,7 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from adapters.slack.mrkdwn import escape, mrkdwn, shorten, shorten_escaped
+from adapters.slack.mrkdwn import escape, mrkdwn, shorten_escaped
+from adapters.slack.outcomes import code_block, code_text, literal, one_line
 from adapters.slack.plandiff import plan_diff
 from adapters.slack.review import Revision, Vote, tally
 from bot.questions.review import ReviewerSet, ReviewPolicy
@@ -35,14 +36,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def tally_line(policy: ReviewPolicy, votes: Sequence[Vote]) -> str:
-    """ "Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn)."""
+def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
+    """ "Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn).
+
+    ``ended``: the request ended before the tally decided it (timed out, dismissed,
+    cancelled): it reads "Not approved", never "Approved … waiting for", so nobody takes a
+    plan that was never approved for an approved one.
+    """
     result = tally(policy, votes)
-    line = f"*Approved {result.approvals} of {result.needed}*"
+    approvals = f"{result.approvals} of {_plural(result.needed, 'approval')}"
     if result.outcome == "declined":
-        return f"*Declined* ({_plural(result.declines, 'decline')}; {line[1:-1].lower()})"
+        return f"*Declined* ({_plural(result.declines, 'decline')}; {approvals})"
     if result.outcome == "approved":
-        return line
+        return f"*Approved {result.approvals} of {result.needed}*"
+    if ended:
+        declines = f"; {_plural(result.declines, 'decline')}" if result.declines else ""
+        return f"*Not approved* ({approvals}{declines})"
+    line = f"*Approved {result.approvals} of {result.needed}*"
     waits = [f"{n} from {_who(group)}" for group, n in result.waiting]
     general = result.needed - result.approvals
     if general > max((n for _, n in result.waiting), default=0):
@@ -68,7 +78,8 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
         if vote.approve:
             lines.append(f":white_check_mark: <@{vote.user}> approved · {_when(vote.at)}")
         elif vote.feedback and vote.feedback.strip():
-            feedback = escape(shorten(vote.feedback.strip(), _FEEDBACK_SHOWN))
+            # Quoted on one line below the vote: it cannot add a vote line of its own.
+            feedback = shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)
             lines.append(
                 f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n“{feedback}”"
             )
@@ -92,23 +103,25 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
         {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
     ]
     if revision.feedback and revision.feedback.strip():
-        quoted = "\n".join(f"> {escape(line)}" for line in revision.feedback.strip().splitlines())
+        lines = revision.feedback.strip().splitlines()
+        quoted = "\n".join(f"> {literal(line)}" for line in lines)
         blocks.append(
             {"type": "section", "text": mrkdwn(shorten_escaped(f"*Feedback*\n{quoted}", _SECTION))}
         )
     diff = plan_diff(revision.previous_plan, plan)
-    text = escape(diff.text)
+    text = code_text(escape(diff.text))
     title = f"*What changed* ({escape(diff.summary)})"
     thread: list[list[Block]] = []
     if len(text) <= DIFF_IN_MESSAGE:
-        body = f"{title}\n```{text}```" if diff.lines else f"{title}: nothing."
+        body = f"{title}\n{code_block(text)}" if diff.lines else f"{title}: nothing."
         blocks.append({"type": "section", "text": mrkdwn(body)})
     else:
         blocks.append({"type": "section", "text": mrkdwn(f"{title}: in the thread below.")})
         part: list[str] = []
         size = 0
         for line in diff.lines:
-            piece = escape(shorten(line, _SECTION - 100))
+            # Shortened once escaped: escaping grows a line (``&&`` is ten characters).
+            piece = shorten_escaped(code_text(escape(line)), _SECTION - 100)
             if part and size + len(piece) + 1 > _SECTION - 100:
                 thread.append(_diff_part(part))
                 part, size = [], 0
@@ -123,5 +136,5 @@ def _diff_part(lines: list[str]) -> list[Block]:
     body = "\n".join(lines)
     return [
         {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]},
-        {"type": "section", "text": mrkdwn(f"```{body}```")},
+        {"type": "section", "text": mrkdwn(code_block(body))},
     ]

@@ -121,5 +121,6 @@ def tally_blocks(record: PendingRecord) -> list[Block]:
     """A team review's live tally and every vote (nothing without a policy)."""
     if record.review is None:
         return []
-    lines = [tally_line(record.review, record.votes), *vote_lines(record.votes)]
+    ended = not record.is_open  # an ended review short of approval reads not approved
+    lines = [tally_line(record.review, record.votes, ended=ended), *vote_lines(record.votes)]
     return [section("\n".join(lines))]
