@@ -2,7 +2,8 @@
 
 Every record passes through ``redact`` so a Slack token or a bearer secret that slipped
 into a message or an ``extra`` field never reaches the output; ``redact_url`` shows a URL
-without its password or query. The module imports nothing else from the project, so every
+without its credentials (user and password: ``https://TOKEN@host`` carries a token as its
+user) or query. The module imports nothing else from the project, so every
 layer (settings, stores, the dsh client) can use it.
 """
 
@@ -20,7 +21,7 @@ __all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logg
 
 _SECRET: Final = re.compile(
     r"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"
-    r"|(?<=://)[^/\s:@]*:[^/\s@]+(?=@))"
+    r"|(?<=://)[^/?#\s@]+(?=@))"
 )
 _STANDARD: Final = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
@@ -28,26 +29,32 @@ _STANDARD: Final = frozenset(
 
 
 def redact(text: str) -> str:
-    """``text`` with Slack tokens, bearer secrets and URL passwords replaced by ``[redacted]``."""
+    """``text`` with Slack tokens, bearer secrets and URL userinfo replaced by ``[redacted]``."""
     return _SECRET.sub("[redacted]", text)
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password shown as ``***`` and any query string as ``?…``."""
+    """``url`` with its user and password each shown as ``***`` and any query as ``?…``.
+
+    The user is masked too: ``https://TOKEN@host`` (or ``TOKEN:x-oauth-basic@``) is how a
+    token is often given. An empty user stays empty (``redis://:***@host``).
+    """
     try:
         parts = urlsplit(url)
-        password = parts.password
     except ValueError:
         return "(unparsable URL)"
-    netloc = parts.netloc
-    if password is not None:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        netloc = f"{user}:***@{hostport}"
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = f"{_masked_userinfo(userinfo)}@{hostport}" if at else hostport
     query = "?…" if parts.query else ""
     scheme = f"{parts.scheme}:" if parts.scheme else ""
     slashes = "//" if url[len(scheme) :].startswith("//") else ""
     return f"{scheme}{slashes}{netloc}{parts.path}{query}"
+
+
+def _masked_userinfo(userinfo: str) -> str:
+    """``user:password`` as ``***:***``, each part masked unless empty."""
+    user, colon, _password = userinfo.partition(":")
+    return ("***" if user else "") + (":***" if colon else "")
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

@@ -18,6 +18,7 @@ session's next ``seq``. The test plays the agent's side::
     host = DshHostStandIn()
     base_url = await host.start()
     rpc_id, answer = host.ask(sid, [AskUserQuestionItem(id="q", question="Go?")])
+    rpc_id, answer = host.ask_raw(sid, [{"id": "q", "question": "Go?", "extra": 1}])
     rpc_id, approval_id, outcome = host.request_approval(sid, "bash", {"command": "ls /srv"})
     ...  # the client under test answers over HTTP
     await host.stop()
@@ -108,10 +109,15 @@ class PendingQuestion:
     questions: list[AskUserQuestionItem]
     future: asyncio.Future[AskUserQuestionAnswer]
     call_id: str = field(default_factory=lambda: f"call-{uuid.uuid4().hex[:12]}")
+    wire: list[dict[str, Any]] | None = None
+    """The questions as the tool gave them, extra keys too (``ask_raw``); else ``questions``."""
 
     def frame(self) -> str:
         """The ``question/requested`` frame, the same on every (re)play."""
-        return json.dumps(question_requested_frame(self.rpc_id, self.session_id, self.questions))
+        frame = question_requested_frame(self.rpc_id, self.session_id, self.questions)
+        if self.wire is not None:
+            frame["payload"]["questions"] = self.wire  # verbatim, as the host pushes them
+        return json.dumps(frame)
 
 
 @dataclass(eq=False)
@@ -154,6 +160,27 @@ class _Session:
 class _Downlink:
     ws: web.WebSocketResponse
     queue: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+
+
+# The host's frame schema (askUserQuestionItemSchema, §7), written out here and not taken
+# from the client under test: what the host's own checks read of a question.
+_QUESTION_KEYS = frozenset({"id", "question", "detail", "header", "options", "multiSelect"})
+_OPTION_KEYS = frozenset({"label", "description"})
+_INTENT_KEYS = frozenset({"kind", "approve"})
+
+
+def _known_keys(question: Mapping[str, Any]) -> dict[str, Any]:
+    """``question`` with the keys the host's schema does not know dropped (zod's strip)."""
+    known = {key: value for key, value in question.items() if key in _QUESTION_KEYS}
+    if isinstance(question.get("options"), list):
+        known["options"] = [
+            {key: value for key, value in option.items() if key in _OPTION_KEYS}
+            for option in question["options"]
+        ]
+    if isinstance(question.get("intent"), dict):
+        intent = question["intent"]
+        known["intent"] = {key: value for key, value in intent.items() if key in _INTENT_KEYS}
+    return known
 
 
 def _mark_retrieved(future: asyncio.Future[Any]) -> None:
@@ -204,14 +231,23 @@ class DshHostStandIn:
         """Whether the server is up."""
         return self._runner is not None
 
-    async def start(self, port: int = 0, *, keep_state: bool = False) -> str:
-        """Serve on ``port`` (0: any free) and return the base URL; ``keep_state`` keeps asks."""
-        # Without keep_state this is a fresh host process: pending questions fail with
-        # ASK_ABORTED (the provider was disposed), approvals were settled as cancelled at
-        # shutdown, and no session is attached.
+    async def start(self, port: int = 0, *, after_outage: bool = False) -> str:
+        """Serve on ``port`` (0: any free) and return the base URL.
+
+        By default this is a fresh host process (a first start, or a restart): pending
+        questions fail with ASK_ABORTED (the provider was disposed), approvals were settled
+        as cancelled at shutdown, and no session is attached. The real host never replays a
+        request from before its restart (``questions.jsonl``: rpcId 2bd021a2 is not
+        replayed; dsh-approvals.md: pending requests do not survive a host restart).
+
+        ``after_outage=True`` is not a restart: the host process lived on but was out of
+        reach (a network outage or partition) and is reachable again, so its pending
+        questions and approvals, sessions and forced receipts are as they were, and a new
+        downlink replays them.
+        """
         if self._runner is not None:
             raise RuntimeError("the stand-in is already running")
-        if not keep_state:
+        if not after_outage:
             for pending in list(self._pending.values()):
                 self._claim(pending, "cancelled")
                 self._fail(pending, UserQuestionError(DISPOSED_MESSAGE, ASK_ABORTED))
@@ -282,13 +318,34 @@ class DshHostStandIn:
         self, session_id: str, questions: Sequence[AskUserQuestionItem]
     ) -> tuple[str, asyncio.Future[AskUserQuestionAnswer]]:
         """Park and broadcast an ask; its future gets the answer or a ``UserQuestionError``."""
+        return self._park(session_id, list(questions), None)
+
+    def ask_raw(
+        self, session_id: str, questions: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, asyncio.Future[AskUserQuestionAnswer]]:
+        """As ``ask``, with the questions as raw JSON, pushed verbatim, keys the seam lacks too.
+
+        The tool's schema lets extra keys through (``additionalProperties: true``, §5.3: an
+        option ``{"label": "pnpm", "recommended": true}``) and the host pushes the questions
+        as given (§6.1); its own checks read the known keys only (zod's strip).
+        """
+        wire = [dict(question) for question in questions]
+        known = [AskUserQuestionItem.model_validate(_known_keys(question)) for question in wire]
+        return self._park(session_id, known, wire)
+
+    def _park(
+        self,
+        session_id: str,
+        questions: list[AskUserQuestionItem],
+        wire: list[dict[str, Any]] | None,
+    ) -> tuple[str, asyncio.Future[AskUserQuestionAnswer]]:
         self.attach(session_id)
         future: asyncio.Future[AskUserQuestionAnswer] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_mark_retrieved)
-        pending = PendingQuestion(str(uuid.uuid4()), session_id, list(questions), future)
+        pending = PendingQuestion(str(uuid.uuid4()), session_id, questions, future, wire=wire)
         self._pending[pending.rpc_id] = pending
-        arguments = {"questions": [question.to_wire() for question in questions]}
-        self._tool_call(session_id, pending.call_id, "ask_user_question", arguments)
+        shown = wire if wire is not None else [question.to_wire() for question in questions]
+        self._tool_call(session_id, pending.call_id, "ask_user_question", {"questions": shown})
         self._broadcast(json.loads(pending.frame()))
         return pending.rpc_id, future
 

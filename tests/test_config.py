@@ -301,7 +301,7 @@ def test_the_api_url_gets_its_trailing_slash(given: str, kept: str) -> None:
         ),
         (
             f"redis://app:{REDIS_PASSWORD}@cache/2",
-            "redis redis://app:***@cache/2 (prefix uq, finished kept 90 days)",
+            "redis redis://***:***@cache/2 (prefix uq, finished kept 90 days)",
         ),
         (
             "unix:///run/redis.sock",
@@ -349,7 +349,7 @@ def test_bad_store_settings_are_named(env: dict[str, str], problem: str) -> None
 
 
 def test_redact_url() -> None:
-    assert redact_url("redis://u:pw@h:1/0") == "redis://u:***@h:1/0"
+    assert redact_url("redis://u:pw@h:1/0") == "redis://***:***@h:1/0"
     assert redact_url("redis://h:1/0") == "redis://h:1/0"
     assert redact_url("https://h/x?token=abc") == "https://h/x?…"
 

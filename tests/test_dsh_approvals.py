@@ -170,7 +170,7 @@ async def test_an_approval_asked_while_disconnected_reads_the_command_from_histo
         await rig.host.stop()
         await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
         rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
-        await rig.host.start(port=rig.host.port, keep_state=True)
+        await rig.host.start(port=rig.host.port, after_outage=True)
         message = await rig.message()
         assert rig.host.history_requests == [sid]
         assert escape(COMMAND) in shown(message.blocks)

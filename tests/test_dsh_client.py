@@ -584,7 +584,7 @@ async def test_a_reconnect_replays_the_pending_question_without_a_second_message
 
         await rig.host.stop()
         await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
-        await rig.host.start(port=rig.host.port, keep_state=True)
+        await rig.host.start(port=rig.host.port, after_outage=True)
         await rig.host.wait_for_connections(1)
         assert rig.host.total_connections == 2
         await eventually(lambda: rig.client.state == "connected", "the client to reconnect")
@@ -602,7 +602,7 @@ async def test_a_reconnect_replays_the_pending_question_without_a_second_message
         assert rig.posts == 1
 
 
-async def test_the_host_down_at_start_and_restarted_mid_run(
+async def test_the_host_down_at_start_and_unreachable_mid_run(
     make_rig: RigFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="adapters.dsh")
@@ -618,13 +618,13 @@ async def test_the_host_down_at_start_and_restarted_mid_run(
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
 
-        # The host goes away; the person answers meanwhile; the host comes back.
+        # The host is out of reach (an outage); the person answers meanwhile; it is back.
         await rig.host.stop()
         await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
         await rig.click(message, "Code")
         await asyncio.sleep(0.5)  # the answer waits for the host
         assert not future.done()
-        await rig.host.start(port=rig.host.port, keep_state=True)
+        await rig.host.start(port=rig.host.port, after_outage=True)
 
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
         assert rig.host.responses == [

@@ -309,7 +309,7 @@ async def test_every_new_downlink_gets_the_pending_questions_with_the_same_rpc_i
     assert host.total_connections == 3
 
 
-async def test_a_restart_on_the_same_port_keeps_pending_questions_when_asked(
+async def test_after_an_outage_on_the_same_port_pending_questions_are_replayed(
     host: DshHostStandIn, http: aiohttp.ClientSession
 ) -> None:
     rpc_id, future = host.ask("sid", [TARGET])
@@ -331,7 +331,7 @@ async def test_a_restart_on_the_same_port_keeps_pending_questions_when_asked(
         async with http.get(host.base_url + EVENTS_MUX_PATH):
             pass
 
-    assert await host.start(port=port, keep_state=True) == f"http://127.0.0.1:{port}"
+    assert await host.start(port=port, after_outage=True) == f"http://127.0.0.1:{port}"
     assert host.is_pending(rpc_id) and not future.done()
     async with http.ws_connect(host.ws_url) as ws:
         replayed = await receive(ws)

@@ -226,9 +226,9 @@ class DshHostClient:
         """Handle one downlink message; nothing in it may end the connection."""
         try:
             frame = parse_frame(text)
-        except ValueError as exc:
+        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
             self._logger.warning(
-                "dsh host: skipped a malformed frame", extra={"error": str(exc)[:500]}
+                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
             )
             return
         try:
@@ -264,3 +264,13 @@ class DshHostClient:
     def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
         runner = self._questions if ask.approval is None else self._approvals
         return runner.serve(ask)
+
+
+def _parse_error(exc: Exception) -> str:
+    """Why a frame was skipped, in one line: a ``ValueError`` says it; anything else is named.
+
+    Only ``ValueError`` is the parser's word on a bad frame; any other exception is a gap in
+    the parser, logged with its type (not a traceback per frame) so it can be found and fixed.
+    """
+    error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    return error[:500]

@@ -22,9 +22,12 @@ Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
 ``cancel_response``; the host answers HTTP 200 with a ``Receipt``. ``answer_problem`` is the
 host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
 
-Unknown keys in envelopes and payloads are ignored (zod's default strip); the questions
-themselves are validated by ``bot.models.AskUserQuestionItem``. A frame that is not JSON, or
-nests deeper than ``wire.MAX_DEPTH``, is a ``ValueError`` like any other malformed frame.
+Unknown keys are ignored everywhere (zod's default strip), in the questions too: the tool lets
+extra keys through (§5.3) and the host pushes its questions verbatim (§6.1), so a question is
+read with ``HostQuestion`` and handed on as the seam's ``AskUserQuestionItem`` (whose own
+schema, used by the HTTP API, refuses unknown keys). A frame that is not JSON, nests deeper
+than ``wire.MAX_DEPTH`` or has a ``method`` that is not a string is a ``ValueError`` like any
+other malformed frame.
 """
 
 from __future__ import annotations
@@ -32,7 +35,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from adapters.dsh.approvals import (
     APPROVAL_METHODS,
@@ -64,6 +75,9 @@ __all__ = [
     "ClientResponse",
     "ErrorResult",
     "Frame",
+    "HostOption",
+    "HostPlanReviewIntent",
+    "HostQuestion",
     "OkResult",
     "OtherPayload",
     "Outcome",
@@ -107,12 +121,63 @@ ReceiptReason: TypeAlias = Literal["not-pending", "bad-response"]
 # --------------------------------------------------------------------------- downlink
 
 
+class HostOption(_Lenient):
+    """``AskUserQuestionOption`` as the host's frame schema reads it: other keys dropped."""
+
+    label: str
+    description: str | None = None
+
+
+class HostPlanReviewIntent(_Lenient):
+    """``PlanReviewIntent`` as the host's frame schema reads it: other keys dropped."""
+
+    kind: Literal["plan-review"]
+    approve: str
+
+
+class HostQuestion(_Lenient):
+    """``AskUserQuestionItem`` as the host's frame schema reads it (§7).
+
+    The same fields and types, but a key the seam lacks is dropped at every level instead
+    of refusing the frame: an LLM may write ``{"label": "pnpm", "recommended": true}``, the
+    tool lets it through and the host relays it as is. An unknown intent ``kind`` still
+    refuses the frame, as the host's schema does.
+    """
+
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: list[HostOption] | None = None
+    multi_select: bool | None = None
+    intent: Annotated[HostPlanReviewIntent, Field(discriminator="kind")] | None = None
+
+    def to_item(self) -> AskUserQuestionItem:
+        """The seam's question from the known keys, as given (no defaults added)."""
+        return AskUserQuestionItem.model_validate(self.to_wire())
+
+
 class QuestionRequested(_Lenient):
-    """Payload of ``question/requested``: a pending ask, answerable with the frame's rpcId."""
+    """Payload of ``question/requested``: a pending ask, answerable with the frame's rpcId.
+
+    ``questions`` are the seam's models, built from the keys ``HostQuestion`` knows;
+    ``host_questions`` is what was read (on the wire: ``questions``).
+    """
 
     type: Literal["question/requested"]
     session_id: str
-    questions: Annotated[list[AskUserQuestionItem], Field(min_length=1)]
+    host_questions: Annotated[list[HostQuestion], Field(min_length=1, alias="questions")]
+    _questions: list[AskUserQuestionItem] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _build_seam_questions(self) -> QuestionRequested:
+        self._questions = [question.to_item() for question in self.host_questions]
+        return self
+
+    @property
+    def questions(self) -> list[AskUserQuestionItem]:
+        """The questions as the seam's ``AskUserQuestionItem``s, in the host's order."""
+        return self._questions
 
 
 class QuestionResolved(_Lenient):
@@ -133,6 +198,12 @@ class OtherPayload(WireModel):
     def kind(self) -> Any:
         """The payload's ``type`` key, if any."""
         return (self.model_extra or {}).get("type")
+
+
+def _method_of(data: dict[str, Any]) -> str | None:
+    """The envelope's ``method`` if it is a string (a list or object is no method at all)."""
+    method = data.get("method")
+    return method if isinstance(method, str) else None
 
 
 def _payload_tag(value: Any) -> str:
@@ -168,7 +239,7 @@ class ServerRequest(_Lenient):
     def _other_methods_stay_opaque(cls, data: Any) -> Any:
         if (
             isinstance(data, dict)
-            and data.get("method") not in ANSWERED_METHODS
+            and _method_of(data) not in ANSWERED_METHODS
             and isinstance(data.get("payload"), dict)
         ):
             return {**data, "payload": OtherPayload.model_validate(data["payload"])}
@@ -198,7 +269,7 @@ def parse_frame(text: str | bytes) -> Frame:
     try:
         return ServerRequest.model_validate(data)
     except ValidationError as exc:
-        method = data.get("method")
+        method = _method_of(data)
         what = f"{method} frame" if method in ANSWERED_METHODS else "server-request envelope"
         raise ValueError(f"bad {what}: {describe_validation_error(exc)}") from None
 
