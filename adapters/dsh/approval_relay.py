@@ -31,6 +31,7 @@ from bot.questions.errors import ASK_ABORTED, UserQuestionError
 from bot.questions.models import AskOptions
 
 __all__ = [
+    "APPROVAL_NOT_REOPENED",
     "APPROVAL_REFUSED",
     "APPROVAL_SETTLED_ELSEWHERE",
     "ApprovalDesk",
@@ -42,6 +43,10 @@ APPROVAL_SETTLED_ELSEWHERE: Final = (
     "The harness had already settled this approval elsewhere; this decision was not used."
 )
 APPROVAL_REFUSED: Final = "The harness refused that decision (bad-response). Please decide again."
+APPROVAL_NOT_REOPENED: Final = (
+    "The harness refused that decision (bad-response). This message could not be reopened; "
+    "decide in the harness instead."
+)
 _MAX_REOPENS: Final = 5
 
 
@@ -96,8 +101,18 @@ class ApprovalRunner:
         events = await self._uplink.history(payload.session_id)
         return pair_from_history(events, payload.approval_id)
 
+    async def _version(self, ask: HostAsk) -> int | None:
+        status = await self._desk.status(ask.request_id)
+        return None if status is None else status.version
+
     async def serve(self, ask: HostAsk) -> None:
-        """Show the approval in Slack until the host takes a decision (or it ends otherwise)."""
+        """Show the approval in Slack until the host takes a decision (or it ends otherwise).
+
+        After a refused decision only one made after the message reopened (its record moved
+        on) is sent: a message that could not be reopened hands back the refused decision
+        unchanged, and sending that again would be a decision nobody made after the refusal
+        (the host may take it, and a tool runs that nobody allowed since).
+        """
         payload = ask.approval
         assert payload is not None
         call = await self._call(ask, payload)
@@ -109,8 +124,10 @@ class ApprovalRunner:
         )
         note = REOPENED_NOTE if await needs_reopening(self._desk, ask) else None
         label = session_label(ask.session_id)
+        refused = False
         for _ in range(_MAX_REOPENS):
             ask.phase = "asking"
+            before = await self._version(ask) if refused else None
             options = AskOptions(
                 key=ask_key(ask.rpc_id),
                 label=label,
@@ -134,6 +151,15 @@ class ApprovalRunner:
                         extra={"rpc_id": ask.rpc_id, "code": exc.code, "error": exc.message},
                     )
                 return
+            if before is not None and record.version == before:
+                # Nothing was written: the message was not reopened and the refused decision
+                # came back as it was. Sending it again would decide for nobody; stop here.
+                self._logger.error(
+                    "dsh host: could not reopen the approval in Slack",
+                    extra={"rpc_id": ask.rpc_id},
+                )
+                await self._desk.add_note(ask.request_id, APPROVAL_NOT_REOPENED)
+                return
             outcome = record.decision
             if record.state != "answered" or outcome is None:
                 self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
@@ -156,7 +182,7 @@ class ApprovalRunner:
                 return
             # The envelope is fixed and checked: a refusal is a bug on one side or the other.
             self._logger.error("dsh host: approval decision refused (bad-response)", extra=extra)
-            note = APPROVAL_REFUSED
+            note, refused = APPROVAL_REFUSED, True
         await self._desk.add_note(
             ask.request_id, "The harness kept refusing decisions; decide in the harness instead."
         )

@@ -21,7 +21,7 @@ from adapters.dsh.protocol import Receipt, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import QuestionStatus, key_request_id, plan_review_of
 from bot.questions.abort import AbortController
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
 from bot.questions.models import (
     AskOptions,
     AskUserQuestionAnswer,
@@ -75,6 +75,15 @@ RESTARTING_NOTE: Final = (
 )
 
 _Phase = Literal["asking", "responding"]
+
+_DISMISSED: Final = frozenset({ASK_CANCELLED, ASK_TIMEOUT})
+"""Endings in Slack the host is told of as a dismissal (its agent gets ``ASK_CANCELLED``).
+
+The host has no timeout for questions (dsh-user-questions.md §6.1) and no response that
+says "timed out": a question that ended at its Slack deadline (``QUESTION_TIMEOUT``) and
+that the host were not told of would stay pending there, the agent's turn blocked on a
+message nobody can answer any more. Its message says "Timed out"; the host hears "closed".
+"""
 
 
 class QuestionNotes(Protocol):
@@ -281,21 +290,22 @@ class QuestionRunner:
         return None if status is None else status.version
 
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
-        if error.code == ASK_CANCELLED:
+        if error.code in _DISMISSED:
             ask.phase = "responding"
             receipt = await self._uplink.respond(ask.rpc_id, cancel_response(ask.rpc_id))
             if receipt is None:
                 await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
                 return
-            self._log_receipt("dismissal", ask, receipt)
+            what = "dismissal" if error.code == ASK_CANCELLED else "dismissal at the deadline"
+            self._log_receipt(what, ask, receipt)
             if receipt.reason == "not-pending":
                 await self._provider.add_note(ask.request_id, self._settled_note(ask))
             return
         if error.code == ASK_ABORTED:
             self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
             return
-        # The question could not be asked in Slack (delivery, limits, timeout): the host keeps
-        # it pending for its other clients.
+        # The question could not be asked in Slack (delivery, limits): the host keeps it
+        # pending for its other clients.
         self._logger.warning(
             "dsh host: could not ask in Slack",
             extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},

@@ -1,7 +1,8 @@
 """The downlink: ``GET /api/events.mux`` held open as a WebSocket, reconnecting with backoff.
 
 ``Downlink.run`` connects, hands each text message to ``on_text`` and reconnects with
-jittered exponential backoff when the connection ends, logging each change of state once.
+jittered exponential backoff when the connection ends (or an attempt gets no answer to its
+upgrade within ``HANDSHAKE_TIMEOUT``), logging each change of state once.
 A message over ``max_frame`` bytes is skipped with a warning naming its method and rpcId
 (read from its first characters), and the connection is kept; aiohttp itself drops a
 connection whose message passes four times that.
@@ -21,13 +22,21 @@ import aiohttp
 from adapters.dsh.protocol import EVENTS_MUX_PATH
 from adapters.dsh.uplink import HTTP_FAILURES, describe
 
-__all__ = ["ConnectionState", "Downlink"]
+__all__ = ["HANDSHAKE_TIMEOUT", "ConnectionState", "Downlink"]
 
 ConnectionState = Literal["connecting", "connected", "disconnected"]
 """What ``status()`` reports about the downlink."""
 
+HANDSHAKE_TIMEOUT = 15.0
+"""Seconds a connection attempt may take, up to the host's answer to the WebSocket upgrade;
+then it counts as failed (backoff, retry). Read at each attempt (tests set it small)."""
+
 _RPC_ID: Final = re.compile(r'"rpcId"\s*:\s*"([^"\\]{1,100})"')
 _METHOD: Final = re.compile(r'"method"\s*:\s*"([^"\\]{1,100})"')
+
+
+class _HandshakeTimedOut(Exception):
+    """The host did not answer the downlink's upgrade within ``HANDSHAKE_TIMEOUT``."""
 
 
 class Downlink:
@@ -69,19 +78,18 @@ class Downlink:
         delay = self._backoff_initial
         while True:
             try:
-                async with self._session().ws_connect(
-                    self._url,
-                    headers=self._headers,
-                    heartbeat=self._heartbeat,
-                    timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
-                    max_msg_size=4 * self._max_frame,
-                ) as ws:
+                ws = await self._open()
+                async with ws:
                     self._connected()
                     delay = self._backoff_initial
                     await self._read(ws)
                 reason = "the host closed the downlink"
                 if ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG:
                     reason = f"a downlink message was over {4 * self._max_frame} bytes"
+            except _HandshakeTimedOut:
+                reason = (
+                    f"the host did not answer the downlink's upgrade within {HANDSHAKE_TIMEOUT:g} s"
+                )
             except aiohttp.WSServerHandshakeError as exc:
                 reason = f"the host refused the downlink: HTTP {exc.status}"
                 if exc.status in (401, 403):
@@ -94,6 +102,28 @@ class Downlink:
             self._lost(reason)
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             delay = min(delay * 2, self._backoff_max)
+
+    async def _open(self) -> aiohttp.ClientWebSocketResponse:
+        """Open the downlink, its handshake bounded by ``HANDSHAKE_TIMEOUT``.
+
+        The session has no total timeout (it would cut the long-lived downlink), so without
+        this bound a host that takes the TCP connection and never answers the upgrade (hung,
+        half-open, a proxy with a dead backend) would hold the loop at "connecting" for good.
+        """
+        bound = asyncio.timeout(HANDSHAKE_TIMEOUT)
+        try:
+            async with bound:
+                return await self._session().ws_connect(
+                    self._url,
+                    headers=self._headers,
+                    heartbeat=self._heartbeat,
+                    timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
+                    max_msg_size=4 * self._max_frame,
+                )
+        except TimeoutError:
+            if bound.expired():
+                raise _HandshakeTimedOut from None
+            raise
 
     def _connected(self) -> None:
         again = self._ever_connected
