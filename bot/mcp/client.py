@@ -1,7 +1,9 @@
 """A thin client of a running bot's HTTP API: ask, long-poll, abort.
 
 Every failure becomes an :class:`AskFailed` carrying the seam's ``{name, code, message}``:
-the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached.
+the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached or
+its reply breaks off (worth retrying), ``BAD_RESPONSE`` when a reply is not the JSON the
+API documents (not UTF-8, not an object, without what it must hold).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import aiohttp
 
 from bot.logs import redact_url
 
-__all__ = ["BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff"]
+__all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff", "bad_response"]
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
-"""The code of a failure to reach the bot's HTTP API at all."""
+"""The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
+BAD_RESPONSE: Final = "BAD_RESPONSE"
+"""The code of a reply from the bot that is not what its API documents."""
 _MARGIN: Final = 10.0  # seconds a long-poll may take beyond its ``wait``
 
 
@@ -46,6 +50,11 @@ def _failure(code: str, message: str, name: str = "UserQuestionError") -> AskFai
     return AskFailed({"name": name, "code": code, "message": message})
 
 
+def bad_response(what: str) -> AskFailed:
+    """``BAD_RESPONSE``: the bot's reply is not what its API documents (``what`` says how)."""
+    return _failure(BAD_RESPONSE, f"the bot's reply is not what its API documents: {what}")
+
+
 class BotClient:
     """The bot's ``/v1/questions`` routes over one aiohttp session."""
 
@@ -68,14 +77,18 @@ class BotClient:
         if self._session is not None:
             await self._session.close()
 
-    async def ask(self, body: dict[str, Any], *, key: str) -> str:
-        """Post a question; returns its id once Slack has the message.
+    async def ask(self, body: dict[str, Any], *, key: str) -> dict[str, Any]:
+        """Post a question; returns it as the API shows it (its ``id`` a string) once Slack
+        has the message, or once the bot stops waiting for Slack (``queued``: the post
+        waits for Slack's rate limits).
 
         ``key`` is the ``Idempotency-Key``: posting again with it finds the same question.
         """
         headers = {"Idempotency-Key": key}
         view = await self._call("POST", "/v1/questions", json=body, headers=headers, limit=60.0)
-        return str(view["id"])
+        if not isinstance(view.get("id"), str):
+            raise bad_response("the question it took has no id")
+        return view
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:
         """The question's state after waiting up to ``seconds`` for it to end."""
@@ -99,19 +112,21 @@ class BotClient:
             async with self._session.request(
                 method, self._url + path, timeout=aiohttp.ClientTimeout(total=limit), **kwargs
             ) as response:
-                text = await response.text()
+                raw = await response.read()
                 status = response.status
-        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Any transport failure, a reply cut off half way included: retried while a
+            # question waits, like a bot that is not there.
             reason = str(exc) or type(exc).__name__
             raise _failure(
                 BOT_UNREACHABLE,
                 f"cannot reach the bot at {self._shown} (BOT_URL): {reason}. "
                 "Is `python -m bot` running there?",
             ) from exc
-        body = _json(text)
+        body = _json(raw)
         if status < 400 or status in ok:
             if body is None:
-                raise _failure("BAD_RESPONSE", f"the bot answered {method} {path} with no JSON")
+                raise bad_response(f"{method} {path} answered {status} without a JSON object")
             return body
         if body is not None and {"name", "code", "message"} <= body.keys():
             error: dict[str, Any] = {k: str(body[k]) for k in ("name", "code", "message")}
@@ -121,10 +136,11 @@ class BotClient:
         raise _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
 
 
-def _json(text: str) -> dict[str, Any] | None:
+def _json(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object ``raw`` holds; ``None`` when it is not one (not UTF-8 included)."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
 

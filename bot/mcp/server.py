@@ -1,11 +1,15 @@
 """The MCP server: one tool, ``ask_user_question``, answered by people in Slack.
 
 The tool's input schema is generated from the seam's models (``AskUserQuestionItem`` and
-what it holds) by the MCP SDK; a call posts the questions to the bot's HTTP API, sends
-progress notifications while it long-polls for the outcome, and returns the seam's answer
-JSON (as text and as structured content). A failure is a tool error whose text is the
-seam's ``{name, code, message}``. When the client cancels the call, the question is
-aborted, and its Slack message says it was cancelled.
+what it holds) by the MCP SDK; the tool validates its arguments itself, so malformed ones
+are the seam's ``INVALID_REQUEST`` with ``errors`` where the bot's 422 puts them, not the
+SDK's own text. A call posts the questions to the bot's HTTP API, sends progress
+notifications while it long-polls for the outcome, and returns the seam's answer JSON (as
+text and as structured content). A failure is a tool error whose text is the seam's
+``{name, code, message}``. A question is left to end only by its own ending (answered,
+cancelled, aborted, failed); on any other way out (the client cancels the call, the bot
+stays away, its replies break) the question is aborted, and its Slack message says it
+was cancelled.
 """
 
 from __future__ import annotations
@@ -19,17 +23,23 @@ from typing import Annotated, Any, Final
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from bot.mcp.client import BOT_UNREACHABLE, AskFailed, BotClient, backoff
-from bot.questions.models import AskUserQuestionItem
+from bot.api_body import validation_errors
+from bot.mcp.client import BOT_UNREACHABLE, AskFailed, BotClient, backoff, bad_response
+from bot.questions.models import AskUserQuestionItem, WireModel
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "build_server"]
 
 TOOL_NAME: Final = "ask_user_question"
 """The one tool's name."""
 _log = logging.getLogger("bot.mcp")
+_OPEN: Final = frozenset({"queued", "pending"})
+"""States of a question still open (``queued``: its post waits for Slack's rate limits)."""
+_ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
+"""States in which a question has ended by itself: nothing left to abort."""
 
 DESCRIPTION: Final = """\
 Ask a person in Slack and wait for their answer.
@@ -78,6 +88,26 @@ Link = Annotated[
 ]
 
 
+class ToolArguments(WireModel):
+    """The tool's arguments, validated as the bot validates a POST: wire names only."""
+
+    questions: Questions
+    label: Label = None
+    link: Link = None
+
+
+def _signature(questions: Questions, label: Label = None, link: Link = None) -> None:
+    """The arguments as agents see them; only the SDK's schema of it is used."""
+
+
+_signature.__name__ = TOOL_NAME  # the schema's title: ``ask_user_questionArguments``
+
+
+def input_schema() -> dict[str, Any]:
+    """The tool's input schema: what the SDK makes of the typed signature (the seam's models)."""
+    return Tool.from_function(_signature, name=TOOL_NAME).parameters
+
+
 def build_server(
     client: BotClient, *, progress_every: float = 15.0, reconnect_for: float = 30.0
 ) -> MCPServer[Any]:
@@ -86,27 +116,15 @@ def build_server(
     Progress is reported every ``progress_every`` seconds while a question waits; a bot
     that stops answering meanwhile is retried for ``reconnect_for`` seconds.
     """
-    server: MCPServer[Any] = MCPServer(
-        "slack-user-questions",
-        instructions="ask_user_question asks a person in Slack and returns their answer.",
-    )
 
-    @server.tool(
-        name=TOOL_NAME,
-        title="Ask a person in Slack",
-        description=DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
-    )
     async def ask_user_question(
-        questions: Questions, ctx: Context, label: Label = None, link: Link = None
+        ctx: Context, questions: Any = None, label: Any = None, link: Any = None
     ) -> CallToolResult:
-        body: dict[str, Any] = {"questions": [q.to_wire() for q in questions]}
-        if label is not None:
-            body["label"] = label
-        if link is not None:
-            body["link"] = link  # only when given: older bots refuse the key
+        # Taken as they come (the SDK checks nothing), so every malformed argument is the
+        # seam's INVALID_REQUEST, as the bot's own 422 is.
         try:
-            answer = await _ask(client, body, ctx, progress_every, reconnect_for)
+            arguments = _arguments(questions=questions, label=label, link=link)
+            answer = await _ask(client, _body(arguments), ctx, progress_every, reconnect_for)
         except AskFailed as failure:
             _log.info("ask_user_question failed: %s", failure.code)
             return CallToolResult(
@@ -119,7 +137,55 @@ def build_server(
             structured_content=answer,
         )
 
-    return server
+    tool = Tool.from_function(
+        ask_user_question,
+        name=TOOL_NAME,
+        title="Ask a person in Slack",
+        description=DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
+    )
+    tool.parameters = input_schema()  # advertised typed, validated in the tool
+    return MCPServer(
+        "slack-user-questions",
+        instructions="ask_user_question asks a person in Slack and returns their answer.",
+        tools=[tool],
+    )
+
+
+def _arguments(**given: Any) -> ToolArguments:
+    """The arguments validated, or ``INVALID_REQUEST`` with ``errors`` ``[{loc, msg, type}]``.
+
+    An argument that is ``null`` counts as not given, as the typed signature had it.
+    """
+    try:
+        return ToolArguments.model_validate(
+            {name: value for name, value in given.items() if value is not None},
+            by_alias=True,
+            by_name=False,
+        )
+    except ValidationError as exc:
+        errors = validation_errors(exc)
+        first = errors[0]
+        where = ".".join(first["loc"]) or "arguments"
+        raise AskFailed(
+            {
+                "name": "ValidationError",
+                "code": "INVALID_REQUEST",
+                "message": f"the arguments are not a valid question request "
+                f"({len(errors)} error{'s' * (len(errors) > 1)}); {where}: {first['msg']}",
+                "errors": errors,
+            }
+        ) from None
+
+
+def _body(arguments: ToolArguments) -> dict[str, Any]:
+    """The ``POST /v1/questions`` body; ``link`` only when given (older bots refuse it)."""
+    body: dict[str, Any] = {"questions": [q.to_wire() for q in arguments.questions]}
+    if arguments.label is not None:
+        body["label"] = arguments.label
+    if arguments.link is not None:
+        body["link"] = arguments.link
+    return body
 
 
 async def _ask(
@@ -129,57 +195,111 @@ async def _ask(
     progress_every: float,
     reconnect_for: float,
 ) -> dict[str, Any]:
-    """Post, then long-poll until the question ends; cancellation aborts it."""
-    started = time.monotonic()
+    """Post, then long-poll until the question ends.
+
+    Any way out other than the question's own ending (cancellation, a bot that stays
+    away, a reply that cannot be read, an error status) aborts it before going on out:
+    nobody would be waiting for its answer.
+    """
     key = f"mcp-{uuid.uuid4().hex}"
     try:
-        request_id = await client.ask(body, key=key)
+        posted = await client.ask(body, key=key)
     except anyio.get_cancelled_exc_class():
         # Cancelled while posting: the bot may post it anyway. Find it by its key, abort it.
         with anyio.CancelScope(shield=True), anyio.move_on_after(40):
             try:
-                await client.abort(await client.ask(body, key=key))
+                await client.abort((await client.ask(body, key=key))["id"])
             except AskFailed as failure:
                 _log.warning("could not abort a question cancelled while posting: %s", failure)
         raise
+    request_id: str = posted["id"]
     try:
-        await ctx.report_progress(0, None, "Posted to Slack; waiting for an answer.")
-        lost_since: float | None = None
-        attempt = 0
-        while True:
-            try:
-                view = await client.wait(request_id, progress_every)
-            except AskFailed as failure:
-                if failure.code != BOT_UNREACHABLE:
-                    raise
-                lost_since = lost_since or time.monotonic()
-                if time.monotonic() - lost_since >= reconnect_for:
-                    raise
-                await backoff(attempt)
-                attempt += 1
-                continue
-            lost_since, attempt = None, 0
-            state = view.get("state")
-            if state == "answered":
-                answer: dict[str, Any] = view["answer"]
-                return answer
-            if state != "pending":
-                error = view.get("error") or {}
-                raise AskFailed(
-                    {
-                        "name": str(error.get("name", "UserQuestionError")),
-                        "code": str(error.get("code", "ASK_FAILED")),
-                        "message": str(error.get("message", f"the question ended: {state}")),
-                    }
-                )
-            waited = time.monotonic() - started
-            await ctx.report_progress(
-                round(waited, 1), None, f"Still waiting for an answer in Slack ({waited:.0f} s)."
-            )
-    except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            try:
-                await client.abort(request_id)
-            except AskFailed as failure:
-                _log.warning("could not abort %s: %s", request_id, failure)
+        outcome = await _outcome(
+            client, request_id, posted.get("state"), ctx, progress_every, reconnect_for
+        )
+    except BaseException:
+        await _abort(client, request_id)
         raise
+    if isinstance(outcome, AskFailed):
+        raise outcome
+    return outcome
+
+
+async def _outcome(
+    client: BotClient,
+    request_id: str,
+    state: Any,
+    ctx: Context,
+    progress_every: float,
+    reconnect_for: float,
+) -> dict[str, Any] | AskFailed:
+    """Long-poll until the question ends: its answer, or the error it ended with.
+
+    Raises ``AskFailed`` for anything else (the question is then still open). A poll that
+    comes back sooner than ``progress_every`` (a stopping bot releases its long-polls at
+    once) is followed by a pause for the rest of it, so the bot is not asked in a loop.
+    """
+    started = time.monotonic()
+    await ctx.report_progress(0, None, _progress(state, None))
+    lost_since: float | None = None
+    attempt = 0
+    while True:
+        polled = time.monotonic()
+        try:
+            view = await client.wait(request_id, progress_every)
+        except AskFailed as failure:
+            if failure.code != BOT_UNREACHABLE:
+                raise
+            lost_since = lost_since or time.monotonic()
+            if time.monotonic() - lost_since >= reconnect_for:
+                raise
+            await backoff(attempt)
+            attempt += 1
+            continue
+        lost_since, attempt = None, 0
+        state = view.get("state")
+        if state in _ENDED:
+            return _ending(view)
+        if state not in _OPEN:
+            raise bad_response(f"the question is in no state it documents ({state!r})")
+        await anyio.sleep(max(0.0, progress_every - (time.monotonic() - polled)))
+        waited = round(time.monotonic() - started, 1)
+        await ctx.report_progress(waited, None, _progress(state, waited))
+
+
+def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
+    """An ended question's answer, or the seam's error it ended with."""
+    state = view["state"]
+    if state == "answered":
+        answer = view.get("answer")
+        if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):
+            raise bad_response("an answered question without its answer")
+        return answer
+    error = view.get("error")
+    error = error if isinstance(error, dict) else {}
+    return AskFailed(
+        {
+            "name": str(error.get("name", "UserQuestionError")),
+            "code": str(error.get("code", "ASK_FAILED")),
+            "message": str(error.get("message", f"the question ended: {state}")),
+        }
+    )
+
+
+def _progress(state: Any, waited: float | None) -> str:
+    """What a progress notification says: posted or still queued, and for how long."""
+    if state == "queued":
+        since = "." if waited is None else f" ({waited:.0f} s)."
+        return "Queued for Slack's rate limits; waiting for an answer" + since
+    if waited is None:
+        return "Posted to Slack; waiting for an answer."
+    return f"Still waiting for an answer in Slack ({waited:.0f} s)."
+
+
+async def _abort(client: BotClient, request_id: str) -> None:
+    """Abort the question, shielded from cancellation and best effort: a failure is logged."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+        try:
+            await client.abort(request_id)
+        except AskFailed as failure:
+            _log.warning("could not abort %s: %s (%s)", request_id, failure, failure.code)
