@@ -48,7 +48,7 @@ from adapters.dsh.protocol import (
     QuestionResolved,
     parse_frame,
 )
-from adapters.dsh.uplink import HostUplink
+from adapters.dsh.uplink import HostUplink, host_asker
 from bot.logs import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -113,6 +113,7 @@ class DshHostClient:
             replay_window=replay_window,
             stopping=lambda: self._stopping,
             logger=self._logger,
+            asker=host_asker(self._base),
         )
         self._downlink = Downlink(
             self._base,

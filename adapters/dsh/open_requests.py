@@ -8,7 +8,13 @@ and each ask that ends lets the session's next one in.
 
 On every new downlink the host replays its pending requests; the replay ends
 ``replay_window`` seconds after the last replayed one, and only then is an ask the host did
-not replay closed as gone. A ``*/resolved`` frame ends the matching ask early.
+not replay closed as gone, and so is every request of this host that a stopped bot released
+(owned by no process) and the host did not replay: it settled them, or restarted, while no
+bot ran (a restart loses its pending requests). A replay that comes just after the window,
+while its ask is being closed as gone, opens the request again once that is over. A
+``*/resolved`` frame ends the matching ask early. Every ask that ends aborted leaves its
+record ended: one aborted before it reached the record (still reading it, or the session's
+history) closes the record itself.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from adapters.dsh.approval_relay import resolved_note
 from adapters.dsh.approvals import ApprovalResolved
@@ -28,12 +34,13 @@ from adapters.dsh.asks import (
     RESTARTING_NOTE,
     HostAsk,
     QuestionNotes,
+    ask_key,
 )
 from adapters.dsh.uplink import describe
 from adapters.dsh.waiting import WaitingRoom
-from adapters.slack import Released
+from adapters.slack import PendingRecord, PendingStore, QuestionStatus, Released
 
-__all__ = ["QUEUED_NOTE", "OpenRequests"]
+__all__ = ["QUEUED_NOTE", "HostRecords", "OpenRequests"]
 
 QUEUED_NOTE: Final = (
     "More requests from this session are waiting: the bot shows {limit} at a time and posts "
@@ -41,6 +48,24 @@ QUEUED_NOTE: Final = (
 )
 
 _GONE_REMEMBERED: Final = 1024
+_KEY_PREFIX: Final = ask_key("")
+
+
+@runtime_checkable
+class HostRecords(Protocol):
+    """What ending a request outside its ask takes of the provider (``SlackQuestionProvider``):
+    its store, to list the requests a stopped bot released, and ``abort``."""
+
+    @property
+    def store(self) -> PendingStore:
+        """Where the requests are kept (shared with the bots before this one)."""
+        ...
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """End an open request ``aborted`` with ``note`` (an ended one stays as it ended)."""
+        ...
 
 
 @dataclass(eq=False)
@@ -57,6 +82,9 @@ class OpenRequests:
 
     ``serve(ask)`` asks one request in Slack and answers the host (run as a task per ask);
     ``stopping()`` tells whether the client is stopping (no waiting request starts then).
+    ``asker`` is who the records of this host's requests name as their asker
+    (``HostUplink.asker``): with it, and a provider that is ``HostRecords``, the requests a
+    stopped bot released and the host no longer has are closed after each replay.
     """
 
     def __init__(
@@ -68,8 +96,11 @@ class OpenRequests:
         replay_window: float,
         stopping: Callable[[], bool],
         logger: logging.Logger,
+        asker: str | None = None,
     ) -> None:
         self._notes = notes
+        self._records = notes if isinstance(notes, HostRecords) else None
+        self._asker = asker
         self._serve = serve
         self._max_open = max_open
         self._replay_window = replay_window
@@ -79,6 +110,11 @@ class OpenRequests:
         self._asks: dict[str, HostAsk] = {}
         self._waiting = WaitingRoom()
         self._gone: set[str] = set()
+        self._closing: set[str] = set()
+        """rpcIds of released requests being closed as gone (no ask of this bot holds them)."""
+        self._late: dict[str, HostAsk] = {}
+        """Replays that came while their request was being closed as gone: asked once it is."""
+        self._sweeps: set[asyncio.Task[None]] = set()
 
     @property
     def in_flight(self) -> int:
@@ -118,21 +154,79 @@ class OpenRequests:
         replay.timer = loop.call_later(self._replay_window, self._settle, replay)
 
     def _settle(self, replay: _Replay) -> None:
-        """The replay is over: end the asks of earlier connections the host did not replay."""
+        """The replay is over: end the asks of earlier connections the host did not replay,
+        and the requests earlier bots released that it did not replay either."""
         if replay.over:
             return
         replay.over = True
         self._waiting.keep_only(replay.seen)
+        self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}
         for ask in list(self._asks.values()):
-            if ask.phase == "asking" and ask.rpc_id not in replay.seen:
+            if (
+                ask.phase == "asking"
+                and ask.rpc_id not in replay.seen
+                and not ask.controller.signal.aborted  # ending already
+            ):
                 self._logger.info(
                     "dsh host: request no longer pending after reconnect",
                     extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
                 )
-                if len(self._gone) >= _GONE_REMEMBERED:
-                    self._gone.pop()
-                self._gone.add(ask.rpc_id)
+                self._remember_gone(ask.rpc_id)
                 ask.controller.abort(GONE_NOTE)
+        if self._records is not None and self._asker is not None:
+            sweep = asyncio.get_running_loop().create_task(
+                self._close_released(self._records, self._asker, replay),
+                name="dsh released requests",
+            )
+            self._sweeps.add(sweep)
+            sweep.add_done_callback(self._sweeps.discard)
+
+    def _remember_gone(self, rpc_id: str) -> None:
+        if len(self._gone) >= _GONE_REMEMBERED:
+            self._gone.pop()
+        self._gone.add(rpc_id)
+
+    async def _close_released(self, records: HostRecords, asker: str, replay: _Replay) -> None:
+        """Close as gone the open requests of this host that a stopped bot released and the
+        host did not replay. Nobody else ends them: no process owns them, and no ask of this
+        bot holds them; left open, their message would take answers the host never gets."""
+        try:
+            found = await records.store.open_records()
+        except Exception as exc:  # the store is down: the next replay looks again
+            self._logger.warning(
+                "dsh host: could not list the released requests", extra={"error": describe(exc)}
+            )
+            return
+        for record in found:
+            rpc_id = _released_by_a_bot_of(record, asker)
+            if rpc_id is None or self._held(rpc_id, replay):
+                continue
+            self._logger.info(
+                "dsh host: released request not replayed; closing it",
+                extra={"rpc_id": rpc_id},
+            )
+            self._closing.add(rpc_id)
+            try:
+                await records.abort(record.id, GONE_NOTE)
+            except Exception as exc:  # the store is down: the next replay tries again
+                self._logger.warning(
+                    "dsh host: could not close a released request",
+                    extra={"rpc_id": rpc_id, "error": describe(exc)},
+                )
+            else:
+                self._remember_gone(rpc_id)
+            finally:
+                self._closing.discard(rpc_id)
+            self._ask_late(rpc_id)
+
+    def _held(self, rpc_id: str, replay: _Replay) -> bool:
+        """Whether the request is replayed, or held by an ask (open, waiting or closing)."""
+        return (
+            rpc_id in replay.seen
+            or rpc_id in self._asks
+            or rpc_id in self._waiting
+            or rpc_id in self._closing
+        )
 
     # -- requests -------------------------------------------------------------------------
 
@@ -142,8 +236,21 @@ class OpenRequests:
         assert replay is not None, "a request arrives on an open downlink"
         replay.seen.add(ask.rpc_id)
         self._extend(replay)
+        if self._closing_as_gone(ask.rpc_id):
+            # Replayed just after the window: the host still has it. Asked again (the same
+            # message reopened) once the ending under way is over.
+            self._late[ask.rpc_id] = ask
+            return
         if ask.rpc_id in self._asks or ask.rpc_id in self._waiting:
             return  # a replay: the ask already open (or waiting) is the one
+        self._admit(ask)
+
+    def _closing_as_gone(self, rpc_id: str) -> bool:
+        """Whether the request is being closed as gone (its ask, or a released record)."""
+        return rpc_id in self._closing or (rpc_id in self._asks and rpc_id in self._gone)
+
+    def _admit(self, ask: HostAsk) -> None:
+        """Open ``ask`` in Slack, or queue it when its session shows its limit already."""
         session_open = sum(1 for a in self._asks.values() if a.session_id == ask.session_id)
         if session_open >= self._max_open:
             if self._waiting.add(ask):
@@ -187,16 +294,55 @@ class OpenRequests:
         task.add_done_callback(_ignore_result)
 
     def _finished(self, ask: HostAsk, task: asyncio.Task[None]) -> None:
-        if self._asks.get(ask.rpc_id) is ask:
-            del self._asks[ask.rpc_id]
         if not task.cancelled() and (error := task.exception()) is not None:
             self._logger.error(
                 "dsh host: request handling failed",
                 extra={"rpc_id": ask.rpc_id, "error": describe(error)},
             )
+        reason = ask.controller.signal.reason
+        if self._records is not None and not task.cancelled() and isinstance(reason, str):
+            # Aborted (gone, or settled by the host): the ask stays held until its record
+            # is ended, so a late replay waits for that instead of racing it.
+            closing = asyncio.get_running_loop().create_task(
+                self._close_ended(self._records, ask, reason), name=f"dsh closing {ask.rpc_id}"
+            )
+            ask.task = closing
+            closing.add_done_callback(lambda _: self._done(ask))
+            return
+        self._done(ask)
+
+    async def _close_ended(self, records: HostRecords, ask: HostAsk, note: str) -> None:
+        """End the record of an aborted ask with ``note``, should its task have left it open.
+
+        An ask aborted before it reached the record (still reading it, or the session's
+        history) raises ``ASK_ABORTED`` without touching it, and a record a stopped bot
+        released, adopted at start, would stay open; any other is ended already (no-op).
+        """
+        try:
+            await records.abort(ask.request_id, note)
+        except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
+            self._logger.warning(
+                "dsh host: could not close an ended request",
+                extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+            )
+
+    def _done(self, ask: HostAsk) -> None:
+        """``ask`` is over: its place goes to its late replay, else to its session's next."""
+        if self._asks.get(ask.rpc_id) is ask:
+            del self._asks[ask.rpc_id]
+        if self._ask_late(ask.rpc_id):
+            return
         following = None if self._stopping() else self._waiting.next(ask.session_id)
         if following is not None:
             self._launch(following)
+
+    def _ask_late(self, rpc_id: str) -> bool:
+        """Ask the replay that came while ``rpc_id`` was being closed as gone; whether one did."""
+        late = self._late.pop(rpc_id, None)
+        if late is None or self._stopping():
+            return False
+        self._admit(late)
+        return True
 
     def approval_resolved(self, payload: ApprovalResolved) -> None:
         """The host settled an approval (here or elsewhere): end its ask, drop its wait."""
@@ -205,11 +351,14 @@ class OpenRequests:
             return ask.approval is not None and ask.approval.approval_id == payload.approval_id
 
         self._waiting.remove(mine)
+        for rpc_id in [rpc_id for rpc_id, ask in self._late.items() if mine(ask)]:
+            del self._late[rpc_id]
         for ask in [a for a in self._asks.values() if mine(a)]:
             self.resolved(ask.rpc_id, payload.outcome)
 
     def resolved(self, rpc_id: str, outcome: str) -> None:
         """The host resolved request ``rpc_id`` with ``outcome``: end its ask in Slack."""
+        self._late.pop(rpc_id, None)  # settled: not to be asked again
         if self._waiting.remove(lambda waiting: waiting.rpc_id == rpc_id):
             return  # never shown in Slack: nothing to close
         ask = self._asks.get(rpc_id)
@@ -231,12 +380,15 @@ class OpenRequests:
     async def release(self, grace: float) -> None:
         """Leave the open requests to a later bot: released in the store, asks ended.
 
-        Waits ``grace`` seconds for their tasks, then cancels the late ones.
+        Asks already ending (gone, settled by the host) are let finish, not released. Waits
+        ``grace`` seconds for their tasks, then cancels the late ones.
         """
         self._waiting.clear()
-        asks = list(self._asks.values())
-        for ask in asks:
-            if ask.phase == "asking":
+        self._late.clear()
+        for sweep in self._sweeps:
+            sweep.cancel()  # the next bot looks again
+        for ask in list(self._asks.values()):
+            if ask.phase == "asking" and not ask.controller.signal.aborted:
                 try:
                     await self._notes.release(ask.request_id, RESTARTING_NOTE)
                 except Exception as exc:  # the store is down: the sweep settles it later
@@ -245,13 +397,36 @@ class OpenRequests:
                         extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
                     )
                 ask.controller.abort(Released())
-        tasks = {ask.task for ask in asks if ask.task is not None and not ask.task.done()}
-        if tasks:
-            _, late = await asyncio.wait(tasks, timeout=grace)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        await self._drain(grace)
+
+    async def _drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for the asks' tasks (an ask that ends aborted closes
+        its record in a task of its own, started as its first one ends), then cancel."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while tasks := self._running():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.wait(tasks)
+                return
+            await asyncio.wait(tasks, timeout=remaining)
+
+    def _running(self) -> set[asyncio.Task[None]]:
+        asks = {ask.task for ask in self._asks.values() if ask.task is not None}
+        return {task for task in asks | self._sweeps if not task.done()}
+
+
+def _released_by_a_bot_of(record: PendingRecord, asker: str) -> str | None:
+    """The rpcId of an open request of the host ``asker`` that no process owns (a stopped
+    bot released it), or ``None`` for any other record."""
+    key = record.key
+    if record.owner is not None or record.asked_by != asker or key is None:
+        return None
+    if not key.startswith(_KEY_PREFIX):
+        return None
+    return key.removeprefix(_KEY_PREFIX)
 
 
 def _ignore_result(task: asyncio.Task[Any]) -> None:

@@ -10,6 +10,7 @@ with ``UserQuestionService.register_provider``. A request's ``options``
 ``ask_approval(ApprovalView(...))`` asks a tool-permission approval (Allow once / Reject);
 ``release`` leaves a request open for a later process (abort its waiter with ``Released()``:
 it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
+A ``PendingStore`` keeps each request as a ``PendingRecord``.
 """
 
 from adapters.slack.audit import AuditEvent
@@ -18,7 +19,7 @@ from adapters.slack.endings import Released, WaitReleased
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import ApprovalView
+from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.status import QuestionStatus, SlackMessage
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
@@ -29,6 +30,7 @@ __all__ = [
     "AuditEvent",
     "Destination",
     "MemoryPendingStore",
+    "PendingRecord",
     "PendingStore",
     "PlanReview",
     "QuestionStatus",
