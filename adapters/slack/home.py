@@ -12,9 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from adapters.slack import ids
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.blocks import answer_by
+from adapters.slack.blocks.parts import label
 from adapters.slack.layout import layout_of
-from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten
+from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import PendingRecord
 from adapters.slack.rich import bold, italic, rich_text, words
 
@@ -25,6 +27,8 @@ Block = dict[str, Any]
 MAX_HOME_ENTRIES: Final = 20
 """Questions listed at most (a Home tab holds 100 blocks; each entry takes up to four)."""
 MAX_BUTTON_TEXT: Final = 75
+_SEPARATOR: Final = " · "
+_ASKED_BY: Final = "Asked by "
 
 
 def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> bool:
@@ -49,6 +53,26 @@ def _ago(seconds: float) -> str:
     return f"<!date^{int(seconds)}^asked {{ago}}|asked {fallback}>"
 
 
+def _facts(record: PendingRecord) -> str:
+    """Where the question was asked, by whom, when, its deadline and its link, as one
+    context line. The asker's label has no length limit (an in-process caller sets any), so
+    it gets what the rest leaves of the line: the link to the question always shows, and
+    one long label cannot make Slack refuse the whole tab (for everyone it is listed for)."""
+    where = record.message_channel or record.channel
+    before = [f"<#{where}>"] if where.startswith(("C", "G")) else []
+    after = [_ago(record.created_at)]
+    if record.deadline is not None:
+        after.append(answer_by(record.deadline))
+    link = message_link(record)
+    if link is not None:
+        after.append(f"<{link}|Open the question>")
+    who = (record.label or "").strip()
+    if who:
+        room = MAX_SECTION_TEXT - len(_SEPARATOR.join([*before, _ASKED_BY, *after]))
+        before.append(_ASKED_BY + shorten_escaped(escape(who), room))
+    return shorten_escaped(_SEPARATOR.join(before + after), MAX_SECTION_TEXT)
+
+
 def _entry(record: PendingRecord) -> list[Block]:
     first = record.questions[0] if record.questions else None
     text = first.question.strip() if first is not None else ""
@@ -57,22 +81,12 @@ def _entry(record: PendingRecord) -> list[Block]:
     if more > 0:
         pieces.append(words(f" (+{more} more)"))
     blocks: list[Block] = [rich_text(*pieces)]
-    where = record.message_channel or record.channel
-    facts = [f"<#{where}>"] if where.startswith(("C", "G")) else []
-    if record.label:
-        facts.append(f"Asked by {escape(record.label)}")
-    facts.append(_ago(record.created_at))
-    if record.deadline is not None:
-        facts.append(answer_by(record.deadline))
-    link = message_link(record)
-    if link is not None:
-        facts.append(f"<{link}|Open the question>")
-    blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(facts))]})
+    blocks.append({"type": "context", "elements": [mrkdwn(_facts(record))]})
     if layout_of(record.questions) == "tap" and first is not None:
         buttons = [
             {
                 "type": "button",
-                "text": plain(shorten(option.label, MAX_BUTTON_TEXT) or "(blank)"),
+                "text": plain(label(option.label, MAX_BUTTON_TEXT)),
                 "action_id": ids.action_id("pick", i),
                 "value": ids.option_value(i),
             }
