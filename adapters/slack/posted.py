@@ -40,6 +40,9 @@ SEARCHED: Final = 200
 """How many of the channel's latest messages are searched."""
 ADOPT_WITHIN: Final = 60.0
 """Seconds after start during which a keyed request looks for its earlier message."""
+READABLE: Final = ("C", "G")
+"""Conversations whose history the app's scopes can read: channels, not DMs (a DM's history
+needs ``im:history``, which the manifest does not request)."""
 
 _logger = logging.getLogger("adapters.slack")
 
@@ -107,7 +110,7 @@ async def posted_in(
     """Request id -> ts of this bot's questions in ``place`` posted since ``since`` at most;
     ``{}`` when its history cannot be read (a DM needs ``im:history``, which the app does
     not request; no scope; Slack down)."""
-    if not place[0].startswith(("C", "G")):
+    if not place[0].startswith(READABLE):
         return {}
     try:
         response = await read_place(client, place, since - 1)
@@ -130,6 +133,8 @@ class Predecessor:
     async def adopt(self, record: PendingRecord) -> PendingRecord:
         """``record`` with the message found for it, if any (top-level requests only)."""
         if record.thread_ts is not None or time.monotonic() - self._started > ADOPT_WITHIN:
+            return record
+        if not record.channel.startswith(READABLE):  # a DM: no ``im:history``, nothing to find
             return record
         ts = await find_posted(self._client, record.channel, record.id)
         if ts is None:

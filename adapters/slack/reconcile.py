@@ -37,7 +37,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.failures import SLACK_FAILURES, describe, settle
 from adapters.slack.messages import UNDELIVERED
-from adapters.slack.posted import posted_requests, read_place
+from adapters.slack.posted import READABLE, posted_requests, read_place
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -65,8 +65,6 @@ MOST: Final = 1000
 
 RECENT: Final = 300.0
 """Seconds back a thread's replies are searched (a lost post was sent a minute ago at most)."""
-_READ: Final = ("C", "G")
-"""Conversations whose history the app's scopes can read (not a DM: ``im:history``)."""
 _Place = tuple[str, str | None]
 """Where a search looks: a channel, and a thread in it (``None``: the top level)."""
 
@@ -168,7 +166,7 @@ class LostPosts:
     def _start(self, record: PendingRecord, failed_at: float) -> bool:
         """Look for ``record``'s message ``lookups`` seconds after ``failed_at`` (once at
         once if every one is past); whether a lookup started."""
-        if not self.lookups or not record.channel.startswith(_READ):
+        if not self.lookups or not record.channel.startswith(READABLE):
             return False
         if len(self._looking) >= MOST:
             self._once("too many", "too many lost posts to look for; not looking", record.id)

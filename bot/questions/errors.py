@@ -82,6 +82,24 @@ class HarnessError(Exception):
     def __repr__(self) -> str:
         return f"{self.name}({self.message!r}, {self.code!r})"
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exception's own reduce rebuilds from ``args`` (the message alone), which misses
+        # ``code``: copies and pickles (a process pool, a queue) are rebuilt from the state.
+        return (_rebuilt, (type(self), self.message), self.__dict__)
+
+
+def _rebuilt(cls: type[HarnessError], message: str) -> HarnessError:
+    """An unpickled ``cls`` before its state is set (a subclass may take other arguments)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    return error
+
 
 class UserQuestionError(HarnessError):
     """A failure of the user-questions seam (validation, provider, delivery)."""
+
+    @property
+    def name(self) -> str:
+        """``UserQuestionError``, for a subclass too: the seam sets the name on the class
+        explicitly, so what callers match on (``{name, code}``) is the same for all."""
+        return "UserQuestionError"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator
 from pydantic.alias_generators import to_camel
 
 from bot.questions.abort import AbortSignal
@@ -151,6 +151,14 @@ class AskUserQuestionRequest(WireModel):
     signal: AbortSignal | None = Field(default=None, exclude=True)
     # An instance only: a wire ``options`` key is refused like any unknown key.
     options: InstanceOf[AskOptions] | None = Field(default=None, exclude=True)
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent_is_no_json(cls, value: Any) -> Any:
+        """A wire ``agent`` key (any JSON value) is refused: only an in-process object is one."""
+        if isinstance(value, dict | list | str | int | float | bool):
+            raise ValueError("an in-process agent object, never part of the wire JSON")
+        return value
 
 
 class AskUserQuestionAnswerItem(WireModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from bot.questions.errors import (
     NO_PROVIDER,
     UserQuestionError,
 )
+from bot.questions.jsontext import stringify
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest, UserQuestionProvider
 
 __all__ = ["Agent", "AgentRegistry", "UserQuestionService"]
@@ -129,7 +129,8 @@ class UserQuestionService:
         agent = request.agent
         if agent is not None:
             agents = self._agents
-            if agents is None or agents.get(agent.id) is not agent:
+            agent_id = getattr(agent, "id", None)  # not an agent at all: not a live one
+            if agents is None or not isinstance(agent_id, str) or agents.get(agent_id) is not agent:
                 raise UserQuestionError(NOT_LIVE_MESSAGE, CALLER_NOT_LIVE)
             if not any(root is agent for root in agents.roots()):
                 raise UserQuestionError(DELEGATED_MESSAGE, DELEGATED_CALLER)
@@ -138,7 +139,7 @@ class UserQuestionService:
             if intent is None:
                 continue
             if not any(option.label == intent.approve for option in question.options or ()):
-                approve = json.dumps(intent.approve, ensure_ascii=False)
+                approve = stringify(intent.approve)
                 raise UserQuestionError(
                     f"question {question.id} declares intent {intent.kind} whose approve "
                     f"label {approve} names none of its options",

@@ -13,7 +13,6 @@ set ``detail`` or ``intent``: extra keys on a question or an option are allowed 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired
 
@@ -22,6 +21,7 @@ from typing_extensions import TypedDict
 
 from bot.questions.abort import AbortSignal
 from bot.questions.errors import HarnessError
+from bot.questions.jsontext import stringify
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem, AskUserQuestionRequest
 from bot.questions.service import Agent, UserQuestionService
 
@@ -266,7 +266,7 @@ def _output(answer: object) -> dict[str, Any]:
 
 def _render(value: object) -> str:
     """Compact JSON, non-ASCII kept as is (``JSON.stringify``)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return stringify(value)
 
 
 def error_result(error: BaseException) -> ToolResult:

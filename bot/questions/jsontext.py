@@ -1,0 +1,27 @@
+"""JSON text as JavaScript's ``JSON.stringify`` writes it.
+
+The seam's messages and the model tool's output quote values with ``JSON.stringify``: non-ASCII
+kept as it is, and (since ES2019) a lone UTF-16 surrogate written as a ``\\uXXXX`` escape.
+``json.dumps(..., ensure_ascii=False)`` writes a lone surrogate raw, which no UTF-8 encoder
+accepts: such a message could not even be printed or logged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+__all__ = ["stringify"]
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def stringify(value: object) -> str:
+    """``JSON.stringify(value)``: compact, non-ASCII as it is, lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not _LONE_SURROGATE.search(text):
+        return text
+    # A surrogate pair split over two code points is one character to JavaScript.
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
