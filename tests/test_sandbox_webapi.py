@@ -322,7 +322,8 @@ async def test_ephemeral_messages(
     (note,) = slack.workspace.ephemerals_for(alice.id)
     assert note.ts == sent["message_ts"] and note.text == "only you"
     assert slack.workspace.ephemerals_for(bob.id) == []
-    private = slack.workspace.add_channel("private", members=[bob.id])
+    bot = slack.workspace.bot_user.id  # in the channel: the refusal is about alice
+    private = slack.workspace.add_channel("private", members=[bob.id, bot])
     refused = await refusal(client.chat_postEphemeral(channel=private.id, user=alice.id, text="x"))
     assert refused == "user_not_in_channel"
     refused = await refusal(client.chat_update(channel=general.id, ts=note.ts, text="x"))

@@ -128,9 +128,14 @@ class WebApi:
     # chat
 
     def chat_post_message(self, params: Params) -> Response:
-        """``chat.postMessage``: a user id as ``channel`` posts into that user's DM."""
+        """``chat.postMessage``: a user id as ``channel`` posts into that user's DM.
+
+        The bot must be in the conversation, or it must be a public channel and the app
+        hold ``chat:write.public``.
+        """
         ref = _text(params, "channel", "channel_not_found")
         channel = self.workspace.channel(ref, users_open_dm=True)
+        self.workspace.check_bot_posts(channel, public_scope=True)
         text, blocks = _content(params)
         if not text and not blocks:
             raise SlackError("no_text")
@@ -178,9 +183,14 @@ class WebApi:
         }
 
     def chat_post_ephemeral(self, params: Params) -> Response:
-        """``chat.postEphemeral``: the user must be a member of the channel."""
+        """``chat.postEphemeral``: the bot and the user must be members of the channel.
+
+        ``chat:write.public`` does not cover ephemeral messages (``bot/scopes.py`` asks only
+        ``chat:write`` for them).
+        """
         ref = _text(params, "channel", "channel_not_found")
         channel = self.workspace.channel(ref, users_open_dm=True)
+        self.workspace.check_bot_posts(channel, public_scope=False)
         user = _text(params, "user", "user_not_found")
         text, blocks = _content(params)
         if not text and not blocks:

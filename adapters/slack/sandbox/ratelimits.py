@@ -7,8 +7,10 @@
 Rules, per workspace and app (this stand-in has one of each):
 
 - a tiered method: at most ``tiers[tier]`` calls in any ``window`` (a sliding window);
-- ``chat.postMessage``: per channel a token bucket of ``post_burst`` posts refilled one per
-  ``post_interval``, and at most ``workspace_posts`` posts in any ``window``.
+- ``chat.postMessage``: per conversation a token bucket of ``post_burst`` posts refilled
+  one per ``post_interval``, and at most ``workspace_posts`` posts in any ``window``. Slack
+  counts the conversation, not how the call named it: ``check``'s ``conversation`` maps the
+  ``channel`` argument (``#name``, ``C…``, a user id for its DM) to the conversation id.
 
 A call over a limit is refused and not counted; ``check`` returns the ``Retry-After`` to
 answer with, in whole Slack seconds (at least 1), as Slack sends it.
@@ -38,12 +40,22 @@ class RateLimiter:
         self.refused = 0
         """How many calls were refused with 429."""
 
-    def check(self, method: str, params: Mapping[str, Any]) -> int | None:
-        """``None`` (and count the call) when within the limits, else ``Retry-After``."""
+    def check(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        conversation: Callable[[str], str] = str,
+    ) -> int | None:
+        """``None`` (and count the call) when within the limits, else ``Retry-After``.
+
+        ``conversation`` names the conversation a ``channel`` argument means (the identity
+        by default), so one channel named two ways still has one bucket.
+        """
         limits, now = self.limits, self._clock()
         window = limits.real(limits.window)
         if method == POST_MESSAGE:
-            channel = str(params.get("channel") or "")
+            channel = conversation(str(params.get("channel") or ""))
             interval = limits.real(limits.post_interval)
             # Token bucket as a theoretical arrival time: full when ``tat <= now``.
             tat = max(self._channels.get(channel, now), now)

@@ -8,8 +8,8 @@ the only markup is built here.
 
 from __future__ import annotations
 
-import contextlib
 import html
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -18,6 +18,11 @@ __all__ = ["rich_text_to_html"]
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
 _STYLES: Final = (("code", "code"), ("strike", "s"), ("italic", "i"), ("bold", "b"))
+_CODE_POINTS: Final = re.compile(r"[0-9a-fA-F]{1,6}(?:-[0-9a-fA-F]{1,6}){0,15}")
+"""Slack's emoji ``unicode``: hex code points joined by ``-`` (``1f469-200d-1f4bb``)."""
+_KEYCAP_BASES: Final = frozenset(map(ord, "#*0123456789"))
+"""The only ASCII an emoji sequence holds: the base of a keycap (``0031-fe0f-20e3``)."""
+_BIDI_CONTROLS: Final = frozenset([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 
 
 def _esc(text: object) -> str:
@@ -54,11 +59,7 @@ def _leaf(element: Mapping[str, Any], users: Callable[[str], str]) -> str:
     elif kind == "broadcast":
         body = f'<span class="sk-mention">@{_esc(element.get("range"))}</span>'
     elif kind == "emoji":
-        unicode = element.get("unicode")
-        body = _esc(f":{element.get('name')}:")
-        if isinstance(unicode, str):
-            with contextlib.suppress(ValueError, OverflowError):
-                body = "".join(chr(int(part, 16)) for part in unicode.split("-"))
+        body = _esc(_emoji(element.get("unicode")) or f":{element.get('name')}:")
     elif kind == "date":
         try:
             shown = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(element["timestamp"])))
@@ -68,6 +69,23 @@ def _leaf(element: Mapping[str, Any], users: Callable[[str], str]) -> str:
     else:
         body = _esc(element.get("text") or "")
     return _styled(body, element.get("style"))
+
+
+def _emoji(unicode: object) -> str | None:
+    """The characters of an emoji's ``unicode``; ``None`` unless it is emoji code points.
+
+    Anything else (markup spelt in hex, controls, surrogates, a bidi override) is not an
+    emoji: the page shows the ``:name:`` instead.
+    """
+    if not isinstance(unicode, str) or not _CODE_POINTS.fullmatch(unicode):
+        return None
+    points = [int(part, 16) for part in unicode.split("-")]
+    for point in points:
+        if point > 0x10FFFF or 0xD800 <= point <= 0xDFFF or point in _BIDI_CONTROLS:
+            return None
+        if point < 0xA0 and point not in _KEYCAP_BASES:
+            return None
+    return "".join(map(chr, points))
 
 
 def _leaves(container: Mapping[str, Any], users: Callable[[str], str]) -> str:

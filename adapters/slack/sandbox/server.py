@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 import json
 import logging
@@ -66,9 +67,10 @@ from adapters.slack.sandbox.records import (
 )
 from adapters.slack.sandbox.richtext import Names, mrkdwn_to_html, plain_to_html, with_html
 from adapters.slack.sandbox.state import Workspace
-from adapters.slack.sandbox.webapi import DEFAULT_TOKEN, SlackStandIn
+from adapters.slack.sandbox.webapi import ACK_TIMEOUT, DEFAULT_TOKEN, SlackStandIn
 
 __all__ = [
+    "ACK_TIMEOUT_TEXT",
     "DEFAULT_CHANNEL",
     "DEFAULT_CHANNEL_NAME",
     "DEFAULT_PEOPLE",
@@ -97,6 +99,9 @@ _CSP: Final = (
     "form-action 'self'"
 )
 _NO_STORE: Final = {"Cache-Control": "no-store"}
+_LOOPBACK_ORIGIN_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
+ACK_TIMEOUT_TEXT: Final = "We had some trouble connecting. Try again?"
+"""What Slack shows the person when the app did not answer within 3 seconds."""
 
 logger = logging.getLogger("adapters.slack.sandbox")
 
@@ -175,9 +180,7 @@ class SandboxServer:
             raise ValueError(f"the sandbox listens on loopback addresses only, not {host!r}")
         url = await self.standin.start(host, port)
         port = self.standin.addresses[0][1]
-        self._origins = frozenset(
-            f"http://{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")
-        )
+        self._origins = _page_origins(host, port)
         return url
 
     async def connect_bot(self, interactivity_url: str, *, service: Asker | None = None) -> None:
@@ -349,7 +352,7 @@ class SandboxServer:
         action_id: str,
         block_id: str | None = None,
         values: clicks.Values | None = None,
-    ) -> tuple[int, str]:
+    ) -> tuple[int | None, str]:
         """``user`` clicks or changes an element of a message; returns the app's reply."""
         ws = self.workspace
         message: Message | Ephemeral | None = ws.find_message(channel, ts)
@@ -375,7 +378,7 @@ class SandboxServer:
 
     async def submit(
         self, user: str, view_id: str, values: clicks.Values | None = None
-    ) -> tuple[int, str]:
+    ) -> tuple[int | None, str]:
         """``user`` presses Submit on their open modal; returns the app's reply."""
         view = self._own_view(user, view_id)
         try:
@@ -429,7 +432,7 @@ class SandboxServer:
             raise Refusal(403, "not_your_view")
         return view
 
-    async def _deliver(self, payload: Mapping[str, Any]) -> tuple[int, str]:
+    async def _deliver(self, payload: Mapping[str, Any]) -> tuple[int | None, str]:
         if self.standin.interactivity_url is None:
             raise Refusal(503, "no_app", "no bot is connected to the sandbox yet")
         # One interaction at a time, in the order they were made, as one Slack client does.
@@ -443,7 +446,9 @@ class SandboxServer:
             except (ValueError, SlackError) as exc:
                 logger.warning("the app answered wrongly", extra={"error": str(exc)})
                 raise Refusal(502, "bad_app_response", str(exc)) from exc
-        if status != 200:
+        if status is None:
+            logger.warning("the app did not answer within 3 s", extra={"type": kind})
+        elif status != 200:
             logger.warning("the app refused an interaction", extra={"type": kind, "status": status})
         return status, body
 
@@ -548,7 +553,7 @@ class SandboxServer:
 
     async def click_home(
         self, user: str, *, action_id: str, block_id: str | None = None
-    ) -> tuple[int, str]:
+    ) -> tuple[int | None, str]:
         """``user`` clicks a button of their Home tab (a ``block_actions`` from a view)."""
         view = self.workspace.home_views.get(user)
         if view is None:
@@ -663,8 +668,24 @@ def _refused(refusal: Refusal) -> web.Response:
     return web.json_response(body, status=refusal.status)
 
 
-def _app_reply(status: int, text: str) -> web.Response:
-    """The app's answer to a delivered interaction, for the page."""
+def _page_origins(host: str, port: int) -> frozenset[str]:
+    """The ``Origin``s of the page: the loopback names and the address it was started on,
+    as a browser spells it (``http://127.0.0.2:3001``, ``http://[::1]:3001``)."""
+    name = host.strip("[]").lower()
+    with contextlib.suppress(ValueError):
+        address = ipaddress.ip_address(name)
+        name = f"[{address.compressed}]" if address.version == 6 else address.compressed
+    return frozenset(f"http://{n}:{port}" for n in {*_LOOPBACK_ORIGIN_HOSTS, name})
+
+
+def _app_reply(status: int | None, text: str) -> web.Response:
+    """The app's answer to a delivered interaction, for the page (Slack's text when the
+    app did not answer in time)."""
+    if status is None:
+        return web.json_response(
+            {"ok": False, "status": None, "error": ACK_TIMEOUT, "detail": ACK_TIMEOUT_TEXT},
+            status=502,
+        )
     if status == 200:
         return web.json_response({"ok": True, "status": status})
     detail = text[:300] if text else ""

@@ -89,6 +89,11 @@ class Workspace:
         self.clock = clock
         self.plan = "standard"
         """Set to ``"free"`` and ``usergroups.users.list`` answers ``plan_upgrade_required``."""
+        self.chat_write_public = True
+        """Whether the app holds ``chat:write.public`` (``manifest.yml`` asks for it): then
+        ``chat.postMessage`` reaches a public channel the bot has not joined."""
+        self.private_channels: set[str] = set()
+        """Ids of private channels: one the bot is not in does not exist for it."""
         self._rng = random.Random(seed)
         self._counters: dict[str, int] = {}
         self._last_us = 0
@@ -153,13 +158,23 @@ class Workspace:
         return user
 
     def add_channel(
-        self, name: str, *, id: str | None = None, members: Iterable[str] | None = None
+        self,
+        name: str,
+        *,
+        id: str | None = None,
+        members: Iterable[str] | None = None,
+        private: bool = False,
     ) -> Channel:
-        """Add a channel; every user is a member unless ``members`` is given."""
+        """Add a channel; every user (the bot too) is a member unless ``members`` is given.
+
+        A ``private`` channel needs the bot among ``members`` for the bot to post in it.
+        """
         channel = Channel(
             id or self.mint("C"), name, members=None if members is None else set(members)
         )
         self.channels[channel.id] = channel
+        if private:
+            self.private_channels.add(channel.id)
         self.messages[channel.id] = []
         return channel
 
@@ -219,6 +234,20 @@ class Workspace:
             if not (channel.is_im or channel.is_mpim) and channel.name == name:
                 return channel
         raise SlackError("channel_not_found")
+
+    def check_bot_posts(self, channel: Channel, *, public_scope: bool) -> None:
+        """Refuse as Slack does when the bot may not post in ``channel``.
+
+        A private channel the bot is not in is ``channel_not_found``; a public one is
+        ``not_in_channel`` unless ``public_scope`` (the method honours ``chat:write.public``
+        and the app holds it). A person's post and a ``response_url`` are not checked.
+        """
+        if channel.has_member(self.bot_user.id):
+            return
+        if channel.id in self.private_channels:
+            raise SlackError("channel_not_found")
+        if not (public_scope and self.chat_write_public):
+            raise SlackError("not_in_channel")
 
     # Messages.
 

@@ -53,9 +53,13 @@ from adapters.slack.sandbox.signing import (
 )
 from adapters.slack.sandbox.state import Clock, Workspace
 
-__all__ = ["DEFAULT_TOKEN", "SlackStandIn"]
+__all__ = ["ACK_DEADLINE", "ACK_TIMEOUT", "DEFAULT_TOKEN", "SlackStandIn"]
 
 DEFAULT_TOKEN: Final = "xoxb-sandbox-token"
+ACK_DEADLINE: Final = 3.0
+"""Seconds Slack waits for the app's answer to an interaction (slack-platform.md §2.1)."""
+ACK_TIMEOUT: Final = "ack_timeout"
+"""The body ``deliver`` returns, with status ``None``, when the app missed ``ACK_DEADLINE``."""
 _LATE_BY: Final = web.RequestKey("late_by", float)
 """Seconds a ``slow_stored`` fault holds the answer after the call was made."""
 _GONE: Final = frozenset({"invalid_token", "expired_url", "used_url"})
@@ -268,18 +272,23 @@ class SlackStandIn:
             api_app_id=self.workspace.app_id,
         )
 
-    async def deliver(self, payload: Mapping[str, Any]) -> tuple[int, str]:
+    async def deliver(self, payload: Mapping[str, Any]) -> tuple[int | None, str]:
         """Sign and POST ``payload`` to ``interactivity_url``; apply a submission's answer.
 
         For ``view_submission`` the app's ``response_action`` is applied as Slack would:
         ``errors``, ``update``, ``push``, ``clear``, or (empty body) close the view.
+        Slack waits ``ACK_DEADLINE`` seconds and no longer: an app that answers later gets
+        ``(None, ACK_TIMEOUT)``, the person sees an error and the answer is ignored.
         """
         if self.interactivity_url is None or self.signing_secret is None:
             raise RuntimeError("set interactivity_url and signing_secret to deliver payloads")
-        async with aiohttp.ClientSession() as session:
-            status, body = await send_interaction(
-                session, self.interactivity_url, payload, self.signing_secret
-            )
+        try:
+            async with aiohttp.ClientSession() as session, asyncio.timeout(ACK_DEADLINE):
+                status, body = await send_interaction(
+                    session, self.interactivity_url, payload, self.signing_secret
+                )
+        except TimeoutError:
+            return None, ACK_TIMEOUT
         if payload.get("type") == "view_submission" and status == 200:
             self._apply_view_response(payload["view"]["id"], body)
         return status, body
@@ -353,7 +362,11 @@ class SlackStandIn:
             return self._answer(method, params, {"ok": False, "error": "not_authed"}, faulted)
         if token not in self.tokens:
             return self._answer(method, params, {"ok": False, "error": "invalid_auth"}, faulted)
-        retry_after = self.rate_limits.check(method, params) if self.rate_limits else None
+        retry_after = (
+            self.rate_limits.check(method, params, conversation=self._conversation_id)
+            if self.rate_limits
+            else None
+        )
         if retry_after is not None:
             return self._limited(method, params, retry_after, "limit")
         answer = self.api.call(method, params)
@@ -361,6 +374,15 @@ class SlackStandIn:
         if late:  # "slow_stored": done and stored, but the answer comes only now
             await asyncio.sleep(late)
         return self._answer(method, params, answer, faulted)
+
+    def _conversation_id(self, ref: str) -> str:
+        """The id of the conversation ``ref`` names (``#name``, ``C…``, a user's DM), as Slack
+        counts per conversation; a ref that names none stays as it is. A user id opens their
+        DM, as the post itself would."""
+        try:
+            return self.workspace.channel(ref, users_open_dm=True).id
+        except SlackError:
+            return ref
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
         file_id = request.match_info["file_id"]
