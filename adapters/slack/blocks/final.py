@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from adapters.slack.blockkit import block_text_length
-from adapters.slack.blockkit.limits import (
-    MAX_BLOCKS_MESSAGE,
-    MAX_HEADER_TEXT,
-    MAX_SECTION_TEXT,
-    MESSAGE_TEXT_BUDGET,
+from adapters.slack.blockkit.limits import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
+from adapters.slack.blocks.open_message import shown_details
+from adapters.slack.blocks.overflow import (
+    MIN_SHOWN,
+    detail_blocks,
+    detail_shares,
+    fitted,
+    label_within,
+    outcome_limit,
+    sections_within,
 )
-from adapters.slack.blocks.overflow import detail_blocks, detail_shares
 from adapters.slack.blocks.parts import (
     byline_blocks,
     context,
@@ -33,12 +36,14 @@ from adapters.slack.mrkdwn import escape, plain, shorten_escaped
 from adapters.slack.outcomes import ICONS, as_mrkdwn, outcome_of
 from adapters.slack.record import PendingRecord
 from adapters.slack.rich import Piece, italic, rich_text, words
+from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 __all__ = ["MIN_ANSWER_TEXT", "answer_summary", "render_final", "render_stale"]
 
-MIN_ANSWER_TEXT: Final = 100
-"""The shortest an answer line of a final message is cut to so that the message fits."""
+MIN_ANSWER_TEXT: Final = MIN_SHOWN
+"""The shortest an answer line of a final message is cut to so that the message fits (the
+open message keeps room for this much when it has details; without, it may go shorter)."""
 
 
 def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:
@@ -82,24 +87,35 @@ def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
 def render_final(record: PendingRecord) -> Rendered:
     """The message as a record of its outcome: who answered what, and when.
 
-    Nothing on it answers any more; the asker's link, if any, stays (a URL button).
+    Nothing on it answers any more; the asker's link, if any, stays (a URL button). Slack
+    refuses an update over its text budget, which would leave the buttons up: the answer
+    lines, the label, a team review's tally and the outcome line are cut until the record
+    fits (the outcome line, with its date, is never dropped); the details show the part
+    the open message showed, as their thread carries exactly the rest.
     """
-    limit = MAX_SECTION_TEXT
-    while True:
-        rendered = _render_final(record, limit)
-        over = block_text_length(rendered.blocks) - MESSAGE_TEXT_BUDGET
-        answers = len(record.questions) if record.state == "answered" else 0
-        if over <= 0 or answers == 0 or limit == MIN_ANSWER_TEXT:
-            return rendered
-        # Slack refuses an update over its text cap, which would leave the buttons up:
-        # shorten the answer lines until the record of the outcome fits.
-        limit = max(MIN_ANSWER_TEXT, limit - over // answers - 1)
+    shown = _shown(record)
+    blocks = fitted(lambda limit: _final_blocks(record, shown, limit))
+    outcome = outcome_of(record)
+    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
+    # another client"), without a sentence's full stop before the question.
+    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
+    return Rendered(text, blocks)
 
 
-def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
-    shown = detail_shares(record)
+def _shown(record: PendingRecord) -> list[str]:
+    """The part of each detail the open message showed."""
+    try:
+        return shown_details(record)
+    except UserQuestionError:  # a request that could never be shown still gets its record
+        return detail_shares(record)
+
+
+def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
+    """The record's blocks, the parts that change (answers, label, tally, outcome) cut to
+    ``limit`` (the outcome line and the tally to ``outcome_limit``, never dropped)."""
     count = len(record.questions)
-    blocks: list[Block] = [*byline_blocks(record, mention=False)]
+    blocks: list[Block] = [*byline_blocks(label_within(record, limit), mention=False)]
     plan = layout_of(record.questions) == "plan"
     if plan:
         header = record.questions[0].header or "Plan review"
@@ -116,18 +132,12 @@ def _render_final(record: PendingRecord, answer_limit: int) -> Rendered:
                 answer.insert(0, words("→ "))
             else:  # one run of text where it can be ("→ Deploy")
                 answer[0] = words(f"→ {answer[0]['text']}")
-            blocks.append(rich_text(*answer, limit=answer_limit))
+            blocks.append(rich_text(*answer, limit=limit))
     if plan:
-        blocks.extend(tally_blocks(record))
-    outcome_limit = answer_limit if plan else MAX_SECTION_TEXT
-    blocks.append(context(_outcome_line(record, outcome_limit)))
-    blocks.extend(link_blocks(record))  # the asker's page stays one click away
-    outcome = outcome_of(record)
-    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
-    # another client"), without a sentence's full stop before the question.
-    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
-    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
-    return Rendered(text, blocks[:MAX_BLOCKS_MESSAGE])
+        blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+    # The outcome line and the asker's page (one click away) come last, always.
+    tail = [context(_outcome_line(record, outcome_limit(limit))), *link_blocks(record)]
+    return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
 
 
 def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:

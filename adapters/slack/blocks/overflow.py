@@ -1,38 +1,69 @@
 """Long details and plans: the part shown in the message, the rest in its thread (pure).
 
-Each question's detail gets a share of ``DETAIL_BUDGET`` (escaped characters, as Slack
-receives them) in the message; the rest follows in the thread as continuation messages of
-``THREAD_PART`` characters, or, past ``MAX_THREAD_REPLIES`` of them, as one file per detail,
-so a long text is readable in full and never silently cut.
+Slack refuses a post or an update whose block text passes ``MESSAGE_TEXT_BUDGET``
+(``msg_blocks_too_long``). The details get what the rest of the message leaves of it (at
+most ``DETAIL_BUDGET``), less the room kept for the parts that change after the post: who
+asks, a note, a team review's tally, a form's drafts, and on the final record the answers
+and the outcome line. Those are cut to fit what is left (``fitted``), never below
+``MIN_SHOWN`` / ``MIN_OUTCOME`` when the room was kept, so every rendering of a request, open
+or final, fits and shows the same part of each detail (``open_message`` sizes it). The rest
+follows in the thread as continuation messages of ``THREAD_PART`` characters, or, past
+``MAX_THREAD_REPLIES`` of them, as one file per detail (and one for a revision's diff), so a
+long text is readable in full and never silently cut.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
+from adapters.slack.blockkit import block_text_length
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET
 from adapters.slack.blocks.parts import context, markdown
 from adapters.slack.blocks.rendered import Attachment, Block
 from adapters.slack.layout import layout_of
-from adapters.slack.mrkdwn import escape, markdown_text
+from adapters.slack.mrkdwn import markdown_text, shorten, shorten_escaped
+from adapters.slack.plandiff import plan_diff
 from adapters.slack.record import PendingRecord
 
 __all__ = [
     "CONTINUED",
     "DETAIL_BUDGET",
+    "IN_THREAD",
     "MAX_THREAD_REPLIES",
+    "MIN_OUTCOME",
+    "MIN_SHOWN",
+    "PIECE_WORDS",
     "THREAD_PART",
     "detail_blocks",
     "detail_shares",
+    "diff_file",
+    "fitted",
+    "label_within",
+    "outcome_limit",
+    "sections_within",
     "split_text",
     "thread_parts",
 ]
 
 DETAIL_BUDGET: Final = 9000
-"""Characters of detail/plan shown in the message itself; the rest goes to the thread.
+"""Characters of detail/plan shown in the message itself at most; the rest goes to the thread.
 
-Slack caps markdown blocks at 12,000 characters per message and refuses messages whose
-block text passes about 12,000 (``msg_blocks_too_long``); this leaves room for the rest.
+Less when the rest of the message needs it: the details get what the rest leaves of
+``MESSAGE_TEXT_BUDGET`` (``open_message``). Below the cap, this keeps a margin against
+Slack's undocumented count (slack-platform.md: refused at 11.3k-13.3k in reports).
 """
+MIN_SHOWN: Final = 100
+"""The shortest an answer line, the asker's label, a note or a draft's text is cut to when
+the message is short of room (the room for this much is kept whenever there are details)."""
+MIN_OUTCOME: Final = 300
+"""The shortest the outcome line (with its date) and a team review's tally are cut to when
+the room was kept: three times an answer line's (``outcome_limit``)."""
+_OUTCOME_LEAST: Final = 150
+"""Below that (a request whose unchanging parts left no room): still the outcome's words,
+who, and the date (``<!date^…>``, about 70 characters), never dropped."""
+PIECE_WORDS: Final = 20
+"""Room kept for the words around each of those parts (``Asked by``, ``:warning:``, ...)."""
 THREAD_PART: Final = 10_000
 """Characters per continuation message in the thread."""
 
@@ -40,6 +71,8 @@ MAX_THREAD_REPLIES: Final = 10
 """Continuation messages per request at most; a longer text goes to the thread as one file."""
 
 CONTINUED: Final = "\n\n_… continued in the thread below._"
+IN_THREAD: Final = "_In full in the thread below._"
+"""What the message shows of a detail when the rest of the message leaves it no room."""
 
 _ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
 """How long each character ``escape`` changes becomes (``&amp;``, ``&lt;``, ``&gt;``)."""
@@ -77,16 +110,7 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     remaining = _escaped_length(text) if escaped else len(text)
     while remaining > limit:
         rest = text[start : start + 5 * limit]  # enough for any part: parts stay linear
-        fit = _escaped_fit(rest, limit) if escaped else limit
-        window = rest[:fit]
-        cut = -1
-        for separator in ("\n\n", "\n", " "):
-            found = window.rfind(separator)
-            if found > fit // 2:
-                cut = found + len(separator)
-                break
-        if cut <= 0:
-            cut = fit
+        cut = _first_cut(rest, limit, escaped=escaped)
         part = rest[:cut]
         parts.append(part)
         start += cut
@@ -95,32 +119,128 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     return parts
 
 
-def detail_shares(record: PendingRecord) -> list[str]:
-    """The part of each question's detail shown in the message itself.
+def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
+    """Where the first part of ``rest`` (longer than ``limit``) ends: at a paragraph, line
+    or word boundary in its second half, else at the limit."""
+    fit = _escaped_fit(rest, limit) if escaped else limit
+    window = rest[:fit]
+    for separator in ("\n\n", "\n", " "):
+        found = window.rfind(separator)
+        if found > fit // 2:
+            return found + len(separator)
+    return fit
 
-    It depends on the details alone, so every rendering of a request (open, re-rendered,
-    final) shows the same part and the thread, posted once, carries exactly the rest.
-    ``DETAIL_BUDGET`` counts escaped characters, as Slack receives them.
+
+def _fair_shares(sizes: list[int], budget: int) -> list[int]:
+    """``budget`` split between texts of ``sizes``: a short one keeps its whole size, and
+    what it leaves goes to the longer ones, equally."""
+    shares = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for taken, index in enumerate(order):
+        shares[index] = min(sizes[index], left // (len(sizes) - taken))
+        left -= shares[index]
+    return shares
+
+
+def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[str]:
+    """The part of each question's detail shown in the message itself, in ``budget``
+    escaped characters (as Slack receives them) in all.
+
+    The budget is sized from the parts of the request that never change (``open_message``),
+    so every rendering of a request (open, re-rendered, final) shows the same part and the
+    thread, posted once, carries exactly the rest.
     """
     details = [question.detail or "" for question in record.questions]
-    total = sum(len(escape(detail)) for detail in details)
-    if total <= DETAIL_BUDGET:
+    sizes = [_escaped_length(detail) for detail in details]
+    budget = min(budget, DETAIL_BUDGET)
+    if sum(sizes) <= budget:
         return details
-    share = DETAIL_BUDGET // max(1, sum(1 for detail in details if detail))
+    shares = _fair_shares(sizes, max(0, budget))
     return [
-        split_text(detail, share, escaped=True)[0] if len(escape(detail)) > share else detail
-        for detail in details
+        detail if size <= share else _first_part(detail, share)
+        for detail, size, share in zip(details, sizes, shares, strict=True)
     ]
+
+
+def _first_part(text: str, limit: int) -> str:
+    """The first part ``split_text(text, limit, escaped=True)`` would give, without the rest
+    (empty when ``limit`` is below one escaped character)."""
+    if limit < max(_ESCAPED_SIZE.values()):
+        return ""
+    return text[: _first_cut(text[: 5 * limit], limit, escaped=True)]
 
 
 def detail_blocks(shown: str, full: str) -> list[Block]:
     """The shown part of a detail, saying so when the rest is in the thread."""
-    if not shown:
+    if not full:
         return []
+    if not shown:
+        return [markdown(IN_THREAD)]
     text = markdown_text(shown)
     if len(shown) < len(full):
         text += CONTINUED
     return [markdown(text)]
+
+
+def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
+    """``render(limit)`` with the largest ``limit`` (up to a section's 3,000) that keeps the
+    message within ``MESSAGE_TEXT_BUDGET``; the smallest tried when none does.
+
+    ``limit`` is how long each part that changes after the post (the label, a note, a
+    tally, drafts, answers, the outcome line) may be: Slack refuses an update over the
+    budget, which would leave a finished question's buttons live, so those give way, not
+    the details (whose part the thread continues) nor the questions. ``first``: the
+    rendering at the full limit, if the caller has it already.
+    """
+    blocks = render(MAX_SECTION_TEXT) if first is None else first
+    if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
+        return blocks
+    low, high = 1, MAX_SECTION_TEXT - 1
+    best = render(low)
+    if block_text_length(best) > MESSAGE_TEXT_BUDGET:
+        return best  # the parts that never change are over on their own
+    while low < high:  # shorter limits never render longer: a binary search
+        middle = (low + high + 1) // 2
+        attempt = render(middle)
+        if block_text_length(attempt) <= MESSAGE_TEXT_BUDGET:
+            low, best = middle, attempt
+        else:
+            high = middle - 1
+    return best
+
+
+def outcome_limit(limit: int) -> int:
+    """How long the outcome line and a tally may be when the other changing parts may be
+    ``limit``: three times as long (``MIN_OUTCOME`` at ``MIN_SHOWN``), up to a section."""
+    return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * MIN_OUTCOME // MIN_SHOWN))
+
+
+def sections_within(blocks: list[Block], limit: int) -> list[Block]:
+    """Sections of escaped mrkdwn (a review's tally) with their text cut to ``limit``."""
+    return [
+        {**block, "text": {**block["text"], "text": shorten_escaped(block["text"]["text"], limit)}}
+        for block in blocks
+    ]
+
+
+def label_within(record: PendingRecord, limit: int) -> PendingRecord:
+    """``record`` with its label (who asks, shown on every rendering) cut to ``limit``."""
+    if record.label is None or len(record.label) <= limit:
+        return record
+    return record.model_copy(update={"label": shorten(record.label, limit)})
+
+
+def _size(text: str) -> str:
+    return f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
+
+
+def diff_file(previous_plan: str, plan: str) -> Attachment:
+    """A revision's whole diff as one file: its replies would pass ``MAX_THREAD_REPLIES``."""
+    text = plan_diff(previous_plan, plan).text
+    title = "What changed in the plan"
+    comment = f"{title}, in full ({_size(text)}): too long for thread replies."
+    return Attachment("plan-changes.diff", title, text, comment)
 
 
 def thread_parts(
@@ -150,8 +270,7 @@ def thread_parts(
             full = question.detail or ""
             title = f"{what} of question {index + 1}" if count > 1 else what
             name = f"{what.lower()}-{index + 1}.md" if count > 1 else f"{what.lower()}.md"
-            size = f"{len(full.encode('utf-8')) / 1024:,.0f} KB"
-            comment = f"{title} in full ({size}): too long for the message itself."
+            comment = f"{title} in full ({_size(full)}): too long for the message itself."
             files.append(Attachment(name, title, full, comment))
         return [], files
     messages: list[list[Block]] = []
