@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -21,9 +21,11 @@ from adapters.slack.interactions import Origin
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
+from bot.questions import UserQuestionError
 
 __all__ = [
     "NOT_AN_APPROVER",
+    "NOT_RECORDED_APPROVAL",
     "NO_LONGER_OPEN_APPROVAL",
     "ApprovalClick",
     "ApprovalHandler",
@@ -34,6 +36,8 @@ NOT_AN_APPROVER: Final = (
     "You are not one of the people who can approve tool permissions; nothing was sent."
 )
 NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
+NOT_RECORDED_APPROVAL: Final = "Your click was not recorded. Please try again."
+"""A fixed sentence: the store's error (its address, a path) is for the log, not the person."""
 _logger = logging.getLogger("adapters.slack")
 
 
@@ -84,17 +88,54 @@ class ApprovalHandler:
         self._sync = sync
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Record an approval click (already acked)."""
+        """Record an approval click (already acked).
+
+        Nothing here waits for Slack: with ``process_before_response`` the ack reaches Slack
+        only when this returns, so a decision that needs a user group's members (a Web API
+        call, paced and slow under load) is made in the background.
+        """
         click = parse_approval_click(body)
         if click is None:
             return
-        origin = Origin(user=click.user, channel=click.channel)
+        await self._recording(click, self._handle(click))
+
+    async def _recording(self, click: ApprovalClick, work: Awaitable[None]) -> None:
+        """Run ``work``; a store that cannot take the click does not fail the request Slack
+        sent (a 500, an error icon, a traceback; in Socket Mode no ack at all): the person
+        is told privately that the click was not recorded, and may click again."""
+        try:
+            await work
+        except UserQuestionError as exc:
+            _logger.warning(
+                "approval click not recorded",
+                extra={"request_id": click.request_id, "error": exc.message, "code": exc.code},
+            )
+            self._sync.note(_origin(click), None, NOT_RECORDED_APPROVAL)
+
+    async def _handle(self, click: ApprovalClick) -> None:
         record = await self._store.get(click.request_id)
         if record is None or record.approval is None:
-            self._sync.note(origin, None, NO_LONGER_OPEN_APPROVAL)
+            self._sync.note(_origin(click), None, NO_LONGER_OPEN_APPROVAL)
             return
         users, groups = record.allowed_users, record.allowed_usergroups
-        if not await self._gate.allowed(click.user, users, groups):
+        allowed = self._gate.decide_cached(click.user, users, groups)
+        if allowed is None:  # needs a Web API call: off the ack path
+            later = self._recording(click, self._authorize_then_apply(click, record))
+            self._sync.spawn(later, "authorize approval click")
+            return
+        await self._apply(click, record, allowed)
+
+    async def _authorize_then_apply(self, click: ApprovalClick, record: PendingRecord) -> None:
+        allowed = await self._gate.allowed(
+            click.user, record.allowed_users, record.allowed_usergroups
+        )
+        await self._apply(click, record, allowed)
+
+    async def _apply(self, click: ApprovalClick, record: PendingRecord, allowed: bool) -> None:
+        """Refuse, or decide on the freshest record (``record`` is the one read on the click's
+        way here; the decision is made again on the stored one)."""
+        origin = _origin(click)
+        if not allowed:
             _logger.info(
                 "approval click refused: not an approver",
                 extra={"request_id": record.id, "user": click.user},
@@ -124,3 +165,8 @@ class ApprovalHandler:
         if written is None:
             self._sync.note(origin, record, NO_LONGER_OPEN_APPROVAL)
         self._sync.refresh(click.request_id)
+
+
+def _origin(click: ApprovalClick) -> Origin:
+    """Where the person who clicked is told things privately."""
+    return Origin(user=click.user, channel=click.channel)

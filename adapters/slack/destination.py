@@ -87,10 +87,20 @@ class AskDefaults:
         *,
         owner: str | None,
     ) -> PendingRecord:
-        """The record a tool-permission approval starts as (no deadline of its own)."""
+        """The record a tool-permission approval starts as (no deadline of its own).
+
+        Who may decide: exactly ``approvers`` and ``approver_groups`` when either is given
+        (the other then names nobody: approving a command is not answering a question, so
+        the answerers do not fill in a half-set list); the answerers only when both are
+        unset.
+        """
         where = self.destination
         if options.channel:
             where = Destination(options.channel, options.thread_ts)
+        users, groups = self.allowed_users, self.allowed_usergroups
+        if approvers or approver_groups:
+            users = list(approvers) if approvers else None
+            groups = list(approver_groups) if approver_groups else None
         return PendingRecord(
             id="-",
             owner=owner,
@@ -99,9 +109,7 @@ class AskDefaults:
             approval=approval,
             channel=where.channel,
             thread_ts=where.thread_ts,
-            allowed_users=list(approvers) if approvers else self.allowed_users,
-            allowed_usergroups=(
-                list(approver_groups) if approver_groups else self.allowed_usergroups
-            ),
+            allowed_users=users,
+            allowed_usergroups=groups,
             asked_by=options.asked_by,
         )

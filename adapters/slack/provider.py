@@ -293,8 +293,9 @@ class SlackQuestionProvider:
         """Post a tool-permission approval (Allow once / Reject) and wait for its ending.
 
         Not a seam question: it comes back as it ended, ``answered`` with ``decision`` set
-        (``allowed-once`` or ``rejected``), or ``aborted``/``failed``. ``approvers`` /
-        ``approver_groups`` default to whoever may answer questions.
+        (``allowed-once`` or ``rejected``), or ``aborted``/``failed``. Only ``approvers`` /
+        ``approver_groups`` may decide when either is given; with both unset, whoever may
+        answer questions.
         """
         record = await self._lifecycle.ask_approval(
             approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
