@@ -1,7 +1,7 @@
 """The lanes of one Web API method: which calls wait, in which order, which lane goes next.
 
 Bookkeeping for :class:`adapters.slack.scheduler.WebApiScheduler`: it sends nothing and
-reads no clock. A lane is a channel (posts) or a message (updates); lanes take turns.
+reads no clock. A lane is a conversation (posts) or a message (updates); lanes take turns.
 """
 
 from __future__ import annotations
@@ -102,6 +102,24 @@ class MethodLanes:
             del self.lanes[entry.lane]
         self._untag(entry)
         return True
+
+    def merge(self, old: str, new: str) -> None:
+        """Move the calls waiting in lane ``old`` into lane ``new``, oldest first: one
+        conversation was known by two names (a user id and its DM's id), and Slack paces
+        the conversation, so its calls share one lane and one turn."""
+        moving = self.lanes.pop(old, None)
+        self.not_before.pop(old, None)
+        if not moving:
+            return
+        for entry in moving:
+            entry.lane = new
+        into = self.lanes.get(new)
+        merged = moving if into is None else [*into, *moving]
+        self.lanes[new] = deque(sorted(merged, key=lambda entry: entry.queued_at))
+        if new not in self.in_turns:
+            self.in_turns.add(new)
+            self.turns.append(new)
+        self.wake.set()
 
     def _untag(self, entry: QueuedCall) -> None:
         self.waiting -= 1

@@ -1,9 +1,11 @@
 """``PacedWebClient``: slack_sdk's ``AsyncWebClient`` with every call sent through the scheduler.
 
 Every Web API method of slack_sdk's client ends in ``api_call``; this client queues that
-call in a ``WebApiScheduler`` (lane: the channel for posts, the message for updates) and
-leaves 429s to it, so nothing that uses the client (the provider, bolt, the gatekeeper)
-can spend more than Slack's limits or fail for having waited its turn.
+call in a ``WebApiScheduler`` (lane: the conversation for posts, the message for updates)
+and leaves 429s to it, so nothing that uses the client (the provider, bolt, the gatekeeper)
+can spend more than Slack's limits or fail for having waited its turn. Each post's answer
+tells the scheduler which conversation its ``channel`` named (a user id: the DM's ``D…``
+id), so one DM posted to by both names is paced as the one conversation Slack counts.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from adapters.slack.limits import POST_MESSAGE
 from adapters.slack.scheduler import WebApiScheduler
 
 __all__ = ["NotSent", "PacedWebClient", "only_if"]
@@ -89,7 +92,12 @@ class PacedWebClient(AsyncWebClient):
         async def send() -> AsyncSlackResponse:
             if guard is not None and not await guard():
                 raise NotSent(api_method)
-            return await call()
+            response: AsyncSlackResponse = await call()
+            if api_method == POST_MESSAGE and channel:
+                # Learnt before the caller resumes: its next post (a thread part to the
+                # D… id) and the calls still waiting go in the conversation's lane.
+                await self.scheduler.learn(str(channel), str(response.get("channel") or ""))
+            return response
 
         response: AsyncSlackResponse = await self.scheduler.call(
             api_method, send, channel=str(channel) if channel else None, key=key

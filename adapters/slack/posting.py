@@ -109,8 +109,7 @@ class Poster:
     async def post(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         """Deliver the message (the record as placed); a cancelled ask still lets Slack's
         reply arrive first."""
-        with tagged(record.id):  # the scheduler can tell while this post waits its turn
-            delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        delivery = asyncio.ensure_future(self._deliver(record, rendered))
         if record.detached:
             self._posting[record.id] = delivery
         keeper = self._keep_while_queued(record)
@@ -158,7 +157,10 @@ class Poster:
             # aborted or ended while its post waited in the queue is never shown.
             # The guard holds the id only: a pooled connection opened in this block keeps
             # the block's context (and so the guard) for as long as the connection lives.
-            with only_if(functools.partial(self._may_post, record.id, record.detached)):
+            # Tagged: the scheduler tells while this post (and only it: not its thread
+            # parts, nor the refreshes it starts) waits its turn, the question's ``queued``.
+            guard = functools.partial(self._may_post, record.id, record.detached)
+            with only_if(guard), tagged(record.id):
                 response = await self._client.chat_postMessage(
                     channel=record.channel,
                     thread_ts=record.thread_ts,

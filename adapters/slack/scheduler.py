@@ -4,10 +4,14 @@
 method's budget (``SlackLimits``, through a ``Budget``: this process's or shared through
 Redis) has room, and returns its result:
 
-- Calls wait in *lanes*: one per channel for ``chat.postMessage`` (new questions are posted
-  fairly, channel after channel, each in order), one per message (``key``) for
+- Calls wait in *lanes*: one per conversation for ``chat.postMessage`` (new questions are
+  posted fairly, channel after channel, each in order), one per message (``key``) for
   ``chat.update``, which sends one call at a time so versions land in order. A method's
   lanes take turns.
+- Slack paces posts per conversation, whatever name a call gives it: a DM is posted to by
+  the person's user id and by its ``D…`` id. ``learn`` (told each post's answer) maps a
+  name to the conversation Slack answered with; from then on both names share one lane
+  and one bucket. Until the first post answers, a user id is its own conversation.
 - Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
   callers get the newer call's result), so each message has at most one pending update
   and the latest one is the one sent.
@@ -17,13 +21,15 @@ Redis) has room, and returns its result:
   ``withdraw`` takes a tagged call off it for callers still waiting (they get an error).
 - A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
   many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
-  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state).
+  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state). Background work
+  starts untagged (``untagged_context``): a call it makes is not the tag's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -36,7 +42,7 @@ from adapters.slack.budget import Bucket, Budget, LocalBudget
 from adapters.slack.lanes import MethodLanes, QueuedCall
 from adapters.slack.limits import POST_MESSAGE, SlackLimits
 
-__all__ = ["WebApiScheduler", "retry_after_of", "tagged"]
+__all__ = ["WebApiScheduler", "retry_after_of", "tagged", "untagged_context"]
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
@@ -47,12 +53,22 @@ _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 
 @contextlib.contextmanager
 def tagged(tag: str) -> Iterator[None]:
-    """Tag the Web API calls made in this context (and tasks started from it) with ``tag``."""
+    """Tag the Web API calls made in this block with ``tag`` (so ``is_queued`` tells while
+    they wait). Only the calls that are ``tag``'s: a task started here copies the tag, so
+    background work is started in ``untagged_context()``."""
     token = _TAG.set(tag)
     try:
         yield
     finally:
         _TAG.reset(token)
+
+
+def untagged_context() -> contextvars.Context:
+    """A copy of the current context without a tag: for a task that outlives the call that
+    starts it (a republish, a refresh), whose calls are no question's post."""
+    context = contextvars.copy_context()
+    context.run(_TAG.set, None)
+    return context
 
 
 def retry_after_of(exc: BaseException) -> float | None:
@@ -93,6 +109,7 @@ class WebApiScheduler:
         self._closed = False
         self._sending: set[asyncio.Task[None]] = set()
         self._tags: Counter[str] = Counter()
+        self._conversations: dict[str, str] = {}
         self.ratelimited = 0
         """How many 429 answers came back (each was retried)."""
         self.sent = 0
@@ -117,7 +134,7 @@ class WebApiScheduler:
         state = self._methods.get(method)
         if state is None:
             state = self._methods[method] = MethodLanes(method, self._tags)
-        lane = key if key is not None else (channel or "")
+        lane = key if key is not None else self.conversation(channel or "")
         queued = state.lanes.get(lane)
         if key is not None and queued:
             entry = queued[-1]  # a newer version replaces the one still waiting
@@ -137,6 +154,24 @@ class WebApiScheduler:
             if entry.waiters == 0 and state.remove(entry):
                 entry.future.cancel()
             raise
+
+    def conversation(self, channel: str) -> str:
+        """The conversation ``channel`` names, as far as Slack's answers told (``learn``);
+        the name itself until then."""
+        return self._conversations.get(channel, channel)
+
+    async def learn(self, channel: str, conversation: str) -> None:
+        """A post to ``channel`` landed in ``conversation`` (its answer's ``channel``): a
+        user id names its DM. Calls waiting under the name join the conversation's lane,
+        and that post counts in the conversation's bucket (it was spent under the name),
+        so the conversation gets one post per interval whichever name a call gives."""
+        if not conversation or channel == conversation or channel in self._conversations:
+            return
+        self._conversations[channel] = conversation
+        for state in self._methods.values():
+            state.merge(channel, conversation)
+        bucket = self.buckets(POST_MESSAGE, conversation)[-1]
+        await self._budget.hold(bucket, bucket.window)
 
     def depths(self) -> dict[str, int]:
         """Calls waiting to be sent, per method (methods with none are left out)."""
@@ -205,7 +240,9 @@ class WebApiScheduler:
         if self._closed:
             return
         if state.worker is None or state.worker.done():
-            task = asyncio.get_running_loop().create_task(self._serve(state), name=state.name)
+            task = asyncio.get_running_loop().create_task(
+                self._serve(state), name=state.name, context=untagged_context()
+            )
             state.worker = task
 
     async def _serve(self, state: MethodLanes) -> None:
@@ -288,6 +325,8 @@ class WebApiScheduler:
             self.ratelimited += 1
             seconds = self.limits.real(retry_after)
             await self._budget.hold(self.buckets(state.name, entry.lane)[0], seconds)
+            if not entry.serial:  # its channel may be known by its conversation meanwhile
+                entry.lane = self.conversation(entry.lane)
             state.enqueue(entry, first=True)
         except BaseException as exc:
             self._settle(entry, error=exc)

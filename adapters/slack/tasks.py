@@ -1,7 +1,10 @@
 """Background work the provider starts after acking: tracked, logged, drained on shutdown.
 
 Listeners return as soon as the compare-and-set is done; message updates, modals and
-private notes run here so a click is acknowledged in about a millisecond.
+private notes run here so a click is acknowledged in about a millisecond. A task starts
+without the scheduler's tag of the code that spawned it (a question's post): its calls (a
+republish of App Home, a refresh) are not that question's, which would read ``queued``
+for as long as they wait.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import Any
+
+from adapters.slack.scheduler import untagged_context
 
 __all__ = ["BackgroundTasks"]
 
@@ -26,7 +31,8 @@ class BackgroundTasks:
 
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; ``what`` names it in logs."""
-        task = asyncio.get_running_loop().create_task(coro, name=what)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=what, context=untagged_context())
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
