@@ -4,39 +4,61 @@ A ``Bucket`` is a sliding window: a call is granted while fewer than ``limit`` c
 granted in the last ``window`` seconds. ``take(buckets)`` grants a call only when every
 bucket has room, and then counts it in all of them; otherwise it counts nothing and says
 how long to wait and which bucket was full. ``hold(bucket, seconds)`` closes a bucket for
-a while (a ``Retry-After``).
+a while (a ``Retry-After``); a shorter hold never shortens a longer one.
 
-``LocalBudget`` keeps the call times in memory. ``RedisBudget`` keeps them in Redis sorted
-sets (one Lua script, Redis's clock), so several bot processes share one app's budget
-instead of each spending its own; while Redis is unreachable it paces this process alone.
+``LocalBudget`` keeps the call times in memory, and forgets a bucket once its window has
+passed (a bot posts to a channel bucket per DM, for months). ``RedisBudget`` keeps them in
+Redis sorted sets (one Lua script, Redis's clock), so several bot processes share one app's
+budget instead of each spending its own; while Redis is unreachable it paces this process
+alone, and when Redis is back it first writes there what it granted and held meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Protocol, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 __all__ = ["Bucket", "Budget", "LocalBudget", "RedisBudget", "Wait"]
 
+T = TypeVar("T")
 _MICROS: Final = 1_000_000
+_CONNECTIONS: Final = 8
+"""Scripts one ``RedisBudget`` runs at once (a worker per method, and holds after 429s);
+more callers wait for a connection instead of failing as if Redis were gone."""
+_CONNECTION_WAIT: Final = 10.0
+"""Seconds a caller waits for a connection: twice the socket timeout, so only a Redis that
+answers nobody in time makes it give up."""
+_BUSY_WAIT: Final = 0.5
+"""The wait a ``take`` answers when no connection freed up: it grants nothing it cannot count."""
+
+# Sets a hold unless a longer one is already running (two 429s from two processes).
+_HOLD: Final = """
+local function hold(key, micros)
+  local ms = math.ceil(micros / 1000)
+  if redis.call('PTTL', key) < ms then redis.call('SET', key, '1', 'PX', ms) end
+end
+"""
 
 # KEYS: the buckets. ARGV: limit and window (µs) per bucket, then a hold (µs; 0 to take)
 # and a nonce that keeps the members of one call unique.
-_SCRIPT: Final = """
+_SCRIPT: Final = (
+    _HOLD
+    + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = #KEYS
-local hold = tonumber(ARGV[2 * n + 1])
-if hold > 0 then
-  redis.call('SET', KEYS[1] .. ':hold', '1', 'PX', math.ceil(hold / 1000))
+local held_for = tonumber(ARGV[2 * n + 1])
+if held_for > 0 then
+  hold(KEYS[1] .. ':hold', held_for)
   return {0, 0}
 end
 local wait, full = 0, 0
@@ -61,6 +83,34 @@ for i, key in ipairs(KEYS) do
 end
 return {0, 0}
 """
+)
+
+# Writes back what a process granted and held alone. KEYS: the buckets with grants, then
+# the held ones. ARGV: how many have grants, a nonce; per bucket with grants its window
+# (µs), its number of grants and their ages (µs); per held bucket the hold left (µs).
+_REPLAY: Final = (
+    _HOLD
+    + """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local counted, nonce, a = tonumber(ARGV[1]), ARGV[2], 3
+for i, key in ipairs(KEYS) do
+  if i > counted then
+    hold(key .. ':hold', tonumber(ARGV[a]))
+    a = a + 1
+  else
+    local window, grants = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+    for j = 1, grants do
+      local at = string.format('%d', now - tonumber(ARGV[a + 1 + j]))
+      redis.call('ZADD', key, at, at .. ':' .. nonce .. ':' .. j)
+    end
+    redis.call('PEXPIRE', key, math.ceil(window / 1000) + 1000)
+    a = a + 2 + grants
+  end
+end
+return {0, 0}
+"""
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,31 +142,60 @@ class Budget(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class _Calls:
+    """The grants of one bucket still in its window; the window is kept to prune it when
+    nobody asks for the bucket any more."""
+
+    window: float
+    times: deque[float] = field(default_factory=deque)
+
+    def prune(self, now: float, window: float) -> bool:
+        """Drop the grants ``window`` seconds old or older; whether any is left."""
+        times, edge = self.times, now - window
+        while times and times[0] <= edge:
+            times.popleft()
+        return bool(times)
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """What a ``LocalBudget`` gave up (``drain``): its clock then, its grants and holds."""
+
+    at: float
+    calls: dict[str, _Calls]
+    held: dict[str, float]
+
+
 class LocalBudget:
     """A budget for one process."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._calls: dict[str, deque[float]] = {}
+        self._calls: dict[str, _Calls] = {}
         self._held: dict[str, float] = {}
+        self._longest = 0.0
+        self._swept_at = clock()
+        self._since_sweep = 0
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
         """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
         now = self._clock()
+        self._tidy(now)
         wait, full = 0.0, 0
         for index, bucket in enumerate(buckets):
-            calls = self._calls.setdefault(bucket.key, deque())
-            while calls and calls[0] <= now - bucket.window:
-                calls.popleft()
-            need = self._held.get(bucket.key, now) - now
-            if len(calls) >= bucket.limit:
-                need = max(need, calls[len(calls) - bucket.limit] + bucket.window - now)
+            need = self._need(bucket, now)
             if need > wait:
                 wait, full = need, index
         if wait > 0:
             return wait, full
         for bucket in buckets:
-            self._calls[bucket.key].append(now)
+            calls = self._calls.get(bucket.key)
+            if calls is None:
+                calls = self._calls[bucket.key] = _Calls(bucket.window)
+            calls.window = bucket.window
+            calls.times.append(now)
+            self._longest = max(self._longest, bucket.window)
         return 0.0, 0
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
@@ -129,6 +208,60 @@ class LocalBudget:
     async def close(self) -> None:
         """Nothing to release."""
 
+    def kept(self) -> int:
+        """How many buckets and holds are in memory (cheap: no sweep)."""
+        return len(self._calls) + len(self._held)
+
+    def drain(self) -> Handover:
+        """Hand over the grants and holds still in their windows, and forget them here."""
+        now = self._clock()
+        self._sweep(now)
+        handover = Handover(now, self._calls, self._held)
+        self._calls, self._held = {}, {}
+        return handover
+
+    def restore(self, handover: Handover) -> None:
+        """Take back what ``drain`` handed over (it could not be written elsewhere), with
+        whatever was granted and held here since."""
+        for key, calls in handover.calls.items():
+            mine = self._calls.get(key)
+            if mine is not None:
+                calls.times = deque(sorted([*calls.times, *mine.times]))
+            self._calls[key] = calls
+        for key, until in handover.held.items():
+            self._held[key] = max(until, self._held.get(key, until))
+
+    def _need(self, bucket: Bucket, now: float) -> float:
+        """Seconds until ``bucket`` may grant a call (0 or less: now)."""
+        need = self._held.get(bucket.key, now) - now
+        calls = self._calls.get(bucket.key)
+        if calls is not None and calls.prune(now, bucket.window):
+            times = calls.times
+            if len(times) >= bucket.limit:
+                need = max(need, times[len(times) - bucket.limit] + bucket.window - now)
+        return need
+
+    def _tidy(self, now: float) -> None:
+        """Sweep once as many takes went by as there are buckets, or once the longest
+        window passed since the last sweep: each take pays O(1) on average, and a budget
+        idle for longer than its windows forgets everything at its next take."""
+        self._since_sweep += 1
+        if self._since_sweep > self.kept() or now - self._swept_at >= self._longest:
+            self._sweep(now)
+
+    def _sweep(self, now: float) -> None:
+        """Forget the buckets whose grants all left their windows, and the holds that ended."""
+        self._since_sweep, self._swept_at = 0, now
+        for key in [k for k, calls in self._calls.items() if not calls.prune(now, calls.window)]:
+            del self._calls[key]
+        for key in [k for k, until in self._held.items() if until <= now]:
+            del self._held[key]
+
+
+class _NoConnection(Exception):
+    """No connection freed up in ``_CONNECTION_WAIT``: Redis is slow, not known to be gone,
+    so nothing is granted on this process's word alone."""
+
 
 class RedisBudget:
     """A budget shared by every process using the same Redis and ``prefix``."""
@@ -139,39 +272,110 @@ class RedisBudget:
         self._redis = redis
         self._prefix = prefix
         self._script = redis.register_script(_SCRIPT)
+        self._replay_script = redis.register_script(_REPLAY)
+        self._connections = asyncio.Semaphore(
+            min(_CONNECTIONS, redis.connection_pool.max_connections)
+        )
         self._fallback = LocalBudget()
+        self._replaying: asyncio.Task[bool] | None = None
         self._logger = logger or logging.getLogger("adapters.slack")
         self._degraded = False
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str) -> RedisBudget:
-        """A budget on its own small connection pool to ``url``."""
-        redis = aioredis.Redis.from_url(url, socket_timeout=5, max_connections=4)
-        return cls(redis, prefix=f"{prefix}:ratelimit")
+        """A budget on its own small connection pool to ``url``; a caller finding every
+        connection busy waits for one (a full pool is not an outage)."""
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, socket_timeout=5, max_connections=_CONNECTIONS, timeout=_CONNECTION_WAIT
+        )
+        return cls(aioredis.Redis.from_pool(pool), prefix=f"{prefix}:ratelimit")
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
         """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
+        keys = self._keys([b.key for b in buckets])
         args = [x for b in buckets for x in (b.limit, round(b.window * _MICROS))]
-        answer = await self._run([b.key for b in buckets], [*args, 0, secrets.token_hex(6)])
-        if answer is None:
-            return await self._fallback.take(buckets)
-        return answer[0] / _MICROS, answer[1]
+        try:
+            if await self._synced():
+                answer = await self._run(
+                    lambda: self._script(keys=keys, args=[*args, 0, secrets.token_hex(6)])
+                )
+                if answer is not None:
+                    return int(answer[0]) / _MICROS, int(answer[1])
+        except _NoConnection:
+            return _BUSY_WAIT, 0
+        return await self._fallback.take(buckets)
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
-        """Grant nothing from ``bucket`` for ``seconds``, in every process."""
+        """Grant nothing from ``bucket`` for ``seconds``, in every process (kept here and
+        written to Redis later when it cannot be now)."""
         if seconds <= 0:
             return
+        keys = self._keys([bucket.key])
         args = [bucket.limit, round(bucket.window * _MICROS), max(1000, round(seconds * _MICROS))]
-        if await self._run([bucket.key], [*args, ""]) is None:
-            await self._fallback.hold(bucket, seconds)
+        try:
+            if await self._synced() and await self._run(
+                lambda: self._script(keys=keys, args=[*args, ""])
+            ):
+                return
+        except _NoConnection:
+            pass
+        await self._fallback.hold(bucket, seconds)
 
     async def close(self) -> None:
         """Close the connection pool."""
+        if self._replaying is not None:
+            self._replaying.cancel()
+            await asyncio.gather(self._replaying, return_exceptions=True)
         await self._redis.aclose()
 
-    async def _run(self, keys: list[str], args: list[int | str]) -> tuple[int, int] | None:
+    def _keys(self, keys: list[str]) -> list[str]:
+        return [f"{self._prefix}:{k}" for k in keys]
+
+    async def _synced(self) -> bool:
+        """Whether Redis has everything this process granted and held on its own: what is
+        still in its window is written there first (one attempt, shared by the callers
+        meanwhile), or Redis would grant the window a second time. False while unreachable."""
+        if self._replaying is None:
+            if not self._fallback.kept():
+                return True
+            self._replaying = asyncio.ensure_future(self._replay())
+            self._replaying.add_done_callback(self._replayed)
+        return await asyncio.shield(self._replaying)
+
+    def _replayed(self, task: asyncio.Task[bool]) -> None:
+        if self._replaying is task:
+            self._replaying = None
+        if not task.cancelled():
+            task.exception()  # the callers waiting on it were told
+
+    async def _replay(self) -> bool:
+        """Write the fallback's grants (their ages kept, on Redis's clock) and holds still in
+        their windows to Redis, and forget them here; whether Redis took them."""
+        if await self._run(self._redis.ping) is None:
+            return False  # still unreachable: nothing is handed over
+        handover = self._fallback.drain()
+        keys, args = _replay_args(handover)
         try:
-            result = await self._script(keys=[f"{self._prefix}:{k}" for k in keys], args=args)
+            if not keys or await self._run(
+                lambda: self._replay_script(keys=self._keys(keys), args=args)
+            ):
+                return True
+        except BaseException:
+            self._fallback.restore(handover)
+            raise
+        self._fallback.restore(handover)
+        return False
+
+    async def _run(self, send: Callable[[], Awaitable[T]]) -> T | None:
+        """``send()``'s answer, or ``None`` if Redis is unreachable (``_NoConnection`` if every
+        connection stays busy)."""
+        try:
+            async with asyncio.timeout(_CONNECTION_WAIT):
+                await self._connections.acquire()
+        except TimeoutError:
+            raise _NoConnection from None
+        try:
+            result = await send()
         except (RedisError, OSError) as exc:
             if not self._degraded:
                 self._degraded = True
@@ -180,7 +384,21 @@ class RedisBudget:
                     extra={"error": f"{type(exc).__name__}: {exc}"},
                 )
             return None
+        finally:
+            self._connections.release()
         if self._degraded:
             self._degraded = False
             self._logger.info("rate-limit budget: shared through Redis again")
-        return int(result[0]), int(result[1])
+        return result
+
+
+def _replay_args(handover: Handover) -> tuple[list[str], list[int | str]]:
+    """The keys and arguments of ``_REPLAY`` for what a ``LocalBudget`` handed over."""
+    counted = [(key, calls) for key, calls in handover.calls.items() if calls.times]
+    held = [(key, until) for key, until in handover.held.items() if until > handover.at]
+    args: list[int | str] = [len(counted), secrets.token_hex(6)]
+    for _, calls in counted:
+        args += [round(calls.window * _MICROS), len(calls.times)]
+        args += [round((handover.at - at) * _MICROS) for at in calls.times]
+    args += [max(1000, round((until - handover.at) * _MICROS)) for _, until in held]
+    return [key for key, _ in counted] + [key for key, _ in held], args
