@@ -225,3 +225,19 @@ async def test_a_socket_mode_approval_click_the_store_cannot_take_is_acked(
         await socket.stop()
         await web.stop()
         await store.close()
+
+
+async def test_an_approval_decision_is_audited_with_who_decided_by_id_and_name() -> None:
+    """The trail's decision event names the person (user id and display name, as Slack's
+    payload gives them) and the outcome, as a question's answer does."""
+    async with SlackHarness() as h:
+        task, message = await _ask(h, 1, approvers=[h.alice])
+        status, body = await h.click(message, h.alice, text="Allow once")
+        assert status == 200, body
+        ended = await asyncio.wait_for(task, 10)
+        assert ended.answered_by_name == "alice"
+        events = await h.provider.events(ended.id)
+        decided = [e for e in events if e.kind == "answered"]
+        assert len(decided) == 1, [e.kind for e in events]
+        assert (decided[0].by, decided[0].by_name) == (h.alice, "alice")
+        assert decided[0].detail == {"decision": "allowed-once"}

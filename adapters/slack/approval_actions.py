@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 from adapters.slack import ids
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
-from adapters.slack.interactions import Origin
+from adapters.slack.interactions import Origin, acting_name
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -50,6 +50,8 @@ class ApprovalClick:
     user: str
     channel: str | None
     message_ts: str | None = None
+    name: str | None = None
+    """The person's display name, as the payload gives it (for the record and the trail)."""
 
 
 def _str(value: Any) -> str | None:
@@ -76,7 +78,7 @@ def parse_approval_click(body: Mapping[str, Any]) -> ApprovalClick | None:
     outcome: Literal["allowed-once", "rejected"] = (
         "allowed-once" if match.group(1) == "allow" else "rejected"
     )
-    return ApprovalClick(ref.request_id, outcome, user_id, channel, ts)
+    return ApprovalClick(ref.request_id, outcome, user_id, channel, ts, acting_name(body))
 
 
 class ApprovalHandler:
@@ -156,12 +158,15 @@ class ApprovalHandler:
                 state="answered",
                 approval=view,
                 answered_by=click.user,
+                answered_by_name=click.name,
                 finished_at=now,
                 note=None,
                 **where,
             )
 
-        _, written = await settle(self._store, click.request_id, decide)
+        _, written = await settle(
+            self._store, click.request_id, decide, by=click.user, by_name=click.name
+        )
         if written is None:
             self._sync.note(origin, record, NO_LONGER_OPEN_APPROVAL)
         self._sync.refresh(click.request_id)

@@ -149,6 +149,8 @@ def event_for(
         by_name = after.answered_by_name or by_name
         if after.answer is not None and after.state == "answered":
             detail["answer"] = after.answer.to_wire()
+        if after.approval is not None and after.approval.outcome is not None:
+            detail["decision"] = after.approval.outcome  # allowed-once / rejected
         if after.error_code:
             detail["code"] = after.error_code
         if after.note and after.state != "answered":

@@ -115,7 +115,7 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _name(body: Mapping[str, Any]) -> str | None:
+def acting_name(body: Mapping[str, Any]) -> str | None:
     """The acting person's name from the payload's ``user`` (``name``, else ``username``)."""
     user = _dict(body.get("user"))
     name = _str(user.get("name")) or _str(user.get("username"))
@@ -167,7 +167,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     kind = ids.parse_action_id(action.get("action_id"))
     ref = ids.parse_block_id(action.get("block_id"))
     user = _str(_dict(body.get("user")).get("id"))
-    name = _name(body)
+    name = acting_name(body)
     if kind is None or ref is None or user is None:
         return None
     container = _dict(body.get("container"))
@@ -216,7 +216,7 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
     if ref is None or user is None:
         return None
     if kind == "skip":
-        return ConfirmSkip(ref.request_id, Origin(user, name=_name(body)))
+        return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body)))
     values = _dict(_dict(view.get("state")).get("values"))
     for block, actions in values.items():
         block_ref = ids.parse_block_id(block)
@@ -226,6 +226,6 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
             if ids.parse_action_id(action) == "text":
                 raw = _dict(state).get("value")
                 text = raw if isinstance(raw, str) else ""
-                origin = Origin(user, name=_name(body))
+                origin = Origin(user, name=acting_name(body))
                 return TextAnswer(ref.request_id, ref.question, text, origin, block)
     return None
