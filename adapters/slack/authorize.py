@@ -3,10 +3,14 @@
 Group membership is read at click time through ``usergroups.users.list`` and cached for a
 short while, so a person added to the on-call group can answer within ``ttl`` seconds. A
 failed read is tried again after ``retry`` seconds, keeping meanwhile the members last read.
+One read of a group at a time: clicks that need it meanwhile wait for that read, so a slow
+Slack is not asked again by every click (the method allows about 20 calls a minute), and a
+caller that stops waiting (a submission's bound) leaves the read to fill the cache.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -45,6 +49,7 @@ class Gatekeeper:
         self._retry = retry
         self._logger = logger
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
+        self._reading: dict[str, asyncio.Lock] = {}
 
     def decide_cached(
         self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
@@ -63,6 +68,27 @@ class Gatekeeper:
             elif user in cached[1]:
                 return True
         return None if unknown else False
+
+    def decide_known(
+        self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
+    ) -> bool:
+        """Whether ``user`` may answer by the members last read, however old: for a caller
+        that cannot wait for Slack (a group never read counts as empty)."""
+        if self.decide_cached(user, users, groups):
+            return True
+        return any(user in self._members.get(g, (0.0, frozenset()))[1] for g in groups or ())
+
+    def groups_known(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
+        """The groups among ``groups`` that ``user`` is in by the members last read, however
+        old; ``None`` if one was never read."""
+        found: set[str] = set()
+        for group in groups:
+            cached = self._members.get(group)
+            if cached is None:
+                return None
+            if user in cached[1]:
+                found.add(group)
+        return frozenset(found)
 
     async def allowed(
         self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
@@ -93,10 +119,21 @@ class Gatekeeper:
         return frozenset([g for g in groups if user in await self._group_members(g)])
 
     async def _group_members(self, group: str) -> frozenset[str]:
+        cached = self._fresh(group)
+        if cached is not None:
+            return cached
+        async with self._reading.setdefault(group, asyncio.Lock()):
+            # Whoever read the group while this call waited its turn has filled the cache.
+            cached = self._fresh(group)
+            return cached if cached is not None else await self._read(group)
+
+    def _fresh(self, group: str) -> frozenset[str] | None:
+        cached = self._members.get(group)
+        return cached[1] if cached is not None and cached[0] >= time.monotonic() else None
+
+    async def _read(self, group: str) -> frozenset[str]:
         cached = self._members.get(group)
         now = time.monotonic()
-        if cached is not None and cached[0] >= now:
-            return cached[1]
         try:
             response = await self._client.usergroups_users_list(usergroup=group)
             raw = response.get("users")

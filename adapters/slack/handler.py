@@ -5,26 +5,40 @@ A click reads, in order: parse (interactions.py) → authorize (authorize.py) �
 wakes the waiting ``ask()`` through the store's watch; everything that talks to Slack
 afterwards (the message update, a private note, a modal) goes to the synchroniser's
 background tasks, so the listener acks in about a millisecond.
+
+Two paths cannot leave the group lookup (``usergroups.users.list``, paced, sometimes slow)
+to the background: a modal submission, whose answer *is* the ack, waits for it at most
+``SUBMISSION_LOOKUP`` seconds; and a click that opens a modal opens it before the lookup,
+since its trigger expires 3 s after the click (the submission is authorized again).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
 from adapters.slack.interactions import (
     ConfirmSkip,
     Interaction,
+    OpenText,
     Origin,
+    Submit,
     TextAnswer,
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.messages import NO_LONGER_OPEN, NOT_A_REVIEWER, NOT_ALLOWED, not_recorded
+from adapters.slack.messages import (
+    NO_LONGER_OPEN,
+    NOT_A_REVIEWER,
+    NOT_ALLOWED,
+    NOT_CHECKED,
+    not_recorded,
+)
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -40,9 +54,15 @@ from adapters.slack.transitions import (
 )
 from bot.questions import UserQuestionError
 
-__all__ = ["InteractionHandler"]
+__all__ = ["SUBMISSION_LOOKUP", "InteractionHandler"]
 
 _log = logging.getLogger("adapters.slack")
+
+SUBMISSION_LOOKUP: Final = 1.5
+"""Seconds a modal submission waits for Slack's group lookup. Slack wants the ack within
+3 s, and with ``process_before_response`` nothing reaches it before the listener returns:
+the store's read and write need the rest. A lookup that takes longer goes on in the
+background (it fills the cache for the person's next try)."""
 
 
 class InteractionHandler:
@@ -66,8 +86,10 @@ class InteractionHandler:
         try:
             await self._handle_action(interaction)
         except UserQuestionError as exc:
+            # The store's words (its Redis address, its SQLite path) go to the log only:
+            # whoever clicked, allowed or not, reads a fixed sentence.
             _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
-            self._sync.note(interaction.origin, None, not_recorded(exc.message))
+            self._sync.note(interaction.origin, None, not_recorded())
 
     async def _handle_action(self, interaction: Interaction) -> None:
         record = await self._store.get(interaction.request_id)
@@ -79,7 +101,15 @@ class InteractionHandler:
         allowed = self._gate.decide_cached(user, users, groups)
         member = self._gate.groups_cached(user, _policy_groups(record))
         if allowed is None or member is None:  # needs a Web API call: off the ack path
-            self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
+            view = _modal_first(record, interaction)
+            if view is None:
+                self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
+                return
+            # The trigger expires 3 s after the click, maybe before the lookup ends: open the
+            # modal now (it shows nothing private; its submission is authorized again) and
+            # read the membership meanwhile, so the submission finds it cached.
+            self._sync.open_modal(interaction.origin, record, view)
+            self._sync.spawn(self._authorize_then_adopt(interaction, record), "authorize click")
             return
         # Decided on the record just read (a stale one loses the compare-and-set).
         await self._apply(interaction, record, allowed, member, fresh=True)
@@ -98,8 +128,8 @@ class InteractionHandler:
         except UserQuestionError as exc:
             _log.warning("submission not recorded", extra={"error": exc.message, "code": exc.code})
             if isinstance(interaction, TextAnswer):
-                return {interaction.input_block_id: not_recorded(exc.message)}
-            self._sync.note(interaction.origin, None, not_recorded(exc.message))
+                return {interaction.input_block_id: not_recorded(what="answer")}
+            self._sync.note(interaction.origin, None, not_recorded(what="choice"))
             return None
 
     async def _handle_view(self, interaction: TextAnswer | ConfirmSkip) -> dict[str, str] | None:
@@ -113,10 +143,12 @@ class InteractionHandler:
 
         if record is None:
             return refuse(NO_LONGER_OPEN)
-        user = interaction.origin.user
-        if not await self._gate.allowed(user, *_who_may(record)):
+        checked = await self._authorize_within(interaction.origin.user, record)
+        if checked is None:
+            return refuse(NOT_CHECKED)  # nothing applied: the person is asked to try again
+        allowed, member = checked
+        if not allowed:
             return refuse(_refusal(record))
-        member = await self._gate.groups_of(user, _policy_groups(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return refuse(decision.plain or _plain(decision.text), decision.text)
@@ -126,11 +158,55 @@ class InteractionHandler:
             self._sync.note(interaction.origin, record, decision.note)
         return None
 
-    async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:
-        user = interaction.origin.user
+    async def _authorize(self, user: str, record: PendingRecord) -> tuple[bool, frozenset[str]]:
+        """Whether ``user`` may act on ``record``, and their team-review policy groups
+        (reading cold group memberships from Slack)."""
         allowed = await self._gate.allowed(user, *_who_may(record))
         member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
-        await self._apply(interaction, record, allowed, member or frozenset())
+        return allowed, member or frozenset()
+
+    async def _authorize_within(
+        self, user: str, record: PendingRecord
+    ) -> tuple[bool, frozenset[str]] | None:
+        """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
+        when it cannot be told in time.
+
+        A lookup that takes longer goes on in the background. Meanwhile the members last
+        read decide for someone they list (as the gatekeeper does after a failed read); for
+        anyone else the answer is not applied, and the person is asked to send it again.
+        """
+        users, groups = _who_may(record)
+        policy = _policy_groups(record)
+        allowed = self._gate.decide_cached(user, users, groups)
+        member = self._gate.groups_cached(user, policy)
+        if allowed is not None and member is not None:
+            return allowed, member
+        lookup = self._sync.spawn(self._authorize(user, record), "authorize submission")
+        done, _ = await asyncio.wait({lookup}, timeout=SUBMISSION_LOOKUP)
+        if done:
+            result: tuple[bool, frozenset[str]] = lookup.result()
+            return result
+        known = self._gate.groups_known(user, policy)
+        if known is None or not self._gate.decide_known(user, users, groups):
+            _log.warning(
+                "submission not checked: Slack's group lookup is slow", extra={"user": user}
+            )
+            return None
+        _log.info(
+            "Slack's group lookup is slow: deciding on the members last read", extra={"user": user}
+        )
+        return True, known
+
+    async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:
+        allowed, member = await self._authorize(interaction.origin.user, record)
+        await self._apply(interaction, record, allowed, member)
+
+    async def _authorize_then_adopt(self, interaction: Interaction, record: PendingRecord) -> None:
+        """After a modal opened before its lookup: read the membership (the submission then
+        finds it cached), and learn the message's ts from an allowed clicker's click."""
+        allowed, _ = await self._authorize(interaction.origin.user, record)
+        if allowed:
+            await self._adopt_message(record, interaction.origin)
 
     async def _apply(
         self,
@@ -154,8 +230,8 @@ class InteractionHandler:
         if isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
             self._sync.refresh(record.id)
-        elif isinstance(decision, Modal) and interaction.origin.trigger_id:
-            self._sync.open_modal(interaction.origin.trigger_id, decision.view)
+        elif isinstance(decision, Modal):
+            self._sync.open_modal(interaction.origin, record, decision.view)
 
     async def _decide_and_write(
         self,
@@ -208,6 +284,15 @@ class InteractionHandler:
             ),
         )
         return written
+
+
+def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, Any] | None:
+    """The modal this click opens whoever clicks ("Answer…", "Other…", an empty Submit's
+    confirmation), decided on the record just read with nothing written; else ``None``."""
+    if not isinstance(interaction, OpenText | Submit):
+        return None
+    decision = decide(record, interaction, time.time())
+    return decision.view if isinstance(decision, Modal) else None
 
 
 def _who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:

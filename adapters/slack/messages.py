@@ -17,9 +17,11 @@ __all__ = [
     "CANCELLED_BY_ASKER",
     "CANCELLED_MESSAGE",
     "ENTER_AN_ANSWER",
+    "MODAL_NOT_OPENED",
     "NOT_ALLOWED",
     "NOT_A_PLAN_REVIEW",
     "NOT_A_REVIEWER",
+    "NOT_CHECKED",
     "NO_LONGER_OPEN",
     "QUESTION_FAILED",
     "RECORD_LOST_NOTE",
@@ -29,6 +31,7 @@ __all__ = [
     "UNDELIVERED",
     "UNDELIVERED_REST",
     "already_ended",
+    "draft_cleared",
     "draft_saved",
     "no_answer_within",
     "not_recorded",
@@ -85,11 +88,21 @@ NOT_ALLOWED: Final = "You are not one of the people who can answer this question
 ENTER_AN_ANSWER: Final = "Please enter an answer."
 NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
 ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+NOT_CHECKED: Final = (
+    "Nothing was sent yet: Slack was slow to confirm who may answer. Please submit again."
+)
+"""A submission whose group lookup could not finish within Slack's 3-second ack."""
+MODAL_NOT_OPENED: Final = (
+    "The form could not be opened (Slack did not take it). Please click again."
+)
+"""``views.open`` failed (its trigger expires 3 s after the click)."""
 
 
-def not_recorded(reason: str) -> str:
-    """The private note for a click the pending store could not take (try again)."""
-    return f"Your click was not recorded ({reason}). Please try again."
+def not_recorded(*, what: str = "click") -> str:
+    """The note or modal error for a ``what`` (``click``, ``answer``) the pending store
+    could not take. A fixed sentence: the store's own error names its Redis address or
+    SQLite path, which is for the log, not for whoever clicked."""
+    return f"Your {what} was not recorded: the bot could not reach its storage. Please try again."
 
 
 _ALREADY: Final = {
@@ -108,6 +121,15 @@ def already_ended(verb: str, who: str | None) -> str:
     if said is None:
         return NO_LONGER_OPEN
     return f"{said} by {who}." if who else f"{said}."
+
+
+def draft_cleared(question: int, count: int) -> str:
+    """The private note confirming a form question's free text was taken back."""
+    which = f" to question {question + 1}" if count > 1 else ""
+    return (
+        f"Cleared your text answer{which}. Press *Submit* to send your choices; "
+        "only you see this draft."
+    )
 
 
 def draft_saved(question: int, count: int, text: str) -> str:

@@ -18,9 +18,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.blocks import render_stale
-from adapters.slack.failures import SLACK_FAILURES
+from adapters.slack.failures import SLACK_FAILURES, describe
 from adapters.slack.interactions import Origin
-from adapters.slack.messages import NO_LONGER_OPEN
+from adapters.slack.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
 from adapters.slack.paced import PacedWebClient
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
@@ -47,6 +47,7 @@ class MessageSynchroniser:
         self._client = client
         self._paced = client if isinstance(client, PacedWebClient) else None
         self._store = store
+        self._logger = logger
         self._tasks = BackgroundTasks(logger)
         self._refreshing: dict[str, _Refresh] = {}
         self.on_change: Callable[[str], None] | None = None
@@ -112,9 +113,23 @@ class MessageSynchroniser:
             "chat.postEphemeral",
         )
 
-    def open_modal(self, trigger_id: str, view: dict[str, Any]) -> None:
-        """Open a modal now: its trigger expires three seconds after the click."""
-        self._tasks.spawn(self._client.views_open(trigger_id=trigger_id, view=view), "views.open")
+    def open_modal(self, origin: Origin, record: PendingRecord, view: dict[str, Any]) -> None:
+        """Open a modal now with the click's trigger (it expires three seconds after the
+        click); when Slack does not take it, the person is told privately instead of being
+        left with nothing."""
+        if origin.trigger_id:
+            self._tasks.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
+
+    async def _show(
+        self, origin: Origin, record: PendingRecord, trigger_id: str, view: dict[str, Any]
+    ) -> None:
+        try:
+            await self._client.views_open(trigger_id=trigger_id, view=view)
+        except SLACK_FAILURES as exc:
+            self._logger.warning(
+                "modal not opened", extra={"error": describe(exc), "user": origin.user}
+            )
+            self.note(origin, record, MODAL_NOT_OPENED)
 
     def stale(self, origin: Origin) -> None:
         """A click on a request the store no longer knows: say so, and retire the message."""

@@ -24,7 +24,7 @@ from adapters.slack.interactions import (
     Submit,
     TextAnswer,
 )
-from adapters.slack.messages import ALREADY_VOTED, ENTER_AN_ANSWER, draft_saved
+from adapters.slack.messages import ALREADY_VOTED, ENTER_AN_ANSWER, draft_cleared, draft_saved
 from adapters.slack.outcomes import refusal
 from adapters.slack.record import Draft, PendingRecord
 from adapters.slack.voting import apply_vote, vote_of
@@ -164,6 +164,18 @@ def _is_empty(drafts: list[Draft]) -> bool:
     return all(not draft.selected and not (draft.custom or "").strip() for draft in drafts)
 
 
+def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Draft]) -> Decision:
+    """A form's emptied text box: the question's free text is taken back (§6.2: the web UI
+    lets a person empty it, and empty custom is omitted). With nothing saved to take back,
+    the box was simply sent empty."""
+    draft = drafts[interaction.question]
+    if not (draft.custom or "").strip():
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+    draft.custom = None
+    user, count = interaction.origin.user, len(record.questions)
+    return _save(record, user, drafts, draft_cleared(interaction.question, count))
+
+
 def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
     answer = encode_answer(record.questions, drafts)
     return Finish(
@@ -254,13 +266,15 @@ def decide(
 
     # TextAnswer
     text = interaction.text.strip()
-    if not text:
-        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
     if layout in _ONE_QUESTION_LAYOUTS:
+        if not text:  # the text is the answer
+            return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
         drafts = [Draft() for _ in record.questions]
         drafts[interaction.question].custom = text
         return _finish(record, origin, now, drafts)
     drafts = _drafts_of(record, origin.user)
+    if not text:
+        return _clear_text(record, interaction, drafts)
     drafts[interaction.question].custom = text
     if not question.is_multi_select:
         drafts[interaction.question].selected = []

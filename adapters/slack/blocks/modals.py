@@ -24,6 +24,9 @@ __all__ = ["MODAL_DETAIL", "render_skip_modal", "render_text_modal"]
 MODAL_DETAIL: Final = 1500
 """Characters of a question's detail shown in its modal (the message has all of it)."""
 
+TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
+"""Under a form question's saved text: how to take it back."""
+
 
 def render_skip_modal(record: PendingRecord) -> Block:
     """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
@@ -69,14 +72,18 @@ def render_text_modal(record: PendingRecord, index: int, user: str | None = None
         if len(detail) > MODAL_DETAIL:
             detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
         blocks.append({"type": "section", "text": plain(detail)})
-    blocks.append(
-        {
-            "type": "input",
-            "block_id": ids.block_id(record.id, index, "in"),
-            "label": plain(label(prompt, MAX_INPUT_LABEL)),
-            "element": element,
-        }
-    )
+    field: Block = {
+        "type": "input",
+        "block_id": ids.block_id(record.id, index, "in"),
+        "label": plain(label(prompt, MAX_INPUT_LABEL)),
+        "element": element,
+    }
+    if current and layout == "form":
+        # Slack sends no empty required input: left optional, emptying the box and
+        # pressing Send takes the saved text back (one form question among several).
+        field["optional"] = True
+        field["hint"] = plain(TAKE_BACK_HINT)
+    blocks.append(field)
     return {
         "type": "modal",
         "callback_id": ids.callback_id("text"),
