@@ -19,6 +19,7 @@ import pytest
 
 from adapters.slack import ids
 from adapters.slack.limits import SlackLimits
+from adapters.slack.stores import MemoryPendingStore
 from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
 from tests.slack_harness import SlackHarness, until
@@ -178,3 +179,46 @@ async def test_an_in_process_ask_cancelled_while_queued_ends_at_once() -> None:
         assert record is not None and record.state == "aborted" and record.message_ts is None
         await asyncio.sleep(0.5)
         assert len(h.top_messages()) == 1
+
+
+class _SlowCreate(MemoryPendingStore):
+    """``create`` of request ``rqslowcrt01`` waits until let go (a slow store write)."""
+
+    def __init__(self, process_id: str) -> None:
+        super().__init__(process_id=process_id)
+        self.entered = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def create(self, record: Any, event: Any = None) -> bool:
+        if record.id == "rqslowcrt01":
+            self.entered.set()
+            await self.go.wait()
+        return await super().create(record, event)
+
+
+async def test_an_abort_between_the_ask_and_its_post_ends_the_queued_question_at_once() -> None:
+    """An abort landing after ``ask()`` began but before its post started (while the record
+    is written) is not missed: the question ends at once and is never shown."""
+    from bot.questions.abort import AbortController
+
+    store = _SlowCreate(process_id="p-slow")
+    await store.start()
+    async with SlackHarness(store=store, limits=SlackLimits(time_scale=SLOW)) as h:
+        h.ask(DEPLOY)
+        await h.posted()  # the channel's turn is taken: the next post waits ~10 s
+        controller = AbortController()
+        waiting = h.ask(
+            DEPLOY, options=AskOptions(request_id="rqslowcrt01"), signal=controller.signal
+        )
+        await asyncio.wait_for(store.entered.wait(), 5)
+        controller.abort("not needed any more")
+        store.go.set()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(UserQuestionError) as aborted:
+            await asyncio.wait_for(waiting, 20)
+        assert aborted.value.code == ASK_ABORTED
+        assert loop.time() - began < 2  # not at the turn, ten seconds on
+        await asyncio.sleep(0.5)
+        assert len(h.top_messages()) == 1
+    await store.close()

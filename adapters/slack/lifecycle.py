@@ -238,6 +238,8 @@ class AskLifecycle:
                 endings.append(asyncio.ensure_future(self.waits.end_aborted(record.id, reason)))
 
         remove = signal.add_listener(aborted)
+        if signal.aborted:  # aborted on the way here: a listener added now is never called
+            aborted(signal.reason)
         try:
             return await self.poster.post(record, rendered)
         finally:
