@@ -20,6 +20,7 @@ from adapters.slack.messages import (
     CANCELLED_MESSAGE,
     QUESTION_FAILED,
     RECORD_LOST_NOTE,
+    STORE_DOWN_NOTE,
 )
 from adapters.slack.record import PendingRecord, State
 from adapters.slack.stores import PendingStore
@@ -100,16 +101,21 @@ class Endings:
         return seen
 
     async def end_or_later(self, request_id: str, state: State, note: str, code: str) -> None:
-        """End the request now, or once the store is back if it cannot be reached."""
+        """End the request now, or, if the store cannot be reached, the same way once it
+        is back (a cancelled ask still reads Cancelled)."""
         try:
             await self.end(request_id, state, note, code)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
-                self.fail_later(request_id, exc.message)
+                self._later(request_id, state, note, code)
 
-    def fail_later(self, request_id: str, note: str) -> None:
-        """Record a failure the store cannot take now (an outage) once it is back."""
-        self._sync.spawn(self._fail_when_back(request_id, note), "end later")
+    def fail_later(self, request_id: str) -> None:
+        """Fail a request its store outage ended (its waiter got ``STORE_UNAVAILABLE``) once
+        the store is back; its message says so in a fixed sentence (``STORE_DOWN_NOTE``)."""
+        self._later(request_id, "failed", STORE_DOWN_NOTE, STORE_UNAVAILABLE)
+
+    def _later(self, request_id: str, state: State, note: str, code: str) -> None:
+        self._sync.spawn(self._end_when_back(request_id, state, note, code), "end later")
 
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
@@ -169,11 +175,11 @@ class Endings:
                 if stored is not None and stored.message_ts is None:
                     self._sync.show(tomb)
 
-    async def _fail_when_back(self, request_id: str, note: str) -> None:
+    async def _end_when_back(self, request_id: str, state: State, note: str, code: str) -> None:
         delay = 1.0
         for _ in range(60):
             try:
-                await self.end(request_id, "failed", note, STORE_UNAVAILABLE)
+                await self.end(request_id, state, note, code)
                 return
             except UserQuestionError as exc:
                 if exc.code != STORE_UNAVAILABLE:

@@ -213,7 +213,7 @@ class AskLifecycle:
             if error is not exc:  # not ours yet: the record says why it failed
                 await self._endings.end_or_later(request_id, "failed", error.message, error.code)
             elif error.code == STORE_UNAVAILABLE:
-                self._endings.fail_later(request_id, error.message)
+                self._endings.fail_later(request_id)
             if error is exc:
                 raise
             raise error from exc

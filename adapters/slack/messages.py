@@ -50,6 +50,9 @@ UNDELIVERED: Final = "Slack did not take the question"
 """``DELIVERY_FAILED``: ``chat.postMessage`` failed (followed by Slack's error)."""
 UNDELIVERED_REST: Final = "Slack did not take the rest of the text"
 """``DELIVERY_FAILED``: a thread continuation failed (followed by Slack's error)."""
+STORE_DOWN_NOTE: Final = "The bot could not reach its storage."
+"""A question failed by a store outage, as its message says it (the store's own error names
+its SQLite path or Redis address: for the log and the waiter, not the channel)."""
 STORE_BUSY: Final = "the pending store could not settle the question"
 """``STORE_UNAVAILABLE``: a record kept changing under every write (followed by why)."""
 
