@@ -21,7 +21,7 @@ __all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logg
 
 _SECRET: Final = re.compile(
     r"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"
-    r"|(?<=://)[^/?#\s@]+(?=@))"
+    r"|(?<=://)[^/\s:@]*:[^/\s@]+(?=@)|(?<=://)[^/?#\s:@]+(?=@))"
 )
 _STANDARD: Final = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}

@@ -224,6 +224,14 @@ def test_redact_masks_a_url_user_in_free_text() -> None:
     assert "http://[redacted]@host:13080/api" in text
 
 
+@pytest.mark.parametrize(
+    "url", ["redis://:s3cr?t@10.0.0.5:6379/0", "redis://user:s3c#t@10.0.0.5:6379/0"]
+)
+def test_redact_masks_a_url_password_holding_a_question_mark_or_hash(url: str) -> None:
+    shown = redact(f"cannot connect to {url}")
+    assert "s3c" not in shown and "@10.0.0.5:6379/0" in shown, shown
+
+
 @pytest.mark.parametrize("userinfo", ["ghp_T0ken", "ghp_T0ken:x-oauth-basic"])
 async def test_the_client_logs_no_credential_given_in_the_url(
     make_rig: RigFactory, caplog: pytest.LogCaptureFixture, userinfo: str
