@@ -197,3 +197,19 @@ async def test_background_tasks_do_not_carry_the_tag_of_the_context_that_started
         await scheduler.close()
         await tasks.drain(1.0)
     assert sent == ["first"]
+
+
+async def test_the_dm_conversations_remembered_are_bounded_latest_kept() -> None:
+    from adapters.slack.limits import SlackLimits
+    from adapters.slack.scheduler import KNOWN_CONVERSATIONS, WebApiScheduler
+
+    scheduler = WebApiScheduler(SlackLimits(time_scale=1e6))
+    try:
+        for i in range(KNOWN_CONVERSATIONS + 500):
+            await scheduler.learn(f"U{i:08d}", f"D{i:08d}")
+        newest = KNOWN_CONVERSATIONS + 499
+        assert scheduler.conversation(f"U{newest:08d}") == f"D{newest:08d}"
+        assert scheduler.conversation("U00000000") == "U00000000"  # the oldest forgotten
+        assert len(scheduler._conversations) == KNOWN_CONVERSATIONS
+    finally:
+        await scheduler.close()

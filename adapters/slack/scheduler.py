@@ -49,6 +49,9 @@ _DEFAULT_RETRY_AFTER: Final = 1.0
 _TRIGGERED: Final = frozenset({"views.open", "views.push"})
 """Methods whose trigger id expires three seconds after the click: not spread out."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
+KNOWN_CONVERSATIONS: Final = 10_000
+"""DMs whose conversation id is remembered (user id -> ``D…``), latest learnt kept: a
+forgotten one is paced under its user id until its next post's answer names it again."""
 
 
 @contextlib.contextmanager
@@ -168,6 +171,8 @@ class WebApiScheduler:
         if not conversation or channel == conversation or channel in self._conversations:
             return
         self._conversations[channel] = conversation
+        if len(self._conversations) > KNOWN_CONVERSATIONS:  # the longest known goes first
+            del self._conversations[next(iter(self._conversations))]
         for state in self._methods.values():
             state.merge(channel, conversation)
         bucket = self.buckets(POST_MESSAGE, conversation)[-1]
