@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 from adapters.slack import ids
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
-from adapters.slack.interactions import Origin, acting_name
+from adapters.slack.interactions import Origin, acting_name, response_url
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -52,6 +52,8 @@ class ApprovalClick:
     message_ts: str | None = None
     name: str | None = None
     """The person's display name, as the payload gives it (for the record and the trail)."""
+    response_url: str | None = None
+    """The click's ``response_url``, if it can be Slack's: where the person is told things."""
 
 
 def _str(value: Any) -> str | None:
@@ -78,7 +80,9 @@ def parse_approval_click(body: Mapping[str, Any]) -> ApprovalClick | None:
     outcome: Literal["allowed-once", "rejected"] = (
         "allowed-once" if match.group(1) == "allow" else "rejected"
     )
-    return ApprovalClick(ref.request_id, outcome, user_id, channel, ts, acting_name(body))
+    return ApprovalClick(
+        ref.request_id, outcome, user_id, channel, ts, acting_name(body), response_url(body)
+    )
 
 
 class ApprovalHandler:
@@ -174,4 +178,4 @@ class ApprovalHandler:
 
 def _origin(click: ApprovalClick) -> Origin:
     """Where the person who clicked is told things privately."""
-    return Origin(user=click.user, channel=click.channel)
+    return Origin(user=click.user, channel=click.channel, response_url=click.response_url)

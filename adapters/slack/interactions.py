@@ -3,14 +3,21 @@
 ``None`` means "not ours" (another app's widget, a foreign id format): the listener
 ignores it. Everything here reads plain dicts shaped like Slack's payloads and never
 raises on malformed input.
+
+A click's ``response_url`` is where the bot sends that person's private note (Slack takes
+it in channels the bot was not invited to, where ``chat.postEphemeral`` is refused). The
+bot POSTs to it, so it is taken only when it can be Slack's (``response_url``), and used
+only for the Slack the bot calls (``answers_here``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
+from adapters.httpguard import is_loopback
 from adapters.slack import ids
 
 __all__ = [
@@ -23,9 +30,16 @@ __all__ = [
     "Pick",
     "Submit",
     "TextAnswer",
+    "answers_here",
     "parse_block_actions",
     "parse_view_submission",
+    "response_url",
 ]
+
+SLACK_HOOKS: Final = "hooks.slack.com"
+"""The host of Slack's ``response_url``s (``https://hooks.slack.com/actions/T…/…/…``)."""
+MAX_RESPONSE_URL: Final = 2048
+"""Longer than any ``response_url`` Slack mints (about 80 characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +51,10 @@ class Origin:
     message_ts: str | None = None
     trigger_id: str | None = None
     name: str | None = None
+    response_url: str | None = field(default=None, compare=False)
+    """Where Slack takes a reply to this click (``response_url``): Slack's hook host, or a
+    loopback stand-in's; ``None`` for a modal submission. Not compared: it says how to
+    answer the person, not who acted where."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +140,52 @@ def acting_name(body: Mapping[str, Any]) -> str | None:
     return name[:80] if name else None
 
 
+def response_url(body: Mapping[str, Any]) -> str | None:
+    """The payload's ``response_url`` if it can be Slack's, else ``None``.
+
+    The payload is signed by Slack, yet the bot POSTs private notes to this address, so it
+    must not be a way to make the bot call anywhere: only an ``https`` URL on Slack's hook
+    host (its default port, no user info) is taken, or one on this machine's loopback (a
+    stand-in Slack; ``answers_here`` then wants it to be the one serving the Web API).
+    """
+    value = body.get("response_url")
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_RESPONSE_URL:
+        return None
+    if not value.isprintable() or " " in value:
+        return None  # urlsplit would silently drop tabs and newlines
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if "@" in parts.netloc or parts.fragment or len(parts.path) < 2:
+        return None
+    if parts.scheme == "https" and host == SLACK_HOOKS and port in (None, 443):
+        return value
+    if parts.scheme in ("http", "https") and is_loopback(host):
+        return value
+    return None
+
+
+def answers_here(url: str, api_url: str) -> bool:
+    """Whether the bot may POST to ``url`` (a ``response_url`` that ``response_url`` took)
+    when it calls Slack's Web API at ``api_url``.
+
+    Slack's hook host always; a loopback one only when it serves that Web API (same
+    scheme, host and port): a stand-in Slack's ``response_url``s, never another port on
+    this machine.
+    """
+    try:
+        hook, api = urlsplit(url), urlsplit(api_url)
+        if hook.scheme == "https" and hook.hostname == SLACK_HOOKS:
+            return hook.port in (None, 443)
+        where = (hook.scheme, hook.hostname, hook.port)
+        return hook.hostname is not None and where == (api.scheme, api.hostname, api.port)
+    except ValueError:
+        return False
+
+
 def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
     """Option indices from one element's state or action (``None``: not a choice element)."""
     if "selected_options" in state:
@@ -178,6 +242,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
         message_ts=_str(container.get("message_ts")) or _str(message.get("ts")),
         trigger_id=_str(body.get("trigger_id")),
         name=name,
+        response_url=response_url(body),
     )
     rid = ref.request_id
     if kind == "link":

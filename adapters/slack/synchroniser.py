@@ -4,6 +4,10 @@ Everything here runs after the ack, in tracked background tasks (``BackgroundTas
 message refreshes (serialised and coalesced per request), private notes, the "no longer
 open" update of a stale message, modals. Failures are logged, never lost; ``drain`` waits
 for all of them at shutdown.
+
+A private note for a click goes through the click's ``response_url`` (slack_sdk's
+``AsyncWebhookClient``): Slack takes it in a public channel the bot posts in without being
+a member, where ``chat.postEphemeral`` is refused (``not_in_channel``).
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.approval_blocks import render_record
 from adapters.slack.blocks import render_stale
 from adapters.slack.failures import SLACK_FAILURES, describe
-from adapters.slack.interactions import Origin
+from adapters.slack.interactions import Origin, answers_here
 from adapters.slack.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
 from adapters.slack.paced import PacedWebClient
 from adapters.slack.record import PendingRecord
@@ -104,14 +109,45 @@ class MessageSynchroniser:
             self.refresh(record.id)
 
     def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
-        """Tell the person who clicked, privately, in the message's channel."""
+        """Tell the person who clicked, privately, in the message's channel, in the background.
+
+        Through the click's ``response_url`` when it has one from the Slack the bot calls;
+        else, or when that fails, with ``chat.postEphemeral`` (a modal submission has no
+        ``response_url``), which Slack refuses where the bot is not a member.
+        """
         channel = origin.channel or (record.message_channel if record else None)
-        if channel is None:
+        hook = origin.response_url
+        if hook is not None and not answers_here(hook, self._client.base_url):
+            self._logger.warning(
+                "response_url not used: not the Slack the bot calls", extra={"user": origin.user}
+            )
+            hook = None
+        if hook is None and channel is None:
             return
-        self._tasks.spawn(
-            self._client.chat_postEphemeral(channel=channel, user=origin.user, text=text),
-            "chat.postEphemeral",
+        self._tasks.spawn(self._tell(origin.user, channel, hook, text), "private note")
+
+    async def _tell(self, user: str, channel: str | None, hook: str | None, text: str) -> None:
+        if hook is not None and await self._respond(user, hook, text):
+            return
+        if channel is not None:  # else the failed response_url is logged: nowhere else
+            await self._client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+    async def _respond(self, user: str, hook: str, text: str) -> bool:
+        """POST the note to ``hook`` (ephemeral, leaving the clicked message as it is);
+        whether Slack took it. The URL is not logged: it lets anyone post for 30 minutes."""
+        client = AsyncWebhookClient(
+            hook, timeout=self._client.timeout, session=self._client.session
         )
+        try:
+            sent = await client.send(text=text, response_type="ephemeral", replace_original=False)
+        except SLACK_FAILURES as exc:
+            error = type(exc).__name__  # its text may quote the URL
+        else:
+            if sent.status_code == 200:
+                return True
+            error = f"HTTP {sent.status_code}: {sent.body[:100]}"
+        self._logger.warning("note not sent by response_url", extra={"error": error, "user": user})
+        return False
 
     def open_modal(self, origin: Origin, record: PendingRecord, view: dict[str, Any]) -> None:
         """Open a modal now with the click's trigger (it expires three seconds after the

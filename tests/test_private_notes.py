@@ -1,0 +1,277 @@
+"""Private notes reach the person who clicked, even where the bot may not post ephemerals.
+
+The bot posts in public channels it was not invited to (``chat:write.public``), but Slack
+refuses ``chat.postEphemeral`` there (``not_in_channel``). A click's payload carries a
+``response_url``, which Slack takes whatever the bot's membership (slack-platform.md §2.1):
+a note for a click goes there (``response_type: ephemeral``, ``replace_original: false``),
+and through ``chat.postEphemeral`` only when the interaction had none (a modal submission)
+or the ``response_url`` failed. A ``response_url`` that is not Slack's (nor, in tests, the
+stand-in's own) is never POSTed to. Every test runs a real bolt app against the stand-in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from adapters.slack import ids
+from adapters.slack.approval_actions import NOT_AN_APPROVER, parse_approval_click
+from adapters.slack.interactions import parse_block_actions
+from adapters.slack.messages import MODAL_NOT_OPENED, NOT_ALLOWED
+from adapters.slack.record import ApprovalView
+from adapters.slack.sandbox.records import Ephemeral
+from bot.questions import AskOptions
+from tests.slack_harness import SlackHarness, until
+from tests.slack_payloads import click
+from tests.test_slack_provider import one
+
+VIEW = ApprovalView(tool_name="bash", headline="escalate sandbox", command="rm -rf /srv/x")
+
+
+def uninvited(h: SlackHarness) -> str:
+    """A public channel everyone but the bot is in: posts need ``chat:write.public``."""
+    people = [h.alice, h.bob, h.carol]
+    return h.slack.workspace.add_channel("uninvited", members=people).id
+
+
+async def note_for(h: SlackHarness, user: str) -> Ephemeral:
+    """The one private note ``user`` sees (waits for it)."""
+    await until(lambda: h.ephemerals(user), what=f"a note for {user}")
+    notes = h.ephemerals(user)
+    assert len(notes) == 1, [n.text for n in notes]
+    return notes[0]
+
+
+def hook_calls(h: SlackHarness) -> list[dict[str, Any]]:
+    """The bodies the bot POSTed to ``response_url``s, with Slack's answers' status."""
+    return [{**c.params, "status": c.status} for c in h.slack.calls("response_url")]
+
+
+# --- notes for clicks: through the click's response_url --------------------------------
+
+
+async def test_a_not_allowed_clicker_in_an_uninvited_public_channel_is_told() -> None:
+    async with SlackHarness() as h:
+        h.provider.defaults.allowed_users = [h.alice]
+        public = uninvited(h)
+        task = h.ask(one(options=["Deploy", "Wait"]), options=AskOptions(channel=public))
+        message = await h.posted(channel=public)
+        status, _ = await h.click(message, h.bob, text="Deploy")
+        assert status == 200
+        note = await note_for(h, h.bob)
+        assert (note.text, note.channel) == (NOT_ALLOWED, public)
+        [sent] = hook_calls(h)
+        assert sent["response_type"] == "ephemeral" and sent["replace_original"] is False
+        assert sent["status"] == 200
+        assert h.slack.calls.count("chat.postEphemeral") == 0
+        assert h.current(message).edits == [] and not task.done()
+
+
+async def test_an_allowed_persons_note_on_a_click_arrives_by_response_url() -> None:
+    """Alice may answer; "Other…" cannot open its modal (Slack refuses ``views.open``): she
+    is told, in a channel the bot was not invited to."""
+    async with SlackHarness() as h:
+        h.provider.defaults.allowed_users = [h.alice]
+        public = uninvited(h)
+        h.ask(one(options=["Deploy", "Wait"]), options=AskOptions(channel=public))
+        message = await h.posted(channel=public)
+        h.slack.faults.add(method="views.open", kind="server_error", count=5)
+        await h.click(message, h.alice, text="Other…")
+        note = await note_for(h, h.alice)
+        assert note.text == MODAL_NOT_OPENED
+        assert [c["status"] for c in hook_calls(h)] == [200]
+        assert h.slack.calls.count("chat.postEphemeral") == 0
+
+
+async def test_an_approval_refusal_in_an_uninvited_public_channel_is_told() -> None:
+    async with SlackHarness() as h:
+        public = uninvited(h)
+        asked = h.provider.ask_approval(
+            VIEW, options=AskOptions(channel=public), approvers=[h.alice]
+        )
+        task = asyncio.ensure_future(asked)
+        h.tasks.append(task)  # type: ignore[arg-type]
+        message = await h.posted(channel=public)
+        status, _ = await h.click(message, h.bob, text="Allow once")
+        assert status == 200
+        note = await note_for(h, h.bob)
+        assert note.text == NOT_AN_APPROVER
+        assert [c["response_type"] for c in hook_calls(h)] == ["ephemeral"]
+        assert h.slack.calls.count("chat.postEphemeral") == 0
+        assert not task.done()
+
+
+async def test_a_failing_response_url_falls_back_to_chat_post_ephemeral() -> None:
+    async with SlackHarness() as h:
+        h.provider.defaults.allowed_users = [h.alice]
+        h.ask(one(options=["Deploy", "Wait"]))  # the harness's channel: the bot is in it
+        message = await h.posted()
+        h.slack.faults.add(method="response_url", kind="server_error", status=503)
+        await h.click(message, h.bob, text="Deploy")
+        note = await note_for(h, h.bob)
+        assert note.text == NOT_ALLOWED
+        assert [c["status"] for c in hook_calls(h)] == [503]
+        assert h.slack.calls.count("chat.postEphemeral") == 1
+
+
+# --- notes for modal submissions: no response_url, chat.postEphemeral as before ---------
+
+
+async def test_a_modal_submission_refusal_in_an_invited_channel_still_arrives() -> None:
+    """Bob is not in the group that may answer; his empty Submit opens its confirmation
+    before the group is read (the trigger expires in 3 s); his confirmation is refused."""
+    async with SlackHarness() as h:
+        group = h.slack.workspace.add_usergroup("oncall", [h.carol])
+        h.provider.defaults.allowed_users = None
+        h.provider.defaults.allowed_usergroups = [group.id]
+        task = h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
+        message = await h.posted()
+        await h.click(message, h.bob, text="Submit", values={"aq1.draft": []})
+        view = await h.modal(h.bob)
+        submission = h.slack.submission(view.id, values={})
+        assert "response_url" not in submission and submission["response_urls"] == []
+        status, _ = await h.slack.deliver(submission)
+        assert status == 200
+        note = await note_for(h, h.bob)
+        assert (note.text, note.channel) == (NOT_ALLOWED, h.channel)
+        assert h.slack.calls.count("chat.postEphemeral") == 1
+        assert hook_calls(h) == []
+        assert not task.done()
+
+
+async def test_a_draft_saved_from_a_modal_is_still_told_by_chat_post_ephemeral() -> None:
+    async with SlackHarness() as h:
+        h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Other…")
+        await h.type_into_modal(h.alice, "Release notes")
+        note = await note_for(h, h.alice)
+        assert "Saved your answer" in note.text and "Release notes" in note.text
+        assert h.slack.calls.count("chat.postEphemeral") == 1
+        assert hook_calls(h) == []
+
+
+# --- a response_url that is not Slack's is never POSTed to ------------------------------
+
+
+class Catcher:
+    """An HTTP server on loopback that records every request it gets."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> Catcher:
+        async def record(request: web.Request) -> web.Response:
+            self.hits.append(await request.text())
+            return web.json_response({"ok": True})
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", record)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/response/R1/abc"
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+
+@pytest.mark.parametrize("approval", [False, True], ids=["question", "approval"])
+async def test_a_forged_response_url_is_not_posted_to_and_the_note_falls_back(
+    approval: bool,
+) -> None:
+    """A signed payload whose ``response_url`` is on loopback, but not the Slack the bot
+    calls: nothing is sent there; the note goes by ``chat.postEphemeral``."""
+    async with SlackHarness() as h, Catcher() as catcher:
+        h.provider.defaults.allowed_users = [h.alice]
+        if approval:
+            asked = h.provider.ask_approval(VIEW, options=AskOptions(), approvers=[h.alice])
+            h.tasks.append(asyncio.ensure_future(asked))  # type: ignore[arg-type]
+        else:
+            h.ask(one(options=["Deploy", "Wait"]))
+        message = await h.posted()
+        payload = h.slack.click(
+            h.current(message), user=h.bob, text="Allow once" if approval else "Deploy"
+        )
+        payload["response_url"] = catcher.url
+        status, _ = await h.slack.deliver(payload)
+        assert status == 200
+        note = await note_for(h, h.bob)
+        assert note.text == (NOT_AN_APPROVER if approval else NOT_ALLOWED)
+        assert h.slack.calls.count("chat.postEphemeral") == 1
+        await asyncio.sleep(0.1)
+        assert catcher.hits == [] and hook_calls(h) == []
+
+
+RESPONSE_URL = "https://hooks.slack.com/actions/T0TEAM/1234/abcDEF"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example/actions/T0TEAM/1234/abc",
+        "http://hooks.slack.com/actions/T0TEAM/1234/abc",  # not https
+        "https://hooks.slack.com.evil.example/actions/T0TEAM/1234/abc",
+        "https://evil.example#@hooks.slack.com/actions/x",
+        "https://user@hooks.slack.com/actions/T0TEAM/1234/abc",
+        "https://hooks.slack.com:8443/actions/T0TEAM/1234/abc",
+        "https://hooks.slack.com/actions/T0TEAM/1234/a\nb",
+        "https://hooks.slack.com",  # no path
+        "http://10.0.0.5:8080/response/R1/abc",  # a private address, not loopback
+        "file:///etc/passwd",
+        "hooks.slack.com/actions/T0TEAM/1234/abc",
+        pytest.param("https://hooks.slack.com/actions/" + "x" * 3000, id="too-long"),
+        12345,
+    ],
+)
+def test_a_response_url_that_cannot_be_slacks_is_dropped_where_it_enters(url: object) -> None:
+    payload = click_payload(url)
+    parsed = parse_block_actions(payload)
+    assert parsed is not None and parsed.origin.response_url is None
+    approval = approval_payload(url)
+    clicked = parse_approval_click(approval)
+    assert clicked is not None and clicked.response_url is None
+
+
+@pytest.mark.parametrize("url", [RESPONSE_URL, "https://HOOKS.slack.com/actions/T0TEAM/1/x"])
+def test_slacks_response_url_is_carried_on_the_origin(url: str) -> None:
+    parsed = parse_block_actions(click_payload(url))
+    assert parsed is not None and parsed.origin.response_url == url
+    clicked = parse_approval_click(approval_payload(url))
+    assert clicked is not None and clicked.response_url == url
+
+
+def click_payload(url: object) -> dict[str, Any]:
+    """A tap on a one-question message, with ``url`` as its ``response_url``."""
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "actions",
+            "block_id": ids.block_id("0123456789abcdef", 0, "a1"),
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": ids.action_id("pick", 0),
+                    "text": {"type": "plain_text", "text": "Deploy"},
+                    "value": ids.option_value(0),
+                }
+            ],
+        }
+    ]
+    payload = click(blocks, button_text="Deploy")
+    payload["response_url"] = url
+    return payload
+
+
+def approval_payload(url: object) -> dict[str, Any]:
+    """An Allow once click on an approval, with ``url`` as its ``response_url``."""
+    payload: dict[str, Any] = json.loads(json.dumps(click_payload(url)))
+    payload["actions"][0]["action_id"] = ids.approval_action_id("allow")
+    return payload
