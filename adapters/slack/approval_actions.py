@@ -18,6 +18,7 @@ from adapters.slack import ids
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
 from adapters.slack.interactions import Origin, acting_name, response_url
+from adapters.slack.messages import not_recorded
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.synchroniser import MessageSynchroniser
@@ -25,7 +26,6 @@ from bot.questions import UserQuestionError
 
 __all__ = [
     "NOT_AN_APPROVER",
-    "NOT_RECORDED_APPROVAL",
     "NO_LONGER_OPEN_APPROVAL",
     "ApprovalClick",
     "ApprovalHandler",
@@ -36,8 +36,6 @@ NOT_AN_APPROVER: Final = (
     "You are not one of the people who can approve tool permissions; nothing was sent."
 )
 NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
-NOT_RECORDED_APPROVAL: Final = "Your click was not recorded. Please try again."
-"""A fixed sentence: the store's error (its address, a path) is for the log, not the person."""
 _logger = logging.getLogger("adapters.slack")
 
 
@@ -116,7 +114,7 @@ class ApprovalHandler:
                 "approval click not recorded",
                 extra={"request_id": click.request_id, "error": exc.message, "code": exc.code},
             )
-            self._sync.note(_origin(click), None, NOT_RECORDED_APPROVAL)
+            self._sync.note(_origin(click), None, not_recorded())
 
     async def _handle(self, click: ApprovalClick) -> None:
         record = await self._store.get(click.request_id)

@@ -81,14 +81,7 @@ class Gatekeeper:
     def groups_known(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
         """The groups among ``groups`` that ``user`` is in by the members last read, however
         old; ``None`` if one was never read."""
-        found: set[str] = set()
-        for group in groups:
-            cached = self._members.get(group)
-            if cached is None:
-                return None
-            if user in cached[1]:
-                found.add(group)
-        return frozenset(found)
+        return self._in_groups(user, groups, stale=True)
 
     async def allowed(
         self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
@@ -104,11 +97,16 @@ class Gatekeeper:
 
     def groups_cached(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
         """The groups among ``groups`` that ``user`` is in, if no Web API call is needed."""
+        return self._in_groups(user, groups, stale=False)
+
+    def _in_groups(self, user: str, groups: Iterable[str], *, stale: bool) -> frozenset[str] | None:
+        """The groups ``user`` is in by the members read (``stale``: however long ago, else
+        only while fresh); ``None`` if one of ``groups`` has no such read."""
         now = time.monotonic()
         found: set[str] = set()
         for group in groups:
             cached = self._members.get(group)
-            if cached is None or cached[0] < now:
+            if cached is None or (not stale and cached[0] < now):
                 return None
             if user in cached[1]:
                 found.add(group)
