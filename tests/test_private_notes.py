@@ -4,8 +4,9 @@ The bot posts in public channels it was not invited to (``chat:write.public``), 
 refuses ``chat.postEphemeral`` there (``not_in_channel``). A click's payload carries a
 ``response_url``, which Slack takes whatever the bot's membership (slack-platform.md §2.1):
 a note for a click goes there (``response_type: ephemeral``, ``replace_original: false``),
-and through ``chat.postEphemeral`` only when the interaction had none (a modal submission)
-or the ``response_url`` failed. A ``response_url`` that is not Slack's (nor, in tests, the
+and through ``chat.postEphemeral`` only when the interaction had none or the
+``response_url`` failed. A modal's submission has none of its own: the modal carries the
+one of the click that opened it. A ``response_url`` that is not Slack's (nor, in tests, the
 stand-in's own) is never POSTed to. Every test runs a real bolt app against the stand-in.
 """
 
@@ -20,7 +21,7 @@ from aiohttp import web
 
 from adapters.slack import ids
 from adapters.slack.approval_actions import NOT_AN_APPROVER, parse_approval_click
-from adapters.slack.interactions import parse_block_actions
+from adapters.slack.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.messages import MODAL_NOT_OPENED, NOT_ALLOWED
 from adapters.slack.record import ApprovalView
 from adapters.slack.sandbox.records import Ephemeral
@@ -118,18 +119,24 @@ async def test_a_failing_response_url_falls_back_to_chat_post_ephemeral() -> Non
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
 
-# --- notes for modal submissions: no response_url, chat.postEphemeral as before ---------
+# --- notes for modal submissions: the response_url of the click that opened the modal --
 
 
-async def test_a_modal_submission_refusal_in_an_invited_channel_still_arrives() -> None:
+async def test_a_modal_submission_refusal_in_an_uninvited_channel_is_told() -> None:
     """Bob is not in the group that may answer; his empty Submit opens its confirmation
-    before the group is read (the trigger expires in 3 s); his confirmation is refused."""
+    before the group is read (the trigger expires in 3 s); his confirmation is refused. A
+    submission has no ``response_url`` of its own: the note goes to the one of his Submit
+    click, which the modal carried, so it arrives where the bot was not invited."""
     async with SlackHarness() as h:
         group = h.slack.workspace.add_usergroup("oncall", [h.carol])
         h.provider.defaults.allowed_users = None
         h.provider.defaults.allowed_usergroups = [group.id]
-        task = h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
-        message = await h.posted()
+        public = uninvited(h)
+        task = h.ask(
+            one("Which targets?", ["Code", "Docs"], multiSelect=True),
+            options=AskOptions(channel=public),
+        )
+        message = await h.posted(channel=public)
         await h.click(message, h.bob, text="Submit", values={"aq1.draft": []})
         view = await h.modal(h.bob)
         submission = h.slack.submission(view.id, values={})
@@ -137,22 +144,105 @@ async def test_a_modal_submission_refusal_in_an_invited_channel_still_arrives() 
         status, _ = await h.slack.deliver(submission)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert (note.text, note.channel) == (NOT_ALLOWED, h.channel)
-        assert h.slack.calls.count("chat.postEphemeral") == 1
-        assert hook_calls(h) == []
+        assert (note.text, note.channel) == (NOT_ALLOWED, public)
+        assert [(c["response_type"], c["status"]) for c in hook_calls(h)] == [("ephemeral", 200)]
+        assert h.slack.calls.count("chat.postEphemeral") == 0
         assert not task.done()
 
 
-async def test_a_draft_saved_from_a_modal_is_still_told_by_chat_post_ephemeral() -> None:
+async def test_a_draft_saved_from_a_modal_is_told_by_the_opening_clicks_response_url() -> None:
     async with SlackHarness() as h:
-        h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
-        message = await h.posted()
+        public = uninvited(h)
+        h.ask(
+            one("Which targets?", ["Code", "Docs"], multiSelect=True),
+            options=AskOptions(channel=public),
+        )
+        message = await h.posted(channel=public)
         await h.click(message, h.alice, text="Other…")
         await h.type_into_modal(h.alice, "Release notes")
         note = await note_for(h, h.alice)
         assert "Saved your answer" in note.text and "Release notes" in note.text
+        assert note.channel == public
+        assert [c["status"] for c in hook_calls(h)] == [200]
+        assert h.slack.calls.count("chat.postEphemeral") == 0
+
+
+async def test_a_failing_response_url_after_a_modal_falls_back_to_chat_post_ephemeral() -> None:
+    """The opening click's ``response_url`` refused (as when it is spent: five uses, thirty
+    minutes): the note goes by ``chat.postEphemeral`` in the message's channel (the bot is
+    in it)."""
+    async with SlackHarness() as h:
+        h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Other…")
+        view = await h.modal(h.alice)
+        h.slack.faults.add(method="response_url", kind="server_error", status=503)
+        payload = h.slack.submission(view.id, values={"aq1.text": "Release notes"})
+        await h.slack.deliver(payload)
+        note = await note_for(h, h.alice)
+        assert "Saved your answer" in note.text and note.channel == h.channel
+        assert [c["status"] for c in hook_calls(h)] == [503]
         assert h.slack.calls.count("chat.postEphemeral") == 1
-        assert hook_calls(h) == []
+
+
+def submission_payload(metadata: object) -> dict[str, Any]:
+    """A free-text modal's submission whose ``private_metadata`` is ``metadata``."""
+    rid = "0123456789abcdef"
+    block = ids.block_id(rid, 0, "in")
+    return {
+        "type": "view_submission",
+        "user": {"id": "U0BOB", "name": "bob"},
+        "view": {
+            "callback_id": ids.callback_id("text"),
+            "private_metadata": metadata,
+            "state": {"values": {block: {ids.action_id("text"): {"value": "hi"}}}},
+        },
+    }
+
+
+@pytest.mark.parametrize("kind", ["text", "skip"])
+def test_a_modal_carries_the_opening_clicks_response_url_back(kind: str) -> None:
+    rid = "0123456789abcdef"
+    metadata = ids.private_metadata(rid, 0, RESPONSE_URL)
+    assert ids.parse_private_metadata(metadata) == ids.ModalRef(rid, 0, RESPONSE_URL)
+    payload = submission_payload(metadata)
+    payload["view"]["callback_id"] = ids.callback_id(kind)  # type: ignore[arg-type]
+    parsed = parse_view_submission(payload)
+    assert parsed is not None and parsed.request_id == rid
+    assert parsed.origin.response_url == RESPONSE_URL
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example/actions/T0TEAM/1234/abc",
+        "https://hooks.slack.com.evil.example/actions/T0TEAM/1234/abc",
+        "http://10.0.0.5:8080/response/R1/abc",
+        "https://hooks.slack.com/actions/T0TEAM/1234/a\nb",
+        "http://hooks.slack.com/actions/T0TEAM/1234/abc",
+    ],
+)
+def test_a_modal_submissions_response_url_that_cannot_be_slacks_is_dropped(url: str) -> None:
+    """The metadata comes back in a signed payload, yet is checked as a click's would be."""
+    metadata = f"aq1:0123456789abcdef:0:{url}"
+    parsed = parse_view_submission(submission_payload(metadata))
+    assert parsed is not None and parsed.origin.response_url is None
+
+
+def test_a_modal_opened_before_this_version_still_parses() -> None:
+    """Modals open in Slack across an upgrade carry the three-field metadata."""
+    parsed = parse_view_submission(submission_payload("aq1:0123456789abcdef:0"))
+    assert parsed is not None and parsed.origin.response_url is None
+    assert ids.parse_private_metadata("aq1:0123456789abcdef:0") == ids.ModalRef(
+        "0123456789abcdef", 0
+    )
+
+
+def test_a_response_url_that_would_not_fit_the_metadata_is_left_out() -> None:
+    rid = "0123456789abcdef"
+    fits = "https://hooks.slack.com/" + "x" * (3000 - len(f"aq1:{rid}:0:") - 24)
+    assert len(ids.private_metadata(rid, 0, fits)) == 3000
+    assert ids.private_metadata(rid, 0, fits + "x") == f"aq1:{rid}:0"
 
 
 # --- a response_url that is not Slack's is never POSTed to ------------------------------

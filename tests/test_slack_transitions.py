@@ -291,8 +291,10 @@ def test_an_empty_submit_asks_first_and_the_confirmation_skips() -> None:
     blocks = render_open(FORM).blocks
     rec = decide(FORM, interaction_of(choose(blocks, question=1, labels=["Egg"], user=BOB)), NOW)
     assert isinstance(rec, Save)  # Bob's picks do not make Alice's Submit non-empty
-    decision = decide(rec.record, interaction_of(click(blocks, button_text="Submit")), NOW)
-    assert decision == Modal(render_skip_modal(rec.record))
+    submit = click(blocks, button_text="Submit")
+    decision = decide(rec.record, interaction_of(submit), NOW)
+    # the Submit click's response_url rides along: the confirmation's note goes there
+    assert decision == Modal(render_skip_modal(rec.record, submit["response_url"]))
     assert isinstance(decision, Modal) and check_view(decision.view) == []
     assert "Submit with nothing selected?" in json.dumps(decision.view)
     confirmed = parse_view_submission(submit_view(decision.view, None, ALICE, values={}))
@@ -333,14 +335,16 @@ def test_draft_change_for_a_question_that_does_not_exist_is_ignored() -> None:
     [(TAP, "Other…", 0), (TEXT, "Answer…", 0), (PLAN, "Decline with feedback…", 0)],
 )
 def test_open_text_is_the_modal(rec: PendingRecord, button: str, question: int) -> None:
-    decision = decide(rec, interaction_of(click(render_open(rec).blocks, button_text=button)), NOW)
-    assert decision == Modal(render_text_modal(rec, question))
+    payload = click(render_open(rec).blocks, button_text=button)
+    decision = decide(rec, interaction_of(payload), NOW)
+    assert decision == Modal(render_text_modal(rec, question, None, payload["response_url"]))
     assert isinstance(decision, Modal) and check_view(decision.view) == []
 
 
 def test_open_text_in_a_form_names_its_question() -> None:
     payload = click(render_open(FORM).blocks, button_text="Answer…")
-    assert decide(FORM, interaction_of(payload), NOW) == Modal(render_text_modal(FORM, 2))
+    modal = render_text_modal(FORM, 2, None, payload["response_url"])
+    assert decide(FORM, interaction_of(payload), NOW) == Modal(modal)
 
 
 def _text(rec: PendingRecord, question: int, text: str | None, user: str = ALICE) -> TextAnswer:

@@ -5,7 +5,10 @@ Everything this provider puts into Slack's id fields is packed here and parsed b
 - ``block_id``:   ``aq1:<request id>:<question index or ->:<part><revision>``
 - ``action_id``:  ``aq1.<kind>`` or ``aq1.<kind>.<n>`` (``n`` keeps ids unique in a block)
 - ``value``:      an option index or a question index, as digits
-- modal ``callback_id`` ``aq1.<kind>``; ``private_metadata`` ``aq1:<request id>:<question index>``
+- modal ``callback_id`` ``aq1.<kind>``; ``private_metadata``
+  ``aq1:<request id>:<question index>[:<response_url>]`` (the ``response_url`` of the click
+  that opened the modal: a submission carries none of its own, and the person's private
+  note goes there)
 
 The ``aq1`` prefix is a version: messages already in Slack keep parsing after an upgrade,
 and a later format gets a new prefix. Unpacking returns ``None`` for anything that is not
@@ -122,10 +125,12 @@ class BlockRef:
 
 @dataclass(frozen=True, slots=True)
 class ModalRef:
-    """What a modal's ``private_metadata`` names: the request and the question."""
+    """What a modal's ``private_metadata`` names: the request, the question, and the
+    ``response_url`` of the click that opened it (unchecked: ``interactions`` checks it)."""
 
     request_id: str
     question: int
+    reply_url: str | None = None
 
 
 def block_id(request_id: str, question: int | None, part: str) -> str:
@@ -204,21 +209,28 @@ def parse_callback_id(value: object) -> ViewKind | None:
     return "skip" if match.group(1) == "skip" else "text"
 
 
-def private_metadata(request_id: str, question: int) -> str:
-    """A modal's ``private_metadata``: the request and question it answers."""
+def private_metadata(request_id: str, question: int, reply_url: str | None = None) -> str:
+    """A modal's ``private_metadata``: the request and question it answers, and where the
+    click that opened it may be replied to (left out when it would not fit)."""
     _check_request_id(request_id)
     _check_index(question, "a question index")
-    return SEP.join((PREFIX, request_id, str(question)))
+    packed = SEP.join((PREFIX, request_id, str(question)))
+    if reply_url and len(packed) + 1 + len(reply_url) <= MAX_PRIVATE_METADATA:
+        packed = SEP.join((packed, reply_url))
+    return packed
 
 
 def parse_private_metadata(value: object) -> ModalRef | None:
     """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours."""
     if not isinstance(value, str) or len(value) > MAX_PRIVATE_METADATA:
         return None
-    fields = value.split(SEP)
-    if len(fields) != 3 or fields[0] != PREFIX:
+    fields = value.split(SEP, 3)
+    if len(fields) < 3 or fields[0] != PREFIX:
         return None
-    _, request_id, index = fields
+    request_id, index = fields[1], fields[2]
     if not _REQUEST_ID.match(request_id) or not _INDEX.match(index):
         return None
-    return ModalRef(request_id, int(index))
+    reply_url = fields[3] if len(fields) == 4 else None
+    if reply_url is not None and not reply_url.startswith(("https://", "http://")):
+        return None
+    return ModalRef(request_id, int(index), reply_url)

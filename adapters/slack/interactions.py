@@ -280,8 +280,10 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
     user = _str(_dict(body.get("user")).get("id"))
     if ref is None or user is None:
         return None
+    # No response_url of its own: the one of the click that opened the modal, checked again.
+    reply = response_url({"response_url": ref.reply_url})
     if kind == "skip":
-        return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body)))
+        return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body), response_url=reply))
     values = _dict(_dict(view.get("state")).get("values"))
     for block, actions in values.items():
         block_ref = ids.parse_block_id(block)
@@ -291,6 +293,6 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
             if ids.parse_action_id(action) == "text":
                 raw = _dict(state).get("value")
                 text = raw if isinstance(raw, str) else ""
-                origin = Origin(user, name=acting_name(body))
+                origin = Origin(user, name=acting_name(body), response_url=reply)
                 return TextAnswer(ref.request_id, ref.question, text, origin, block)
     return None

@@ -111,9 +111,10 @@ class MessageSynchroniser:
     def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
         """Tell the person who clicked, privately, in the message's channel, in the background.
 
-        Through the click's ``response_url`` when it has one from the Slack the bot calls;
-        else, or when that fails, with ``chat.postEphemeral`` (a modal submission has no
-        ``response_url``), which Slack refuses where the bot is not a member.
+        Through the click's ``response_url`` when it has one from the Slack the bot calls (a
+        modal's submission: the one of the click that opened the modal); else, or when that
+        fails (it is spent after five uses or thirty minutes), with ``chat.postEphemeral``,
+        which Slack refuses where the bot is not a member.
         """
         channel = origin.channel or (record.message_channel if record else None)
         hook = origin.response_url

@@ -231,7 +231,7 @@ def decide(
             if 0 <= index < count:
                 drafts[index].selected = list(chosen)
         if _is_empty(drafts):
-            return Modal(render_skip_modal(record))
+            return Modal(render_skip_modal(record, origin.response_url))
         return _finish(record, origin, now, drafts)
 
     if isinstance(interaction, ConfirmSkip):
@@ -262,7 +262,9 @@ def decide(
         return _save(record, origin.user, drafts)
 
     if isinstance(interaction, OpenText):
-        return Modal(render_text_modal(record, interaction.question, origin.user))
+        return Modal(
+            render_text_modal(record, interaction.question, origin.user, origin.response_url)
+        )
 
     # TextAnswer
     text = interaction.text.strip()

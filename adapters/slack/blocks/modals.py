@@ -28,13 +28,16 @@ TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
 """Under a form question's saved text: how to take it back."""
 
 
-def render_skip_modal(record: PendingRecord) -> Block:
-    """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
+def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
+    """The confirmation an empty Submit asks for: "Submit with nothing selected?".
+
+    ``reply_url``: the ``response_url`` of the click that opened it, kept for the note its
+    submission may need."""
     what = "questions were" if len(record.questions) > 1 else "question was"
     return {
         "type": "modal",
         "callback_id": ids.callback_id("skip"),
-        "private_metadata": ids.private_metadata(record.id, 0),
+        "private_metadata": ids.private_metadata(record.id, 0, reply_url),
         "title": plain("Nothing selected", MAX_MODAL_TITLE),
         "submit": plain("Submit empty", MAX_MODAL_TITLE),
         "close": plain("Go back", MAX_MODAL_TITLE),
@@ -45,11 +48,13 @@ def render_skip_modal(record: PendingRecord) -> Block:
     }
 
 
-def render_text_modal(record: PendingRecord, index: int, user: str | None = None) -> Block:
+def render_text_modal(
+    record: PendingRecord, index: int, user: str | None = None, reply_url: str | None = None
+) -> Block:
     """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
 
     It shows the question once, with the beginning of its detail as plain text, and
-    ``user``'s own draft text, if any.
+    ``user``'s own draft text, if any. ``reply_url``: as for ``render_skip_modal``.
     """
     question = record.questions[index]
     layout = layout_of(record.questions)
@@ -87,7 +92,7 @@ def render_text_modal(record: PendingRecord, index: int, user: str | None = None
     return {
         "type": "modal",
         "callback_id": ids.callback_id("text"),
-        "private_metadata": ids.private_metadata(record.id, index),
+        "private_metadata": ids.private_metadata(record.id, index, reply_url),
         "title": plain(title, MAX_MODAL_TITLE),
         "submit": plain(submit, MAX_MODAL_SUBMIT),
         "close": plain("Cancel", MAX_MODAL_CLOSE),
