@@ -3,18 +3,26 @@
 Each check takes an already stripped, non-empty value and returns it (perhaps normalised) or
 raises ``ValueError`` with one sentence that never contains a secret. ``bot.config`` attaches
 them to the fields of ``Settings`` with ``AfterValidator``/``BeforeValidator``.
+
+A value is quoted only through :func:`show`, which hides a value that holds a secret of any
+setting being validated (:func:`hiding`, :func:`secret_values`: a secret pasted into the wrong
+setting), a Slack token, or anything shaped like a credential (a long run of hex or base64).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from typing import Any, Final, Literal, get_args
+from urllib.parse import unquote, urlsplit
 
-from pydantic import SecretStr
+from pydantic import BeforeValidator, SecretStr
+from pydantic.fields import FieldInfo
 
 from bot.logs import redact_url
 
@@ -30,13 +38,17 @@ __all__ = [
     "check_signing_secret",
     "choose_mode",
     "distinct_tokens",
+    "hiding",
+    "holds_secret",
     "host_names",
     "id_list",
     "is_loopback",
     "is_wildcard",
+    "json_object",
     "no_whitespace",
     "one_of",
     "plain_http_elsewhere",
+    "secret_values",
     "show",
     "slack_token",
     "token_file",
@@ -66,14 +78,117 @@ _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
 
 
+# A run of 20 or more hex/base64/base64url characters with a letter and a digit in it: how
+# most generated credentials look (a signing secret is 32 hex digits), and few names do.
+_SECRET_LIKE: Final = re.compile(
+    r"(?=[A-Za-z0-9+=_-]*\d)(?=[A-Za-z0-9+=_-]*[A-Za-z])[A-Za-z0-9+=_-]{20,}"
+)
+_CONTAINED: Final = 6  # a secret this long or longer is hidden wherever it appears in a value
+_FRAGMENT: Final = 8  # a value this long or longer is hidden when it is part of a secret
+_SECRETS: ContextVar[frozenset[str]] = ContextVar("bot.config_checks.secrets", default=frozenset())
+
+
 def show(value: object) -> str:
-    """A non-secret value, quoted and shortened for a message; token-like values are hidden."""
+    """A value, quoted and shortened for a message; a value that is or may be a secret is not.
+
+    Hidden: a :class:`SecretStr`, a value that holds the secret of a setting being validated
+    (see :func:`hiding`), a Slack token, and a value shaped like a generated credential.
+    """
+    if isinstance(value, SecretStr):
+        return "(a value that holds a secret, not shown)"
     text = str(value)
     if _TOKEN_LIKE.search(text):
         return "(a value that looks like a Slack token, not shown)"
+    if holds_secret(text):
+        return "(a value that holds the secret of a setting, not shown)"
+    if _SECRET_LIKE.search(text):
+        return "(a value that looks like a secret, not shown)"
     if len(text) > 60:
         text = text[:57] + "..."
     return repr(text)
+
+
+def holds_secret(text: str, secrets: Iterable[str] | None = None) -> bool:
+    """Whether ``text`` is, holds, or is a good part of one of ``secrets``.
+
+    ``secrets`` defaults to those of the settings being validated (:func:`hiding`).
+    """
+    for secret in _SECRETS.get() if secrets is None else secrets:
+        if text == secret or (len(secret) >= _CONTAINED and secret in text):
+            return True
+        if len(text) >= _FRAGMENT and text in secret:
+            return True
+    return False
+
+
+@contextmanager
+def hiding(secrets: frozenset[str]) -> Iterator[None]:
+    """Within the block, :func:`show` hides any value holding one of ``secrets``."""
+    token = _SECRETS.set(_SECRETS.get() | secrets)
+    try:
+        yield
+    finally:
+        _SECRETS.reset(token)
+
+
+def secret_values(fields: Mapping[str, FieldInfo], data: Mapping[str, Any]) -> frozenset[str]:
+    """The secrets in ``data`` (raw values by field name) of the fields that hold secrets.
+
+    A secret field's value counts whole, item by item (``a,b``) and after a name
+    (``name:token``); a URL only by its user and password; a file of tokens by its tokens.
+    """
+    found: set[str] = set()
+    for name, field in fields.items():
+        value = data.get(name)
+        if value is None or not _holds_secret_type(field.annotation):
+            continue
+        if isinstance(value, str) and _reads_tokens_file(field):
+            try:
+                value = token_file(value.strip())
+            except ValueError:
+                continue  # unreadable: it holds nothing to hide
+        for text in _texts(value):
+            found.update(_secret_parts(text))
+    return frozenset(part for part in found if part)
+
+
+def _holds_secret_type(annotation: Any) -> bool:
+    if annotation is SecretStr:
+        return True
+    return any(_holds_secret_type(arg) for arg in get_args(annotation))
+
+
+def _reads_tokens_file(field: FieldInfo) -> bool:
+    """Whether the field's value is a path to tokens (the path itself is no secret)."""
+    return any(
+        isinstance(item, BeforeValidator) and item.func is token_file for item in field.metadata
+    )
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, SecretStr):
+        yield value.get_secret_value()
+    elif isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _secret_parts(text: str) -> Iterator[str]:
+    text = text.strip()
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            user, password = parts.username, parts.password
+        except ValueError:
+            return
+        yield from (unquote(part) for part in (user, password) if part)
+        return
+    yield text
+    for item in text.split(","):
+        yield item.strip()
+        yield item.partition(":")[2].strip()
 
 
 def is_loopback(host: str) -> bool:
@@ -242,17 +357,49 @@ def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
 
 
 def id_list(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
-    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``: ids only, order kept."""
+    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``: ids only, order kept.
+
+    A blank value is no list (unset); a value that is not blank but names no id (``","``,
+    or ``"${A},${B}"`` with both unset) is refused: an allow-list must not fail open.
+    """
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             return value
+        if not value.strip():
+            return ()
         items = [item.strip() for item in value.split(",") if item.strip()]
+        if not items:
+            raise ValueError(
+                f"{show(value)} names no {what}. Give at least one id, or leave the setting "
+                "empty (unset)."
+            )
         wrong = [item for item in items if not pattern.fullmatch(item)]
         if wrong:
             shown = ", ".join(show(item) for item in wrong)
             raise ValueError(f"not {what}: {shown}. Use ids, not names or @handles.")
         return tuple(dict.fromkeys(items))
+
+    return check
+
+
+def json_object(example: str) -> Callable[[Any], Any]:
+    """A before-check decoding a JSON object from a string; an object (or a model) passes on."""
+
+    def check(value: Any) -> Any:
+        decoded = value
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                    f"e.g. {example}"
+                ) from None
+        # (the settings' sources decode JSON themselves, so a list may arrive decoded)
+        if isinstance(decoded, str | int | float | list | tuple):
+            raise ValueError(f"must be a JSON object, e.g. {example}")
+        return decoded
 
     return check
 

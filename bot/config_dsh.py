@@ -8,24 +8,25 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
-from pydantic_settings import BaseSettings
+from pydantic import AfterValidator, BeforeValidator, Field
 
-from bot.config_checks import url
-from bot.config_types import Secret, UsergroupIds, UserIds
+from bot.config_checks import json_object, url
+from bot.config_types import HidesSecrets, Secret, UsergroupIds, UserIds
 from bot.questions.review import ReviewPolicy
 
 __all__ = ["DshSettings"]
 
 
-class DshSettings(BaseSettings):
+class DshSettings(HidesSecrets):
     """``DSH_*``: the harness host, its plan reviews' policy, who decides its approvals."""
 
     dsh_host_url: Annotated[str, AfterValidator(url("http", "https"))] | None = Field(
         None, description="http(s) URL of a DeepSeek Harness web host to serve."
     )
     dsh_host_token: Secret | None = Field(None, description="Token for DSH_HOST_URL.")
-    dsh_review_policy: ReviewPolicy | None = Field(
+    dsh_review_policy: (
+        Annotated[ReviewPolicy, BeforeValidator(json_object('{"approvals": 2}.'))] | None
+    ) = Field(
         None,
         description='Review policy (JSON) for the dsh host\'s plan reviews, e.g. {"approvals": 2, '
         '"required": [{"usergroups": ["S0123ABCD"]}]}. Unset: one approval decides.',

@@ -9,16 +9,15 @@ from __future__ import annotations
 from typing import Annotated, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field
-from pydantic_settings import BaseSettings
 
 from bot.config_checks import check_redis_prefix, check_redis_url, one_of
-from bot.config_types import DEFAULT_STORE_PATH, Secret, StoreKind
+from bot.config_types import DEFAULT_STORE_PATH, HidesSecrets, Secret, StoreKind
 from bot.logs import redact_url
 
 __all__ = ["StoreSettings"]
 
 
-class StoreSettings(BaseSettings):
+class StoreSettings(HidesSecrets):
     """``STORE``, ``STORE_PATH``, ``REDIS_*`` and ``RETENTION_DAYS``."""
 
     redis_url: Annotated[Secret, AfterValidator(check_redis_url)] | None = Field(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails
 
 from bot.config_checks import show
 
-__all__ = ["invalid", "is_secret", "problem", "render_help"]
+__all__ = ["hide_inputs", "invalid", "is_secret", "problem", "render_help"]
 
 _INTRO: Final = """\
 Settings are read from the environment, then from KEY=VALUE lines in ./.env
@@ -132,12 +132,32 @@ def _number(field: FieldInfo, shown: str) -> str | None:
     return None
 
 
+def _path(loc: Sequence[int | str]) -> str:
+    """Where inside a value an error is, as in ``required[0].count``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
 def problem(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
-    """``"NAME: sentence"`` for one validation error; a secret's value is never shown."""
+    """``"NAME: sentence"`` for one validation error; a secret's value is never shown.
+
+    An error inside a value (a key of a JSON setting) names where: ``NAME: a.b[0]: sentence``.
+    """
     name = str(error["loc"][0]) if error["loc"] else "settings"
     field = fields.get(name)
+    where = _path(error["loc"][1:])
     if error["type"] == "value_error":
-        return f"{name.upper()}: {error.get('ctx', {}).get('error', error['msg'])}"
+        sentence = error.get("ctx", {}).get("error", error["msg"])
+        return f"{name.upper()}: {f'{where}: ' if where else ''}{sentence}"
+    if where:
+        if error["type"] == "extra_forbidden":
+            return f"{name.upper()}: {where}: unknown key."
+        return f"{name.upper()}: {where}: {error['msg']}."
     if field is None:
         return f"{name.upper()}: {error['msg']}."
     shown = "the value (not shown)" if is_secret(field) else show(error["input"])
@@ -153,6 +173,20 @@ def _detail(error: ErrorDetails) -> InitErrorDetails:
     return InitErrorDetails(
         type=error["type"], loc=error["loc"], input=error["input"], ctx=error.get("ctx", {})
     )
+
+
+def hide_inputs(exc: ValidationError, hidden: Callable[[str], bool]) -> ValidationError:
+    """``exc`` with each input ``hidden`` says holds a secret wrapped in ``SecretStr``.
+
+    :func:`problem` quotes an input through ``show``, which never shows a ``SecretStr``.
+    """
+    errors = []
+    for error in exc.errors(include_url=False):
+        detail = _detail(error)
+        if isinstance(error["input"], str) and hidden(error["input"]):
+            detail["input"] = SecretStr(error["input"])
+        errors.append(detail)
+    return ValidationError.from_exception_data(exc.title, errors, hide_input=True)
 
 
 def invalid(

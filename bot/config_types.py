@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BeforeValidator, Field, SecretStr
-from pydantic_settings import NoDecode
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_checks import USER, USERGROUP, id_list, no_whitespace
+from bot.config_checks import (
+    USER,
+    USERGROUP,
+    hiding,
+    holds_secret,
+    id_list,
+    no_whitespace,
+    secret_values,
+)
+from bot.config_text import hide_inputs
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "HidesSecrets",
     "LogFormat",
     "LogLevel",
     "Mode",
@@ -36,3 +46,25 @@ UsergroupIds = Annotated[
     tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
 ]
 """Comma-separated Slack user group ids."""
+
+
+class HidesSecrets(BaseSettings):
+    """A part of the settings whose messages never quote a secret of any setting.
+
+    While the whole model is validated, ``show`` hides a value that holds the value of any
+    secret field (``SLACK_CHANNEL`` set to the signing secret, ``SLACK_MENTION`` to the API
+    token); an input that holds one is wrapped in ``SecretStr`` in the errors raised, so a
+    message worded from it afterwards cannot quote it either.
+    """
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _hide_secrets(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        secrets = secret_values(cls.model_fields, data)
+        with hiding(secrets):
+            try:
+                return handler(data)
+            except ValidationError as exc:
+                raise hide_inputs(exc, lambda text: holds_secret(text, secrets)) from None

@@ -19,8 +19,13 @@ from urllib.parse import urlsplit
 
 __all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logging"]
 
+# After "Bearer ", only what is shaped like a credential (RFC 6750's b64token): 16 or more
+# characters, or 6 or more with a digit, so "a valid bearer token is required" stays prose.
+_BEARER: Final = (
+    r"(?i:bearer)\s+(?:(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{6,}|[A-Za-z0-9._~+/=-]{16,})"
+)
 _SECRET: Final = re.compile(
-    r"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"
+    rf"(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|{_BEARER}"
     r"|(?<=://)[^/\s:@]*:[^/\s@]+(?=@)|(?<=://)[^/?#\s:@]+(?=@))"
 )
 _STANDARD: Final = frozenset(
