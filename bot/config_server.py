@@ -24,6 +24,7 @@ from bot.config_checks import (
     host_names,
     is_loopback,
     is_wildcard,
+    show,
     token_file,
     token_list,
 )
@@ -107,12 +108,12 @@ class ServerSettings(BaseSettings):
             distinct_tokens(named)
         if value is None and not named and host is not None and not is_loopback(host):
             raise ValueError(
-                f"required because HOST={host!r} is not a loopback address; without it anyone "
+                f"required because HOST={show(host)} is not a loopback address; without it anyone "
                 "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
                 "to a long random string, or set HOST=127.0.0.1."
             )
         if host is not None and not is_loopback(host):
-            _long_enough([("default", value), *named], f"HOST={host!r} is not loopback")
+            _long_enough([("default", value), *named], f"HOST={show(host)} is not loopback")
         return value
 
     @field_validator("allowed_hosts")

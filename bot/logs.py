@@ -48,10 +48,14 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "(unparsable URL)"
+    scheme = f"{parts.scheme}:" if parts.scheme else ""
+    if "@" in url.partition("://")[2] and "@" not in parts.netloc:
+        # An unencoded / ? or # in a password ends the host part early: the rest of the
+        # password would be shown as path or query, and nothing says where it ends.
+        return f"{scheme}//(an @ after its host part: not shown)"
     userinfo, at, hostport = parts.netloc.rpartition("@")
     netloc = f"{_masked_userinfo(userinfo)}@{hostport}" if at else hostport
     query = "?…" if parts.query else ""
-    scheme = f"{parts.scheme}:" if parts.scheme else ""
     slashes = "//" if url[len(scheme) :].startswith("//") else ""
     return f"{scheme}{slashes}{netloc}{parts.path}{query}"
 

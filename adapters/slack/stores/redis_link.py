@@ -99,7 +99,16 @@ class RedisLink:
                 client_name=re.sub(r"[^!-~]", "_", client_name),
             )
         except ValueError as exc:
-            raise ValueError(f"REDIS_URL={self.shown_url} is not a usable Redis URL") from exc
+            # redis-py's reason may quote a piece of the URL (a password read as the port):
+            # kept only when it quotes nothing before the URL's last @, and never chained.
+            reason = str(exc)
+            userinfo = url.partition("://")[2].rpartition("@")[0]
+            quoted = re.findall(r"'([^']*)'", reason)
+            plain = all(not piece or piece not in userinfo for piece in quoted)
+            detail = f": {reason.rstrip('.')}" if plain else ""
+            raise ValueError(
+                f"REDIS_URL={self.shown_url} is not a usable Redis URL{detail}"
+            ) from None
         self.client: aioredis.Redis = aioredis.Redis(connection_pool=pool)
 
     async def op(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
@@ -166,7 +175,8 @@ class RedisLink:
             )
         else:
             problem = (
-                f"cannot reach the Redis pending store at REDIS_URL={shown}: {reason}."
+                f"cannot reach the Redis pending store at REDIS_URL={shown}: "
+                f"{reason.rstrip('.')}."
                 " Check that Redis is running and that REDIS_URL points at it."
             )
         return StoreUnavailable(problem, shown)
