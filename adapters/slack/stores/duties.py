@@ -8,6 +8,13 @@ told, so those requests' messages say so in Slack. A detached record (asked over
 API) whose message its lost process never posted is taken for the sweeping process instead,
 and reported (still open) for it to post.
 
+``OrphanSweep`` (the Redis store's sweep) keeps each record as it is written, so what a
+sweep wrote is reported even when an error cuts it short: a record failed but never
+reported would keep its buttons in Slack, a detached one taken but never reported would
+never be posted. Its passes are bounded (a deadline per heartbeat, the rest in the next
+one) and the sweeper beats between records, so a long sweep lets neither its heartbeat nor
+its lock lapse.
+
 The purge (finished records, old audit entries) runs every ``PURGE_EVERY`` in a task of its
 own (``run_purges``), not in the heartbeat: a purge that took longer than the heartbeat's TTL
 would let the beat lapse, and other processes would fail this one's questions.
@@ -31,12 +38,14 @@ from adapters.slack.stores.protocol import (
     StoreConflict,
     mutate,
 )
-from bot.questions.errors import OWNER_LOST
+from bot.questions.errors import OWNER_LOST, UserQuestionError
 
 __all__ = [
     "PURGE_EVERY",
+    "OrphanSweep",
     "default_process_id",
     "fail_orphans",
+    "landed",
     "log_orphans",
     "run_heartbeats",
     "run_purges",
@@ -53,32 +62,111 @@ async def fail_orphans(store: PendingStore, owner: str) -> list[PendingRecord]:
     """Fail the pending records of the lost process ``owner``; the records written.
 
     A detached record (the HTTP API's, its message not posted yet) is not failed: it is
-    taken for this process (still open), whose provider posts it."""
-    failed: list[PendingRecord] = []
-    for record in await store.open_records(owner=owner):
-        written = await _fail_orphan(store, record.id, owner)
+    taken for this process (still open), whose provider posts it. An error stops it, and
+    what was written before is lost to the caller: a sweep that reports what it wrote
+    uses ``OrphanSweep``, which keeps it."""
+    sweep = OrphanSweep(store)
+    await sweep.owner(owner)
+    return sweep.written
+
+
+class OrphanSweep:
+    """One pass of a sweep, kept as it goes: the records it wrote (``written``: failed
+    ``OWNER_LOST``, or detached ones taken for this process) and the writes sent whose
+    answer never came (``unsure``: ``landed`` tells later whether they were made). An
+    error that cuts the pass short (the store cannot answer) loses none of them: the
+    caller reports ``written`` whatever happens, and the records not reached stay open for
+    the next pass.
+
+    ``deadline`` (monotonic) bounds the pass: the records left then wait for the next one
+    (``cut``). ``between`` is awaited before each record (the sweeper's own heartbeat: a
+    long sweep must not let it lapse).
+    """
+
+    def __init__(
+        self,
+        store: PendingStore,
+        *,
+        deadline: float | None = None,
+        between: Callable[[], Awaitable[None]] | None = None,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.store = store
+        self.deadline = deadline
+        self.between = between
+        self.log = log or logging.getLogger(__name__)
+        self.written: list[PendingRecord] = []
+        self.unsure: list[PendingRecord] = []
+        self.cut = False
+
+    def out_of_time(self) -> bool:
+        """Whether the pass is over its deadline (then it stops: ``cut``)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.cut = True
+        return self.cut
+
+    async def owner(self, owner: str) -> None:
+        """Fail (or take up) the open records of the lost process ``owner``, one at a time,
+        until the deadline. A store error stops the pass (raised); another error on one
+        record is logged and the others are still swept."""
+        for record in await self.store.open_records(owner=owner):
+            if self.out_of_time():
+                return
+            if self.between is not None:
+                await self.between()
+            try:
+                await self._one(record, owner)
+            except UserQuestionError:
+                raise  # the store cannot answer: the rest waits for the next pass
+            except Exception:
+                self.log.exception(
+                    "pending store could not sweep request %s of lost process %s",
+                    record.id,
+                    owner,
+                )
+
+    async def _one(self, record: PendingRecord, owner: str) -> None:
+        now = time.time()
+        sent: list[PendingRecord] = []
+
+        def lost(current: PendingRecord) -> PendingRecord | None:
+            if not current.is_open or current.owner != owner:
+                return None
+            if current.detached:  # its message was never stored: this process posts it
+                following = current.next(owner=self.store.process_id)
+            else:
+                following = current.next(
+                    state="failed", error_code=OWNER_LOST, note=OWNER_LOST_NOTE, finished_at=now
+                )
+            sent.append(following)
+            return following
+
+        try:
+            _, written = await mutate(self.store, record.id, lost, known=record)
+        except StoreConflict:
+            return
+        except BaseException:
+            self.unsure += sent[-1:]  # the last write sent may have been made
+            raise
         if written is not None:
-            failed.append(written)
-    return failed
+            self.written.append(written)
 
 
-async def _fail_orphan(store: PendingStore, request_id: str, owner: str) -> PendingRecord | None:
-    now = time.time()
-
-    def lost(current: PendingRecord) -> PendingRecord | None:
-        if not current.is_open or current.owner != owner:
-            return None
-        if current.detached:  # its message was never stored: this process posts it
-            return current.next(owner=store.process_id)
-        return current.next(
-            state="failed", error_code=OWNER_LOST, note=OWNER_LOST_NOTE, finished_at=now
-        )
-
-    try:
-        _, written = await mutate(store, request_id, lost)
-    except StoreConflict:
-        return None
-    return written
+async def landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
+    """Of the sweep's writes whose answer never came (``OrphanSweep.unsure``), the ones that
+    were made, as stored now: the same version or later, the same owner, state and ending
+    (a failure's ``finished_at`` is the sweep's own)."""
+    if not sent:
+        return []
+    stored = await store.get_many([record.id for record in sent])
+    return [
+        now
+        for record, now in zip(sent, stored, strict=True)
+        if now is not None
+        and now.version >= record.version
+        and (now.owner, now.state, now.error_code, now.finished_at)
+        == (record.owner, record.state, record.error_code, record.finished_at)
+    ]
 
 
 def log_orphans(log: logging.Logger, failed: Sequence[PendingRecord]) -> None:

@@ -7,6 +7,12 @@ lapsed (crashed, or cut off from Redis for longer than ``heartbeat_ttl``) is pre
 the sweep fails its pending records with ``OWNER_LOST``. One process sweeps at a time
 (``p:sweep``, a short redis-py ``Lock``), reading the small ``p:owners`` set and the
 heartbeats, never every record; an owner with nothing left is forgotten.
+
+The sweep runs a pass per heartbeat, of a third of ``heartbeat_ttl`` at most (the records
+left wait for the next pass), beating and keeping the lock between records: a long sweep
+lets neither this process's heartbeat nor the lock lapse. What a pass wrote is reported
+even when an error cuts it short, and a write whose answer never came is looked at again
+next time (``duties.OrphanSweep``).
 """
 
 from __future__ import annotations
@@ -16,10 +22,11 @@ import functools
 import logging
 import time
 
+from redis.asyncio.lock import Lock
 from redis.exceptions import LockError
 
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores.duties import fail_orphans, log_orphans
+from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
 from adapters.slack.stores.protocol import PendingStore
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import FORGET_OWNER, RedisKeys, px
@@ -28,7 +35,6 @@ from adapters.slack.stores.redis_notices import RedisNotices
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["RedisUpkeep"]
-
 
 
 class RedisUpkeep:
@@ -53,17 +59,25 @@ class RedisUpkeep:
         self._heartbeat_ttl = heartbeat_ttl
         self._log = log
         self._forget_owner = link.client.register_script(FORGET_OWNER)
+        self._beaten_at = 0.0
+        """When (monotonic) this process last beat."""
+        self._unsure: list[PendingRecord] = []
+        """Writes of a sweep whose answer never came: reported next time if they were made."""
 
     async def beat(self) -> None:
         """Say this process is alive for ``heartbeat_ttl`` (unbounded: the caller bounds it)."""
         await self._link.client.set(
             self._keys.my_alive, f"{time.time():.3f}", px=px(self._heartbeat_ttl)
         )
+        self._beaten_at = time.monotonic()
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: give up on a long outage, beat, check for lost records, sweep (the
-        purge runs beside it: ``duties.run_purges``)."""
+        """One heartbeat: give up on a long outage, beat, check for lost records, one pass
+        of the sweep (the purge runs beside it: ``duties.run_purges``).
+
+        Returns what the pass failed or took, also when an error cut it short."""
         self._notices.give_up_if_lost()
+        sweep = self._new_sweep()
         try:
             await self._link.op("heartbeat", self.beat)
             await self._notices.check_lost()
@@ -71,10 +85,11 @@ class RedisUpkeep:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
                 return []
-            failed = await self.sweep_orphans()
-        except UserQuestionError:
-            return []  # logged once by the health tracking
-        return failed
+            await self._sweep_pass(sweep)
+        except UserQuestionError as exc:  # an outage is logged once by the health tracking
+            if sweep.written:  # reported all the same
+                self._log.warning("pending store sweep stopped early: %s", exc)
+        return sweep.written
 
     async def purge(self, now: float | None = None) -> int:
         """Purge the audit stream (``RedisAudit.purge``); how many entries went."""
@@ -87,10 +102,44 @@ class RedisUpkeep:
         return await self._audit.purge()
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``).
+        """One pass of the sweep: fail the pending records of processes whose heartbeat is
+        gone (``OWNER_LOST``), for ``heartbeat_ttl / 3`` at most (the rest in the next).
 
-        Returns the records this call failed; ``[]`` when another process is sweeping.
+        Returns the records this call failed or took; ``[]`` when another process is
+        sweeping. A store error is raised, unless something was written before it: then it
+        is logged and those records are returned.
         """
+        sweep = self._new_sweep()
+        try:
+            await self._sweep_pass(sweep)
+        except UserQuestionError as exc:
+            if not sweep.written:
+                raise
+            self._log.warning("pending store sweep stopped early: %s", exc)
+        return sweep.written
+
+    def _new_sweep(self) -> OrphanSweep:
+        """A pass bounded by a third of the heartbeat's TTL, beating between records."""
+        budget = self._heartbeat_ttl / 3
+        return OrphanSweep(self._store, deadline=time.monotonic() + budget, log=self._log)
+
+    async def _sweep_pass(self, sweep: OrphanSweep) -> None:
+        """Report the earlier writes that landed after all, then sweep under the lock;
+        ``sweep`` keeps what was written whatever happens."""
+        unsure, self._unsure = self._unsure, []
+        sweep.unsure = unsure  # kept for next time unless read now
+        try:
+            if unsure:
+                sweep.written += await landed(self._store, unsure)
+                sweep.unsure = []
+            await self._locked_sweep(sweep)
+        finally:
+            self._unsure += sweep.unsure  # looked at again next time
+            sweep.unsure = []
+            log_orphans(self._log, sweep.written)
+
+    async def _locked_sweep(self, sweep: OrphanSweep) -> None:
+        """``_sweep`` if no other process is sweeping (``p:sweep``)."""
         lock = self._link.client.lock(
             self._keys.sweep,
             timeout=max(self._heartbeat_ttl, 2 * self._link.op_timeout),
@@ -98,30 +147,40 @@ class RedisUpkeep:
             thread_local=False,
         )
         if not await self._link.op("take the sweep lock", lambda: lock.acquire(blocking=False)):
-            return []
+            return
         try:
-            return await self._sweep()
+            sweep.between = functools.partial(self._keep_up, lock)
+            await self._sweep(sweep)
         finally:
             with contextlib.suppress(LockError, UserQuestionError):  # else it expires
                 await self._link.op("release the sweep lock", lock.release)
 
-    async def _sweep(self) -> list[PendingRecord]:
+    async def _keep_up(self, lock: Lock) -> None:
+        """Between two records of a sweep: beat, and keep the lock, every third of the
+        heartbeat's TTL (a lost lock stops the pass: another process sweeps)."""
+        if time.monotonic() - self._beaten_at < self._heartbeat_ttl / 3:
+            return
+        await self._link.op("heartbeat", self.beat)
+        await self._link.op("keep the sweep lock", lock.reacquire)
+
+    async def _sweep(self, sweep: OrphanSweep) -> None:
         client = self._link.client
         owners = await self._link.op("list owners", lambda: client.smembers(self._keys.owners))
         me = self._keys.process_id
         others = sorted(name for name in map(as_text, owners) if name and name != me)
         if not others:
-            return []
+            return
         beats = await self._link.op(
             "read heartbeats", lambda: client.mget([self._keys.alive(o) for o in others])
         )
         dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
-        failed: list[PendingRecord] = []
         for owner in dead:
-            failed += await fail_orphans(self._store, owner)
+            if sweep.out_of_time():
+                return
+            await sweep.owner(owner)
+            if sweep.cut:
+                return
             forget = functools.partial(
                 self._forget_owner, keys=[self._keys.owners, self._keys.owner(owner)], args=[owner]
             )
             await self._link.op("forget a lost owner", forget)
-        log_orphans(self._log, failed)
-        return failed
