@@ -3,6 +3,11 @@
 A ``PendingRecord`` is plain data (JSON in Redis, an object in memory). It changes only
 through compare-and-set on ``version``; once its ``state`` leaves ``pending`` it never
 changes again (first writer wins).
+
+Stored records outlive the version that wrote them: in a rolling deploy an older process
+reads records a newer one stored, with fields it does not know. ``PendingRecord.load`` (the
+way every store reads a stored record) ignores those, in the record and in its parts; built
+or validated any other way the models stay strict (``extra="forbid"``), as outside input is.
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.slack.review import Revision, Vote
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
@@ -132,6 +138,27 @@ class PendingRecord(BaseModel):
         return self.model_dump_json(by_alias=True, exclude_none=True)
 
     @classmethod
-    def load(cls, data: str | bytes) -> PendingRecord:
-        """Parse a record written by ``dump``."""
-        return cls.model_validate_json(data)
+    def load(cls, data: str | bytes, *, of: str | None = None) -> PendingRecord:
+        """Parse a stored record (written by ``dump``, of this version or another one);
+        ``of``: its id, for the error.
+
+        Fields this version does not know (a newer version's, in a rolling deploy) are
+        ignored, in the record and in its parts, so its waiters wake and its clicks apply.
+        A record this version cannot read at all (a state or a type it does not know, or
+        not JSON) raises ``UserQuestionError`` (``STORE_UNAVAILABLE``, with pydantic's
+        error as its cause), never pydantic's own error: the store cannot serve it here.
+        """
+        try:
+            return cls.model_validate_json(data, extra="ignore")
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'record'}: {error['msg']}"
+                for error in exc.errors(include_url=False, include_input=False)[:3]
+            )
+            which = "a record" if of is None else f"record {of}"
+            raise UserQuestionError(
+                f"the pending store holds {which} this version of the bot cannot read "
+                f"(stored by a newer version?): {problems}",
+                STORE_UNAVAILABLE,
+                cause=exc,
+            ) from exc

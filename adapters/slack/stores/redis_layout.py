@@ -5,8 +5,11 @@ because the scripts derive some key names from the stored record)::
 
     p:req:{id}      the record as JSON (``PendingRecord.dump()``); no TTL while pending
                     (nothing expires silently), ``finished_ttl`` (the retention) once ended
-    p:tok:{id}      the token of the last write (same TTL): a write that redis-py retries
-                    after a lost reply is recognised as already done instead of refused
+    p:tok:{id}      the tokens of the last ``WRITE_TOKENS_KEPT`` writes, newest first,
+                    space-separated (a string, same TTL): a write that redis-py retries
+                    after a lost reply is recognised as already done instead of refused,
+                    though other writes came in between (a version before this layout kept
+                    one token there, as one string: each version reads the other's)
     p:open          set of the ids of every pending record
     p:owner:{pid}   set of the ids of the pending records a process owns (a record owned by
                     no process, ``owner`` unset, is in no owner set)
@@ -27,7 +30,8 @@ because the scripts derive some key names from the stored record)::
 ``create`` and ``compare_and_set`` are Lua scripts, so the record, the index sets, the
 notification and the write's audit event change together and the first writer wins across
 processes; each write carries a token, so a write that redis-py retries after a lost reply
-is recognised as done (and its event is not appended twice).
+is recognised as done (and its event is not appended twice), even when another process wrote
+the record between the write and its retry.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Final
 
 from adapters.slack.audience import Audience
 from adapters.slack.record import PendingRecord
+from bot.questions.errors import UserQuestionError
 
 __all__ = [
     "APPEND",
@@ -49,12 +54,42 @@ __all__ = [
     "KEEP_OPEN_TRAILS",
     "OPEN_COUNT",
     "PURGE_AUDIT",
+    "WRITE_TOKENS_KEPT",
     "RedisKeys",
     "dump_audience",
     "load_audience",
     "load_record",
     "px",
 ]
+
+WRITE_TOKENS_KEPT: Final = 16
+"""How many of a record's last write tokens ``p:tok:{id}`` keeps: a retry of one of them
+(its reply lost, then other writes of the record before redis-py's retry got through) is
+recognised as done. Older than that, the retry is refused as stale and ``mutate`` decides
+again on a fresh read (what every write lost to another one does)."""
+
+# Lua: ``wrote(kept, token)``: whether ``token`` is among ``kept`` (the value of p:tok, or
+# false when there is none); ``remember(kept, token)``: ``token`` before the newest of
+# ``kept``, at most WRITE_TOKENS_KEPT in all (tokens are hex: no spaces).
+_TOKENS: Final = f"""
+local function wrote(kept, token)
+  if not kept then return false end
+  for one in string.gmatch(kept, '%S+') do
+    if one == token then return true end
+  end
+  return false
+end
+local function remember(kept, token)
+  local tokens = {{token}}
+  if kept then
+    for one in string.gmatch(kept, '%S+') do
+      if #tokens >= {WRITE_TOKENS_KEPT} then break end
+      tokens[#tokens + 1] = one
+    end
+  end
+  return table.concat(tokens, ' ')
+end
+"""
 
 # Both scripts take the write's audit event (its JSON, '' for none) as their last ARGV,
 # and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event is
@@ -112,15 +147,17 @@ return 1
 # One stored already ended (a lost record put back as failed) is published on the done
 # channel, as an ending by compare-and-set is: another process's waiters on it wake.
 CREATE: Final = (
-    """
-if redis.call('GET', KEYS[2]) == ARGV[5] then return 1 end
+    _TOKENS
+    + """
+local kept = redis.call('GET', KEYS[2])
+if wrote(kept, ARGV[5]) then return 1 end
 local event, keep = ARGV[9], ARGV[4]
 """
     + _STREAMS_READY
     + """
 if ARGV[3] == 'pending' then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
-  redis.call('SET', KEYS[2], ARGV[5])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[5]))
   redis.call('SADD', KEYS[3], ARGV[2])
   if ARGV[6] ~= '' then
     redis.call('SADD', KEYS[4], ARGV[2])
@@ -129,7 +166,7 @@ if ARGV[3] == 'pending' then
   if ARGV[7] ~= '' then redis.call('HSET', KEYS[8], ARGV[2], ARGV[7]) end
 else
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
-  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[5]), 'PX', ARGV[4])
   -- Not open: in no index (a lost record put back finished leaves its id there).
   redis.call('SREM', KEYS[3], ARGV[2])
   if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
@@ -145,8 +182,10 @@ end
 # ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
 #       owner ('' for none), audience ('' for on no list), event
 COMPARE_AND_SET: Final = (
-    """
-if redis.call('GET', KEYS[2]) == ARGV[8] then return 1 end
+    _TOKENS
+    + """
+local kept = redis.call('GET', KEYS[2])
+if wrote(kept, ARGV[8]) then return 1 end
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local stored = cjson.decode(raw)
@@ -163,7 +202,7 @@ if type(old_owner) ~= 'string' then old_owner = '' end
 local old_owner_set = ARGV[6] .. old_owner
 if now_open then
   redis.call('SET', KEYS[1], ARGV[1])
-  redis.call('SET', KEYS[2], ARGV[8])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]))
   if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
   redis.call('SADD', KEYS[3], ARGV[2])
   if ARGV[9] ~= '' then
@@ -177,7 +216,7 @@ if now_open then
   end
 elseif was_open then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
-  redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[5])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'PX', ARGV[5])
   redis.call('SREM', KEYS[3], ARGV[2])
   if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
   if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
@@ -185,7 +224,7 @@ elseif was_open then
   redis.call('PUBLISH', ARGV[7], ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
-  redis.call('SET', KEYS[2], ARGV[8], 'KEEPTTL')
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'KEEPTTL')
 end
 """
     + _APPEND_EVENT
@@ -400,13 +439,14 @@ class RedisKeys:
 def load_record(
     raw: str | bytes | None, request_id: str, log: logging.Logger
 ) -> PendingRecord | None:
-    """A stored record, or ``None`` (logged) when it is missing or unreadable."""
+    """A stored record, or ``None`` when it is missing or this version cannot read it at
+    all (logged; fields it does not know are only ignored: ``PendingRecord.load``)."""
     if raw is None:
         return None
     try:
-        return PendingRecord.load(raw)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        log.error("pending store cannot read record %s: %s", request_id, exc)
+        return PendingRecord.load(raw, of=request_id)
+    except UserQuestionError as exc:
+        log.error("%s", exc.message)
         return None
 
 

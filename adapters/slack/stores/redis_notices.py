@@ -9,7 +9,9 @@ that fails is retried by the subscriber.
 ``Watch.wait()`` does not raise on an outage: it keeps waiting through reconnects, so the
 ask's own timeout and abort signal decide how long anyone waits, until Redis has been gone
 for ``outage_limit`` seconds (``give_up_if_lost``). Records that vanish (Redis flushed)
-fail their waits with ``RECORD_LOST`` (``check_lost``).
+fail their waits with ``RECORD_LOST`` (``check_lost``). A record this version cannot read at
+all (stored by a newer version, with a state or a type it does not know) fails its waits
+here with ``STORE_UNAVAILABLE`` saying so, when it is re-read: nobody waits on it forever.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from adapters.slack.record import TERMINAL_STATES
+from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.lost import fail_lost, waiting_ids
-from adapters.slack.stores.redis_layout import RedisKeys, load_record
+from adapters.slack.stores.redis_layout import RedisKeys
 from adapters.slack.stores.redis_link import FAILURES, RedisLink, reraise_cancellation
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
@@ -104,9 +106,23 @@ class RedisNotices:
             return
         for request_id, raw in zip(wanted, raws, strict=True):
             self._retry.discard(request_id)
-            record = load_record(raw, request_id, self._log)
-            if record is not None and record.state in TERMINAL_STATES:
+            if raw is None:
+                continue  # gone: ``check_lost`` fails its waits
+            try:
+                record = PendingRecord.load(raw, of=request_id)
+            except UserQuestionError as exc:  # and will not become readable here
+                self._log.error("%s; its waits in this process end", exc.message)
+                self._fail(request_id, exc)
+                continue
+            if record.state in TERMINAL_STATES:
                 self.watches.resolve(record)
+
+    def _fail(self, request_id: str, error: UserQuestionError) -> None:
+        """End every wait on ``request_id`` still pending with ``error``."""
+        for watch in self.watches.groups.get(request_id, ()):
+            if not watch.future.done():
+                watch.future.set_exception(error)
+                watch.future.exception()  # retrieved: the waiter re-raises it
 
     async def listen(self) -> None:
         """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""

@@ -4,7 +4,12 @@
 write token, the index sets, the ``p:done`` notification and the write's audit event (both
 streams) change together. Each write
 carries a token fresh per write (the caller's): redis-py's retry of a write whose reply was
-lost finds its own token and is recognised as done instead of refused.
+lost finds its own token (among the last few kept) and is recognised as done instead of
+refused, even when another write came in between.
+
+A record is read with ``PendingRecord.load``: fields this version does not know (a newer
+version's) are ignored; one it cannot read at all raises ``UserQuestionError``
+(``STORE_UNAVAILABLE``), as an outage does, never pydantic's error.
 """
 
 from __future__ import annotations
@@ -70,10 +75,10 @@ class RedisRecords:
         return bool(result)
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        """The record with this id, or ``None``."""
+        """The record with this id, or ``None``; ``UserQuestionError`` when it cannot be read."""
         key = self._keys.record(request_id)
         raw = await self._link.op("get", lambda: self._link.client.get(key))
-        return None if raw is None else PendingRecord.load(raw)
+        return None if raw is None else PendingRecord.load(raw, of=request_id)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         """The records with these ids, in their order (``None`` for each unknown): one
@@ -82,7 +87,10 @@ class RedisRecords:
             return []
         keys = [self._keys.record(request_id) for request_id in request_ids]
         raws = await self._link.op("read records", lambda: self._link.client.mget(keys))
-        return [None if raw is None else PendingRecord.load(raw) for raw in raws]
+        return [
+            None if raw is None else PendingRecord.load(raw, of=request_id)
+            for request_id, raw in zip(request_ids, raws, strict=True)
+        ]
 
     async def compare_and_set(
         self, record: PendingRecord, event: AuditEvent | None, token: str
