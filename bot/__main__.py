@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 
@@ -54,9 +55,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a startup failure: say what, without a traceback
         from bot.logs import redact
 
+        if isinstance(exc, BrokenPipeError):  # e.g. `python -m bot | head -1`: stdout is gone
+            _discard_stdout()
         print(f"python -m bot: {redact(str(exc)) or type(exc).__name__}", file=sys.stderr)
         return 1
     return 0
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so the exit's flush finds no broken pipe (which
+    Python reports with exit code 120 instead of ours)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def audit_main(argv: Sequence[str]) -> int:

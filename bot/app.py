@@ -6,6 +6,12 @@ no process (the API's, a dsh host's: they stay open for the next start), interru
 ones this process owns (their messages say so, their waiters get ``ASK_ABORTED``), drain,
 close. At start the bot takes up the open questions owned by no process.
 
+The whole stop has one deadline, ``SHUTDOWN_GRACE`` after it began (``_Deadline``): ending
+the questions gets it less the HTTP drain (``_handler_grace``), and every step after gets
+what is left of it, at least ``STEP_FLOOR``; a step not done in its time is abandoned and
+logged ("shutdown: gave up on ..."), so an unresponsive Slack or Redis cannot hold the
+process up.
+
 Every part is entered once on one ``contextlib.AsyncExitStack`` and released in reverse
 order: by ``Runtime.stop()``, or at once when a later part fails to start, so a failed start
 leaves no server, socket, session or store behind.
@@ -20,6 +26,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -46,9 +53,10 @@ from bot.api_answers import request_problem
 from bot.config import Settings
 from bot.gateway import Gateway
 from bot.health import Health
+from bot.logs import redact_url
 from bot.ports import listening
 from bot.questions.service import UserQuestionService
-from bot.socket_mode import SocketMode
+from bot.socket_mode import SocketMode, not_slack_json, slack_reason
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
@@ -64,6 +72,30 @@ SANDBOX_HOST = "127.0.0.1"
 SANDBOX_CHANNEL = "C0SANDBOX"
 HANDLER_GRACE = 0.5
 """At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
+STEP_FLOOR = 0.25
+"""Each step of a stop gets at least this long, even once SHUTDOWN_GRACE is used up."""
+DRAIN_MARGIN = 0.1
+"""The provider's own grace at a stop ends this long before the step that runs it."""
+
+
+class _Deadline:
+    """When a stop must be over: ``grace`` seconds after it began (at ``begin``, or at the
+    first ``left`` when a failed start releases its parts)."""
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self._at: float | None = None
+
+    def begin(self) -> None:
+        """The stop begins now (once)."""
+        if self._at is None:
+            self._at = asyncio.get_running_loop().time() + self.grace
+
+    def left(self, reserve: float = 0.0) -> float:
+        """Seconds until ``reserve`` seconds before the deadline (negative once past)."""
+        self.begin()
+        assert self._at is not None
+        return self._at - reserve - asyncio.get_running_loop().time()
 
 
 @dataclass(eq=False)
@@ -83,6 +115,8 @@ class Runtime:
     sandbox: SandboxServer | None = None
     socket: SocketMode | None = None
     dsh: DshHostClient | None = None
+    deadline: _Deadline = field(default_factory=lambda: _Deadline(0.0), repr=False)
+    """The stop's deadline, shared by every step ``resources`` holds."""
     _stopping: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -95,6 +129,7 @@ class Runtime:
         if self._stopping:
             return
         self._stopping = True
+        self.deadline.begin()
         await self.resources.aclose()
         logger.info("stopped")
 
@@ -107,6 +142,34 @@ def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awa
             await close()
         except Exception as exc:
             logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
+
+    return closing
+
+
+def _bounded(
+    what: str,
+    close: Callable[[], Awaitable[None]],
+    deadline: _Deadline,
+    *,
+    doing: str,
+    reserve: float = 0.0,
+) -> Callable[[], Awaitable[None]]:
+    """``close`` (logged as ``_logged``), abandoned when ``reserve`` seconds before
+    ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
+
+    async def closing() -> None:
+        seconds = max(deadline.left(reserve), STEP_FLOOR)
+        timeout = asyncio.timeout(seconds)
+        try:
+            async with timeout:
+                await _logged(what, close)()
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            logger.warning(
+                f"shutdown: gave up on {doing} after {seconds:.2f} s",
+                extra={"part": what, "shutdown_grace": deadline.grace},
+            )
 
     return closing
 
@@ -146,10 +209,29 @@ def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore
 
 
 def _budget(settings: Settings) -> Budget | None:
-    """Several processes on one Redis share one app's rate-limit budget."""
+    """Several processes on one Redis share one app's rate-limit budget.
+
+    A ``REDIS_URL`` redis-py cannot use (``?socket_timeout=abc``, an unknown scheme) is a
+    startup error naming the setting, the password masked."""
     if settings.redis_url is None:
         return None
-    return RedisBudget.from_url(settings.redis_url.get_secret_value(), prefix=settings.redis_prefix)
+    url = settings.redis_url.get_secret_value()
+    try:
+        return RedisBudget.from_url(url, prefix=settings.redis_prefix)
+    except (ValueError, TypeError) as exc:
+        password = _password(url)
+        reason = str(exc).replace(password, "***") if password else str(exc)
+        raise RuntimeError(
+            f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
+        ) from None
+
+
+def _password(url: str) -> str:
+    """The password in ``url`` ("" when none, or when it does not parse)."""
+    try:
+        return urlsplit(url).password or ""
+    except ValueError:
+        return ""
 
 
 async def start(settings: Settings) -> Runtime:
@@ -162,6 +244,8 @@ async def start(settings: Settings) -> Runtime:
         runtime = await _enter(settings, stack)
         runtime.resources = stack.pop_all()
     for label, value in settings.describe():
+        if label == "slack api" and runtime.sandbox is not None:
+            value = f"SLACK_API_URL={value} is ignored in sandbox mode (the sandbox's own is used)"
         logger.info(f"{label}: {value}")
     if runtime.sandbox is not None:
         logger.info(
@@ -176,6 +260,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     """Start every part on ``stack`` (the caller owns it); the last entered is the first out."""
     sandbox: SandboxServer | None = None
     signing_secret: str | None = None
+    deadline = _Deadline(settings.shutdown_grace)
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
@@ -184,13 +269,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
 
         signing_secret = secrets.token_hex(16)
         token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
+        # SLACK_CHANNEL, when set, is the id of the sandbox's channel: the default
+        # destination and the page's channel are one conversation.
         sandbox = SandboxServer(
             signing_secret=signing_secret,
             bot_token=token,
-            channel=SANDBOX_CHANNEL,
+            channel=channel or SANDBOX_CHANNEL,
             limits=_limits(settings),
         )
-        stack.push_async_callback(_logged("sandbox", sandbox.stop))
+        stack.push_async_callback(
+            _bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
+        )
         # The sandbox has no authentication: loopback only, whatever HOST says.
         api_url = await listening(
             sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port),
@@ -210,9 +299,18 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         limits=SlackLimits(time_scale=settings.slack_rate_scale),
         budget=_budget(settings),
     )
-    stack.push_async_callback(_logged("web client", lambda: close_web_client(client)))
+    stack.push_async_callback(
+        _bounded(
+            "web client",
+            lambda: close_web_client(client),
+            deadline,
+            doing="closing the Slack Web API session",
+        )
+    )
     store = await open_store(settings)  # a missing Redis is named before anything else
-    stack.push_async_callback(_logged("store", store.close))
+    stack.push_async_callback(
+        _bounded("store", store.close, deadline, doing="closing the pending store")
+    )
     app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(
         app,
@@ -248,7 +346,10 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         )
     health = Health(settings.mode, provider)
     health.gateway = gateway
-    runner = await _serve(settings, stack, gateway, health, app, signing_secret, refusals)
+    runner = await _serve(settings, gateway, health, app, signing_secret, refusals)
+    stack.push_async_callback(
+        _bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
+    )
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
     url = f"http://{host}:{port}"
@@ -263,13 +364,18 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         url=url,
         resources=stack,
         sandbox=sandbox,
+        deadline=deadline,
     )
     if sandbox is not None:
         await sandbox.connect_bot(f"{url}/slack/events", service=service)
     if settings.mode == "socket":
         assert settings.slack_app_token is not None
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())
-        stack.push_async_callback(_logged("socket mode", socket.close))
+        stack.push_async_callback(
+            _bounded(
+                "socket mode", socket.close, deadline, doing="closing the Socket Mode connection"
+            )
+        )
         await socket.connect()
         runtime.socket = health.socket = socket
     if settings.dsh_host_url:
@@ -283,14 +389,16 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approvers=settings.dsh_approvers or None,
             approver_groups=settings.dsh_approver_usergroups or None,
         )
-        stack.push_async_callback(_logged("dsh host client", dsh.stop))
+        stack.push_async_callback(
+            _bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
+        )
         await dsh.start()
         runtime.dsh = health.dsh = dsh
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
     dsh_client = runtime.dsh
-    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, dsh_client))
+    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, deadline, dsh_client))
     return runtime
 
 
@@ -303,8 +411,11 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
             verify_requests=settings.mode != "socket",
         )
     except SlackApiError as exc:
-        error = exc.response.get("error") if exc.response is not None else exc
-        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {error})") from exc
+        unexpected = not_slack_json(exc, "auth.test", client)
+        if unexpected is not None:  # a wrong SLACK_API_URL, a proxy's error page
+            raise RuntimeError(unexpected) from exc
+        reason = slack_reason(exc) or "no reason given"
+        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {reason})") from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         detail = str(exc) or type(exc).__name__
         raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
@@ -312,7 +423,6 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
 
 async def _serve(
     settings: Settings,
-    stack: contextlib.AsyncExitStack,
     gateway: Gateway,
     health: Health,
     app: AsyncApp,
@@ -351,7 +461,6 @@ async def _serve(
     )
     # e.g. the port is taken: the error names PORT, and nothing is left open
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
-    stack.push_async_callback(_logged("http server", runner.cleanup))
     return runner
 
 
@@ -379,46 +488,94 @@ async def _interrupt(
     settings: Settings,
     provider: SlackQuestionProvider,
     gateway: Gateway,
+    deadline: _Deadline,
     dsh: DshHostClient | None = None,
 ) -> None:
     """Refuse new questions, end the pending ones this process owns (``ASK_ABORTED``),
-    answer the long-polls.
+    answer the long-polls; by ``deadline`` less the HTTP drain.
 
     The API's waiters (``gateway.close``) and a dsh host's requests are released first:
-    left pending for the next bot, not ended.
+    left pending for the next bot, not ended. Given up at the deadline (an unresponsive
+    store or Slack), the questions not ended yet stay as the store has them.
     """
     logger.info("shutting down", extra={"pending": provider.pending_count})
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + settings.shutdown_grace - _handler_grace(settings)
+    reserve = _handler_grace(settings)
     gateway.close()
-    if dsh is not None:
-        await _logged("dsh host client", dsh.stop)()
-    try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
-        await provider.aclose(grace=max(0.0, deadline - loop.time()))
-    except Exception as exc:  # e.g. the store is unreachable: still close the rest
-        logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
-    gateway.end_polls()  # long-polls on questions of other processes answer now
+
+    async def release_and_end() -> None:
+        if dsh is not None:
+            await _logged("dsh host client", dsh.stop)()
+        try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
+            # (its own grace ends a little before this step's, so its drain, which cancels
+            # what is still running, is not itself cut short)
+            await provider.aclose(grace=max(0.0, deadline.left(reserve + DRAIN_MARGIN)))
+        except Exception as exc:  # e.g. the store is unreachable: still close the rest
+            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
+
+    try:
+        ending = _bounded(
+            "questions",
+            release_and_end,
+            deadline,
+            doing="ending this process's pending questions",
+            reserve=reserve,
+        )
+        await ending()
+    finally:
+        gateway.end_polls()  # long-polls on questions of other processes answer now
 
 
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
-    """Run until SIGTERM or SIGINT, then stop cleanly."""
+    """Run until SIGTERM or SIGINT, then stop cleanly.
+
+    The signals are handled from the start: one during startup (the Socket Mode connect
+    can take its 30 s) cancels the start, which releases what it opened, and returns as a
+    stop does. A second signal while stopping has its default effect.
+    """
     import signal
 
-    runtime = await start(settings)
-    frozen = heap.settle()  # what start built lives as long as the process (bot/heap.py)
-    logger.info("heap: %d objects kept out of full garbage collections", frozen)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    if runtime.sandbox_url:
-        print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)
-    print(f"bot listening on {runtime.url}", flush=True)
-    if ready is not None:
-        ready.set()
+    stop = asyncio.Event()
+    starting = asyncio.ensure_future(start(settings))
+    signals = (signal.SIGTERM, signal.SIGINT)
+
+    def on_signal(signum: int) -> None:
+        for handled in signals:
+            loop.remove_signal_handler(handled)
+        if not starting.done():
+            logger.info(f"{signal.Signals(signum).name} during startup: stopping")
+            starting.cancel()
+        stop.set()
+
+    for signum in signals:
+        loop.add_signal_handler(signum, on_signal, signum)
     try:
-        await stop.wait()
+        try:
+            runtime = await starting
+        except asyncio.CancelledError:
+            if not stop.is_set() or _cancelling():
+                raise  # cancelled from outside, not by a signal
+            logger.info("stopped during startup")
+            return
+        try:
+            frozen = heap.settle()  # what start built lives as long as the process (bot/heap.py)
+            logger.info("heap: %d objects kept out of full garbage collections", frozen)
+            if runtime.sandbox_url:
+                print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)
+            print(f"bot listening on {runtime.url}", flush=True)
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+        finally:
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+            await runtime.stop()
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in signals:
             loop.remove_signal_handler(signum)
-        await runtime.stop()
+
+
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import socket
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -21,13 +22,20 @@ class PortUnavailable(OSError):
 async def listening(opening: Awaitable[T], *, setting: str, host: str, port: int) -> T:
     """Await ``opening`` (a server starting on ``host:port``); a refused bind names ``setting``.
 
-    ``setting`` is the variable that chose the port (``PORT``, ``SANDBOX_PORT``).
+    ``setting`` is the variable that chose the port (``PORT``, ``SANDBOX_PORT``); a host
+    name that does not resolve names ``HOST``.
     """
     try:
         return await opening
     except OSError as exc:
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        if exc.errno == errno.EADDRINUSE:
+        if isinstance(exc, socket.gaierror):  # getaddrinfo: its errno is an EAI_* code
+            message = (
+                f"HOST: {host} does not resolve to an address ({exc.strerror}). Set HOST to "
+                "an IP address of this machine (127.0.0.1, or 0.0.0.0 for all) or a name "
+                "that resolves to one."
+            )
+        elif exc.errno == errno.EADDRINUSE:
             message = (
                 f"{setting}: {where} is already in use (another bot, or another program). "
                 f"Set {setting} to a free port, or to 0 for any free port."
