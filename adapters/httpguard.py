@@ -6,6 +6,9 @@
   refused with 421 (DNS rebinding), and a request body must arrive within the body timeout
   (a slow sender is cut off with 408). An exception no handler caught becomes a 500 whose
   traceback is logged at most once per minute per route and exception type.
+- ``BodyRule`` / ``with_body_rule``: what a route checks before any of a body is read: its
+  token (a request it refuses is answered at once, its body never read nor waited for) and
+  its own, smaller, body limit.
 - ``start_listener``: serves an ``aiohttp`` app with a header timeout (a connection must
   send a complete request head within it, idle keep-alive included) and a cap on open
   connections (the excess get ``503`` and are closed at once).
@@ -21,12 +24,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
 __all__ = [
     "LOOPBACK_NAMES",
+    "BodyRule",
     "GuardedSite",
     "ListenerLimits",
     "RefusalLog",
@@ -36,6 +40,7 @@ __all__ = [
     "is_loopback",
     "served_hosts",
     "start_listener",
+    "with_body_rule",
 ]
 
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -51,6 +56,74 @@ _BUSY: Final = (
 
 Refuse = Callable[[int, str, str], web.StreamResponse]
 """Builds a refusal in the server's own error shape: ``(status, code, message)``."""
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Admit = Callable[[web.Request], web.StreamResponse | None]
+"""A route's answer to a request it refuses whatever its body says; ``None``: admitted."""
+
+_RULE: Final = "_httpguard_body_rule"
+"""The attribute of a handler ``with_body_rule`` made that holds its rule."""
+_ADMISSION: Final = web.RequestKey[web.StreamResponse | None]("httpguard_admission")
+"""A request's admission, once asked (``Expect: 100-continue`` asks before the guard)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BodyRule:
+    """What a route checks before the guard reads a request's body (``with_body_rule``)."""
+
+    admit: Admit | None = None
+    """Asked first: a refusal (a missing or wrong token) is the answer, no byte of the body
+    read nor waited for; ``None``: every request is admitted."""
+    max_body: int | None = None
+    """The route's body limit, when smaller than the server's: a ``Content-Length`` over
+    it is refused before the body is read, a chunked body once it runs over."""
+
+    def admission(self, request: web.Request) -> web.StreamResponse | None:
+        """``admit``'s answer for ``request`` (asked once per request)."""
+        if self.admit is None:
+            return None
+        if _ADMISSION not in request:
+            request[_ADMISSION] = self.admit(request)
+        return request[_ADMISSION]
+
+    async def expect(self, request: web.Request) -> None:
+        """The route's ``expect_handler``: ``100 Continue`` only when the body will be read
+        (admitted, its ``Content-Length`` within the limit); otherwise the client is not
+        asked for its body and the guard answers with the refusal."""
+        if self.admission(request) is not None or _over(request.content_length, self.max_body):
+            return
+        expect = request.headers.get("Expect", "")
+        if request.version != HttpVersion11:
+            return
+        if expect.lower() != "100-continue":
+            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer's own bytes are still to come
+
+
+def with_body_rule(handler: Handler, rule: BodyRule) -> Handler:
+    """``handler``, carrying ``rule`` for ``guard_middleware`` to apply before the body is
+    read (register the route with ``expect_handler=rule.expect`` too)."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await handler(request)
+
+    setattr(handle, _RULE, rule)
+    return handle
+
+
+def _rule_of(request: web.Request) -> BodyRule | None:
+    """The body rule of the route ``request`` was routed to, if it has one."""
+    rule = getattr(request.match_info.handler, _RULE, None)
+    return rule if isinstance(rule, BodyRule) else None
+
+
+def _over(length: int | None, limit: int | None) -> bool:
+    return limit is not None and (length or 0) > limit
+
+
+def _smallest(*limits: int | None) -> int | None:
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
 
 
 def is_loopback(host: str) -> bool:
@@ -147,7 +220,10 @@ def guard_middleware(
     except on requests ``streamed`` picks out: their handlers read the stream themselves.
     ``max_body`` may give a request a smaller limit than the server's (``None``: the
     server's): a body whose ``Content-Length`` is over it is refused before it is read, and
-    one sent without (chunked) once it runs over, the rest never waited for.
+    one sent without (chunked) once it runs over, the rest never waited for. A route's
+    ``BodyRule`` (``with_body_rule``) is applied before that: its refusal is the answer
+    (nothing of the body read), and its limit counts as ``max_body``'s. The body of a
+    request no route takes (404, 405) is never read.
     """
 
     @web.middleware
@@ -160,9 +236,19 @@ def guard_middleware(
                 shown = request.headers.get("Host", "")[:80].encode("ascii", "replace").decode()
                 refusals.refused("unknown_host", "a Host this server does not serve", host=shown)
                 return refuse(421, "MISDIRECTED", f"this server does not serve host {shown!r}")
-        reads_body = request.body_exists and not (streamed is not None and streamed(request))
-        limit = None if max_body is None else max_body(request)
-        if limit is not None and (request.content_length or 0) > limit:
+        routed = request.match_info.http_exception is None  # 404 and 405 read nothing
+        picked = streamed is not None and streamed(request)
+        reads_body = request.body_exists and routed and not picked
+        rule = _rule_of(request)
+        if rule is not None:
+            refusal = rule.admission(request)
+            if refusal is not None:  # e.g. no token: answered before any of the body is read
+                return refusal
+        limit = _smallest(
+            None if max_body is None else max_body(request),
+            None if rule is None else rule.max_body,
+        )
+        if _over(request.content_length, limit):
             refusals.refused("too_large", "a request body over its route's limit")
             response = refuse(413, "TOO_LARGE", f"the request body is over {limit} bytes")
             response.force_close()

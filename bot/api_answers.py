@@ -2,7 +2,9 @@
 
 Every failure that reaches the API becomes an answer in ``failure``: the seam's errors keep
 their ``{name, code, message}`` and get the HTTP status ``STATUS_OF_CODE`` gives their
-code; anything else is a bug, answered 500 without detail.
+code; anything else is a bug, answered 500 without detail. ``STORE_UNAVAILABLE`` is told
+in fixed words (``STORE_DOWN``), in an answer and in a question's ``error`` alike: the
+store's own message names its SQLite file or Redis address, which is for the log only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from bot.questions.errors import (
 
 __all__ = [
     "STATUS_OF_CODE",
+    "STORE_DOWN",
+    "error_answer",
     "failure",
     "not_found",
     "problem",
@@ -53,6 +57,8 @@ STATUS_OF_CODE: Final = {
     STORE_UNAVAILABLE: 503,
 }
 """The HTTP status of each seam error code that can reach the API; any other code is 500."""
+STORE_DOWN: Final = "the pending store is unavailable; retry"
+"""What a client is told of ``STORE_UNAVAILABLE`` (the store's own words are logged)."""
 
 
 class _Problem(BaseModel):
@@ -99,14 +105,25 @@ def failure(error: Exception, refusals: RefusalLog) -> web.Response:
     """The one place a failure becomes an HTTP answer.
 
     The seam's errors keep their ``{name, code, message}`` with the status ``STATUS_OF_CODE``
-    gives their code; anything else is a bug: logged with its traceback (at most once a
-    minute per kind, so no client can flood the log), answered 500 without detail.
+    gives their code, but ``STORE_UNAVAILABLE``, whose message names the store's file or
+    host: the client gets ``STORE_DOWN``, the log the store's words (at most once a minute).
+    Anything else is a bug: logged with its traceback (at most once a minute per kind, so
+    no client can flood the log), answered 500 without detail.
     """
     if isinstance(error, HarnessError):
-        status = STATUS_OF_CODE.get(error.code, 500)
-        return problem(status, error.name, error.code, error.message)
+        if error.code == STORE_UNAVAILABLE:
+            what = "the pending store is unavailable (answered 503)"
+            refusals.refused("store_unavailable", what, error=error.message)
+        return error_answer(error)
     refusals.failed(f"{type(error).__name__} in /v1", error)
     return problem(500, "InternalError", "INTERNAL", "the bot could not handle the request")
+
+
+def error_answer(error: HarnessError) -> web.Response:
+    """A seam error as ``failure`` answers it, without logging anything (a question's
+    stored error, given again to a retry)."""
+    status = STATUS_OF_CODE.get(error.code, 500)
+    return problem(status, error.name, error.code, _shown(error.code, error.message))
 
 
 def view_of(status: QuestionStatus) -> dict[str, Any]:
@@ -121,7 +138,8 @@ def view_of(status: QuestionStatus) -> dict[str, Any]:
     if status.votes:
         view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
     if status.error is not None:
-        view["error"] = status.error.to_dict()
+        shown = status.error.to_dict()
+        view["error"] = {**shown, "message": _shown(shown["code"], shown["message"])}
     if status.note:
         view["note"] = status.note
     if status.message is not None:
@@ -130,6 +148,11 @@ def view_of(status: QuestionStatus) -> dict[str, Any]:
     if status.finished_at is not None:
         view["finishedAt"] = status.finished_at
     return view
+
+
+def _shown(code: str, message: str) -> str:
+    """An error's message as a client is shown it: ``STORE_DOWN`` for a store outage."""
+    return STORE_DOWN if code == STORE_UNAVAILABLE else message
 
 
 def view_with_events(status: QuestionStatus, events: Sequence[AuditEvent]) -> dict[str, Any]:

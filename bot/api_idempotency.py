@@ -4,7 +4,9 @@
 - ``KeyLocks``: retries of one question queue on one lock, so only the first of them posts;
   the lock is forgotten when the last of them is done.
 - ``same_request``: whether a retry asks what the question asked (the same question) or
-  something else (409 ``IDEMPOTENCY_KEY_REUSED``): every field of the body counts.
+  something else (409 ``IDEMPOTENCY_KEY_REUSED``): every field of the body counts, a
+  default said explicitly as the default (``"multiSelect": false``, ``"options": []``,
+  ``"reminders": []``) as if left out.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import asyncio
 import contextlib
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from adapters.slack import QuestionStatus
 from bot.api_body import QuestionPost
+from bot.questions.models import AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
 __all__ = ["KeyLocks", "key_problem", "same_request"]
@@ -69,13 +72,14 @@ def same_request(
     destination, review, revision and link as given; the timeout, reminders and escalation
     as offsets from when the question was asked. A deadline field the body leaves out is
     not compared: the question got it from ``QUESTION_TIMEOUT`` and the like, which may
-    differ in the process a retry reaches (another one, or this one restarted).
+    differ in the process a retry reaches (another one, or this one restarted); nor is an
+    empty ``reminders``, which leaves the question the default ones as well.
     """
     destination = post.destination
     channel = destination.channel if destination else default_channel
     thread_ts = destination.thread_ts if destination else None
     return (
-        list(question.questions) == post.questions
+        _items(question.questions) == _items(post.questions)
         and question.label == post.label
         and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
         and question.link == post.link
@@ -83,6 +87,20 @@ def same_request(
         and question.revises == post.revises
         and _same_times(_asked_times(question), post)
     )
+
+
+def _items(questions: Sequence[AskUserQuestionItem]) -> list[dict[str, Any]]:
+    """The questions in one form, whether their defaults were said or not: a question is
+    single-select unless ``multiSelect`` is true, and ``"options": []`` shows what no
+    options show (their descriptions, details and headers are ``null`` when left out)."""
+    return [
+        {
+            **item.model_dump(mode="json"),
+            "multi_select": item.is_multi_select,
+            "options": [o.model_dump(mode="json") for o in item.options or ()] or None,
+        }
+        for item in questions
+    ]
 
 
 def _policy(review: ReviewPolicy | None) -> dict[str, Any] | None:
@@ -114,7 +132,7 @@ def _close(a: float | None, b: float | None) -> bool:
 def _same_times(asked: _Times, post: QuestionPost) -> bool:
     """Whether the deadline fields ``post`` states are what the question got."""
     timeout, before, after, whom = asked
-    reminders = None if post.reminders is None else sorted(post.reminders)
+    reminders = sorted(post.reminders) if post.reminders else None  # []: the defaults too
     return (
         (post.timeout is None or _close(timeout, post.timeout))
         and (

@@ -10,9 +10,10 @@ Questions live in the provider's pending store, owned by no process: they outliv
 process that asked them (a stop releases its waiters, it does not end the questions), and
 with a durable store any process, a restarted one too, answers a ``GET`` or ``DELETE``.
 Every route needs ``Authorization: Bearer <BOT_API_TOKEN>`` when a token is configured
-(without one the bot listens on loopback only). With several tokens a token sees only its
-own questions and their trail; the trail names the token that asked (``api:<name>``;
-``api`` on an open API).
+(without one the bot listens on loopback only); it is checked before any of a request's
+body is read, and a body is read up to ``MAX_BODY_BYTES`` only. With several tokens a
+token sees only its own questions and their trail; the trail names the token that asked
+(``api:<name>``; ``api`` on an open API).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from typing import Any, Final, Protocol
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.httpguard import RefusalLog
-from adapters.slack import AuditEvent, QuestionStatus, Released, WaitReleased
+from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
+from adapters.slack import AuditEvent, QuestionStatus, Released, WaitReleased, plan_review_of
 from bot.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api_answers import (
+    error_answer,
     failure,
     not_found,
     problem,
@@ -54,7 +56,11 @@ from bot.audit import audit_handler
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
     ASK_ABORTED,
+    BAD_REVIEW,
+    DELIVERY_FAILED,
+    STORE_UNAVAILABLE,
     HarnessError,
+    UserQuestionError,
 )
 from bot.questions.models import (
     AskOptions,
@@ -147,13 +153,24 @@ class Gateway:
         self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
-        """Add the ``/v1`` routes to ``app``."""
-        app.router.add_post("/v1/questions", self._guard(self.post_question))
-        app.router.add_get("/v1/questions/{id}", self._guard(self.get_question))
-        app.router.add_delete("/v1/questions/{id}", self._guard(self.delete_question))
+        """Add the ``/v1`` routes to ``app``.
+
+        Each carries a ``BodyRule`` for the server's guard (``guard_middleware``): the token
+        is checked before any of a body is read (a request without it gets its 401 at once),
+        and a body is read up to ``MAX_BODY_BYTES`` only (413 past it).
+        """
+        rule = BodyRule(admit=self._admit, max_body=self._max_body)
+
+        def ruled(handler: Handler) -> Handler:
+            return with_body_rule(self._guard(handler), rule)
+
+        router, expect = app.router, rule.expect
+        router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
+        router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
+        router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
-        app.router.add_get("/v1/audit", self._guard(trail))
-        app.router.add_get("/v1/openapi.json", self._guard(self.openapi))
+        router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
+        router.add_get("/v1/openapi.json", ruled(self.openapi), expect_handler=expect)
 
     def close(self) -> None:
         """Refuse new questions, and stop waiting on the ones asked here (shutdown has begun).
@@ -185,18 +202,27 @@ class Gateway:
         """Asks started by this process that have not ended yet."""
         return len(self._asks)
 
+    def _admit(self, request: web.Request) -> web.Response | None:
+        """The 401 for a request without a valid token; ``None`` (and ``ASKER`` set) when
+        it may go on. Asked by the server's guard before the body is read, and again here
+        should the routes be served without it."""
+        request[ASKER] = None
+        if self._tokens.required:
+            header = request.headers.get("Authorization", "")
+            scheme, _, given = header.partition(" ")
+            if not header.isascii():
+                return self._unauthorized("bad_authorization", "Authorization is not ASCII")
+            name = self._tokens.identify(given.strip())
+            if scheme.lower() != "bearer" or name is None:
+                return self._unauthorized("unauthorized", "a valid bearer token is required")
+            request[ASKER] = name
+        return None
+
     def _guard(self, handler: Handler) -> Handler:
         async def guarded(request: web.Request) -> web.StreamResponse:
-            request[ASKER] = None
-            if self._tokens.required:
-                header = request.headers.get("Authorization", "")
-                scheme, _, given = header.partition(" ")
-                if not header.isascii():
-                    return self._unauthorized("bad_authorization", "Authorization is not ASCII")
-                name = self._tokens.identify(given.strip())
-                if scheme.lower() != "bearer" or name is None:
-                    return self._unauthorized("unauthorized", "a valid bearer token is required")
-                request[ASKER] = name
+            refused = self._admit(request)
+            if refused is not None:
+                return refused
             try:
                 return await handler(request)
             except web.HTTPException:  # aiohttp's own answers
@@ -209,6 +235,17 @@ class Gateway:
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
         return self._tokens.owns(request[ASKER], request_id)
+
+    def _may_revise(self, request: web.Request, post: QuestionPost) -> bool:
+        """Whether the plan review ``post`` revises (if any) is one the request's token may
+        see. Another token's is unknown to this one, as it is to ``GET``: the provider
+        would show its plan and link its message, and would tell it from a made-up id.
+        A body that is no plan review is left to the provider (``BAD_REVIEW`` for that,
+        before it looks any earlier review up), as for an unknown id."""
+        revised = post.revises
+        if revised is None or self._owns(request, revised):
+            return True
+        return plan_review_of(post.questions) is None
 
     def _unauthorized(self, cause: str, message: str) -> web.Response:
         self.refusals.refused(cause, f"/v1: {message}")
@@ -261,6 +298,11 @@ class Gateway:
                     "differs); use a new key"
                 )
                 return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
+            unshown = None if existing is None else _failed_unshown(existing)
+            if unshown is not None:
+                # Slack (or the store) failed it before it was ever shown: the retry gets
+                # the first answer's error again, not a 200 that reads as success.
+                return error_answer(unshown)
             if existing is not None:
                 response = web.json_response(view_of(existing), status=200)
                 response.headers["Location"] = f"/v1/questions/{request_id}"
@@ -278,6 +320,8 @@ class Gateway:
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
                 return too_many(refusal, RETRY_AFTER)
+            if not self._may_revise(request, post):
+                raise _unknown_revised(post.revises)  # answered by failure(), in _guard
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker))
 
@@ -381,6 +425,24 @@ def _shutting_down() -> web.Response:
     """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
     or this one restarted, takes it)."""
     return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+
+
+def _failed_unshown(question: QuestionStatus) -> HarnessError | None:
+    """The error ``question`` failed with before it had a Slack message, as its first
+    ``POST`` was answered (502 ``DELIVERY_FAILED``, 503 ``STORE_UNAVAILABLE``); ``None``
+    for any other question. A retry with its key gets that error again: nothing is posted
+    under a key whose question has ended."""
+    error = question.error
+    if question.state != "failed" or question.message is not None or error is None:
+        return None
+    return error if error.code in (DELIVERY_FAILED, STORE_UNAVAILABLE) else None
+
+
+def _unknown_revised(request_id: str | None) -> UserQuestionError:
+    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review, word
+    for word (``adapters.slack.messages.unknown_revised``; a test holds them together)."""
+    message = f"revises: no plan review with id {request_id!r} is known"
+    return UserQuestionError(message, BAD_REVIEW)
 
 
 def _aborted(error: BaseException) -> bool:

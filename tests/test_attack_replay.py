@@ -29,7 +29,7 @@ from bot.app import Runtime, start
 from bot.config import Settings
 from tests.attack_tools import LogTap, raw_request
 from tests.slack_harness import until
-from tests.test_gateway import DEPLOY, SIGNING_SECRET, Bed, running
+from tests.test_gateway import API_TOKEN, DEPLOY, SIGNING_SECRET, Bed, running
 
 pytestmark = pytest.mark.timeout(170)
 
@@ -161,9 +161,10 @@ async def _open(url: str, head: bytes) -> tuple[float, asyncio.StreamReader, asy
 async def test_2000_slow_connections_are_all_cut_while_a_click_still_answers() -> None:
     timeout = 2.0
     heads = b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slack-Signature: v0="
-    bodies = (
+    bodies = (  # with the token: without it the 401 comes before the body is waited for
         b"POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        b'Content-Length: 100000\r\n\r\n{"questions": ['
+        + f"Authorization: Bearer {API_TOKEN}\r\n".encode()
+        + b'Content-Length: 100000\r\n\r\n{"questions": ['
     )
     async with running(header_timeout=timeout, body_timeout=timeout, max_connections=2100) as bed:
         status, posted = await bed.ask()

@@ -1010,10 +1010,10 @@ async def test_a_seam_error_from_the_provider_is_answered_with_its_code_and_stat
         monkeypatch.setattr(bed.runtime.provider, "status", unreachable)
         status, problem = await bed.get("0123456789abcdef0123")
         assert status == 503
-        assert problem == {
+        assert problem == {  # the store's own words (its address) are for the log only
             "name": "UserQuestionError",
             "code": STORE_UNAVAILABLE,
-            "message": "the pending store (Redis) did not answer",
+            "message": bot.api_answers.STORE_DOWN,
         }
 
 

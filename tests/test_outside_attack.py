@@ -652,7 +652,9 @@ async def _cut_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
 SLOW_HEAD = b"POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 SLOW_BODY = (
     b"POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-    b'Content-Length: 5000\r\n\r\n{"questions": ['
+    # with the token: a request without one is answered 401 before its body is waited for
+    + f"Authorization: Bearer {API_TOKEN}\r\n".encode()
+    + b'Content-Length: 5000\r\n\r\n{"questions": ['
 )
 
 
