@@ -22,6 +22,7 @@ __all__ = [
     "Destination",
     "QuestionPost",
     "body_problems",
+    "error_count",
     "never_applied",
     "read_body",
     "validation_errors",
@@ -73,12 +74,35 @@ class DeadlineDefaults(Protocol):
     def escalate_to(self) -> str | None: ...
 
 
+_PATTERN_HELP: Final = {
+    ("destination", "channel"): (
+        "must be a Slack conversation or user id such as C0123456789, D… or U… (not a "
+        "#name; the sandbox's channel is C0SANDBOX)"
+    ),
+    ("destination", "threadTs"): "must be a message ts such as 1712345678.123456",
+    ("escalateTo",): "must be a Slack user or user group id such as U0123456789 or S0123456789",
+}
+"""Pydantic's "String should match pattern '…'" for fields a person fills in, said plainly."""
+
+
 def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as the API reports them: ``{loc, msg, type}``, no input echoed."""
-    return [
-        {"loc": [str(part) for part in error["loc"]], "msg": error["msg"], "type": error["type"]}
-        for error in exc.errors(include_url=False, include_input=False)
-    ]
+    errors = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(str(part) for part in error["loc"])
+        message = error["msg"]
+        if error["type"] == "string_pattern_mismatch":
+            message = next(
+                (help for tail, help in _PATTERN_HELP.items() if loc[-len(tail) :] == tail),
+                message,
+            )
+        errors.append({"loc": list(loc), "msg": message, "type": error["type"]})
+    return errors
+
+
+def error_count(count: int) -> str:
+    """``1 error``, ``2 errors``."""
+    return f"{count} error" if count == 1 else f"{count} errors"
 
 
 def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:

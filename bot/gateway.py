@@ -46,6 +46,7 @@ from bot.api_body import (
     DeadlineDefaults,
     QuestionPost,
     body_problems,
+    error_count,
     never_applied,
     read_body,
     validation_errors,
@@ -273,7 +274,8 @@ class Gateway:
                 422,
                 "ValidationError",
                 "INVALID_REQUEST",
-                f"the request body is not a valid question request ({exc.error_count()} errors)",
+                "the request body is not a valid question request "
+                f"({error_count(exc.error_count())})",
                 errors=validation_errors(exc),
             )
         refused = body_problems(raw, post)
