@@ -1,7 +1,9 @@
 """Full labels before choosing: whatever a widget shortens is listed in full (pure).
 
 A label longer than a button or option shows, or a description a button cannot show, is
-listed above the widget; when the message has no room, the list goes to the thread.
+listed above the widget; when the message has no room, the list goes to the thread. When
+shortened labels carry their option's number (``parts.option_labels``), the list numbers
+each line with it, so a button maps to its line.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from adapters.slack.blockkit.limits import (
     MAX_OPTIONS,
 )
 from adapters.slack.blocks.overflow import THREAD_PART
-from adapters.slack.blocks.parts import context
+from adapters.slack.blocks.parts import context, option_labels
 from adapters.slack.blocks.rendered import Block
 from adapters.slack.layout import Layout
 from adapters.slack.record import PendingRecord
@@ -43,19 +45,41 @@ def _option_line(question: AskUserQuestionItem, index: int) -> list[Piece]:
     return line
 
 
-def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[list[Piece]]:
-    """The lines listing the full text of each option that a widget shortens."""
-    return [_option_line(question, i) for i in _shortened(question, layout)]
+def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[tuple[int, list[Piece]]]:
+    """The index and the full-text line of each option that a widget shortens."""
+    return [(i, _option_line(question, i)) for i in _shortened(question, layout)]
+
+
+def _numbered(question: AskUserQuestionItem, layout: Layout) -> bool:
+    """Whether the widget's labels carry their options' numbers."""
+    limit = MAX_BUTTON_TEXT if layout in ("tap", "plan") else MAX_OPTION_TEXT
+    return option_labels(question.option_labels, limit)[1]
+
+
+def _listed(entries: list[tuple[int, list[Piece]]], numbered: bool, ordered: bool) -> Block:
+    """The lines as one list: numbered by their options' numbers when the widget shows
+    them (one numbered list per run of consecutive options), else as before."""
+    if not numbered:
+        return rich_list([line for _, line in entries], ordered=ordered)
+    runs: list[tuple[int, list[list[Piece]]]] = []
+    for index, line in entries:
+        if runs and runs[-1][0] + len(runs[-1][1]) == index:
+            runs[-1][1].append(line)
+        else:
+            runs.append((index, [line]))
+    lists = [rich_list(lines, ordered=True, offset=start)["elements"][0] for start, lines in runs]
+    return {"type": "rich_text", "elements": lists}
 
 
 def options_blocks(question: AskUserQuestionItem, layout: Layout, inline: bool) -> list[Block]:
     """The full list above the widget (``inline``), or a line saying it is in the thread."""
-    lines = _full_options(question, layout)
-    if not lines:
+    entries = _full_options(question, layout)
+    if not entries:
         return []
     if not inline:
         return [context(":thread: The full text of the options is in the thread.")]
-    return [rich_list(lines, ordered=len(lines) == len(question.options or []))]
+    every = len(entries) == len(question.options or [])
+    return [_listed(entries, _numbered(question, layout), every)]
 
 
 def options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
@@ -63,21 +87,22 @@ def options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
     messages: list[list[Block]] = []
     count = len(record.questions)
     for index, question in enumerate(record.questions):
-        lines = _full_options(question, layout)
-        chunk: list[list[Piece]] = []
+        entries = _full_options(question, layout)
+        numbered = _numbered(question, layout) if entries else False
+        chunk: list[tuple[int, list[Piece]]] = []
         size = 0
-        chunks: list[list[list[Piece]]] = []
-        for line in lines:
-            length = sum(len(piece["text"]) for piece in line)
+        chunks: list[list[tuple[int, list[Piece]]]] = []
+        for entry in entries:
+            length = sum(len(piece["text"]) for piece in entry[1])
             if chunk and (size + length > THREAD_PART or len(chunk) >= MAX_OPTIONS):
                 chunks.append(chunk)
                 chunk, size = [], 0
-            chunk.append(line)
+            chunk.append(entry)
             size += length
         if chunk:
             chunks.append(chunk)
         what = f"Options of question {index + 1}" if count > 1 else "Options"
         for n, part in enumerate(chunks, start=1):
             caption = f"{what}, in full ({n}/{len(chunks)})"
-            messages.append([context(caption), rich_list(part)])
+            messages.append([context(caption), _listed(part, numbered, False)])
     return messages

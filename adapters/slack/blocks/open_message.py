@@ -48,7 +48,13 @@ from adapters.slack.blocks.parts import (
     tally_blocks,
 )
 from adapters.slack.blocks.rendered import Attachment, Block, Rendered, fallback
-from adapters.slack.blocks.widgets import button, dismiss_button, draft_widget, menu_options
+from adapters.slack.blocks.widgets import (
+    button,
+    button_labels,
+    dismiss_button,
+    draft_widget,
+    menu_options,
+)
 from adapters.slack.layout import Layout, layout_of, plan_review_of
 from adapters.slack.mrkdwn import escape, plain, shorten, shorten_escaped
 from adapters.slack.record import Draft, PendingRecord
@@ -275,12 +281,12 @@ def _plan_actions(record: PendingRecord) -> Block:
     """A plan review's buttons: approve, decline (if the plan has one), feedback, dismiss."""
     review = plan_review_of(record.questions)
     assert review is not None
-    options = record.questions[0].options or []
-    approve = button(options[review.approve].label, "pick", ids.option_value(review.approve), 0)
+    texts = button_labels(record.questions[0])
+    approve = button(texts[review.approve], "pick", ids.option_value(review.approve), 0)
     approve["style"] = "primary"
     buttons = [approve]
     if review.decline is not None:
-        decline = button(options[review.decline].label, "pick", ids.option_value(review.decline), 1)
+        decline = button(texts[review.decline], "pick", ids.option_value(review.decline), 1)
         decline["style"] = "danger"
         buttons.append(decline)
     buttons.append(button("Decline with feedback…", "text", "0"))
@@ -310,7 +316,8 @@ def _question_blocks(
     elements: list[Block] = []
     if layout == "tap":
         elements = [
-            button(option.label, "pick", ids.option_value(i), i) for i, option in enumerate(options)
+            button(text, "pick", ids.option_value(i), i)
+            for i, text in enumerate(button_labels(question))
         ]
         elements.append(button("Other…", "text", str(index)))
         elements.append(dismiss_button())

@@ -9,11 +9,14 @@ or into ``plain_text`` or ``rich_text``.
 from __future__ import annotations
 
 import time
+import unicodedata
+from collections.abc import Sequence
+from typing import Final
 
 from adapters.slack import ids
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.blocks.rendered import Block
-from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.mrkdwn import ELLIPSIS, escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import PendingRecord
 from adapters.slack.review_view import tally_line, vote_lines
 from adapters.slack.rich import bold, italic, rich_text
@@ -30,6 +33,7 @@ __all__ = [
     "link_blocks",
     "markdown",
     "note_blocks",
+    "option_labels",
     "question_block",
     "section",
     "tally_blocks",
@@ -39,6 +43,113 @@ __all__ = [
 def label(text: str, limit: int) -> str:
     """A widget's label: shortened to ``limit``, ``(blank)`` for a blank one."""
     return shorten(text, limit) if text.strip() else "(blank)"
+
+
+def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
+    """What each option of one question shows, in at most ``limit`` characters, and whether
+    the options carry their numbers (``"2. "``, the line's number in the full list).
+
+    A label that fits reads as typed (``label``). A longer one is cut at its end, as
+    before, unless that makes it read like another option with a different label: then
+    every shortened label keeps its beginning and its end (``_middle``); if one still reads
+    like another, every shortened label is prefixed with its option's number, and if that
+    matches a label typed that way, every label is. Labels that differ always read
+    differently where one of them is shortened: two numbered texts differ in the number
+    before their first ``". "``. (Labels that fit are never changed to tell them apart.)
+    """
+    texts = [label(text, limit) for text in labels]
+    cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
+    if not cut or _distinct(labels, texts, cut):
+        return texts, False
+    for i in cut:
+        texts[i] = _middle(labels[i], limit)
+    if _distinct(labels, texts, cut):
+        return texts, False
+    for i in cut:
+        texts[i] = _numbered(i, labels[i], limit)
+    if _distinct(labels, texts, cut):
+        return texts, True
+    return [_numbered(i, text, limit) for i, text in enumerate(labels)], True
+
+
+def _distinct(labels: Sequence[str], texts: list[str], cut: list[int]) -> bool:
+    """Whether no shortened option reads like an option with a different label."""
+    owners: dict[str, set[str]] = {}
+    for text, full in zip(texts, labels, strict=True):
+        owners.setdefault(text, set()).add(full)
+    return all(len(owners[texts[i]]) == 1 for i in cut)
+
+
+def _numbered(index: int, text: str, limit: int) -> str:
+    """``text`` after its option's number, shortened (``_middle``) to fit ``limit``."""
+    number = f"{index + 1}. "
+    body = text if text.strip() else "(blank)"
+    room = limit - len(number)
+    return number + (body if len(body) <= room else _middle(body, room))
+
+
+_WORD: Final = 16
+"""A cut moves back (the beginning) or on (the end) at most this far to a space."""
+
+
+def _middle(text: str, limit: int) -> str:
+    """``text`` (longer than ``limit``) as its beginning, ``…`` and its end: the end, where
+    options sharing a beginning usually differ, gets two fifths of the room and the
+    beginning the rest. Cuts fall between words where one is near, never inside a
+    character as shown (an emoji, an accent)."""
+    if limit < 8:
+        return shorten(text, limit)
+    room = limit - 2  # the ellipsis and a space after it
+    start = _clean_cut(text, len(text) - room * 2 // 5, back=False)
+    if not text[start - 1].isspace():
+        space = text.find(" ", start, start + _WORD)
+        if space != -1:
+            start = space + 1
+    end = text[start:].lstrip()
+    gap = " " if text[start - 1].isspace() else ""
+    head = _clean_cut(text, limit - len(ELLIPSIS) - len(gap) - len(end), back=True)
+    if not text[head].isspace():
+        space = text.rfind(" ", max(0, head - _WORD), head)
+        if space > 0:
+            head = space
+    return f"{text[:head].rstrip()}{ELLIPSIS}{gap}{end}"
+
+
+def _clean_cut(text: str, at: int, *, back: bool) -> int:
+    """``at`` moved back (or on) until it falls between two characters as shown: not
+    before a combining mark, a variation selector, a skin tone or a zero-width joiner, nor
+    after a joiner, nor inside a run of flags."""
+    while 0 < at < len(text) and _joined(text, at):
+        at += -1 if back else 1
+    return at
+
+
+def _joined(text: str, at: int) -> bool:
+    after, before = text[at], text[at - 1]
+    return (
+        unicodedata.combining(after) != 0
+        or unicodedata.category(after) in ("Mn", "Me", "Mc")
+        or after in "\u200d\ufe0e\ufe0f"
+        or "\U0001f3fb" <= after <= "\U0001f3ff"
+        or before == "\u200d"
+        or (_flag(after) and _halves(text, at) % 2 == 1)
+    )
+
+
+def _flag(char: str) -> bool:
+    return _FLAG <= char <= _FLAG_END
+
+
+def _halves(text: str, at: int) -> int:
+    """How many regional indicators run up to ``at`` (a flag is two, from the run's start)."""
+    count = 0
+    while at - count > 0 and _flag(text[at - count - 1]):
+        count += 1
+    return count
+
+
+_FLAG, _FLAG_END = "\U0001f1e6", "\U0001f1ff"
+"""Regional indicators: two of them show one flag."""
 
 
 def section(text: str) -> Block:

@@ -2,7 +2,8 @@
 checkboxes, the Dismiss button (pure).
 
 An option's label and description are shortened for display only: the answer maps back by
-the option's index (``ids.option_value``), never by the text shown.
+the option's index (``ids.option_value``), never by the text shown. Shortened labels of one
+question never read alike (``parts.option_labels``).
 """
 
 from __future__ import annotations
@@ -19,24 +20,41 @@ from adapters.slack.blockkit.limits import (
     MAX_OPTIONS,
     MAX_RADIO_OPTIONS,
 )
-from adapters.slack.blocks.parts import label
+from adapters.slack.blocks.parts import label, option_labels
 from adapters.slack.blocks.rendered import Block
 from adapters.slack.mrkdwn import plain, shorten
 from adapters.slack.record import Draft
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["MAX_CHOICE_OPTIONS", "button", "dismiss_button", "draft_widget", "menu_options"]
+__all__ = [
+    "MAX_CHOICE_OPTIONS",
+    "button",
+    "button_labels",
+    "dismiss_button",
+    "draft_widget",
+    "menu_options",
+]
 
 # Slack's limits are in blockkit/limits.py; this is the renderer's own choice.
 MAX_CHOICE_OPTIONS: Final = min(MAX_CHECKBOX_OPTIONS, MAX_RADIO_OPTIONS)
 """At most this many options are radio buttons or checkboxes in a form; more, a menu."""
 
 
-def _option(question: AskUserQuestionItem, index: int) -> Block:
+def button_labels(question: AskUserQuestionItem) -> list[str]:
+    """The text of each option's button: within Slack's limit, shortened ones never alike."""
+    return option_labels(question.option_labels, MAX_BUTTON_TEXT)[0]
+
+
+def _texts(question: AskUserQuestionItem) -> list[str]:
+    """The text of each option in a menu, radio buttons or checkboxes (``option_labels``)."""
+    return option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+
+
+def _option(question: AskUserQuestionItem, index: int, texts: list[str]) -> Block:
     option = (question.options or [])[index]
     built: Block = {
-        "text": plain(label(option.label, MAX_OPTION_TEXT)),
+        "text": plain(texts[index]),
         "value": ids.option_value(index),
     }
     if option.description:
@@ -47,15 +65,16 @@ def _option(question: AskUserQuestionItem, index: int) -> Block:
 def menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
     """A menu's ``options``, or ``option_groups`` of 100 when there are more."""
     count = len(question.options or [])
+    texts = _texts(question)
     if count <= MAX_OPTIONS:
-        return {"options": [_option(question, i) for i in range(count)]}
+        return {"options": [_option(question, i, texts) for i in range(count)]}
     groups = []
     for start in range(0, count, MAX_OPTIONS):
         end = min(start + MAX_OPTIONS, count)
         groups.append(
             {
                 "label": plain(f"Options {start + 1}–{end}"),
-                "options": [_option(question, i) for i in range(start, end)],
+                "options": [_option(question, i, texts) for i in range(start, end)],
             }
         )
     if len(groups) > MAX_OPTION_GROUPS:
@@ -94,12 +113,13 @@ def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
     count = len(question.options or [])
     chosen = [i for i in draft.selected if 0 <= i < count]
     multi = question.is_multi_select
+    texts = _texts(question)
     widget: Block
     if count <= MAX_CHOICE_OPTIONS:
         widget = {
             "type": "checkboxes" if multi else "radio_buttons",
             "action_id": ids.action_id("draft"),
-            "options": [_option(question, i) for i in range(count)],
+            "options": [_option(question, i, texts) for i in range(count)],
         }
     else:
         widget = {
@@ -109,7 +129,7 @@ def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
             **menu_options(question),
         }
     if multi and chosen:
-        widget["initial_options"] = [_option(question, i) for i in chosen]
+        widget["initial_options"] = [_option(question, i, texts) for i in chosen]
     elif not multi and chosen:
-        widget["initial_option"] = _option(question, chosen[0])
+        widget["initial_option"] = _option(question, chosen[0], texts)
     return widget
