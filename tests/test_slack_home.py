@@ -69,3 +69,28 @@ def test_menus_and_forms_link_to_the_message_without_buttons() -> None:
     rec = record("b" * 20, options=[{"label": f"o{i}"} for i in range(12)])
     view = render_home([rec])
     assert not [b for b in view["blocks"] if b["type"] == "actions"]
+
+
+def test_home_buttons_of_long_options_never_read_alike() -> None:
+    """The Home tab's one-tap buttons shorten labels as the message does: two options that
+    share their first 75 characters keep their distinguishing ends."""
+    head = "Roll out the new payment service to production behind the feature flag and then "
+    staff, everyone = head + "enable it for internal staff only", head + "enable it for all customers"
+    rec = record(
+        "0123456789abcdef",
+        options=[{"label": staff}, {"label": everyone}],
+    )
+    view = render_home([rec])
+    assert check_view(view) == []
+    buttons = [
+        e
+        for b in view["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["type"] == "button"
+    ]
+    texts = [b["text"]["text"] for b in buttons]
+    assert len(texts) == 2 and texts[0] != texts[1], texts
+    assert texts[0].endswith("internal staff only") and texts[1].endswith("all customers")
+    assert all(len(t) <= 75 for t in texts)
+    assert [b["value"] for b in buttons] == [ids.option_value(0), ids.option_value(1)]

@@ -14,7 +14,7 @@ from typing import Any, Final
 from adapters.slack import ids
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.blocks import answer_by
-from adapters.slack.blocks.parts import label
+from adapters.slack.blocks.widgets import button_labels
 from adapters.slack.layout import layout_of
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import PendingRecord
@@ -26,7 +26,6 @@ Block = dict[str, Any]
 
 MAX_HOME_ENTRIES: Final = 20
 """Questions listed at most (a Home tab holds 100 blocks; each entry takes up to four)."""
-MAX_BUTTON_TEXT: Final = 75
 _SEPARATOR: Final = " · "
 _ASKED_BY: Final = "Asked by "
 
@@ -86,11 +85,11 @@ def _entry(record: PendingRecord) -> list[Block]:
         buttons = [
             {
                 "type": "button",
-                "text": plain(label(option.label, MAX_BUTTON_TEXT)),
+                "text": plain(text),  # as on the message: shortened ones never alike
                 "action_id": ids.action_id("pick", i),
                 "value": ids.option_value(i),
             }
-            for i, option in enumerate(first.options or [])
+            for i, text in enumerate(button_labels(first))
         ]
         block_id = ids.block_id(record.id, 0, f"c{record.version}")
         blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
