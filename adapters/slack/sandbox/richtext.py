@@ -86,8 +86,18 @@ EMOJI: Final[Mapping[str, str]] = {
     "arrow_right": "➡️",
     "point_right": "👉",
     "stopwatch": "⏱️",
+    "alarm_clock": "⏰",
+    "rotating_light": "🚨",
+    "fast_forward": "⏩",
+    "raised_hand": "✋",
+    "hand": "✋",
+    "repeat": "🔁",
+    "arrows_counterclockwise": "🔄",
+    "thread": "🧵",
+    "stop_sign": "🛑",
 }
-"""The ``:emoji:`` codes shown as characters; any other code stays as typed."""
+"""The ``:emoji:`` codes shown as characters; any other code stays as typed. Every code the
+bot itself sends is here (``tests/test_sandbox_emoji.py`` scans the bot's string literals)."""
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
 _OPEN: Final = "\ue000"
@@ -97,15 +107,30 @@ _ENTITY: Final = re.compile(r"&(amp|lt|gt);")
 _ENTITIES: Final[Mapping[str, str]] = {"amp": "&", "lt": "<", "gt": ">"}
 _EMOJI_CODE: Final = re.compile(r":([a-z0-9_+\-]{1,60}):")
 _CONTROL: Final = re.compile(r"<([^<>\n]+)>")
-_CODE_SPAN: Final = re.compile(r"`([^`\n]+)`")
+_ZWSP: Final = "\u200b"
+_CODE_SPAN: Final = re.compile(f"`(?!{_ZWSP})([^`\\n]+?)(?<!{_ZWSP})`")
 _FENCE: Final = re.compile(r"```(.*?)```", re.DOTALL)
 _QUOTE: Final = re.compile(r"^(?:&gt;|>) ?(.*)\Z")
 
-# mrkdwn emphasis: the markers must stand at word edges and hug the text (Slack's rule).
+
+def _mrkdwn_style(marker: str) -> re.Pattern[str]:
+    """mrkdwn emphasis: the markers stand at word edges and hug the text (Slack's rule).
+
+    A zero-width space counts as white space, so a marker with one on its inner side neither
+    opens nor closes: ``outcomes.literal`` fences asker text's markers with them, on the
+    assumption that Slack formats them neither way, whether it counts that space as a word
+    character or as white space. (The text between two markers holds no third marker, so a
+    line of many markers stays quick to render.)
+    """
+    m = re.escape(marker)
+    hugs = f"[^\\s{_ZWSP}]"
+    return re.compile(f"(?<![\\w{m}]){m}(?={hugs})([^{m}\\n]+?)(?<={hugs}){m}(?![\\w{m}])")
+
+
 _MRKDWN_STYLES: Final = (
-    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), "b"),
-    (re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])"), "i"),
-    (re.compile(r"(?<![\w~])~(?=\S)([^~\n]+?)(?<=\S)~(?![\w~])"), "s"),
+    (_mrkdwn_style("*"), "b"),
+    (_mrkdwn_style("_"), "i"),
+    (_mrkdwn_style("~"), "s"),
 )
 _MARKDOWN_STYLES: Final = (
     (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), "b"),
