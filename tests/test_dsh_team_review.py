@@ -31,9 +31,9 @@ async def test_a_host_plan_review_waits_for_the_default_policy(make_rig: RigFact
     async with asyncio.timeout(TIMEOUT):
         rpc_id, future = rig.host.ask(SESSION_A, [PLAN])
         message = await rig.message()
-        assert "Approved 0 of 2" in shown(message.blocks)
+        assert "Waiting for approval* — 0 of 2 approvals so far" in shown(message.blocks)
         await rig.click(message, "Approve")
-        await eventually(lambda: "Approved 1 of 2" in shown(message.blocks), "the tally")
+        await eventually(lambda: "1 of 2 approvals so far" in shown(message.blocks), "the tally")
         assert not future.done() and rig.host.responses == []
         status, _ = await rig.slack.deliver(rig.slack.click(message, user=bob, text="Approve"))
         assert status == 200

@@ -155,17 +155,17 @@ def test_tally_line_names_who_is_still_needed() -> None:
         {"approvals": 2, "required": [{"usergroups": ["SLEADS"], "count": 1}]}
     )
     assert tally_line(policy, [vote("U1")]) == (
-        "*Approved 1 of 2* — waiting for 1 from <!subteam^SLEADS>"
+        "*Waiting for approval* — 1 of 2 approvals so far; still needs 1 from <!subteam^SLEADS>"
     )
     assert tally_line(ReviewPolicy(approvals=3), [vote("U1")]) == (
-        "*Approved 1 of 3* — waiting for 2 more approvals"
+        "*Waiting for approval* — 1 of 3 approvals so far; still needs 2 more approvals"
     )
     assert tally_line(policy, [vote("U1"), vote("U2", required=[0])]) == "*Approved 2 of 2*"
     assert tally_line(policy, [vote("U1"), vote("U2", False)]).startswith("*Declined* (1 decline")
     leads = ReviewPolicy.model_validate({"approvals": 2, "reviewers": {"usergroups": ["SLEADS"]}})
     assert (
         tally_line(leads, [vote("U1")])
-        == "*Approved 1 of 2* — waiting for 1 from <!subteam^SLEADS>"
+        == "*Waiting for approval* — 1 of 2 approvals so far; still needs 1 from <!subteam^SLEADS>"
     )
 
 

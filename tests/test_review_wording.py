@@ -138,8 +138,9 @@ def test_the_tally_of_an_ended_review_says_not_approved(
     record = team_review(2, *votes, declines=2)
     assert record.review is not None and record.is_open
     assert tally_line(record.review, record.votes, ended=True) == expected
+    # Open, the same votes lead with "Waiting for approval", never with "Approved".
     assert tally_line(record.review, record.votes).startswith(
-        f"*Approved {len([v for v in votes if v[1]])} of 2* — waiting for"
+        f"*Waiting for approval* — {len([v for v in votes if v[1]])} of 2 approvals so far;"
     )
 
 
@@ -166,7 +167,8 @@ def test_exactly_the_approvals_needed_reads_approved() -> None:
 def test_an_open_review_still_waits_for_the_approval_it_needs() -> None:
     rendered = render_open(team_review(2, (ALICE, True)))
     text = " ".join(b["text"]["text"] for b in rendered.blocks if b["type"] == "section")
-    assert "*Approved 1 of 2* — waiting for 1 more approval" in text
+    assert "*Waiting for approval* — 1 of 2 approvals so far; still needs 1 more approval" in text
+    assert "*Approved" not in text
 
 
 def test_a_declined_review_leads_with_declined() -> None:

@@ -48,10 +48,11 @@ async def test_two_of_three_approvals_end_it_approved_with_every_vote_listed() -
         task = h.ask(plan(), options=policy(approvals=2))
         message = await h.posted()
         snapshot = copy.deepcopy(message)
-        assert "Approved 0 of 2" in all_text(message.blocks)
+        assert "Waiting for approval* — 0 of 2 approvals so far" in all_text(message.blocks)
         await vote(h, message, h.alice, "Approve")
-        text = await edited_to(h, message, "Approved 1 of 2")
-        assert "waiting for 1 more approval" in text
+        text = await edited_to(h, message, "1 of 2 approvals so far")
+        assert "still needs 1 more approval" in text
+        assert "*Approved" not in text
         assert f"<@{h.alice}> approved" in text
         assert not task.done()
         await vote(h, message, h.bob, "Approve")
@@ -73,7 +74,7 @@ async def test_a_decline_after_one_approval_ends_it_declined_with_the_feedback()
         task = h.ask(plan(), options=policy(approvals=2))
         message = await h.posted()
         await vote(h, message, h.alice, "Approve")
-        await edited_to(h, message, "Approved 1 of 2")
+        await edited_to(h, message, "1 of 2 approvals so far")
         await vote(h, message, h.bob, "Decline with feedback…")
         await h.type_into_modal(h.bob, "Add a rollback step.")
         answer = await task
@@ -117,7 +118,7 @@ async def test_a_vote_can_change_before_the_quorum_and_never_counts_twice() -> N
         await vote(h, message, h.alice, "Approve")  # the same vote again
         note = await until(lambda: h.ephemerals(h.alice))
         assert "already counted" in note[-1].text
-        assert "Approved 1 of 2" in all_text(h.current(message).blocks)
+        assert "1 of 2 approvals so far" in all_text(h.current(message).blocks)
         assert not task.done()
         await vote(h, message, h.bob, "Approve")
         assert (await task).answers[0].selected == ["Approve"]
@@ -128,12 +129,12 @@ async def test_a_vote_from_outside_the_reviewers_is_refused() -> None:
         leads = h.slack.workspace.add_usergroup("platform-leads", [h.alice, h.bob])
         task = h.ask(plan(), options=policy(approvals=2, reviewers={"usergroups": [leads.id]}))
         message = await h.posted()
-        assert f"waiting for 2 from <!subteam^{leads.id}>" in all_text(message.blocks)
+        assert f"still needs 2 from <!subteam^{leads.id}>" in all_text(message.blocks)
         await vote(h, message, h.carol, "Approve")
         note = await until(lambda: h.ephemerals(h.carol))
         assert "not one of the reviewers" in note[-1].text
         await vote(h, message, h.alice, "Approve")
-        await edited_to(h, message, "Approved 1 of 2")
+        await edited_to(h, message, "1 of 2 approvals so far")
         assert f"<@{h.carol}>" not in all_text(h.current(message).blocks)
         await vote(h, message, h.bob, "Approve")
         assert (await task).answers[0].selected == ["Approve"]
@@ -149,8 +150,10 @@ async def test_required_group_approval_is_waited_for() -> None:
         message = await h.posted()
         await vote(h, message, h.alice, "Approve")
         await vote(h, message, h.bob, "Approve")
-        text = await edited_to(h, message, "Approved 2 of 2")
-        assert f"waiting for 1 from <!subteam^{leads.id}>" in text
+        text = await edited_to(h, message, "2 of 2 approvals so far")
+        waiting = "*Waiting for approval* — 2 of 2 approvals so far; still needs 1 from "
+        assert f"{waiting}<!subteam^{leads.id}>" in text
+        assert "*Approved" not in text
         assert not task.done()
         await vote(h, message, h.carol, "Approve")
         assert (await task).answers[0].selected == ["Approve"]
@@ -212,7 +215,7 @@ async def test_a_revision_links_the_previous_review_quotes_feedback_and_shows_th
         assert check_message(revised.blocks, revised.text) == []
         assert not revised.edits
         # Votes do not carry over: the new review needs its own approval.
-        assert "Approved 0 of 1" in text
+        assert "Waiting for approval* — 0 of 1 approval so far" in text
         await vote(h, revised, h.alice, "Approve")
         assert (await second).answers[0].selected == ["Approve"]
 
@@ -234,11 +237,10 @@ async def test_without_a_policy_one_click_still_decides() -> None:
     async with SlackHarness() as h:
         task = h.ask(plan())
         message = await h.posted()
-        assert "Approved 0 of" not in all_text(message.blocks)
+        assert "Waiting for approval" not in all_text(message.blocks)
         await vote(h, message, h.alice, "Approve")
         assert (await task).answers[0].selected == ["Approve"]
         assert not interactive_elements((await finished(h, message)).blocks)
-
 
 
 async def trail_of_two_votes(h: SlackHarness, user: str, text: str) -> list[Any]:
@@ -247,7 +249,7 @@ async def trail_of_two_votes(h: SlackHarness, user: str, text: str) -> list[Any]
     task = h.ask(plan(), options=policy(approvals=2))
     message = await h.posted()
     await vote(h, message, h.alice, "Approve")
-    await edited_to(h, message, "Approved 1 of 2")
+    await edited_to(h, message, "1 of 2 approvals so far")
     await vote(h, message, user, text)
     await task
     return await h.provider.store.events(_request_id(message))

@@ -6,6 +6,11 @@ failed read is tried again after ``retry`` seconds, keeping meanwhile the member
 One read of a group at a time: clicks that need it meanwhile wait for that read, so a slow
 Slack is not asked again by every click (the method allows about 20 calls a minute), and a
 caller that stops waiting (a submission's bound) leaves the read to fill the cache.
+
+Slack's lasting word on a group (no such group, a missing scope: ``LASTING_ERRORS``) is
+kept until a read succeeds, and the membership answers (``Membership``) carry it for the
+groups asked about: a team review's vote keeps it, so its message can say that a required
+group cannot count, without a Web API call when it is rendered.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.failures import SLACK_FAILURES, describe
+from adapters.slack.review import Membership
 
 __all__ = ["RETRY", "Gatekeeper"]
 
@@ -49,6 +55,8 @@ class Gatekeeper:
         self._retry = retry
         self._logger = logger
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
+        self._unreadable: dict[str, str] = {}
+        """Slack's lasting error for each group it would not list, until a read succeeds."""
         self._reading: dict[str, asyncio.Lock] = {}
 
     def decide_cached(
@@ -78,7 +86,7 @@ class Gatekeeper:
             return True
         return any(user in self._members.get(g, (0.0, frozenset()))[1] for g in groups or ())
 
-    def groups_known(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
+    def groups_known(self, user: str, groups: Iterable[str]) -> Membership | None:
         """The groups among ``groups`` that ``user`` is in by the members last read, however
         old; ``None`` if one was never read."""
         return self._in_groups(user, groups, stale=True)
@@ -95,26 +103,34 @@ class Gatekeeper:
                 return True
         return False
 
-    def groups_cached(self, user: str, groups: Iterable[str]) -> frozenset[str] | None:
+    def groups_cached(self, user: str, groups: Iterable[str]) -> Membership | None:
         """The groups among ``groups`` that ``user`` is in, if no Web API call is needed."""
         return self._in_groups(user, groups, stale=False)
 
-    def _in_groups(self, user: str, groups: Iterable[str], *, stale: bool) -> frozenset[str] | None:
+    def _in_groups(self, user: str, groups: Iterable[str], *, stale: bool) -> Membership | None:
         """The groups ``user`` is in by the members read (``stale``: however long ago, else
         only while fresh); ``None`` if one of ``groups`` has no such read."""
         now = time.monotonic()
+        asked = list(groups)
         found: set[str] = set()
-        for group in groups:
+        for group in asked:
             cached = self._members.get(group)
             if cached is None or (not stale and cached[0] < now):
                 return None
             if user in cached[1]:
                 found.add(group)
-        return frozenset(found)
+        return self._membership(found, asked)
 
-    async def groups_of(self, user: str, groups: Iterable[str]) -> frozenset[str]:
+    async def groups_of(self, user: str, groups: Iterable[str]) -> Membership:
         """The groups among ``groups`` that ``user`` is in, reading cold ones from Slack."""
-        return frozenset([g for g in groups if user in await self._group_members(g)])
+        asked = list(groups)
+        found = [g for g in asked if user in await self._group_members(g)]
+        return self._membership(found, asked)
+
+    def _membership(self, found: Iterable[str], asked: Iterable[str]) -> Membership:
+        """``found``, with Slack's lasting word on each group of ``asked`` it would not list."""
+        unreadable = {g: self._unreadable[g] for g in asked if g in self._unreadable}
+        return Membership(found, unreadable)
 
     async def _group_members(self, group: str) -> frozenset[str]:
         cached = self._fresh(group)
@@ -154,6 +170,9 @@ class Gatekeeper:
                 extra={"usergroup": group, "error": describe(exc)},
             )
             self._members[group] = (now + wait, members)
+            if lasting:
+                self._unreadable[group] = describe(exc)
             return members
         self._members[group] = (now + self._ttl, members)
+        self._unreadable.pop(group, None)
         return members

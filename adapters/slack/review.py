@@ -9,12 +9,14 @@ nobody wrote any). An intent changes presentation only, never the protocol.
 
 The policy itself is a seam option (``bot.questions.review``). Group membership is read
 when a vote is cast (as for ``allowed_usergroups``) and kept on the vote, so the tally
-needs no Web API call and any process can compute it.
+needs no Web API call and any process can compute it. So is Slack's word on a required
+group it would not list (no such group, a missing scope): the view says the review cannot
+be approved as set instead of waiting for that group forever.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,6 +26,7 @@ from pydantic.alias_generators import to_camel
 from bot.questions.review import RequiredApprovals, ReviewPolicy
 
 __all__ = [
+    "Membership",
     "Outcome",
     "Revision",
     "Tally",
@@ -52,6 +55,23 @@ class Vote(_Wire):
     at: float
     required: list[int] = Field(default_factory=list)
     """Indices of the policy's ``required`` sets the voter belonged to when voting."""
+    unreadable: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """The policy's user groups Slack would not list when this vote was cast, with Slack's
+    error (``no_such_subteam``, ``missing_scope``…); left out of the wire when empty."""
+
+
+class Membership(frozenset[str]):
+    """The user groups a person is in, as read from Slack, and Slack's lasting error for
+    each group among those asked about that it would not list (``unreadable``)."""
+
+    unreadable: Mapping[str, str]
+
+    def __new__(
+        cls, groups: Iterable[str] = (), unreadable: Mapping[str, str] | None = None
+    ) -> Membership:
+        membership = super().__new__(cls, groups)
+        membership.unreadable = dict(unreadable or {})
+        return membership
 
 
 def cast(votes: Sequence[Vote], vote: Vote) -> list[Vote]:

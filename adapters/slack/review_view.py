@@ -8,7 +8,7 @@ only accepts id-shaped values, so they cannot carry asker text.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from adapters.slack.mrkdwn import escape, mrkdwn, shorten_escaped
@@ -27,8 +27,25 @@ _SECTION: Final = 3000
 _FEEDBACK_SHOWN: Final = 500
 
 
-def _who(people: ReviewerSet) -> str:
-    names = [f"<@{u}>" for u in people.users] + [f"<!subteam^{g}>" for g in people.usergroups]
+_NO_SUCH_GROUP: Final = frozenset({"no_such_subteam", "subteam_not_found"})
+_WHY_UNREADABLE: Final = {
+    **dict.fromkeys(_NO_SUCH_GROUP, "Slack has no such user group"),
+    "missing_scope": "the bot lacks the usergroups:read scope",
+    "plan_upgrade_required": "this Slack plan has no user groups",
+}
+_UNREADABLE: Final = "Slack will not let the bot read its members"
+"""Slack's other lasting errors (a token refused): its code is not shown."""
+
+
+def _who(people: ReviewerSet, unreadable: Mapping[str, str]) -> str:
+    """The people of a set as mentions; a group Slack would not list by its raw id (a
+    mention of a group Slack has not reads as a real one) with Slack's word on it."""
+    names = [f"<@{u}>" for u in people.users] + [
+        f"`{g}` ({_WHY_UNREADABLE.get(unreadable[g], _UNREADABLE)})"
+        if g in unreadable
+        else f"<!subteam^{g}>"
+        for g in people.usergroups
+    ]
     return names[0] if len(names) == 1 else "one of " + ", ".join(names)
 
 
@@ -36,31 +53,53 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
-    """ "Approved 1 of 2 — waiting for 1 from @platform-leads" (escaped mrkdwn).
+def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
+    """Slack's word on the policy's groups it would not list, as any vote kept it (the
+    latest such vote's, for a group several kept); groups outside the policy are left
+    out, so only ids the policy validated are shown."""
+    said: dict[str, str] = {}
+    for vote in votes:
+        said.update(vote.unreadable)
+    return {g: error for g, error in said.items() if g in policy.usergroups}
 
-    ``ended``: the request ended before the tally decided it (timed out, dismissed,
-    cancelled): it reads "Not approved", never "Approved … waiting for", so nobody takes a
-    plan that was never approved for an approved one.
+
+def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
+    """ "Waiting for approval — 1 of 2 approvals so far; still needs 1 from @platform-leads"
+    (escaped mrkdwn) while the review is open; "Approved 2 of 2" once approved.
+
+    Only the approved outcome leads with "Approved": an open review leads with "Waiting for
+    approval", so nobody takes a plan still waiting (one approval of one counted, the
+    required group's still missing) for an approved one. ``ended``: the request ended
+    before the tally decided it (timed out, dismissed, cancelled): it reads "Not approved".
+    A required group Slack would not list when a vote was cast (it has no such group, the
+    bot may not read it) is named by its id with Slack's word; when no one else can make
+    up its approvals, the line says the review cannot be approved as set.
     """
     result = tally(policy, votes)
     approvals = f"{result.approvals} of {_plural(result.needed, 'approval')}"
     if result.outcome == "declined":
         return f"*Declined* ({_plural(result.declines, 'decline')}; {approvals})"
     if result.outcome == "approved":
+        if result.approvals > result.needed:  # not "Approved 2 of 1"
+            return f"*Approved* ({_plural(result.approvals, 'approval')}; {result.needed} needed)"
         return f"*Approved {result.approvals} of {result.needed}*"
     if ended:
         declines = f"; {_plural(result.declines, 'decline')}" if result.declines else ""
         return f"*Not approved* ({approvals}{declines})"
-    line = f"*Approved {result.approvals} of {result.needed}*"
-    waits = [f"{n} from {_who(group)}" for group, n in result.waiting]
+    unreadable = _unreadable(policy, votes)
+    waits = [f"{n} from {_who(group, unreadable)}" for group, n in result.waiting]
     general = result.needed - result.approvals
     if general > max((n for _, n in result.waiting), default=0):
         if policy.reviewers is not None:
-            waits.insert(0, f"{general} from {_who(policy.reviewers)}")
+            waits.insert(0, f"{general} from {_who(policy.reviewers, unreadable)}")
         else:
             waits.insert(0, _plural(general, "more approval"))
-    line += " — waiting for " + " and ".join(waits)
+    line = f"*Waiting for approval* — {approvals} so far; still needs " + " and ".join(waits)
+    if any(
+        not group.users and set(group.usergroups) <= unreadable.keys()
+        for group, _ in result.waiting
+    ):
+        line += ", so this review cannot be approved as set"
     if policy.declines > 1:
         line += f" · {result.declines} of {policy.declines} declines end the review"
     return line

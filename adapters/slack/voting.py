@@ -12,7 +12,7 @@ from __future__ import annotations
 from adapters.slack.interactions import Pick, TextAnswer
 from adapters.slack.layout import plan_review_of
 from adapters.slack.record import PendingRecord
-from adapters.slack.review import Vote, cast, combined_feedback, tally
+from adapters.slack.review import Membership, Vote, cast, combined_feedback, tally
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionAnswerItem
 
 __all__ = ["apply_vote", "review_answer", "vote_of"]
@@ -23,7 +23,9 @@ def vote_of(
 ) -> Vote | None:
     """The vote this click casts (``None``: not a vote, such as a stale option index).
 
-    ``groups`` are the policy's user groups the voter belongs to, read at click time.
+    ``groups`` are the policy's user groups the voter belongs to, read at click time; as a
+    ``Membership`` it also carries Slack's word on the policy's groups it would not list,
+    which the vote keeps for the tally to show.
     """
     policy, review = record.review, plan_review_of(record.questions)
     if policy is None or review is None:
@@ -36,6 +38,7 @@ def vote_of(
     else:
         approve, feedback = False, interaction.text.strip() or None
     required = [i for i, r in enumerate(policy.required) if r.contains(origin.user, groups)]
+    said = groups.unreadable if isinstance(groups, Membership) else {}
     return Vote(
         user=origin.user,
         name=origin.name,
@@ -43,6 +46,7 @@ def vote_of(
         feedback=feedback,
         at=now,
         required=required,
+        unreadable={g: error for g, error in said.items() if g in policy.usergroups},
     )
 
 
