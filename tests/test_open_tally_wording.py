@@ -293,11 +293,6 @@ async def test_a_required_group_slack_does_not_have_is_said_on_the_message() -> 
         assert record.votes[-1].unreadable == {GONE: "no_such_subteam"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adapters/slack/handler.py _authorize: `member or frozenset()` replaces an empty "
-    "membership read on the click (a cold cache) and with it Slack's word on the group",
-)
 async def test_the_first_vote_on_a_cold_cache_also_says_the_group_does_not_exist() -> None:
     async with SlackHarness() as h:
         h.ask(plan(), options=ask_options(required=[{"usergroups": [GONE], "count": 1}]))

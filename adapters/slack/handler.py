@@ -163,7 +163,8 @@ class InteractionHandler:
         (reading cold group memberships from Slack)."""
         allowed = await self._gate.allowed(user, *_who_may(record))
         member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
-        return allowed, member or frozenset()
+        # an empty read keeps what Slack said of the groups it would not list
+        return allowed, member if member is not None else frozenset()
 
     async def _authorize_within(
         self, user: str, record: PendingRecord
