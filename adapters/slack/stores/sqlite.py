@@ -19,6 +19,10 @@ system is not safe).
 Liveness as in the Redis store: every process beats in ``alive`` every
 ``heartbeat_interval``; the pending records of a process whose beat is older than
 ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next sweep (``on_orphans`` is told).
+Beats are stamped by SQLite when written, and a process whose beat (or start) waited for the
+file longer than the interval judges nobody for one TTL (``sqlite_upkeep``): another writer
+holding the file for a while (a schema upgrade, a ``VACUUM``) costs no live process its
+questions.
 
 A click's path is one read by id and one compare-and-set, both in the loop's own thread
 when the file is free (``sqlite_file``); the WAL is copied into the file every
@@ -39,6 +43,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -67,6 +72,7 @@ __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqlitePendingStore"]
 
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
+
 
 class SqlitePendingStore(KeepsTrail):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
@@ -107,6 +113,7 @@ class SqlitePendingStore(KeepsTrail):
             self,
             self._trail,
             retention=retention,
+            heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
             log=self._log,
         )
@@ -136,10 +143,14 @@ class SqlitePendingStore(KeepsTrail):
             raise RuntimeError("a closed SqlitePendingStore cannot be started again")
         if self._file.is_open:
             return
+        began = time.monotonic()
         await self._file.open()
         try:
             await self._endings.begin()
             await self._upkeep.beat()
+            if time.monotonic() - began > self._heartbeat_interval:
+                # it waited for the file (or upgraded it): so did the others' beats
+                self._upkeep.hold_sweep()
             await self._upkeep.purge()
         except BaseException:
             await self._file.close()
@@ -161,9 +172,7 @@ class SqlitePendingStore(KeepsTrail):
                 self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
             ),
             loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
-                run_purges(
-                    duties.PURGE_EVERY, lambda: self._closed, self._upkeep.purge, self._log
-                ),
+                run_purges(duties.PURGE_EVERY, lambda: self._closed, self._upkeep.purge, self._log),
                 name="sqlite-store-purge",
             ),
         ]

@@ -21,7 +21,15 @@ Writes do not copy the WAL back into the file (a checkpoint: page copies and an 
 slow tail of a commit that happens to cross SQLite's threshold): ``checkpoint`` does it on
 a third connection, in its own thread, called every second by the store
 (``SqliteUpkeep.checkpoints``). A commit checkpoints only past ``_WAL_PAGES``, should that
-fall behind.
+fall behind. The WAL file is truncated back to ``WAL_LIMIT`` once checkpointed (SQLite's
+``journal_size_limit``; else it keeps the largest size it ever had, such as an upgrade's copy
+of every record, for the life of the process), and emptied once after a schema upgrade.
+
+The file must be one SQLite keeps on disk in WAL mode: ``:memory:`` (each connection would
+get a database of its own) or any other journal mode is refused at start, naming
+``STORE_PATH``. Every failure to open is an ``OSError`` naming it too, and a failed connect
+waits for aiosqlite's thread to end before it is raised (else that thread may call into an
+event loop ``asyncio.run`` has closed: ``Exception in thread … Event loop is closed``).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -38,7 +47,7 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "RUN", "SqliteFile", "batch_delete"]
+__all__ = ["CHUNK", "RUN", "UPGRADE_WAIT", "WAL_LIMIT", "SqliteFile", "batch_delete"]
 
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Error codes of a statement that would have to wait."""
@@ -46,6 +55,20 @@ _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _WAL_PAGES: Final = 20_000
 """A commit checkpoints the WAL past this many pages (80 MB; SQLite's default is 1,000):
 only should the store's own checkpoints fall behind."""
+
+WAL_LIMIT = 64 * 1024 * 1024
+"""Bytes the WAL file is truncated back to once checkpointed (``journal_size_limit``; read at
+``open``)."""
+
+UPGRADE_WAIT = 300.0
+"""Seconds a start waits for another process holding the file (a schema upgrade of a large
+file, a ``VACUUM``) before it gives up (read at ``open``)."""
+
+_JOIN_WAIT: Final = 2.0
+"""Seconds a failed connect waits for aiosqlite's thread to end."""
+
+_CANNOT_WRITE_BESIDE: Final = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
+"""Primary error codes of a read-only open that needed to create the WAL's side files."""
 
 RUN: Final = 4
 """In-loop statements in a row before other tasks get a turn (about a millisecond)."""
@@ -82,51 +105,111 @@ class SqliteFile:
 
     async def open(self) -> None:
         """Open the file (creating it), switch to WAL and upgrade the schema."""
+        _refuse_memory(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = await aiosqlite.connect(
-                self.path, isolation_level=None, timeout=self._busy_timeout
-            )
+            db = await _connect(self.path, isolation_level=None, timeout=self._busy_timeout)
         except (OSError, sqlite3.Error) as exc:
             raise OSError(f"cannot open the pending store STORE_PATH={self.path}: {exc}") from exc
         self._db = db
         try:
-            mode = await self.scalar("PRAGMA journal_mode = WAL")
-            if str(mode).lower() != "wal":
-                self._log.warning("SQLite refused WAL mode for %s (got %s)", self.path, mode)
-            await db.execute("PRAGMA synchronous = NORMAL")
-            await db.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
-            await migrate(db, self.path, self._log)
-            # Opened in this thread, used only here; a busy file is not waited for.
-            self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
-            self._inline.execute("PRAGMA synchronous = NORMAL")
-            self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
-            self._checkpointer = await aiosqlite.connect(
-                self.path, isolation_level=None, timeout=self._busy_timeout
-            )
+            await self._prepare(db)
+        except (sqlite3.Error, UserQuestionError) as exc:
+            await self.close()
+            cause = exc.__cause__ if isinstance(exc, UserQuestionError) else exc
+            raise OSError(
+                f"cannot open the pending store STORE_PATH={self.path}: {cause or exc}"
+            ) from exc
         except BaseException:
             await self.close()
             raise
+
+    async def _prepare(self, db: aiosqlite.Connection) -> None:
+        """WAL mode (or refuse), the schema upgraded, the other two connections opened."""
+        mode = await self.scalar("PRAGMA journal_mode = WAL")
+        if str(mode).lower() != "wal":
+            raise OSError(
+                f"cannot use STORE_PATH={self.path} for the pending store: SQLite will not"
+                f" put it in WAL mode (it stays in {mode} mode): give STORE_PATH a file on a"
+                " local disk"
+            )
+        limit = int(WAL_LIMIT)
+        for pragma in (
+            "PRAGMA synchronous = NORMAL",
+            f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}",
+            f"PRAGMA journal_size_limit = {limit}",
+        ):
+            await db.execute(pragma)
+        if await migrate(db, self.path, self._log, wait=UPGRADE_WAIT):
+            # The upgrade's copy of every record sits in the WAL: copy it into the file and
+            # empty the WAL now (``TRUNCATE``; a reader still on it makes this a no-op, and
+            # ``journal_size_limit`` bounds it after the next checkpoint instead).
+            try:
+                await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # the upgrade is made: the next checkpoints do it
+                self._log.warning("pending store checkpoint after the upgrade failed: %s", exc)
+        # Opened in this thread, used only here; a busy file is not waited for.
+        self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+        self._inline.execute("PRAGMA synchronous = NORMAL")
+        self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
+        self._inline.execute(f"PRAGMA journal_size_limit = {limit}")
+        self._checkpointer = await _connect(
+            self.path, isolation_level=None, timeout=self._busy_timeout
+        )
+        await self._checkpointer.execute(f"PRAGMA journal_size_limit = {limit}")
 
     async def open_to_read(self) -> None:
         """Open the file for reading only (``mode=ro``): nothing is created, switched,
         upgraded or written, so a reader leaves the file as it found it (SQLite may add the
         WAL's two side files should they be missing: the next writer uses them as they are).
-        Only ``rows`` (and what runs on it) works on a file opened so."""
-        uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        Only ``rows`` (and what runs on it) works on a file opened so.
+
+        A user who may read the file but not write its folder cannot have SQLite create
+        those side files. With no ``-wal`` file beside it the file is read as
+        ``immutable`` instead (no side files, no locks): that is safe because no writer
+        is running then (a bot keeps the ``-wal`` file while it has the store open, and
+        removes it at a clean stop; one killed leaves it), so every committed change is in
+        the file itself. Only a bot starting during the export could change the file under
+        it (the export may then fail, or miss events: run it again). With a ``-wal`` file
+        (a bot running, or killed) SQLite reads the ``-shm`` file beside it, and needs to
+        create it when it is missing: the error says so."""
+        if not self.path.is_file():
+            reason = "a folder, not a file" if self.path.is_dir() else "no such file"
+            raise OSError(f"cannot read the pending store STORE_PATH={self.path}: {reason}")
+        uri = self.path.absolute().as_uri()
         try:
-            db = await aiosqlite.connect(uri, uri=True, timeout=self._busy_timeout)
-        except (OSError, sqlite3.Error) as exc:
-            reason = exc if self.path.exists() else "no such file"
-            raise OSError(
-                f"cannot read the pending store STORE_PATH={self.path}: {reason}"
-            ) from exc
+            await self._read_from(f"{uri}?mode=ro")
+        except sqlite3.Error as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            wal = self.path.with_name(f"{self.path.name}-wal")
+            if code not in _CANNOT_WRITE_BESIDE:
+                raise self._unreadable(exc) from exc
+            if wal.exists():
+                raise OSError(
+                    f"cannot read the pending store STORE_PATH={self.path}: SQLite must"
+                    f" create or write {self.path}-shm beside it to read the WAL beside it"
+                    f" ({wal.name}), and this user cannot ({exc}): run the export as the"
+                    " bot's user"
+                ) from exc
+            try:
+                await self._read_from(f"{uri}?mode=ro&immutable=1")
+            except sqlite3.Error as again:
+                raise self._unreadable(again) from again
+
+    async def _read_from(self, uri: str) -> None:
+        """Connect to ``uri`` and check the schema (its first read); closed on failure."""
+        db = await _connect(uri, uri=True, timeout=self._busy_timeout)
         self._db = db
         try:
-            check_readable(int(await self.scalar("PRAGMA user_version")), self.path)
+            async with db.execute("PRAGMA user_version") as cursor:
+                row = await cursor.fetchone()
+            check_readable(int(row[0]) if row is not None else 0, self.path)
         except BaseException:
             await self.close()
             raise
+
+    def _unreadable(self, exc: sqlite3.Error) -> OSError:
+        return OSError(f"cannot read the pending store STORE_PATH={self.path}: {exc}")
 
     async def close(self) -> None:
         """Close the file (idempotent)."""
@@ -217,6 +300,32 @@ class SqliteFile:
             chunk = ids[start : start + CHUNK]
             found += await self.rows(sql.format(ids=",".join("?" * len(chunk))), chunk)
         return found
+
+
+async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection:
+    """``aiosqlite.connect``; when it fails, its thread is waited for (a short while, off
+    the loop) before the error is raised. aiosqlite stops that thread without waiting: it
+    would call into the event loop after ``asyncio.run`` closed it, and print
+    ``Exception in thread … RuntimeError: Event loop is closed`` after the error."""
+    connection = aiosqlite.connect(database, **options)
+    try:
+        return await connection
+    except BaseException:
+        thread = getattr(connection, "_thread", None)
+        if isinstance(thread, threading.Thread) and thread.is_alive():
+            await asyncio.to_thread(thread.join, _JOIN_WAIT)
+        raise
+
+
+def _refuse_memory(path: Path) -> None:
+    """Refuse a ``STORE_PATH`` SQLite keeps in memory (``:memory:``, ``file::memory:…``):
+    each of the store's connections would get a database of its own."""
+    name = str(path)
+    if name == ":memory:" or name.startswith("file::memory:"):
+        raise OSError(
+            f"cannot use STORE_PATH={name} for the pending store: SQLite keeps it in memory,"
+            " a database for each connection, lost at exit (give STORE_PATH a file)"
+        )
 
 
 def _not_open() -> UserQuestionError:

@@ -3,6 +3,10 @@
 Each entry of ``_MIGRATIONS`` takes the file from one version to the next; ``migrate``
 applies the missing ones in one transaction at start (two processes starting on one new
 file agree: the second finds the schema done) and refuses a file newer than the code.
+A process that finds another holding the file (its upgrade of a large file can take a
+while) waits for it, saying so, up to the ``wait`` it is given, not only its busy timeout;
+an upgrade that fails (a full disk) leaves the file as it was and says why, naming
+``STORE_PATH``.
 A reader of the trail (``python -m bot audit``) writes nothing, so upgrades nothing:
 ``check_readable`` lets it read any schema whose ``events`` it can, as it is.
 
@@ -21,6 +25,8 @@ click's compare-and-set rewrote a large cell of that tree; as a rowid table it c
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from pathlib import Path
 from typing import Final
 
@@ -132,9 +138,16 @@ def check_readable(found: int, path: Path) -> None:
         )
 
 
-async def migrate(db: aiosqlite.Connection, path: Path, log: logging.Logger) -> None:
-    """Bring the file's schema to ``SCHEMA_VERSION`` in one transaction (or refuse)."""
-    await db.execute("BEGIN IMMEDIATE")
+async def migrate(
+    db: aiosqlite.Connection, path: Path, log: logging.Logger, *, wait: float
+) -> bool:
+    """Bring the file's schema to ``SCHEMA_VERSION`` in one transaction (or refuse); whether
+    it was upgraded. Another process holding the file is waited for up to ``wait`` seconds.
+
+    A failure is an ``OSError`` naming ``STORE_PATH`` (the file left as it was), a file
+    newer than this code a ``RuntimeError``."""
+    await _begin(db, path, log, wait)
+    found = 0
     try:
         async with db.execute("PRAGMA user_version") as cursor:
             row = await cursor.fetchone()
@@ -146,8 +159,54 @@ async def migrate(db: aiosqlite.Connection, path: Path, log: logging.Logger) -> 
                 await db.execute(statement)
         if found != SCHEMA_VERSION:
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            log.info("pending store schema upgraded from %d to %d", found, SCHEMA_VERSION)
         await db.execute("COMMIT")
-    except BaseException:
-        await db.execute("ROLLBACK")
+    except BaseException as exc:
+        # SQLite has rolled back already on some errors (a full disk, an I/O error): a
+        # ROLLBACK then fails ("no transaction is active") and would hide the real cause.
+        if db.in_transaction:
+            try:
+                await db.execute("ROLLBACK")
+            except sqlite3.Error as rollback:
+                log.warning("pending store %s: rollback of the upgrade failed: %s", path, rollback)
+        if isinstance(exc, sqlite3.Error):
+            raise OSError(
+                f"cannot upgrade the pending store STORE_PATH={path} from schema {found}"
+                f" to {SCHEMA_VERSION}: {exc} (the file is left at schema {found})"
+            ) from exc
         raise
+    if found == SCHEMA_VERSION:
+        return False
+    log.info("pending store schema upgraded from %d to %d", found, SCHEMA_VERSION)
+    return True
+
+
+async def _begin(db: aiosqlite.Connection, path: Path, log: logging.Logger, wait: float) -> None:
+    """``BEGIN IMMEDIATE``, the file's write lock, waiting for another process that holds it
+    (each try waits the connection's busy timeout) up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            await db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.Error as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF in (
+                sqlite3.SQLITE_BUSY,
+                sqlite3.SQLITE_LOCKED,
+            )
+            if not busy:
+                raise OSError(f"cannot open the pending store STORE_PATH={path}: {exc}") from exc
+            if time.monotonic() >= deadline:
+                raise OSError(
+                    f"cannot open the pending store STORE_PATH={path}: another process holds"
+                    f" the file (upgrading its schema?) and did not let it go within"
+                    f" {wait:g} s ({exc})"
+                ) from exc
+            if not told:
+                log.warning(
+                    "pending store %s is held by another process (upgrading its schema?):"
+                    " waiting for it, up to %g s",
+                    path,
+                    wait,
+                )
+                told = True

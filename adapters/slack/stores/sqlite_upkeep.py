@@ -6,17 +6,27 @@ process whose beat is older than ``heartbeat_ttl`` are failed with ``OWNER_LOST`
 sweep. Finished records, the endings feed and audit events older than their keeping time are
 deleted at start and then every hour: a pending record is never purged, nor its trail; a
 finished record goes the retention after it ended, and its trail with it.
+
+Another writer may hold the file for seconds (a ``sqlite3`` shell, a ``VACUUM``, a new
+release upgrading the schema during a rolling deploy), and every process's beat waits for
+it. So SQLite stamps a beat when it writes it (``_NOW``), not when it was queued, and
+staleness is judged by SQLite's clock too; and a process whose own beat waited longer than
+the heartbeat interval, or failed, sweeps nobody for one TTL: the others' beats waited as
+well, and get the time to land. The sweep is ``duties.OrphanSweep``, in passes writing for
+a third of the TTL at most (the rest in the next), beating between records, and what a
+pass wrote is reported even when an error cuts it short.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Final
 
 from adapters.slack.record import PendingRecord
-from adapters.slack.stores.duties import fail_orphans, log_orphans
+from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
 from adapters.slack.stores.protocol import PendingStore
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
@@ -30,6 +40,15 @@ _PURGE_RECORDS: Final = batch_delete(
     "records", "rowid", "state != 'pending' AND finished_at < ?"
 )  # through the partial index records_finished
 _PURGE_ENDINGS: Final = batch_delete("endings", "seq", "at < ?")
+_NOW: Final = "((julianday('now') - 2440587.5) * 86400.0)"
+"""The time (Unix seconds) as SQLite reads it when it runs the statement: a beat that waited
+for another writer's lock is stamped when it is written, and is not stale on arrival."""
+_LOST_OWNERS: Final = (
+    "SELECT DISTINCT r.owner FROM records r LEFT JOIN alive a"
+    " ON a.process_id = r.owner WHERE r.state = 'pending' AND r.owner IS NOT NULL"
+    f" AND r.owner != ? AND (a.beat_at IS NULL OR a.beat_at < {_NOW} - ?)"
+)
+"""The owners of pending records whose heartbeat is gone or older than the TTL."""
 
 
 class SqliteUpkeep:
@@ -42,6 +61,7 @@ class SqliteUpkeep:
         audit: SqliteAudit,
         *,
         retention: float,
+        heartbeat_interval: float,
         heartbeat_ttl: float,
         log: logging.Logger,
     ) -> None:
@@ -49,16 +69,29 @@ class SqliteUpkeep:
         self._store = store
         self._audit = audit
         self._retention = retention
+        self._heartbeat_interval = heartbeat_interval
         self._heartbeat_ttl = heartbeat_ttl
         self._log = log
+        self._beaten_at = 0.0
+        """When (monotonic) this process's last beat was written."""
+        self._sweep_from = 0.0
+        """No sweep before this (monotonic): ``hold_sweep``."""
+        self._unsure: list[PendingRecord] = []
+        """Writes of a sweep whose answer never came: reported next time if they were made."""
 
     async def beat(self) -> None:
-        """Say this process is alive."""
+        """Say this process is alive (stamped by SQLite when written: ``_NOW``)."""
         await self._file.rows(
-            "INSERT INTO alive (process_id, beat_at) VALUES (?, ?)"
+            f"INSERT INTO alive (process_id, beat_at) VALUES (?, {_NOW})"
             " ON CONFLICT (process_id) DO UPDATE SET beat_at = excluded.beat_at RETURNING 1",
-            (self._store.process_id, time.time()),
+            (self._store.process_id,),
         )
+        self._beaten_at = time.monotonic()
+
+    def hold_sweep(self) -> None:
+        """Judge nobody lost for one TTL from now: this process's beat just waited for the
+        file (or failed), so the other processes' beats did too."""
+        self._sweep_from = time.monotonic() + self._heartbeat_ttl
 
     async def stop_beating(self) -> None:
         """Delete this process's heartbeat (at close; a failure is logged)."""
@@ -70,8 +103,21 @@ class SqliteUpkeep:
             self._log.warning("pending store could not delete its heartbeat: %s", exc)
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: beat, sweep (the purge runs beside it: ``duties.run_purges``)."""
-        await self.beat()
+        """One heartbeat: beat, then one pass of the sweep unless the beat waited longer than
+        the heartbeat interval or failed (then none for one TTL: ``hold_sweep``). The purge
+        runs beside it (``duties.run_purges``).
+
+        Returns what the pass failed or took, also when an error cut it short."""
+        began = time.monotonic()
+        try:
+            await self.beat()
+        except BaseException:
+            self.hold_sweep()
+            raise
+        if time.monotonic() - began > self._heartbeat_interval:
+            self.hold_sweep()
+        if time.monotonic() < self._sweep_from:
+            return []
         return await self.sweep_orphans()
 
     async def checkpoints(self, interval: float) -> None:
@@ -103,16 +149,55 @@ class SqliteUpkeep:
         return purged
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
-        stale = time.time() - self._heartbeat_ttl
-        rows = await self._file.rows(
-            "SELECT DISTINCT r.owner FROM records r LEFT JOIN alive a"
-            " ON a.process_id = r.owner WHERE r.state = 'pending' AND r.owner IS NOT NULL"
-            " AND r.owner != ? AND (a.beat_at IS NULL OR a.beat_at < ?)",
-            (self._store.process_id, stale),
-        )
-        failed: list[PendingRecord] = []
-        for (owner,) in rows:
-            failed += await fail_orphans(self._store, owner)
-        log_orphans(self._log, failed)
-        return failed
+        """One pass of the sweep: fail the pending records of processes whose heartbeat is
+        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next).
+
+        Returns the records this pass failed or took. A store error is raised, unless
+        something was written before it: then it is logged and those records are returned.
+        """
+        # (the deadline is set at the first record: ``_keep_beating``)
+        sweep = OrphanSweep(self._store, log=self._log)
+        sweep.between = functools.partial(self._keep_beating, sweep)
+        unsure, self._unsure = self._unsure, []
+        sweep.unsure = unsure  # kept for next time unless read now
+        try:
+            if unsure:
+                sweep.written += await landed(self._store, unsure)
+                sweep.unsure = []
+            owners = await self._file.rows(
+                _LOST_OWNERS, (self._store.process_id, self._heartbeat_ttl)
+            )
+            for (owner,) in owners:
+                await sweep.owner(owner)
+                if sweep.cut:
+                    break
+        except UserQuestionError as exc:
+            if not sweep.written:
+                raise
+            self._log.warning("pending store sweep stopped early: %s", exc)
+        finally:
+            self._unsure += sweep.unsure  # looked at again next time
+            sweep.unsure = []
+            log_orphans(self._log, sweep.written)
+        return sweep.written
+
+    async def _keep_beating(self, sweep: OrphanSweep) -> None:
+        """Before each record of a sweep: beat every heartbeat interval. A beat that waited
+        longer than that ends the pass (and holds the next: ``hold_sweep``).
+
+        The pass's time (a third of the TTL) counts from its first record, not from its
+        start: reading a lost process's records (tens of thousands of them) may take
+        longer than that, and a pass must get some written, or none ever would."""
+        if sweep.deadline is None:
+            sweep.deadline = time.monotonic() + self._heartbeat_ttl / 3
+        if time.monotonic() - self._beaten_at < self._heartbeat_interval:
+            return
+        began = time.monotonic()
+        try:
+            await self.beat()
+        except BaseException:
+            self.hold_sweep()
+            raise
+        if time.monotonic() - began > self._heartbeat_interval:
+            self.hold_sweep()
+            sweep.deadline = time.monotonic()  # the next record waits for another pass
