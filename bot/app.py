@@ -367,7 +367,9 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         deadline=deadline,
     )
     if sandbox is not None:
-        await sandbox.connect_bot(f"{url}/slack/events", service=service)
+        # The demo's tool approval names no approvers (DSH_APPROVERS are the dsh host's):
+        # anyone who may answer in the sandbox may decide it.
+        await sandbox.connect_bot(f"{url}/slack/events", service=service, approvals=provider)
     if settings.mode == "socket":
         assert settings.slack_app_token is not None
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())

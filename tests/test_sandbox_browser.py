@@ -204,12 +204,26 @@ async def test_the_demo_answered_in_the_browser(
         await expect(modal).to_have_count(0)
         await expect_record(name, "→ “Northwind”", "Answered by @alice")
 
+        # The tool approval: Allow once, confirmed in the dialog naming the command.
+        approval = await pinned(page, "run the release script")
+        await expect(approval).to_contain_text("Tool: bash")
+        await expect(approval).to_contain_text("./scripts/release.sh --tag v2.3.1")
+        approval_step = page.locator('[data-testid="demo-step"][data-step-id="approval"]')
+        await expect(approval_step).to_have_attribute("data-state", "waiting")
+        await approval.get_by_role("button", name="Allow once").click()
+        confirm = page.get_by_test_id("confirm")
+        await expect(confirm).to_contain_text("Allow once?")
+        await expect(confirm).to_contain_text("./scripts/release.sh --tag v2.3.1")
+        await page.screenshot(path=tmp_path / "08-approval-confirm.png")
+        await confirm.get_by_test_id("confirm-ok").click()
+        await expect_record(approval, "Allowed once by @alice")
+
         # The demo panel shows what the agent got back.
         run = page.get_by_test_id("demo-run")
         await expect(run).to_have_attribute("data-running", "false")
         steps = page.get_by_test_id("demo-step")
-        await expect(steps).to_have_count(3)
-        for step_id in ("plan", "checks", "name"):
+        await expect(steps).to_have_count(4)
+        for step_id in ("plan", "checks", "name", "approval"):
             await expect(steps.and_(page.locator(f'[data-step-id="{step_id}"]'))).to_have_attribute(
                 "data-state", "answered"
             )
@@ -222,7 +236,11 @@ async def test_the_demo_answered_in_the_browser(
         )
         name_step = page.locator('[data-testid="demo-step"][data-step-id="name"]')
         await expect(name_step.get_by_test_id("demo-custom")).to_have_text("“Northwind”")
-        await page.screenshot(path=tmp_path / "08-demo-done.png", full_page=True)
+        decision = approval_step.get_by_test_id("demo-decision")
+        await expect(decision).to_have_text("Allowed once")
+        await expect(decision).to_have_attribute("data-decision", "allowed-once")
+        await expect(approval_step).to_contain_text("./scripts/release.sh --tag v2.3.1")
+        await page.screenshot(path=tmp_path / "09-demo-done.png", full_page=True)
         assert errors == []
 
 

@@ -227,7 +227,7 @@ async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     status, body = await page.post("sandbox/demo", {})
     assert status == 200 and body["demo"]["running"] is True
     steps = body["demo"]["runs"][0]["steps"]
-    assert [s["id"] for s in steps] == [q.id for _, q in demo_questions()]
+    assert [s["id"] for s in steps] == [q.id for _, q in demo_questions()] + ["approval"]
 
     # 1. The plan review: Approve.
     plan = await page.message_with("Plan review")
@@ -302,6 +302,10 @@ async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     )
     assert (status, body["ok"]) == (200, True)
 
+    # 4. The tool approval: Allow once (the page asks to confirm first; the click follows).
+    approval = await page.message_with("run the release script")
+    assert (await page.click(approval, "Allow once"))[0] == 200
+
     # The demo agent got every answer back.
     demo = await page.until(lambda s: not s["demo"]["running"] and s["demo"])
     run = demo["runs"][0]
@@ -321,7 +325,9 @@ async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
             },
         ),
         ("name", "answered", {"answers": [{"id": "name", "selected": [], "custom": "Northwind"}]}),
+        ("approval", "answered", None),
     ]
+    assert run["steps"][3]["decision"] == "allowed-once"
 
 
 async def test_slash_demo_in_the_composer_runs_the_demo(page: Page) -> None:
@@ -542,6 +548,7 @@ async def test_stopping_ends_the_streams_and_interrupts_the_demo() -> None:
         ("failed", "ASK_ABORTED"),
         ("failed", "ASK_ABORTED"),
         ("failed", "ASK_ABORTED"),
+        ("failed", "ASK_ABORTED"),  # the tool approval
     ]
     message = sandbox.workspace.message(DEFAULT_CHANNEL, plan["ts"])
     assert "Interrupted: the bot shut down" in json.dumps(message.blocks)

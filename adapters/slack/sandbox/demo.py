@@ -5,11 +5,16 @@ validation, the Slack provider, the sandbox's Web API, the page's clicks):
 
 1. a plan review (intent ``plan-review``: Approve / Keep planning, the plan as markdown);
 2. a multi-select question (checkboxes, "Other…" free text, Submit);
-3. a free-text question (no options: an "Answer…" button opening a modal).
+3. a free-text question (no options: an "Answer…" button opening a modal);
+4. then, given an ``approvals`` asker (the Slack provider: ``connect_bot`` passes it), a tool
+   approval through ``ask_approval`` (bash runs the release script: Allow once, behind a
+   confirm, or Reject), as a harness asks one. Anyone who may answer questions may decide:
+   the demo names no approvers. Without that asker the run has the three questions only.
 
-Each step records the answer in the seam's wire JSON, or the error's ``code`` and
-``message`` (a dismissed question gives ``ASK_CANCELLED``, a shutdown ``ASK_ABORTED``); a
-failed step does not stop the run. ``snapshot()`` is what the page's "Demo agent" panel shows.
+Each step records the answer in the seam's wire JSON (an approval: its ``decision``,
+``allowed-once`` or ``rejected``), or the error's ``code`` and ``message`` (a dismissed
+question gives ``ASK_CANCELLED``, a shutdown ``ASK_ABORTED``); a failed step does not stop
+the run. ``snapshot()`` is what the page's "Demo agent" panel shows.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+from adapters.slack.record import ApprovalView
+from adapters.slack.status import QuestionStatus
 from bot.questions.errors import HarnessError
 from bot.questions.models import (
     AskOptions,
@@ -32,11 +39,26 @@ from bot.questions.models import (
     PlanReviewIntent,
 )
 
-__all__ = ["DEMO_LABEL", "Asker", "DemoAgent", "DemoRun", "DemoStep", "demo_questions"]
+__all__ = [
+    "DEMO_APPROVAL",
+    "DEMO_LABEL",
+    "ApprovalAsker",
+    "Asker",
+    "DemoAgent",
+    "DemoRun",
+    "DemoStep",
+    "demo_questions",
+]
 
 DEMO_LABEL: Final = "demo agent"
 """Shown on the demo's messages as "Asked by demo agent"."""
 _DEMO_OPTIONS: Final = AskOptions(label=DEMO_LABEL)
+DEMO_APPROVAL: Final = ApprovalView(
+    tool_name="bash", headline="run the release script", command="./scripts/release.sh --tag v2.3.1"
+)
+"""The tool approval of the demo's fourth step."""
+APPROVAL_STEP: Final = ("approval", "Tool approval")
+"""The approval step's id and title."""
 MAX_RUNS: Final = 10
 """Runs kept for the panel (the oldest finished ones are dropped)."""
 
@@ -62,6 +84,14 @@ class Asker(Protocol):
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Ask and return the answer (or raise a ``UserQuestionError``)."""
+        ...
+
+
+class ApprovalAsker(Protocol):
+    """What the demo needs to ask a tool approval: ``SlackQuestionProvider.ask_approval``."""
+
+    async def ask_approval(self, approval: ApprovalView, *, options: AskOptions) -> QuestionStatus:
+        """Post the approval and return the request as it ended."""
         ...
 
 
@@ -100,20 +130,31 @@ def demo_questions() -> list[tuple[str, AskUserQuestionItem]]:
 
 @dataclass(slots=True)
 class DemoStep:
-    """One question of a run and what came back."""
+    """One question (or tool approval) of a run and what came back."""
 
     title: str
-    question: AskUserQuestionItem
+    question: AskUserQuestionItem | ApprovalView
     state: StepState = "pending"
     answer: dict[str, Any] | None = None
+    decision: Literal["allowed-once", "rejected"] | None = None
     error: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for the page."""
+        asked = self.question
+        if isinstance(asked, ApprovalView):
+            shown = {
+                "id": APPROVAL_STEP[0],
+                "kind": "approval",
+                "question": f"{asked.tool_name}: {asked.headline}",
+                "command": asked.command,
+                "decision": self.decision,
+            }
+        else:
+            shown = {"id": asked.id, "kind": "question", "question": asked.question}
         return {
-            "id": self.question.id,
+            **shown,
             "title": self.title,
-            "question": self.question.question,
             "state": self.state,
             "answer": self.answer,
             "error": self.error,
@@ -146,10 +187,18 @@ class DemoRun:
 
 
 class DemoAgent:
-    """A sample agent asking through ``asker``; ``on_change`` hears every step change."""
+    """A sample agent asking through ``asker`` (and ``approvals``, for its tool approval);
+    ``on_change`` hears every step change."""
 
-    def __init__(self, asker: Asker, *, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        asker: Asker,
+        *,
+        approvals: ApprovalAsker | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self._asker = asker
+        self._approvals = approvals
         self._on_change = on_change
         self.runs: list[DemoRun] = []
         self._tasks: dict[int, asyncio.Task[DemoRun]] = {}
@@ -161,7 +210,10 @@ class DemoAgent:
         if self._closed:
             raise RuntimeError("the demo agent is closed")
         self._count += 1
-        run = DemoRun(self._count, [DemoStep(title, q) for title, q in demo_questions()])
+        steps = [DemoStep(title, q) for title, q in demo_questions()]
+        if self._approvals is not None:
+            steps.append(DemoStep(APPROVAL_STEP[1], DEMO_APPROVAL))
+        run = DemoRun(self._count, steps)
         self.runs.append(run)
         finished = [r for r in self.runs if not r.running]
         while len(self.runs) > MAX_RUNS and finished:
@@ -214,8 +266,11 @@ class DemoAgent:
         step.state = "waiting"
         self._changed()
         try:
-            request = AskUserQuestionRequest(questions=[step.question], options=_DEMO_OPTIONS)
-            answer = await self._asker.ask(request)
+            if isinstance(step.question, ApprovalView):
+                await self._approve(step, step.question)
+            else:
+                request = AskUserQuestionRequest(questions=[step.question], options=_DEMO_OPTIONS)
+                step.answer = (await self._asker.ask(request)).to_wire()
         except HarnessError as exc:
             step.state = "failed"
             step.error = {"code": exc.code, "message": exc.message}
@@ -225,8 +280,15 @@ class DemoAgent:
             step.error = {"code": type(exc).__name__, "message": str(exc)}
         else:
             step.state = "answered"
-            step.answer = answer.to_wire()
         self._changed()
+
+    async def _approve(self, step: DemoStep, approval: ApprovalView) -> None:
+        """Ask the tool approval; an ending without a decision raises its error."""
+        assert self._approvals is not None
+        ended = await self._approvals.ask_approval(approval, options=_DEMO_OPTIONS)
+        if ended.decision is None:
+            raise ended.error or RuntimeError(f"the approval ended {ended.state}")
+        step.decision = ended.decision
 
     def _changed(self) -> None:
         if self._on_change is not None:

@@ -25,7 +25,8 @@ One aiohttp app serves ``SlackStandIn``'s routes (``/api/<method>``, ``/upload/â
   ``{user, view_id}``: the open modal's Submit and Cancel.
 - ``POST /sandbox/post`` ``{user, channel, text, thread_ts}``: a person writes a message
   (``/demo`` runs the demo agent instead).
-- ``POST /sandbox/demo``: run the demo agent (after ``connect_bot(..., service=...)``).
+- ``POST /sandbox/demo``: run the demo agent (after ``connect_bot(..., service=...)``; its
+  tool approval step with ``approvals=`` the provider).
 
 Clicks and submissions become the payloads Slack sends (``clicks``), signed with the app's
 signing secret and POSTed to its ``/slack/events`` (``SlackStandIn.deliver``). The page's
@@ -55,7 +56,7 @@ from aiohttp import web
 from adapters.httpguard import ListenerLimits, is_loopback
 from adapters.slack.mrkdwn import escape
 from adapters.slack.sandbox import clicks
-from adapters.slack.sandbox.demo import Asker, DemoAgent
+from adapters.slack.sandbox.demo import ApprovalAsker, Asker, DemoAgent
 from adapters.slack.sandbox.records import (
     Change,
     Channel,
@@ -183,11 +184,20 @@ class SandboxServer:
         self._origins = _page_origins(host, port)
         return url
 
-    async def connect_bot(self, interactivity_url: str, *, service: Asker | None = None) -> None:
-        """Send clicks to the app at ``interactivity_url``; ``service`` enables the demo."""
+    async def connect_bot(
+        self,
+        interactivity_url: str,
+        *,
+        service: Asker | None = None,
+        approvals: ApprovalAsker | None = None,
+    ) -> None:
+        """Send clicks to the app at ``interactivity_url``; ``service`` enables the demo,
+        ``approvals`` (the provider's ``ask_approval``) its tool approval step."""
         self.standin.interactivity_url = interactivity_url
         if service is not None and self.demo is None:
-            self.demo = DemoAgent(service, on_change=lambda: self._broadcast({"kind": "demo"}))
+            self.demo = DemoAgent(
+                service, approvals=approvals, on_change=lambda: self._broadcast({"kind": "demo"})
+            )
 
     async def stop(self) -> None:
         """Stop the demo, close the live streams and stop serving."""

@@ -952,6 +952,20 @@
     });
   }
 
+  const DECISIONS = { "allowed-once": "Allowed once", rejected: "Rejected" };
+
+  function decisionNode(step) {
+    if (step.kind !== "approval") return null;
+    const command = step.command ? el("div", { class: "step-command" }, el("code", {}, step.command)) : null;
+    if (!step.decision) return command;
+    const chip = el(
+      "span",
+      { class: `chip decision ${step.decision}`, "data-testid": "demo-decision", "data-decision": step.decision },
+      DECISIONS[step.decision] || step.decision
+    );
+    return [command, el("div", { class: "demo-answer" }, chip)];
+  }
+
   const STEP_LABELS = {
     pending: "not asked yet",
     waiting: "waiting for an answer",
@@ -985,6 +999,7 @@
                 { class: `demo-step ${step.state}`, "data-testid": "demo-step", "data-step-id": step.id, "data-state": step.state },
                 el("div", { class: "step-head" }, el("span", { class: "step-title" }, step.title), el("span", { class: `badge ${step.state}` }, STEP_LABELS[step.state] || step.state)),
                 el("div", { class: "step-question" }, step.question),
+                decisionNode(step),
                 step.answer ? answerNodes(step.answer) : null,
                 step.answer ? el("details", { class: "step-json" }, el("summary", {}, "answer JSON"), el("pre", {}, JSON.stringify(step.answer, null, 2))) : null,
                 step.error ? el("div", { class: "step-error", "data-testid": "demo-error" }, el("code", {}, step.error.code), " ", step.error.message) : null
