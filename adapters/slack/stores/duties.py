@@ -8,12 +8,19 @@ told, so those requests' messages say so in Slack. A detached record (asked over
 API) whose message its lost process never posted is taken for the sweeping process instead,
 and reported (still open) for it to post.
 
-``OrphanSweep`` (the Redis store's sweep) keeps each record as it is written, so what a
-sweep wrote is reported even when an error cuts it short: a record failed but never
-reported would keep its buttons in Slack, a detached one taken but never reported would
-never be posted. Its passes are bounded (a deadline per heartbeat, the rest in the next
-one) and the sweeper beats between records, so a long sweep lets neither its heartbeat nor
-its lock lapse.
+``OrphanSweep`` (both stores' sweep) keeps each record as it is written, so what a sweep
+wrote is reported even when an error cuts it short: a record failed but never reported
+would keep its buttons in Slack, a detached one taken but never reported would never be
+posted. Its passes are bounded (a time per heartbeat, the rest in the next one) and the
+sweeper beats between records, so a long sweep lets neither its heartbeat nor its lock
+lapse. A pass's time counts from its first record, and a pass writes at least one: reading
+a lost process's records (tens of thousands of them) may take longer than a pass's time,
+and a sweep must still get on.
+
+A failing heartbeat (the store unavailable: a SQLite file held longer than the busy
+timeout, Redis down) is logged as one line with the error's message, and while it keeps
+failing at most once a minute (``RepeatedFailures``); an unexpected error keeps its
+traceback.
 
 The purge (finished records, old audit entries) runs every ``PURGE_EVERY`` in a task of its
 own (``run_purges``), not in the heartbeat: a purge that took longer than the heartbeat's TTL
@@ -29,6 +36,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
 
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores.protocol import (
@@ -41,8 +49,10 @@ from adapters.slack.stores.protocol import (
 from bot.questions.errors import OWNER_LOST, UserQuestionError
 
 __all__ = [
+    "FAILURE_LOG_EVERY",
     "PURGE_EVERY",
     "OrphanSweep",
+    "RepeatedFailures",
     "default_process_id",
     "fail_orphans",
     "landed",
@@ -78,32 +88,51 @@ class OrphanSweep:
     caller reports ``written`` whatever happens, and the records not reached stay open for
     the next pass.
 
-    ``deadline`` (monotonic) bounds the pass: the records left then wait for the next one
-    (``cut``). ``between`` is awaited before each record (the sweeper's own heartbeat: a
-    long sweep must not let it lapse).
+    ``budget`` (seconds) bounds the pass from its first record on, not from its start:
+    listing a lost process's records may take longer than that, and a pass that stopped
+    before writing anything would leave the sweep where it was, pass after pass. The
+    ``deadline`` (monotonic) is set then, when not given (a caller may also set or move it);
+    past it, the records left wait for the next pass (``cut``). A pass always sweeps at
+    least one record when there is one. ``between`` is awaited before each record (the
+    sweeper's own heartbeat: a long sweep must not let it lapse).
     """
 
     def __init__(
         self,
         store: PendingStore,
         *,
+        budget: float | None = None,
         deadline: float | None = None,
         between: Callable[[], Awaitable[None]] | None = None,
         log: logging.Logger | None = None,
     ) -> None:
         self.store = store
+        self.budget = budget
         self.deadline = deadline
         self.between = between
         self.log = log or logging.getLogger(__name__)
         self.written: list[PendingRecord] = []
         self.unsure: list[PendingRecord] = []
         self.cut = False
+        self.begun = False
+        """Whether the pass reached its first record (its time runs from then)."""
 
     def out_of_time(self) -> bool:
-        """Whether the pass is over its deadline (then it stops: ``cut``)."""
+        """Whether the pass is over its deadline (then it stops: ``cut``); never before its
+        first record."""
+        if not self.begun:
+            return False
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.cut = True
         return self.cut
+
+    def _begin(self) -> None:
+        """At a record: the first one starts the pass's time (``budget``)."""
+        if self.begun:
+            return
+        self.begun = True
+        if self.deadline is None and self.budget is not None:
+            self.deadline = time.monotonic() + self.budget
 
     async def owner(self, owner: str) -> None:
         """Fail (or take up) the open records of the lost process ``owner``, one at a time,
@@ -112,6 +141,7 @@ class OrphanSweep:
         for record in await self.store.open_records(owner=owner):
             if self.out_of_time():
                 return
+            self._begin()
             if self.between is not None:
                 await self.between()
             try:
@@ -177,6 +207,65 @@ def log_orphans(log: logging.Logger, failed: Sequence[PendingRecord]) -> None:
         log.warning("pending store failed %d question(s) of lost process(es) %s", len(failed), lost)
 
 
+FAILURE_LOG_EVERY: Final = 60.0
+"""Seconds between two log lines of a failure that keeps repeating (``RepeatedFailures``)."""
+
+
+class RepeatedFailures:
+    """The log of a duty that may fail at every round while the store is unavailable.
+
+    A failure is logged at most once per ``every`` seconds per cause (a
+    ``UserQuestionError``'s code, else the exception's type), saying how many more there
+    were since the last line; a ``UserQuestionError`` (the store cannot answer, its message
+    says why) as one line, anything else with its traceback. The first success after a
+    failure that was logged says so, once.
+    """
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        what: str,
+        *,
+        every: float = FAILURE_LOG_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._log = log
+        self._what = what
+        self._every = every
+        self._clock = clock
+        self._logged_at: dict[str, float] = {}
+        self._unlogged: dict[str, int] = {}
+        self._failed = 0
+        """Failures since the last success."""
+        self._reported = False
+        """Whether one of them was logged."""
+
+    def failed(self, exc: Exception) -> None:
+        """Count ``exc``; log it unless its cause was logged less than ``every`` ago."""
+        self._failed += 1
+        cause = exc.code if isinstance(exc, UserQuestionError) else type(exc).__name__
+        now = self._clock()
+        last = self._logged_at.get(cause)
+        if last is not None and now - last < self._every:
+            self._unlogged[cause] = self._unlogged.get(cause, 0) + 1
+            return
+        self._logged_at[cause] = now
+        self._reported = True
+        unlogged = self._unlogged.pop(cause, 0)
+        more = f" ({unlogged} more since the last report)" if unlogged else ""
+        if isinstance(exc, UserQuestionError):  # the store cannot answer: its message says why
+            self._log.warning("%s failed: %s%s", self._what, exc.message, more)
+        else:
+            self._log.error("%s failed%s", self._what, more, exc_info=exc)
+
+    def succeeded(self) -> None:
+        """A round that worked: after failures of which one was logged, say so (once)."""
+        if self._reported:
+            self._log.info("%s works again after %d failure(s)", self._what, self._failed)
+        self._failed = 0
+        self._reported = False
+
+
 async def run_heartbeats(
     interval: float,
     stopped: Callable[[], bool],
@@ -186,15 +275,19 @@ async def run_heartbeats(
 ) -> None:
     """Every ``interval`` until ``stopped()``: run ``duty`` and report what it failed.
 
-    A failing duty is logged and tried again next time; so is a failing ``on_orphans``.
+    A failing duty is tried again next time, and logged (``RepeatedFailures``: the store's
+    error as one line, at most once a minute while it lasts); so is a failing
+    ``on_orphans``, with its traceback.
     """
+    failures = RepeatedFailures(log, "pending store heartbeat")
     while not stopped():
         await asyncio.sleep(interval)
         try:
             orphans = await duty()
-        except Exception:  # never let one failure stop the heartbeats
-            log.exception("pending store heartbeat failed")
+        except Exception as exc:  # never let one failure stop the heartbeats
+            failures.failed(exc)
             continue
+        failures.succeeded()
         if orphans and store.on_orphans is not None:
             try:
                 await store.on_orphans(orphans)

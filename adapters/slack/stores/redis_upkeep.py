@@ -8,9 +8,10 @@ the sweep fails its pending records with ``OWNER_LOST``. One process sweeps at a
 (``p:sweep``, a short redis-py ``Lock``), reading the small ``p:owners`` set and the
 heartbeats, never every record; an owner with nothing left is forgotten.
 
-The sweep runs a pass per heartbeat, of a third of ``heartbeat_ttl`` at most (the records
-left wait for the next pass), beating and keeping the lock between records: a long sweep
-lets neither this process's heartbeat nor the lock lapse. What a pass wrote is reported
+The sweep runs a pass per heartbeat, writing for a third of ``heartbeat_ttl`` at most from
+its first record (the records left wait for the next pass; a pass writes at least one, however
+long listing them took), beating and keeping the lock between records: a long sweep lets
+neither this process's heartbeat nor the lock lapse. What a pass wrote is reported
 even when an error cuts it short, and a write whose answer never came is looked at again
 next time (``duties.OrphanSweep``).
 """
@@ -103,7 +104,8 @@ class RedisUpkeep:
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), for ``heartbeat_ttl / 3`` at most (the rest in the next).
+        gone (``OWNER_LOST``), writing for ``heartbeat_ttl / 3`` at most (the rest in the
+        next).
 
         Returns the records this call failed or took; ``[]`` when another process is
         sweeping. A store error is raised, unless something was written before it: then it
@@ -119,9 +121,11 @@ class RedisUpkeep:
         return sweep.written
 
     def _new_sweep(self) -> OrphanSweep:
-        """A pass bounded by a third of the heartbeat's TTL, beating between records."""
-        budget = self._heartbeat_ttl / 3
-        return OrphanSweep(self._store, deadline=time.monotonic() + budget, log=self._log)
+        """A pass writing for a third of the heartbeat's TTL at most, counted from its first
+        record (``OrphanSweep.budget``): listing a lost process's records (tens of thousands
+        of them) may take longer than that, and a pass must get some written, or none ever
+        would. It beats between records (``_keep_up``)."""
+        return OrphanSweep(self._store, budget=self._heartbeat_ttl / 3, log=self._log)
 
     async def _sweep_pass(self, sweep: OrphanSweep) -> None:
         """Report the earlier writes that landed after all, then sweep under the lock;

@@ -4,7 +4,10 @@ A poll every ``poll_interval`` seconds: ``PRAGMA data_version`` says whether any
 committed since the last look, and the trigger-fed ``endings`` table (an autoincrement
 sequence) says what ended since then; the watched ones are re-read and resolved. Every
 ``LOST_CHECK_INTERVAL`` the poll also fails the waits on records another process deleted
-(``RECORD_LOST``).
+(``RECORD_LOST``). A record this version cannot read at all (stored by a newer version, with
+a state or a type it does not know) fails its waits here with ``STORE_UNAVAILABLE`` saying
+so, as the Redis store's do: nobody waits on it forever, and the other records read with it
+are resolved all the same.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from adapters.slack.record import PendingRecord
 from adapters.slack.stores.lost import LOST_CHECK_INTERVAL, fail_lost, waiting_ids
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.watches import WatchRegistry
+from bot.questions.errors import UserQuestionError
 
 __all__ = ["SqliteEndings"]
 
@@ -70,12 +74,9 @@ class SqliteEndings:
             return
         self._seen_seq = int(rows[-1][0])
         wanted = sorted({request_id for _, request_id in rows if request_id in self._watches})
-        for (raw,) in await self._file.rows_in(
-            "SELECT json FROM records WHERE id IN ({ids})", wanted
-        ):
-            record = PendingRecord.load(raw)
-            if not record.is_open:
-                self._watches.resolve(record, raw)
+        self._resolve(
+            await self._file.rows_in("SELECT id, json FROM records WHERE id IN ({ids})", wanted)
+        )
 
     async def _check_lost(self) -> None:
         """Fail the waits on records another process deleted: ``RECORD_LOST``; and resolve
@@ -89,8 +90,28 @@ class SqliteEndings:
                 self._log.error("pending store lost record %s (deleted)", request_id)
                 fail_lost(self._watches.groups.get(request_id, ()), request_id)
         ended = [request_id for request_id, state in states.items() if state != "pending"]
-        found = await self._file.rows_in("SELECT json FROM records WHERE id IN ({ids})", ended)
-        for (raw,) in found:
-            record = PendingRecord.load(raw)
-            if not record.is_open:  # (reopened since the look at its state: not ended)
+        # (one reopened since the look at its state is not ended: ``_resolve`` leaves it)
+        self._resolve(
+            await self._file.rows_in("SELECT id, json FROM records WHERE id IN ({ids})", ended)
+        )
+
+    def _resolve(self, rows: list[tuple[str, str]]) -> None:
+        """Resolve the watches of the records in ``rows`` (id, JSON) that have ended. One
+        this version cannot read fails its own waits (``STORE_UNAVAILABLE``: it will not
+        become readable here), and the others are resolved all the same."""
+        for request_id, raw in rows:
+            try:
+                record = PendingRecord.load(raw, of=request_id)
+            except UserQuestionError as exc:
+                self._log.error("%s; its waits in this process end", exc.message)
+                self._fail(request_id, exc)
+                continue
+            if not record.is_open:
                 self._watches.resolve(record, raw)
+
+    def _fail(self, request_id: str, error: UserQuestionError) -> None:
+        """End every wait on ``request_id`` still pending with ``error``."""
+        for watch in self._watches.groups.get(request_id, ()):
+            if not watch.future.done():
+                watch.future.set_exception(error)
+                watch.future.exception()  # retrieved: the waiter re-raises it
