@@ -78,10 +78,11 @@ _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
 
 
-# A run of 20 or more hex/base64/base64url characters with a letter and a digit in it: how
-# most generated credentials look (a signing secret is 32 hex digits), and few names do.
+# A run of 20 or more hex/base64 characters, unbroken by - or _, with a letter and a digit in
+# it: how most generated credentials look (a signing secret is 32 hex digits), and few names
+# do (a name's words are joined by - or _: #release-coordination-2025 is shown).
 _SECRET_LIKE: Final = re.compile(
-    r"(?=[A-Za-z0-9+=_-]*\d)(?=[A-Za-z0-9+=_-]*[A-Za-z])[A-Za-z0-9+=_-]{20,}"
+    r"(?=[A-Za-z0-9+/=]*\d)(?=[A-Za-z0-9+/=]*[A-Za-z])[A-Za-z0-9+/=]{20,}"
 )
 _CONTAINED: Final = 6  # a secret this long or longer is hidden wherever it appears in a value
 _FRAGMENT: Final = 8  # a value this long or longer is hidden when it is part of a secret

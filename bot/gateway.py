@@ -59,7 +59,6 @@ from bot.questions.errors import (
     ASK_ABORTED,
     BAD_REVIEW,
     DELIVERY_FAILED,
-    STORE_UNAVAILABLE,
     HarnessError,
     UserQuestionError,
 )
@@ -430,14 +429,16 @@ def _shutting_down() -> web.Response:
 
 
 def _failed_unshown(question: QuestionStatus) -> HarnessError | None:
-    """The error ``question`` failed with before it had a Slack message, as its first
-    ``POST`` was answered (502 ``DELIVERY_FAILED``, 503 ``STORE_UNAVAILABLE``); ``None``
-    for any other question. A retry with its key gets that error again: nothing is posted
-    under a key whose question has ended."""
+    """The error ``question`` failed with when Slack refused its message, as its first
+    ``POST`` was answered (502 ``DELIVERY_FAILED``); ``None`` for any other question. A
+    retry with its key gets that error again: nothing is posted under a key whose question
+    has ended. A question the store failed (``STORE_UNAVAILABLE``) is not replayed: its
+    message may have landed while the store could not record it, and "retry" would be
+    said for ever; its retry gets the question as it ended (200, ``failed``)."""
     error = question.error
     if question.state != "failed" or question.message is not None or error is None:
         return None
-    return error if error.code in (DELIVERY_FAILED, STORE_UNAVAILABLE) else None
+    return error if error.code == DELIVERY_FAILED else None
 
 
 def _unknown_revised(request_id: str | None) -> UserQuestionError:

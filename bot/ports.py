@@ -7,6 +7,8 @@ import socket
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from bot.config_checks import show
+
 __all__ = ["PortUnavailable", "listening"]
 
 T = TypeVar("T")
@@ -31,7 +33,7 @@ async def listening(opening: Awaitable[T], *, setting: str, host: str, port: int
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if isinstance(exc, socket.gaierror):  # getaddrinfo: its errno is an EAI_* code
             message = (
-                f"HOST: {host} does not resolve to an address ({exc.strerror}). Set HOST to "
+                f"HOST: {show(host)} does not resolve to an address ({exc.strerror}). Set HOST to "
                 "an IP address of this machine (127.0.0.1, or 0.0.0.0 for all) or a name "
                 "that resolves to one."
             )

@@ -305,6 +305,52 @@ def test_a_question_failed_by_the_store_shows_the_fixed_words_too() -> None:
 
 
 # -- 4: a keyed question Slack refused is not a 200 on retry --------------------------------
+async def test_a_keyed_question_the_store_failed_is_not_told_to_retry_for_ever() -> None:
+    """Its Slack post landed while another program held the SQLite file past the busy
+    timeout: the question ended failed (STORE_UNAVAILABLE) with no message recorded. Once
+    the store is back, a retry with its key gets the question as it ended, not a 503
+    "retry" that no retry could ever change."""
+    async with running() as bed:
+        path = Path(bed.runtime.settings.store_path)
+        key = {"Idempotency-Key": "deploy-outage"}
+        bed.slack.faults.add(method="chat.postMessage", kind="delay", delay=1.0)
+        held = asyncio.Event()
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            blocker = sqlite3.connect(path, timeout=10)  # waits for the bot's own writes
+            blocker.execute("BEGIN IMMEDIATE")
+            try:
+                held.set()
+                await asyncio.wait_for(release.wait(), 30)
+            finally:
+                blocker.rollback()
+                blocker.close()
+
+        asking = asyncio.ensure_future(bed.ask(headers=key))
+        await asyncio.sleep(0.5)  # the post is on its way to Slack
+        holder = asyncio.ensure_future(hold())
+        await held.wait()
+        await asyncio.sleep(7)  # past the store's 5 s busy timeout
+        release.set()
+        await holder
+        first_status, first = await asking
+        assert first_status in (202, 503), first
+
+        async def ended() -> dict[str, Any]:
+            while True:
+                async with bed.http.get(f"/v1/questions/{first.get('id', '')}") as r:
+                    if r.status == 200 and (body := await r.json())["state"] != "pending":
+                        return body
+                await asyncio.sleep(0.2)
+
+        if first_status == 202:
+            seen = await asyncio.wait_for(ended(), 30)
+            assert seen["state"] == "failed"
+        status, again = await bed.ask(headers=key)
+        assert not (status == 503 and again.get("message") == STORE_DOWN), again
+        assert status == 200 and again["state"] == "failed", (status, again)
+        assert again["error"]["code"] == STORE_UNAVAILABLE
 
 
 async def test_a_retry_after_a_502_gets_the_502_again_never_a_200() -> None:

@@ -280,3 +280,22 @@ def test_a_good_review_policy_still_loads(tmp_path: Path) -> None:
     env_file.write_text(f"DSH_REVIEW_POLICY='{policy}'\n", encoding="utf-8")
     from_file = load_settings({}, env_file).dsh_review_policy
     assert from_file == settings.dsh_review_policy
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["#release-coordination-2025", "deploy-approvers-group-01", "engineering-announcements-2024"],
+)
+def test_a_name_joined_by_hyphens_is_shown_in_its_error(value: str) -> None:
+    """Names are words joined by - or _: the credential heuristic leaves them shown, so a
+    person sees which value was wrong."""
+    problem = problem_for("SLACK_CHANNEL", {**SOCKET, "SLACK_CHANNEL": value})
+    assert repr(value) in problem and "not shown" not in problem
+
+
+@pytest.mark.parametrize(
+    "value", ["8f14e45fceea167a5a36dedd4bea2543", "Zx9Qk2Lm8Np4Rt6Vw1Yb3Cd5", "a+b/9" * 5]
+)
+def test_a_value_shaped_like_a_credential_is_still_hidden(value: str) -> None:
+    problem = problem_for("SLACK_CHANNEL", {**SOCKET, "SLACK_CHANNEL": value})
+    assert value not in problem and "looks like a secret" in problem

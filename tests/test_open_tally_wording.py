@@ -341,3 +341,26 @@ def _request_id(message: Any) -> str:
         if ref is not None:
             return ref.request_id
     raise AssertionError("no request id in the message")
+
+
+# ---------------------------------------------------------------------------------------
+# 3. What a later vote learnt replaces what an earlier one kept
+
+
+def test_a_later_vote_whose_read_worked_clears_the_groups_warning() -> None:
+    """The scope was added (or the group created) after the first vote: the second vote
+    read the group, so the message no longer says the review cannot be approved."""
+    review = needs(GONE, approvals=1)
+    first = vote(ALICE, unreadable={GONE: "missing_scope"})
+    line = tally_line(review, [first])
+    assert "cannot be approved as set" in line and "usergroups:read" in line
+    line = tally_line(review, [first, vote(BOB)])
+    assert "cannot be approved" not in line and "usergroups:read" not in line
+    assert line.startswith(WAITING) and f"<!subteam^{GONE}>" in line
+
+
+def test_approvals_past_the_count_with_a_group_still_missing_read_plainly() -> None:
+    review = needs(LEADS, approvals=1)
+    line = tally_line(review, [vote(ALICE), vote(BOB)])
+    assert line.startswith(WAITING + "2 approvals so far (1 needed); still needs 1 from ")
+    assert "2 of 1" not in line

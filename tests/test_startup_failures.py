@@ -213,10 +213,23 @@ async def test_a_host_that_does_not_resolve_names_host(tmp_path: Path) -> None:
     }
     code, out, err = await run_bot_command([], env, cwd=tmp_path, within=60)
     assert code == 1, err
-    assert "HOST: no-such-host.invalid does not resolve to an address" in err, err
+    assert "HOST: 'no-such-host.invalid' does not resolve to an address" in err, err
     assert "Set HOST to" in err
     assert "Errno" not in err and "Traceback" not in err
     assert "Sandbox ready" not in out
+
+
+async def test_a_secret_pasted_into_host_is_not_echoed_when_it_does_not_resolve(
+    tmp_path: Path,
+) -> None:
+    """The API token pasted into HOST (a 32-hex value passes HOST's checks): the "does not
+    resolve" line names HOST without showing it."""
+    secret = secrets.token_hex(16)
+    env = {"HOST": secret, "BOT_API_TOKEN": secret, "PORT": "0", "SANDBOX_PORT": "0"}
+    code, _, err = await run_bot_command([], env, cwd=tmp_path, within=60)
+    assert code == 1, err
+    assert "HOST:" in err and "does not resolve" in err, err
+    assert secret not in err
 
 
 async def test_a_redis_url_option_redis_cannot_use_names_redis_url_not_its_password(

@@ -54,12 +54,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
-    """Slack's word on the policy's groups it would not list, as any vote kept it (the
-    latest such vote's, for a group several kept); groups outside the policy are left
-    out, so only ids the policy validated are shown."""
-    said: dict[str, str] = {}
-    for vote in votes:
-        said.update(vote.unreadable)
+    """Slack's word on the policy's groups it would not list, as the latest vote kept it
+    (every vote reads all of the policy's groups, so a later vote whose read worked clears
+    an earlier one's word: the scope added, the group created); groups outside the policy
+    are left out, so only ids the policy validated are shown."""
+    said = votes[-1].unreadable if votes else {}
     return {g: error for g, error in said.items() if g in policy.usergroups}
 
 
@@ -94,7 +93,12 @@ def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = Fal
             waits.insert(0, f"{general} from {_who(policy.reviewers, unreadable)}")
         else:
             waits.insert(0, _plural(general, "more approval"))
-    line = f"*Waiting for approval* — {approvals} so far; still needs " + " and ".join(waits)
+    so_far = (  # the count met, a required group's approval still missing: not "2 of 1"
+        f"{_plural(result.approvals, 'approval')} so far ({result.needed} needed)"
+        if result.approvals > result.needed
+        else f"{approvals} so far"
+    )
+    line = f"*Waiting for approval* — {so_far}; still needs " + " and ".join(waits)
     if any(
         not group.users and set(group.usergroups) <= unreadable.keys()
         for group, _ in result.waiting
