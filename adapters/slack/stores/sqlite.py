@@ -192,19 +192,25 @@ class SqlitePendingStore(KeepsTrail):
             await self._file.close()
 
     async def close(self) -> None:
-        """Stop polling, end waits still pending (``STORE_UNAVAILABLE``), close the file."""
+        """Stop polling, end waits still pending (``STORE_UNAVAILABLE``), close the file (cut
+        short, as by a stop's deadline, it abandons the file: ``SqliteFile.abandon``)."""
         if self._closed:
             return
         self._closed = True
-        await stop_tasks(self._tasks, self._log)
-        self._tasks = []
-        self._watches.close(
-            UserQuestionError("the pending store (SQLite) is closed", STORE_UNAVAILABLE)
-        )
-        if self._file.is_open:
-            await self._upkeep.stop_beating()
-            await self._file.close()
-            self._log.info("pending store closed (process %s)", self._process_id)
+        closed = UserQuestionError("the pending store (SQLite) is closed", STORE_UNAVAILABLE)
+        try:
+            await stop_tasks(self._tasks, self._log)
+            self._tasks = []
+            self._watches.close(closed)
+            if self._file.is_open:
+                await self._upkeep.stop_beating()
+                await self._file.close()
+                self._log.info("pending store closed (process %s)", self._process_id)
+        except BaseException:
+            # Cut short (a stop's deadline): the waits still end, the file's threads too.
+            self._watches.close(closed)
+            self._file.abandon()
+            raise
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Store a new record and ``event`` (one statement); ``False`` if one with its id

@@ -35,11 +35,13 @@ event loop ``asyncio.run`` has closed: ``Exception in thread … Event loop is c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from queue import Empty, Queue, SimpleQueue
 from typing import Any, Final
 
 import aiosqlite
@@ -212,16 +214,44 @@ class SqliteFile:
         return OSError(f"cannot read the pending store STORE_PATH={self.path}: {exc}")
 
     async def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file (idempotent). Cancelled (a stop's deadline) or failed, it stops
+        the connections as ``abandon`` does."""
         inline, self._inline = self._inline, None
         if inline is not None:
             inline.close()
         checkpointer, self._checkpointer = self._checkpointer, None
-        if checkpointer is not None:
-            await checkpointer.close()
         db, self._db = self._db, None
-        if db is not None:
-            await db.close()
+        connections = [(c, _raw(c)) for c in (checkpointer, db) if c is not None]
+        try:
+            for connection, _ in connections:
+                await connection.close()
+        except BaseException:
+            for connection, raw in connections:
+                _abandon(connection, raw, self._abandon_wait)
+            raise
+
+    def abandon(self) -> None:
+        """Close the file without waiting (idempotent): for a close cut short (cancelled at
+        a stop's deadline). What is queued for aiosqlite's threads fails (``sqlite3``'s
+        ``ProgrammingError``), each thread ends after its statement in hand (within the
+        busy timeout) having closed its connection, and the event loop waits for them
+        before ``asyncio.run`` closes it. Else those threads (not daemons) outlive the
+        loop: Python waits on them at exit for ever, and each prints ``Exception in
+        thread … Event loop is closed`` should its statement end."""
+        inline, self._inline = self._inline, None
+        if inline is not None:
+            inline.close()
+        checkpointer, self._checkpointer = self._checkpointer, None
+        db, self._db = self._db, None
+        for connection in (checkpointer, db):
+            if connection is not None:
+                _abandon(connection, _raw(connection), self._abandon_wait)
+
+    @property
+    def _abandon_wait(self) -> float:
+        """Seconds the loop waits at most for an abandoned connection's thread: its
+        statement in hand may wait twice for the busy timeout (to read, then to write)."""
+        return 2 * self._busy_timeout + _JOIN_WAIT
 
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run one statement (its own transaction) and fetch its rows; SQLite failures are
@@ -315,6 +345,43 @@ async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection
         if isinstance(thread, threading.Thread) and thread.is_alive():
             await asyncio.to_thread(thread.join, _JOIN_WAIT)
         raise
+
+
+def _raw(connection: aiosqlite.Connection) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection under ``connection`` (aiosqlite forgets it on ``close``,
+    also on one cut short that leaves it open)."""
+    raw = getattr(connection, "_connection", None)
+    return raw if isinstance(raw, sqlite3.Connection) else None
+
+
+def _abandon(connection: aiosqlite.Connection, raw: sqlite3.Connection | None, wait: float) -> None:
+    """Stop ``connection``'s thread without waiting (see ``SqliteFile.abandon``): fail what
+    is queued for it, have it close ``raw`` (in that thread, which made it) and end, and
+    have the loop's default executor wait up to ``wait`` seconds for it (``asyncio.run``
+    waits for that executor before it closes the loop, so no future of that thread's is
+    answered on a closed loop)."""
+    # aiosqlite before 0.22 is its own thread, its queue a ``Queue``.
+    thread = connection if isinstance(connection, threading.Thread) else None
+    thread = getattr(connection, "_thread", thread)
+    if not isinstance(thread, threading.Thread) or not thread.is_alive():
+        return
+    queue = getattr(connection, "_tx", None)
+    if isinstance(queue, Queue | SimpleQueue):
+        while True:
+            try:
+                future, _ = queue.get_nowait()
+            except Empty:
+                break
+            if future is not None and not future.done():
+                future.set_exception(
+                    sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                )
+        if raw is not None:
+            queue.put_nowait((None, raw.close))
+    connection.stop()  # its future is answered before the thread ends, loop still open
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(RuntimeError):  # the executor is shut down already
+        loop.run_in_executor(None, thread.join, wait)
 
 
 def _refuse_memory(path: Path) -> None:
