@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -21,15 +22,20 @@ from aiohttp import web
 
 from adapters.slack import ids
 from adapters.slack.approval_actions import NOT_AN_APPROVER, parse_approval_click
+from adapters.slack.blockkit import check_view
+from adapters.slack.blockkit.limits import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
+from adapters.slack.blocks import render_skip_modal, render_text_modal
 from adapters.slack.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.messages import MODAL_NOT_OPENED, NOT_ALLOWED
 from adapters.slack.record import ApprovalView
 from adapters.slack.sandbox.records import Ephemeral
 from bot.questions import AskOptions
 from tests.slack_harness import SlackHarness, until
-from tests.slack_payloads import click
+from tests.slack_payloads import click, submit_view
 from tests.test_slack_provider import one
+from tests.test_slack_transitions import opts, record
 
+RESPONSE_URL_OF_A_CLICK = "https://hooks.slack.com/actions/T0TEAM/1234567890123/abcDEF0123"
 VIEW = ApprovalView(tool_name="bash", headline="escalate sandbox", command="rm -rf /srv/x")
 
 
@@ -141,6 +147,9 @@ async def test_a_modal_submission_refusal_in_an_uninvited_channel_is_told() -> N
         view = await h.modal(h.bob)
         submission = h.slack.submission(view.id, values={})
         assert "response_url" not in submission and submission["response_urls"] == []
+        # the release before this one reads the same metadata (rolling deploys)
+        assert old_parse_private_metadata(submission["view"]["private_metadata"]) is not None
+        assert ids.parse_external_id(submission["view"]["external_id"]) is not None
         status, _ = await h.slack.deliver(submission)
         assert status == 200
         note = await note_for(h, h.bob)
@@ -185,8 +194,59 @@ async def test_a_failing_response_url_after_a_modal_falls_back_to_chat_post_ephe
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
 
-def submission_payload(metadata: object) -> dict[str, Any]:
-    """A free-text modal's submission whose ``private_metadata`` is ``metadata``."""
+async def test_a_submission_of_an_older_releases_modal_falls_back_to_chat_post_ephemeral() -> None:
+    """A modal opened by a release that put no ``external_id`` on it (Slack sends ``""``):
+    the typed answer is kept, and the note goes by ``chat.postEphemeral``."""
+    async with SlackHarness() as h:
+        h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
+        message = await h.posted()
+        await h.click(message, h.alice, text="Other…")
+        view = await h.modal(h.alice)
+        # as the release before opened it: three-field metadata, no external_id
+        opened = view.definition
+        opened["private_metadata"] = ids.SEP.join(opened["private_metadata"].split(ids.SEP)[:3])
+        opened.pop("external_id", None)
+        payload = h.slack.submission(view.id, values={"aq1.text": "Release notes"})
+        assert payload["view"]["external_id"] == ""
+        status, _ = await h.slack.deliver(payload)
+        assert status == 200
+        note = await note_for(h, h.alice)
+        assert "Saved your answer" in note.text and "Release notes" in note.text
+        assert note.channel == h.channel
+        assert hook_calls(h) == []
+        assert h.slack.calls.count("chat.postEphemeral") == 1
+
+
+async def test_modals_open_at_once_each_carry_their_own_clicks_response_url() -> None:
+    """Slack refuses a view whose ``external_id`` another view has
+    (``duplicate_external_id``): each modal has its own, and each note goes to the
+    ``response_url`` of the click that opened that modal, where the bot was not invited."""
+    async with SlackHarness() as h:
+        public = uninvited(h)
+        h.ask(
+            one("Which targets?", ["Code", "Docs"], multiSelect=True),
+            options=AskOptions(channel=public),
+        )
+        message = await h.posted(channel=public)
+        await h.click(message, h.alice, text="Other…")
+        await h.click(message, h.bob, text="Other…")
+        alices, bobs = await h.modal(h.alice), await h.modal(h.bob)
+        assert alices.external_id and bobs.external_id
+        assert alices.external_id != bobs.external_id
+        assert h.slack.calls.count("views.open") == 2
+        await h.type_into_modal(h.bob, "Docs site")
+        await h.type_into_modal(h.alice, "Release notes")
+        assert "Docs site" in (await note_for(h, h.bob)).text
+        assert "Release notes" in (await note_for(h, h.alice)).text
+        hooks = {ids.parse_external_id(v.external_id) for v in (alices, bobs)}
+        assert len(hooks) == 2
+        assert [c["status"] for c in hook_calls(h)] == [200, 200]
+        assert h.slack.calls.count("chat.postEphemeral") == 0
+
+
+def submission_payload(metadata: object, external_id: object = "") -> dict[str, Any]:
+    """A free-text modal's submission whose ``private_metadata`` is ``metadata`` and whose
+    ``external_id`` is ``external_id`` (Slack sends ``""`` for a view that has none)."""
     rid = "0123456789abcdef"
     block = ids.block_id(rid, 0, "in")
     return {
@@ -195,21 +255,74 @@ def submission_payload(metadata: object) -> dict[str, Any]:
         "view": {
             "callback_id": ids.callback_id("text"),
             "private_metadata": metadata,
+            "external_id": external_id,
             "state": {"values": {block: {ids.action_id("text"): {"value": "hi"}}}},
         },
     }
 
 
+def old_parse_private_metadata(value: object) -> ids.ModalRef | None:
+    """``ids.parse_private_metadata`` of the release before (4f8895b), as it is deployed:
+    during a rolling deploy a modal opened by this version may be submitted to it."""
+    if not isinstance(value, str) or len(value) > MAX_PRIVATE_METADATA:
+        return None
+    fields = value.split(ids.SEP)
+    if len(fields) != 3 or fields[0] != ids.PREFIX:
+        return None
+    _, request_id, index = fields
+    if not _REQUEST_ID.match(request_id) or not _INDEX.match(index):
+        return None
+    return ids.ModalRef(request_id, int(index))
+
+
+_REQUEST_ID = re.compile(r"^[a-z0-9]{8,40}\Z")
+_INDEX = re.compile(r"^[0-9]{1,5}\Z")
+MODAL_RECORD = record({"options": opts("S", "M", "L")}, {"question": "Why?"})
+
+
+def opened_modals(url: str | None) -> list[dict[str, Any]]:
+    """Every modal the bot opens (each free-text one, the empty Submit's confirmation),
+    opened by a click whose ``response_url`` is ``url``."""
+    texts = [render_text_modal(MODAL_RECORD, i, None, url) for i in range(2)]
+    return [*texts, render_skip_modal(MODAL_RECORD, url)]
+
+
+def submitted_by_bob(view: dict[str, Any]) -> dict[str, Any]:
+    """Bob's submission of ``view``: "hi" in a free-text modal; the confirmation has no input."""
+    skip = view["callback_id"] == ids.callback_id("skip")
+    return submit_view(view, "hi", "U0BOB", values={} if skip else None)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [None, RESPONSE_URL_OF_A_CLICK, "https://hooks.slack.com/actions/" + "x" * 2900],
+    ids=["no-url", "url", "long-url"],
+)
+def test_every_modal_the_bot_opens_parses_with_the_previous_release(url: str | None) -> None:
+    """Rolling deploy: a modal opened by this version and submitted to the one before must
+    not be dropped (that release takes only ``aq1:<request id>:<question>``)."""
+    for view in opened_modals(url):
+        assert check_view(view) == []
+        ref = old_parse_private_metadata(view["private_metadata"])
+        assert ref is not None and ref.request_id == MODAL_RECORD.id, view["private_metadata"]
+        assert ids.parse_private_metadata(view["private_metadata"]) == ref
+        submitted = parse_view_submission(submitted_by_bob(view))
+        assert submitted is not None and submitted.request_id == MODAL_RECORD.id
+        carried = url if url is not None and len(url) < 200 else None
+        assert submitted.origin.response_url == carried
+
+
 @pytest.mark.parametrize("kind", ["text", "skip"])
 def test_a_modal_carries_the_opening_clicks_response_url_back(kind: str) -> None:
-    rid = "0123456789abcdef"
-    metadata = ids.private_metadata(rid, 0, RESPONSE_URL)
-    assert ids.parse_private_metadata(metadata) == ids.ModalRef(rid, 0, RESPONSE_URL)
-    payload = submission_payload(metadata)
-    payload["view"]["callback_id"] = ids.callback_id(kind)  # type: ignore[arg-type]
-    parsed = parse_view_submission(payload)
-    assert parsed is not None and parsed.request_id == rid
-    assert parsed.origin.response_url == RESPONSE_URL
+    """In its ``external_id`` (the release before ignores it), unique per modal as Slack
+    wants; the ``private_metadata`` keeps the three-field form."""
+    view = opened_modals(RESPONSE_URL_OF_A_CLICK)[0 if kind == "text" else 2]
+    assert view["private_metadata"] == ids.private_metadata(MODAL_RECORD.id, 0)
+    assert ids.parse_external_id(view["external_id"]) == RESPONSE_URL_OF_A_CLICK
+    assert view["external_id"] != opened_modals(RESPONSE_URL_OF_A_CLICK)[0]["external_id"]
+    parsed = parse_view_submission(submitted_by_bob(view))
+    assert parsed is not None and parsed.request_id == MODAL_RECORD.id
+    assert parsed.origin.response_url == RESPONSE_URL_OF_A_CLICK
 
 
 @pytest.mark.parametrize(
@@ -223,26 +336,37 @@ def test_a_modal_carries_the_opening_clicks_response_url_back(kind: str) -> None
     ],
 )
 def test_a_modal_submissions_response_url_that_cannot_be_slacks_is_dropped(url: str) -> None:
-    """The metadata comes back in a signed payload, yet is checked as a click's would be."""
-    metadata = f"aq1:0123456789abcdef:0:{url}"
-    parsed = parse_view_submission(submission_payload(metadata))
+    """The ``external_id`` comes back in a signed payload, yet is checked as a click's
+    ``response_url`` would be (and so is a 7857283 build's four-field metadata)."""
+    carried = f"aq1r.0123456789abcdef.{url}"
+    parsed = parse_view_submission(submission_payload("aq1:0123456789abcdef:0", carried))
+    assert parsed is not None and parsed.origin.response_url is None
+    parsed = parse_view_submission(submission_payload(f"aq1:0123456789abcdef:0:{url}"))
     assert parsed is not None and parsed.origin.response_url is None
 
 
 def test_a_modal_opened_before_this_version_still_parses() -> None:
-    """Modals open in Slack across an upgrade carry the three-field metadata."""
+    """Modals open in Slack across an upgrade: the three-field metadata and no
+    ``external_id`` (the note then goes by ``chat.postEphemeral``), or, from a 7857283
+    build, the opening click's ``response_url`` as a fourth field."""
     parsed = parse_view_submission(submission_payload("aq1:0123456789abcdef:0"))
     assert parsed is not None and parsed.origin.response_url is None
     assert ids.parse_private_metadata("aq1:0123456789abcdef:0") == ids.ModalRef(
         "0123456789abcdef", 0
     )
+    four = f"aq1:0123456789abcdef:0:{RESPONSE_URL_OF_A_CLICK}"
+    parsed = parse_view_submission(submission_payload(four))
+    assert parsed is not None and parsed.origin.response_url == RESPONSE_URL_OF_A_CLICK
 
 
-def test_a_response_url_that_would_not_fit_the_metadata_is_left_out() -> None:
-    rid = "0123456789abcdef"
-    fits = "https://hooks.slack.com/" + "x" * (3000 - len(f"aq1:{rid}:0:") - 24)
-    assert len(ids.private_metadata(rid, 0, fits)) == 3000
-    assert ids.private_metadata(rid, 0, fits + "x") == f"aq1:{rid}:0"
+def test_a_response_url_that_would_not_fit_the_external_id_is_left_out() -> None:
+    """Slack takes at most 255 characters: a longer one is not sent (Slack would refuse
+    the whole modal); the note then goes by ``chat.postEphemeral``."""
+    fits = "https://hooks.slack.com/" + "x" * (MAX_EXTERNAL_ID - len("aq1r.0123456789abcdef.") - 24)
+    view = render_text_modal(MODAL_RECORD, 0, None, fits)
+    assert len(view["external_id"]) == MAX_EXTERNAL_ID
+    assert "external_id" not in render_text_modal(MODAL_RECORD, 0, None, fits + "x")
+    assert "external_id" not in render_skip_modal(MODAL_RECORD, None)
 
 
 # --- a response_url that is not Slack's is never POSTed to ------------------------------

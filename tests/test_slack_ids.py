@@ -17,6 +17,7 @@ from adapters.slack.blockkit.limits import (
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
     MAX_CALLBACK_ID,
+    MAX_EXTERNAL_ID,
     MAX_OPTION_VALUE,
     MAX_PRIVATE_METADATA,
 )
@@ -86,6 +87,58 @@ def test_ids_carry_the_version_prefix() -> None:
     assert ids.action_id("submit") == "aq1.submit"
     assert ids.callback_id("text") == "aq1.text"
     assert ids.private_metadata(RID, 1) == f"aq1:{RID}:1"
+
+
+# --- a modal's external_id: the response_url of the click that opened it ---------------
+
+HOOK = "https://hooks.slack.com/actions/T0TEAM/1234567890123/abcDEF0123456789"
+
+
+def test_external_id_carries_the_reply_url_back() -> None:
+    packed = ids.external_id(HOOK)
+    assert packed is not None and len(packed) <= MAX_EXTERNAL_ID
+    assert re.fullmatch(r"aq1r\.[0-9a-f]{16}\.", packed[: -len(HOOK)])
+    assert ids.parse_external_id(packed) == HOOK
+
+
+def test_external_ids_are_unique_even_for_the_same_url() -> None:
+    """Slack refuses a second view with an ``external_id`` already used in the team
+    (``duplicate_external_id``): each modal gets its own, whatever it carries."""
+    minted = {ids.external_id(HOOK) for _ in range(500)}
+    assert len(minted) == 500 and None not in minted
+
+
+def test_an_external_id_that_would_not_fit_is_left_out() -> None:
+    fits = "https://hooks.slack.com/" + "x" * (MAX_EXTERNAL_ID - len("aq1r.0123456789abcdef.") - 24)
+    packed = ids.external_id(fits)
+    assert packed is not None and len(packed) == MAX_EXTERNAL_ID
+    assert ids.parse_external_id(packed) == fits
+    assert ids.external_id(fits + "x") is None
+    assert ids.external_id(None) is None and ids.external_id("") is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"aq1r.0123456789abcdef.{HOOK}".replace("aq1r", "aq2r"),
+        f"aq1r.0123456789ABCDEF.{HOOK}",
+        f"aq1r.0123456789abcde.{HOOK}",
+        f"aq1r.0123456789abcdef{HOOK}",
+        "aq1r.0123456789abcdef.",
+        f"aq1r.0123456789abcdef.{HOOK}" + "x" * 255,
+        "ext-1",
+        "",
+        None,
+        7,
+    ],
+)
+def test_foreign_external_ids_are_not_ours(value: object) -> None:
+    assert ids.parse_external_id(value) is None
+
+
+def test_private_metadata_keeps_the_three_field_form_every_release_parses() -> None:
+    """``aq1:<request id>:<question>``: a release before this one refuses any other."""
+    assert ids.private_metadata(RID, 1).split(":") == ["aq1", RID, "1"]
 
 
 # --- request ids ---------------------------------------------------------------------
@@ -284,6 +337,7 @@ def test_parsing_arbitrary_text_never_raises(value: str) -> None:
     ids.parse_action_id(value)
     ids.parse_callback_id(value)
     ids.parse_private_metadata(value)
+    ids.parse_external_id(value)
     ids.parse_index(value)
 
 

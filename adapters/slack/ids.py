@@ -6,9 +6,13 @@ Everything this provider puts into Slack's id fields is packed here and parsed b
 - ``action_id``:  ``aq1.<kind>`` or ``aq1.<kind>.<n>`` (``n`` keeps ids unique in a block)
 - ``value``:      an option index or a question index, as digits
 - modal ``callback_id`` ``aq1.<kind>``; ``private_metadata``
-  ``aq1:<request id>:<question index>[:<response_url>]`` (the ``response_url`` of the click
-  that opened the modal: a submission carries none of its own, and the person's private
-  note goes there)
+  ``aq1:<request id>:<question index>``, the one form every release parses (a modal opened
+  by one process may be submitted to another, of the release before, during a rolling
+  deploy); a fourth field ``:<response_url>``, written only by 7857283 builds, still parses
+- modal ``external_id`` ``aq1r.<random token>.<response_url>``: the ``response_url`` of the
+  click that opened the modal (a submission carries none of its own, and the person's
+  private note goes there), in a field earlier releases ignore; the token makes it unique
+  per team, as Slack requires
 
 The ``aq1`` prefix is a version: messages already in Slack keep parsing after an upgrade,
 and a later format gets a new prefix. Unpacking returns ``None`` for anything that is not
@@ -23,7 +27,12 @@ import secrets
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-from adapters.slack.blockkit.limits import MAX_ACTION_ID, MAX_BLOCK_ID, MAX_PRIVATE_METADATA
+from adapters.slack.blockkit.limits import (
+    MAX_ACTION_ID,
+    MAX_BLOCK_ID,
+    MAX_EXTERNAL_ID,
+    MAX_PRIVATE_METADATA,
+)
 
 __all__ = [
     "ACTION_PATTERN",
@@ -39,12 +48,14 @@ __all__ = [
     "approval_action_id",
     "block_id",
     "callback_id",
+    "external_id",
     "key_request_id",
     "new_request_id",
     "option_value",
     "parse_action_id",
     "parse_block_id",
     "parse_callback_id",
+    "parse_external_id",
     "parse_index",
     "parse_private_metadata",
     "private_metadata",
@@ -125,8 +136,9 @@ class BlockRef:
 
 @dataclass(frozen=True, slots=True)
 class ModalRef:
-    """What a modal's ``private_metadata`` names: the request, the question, and the
-    ``response_url`` of the click that opened it (unchecked: ``interactions`` checks it)."""
+    """What a modal's ``private_metadata`` names: the request, the question, and, in a
+    7857283 build's modal only, the ``response_url`` of the click that opened it
+    (unchecked: ``interactions`` checks it)."""
 
     request_id: str
     question: int
@@ -209,19 +221,20 @@ def parse_callback_id(value: object) -> ViewKind | None:
     return "skip" if match.group(1) == "skip" else "text"
 
 
-def private_metadata(request_id: str, question: int, reply_url: str | None = None) -> str:
-    """A modal's ``private_metadata``: the request and question it answers, and where the
-    click that opened it may be replied to (left out when it would not fit)."""
+def private_metadata(request_id: str, question: int) -> str:
+    """A modal's ``private_metadata``: the request and question it answers.
+
+    Exactly three fields: the release before this one refuses any other form, and would
+    silently drop the answer typed into a modal this one opened."""
     _check_request_id(request_id)
     _check_index(question, "a question index")
-    packed = SEP.join((PREFIX, request_id, str(question)))
-    if reply_url and len(packed) + 1 + len(reply_url) <= MAX_PRIVATE_METADATA:
-        packed = SEP.join((packed, reply_url))
-    return packed
+    return SEP.join((PREFIX, request_id, str(question)))
 
 
 def parse_private_metadata(value: object) -> ModalRef | None:
-    """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours."""
+    """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours.
+
+    A fourth field, a ``response_url``, is taken too: 7857283 builds put it there."""
     if not isinstance(value, str) or len(value) > MAX_PRIVATE_METADATA:
         return None
     fields = value.split(SEP, 3)
@@ -234,3 +247,27 @@ def parse_private_metadata(value: object) -> ModalRef | None:
     if reply_url is not None and not reply_url.startswith(("https://", "http://")):
         return None
     return ModalRef(request_id, int(index), reply_url)
+
+
+EXTERNAL_PREFIX: Final = "aq1r"
+_EXTERNAL_ID = re.compile(r"^aq1r\.[0-9a-f]{16}\.(.+)\Z", re.DOTALL)
+
+
+def external_id(reply_url: str | None) -> str | None:
+    """A modal's ``external_id`` carrying ``reply_url`` (the ``response_url`` of the click
+    that opens it), fresh each call: Slack refuses an ``external_id`` another view of the
+    team has (``duplicate_external_id``). ``None`` when there is no URL or it would not
+    fit Slack's 255 characters (the modal then goes without one)."""
+    if not reply_url:
+        return None
+    packed = f"{EXTERNAL_PREFIX}.{secrets.token_hex(8)}.{reply_url}"
+    return packed if len(packed) <= MAX_EXTERNAL_ID else None
+
+
+def parse_external_id(value: object) -> str | None:
+    """The reply URL a modal's ``external_id`` of ours carries, or ``None`` (not ours, or
+    ``""``: Slack's word for none). Unchecked: ``interactions`` checks it as a click's."""
+    if not isinstance(value, str) or len(value) > MAX_EXTERNAL_ID:
+        return None
+    match = _EXTERNAL_ID.match(value)
+    return match.group(1) if match else None

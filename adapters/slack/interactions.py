@@ -280,8 +280,10 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
     user = _str(_dict(body.get("user")).get("id"))
     if ref is None or user is None:
         return None
-    # No response_url of its own: the one of the click that opened the modal, checked again.
-    reply = response_url({"response_url": ref.reply_url})
+    # No response_url of its own: the one of the click that opened the modal, carried in
+    # its external_id (a 7857283 build's modal: in its metadata), checked again.
+    carried = ids.parse_external_id(view.get("external_id")) or ref.reply_url
+    reply = response_url({"response_url": carried})
     if kind == "skip":
         return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body), response_url=reply))
     values = _dict(_dict(view.get("state")).get("values"))

@@ -31,13 +31,13 @@ TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
 def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
     """The confirmation an empty Submit asks for: "Submit with nothing selected?".
 
-    ``reply_url``: the ``response_url`` of the click that opened it, kept for the note its
-    submission may need."""
+    ``reply_url``: the ``response_url`` of the click that opened it, kept (in the
+    ``external_id``) for the note its submission may need."""
     what = "questions were" if len(record.questions) > 1 else "question was"
-    return {
+    view: Block = {
         "type": "modal",
         "callback_id": ids.callback_id("skip"),
-        "private_metadata": ids.private_metadata(record.id, 0, reply_url),
+        "private_metadata": ids.private_metadata(record.id, 0),
         "title": plain("Nothing selected", MAX_MODAL_TITLE),
         "submit": plain("Submit empty", MAX_MODAL_TITLE),
         "close": plain("Go back", MAX_MODAL_TITLE),
@@ -46,6 +46,7 @@ def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Bl
             {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
         ],
     }
+    return _carrying(view, reply_url)
 
 
 def render_text_modal(
@@ -89,12 +90,23 @@ def render_text_modal(
         field["optional"] = True
         field["hint"] = plain(TAKE_BACK_HINT)
     blocks.append(field)
-    return {
+    view: Block = {
         "type": "modal",
         "callback_id": ids.callback_id("text"),
-        "private_metadata": ids.private_metadata(record.id, index, reply_url),
+        "private_metadata": ids.private_metadata(record.id, index),
         "title": plain(title, MAX_MODAL_TITLE),
         "submit": plain(submit, MAX_MODAL_SUBMIT),
         "close": plain("Cancel", MAX_MODAL_CLOSE),
         "blocks": blocks,
     }
+    return _carrying(view, reply_url)
+
+
+def _carrying(view: Block, reply_url: str | None) -> Block:
+    """``view`` with ``reply_url`` in its ``external_id`` (a field releases before this one
+    ignore, so its ``private_metadata`` stays in the form they parse); none when there is
+    no URL or it would not fit."""
+    external = ids.external_id(reply_url)
+    if external is not None:
+        view["external_id"] = external
+    return view
