@@ -13,9 +13,7 @@ from bot.questions.models import AskUserQuestionItem
 
 def record(rid: str, question: str = "Deploy?", **fields: Any) -> PendingRecord:
     options = fields.pop("options", [{"label": "Yes"}, {"label": "No"}])
-    item = AskUserQuestionItem.model_validate(
-        {"id": "q", "question": question, "options": options}
-    )
+    item = AskUserQuestionItem.model_validate({"id": "q", "question": question, "options": options})
     fields.setdefault("owner", "p")
     fields.setdefault("channel", "C0QUESTION")
     return PendingRecord(id=rid, questions=[item], **fields)
@@ -75,7 +73,10 @@ def test_home_buttons_of_long_options_never_read_alike() -> None:
     """The Home tab's one-tap buttons shorten labels as the message does: two options that
     share their first 75 characters keep their distinguishing ends."""
     head = "Roll out the new payment service to production behind the feature flag and then "
-    staff, everyone = head + "enable it for internal staff only", head + "enable it for all customers"
+    staff, everyone = (
+        head + "enable it for internal staff only",
+        head + "enable it for all customers",
+    )
     rec = record(
         "0123456789abcdef",
         options=[{"label": staff}, {"label": everyone}],

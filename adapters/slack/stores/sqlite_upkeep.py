@@ -108,14 +108,7 @@ class SqliteUpkeep:
         runs beside it (``duties.run_purges``).
 
         Returns what the pass failed or took, also when an error cut it short."""
-        began = time.monotonic()
-        try:
-            await self.beat()
-        except BaseException:
-            self.hold_sweep()
-            raise
-        if time.monotonic() - began > self._heartbeat_interval:
-            self.hold_sweep()
+        await self._beat_or_hold()
         if time.monotonic() < self._sweep_from:
             return []
         return await self.sweep_orphans()
@@ -181,6 +174,21 @@ class SqliteUpkeep:
             log_orphans(self._log, sweep.written)
         return sweep.written
 
+    async def _beat_or_hold(self) -> bool:
+        """Beat; whether it was on time. One that failed, or waited longer than the
+        heartbeat interval, holds the sweep for one TTL (``hold_sweep``): the others may
+        not have beaten either."""
+        began = time.monotonic()
+        try:
+            await self.beat()
+        except BaseException:
+            self.hold_sweep()
+            raise
+        if time.monotonic() - began > self._heartbeat_interval:
+            self.hold_sweep()
+            return False
+        return True
+
     async def _keep_beating(self, sweep: OrphanSweep) -> None:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
         longer than that ends the pass (and holds the next: ``hold_sweep``).
@@ -192,12 +200,5 @@ class SqliteUpkeep:
             sweep.deadline = time.monotonic() + self._heartbeat_ttl / 3
         if time.monotonic() - self._beaten_at < self._heartbeat_interval:
             return
-        began = time.monotonic()
-        try:
-            await self.beat()
-        except BaseException:
-            self.hold_sweep()
-            raise
-        if time.monotonic() - began > self._heartbeat_interval:
-            self.hold_sweep()
+        if not await self._beat_or_hold():
             sweep.deadline = time.monotonic()  # the next record waits for another pass
