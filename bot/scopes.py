@@ -17,6 +17,9 @@ __all__ = ["BOT_SCOPES", "METHOD_SCOPES", "scopes_for"]
 METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     # bolt calls it once to learn the bot's own user id.
     "auth.test": (),
+    # Socket Mode's WebSocket URL, asked with the app-level token (SLACK_APP_TOKEN, whose
+    # connections:write scope is the app-level token's, not a bot scope).
+    "apps.connections.open": (),
     # chat:write.public lets the bot post into a public channel it has not joined.
     "chat.postMessage": ("chat:write", "chat:write.public"),
     "chat.update": ("chat:write",),
