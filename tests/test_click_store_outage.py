@@ -94,3 +94,30 @@ async def test_a_store_unreadable_as_the_wait_begins_does_not_fail_the_question(
             assert (await asyncio.wait_for(task, 10)).answers[0].selected == ["Deploy"]
     finally:
         await store.close()
+
+
+async def test_a_wait_that_begins_while_the_store_cannot_be_read_still_gets_its_ending(
+    sqlite_path: Path,
+) -> None:
+    """The record ended before the watch began, and the store could not be read at that
+    moment: the wait goes on (the watch looks again until it can, or the ending arrives),
+    instead of failing the ask with the moment's STORE_UNAVAILABLE."""
+    from tests.test_store_contract import finished, make_record
+
+    store = FlakySqliteStore(path=sqlite_path, process_id="flaky")
+    await store.start()
+    try:
+        record = make_record("flaky")
+        assert await store.create(record)
+        assert await store.compare_and_set(finished(record))
+        watch = store.watch(record.id)
+        store.failing = True
+        waiting = asyncio.ensure_future(watch.wait())
+        await until(lambda: store.failed >= 1, what="the watch to look")
+        await asyncio.sleep(0.2)
+        store.failing = False
+        ended = await asyncio.wait_for(waiting, 10)
+        assert (ended.id, ended.state) == (record.id, "answered")
+        watch.close()
+    finally:
+        await store.close()

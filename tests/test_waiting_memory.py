@@ -36,8 +36,9 @@ async def test_waiting_questions_hold_no_record_objects(store: PendingStore) -> 
         asks = [h.ask(question, signal=signal) for signal in signals]
         await h.posted(WAITING)
         await until(lambda: h.provider.background_count == 0, what="the posts to settle")
-        # Each ask listens for its signal only once it waits for the ending.
-        await until(lambda: all(s._listeners for s in signals), what="every ask waiting")
+        # Each ask listens for its signal while its post is queued too: wait until every
+        # one is in ``Waits.wait`` (its post done and let go), not only listening.
+        await until(lambda: all(_in_waits(task) for task in asks), what="every ask waiting")
         held = _records_alive() - before
         assert held == 0, f"{held} records alive for {WAITING} waiting questions"
         assert not any(task.done() for task in asks)
@@ -54,6 +55,11 @@ def _chain(task: asyncio.Task[Any]) -> list[Coroutine[Any, Any, Any]]:
         found.append(awaited)
         awaited = awaited.cr_await  # type: ignore[attr-defined]
     return found
+
+
+def _in_waits(task: asyncio.Task[Any]) -> bool:
+    """Whether the ask waits for its ending (``Waits.wait``), its post behind it."""
+    return any(c.cr_code.co_qualname == "Waits.wait" for c in _chain(task))  # type: ignore[attr-defined]
 
 
 def _waiting_locals(task: asyncio.Task[Any]) -> list[object]:

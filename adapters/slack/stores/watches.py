@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
 
 from adapters.slack.record import PendingRecord
-from bot.questions.errors import UserQuestionError
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["LocalWatch", "WatchRegistry"]
 
 Refresh = Callable[[str], Awaitable[None]]
 """Look at one watched record now and ``resolve`` it if it has ended."""
+
+REFRESH_RETRY: Final = 0.5
+"""Seconds between looks when the store cannot be read as a wait begins."""
 
 
 class LocalWatch:
@@ -41,11 +45,26 @@ class LocalWatch:
         self.waiting = True
         if self.future.cancelled():
             self.future = asyncio.get_running_loop().create_future()
-        if not self.future.done():
-            await self._registry.refresh(self.request_id)
+        await self._look()
         if self._registry.shielded:
             return PendingRecord.load(await asyncio.shield(self.future))
         return PendingRecord.load(await self.future)
+
+    async def _look(self) -> None:
+        """Ask the store to look at the record, until it answers or the ending arrives.
+
+        A store that cannot be read at that moment (``STORE_UNAVAILABLE``: a lock held, a
+        reconnect) is asked again every ``REFRESH_RETRY`` s: the ending may have been
+        written before this watch, and nothing else would bring it; the wait goes on
+        meanwhile, as the waiter's own first read does (``Waits.wait``)."""
+        while not self.future.done():
+            try:
+                await self._registry.refresh(self.request_id)
+                return
+            except UserQuestionError as exc:
+                if exc.code != STORE_UNAVAILABLE:
+                    raise
+            await asyncio.wait((self.future,), timeout=REFRESH_RETRY)
 
     def close(self) -> None:
         """Stop watching (idempotent); the store forgets the waiter."""
