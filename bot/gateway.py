@@ -29,7 +29,14 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import AuditEvent, QuestionStatus, Released, WaitReleased, plan_review_of
+from adapters.slack import (
+    AuditEvent,
+    QuestionStatus,
+    Released,
+    WaitReleased,
+    plan_review_of,
+    unknown_revised,
+)
 from bot.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api_answers import (
     error_answer,
@@ -442,10 +449,9 @@ def _failed_unshown(question: QuestionStatus) -> HarnessError | None:
 
 
 def _unknown_revised(request_id: str | None) -> UserQuestionError:
-    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review, word
-    for word (``adapters.slack.messages.unknown_revised``; a test holds them together)."""
-    message = f"revises: no plan review with id {request_id!r} is known"
-    return UserQuestionError(message, BAD_REVIEW)
+    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review (its
+    own words: ``unknown_revised``)."""
+    return UserQuestionError(unknown_revised(request_id or ""), BAD_REVIEW)
 
 
 def _aborted(error: BaseException) -> bool:

@@ -18,6 +18,7 @@ from adapters.slack.destination import Destination
 from adapters.slack.endings import Released, WaitReleased
 from adapters.slack.ids import key_request_id, new_request_id
 from adapters.slack.layout import PlanReview, plan_review_of
+from adapters.slack.messages import unknown_revised
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import ApprovalView, PendingRecord
 from adapters.slack.status import QuestionStatus, SlackMessage
@@ -41,4 +42,5 @@ __all__ = [
     "key_request_id",
     "new_request_id",
     "plan_review_of",
+    "unknown_revised",
 ]
