@@ -17,7 +17,7 @@ from bot.questions.errors import (
     DELIVERY_FAILED,
     UserQuestionError,
 )
-from tests.slack_harness import SlackHarness
+from tests.slack_harness import SlackHarness, until
 
 QUESTION = {"questions": [{"id": "q", "question": "Deploy?", "options": [{"label": "Yes"}]}]}
 ITEM = AskUserQuestionItem.model_validate(QUESTION["questions"][0])
@@ -123,9 +123,10 @@ async def test_a_wait_that_is_cancelled_leaves_no_watch_behind() -> None:
         task = h.ask(QUESTION, options=AskOptions(key="k"))
         await h.posted()
         rid = h.provider.request_id_for("k")
+        # The post's own keeper watch closes a moment after Slack has the message.
+        await until(lambda: h.provider.pending_count == 1, what="the ask's watch alone")
         waiting = asyncio.ensure_future(h.provider.wait_ended(rid))
-        await asyncio.sleep(0)
-        assert h.provider.pending_count == 2  # the ask's watch and this one
+        await until(lambda: h.provider.pending_count == 2, what="the ask's watch and this one")
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
