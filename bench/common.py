@@ -51,6 +51,7 @@ from adapters.slack.budget import Budget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
 from adapters.slack.stores import PendingStore, SqlitePendingStore
+from bench import cores
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -141,10 +142,11 @@ async def with_stores(run: Awaitable[None]) -> None:
 def machine_line(store: str | None = None) -> str:
     """Cores, CPU, Python, slack_bolt/slack_sdk/aiohttp versions: printed under every table
     (``store``: what the bench ran on, when not ``store_kind()``)."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    placed = cores.placement()
     return (
         f"store: {store or store_kind()}; "
-        f"machine: {usable} cores usable ({os.cpu_count()} online, {_cpu_model()}), "
+        f"machine: {len(placed.usable)} cores usable ({os.cpu_count()} online, {_cpu_model()}; "
+        f"{placed.describe()}), "
         f"Python {platform.python_version()} ({platform.python_implementation()}), "
         f"slack_bolt {slack_bolt.version.__version__}, slack_sdk {slack_sdk.version.__version__}, "
         f"aiohttp {aiohttp.__version__}, {platform.system()} {platform.release()}; "
@@ -386,8 +388,8 @@ def _child_env() -> dict[str, str]:
 
 
 async def spawn(*args: str, stdin: int | None = asyncio.subprocess.PIPE) -> Any:
-    """``python ARGS`` in this tree, with pipes."""
-    return await asyncio.create_subprocess_exec(
+    """``python ARGS`` in this tree, with pipes, on the stand-ins' cores (``cores``)."""
+    proc = await asyncio.create_subprocess_exec(
         sys.executable,
         *args,
         cwd=ROOT,
@@ -397,6 +399,8 @@ async def spawn(*args: str, stdin: int | None = asyncio.subprocess.PIPE) -> Any:
         stderr=None,
         limit=64 * 1024 * 1024,
     )
+    cores.placement().adopt(proc.pid)
+    return proc
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Interaction cost: a signed ``block_actions`` click, from the HTTP request to the ack.
 
-``python -m bench.interaction [--n 500] [--runs 3] [--rate 100] [--warmup 50] [--block 20]``
+``python -m bench.interaction [--n 500] [--runs 3] [--rate 100] [--warmup 50] [--block 20]
+[--cores split|shared]``
 
 Bolt ``AsyncApp``s, each served by aiohttp on 127.0.0.1, get the same signed, form-encoded
 payloads at ``--rate`` clicks per second from a load generator in another process (one
@@ -21,7 +22,10 @@ keep-alive connection per app):
   click is a vote (the first keeps the review open and re-renders its tally, the second
   decides it).
 
-The Web API stand-in runs in its own process. Each run and load pattern is one sequence of
+The Web API stand-in runs in its own process; with ``--cores split`` (the default on two or
+more cores) it and the load generator share the cores this process (the bot, and the floor
+beside it) does not use, as Slack's servers and clients never run on the bot's machine
+(``bench.cores``). Each run and load pattern is one sequence of
 clicks from one load generator: ``--warmup`` clicks per app (not counted), then ``--n`` per
 app in turns of ``--block`` clicks (20: a fifth of a second at 100/s), the apps' order
 rotating from turn to turn. The machine's speed drifts over seconds (on a shared 2-core VM the
@@ -42,6 +46,7 @@ from collections.abc import Sequence
 from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.provider import SlackQuestionProvider
+from bench import cores
 from bench.common import (
     Asks,
     StandIn,
@@ -256,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=BLOCK,
         help="counted clicks per app per turn (0: each app's n in one go, app after app)",
     )
+    cores.add_option(parser)
     args = parser.parse_args(argv)
+    cores.place(args.cores)
     asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup, args.block)))
 
 

@@ -1,6 +1,7 @@
 """Click-to-resume: from the click's HTTP request to the awaiting ``ask()`` returning.
 
-``python -m bench.resume [--n 300] [--runs 3] [--rate 100] [--warmup 30] [--redis URL]``
+``python -m bench.resume [--n 300] [--runs 3] [--rate 100] [--warmup 30] [--redis URL]
+[--cores split|shared]``
 
 Clicks are signed ``block_actions`` requests POSTed at ``--rate`` per second by a load
 generator in its own process, which notes ``time.time()`` as it sends each; the process
@@ -12,6 +13,10 @@ ways:
   asks; process B (this one) serves the bolt app that receives the clicks. Both use
   ``RedisPendingStore`` with one fresh key prefix and post to one Web API stand-in (its own
   process); B's compare-and-set publishes the ending, A's subscriber resolves its waiter.
+
+With ``--cores split`` (the default on two or more cores) this process runs on one core and
+every process it starts (the stand-in, the load generator, process A) on the others
+(``bench.cores``); Redis is not moved.
 
 Baselines from the same run: the ack of a bare bolt app with ``process_before_response=True``,
 served as bolt serves itself on aiohttp (its own ``to_bolt_request``),
@@ -46,6 +51,7 @@ from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
+from bench import cores
 from bench.common import (
     Asks,
     StandIn,
@@ -346,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="clicks per second")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--redis", default=DEFAULT_REDIS, help="Redis URL (REDIS_URL)")
+    cores.add_option(parser)
     args = parser.parse_args(argv)
+    cores.place(args.cores)
     asyncio.run(with_stores(bench(args.n, args.runs, args.rate, args.warmup, args.redis)))
 
 

@@ -1,11 +1,13 @@
 """Scale: many questions pending at once in one bot process.
 
-``python -m bench.scale [--levels 100,1000,10000] [--k 200] [--batch 200]``
+``python -m bench.scale [--levels 100,1000,10000] [--k 200] [--batch 200] [--cores split|shared]``
 ``python -m bench.scale --trace 2000`` (where the memory goes, by allocation site)
 
 One bot process (bolt app served on 127.0.0.1, memory store) posts to the Web API stand-in,
 which runs in a process of its own so that Slack's copy of the messages never counts in the
-bot's memory. After a warm-up (20 questions asked and answered) the bot's RSS is the baseline.
+bot's memory (and, with ``--cores split``, on the cores the bot does not use:
+``bench.cores``). After a warm-up (20 questions asked and answered) the bot's RSS is the
+baseline.
 Then, for each level L, the bot tops up to L + k pending questions (asked ``--batch`` at a time)
 and notes its RSS after a full collection; then it answers k of them, one at a time, picked at
 random: a signed click is POSTed and the time to the ack and to the awaiting ``ask()``
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 import aiohttp
 
 from adapters.slack.provider import SlackQuestionProvider
+from bench import cores
 from bench.common import (
     Asks,
     StandIn,
@@ -268,7 +271,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="N",
         help="instead: where N pending questions' memory goes",
     )
+    cores.add_option(parser)
     args = parser.parse_args(argv)
+    cores.place(args.cores)
     if args.trace:
         asyncio.run(trace(args.trace))
         return
