@@ -284,3 +284,49 @@ async def test_a_changed_vote_is_its_own_event() -> None:
     ]
     (ended,) = trail[2].detail["votes"]
     assert (ended["user"], ended["approve"]) == (h.alice, False)
+
+
+async def test_a_revision_of_a_review_still_open_closes_the_earlier_one() -> None:
+    # Two open reviews of one plan would let a reviewer approve the superseded text.
+    old = "# Plan\n\n1. Migrate\n2. Deploy"
+    new = "# Plan\n\n1. Migrate\n2. Deploy to staging\n3. Deploy"
+    async with SlackHarness() as h:
+        first = h.ask(plan(old), options=policy(approvals=2))
+        message = await h.posted()
+        first_id = _request_id(message)
+        await vote(h, message, h.alice, "Approve")  # one of two: still open
+        second = h.ask(plan(new), options=AskOptions(revises=first_id))
+        revised = await h.posted(2)
+        with pytest.raises(UserQuestionError) as caught:
+            await asyncio.wait_for(first, 10)
+        assert caught.value.code == "ASK_ABORTED"  # the seam's own words; the note says why
+        closed = await finished(h, message)
+        text = all_text(closed.blocks)
+        assert "Superseded by a revised plan" in text
+        assert "Approved" not in text
+        status = await h.provider.status(first_id)
+        assert status is not None and status.state == "aborted"
+        assert status.note is not None and status.note.startswith("Superseded by a revised plan")
+        trail = await h.provider.events(first_id)
+        assert trail[-1].kind == "aborted" and trail[-1].by == f"revision {_request_id(revised)}"
+        # The revision itself is open and answers as usual.
+        await vote(h, revised, h.bob, "Approve")
+        assert (await second).answers[0].selected == ["Approve"]
+
+
+async def test_a_revision_of_a_review_already_ended_leaves_its_record_as_it_was() -> None:
+    async with SlackHarness() as h:
+        first = h.ask(plan("# Plan\n\n1. Go"), options=policy(approvals=1))
+        message = await h.posted()
+        first_id = _request_id(message)
+        await vote(h, message, h.bob, "Decline with feedback…")
+        await h.type_into_modal(h.bob, "Go slowly.")
+        await first
+        before = await h.provider.events(first_id)
+        second = h.ask(plan("# Plan\n\n1. Go slowly"), options=AskOptions(revises=first_id))
+        revised = await h.posted(2)
+        await vote(h, revised, h.alice, "Approve")
+        await second
+        assert await h.provider.events(first_id) == before
+        status = await h.provider.status(first_id)
+        assert status is not None and status.state == "answered"

@@ -100,22 +100,26 @@ class Endings:
             raise UserQuestionError(note, code or DELIVERY_FAILED)
         return seen
 
-    async def end_or_later(self, request_id: str, state: State, note: str, code: str) -> None:
+    async def end_or_later(
+        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+    ) -> None:
         """End the request now, or, if the store cannot be reached, the same way once it
-        is back (a cancelled ask still reads Cancelled)."""
+        is back (a cancelled ask still reads Cancelled); a request gone meanwhile is left."""
         try:
-            await self.end(request_id, state, note, code)
+            await self.end(request_id, state, note, code, by=by)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
-                self._later(request_id, state, note, code)
+                self._later(request_id, state, note, code, by=by)
 
     def fail_later(self, request_id: str) -> None:
         """Fail a request its store outage ended (its waiter got ``STORE_UNAVAILABLE``) once
         the store is back; its message says so in a fixed sentence (``STORE_DOWN_NOTE``)."""
         self._later(request_id, "failed", STORE_DOWN_NOTE, STORE_UNAVAILABLE)
 
-    def _later(self, request_id: str, state: State, note: str, code: str) -> None:
-        self._sync.spawn(self._end_when_back(request_id, state, note, code), "end later")
+    def _later(
+        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+    ) -> None:
+        self._sync.spawn(self._end_when_back(request_id, state, note, code, by), "end later")
 
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
@@ -175,11 +179,13 @@ class Endings:
                 if stored is not None and stored.message_ts is None:
                     self._sync.show(tomb)
 
-    async def _end_when_back(self, request_id: str, state: State, note: str, code: str) -> None:
+    async def _end_when_back(
+        self, request_id: str, state: State, note: str, code: str, by: str | None
+    ) -> None:
         delay = 1.0
         for _ in range(60):
             try:
-                await self.end(request_id, state, note, code)
+                await self.end(request_id, state, note, code, by=by)
                 return
             except UserQuestionError as exc:
                 if exc.code != STORE_UNAVAILABLE:

@@ -28,6 +28,7 @@ __all__ = [
     "SHUTDOWN_NOTE",
     "SHUTTING_DOWN",
     "STORE_BUSY",
+    "SUPERSEDED_NOTE",
     "UNDELIVERED",
     "UNDELIVERED_REST",
     "already_ended",
@@ -77,6 +78,10 @@ RECORD_LOST_NOTE: Final = (
 )
 """``RECORD_LOST``: the note on the message and the error's message."""
 CANCELLED_BY_ASKER: Final = "Cancelled: the asker stopped waiting for an answer."
+SUPERSEDED_NOTE: Final = (
+    "Superseded by a revised plan, posted for review; this one can no longer be approved."
+)
+"""A plan review a revision replaced while it was open (its waiter gets ``ASK_ABORTED``)."""
 
 
 def no_answer_within(seconds: float) -> str:
