@@ -45,6 +45,9 @@ class MethodLanes:
     busy: set[str] = field(default_factory=set)
     not_before: dict[str, float] = field(default_factory=dict)
     closed_until: float = 0.0
+    held: dict[str, float] = field(default_factory=dict)
+    """Lanes whose own bucket a 429 holds, until when (loop time): a 429 in another lane
+    meanwhile holds the whole method."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
     waiting: int = 0

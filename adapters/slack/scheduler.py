@@ -15,10 +15,16 @@ Redis) has room, and returns its result:
 - Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
   callers get the newer call's result), so each message has at most one pending update
   and the latest one is the one sent.
-- A 429 anyway (another app, another process, a stale budget) closes the method's budget
-  for ``Retry-After`` and puts the call back at the head of its lane: it is retried, never
-  failed. Callers that stop waiting (a deadline, an abort) take their call off the queue;
-  ``withdraw`` takes a tagged call off it for callers still waiting (they get an error).
+- A 429 anyway (another app, another process, a stale budget) puts the call back at the
+  head of its lane: it is retried, never failed. It closes a budget for ``Retry-After``: a
+  post's conversation only (Slack's usual reason is its one post per second per channel),
+  widened to the whole method when a second conversation gets a 429 while that hold runs;
+  any other method's budget at once. chat.postMessage's own error code ``rate_limited``
+  ("Application has posted too many messages") is waited out the same way, closing the
+  method (for ``Retry-After`` if given, else ``RATE_LIMITED_RETRY_AFTER``). A 429 on a
+  method no limit covers is retried after ``Retry-After`` until ``close``. Callers that
+  stop waiting (a deadline, an abort) take their call off the queue; ``withdraw`` takes a
+  tagged call off it for callers still waiting (they get an error).
 - A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
   many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
   inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state). Background work
@@ -42,10 +48,22 @@ from adapters.slack.budget import Bucket, Budget, LocalBudget
 from adapters.slack.lanes import MethodLanes, QueuedCall
 from adapters.slack.limits import POST_MESSAGE, SlackLimits
 
-__all__ = ["WebApiScheduler", "retry_after_of", "tagged", "untagged_context"]
+__all__ = [
+    "RATE_LIMITED_RETRY_AFTER",
+    "WebApiScheduler",
+    "retry_after_of",
+    "tagged",
+    "untagged_context",
+]
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
+RATE_LIMITED: Final = "rate_limited"
+"""chat.postMessage's own refusal (HTTP 200, "Application has posted too many messages"),
+distinct from the 429 ``ratelimited``."""
+RATE_LIMITED_RETRY_AFTER: Final = 60.0
+"""Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
+names no wait, and its limits count per minute."""
 _TRIGGERED: Final = frozenset({"views.open", "views.push"})
 """Methods whose trigger id expires three seconds after the click: not spread out."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
@@ -75,10 +93,16 @@ def untagged_context() -> contextvars.Context:
 
 
 def retry_after_of(exc: BaseException) -> float | None:
-    """``Retry-After`` (Slack seconds) of a 429 answer, or ``None`` for anything else."""
+    """``Retry-After`` (Slack seconds) of a rate-limit refusal (a 429, or chat.postMessage's
+    ``rate_limited`` error code), or ``None`` for anything else. Without the header: 1 s
+    after a 429, ``RATE_LIMITED_RETRY_AFTER`` after ``rate_limited``."""
     if not isinstance(exc, SlackApiError) or exc.response is None:
         return None
-    if getattr(exc.response, "status_code", None) != 429:
+    if getattr(exc.response, "status_code", None) == 429:
+        default = _DEFAULT_RETRY_AFTER
+    elif _error_of(exc.response) == RATE_LIMITED:
+        default = RATE_LIMITED_RETRY_AFTER
+    else:
         return None
     headers = getattr(exc.response, "headers", None) or {}
     for name, value in dict(headers).items():
@@ -88,7 +112,13 @@ def retry_after_of(exc: BaseException) -> float | None:
                 return max(0.0, float(raw))
             except (TypeError, ValueError):
                 break
-    return _DEFAULT_RETRY_AFTER
+    return default
+
+
+def _error_of(response: Any) -> object:
+    """The ``error`` of a Web API answer, if it has one."""
+    data = getattr(response, "data", None)
+    return data.get("error") if isinstance(data, dict) else None
 
 
 class WebApiScheduler:
@@ -110,6 +140,8 @@ class WebApiScheduler:
         self._logger = logger or logging.getLogger("adapters.slack")
         self._methods: dict[str, MethodLanes] = {}
         self._closed = False
+        self._closing = asyncio.Event()
+        """Set by ``close``: wakes unpaced calls waiting out a ``Retry-After``."""
         self._sending: set[asyncio.Task[None]] = set()
         self._tags: Counter[str] = Counter()
         self._conversations: dict[str, str] = {}
@@ -202,6 +234,7 @@ class WebApiScheduler:
     async def close(self) -> None:
         """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
         self._closed = True
+        self._closing.set()
         tasks = [s.worker for s in self._methods.values() if s.worker is not None]
         tasks += self._sending
         for task in tasks:
@@ -328,10 +361,9 @@ class WebApiScheduler:
                 self._settle(entry, error=exc)
                 return
             self.ratelimited += 1
-            seconds = self.limits.real(retry_after)
-            await self._budget.hold(self.buckets(state.name, entry.lane)[0], seconds)
             if not entry.serial:  # its channel may be known by its conversation meanwhile
                 entry.lane = self.conversation(entry.lane)
+            await self._hold(state, entry.lane, exc, self.limits.real(retry_after))
             state.enqueue(entry, first=True)
         except BaseException as exc:
             self._settle(entry, error=exc)
@@ -345,9 +377,37 @@ class WebApiScheduler:
             if state.lanes:
                 self._kick(state)
 
+    async def _hold(
+        self, state: MethodLanes, lane: str, refusal: BaseException, seconds: float
+    ) -> None:
+        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``.
+
+        A 429 on a post holds that conversation only: it affects the method in the
+        workspace, but its usual cause here is the one post per second per channel. A
+        second conversation refused while a conversation's hold runs means the method's
+        budget is spent: the whole method is held. Any other method (and chat.postMessage's
+        ``rate_limited``, the app's posting as a whole) holds the method at once."""
+        buckets = self.buckets(state.name, lane)
+        posting_refused = _error_of(getattr(refusal, "response", None)) == RATE_LIMITED
+        if state.name != POST_MESSAGE or posting_refused:
+            await self._budget.hold(buckets[0], seconds)
+            return
+        now = asyncio.get_running_loop().time()
+        held = state.held
+        for other in [k for k, until in held.items() if until <= now]:
+            del held[other]
+        if any(other != lane for other in held):
+            await self._budget.hold(buckets[0], seconds)
+        else:
+            await self._budget.hold(buckets[-1], seconds)
+        held[lane] = max(held.get(lane, now), now + seconds)
+
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """A method no limit here covers: sent at once, retried after any 429."""
+        """A method no limit here covers: sent at once, retried after any 429 until
+        ``close`` (which ends the wait: the call fails with ``SlackClientError``)."""
         while True:
+            if self._closed:
+                raise SlackClientError("the Web API client closed")
             try:
                 self.sent += 1
                 return await send()
@@ -356,7 +416,8 @@ class WebApiScheduler:
                 if retry_after is None:
                     raise
                 self.ratelimited += 1
-                await asyncio.sleep(self.limits.real(retry_after))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), self.limits.real(retry_after))
 
     # -- bookkeeping ----------------------------------------------------------------------
 

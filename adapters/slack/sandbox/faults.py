@@ -6,6 +6,11 @@
     standin.faults.add(method="chat.update", kind="server_error", status=503, count=2)
     standin.faults.add(kind="drop", rate=0.1)          # any method, 10% of calls, seeded
     standin.faults.add(method="chat.postMessage", kind="slow_stored", delay=15)
+    standin.faults.add(method="chat.postMessage", kind="rate_limited")
+
+``ratelimit`` answers HTTP 429 ``ratelimited`` with ``Retry-After``; ``rate_limited`` answers
+HTTP 200 ``{"ok": false, "error": "rate_limited"}``, chat.postMessage's own error code
+("Application has posted too many messages"), with no ``Retry-After`` (Slack documents none).
 
 ``delay`` waits before the call is made (nothing is stored until then); ``slow_stored``
 makes the call at once (the message is stored) and answers only after ``delay`` seconds,
@@ -25,7 +30,7 @@ from typing import Final, Literal, get_args
 
 __all__ = ["ANY_METHOD", "Fault", "FaultKind", "Faults"]
 
-FaultKind = Literal["ratelimit", "server_error", "drop", "delay", "slow_stored"]
+FaultKind = Literal["ratelimit", "rate_limited", "server_error", "drop", "delay", "slow_stored"]
 ANY_METHOD: Final = "*"
 
 

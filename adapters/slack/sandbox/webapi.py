@@ -455,6 +455,8 @@ class SlackStandIn:
             return web.Response()
         if fault.kind == "ratelimit":
             return self._limited(method, params, fault.retry_after, fault.kind)
+        if fault.kind == "rate_limited":  # chat.postMessage's own code: HTTP 200, no header
+            return self._answer(method, params, {"ok": False, "error": "rate_limited"}, fault.kind)
         answer = {"ok": False, "error": "internal_error"}
         self._log(method, params, fault.status, answer, fault.kind)
         return web.json_response(answer, status=fault.status)
