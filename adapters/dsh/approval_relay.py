@@ -9,22 +9,27 @@ open until someone decides, the host withdraws it, or the host restarts.
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 from adapters.dsh.approvals import ApprovalRequested, approval_headline, approval_response
 from adapters.dsh.asks import (
-    NOT_DELIVERED_NOTE,
+    DECLINED_NOTE,
+    PERMANENT_CODES,
     REOPENED_NOTE,
     HostAsk,
     QuestionNotes,
     ask_key,
+    decline,
     needs_reopening,
+    send,
     session_label,
 )
 from adapters.dsh.events import ToolCall, pair_from_history
-from adapters.dsh.uplink import HostUplink
+from adapters.dsh.uplink import HostUplink, describe
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal
 from bot.questions.errors import ASK_ABORTED, UserQuestionError
@@ -108,6 +113,37 @@ class ApprovalRunner:
     async def serve(self, ask: HostAsk) -> None:
         """Show the approval in Slack until the host takes a decision (or it ends otherwise).
 
+        One the bot cannot show (or fails on unexpectedly, before any decision went out) is
+        rejected in the host, with a notice in the channel: its tool never waits forever.
+        """
+        try:
+            await self._serve(ask)
+        except Exception as exc:
+            self._logger.exception(
+                "dsh host: could not handle an approval", extra={"rpc_id": ask.rpc_id}
+            )
+            if ask.sent:
+                return
+            ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
+            await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+
+    async def _decline(self, ask: HostAsk, why: str) -> None:
+        payload = ask.approval
+        assert payload is not None
+        await decline(
+            self._uplink,
+            self._desk,
+            ask,
+            approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "rejected"),
+            what="tool approval",
+            done="rejected it in the harness",
+            why=why,
+            logger=self._logger,
+        )
+
+    async def _serve(self, ask: HostAsk) -> None:
+        """The approval's run: see ``serve``.
+
         After a refused decision only one made after the message reopened (its record moved
         on) is sent: a message that could not be reopened hands back the refused decision
         unchanged, and sending that again would be a decision nobody made after the refusal
@@ -144,8 +180,12 @@ class ApprovalRunner:
                     signal=ask.controller.signal,
                 )
             except UserQuestionError as exc:
-                if exc.code != ASK_ABORTED:
-                    # Not shown in Slack: the host keeps it pending for its other clients.
+                if exc.code in PERMANENT_CODES:
+                    # Asking again cannot fix it: the host is told, or its tool waits forever.
+                    await self._decline(ask, f"{exc.message} ({exc.code}).")
+                elif exc.code != ASK_ABORTED:
+                    # Not shown in Slack for now: the host keeps it pending for its other
+                    # clients, and replays it on the next downlink.
                     self._logger.warning(
                         "dsh host: could not ask for approval in Slack",
                         extra={"rpc_id": ask.rpc_id, "code": exc.code, "error": exc.message},
@@ -166,10 +206,16 @@ class ApprovalRunner:
                 return
             ask.phase = "responding"
             body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
-            receipt = await self._uplink.respond(ask.rpc_id, body)
+            receipt = await send(
+                self._uplink,
+                self._desk,
+                ask,
+                body,
+                used=functools.partial(operator.eq, outcome),
+                logger=self._logger,
+            )
             extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "outcome": outcome}
             if receipt is None:
-                await self._desk.add_note(ask.request_id, NOT_DELIVERED_NOTE)
                 return
             if receipt.accepted:
                 self._logger.info("dsh host: approval decision accepted", extra=extra)

@@ -9,19 +9,31 @@ answer goes back with ``POST /api/respond``; the receipt decides what the messag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.approvals import ApprovalRequested
 from adapters.dsh.events import ToolCall
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.protocol import Receipt, answer_response, cancel_response
-from adapters.dsh.uplink import HostUplink
-from adapters.slack import QuestionStatus, key_request_id, plan_review_of
+from adapters.dsh.uplink import HostUplink, describe
+from adapters.slack import Destination, QuestionStatus, key_request_id, plan_review_of
 from bot.questions.abort import AbortController
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
+from bot.questions.errors import (
+    ASK_ABORTED,
+    ASK_CANCELLED,
+    ASK_TIMEOUT,
+    BAD_INTENT,
+    BAD_REVIEW,
+    EMPTY_QUESTIONS,
+    SLACK_LIMIT,
+    UserQuestionError,
+)
 from bot.questions.models import (
     AskOptions,
     AskUserQuestionAnswer,
@@ -34,17 +46,25 @@ from bot.questions.service import UserQuestionService
 __all__ = [
     "ANSWERED_ELSEWHERE",
     "CANCELLED_IN_HARNESS",
+    "DECLINED_NOTE",
+    "DELIVERED_NOTE",
     "DISCONNECTED_NOTE",
     "GONE_NOTE",
     "NOT_DELIVERED_NOTE",
+    "PERMANENT_CODES",
     "REFUSED",
     "REOPENED_NOTE",
     "RESTARTING_NOTE",
+    "RETRYING_NOTE",
     "SETTLED_ELSEWHERE",
     "HostAsk",
+    "NoticeBoard",
     "QuestionNotes",
     "QuestionRunner",
     "ask_key",
+    "decline",
+    "post_notice",
+    "send",
     "session_label",
 ]
 
@@ -64,6 +84,16 @@ NOT_DELIVERED_NOTE: Final = (
     "The harness could not be reached to take this response; it is sent again if the harness "
     "asks again."
 )
+RETRYING_NOTE: Final = (
+    "The harness could not be reached to take this response; the bot keeps sending it while "
+    "it is connected to the harness."
+)
+DELIVERED_NOTE: Final = "The harness took this response once it could be reached again."
+DECLINED_NOTE: Final = (
+    "The bot could not handle this request and declined it in the harness; answer in the "
+    "harness if it asks again."
+)
+_UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE})
 REFUSED: Final = (
     "The harness refused that answer: it does not match the question the harness is waiting "
     "for (bad-response)."
@@ -75,6 +105,14 @@ RESTARTING_NOTE: Final = (
 )
 
 _Phase = Literal["asking", "responding"]
+
+PERMANENT_CODES: Final = frozenset({SLACK_LIMIT, BAD_REVIEW, BAD_INTENT, EMPTY_QUESTIONS})
+"""Why a request could not be asked in Slack that asking again cannot fix: the host is told
+(the question dismissed, the approval rejected), so its agent does not wait forever."""
+_RESOLVED_WAIT: Final = 2.0
+"""How long a not-pending receipt waits for the host's ``*/resolved`` frame (which says
+whether an earlier attempt, its receipt lost, was the one the host took)."""
+_NOTICE_MAX: Final = 300
 
 _DISMISSED: Final = frozenset({ASK_CANCELLED, ASK_TIMEOUT})
 """Endings in Slack the host is told of as a dismissal (its agent gets ``ASK_CANCELLED``).
@@ -100,6 +138,50 @@ class QuestionNotes(Protocol):
     async def release(self, request_id: str, note: str | None = None) -> object:
         """Leave an open request open, owned by no process, for the next asker to adopt."""
         ...
+
+
+class _Defaults(Protocol):
+    @property
+    def destination(self) -> Destination:
+        """Where requests go unless told otherwise."""
+        ...
+
+
+@runtime_checkable
+class NoticeBoard(Protocol):
+    """What posting a plain notice takes of the provider: its Slack client and channel."""
+
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Slack Web API client."""
+        ...
+
+    @property
+    def defaults(self) -> _Defaults:
+        """The provider's defaults (the channel)."""
+        ...
+
+
+def _plain(text: str) -> str:
+    """``text`` safe as Slack message text: no mention, link or markup from host text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+async def post_notice(board: object, text: str, logger: logging.Logger) -> bool:
+    """Post ``text`` as a plain message in the provider's channel; whether it was posted."""
+    if not isinstance(board, NoticeBoard):
+        logger.warning("dsh host: no channel for a notice", extra={"notice": text})
+        return False
+    try:
+        await board.client.chat_postMessage(
+            channel=board.defaults.destination.channel, text=_plain(text)
+        )
+    except Exception as exc:  # a notice is best effort: the log line stays
+        logger.warning(
+            "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
+        )
+        return False
+    return True
 
 
 async def needs_reopening(provider: QuestionNotes, ask: HostAsk) -> bool:
@@ -161,11 +243,110 @@ class HostAsk:
     approval: ApprovalRequested | None = None
     call: ToolCall | None = None
     call_known: bool = False
+    sent: bool = False
+    """A response to the host went out (it may have been taken): never declined after."""
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set with ``resolved``: the host's ``*/resolved`` frame for this request came."""
+
+    def resolve(self, outcome: str) -> None:
+        """The host settled this request with ``outcome`` (its ``*/resolved`` frame)."""
+        self.resolved = outcome
+        self.settled.set()
 
     @property
     def request_id(self) -> str:
         """The provider's request id for this host request."""
         return key_request_id(ask_key(self.rpc_id))
+
+
+async def _resolution(ask: HostAsk) -> str | None:
+    """The host's ``*/resolved`` outcome for ``ask``, waiting briefly for its frame."""
+    if ask.resolved is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ask.settled.wait(), _RESOLVED_WAIT)
+    return ask.resolved
+
+
+async def send(
+    uplink: HostUplink,
+    notes: QuestionNotes,
+    ask: HostAsk,
+    body: dict[str, Any],
+    *,
+    used: Callable[[str | None], bool],
+    logger: logging.Logger,
+) -> Receipt | None:
+    """Send ``body`` for ``ask``; the receipt to act on, ``None`` if it was not delivered
+    (the message says so).
+
+    ``used(outcome)`` tells whether the host's ``*/resolved`` outcome is what ``body``
+    asked for: when an attempt whose receipt was lost may have reached the host and the
+    host then says not-pending (or settles the request while sending is retried), a
+    matching outcome means that attempt was taken, and the receipt is ``accepted``. While
+    the host cannot be reached past ``retry_for`` the message says so; once the host takes
+    the response, a later send (or one again after a replay) replaces that note.
+    """
+
+    async def overdue() -> None:
+        await notes.add_note(ask.request_id, RETRYING_NOTE)
+
+    ask.sent = True
+    delivery = await uplink.respond(
+        ask.rpc_id, body, settled=lambda: ask.resolved is not None, overdue=overdue
+    )
+    receipt = delivery.receipt
+    if receipt is None and not delivery.settled:
+        await notes.add_note(ask.request_id, NOT_DELIVERED_NOTE)
+        return None
+    if receipt is None or receipt.reason == "not-pending":
+        if delivery.reached and used(await _resolution(ask)):
+            logger.info(
+                "dsh host: response taken (its receipt was lost; the host's resolved frame "
+                "shows it)",
+                extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+            )
+            receipt = Receipt(accepted=True)
+        elif receipt is None:
+            receipt = Receipt(accepted=False, reason="not-pending")
+    if receipt.accepted:
+        status = await notes.status(ask.request_id)
+        if status is not None and status.note in _UNDELIVERED_NOTES:
+            await notes.add_note(ask.request_id, DELIVERED_NOTE)
+    return receipt
+
+
+async def decline(
+    uplink: HostUplink,
+    board: object,
+    ask: HostAsk,
+    body: dict[str, Any],
+    *,
+    what: str,
+    done: str,
+    why: str,
+    logger: logging.Logger,
+) -> None:
+    """Tell the host a request cannot be asked here (``body``: the seam's dismissal or
+    rejection, so its agent gets an error to act on) and say so in the channel."""
+    logger.warning(
+        f"dsh host: declining a {what} that cannot be asked in Slack",
+        extra={"rpc_id": ask.rpc_id, "session": ask.session_id, "error": why},
+    )
+    ask.sent = True
+    delivery = await uplink.respond(ask.rpc_id, body, settled=lambda: ask.resolved is not None)
+    receipt = delivery.receipt
+    if receipt is not None and receipt.accepted:
+        told = f"The bot {done}, so the agent can carry on."
+    elif receipt is not None or delivery.settled:
+        told = "The harness had already settled it."
+    else:
+        told = "The bot could not tell the harness; it tries again if the harness asks again."
+    reason = why if len(why) <= _NOTICE_MAX else why[: _NOTICE_MAX - 1] + "…"
+    text = (
+        f"The harness asked for a {what} ({session_label(ask.session_id)}) that the bot "
+        f"cannot show in Slack: {reason} {told}"
+    )
+    await post_notice(board, text, logger)
 
 
 class QuestionRunner:
@@ -191,7 +372,35 @@ class QuestionRunner:
         """Session id -> the request id of its latest plan review, while it stands declined."""
 
     async def serve(self, ask: HostAsk) -> None:
-        """Ask in Slack until the host takes an answer (or the question ends otherwise)."""
+        """Ask in Slack until the host takes an answer (or the question ends otherwise).
+
+        A request the bot fails on unexpectedly is dismissed in the host (unless a
+        response went out already), with a notice in the channel: never dropped silently.
+        """
+        try:
+            await self._serve(ask)
+        except Exception as exc:
+            self._logger.exception(
+                "dsh host: could not handle a question", extra={"rpc_id": ask.rpc_id}
+            )
+            if ask.sent:
+                return
+            ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
+            await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+
+    async def _decline(self, ask: HostAsk, why: str) -> None:
+        await decline(
+            self._uplink,
+            self._provider,
+            ask,
+            cancel_response(ask.rpc_id),
+            what="question",
+            done="dismissed it in the harness",
+            why=why,
+            logger=self._logger,
+        )
+
+    async def _serve(self, ask: HostAsk) -> None:
         reopen = await needs_reopening(self._provider, ask)
         retry = _Retry(REOPENED_NOTE, GONE_NOTE) if reopen else None
         key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
@@ -238,9 +447,15 @@ class QuestionRunner:
             self._remember_plan_review(ask, answer)
             ask.phase = "responding"
             body = answer_response(ask.rpc_id, ask.session_id, answer)
-            receipt = await self._uplink.respond(ask.rpc_id, body)
+            receipt = await send(
+                self._uplink,
+                self._provider,
+                ask,
+                body,
+                used=lambda outcome: outcome == "answered",
+                logger=self._logger,
+            )
             if receipt is None:
-                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
                 return
             self._log_receipt("answer", ask, receipt)
             if receipt.accepted:
@@ -292,9 +507,15 @@ class QuestionRunner:
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         if error.code in _DISMISSED:
             ask.phase = "responding"
-            receipt = await self._uplink.respond(ask.rpc_id, cancel_response(ask.rpc_id))
+            receipt = await send(
+                self._uplink,
+                self._provider,
+                ask,
+                cancel_response(ask.rpc_id),
+                used=lambda outcome: outcome == "cancelled",
+                logger=self._logger,
+            )
             if receipt is None:
-                await self._provider.add_note(ask.request_id, NOT_DELIVERED_NOTE)
                 return
             what = "dismissal" if error.code == ASK_CANCELLED else "dismissal at the deadline"
             self._log_receipt(what, ask, receipt)
@@ -304,8 +525,12 @@ class QuestionRunner:
         if error.code == ASK_ABORTED:
             self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
             return
-        # The question could not be asked in Slack (delivery, limits): the host keeps it
-        # pending for its other clients.
+        if error.code in PERMANENT_CODES:
+            # Asking again cannot fix it: the host is told, or its agent waits forever.
+            await self._decline(ask, f"{error.message} ({error.code}).")
+            return
+        # The question could not be asked in Slack for now (delivery, the store): the host
+        # keeps it pending for its other clients, and replays it on the next downlink.
         self._logger.warning(
             "dsh host: could not ask in Slack",
             extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},

@@ -62,7 +62,9 @@ class DshHostClient:
     - ``base_url``: the host, ``http(s)://host:port``; ``token``: sent as a Bearer token.
     - ``provider``: the Slack provider (for notes on messages that already ended).
     - ``backoff_initial`` / ``backoff_max``: seconds between reconnects and POST retries.
-    - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable.
+    - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable;
+      past it, a POST is retried (capped backoff, no deadline) for as long as the downlink
+      stays connected, until the host takes it, settles the request, or the client stops.
     - ``replay_window``: after a downlink opens, how long after the last replayed request the
       replay counts as over (asks of earlier connections it did not replay are then gone).
     - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
@@ -138,6 +140,7 @@ class DshHostClient:
             retry_for=respond_retry_for,
             stopping=lambda: self._stopping,
             logger=self._logger,
+            connected=lambda: self._downlink.state == "connected",
         )
         self._questions = QuestionRunner(
             service,

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adapters.dsh.wire import scrub, scrub_text
+
 __all__ = [
     "SESSION_EVENT",
     "SESSION_HISTORY_PATH",
@@ -64,8 +66,8 @@ def _event(session_id: Any, event: Any) -> SessionEvent | None:
     if not isinstance(kind, str):
         return None
     return SessionEvent(
-        session_id,
-        kind,
+        scrub_text(session_id),
+        scrub_text(kind),
         seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
         data if isinstance(data, Mapping) else {},
     )
@@ -77,7 +79,7 @@ def session_event(payload: Mapping[str, Any]) -> SessionEvent | None:
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
+    return scrub_text(value) if isinstance(value, str) and value.strip() else None
 
 
 def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
@@ -85,6 +87,7 @@ def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
     call_id, name = data.get("callId"), data.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return None
+    call_id, name = scrub_text(call_id), scrub_text(name)  # host text: no lone surrogates
     raw = data.get("arguments")
     arguments: Any = raw
     if isinstance(raw, str):
@@ -147,7 +150,7 @@ def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
 
 def history_events(session_id: str, body: Any) -> list[SessionEvent]:
     """The events of a ``session.history`` response, oldest first (unknown shapes: none)."""
-    items: Any = body
+    items: Any = scrub(body)  # host text: lone surrogates become U+FFFD
     if isinstance(body, Mapping):
         items = next(
             (body[k] for k in ("events", "items", "history") if isinstance(body.get(k), list)), []

@@ -365,9 +365,9 @@ class OpenRequests:
         # Not ours, or already answered here (the echo of our own answer): nothing to do.
         if ask is None or ask.phase != "asking":
             if ask is not None:
-                ask.resolved = outcome
+                ask.resolve(outcome)
             return
-        ask.resolved = outcome
+        ask.resolve(outcome)
         if ask.approval is not None:
             ask.controller.abort(resolved_note(outcome))
         else:

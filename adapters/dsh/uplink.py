@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -14,13 +15,17 @@ from pydantic import ValidationError
 from adapters.dsh.events import SESSION_HISTORY_PATH, SessionEvent, history_events
 from adapters.dsh.protocol import RESPOND_PATH, Receipt
 
-__all__ = ["HTTP_FAILURES", "HostUplink", "describe", "host_asker"]
+__all__ = ["HTTP_FAILURES", "Delivery", "HostUplink", "describe", "host_asker"]
 
 HTTP_FAILURES = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 """What a request to an unreachable (or vanishing) host raises."""
 
 _PASSING_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
+_NOT_TAKEN_STATUSES: Final = frozenset({408, 429, 503})
+"""Passing failures that say the request was not handled (a proxy or the host refusing it
+for now): unlike a 502/504 or a lost connection, they never hide a response the host took."""
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=30.0)
+_PAUSE_SLICE: Final = 0.25
 _MAX_HISTORY_BYTES: Final = 32 * 1024 * 1024
 
 
@@ -50,6 +55,34 @@ class _Refused(Exception):
 class _Unavailable(Exception):
     """The host (or a proxy before it) answered the POST with a passing failure: retry."""
 
+    def __init__(self, detail: str, status: int) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+def _may_have_reached(exc: BaseException) -> bool:
+    """Whether a failed attempt may have been taken by the host (its receipt lost)."""
+    if isinstance(exc, _Unavailable):
+        return exc.status not in _NOT_TAKEN_STATUSES
+    return not isinstance(exc, aiohttp.ClientConnectorError)  # never connected: not sent
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How sending a response went.
+
+    ``receipt``: the host's receipt, ``None`` if none came (not taken, given up, or
+    ``settled``). ``reached``: an attempt whose receipt was lost may have been taken by
+    the host all the same. ``settled``: sending stopped because the host settled the
+    request meanwhile (a ``*/resolved`` frame for it). ``late``: the response went out
+    (or stopped) only after ``retry_for`` had passed (the message said so meanwhile).
+    """
+
+    receipt: Receipt | None
+    reached: bool = False
+    settled: bool = False
+    late: bool = False
+
 
 class HostUplink:
     """Sends responses to the host and reads session history, over one aiohttp session."""
@@ -65,6 +98,7 @@ class HostUplink:
         retry_for: float,
         stopping: Callable[[], bool],
         logger: logging.Logger,
+        connected: Callable[[], bool] = lambda: False,
     ) -> None:
         self._base = base_url
         self.asker = host_asker(base_url)
@@ -75,16 +109,37 @@ class HostUplink:
         self._backoff_max = backoff_max
         self._retry_for = retry_for
         self._stopping = stopping
+        self._connected = connected
         self._logger = logger
 
-    async def respond(self, rpc_id: str, body: Mapping[str, Any]) -> Receipt | None:
-        """POST ``body``; retry while the host is unreachable; ``None`` if it never took it."""
+    async def respond(
+        self,
+        rpc_id: str,
+        body: Mapping[str, Any],
+        *,
+        settled: Callable[[], bool] | None = None,
+        overdue: Callable[[], Awaitable[object]] | None = None,
+    ) -> Delivery:
+        """POST ``body``; retry while the host cannot take it.
+
+        Retries for ``retry_for`` seconds; after that, for as long as the downlink stays
+        connected (the host is there, only its ``/api/respond`` fails: a proxy answering
+        503) with capped backoff and no deadline, until the host takes it, ``settled()``
+        says the host settled the request, or the client stops. ``overdue`` is awaited
+        once, when ``retry_for`` has passed and retrying goes on.
+        """
         url = self._base + RESPOND_PATH
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._retry_for
         delay = self._backoff_initial
-        warned = False
+        warned = late = reached = False
         while True:
+            if settled is not None and settled():
+                self._logger.info(
+                    "dsh host: request settled while its response was being sent",
+                    extra={"rpc_id": rpc_id},
+                )
+                return Delivery(None, reached, settled=True, late=late)
             try:
                 async with self._session().post(
                     url, json=body, headers=self._headers, timeout=_POST_TIMEOUT
@@ -92,31 +147,52 @@ class HostUplink:
                     if response.status != 200:
                         detail = f"HTTP {response.status}: {(await response.text())[:200]}"
                         if response.status in _PASSING_STATUSES:
-                            raise _Unavailable(detail)
+                            raise _Unavailable(detail, response.status)
                         raise _Refused(detail)
-                    return Receipt.model_validate(await response.json(content_type=None))
+                    receipt = Receipt.model_validate(await response.json(content_type=None))
+                    return Delivery(receipt, reached, late=late)
             except (_Refused, ValueError, ValidationError) as exc:
                 # The host is up and answered, but not with a receipt: retrying will not help.
                 self._logger.error(
                     "dsh host: response not taken",
                     extra={"rpc_id": rpc_id, "error": str(exc)[:300]},
                 )
-                return None
+                return Delivery(None, reached, late=late)
             except (_Unavailable, *HTTP_FAILURES) as exc:
-                if self._stopping() or loop.time() + delay > deadline:
+                reached = reached or _may_have_reached(exc)
+                past = loop.time() + delay > deadline
+                if self._stopping() or (past and not self._connected()):
                     self._logger.error(
                         "dsh host: gave up sending a response",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
                     )
-                    return None
-                if not warned:
+                    return Delivery(None, reached, late=late)
+                if past and not late:
+                    late = True
+                    self._logger.error(
+                        "dsh host: still cannot send a response; retrying while connected",
+                        extra={"rpc_id": rpc_id, "error": describe(exc)},
+                    )
+                    if overdue is not None:
+                        await overdue()
+                elif not warned:
                     warned = True
                     self._logger.warning(
                         "dsh host: could not send a response; retrying",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
                     )
-            await asyncio.sleep(delay)
+            await self._pause(delay, settled)
             delay = min(delay * 2, self._backoff_max)
+
+    async def _pause(self, delay: float, settled: Callable[[], bool] | None) -> None:
+        """Sleep ``delay`` s between attempts, waking early when the request is settled or
+        the client stops."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + delay
+        while (left := until - loop.time()) > 0:
+            if self._stopping() or (settled is not None and settled()):
+                return
+            await asyncio.sleep(min(left, _PAUSE_SLICE))
 
     async def history(self, session_id: str) -> list[SessionEvent]:
         """The session's events from ``POST /api/session.history`` (none if it fails)."""

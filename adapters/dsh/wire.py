@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError, model_validator
 
 from bot.questions.models import WireModel
 
-__all__ = ["MAX_DEPTH", "Lenient", "depth_problem", "describe_validation_error", "load_json"]
+__all__ = [
+    "MAX_DEPTH",
+    "REPLACEMENT",
+    "Lenient",
+    "depth_problem",
+    "describe_validation_error",
+    "load_json",
+    "scrub",
+    "scrub_text",
+]
 
 MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
@@ -21,11 +31,82 @@ _TAGS: Final = frozenset(
     | {"other", "ok", "error"}
 )
 
+REPLACEMENT: Final = "\ufffd"
+"""What a lone UTF-16 surrogate in host text becomes."""
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate replaced by U+FFFD.
+
+    JSON may escape half a surrogate pair (``"\\ud83d"``); ``json.loads`` keeps it as a
+    lone surrogate, which no UTF-8 encoder takes (hashing, Slack, the store). A decoded
+    ``str`` holds no pairs (they decode to one code point), so any surrogate in it is lone.
+    """
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def _scrub_entries(item: dict[Any, Any] | list[Any], stack: list[Any]) -> None:
+    if isinstance(item, list):
+        for index, child in enumerate(item):
+            if isinstance(child, str):
+                item[index] = scrub_text(child)
+            elif isinstance(child, dict | list):
+                stack.append(child)
+        return
+    fixed: list[tuple[Any, Any]] = []
+    renamed = False
+    for key, child in item.items():
+        new_key = scrub_text(key) if isinstance(key, str) else key
+        renamed = renamed or new_key != key
+        if isinstance(child, str):
+            child = scrub_text(child)
+        elif isinstance(child, dict | list):
+            stack.append(child)
+        fixed.append((new_key, child))
+    if renamed:
+        item.clear()
+    item.update(fixed)
+
+
+def scrub(value: Any) -> Any:
+    """Decoded JSON with every lone surrogate in its strings (keys too) replaced by U+FFFD;
+    lists and dicts are fixed in place (without recursion, whatever their depth)."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    stack: list[Any] = [value] if isinstance(value, dict | list) else []
+    while stack:
+        _scrub_entries(stack.pop(), stack)
+    return value
+
+
+def _scrub_shallow(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, list) and any(isinstance(v, str) for v in value):
+        return [scrub_text(v) if isinstance(v, str) else v for v in value]
+    return value
+
 
 class Lenient(WireModel):
-    """A wire model that drops unknown keys instead of refusing them (zod's default)."""
+    """A wire model that drops unknown keys instead of refusing them (zod's default).
+
+    Host text with a lone surrogate is read with U+FFFD in its place (nested models do the
+    same for their own fields).
+    """
 
     model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_lone_surrogates(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            (scrub_text(k) if isinstance(k, str) else k): _scrub_shallow(v) for k, v in data.items()
+        }
 
 
 def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
@@ -56,7 +137,7 @@ def load_json(text: str | bytes, what: str) -> Any:
     problem = depth_problem(data)
     if problem is not None:
         raise ValueError(f"{what} is {problem}")
-    return data
+    return scrub(data)
 
 
 def describe_validation_error(error: ValidationError) -> str:
