@@ -1,6 +1,7 @@
 """The HTTP API for agents outside the process: ask, read (long-poll), abort.
 
     POST   /v1/questions            {"questions":[...], "destination"?: {...}} -> 201 {id, state}
+           (with Idempotency-Key and If-Match: * it only finds what the key asked: 200 or 412)
     GET    /v1/questions/{id}?wait=SECONDS                         -> 200 {id, state, answer?}
     DELETE /v1/questions/{id}                                      -> 200 {id, state: aborted}
     GET    /v1/audit?since=…&until=…                 -> the audit trail as JSON lines
@@ -315,6 +316,11 @@ class Gateway:
                 response = web.json_response(view_of(existing), status=200)
                 response.headers["Location"] = f"/v1/questions/{request_id}"
                 return response
+            if request.headers.get("If-Match", "").strip() == "*":
+                # Only find what the key asked (a client that gave up on its POST and
+                # would abort it), never ask it.
+                message = "no question was asked with this Idempotency-Key"
+                return problem(412, "RequestError", "NOT_ASKED", message)
             # A new question: its deadline settings must be ones it can act on, with this
             # process's defaults (a retry's were checked where it was first asked).
             never = never_applied(post, self._questions.defaults)

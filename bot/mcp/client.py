@@ -3,7 +3,9 @@
 Every failure becomes an :class:`AskFailed` carrying the seam's ``{name, code, message}``:
 the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached or
 its reply breaks off (worth retrying), ``BAD_RESPONSE`` when a reply is not the JSON the
-API documents (not UTF-8, not an object, without what it must hold).
+API documents (not UTF-8, not an object, without what it must hold). ``AskFailed.retryable``
+tells the failures worth retrying: the bot out of reach, its store briefly down (503
+``STORE_UNAVAILABLE``), or the bot shutting down (503 ``ASK_ABORTED``).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import asyncio
 import json
 from types import TracebackType
 from typing import Any, Final, Self
+from urllib.parse import urlsplit
 
 import aiohttp
 
 from bot.logs import redact_url
+from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
 __all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff", "bad_response"]
 
@@ -23,23 +27,45 @@ BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
 BAD_RESPONSE: Final = "BAD_RESPONSE"
 """The code of a reply from the bot that is not what its API documents."""
+NOT_ASKED: Final = "NOT_ASKED"
+"""The code of the bot's 412 to a conditional ``POST``: no question was asked with the key."""
 _MARGIN: Final = 10.0  # seconds a long-poll may take beyond its ``wait``
+_PASSING: Final = frozenset({STORE_UNAVAILABLE, ASK_ABORTED})
+"""Codes of a 503 that passes: the store briefly down, the bot shutting down (POST only)."""
 
 
 class AskFailed(Exception):
     """A question failed; ``error`` is the seam's ``{name, code, message}``.
 
-    For a malformed request it also holds the bot's ``errors`` (each with ``loc``, ``msg``).
+    For a malformed request it also holds the bot's ``errors`` (each with ``loc``, ``msg``),
+    for 429 the bot's ``retryAfter``. ``status`` is the HTTP status the bot answered with
+    (``None`` when it did not answer, or for a question's own ending).
     """
 
-    def __init__(self, error: dict[str, Any]) -> None:
+    def __init__(self, error: dict[str, Any], status: int | None = None) -> None:
         self.error = error
+        self.status = status
         super().__init__(str(error["message"]))
 
     @property
     def code(self) -> str:
         """The error's stable code (``ASK_CANCELLED``, ``BOT_UNREACHABLE``, …)."""
         return str(self.error["code"])
+
+    @property
+    def retryable(self) -> bool:
+        """Whether asking again soon may succeed: the bot out of reach (or its reply cut
+        off), its store briefly down, or the bot shutting down (another process, or this
+        one restarted, takes the question)."""
+        return self.code == BOT_UNREACHABLE or (self.status == 503 and self.code in _PASSING)
+
+    @property
+    def refused(self) -> bool:
+        """Whether the bot answered a ``POST`` with a refusal (4xx: it asked nothing) or
+        with Slack's (``DELIVERY_FAILED``: the question ended unshown)."""
+        if self.status is None:
+            return False
+        return 400 <= self.status < 500 or self.code == DELIVERY_FAILED
 
     def to_json(self) -> str:
         """The error as the seam's JSON."""
@@ -59,6 +85,9 @@ class BotClient:
     """The bot's ``/v1/questions`` routes over one aiohttp session."""
 
     def __init__(self, url: str, token: str | None = None) -> None:
+        if token and urlsplit(url).username is not None:
+            # aiohttp would refuse each request: both would be its Authorization.
+            raise ValueError("a bot URL with user:password@ cannot be used with an API token")
         self._url = url.rstrip("/")
         self._shown = redact_url(self._url)
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -88,6 +117,20 @@ class BotClient:
         view = await self._call("POST", "/v1/questions", json=body, headers=headers, limit=60.0)
         if not isinstance(view.get("id"), str):
             raise bad_response("the question it took has no id")
+        return view
+
+    async def asked(self, body: dict[str, Any], *, key: str) -> dict[str, Any] | None:
+        """The question ``key`` asked (``body`` as it was posted), or ``None`` when none
+        was: a conditional ``POST`` (``If-Match: *``) that never asks it. A ``POST`` with
+        the key still in flight at the bot is waited for."""
+        headers = {"Idempotency-Key": key, "If-Match": "*"}
+        view = await self._call(
+            "POST", "/v1/questions", json=body, headers=headers, limit=60.0, ok=(412,)
+        )
+        if view.get("code") == NOT_ASKED:
+            return None
+        if not isinstance(view.get("id"), str):
+            raise bad_response("the question it found has no id")
         return view
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:
@@ -132,8 +175,13 @@ class BotClient:
             error: dict[str, Any] = {k: str(body[k]) for k in ("name", "code", "message")}
             if isinstance(body.get("errors"), list):
                 error["errors"] = body["errors"]  # where a malformed request is wrong
-            raise AskFailed(error)
-        raise _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
+            retry_after = body.get("retryAfter")
+            if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
+                error["retryAfter"] = retry_after  # 429: when to ask again
+            raise AskFailed(error, status)
+        failed = _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
+        failed.status = status
+        raise failed
 
 
 def _json(raw: bytes) -> dict[str, Any] | None:

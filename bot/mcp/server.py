@@ -18,6 +18,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any, Final
 
 import anyio
@@ -25,10 +26,11 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import PydanticCustomError
 
 from bot.api_body import validation_errors
-from bot.mcp.client import BOT_UNREACHABLE, AskFailed, BotClient, backoff, bad_response
+from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
 from bot.questions.models import AskUserQuestionItem, WireModel
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "build_server"]
@@ -64,9 +66,14 @@ are sent while it waits. The result is JSON: {"answers": [{"id": …, "selected"
 
 On failure the tool returns an error whose text is JSON {name, code, message}: \
 ASK_CANCELLED means the person dismissed the question (do not ask it again; continue \
-without it or stop), ASK_TIMEOUT that nobody answered in time, EMPTY_QUESTIONS, \
-BAD_INTENT or SLACK_LIMIT that the request must be fixed, ASK_ABORTED that the question \
-was withdrawn, BOT_UNREACHABLE that the Slack bot is not running."""
+without it or stop), ASK_TIMEOUT that nobody answered in time, INVALID_REQUEST (with \
+`errors`, each {loc, msg}), EMPTY_QUESTIONS, BAD_INTENT, BAD_REVIEW or SLACK_LIMIT that \
+the request must be fixed, TOO_MANY_QUESTIONS that too many of your questions are open \
+(ask again after `retryAfter` seconds), ASK_ABORTED that the question was withdrawn, \
+BOT_UNREACHABLE that the Slack bot is not running, STORE_UNAVAILABLE that its store is \
+down (both retried for a while first; ask again later), DELIVERY_FAILED that Slack \
+refused the message. Other codes (BAD_RESPONSE, HTTP_<status>, UNAUTHORIZED) mean the \
+server is misconfigured: tell the user."""
 
 Questions = Annotated[
     list[AskUserQuestionItem],
@@ -79,12 +86,33 @@ Label = Annotated[
         description="Who is asking, shown on the message (for example the project or task).",
     ),
 ]
+LINK_MAX_LENGTH: Final = 3000
+"""The longest ``link`` the bot takes (``QuestionPost.link``)."""
+LINK_PATTERN: Final = r"^https?://[^\s<>|]+$"
+"""What a ``link`` the bot takes looks like (``QuestionPost.link``)."""
+LINK_MESSAGE: Final = (
+    f"must be an http:// or https:// URL without spaces (nor <, > or |), "
+    f"at most {LINK_MAX_LENGTH} characters"
+)
+
+
+def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """The bot's checks of ``link``, with one plain message naming the argument."""
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticCustomError("link", LINK_MESSAGE) from None
+
+
 Link = Annotated[
     str | None,
     Field(
+        max_length=LINK_MAX_LENGTH,
+        pattern=LINK_PATTERN,
         description="A URL back to where the question comes from (a pull request, a run), "
-        "shown on the message as a link button.",
+        "shown on the message as a link button: http:// or https://, without spaces.",
     ),
+    WrapValidator(_plain_link),
 ]
 
 
@@ -104,8 +132,10 @@ _signature.__name__ = TOOL_NAME  # the schema's title: ``ask_user_questionArgume
 
 
 def input_schema() -> dict[str, Any]:
-    """The tool's input schema: what the SDK makes of the typed signature (the seam's models)."""
-    return Tool.from_function(_signature, name=TOOL_NAME).parameters
+    """The tool's input schema: what the SDK makes of the typed signature (the seam's
+    models), unknown arguments refused (``additionalProperties: false``) as the tool does."""
+    schema = Tool.from_function(_signature, name=TOOL_NAME).parameters
+    return {**schema, "additionalProperties": False}
 
 
 def build_server(
@@ -117,13 +147,12 @@ def build_server(
     that stops answering meanwhile is retried for ``reconnect_for`` seconds.
     """
 
-    async def ask_user_question(
-        ctx: Context, questions: Any = None, label: Any = None, link: Any = None
-    ) -> CallToolResult:
-        # Taken as they come (the SDK checks nothing), so every malformed argument is the
-        # seam's INVALID_REQUEST, as the bot's own 422 is.
+    async def ask_user_question(ctx: Context) -> CallToolResult:
+        # Validated as they came on the wire, not as the SDK passes them (it drops unknown
+        # arguments and re-types strings holding JSON text), so every malformed argument
+        # is the seam's INVALID_REQUEST, as the bot's own 422 is.
         try:
-            arguments = _arguments(questions=questions, label=label, link=link)
+            arguments = _arguments(_raw_arguments(ctx))
             answer = await _ask(client, _body(arguments), ctx, progress_every, reconnect_for)
         except AskFailed as failure:
             _log.info("ask_user_question failed: %s", failure.code)
@@ -152,10 +181,18 @@ def build_server(
     )
 
 
-def _arguments(**given: Any) -> ToolArguments:
+def _raw_arguments(ctx: Context) -> dict[str, Any]:
+    """The call's ``arguments`` as the host sent them (``tools/call``'s raw params)."""
+    params = ctx.request_context.params or {}
+    arguments = params.get("arguments")
+    return dict(arguments) if isinstance(arguments, Mapping) else {}
+
+
+def _arguments(given: Mapping[str, Any]) -> ToolArguments:
     """The arguments validated, or ``INVALID_REQUEST`` with ``errors`` ``[{loc, msg, type}]``.
 
-    An argument that is ``null`` counts as not given, as the typed signature had it.
+    An argument that is ``null`` counts as not given, as the typed signature had it; an
+    unknown one is refused, as the bot refuses an unknown key.
     """
     try:
         return ToolArguments.model_validate(
@@ -202,16 +239,7 @@ async def _ask(
     nobody would be waiting for its answer.
     """
     key = f"mcp-{uuid.uuid4().hex}"
-    try:
-        posted = await client.ask(body, key=key)
-    except anyio.get_cancelled_exc_class():
-        # Cancelled while posting: the bot may post it anyway. Find it by its key, abort it.
-        with anyio.CancelScope(shield=True), anyio.move_on_after(40):
-            try:
-                await client.abort((await client.ask(body, key=key))["id"])
-            except AskFailed as failure:
-                _log.warning("could not abort a question cancelled while posting: %s", failure)
-        raise
+    posted = await _post(client, body, key, reconnect_for)
     request_id: str = posted["id"]
     try:
         outcome = await _outcome(
@@ -223,6 +251,48 @@ async def _ask(
     if isinstance(outcome, AskFailed):
         raise outcome
     return outcome
+
+
+async def _post(
+    client: BotClient, body: dict[str, Any], key: str, reconnect_for: float
+) -> dict[str, Any]:
+    """Post the question with Idempotency-Key ``key``; the question as the bot took it.
+
+    A post whose reply is lost (the bot out of reach, its store down: it may have asked
+    the question all the same) is posted again with the same key, which finds the same
+    question, for ``reconnect_for`` seconds with the long-poll's backoff. On any way out
+    but the bot's refusal (4xx) of the first post the question the key may have asked is
+    aborted: looked up by its key without asking it, then deleted.
+    """
+    lost_since: float | None = None
+    attempt = 0
+    try:
+        while True:
+            try:
+                return await client.ask(body, key=key)
+            except AskFailed as failure:
+                if not failure.retryable:
+                    raise
+                lost_since = lost_since or time.monotonic()
+                if time.monotonic() - lost_since >= reconnect_for:
+                    raise
+            await backoff(attempt)
+            attempt += 1
+    except BaseException as exc:
+        if attempt or not (isinstance(exc, AskFailed) and exc.refused):
+            await _abort_asked(client, body, key)
+        raise
+
+
+async def _abort_asked(client: BotClient, body: dict[str, Any], key: str) -> None:
+    """Abort the question ``key`` asked, if it asked one; shielded and best effort."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(40):
+        try:
+            asked = await client.asked(body, key=key)
+            if asked is not None:
+                await client.abort(asked["id"])
+        except AskFailed as failure:
+            _log.warning("could not abort the question of a post given up: %s", failure)
 
 
 async def _outcome(
@@ -248,7 +318,7 @@ async def _outcome(
         try:
             view = await client.wait(request_id, progress_every)
         except AskFailed as failure:
-            if failure.code != BOT_UNREACHABLE:
+            if not failure.retryable:
                 raise
             lost_since = lost_since or time.monotonic()
             if time.monotonic() - lost_since >= reconnect_for:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final
+from typing import Annotated, Final, Self
+from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.config import Secret
@@ -44,6 +45,18 @@ class McpSettings(BaseSettings):
         description="Seconds to keep retrying when the bot stops answering while a question "
         "waits, before the call fails with BOT_UNREACHABLE.",
     )
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> Self:
+        """A user:password@ in BOT_URL (a proxy's basic auth) and BOT_API_TOKEN would both
+        be the request's Authorization: refused here, not at every call."""
+        if self.bot_api_token is not None and urlsplit(self.bot_url).username is not None:
+            raise ValueError(
+                "BOT_URL carries a user name and password (user:password@) and BOT_API_TOKEN "
+                "is set: both would be the request's Authorization. Remove the credentials "
+                "from BOT_URL, or unset BOT_API_TOKEN."
+            )
+        return self
 
 
 MCP_SETTINGS_HELP: Final = render_help(
