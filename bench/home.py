@@ -30,9 +30,10 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
+from adapters.slack.audience import ANYONE
 from adapters.slack.home import may_answer, render_home
 from adapters.slack.hometab import ListingRound
 from adapters.slack.record import PendingRecord
@@ -86,8 +87,16 @@ async def _fill(store: PendingStore, count: int) -> None:
         await store.create(record)
 
 
+class _PublicChannel:
+    """Tells the round that the bench's channel is public (as ``conversations.info`` would,
+    once, then from its cache): its questions naming nobody are listed for anyone."""
+
+    async def resolve(self, channels: Iterable[str]) -> dict[str, str | None]:
+        return {channel: ANYONE for channel in channels}
+
+
 async def _audiences_round(store: PendingStore, people: Sequence[str]) -> None:
-    round_ = await ListingRound.read(store)
+    round_ = await ListingRound.read(store, _PublicChannel())  # type: ignore[arg-type]
     for person in people:
         groups = [g for g in round_.audiences.usergroups if g == GROUPS[0]]
         listed, total = await round_.listed(person, groups)

@@ -34,6 +34,9 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     # The App Home tab's "Waiting for you" list (needs no scope; the app_home_opened event
     # needs none either).
     "views.publish": (),
+    # Who can see a question that names nobody, for the Home tab: a public channel's is
+    # listed for anyone, a DM's for its user, a private channel's or group DM's for nobody.
+    "conversations.info": ("channels:read", "groups:read", "im:read", "mpim:read"),
     # Members of SLACK_ALLOWED_USERGROUPS.
     "usergroups.users.list": ("usergroups:read",),
     # A restarted bot finds its earlier request messages by their metadata (posting

@@ -20,7 +20,8 @@ def record(rid: str, **fields: Any) -> PendingRecord:
 
 
 def test_an_open_question_has_an_audience_a_closed_one_or_an_approval_none() -> None:
-    assert Audience.of(record("r1", created_at=5.0)) == Audience("r1", 5.0)
+    # naming nobody: whoever sees its conversation (resolved each round)
+    assert Audience.of(record("r1", created_at=5.0)) == Audience("r1", 5.0, channel="C0QUESTION")
     named = record("r2", created_at=6.0, allowed_users=["U1"], allowed_usergroups=["S1", "S2"])
     assert Audience.of(named) == Audience("r2", 6.0, ("U1",), ("S1", "S2"))
     assert Audience.of(record("r3", state="answered")) is None
@@ -31,6 +32,8 @@ def test_an_open_question_has_an_audience_a_closed_one_or_an_approval_none() -> 
 def test_empty_lists_mean_anyone_as_they_do_for_a_click() -> None:
     empty = record("r1", allowed_users=[], allowed_usergroups=[])
     audience = Audience.of(empty)
+    assert audience is not None and audience.channel == "C0QUESTION"
+    audience = audience.resolved("*")  # a public channel
     assert audience is not None and audience.anyone and may_answer(empty, "U9")
     (ids, total) = Audiences([audience]).waiting_for("U9", (), 20)
     assert (list(ids), total) == (["r1"], 1)
@@ -129,8 +132,9 @@ async def test_a_home_round_gives_other_tasks_turns_as_it_reads_many_questions()
     a round does it a batch at a time (here with the memory store, whose audiences are
     kept made, so any turn comes from the round)."""
     store = MemoryPendingStore()
-    for i in range(2 * BATCH + 1):
-        assert await store.create(record(f"r{i:04}", created_at=float(i)))
+    for i in range(2 * BATCH + 1):  # asked in U1's DM: U1's
+        asked = record(f"r{i:04}", created_at=float(i)).model_copy(update={"channel": "U1"})
+        assert await store.create(asked)
     async with OtherTask() as other:
         before = other.turns
         round_ = await ListingRound.read(store)
@@ -139,3 +143,19 @@ async def test_a_home_round_gives_other_tasks_turns_as_it_reads_many_questions()
     listed, total = await round_.listed("U1", ())
     assert [r.id for r in listed] == [f"r{i:04}" for i in range(MAX_HOME_ENTRIES)]
     assert total == 2 * BATCH + 1
+
+
+def test_naming_nobody_follows_who_sees_the_conversation() -> None:
+    dm = Audience.of(record("r1").model_copy(update={"channel": "UALICE"}))
+    assert dm == Audience("r1", dm.created_at, ("UALICE",)) if dm else False
+    audiences = Audiences([
+        Audience("p", 1.0, channel="CPUB"),
+        Audience("d", 2.0, channel="DALICE"),
+        Audience("s", 3.0, channel="CSECRET"),
+        Audience("u", 4.0, channel="CUNKNOWN"),
+    ])
+    assert audiences.channels == {"CPUB", "DALICE", "CSECRET", "CUNKNOWN"}
+    assert audiences.waiting_for("UBOB", (), 20) == ([], 0)  # nothing before it resolves
+    audiences.resolve({"CPUB": "*", "DALICE": "UALICE", "CSECRET": None})
+    assert audiences.waiting_for("UBOB", (), 20) == (["p"], 1)
+    assert audiences.waiting_for("UALICE", (), 20) == (["p", "d"], 2)

@@ -20,8 +20,10 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
+from adapters.slack.audience import Audience, who_may
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
+from adapters.slack.hometab import conversations_of
 from adapters.slack.interactions import (
     ConfirmSkip,
     Interaction,
@@ -83,33 +85,40 @@ class InteractionHandler:
         interaction = parse_block_actions(body)
         if interaction is None:
             return  # not ours
+        view = body.get("view")
+        home = isinstance(view, Mapping) and view.get("type") == "home"
         try:
-            await self._handle_action(interaction)
+            await self._handle_action(interaction, home=home)
         except UserQuestionError as exc:
             # The store's words (its Redis address, its SQLite path) go to the log only:
             # whoever clicked, allowed or not, reads a fixed sentence.
             _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
             self._sync.note(interaction.origin, None, not_recorded())
 
-    async def _handle_action(self, interaction: Interaction) -> None:
+    async def _handle_action(self, interaction: Interaction, *, home: bool = False) -> None:
         record = await self._store.get(interaction.request_id)
         if record is None:
             self._sync.stale(interaction.origin)
             return
-        users, groups = _who_may(record)
+        outside = home or _outside_message(record, interaction.origin)
         user = interaction.origin.user
-        allowed = self._gate.decide_cached(user, users, groups)
+        who = self._outside_cached(record) if outside else _who_may(record)
+        allowed = None if who is None else self._gate.decide_cached(user, *who)
         member = self._gate.groups_cached(user, _policy_groups(record))
         if allowed is None or member is None:  # needs a Web API call: off the ack path
             view = _modal_first(record, interaction)
             if view is None:
-                self._sync.spawn(self._authorize_then_apply(interaction, record), "authorize click")
+                self._sync.spawn(
+                    self._authorize_then_apply(interaction, record, outside), "authorize click"
+                )
                 return
             # The trigger expires 3 s after the click, maybe before the lookup ends: open the
             # modal now (it shows nothing private; its submission is authorized again) and
             # read the membership meanwhile, so the submission finds it cached.
             self._sync.open_modal(interaction.origin, record, view)
-            self._sync.spawn(self._authorize_then_adopt(interaction, record), "authorize click")
+            self._sync.spawn(
+                self._authorize_then_adopt(interaction, record, outside), "authorize click"
+            )
             return
         # Decided on the record just read (a stale one loses the compare-and-set).
         await self._apply(interaction, record, allowed, member, fresh=True)
@@ -158,10 +167,14 @@ class InteractionHandler:
             self._sync.note(interaction.origin, record, decision.note)
         return None
 
-    async def _authorize(self, user: str, record: PendingRecord) -> tuple[bool, frozenset[str]]:
+    async def _authorize(
+        self, user: str, record: PendingRecord, outside: bool = False
+    ) -> tuple[bool, frozenset[str]]:
         """Whether ``user`` may act on ``record``, and their team-review policy groups
-        (reading cold group memberships from Slack)."""
-        allowed = await self._gate.allowed(user, *_who_may(record))
+        (reading cold group memberships from Slack); ``outside``: the click came from
+        elsewhere than the question's message (a Home tab)."""
+        who = await self._outside(record) if outside else _who_may(record)
+        allowed = await self._gate.allowed(user, *who)
         member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
         # an empty read keeps what Slack said of the groups it would not list
         return allowed, member if member is not None else frozenset()
@@ -198,14 +211,46 @@ class InteractionHandler:
         )
         return True, known
 
-    async def _authorize_then_apply(self, interaction: Interaction, record: PendingRecord) -> None:
-        allowed, member = await self._authorize(interaction.origin.user, record)
+    def _outside_cached(
+        self, record: PendingRecord
+    ) -> tuple[list[str] | None, list[str] | None] | None:
+        """Who may act on ``record`` from outside its message (``_outside``), if no Web API
+        call is needed to tell; else ``None``."""
+        audience = Audience.of(record, closed=True)
+        if audience is None or audience.channel is None:
+            return _listed(audience, record)
+        conversations = conversations_of(self._gate)
+        if conversations is None:
+            return _NOBODY
+        known, seen = conversations.cached(audience.channel)
+        return _listed(audience.resolved(seen), record) if known else None
+
+    async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
+        """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
+        its Home tab entry is listed for (``audience.py``). Its message's own buttons need
+        no more than ``_who_may``: only people who see the message can click them."""
+        known = self._outside_cached(record)
+        if known is not None:
+            return known
+        # Not known without a read: a question naming nobody, its conversation not cached.
+        audience = Audience.of(record, closed=True)
+        conversations = conversations_of(self._gate)
+        if audience is None or audience.channel is None or conversations is None:
+            return _NOBODY  # (not reached: _outside_cached knows these)
+        return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
+
+    async def _authorize_then_apply(
+        self, interaction: Interaction, record: PendingRecord, outside: bool = False
+    ) -> None:
+        allowed, member = await self._authorize(interaction.origin.user, record, outside)
         await self._apply(interaction, record, allowed, member)
 
-    async def _authorize_then_adopt(self, interaction: Interaction, record: PendingRecord) -> None:
+    async def _authorize_then_adopt(
+        self, interaction: Interaction, record: PendingRecord, outside: bool = False
+    ) -> None:
         """After a modal opened before its lookup: read the membership (the submission then
         finds it cached), and learn the message's ts from an allowed clicker's click."""
-        allowed, _ = await self._authorize(interaction.origin.user, record)
+        allowed, _ = await self._authorize(interaction.origin.user, record, outside)
         if allowed:
             await self._adopt_message(record, interaction.origin)
 
@@ -296,12 +341,34 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
     return decision.view if isinstance(decision, Modal) else None
 
 
-def _who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
-    """Who may act on ``record``: a team review's reviewers, else who may answer."""
-    reviewers = record.review.reviewers if record.review is not None else None
-    if reviewers is not None:
-        return list(reviewers.users), list(reviewers.usergroups)
-    return record.allowed_users, record.allowed_usergroups
+_who_may = who_may  # a team review's reviewers, else who may answer (``audience.py``)
+
+_NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
+"""An allow-list no Slack user is on (a question listed on nobody's Home tab)."""
+
+
+def _listed(
+    audience: Audience | None, record: PendingRecord
+) -> tuple[list[str] | None, list[str] | None]:
+    """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
+    (``None``: on nobody's list); a tool approval (no audience) keeps ``_who_may``."""
+    if audience is None:
+        return _who_may(record) if not record.questions else _NOBODY
+    if audience.anyone:
+        return None, None
+    return list(audience.users), list(audience.usergroups)
+
+
+def _outside_message(record: PendingRecord, origin: Origin) -> bool:
+    """Whether a click names a message other than the question's (a button copied onto a
+    Home tab, or a forged payload): only the question's own message is seen by exactly the
+    people who may click it. A click with no message (in a modal) is the message's."""
+    if origin.channel is None:
+        return False
+    if origin.channel != (record.message_channel or record.channel):
+        # a question asked by user id is posted in that user's DM (``D…``)
+        return not (record.message_channel is None and record.channel.startswith(("U", "W")))
+    return record.message_ts is not None and origin.message_ts != record.message_ts
 
 
 def _policy_groups(record: PendingRecord) -> frozenset[str]:

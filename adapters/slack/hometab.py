@@ -17,21 +17,30 @@ changes arriving meanwhile make one more round. Rounds never overlap, so an olde
 never lands after a newer one. A round reads who may answer each open question from the
 store (``audience.py``: no record parsed on the loop but the ones listed) and each listed
 record once.
+
+A question naming nobody is listed for whoever can see its message (``audience.py``): the
+round asks Slack what each such conversation is (``conversations.info``, ``Conversations``:
+cached like the group lookups, one read of a conversation at a time): a public channel's
+question is listed for anyone, a DM's for its user, and a private channel's or a group DM's
+for nobody (answered in the message, which only members see; a Home button refuses anyone
+else: ``handler.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.audience import Audiences, batches
-from adapters.slack.authorize import Gatekeeper
-from adapters.slack.failures import SLACK_FAILURES
+from adapters.slack.audience import ANYONE, Audience, Audiences, batches
+from adapters.slack.authorize import RETRY, Gatekeeper
+from adapters.slack.failures import SLACK_FAILURES, describe
 from adapters.slack.home import MAX_HOME_ENTRIES, render_home
 from adapters.slack.record import PendingRecord
 from adapters.slack.stores import PendingStore
@@ -39,13 +48,104 @@ from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
 from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab", "ListingRound"]
+__all__ = [
+    "MAX_VIEWERS",
+    "SETTLE",
+    "VIEWER_TTL",
+    "Conversations",
+    "HomeTab",
+    "ListingRound",
+    "conversations_of",
+]
 
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
 
 _EVERYTHING: Final = ""
 """A change of no particular request: every viewer's list is republished."""
+
+
+CONVERSATION_TTL: Final = 60.0
+"""Seconds a channel's kind (public or private) is kept: a channel made private stops being
+listed for non-members within this. A DM's or group DM's never changes: kept for good."""
+
+_SHARED: weakref.WeakKeyDictionary[Gatekeeper, Conversations] = weakref.WeakKeyDictionary()
+
+
+def conversations_of(gate: Gatekeeper) -> Conversations | None:
+    """The ``Conversations`` the Home tab reads with ``gate`` (the click path decides a Home
+    button's click on the same reads); ``None`` when no Home tab was made with it."""
+    return _SHARED.get(gate)
+
+
+class Conversations:
+    """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
+    channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
+    or Slack would not say: on nobody's Home tab)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        logger: logging.Logger,
+        *,
+        ttl: float = CONVERSATION_TTL,
+        retry: float = RETRY,
+    ) -> None:
+        self._client = client
+        self._logger = logger
+        self._ttl = ttl
+        self._retry = retry
+        self._seen: dict[str, tuple[float, str | None]] = {}
+        self._reading: dict[str, asyncio.Lock] = {}
+
+    def cached(self, channel: str) -> tuple[bool, str | None]:
+        """Whether who sees ``channel`` is known without a Web API call, and who."""
+        kept = self._seen.get(channel)
+        if kept is None or kept[0] < time.monotonic():
+            return False, None
+        return True, kept[1]
+
+    async def seen_by(self, channel: str) -> str | None:
+        """Who sees ``channel``, reading it from Slack when the cache is cold."""
+        known, seen = self.cached(channel)
+        if known:
+            return seen
+        async with self._reading.setdefault(channel, asyncio.Lock()):
+            known, seen = self.cached(channel)
+            return seen if known else await self._read(channel)
+
+    async def resolve(self, channels: Iterable[str]) -> dict[str, str | None]:
+        """Who sees each of ``channels`` (``""``, a conversation not known: nobody)."""
+        return {channel: await self.seen_by(channel) for channel in sorted(channels) if channel}
+
+    async def _read(self, channel: str) -> str | None:
+        now = time.monotonic()
+        try:
+            response = await self._client.conversations_info(channel=channel)
+        except SLACK_FAILURES as exc:
+            # Nobody's list meanwhile: listing a private question for everyone is the harm.
+            self._logger.warning(
+                "cannot tell who sees a conversation; its questions are on no Home tab"
+                " for %g s",
+                self._retry,
+                extra={"channel": channel, "error": describe(exc)},
+            )
+            self._seen[channel] = (now + self._retry, None)
+            return None
+        info = response.get("channel")
+        info = info if isinstance(info, dict) else {}
+        seen: str | None = None
+        until = now + self._ttl
+        if info.get("is_im") is True:
+            user = info.get("user")
+            seen = user if isinstance(user, str) and user else None
+            until = math.inf
+        elif info.get("is_mpim") is True:
+            until = math.inf
+        elif info.get("is_private") is False:
+            seen = ANYONE
+        self._seen[channel] = (until, seen)
+        return seen
 
 
 class HomeTab:
@@ -71,6 +171,10 @@ class HomeTab:
         self._now = now
         self._changed: set[str] = set()
         self._working = False
+        shared = conversations_of(gate)
+        if shared is None:
+            shared = _SHARED[gate] = Conversations(client, logger)
+        self._conversations = shared
 
     async def viewers(self) -> list[str]:
         """People whose Home tab is kept current (any process's openers), oldest first."""
@@ -94,7 +198,7 @@ class HomeTab:
         """Publish ``user``'s list of the open questions they may answer (from ``round_``'s
         audiences, or the store's now)."""
         if round_ is None:
-            round_ = await ListingRound.read(self._store)
+            round_ = await ListingRound.read(self._store, self._conversations)
         groups = await self._gate.groups_of(user, round_.audiences.usergroups)
         shown, total = await round_.listed(user, groups)
         view = render_home(shown, total=total)
@@ -130,7 +234,7 @@ class HomeTab:
             viewers = await self._viewers.current(self._now())
             if not viewers:
                 return
-            round_ = await ListingRound.read(self._store)
+            round_ = await ListingRound.read(self._store, self._conversations)
             touched = await self._touched(changed)
             for user in viewers:
                 if touched is None or [r for r in touched if await self._concerns(user, r)]:
@@ -151,9 +255,14 @@ class HomeTab:
 
     async def _concerns(self, user: str, record: PendingRecord) -> bool:
         """Whether ``record`` is on ``user``'s list (questions only: tool approvals have
-        their own panel) when it is open."""
-        return bool(record.questions) and await self._gate.allowed(
-            user, record.allowed_users, record.allowed_usergroups
+        their own panel) when it is open: by the same rule as the round's audiences."""
+        audience = Audience.of(record, closed=True)
+        if audience is not None and audience.channel is not None:
+            audience = audience.resolved(await self._conversations.seen_by(audience.channel))
+        if audience is None:
+            return False
+        return audience.anyone or await self._gate.allowed(
+            user, audience.users, audience.usergroups
         )
 
 
@@ -167,11 +276,19 @@ class ListingRound:
         self._read: dict[str, PendingRecord | None] = {}
 
     @classmethod
-    async def read(cls, store: PendingStore) -> ListingRound:
-        """A round over the open questions' audiences as ``store`` holds them now."""
+    async def read(
+        cls, store: PendingStore, conversations: Conversations | None = None
+    ) -> ListingRound:
+        """A round over the open questions' audiences as ``store`` holds them now; those
+        naming nobody listed by who sees their conversation (without ``conversations``: on
+        no list, but a DM's for its user)."""
         audiences = Audiences()
         async for batch in batches(await store.open_audiences()):  # not all at once
             audiences.extend(batch)
+        channels = audiences.channels
+        if channels:
+            seen = await conversations.resolve(channels) if conversations is not None else {}
+            audiences.resolve(seen)
         return cls(store, audiences)
 
     async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:

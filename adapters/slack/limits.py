@@ -32,6 +32,7 @@ METHOD_TIERS: Final[Mapping[str, int]] = MappingProxyType(
         "chat.postEphemeral": 4,
         "conversations.open": 3,
         "conversations.history": 3,
+        "conversations.info": 3,
         "conversations.replies": 3,
         "views.open": 4,
         "views.update": 4,

@@ -77,6 +77,26 @@ class WebApi:
             raise SlackError("no_such_subteam")
         return {"ok": True, "users": list(group.users)}
 
+    def conversations_info(self, params: Params) -> Response:
+        """``conversations.info``: what kind of conversation ``channel`` is (a DM names its
+        user); a private one the bot is not in is ``channel_not_found``, as in Slack."""
+        ws = self.workspace
+        channel = ws.channel(_text(params, "channel", "channel_not_found"))
+        private = channel.is_im or channel.is_mpim or channel.id in ws.private_channels
+        if private and channel.members is not None and ws.bot_user.id not in channel.members:
+            raise SlackError("channel_not_found")
+        info: dict[str, object] = {
+            "id": channel.id,
+            "name": channel.name,
+            "is_channel": not (channel.is_im or channel.is_mpim),
+            "is_im": channel.is_im,
+            "is_mpim": channel.is_mpim,
+            "is_private": private,
+        }
+        if channel.is_im:
+            info["user"] = channel.user
+        return {"ok": True, "channel": info}
+
     def conversations_open(self, params: Params) -> Response:
         """``conversations.open``: one user gives a DM, several a group DM."""
         if params.get("channel"):
@@ -280,6 +300,7 @@ METHODS: Final[Mapping[str, Handler]] = {
     "auth.test": WebApi.auth_test,
     "users.info": WebApi.users_info,
     "usergroups.users.list": WebApi.usergroups_users_list,
+    "conversations.info": WebApi.conversations_info,
     "conversations.open": WebApi.conversations_open,
     "conversations.history": WebApi.conversations_history,
     "conversations.replies": WebApi.conversations_replies,

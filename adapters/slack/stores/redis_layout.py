@@ -16,8 +16,9 @@ because the scripts derive some key names from the stored record)::
     p:owners        set of the process ids that own (or owned) pending records: the sweep
                     reads this small set and the heartbeats, never every record
     p:audiences     hash: id -> who may answer that open question (``Audience``: the time
-                    asked, the users and the user groups named), kept by the scripts below
-                    for the Home tabs, so a round reads this instead of every record
+                    asked, the users and the user groups named, by ``who_may``, and the
+                    conversation when it names nobody), kept by the scripts below for the
+                    Home tabs, so a round reads this instead of every record
     p:alive:{pid}   a process's heartbeat, TTL ``heartbeat_ttl``
     p:sweep         short lock (redis-py ``Lock``: SET NX PX) held while one process sweeps
     p:done          pub/sub channel: the id of every record that just became terminal
@@ -452,15 +453,23 @@ def load_record(
 
 def dump_audience(record: PendingRecord) -> str:
     """What ``p:audiences`` keeps for ``record``: the time asked, the users and the user
-    groups named (space-joined: Slack ids have no spaces), tab-separated; ``''`` when the
-    record is on no Home tab list (closed, or a tool approval)."""
+    groups named (space-joined: Slack ids have no spaces) and, when nobody is, the
+    conversation, tab-separated; ``''`` when the record is on no Home tab list (closed, or a
+    tool approval)."""
     audience = Audience.of(record)
     if audience is None:
         return ""
-    return f"{audience.created_at!r}\t{' '.join(audience.users)}\t{' '.join(audience.usergroups)}"
+    users, groups = " ".join(audience.users), " ".join(audience.usergroups)
+    line = f"{audience.created_at!r}\t{users}\t{groups}"
+    return line if audience.channel is None else f"{line}\t{audience.channel}"
 
 
 def load_audience(line: str) -> Audience:
-    """The ``Audience`` of a line: the id, a tab, and what ``dump_audience`` kept."""
-    request_id, created_at, users, groups = line.split("\t")
-    return Audience(request_id, float(created_at), tuple(users.split()), tuple(groups.split()))
+    """The ``Audience`` of a line: the id, a tab, and what ``dump_audience`` kept. A line
+    naming nobody and no conversation was kept by an earlier version (which listed such a
+    question for anyone): its conversation is unknown (``""``), so it is on no Home tab
+    until its record is next written."""
+    request_id, created_at, users, groups, *rest = line.split("\t")
+    named, usergroups = tuple(users.split()), tuple(groups.split())
+    channel = rest[0] if rest else (None if named or usergroups else "")
+    return Audience(request_id, float(created_at), named, usergroups, channel)

@@ -299,15 +299,27 @@ class SqlitePendingStore(KeepsTrail):
         return OpenCount(total, mine, unowned)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question: four fields a row, taken out of the records'
-        JSON by SQLite in aiosqlite's thread (no record is parsed on the loop)."""
+        """Who may answer each open question (``audience.who_may``: a team review's
+        reviewers when it names them, else the allow-lists; nobody named: the conversation),
+        fields taken out of the records' JSON by SQLite in aiosqlite's thread (no record is
+        parsed on the loop)."""
         rows = await self._file.rows(_AUDIENCES)
         audiences: list[Audience] = []
         async for batch in batches(rows):  # 10,000 at once would hold the loop
             audiences.extend(
-                Audience(request_id, created_at, _names(users), _names(groups))
-                for request_id, created_at, users, groups in batch
-            )
+                Audience.named(
+                    request_id,
+                    created_at,
+                    _names(reviewers if reviewing else users),
+                    _names(reviewer_groups if reviewing else groups),
+                    channel=channel,
+                    message_channel=message_channel,
+                )
+                for (
+                    request_id, created_at, users, groups, reviewing, reviewers, reviewer_groups,
+                    channel, message_channel,
+                ) in batch
+            )  # fmt: skip
         return audiences
 
     # -- retention and liveness -----------------------------------------------------------
@@ -337,10 +349,17 @@ _AUDIENCES: Final = (
     "SELECT id, json_extract(json, '$.created_at'),"
     # (``records.json``: inside json_each, ``json`` is a column of its own)
     " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.allowed_users')),"
-    " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.allowed_usergroups'))"
+    " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.allowed_usergroups')),"
+    " json_type(json, '$.review.reviewers') = 'object',"
+    " (SELECT group_concat(value, ' ') FROM json_each(records.json, '$.review.reviewers.users')),"
+    " (SELECT group_concat(value, ' ')"
+    " FROM json_each(records.json, '$.review.reviewers.usergroups')),"
+    " json_extract(json, '$.channel'), json_extract(json, '$.message_channel')"
     " FROM records WHERE state = 'pending' AND json_array_length(json, '$.questions') > 0"
 )
-"""Each open question's id, time asked, and the users and user groups named, space-joined."""
+"""Each open question's id, time asked, the users and user groups named (space-joined),
+whether a team review names its reviewers and the users and user groups it names, and the
+channel asked in and the message's."""
 
 
 def _names(joined: str | None) -> tuple[str, ...]:
