@@ -534,7 +534,7 @@ async def test_an_answer_that_breaks_the_output_schema_is_an_error_result() -> N
 async def test_an_answer_of_the_wrong_type_is_an_error_result() -> None:
     class Untyped:
         async def ask(self, request: AskUserQuestionRequest) -> Any:
-            return {"answers": [{"id": "continue", "selected": ["ok"]}]}
+            return [{"id": "continue", "selected": ["ok"]}]
 
     service = UserQuestionService()
     service.register_provider(Untyped())
@@ -544,8 +544,46 @@ async def test_an_answer_of_the_wrong_type_is_an_error_result() -> None:
     assert result.error is not None
     assert result.error["info"] == {"name": "ToolOutputError", "code": "INVALID_TOOL_OUTPUT"}
     assert result.text == (
-        "Error: invalid tool output: <root>: expected an AskUserQuestionAnswer, got dict"
+        "Error: invalid tool output: <root>: expected an AskUserQuestionAnswer, got list"
     )
+
+
+async def test_a_plain_object_of_the_answers_shape_is_read_as_upstream_reads_it() -> None:
+    # Upstream reads ``result.answers`` of whatever the provider resolves; only what breaks
+    # the output schema is a ToolOutputError (dsh-user-questions.md §5.3).
+    class PlainObject:
+        async def ask(self, request: AskUserQuestionRequest) -> Any:
+            return {"answers": [{"id": "continue", "selected": ["ok"], "custom": "soon"}]}
+
+    class BrokenObject:
+        async def ask(self, request: AskUserQuestionRequest) -> Any:
+            return {"answers": [{"id": "continue", "selected": "ok"}]}
+
+    plain = UserQuestionService()
+    plain.register_provider(PlainObject())
+    result = await execute(plain, CONTINUE)
+    assert not result.is_error
+    assert result.text == '{"answers":[{"id":"continue","selected":["ok"],"custom":"soon"}]}'
+
+    broken = UserQuestionService()
+    broken.register_provider(BrokenObject())
+    result = await execute(broken, CONTINUE)
+    assert result.error is not None
+    assert result.error["info"] == {"name": "ToolOutputError", "code": "INVALID_TOOL_OUTPUT"}
+    assert result.error["message"].startswith("invalid tool output: answers.0.selected: ")
+
+
+async def test_a_provider_whose_ask_returns_without_a_coroutine_is_awaited_as_js_would() -> None:
+    class Synchronous:
+        def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            return AskUserQuestionAnswer.model_validate(
+                {"answers": [{"id": "continue", "selected": ["ok"]}]}
+            )
+
+    service = UserQuestionService()
+    service.register_provider(Synchronous())  # type: ignore[arg-type]
+    answer = await service.ask(AskUserQuestionRequest.model_validate(CONTINUE))
+    assert [item.selected for item in answer.answers] == [["ok"]]
 
 
 # --- cancellation ------------------------------------------------------------------------------
@@ -574,3 +612,46 @@ async def test_cancellation_propagates_out_of_execute() -> None:
     with pytest.raises(asyncio.CancelledError):
         await call
     assert cleaned_up == [True]
+
+
+# --- the registry's cancellation rule (dsh-user-questions.md §5.2) ---------------------------
+
+
+async def test_an_answer_that_arrives_after_the_abort_becomes_the_cancellation_result() -> None:
+    controller = AbortController()
+
+    class AnswersAfterTheAbort:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            controller.abort()
+            return AskUserQuestionAnswer.model_validate({"answers": [{"id": "a", "selected": []}]})
+
+    service = UserQuestionService(AgentRegistry())
+    service.register_provider(AnswersAfterTheAbort())
+    args = {"questions": [{"id": "a", "question": "Go?"}]}
+    result = await execute(service, args, signal=controller.signal)
+    assert result.is_error
+    assert result.content == [{"type": "text", "text": "Error: tool call aborted"}]
+    assert result.error == {
+        "message": "tool call aborted",
+        "info": {"name": "AbortError", "code": "ABORTED"},
+    }
+    assert result.value is None
+
+
+async def test_an_error_after_the_abort_is_kept_as_it_is() -> None:
+    controller = AbortController()
+
+    class AbortsTheAsk:
+        async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+            controller.abort()
+            raise UserQuestionError("ask_user_question was aborted", "ASK_ABORTED")
+
+    service = UserQuestionService(AgentRegistry())
+    service.register_provider(AbortsTheAsk())
+    result = await execute(
+        service, {"questions": [{"id": "a", "question": "Go?"}]}, signal=controller.signal
+    )
+    assert result.error == {
+        "message": "ask_user_question was aborted",
+        "info": {"name": "UserQuestionError", "code": "ASK_ABORTED"},
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,4 +155,7 @@ class UserQuestionService:
         provider = self._provider
         if provider is None:
             raise UserQuestionError(NO_PROVIDER_MESSAGE, NO_PROVIDER)
-        return await provider.ask(request)
+        answer = provider.ask(request)
+        # ``return this.provider.ask(request)``: a provider whose ``ask`` returns its answer
+        # without a coroutine is taken as JavaScript takes a non-promise.
+        return await answer if inspect.isawaitable(answer) else answer

@@ -13,6 +13,7 @@ set ``detail`` or ``intent``: extra keys on a question or an option are allowed 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired
 
@@ -35,6 +36,7 @@ __all__ = [
     "ToolArgsError",
     "ToolOutputError",
     "ToolResult",
+    "aborted_result",
     "error_result",
     "execute",
     "to_request",
@@ -122,6 +124,8 @@ SCHEMA: Final[dict[str, Any]] = {
 
 INVALID_ARGS: Final = "INVALID_ARGS"
 INVALID_TOOL_OUTPUT: Final = "INVALID_TOOL_OUTPUT"
+TOOL_CALL_ABORTED: Final = "tool call aborted"
+"""The message of the cancellation result a success becomes once the caller aborted."""
 
 
 class ToolArgsError(HarnessError):
@@ -247,6 +251,13 @@ def to_request(
 
 def _output(answer: object) -> dict[str, Any]:
     """``{answers: [{id, selected, custom?}]}``, copied as-is, checked against the output schema."""
+    if isinstance(answer, Mapping):
+        # A provider's plain object of the answer's shape, as upstream reads any object
+        # with ``answers`` (what breaks the shape is still a ToolOutputError).
+        try:
+            answer = AskUserQuestionAnswer.model_validate(answer)
+        except ValidationError as exc:
+            raise ToolOutputError(_violations(exc)) from exc
     if not isinstance(answer, AskUserQuestionAnswer):
         raise ToolOutputError(
             [f"<root>: expected an AskUserQuestionAnswer, got {type(answer).__name__}"]
@@ -282,6 +293,15 @@ def error_result(error: BaseException) -> ToolResult:
     )
 
 
+def aborted_result() -> ToolResult:
+    """What a successful call becomes when the caller's signal aborted meanwhile."""
+    return ToolResult(
+        is_error=True,
+        content=[{"type": "text", "text": f"Error: {TOOL_CALL_ABORTED}"}],
+        error={"message": TOOL_CALL_ABORTED, "info": {"name": "AbortError", "code": "ABORTED"}},
+    )
+
+
 async def execute(
     service: UserQuestionService,
     args: object,
@@ -301,6 +321,10 @@ async def execute(
         value = _output(await service.ask(request))
     except Exception as exc:  # the model gets every failure as text; cancellation propagates
         return error_result(exc)
+    if signal is not None and signal.aborted:
+        # As the harness's tool registry does: a success that arrives after the caller's
+        # signal aborted becomes the cancellation result (an error result stays as it is).
+        return aborted_result()
     return ToolResult(
         is_error=False,
         content=[{"type": "text", "text": _render(value)}],
