@@ -69,9 +69,9 @@ def test_menus_and_forms_link_to_the_message_without_buttons() -> None:
     assert not [b for b in view["blocks"] if b["type"] == "actions"]
 
 
-def test_home_buttons_of_long_options_never_read_alike() -> None:
-    """The Home tab's one-tap buttons shorten labels as the message does: two options that
-    share their first 75 characters keep their distinguishing ends."""
+def test_home_offers_no_tap_for_options_it_would_shorten() -> None:
+    """Two options that share their first 75 characters would need shortened buttons: the
+    entry offers none (the message lists both labels in full before anyone chooses)."""
     head = "Roll out the new payment service to production behind the feature flag and then "
     staff, everyone = (
         head + "enable it for internal staff only",
@@ -80,18 +80,53 @@ def test_home_buttons_of_long_options_never_read_alike() -> None:
     rec = record(
         "0123456789abcdef",
         options=[{"label": staff}, {"label": everyone}],
+        message_ts="1700000000.000100",
     )
     view = render_home([rec])
     assert check_view(view) == []
-    buttons = [
-        e
-        for b in view["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["type"] == "button"
+    assert not [b for b in view["blocks"] if b["type"] == "actions"]
+    assert "Open the question>" in str(view)
+
+
+def _taps(view: dict[str, Any]) -> list[str]:
+    return [
+        e["text"]["text"] for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]
     ]
-    texts = [b["text"]["text"] for b in buttons]
-    assert len(texts) == 2 and texts[0] != texts[1], texts
-    assert texts[0].endswith("internal staff only") and texts[1].endswith("all customers")
-    assert all(len(t) <= 75 for t in texts)
-    assert [b["value"] for b in buttons] == [ids.option_value(0), ids.option_value(1)]
+
+
+def test_a_tap_answers_from_home_only_when_the_entry_shows_what_the_message_shows() -> None:
+    # The message shows a detail, option descriptions and full labels before anyone chooses;
+    # an entry that cannot show them leads to the message instead of answering in one tap.
+    plain_question = record("p" * 20)
+    assert _taps(render_home([plain_question])) == ["Yes", "No"]
+
+    with_detail = record("d" * 20).model_copy(
+        update={
+            "questions": [
+                AskUserQuestionItem.model_validate(
+                    {
+                        "id": "q",
+                        "question": "Run the migration?",
+                        "detail": "This DROPS the legacy table.",
+                        "options": [{"label": "Run it"}, {"label": "Wait"}],
+                    }
+                )
+            ]
+        }
+    )
+    described = record(
+        "e" * 20,
+        options=[{"label": "Run it", "description": "drops the legacy table"}, {"label": "Wait"}],
+    )
+    long_labels = record(
+        "f" * 20,
+        options=[
+            {"label": "Roll out to every customer in the EU region " + "x" * 40},
+            {"label": "Roll out to every customer in the US region " + "x" * 40},
+        ],
+    )
+    long_question = record("g" * 20, question="Context. " * 330 + "So: should I drop it?")
+    for entry in (with_detail, described, long_labels, long_question):
+        view = render_home([entry])
+        assert check_view(view) == []
+        assert _taps(view) == [], entry.id

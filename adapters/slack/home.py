@@ -12,13 +12,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from adapters.slack import ids
-from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
+from adapters.slack.blockkit.limits import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
 from adapters.slack.blocks import answer_by
 from adapters.slack.blocks.widgets import button_labels
 from adapters.slack.layout import layout_of
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.record import PendingRecord
 from adapters.slack.rich import bold, italic, rich_text, words
+from bot.questions.models import AskUserQuestionItem
 
 __all__ = ["MAX_HOME_ENTRIES", "may_answer", "message_link", "render_home"]
 
@@ -28,6 +29,8 @@ MAX_HOME_ENTRIES: Final = 20
 """Questions listed at most (a Home tab holds 100 blocks; each entry takes up to four)."""
 _SEPARATOR: Final = " · "
 _ASKED_BY: Final = "Asked by "
+_QUESTION_ROOM: Final = 2900
+"""The most of a question's text an entry shows (a longer one is shortened: no one-tap answer)."""
 
 
 def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> bool:
@@ -76,12 +79,12 @@ def _entry(record: PendingRecord) -> list[Block]:
     first = record.questions[0] if record.questions else None
     text = first.question.strip() if first is not None else ""
     more = len(record.questions) - 1
-    pieces = [bold(shorten(text, 2900))] if text else [italic("(no question text)")]
+    pieces = [bold(shorten(text, _QUESTION_ROOM))] if text else [italic("(no question text)")]
     if more > 0:
         pieces.append(words(f" (+{more} more)"))
     blocks: list[Block] = [rich_text(*pieces)]
     blocks.append({"type": "context", "elements": [mrkdwn(_facts(record))]})
-    if layout_of(record.questions) == "tap" and first is not None:
+    if first is not None and _tappable(record, first, text):
         buttons = [
             {
                 "type": "button",
@@ -94,6 +97,18 @@ def _entry(record: PendingRecord) -> list[Block]:
         block_id = ids.block_id(record.id, 0, f"c{record.version}")
         blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
     return blocks
+
+
+def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> bool:
+    """Whether the entry may answer with one tap: only when it shows all the message shows
+    before anyone chooses (the question whole, no detail, no option descriptions, every
+    label in full). Otherwise "Open the question" leads to the message, where they are."""
+    if layout_of(record.questions) != "tap" or first.detail or len(text) > _QUESTION_ROOM:
+        return False
+    options = first.options or []
+    if any((option.description or "").strip() for option in options):
+        return False
+    return all(len(label) <= MAX_BUTTON_TEXT for label in first.option_labels)  # none cut
 
 
 def render_home(records: Sequence[PendingRecord], total: int | None = None) -> Block:
