@@ -4,6 +4,12 @@ Open: the reason as the headline, the tool, what it will run (the command for ba
 tools, the path for write/edit) on a code line, and exactly two buttons: **Allow once**
 (primary, behind a confirm dialog naming the command) and **Reject**. Final: the same
 facts and who decided what ("Allowed once by @alice"), or how it ended elsewhere.
+
+Nothing a person is asked to allow is hidden: a command (or path) too long for one section
+shows its beginning and its end, with a line of ours between them naming how many
+characters are left out there, and the whole of it follows in the message's thread (as
+code, or as one file past ``MAX_THREAD_REPLIES`` replies); the message and the confirm
+dialog say so.
 """
 
 from __future__ import annotations
@@ -13,12 +19,20 @@ from typing import Any, Final
 
 from adapters.slack import ids
 from adapters.slack.blockkit import check_message
-from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
-from adapters.slack.blocks import Rendered, render_final, render_open
+from adapters.slack.blockkit.limits import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
+from adapters.slack.blocks import (
+    MAX_THREAD_REPLIES,
+    Attachment,
+    Rendered,
+    render_final,
+    render_open,
+    split_text,
+)
+from adapters.slack.blocks.parts import context, ends, left_out
 from adapters.slack.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
 from adapters.slack.outcomes import code_block, code_text, literal, one_line
 from adapters.slack.record import ApprovalView, PendingRecord
-from adapters.slack.rich import bold, rich_text
+from adapters.slack.rich import MAX_RICH_TEXT, bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
 __all__ = [
@@ -34,7 +48,9 @@ REJECT_TEXT: Final = "Reject"
 APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
 _CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
 """Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
-_CONFIRM_TEXT: Final = 300
+_CONFIRM_TEXT: Final = MAX_CONFIRM_TEXT
+_PER_REPLY: Final = 3
+"""Code boxes of ``MAX_RICH_TEXT`` characters per thread reply (well within the budget)."""
 _OUTCOME: Final = {
     "allowed-once": ":white_check_mark: Allowed once",
     "rejected": ":no_entry_sign: Rejected",
@@ -42,8 +58,65 @@ _OUTCOME: Final = {
 
 
 def _code(text: str) -> str:
-    # Backticks in the text must not end the block early: broken up before shortening.
-    return code_block(shorten_escaped(code_text(escape(text)), _CODE_LIMIT))
+    # Backticks in the text must not end the block early: broken up before measuring.
+    return code_block(code_text(escape(text)))
+
+
+def _code_length(text: str) -> int:
+    return len(_code(text))
+
+
+def _target(view: ApprovalView) -> tuple[str, str] | None:
+    """What the approval runs or writes, and its noun (``command``, ``path``), if any."""
+    if view.command:
+        return view.command, "command"
+    if view.path:
+        return view.path, "path"
+    return None
+
+
+def _whole(view: ApprovalView) -> bool:
+    """Whether the message shows the command (or path) whole, in one section."""
+    target = _target(view)
+    return target is None or _code_length(target[0]) <= _CODE_LIMIT
+
+
+def _code_blocks(text: str, noun: str, prefix: str) -> list[dict[str, Any]]:
+    """The command (or path) in code: whole, or its beginning and its end with a line of
+    ours between them naming how much is left out and that the whole is in the thread."""
+    head, tail = ends(text, _CODE_LIMIT, _code_length)
+    if not tail:
+        return [{"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")}]
+    gap = len(text) - len(head) - len(tail)
+    marker = f":warning: _{left_out(gap)}_ The full {noun} is in the thread below."
+    return [
+        {"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")},
+        context(marker),
+        {"type": "section", "text": mrkdwn(_code(tail))},
+    ]
+
+
+def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attachment]]:
+    """The whole command (or path) in the thread when the message shows only its ends:
+    code boxes of literal text (``rich_text``), or one file past ``MAX_THREAD_REPLIES``."""
+    target = _target(view)
+    if target is None or _whole(view):
+        return [], []
+    text, noun = target
+    chunks = split_text(text, MAX_RICH_TEXT)
+    groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
+    if len(groups) > MAX_THREAD_REPLIES:
+        size = f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
+        comment = f"The full {noun} to allow ({len(text):,} characters, {size}), as sent."
+        return [], [Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
+    replies: list[list[dict[str, Any]]] = []
+    for n, group in enumerate(groups, start=1):
+        caption = f"The full {noun} to allow, as sent ({n}/{len(groups)}):"
+        boxes = [
+            {"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group
+        ]
+        replies.append([context(caption), {"type": "rich_text", "elements": boxes}])
+    return replies, []
 
 
 def _tool(name: str) -> str:
@@ -67,17 +140,33 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
     blocks.append(rich_text(bold(view.headline), limit=MAX_SECTION_TEXT))
     blocks.append({"type": "context", "elements": [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]})
     if view.command:
-        blocks.append({"type": "section", "text": mrkdwn(_code(view.command))})
+        blocks.extend(_code_blocks(view.command, "command", ""))
     elif view.path:
-        blocks.append({"type": "section", "text": mrkdwn(f"Path: {_code(view.path)}")})
+        blocks.extend(_code_blocks(view.path, "path", "Path: "))
     return blocks
 
 
+def _confirm_text(view: ApprovalView) -> str:
+    """The confirm dialog's text: the command (or path) whole, or its beginning and its
+    end, saying how much is left out and where the whole is (the message, or its thread)."""
+    intro = "Run with wider sandbox rights, this once: "
+    target = _target(view)
+    if target is None:
+        return shorten(f"{intro}the {view.tool_name} tool", _CONFIRM_TEXT)
+    text, noun = target
+    if len(intro) + len(text) <= _CONFIRM_TEXT:
+        return intro + text
+    where = "the thread" if not _whole(view) else "the message"
+    note = f" (the full {noun} is in {where})"
+    room = _CONFIRM_TEXT - len(intro) - len(note) - len(left_out(len(text))) - 2
+    head, tail = ends(text, room)
+    return f"{intro}{head} {left_out(len(text) - len(head) - len(tail))} {tail}{note}"
+
+
 def _buttons(record: PendingRecord, view: ApprovalView) -> dict[str, Any]:
-    what = view.command or view.path or f"the {view.tool_name} tool"
     confirm = {
         "title": plain("Allow once?"),
-        "text": plain(shorten(f"Run with wider sandbox rights, this once: {what}", _CONFIRM_TEXT)),
+        "text": plain(_confirm_text(view)),
         "confirm": plain(ALLOW_TEXT),
         "deny": plain("Cancel"),
     }
@@ -144,7 +233,14 @@ def render_approval(record: PendingRecord) -> Rendered:
         raise UserQuestionError(
             f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
         )
-    return Rendered(text, blocks)
+    thread, files = _thread(view)
+    for part in thread:
+        problems.extend(check_message(part))
+    if problems:
+        raise UserQuestionError(
+            f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+        )
+    return Rendered(text, blocks, thread, files)
 
 
 def render_record(record: PendingRecord) -> Rendered:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from adapters.slack import ids
@@ -28,8 +28,10 @@ __all__ = [
     "context",
     "date",
     "deadline_blocks",
+    "ends",
     "header_block",
     "label",
+    "left_out",
     "link_blocks",
     "markdown",
     "note_blocks",
@@ -115,6 +117,61 @@ def _middle(text: str, limit: int) -> str:
     return f"{text[:head].rstrip()}{ELLIPSIS}{gap}{end}"
 
 
+def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
+    """The beginning and the end of ``text`` whose ``measure`` together is at most ``limit``
+    (the end, where a command or a question usually says what it does, gets two fifths),
+    with every character between them left out: ``text`` when it fits whole (and ``""``).
+
+    ``measure`` is what a part takes once shown (``len``, or its escaped length): it must
+    never shrink as a part grows. Cuts fall at a line break or a space where one is near,
+    never inside a character as shown (an emoji, an accent).
+    """
+    if measure(text) <= limit:
+        return text, ""
+    tail_room = limit * 2 // 5
+    low, high = 0, len(text)  # the end: where the longest suffix that fits starts
+    while low < high:
+        middle = (low + high) // 2
+        if measure(text[middle:]) <= tail_room:
+            high = middle
+        else:
+            low = middle + 1
+    start = _clean_cut(text, low, back=False)
+    start = _nearby(text, start, forward=True)
+    head_room = limit - measure(text[start:])
+    low, high = 0, start
+    while low < high:  # the beginning: the longest prefix that fits what the end left
+        middle = (low + high + 1) // 2
+        if measure(text[:middle]) <= head_room:
+            low = middle
+        else:
+            high = middle - 1
+    head = _clean_cut(text, low, back=True)
+    head = _nearby(text, head, forward=False)
+    return text[:head], text[start:]
+
+
+def _nearby(text: str, at: int, *, forward: bool) -> int:
+    """``at`` moved to just after (``forward``) or at a line break, else a space, nearby."""
+    if at <= 0 or at >= len(text):
+        return at
+    for separator, reach in (("\n", 2 * _WORD), (" ", _WORD)):
+        if forward:
+            found = text.find(separator, at, at + reach)
+            if found != -1 and found + 1 < len(text):
+                return found + 1
+        else:
+            found = text.rfind(separator, max(0, at - reach), at)
+            if found > 0:
+                return found
+    return at
+
+
+def left_out(count: int) -> str:
+    """The marker between a text's beginning and its end: how much is not shown there."""
+    return f"[… {count:,} character{'' if count == 1 else 's'} left out here …]"
+
+
 def _clean_cut(text: str, at: int, *, back: bool) -> int:
     """``at`` moved back (or on) until it falls between two characters as shown: not
     before a combining mark, a variation selector, a skin tone or a zero-width joiner, nor
@@ -172,7 +229,14 @@ def question_block(question: AskUserQuestionItem, index: int, count: int) -> Blo
     number = f"{index + 1}. " if count > 1 else ""
     if not question.question.strip():
         return rich_text(bold(number), italic("(no question text)"))
-    return rich_text(bold(f"{number}{question.question}"), limit=MAX_SECTION_TEXT)
+    text = f"{number}{question.question}"
+    if len(text) <= MAX_SECTION_TEXT:
+        return rich_text(bold(text), limit=MAX_SECTION_TEXT)
+    # Too long for one block: its beginning and its end (where the question itself usually
+    # is), with how much is left out between them in our own words (not bold), never "…".
+    head, tail = ends(text, MAX_SECTION_TEXT - len(left_out(len(text))) - 2)
+    gap = italic(f" {left_out(len(text) - len(head) - len(tail))} ")
+    return rich_text(bold(head), gap, bold(tail), limit=MAX_SECTION_TEXT)
 
 
 def header_block(header: str) -> Block:
