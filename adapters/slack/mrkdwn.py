@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-__all__ = ["escape", "markdown_text", "mrkdwn", "plain", "shorten", "shorten_escaped"]
+__all__ = [
+    "escape",
+    "markdown_text",
+    "mrkdwn",
+    "plain",
+    "shorten",
+    "shorten_escaped",
+]
 
 ELLIPSIS = "…"
 
@@ -44,9 +51,11 @@ _LINKS: Final = re.compile(rf"{_ESCAPED}|{_LINK.pattern}")
 """Links, innermost first; escaped characters are matched (and kept) so that ``\\[`` never
 opens one."""
 
-_KEEPABLE: Final = re.compile(r"[^\s()\[\]\\`<>]+(?:\([^\s()\[\]\\`<>]*\)[^\s()\[\]\\`<>]*)*")
+_URL_CHAR: Final = r"[^\s()\[\]\\`<>\ue000\ue001]"
+_KEEPABLE: Final = re.compile(rf"{_URL_CHAR}+(?:\({_URL_CHAR}*\){_URL_CHAR}*)*")
 """A URL that may stay a link showing itself: nothing in it can pair with syntax outside
-the link (a code span's backtick, an autolink's angle bracket, a bracket, an escape)."""
+the link (a code span's backtick, an autolink's angle bracket, a bracket, an escape, a
+masked piece of code)."""
 
 _OPENING: Final = re.compile(rf"{_ESCAPED}|!?\[(?P<kept>{_KEEPABLE.pattern})\]\((?P=kept)\)|\]\(")
 """What could still close a link: a link that shows its own URL (kept), or any ``](``."""
@@ -84,18 +93,203 @@ def _unlinked(match: re.Match[str]) -> str:
     return match[0]
 
 
+_OPEN_FENCE: Final = re.compile(r"(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)")
+_CONTAINER: Final = re.compile(r" {0,3}(?:>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$))")
+_AUTOLINK_LIKE: Final = re.compile(r"<[^\s<>]*[:@][^\s<>]*>")
+"""Anything that could be an autolink (which would take a backtick from a code span)."""
+_TICKS: Final = re.compile(r"`+")
+_MASK_OPEN: Final = "\ue000"
+_MASK_CLOSE: Final = "\ue001"
+_MASKED: Final = re.compile(f"{_MASK_OPEN}(\\d+){_MASK_CLOSE}")
+_MASK_ROUNDS: Final = 3
+"""Rewritings of the masked text until it no longer changes; else nothing is masked."""
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4) if "\t" in line else line
+    return len(expanded) - len(expanded.lstrip(" "))
+
+
+def _fence_of(line: str, top: bool) -> tuple[str, str] | None:
+    """``(fence, opener)`` when ``line`` surely opens a fenced code block: at the first
+    column, or indented (up to three spaces) outside any list or block quote."""
+    match = _OPEN_FENCE.fullmatch(line)
+    if match is None or (match["indent"] and not top):
+        return None
+    if match["fence"][0] == "`" and "`" in match["info"]:
+        return None  # a backtick fence's info string never holds a backtick
+    return match["fence"], line
+
+
+def _closes(line: str, fence: str) -> bool:
+    stripped = line.rstrip(" \t")
+    body = stripped.lstrip(" ")
+    return (
+        len(stripped) - len(body) <= 3 and len(body) >= len(fence) and body == fence[0] * len(body)
+    )
+
+
+def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
+    """Which ``lines`` surely belong to a fenced or an indented code block (CommonMark), and
+    the opener of the fence still open after the last line (``None`` if none is).
+
+    Only blocks that are code whatever else the text holds: a fence at the first column
+    (nothing holds it but the document), or any fence or indented block while no list or
+    block quote can be open. Erring this way leaves code rewritten, never a link unmasked.
+    """
+    code = [False] * len(lines)
+    top = True  # no list or block quote can be open
+    after_paragraph = False  # an indented line would continue a paragraph
+    fence: tuple[str, str] | None = None
+    indented = False
+    for index, line in enumerate(lines):
+        blank = not line.strip()
+        if fence is not None:
+            code[index] = True
+            if _closes(line, fence[0]):
+                fence, after_paragraph = None, False
+            continue
+        if indented:
+            if blank or _indent(line) >= 4:
+                code[index] = True
+                continue
+            indented = False
+        fence = _fence_of(line, top)
+        if fence is not None:
+            code[index], top = True, True  # a fence at the first column closes them all
+            continue
+        if top and not after_paragraph and not blank and _indent(line) >= 4:
+            code[index] = indented = True
+            continue
+        if _CONTAINER.match(line):
+            top = False
+        elif not top and not blank and not after_paragraph and line[0] not in " \t":
+            top = True  # after a blank line, an unindented line closes every container
+        after_paragraph = not blank
+    return code, None if fence is None else fence[1]
+
+
+def _code_spans(line: str) -> tuple[list[tuple[int, int]], bool] | None:
+    """The code spans of one line read on its own (backslash escapes and CommonMark's
+    matching: the next run of exactly as many backticks) and whether every run was read
+    (a run left open could close a span on a later line of the paragraph); ``None`` when
+    the line could read otherwise (an autolink, a table cell)."""
+    if _AUTOLINK_LIKE.search(line):
+        return None
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(number)
+    seen: dict[int, int] = {}
+    spans: list[tuple[int, int]] = []
+    whole = True
+    number, after = 0, 0  # the next run to read; where the last span ended
+    while number < len(runs):
+        start, end = runs[number]
+        slashes = len(line[after:start]) - len(line[after:start].rstrip("\\"))
+        if slashes % 2:
+            start += 1  # an escaped backtick: the rest of the run may still open a span
+        if start == end:
+            number += 1
+            continue
+        closers = by_length.get(end - start, [])
+        at = seen.get(end - start, 0)
+        while at < len(closers) and closers[at] <= number:
+            at += 1
+        seen[end - start] = at
+        if at == len(closers):
+            whole = False  # a span could close on a later line
+            number += 1
+            continue
+        closer = closers[at]
+        if "|" in line[start : runs[closer][1]]:
+            return None  # a table would split it at the pipe
+        spans.append((start, runs[closer][1]))
+        after = runs[closer][1]
+        number = closer + 1
+    return spans, whole
+
+
+def _code_regions(text: str, *, spans: bool) -> list[tuple[int, int]]:
+    """Where ``text`` is surely code: code blocks and, with ``spans``, code spans."""
+    lines = text.split("\n")
+    code, _ = _block_lines(lines)
+    regions: list[tuple[int, int]] = []
+    offset = 0
+    run_start: int | None = None
+    trusted = True  # every earlier line of this paragraph closed its spans
+    for line, is_code in zip(lines, code, strict=True):
+        end = offset + len(line)
+        if is_code:
+            run_start = offset if run_start is None else run_start
+        else:
+            if run_start is not None:
+                regions.append((run_start, offset - 1))
+                run_start = None
+            if not line.strip():
+                trusted = True
+            elif spans and trusted:
+                found = _code_spans(line)
+                trusted = found is not None and found[1]
+                spans_found = found[0] if found is not None else []
+                regions.extend((offset + a, offset + b) for a, b in spans_found)
+        offset = end + 1
+    if run_start is not None:
+        regions.append((run_start, len(text)))
+    return regions
+
+
+def _masked(text: str, regions: list[tuple[int, int]]) -> tuple[str, list[str]]:
+    pieces: list[str] = []
+    kept: list[str] = []
+    last = 0
+    for start, end in regions:
+        pieces.append(text[last:start])
+        pieces.append(f"{_MASK_OPEN}{len(kept)}{_MASK_CLOSE}")
+        kept.append(text[start:end])
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces), kept
+
+
+def _unmasked(text: str, kept: list[str]) -> str:
+    return _MASKED.sub(lambda match: kept[int(match[1])], text)
+
+
+def _rewritten(text: str, *, masking: bool) -> str:
+    """One rewriting of ``text``: links, definitions, then what could still close a link,
+    each outside what is surely code when ``masking``."""
+    masked, kept = _masked(text, _code_regions(text, spans=True) if masking else [])
+    for _ in range(_READABLE_PASSES):  # a link inside a link's text: innermost first
+        rewritten = _LINKS.sub(_visible, masked)
+        if rewritten == masked:
+            break
+        masked = rewritten
+    text = _unmasked(masked, kept)
+    # A definition is read before any code span: only code blocks are kept from it.
+    masked, kept = _masked(text, _code_regions(text, spans=False) if masking else [])
+    text = _unmasked(_DEFINITION.sub(r"\g<containers>\g<label>:", masked), kept)
+    masked, kept = _masked(text, _code_regions(text, spans=True) if masking else [])
+    return _unmasked(_OPENING.sub(_unlinked, masked), kept)  # nothing after it makes a ``](``
+
+
 def markdown_text(text: str) -> str:
     """Asker text for a ``markdown`` block: escaped, and no link shows one target while
-    going to another (``[a](b)`` becomes ``a (b)``; images and reference links likewise)."""
+    going to another (``[a](b)`` becomes ``a (b)``; images and reference links likewise).
+
+    Code (spans, fenced and indented blocks) is shown as written: CommonMark makes no link
+    inside it. Only what is surely code is kept, and only once rewriting what is around it
+    changes nothing more (a link's target could take a backtick); else all is rewritten.
+    """
     text = _LINE_ENDING.sub("\n", text)  # CommonMark's line endings, for ``^`` below
-    for _ in range(_READABLE_PASSES):  # a link inside a link's text: innermost first
-        rewritten = _LINKS.sub(_visible, text)
-        if rewritten == text:
-            break
-        text = rewritten
-    text = _DEFINITION.sub(r"\g<containers>\g<label>:", text)
-    text = _OPENING.sub(_unlinked, text)  # last: nothing after it makes a ``](``
-    return escape(text)
+    if _MASK_OPEN not in text and _MASK_CLOSE not in text:
+        current = text
+        for _ in range(_MASK_ROUNDS):
+            rewritten = _rewritten(current, masking=True)
+            if rewritten == current:
+                return escape(current)
+            current = rewritten
+    return escape(_rewritten(text, masking=False))
 
 
 def shorten(text: str, limit: int) -> str:
