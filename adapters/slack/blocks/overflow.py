@@ -14,6 +14,7 @@ long text is readable in full and never silently cut.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Final
 
@@ -171,16 +172,54 @@ def _first_part(text: str, limit: int) -> str:
     return text[: _first_cut(text[: 5 * limit], limit, escaped=True)]
 
 
+_FENCE_LINE: Final = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_INFO_ROOM: Final = 100
+"""The most of a code fence's info string ("bash", "python title=…") a part reopens it with."""
+
+
+def open_fence(text: str) -> tuple[str, str] | None:
+    """The code fence ``text`` ends inside of, as its run (```` ``` ````, ``~~~~``) and info
+    string; ``None`` when it ends outside any. Fences as CommonMark reads them outside lists
+    and quotes: up to three spaces before the run, closed by a run of the same character at
+    least as long with nothing after it."""
+    fence: tuple[str, str] | None = None
+    for line in text.split("\n"):
+        found = _FENCE_LINE.fullmatch(line)
+        if found is None:
+            continue
+        run, info = found.group(1), found.group(2)
+        if fence is None:
+            if not (run[0] == "`" and "`" in info):  # a backtick in the info: no fence
+                fence = (run, info.strip())
+        elif run[0] == fence[0][0] and len(run) >= len(fence[0]) and not info.strip():
+            fence = None
+    return fence
+
+
+def _reopened(before: str, part: str) -> str:
+    """``part`` of a text that follows ``before``, drawn on its own: the code fence open
+    where it starts opened again (its run and info string), and the one open where it ends
+    closed, so a cut inside a code block never turns code into prose or prose into code."""
+    opening = open_fence(before)
+    drawn = part
+    if opening is not None:
+        drawn = f"{opening[0]}{opening[1][:_INFO_ROOM]}\n{part}"
+    closing = open_fence(before + part)
+    if closing is not None:
+        drawn += ("" if drawn.endswith("\n") else "\n") + closing[0]
+    return drawn
+
+
 def detail_blocks(shown: str, full: str) -> list[Block]:
-    """The shown part of a detail, saying so when the rest is in the thread."""
+    """The shown part of a detail, saying so when the rest is in the thread (a code block
+    the cut falls inside is closed before that line, and reopened in the thread)."""
     if not full:
         return []
     if not shown:
         return [markdown(IN_THREAD)]
-    text = markdown_text(shown)
     if len(shown) < len(full):
-        text += CONTINUED
-    return [markdown(text)]
+        return [markdown(markdown_text(_reopened("", shown)) + CONTINUED)]
+    return [markdown(markdown_text(shown))]
 
 
 def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
@@ -275,8 +314,11 @@ def thread_parts(
         return [], files
     messages: list[list[Block]] = []
     for index, chunks in enumerate(chunked):
+        before = shown[index]
         for n, chunk in enumerate(chunks, start=1):
             title = f"{what} of question {index + 1}" if count > 1 else what
             caption = f"{title}, continued ({n}/{len(chunks)})"
-            messages.append([context(caption), markdown(markdown_text(chunk))])
+            drawn = markdown_text(_reopened(before, chunk))
+            messages.append([context(caption), markdown(drawn)])
+            before += chunk
     return messages, []
