@@ -292,3 +292,26 @@ def test_raise_from_chains_the_same_way() -> None:
 
     assert caught.value.__cause__ is cause
     assert caught.value.cause is cause
+
+
+def test_a_key_sent_as_null_is_read_as_absent_and_left_out_of_the_wire() -> None:
+    request = AskUserQuestionRequest.model_validate(
+        {
+            "questions": [
+                {
+                    "id": "a",
+                    "question": "q",
+                    "header": None,
+                    "detail": None,
+                    "options": None,
+                    "multiSelect": None,
+                    "intent": None,
+                }
+            ]
+        }
+    )
+    assert request.to_wire() == {"questions": [{"id": "a", "question": "q"}]}
+    answer = AskUserQuestionAnswer.model_validate(
+        {"answers": [{"id": "a", "selected": [], "custom": None}]}
+    )
+    assert answer.to_wire() == {"answers": [{"id": "a", "selected": []}]}

@@ -42,8 +42,9 @@ class WireModel(BaseModel):
     )
 
     def to_wire(self) -> dict[str, Any]:
-        """The wire JSON: camelCase, only the keys that were set."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The wire JSON: camelCase, only the keys that were set; a key set to ``null`` is
+        left out, as the checks treat it (absent), so the wire says what was read."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
 
 
 class AskUserQuestionOption(WireModel):
