@@ -17,7 +17,6 @@ from typing import Final, Protocol
 
 from adapters.dsh.approvals import ApprovalRequested, approval_headline, approval_response
 from adapters.dsh.asks import (
-    DECLINED_NOTE,
     PERMANENT_CODES,
     REOPENED_NOTE,
     HostAsk,
@@ -26,10 +25,11 @@ from adapters.dsh.asks import (
     decline,
     needs_reopening,
     send,
+    serve_or_decline,
     session_label,
 )
 from adapters.dsh.events import ToolCall, pair_from_history
-from adapters.dsh.uplink import HostUplink, describe
+from adapters.dsh.uplink import HostUplink
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal
 from bot.questions.errors import ASK_ABORTED, UserQuestionError
@@ -116,16 +116,9 @@ class ApprovalRunner:
         One the bot cannot show (or fails on unexpectedly, before any decision went out) is
         rejected in the host, with a notice in the channel: its tool never waits forever.
         """
-        try:
-            await self._serve(ask)
-        except Exception as exc:
-            self._logger.exception(
-                "dsh host: could not handle an approval", extra={"rpc_id": ask.rpc_id}
-            )
-            if ask.sent:
-                return
-            ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
-            await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+        await serve_or_decline(
+            ask, self._serve, self._decline, what="an approval", logger=self._logger
+        )
 
     async def _decline(self, ask: HostAsk, why: str) -> None:
         payload = ask.approval

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
@@ -349,6 +349,27 @@ async def decline(
     await post_notice(board, text, logger)
 
 
+async def serve_or_decline(
+    ask: HostAsk,
+    serve: Callable[[HostAsk], Awaitable[None]],
+    decline_with: Callable[[HostAsk, str], Awaitable[None]],
+    *,
+    what: str,
+    logger: logging.Logger,
+) -> None:
+    """``serve(ask)``; a request it fails on unexpectedly, before any response went out, is
+    closed (``DECLINED_NOTE``) and declined in the host with ``decline_with``: a host's
+    request is never dropped silently, and its agent never waits forever."""
+    try:
+        await serve(ask)
+    except Exception as exc:
+        logger.exception(f"dsh host: could not handle {what}", extra={"rpc_id": ask.rpc_id})
+        if ask.sent:
+            return
+        ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
+        await decline_with(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+
+
 class QuestionRunner:
     """Asks one host question in Slack and sends the outcome back."""
 
@@ -377,16 +398,9 @@ class QuestionRunner:
         A request the bot fails on unexpectedly is dismissed in the host (unless a
         response went out already), with a notice in the channel: never dropped silently.
         """
-        try:
-            await self._serve(ask)
-        except Exception as exc:
-            self._logger.exception(
-                "dsh host: could not handle a question", extra={"rpc_id": ask.rpc_id}
-            )
-            if ask.sent:
-                return
-            ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
-            await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+        await serve_or_decline(
+            ask, self._serve, self._decline, what="a question", logger=self._logger
+        )
 
     async def _decline(self, ask: HostAsk, why: str) -> None:
         await decline(

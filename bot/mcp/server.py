@@ -264,24 +264,42 @@ async def _post(
     but the bot's refusal (4xx) of the first post the question the key may have asked is
     aborted: looked up by its key without asking it, then deleted.
     """
-    lost_since: float | None = None
-    attempt = 0
+    window = _Reconnecting(reconnect_for)
     try:
         while True:
             try:
                 return await client.ask(body, key=key)
             except AskFailed as failure:
-                if not failure.retryable:
-                    raise
-                lost_since = lost_since or time.monotonic()
-                if time.monotonic() - lost_since >= reconnect_for:
-                    raise
-            await backoff(attempt)
-            attempt += 1
+                await window.retry_after(failure)
     except BaseException as exc:
-        if attempt or not (isinstance(exc, AskFailed) and exc.refused):
+        if window.attempt or not (isinstance(exc, AskFailed) and exc.refused):
             await _abort_asked(client, body, key)
         raise
+
+
+class _Reconnecting:
+    """How long a call has been failing in a way worth retrying (the bot out of reach, or
+    answering 503), retried with ``backoff`` for ``reconnect_for`` seconds."""
+
+    def __init__(self, reconnect_for: float) -> None:
+        self._reconnect_for = reconnect_for
+        self._since: float | None = None
+        self.attempt = 0
+
+    async def retry_after(self, failure: AskFailed) -> None:
+        """Wait before the next try, or raise ``failure`` (not worth retrying, or the
+        window has passed)."""
+        if not failure.retryable:
+            raise failure
+        self._since = self._since or time.monotonic()
+        if time.monotonic() - self._since >= self._reconnect_for:
+            raise failure
+        await backoff(self.attempt)
+        self.attempt += 1
+
+    def reset(self) -> None:
+        """The bot answered: a later failure starts a new window."""
+        self._since, self.attempt = None, 0
 
 
 async def _abort_asked(client: BotClient, body: dict[str, Any], key: str) -> None:
@@ -311,22 +329,15 @@ async def _outcome(
     """
     started = time.monotonic()
     await ctx.report_progress(0, None, _progress(state, None))
-    lost_since: float | None = None
-    attempt = 0
+    window = _Reconnecting(reconnect_for)
     while True:
         polled = time.monotonic()
         try:
             view = await client.wait(request_id, progress_every)
         except AskFailed as failure:
-            if not failure.retryable:
-                raise
-            lost_since = lost_since or time.monotonic()
-            if time.monotonic() - lost_since >= reconnect_for:
-                raise
-            await backoff(attempt)
-            attempt += 1
+            await window.retry_after(failure)
             continue
-        lost_since, attempt = None, 0
+        window.reset()
         state = view.get("state")
         if state in _ENDED:
             return _ending(view)
