@@ -23,7 +23,7 @@ from typing import Any, Final
 from adapters.slack.audience import Audience, who_may
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
-from adapters.slack.hometab import conversations_of
+from adapters.slack.hometab import Conversations
 from adapters.slack.interactions import (
     ConfirmSkip,
     Interaction,
@@ -70,10 +70,19 @@ background (it fills the cache for the person's next try)."""
 class InteractionHandler:
     """Applies Slack interactions to pending records; the listeners' only counterpart."""
 
-    def __init__(self, store: PendingStore, gate: Gatekeeper, sync: MessageSynchroniser) -> None:
+    def __init__(
+        self,
+        store: PendingStore,
+        gate: Gatekeeper,
+        sync: MessageSynchroniser,
+        conversations: Conversations | None = None,
+    ) -> None:
         self._store = store
         self._gate = gate
         self._sync = sync
+        self._conversations = conversations
+        """Who sees each conversation, as the Home tab reads it (``None``: no Home tab, so
+        a click from outside a question's message that names nobody is refused)."""
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
         """Handle a ``block_actions`` payload (already acked).
@@ -219,7 +228,7 @@ class InteractionHandler:
         audience = Audience.of(record, closed=True)
         if audience is None or audience.channel is None:
             return _listed(audience, record)
-        conversations = conversations_of(self._gate)
+        conversations = self._conversations
         if conversations is None:
             return _NOBODY
         known, seen = conversations.cached(audience.channel)
@@ -234,7 +243,7 @@ class InteractionHandler:
             return known
         # Not known without a read: a question naming nobody, its conversation not cached.
         audience = Audience.of(record, closed=True)
-        conversations = conversations_of(self._gate)
+        conversations = self._conversations
         if audience is None or audience.channel is None or conversations is None:
             return _NOBODY  # (not reached: _outside_cached knows these)
         return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)

@@ -32,7 +32,6 @@ import asyncio
 import logging
 import math
 import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
@@ -55,7 +54,6 @@ __all__ = [
     "Conversations",
     "HomeTab",
     "ListingRound",
-    "conversations_of",
 ]
 
 SETTLE: Final = 0.2
@@ -68,15 +66,6 @@ _EVERYTHING: Final = ""
 CONVERSATION_TTL: Final = 60.0
 """Seconds a channel's kind (public or private) is kept: a channel made private stops being
 listed for non-members within this. A DM's or group DM's never changes: kept for good."""
-
-_SHARED: weakref.WeakKeyDictionary[Gatekeeper, Conversations] = weakref.WeakKeyDictionary()
-
-
-def conversations_of(gate: Gatekeeper) -> Conversations | None:
-    """The ``Conversations`` the Home tab reads with ``gate`` (the click path decides a Home
-    button's click on the same reads); ``None`` when no Home tab was made with it."""
-    return _SHARED.get(gate)
-
 
 class Conversations:
     """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
@@ -161,6 +150,7 @@ class HomeTab:
         *,
         viewers: HomeViewers,
         now: Callable[[], float] = time.time,
+        conversations: Conversations | None = None,
     ) -> None:
         self._client = client
         self._store = store
@@ -171,10 +161,8 @@ class HomeTab:
         self._now = now
         self._changed: set[str] = set()
         self._working = False
-        shared = conversations_of(gate)
-        if shared is None:
-            shared = _SHARED[gate] = Conversations(client, logger)
-        self._conversations = shared
+        # (the click path decides a Home button's click on the same reads: pass it both)
+        self._conversations = conversations or Conversations(client, logger)
 
     async def viewers(self) -> list[str]:
         """People whose Home tab is kept current (any process's openers), oldest first."""

@@ -36,7 +36,7 @@ from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.endings import Endings, lost_record
 from adapters.slack.handler import InteractionHandler
-from adapters.slack.hometab import HomeTab
+from adapters.slack.hometab import Conversations, HomeTab
 from adapters.slack.lifecycle import AskLifecycle
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
@@ -170,7 +170,8 @@ class SlackQuestionProvider:
             ),
         )
         gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
-        self._handler = InteractionHandler(self._store, gate, self._sync)
+        conversations = Conversations(self._client, log)  # the Home tab's and the clicks'
+        self._handler = InteractionHandler(self._store, gate, self._sync, conversations)
         self._approvals = ApprovalHandler(self._store, gate, self._sync)
         if isinstance(self._store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
@@ -183,6 +184,7 @@ class SlackQuestionProvider:
             log,
             viewers=viewers_for(self._store),
             now=(clock or SystemClock()).now,
+            conversations=conversations,
         )
         self._sync.on_change = self._home.changed
         register_listeners(app, self._handler, self._approvals, self._home)
