@@ -285,7 +285,7 @@ class Gateway:
                 f"({error_count(exc.error_count())})",
                 errors=validation_errors(exc),
             )
-        refused = body_problems(raw, post)
+        refused = body_problems(json.loads(raw), post)
         if refused:
             return problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused

@@ -257,7 +257,8 @@ async def make_rig() -> AsyncIterator[RigFactory]:
             signing_secret=SECRET,
             process_before_response=True,
         )
-        provider = SlackQuestionProvider(app, channel=channel, store=store)
+        # The stand-in enforces no limits here: unpaced, as a client paced already would be.
+        provider = SlackQuestionProvider(app, channel=channel, store=store, paced=False)
         service = UserQuestionService()
         dispose = service.register_provider(provider)
 

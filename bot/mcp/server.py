@@ -19,19 +19,17 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
-from bot.api_body import validation_errors
+from bot.api_body import QuestionPost, body_problems, error_count, validation_errors
 from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
-from bot.questions.models import AskUserQuestionItem, WireModel
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "build_server"]
 
@@ -59,6 +57,11 @@ options gets a free-text answer. For a plan review send one question whose `deta
 the plan, with two options (approve, decline) and `intent: {"kind": "plan-review", \
 "approve": "<the approving label>"}`.
 
+Optional, as the bot's HTTP API takes them (the schema documents each): `destination` \
+({channel, threadTs}), `label`, `link`, `timeout` and `reminders` (seconds), \
+`escalateAfter` with `escalateTo`, a team `review` policy, and `revises` (the id of the \
+plan review this one revises).
+
 The call blocks until someone answers, which can take minutes; progress notifications \
 are sent while it waits. The result is JSON: {"answers": [{"id": …, "selected": \
 [labels…], "custom": "free text, when typed"}]}, one item per question in order; \
@@ -75,67 +78,12 @@ down (both retried for a while first; ask again later), DELIVERY_FAILED that Sla
 refused the message. Other codes (BAD_RESPONSE, HTTP_<status>, UNAUTHORIZED) mean the \
 server is misconfigured: tell the user."""
 
-Questions = Annotated[
-    list[AskUserQuestionItem],
-    Field(description="The questions, asked together in one Slack message, in this order."),
-]
-Label = Annotated[
-    str | None,
-    Field(
-        max_length=120,
-        description="Who is asking, shown on the message (for example the project or task).",
-    ),
-]
-LINK_MAX_LENGTH: Final = 3000
-"""The longest ``link`` the bot takes (``QuestionPost.link``)."""
-LINK_PATTERN: Final = r"^https?://[^\s<>|]+$"
-"""What a ``link`` the bot takes looks like (``QuestionPost.link``)."""
-LINK_MESSAGE: Final = (
-    f"must be an http:// or https:// URL without spaces (nor <, > or |), "
-    f"at most {LINK_MAX_LENGTH} characters"
-)
-
-
-def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """The bot's checks of ``link``, with one plain message naming the argument."""
-    try:
-        return handler(value)
-    except ValidationError:
-        raise PydanticCustomError("link", LINK_MESSAGE) from None
-
-
-Link = Annotated[
-    str | None,
-    Field(
-        max_length=LINK_MAX_LENGTH,
-        pattern=LINK_PATTERN,
-        description="A URL back to where the question comes from (a pull request, a run), "
-        "shown on the message as a link button: http:// or https://, without spaces.",
-    ),
-    WrapValidator(_plain_link),
-]
-
-
-class ToolArguments(WireModel):
-    """The tool's arguments, validated as the bot validates a POST: wire names only."""
-
-    questions: Questions
-    label: Label = None
-    link: Link = None
-
-
-def _signature(questions: Questions, label: Label = None, link: Link = None) -> None:
-    """The arguments as agents see them; only the SDK's schema of it is used."""
-
-
-_signature.__name__ = TOOL_NAME  # the schema's title: ``ask_user_questionArguments``
-
 
 def input_schema() -> dict[str, Any]:
-    """The tool's input schema: what the SDK makes of the typed signature (the seam's
-    models), unknown arguments refused (``additionalProperties: false``) as the tool does."""
-    schema = Tool.from_function(_signature, name=TOOL_NAME).parameters
-    return {**schema, "additionalProperties": False}
+    """The tool's input schema: the HTTP API's body (``QuestionPost``), wire names, every
+    per-question option documented, unknown arguments refused as the tool refuses them."""
+    schema = QuestionPost.model_json_schema(by_alias=True)
+    return {**schema, "title": f"{TOOL_NAME}Arguments", "additionalProperties": False}
 
 
 def build_server(
@@ -153,7 +101,7 @@ def build_server(
         # is the seam's INVALID_REQUEST, as the bot's own 422 is.
         try:
             arguments = _arguments(_raw_arguments(ctx))
-            answer = await _ask(client, _body(arguments), ctx, progress_every, reconnect_for)
+            answer = await _ask(client, arguments, ctx, progress_every, reconnect_for)
         except AskFailed as failure:
             _log.info("ask_user_question failed: %s", failure.code)
             return CallToolResult(
@@ -188,41 +136,32 @@ def _raw_arguments(ctx: Context) -> dict[str, Any]:
     return dict(arguments) if isinstance(arguments, Mapping) else {}
 
 
-def _arguments(given: Mapping[str, Any]) -> ToolArguments:
-    """The arguments validated, or ``INVALID_REQUEST`` with ``errors`` ``[{loc, msg, type}]``.
+def _arguments(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``POST /v1/questions`` body the arguments make, checked as the bot checks a body
+    (``QuestionPost``, ``body_problems``), or ``INVALID_REQUEST`` with ``errors``.
 
-    An argument that is ``null`` counts as not given, as the typed signature had it; an
-    unknown one is refused, as the bot refuses an unknown key.
+    An argument that is ``null`` counts as not given; an unknown one is refused, as the bot
+    refuses an unknown key.
     """
+    given = {name: value for name, value in given.items() if value is not None}
     try:
-        return ToolArguments.model_validate(
-            {name: value for name, value in given.items() if value is not None},
-            by_alias=True,
-            by_name=False,
-        )
+        post = QuestionPost.model_validate(given, by_alias=True, by_name=False)
+        errors = body_problems(given, post)
     except ValidationError as exc:
         errors = validation_errors(exc)
-        first = errors[0]
-        where = ".".join(first["loc"]) or "arguments"
-        raise AskFailed(
-            {
-                "name": "ValidationError",
-                "code": "INVALID_REQUEST",
-                "message": f"the arguments are not a valid question request "
-                f"({len(errors)} error{'s' * (len(errors) > 1)}); {where}: {first['msg']}",
-                "errors": errors,
-            }
-        ) from None
-
-
-def _body(arguments: ToolArguments) -> dict[str, Any]:
-    """The ``POST /v1/questions`` body; ``link`` only when given (older bots refuse it)."""
-    body: dict[str, Any] = {"questions": [q.to_wire() for q in arguments.questions]}
-    if arguments.label is not None:
-        body["label"] = arguments.label
-    if arguments.link is not None:
-        body["link"] = arguments.link
-    return body
+    if not errors:
+        return post.to_wire()
+    first = errors[0]
+    where = ".".join(first["loc"]) or "arguments"
+    raise AskFailed(
+        {
+            "name": "ValidationError",
+            "code": "INVALID_REQUEST",
+            "message": f"the arguments are not a valid question request "
+            f"({error_count(len(errors))}); {where}: {first['msg']}",
+            "errors": errors,
+        }
+    )
 
 
 async def _ask(
