@@ -345,7 +345,12 @@ async def test_a_question_answered_in_slack_reaches_the_host_in_the_exact_envelo
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         assert LABEL_A in shown(message.blocks)
-        assert rig.client.status() == {"dsh": "connected", "dshProtocol": "0.1", "dshQuestions": 1, "dshApprovals": 0}
+        assert rig.client.status() == {
+            "dsh": "connected",
+            "dshProtocol": "0.1",
+            "dshQuestions": 1,
+            "dshApprovals": 0,
+        }
 
         await rig.click(message, "Docs")
 
