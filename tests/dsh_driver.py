@@ -91,6 +91,12 @@ class HostDriver:
             if response.status != 303:
                 raise RpcError(f"login answered {response.status}")
 
+    async def connect_as_operator(self, token: str) -> int:
+        """The status of ``/connect?token=…&interactions=answer`` (302: an API operator)."""
+        url = f"{self.host.url}/connect?token={token}&interactions=answer"
+        async with aiohttp.ClientSession() as fresh, fresh.get(url, allow_redirects=False) as reply:
+            return reply.status
+
     async def close(self) -> None:
         await self.disconnect()
         await self._http.close()
@@ -129,10 +135,11 @@ class HostDriver:
         await self.rpc("session/cancel", {"request": {"sessionId": sid}})
 
     async def page(self, sid: str, through_seq: int | None = None) -> list[Json]:
-        """The session log's events up to ``through_seq`` (default: the log's cursor)."""
+        """The session log's events up to ``through_seq`` (default: the latest one followed)."""
         if through_seq is None:
             stream = self.streams.get(f"log-{sid}") or await self.follow(sid)
-            through_seq = int(stream.items[0]["cursor"])
+            seqs = [int(i["event"]["seq"]) for i in stream.items if i.get("type") == "event"]
+            through_seq = max([int(stream.items[0]["cursor"]), *seqs])
         request = {"address": {"kind": "session", "sessionId": sid}, "throughSeq": through_seq}
         value = await self.rpc("session/page", {"request": request})
         return [r["event"] for r in value.get("records", []) if r.get("type") == "event"]

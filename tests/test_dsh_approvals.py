@@ -81,7 +81,12 @@ async def test_an_approval_allowed_once_in_slack(
         assert (allow["text"]["text"], reject["text"]["text"]) == ("Allow once", "Reject")
         assert allow["style"] == "primary" and "style" not in reject
         assert COMMAND in allow["confirm"]["text"]["text"]
-        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 0, "dshApprovals": 1}
+        assert rig.client.status() == {
+            "dsh": "connected",
+            "dshProtocol": "0.1",
+            "dshQuestions": 0,
+            "dshApprovals": 1,
+        }
 
         await rig.click(message, "Allow once")
 
@@ -191,8 +196,7 @@ async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:
 
         await eventually(
             lambda: any(
-                NOT_AN_APPROVER in e.text
-                for e in built.slack.workspace.ephemerals_for(built.alice)
+                NOT_AN_APPROVER in e.text for e in built.slack.workspace.ephemerals_for(built.alice)
             ),
             "the private note",
         )
@@ -283,8 +287,7 @@ async def test_members_of_an_approver_group_may_decide_and_others_may_not(
         await built.click(message, "Reject")  # alice: not in the group
         await eventually(
             lambda: any(
-                NOT_AN_APPROVER in e.text
-                for e in built.slack.workspace.ephemerals_for(built.alice)
+                NOT_AN_APPROVER in e.text for e in built.slack.workspace.ephemerals_for(built.alice)
             ),
             "alice's private note",
         )

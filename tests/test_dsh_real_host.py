@@ -111,20 +111,23 @@ async def test_a_reconnect_replays_the_pending_request_under_a_new_client_id(
 
 
 @pytest.mark.slow
-async def test_a_restart_keeps_the_session_under_a_new_launch_token(live_host: RealHost) -> None:
+async def test_a_restart_keeps_the_session_and_the_browser_cookie_not_the_token(
+    live_host: RealHost,
+) -> None:
     async with HostDriver(live_host) as driver:
         sid = await driver.create_session()
         tag = live_host.model.script(say("hello"))
         await driver.prompt(sid, f"greet {tag}")
         said = await driver.log_event(sid, "turn/end")
         assert said["reason"] == {"kind": "completed"}
-    token, url = live_host.token, live_host.url
-    await asyncio.to_thread(live_host.restart)
-    assert live_host.url == url and live_host.token != token
-    async with HostDriver(live_host) as driver:
-        events = await driver.page(sid)
-        kinds = [e["type"] for e in events]
+        old_token, url = live_host.token, live_host.url
+        await asyncio.to_thread(live_host.restart)
+        assert live_host.url == url and live_host.token != old_token
+        # The browser cookie (``/?token=``) outlives the restart; the old launch token does not.
+        kinds = [e["type"] for e in await driver.page(sid)]
         assert "turn/end" in kinds and "assistant/message" in kinds
+        assert await driver.connect_as_operator(old_token) == 401
+        assert await driver.connect_as_operator(live_host.token) == 302
 
 
 async def test_a_frozen_host_answers_nothing_until_it_is_thawed(live_host: RealHost) -> None:

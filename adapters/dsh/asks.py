@@ -287,8 +287,8 @@ async def send(
     the response, a later send (or one again after a replay) replaces that note.
     """
 
-    async def overdue() -> None:
-        await notes.add_note(ask.request_id, RETRYING_NOTE)
+    async def overdue(note: str) -> None:
+        await notes.add_note(ask.request_id, note or RETRYING_NOTE)
 
     ask.sent = True
     delivery = await uplink.respond(
