@@ -45,6 +45,7 @@ from bot.questions.service import UserQuestionService
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
+    "APPROVAL_GONE_NOTE",
     "CANCELLED_IN_HARNESS",
     "DECLINED_NOTE",
     "DELIVERED_NOTE",
@@ -80,6 +81,7 @@ GONE_NOTE: Final = (
     "The harness no longer has this question: it ended (or the harness restarted) while the "
     "bot was disconnected."
 )
+APPROVAL_GONE_NOTE: Final = GONE_NOTE.replace("question", "approval")
 NOT_DELIVERED_NOTE: Final = (
     "The harness could not be reached to take this response; it is sent again if the harness "
     "asks again."
