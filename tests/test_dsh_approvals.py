@@ -81,7 +81,12 @@ async def test_an_approval_allowed_once_in_slack(
         assert (allow["text"]["text"], reject["text"]["text"]) == ("Allow once", "Reject")
         assert allow["style"] == "primary" and "style" not in reject
         assert COMMAND in allow["confirm"]["text"]["text"]
-        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 0, "dshApprovals": 1}
+        assert rig.client.status() == {
+            "dsh": "connected",
+            "dshProtocol": "0.1",
+            "dshQuestions": 0,
+            "dshApprovals": 1,
+        }
 
         await rig.click(message, "Allow once")
 

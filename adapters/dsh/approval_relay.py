@@ -28,7 +28,7 @@ from adapters.dsh.asks import (
     serve_or_decline,
     session_label,
 )
-from adapters.dsh.events import ToolCall, pair_from_history
+from adapters.dsh.events import ToolCall
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal
@@ -103,8 +103,7 @@ class ApprovalRunner:
         if ask.call_known:
             return ask.call
         # A replay after a reconnect: the tool/call event is not sent again.
-        events = await self._uplink.history(payload.session_id)
-        return pair_from_history(events, payload.approval_id)
+        return await self._uplink.call_of(payload)
 
     async def _version(self, ask: HostAsk) -> int | None:
         status = await self._desk.status(ask.request_id)

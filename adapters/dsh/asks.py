@@ -45,6 +45,7 @@ from bot.questions.service import UserQuestionService
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
+    "APPROVAL_GONE_NOTE",
     "CANCELLED_IN_HARNESS",
     "DECLINED_NOTE",
     "DELIVERED_NOTE",
@@ -80,6 +81,7 @@ GONE_NOTE: Final = (
     "The harness no longer has this question: it ended (or the harness restarted) while the "
     "bot was disconnected."
 )
+APPROVAL_GONE_NOTE: Final = GONE_NOTE.replace("question", "approval")
 NOT_DELIVERED_NOTE: Final = (
     "The harness could not be reached to take this response; it is sent again if the harness "
     "asks again."
@@ -287,8 +289,8 @@ async def send(
     the response, a later send (or one again after a replay) replaces that note.
     """
 
-    async def overdue() -> None:
-        await notes.add_note(ask.request_id, RETRYING_NOTE)
+    async def overdue(note: str) -> None:
+        await notes.add_note(ask.request_id, note or RETRYING_NOTE)
 
     ask.sent = True
     delivery = await uplink.respond(
