@@ -23,6 +23,8 @@ from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     APPROVAL_GONE_NOTE,
     CANCELLED_IN_HARNESS,
+    DELIVERED_NOTE,
+    RETRYING_NOTE,
     session_label,
 )
 from adapters.dsh.client import DshHostClient
@@ -196,3 +198,26 @@ async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without
         await rig.click(message, "Blue")
         result = await driver.tool_result(sid, first_call(tag))
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
+
+
+async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_then_delivered(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        live_host.freeze()  # SIGSTOP: the host holds its sockets and answers nothing
+        try:
+            await rig.click(message, "Green")
+            # Not a bare "Answered": the message says the harness has not taken it.
+            await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", 5)
+            await asyncio.sleep(3)
+        finally:
+            live_host.thaw()
+        result = await driver.tool_result(sid, first_call(tag))
+        assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Green"]}]}
+        await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note", 15)
+        assert "not used" not in shown(message.blocks)

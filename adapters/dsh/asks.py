@@ -58,6 +58,7 @@ __all__ = [
     "RESTARTING_NOTE",
     "RETRYING_NOTE",
     "SETTLED_ELSEWHERE",
+    "UNCONFIRMED_NOTE",
     "HostAsk",
     "NoticeBoard",
     "QuestionNotes",
@@ -91,11 +92,15 @@ RETRYING_NOTE: Final = (
     "it is connected to the harness."
 )
 DELIVERED_NOTE: Final = "The harness took this response once it could be reached again."
+UNCONFIRMED_NOTE: Final = (
+    "Sent to the harness; its session log does not show this response yet, so it is not "
+    "counted as delivered."
+)
 DECLINED_NOTE: Final = (
     "The bot could not handle this request and declined it in the harness; answer in the "
     "harness if it asks again."
 )
-_UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE})
+_UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE, UNCONFIRMED_NOTE})
 REFUSED: Final = (
     "The harness refused that answer: it does not match the question the harness is waiting "
     "for (bad-response)."

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from adapters.dsh.asks import UNCONFIRMED_NOTE
 from adapters.dsh.events import SessionEvent, ToolCall, _event
 from adapters.dsh.mux import (
     LOG_PREFIX,
@@ -36,12 +37,8 @@ from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog
 from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
 
-__all__ = ["UNCONFIRMED_NOTE", "LoginRefused", "MuxLink"]
+__all__ = ["LoginRefused", "MuxLink"]
 
-UNCONFIRMED_NOTE: Final = (
-    "Sent to the harness; its session log does not show this response yet, so it is not "
-    "counted as delivered."
-)
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
@@ -255,7 +252,13 @@ class MuxLink:
             if self._stopping():
                 return Delivery(None)
             client_id = self.client_id
-            state = await self._post(client_id, event_id, outcome) if client_id else "failed"
+            if client_id is None:
+                state: _Post = "failed"
+            else:
+                post = asyncio.ensure_future(self._post(client_id, event_id, outcome))
+                if not (await asyncio.wait({post}, timeout=_CONFIRM_WAIT / 2))[0]:
+                    await note("")  # the host is slow to take it (frozen?): say so now
+                state = await post
             if state == "taken":
                 break
             if state == "refused":
