@@ -19,7 +19,14 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.dsh.asks import ANSWERED_ELSEWHERE, CANCELLED_IN_HARNESS, session_label
+from adapters.dsh.asks import (
+    ANSWERED_ELSEWHERE,
+    APPROVAL_GONE_NOTE,
+    CANCELLED_IN_HARNESS,
+    DELIVERED_NOTE,
+    RETRYING_NOTE,
+    session_label,
+)
 from adapters.dsh.client import DshHostClient
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox import SlackStandIn
@@ -166,3 +173,51 @@ async def test_a_plan_review_approved_in_slack(
         result = await driver.tool_result(sid, first_call(tag))
         assert "Plan approved" in result["text"]
         assert not interactive(await eventually(lambda: message, "the message"))
+
+
+async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without_a_new_token(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(bash("cat /etc/hostname"))
+        await driver.prompt(sid, f"go {tag}")
+        approval = await posted(rig, sid)
+        await asyncio.to_thread(live_host.restart)  # a new launch token; the bot keeps the old
+        back = asyncio.get_running_loop().time()
+        await eventually(lambda: rig.client.state == "connected", "the bot to reconnect", 20)
+        print(f"reconnected {asyncio.get_running_loop().time() - back:.2f} s after the host was up")
+        gone = await rig.final(approval)
+        assert APPROVAL_GONE_NOTE in gone and "question" not in gone.lower()
+        # The host asks again after its restart: the bot, still on the old token, shows it.
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        await rig.click(message, "Blue")
+        result = await driver.tool_result(sid, first_call(tag))
+        assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
+
+
+async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_then_delivered(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        live_host.freeze()  # SIGSTOP: the host holds its sockets and answers nothing
+        try:
+            await rig.click(message, "Green")
+            # Not a bare "Answered": the message says the harness has not taken it.
+            await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", 5)
+            await asyncio.sleep(3)
+        finally:
+            live_host.thaw()
+        result = await driver.tool_result(sid, first_call(tag))
+        assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Green"]}]}
+        await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note", 15)
+        assert "not used" not in shown(message.blocks)
