@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -57,6 +58,8 @@ class MessageSynchroniser:
         self._refreshing: dict[str, _Refresh] = {}
         self.on_change: Callable[[str], None] | None = None
         """Told the id of every request posted, changed or ended (App Home refreshes)."""
+        self.on_gone: Callable[[PendingRecord], Awaitable[object]] | None = None
+        """Given an open request whose message is gone (deleted): posts it again."""
 
     @property
     def background_count(self) -> int:
@@ -268,6 +271,18 @@ class MessageSynchroniser:
                     blocks=rendered.blocks,
                 )
                 return
+            except SlackApiError as exc:
+                gone = exc.response.get("error") == "message_not_found"
+                if gone and record.is_open and self.on_gone is not None:
+                    self._logger.warning(
+                        "message of an open request is gone; posting it again",
+                        extra={"request": record.id},
+                    )
+                    await self.on_gone(record)
+                    return
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
             except SLACK_FAILURES:
                 if delay is None:
                     raise
