@@ -240,6 +240,12 @@ class MessageSynchroniser:
                 try:
                     await client.update_latest(channel, ts, latest)
                     break
+                except SlackApiError as exc:
+                    if await self._gone(exc, entry.sending or first):
+                        return
+                    if delay is None:
+                        raise
+                    await asyncio.sleep(delay)
                 except SLACK_FAILURES:
                     tried = entry.sending
                     final = tried is not None and tried is not before and not tried.is_open
@@ -258,6 +264,18 @@ class MessageSynchroniser:
             if current is None or current.version == sent.version:
                 return
 
+    async def _gone(self, error: SlackApiError, record: PendingRecord) -> bool:
+        """Whether ``error`` says the message of open ``record`` is gone (then posted again)."""
+        if error.response.get("error") != "message_not_found" or not record.is_open:
+            return False
+        if self.on_gone is None:
+            return False
+        self._logger.warning(
+            "message of an open request is gone; posting it again", extra={"request": record.id}
+        )
+        await self.on_gone(record)
+        return True
+
     async def _update(self, record: PendingRecord, ts: str) -> None:
         rendered = render_record(record)
         # The final record must not keep live buttons: when slack_sdk's own retries are
@@ -272,13 +290,7 @@ class MessageSynchroniser:
                 )
                 return
             except SlackApiError as exc:
-                gone = exc.response.get("error") == "message_not_found"
-                if gone and record.is_open and self.on_gone is not None:
-                    self._logger.warning(
-                        "message of an open request is gone; posting it again",
-                        extra={"request": record.id},
-                    )
-                    await self.on_gone(record)
+                if await self._gone(exc, record):
                     return
                 if delay is None:
                     raise
