@@ -43,7 +43,9 @@ from adapters.slack.home.tab import Conversations, HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import ApprovalView
-from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.paced import PacedWebClient, paced_copy
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
@@ -99,6 +101,10 @@ class SlackQuestionProvider:
       (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
+    - ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
+      and a 429 is waited out, never failing a question: ``app.client`` if it is a
+      ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
+      published ones). ``False`` only for a client paced already.
     - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
       message is looked for, should Slack have stored it all the same (reconcile.py).
 
@@ -124,6 +130,8 @@ class SlackQuestionProvider:
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
         retry: bool = True,
+        paced: bool = True,
+        limits: SlackLimits | None = None,
         lookups: Sequence[float] = LOOKUPS,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -134,6 +142,10 @@ class SlackQuestionProvider:
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
         self._client: AsyncWebClient = app.client
+        self._own_client: PacedWebClient | None = None
+        if paced and not isinstance(app.client, PacedWebClient):
+            scheduler = WebApiScheduler(limits or SlackLimits(), logger=logger)
+            self._client = self._own_client = paced_copy(app.client, scheduler)
         self._store: PendingStore = store or MemoryPendingStore()
         log = logger or logging.getLogger("adapters.slack")
         if retry:
@@ -196,7 +208,7 @@ class SlackQuestionProvider:
 
     @property
     def client(self) -> AsyncWebClient:
-        """The Web API client every call goes through (``app.client``)."""
+        """The Web API client every call goes through (``app.client``, or its paced copy)."""
         return self._client
 
     @property
@@ -353,3 +365,5 @@ class SlackQuestionProvider:
         await self._lifecycle.lost.aclose()
         await self._lifecycle.aclose(grace=grace, note=note)
         await self._sync.drain(max(0.0, deadline - loop.time()))
+        if self._own_client is not None:
+            await self._own_client.aclose()
