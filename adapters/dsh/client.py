@@ -63,7 +63,7 @@ from adapters.dsh.protocol import (
     parse_frame,
 )
 from adapters.dsh.uplink import HostUplink, host_asker
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
