@@ -18,9 +18,13 @@ from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
 __all__ = [
+    "Callback",
     "DeadlineDefaults",
     "Destination",
+    "Label",
+    "Link",
     "QuestionPost",
+    "Where",
     "body_problems",
     "error_count",
     "never_applied",
@@ -53,6 +57,40 @@ def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         raise PydanticCustomError("link", LINK_MESSAGE) from None
 
 
+Where = Annotated[
+    Destination | None, Field(description="Where to ask (default: the bot's SLACK_CHANNEL).")
+]
+Label = Annotated[
+    str | None,
+    Field(
+        max_length=120,
+        description="Who is asking, shown on the message (for example the project or task).",
+    ),
+]
+Link = Annotated[
+    str | None,
+    Field(
+        max_length=3000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL back to where the question comes from (a pull request, a run), "
+        "shown as a link button: http:// or https://, without spaces.",
+    ),
+    WrapValidator(_plain_link),
+]
+Callback = Annotated[
+    str | None,
+    Field(
+        max_length=2000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL the bot POSTs the question's outcome to when it ends (the body of "
+        "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
+        "the operator allows (WEBHOOK_HOSTS).",
+    ),
+]
+"""The options a question and a tool approval share: where, who asks, a link back, a
+callback."""
+
+
 def _seconds(description: str) -> Any:
     return Field(default=None, gt=0, le=MAX_TIMEOUT, description=description)
 
@@ -64,14 +102,8 @@ class QuestionPost(WireModel):
     questions: list[AskUserQuestionItem] = Field(
         description="The questions, asked together in one Slack message, in this order."
     )
-    destination: Destination | None = Field(
-        default=None, description="Where to ask (default: the bot's SLACK_CHANNEL)."
-    )
-    label: str | None = Field(
-        default=None,
-        max_length=120,
-        description="Who is asking, shown on the message (for example the project or task).",
-    )
+    destination: Where = None
+    label: Label = None
     review: ReviewPolicy | None = Field(
         default=None,
         description="How a team decides a plan review: approvals needed, who may vote, "
@@ -103,16 +135,8 @@ class QuestionPost(WireModel):
         description="A user (U…, W…) or user group id (S…) to mention on escalation; needs "
         "escalateAfter.",
     )
-    link: Annotated[
-        str | None,
-        Field(
-            max_length=3000,
-            pattern=r"^https?://[^\s<>|]+$",
-            description="A URL back to where the question comes from (a pull request, a run), "
-            "shown as a link button: http:// or https://, without spaces.",
-        ),
-        WrapValidator(_plain_link),
-    ] = None
+    link: Link = None
+    callback: Callback = None
 
 
 class DeadlineDefaults(Protocol):
@@ -282,14 +306,15 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
     return errors
 
 
-def body_problems(given: Any, post: QuestionPost) -> list[dict[str, Any]]:
+def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
     """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``.
 
     A new question's deadline settings are checked apart (``never_applied``): they depend
     on this process's defaults, which a retry of a question asked elsewhere must not meet.
     """
     kept = post.model_dump(by_alias=True, exclude_unset=True)
-    return _unknown_keys(given, kept) or _ambiguities(post.questions)
+    questions = post.questions if isinstance(post, QuestionPost) else []
+    return _unknown_keys(given, kept) or _ambiguities(questions)
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:

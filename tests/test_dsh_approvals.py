@@ -12,8 +12,13 @@ import logging
 from typing import Any
 
 import pytest
+from aiohttp import web
 
-from adapters.dsh.approval_relay import APPROVAL_REFUSED, APPROVAL_SETTLED_ELSEWHERE
+from adapters.dsh.approval_relay import (
+    APPROVAL_REFUSED,
+    APPROVAL_SETTLED_ELSEWHERE,
+    COMMAND_UNREAD_NOTE,
+)
 from adapters.dsh.asks import ask_key
 from adapters.dsh.uplink import host_asker
 from adapters.slack.approval_actions import NOT_AN_APPROVER
@@ -182,6 +187,26 @@ async def test_an_approval_asked_while_disconnected_reads_the_command_from_histo
         await rig.click(message, "Reject")
         assert await asyncio.wait_for(outcome, 5) == "rejected"
         assert rig.host.responses == [decided(rpc_id, sid, approval_id, "rejected")]
+
+
+async def test_an_approval_whose_command_cannot_be_read_says_so(rig: Rig) -> None:
+    """The history is refused (HTTP 200 "bad-request", as the real 0.1.1 host answered the
+    bare body): the panel says to check the command in the harness (it showed only "Tool:
+    bash", and an ``rm -rf`` was allowed unseen)."""
+
+    async def refused(request: web.Request) -> web.Response:
+        return web.Response(text="bad-request: invalid client-request message")
+
+    async with asyncio.timeout(TIMEOUT):
+        sid = new_session_id()
+        await rig.host.stop()
+        await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
+        rig.host.request_approval(sid, "bash", BASH)
+        rig.host._history = refused  # type: ignore[method-assign]
+        await rig.host.start(port=rig.host.port, after_outage=True)
+        message = await rig.message()
+        assert COMMAND_UNREAD_NOTE in shown(message.blocks)
+        assert escape(COMMAND) not in shown(message.blocks)
 
 
 async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:

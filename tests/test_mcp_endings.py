@@ -290,7 +290,7 @@ async def test_the_advertised_input_schema_is_the_http_apis_body() -> None:
     """Agents see the schema of the body ``POST /v1/questions`` takes (``QuestionPost``,
     one model for both), every option described, unknown arguments refused."""
     async with session("http://127.0.0.1:9") as client:
-        (tool,) = (await client.list_tools()).tools
+        (tool, _) = (await client.list_tools()).tools
     posted = QuestionPost.model_json_schema(by_alias=True)
     assert tool.input_schema["properties"] == posted["properties"]
     assert tool.input_schema["additionalProperties"] is False

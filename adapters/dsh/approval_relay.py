@@ -39,6 +39,7 @@ __all__ = [
     "APPROVAL_NOT_REOPENED",
     "APPROVAL_REFUSED",
     "APPROVAL_SETTLED_ELSEWHERE",
+    "COMMAND_UNREAD_NOTE",
     "ApprovalDesk",
     "ApprovalRunner",
     "resolved_note",
@@ -51,6 +52,9 @@ APPROVAL_REFUSED: Final = "The harness refused that decision (bad-response). Ple
 APPROVAL_NOT_REOPENED: Final = (
     "The harness refused that decision (bad-response). This message could not be reopened; "
     "decide in the harness instead."
+)
+COMMAND_UNREAD_NOTE: Final = (
+    "The bot could not read what this tool will run: check it in the harness before allowing it."
 )
 _MAX_REOPENS: Final = 5
 
@@ -151,6 +155,8 @@ class ApprovalRunner:
             path=call.path if call else None,
         )
         note = REOPENED_NOTE if await needs_reopening(self._desk, ask) else None
+        if call is None:
+            note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
         label = session_label(ask.session_id)
         refused = False
         for _ in range(_MAX_REOPENS):

@@ -36,8 +36,8 @@ then it counts as failed (backoff, retry). Read at each attempt (tests set it sm
 REPEAT_WARNING = 60.0
 """Seconds between warnings while the host stays out of reach (tests set it small)."""
 
-_RPC_ID: Final = re.compile(r'"rpcId"\s*:\s*"([^"\\]{1,100})"')
-_METHOD: Final = re.compile(r'"method"\s*:\s*"([^"\\]{1,100})"')
+_RPC_ID: Final = re.compile(r'"(?:rpcId|eventId)"\s*:\s*"([^"\\]{1,100})"')
+_METHOD: Final = re.compile(r'"(?:method|event)"\s*:\s*"([^"\\]{1,100})"')
 
 
 class _Failed(Exception):

@@ -16,9 +16,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+from urllib.parse import urlencode
 
 import aiohttp
 
+from adapters.dsh.asks import UNCONFIRMED_NOTE
 from adapters.dsh.events import SessionEvent, ToolCall, _event
 from adapters.dsh.mux import (
     LOG_PREFIX,
@@ -35,12 +37,8 @@ from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog
 from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
 
-__all__ = ["UNCONFIRMED_NOTE", "LoginRefused", "MuxLink"]
+__all__ = ["LoginRefused", "MuxLink"]
 
-UNCONFIRMED_NOTE: Final = (
-    "Sent to the harness; its session log does not show this response yet, so it is not "
-    "counted as delivered."
-)
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
@@ -85,6 +83,9 @@ class MuxLink:
         self._backoff_max = backoff_max
         self.log = SessionLog()
         self._cookie: str | None = None
+        self._browser: str | None = None
+        """The browser cookie (``/?token=``): it outlives a host restart, the token does not."""
+        self._fallback = False
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
         self._ready = asyncio.Event()
@@ -95,27 +96,44 @@ class MuxLink:
 
     async def login(self) -> dict[str, str] | None:
         """Log in (``/connect``); the socket's headers, or ``None`` if the host has no such
-        route (a 0.1.1 host). ``LoginRefused`` says what is wrong."""
-        path = login_path(self._token or "")
+        route (a 0.1.1 host). ``LoginRefused`` says what is wrong.
+
+        The first login also takes the browser cookie (``/?token=``, 30 days), which outlives
+        a host restart: when a restarted host refuses the old launch token, the socket opens
+        with that cookie instead (once; if that fails too, the token must be renewed).
+        """
+        token = self._token or ""
+        status, cookie = await self._get(login_path(token))
+        if status in (302, 303):
+            self._cookie, self._fallback = cookie, False
+            if self._browser is None:
+                status, browser = await self._get("/?" + urlencode({"token": token}))
+                self._browser = browser if status == 303 and browser else None
+            return {"Cookie": cookie} if cookie else {}
+        if status == 401 and self._browser is not None and not self._fallback:
+            self._fallback, self._cookie = True, self._browser
+            self._logger.warning(
+                "dsh host: the launch token was refused (did the host restart?); "
+                "connecting with the browser cookie it gave before"
+            )
+            return {"Cookie": self._browser}
+        if status == 401:
+            self._browser = None
+            raise LoginRefused(
+                "the host refused the launch token: HTTP 401 (a dsh 0.2 host makes a new token "
+                "on every start: set DSH_HOST_TOKEN, or DSH_HOST_URL to the whole URL it prints)"
+            )
+        if status in (404, 405) or 200 <= status < 300:
+            return None
+        raise LoginRefused(f"the host refused the login: HTTP {status}")
+
+    async def _get(self, path: str) -> tuple[int, str]:
+        """GET ``path`` without following redirects: the status, and the cookies it set."""
         async with self._session().get(
             self._base + path, allow_redirects=False, timeout=_POST_TIMEOUT
         ) as response:
-            if response.status in (302, 303):
-                cookies = "; ".join(f"{k}={m.value}" for k, m in response.cookies.items())
-                self._cookie = cookies or None
-                return {"Cookie": cookies} if cookies else {}
-            if response.status == 401:
-                raise LoginRefused(
-                    "the host refused the login: HTTP 401 (a dsh 0.2 host needs its launch "
-                    "token, new on every start: set DSH_HOST_TOKEN, or DSH_HOST_URL to the "
-                    "whole URL the host prints)"
-                    if self._token
-                    else "the host needs a login: HTTP 401 (set DSH_HOST_TOKEN to the host's "
-                    "launch token, or DSH_HOST_URL to the whole URL it prints)"
-                )
-            if response.status in (404, 405) or 200 <= response.status < 300:
-                return None
-            raise LoginRefused(f"the host refused the login: HTTP {response.status}")
+            cookies = "; ".join(f"{k}={m.value}" for k, m in response.cookies.items())
+            return response.status, cookies
 
     @property
     def url(self) -> str:
@@ -124,14 +142,16 @@ class MuxLink:
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
-        self._ws, self.client_id = ws, None
+        self._ws, self.client_id, self._fallback = ws, None, False
         self._ready.clear()
         self._followed.clear()
         await ws.send_json(open_events_frame())
 
     def closed(self) -> None:
         """The socket closed: its clientId and cookie are dead."""
-        self._ws = self.client_id = self._cookie = None
+        self._ws = self.client_id = None
+        if self._cookie != self._browser:
+            self._cookie = None  # the /connect cookie dies with its socket
         self._ready.clear()
 
     def ready(self, client_id: str) -> None:
@@ -232,7 +252,13 @@ class MuxLink:
             if self._stopping():
                 return Delivery(None)
             client_id = self.client_id
-            state = await self._post(client_id, event_id, outcome) if client_id else "failed"
+            if client_id is None:
+                state: _Post = "failed"
+            else:
+                post = asyncio.ensure_future(self._post(client_id, event_id, outcome))
+                if not (await asyncio.wait({post}, timeout=_CONFIRM_WAIT / 2))[0]:
+                    await note("")  # the host is slow to take it (frozen?): say so now
+                state = await post
             if state == "taken":
                 break
             if state == "refused":
