@@ -80,7 +80,7 @@ __all__ = [
     "load_settings",
 ]
 
-_DERIVED: Final = frozenset({"mode", "notes"})  # fields that are not variables
+_DERIVED: Final = frozenset({"notes"})  # fields that are not variables
 
 
 class ConfigError(Exception):
@@ -145,7 +145,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         given = {k: v for k, v in given.items() if v != ""}  # None stays: it may be invalid
         problems: list[tuple[str, str]] = []
         notes = [*given.pop("notes", ())]
-        mode = choose_mode(given, problems, notes)
+        mode = choose_mode(given, problems, notes, serves=given.pop("serves", True) is not False)
         if mode is not None and given.setdefault("mode", mode) != mode:
             problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
         if str(given.get("store")).lower() == "auto":  # the default --help shows
@@ -236,16 +236,20 @@ SETTINGS_HELP: Final[str] = render_help(
 
 
 def load_settings(
-    environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
+    environ: Mapping[str, str] | None = None,
+    env_file: Path | None = Path(".env"),
+    *,
+    serves: bool = True,
 ) -> Settings:
     """Read the settings from ``environ`` (default ``os.environ``) over ``env_file``.
 
     A missing ``env_file`` is fine; pass ``None`` to read no file. Raises :class:`ConfigError`
-    listing every problem found.
+    listing every problem found. ``serves=False``: for a command that serves nothing (the
+    audit export), which no production setting keeps from reading the store.
     """
     environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
     dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
-    init = {"notes": tuple(dotenv.notes)}
+    init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
     sources = (InitSettingsSource(Settings, init_kwargs=init), environment, dotenv)
     problems = dotenv.problems
     try:
