@@ -64,7 +64,7 @@ from adapters.dsh.protocol import (
 )
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
