@@ -54,6 +54,7 @@ async def test_a_key_that_asked_finds_its_question_as_a_retry_does() -> None:
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_a_key_is_looked_up_among_the_asking_tokens_questions_only() -> None:
     key = f"k-{uuid.uuid4().hex}"
     async with running(**TWO_TOKENS) as bed:

@@ -217,6 +217,7 @@ async def test_a_refused_app_token_fails_startup_with_slacks_reason() -> None:
         assert slack.socket.refused == 1 and slack.socket.opened == 0
 
 
+@pytest.mark.slow
 async def test_python_m_bot_in_socket_mode(tmp_path: Path) -> None:
     async with slack_with_socket_mode() as slack:
         env = {
@@ -251,6 +252,7 @@ async def test_python_m_bot_in_socket_mode(tmp_path: Path) -> None:
             assert secret not in output
 
 
+@pytest.mark.slow
 async def test_python_m_bot_exits_1_when_slack_refuses_the_app_token(tmp_path: Path) -> None:
     async with slack_with_socket_mode(app_token="xapp-1-the-real-one") as slack:
         env = {

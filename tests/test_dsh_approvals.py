@@ -155,6 +155,7 @@ async def test_an_approval_allowed_in_another_client(rig: Rig) -> None:
         assert rig.host.responses == []
 
 
+@pytest.mark.slow
 async def test_an_approval_pending_across_a_dropped_connection(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()

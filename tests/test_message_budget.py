@@ -188,6 +188,7 @@ def test_a_long_request_renders_whole_within_the_budget(case: str) -> None:
     assert all(text.endswith(CONTINUED) for text in shown_details(rendered))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(EVIDENCE))
 def test_the_final_record_fits_whenever_the_open_message_fit(case: str) -> None:
     assert_finals_fit(EVIDENCE[case]())
@@ -250,6 +251,7 @@ def _room(question: str) -> int:
     return len(shown.removesuffix(CONTINUED))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("question", ["Approve?", "Q" * 2990])
 def test_a_plan_exactly_the_room_left_is_whole_and_one_more_continues(question: str) -> None:
     room = _room(question)
@@ -270,6 +272,7 @@ def test_a_plan_exactly_the_room_left_is_whole_and_one_more_continues(question: 
 # --- re-renders: votes, drafts, notes, a long label ------------------------------------
 
 
+@pytest.mark.slow
 def test_a_team_review_keeps_fitting_and_showing_the_same_plan_as_votes_come() -> None:
     policy = ReviewPolicy(approvals=50, declines=50)
     rec = record(plan("# Plan\n\n" + PARA * 400, question="Q" * 2990), review=policy)

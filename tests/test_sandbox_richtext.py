@@ -433,12 +433,14 @@ def _assert_safe(fragment: str) -> None:
             assert value.startswith(("http://", "https://", "mailto:"))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_mrkdwn_output_is_always_safe(text: str) -> None:
     _assert_safe(mrkdwn_to_html(text, NAMES))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_markdown_output_is_always_safe(text: str) -> None:

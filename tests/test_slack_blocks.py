@@ -293,6 +293,7 @@ def test_menu_over_100_options_uses_option_groups(count: int) -> None:
     assert [o["value"] for o in menu_options(menu)] == [str(i) for i in range(count)]
 
 
+@pytest.mark.slow
 def test_menu_of_ten_thousand_options_is_the_largest_that_renders() -> None:
     rendered = render_open(record({"options": [{"label": "x"} for _ in range(10_000)]}))
     assert_within_limits(rendered)
@@ -953,6 +954,7 @@ def record_strategy(draw: st.DrawFn) -> PendingRecord:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300,
     deadline=None,

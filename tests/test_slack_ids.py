@@ -37,6 +37,7 @@ kinds = st.sampled_from(["pick", "draft", "text", "submit", "dismiss"])
 # --- round trips and limits ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(request_ids, st.one_of(st.none(), questions), parts)
 def test_block_id_round_trips_within_slack_limit(rid: str, question: int | None, part: str) -> None:
     packed = ids.block_id(rid, question, part)
