@@ -161,6 +161,7 @@ async def test_a_post_the_stop_overtakes_is_503_not_409(monkeypatch: pytest.Monk
         assert not bed.messages()
 
 
+@pytest.mark.slow
 async def test_a_post_whose_ask_the_stop_refuses_is_503_not_409(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

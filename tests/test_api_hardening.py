@@ -102,6 +102,7 @@ async def test_a_request_without_a_token_is_401_before_any_of_its_body_is_sent()
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_a_content_length_over_max_body_bytes_is_413_before_the_body_is_sent() -> None:
     async with running(max_body_bytes=1024, body_timeout=60.0) as bed:
         status, answer = await head_only(bed, head(bed, "/v1/questions", TOKEN, LONG))

@@ -143,6 +143,7 @@ def _not_recorded(text: str) -> None:
     assert "Redis" not in text and "store" not in text, text
 
 
+@pytest.mark.slow
 async def test_an_approval_click_the_store_cannot_take_is_acked_and_the_person_told(
     caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:

@@ -147,6 +147,7 @@ async def _trail(bed: Bed, token: str, since: float) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (await response.text()).splitlines()]
 
 
+@pytest.mark.slow
 async def test_the_trail_names_the_token_that_asked_and_aborted_never_its_secret() -> None:
     async with running(**TWO_TOKENS) as bed:
         async with bed.http.post(
@@ -168,6 +169,7 @@ async def test_the_trail_names_the_token_that_asked_and_aborted_never_its_secret
         assert ALPHA not in json.dumps(events) and BETA not in json.dumps(events)
 
 
+@pytest.mark.slow
 async def test_an_open_api_names_its_asker_api() -> None:
     async with running(bot_api_token=None) as bed:
         status, posted = await bed.ask(plan_review(PLAN))
@@ -256,6 +258,7 @@ async def test_the_route_and_the_command_refuse_what_is_no_time(tmp_path: Path) 
         assert code == 2 and ("out of range" in err or "is before since" in err), err
 
 
+@pytest.mark.slow
 async def test_an_export_the_store_fails_midway_is_cut_off_not_ended_cleanly() -> None:
     async with running() as bed:
         first = await _approve(bed, plan_review(PLAN))

@@ -343,6 +343,7 @@ def test_the_console_script_runs_the_same_main() -> None:
     assert scripts.get("slack-user-questions") == "bot.__main__:main"
 
 
+@pytest.mark.slow
 async def test_bad_settings_exit_2_naming_each_problem(tmp_path: Path) -> None:
     env = {
         "SLACK_BOT_TOKEN": "xoxp-a-user-token-not-a-bot-token",
@@ -361,6 +362,7 @@ async def test_bad_settings_exit_2_naming_each_problem(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 async def test_missing_settings_exit_2(tmp_path: Path) -> None:
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
     code, _, err = await run_bot_command([], env, cwd=tmp_path)

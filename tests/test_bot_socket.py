@@ -98,6 +98,7 @@ async def socket_bot(slack: Slack) -> AsyncIterator[tuple[Runtime, aiohttp.Clien
         await runtime.stop()
 
 
+@pytest.mark.slow
 async def test_an_interaction_arriving_over_the_socket_resolves_the_question() -> None:
     async with slack_with_socket_mode() as slack, socket_bot(slack) as (runtime, http):
         await slack.socket.connected()

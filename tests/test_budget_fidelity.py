@@ -223,6 +223,7 @@ async def test_a_shorter_hold_leaves_a_longer_one(
 # -- memory ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_buckets_whose_windows_passed_are_forgotten() -> None:
     clock = FakeClock()
     budget = LocalBudget(clock)

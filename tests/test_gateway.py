@@ -525,6 +525,7 @@ async def test_malformed_json_oversized_and_non_json_bodies_are_refused() -> Non
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() -> None:
     async with running(max_body_bytes=1024) as bed:
         _, posted = await bed.ask()
@@ -1099,6 +1100,7 @@ async def test_deadline_fields_are_checked(extra: dict[str, Any], loc: list[str]
         assert status == 422 and problem["errors"][0]["loc"] == loc
 
 
+@pytest.mark.slow
 async def test_a_question_aborted_as_its_waiter_is_released_is_logged_as_ended(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -288,6 +288,7 @@ def test_a_team_review_keeps_fitting_and_showing_the_same_plan_as_votes_come() -
     assert_finals_fit(rec.next(votes=votes, label="L" * 3000))
 
 
+@pytest.mark.slow
 def test_a_form_keeps_fitting_and_showing_the_same_details_as_drafts_come() -> None:
     questions = [
         {
@@ -355,6 +356,7 @@ def test_questions_that_leave_no_room_send_their_details_whole_to_the_thread() -
     assert_finals_fit(rec)
 
 
+@pytest.mark.slow
 def test_a_final_record_at_the_last_version_a_block_id_holds_renders() -> None:
     """Sizing the final's details renders the open message's fixed parts: not with the
     final's version, which may be one past what a block id holds (999,999)."""

@@ -787,6 +787,7 @@ def _most_options_that_fit(label: Callable[[int], str]) -> int:
     return low
 
 
+@pytest.mark.slow
 def test_the_documented_option_counts_are_what_fits_in_one_message() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "questions.md").read_text("utf-8")
     twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")

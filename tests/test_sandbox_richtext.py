@@ -447,6 +447,7 @@ def test_markdown_output_is_always_safe(text: str) -> None:
     _assert_safe(markdown_to_html(text, NAMES))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_characters="*_~`:\ue000\ue001\r")))
 def test_escaped_text_without_markers_reads_back_exactly(text: str) -> None:

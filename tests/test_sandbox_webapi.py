@@ -701,6 +701,7 @@ async def test_a_dropped_connection_is_retried_by_the_default_handler(
     assert slack.calls()[0].response is None and slack.calls()[2].ok
 
 
+@pytest.mark.slow
 async def test_delays_and_wildcards(slack: SlackStandIn, client: AsyncWebClient) -> None:
     slack.faults.add(kind="delay", delay=0.2, count=2)
     started = time.monotonic()

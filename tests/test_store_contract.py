@@ -142,6 +142,7 @@ async def test_get_many_reads_records_in_the_order_asked_as_every_process_sees_t
         assert [r.id if r else None for r in await reader.get_many(ids)] == ids
 
 
+@pytest.mark.slow
 async def test_compare_and_set_version_rules(store: PendingStore) -> None:
     async with asyncio.timeout(10):
         record = make_record(store.process_id)

@@ -100,6 +100,7 @@ async def sweeps_take_it_once(first: Any, second: Any) -> None:
     assert ended is not None and ended.error_code == "OWNER_LOST"
 
 
+@pytest.mark.slow
 async def test_two_starting_bots_post_a_question_left_unposted_exactly_once(
     sqlite_store_factory: Any,
 ) -> None:
