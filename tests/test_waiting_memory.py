@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.abort import AbortController
 from tests.slack_harness import SlackHarness, until
