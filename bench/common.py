@@ -45,10 +45,10 @@ from slack_bolt.app.async_server import AsyncSlackAppServer
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.bolt_app import build_app, close_web_client, events_handler
-from adapters.slack.bolt_app import web_client as slack_web_client
-from adapters.slack.budget import Budget
-from adapters.slack.limits import SlackLimits
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, events_handler
+from adapters.slack.clicks.bolt_app import web_client as slack_web_client
+from adapters.slack.pacing.budget import Budget
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
 from adapters.slack.stores import PendingStore, SqlitePendingStore
 from bench import cores
@@ -651,7 +651,7 @@ class Asks:
 
     async def start(self, count: int, *, batch: int = 100, within: float = 120.0) -> list[str]:
         """Start ``count`` asks, ``batch`` at a time; return their ids once all are posted."""
-        from adapters.slack import ids
+        from adapters.slack.model import ids
 
         started: list[str] = []
         async with asyncio.timeout(within):

@@ -33,10 +33,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
-from adapters.slack.audience import ANYONE
-from adapters.slack.home import may_answer, render_home
-from adapters.slack.hometab import ListingRound
-from adapters.slack.record import PendingRecord
+from adapters.slack.home.tab import ListingRound
+from adapters.slack.home.view import may_answer, render_home
+from adapters.slack.model.audience import ANYONE
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bench.common import fmt_ms, machine_line, print_table, question, summarize
 from bot.questions.models import AskUserQuestionRequest

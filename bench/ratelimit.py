@@ -33,12 +33,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.slack.blocks import render_final
-from adapters.slack.bolt_app import close_web_client
-from adapters.slack.budget import Budget, RedisBudget
-from adapters.slack.limits import SlackLimits
-from adapters.slack.paced import PacedWebClient
+from adapters.slack.clicks.bolt_app import close_web_client
+from adapters.slack.pacing.budget import Budget, RedisBudget
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.render.blocks import render_final
 from bench.common import (
     Asks,
     StandIn,

@@ -19,9 +19,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.slack import ids
-from adapters.slack.blocks import layout_of, render_open
-from adapters.slack.record import PendingRecord
+from adapters.slack.model import ids
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import layout_of, render_open
 from bench.common import Stats, fmt_ms, machine_line, print_table, summarize
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionItem

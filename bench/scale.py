@@ -216,7 +216,7 @@ async def bench(levels: Sequence[int], k: int, batch: int, api: int) -> None:
 
 
 _RENDERING = frozenset({"mrkdwn.py", "ids.py", "checker.py"})
-"""Rendering modules outside ``adapters/slack/blocks/`` (all of which renders)."""
+"""Rendering modules outside ``adapters/slack/render/blocks/`` (all of which renders)."""
 
 
 def _rendering(path: str) -> bool:

@@ -42,15 +42,15 @@ from adapters.httpguard import (
     guard_middleware,
     start_listener,
 )
-from adapters.slack.bolt_app import (
+from adapters.slack.clicks.bolt_app import (
     SLACK_MAX_BODY,
     build_app,
     close_web_client,
     events_handler,
     web_client,
 )
-from adapters.slack.budget import Budget, RedisBudget
-from adapters.slack.limits import SlackLimits
+from adapters.slack.pacing.budget import Budget, RedisBudget
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot import heap
@@ -67,7 +67,7 @@ from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
 from bot.webhooks import Webhooks
 
 if TYPE_CHECKING:
-    from adapters.slack.sandbox.server import SandboxServer
+    from adapters.slack.sandbox.site import SandboxServer
     from adapters.slack.stores.redis import RedisPendingStore
     from adapters.slack.stores.trail import TrailReader
 
@@ -285,7 +285,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
     if settings.mode == "sandbox":
-        from adapters.slack.sandbox.server import SandboxServer
+        from adapters.slack.sandbox.site import SandboxServer
 
         signing_secret = secrets.token_hex(16)
         token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start

@@ -58,7 +58,7 @@ from pydantic_settings import (
 
 from bot.config_checks import choose_mode, one_of, plain_http_elsewhere
 from bot.config_deadlines import DeadlineSettings
-from bot.config_dsh import DshSettings
+from bot.config_dsh import DshSettings, split_token
 from bot.config_server import ServerSettings
 from bot.config_slack import SlackSettings
 from bot.config_sources import DotEnvFile, Environment
@@ -156,6 +156,12 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
             given["store"] = "redis" if redis else "memory" if sandbox else "sqlite"
         elif str(given["store"]).lower() == "redis" and given.get("redis_url") is None:
             problems.append(("store", "redis needs REDIS_URL (e.g. redis://localhost:6379/0)."))
+        if isinstance(url := given.get("dsh_host_url"), str):
+            given["dsh_host_url"], token = split_token(url)
+            if token is not None and given.setdefault("dsh_host_token", token) != token:
+                problems.append(
+                    ("dsh_host_token", "differs from the token in DSH_HOST_URL; give it once.")
+                )
         if given.get("dsh_host_token") is not None:
             if given.get("dsh_host_url") is None:
                 problems.append(
@@ -215,8 +221,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         timeout = "none" if self.question_timeout is None else f"{self.question_timeout:g} s"
         facts.append(("question timeout", timeout))
         if self.dsh_host_url:
-            given = self.dsh_host_token or "token=" in self.dsh_host_url
-            token = "with token" if given else "no token"
+            token = "with token" if self.dsh_host_token else "no token"
             protocol = f"protocol {self.dsh_protocol}"
             facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token}, {protocol})"))
         facts.append(("log", f"{self.log_level}, {self.log_format}"))

@@ -15,7 +15,8 @@ import re
 import sys
 import time
 from typing import Any, Final
-from urllib.parse import urlsplit
+
+from adapters.urls import redact_url
 
 __all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logging"]
 
@@ -36,34 +37,6 @@ _STANDARD: Final = frozenset(
 def redact(text: str) -> str:
     """``text`` with Slack tokens, bearer secrets and URL userinfo replaced by ``[redacted]``."""
     return _SECRET.sub("[redacted]", text)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its user and password each shown as ``***`` and any query as ``?…``.
-
-    The user is masked too: ``https://TOKEN@host`` (or ``TOKEN:x-oauth-basic@``) is how a
-    token is often given. An empty user stays empty (``redis://:***@host``).
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(unparsable URL)"
-    scheme = f"{parts.scheme}:" if parts.scheme else ""
-    if "@" in url.partition("://")[2] and "@" not in parts.netloc:
-        # An unencoded / ? or # in a password ends the host part early: the rest of the
-        # password would be shown as path or query, and nothing says where it ends.
-        return f"{scheme}//(an @ after its host part: not shown)"
-    userinfo, at, hostport = parts.netloc.rpartition("@")
-    netloc = f"{_masked_userinfo(userinfo)}@{hostport}" if at else hostport
-    query = "?…" if parts.query else ""
-    slashes = "//" if url[len(scheme) :].startswith("//") else ""
-    return f"{scheme}{slashes}{netloc}{parts.path}{query}"
-
-
-def _masked_userinfo(userinfo: str) -> str:
-    """``user:password`` as ``***:***``, each part masked unless empty."""
-    user, colon, _password = userinfo.partition(":")
-    return ("***" if user else "") + (":***" if colon else "")
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

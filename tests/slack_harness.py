@@ -24,8 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.slack.bolt_app import build_app, close_web_client, events_handler, web_client
-from adapters.slack.limits import SlackLimits
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, events_handler, web_client
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.records import Ephemeral, Message

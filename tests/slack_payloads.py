@@ -42,7 +42,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from adapters.slack import ids
+from adapters.slack.model import ids
 
 __all__ = [
     "ALICE",

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import ids
-from adapters.slack.posted import request_metadata
+from adapters.slack.asks.posted import request_metadata
+from adapters.slack.model import ids
 from adapters.slack.stores import PendingStore
 from bot.questions import AskOptions
 from tests.slack_harness import SlackHarness

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from adapters.slack import QuestionStatus
-from adapters.slack.messages import unknown_revised
+from adapters.slack.render.messages import unknown_revised
 from bot.access import ApiTokens
 from bot.api_answers import view_of
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError

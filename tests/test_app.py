@@ -16,7 +16,7 @@ from aiohttp import web
 
 import bot.app
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.sandbox.server import SandboxServer
+from adapters.slack.sandbox.site import SandboxServer
 from adapters.slack.stores import PendingStore
 from bot.app import start
 from bot.config import Settings

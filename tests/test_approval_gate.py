@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.approval_actions import NOT_AN_APPROVER
-from adapters.slack.bolt_app import build_app, close_web_client, web_client
+from adapters.slack.asks.status import QuestionStatus
+from adapters.slack.clicks.approvals import NOT_AN_APPROVER
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, web_client
+from adapters.slack.model.record import ApprovalView
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import ApprovalView
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
-from adapters.slack.status import QuestionStatus
 from bot.questions import AskOptions
 from bot.socket_mode import SocketMode
 from tests.slack_harness import FAST_LIMITS, SlackHarness, until

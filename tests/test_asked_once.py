@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.bolt_app import build_app, close_web_client, web_client
-from adapters.slack.limits import SlackLimits
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, web_client
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from bot.questions import AskOptions, UserQuestionError
 from tests.slack_harness import FAST_LIMITS, SECRET, SlackHarness, until

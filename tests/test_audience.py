@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.audience import BATCH, Audience, Audiences, batches
-from adapters.slack.home import MAX_HOME_ENTRIES, may_answer
-from adapters.slack.hometab import ListingRound
-from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.home.tab import ListingRound
+from adapters.slack.home.view import MAX_HOME_ENTRIES, may_answer
+from adapters.slack.model.audience import BATCH, Audience, Audiences, batches
+from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions.models import AskUserQuestionItem
 from tests.loop_turns import OtherTask

@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from adapters.slack.audit import (
+from adapters.slack.asks.destination import AskDefaults, Destination
+from adapters.slack.model.audit_trail import (
     AuditEvent,
     approval_digest,
     asked_event,
@@ -19,8 +20,7 @@ from adapters.slack.audit import (
     permalink,
     shown_digest,
 )
-from adapters.slack.destination import AskDefaults, Destination
-from adapters.slack.record import ApprovalView, Draft, PendingRecord
+from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
 from adapters.slack.stores import PendingStore, mutate
 from bot.questions import AskOptions
 from bot.questions.models import (
@@ -227,8 +227,8 @@ async def test_the_trail_survives_a_new_store_on_the_same_data(
 def test_a_click_that_saves_a_persons_draft_is_a_changed_event() -> None:
     """A real tick in a form (parsed from Slack's payload, decided by ``transitions``) saves
     that person's own drafts (``user_drafts``); the trail records it as ``changed``."""
-    from adapters.slack.blocks import render_open
-    from adapters.slack.transitions import Save, decide
+    from adapters.slack.clicks.transitions import Save, decide
+    from adapters.slack.render.blocks import render_open
     from tests.slack_payloads import ALICE, choose
     from tests.test_slack_transitions import FORM, interaction_of
 

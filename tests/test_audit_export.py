@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.audit import AuditEvent, asked_event, event_for
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, event_for
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite_schema import _MIGRATIONS

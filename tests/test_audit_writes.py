@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.ids import key_request_id
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.ids import key_request_id
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, answering_elements, until

@@ -17,10 +17,10 @@ import logging
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack import budget as budget_module
-from adapters.slack.budget import Bucket, LocalBudget, RedisBudget
-from adapters.slack.limits import SlackLimits
-from adapters.slack.scheduler import WebApiScheduler
+from adapters.slack.pacing import budget as budget_module
+from adapters.slack.pacing.budget import Bucket, LocalBudget, RedisBudget
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
 from tests.test_store_contract import _Proxy, proxy  # noqa: F401
 
 LOGGER = "adapters.slack"

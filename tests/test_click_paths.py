@@ -359,7 +359,7 @@ async def test_empty_text_with_nothing_saved_and_a_text_layouts_empty_answer_are
 
 
 def _form_record(saved: str | None, questions: int = 2) -> Any:
-    from adapters.slack.record import Draft, PendingRecord
+    from adapters.slack.model.record import Draft, PendingRecord
     from bot.questions import AskUserQuestionItem
 
     items = [
@@ -391,7 +391,7 @@ def test_a_form_questions_saved_text_can_be_emptied_in_slack(
     in is optional (with a hint how to take it back); a box whose empty Send would only be
     refused stays required, so Slack asks for text itself."""
     from adapters.slack.blockkit import check_view
-    from adapters.slack.blocks.modals import TAKE_BACK_HINT, render_text_modal
+    from adapters.slack.render.blocks.modals import TAKE_BACK_HINT, render_text_modal
 
     view = render_text_modal(_form_record(saved, questions), 0, "U0ALICE")
     check_view(view)

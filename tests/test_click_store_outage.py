@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
 from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE

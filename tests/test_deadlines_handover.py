@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.slack import waiting
+from adapters.slack.asks import waits as waiting
 from adapters.slack.sandbox.records import Message
 from bot.app import Runtime
 from tests.bot_process import BotProcess

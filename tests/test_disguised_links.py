@@ -19,9 +19,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from adapters.slack.blockkit import check_view
-from adapters.slack.home import MAX_HOME_ENTRIES, render_home
-from adapters.slack.mrkdwn import escape, markdown_text
-from adapters.slack.record import PendingRecord
+from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.mrkdwn import escape, markdown_text
 from bot.questions.models import AskUserQuestionItem
 
 EVIL = "https://evil.example/steal"

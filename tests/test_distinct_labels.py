@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.blockkit.limits import MAX_BUTTON_TEXT, MAX_OPTION_TEXT
-from adapters.slack.blocks import Rendered, render_open
-from adapters.slack.blocks.parts import option_labels
-from adapters.slack.mrkdwn import ELLIPSIS
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import Rendered, render_open
+from adapters.slack.render.blocks.parts import option_labels
+from adapters.slack.render.mrkdwn import ELLIPSIS
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_harness import SlackHarness
 

@@ -21,9 +21,9 @@ from adapters.dsh.approval_relay import (
 )
 from adapters.dsh.asks import ask_key
 from adapters.dsh.uplink import host_asker
-from adapters.slack.approval_actions import NOT_AN_APPROVER
-from adapters.slack.ids import key_request_id
-from adapters.slack.mrkdwn import escape
+from adapters.slack.clicks.approvals import NOT_AN_APPROVER
+from adapters.slack.model.ids import key_request_id
+from adapters.slack.render.mrkdwn import escape
 from tests import test_dsh_client as _rig_module
 from tests.dsh_host import DEFAULT_REASON, new_session_id
 from tests.test_dsh_client import (

@@ -32,10 +32,10 @@ from adapters.dsh.asks import (
     SETTLED_ELSEWHERE,
 )
 from adapters.dsh.client import QUEUED_NOTE, DshHostClient
-from adapters.slack.audit import AuditEvent
-from adapters.slack.ids import key_request_id
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.ids import key_request_id
+from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.sandbox import Message, SlackStandIn, clicks
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError

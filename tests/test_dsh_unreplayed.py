@@ -28,14 +28,14 @@ from adapters.dsh.asks import (
     REOPENED_NOTE,
     RESTARTING_NOTE,
     HostAsk,
-    QuestionRunner,
     ask_key,
 )
 from adapters.dsh.open_requests import OpenRequests
+from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
 from adapters.slack import Released, WaitReleased
-from adapters.slack.ids import key_request_id
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.ids import key_request_id
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions.abort import AbortController
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest

@@ -23,12 +23,12 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.blocks import Rendered, render_final
-from adapters.slack.outcomes import one_line
-from adapters.slack.record import PendingRecord
-from adapters.slack.review import Vote
+from adapters.slack.clicks.voting import apply_vote
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.model.tally import Vote
+from adapters.slack.render.blocks import Rendered, render_final
+from adapters.slack.render.outcomes import one_line
 from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
-from adapters.slack.voting import apply_vote
 from bot.app import Runtime
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy

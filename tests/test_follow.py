@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import waiting
-from adapters.slack.deadlines import SystemClock
+from adapters.slack.asks import waits as waiting
+from adapters.slack.asks.deadlines import SystemClock
+from adapters.slack.asks.waits import Waits
 from adapters.slack.stores import SqlitePendingStore, mutate
-from adapters.slack.waiting import Waits
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.test_store_contract import make_record

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.authorize import Gatekeeper
+from adapters.slack.asks.authorize import Gatekeeper
 from adapters.slack.sandbox import SlackStandIn
 
 pytestmark = pytest.mark.timeout(30)

@@ -26,7 +26,7 @@ from openapi_spec_validator import validate as validate_openapi
 import bot.api_answers
 import bot.api_body
 import bot.gateway
-from adapters.slack.bolt_app import web_client
+from adapters.slack.clicks.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.slack.approval_blocks import render_approval
-from adapters.slack.blocks import render_open
-from adapters.slack.mrkdwn import escape, hidden_characters, markdown_text, plain, reveal
-from adapters.slack.record import ApprovalView, PendingRecord
-from adapters.slack.rich import words
+from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.render.approval import render_approval
+from adapters.slack.render.blocks import render_open
+from adapters.slack.render.mrkdwn import escape, hidden_characters, markdown_text, plain, reveal
+from adapters.slack.render.rich import words
 from bot.questions.models import AskUserQuestionItem
 
 pytestmark = pytest.mark.timeout(60)

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.bolt_app import close_web_client, web_client
-from adapters.slack.limits import SlackLimits
-from adapters.slack.paced import PacedWebClient
+from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack.clicks.bolt_app import close_web_client, web_client
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
-from adapters.slack.scheduler import WebApiScheduler, tagged
-from adapters.slack.tasks import BackgroundTasks
 from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, until
 
@@ -200,8 +200,8 @@ async def test_background_tasks_do_not_carry_the_tag_of_the_context_that_started
 
 
 async def test_the_dm_conversations_remembered_are_bounded_latest_kept() -> None:
-    from adapters.slack.limits import SlackLimits
-    from adapters.slack.scheduler import KNOWN_CONVERSATIONS, WebApiScheduler
+    from adapters.slack.pacing.rate_limits import SlackLimits
+    from adapters.slack.pacing.scheduler import KNOWN_CONVERSATIONS, WebApiScheduler
 
     scheduler = WebApiScheduler(SlackLimits(time_scale=1e6))
     try:

@@ -12,10 +12,10 @@ import asyncio
 import re
 from typing import Any
 
-from adapters.slack.approval_blocks import render_approval
 from adapters.slack.blockkit import check_message
-from adapters.slack.blocks import MAX_THREAD_REPLIES
-from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.render.approval import render_approval
+from adapters.slack.render.blocks import MAX_THREAD_REPLIES
 from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, all_text, until
 

@@ -11,8 +11,8 @@ import re
 import time
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.blocks import render_final, render_open
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import render_final, render_open
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.slack_harness import SlackHarness, all_text
 

@@ -17,9 +17,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.slack.bolt_app import build_app
+from adapters.slack.asks.reconcile import may_be_stored
+from adapters.slack.clicks.bolt_app import build_app
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.reconcile import may_be_stored
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
 from tests.conftest import SqliteStoreFactory

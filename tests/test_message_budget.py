@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.approval_blocks import render_record
 from adapters.slack.blockkit import block_text_length, check_message
 from adapters.slack.blockkit.limits import MESSAGE_TEXT_BUDGET
-from adapters.slack.blocks import CONTINUED, MAX_THREAD_REPLIES, Rendered
-from adapters.slack.plandiff import plan_diff
-from adapters.slack.record import Draft, PendingRecord
-from adapters.slack.review import Revision, Vote
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.model.tally import Revision, Vote
+from adapters.slack.render.approval import render_record
+from adapters.slack.render.blocks import CONTINUED, MAX_THREAD_REPLIES, Rendered
+from adapters.slack.render.plandiff import plan_diff
 from bot.questions.errors import ASK_TIMEOUT, SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy

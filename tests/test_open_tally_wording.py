@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.blocks import render_final, render_open
-from adapters.slack.record import PendingRecord
-from adapters.slack.review import Vote
-from adapters.slack.review_view import tally_line
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.model.tally import Vote
+from adapters.slack.render.blocks import render_final, render_open
+from adapters.slack.render.review_view import tally_line
 from adapters.slack.sandbox import SlackStandIn
 from bot.questions import AskOptions, ReviewPolicy
 from bot.questions.errors import ASK_TIMEOUT
@@ -204,7 +204,7 @@ def test_a_vote_without_word_on_groups_is_stored_and_listed_as_before() -> None:
 
 
 async def test_the_gatekeeper_says_which_groups_slack_would_not_list() -> None:
-    from adapters.slack.authorize import Gatekeeper
+    from adapters.slack.asks.authorize import Gatekeeper
 
     async with SlackStandIn() as slack:
         alice = slack.workspace.add_user("alice").id
@@ -312,7 +312,7 @@ def documented_team_review() -> dict[str, Any]:
 
 
 async def test_the_documented_team_review_example_finishes_in_the_sandbox_as_written() -> None:
-    from adapters.slack.sandbox.server import SandboxServer
+    from adapters.slack.sandbox.site import SandboxServer
 
     wire = documented_team_review()
     review = ReviewPolicy.model_validate(wire.pop("review"))
@@ -334,7 +334,7 @@ async def test_the_documented_team_review_example_finishes_in_the_sandbox_as_wri
 
 
 def _request_id(message: Any) -> str:
-    from adapters.slack import ids
+    from adapters.slack.model import ids
 
     for block in message.blocks:
         ref = ids.parse_block_id(block.get("block_id"))

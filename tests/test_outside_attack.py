@@ -411,8 +411,8 @@ DISGUISES: dict[str, tuple[str, str]] = {
 
 @pytest.mark.parametrize("shape", list(DISGUISES))
 def test_markdown_blocks_cannot_show_one_link_target_and_go_to_another(shape: str) -> None:
-    from adapters.slack.blocks import render_open
-    from adapters.slack.record import PendingRecord
+    from adapters.slack.model.record import PendingRecord
+    from adapters.slack.render.blocks import render_open
     from bot.questions.models import AskUserQuestionItem
 
     detail, shown = DISGUISES[shape]
@@ -433,7 +433,7 @@ def test_markdown_blocks_cannot_show_one_link_target_and_go_to_another(shape: st
 
 
 def test_a_link_whose_text_is_its_url_stays_a_link() -> None:
-    from adapters.slack.mrkdwn import markdown_text
+    from adapters.slack.render.mrkdwn import markdown_text
 
     assert markdown_text("[https://x.example/a](https://x.example/a)") == (
         "[https://x.example/a](https://x.example/a)"
@@ -748,8 +748,8 @@ async def test_shutdown_with_slack_hanging_ends_within_shutdown_grace() -> None:
 
 
 def _most_options_that_fit(label: Callable[[int], str]) -> int:
-    from adapters.slack.blocks import render_open
-    from adapters.slack.record import PendingRecord
+    from adapters.slack.model.record import PendingRecord
+    from adapters.slack.render.blocks import render_open
     from bot.questions.errors import UserQuestionError
     from bot.questions.models import AskUserQuestionItem
 

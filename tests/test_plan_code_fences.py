@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.blocks import render_open
-from adapters.slack.blocks.overflow import CONTINUED, detail_blocks, open_fence
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import render_open
+from adapters.slack.render.blocks.overflow import CONTINUED, detail_blocks, open_fence
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_harness import SlackHarness, until
 from tests.test_slack_provider import plan

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.slack.mrkdwn import markdown_text
+from adapters.slack.render.mrkdwn import markdown_text
 from tests.slack_harness import SlackHarness
 from tests.test_disguised_links import EVIL
 from tests.test_disguised_links import disguised as _disguised

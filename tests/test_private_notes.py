@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from adapters.slack import ids
-from adapters.slack.approval_actions import NOT_AN_APPROVER, parse_approval_click
 from adapters.slack.blockkit import check_view
 from adapters.slack.blockkit.limits import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
-from adapters.slack.blocks import render_skip_modal, render_text_modal
-from adapters.slack.interactions import parse_block_actions, parse_view_submission
-from adapters.slack.messages import MODAL_NOT_OPENED, NOT_ALLOWED
-from adapters.slack.record import ApprovalView
+from adapters.slack.clicks.approvals import NOT_AN_APPROVER, parse_approval_click
+from adapters.slack.model import ids
+from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
+from adapters.slack.model.record import ApprovalView
+from adapters.slack.render.blocks import render_skip_modal, render_text_modal
+from adapters.slack.render.messages import MODAL_NOT_OPENED, NOT_ALLOWED
 from adapters.slack.sandbox.records import Ephemeral
 from bot.questions import AskOptions
 from tests.slack_harness import SlackHarness, until

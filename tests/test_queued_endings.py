@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import ids
-from adapters.slack.limits import SlackLimits
+from adapters.slack.model import ids
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.stores import MemoryPendingStore
 from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT

@@ -11,12 +11,12 @@ import pytest
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from adapters.slack.bolt_app import close_web_client, web_client
-from adapters.slack.limits import SlackLimits
-from adapters.slack.paced import PacedWebClient
+from adapters.slack.clicks.bolt_app import close_web_client, web_client
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import RATE_LIMITED_RETRY_AFTER, retry_after_of
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
-from adapters.slack.scheduler import RATE_LIMITED_RETRY_AFTER, retry_after_of
 from tests.slack_harness import SlackHarness, until
 from tests.test_slack_provider import one
 

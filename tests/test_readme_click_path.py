@@ -34,29 +34,29 @@ def test_every_file_the_click_paragraph_names_exists() -> None:
 def test_the_ack_path_order_is_the_handlers_own() -> None:
     """handler.py calls interactions → authorize → failures.settle, in that order."""
     names = _named(_paragraph())
-    path = names[: names.index("stores/protocol.py") + 1]
+    path = names[: names.index("stores/contract.py") + 1]
     assert path == [
-        "bolt_app.py",
-        "bolt_request.py",
-        "listeners.py",
-        "handler.py",
-        "interactions.py",
-        "authorize.py",
-        "failures.py",
-        "stores/protocol.py",
+        "clicks/bolt_app.py",
+        "clicks/bolt_request.py",
+        "clicks/listeners.py",
+        "clicks/handler.py",
+        "model/interactions.py",
+        "asks/authorize.py",
+        "asks/failures.py",
+        "stores/contract.py",
     ]
-    entry = (SLACK / "bolt_app.py").read_text("utf-8")
+    entry = (SLACK / "clicks" / "bolt_app.py").read_text("utf-8")
     entry = entry[entry.index("async def handle(") :]
     assert (
         entry.index("is_valid_request(")
         < entry.index("bolt_request(")
         < entry.index("async_dispatch(")
     )
-    source = (SLACK / "handler.py").read_text("utf-8")
+    source = (SLACK / "clicks" / "handler.py").read_text("utf-8")
     body = source[source.index("async def handle_action") :]
     parse = body.index("parse_block_actions(")
     gate = body.index("self._gate.")
     write = body.index("await settle(")
     assert parse < gate < write
-    assert "decide(" in (SLACK / "handler.py").read_text("utf-8")
-    assert "def mutate" in (SLACK / "stores" / "protocol.py").read_text("utf-8")
+    assert "decide(" in (SLACK / "clicks" / "handler.py").read_text("utf-8")
+    assert "def mutate" in (SLACK / "stores" / "contract.py").read_text("utf-8")

@@ -23,7 +23,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
 import adapters.slack.provider
 import bot.questions
-from adapters.slack.limits import SlackLimits
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions import AskUserQuestionRequest, UserQuestionService

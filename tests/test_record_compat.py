@@ -21,7 +21,7 @@ from typing import Literal
 import pytest
 from pydantic import ValidationError
 
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import mutate, redis_layout
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.redis_layout import COMPARE_AND_SET, CREATE

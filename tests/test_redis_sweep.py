@@ -21,9 +21,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import PendingRecord
-from adapters.slack.stores.protocol import OWNER_LOST_NOTE
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores.contract import OWNER_LOST_NOTE
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem

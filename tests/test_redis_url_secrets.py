@@ -10,7 +10,7 @@ import traceback
 
 import pytest
 
-from adapters.slack.stores.protocol import StoreUnavailable
+from adapters.slack.stores.contract import StoreUnavailable
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.config import ConfigError, load_settings
 from bot.logs import TextFormatter, redact_url

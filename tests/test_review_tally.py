@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from adapters.slack.plandiff import plan_diff
-from adapters.slack.review import Vote, cast, combined_feedback, tally
+from adapters.slack.model.tally import Vote, cast, combined_feedback, tally
+from adapters.slack.render.plandiff import plan_diff
 from bot.questions import ReviewPolicy
 
 
@@ -149,7 +149,7 @@ def test_plan_diff_of_identical_plans_changes_nothing() -> None:
 
 
 def test_tally_line_names_who_is_still_needed() -> None:
-    from adapters.slack.review_view import tally_line
+    from adapters.slack.render.review_view import tally_line
 
     policy = ReviewPolicy.model_validate(
         {"approvals": 2, "required": [{"usergroups": ["SLEADS"], "count": 1}]}
@@ -170,7 +170,7 @@ def test_tally_line_names_who_is_still_needed() -> None:
 
 
 def test_vote_lines_escape_feedback() -> None:
-    from adapters.slack.review_view import vote_lines
+    from adapters.slack.render.review_view import vote_lines
 
     lines = vote_lines([vote("U1"), vote("U2", False, feedback="<!channel> & <https://x|y>")])
     assert lines[0].startswith(":white_check_mark: <@U1> approved")
@@ -179,8 +179,8 @@ def test_vote_lines_escape_feedback() -> None:
 
 
 def test_revision_shows_link_feedback_and_diff() -> None:
-    from adapters.slack.review import Revision
-    from adapters.slack.review_view import revision_blocks
+    from adapters.slack.model.tally import Revision
+    from adapters.slack.render.review_view import revision_blocks
 
     revision = Revision(
         previous_id="r1",
@@ -198,8 +198,8 @@ def test_revision_shows_link_feedback_and_diff() -> None:
 
 
 def test_a_long_diff_continues_in_the_thread_whole() -> None:
-    from adapters.slack.review import Revision
-    from adapters.slack.review_view import revision_blocks
+    from adapters.slack.model.tally import Revision
+    from adapters.slack.render.review_view import revision_blocks
 
     old = "\n".join(f"step {i}" for i in range(400))
     new = "\n".join(f"step {i} (revised)" for i in range(400))

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.approval_blocks import render_record
 from adapters.slack.blockkit import check_message
-from adapters.slack.blocks import Rendered, render_final, render_open
-from adapters.slack.outcomes import as_plain, outcome_of
-from adapters.slack.record import ApprovalView, PendingRecord
-from adapters.slack.review import Revision, Vote
-from adapters.slack.voting import apply_vote
+from adapters.slack.clicks.voting import apply_vote
+from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.model.tally import Revision, Vote
+from adapters.slack.render.approval import render_record
+from adapters.slack.render.blocks import Rendered, render_final, render_open
+from adapters.slack.render.outcomes import as_plain, outcome_of
 from bot.questions.errors import ASK_TIMEOUT
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
@@ -133,7 +133,7 @@ def test_an_ended_review_one_approval_short_reads_not_approved(how: str) -> None
 def test_the_tally_of_an_ended_review_says_not_approved(
     votes: list[tuple[str, bool]], expected: str
 ) -> None:
-    from adapters.slack.review_view import tally_line
+    from adapters.slack.render.review_view import tally_line
 
     record = team_review(2, *votes, declines=2)
     assert record.review is not None and record.is_open

@@ -20,8 +20,8 @@ from typing import Any, Final
 import pytest
 from playwright.async_api import Browser, expect
 
-from adapters.slack.outcomes import ICONS
-from adapters.slack.record import ApprovalView
+from adapters.slack.model.record import ApprovalView
+from adapters.slack.render.outcomes import ICONS
 from adapters.slack.sandbox.richtext import EMOJI, mrkdwn_to_html, plain_to_html
 from bot.app import Runtime
 from bot.questions.models import AskOptions
@@ -34,7 +34,7 @@ browser = _browser_module.browser
 ROOT: Final = Path(__file__).resolve().parent.parent
 SOURCES: Final = (
     "adapters/slack/*.py",
-    "adapters/slack/blocks/*.py",
+    "adapters/slack/render/blocks/*.py",
     "adapters/dsh/**/*.py",
     "bot/**/*.py",
 )

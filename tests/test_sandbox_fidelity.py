@@ -27,9 +27,9 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.limits import SlackLimits
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox import RateLimiter
-from adapters.slack.sandbox.server import SandboxServer
+from adapters.slack.sandbox.site import SandboxServer
 from bot.scopes import BOT_SCOPES
 
 Json = dict[str, Any]

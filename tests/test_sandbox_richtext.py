@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.slack.mrkdwn import escape, reveal
+from adapters.slack.render.mrkdwn import escape, reveal
 from adapters.slack.sandbox.richtext import (
     Names,
     decode_entities,

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.demo import demo_questions
-from adapters.slack.sandbox.server import DEFAULT_CHANNEL, SandboxServer
+from adapters.slack.sandbox.site import DEFAULT_CHANNEL, SandboxServer
 from bot.app import Runtime, start
 from bot.config import Settings
 from bot.questions.models import AskUserQuestionRequest

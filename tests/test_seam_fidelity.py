@@ -12,8 +12,8 @@ import pydantic
 import pytest
 
 from adapters.slack import WaitReleased
-from adapters.slack.posted import Predecessor
-from adapters.slack.record import PendingRecord
+from adapters.slack.asks.posted import Predecessor
+from adapters.slack.model.record import PendingRecord
 from bot.questions import (
     AgentRegistry,
     AskUserQuestionAnswer,

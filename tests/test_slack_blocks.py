@@ -15,9 +15,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from adapters.slack import ids
 from adapters.slack.blockkit import check_message, check_view
-from adapters.slack.blocks import (
+from adapters.slack.clicks.transitions import encode_answer
+from adapters.slack.model import ids
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import (
     CONTINUED,
     MAX_TAP_OPTIONS,
     Rendered,
@@ -30,9 +32,7 @@ from adapters.slack.blocks import (
     render_text_modal,
     split_text,
 )
-from adapters.slack.mrkdwn import ELLIPSIS, escape
-from adapters.slack.record import Draft, PendingRecord
-from adapters.slack.transitions import encode_answer
+from adapters.slack.render.mrkdwn import ELLIPSIS, escape
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import (
     AskUserQuestionAnswer,
@@ -1167,7 +1167,7 @@ def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
 
 
 def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
-    from adapters.slack.blocks import MAX_THREAD_REPLIES, THREAD_PART
+    from adapters.slack.render.blocks import MAX_THREAD_REPLIES, THREAD_PART
 
     detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES + 2), "step <&> ")
     rendered = render_open(record(plan(detail)))
@@ -1183,7 +1183,7 @@ def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
 
 
 def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
-    from adapters.slack.blocks import MAX_THREAD_REPLIES, THREAD_PART
+    from adapters.slack.render.blocks import MAX_THREAD_REPLIES, THREAD_PART
 
     detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES - 2), "step ")
     rendered = render_open(record(plan(detail)))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import (
     MemoryPendingStore,
     PendingStore,
@@ -127,10 +127,10 @@ def _reachable(start: str) -> set[str]:
 
 
 def test_a_click_reaches_the_handler_and_never_the_provider() -> None:
-    from_listeners = _reachable("adapters.slack.listeners")
-    assert "adapters.slack.handler" in from_listeners
+    from_listeners = _reachable("adapters.slack.clicks.listeners")
+    assert "adapters.slack.clicks.handler" in from_listeners
     assert "adapters.slack.provider" not in from_listeners
-    assert "adapters.slack.lifecycle" not in from_listeners
-    for module in _imports("adapters.slack.listeners"):  # and nothing below leads back
-        assert "adapters.slack.listeners" not in _reachable(module), module
-    assert "adapters.slack.listeners" in _imports("adapters.slack.provider")
+    assert "adapters.slack.asks.lifecycle" not in from_listeners
+    for module in _imports("adapters.slack.clicks.listeners"):  # and nothing below leads back
+        assert "adapters.slack.clicks.listeners" not in _reachable(module), module
+    assert "adapters.slack.clicks.listeners" in _imports("adapters.slack.provider")

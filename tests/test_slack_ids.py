@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.slack import ids
 from adapters.slack.blockkit.limits import (
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
@@ -21,6 +20,7 @@ from adapters.slack.blockkit.limits import (
     MAX_OPTION_VALUE,
     MAX_PRIVATE_METADATA,
 )
+from adapters.slack.model import ids
 
 RID = "0123456789abcdef0123"
 

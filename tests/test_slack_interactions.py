@@ -15,9 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.slack import ids
-from adapters.slack.blocks import render_open, render_text_modal
-from adapters.slack.interactions import (
+from adapters.slack.model import ids
+from adapters.slack.model.interactions import (
     Dismiss,
     DraftChange,
     OpenText,
@@ -28,7 +27,8 @@ from adapters.slack.interactions import (
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import render_open, render_text_modal
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import (
     ALICE,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import ids
-from adapters.slack.limits import SlackLimits
+from adapters.slack.model import ids
+from adapters.slack.pacing.rate_limits import SlackLimits
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 from tests.test_gateway import DEPLOY, running
 

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.slack.mrkdwn import ELLIPSIS, escape, mrkdwn, plain, reveal, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import (
+    ELLIPSIS,
+    escape,
+    mrkdwn,
+    plain,
+    reveal,
+    shorten,
+    shorten_escaped,
+)
 
 _ENTITY = re.compile(r"&(amp|lt|gt);")
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from adapters.slack.asks.deadlines import keep_deadlines
+from adapters.slack.asks.endings import Released
 from adapters.slack.blockkit import check_message
-from adapters.slack.deadlines import keep_deadlines
-from adapters.slack.endings import Released
-from adapters.slack.messages import SHUTDOWN_NOTE
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError

@@ -12,8 +12,8 @@ import redis.asyncio as aioredis
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.budget import Bucket, LocalBudget, RedisBudget
-from adapters.slack.limits import METHOD_TIERS, SlackLimits
+from adapters.slack.pacing.budget import Bucket, LocalBudget, RedisBudget
+from adapters.slack.pacing.rate_limits import METHOD_TIERS, SlackLimits
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 

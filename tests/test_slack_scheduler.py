@@ -11,13 +11,13 @@ import pytest
 import redis.asyncio as aioredis
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.bolt_app import close_web_client, web_client
-from adapters.slack.budget import RedisBudget
-from adapters.slack.limits import SlackLimits
-from adapters.slack.paced import PacedWebClient
+from adapters.slack.clicks.bolt_app import close_web_client, web_client
+from adapters.slack.pacing.budget import RedisBudget
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
-from adapters.slack.scheduler import WebApiScheduler
 
 # Slack's real ratios, 50 times faster: a post per channel every 20 ms, Tier 3 50 per 1.2 s.
 SCALED = SlackLimits(time_scale=50.0)
@@ -278,8 +278,8 @@ async def test_two_processes_sharing_redis_stay_within_one_apps_budget(
 
 
 def test_the_buckets_each_call_spends() -> None:
-    from adapters.slack.budget import Bucket
-    from adapters.slack.scheduler import WebApiScheduler
+    from adapters.slack.pacing.budget import Bucket
+    from adapters.slack.pacing.scheduler import WebApiScheduler
 
     scheduler = WebApiScheduler(SlackLimits(time_scale=2.0))
     window = 30.0 * 1.1  # a Slack minute at twice the speed, stretched by the margin

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from adapters.slack import QuestionStatus, SlackMessage
-from adapters.slack.record import PendingRecord
-from adapters.slack.status import status_of
+from adapters.slack.asks.status import status_of
+from adapters.slack.model.record import PendingRecord
 from bot.questions import AskOptions, AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.errors import (
     ASK_ABORTED,

@@ -13,10 +13,20 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import ids
 from adapters.slack.blockkit import check_view
-from adapters.slack.blocks import render_open, render_skip_modal, render_text_modal
-from adapters.slack.interactions import (
+from adapters.slack.clicks.transitions import (
+    Finish,
+    Ignore,
+    Invalid,
+    Modal,
+    Refuse,
+    Save,
+    decide,
+    encode_answer,
+    refusal_for,
+)
+from adapters.slack.model import ids
+from adapters.slack.model.interactions import (
     ConfirmSkip,
     Dismiss,
     DraftChange,
@@ -29,19 +39,9 @@ from adapters.slack.interactions import (
     parse_block_actions,
     parse_view_submission,
 )
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import render_open, render_skip_modal, render_text_modal
 from adapters.slack.stores import MemoryPendingStore, mutate
-from adapters.slack.transitions import (
-    Finish,
-    Ignore,
-    Invalid,
-    Modal,
-    Refuse,
-    Save,
-    decide,
-    encode_answer,
-    refusal_for,
-)
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import ALICE, BOB, choose, click, state_after, submit_view
 

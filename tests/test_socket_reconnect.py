@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from adapters.slack.limits import POST_MESSAGE
+from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from tests.slack_harness import until
 from tests.test_bot_socket import DEPLOY, Slack, slack_with_socket_mode, socket_bot
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.audit import asked_event
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audit_trail import asked_event
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore, sqlite_file
 from adapters.slack.stores.sqlite_schema import _MIGRATIONS, SCHEMA_VERSION
 from bot.questions.errors import OWNER_LOST, UserQuestionError

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.audience import BATCH, Audience
-from adapters.slack.audit import AuditEvent, asked_event
-from adapters.slack.record import ApprovalView, Draft, PendingRecord, State
+from adapters.slack.model.audience import BATCH, Audience
+from adapters.slack.model.audit_trail import AuditEvent, asked_event
+from adapters.slack.model.record import ApprovalView, Draft, PendingRecord, State
 from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
@@ -694,7 +694,7 @@ async def test_close_ends_pending_waits(redis_store: RedisPendingStore) -> None:
 
 _DOOMED = """
 import asyncio, sys
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.models import AskUserQuestionItem
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.audit import AuditEvent, asked_event, event_for
-from adapters.slack.record import PendingRecord, State
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, event_for
+from adapters.slack.model.record import PendingRecord, State
 from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError

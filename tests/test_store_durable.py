@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.sqlite import SCHEMA_VERSION
@@ -40,8 +40,8 @@ RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
 # prints their JSON, their trails and the audit export, and waits to be killed.
 _WRITER = """
 import asyncio, json, sys, time
-from adapters.slack.audit import asked_event
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.audit_trail import asked_event
+from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.models import AskUserQuestionItem
@@ -341,7 +341,7 @@ async def test_a_wait_begun_before_the_post_closes_the_message_of_a_record_lost_
     written, then Redis loses the record. The put-back used the copy read when the wait
     began, with no ``message_ts``, so it was put back without its message, and the message
     kept its buttons for good."""
-    from adapters.slack.approval_blocks import render_record
+    from adapters.slack.render.approval import render_record
     from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 
     store = await redis_store_factory()
@@ -383,7 +383,7 @@ async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_eve
 ) -> None:
     """A file written by an older schema opens: upgraded to the current one, every record and
     event kept; then a write's event lands in the trail by the new trigger."""
-    from adapters.slack.audit import asked_event, event_for
+    from adapters.slack.model.audit_trail import asked_event, event_for
     from adapters.slack.stores.sqlite_schema import _MIGRATIONS
 
     sqlite_path.parent.mkdir(parents=True)
@@ -441,7 +441,7 @@ async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
     """The trigger appends a write's own event once: a later write without one appends
     nothing, and neither does an update that leaves the ``event`` column alone (such as a
     process of the previous schema's code writing the record)."""
-    from adapters.slack.audit import asked_event
+    from adapters.slack.model.audit_trail import asked_event
 
     async with asyncio.timeout(10):
         record = make_record(sqlite_store.process_id)
@@ -636,7 +636,7 @@ async def _lost_and_put_back_wakes_the_other(
 ) -> None:
     """``there`` waits on a record of ``here``; ``lose`` deletes it and ``here`` puts it
     back as failed at once, between two of ``there``'s looks: ``there``'s wait wakes."""
-    from adapters.slack.endings import lost_record
+    from adapters.slack.asks.endings import lost_record
 
     record = make_record(here.process_id)
     assert await here.create(record)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.messages import STORE_DOWN_NOTE
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.messages import STORE_DOWN_NOTE
 from adapters.slack.stores import SqlitePendingStore
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE

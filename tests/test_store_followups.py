@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import pytest
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
 from adapters.slack.stores.duties import run_heartbeats
 from adapters.slack.stores.redis import RedisPendingStore

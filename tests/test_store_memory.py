@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, StoreConflict, mutate
 from adapters.slack.stores import memory as pending
 from bot.questions.models import AskUserQuestionItem

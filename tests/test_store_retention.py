@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.audit import AuditEvent, asked_event, event_for
-from adapters.slack.record import Draft, PendingRecord
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, event_for
+from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores import memory as memory_module
 from adapters.slack.stores.redis import RedisPendingStore

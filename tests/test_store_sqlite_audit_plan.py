@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.audit import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile
 
 pytestmark = pytest.mark.timeout(60)

@@ -183,7 +183,7 @@ async def test_three_simultaneous_votes_with_quorum_two_end_once(round_: int) ->
 
 
 def _request_id(message: Any) -> str:
-    from adapters.slack import ids
+    from adapters.slack.model import ids
 
     for block in message.blocks:
         ref = ids.parse_block_id(block.get("block_id"))
@@ -256,7 +256,7 @@ async def trail_of_two_votes(h: SlackHarness, user: str, text: str) -> list[Any]
 
 
 async def test_every_vote_is_in_the_audit_trail_bound_to_the_plan_shown() -> None:
-    from adapters.slack.audit import shown_digest
+    from adapters.slack.model.audit_trail import shown_digest
     from bot.questions.models import AskUserQuestionItem
 
     async with SlackHarness() as h:

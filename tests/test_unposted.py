@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.bolt_app import build_app, close_web_client, web_client
-from adapters.slack.endings import Released
-from adapters.slack.limits import SlackLimits
+from adapters.slack.asks.endings import Released
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, web_client
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import PendingRecord
 from bot.questions import AskOptions, AskUserQuestionRequest, UserQuestionError
 from bot.questions.abort import AbortController
 from tests.slack_harness import SECRET, SlackHarness, all_text, until

@@ -15,7 +15,7 @@ import types
 from collections.abc import Coroutine
 from typing import Any
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.abort import AbortController
 from tests.slack_harness import SlackHarness, until

@@ -13,15 +13,15 @@ it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
 A ``PendingStore`` keeps each request as a ``PendingRecord``.
 """
 
-from adapters.slack.audit import AuditEvent
-from adapters.slack.destination import Destination
-from adapters.slack.endings import Released, WaitReleased
-from adapters.slack.ids import key_request_id, new_request_id
-from adapters.slack.layout import PlanReview, plan_review_of
-from adapters.slack.messages import unknown_revised
+from adapters.slack.asks.destination import Destination
+from adapters.slack.asks.endings import Released, WaitReleased
+from adapters.slack.asks.status import QuestionStatus, SlackMessage
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.ids import key_request_id, new_request_id
+from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.record import ApprovalView, PendingRecord
-from adapters.slack.status import QuestionStatus, SlackMessage
+from adapters.slack.render.layout import PlanReview, plan_review_of
+from adapters.slack.render.messages import unknown_revised
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
 

@@ -27,28 +27,28 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack import ids
-from adapters.slack.approval_actions import ApprovalHandler
-from adapters.slack.audit import AuditEvent
-from adapters.slack.authorize import Gatekeeper
-from adapters.slack.bolt_app import team_url
-from adapters.slack.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
-from adapters.slack.destination import AskDefaults, Destination, DestinationHook
-from adapters.slack.endings import Endings, lost_record
-from adapters.slack.handler import InteractionHandler
-from adapters.slack.hometab import Conversations, HomeTab
-from adapters.slack.lifecycle import AskLifecycle
-from adapters.slack.limits import SlackLimits
-from adapters.slack.listeners import register_listeners
-from adapters.slack.messages import SHUTDOWN_NOTE
-from adapters.slack.paced import PacedWebClient, paced_copy
-from adapters.slack.reconcile import LOOKUPS, LostPosts
-from adapters.slack.record import ApprovalView
-from adapters.slack.scheduler import WebApiScheduler
-from adapters.slack.status import QuestionStatus, status_of
+from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
+from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
+from adapters.slack.asks.endings import Endings, lost_record
+from adapters.slack.asks.lifecycle import AskLifecycle
+from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
+from adapters.slack.asks.status import QuestionStatus, status_of
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.bolt_app import team_url
+from adapters.slack.clicks.handler import InteractionHandler
+from adapters.slack.clicks.listeners import register_listeners
+from adapters.slack.home.tab import Conversations, HomeTab
+from adapters.slack.model import ids
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import ApprovalView
+from adapters.slack.pacing.paced import PacedWebClient, paced_copy
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
+from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
-from adapters.slack.synchroniser import MessageSynchroniser
 from bot.questions import (
     AbortSignal,
     AskOptions,

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from adapters.slack.record import ApprovalView
-from adapters.slack.status import QuestionStatus
+from adapters.slack.asks.status import QuestionStatus
+from adapters.slack.model.record import ApprovalView
 from bot.questions.errors import HarnessError
 from bot.questions.models import (
     AskOptions,

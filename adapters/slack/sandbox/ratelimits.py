@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from adapters.slack.limits import POST_MESSAGE, SlackLimits
+from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
 
 __all__ = ["RateLimiter"]
 

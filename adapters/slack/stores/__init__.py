@@ -8,8 +8,7 @@
 The Redis store is imported from ``adapters.slack.stores.redis`` (it needs redis-py).
 """
 
-from adapters.slack.stores.memory import MemoryPendingStore
-from adapters.slack.stores.protocol import (
+from adapters.slack.stores.contract import (
     RETENTION,
     EventFor,
     OpenCount,
@@ -22,6 +21,7 @@ from adapters.slack.stores.protocol import (
     append_quietly,
     mutate,
 )
+from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
 
 __all__ = [

@@ -38,8 +38,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
-from adapters.slack.record import PendingRecord
-from adapters.slack.stores.protocol import (
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
     PendingStore,
     ReportsOrphans,

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Final, Protocol
 
-from adapters.slack.messages import RECORD_LOST_NOTE
+from adapters.slack.render.messages import RECORD_LOST_NOTE
 from bot.questions.errors import RECORD_LOST, UserQuestionError
 
 __all__ = ["LOST_CHECK_INTERVAL", "LostWatch", "fail_lost", "waiting_ids"]

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from adapters.slack.audience import Audience
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.protocol import RETENTION, OpenCount, PendingStore, Watch
+from adapters.slack.model.audience import Audience
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, Watch
 from adapters.slack.stores.watches import WatchRegistry
 
 __all__ = ["MemoryPendingStore"]

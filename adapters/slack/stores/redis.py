@@ -37,17 +37,11 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from adapters.slack.audience import Audience
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audience import Audience
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import duties
-from adapters.slack.stores.duties import (
-    default_process_id,
-    run_heartbeats,
-    run_purges,
-    stop_tasks,
-)
-from adapters.slack.stores.protocol import (
+from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
     RETENTION,
     OpenCount,
@@ -55,6 +49,12 @@ from adapters.slack.stores.protocol import (
     PendingStore,
     StoreUnavailable,
     Watch,
+)
+from adapters.slack.stores.duties import (
+    default_process_id,
+    run_heartbeats,
+    run_purges,
+    stop_tasks,
 )
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import RedisKeys

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Final, cast
 
-from adapters.slack.audit import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.redis_layout import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT, RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 

@@ -41,8 +41,8 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from adapters.slack.audience import Audience
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.audience import Audience
+from adapters.slack.model.record import PendingRecord
 from bot.questions.errors import UserQuestionError
 
 __all__ = [

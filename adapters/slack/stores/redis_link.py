@@ -24,8 +24,8 @@ from redis.exceptions import AuthenticationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from adapters.slack.stores.protocol import StoreUnavailable
-from bot.logs import redact_url
+from adapters.slack.stores.contract import StoreUnavailable
+from adapters.urls import redact_url
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["FAILURES", "RedisLink", "as_text", "closed_error", "reraise_cancellation"]

@@ -27,7 +27,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.lost import fail_lost, waiting_ids
 from adapters.slack.stores.redis_layout import RedisKeys
 from adapters.slack.stores.redis_link import FAILURES, RedisLink, reraise_cancellation

@@ -18,10 +18,10 @@ import logging
 from collections.abc import Sequence
 from typing import cast
 
-from adapters.slack.audience import Audience, batches
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import PendingRecord
-from adapters.slack.stores.protocol import OpenCount
+from adapters.slack.model.audience import Audience, batches
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores.contract import OpenCount
 from adapters.slack.stores.redis_audit import event_args
 from adapters.slack.stores.redis_layout import (
     AUDIENCES,

@@ -26,9 +26,9 @@ import time
 from redis.asyncio.lock import Lock
 from redis.exceptions import LockError
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
-from adapters.slack.stores.protocol import PendingStore
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import FORGET_OWNER, RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text

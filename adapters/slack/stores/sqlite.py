@@ -48,17 +48,17 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from adapters.slack.audience import Audience, batches
-from adapters.slack.audit import AuditEvent
-from adapters.slack.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.model.audience import Audience, batches
+from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores import duties
+from adapters.slack.stores.contract import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.duties import (
     default_process_id,
     run_heartbeats,
     run_purges,
     stop_tasks,
 )
-from adapters.slack.stores.protocol import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile

@@ -10,7 +10,7 @@ import math
 from collections.abc import AsyncIterator
 from typing import Final
 
-from adapters.slack.audit import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, batch_delete
 
 __all__ = ["SqliteAudit"]

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.lost import LOST_CHECK_INTERVAL, fail_lost, waiting_ids
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.watches import WatchRegistry

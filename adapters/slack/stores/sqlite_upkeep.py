@@ -25,9 +25,9 @@ import logging
 import time
 from typing import Final
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
-from adapters.slack.stores.protocol import PendingStore
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError

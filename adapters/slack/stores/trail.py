@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from adapters.slack.audit import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent
 
 __all__ = ["KeepsTrail", "Trail", "TrailReader"]
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import aiosqlite
 
-from adapters.slack.stores.protocol import PendingStore
+from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.redis_viewers import RedisHomeViewers
 from adapters.slack.stores.sqlite import SqlitePendingStore

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
-from adapters.slack.record import PendingRecord
+from adapters.slack.model.record import PendingRecord
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = ["LocalWatch", "WatchRegistry"]

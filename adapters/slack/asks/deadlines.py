@@ -1,0 +1,171 @@
+"""Deadlines, reminders and escalation of one request, on an injectable clock.
+
+A request may carry a ``deadline`` (it fails with ``ASK_TIMEOUT`` then and its record
+says "Timed out"), ``reminders`` (times at which a thread reply mentions the people who
+may answer) and an escalation (a time at which a thread reply mentions
+``escalate_to``). ``keep_deadlines`` runs them for the process whose ``ask()`` waits (and,
+for a request owned by no process, for every process that serves it), and stops as soon
+as the request ends. Each reminder and the escalation is taken in the record by
+compare-and-set before it is posted (``reminded``, ``escalated``), so however many keepers
+run, and across restarts, none is sent twice; a reminder missed while no bot ran is sent
+once, late, and only the latest one due. Time comes from a ``Clock``: the system's in
+service, a faster one in tests, so a schedule of minutes runs in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import answer_by
+from adapters.slack.stores import PendingStore, mutate
+
+__all__ = [
+    "ESCALATE_TO_PATTERN",
+    "Clock",
+    "Event",
+    "SystemClock",
+    "escalation_text",
+    "keep_deadlines",
+    "mention_of",
+    "reminder_text",
+    "schedule",
+]
+
+ESCALATE_TO_PATTERN: Final = re.compile(r"^[UWS][A-Z0-9]{2,20}\Z")
+"""A user id (``U…``/``W…``) or a user group id (``S…``) to mention on escalation."""
+
+
+class Clock(Protocol):
+    """Where a schedule reads the time and waits: wall-clock seconds (epoch)."""
+
+    def now(self) -> float:
+        """The current time, in seconds since the epoch."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of this clock's time."""
+        ...
+
+
+class SystemClock:
+    """The real time: ``time.time`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        """The current time, in seconds since the epoch."""
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``."""
+        await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Event:
+    """One thing due at ``at``: a reminder, the escalation, or the deadline itself."""
+
+    at: float
+    kind: Literal["remind", "escalate", "expire"]
+    index: int = 0
+    """Which reminder (its place in ``record.reminders``)."""
+
+
+def schedule(record: PendingRecord) -> list[Event]:
+    """What is due for ``record``, in time order (the deadline last among equals)."""
+    events = [Event(at, "remind", i) for i, at in enumerate(record.reminders)]
+    if record.escalate_at is not None and record.escalate_to:
+        events.append(Event(record.escalate_at, "escalate"))
+    if record.deadline is not None:
+        events = [e for e in events if e.at < record.deadline]
+        events.append(Event(record.deadline, "expire"))
+    return sorted(events, key=lambda e: (e.at, e.kind == "expire"))
+
+
+def mention_of(target: str) -> str:
+    """A user (``U…``/``W…``) or user group (``S…``) id as a Slack mention."""
+    return f"<!subteam^{target}>" if target.startswith("S") else f"<@{target}>"
+
+
+def reminder_text(record: PendingRecord) -> str:
+    """The reminder reply: who may answer (mentioned), and by when."""
+    people = [mention_of(u) for u in record.allowed_users or []]
+    people += [mention_of(g) for g in record.allowed_usergroups or []]
+    who = " ".join(people) + " " if people else ""
+    when = f" {answer_by(record.deadline)}." if record.deadline is not None else ""
+    return f":alarm_clock: {who}Reminder: this question is still waiting for an answer.{when}"
+
+
+def escalation_text(record: PendingRecord) -> str:
+    """The escalation reply: the escalation user or group, mentioned."""
+    target = mention_of(record.escalate_to or "")
+    when = f" {answer_by(record.deadline)}." if record.deadline is not None else ""
+    return f":rotating_light: {target} this question has had no answer yet; can you help?{when}"
+
+
+Expire = Callable[[str], Awaitable[object]]
+"""Ends a request as timed out (the lifecycle's ``Endings``)."""
+
+
+async def keep_deadlines(
+    request_id: str,
+    store: PendingStore,
+    client: AsyncWebClient,
+    expire: Expire,
+    clock: Clock,
+    logger: logging.Logger,
+) -> None:
+    """Send ``request_id``'s reminders and escalation and expire it, until it ends."""
+    record = await store.get(request_id)
+    if record is None:
+        return
+    events = schedule(record)
+    for event in events:
+        wait = event.at - clock.now()
+        if wait > 0:
+            await clock.sleep(wait)
+        current = await store.get(request_id)
+        if current is None or not current.is_open:
+            return
+        if event.kind == "expire":
+            await expire(request_id)
+            return
+        if current.message_ts is None or _overtaken(event, events, clock.now()):
+            continue  # not in Slack yet, or a later reminder is due as well: send that one
+        _, taken = await mutate(store, request_id, functools.partial(_take, event))
+        if taken is None:
+            continue  # sent already: by another process, or before a restart
+        text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
+        try:
+            await client.chat_postMessage(
+                channel=taken.message_channel or taken.channel,
+                thread_ts=taken.thread_ts or taken.message_ts,
+                text=text,
+            )
+        except SLACK_FAILURES as exc:  # a missed reminder must not end the question
+            logger.warning(
+                "reminder not sent", extra={"request": request_id, "error": type(exc).__name__}
+            )
+
+
+def _overtaken(event: Event, events: list[Event], now: float) -> bool:
+    """Whether a later event of the same kind is due already (``event`` was missed)."""
+    return any(e.kind == event.kind and event.at < e.at <= now for e in events)
+
+
+def _take(event: Event, record: PendingRecord) -> PendingRecord | None:
+    """``record`` with ``event`` (a reminder or the escalation) taken; ``None`` if it was."""
+    if not record.is_open:
+        return None
+    if event.kind == "remind":
+        return record.next(reminded=event.index + 1) if record.reminded <= event.index else None
+    return None if record.escalated else record.next(escalated=True)

@@ -1,0 +1,222 @@
+"""``Endings``: how a request ends, and what its waiter then gets.
+
+Every request ends exactly once: answered or cancelled by a person (handler.py), or
+aborted, timed out or failed here. ``end`` is a compare-and-set that only an open record
+takes, so the first ending wins wherever it was written; the winner's message is brought
+up to date in the background. ``outcome`` turns a terminal record into the waiter's
+answer or the seam's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from adapters.slack.asks.failures import settle
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.model.audit_trail import event_for
+from adapters.slack.model.record import PendingRecord, State
+from adapters.slack.render.messages import (
+    ABORTED_MESSAGE,
+    CANCELLED_MESSAGE,
+    QUESTION_FAILED,
+    RECORD_LOST_NOTE,
+    STORE_DOWN_NOTE,
+)
+from adapters.slack.stores import PendingStore
+from bot.questions import AskUserQuestionAnswer, UserQuestionError
+from bot.questions.errors import (
+    ASK_ABORTED,
+    ASK_CANCELLED,
+    DELIVERY_FAILED,
+    RECORD_LOST,
+    STORE_UNAVAILABLE,
+)
+
+__all__ = [
+    "UNOWNED",
+    "Endings",
+    "Released",
+    "WaitReleased",
+    "ending_error",
+    "lost_record",
+    "outcome",
+]
+
+UNOWNED = None
+"""The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
+
+
+class Released:
+    """An abort reason that stops the waiter but leaves its request open (see ``release``)."""
+
+    __slots__ = ()
+
+
+class WaitReleased(UserQuestionError):
+    """``ASK_ABORTED`` for a waiter stopped by ``Released()`` while its request stayed open
+    (a later process serves it); a request that had ended by then gives its own outcome."""
+
+    def __init__(self) -> None:
+        super().__init__(ABORTED_MESSAGE, ASK_ABORTED)
+
+
+class Endings:
+    """Ends requests in the store (from any process) and shows the ending in Slack."""
+
+    def __init__(self, store: PendingStore, sync: MessageSynchroniser) -> None:
+        self._store = store
+        self._sync = sync
+
+    async def end(
+        self,
+        request_id: str,
+        state: State,
+        note: str,
+        code: str | None = None,
+        *,
+        by: str | None = None,
+    ) -> PendingRecord:
+        """Move an open request to a terminal state (unless someone else already did).
+
+        ``by`` names who ended it in the audit trail (default: this bot process).
+        """
+        now = time.time()
+        seen, written = await settle(
+            self._store,
+            request_id,
+            lambda r: (
+                r.next(state=state, note=note, error_code=code, finished_at=now)
+                if r.is_open
+                else None
+            ),
+            by=by or self._store.process_id,
+        )
+        if written is not None:
+            self._sync.refresh(request_id)
+            return written
+        if seen is None:  # the record expired or vanished: report the ending we meant
+            raise UserQuestionError(note, code or DELIVERY_FAILED)
+        return seen
+
+    async def end_or_later(
+        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+    ) -> None:
+        """End the request now, or, if the store cannot be reached, the same way once it
+        is back (a cancelled ask still reads Cancelled); a request gone meanwhile is left."""
+        try:
+            await self.end(request_id, state, note, code, by=by)
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                self._later(request_id, state, note, code, by=by)
+
+    def fail_later(self, request_id: str) -> None:
+        """Fail a request its store outage ended (its waiter got ``STORE_UNAVAILABLE``) once
+        the store is back; its message says so in a fixed sentence (``STORE_DOWN_NOTE``)."""
+        self._later(request_id, "failed", STORE_DOWN_NOTE, STORE_UNAVAILABLE)
+
+    def _later(
+        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+    ) -> None:
+        self._sync.spawn(self._end_when_back(request_id, state, note, code, by), "end later")
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> PendingRecord | None:
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
+
+        Returns the record as it ends up (the earlier outcome if it had already ended),
+        or ``None`` for an unknown request.
+        """
+        if await self._store.get(request_id) is None:  # a store outage raises, not None
+            return None
+        try:
+            return await self.end(request_id, "aborted", note, ASK_ABORTED, by=by)
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                raise
+            return None  # it vanished meanwhile (expired)
+
+    async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
+        """Leave an open request open but owned by no process (``note`` says why).
+
+        For requests that belong to someone else (a dsh host's): a stopping bot releases
+        them instead of ending them, so no shutdown sweep or orphan sweep ends them, and
+        the next process asking with the same key adopts the request and its message.
+        """
+        _, written = await settle(
+            self._store,
+            request_id,
+            lambda r: r.next(owner=UNOWNED, note=note) if r.is_open else None,
+        )
+        if written is not None:
+            self._sync.refresh(request_id)
+        return written
+
+    async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
+        """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
+        _, written = await settle(self._store, request_id, lambda r: r.next(note=note))
+        if written is not None:
+            self._sync.refresh(request_id)
+        return written
+
+    async def put_back_lost(self, copy: str) -> None:
+        """The store lost an open record (``copy``, its JSON as last seen): put it back as
+        failed (``RECORD_LOST``), and close its message."""
+        last = PendingRecord.load(copy)
+        tomb = lost_record(last)
+        try:
+            put = await self._store.create(tomb, event_for(last, tomb, by=self._store.process_id))
+        except UserQuestionError:  # down as well: the message says so all the same
+            put = True
+        if put:  # (another waiter put it back first: its copy is the one shown)
+            self._sync.show(tomb)
+        elif tomb.message_ts is not None:
+            # unless that copy knew no message (taken before the post): this one closes it
+            with contextlib.suppress(UserQuestionError):
+                stored = await self._store.get(tomb.id)
+                if stored is not None and stored.message_ts is None:
+                    self._sync.show(tomb)
+
+    async def _end_when_back(
+        self, request_id: str, state: State, note: str, code: str, by: str | None
+    ) -> None:
+        delay = 1.0
+        for _ in range(60):
+            try:
+                await self.end(request_id, state, note, code, by=by)
+                return
+            except UserQuestionError as exc:
+                if exc.code != STORE_UNAVAILABLE:
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+
+def lost_record(record: PendingRecord) -> PendingRecord:
+    """``record`` (open when last seen) as failed with ``RECORD_LOST``: what it ended as
+    when the store lost it."""
+    return record.next(
+        state="failed", error_code=RECORD_LOST, note=RECORD_LOST_NOTE, finished_at=time.time()
+    )
+
+
+def outcome(record: PendingRecord) -> AskUserQuestionAnswer:
+    """The waiter's result for a terminal record: the answer, or the seam's error."""
+    if record.state == "answered" and record.answer is not None:
+        return record.answer
+    if record.state == "cancelled":
+        raise UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED)
+    if record.state == "aborted":
+        raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+    raise UserQuestionError(record.note or QUESTION_FAILED, record.error_code or DELIVERY_FAILED)
+
+
+def ending_error(record: PendingRecord) -> UserQuestionError | None:
+    """The error ``outcome`` raises for a terminal record; ``None`` for an answer."""
+    try:
+        outcome(record)
+    except UserQuestionError as exc:
+        return exc
+    return None

@@ -1,0 +1,344 @@
+"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py).
+
+``ask()`` stores the pending record and registers its watch *before* posting, so a very
+fast click finds both; then it posts the message and waits on the watch, the request's
+abort signal and the timeout, whichever comes first (waiting.py). Every way out ends the
+record (answered, cancelled, aborted or failed) and closes the watch, but one: a waiter
+aborted with ``Released()`` stops waiting and leaves its request open. A request asked
+``detached`` (the HTTP API's) is owned by no process once its message is posted, so it
+outlives its waiter (until then, its post outlives this process: posting.py); one asked
+in process is owned by the waiter's process, and ends with it. Every failure leaves as the
+seam's ``UserQuestionError`` (failures.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.deadlines import Clock, SystemClock
+from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
+from adapters.slack.asks.endings import Endings, Released, outcome
+from adapters.slack.asks.failures import question_error, settle
+from adapters.slack.asks.posted import Predecessor
+from adapters.slack.asks.posting import Poster
+from adapters.slack.asks.reconcile import LostPosts
+from adapters.slack.asks.revisions import review_of
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.waits import Waits
+from adapters.slack.model import ids
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
+from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.render.approval import render_record
+from adapters.slack.render.blocks import Rendered
+from adapters.slack.render.messages import (
+    ABORTED_MESSAGE,
+    CANCELLED_BY_ASKER,
+    SHUTDOWN_NOTE,
+    SHUTTING_DOWN,
+    SUPERSEDED_NOTE,
+)
+from adapters.slack.stores import MemoryPendingStore, PendingStore
+from bot.questions import (
+    AbortSignal,
+    AskOptions,
+    AskUserQuestionAnswer,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    UserQuestionError,
+)
+from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
+
+__all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook"]
+
+_NO_OPTIONS = AskOptions()
+
+
+class AskLifecycle:
+    """Asks in Slack and waits; ends requests (answered elsewhere, aborted, failed)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        defaults: AskDefaults,
+        team_url: str | None = None,
+        *,
+        clock: Clock | None = None,
+        logger: logging.Logger | None = None,
+        lost: LostPosts | None = None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self.defaults = defaults
+        self._team_url = team_url
+        log = self._logger = logger or logging.getLogger("adapters.slack")
+        self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._predecessor = Predecessor(client)
+        self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
+        self.poster = Poster(
+            client, store, sync, endings, self.lost, team_url, log, clock=self.clock
+        )
+        sync.on_gone = self._post_again
+
+    async def _post_again(self, record: PendingRecord) -> None:
+        """Post an open request again whose message is gone (deleted while no bot ran):
+        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
+        gone = record.message_ts
+
+        def unplaced(r: PendingRecord) -> PendingRecord | None:
+            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
+
+        _, written = await settle(self._store, record.id, unplaced)
+        if written is not None:
+            await self.poster.post(written, render_record(written))
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Post the request to Slack and wait for its outcome."""
+        options = request.options or _NO_OPTIONS
+        # No local keeps the request, the template or the review's maker: ``_run`` lets go
+        # of them while the question waits (for hours, 10,000 at once).
+        running = self._run(
+            self.defaults.question_record(
+                request, options, owner=self._owner(options), now=self.clock.now()
+            ),
+            options,
+            request.signal,
+            None,
+            functools.partial(self._review, request.questions, options),
+        )
+        del request, options
+        return outcome(await running)
+
+    async def _review(
+        self, questions: list[AskUserQuestionItem], options: AskOptions
+    ) -> dict[str, Any]:
+        """The team review a new question gets, and its revision of an earlier one."""
+        found = await review_of(self._client, self._store, questions, options)
+        return {"review": found[0], "revision": found[1]}
+
+    async def ask_approval(
+        self,
+        approval: ApprovalView,
+        options: AskOptions,
+        *,
+        approvers: Sequence[str] | None = None,
+        approver_groups: Sequence[str] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> PendingRecord:
+        """Post a tool-permission approval and wait; the record as it ended.
+
+        The same life as a question (store, idempotency key, reopening note, abort signal,
+        no timeout of the bot's own: the host has none either), shown as an approval panel.
+        """
+        return await self._run(
+            self.defaults.approval_record(
+                approval, options, approvers, approver_groups, owner=self._owner(options)
+            ),
+            options,
+            signal,
+            None,
+        )
+
+    async def _run(
+        self,
+        template: PendingRecord,
+        options: AskOptions,
+        signal: AbortSignal | None,
+        limit: float | None,
+        extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+    ) -> PendingRecord:
+        """Store, post and wait for one request (``template`` gets its id), to its end.
+
+        ``extra``: fields the new record gets, worked out only when no record exists yet.
+        """
+        if self._closing:
+            raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
+        if signal is not None and signal.aborted:
+            raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+        request_id = options.request_id or (
+            ids.key_request_id(options.key) if options.key else ids.new_request_id()
+        )
+        owner = template.owner
+        if options.key or options.request_id:
+            existing = await self._store.get(request_id)
+            if existing is not None:
+                return await self.waits.rejoin(existing, signal, options.note, limit, owner)
+        record = template.model_copy(
+            update={
+                "id": request_id,
+                "label": options.label,
+                "mention": self.defaults.mention,
+                "key": options.key,
+                "note": options.note,
+                **(await extra() if extra is not None else {}),
+                # Owned by no process once posted; until then by this one, which posts it.
+                **({"owner": self._store.process_id, "detached": True} if owner is None else {}),
+            }
+        )
+        del template, extra  # a question may wait for hours: hold only what waiting needs
+        rendered = render_record(record)  # raises SLACK_LIMIT before anything is stored
+        if options.key:  # a restarted bot without its records: its predecessor's message?
+            record = await self._predecessor.adopt(record)
+        watch = self._store.watch(request_id)
+        current = asyncio.current_task()
+        if current is not None:
+            self._inflight.add(current)
+        try:
+            if not await self._store.create(record, self._adopted_asked(record)):
+                existing = await self._store.get(request_id)
+                if existing is not None:
+                    watch.close()
+                    return await self.waits.rejoin(existing, signal, None, limit, owner)
+            if record.message_ts is None:
+                placed = await self._post(record, rendered, signal)
+            else:  # found again: bring it up to date (open, with live buttons)
+                placed = record
+                self._sync.refresh(request_id)
+            if placed.revision is not None:
+                await self._supersede(placed.revision.previous_id, request_id)
+            # The rendered blocks and the record are not needed while waiting (the store
+            # has the record): keep only its JSON, should the store lose it (one in this
+            # process cannot: nothing else deletes an open record there).
+            copy = None if self._in_process else placed.dump()
+            del rendered, record, placed
+            if options.on_posted is not None:
+                options.on_posted(request_id)
+            del options
+            try:
+                return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
+            except UserQuestionError as exc:
+                if exc.code == RECORD_LOST and copy is not None:
+                    await self._endings.put_back_lost(copy)
+                raise
+        except asyncio.CancelledError:
+            # The awaiting task was cancelled (before or after Slack took the message).
+            await self._endings.end_or_later(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
+            raise
+        except Exception as exc:
+            error = question_error(exc)
+            if error is not exc:  # not ours yet: the record says why it failed
+                await self._endings.end_or_later(request_id, "failed", error.message, error.code)
+            elif error.code == STORE_UNAVAILABLE:
+                self._endings.fail_later(request_id)
+            if error is exc:
+                raise
+            raise error from exc
+        finally:
+            watch.close()
+            if current is not None:
+                self._inflight.discard(current)
+
+    async def _supersede(self, earlier: str, revision: str) -> None:
+        """The revision ``revision`` is posted: the review it revises, if still open, ends
+        aborted (its waiter gets ``ASK_ABORTED``, its message says why), so that nobody
+        approves the plan it replaced. Once the store answers again, if it is down now."""
+        await self._endings.end_or_later(
+            earlier, "aborted", SUPERSEDED_NOTE, ASK_ABORTED, by=f"revision {revision}"
+        )
+
+    async def _post(
+        self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None
+    ) -> PendingRecord:
+        """Post ``record``. Its asker's abort signal, should it fire while the post waits
+        its turn in Slack's rate limits, ends the question now: the ending takes the post
+        off the queue (never shown) and ``ASK_ABORTED`` reaches the waiter at once, not
+        when the turn comes. (``Released()`` only stops the wait: the post goes on.)"""
+        if signal is None:
+            return await self.poster.post(record, rendered)
+        endings: list[asyncio.Task[PendingRecord]] = []
+
+        def aborted(reason: object) -> None:
+            if not isinstance(reason, Released):
+                endings.append(asyncio.ensure_future(self.waits.end_aborted(record.id, reason)))
+
+        remove = signal.add_listener(aborted)
+        if signal.aborted:  # aborted on the way here: a listener added now is never called
+            aborted(signal.reason)
+        try:
+            return await self.poster.post(record, rendered)
+        finally:
+            remove()
+            for ending in await asyncio.gather(*endings, return_exceptions=True):
+                if isinstance(ending, Exception):  # the wait that follows ends it again
+                    self._logger.warning(
+                        "could not end a question aborted while its post waited",
+                        extra={"request": record.id, "error": repr(ending)},
+                    )
+
+    def _adopted_asked(self, record: PendingRecord) -> AuditEvent | None:
+        """The ``asked`` event of a record created with its message found again (adopted
+        from a predecessor: live in Slack, never posted by this process, so no post writes
+        it); ``None`` for one still to be posted (its post writes it with its place)."""
+        if record.message_ts is None:
+            return None
+        link = permalink(self._team_url, record.message_channel, record.message_ts)
+        return asked_event(record, by=record.asked_by, link=link)
+
+    @property
+    def clock(self) -> Clock:
+        """Where deadlines read the time."""
+        return self.waits.clock
+
+    def _owner(self, options: AskOptions) -> str | None:
+        """Who owns a request asked with ``options``: the waiter's process, or no process
+        for a detached one (but a store that dies with this process has nobody else)."""
+        if options.detached and not self._in_process:
+            return None
+        return self._store.process_id
+
+    @property
+    def _in_process(self) -> bool:
+        """Whether the store lives and dies with this process (the memory store)."""
+        return isinstance(self._store, MemoryPendingStore)
+
+    async def resume(self) -> list[PendingRecord]:
+        """Adopt the open requests owned by no process (at start, waiting.py), and those
+        other processes ask from now on (their deadlines: the asking process may stop or
+        die with nobody to replace it); those whose message was never posted are taken by
+        this process and posted (posting.py); the posts that failed just before are looked
+        for in Slack (reconcile.py)."""
+        await self.lost.resume()
+        adopted = await self.waits.resume()
+        if not self._in_process:  # a store of this process only: nobody else asks
+            self.waits.follow()
+        unposted = [record for record in adopted if record.message_ts is None]
+        if unposted:
+            self.poster.take_up(await self.poster.claim(unposted))
+        return adopted
+
+    async def orphans(self, records: list[PendingRecord]) -> None:
+        """A sweep took these for this process from a lost one (``stores.duties``): the
+        detached ones, open, are posted here; the others, failed, say so in Slack."""
+        taken = [record for record in records if record.is_open]
+        for record in taken:
+            self.waits.keep(record)
+        if taken:
+            self.poster.take_up(taken)
+        await self._sync.on_orphans([record for record in records if not record.is_open])
+
+    async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
+        """Stop taking questions, end every open request this process owns, let asks finish.
+
+        Requests owned by no process stay open for the next process (their waiters are
+        released by whoever started them: the HTTP API, the dsh client)."""
+        self._closing = True
+        self.poster.hand_over()
+        await self.waits.close()
+        for record in await self._store.open_records(owner=self._store.process_id):
+            if record.detached:  # not posted yet: the next process posts it (posting.py)
+                continue
+            await self._endings.end_or_later(record.id, "aborted", note, ASK_ABORTED)
+        if self._inflight:  # asks still delivering: let them see the ending and finish
+            await asyncio.wait(set(self._inflight), timeout=grace)

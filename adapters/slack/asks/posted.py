@@ -1,0 +1,142 @@
+"""Find a request's message again after the record was lost (a restart with the memory store).
+
+Every question's message is posted with Slack message metadata naming its request id
+(``request_metadata``; reconcile.py finds a message Slack stored after its post failed by
+it too). A bot that restarts without its records, asked again with the
+same key (a dsh host replaying its pending requests), looks for that message among the
+channel's latest messages (``conversations.history`` with ``include_all_metadata``) and
+adopts it instead of posting a second one. It looks only during its first minute: later
+asks are new, and a history call for each would cost rate limit for nothing. A process
+taking up questions whose post another process never finished (posting.py) looks for all
+of one channel's at once (``posted_in``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.model.record import PendingRecord
+
+__all__ = [
+    "ADOPT_WITHIN",
+    "REQUEST_EVENT",
+    "SEARCHED",
+    "Predecessor",
+    "find_posted",
+    "posted_in",
+    "posted_requests",
+    "read_place",
+    "request_metadata",
+]
+
+REQUEST_EVENT: Final = "agent_user_request"
+"""The metadata ``event_type`` of this bot's request messages."""
+SEARCHED: Final = 200
+"""How many of the channel's latest messages are searched."""
+ADOPT_WITHIN: Final = 60.0
+"""Seconds after start during which a keyed request looks for its earlier message."""
+READABLE: Final = ("C", "G")
+"""Conversations whose history the app's scopes can read: channels, not DMs (a DM's history
+needs ``im:history``, which the manifest does not request)."""
+
+_logger = logging.getLogger("adapters.slack")
+
+
+def request_metadata(request_id: str) -> dict[str, Any]:
+    """The message metadata naming ``request_id``."""
+    return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
+
+
+def _request_of(message: Any) -> str | None:
+    """The request id a message's metadata names, if it is one of this bot's questions."""
+    metadata = message.get("metadata") if isinstance(message, dict) else None
+    if not isinstance(metadata, dict) or metadata.get("event_type") != REQUEST_EVENT:
+        return None
+    payload = metadata.get("event_payload")
+    found = payload.get("request_id") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) and isinstance(message.get("ts"), str) else None
+
+
+def posted_requests(messages: object) -> dict[str, str]:
+    """Request id -> ts of this bot's questions among ``messages`` (a history's list)."""
+    found: dict[str, str] = {}
+    for message in messages if isinstance(messages, list) else []:
+        request_id = _request_of(message)
+        if request_id is not None:
+            found.setdefault(request_id, str(message["ts"]))
+    return found
+
+
+async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> str | None:
+    """The ts of the message already posted for ``request_id`` in ``channel``, if found."""
+    try:
+        response = await client.conversations_history(
+            channel=channel, include_all_metadata=True, limit=SEARCHED
+        )
+    except SLACK_FAILURES as exc:  # not a member, no scope, Slack down: post anew
+        _logger.info(
+            "cannot look for an earlier message of a request; posting it anew",
+            extra={"request_id": request_id, "error": repr(exc)[:200]},
+        )
+        return None
+    return posted_requests(response.get("messages")).get(request_id)
+
+
+async def read_place(client: AsyncWebClient, place: tuple[str, str | None], oldest: float) -> Any:
+    """The latest messages of ``place`` (a channel, and a thread in it or ``None``), with
+    their metadata; a thread's replies since ``oldest`` (they come oldest first)."""
+    channel, thread_ts = place
+    if thread_ts is None:
+        return await client.conversations_history(
+            channel=channel, include_all_metadata=True, limit=SEARCHED
+        )
+    return await client.conversations_replies(
+        channel=channel,
+        ts=thread_ts,
+        oldest=f"{oldest:.6f}",
+        include_all_metadata=True,
+        limit=SEARCHED,
+    )
+
+
+async def posted_in(
+    client: AsyncWebClient, place: tuple[str, str | None], since: float
+) -> dict[str, str]:
+    """Request id -> ts of this bot's questions in ``place`` posted since ``since`` at most;
+    ``{}`` when its history cannot be read (a DM needs ``im:history``, which the app does
+    not request; no scope; Slack down)."""
+    if not place[0].startswith(READABLE):
+        return {}
+    try:
+        response = await read_place(client, place, since - 1)
+    except SLACK_FAILURES as exc:
+        _logger.info(
+            "cannot look for earlier messages of requests; posting them anew",
+            extra={"channel": place[0], "error": repr(exc)[:200]},
+        )
+        return {}
+    return posted_requests(response.get("messages"))
+
+
+class Predecessor:
+    """Finds the messages a predecessor process posted, during this process's first minute."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+        self._started = time.monotonic()
+
+    async def adopt(self, record: PendingRecord) -> PendingRecord:
+        """``record`` with the message found for it, if any (top-level requests only)."""
+        if record.thread_ts is not None or time.monotonic() - self._started > ADOPT_WITHIN:
+            return record
+        if not record.channel.startswith(READABLE):  # a DM: no ``im:history``, nothing to find
+            return record
+        ts = await find_posted(self._client, record.channel, record.id)
+        if ts is None:
+            return record
+        return record.model_copy(update={"message_ts": ts, "message_channel": record.channel})

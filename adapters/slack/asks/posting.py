@@ -1,0 +1,400 @@
+"""``Poster``: posts a request's message once, and takes up the posts another process left.
+
+A request is stored before its message is posted, and the post may wait minutes for its
+turn within Slack's rate limits (scheduler.py). A request asked ``detached`` (the HTTP
+API's) outlives its process, so its post must too: until its message's ts is stored its
+record names the process that is to post it (``owner``, with ``detached``), and storing
+the ts leaves it owned by no process. A post goes out only while its process still holds
+it (checked when its turn comes), so two processes never both post one request:
+
+- A stop hands its detached posts over: those still waiting their turn are taken off the
+  queue and never sent, those already sent are let finish (their ts is stored). Their
+  records stay this process's until its heartbeat is gone.
+- The orphan sweep of a process (stores/duties.py) takes the detached records of a lost
+  (stopped or crashed) process for its own by compare-and-set; a starting process
+  (``claim``) takes the open ones owned by no process that have no message. Taken up
+  (``take_up``), each is first looked for in Slack by its metadata (one search per channel
+  or thread serves all of them): Slack may have stored a post whose answer its process
+  never saw. Found, it is adopted (the record learns its ts); else it is posted.
+
+A question does not wait for its post's turn to end: while the post waits, its deadline
+is kept (it fails ``ASK_TIMEOUT`` then, as it would once posted) and its ending anywhere
+(a ``DELETE`` in any process, its deadline) takes the post off the queue at once, never
+sent; its waiter gets the ending then, not "posted".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.deadlines import Clock, SystemClock
+from adapters.slack.asks.endings import Endings, ending_error
+from adapters.slack.asks.failures import SLACK_FAILURES, question_error, settle
+from adapters.slack.asks.posted import posted_in, request_metadata
+from adapters.slack.asks.reconcile import LostPosts
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.uploads import upload_text
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.pacing.paced import NotSent, only_if
+from adapters.slack.pacing.rate_limits import POST_MESSAGE
+from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
+from adapters.slack.render.approval import render_record
+from adapters.slack.render.blocks import Rendered
+from adapters.slack.render.messages import (
+    SHUTTING_DOWN,
+    UNDELIVERED,
+    UNDELIVERED_REST,
+    no_answer_within,
+)
+from adapters.slack.stores import PendingStore, Watch, append_quietly
+from bot.questions import UserQuestionError
+from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
+
+__all__ = ["Poster"]
+
+_Place = tuple[str, str | None]
+
+
+def _handed_over() -> UserQuestionError:
+    """What the waiter of a post handed over at a stop gets (its request stays open)."""
+    return UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
+
+
+class Poster:
+    """Posts requests' messages (each once), hands over at a stop, takes up what is left."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        lost: LostPosts,
+        team_url: str | None,
+        logger: logging.Logger,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self._lost = lost
+        self._team_url = team_url
+        self._logger = logger
+        # Detached posts not stored yet, and those of them let go to Slack.
+        self._posting: dict[str, asyncio.Future[PendingRecord]] = {}
+        self._sending: set[str] = set()
+        self._handed: set[str] = set()
+        self._unshown: set[str] = set()
+        """Posts skipped because their question ended first, this process's to record."""
+        self._ended: dict[str, PendingRecord] = {}
+        """Posts skipped because their question ended unshown: the ending, for the waiter."""
+        self.clock: Clock = clock or SystemClock()
+        """Where the deadlines of questions whose post waits its turn read the time."""
+        self._closing = False
+        self.taken_up = 0
+        """Requests this process took up from others (and posted, or found in Slack)."""
+
+    # -- posting --------------------------------------------------------------------------
+
+    async def post(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
+        """Deliver the message (the record as placed); a cancelled ask still lets Slack's
+        reply arrive first."""
+        delivery = asyncio.ensure_future(self._deliver(record, rendered))
+        if record.detached:
+            self._posting[record.id] = delivery
+        keeper = self._keep_while_queued(record)
+        try:
+            return await asyncio.shield(delivery)
+        except asyncio.CancelledError:
+            if delivery.cancelled() and record.id in self._handed:
+                raise _handed_over() from None
+            if not record.detached and self._withdraw(record.id):
+                # Still waiting its turn: never shown, nothing to wait for from Slack.
+                self._unshown.add(record.id)
+            # Let Slack's reply arrive so the message can be marked as cancelled.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(delivery, timeout=10)
+            raise
+        finally:
+            if self._posting.get(record.id) is delivery:
+                del self._posting[record.id]
+            if keeper is not None:
+                # Its watch is closed before the post returns: a waiter counted after the
+                # post (``watch_count``) is the question's, not this one's.
+                keeper.cancel()
+                await asyncio.wait({keeper})
+
+    def hand_over(self) -> None:
+        """Stop posting (shutdown): detached posts still waiting their turn are never sent
+        (their waiters get ``ASK_ABORTED``, the requests stay open for the next process)."""
+        self._closing = True
+        for request_id, delivery in self._posting.items():
+            if request_id not in self._sending:
+                self._handed.add(request_id)
+                delivery.cancel()
+
+    async def _deliver(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
+        try:
+            return await self._send(record, rendered)
+        finally:
+            self._sending.discard(record.id)
+            self._unshown.discard(record.id)
+            self._ended.pop(record.id, None)
+
+    async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
+        try:
+            # Posted only if still open when Slack's rate limits let it go: a question
+            # aborted or ended while its post waited in the queue is never shown.
+            # The guard holds the id only: a pooled connection opened in this block keeps
+            # the block's context (and so the guard) for as long as the connection lives.
+            # Tagged: the scheduler tells while this post (and only it: not its thread
+            # parts, nor the refreshes it starts) waits its turn, the question's ``queued``.
+            guard = functools.partial(self._may_post, record.id, record.detached)
+            with only_if(guard), tagged(record.id):
+                response = await self._client.chat_postMessage(
+                    channel=record.channel,
+                    thread_ts=record.thread_ts,
+                    text=rendered.text,
+                    blocks=rendered.blocks,
+                    metadata=request_metadata(record.id),
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+        except NotSent:
+            if record.detached and self._closing:
+                raise _handed_over() from None
+            # A question that ended before it was shown still gets its asked event (on its
+            # own); one another process holds or posted gets it from that process's write
+            # (README: the audit trail).
+            ended = self._ended.pop(record.id, None)
+            if record.id in self._unshown:
+                self._unshown.discard(record.id)
+                unshown = asked_event(record, by=record.asked_by, link=None)
+                await append_quietly(self._store, unshown)
+            error = None if ended is None else ending_error(ended)
+            if error is not None:  # never shown: its waiter gets the ending, not "posted"
+                raise error from None
+            return record  # held or posted by another process: the waiter waits on
+        except SLACK_FAILURES as exc:
+            if record.detached and self._closing:  # the client closed under it: whoever
+                raise _handed_over() from exc  # takes it up looks for it in Slack first
+            self._lost.look_for(record, exc)  # Slack may have stored it all the same
+            raise await self._failed(record.id, exc, UNDELIVERED) from exc
+        ts = str(response["ts"])
+        channel = str(response.get("channel") or record.channel)
+
+        def placed(r: PendingRecord) -> PendingRecord:
+            # Posted: a detached request is owned by no process from now on.
+            owner = None if r.detached else r.owner
+            return r.next(
+                message_ts=r.message_ts or ts,
+                message_channel=r.message_channel or channel,
+                owner=owner,
+            )
+
+        # The asked event goes in with the message's place.
+        _, written = await settle(self._store, record.id, placed, event=self._asked)
+        if written is not None and written.version != record.version + 1:
+            # Written to since it was rendered (a click, an abort, a note, a release): the
+            # message shows the record as it is now.
+            self._sync.refresh(record.id)
+        else:
+            self._sync.changed(record.id)  # in Slack now: App Home lists it
+        thread = record.thread_ts or ts
+        for part in rendered.thread:
+            try:
+                await self._client.chat_postMessage(
+                    channel=channel, thread_ts=thread, text="(continued)", blocks=part
+                )
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        for attachment in rendered.files:
+            try:
+                await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
+            except SLACK_FAILURES as exc:
+                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        return written or record
+
+    def _asked(self, _: PendingRecord, at: PendingRecord) -> AuditEvent:
+        """The ``asked`` event of ``at``, just placed in Slack (with its permalink)."""
+        link = permalink(self._team_url, at.message_channel, at.message_ts)
+        return asked_event(at, by=at.asked_by, link=link)
+
+    async def _may_post(self, request_id: str, detached: bool) -> bool:
+        """Whether a request's post may go now that its turn came (a detached one: while
+        this process still holds it, and is not stopping)."""
+        if detached and (self._closing or request_id in self._handed):
+            return False
+        current = await self._store.get(request_id)
+        if current is None or not current.is_open:
+            self._skipped(request_id, current, detached)
+            return False
+        if detached and (current.message_ts is not None or current.owner != self._store.process_id):
+            return False  # found in Slack meanwhile, or taken up by another process
+        self._sending.add(request_id)
+        return True
+
+    def _skipped(self, request_id: str, current: PendingRecord | None, detached: bool) -> None:
+        """Note a post skipped because its question ended (``current``): whether its asked
+        event is this process's to record, and the ending its waiter is to get."""
+        if self._ended_unshown(current, detached):
+            self._unshown.add(request_id)
+        if current is not None and current.message_ts is None:
+            self._ended[request_id] = current
+
+    # -- while a post waits its turn ------------------------------------------------------
+
+    def _withdraw(self, request_id: str) -> bool:
+        """Take ``request_id``'s post off the queue if it still waits its turn (it fails
+        ``NotSent``, as when its turn finds the question ended); whether it did."""
+        scheduler = getattr(self._client, "scheduler", None)
+        if not isinstance(scheduler, WebApiScheduler) or request_id in self._sending:
+            return False
+        return scheduler.withdraw(POST_MESSAGE, request_id, NotSent(POST_MESSAGE))
+
+    def _keep_while_queued(self, record: PendingRecord) -> asyncio.Task[None] | None:
+        """Keep ``record``'s deadline and watch for its ending while its post waits its
+        turn (``None``: a client without a queue sends at once)."""
+        scheduler = getattr(self._client, "scheduler", None)
+        if not isinstance(scheduler, WebApiScheduler):
+            return None
+        return asyncio.ensure_future(self._drop_when_ended(record))
+
+    async def _drop_when_ended(self, record: PendingRecord) -> None:
+        """Once the question ends before its post went (its deadline, an abort in any
+        process), take the post off the queue: it fails ``NotSent``, as when its turn
+        comes (``_may_post``), so the question is never shown and its waiter learns the
+        ending now, not minutes later when the turn would have come."""
+        watch = self._store.watch(record.id)
+        try:
+            ended = await self._ending(record, watch)
+        except UserQuestionError:  # the store out of reach: the turn's own look decides
+            return
+        finally:
+            watch.close()
+        if ended is None or record.id in self._sending:
+            return  # on its way to Slack already: the message shows the ending
+        self._skipped(record.id, ended, record.detached)
+        self._withdraw(record.id)
+
+    async def _ending(self, record: PendingRecord, watch: Watch) -> PendingRecord | None:
+        """The question's ending, or its expiry at its deadline if that comes first
+        (``None`` if the post went out or this process stops meanwhile: the waiter's own
+        deadline keeper, or the next process's, expires it)."""
+        if record.deadline is None:
+            return await watch.wait()
+        waiting = asyncio.ensure_future(watch.wait())
+        left = max(0.0, record.deadline - self.clock.now())
+        due = asyncio.ensure_future(self.clock.sleep(left))
+        try:
+            await asyncio.wait({waiting, due}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            due.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        if waiting.done():
+            return waiting.result()
+        if self._closing or record.id in self._sending:
+            return None
+        timeout = record.deadline - record.created_at
+        # Shielded: a post that ends meanwhile never cuts the ending short.
+        return await asyncio.shield(
+            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+        )
+
+    def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
+        """Whether a post skipped because its question ended is this process's to record
+        as ``asked`` (on its own): not if its message was posted or adopted (that write
+        carried the event), nor if another process took the post up (its own skip records
+        it). A released one (owned by no process) is no one else's: this skip records it."""
+        if current is None:
+            return True
+        if current.message_ts is not None:
+            return False
+        return not detached or current.owner in (None, self._store.process_id)
+
+    async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
+        """Record a Slack failure on the request; the error for its waiter."""
+        error = question_error(exc, what)
+        await self._endings.end(request_id, "failed", error.message, error.code)
+        return error
+
+    # -- taking up what another process left ----------------------------------------------
+
+    async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
+        """Take for this process, by compare-and-set, each of ``records`` that is still
+        open, owned by no process and without a message; the records taken."""
+        me = self._store.process_id
+        claimed: list[PendingRecord] = []
+        for record in records:
+            _, written = await settle(
+                self._store,
+                record.id,
+                lambda r: (
+                    r.next(owner=me, detached=True)
+                    if r.is_open and r.owner is None and r.message_ts is None
+                    else None
+                ),
+            )
+            if written is not None:
+                claimed.append(written)
+        return claimed
+
+    def take_up(self, records: list[PendingRecord]) -> None:
+        """Post (or find in Slack) the messages of ``records``, taken by this process, in
+        the background: one search per channel or thread, then one post per record."""
+        if self._closing:
+            return  # stopping: they stay this process's until its heartbeat is gone
+        places: dict[_Place, list[PendingRecord]] = defaultdict(list)
+        for record in records:
+            places[(record.channel, record.thread_ts)].append(record)
+        for place, waiting in places.items():
+            self._sync.spawn(self._take_up(place, waiting), "take up posts")
+
+    async def _take_up(self, place: _Place, records: list[PendingRecord]) -> None:
+        found = await posted_in(self._client, place, min(r.created_at for r in records))
+        for record in records:
+            self.taken_up += 1
+            ts = found.get(record.id)
+            if ts is not None:
+                await self._adopt(record, ts)
+            else:
+                self._sync.spawn(self._post_taken(record), "post taken up")
+        self._logger.info(
+            "took up %d question(s) whose message was not stored (%d found in Slack)",
+            len(records),
+            sum(r.id in found for r in records),
+            extra={"channel": place[0]},
+        )
+
+    async def _adopt(self, record: PendingRecord, ts: str) -> None:
+        """Slack has ``record``'s message: the record learns it (owned by no process)."""
+        me = self._store.process_id
+
+        def found(r: PendingRecord) -> PendingRecord | None:
+            if not r.is_open or r.message_ts is not None or r.owner != me:
+                return None
+            return r.next(message_ts=ts, message_channel=record.channel, owner=None)
+
+        _, written = await settle(self._store, record.id, found, event=self._asked)
+        if written is not None:
+            self._sync.refresh(record.id)
+
+    async def _post_taken(self, record: PendingRecord) -> None:
+        try:
+            await self.post(record, render_record(record))
+        except UserQuestionError as exc:  # failed (the record says so) or handed over
+            self._logger.info(
+                "a question taken up was not posted",
+                extra={"request": record.id, "code": exc.code},
+            )

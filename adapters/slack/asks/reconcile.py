@@ -1,0 +1,274 @@
+"""``LostPosts``: finds a question's message that Slack stored although its post failed.
+
+A ``chat.postMessage`` that times out (slack_sdk gives up after 10 s) or loses its
+connection after the request went out may still have been stored by Slack, with live
+buttons, while its question was recorded failed (``DELIVERY_FAILED``). Every question's
+message carries metadata naming its request id (``posted.request_metadata``), so after
+such a failure the bot looks for the message a few times over the next minute
+(``LOOKUPS`` seconds after the failure) with ``conversations.history`` (``.replies`` in a
+thread) and ``include_all_metadata``. When it finds it, the record learns the message's
+ts and the message is updated to the record: a failed question's closed view, saying
+why; a question asked again meanwhile (reopened with its key) is adopted, live.
+
+Bounded: one search of a channel (or thread) serves every lost post due for it within
+``FRESH`` seconds; at most ``AT_ONCE`` searches run at a time and at most ``MOST`` lost
+posts are looked for; every call waits its turn in the client's scheduler. A failing
+search is logged once per cause (until a search succeeds) and tried again at the next
+lookup time. A question in a DM (``D…``, or a user id whose ``D…`` the failed post never
+returned) is not looked for: reading a DM's history needs ``im:history``, which the app
+does not request. A bot that starts takes up the lookups of the posts that failed in the
+last ``RECENT`` seconds, whichever process they failed in (``resume``: found from the
+audit trail's ``failed`` events with ``DELIVERY_FAILED``): those due after the start are
+kept, and one that is past is made at once, so a restart or a deploy within the minute
+leaves no stored post with live buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Final
+
+import aiohttp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.deadlines import Clock, SystemClock
+from adapters.slack.asks.failures import SLACK_FAILURES, describe, settle
+from adapters.slack.asks.posted import READABLE, posted_requests, read_place
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.messages import UNDELIVERED
+from adapters.slack.stores import PendingStore
+from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
+
+__all__ = [
+    "AT_ONCE",
+    "FRESH",
+    "LOOKUPS",
+    "MOST",
+    "RECENT",
+    "LostPosts",
+    "late_note",
+    "may_be_stored",
+]
+
+LOOKUPS: Final = (2.0, 10.0, 30.0, 60.0)
+"""Seconds after a failed post at which its message is looked for."""
+FRESH: Final = 1.0
+"""Seconds during which one search of a channel answers for every lost post due for it."""
+AT_ONCE: Final = 2
+"""Searches running at the same time (all channels together)."""
+MOST: Final = 1000
+"""Lost posts looked for at the same time; more are only logged."""
+
+RECENT: Final = 300.0
+"""Seconds back a thread's replies are searched (a lost post was sent a minute ago at most)."""
+_Place = tuple[str, str | None]
+"""Where a search looks: a channel, and a thread in it (``None``: the top level)."""
+
+
+def may_be_stored(exc: BaseException) -> bool:
+    """Whether Slack may have stored a post that failed with ``exc``: it timed out or lost
+    its connection after the request went out (not: refused, or never connected)."""
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+        return False  # never reached Slack
+    return isinstance(
+        exc,
+        TimeoutError
+        | aiohttp.ServerDisconnectedError
+        | aiohttp.ClientOSError
+        | aiohttp.ClientPayloadError,
+    )
+
+
+def late_note(note: str | None) -> str:
+    """A failed question's note once its message turns up in Slack after all."""
+    prefix = f"{UNDELIVERED}: "
+    cause = note[len(prefix) :] if note and note.startswith(prefix) else note
+    because = f" ({cause})" if cause else ""
+    return (
+        f"Slack showed this question only after the bot had given up on posting it{because}; "
+        "it had already failed, so it cannot be answered here"
+    )
+
+
+@dataclass(slots=True)
+class _Search:
+    started: float
+    task: asyncio.Task[dict[str, str] | None]
+
+
+class LostPosts:
+    """Looks for the messages of failed posts that Slack may have stored, and closes them."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        *,
+        clock: Clock | None = None,
+        lookups: tuple[float, ...] = LOOKUPS,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._clock: Clock = clock or SystemClock()
+        self.lookups = lookups
+        """Seconds after a failed post at which its message is looked for (empty: never)."""
+        self._logger = logger or logging.getLogger("adapters.slack")
+        self._looking: set[asyncio.Task[None]] = set()
+        self._searches: dict[_Place, _Search] = {}
+        self._slots = asyncio.Semaphore(AT_ONCE)
+        self._logged: set[str] = set()
+        self.searches = 0
+        """Searches sent so far (``conversations.history`` / ``.replies`` calls)."""
+
+    @property
+    def looking(self) -> int:
+        """Lost posts still looked for."""
+        return len(self._looking)
+
+    def look_for(self, record: PendingRecord, exc: BaseException) -> None:
+        """``record``'s post failed with ``exc``: look for its message if Slack may have it."""
+        if may_be_stored(exc):
+            self._start(record, self._clock.now())
+
+    async def resume(self) -> int:
+        """At start: look (again) for the messages of the posts that failed in the last
+        ``RECENT`` seconds and are still without one (another process, or this one before
+        a restart, may have been stopped mid-lookup); how many are looked for."""
+        now = self._clock.now()
+        since = now - RECENT
+        failed: dict[str, float] = {}
+        try:
+            async for event in self._store.audit(since):
+                if event.kind == "failed" and event.detail.get("code") == DELIVERY_FAILED:
+                    failed[event.request_id] = event.at
+        except UserQuestionError as exc:
+            self._once(exc.code, "cannot take up the lookups of lost posts", "audit", exc)
+            return 0
+        started = 0
+        for request_id, failed_at in failed.items():
+            try:
+                record = await self._store.get(request_id)
+            except UserQuestionError as exc:
+                self._once(exc.code, "cannot take up the lookups of lost posts", request_id, exc)
+                return started
+            if record is None or record.state != "failed" or record.message_ts is not None:
+                continue  # gone, asked again, or its message is known
+            started += self._start(record, failed_at)
+        return started
+
+    def _start(self, record: PendingRecord, failed_at: float) -> bool:
+        """Look for ``record``'s message ``lookups`` seconds after ``failed_at`` (once at
+        once if every one is past); whether a lookup started."""
+        if not self.lookups or not record.channel.startswith(READABLE):
+            return False
+        if len(self._looking) >= MOST:
+            self._once("too many", "too many lost posts to look for; not looking", record.id)
+            return False
+        place = (record.channel, record.thread_ts)
+        task = asyncio.get_running_loop().create_task(
+            self._look(record.id, place, failed_at), name="lost post"
+        )
+        self._looking.add(task)
+        task.add_done_callback(self._done)
+        return True
+
+    async def aclose(self) -> None:
+        """Stop looking (shutdown)."""
+        tasks = [*self._looking, *(s.task for s in self._searches.values())]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        self._searches.clear()
+
+    async def _look(self, request_id: str, place: _Place, failed_at: float) -> None:
+        last: _Search | None = None
+        due = [after for after in self.lookups if failed_at + after > self._clock.now()]
+        for after in due or [0.0]:
+            await self._clock.sleep(max(0.0, failed_at + after - self._clock.now()))
+            try:
+                record = await self._store.get(request_id)
+                if record is None or record.message_ts is not None:
+                    return  # gone, or its message is known (a click on it told us)
+                last = self._search(place, last)
+                found = await asyncio.shield(last.task)
+                ts = found.get(request_id) if found is not None else None
+                if ts is not None:
+                    await self._close(request_id, place[0], ts)
+                    return
+            except UserQuestionError as exc:  # the store: try again at the next time
+                self._once(exc.code, "cannot look for a lost post now", request_id, exc)
+        self._logger.info(
+            "the message of a failed post was not found in Slack",
+            extra={"request_id": request_id},
+        )
+
+    def _search(self, place: _Place, last: _Search | None) -> _Search:
+        """A search of ``place``: the one in flight or started ``FRESH`` seconds ago (unless
+        it is ``last``, the one this post saw already), else a new one."""
+        now = self._clock.now()
+        search = self._searches.get(place)
+        if (
+            search is None
+            or search is last
+            or (search.task.done() and search.started < now - FRESH)
+        ):
+            search = _Search(now, asyncio.ensure_future(self._history(place)))
+            self._searches[place] = search
+        return search
+
+    async def _history(self, place: _Place) -> dict[str, str] | None:
+        channel = place[0]
+        async with self._slots:
+            self.searches += 1
+            try:  # a thread: only the replies of the last few minutes
+                response = await read_place(self._client, place, time.time() - RECENT)
+            except SLACK_FAILURES as exc:
+                self._once(describe(exc), "cannot look for lost posts", channel, exc)
+                return None
+        self._logged.clear()  # a later failure is news again
+        return posted_requests(response.get("messages"))
+
+    async def _close(self, request_id: str, channel: str, ts: str) -> None:
+        """The record learns its message; the message is brought up to date with it."""
+
+        def found(r: PendingRecord) -> PendingRecord | None:
+            if r.message_ts is not None:
+                return None
+            failed = r.state == "failed" and r.error_code == DELIVERY_FAILED
+            note = late_note(r.note) if failed else r.note
+            return r.next(message_ts=ts, message_channel=channel, note=note)
+
+        _, written = await settle(self._store, request_id, found)
+        if written is None:
+            return
+        self._sync.refresh(request_id)
+        self._logger.info(
+            "found the message of a failed post in Slack; %s",
+            "adopted it" if written.is_open else "closed it",
+            extra={"request_id": request_id, "channel": channel, "ts": ts},
+        )
+
+    def _once(self, cause: str, what: str, about: str, exc: BaseException | None = None) -> None:
+        if cause in self._logged:
+            return
+        self._logged.add(cause)
+        error = describe(exc)[:200] if exc is not None else cause
+        self._logger.warning(what, extra={"about": about, "error": error})
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._looking.discard(task)
+        if not self._looking:
+            self._searches.clear()
+        if not task.cancelled() and task.exception() is not None:
+            self._logger.warning(
+                "looking for a lost post failed",
+                extra={"error": repr(task.exception())[:200]},
+            )

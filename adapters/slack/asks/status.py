@@ -1,0 +1,118 @@
+"""Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
+
+``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
+gave it, the seam's error for an ending without an answer, the note and the Slack message.
+It carries what was asked (questions, label, destination, deadlines, link, review) and
+nothing of how the provider keeps the request (drafts, owner, who may answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from adapters.slack.asks.endings import ending_error
+from adapters.slack.model.record import ApprovalView, PendingRecord, State
+from adapters.slack.model.tally import Vote
+from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
+from bot.questions.review import ReviewPolicy
+
+__all__ = ["QuestionStatus", "SlackMessage", "status_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """Where a question's message is in Slack."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionStatus:
+    """One question as it stands: ``pending``, or how it ended."""
+
+    id: str
+    state: State
+    version: int
+    """Grows by one with every change to the question (a way to tell that nothing changed)."""
+    created_at: float
+    questions: tuple[AskUserQuestionItem, ...] = ()
+    label: str | None = None
+    """Who asked, as the message shows it."""
+    channel: str | None = None
+    """Where it was asked (the destination, before Slack answered with the message)."""
+    thread_ts: str | None = None
+    finished_at: float | None = None
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = None
+    answered_by_name: str | None = None
+    votes: tuple[Vote, ...] = ()
+    """A team review's votes, in the order cast."""
+    error: UserQuestionError | None = None
+    """The error its waiter failed with (cancelled, aborted, failed)."""
+    note: str | None = None
+    message: SlackMessage | None = None
+    queued: bool = False
+    """Open, and its message still waits its turn within Slack's rate limits."""
+    decision: Literal["allowed-once", "rejected"] | None = None
+    """For an approval (``ask_approval``): what the person decided."""
+    approval: ApprovalView | None = None
+    """For an approval: the tool, command or path and headline shown."""
+    asked_by: str | None = None
+    """Who asked: ``api`` or ``api:<token name>`` (the HTTP API), a dsh host, the code."""
+    deadline: float | None = None
+    reminders: tuple[float, ...] = ()
+    """When to remind (times, as ``deadline``), sent or not."""
+    escalate_at: float | None = None
+    escalate_to: str | None = None
+    link: str | None = None
+    review: ReviewPolicy | None = None
+    revises: str | None = None
+    """The id of the earlier plan review this one revises."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the question still waits for an answer."""
+        return self.state == "pending"
+
+
+def status_of(record: PendingRecord) -> QuestionStatus:
+    """The status of a stored request."""
+    answer: AskUserQuestionAnswer | None = None
+    error: UserQuestionError | None = None
+    if record.state == "answered":
+        answer = record.answer
+    elif not record.is_open:
+        error = ending_error(record)  # cancelled, aborted or failed: the waiter's error
+    message = None
+    if record.message_channel and record.message_ts:
+        message = SlackMessage(record.message_channel, record.message_ts)
+    return QuestionStatus(
+        id=record.id,
+        state=record.state,
+        version=record.version,
+        created_at=record.created_at,
+        questions=tuple(record.questions),
+        label=record.label,
+        channel=record.channel,
+        thread_ts=record.thread_ts,
+        finished_at=record.finished_at,
+        answer=answer,
+        answered_by=record.answered_by,
+        answered_by_name=record.answered_by_name,
+        votes=tuple(record.votes),
+        error=error,
+        note=record.note,
+        message=message,
+        decision=record.approval.outcome if record.approval is not None else None,
+        approval=record.approval,
+        asked_by=record.asked_by,
+        deadline=record.deadline,
+        reminders=tuple(record.reminders),
+        escalate_at=record.escalate_at,
+        escalate_to=record.escalate_to,
+        link=record.link,
+        review=record.review,
+        revises=record.revision.previous_id if record.revision is not None else None,
+    )

@@ -1,0 +1,301 @@
+"""``MessageSynchroniser``: keeps each question's Slack message in step with its record.
+
+Everything here runs after the ack, in tracked background tasks (``BackgroundTasks``):
+message refreshes (serialised and coalesced per request), private notes, the "no longer
+open" update of a stale message, modals. Failures are logged, never lost; ``drain`` waits
+for all of them at shutdown.
+
+A private note for a click goes through the click's ``response_url`` (slack_sdk's
+``AsyncWebhookClient``): Slack takes it in a public channel the bot posts in without being
+a member, where ``chat.postEphemeral`` is refused (``not_in_channel``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from adapters.slack.asks.failures import SLACK_FAILURES, describe
+from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack.model.interactions import Origin, answers_here
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.render.approval import render_record
+from adapters.slack.render.blocks import render_stale
+from adapters.slack.render.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
+from adapters.slack.stores import PendingStore
+
+__all__ = ["MessageSynchroniser"]
+
+_FINAL_RETRIES = (1.0, 3.0, None)
+"""Pauses between the last attempts at a final update (after slack_sdk's own retries)."""
+
+
+@dataclass(slots=True)
+class _Refresh:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    rendered: int | None = None
+    sending: PendingRecord | None = None
+
+
+class MessageSynchroniser:
+    """Brings Slack up to date with the store, off the ack path."""
+
+    def __init__(self, client: AsyncWebClient, store: PendingStore, logger: logging.Logger) -> None:
+        self._client = client
+        self._paced = client if isinstance(client, PacedWebClient) else None
+        self._store = store
+        self._logger = logger
+        self._tasks = BackgroundTasks(logger)
+        self._refreshing: dict[str, _Refresh] = {}
+        self.on_change: Callable[[str], None] | None = None
+        """Told the id of every request posted, changed or ended (App Home refreshes)."""
+        self.on_gone: Callable[[PendingRecord], Awaitable[object]] | None = None
+        """Given an open request whose message is gone (deleted): posts it again."""
+
+    @property
+    def background_count(self) -> int:
+        """Background Web API tasks still running."""
+        return len(self._tasks)
+
+    @property
+    def refreshing_count(self) -> int:
+        """Requests whose message is being refreshed right now."""
+        return len(self._refreshing)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a tracked background task (``what`` names it in logs; a failure
+        is logged, and a stop waits for it)."""
+        return self._tasks.spawn(coro, what)
+
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for every background task; cancel the rest."""
+        await self._tasks.drain(grace)
+
+    def refresh(self, request_id: str) -> None:
+        """Update the request's message from its latest stored record, in the background."""
+        self._tasks.spawn(self._refresh_message(request_id), "chat.update")
+        self.changed(request_id)
+
+    def changed(self, request_id: str) -> None:
+        """Tell ``on_change`` that a request was posted, changed or ended."""
+        if self.on_change is not None:
+            self.on_change(request_id)
+
+    def show(self, record: PendingRecord) -> None:
+        """Render ``record`` itself (not the store's copy) on its message, in the background.
+
+        For a record the store no longer has (``RECORD_LOST``): its message still closes.
+        """
+        if record.message_ts is not None:
+            self._tasks.spawn(self._update(record, record.message_ts), "chat.update (lost)")
+
+    def retire(self, channel: str, ts: str, text: str) -> None:
+        """Replace a message whose record is gone with ``text`` (no buttons), in the background."""
+        stale = render_stale(text)
+        self._tasks.spawn(
+            self._client.chat_update(channel=channel, ts=ts, text=stale.text, blocks=stale.blocks),
+            "chat.update (retired)",
+        )
+
+    async def on_orphans(self, records: list[PendingRecord]) -> None:
+        """A shared store failed these (their process died): show it on their messages."""
+        for record in records:
+            self.refresh(record.id)
+
+    def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
+        """Tell the person who clicked, privately, in the message's channel, in the background.
+
+        Through the click's ``response_url`` when it has one from the Slack the bot calls (a
+        modal's submission: the one of the click that opened the modal); else, or when that
+        fails (it is spent after five uses or thirty minutes), with ``chat.postEphemeral``,
+        which Slack refuses where the bot is not a member.
+        """
+        channel = origin.channel or (record.message_channel if record else None)
+        hook = origin.response_url
+        if hook is not None and not answers_here(hook, self._client.base_url):
+            self._logger.warning(
+                "response_url not used: not the Slack the bot calls", extra={"user": origin.user}
+            )
+            hook = None
+        if hook is None and channel is None:
+            return
+        self._tasks.spawn(self._tell(origin.user, channel, hook, text), "private note")
+
+    async def _tell(self, user: str, channel: str | None, hook: str | None, text: str) -> None:
+        if hook is not None and await self._respond(user, hook, text):
+            return
+        if channel is not None:  # else the failed response_url is logged: nowhere else
+            await self._client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+    async def _respond(self, user: str, hook: str, text: str) -> bool:
+        """POST the note to ``hook`` (ephemeral, leaving the clicked message as it is);
+        whether Slack took it. The URL is not logged: it lets anyone post for 30 minutes."""
+        client = AsyncWebhookClient(
+            hook, timeout=self._client.timeout, session=self._client.session
+        )
+        try:
+            sent = await client.send(text=text, response_type="ephemeral", replace_original=False)
+        except SLACK_FAILURES as exc:
+            error = type(exc).__name__  # its text may quote the URL
+        else:
+            if sent.status_code == 200:
+                return True
+            error = f"HTTP {sent.status_code}: {sent.body[:100]}"
+        self._logger.warning("note not sent by response_url", extra={"error": error, "user": user})
+        return False
+
+    def open_modal(self, origin: Origin, record: PendingRecord, view: dict[str, Any]) -> None:
+        """Open a modal now with the click's trigger (it expires three seconds after the
+        click); when Slack does not take it, the person is told privately instead of being
+        left with nothing."""
+        if origin.trigger_id:
+            self._tasks.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
+
+    async def _show(
+        self, origin: Origin, record: PendingRecord, trigger_id: str, view: dict[str, Any]
+    ) -> None:
+        try:
+            await self._client.views_open(trigger_id=trigger_id, view=view)
+        except SLACK_FAILURES as exc:
+            self._logger.warning(
+                "modal not opened", extra={"error": describe(exc), "user": origin.user}
+            )
+            self.note(origin, record, MODAL_NOT_OPENED)
+
+    def stale(self, origin: Origin) -> None:
+        """A click on a request the store no longer knows: say so, and retire the message."""
+        self.note(origin, None, NO_LONGER_OPEN)
+        if origin.channel and origin.message_ts:
+            stale = render_stale(NO_LONGER_OPEN)
+            self._tasks.spawn(
+                self._client.chat_update(
+                    channel=origin.channel,
+                    ts=origin.message_ts,
+                    text=stale.text,
+                    blocks=stale.blocks,
+                ),
+                "chat.update (stale)",
+            )
+
+    async def _refresh_message(self, request_id: str) -> None:
+        """Bring the Slack message up to date with the latest stored record.
+
+        Updates of one message are serialised and coalesced: each renders whatever the
+        store holds when its turn comes, so the final state is always the last one sent.
+        """
+        entry = self._refreshing.setdefault(request_id, _Refresh())
+        entry.users += 1
+        try:
+            if self._paced is not None:
+                await self._refresh_paced(self._paced, request_id, entry)
+                return
+            async with entry.lock:
+                while True:
+                    record = await self._store.get(request_id)
+                    if record is None or record.message_ts is None:
+                        return
+                    if entry.rendered == record.version:
+                        return
+                    await self._update(record, record.message_ts)
+                    entry.rendered = record.version
+                    if not record.is_open:
+                        return
+                    # Another process may have finished the request while we rendered a
+                    # draft: look once more so an open render never lands last.
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                self._refreshing.pop(request_id, None)
+
+    async def _refresh_paced(
+        self, client: PacedWebClient, request_id: str, entry: _Refresh
+    ) -> None:
+        """The same through the scheduler: the message is rendered when its update's turn
+        comes, from the record stored then, and a newer refresh replaces a waiting one."""
+        first = await self._store.get(request_id)
+        if first is None or first.message_ts is None:
+            return
+        channel, ts = first.message_channel or first.channel, first.message_ts
+
+        async def latest() -> dict[str, Any] | None:
+            record = await self._store.get(request_id)
+            if record is None or entry.rendered == record.version:
+                return None
+            rendered = render_record(record)
+            entry.sending = record
+            return {"text": rendered.text, "blocks": rendered.blocks}
+
+        while True:
+            before = entry.sending
+            for delay in _FINAL_RETRIES:
+                try:
+                    await client.update_latest(channel, ts, latest)
+                    break
+                except SlackApiError as exc:
+                    if await self._gone(exc, entry.sending or first):
+                        return
+                    if delay is None:
+                        raise
+                    await asyncio.sleep(delay)
+                except SLACK_FAILURES:
+                    tried = entry.sending
+                    final = tried is not None and tried is not before and not tried.is_open
+                    if delay is None or not final:
+                        raise
+                    await asyncio.sleep(delay)
+            sent = entry.sending
+            if sent is None or sent is before:
+                return  # nothing new to show
+            entry.rendered = sent.version
+            if not sent.is_open:
+                return
+            # Another process may have finished the request while an open render was on
+            # its way: look once more so an open render never lands last.
+            current = await self._store.get(request_id)
+            if current is None or current.version == sent.version:
+                return
+
+    async def _gone(self, error: SlackApiError, record: PendingRecord) -> bool:
+        """Whether ``error`` says the message of open ``record`` is gone (then posted again)."""
+        if error.response.get("error") != "message_not_found" or not record.is_open:
+            return False
+        if self.on_gone is None:
+            return False
+        self._logger.warning(
+            "message of an open request is gone; posting it again", extra={"request": record.id}
+        )
+        await self.on_gone(record)
+        return True
+
+    async def _update(self, record: PendingRecord, ts: str) -> None:
+        rendered = render_record(record)
+        # The final record must not keep live buttons: when slack_sdk's own retries are
+        # spent, try twice more, later.
+        for delay in _FINAL_RETRIES if not record.is_open else (None,):
+            try:
+                await self._client.chat_update(
+                    channel=record.message_channel or record.channel,
+                    ts=ts,
+                    text=rendered.text,
+                    blocks=rendered.blocks,
+                )
+                return
+            except SlackApiError as exc:
+                if await self._gone(exc, record):
+                    return
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+            except SLACK_FAILURES:
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)

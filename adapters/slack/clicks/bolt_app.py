@@ -1,0 +1,215 @@
+"""The bolt ``AsyncApp`` the provider expects, with the workspace identity resolved up front.
+
+bolt's default single-workspace authorization calls ``auth.test`` lazily, on the first
+request it handles, and refuses that request (and every one after) while the call fails:
+a Slack hiccup at the wrong moment would lose a person's click. ``build_app`` calls
+``auth.test`` once, at start (so a refused token fails the start with a clear error), and
+hands bolt an ``authorize`` that answers from that result without any Web API call.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.httpguard import RefusalLog
+from adapters.slack.clicks.bolt_request import bolt_request
+from adapters.slack.pacing.budget import Budget
+from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
+
+__all__ = [
+    "EventsHandler",
+    "build_app",
+    "close_web_client",
+    "events_handler",
+    "team_url",
+    "web_client",
+]
+
+
+class _IgnoredTokenNotice(logging.Filter):
+    """Drops bolt's notices that a token is ignored: ours is the client's, on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "will be ignored" not in message and "will be unused" not in message
+
+
+def web_client(
+    token: str,
+    *,
+    base_url: str | None = None,
+    timeout: int = 10,
+    limits: SlackLimits | None = None,
+    budget: Budget | None = None,
+    pace: bool = True,
+) -> AsyncWebClient:
+    """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits.
+
+    Without a session slack_sdk opens a new aiohttp session, and a new connection, for
+    every call; this one shares a session (with the client's ``timeout`` for each call).
+    Every call waits its turn in a ``WebApiScheduler`` (``limits``: Slack's published ones
+    by default; ``budget``: this process's, or a ``RedisBudget`` shared by several);
+    ``pace=False`` sends at once (only for a stand-in that enforces nothing).
+    Call it inside the running loop, and close it with ``close_web_client``.
+    """
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+    kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
+    if base_url:
+        kwargs["base_url"] = base_url
+    if not pace:
+        return AsyncWebClient(**kwargs)
+    return PacedWebClient(scheduler=WebApiScheduler(limits, budget=budget), **kwargs)
+
+
+async def close_web_client(client: AsyncWebClient) -> None:
+    """Close the session (and the scheduler) of a client made by ``web_client`` (idempotent)."""
+    if isinstance(client, PacedWebClient):
+        await client.scheduler.close()
+    if client.session is not None:
+        await client.session.close()
+
+
+async def build_app(
+    client: AsyncWebClient,
+    *,
+    signing_secret: str,
+    verify_requests: bool = True,
+    logger: logging.Logger | None = None,
+) -> AsyncApp:
+    """An ``AsyncApp`` on ``client`` with ``process_before_response=True``.
+
+    Raises slack_sdk's ``SlackApiError`` when Slack refuses the client's token.
+    """
+    identity = await client.auth_test()
+    token = client.token or ""
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return AuthorizeResult(
+            enterprise_id=identity.get("enterprise_id"),
+            team_id=identity.get("team_id"),
+            bot_user_id=identity.get("user_id"),
+            bot_id=identity.get("bot_id"),
+            bot_token=token,
+        )
+
+    bolt_logger = logger or logging.getLogger("slack_bolt")
+    quiet = _IgnoredTokenNotice()
+    bolt_logger.addFilter(quiet)
+    try:
+        app = AsyncApp(
+            client=client,
+            authorize=authorize,
+            signing_secret=signing_secret,
+            process_before_response=True,
+            request_verification_enabled=verify_requests,
+            logger=bolt_logger,
+        )
+    finally:
+        bolt_logger.removeFilter(quiet)
+    url = identity.get("url")
+    if isinstance(url, str) and url.startswith("https://"):
+        _team_urls[app] = url
+    return app
+
+
+_team_urls: weakref.WeakKeyDictionary[AsyncApp, str] = weakref.WeakKeyDictionary()
+
+
+def team_url(app: AsyncApp) -> str | None:
+    """The workspace's URL (``https://team.slack.com/``) that ``auth.test`` gave ``build_app``."""
+    return _team_urls.get(app)
+
+
+EventsHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+_TIMESTAMP: Final = re.compile(r"[0-9]{1,12}")
+_SIGNATURE: Final = re.compile(r"v0=[0-9a-f]{64}")
+
+
+def _signature_problem(request: web.Request) -> tuple[int, str, str] | None:
+    """Why the signature headers cannot be checked: (status, cause, reason); or ``None``."""
+    stamp = request.headers.get("X-Slack-Request-Timestamp")
+    signature = request.headers.get("X-Slack-Signature")
+    if stamp is None or signature is None:
+        return 401, "unsigned", "X-Slack-Request-Timestamp and X-Slack-Signature are required"
+    if not _TIMESTAMP.fullmatch(stamp):
+        return 400, "bad_timestamp", "X-Slack-Request-Timestamp is not a Unix time in seconds"
+    if not _SIGNATURE.fullmatch(signature):
+        return 400, "bad_signature_header", "X-Slack-Signature is not v0= and 64 hex digits"
+    return None
+
+
+def _dispatchable(body: Any) -> bool:
+    """Whether bolt can route ``body``: a ``block_actions`` payload names its actions."""
+    if not isinstance(body, dict) or body.get("type") != "block_actions":
+        return True
+    actions = body.get("actions")
+    first = actions[0] if isinstance(actions, list) and actions else None
+    return isinstance(first, dict) and isinstance(first.get("action_id"), str)
+
+
+SLACK_MAX_BODY: Final = 1_048_576
+"""The largest body ``/slack/events`` takes (Slack's payloads fit well within), whatever the
+server allows other routes (``bot.app`` has its guard refuse a longer one unread)."""
+
+
+def events_handler(
+    app: AsyncApp,
+    signing_secret: str,
+    *,
+    refusals: RefusalLog | None = None,
+    max_body: int = SLACK_MAX_BODY,
+) -> EventsHandler:
+    """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch.
+
+    bolt parses a body before its own signature check, so a forged body that does not even
+    parse would raise there; checking the signature first answers it with a plain 401.
+    Malformed signature headers get a 400 naming the header; every refusal is counted in
+    ``refusals`` (logged at most once a minute per cause). The verified body becomes the
+    request bolt would build from it (``bolt_request``: a form's fields decoded in C).
+    """
+    verifier = SignatureVerifier(signing_secret)
+    log = refusals or RefusalLog(logging.getLogger("adapters.slack.events"))
+
+    def refused(status: int, cause: str, reason: str) -> web.Response:
+        log.refused(cause, f"/slack/events: {reason}")
+        return web.json_response({"error": cause, "detail": reason}, status=status)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        problem = _signature_problem(request)
+        if problem is not None:
+            return refused(*problem)
+        raw = await request.read()
+        if len(raw) > max_body:
+            return refused(413, "too_large", f"the body is larger than {max_body} bytes")
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:  # Slack only ever sends UTF-8: not from Slack
+            return refused(401, "bad_signature", "the body is not UTF-8, so not from Slack")
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        if not verifier.is_valid_request(body, headers):
+            return refused(401, "bad_signature", "the signature does not match, or is stale")
+        try:
+            parsed = bolt_request(body, request.query_string, request.headers)
+        except ValueError:  # signed by Slack, yet not a payload bolt can read
+            return web.json_response({"error": "unreadable payload"}, status=400)
+        if not _dispatchable(parsed.body):
+            return refused(400, "unreadable_payload", "block_actions without an action")
+        return await to_aiohttp_response(await app.async_dispatch(parsed))
+
+    return handle

@@ -1,0 +1,59 @@
+"""The bolt listeners: ack first, then hand the payload to the interaction handler.
+
+They match our ids with anchored patterns (bolt uses ``Pattern.search``), so another
+app's widgets in the same workspace never reach the handler. Run the app with
+``process_before_response=True``: the handler does only fast work before returning
+(parse, authorize, compare-and-set, resolve) and leaves Web API calls to background tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+
+from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.handler import InteractionHandler
+from adapters.slack.home.tab import HomeTab
+from adapters.slack.model import ids
+
+__all__ = ["register_listeners"]
+
+
+def register_listeners(
+    app: AsyncApp,
+    handler: InteractionHandler,
+    approvals: ApprovalHandler | None = None,
+    home: HomeTab | None = None,
+) -> None:
+    """Route our block actions and modal submissions to ``handler``, approvals to
+    ``approvals``, and the ``app_home_opened`` event to ``home``."""
+
+    async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        await handler.handle_action(body)
+
+    async def on_submission(ack: AsyncAck, body: dict[str, Any]) -> None:
+        errors = await handler.handle_view(body)
+        if errors:
+            await ack(response_action="errors", errors=errors)
+        else:
+            await ack()
+
+    app.action(ids.ACTION_PATTERN)(on_action)
+    app.view_submission(ids.CALLBACK_PATTERN)(on_submission)
+    if approvals is not None:
+
+        async def on_approval(ack: AsyncAck, body: dict[str, Any]) -> None:
+            await ack()
+            await approvals.handle_action(body)
+
+        app.action(ids.APPROVAL_ACTION_PATTERN)(on_approval)
+    if home is not None:
+
+        async def on_home(event: dict[str, Any]) -> None:
+            user = event.get("user")
+            if event.get("tab") == "home" and isinstance(user, str) and user:
+                home.open_later(user)  # publishing is a Web API call: off the ack path
+
+        app.event("app_home_opened")(on_home)

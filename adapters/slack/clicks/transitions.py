@@ -1,0 +1,288 @@
+"""Pure decisions: what an interaction does to a pending record.
+
+``decide(record, interaction, now)`` returns a ``Decision``; the provider writes it with
+compare-and-set and, if the write lost to another writer, decides again on the fresh
+record. Answers are encoded here exactly as the seam's web UI does (§6.2): in question
+order, one item per question; single-select free text replaces the choice
+(``selected: []``), multi-select free text is added; nothing chosen is a skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.slack.clicks.voting import apply_vote, vote_of
+from adapters.slack.model.interactions import (
+    ConfirmSkip,
+    Dismiss,
+    DraftChange,
+    Interaction,
+    OpenText,
+    Origin,
+    Pick,
+    Submit,
+    TextAnswer,
+)
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
+from adapters.slack.render.messages import (
+    ALREADY_VOTED,
+    ENTER_AN_ANSWER,
+    draft_cleared,
+    draft_saved,
+)
+from adapters.slack.render.outcomes import refusal
+from bot.questions.models import (
+    AskUserQuestionAnswer,
+    AskUserQuestionAnswerItem,
+    AskUserQuestionItem,
+)
+
+__all__ = [
+    "Decision",
+    "Finish",
+    "Ignore",
+    "Invalid",
+    "Modal",
+    "Refuse",
+    "Save",
+    "decide",
+    "encode_answer",
+    "refusal_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Write this terminal record; the winner resolves the waiter and updates the message."""
+
+    record: PendingRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    """Write this record (a draft changed); re-render the message when ``rerender``;
+    tell the person ``note`` privately, if any."""
+
+    record: PendingRecord
+    rerender: bool
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Modal:
+    """Open this modal with the interaction's trigger."""
+
+    view: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Tell the person privately why nothing happened (``plain``: for modal errors)."""
+
+    text: str
+    plain: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A modal submission to send back with errors (keyed by input block id)."""
+
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    """Nothing to do (a stale widget, a no-op change)."""
+
+
+Decision = Finish | Save | Modal | Refuse | Invalid | Ignore
+
+_ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
+
+
+def refusal_for(record: PendingRecord, *, mention: bool = True) -> str:
+    """The private note for a click on a request that is no longer open.
+
+    With ``mention`` the first answerer is a mention (ephemeral notes); without, their
+    name (modal errors are plain text, where a mention shows as a raw id).
+    """
+    return refusal(record, mention=mention)
+
+
+def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
+    labels = question.option_labels
+    chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})
+    custom = (draft.custom or "").strip()
+    if not question.is_multi_select:
+        if custom:
+            return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)
+        return AskUserQuestionAnswerItem(id=question.id, selected=[labels[i] for i in chosen[:1]])
+    selected = [labels[i] for i in chosen]
+    if custom:
+        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)
+    return AskUserQuestionAnswerItem(id=question.id, selected=selected)
+
+
+def encode_answer(
+    questions: list[AskUserQuestionItem], drafts: list[Draft]
+) -> AskUserQuestionAnswer:
+    """The answer for these drafts: question order, one item per question, skips included."""
+    items = [
+        _item(question, drafts[i] if i < len(drafts) else Draft())
+        for i, question in enumerate(questions)
+    ]
+    return AskUserQuestionAnswer(answers=items)
+
+
+def _vote(
+    record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
+) -> Decision:
+    """A team review's vote: kept on the open record, or the one that ends the review."""
+    if isinstance(interaction, TextAnswer) and not interaction.text.strip():
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+    vote = vote_of(record, interaction, now, groups)
+    if vote is None:
+        return Ignore()
+    after = apply_vote(record, vote)
+    if after is None:
+        return Refuse(ALREADY_VOTED)
+    return Finish(after) if not after.is_open else Save(after, True)
+
+
+def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
+    """A copy of ``user``'s own drafts, one per question: drafts are per person, so one
+    person's ticks and free text never become another's answer."""
+    drafts = [draft.model_copy(deep=True) for draft in record.user_drafts.get(user, [])]
+    drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
+    return drafts
+
+
+def _save(record: PendingRecord, user: str, drafts: list[Draft], note: str | None = None) -> Save:
+    # Nothing in the shared message shows a draft: re-rendering it would reset the widgets
+    # everyone else is still filling in.
+    return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False, note)
+
+
+def _is_empty(drafts: list[Draft]) -> bool:
+    return all(not draft.selected and not (draft.custom or "").strip() for draft in drafts)
+
+
+def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Draft]) -> Decision:
+    """A form's emptied text box: the question's free text is taken back (§6.2: the web UI
+    lets a person empty it, and empty custom is omitted). With nothing saved to take back,
+    the box was simply sent empty."""
+    draft = drafts[interaction.question]
+    if not (draft.custom or "").strip():
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+    draft.custom = None
+    user, count = interaction.origin.user, len(record.questions)
+    return _save(record, user, drafts, draft_cleared(interaction.question, count))
+
+
+def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
+    answer = encode_answer(record.questions, drafts)
+    return Finish(
+        record.next(
+            state="answered",
+            answer=answer,
+            answered_by=origin.user,
+            answered_by_name=origin.name,
+            finished_at=now,
+            drafts=drafts,
+            note=None,
+        )
+    )
+
+
+def decide(
+    record: PendingRecord,
+    interaction: Interaction,
+    now: float,
+    *,
+    groups: frozenset[str] = frozenset(),
+) -> Decision:
+    """What ``interaction`` does to ``record`` (already authorized).
+
+    ``groups``: the user groups of a team review's policy the person belongs to.
+    """
+    if not record.is_open:
+        return Refuse(refusal_for(record), refusal_for(record, mention=False))
+    layout = layout_of(record.questions)
+    count = len(record.questions)
+    origin = interaction.origin
+
+    if record.review is not None and isinstance(interaction, Pick | TextAnswer):
+        return _vote(record, interaction, now, groups)
+
+    if isinstance(interaction, Dismiss):
+        return Finish(
+            record.next(
+                state="cancelled",
+                answered_by=origin.user,
+                answered_by_name=origin.name,
+                finished_at=now,
+                note=None,
+            )
+        )
+
+    if isinstance(interaction, Submit):
+        if layout != "form":
+            return Ignore()
+        # The submitter's own choices: what their Submit payload shows, over their drafts.
+        drafts = _drafts_of(record, origin.user)
+        for index, chosen in interaction.selections.items():
+            if 0 <= index < count:
+                drafts[index].selected = list(chosen)
+        if _is_empty(drafts):
+            return Modal(render_skip_modal(record, origin.response_url))
+        return _finish(record, origin, now, drafts)
+
+    if isinstance(interaction, ConfirmSkip):
+        if layout != "form":
+            return Ignore()
+        return _finish(record, origin, now, [Draft() for _ in record.questions])
+
+    if not 0 <= interaction.question < count:
+        return Ignore()
+    question = record.questions[interaction.question]
+
+    if isinstance(interaction, Pick):
+        if layout not in ("plan", "tap", "menu"):
+            return Ignore()
+        if not 0 <= interaction.option < len(question.options or []):
+            return Ignore()
+        drafts = [Draft(selected=[interaction.option])]
+        return _finish(record, origin, now, drafts)
+
+    if isinstance(interaction, DraftChange):
+        if layout != "form":
+            return Ignore()
+        drafts = _drafts_of(record, origin.user)
+        draft = drafts[interaction.question]
+        draft.selected = list(interaction.options)
+        if not question.is_multi_select and interaction.options and draft.custom:
+            draft.custom = None  # a single-select choice replaces earlier free text
+        return _save(record, origin.user, drafts)
+
+    if isinstance(interaction, OpenText):
+        return Modal(
+            render_text_modal(record, interaction.question, origin.user, origin.response_url)
+        )
+
+    # TextAnswer
+    text = interaction.text.strip()
+    if layout in _ONE_QUESTION_LAYOUTS:
+        if not text:  # the text is the answer
+            return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+        drafts = [Draft() for _ in record.questions]
+        drafts[interaction.question].custom = text
+        return _finish(record, origin, now, drafts)
+    drafts = _drafts_of(record, origin.user)
+    if not text:
+        return _clear_text(record, interaction, drafts)
+    drafts[interaction.question].custom = text
+    if not question.is_multi_select:
+        drafts[interaction.question].selected = []
+    return _save(record, origin.user, drafts, draft_saved(interaction.question, count, text))

@@ -1,0 +1,295 @@
+"""``HomeTab``: each person's App Home lists what waits for their answer (views.publish).
+
+Opening the Home tab (``app_home_opened``) publishes the person's "Waiting for you" list
+and makes them a *viewer* (``stores/viewers.py``: kept in the store, shared by every bot
+process, bounded to the most recent openers of the last 7 days). Afterwards the process
+that opens, changes or ends a question republishes the lists of the viewers it concerns,
+whichever process their ``app_home_opened`` reached and across restarts.
+
+Why the writer republishes: every change already passes through the writing process's
+``MessageSynchroniser`` (it updates the message), while the stores' cross-process
+notification (Redis ``p:done``, SQLite's endings feed) carries endings only and reaches
+every process, so N processes would publish N times. The writer publishes exactly once.
+
+Changes are coalesced: one worker per process waits ``SETTLE`` seconds after the first
+change, then publishes each concerned viewer's list once, from the records stored then;
+changes arriving meanwhile make one more round. Rounds never overlap, so an older list
+never lands after a newer one. A round reads who may answer each open question from the
+store (``audience.py``: no record parsed on the loop but the ones listed) and each listed
+record once.
+
+A question naming nobody is listed for whoever can see its message (``audience.py``): the
+round asks Slack what each such conversation is (``conversations.info``, ``Conversations``:
+cached like the group lookups, one read of a conversation at a time): a public channel's
+question is listed for anyone, a DM's for its user, and a private channel's or a group DM's
+for nobody (answered in the message, which only members see; a Home button refuses anyone
+else: ``handler.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.authorize import RETRY, Gatekeeper
+from adapters.slack.asks.failures import SLACK_FAILURES, describe
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
+from adapters.slack.model.audience import ANYONE, Audience, Audiences, batches
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.stores import PendingStore
+from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
+from bot.questions.errors import UserQuestionError
+
+__all__ = [
+    "MAX_VIEWERS",
+    "SETTLE",
+    "VIEWER_TTL",
+    "Conversations",
+    "HomeTab",
+    "ListingRound",
+]
+
+SETTLE: Final = 0.2
+"""Seconds a refresh waits so that changes arriving together publish once."""
+
+_EVERYTHING: Final = ""
+"""A change of no particular request: every viewer's list is republished."""
+
+
+CONVERSATION_TTL: Final = 60.0
+"""Seconds a channel's kind (public or private) is kept: a channel made private stops being
+listed for non-members within this. A DM's or group DM's never changes: kept for good."""
+
+
+class Conversations:
+    """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
+    channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
+    or Slack would not say: on nobody's Home tab)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        logger: logging.Logger,
+        *,
+        ttl: float = CONVERSATION_TTL,
+        retry: float = RETRY,
+    ) -> None:
+        self._client = client
+        self._logger = logger
+        self._ttl = ttl
+        self._retry = retry
+        self._seen: dict[str, tuple[float, str | None]] = {}
+        self._reading: dict[str, asyncio.Lock] = {}
+
+    def cached(self, channel: str) -> tuple[bool, str | None]:
+        """Whether who sees ``channel`` is known without a Web API call, and who."""
+        kept = self._seen.get(channel)
+        if kept is None or kept[0] < time.monotonic():
+            return False, None
+        return True, kept[1]
+
+    async def seen_by(self, channel: str) -> str | None:
+        """Who sees ``channel``, reading it from Slack when the cache is cold."""
+        known, seen = self.cached(channel)
+        if known:
+            return seen
+        async with self._reading.setdefault(channel, asyncio.Lock()):
+            known, seen = self.cached(channel)
+            return seen if known else await self._read(channel)
+
+    async def resolve(self, channels: Iterable[str]) -> dict[str, str | None]:
+        """Who sees each of ``channels`` (``""``, a conversation not known: nobody)."""
+        return {channel: await self.seen_by(channel) for channel in sorted(channels) if channel}
+
+    async def _read(self, channel: str) -> str | None:
+        now = time.monotonic()
+        try:
+            response = await self._client.conversations_info(channel=channel)
+        except SLACK_FAILURES as exc:
+            # Nobody's list meanwhile: listing a private question for everyone is the harm.
+            self._logger.warning(
+                "cannot tell who sees a conversation; its questions are on no Home tab for %g s",
+                self._retry,
+                extra={"channel": channel, "error": describe(exc)},
+            )
+            self._seen[channel] = (now + self._retry, None)
+            return None
+        info = response.get("channel")
+        info = info if isinstance(info, dict) else {}
+        seen: str | None = None
+        until = now + self._ttl
+        if info.get("is_im") is True:
+            user = info.get("user")
+            seen = user if isinstance(user, str) and user else None
+            until = math.inf
+        elif info.get("is_mpim") is True:
+            until = math.inf
+        elif info.get("is_private") is False:
+            seen = ANYONE
+        self._seen[channel] = (until, seen)
+        return seen
+
+
+class HomeTab:
+    """Publishes "Waiting for you" Home tabs and keeps the opened ones current."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        gate: Gatekeeper,
+        sync: MessageSynchroniser,
+        logger: logging.Logger,
+        *,
+        viewers: HomeViewers,
+        now: Callable[[], float] = time.time,
+        conversations: Conversations | None = None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._gate = gate
+        self._sync = sync
+        self._logger = logger
+        self._viewers = viewers
+        self._now = now
+        self._changed: set[str] = set()
+        self._working = False
+        # (the click path decides a Home button's click on the same reads: pass it both)
+        self._conversations = conversations or Conversations(client, logger)
+
+    async def viewers(self) -> list[str]:
+        """People whose Home tab is kept current (any process's openers), oldest first."""
+        return await self._viewers.current(self._now())
+
+    def open_later(self, user: str) -> None:
+        """``opened``, in a tracked background task (the listener returns at once)."""
+        self._sync.spawn(self.opened(user), "views.publish")
+
+    async def opened(self, user: str) -> None:
+        """``user`` opened the app's Home tab: remember them and publish their list."""
+        try:
+            await self._viewers.opened(user, self._now())
+        except UserQuestionError as exc:  # their tab is still published, just not kept
+            self._logger.warning(
+                "home tab viewer not kept", extra={"user": user, "error": exc.code}
+            )
+        await self.publish(user)
+
+    async def publish(self, user: str, round_: ListingRound | None = None) -> None:
+        """Publish ``user``'s list of the open questions they may answer (from ``round_``'s
+        audiences, or the store's now)."""
+        if round_ is None:
+            round_ = await ListingRound.read(self._store, self._conversations)
+        groups = await self._gate.groups_of(user, round_.audiences.usergroups)
+        shown, total = await round_.listed(user, groups)
+        view = render_home(shown, total=total)
+        try:
+            await self._client.views_publish(user_id=user, view=view)
+        except SLACK_FAILURES as exc:
+            self._logger.warning(
+                "home tab not published", extra={"user": user, "error": type(exc).__name__}
+            )
+
+    def changed(self, request_id: str | None = None) -> None:
+        """A question opened, changed or closed: republish the kept Home tabs it concerns
+        (coalesced: one round of publishes at a time)."""
+        if self._viewers.known_empty():
+            return  # nobody has opened a Home tab (and no other process shares the set)
+        self._changed.add(request_id or _EVERYTHING)
+        if not self._working:
+            self._working = True
+            self._sync.spawn(self._work(), "views.publish")
+
+    async def _work(self) -> None:
+        try:
+            while self._changed:
+                await asyncio.sleep(SETTLE)
+                changed, self._changed = self._changed, set()
+                await self._republish(changed)
+        finally:
+            self._working = False
+
+    async def _republish(self, changed: set[str]) -> None:
+        """One round: each viewer concerned by a ``changed`` request gets their list."""
+        try:
+            viewers = await self._viewers.current(self._now())
+            if not viewers:
+                return
+            round_ = await ListingRound.read(self._store, self._conversations)
+            touched = await self._touched(changed)
+            for user in viewers:
+                if touched is None or [r for r in touched if await self._concerns(user, r)]:
+                    await self.publish(user, round_)
+        except UserQuestionError as exc:
+            self._logger.warning("home tabs not republished", extra={"error": exc.code})
+
+    async def _touched(self, changed: set[str]) -> list[PendingRecord] | None:
+        """The changed records; ``None`` when any is unknown (everyone is concerned)."""
+        if _EVERYTHING in changed:
+            return None
+        touched: list[PendingRecord] = []
+        for record in await self._store.get_many(sorted(changed)):  # one round trip
+            if record is None:
+                return None
+            touched.append(record)
+        return touched
+
+    async def _concerns(self, user: str, record: PendingRecord) -> bool:
+        """Whether ``record`` is on ``user``'s list (questions only: tool approvals have
+        their own panel) when it is open: by the same rule as the round's audiences."""
+        audience = Audience.of(record, closed=True)
+        if audience is not None and audience.channel is not None:
+            audience = audience.resolved(await self._conversations.seen_by(audience.channel))
+        if audience is None:
+            return False
+        return audience.anyone or await self._gate.allowed(
+            user, audience.users, audience.usergroups
+        )
+
+
+class ListingRound:
+    """One round's view of the store: the open questions' audiences, and the records listed
+    so far (the oldest questions open to anyone head most lists: each is read once)."""
+
+    def __init__(self, store: PendingStore, audiences: Audiences) -> None:
+        self._store = store
+        self.audiences = audiences
+        self._read: dict[str, PendingRecord | None] = {}
+
+    @classmethod
+    async def read(
+        cls, store: PendingStore, conversations: Conversations | None = None
+    ) -> ListingRound:
+        """A round over the open questions' audiences as ``store`` holds them now; those
+        naming nobody listed by who sees their conversation (without ``conversations``: on
+        no list, but a DM's for its user)."""
+        audiences = Audiences()
+        async for batch in batches(await store.open_audiences()):  # not all at once
+            audiences.extend(batch)
+        channels = audiences.channels
+        if channels:
+            seen = await conversations.resolve(channels) if conversations is not None else {}
+            audiences.resolve(seen)
+        return cls(store, audiences)
+
+    async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:
+        """``user``'s oldest open questions (at most ``MAX_HOME_ENTRIES``), given the user
+        groups they are in, and how many are open to them in all."""
+        ids, total = self.audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
+        shown = [r for r in await self.records(ids) if r.is_open]
+        return shown, total - (len(ids) - len(shown))
+
+    async def records(self, ids: Sequence[str]) -> list[PendingRecord]:
+        """The records with ``ids``, in order (those gone since left out): the ones not read
+        yet this round in one read of the store."""
+        unread = [request_id for request_id in ids if request_id not in self._read]
+        if unread:
+            self._read.update(zip(unread, await self._store.get_many(unread), strict=True))
+        return [r for r in (self._read[i] for i in ids) if r is not None]

@@ -1,0 +1,132 @@
+"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer.
+
+Each entry shows the question as typed, where it was asked and by whom, how long ago, its
+deadline, a link to the message, and, for a single one-tap choice, the same buttons the
+message has (a tap there answers exactly as in the channel: the ids are the message's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from adapters.slack.blockkit.limits import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
+from adapters.slack.model import ids
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import answer_by
+from adapters.slack.render.blocks.widgets import button_labels
+from adapters.slack.render.layout import layout_of
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.render.rich import bold, italic, rich_text, words
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = ["MAX_HOME_ENTRIES", "may_answer", "message_link", "render_home"]
+
+Block = dict[str, Any]
+
+MAX_HOME_ENTRIES: Final = 20
+"""Questions listed at most (a Home tab holds 100 blocks; each entry takes up to four)."""
+_SEPARATOR: Final = " · "
+_ASKED_BY: Final = "Asked by "
+_QUESTION_ROOM: Final = 2900
+"""The most of a question's text an entry shows (a longer one is shortened: no one-tap answer)."""
+
+
+def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> bool:
+    """Whether ``user`` (a member of ``groups``) may answer ``record``."""
+    if not record.allowed_users and not record.allowed_usergroups:
+        return True
+    if user in (record.allowed_users or []):
+        return True
+    return bool(set(groups) & set(record.allowed_usergroups or []))
+
+
+def message_link(record: PendingRecord) -> str | None:
+    """A link that opens the question's message in Slack (``None`` before it is posted)."""
+    if record.message_ts is None:
+        return None
+    channel = record.message_channel or record.channel
+    return f"https://slack.com/archives/{channel}/p{record.message_ts.replace('.', '')}"
+
+
+def _ago(seconds: float) -> str:
+    fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+    return f"<!date^{int(seconds)}^asked {{ago}}|asked {fallback}>"
+
+
+def _facts(record: PendingRecord) -> str:
+    """Where the question was asked, by whom, when, its deadline and its link, as one
+    context line. The asker's label has no length limit (an in-process caller sets any), so
+    it gets what the rest leaves of the line: the link to the question always shows, and
+    one long label cannot make Slack refuse the whole tab (for everyone it is listed for)."""
+    where = record.message_channel or record.channel
+    before = [f"<#{where}>"] if where.startswith(("C", "G")) else []
+    after = [_ago(record.created_at)]
+    if record.deadline is not None:
+        after.append(answer_by(record.deadline))
+    link = message_link(record)
+    if link is not None:
+        after.append(f"<{link}|Open the question>")
+    who = (record.label or "").strip()
+    if who:
+        room = MAX_SECTION_TEXT - len(_SEPARATOR.join([*before, _ASKED_BY, *after]))
+        before.append(_ASKED_BY + shorten_escaped(escape(who), room))
+    return shorten_escaped(_SEPARATOR.join(before + after), MAX_SECTION_TEXT)
+
+
+def _entry(record: PendingRecord) -> list[Block]:
+    first = record.questions[0] if record.questions else None
+    text = first.question.strip() if first is not None else ""
+    more = len(record.questions) - 1
+    pieces = [bold(shorten(text, _QUESTION_ROOM))] if text else [italic("(no question text)")]
+    if more > 0:
+        pieces.append(words(f" (+{more} more)"))
+    blocks: list[Block] = [rich_text(*pieces)]
+    blocks.append({"type": "context", "elements": [mrkdwn(_facts(record))]})
+    if first is not None and _tappable(record, first, text):
+        buttons = [
+            {
+                "type": "button",
+                "text": plain(text),  # as on the message: shortened ones never alike
+                "action_id": ids.action_id("pick", i),
+                "value": ids.option_value(i),
+            }
+            for i, text in enumerate(button_labels(first))
+        ]
+        block_id = ids.block_id(record.id, 0, f"c{record.version}")
+        blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
+    return blocks
+
+
+def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> bool:
+    """Whether the entry may answer with one tap: only when it shows all the message shows
+    before anyone chooses (the question whole, no detail, no option descriptions, every
+    label in full). Otherwise "Open the question" leads to the message, where they are."""
+    if layout_of(record.questions) != "tap" or first.detail or len(text) > _QUESTION_ROOM:
+        return False
+    options = first.options or []
+    if any((option.description or "").strip() for option in options):
+        return False
+    return all(len(label) <= MAX_BUTTON_TEXT for label in first.option_labels)  # none cut
+
+
+def render_home(records: Sequence[PendingRecord], total: int | None = None) -> Block:
+    """The Home tab view listing ``records`` (already filtered for the person), oldest first;
+    ``total``: how many they may answer in all, when ``records`` are only the oldest."""
+    waiting = sorted((r for r in records if r.is_open), key=lambda r: r.created_at)
+    blocks: list[Block] = [{"type": "header", "text": plain("Waiting for you")}]
+    if not waiting:
+        blocks.append(
+            {"type": "section", "text": plain("Nothing is waiting for an answer from you.")}
+        )
+    for index, record in enumerate(waiting[:MAX_HOME_ENTRIES]):
+        if index:
+            blocks.append({"type": "divider"})
+        blocks.extend(_entry(record))
+    rest = max(len(waiting), total or 0) - min(len(waiting), MAX_HOME_ENTRIES)
+    if rest > 0:
+        blocks.append(
+            {"type": "context", "elements": [plain(f"…and {rest} more, in the channels.")]}
+        )
+    return {"type": "home", "blocks": blocks}

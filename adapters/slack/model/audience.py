@@ -1,0 +1,234 @@
+"""Who may answer each open question, and each person's "Waiting for you" list from that.
+
+A Home tab lists the oldest open questions one person may answer and how many there are.
+Reading and parsing every open record for it cost the bot's loop about 35 µs a record, for
+every round of republishing; instead a store gives one ``Audience`` per open question (four
+fields, read in the store: SQLite's JSON functions in its own thread), and ``Audiences``
+answers each person from three buckets, built once a round: the questions open to anyone,
+and those naming a user or a user group. No I/O here.
+
+Who may answer follows the click path's rule (``who_may``): a team review's reviewers when
+it names them, else the allow-lists. A question naming nobody is open to whoever can see its
+message, which is not everyone: asked in a person's DM (``channel`` a user id) it is that
+person's; anywhere else its audience waits on the conversation (``channel``), which a round
+resolves (``Audiences.resolve``, from ``conversations.info``): a public channel's question
+is open to anyone, a DM's to its user, and one in a private channel or a group DM (or a
+conversation Slack would not describe) is on nobody's Home tab: it is answered in its message,
+which only its members see.
+
+A round with 10,000 open questions makes and buckets 10,000 audiences: in one go that held
+the loop for up to 24 ms (a click arriving meanwhile waited as long), so the stores and the
+round go through them in ``batches``, giving the loop a turn between two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from adapters.slack.model.record import PendingRecord
+
+if TYPE_CHECKING:
+    from adapters.slack.model.interactions import Origin
+
+__all__ = [
+    "ANYONE",
+    "BATCH",
+    "Audience",
+    "Audiences",
+    "also_allowed",
+    "batches",
+    "outside_message",
+    "policy_groups",
+    "who_may",
+]
+
+ANYONE: Final = "*"
+"""What ``Audiences.resolve`` is told of a conversation anyone may see (a public channel)."""
+
+BATCH: Final = 500
+"""Audiences made or bucketed between two turns of the loop (a fraction of a millisecond)."""
+
+_T = TypeVar("_T")
+
+
+async def batches(items: Sequence[_T], size: int = BATCH) -> AsyncIterator[Sequence[_T]]:
+    """``items`` in order, ``size`` at a time, other tasks given a turn between two."""
+    for start in range(0, len(items), size):
+        if start:
+            await asyncio.sleep(0)
+        yield items[start : start + size]
+
+
+def who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
+    """Who may act on ``record``: a team review's reviewers, else who may answer (the
+    users and the user groups named; neither: whoever sees the message)."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    if reviewers is not None:
+        return list(reviewers.users), list(reviewers.usergroups)
+    return record.allowed_users, record.allowed_usergroups
+
+
+def also_allowed(record: PendingRecord) -> tuple[list[str] | None, list[str] | None] | None:
+    """The operator's allow-list a team review's reviewers must be on as well (reviewers
+    narrow it, never widen it); ``None`` when ``who_may`` alone decides."""
+    if record.review is None or record.review.reviewers is None:
+        return None
+    if not record.allowed_users and not record.allowed_usergroups:
+        return None
+    return record.allowed_users, record.allowed_usergroups
+
+
+def outside_message(record: PendingRecord, origin: Origin) -> bool:
+    """Whether a click names a message other than the question's (a button copied onto a
+    Home tab, or a forged payload): only the question's own message is seen by exactly the
+    people who may click it. A click with no message (in a modal) is the message's."""
+    if origin.channel is None:
+        return False
+    if origin.channel != (record.message_channel or record.channel):
+        # a question asked by user id is posted in that user's DM (``D…``)
+        return not (record.message_channel is None and record.channel.startswith(("U", "W")))
+    return record.message_ts is not None and origin.message_ts != record.message_ts
+
+
+def policy_groups(record: PendingRecord) -> frozenset[str]:
+    """The user groups whose membership a team review's tally needs."""
+    if record.review is None:
+        return frozenset()
+    return frozenset(g for required in record.review.required for g in required.usergroups)
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    """An open question and who may answer it: the ``users`` and ``usergroups`` named, or,
+    when none is, whoever can see ``channel`` (the conversation of its message). Neither
+    named nor ``channel``: anyone (a question resolved as in a public channel)."""
+
+    request_id: str
+    created_at: float
+    users: tuple[str, ...] = ()
+    usergroups: tuple[str, ...] = ()
+    channel: str | None = None
+
+    @classmethod
+    def of(cls, record: PendingRecord, *, closed: bool = False) -> Audience | None:
+        """``record``'s audience; ``None`` when it is on nobody's list (it is closed, unless
+        ``closed``, or a tool approval, which has no questions and a panel of its own)."""
+        if not (record.is_open or closed) or not record.questions:
+            return None
+        users, groups = who_may(record)
+        return cls.named(
+            record.id,
+            record.created_at,
+            users or (),
+            groups or (),
+            channel=record.channel,
+            message_channel=record.message_channel,
+        )
+
+    @classmethod
+    def named(
+        cls,
+        request_id: str,
+        created_at: float,
+        users: Iterable[str],
+        usergroups: Iterable[str],
+        *,
+        channel: str,
+        message_channel: str | None = None,
+    ) -> Audience:
+        """The audience of a question naming ``users`` and ``usergroups`` (by ``who_may``)
+        asked in ``channel`` (posted in ``message_channel``): when it names nobody, a DM's
+        user (asked by user id) or the conversation it is in."""
+        named, groups = tuple(users), tuple(usergroups)
+        if named or groups:
+            return cls(request_id, created_at, named, groups)
+        if channel.startswith(("U", "W")):
+            return cls(request_id, created_at, (channel,))
+        return cls(request_id, created_at, channel=message_channel or channel)
+
+    @property
+    def anyone(self) -> bool:
+        """Whether anyone may answer (no user nor user group is named, nor a conversation
+        that only its members see)."""
+        return not self.users and not self.usergroups and self.channel is None
+
+    def resolved(self, seen_by: str | None) -> Audience | None:
+        """This audience once its conversation is known: ``seen_by`` ``ANYONE`` (a public
+        channel), a user id (their DM) or ``None`` (members only, or unknown: nobody's
+        list)."""
+        if self.channel is None:
+            return self
+        if seen_by is None:
+            return None
+        users = () if seen_by == ANYONE else (seen_by,)
+        return Audience(self.request_id, self.created_at, users)
+
+
+def _order(audience: Audience) -> tuple[float, str]:
+    return audience.created_at, audience.request_id
+
+
+class Audiences:
+    """The open questions' audiences, bucketed so each person's list costs what it holds."""
+
+    def __init__(self, audiences: Iterable[Audience] = ()) -> None:
+        self._anyone: list[Audience] = []
+        self._sorted = True
+        self._by_user: dict[str, list[Audience]] = {}
+        self._by_group: dict[str, list[Audience]] = {}
+        self._by_channel: dict[str, list[Audience]] = {}
+        self.extend(audiences)
+
+    def extend(self, audiences: Iterable[Audience]) -> None:
+        """Add more open questions' audiences (a round adds them in ``batches``)."""
+        anyone = self._anyone
+        size = len(anyone)
+        for audience in audiences:
+            if audience.channel is not None:
+                self._by_channel.setdefault(audience.channel, []).append(audience)
+                continue
+            if audience.anyone:
+                anyone.append(audience)
+            for user in audience.users:
+                self._by_user.setdefault(user, []).append(audience)
+            for group in audience.usergroups:
+                self._by_group.setdefault(group, []).append(audience)
+        self._sorted = self._sorted and len(anyone) == size
+
+    @property
+    def channels(self) -> frozenset[str]:
+        """The conversations whose questions wait on ``resolve`` (none is listed before)."""
+        return frozenset(self._by_channel)
+
+    def resolve(self, seen_by: Mapping[str, str | None]) -> None:
+        """List the questions waiting on their conversation, by who sees each (``ANYONE``,
+        a DM's user, ``None`` or missing: nobody's list)."""
+        waiting, self._by_channel = self._by_channel, {}
+        for channel, audiences in waiting.items():
+            seen = seen_by.get(channel)
+            self.extend(a for a in (a.resolved(seen) for a in audiences) if a is not None)
+
+    @property
+    def usergroups(self) -> frozenset[str]:
+        """Every user group an open question names (whose members a list depends on)."""
+        return frozenset(self._by_group)
+
+    def waiting_for(
+        self, user: str, usergroups: Iterable[str], limit: int
+    ) -> tuple[Sequence[str], int]:
+        """The ids of the ``limit`` oldest questions ``user`` (a member of ``usergroups``)
+        may answer, oldest first, and how many they may answer in all."""
+        if not self._sorted:
+            self._anyone.sort(key=_order)
+            self._sorted = True
+        named = {a.request_id: a for a in self._by_user.get(user, ())}
+        for group in usergroups:
+            named.update((a.request_id, a) for a in self._by_group.get(group, ()))
+        restricted = sorted(named.values(), key=_order)
+        oldest = itertools.islice(heapq.merge(self._anyone, restricted, key=_order), limit)
+        return [a.request_id for a in oldest], len(self._anyone) + len(restricted)

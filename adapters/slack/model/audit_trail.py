@@ -1,0 +1,207 @@
+"""The audit trail: every change of a question, when, by whom, and what they were shown.
+
+An ``AuditEvent`` is appended for each change that matters: ``asked`` (by which API token
+or agent, label, where, a permalink), ``changed`` (a click that saved a draft), the ending
+(``answered`` / ``cancelled`` / ``aborted`` / ``failed``, with who and the exact answer or
+reason) and ``reopened``. Each carries ``shownSha256``: the SHA-256 of exactly what people
+were shown (``shown_digest``; a tool-permission approval's ``approval_digest``), so an
+approval is bound to the plan text, or the command, it approved.
+
+``event_for`` derives the event of one compare-and-set from the record before and after;
+it is pure, so every store and every writer produce the same trail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = [
+    "AuditEvent",
+    "AuditKind",
+    "approval_digest",
+    "asked_event",
+    "digest_of",
+    "event_for",
+    "permalink",
+    "shown_digest",
+]
+
+AuditKind = Literal["asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened"]
+
+
+class AuditEvent(BaseModel):
+    """One entry of a question's trail (JSON with camelCase names, as the API shows it)."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+    request_id: str
+    at: float
+    kind: AuditKind
+    version: int
+    by: str | None = None
+    """Who: the Slack user id, ``api:<token name>``, the asking agent, or a bot process."""
+    by_name: str | None = None
+    """The person's Slack name, when a person acted."""
+    shown_sha256: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """What changed: where and how it was asked, the ticks, a team review's votes, the exact
+    answer, the reason, the code."""
+
+    def dump(self) -> str:
+        """The event as one line of JSON."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def load(cls, data: str | bytes) -> AuditEvent:
+        """Parse an event written by ``dump``."""
+        return cls.model_validate_json(data)
+
+
+def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
+    """SHA-256 (hex) of the questions as shown: their wire JSON, keys sorted, no spaces.
+
+    The wire JSON holds every word people see (question, header, detail or plan, options
+    and their descriptions), so an agent can recompute it from the request it sent.
+    """
+    wire = [item.model_dump(by_alias=True, exclude_none=True, mode="json") for item in questions]
+    return _sha256(wire)
+
+
+def approval_digest(view: ApprovalView) -> str:
+    """SHA-256 (hex) of a tool-permission approval as shown: the tool, the headline and the
+    command or path (``ApprovalView``'s JSON without the decision, keys sorted, no spaces),
+    so an "Allow once" is bound to the command it allowed."""
+    return _sha256(view.model_dump(exclude={"outcome"}, exclude_none=True, mode="json"))
+
+
+def _sha256(shown: Any) -> str:
+    canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def digest_of(record: PendingRecord) -> str:
+    """What ``record`` shows, hashed: an approval's ``approval_digest`` (small: computed
+    each time, so records made before approvals were hashed get it too), else the
+    questions' digest it was made with, if kept, or ``shown_digest`` of them."""
+    if record.approval is not None:
+        return approval_digest(record.approval)
+    return record.shown_sha256 or shown_digest(record.questions)
+
+
+def permalink(team_url: str | None, channel: str | None, ts: str | None) -> str | None:
+    """Slack's permalink of a message (``https://team.slack.com/archives/C…/p…``)."""
+    if not team_url or not channel or not ts:
+        return None
+    return f"{team_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+
+
+def asked_event(
+    record: PendingRecord, *, by: str | None, link: str | None, at: float | None = None
+) -> AuditEvent:
+    """The ``asked`` event of a record whose message was just posted."""
+    detail: dict[str, Any] = {"channel": record.message_channel or record.channel}
+    for name, value in (
+        ("threadTs", record.thread_ts),
+        ("messageTs", record.message_ts),
+        ("permalink", link),
+        ("label", record.label),
+        ("owner", record.owner),
+    ):
+        if value is not None:
+            detail[name] = value
+    return AuditEvent(
+        request_id=record.id,
+        at=time.time() if at is None else at,
+        kind="asked",
+        version=record.version,
+        by=by or record.label,
+        shown_sha256=digest_of(record),
+        detail=detail,
+    )
+
+
+def event_for(
+    before: PendingRecord,
+    after: PendingRecord,
+    *,
+    by: str | None = None,
+    by_name: str | None = None,
+    at: float | None = None,
+) -> AuditEvent | None:
+    """The event of the write ``before`` → ``after``; ``None`` for bookkeeping only."""
+    detail: dict[str, Any] = {}
+    kind: AuditKind
+    if before.is_open and not after.is_open:
+        kind = after.state  # type: ignore[assignment]  # a terminal state is an event kind
+        by = after.answered_by or by
+        by_name = after.answered_by_name or by_name
+        if after.answer is not None and after.state == "answered":
+            detail["answer"] = after.answer.to_wire()
+        if after.approval is not None and after.approval.outcome is not None:
+            detail["decision"] = after.approval.outcome  # allowed-once / rejected
+        if after.error_code:
+            detail["code"] = after.error_code
+        if after.note and after.state != "answered":
+            detail["reason"] = after.note
+        if after.votes:
+            detail["votes"] = _votes(after)
+    elif not before.is_open and after.is_open:
+        kind = "reopened"
+        if after.note:
+            detail["reason"] = after.note
+    elif after.is_open:
+        ticked = _ticked(before, after, by)
+        voted = after.votes != before.votes
+        if ticked is None and not voted:
+            return None  # bookkeeping only
+        kind = "changed"  # a person's ticks, or a team-review vote that kept it open
+        if ticked is not None:
+            detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in ticked]
+        if voted:
+            detail["votes"] = _votes(after)
+    else:
+        return None
+    return AuditEvent(
+        request_id=after.id,
+        at=time.time() if at is None else at,
+        kind=kind,
+        version=after.version,
+        by=by,
+        by_name=by_name,
+        shown_sha256=digest_of(after),
+        detail=detail,
+    )
+
+
+def _ticked(before: PendingRecord, after: PendingRecord, by: str | None) -> list[Draft] | None:
+    """The drafts a write changed: a click saves the clicking person's own
+    (``user_drafts``, ``by``'s); records from before per-person drafts kept one shared list
+    (``drafts``). ``None``: no draft changed."""
+    if after.drafts != before.drafts:
+        return after.drafts
+    changed = {
+        user: drafts
+        for user, drafts in after.user_drafts.items()
+        if before.user_drafts.get(user) != drafts
+    }
+    if not changed:
+        return None
+    return changed.get(by or "", next(iter(changed.values())))
+
+
+def _votes(record: PendingRecord) -> list[dict[str, Any]]:
+    """A team review's votes as they stand after the write (who, approve or not, feedback,
+    when), in the order cast."""
+    return [vote.model_dump(by_alias=True, exclude_none=True) for vote in record.votes]

@@ -1,0 +1,300 @@
+"""Pure parsing: a Slack interaction payload -> a typed interaction of ours, or ``None``.
+
+``None`` means "not ours" (another app's widget, a foreign id format): the listener
+ignores it. Everything here reads plain dicts shaped like Slack's payloads and never
+raises on malformed input.
+
+A click's ``response_url`` is where the bot sends that person's private note (Slack takes
+it in channels the bot was not invited to, where ``chat.postEphemeral`` is refused). The
+bot POSTs to it, so it is taken only when it can be Slack's (``response_url``), and used
+only for the Slack the bot calls (``answers_here``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from adapters.httpguard import is_loopback
+from adapters.slack.model import ids
+
+__all__ = [
+    "ConfirmSkip",
+    "Dismiss",
+    "DraftChange",
+    "Interaction",
+    "OpenText",
+    "Origin",
+    "Pick",
+    "Submit",
+    "TextAnswer",
+    "answers_here",
+    "parse_block_actions",
+    "parse_view_submission",
+    "response_url",
+]
+
+SLACK_HOOKS: Final = "hooks.slack.com"
+"""The host of Slack's ``response_url``s (``https://hooks.slack.com/actions/T…/…/…``)."""
+MAX_RESPONSE_URL: Final = 2048
+"""Longer than any ``response_url`` Slack mints (about 80 characters)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who acted (their id and name, as the payload gives it), and on which message."""
+
+    user: str
+    channel: str | None = None
+    message_ts: str | None = None
+    trigger_id: str | None = None
+    name: str | None = None
+    response_url: str | None = field(default=None, compare=False)
+    """Where Slack takes a reply to this click (``response_url``): Slack's hook host, or a
+    loopback stand-in's; ``None`` for a modal submission. Not compared: it says how to
+    answer the person, not who acted where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A button or menu choice that answers a one-question request at once."""
+
+    request_id: str
+    question: int
+    option: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class DraftChange:
+    """A form widget changed: the options now chosen for one question."""
+
+    request_id: str
+    question: int
+    options: tuple[int, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class OpenText:
+    """ "Other…", "Answer…" or "Decline with feedback…": open the free-text modal."""
+
+    request_id: str
+    question: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    """The form's Submit, with the choices its message showed to the person."""
+
+    request_id: str
+    origin: Origin
+    selections: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Dismiss:
+    """The person chose not to answer at all."""
+
+    request_id: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class TextAnswer:
+    """Free text submitted from the modal for one question."""
+
+    request_id: str
+    question: int
+    text: str
+    origin: Origin
+    input_block_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmSkip:
+    """The person confirmed sending the form with nothing chosen (a skip)."""
+
+    request_id: str
+    origin: Origin
+
+
+Interaction = Pick | DraftChange | OpenText | Submit | Dismiss | TextAnswer | ConfirmSkip
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def acting_name(body: Mapping[str, Any]) -> str | None:
+    """The acting person's name from the payload's ``user`` (``name``, else ``username``)."""
+    user = _dict(body.get("user"))
+    name = _str(user.get("name")) or _str(user.get("username"))
+    return name[:80] if name else None
+
+
+def response_url(body: Mapping[str, Any]) -> str | None:
+    """The payload's ``response_url`` if it can be Slack's, else ``None``.
+
+    The payload is signed by Slack, yet the bot POSTs private notes to this address, so it
+    must not be a way to make the bot call anywhere: only an ``https`` URL on Slack's hook
+    host (its default port, no user info) is taken, or one on this machine's loopback (a
+    stand-in Slack; ``answers_here`` then wants it to be the one serving the Web API).
+    """
+    value = body.get("response_url")
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_RESPONSE_URL:
+        return None
+    if not value.isprintable() or " " in value:
+        return None  # urlsplit would silently drop tabs and newlines
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if "@" in parts.netloc or parts.fragment or len(parts.path) < 2:
+        return None
+    if parts.scheme == "https" and host == SLACK_HOOKS and port in (None, 443):
+        return value
+    if parts.scheme in ("http", "https") and is_loopback(host):
+        return value
+    return None
+
+
+def answers_here(url: str, api_url: str) -> bool:
+    """Whether the bot may POST to ``url`` (a ``response_url`` that ``response_url`` took)
+    when it calls Slack's Web API at ``api_url``.
+
+    Slack's hook host always; a loopback one only when it serves that Web API (same
+    scheme, host and port): a stand-in Slack's ``response_url``s, never another port on
+    this machine.
+    """
+    try:
+        hook, api = urlsplit(url), urlsplit(api_url)
+        if hook.scheme == "https" and hook.hostname == SLACK_HOOKS:
+            return hook.port in (None, 443)
+        where = (hook.scheme, hook.hostname, hook.port)
+        return hook.hostname is not None and where == (api.scheme, api.hostname, api.port)
+    except ValueError:
+        return False
+
+
+def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """Option indices from one element's state or action (``None``: not a choice element)."""
+    if "selected_options" in state:
+        raw = state.get("selected_options")
+        options = raw if isinstance(raw, list) else []
+    elif "selected_option" in state:
+        one = state.get("selected_option")
+        options = [one] if isinstance(one, dict) else []
+    else:
+        return None
+    indices = []
+    for option in options:
+        index = ids.parse_index(_dict(option).get("value"))
+        if index is not None and index not in indices:
+            indices.append(index)
+    return tuple(indices)
+
+
+def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int, ...]]:
+    values = _dict(_dict(body.get("state")).get("values"))
+    selections: dict[int, tuple[int, ...]] = {}
+    for block, actions in values.items():
+        ref = ids.parse_block_id(block)
+        if ref is None or ref.request_id != request_id or ref.question is None:
+            continue
+        for action, state in _dict(actions).items():
+            if ids.parse_action_id(action) != "draft":
+                continue
+            chosen = _chosen(_dict(state))
+            if chosen is not None:
+                selections[ref.question] = chosen
+    return selections
+
+
+def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
+    """The interaction a ``block_actions`` payload carries, or ``None`` if it is not ours."""
+    if not isinstance(body, Mapping) or body.get("type") != "block_actions":
+        return None
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions:
+        return None
+    action = _dict(actions[0])
+    kind = ids.parse_action_id(action.get("action_id"))
+    ref = ids.parse_block_id(action.get("block_id"))
+    user = _str(_dict(body.get("user")).get("id"))
+    name = acting_name(body)
+    if kind is None or ref is None or user is None:
+        return None
+    container = _dict(body.get("container"))
+    message = _dict(body.get("message"))
+    origin = Origin(
+        user=user,
+        channel=_str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id")),
+        message_ts=_str(container.get("message_ts")) or _str(message.get("ts")),
+        trigger_id=_str(body.get("trigger_id")),
+        name=name,
+        response_url=response_url(body),
+    )
+    rid = ref.request_id
+    if kind == "link":
+        return None  # Slack opens the URL; nothing for us to do
+    if kind == "submit":
+        return Submit(rid, origin, _selections(body, rid))
+    if kind == "dismiss":
+        return Dismiss(rid, origin)
+    if ref.question is None:
+        return None
+    if kind == "text":
+        return OpenText(rid, ref.question, origin)
+    if kind == "draft":
+        chosen = _chosen(action)
+        return None if chosen is None else DraftChange(rid, ref.question, chosen, origin)
+    # kind == "pick": a button's value, or a menu's selected option
+    if action.get("type") == "button":
+        option = ids.parse_index(action.get("value"))
+    else:
+        chosen = _chosen(action)
+        option = chosen[0] if chosen else None
+    return None if option is None else Pick(rid, ref.question, option, origin)
+
+
+def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip | None:
+    """What a ``view_submission`` of our modal carries (free text, a confirmed skip), or
+    ``None``."""
+    if not isinstance(body, Mapping) or body.get("type") != "view_submission":
+        return None
+    view = _dict(body.get("view"))
+    kind = ids.parse_callback_id(view.get("callback_id"))
+    if kind is None:
+        return None
+    ref = ids.parse_private_metadata(view.get("private_metadata"))
+    user = _str(_dict(body.get("user")).get("id"))
+    if ref is None or user is None:
+        return None
+    # No response_url of its own: the one of the click that opened the modal, carried in
+    # its external_id (a 7857283 build's modal: in its metadata), checked again.
+    carried = ids.parse_external_id(view.get("external_id")) or ref.reply_url
+    reply = response_url({"response_url": carried})
+    if kind == "skip":
+        return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body), response_url=reply))
+    values = _dict(_dict(view.get("state")).get("values"))
+    for block, actions in values.items():
+        block_ref = ids.parse_block_id(block)
+        if block_ref is None or block_ref.request_id != ref.request_id:
+            continue
+        for action, state in _dict(actions).items():
+            if ids.parse_action_id(action) == "text":
+                raw = _dict(state).get("value")
+                text = raw if isinstance(raw, str) else ""
+                origin = Origin(user, name=acting_name(body), response_url=reply)
+                return TextAnswer(ref.request_id, ref.question, text, origin, block)
+    return None

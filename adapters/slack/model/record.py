@@ -1,0 +1,164 @@
+"""The pending request as stored: everything any process needs to render and resolve it.
+
+A ``PendingRecord`` is plain data (JSON in Redis, an object in memory). It changes only
+through compare-and-set on ``version``; once its ``state`` leaves ``pending`` it never
+changes again (first writer wins).
+
+Stored records outlive the version that wrote them: in a rolling deploy an older process
+reads records a newer one stored, with fields it does not know. ``PendingRecord.load`` (the
+way every store reads a stored record) ignores those, in the record and in its parts; built
+or validated any other way the models stay strict (``extra="forbid"``), as outside input is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from adapters.slack.model.tally import Revision, Vote
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.review import ReviewPolicy
+
+__all__ = ["TERMINAL_STATES", "ApprovalView", "Draft", "PendingRecord", "State"]
+
+State = Literal["pending", "answered", "cancelled", "aborted", "failed"]
+TERMINAL_STATES: frozenset[str] = frozenset({"answered", "cancelled", "aborted", "failed"})
+
+
+class Draft(BaseModel):
+    """A question's answer in progress: chosen option indices and free text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selected: list[int] = Field(default_factory=list)
+    custom: str | None = None
+
+
+class ApprovalView(BaseModel):
+    """A tool-permission approval shown in Slack (no questions): what asks, and the decision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str
+    headline: str
+    command: str | None = None
+    path: str | None = None
+    outcome: Literal["allowed-once", "rejected"] | None = None
+
+
+class PendingRecord(BaseModel):
+    """One open (or just finished) request and its Slack message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    version: int = 0
+    state: State = "pending"
+    owner: str | None = None
+    """The process whose in-process ``ask()`` waits on this record; ``None``: owned by no
+    process (HTTP API and dsh host questions), so no process's end can fail it. A
+    ``detached`` record names the process that is to post its message until it is posted."""
+    detached: bool = False
+    """Asked detached (the HTTP API's): owned by no process once its message is posted.
+    Until then ``owner`` is the process that posts it; a stop leaves it to the next
+    process and an orphan sweep takes it up for its own process, never fails it."""
+    questions: list[AskUserQuestionItem]
+    channel: str
+    thread_ts: str | None = None
+    message_channel: str | None = None
+    message_ts: str | None = None
+    label: str | None = None
+    mention: str | None = None
+    key: str | None = None
+    allowed_users: list[str] | None = None
+    allowed_usergroups: list[str] | None = None
+    drafts: list[Draft] = Field(default_factory=list)
+    user_drafts: dict[str, list[Draft]] = Field(default_factory=dict)
+    note: str | None = None
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = None
+    answered_by_name: str | None = None
+    review: ReviewPolicy | None = None
+    votes: list[Vote] = Field(default_factory=list)
+    revision: Revision | None = None
+    approval: ApprovalView | None = None
+    asked_by: str | None = None
+    """Who asked: ``api`` (or the API token's name), the dsh host, or the asking code."""
+    error_code: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    deadline: float | None = None
+    reminders: list[float] = Field(default_factory=list)
+    escalate_at: float | None = None
+    escalate_to: str | None = None
+    reminded: int = 0
+    """How many of ``reminders`` were sent (each taken by compare-and-set before it is
+    posted, so no process and no restart sends one twice)."""
+    escalated: bool = False
+    """Whether the escalation was sent (taken as ``reminded`` is)."""
+    link: str | None = None
+    finished_at: float | None = None
+    shown_sha256: str | None = None
+    """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
+    audit event carries it); ``None`` in a record from before it was kept."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the request still waits for an answer."""
+        return self.state == "pending"
+
+    def draft_of(self, user: str | None, question: int) -> Draft:
+        """``user``'s own draft of question ``question`` (empty when they made none)."""
+        drafts = self.user_drafts.get(user, []) if user else []
+        if 0 <= question < len(drafts):
+            return drafts[question]
+        return Draft()
+
+    def draft(self, question: int) -> Draft:
+        """The draft of question ``question`` (empty when none was made)."""
+        if 0 <= question < len(self.drafts):
+            return self.drafts[question]
+        return Draft()
+
+    def next(self, **changes: object) -> PendingRecord:
+        """A copy with ``changes`` applied and the version bumped (for compare-and-set).
+
+        Records are values: nothing changes one in place (``transitions`` copies the drafts
+        it edits), so the copy shares the fields it does not change.
+        """
+        update = {**changes, "version": self.version + 1}
+        if "questions" in changes and "shown_sha256" not in changes:
+            update["shown_sha256"] = None  # the digest was of the questions replaced
+        return self.model_copy(update=update)
+
+    def dump(self) -> str:
+        """The record as JSON (``None`` left out, so questions reload exactly as given)."""
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def load(cls, data: str | bytes, *, of: str | None = None) -> PendingRecord:
+        """Parse a stored record (written by ``dump``, of this version or another one);
+        ``of``: its id, for the error.
+
+        Fields this version does not know (a newer version's, in a rolling deploy) are
+        ignored, in the record and in its parts, so its waiters wake and its clicks apply.
+        A record this version cannot read at all (a state or a type it does not know, or
+        not JSON) raises ``UserQuestionError`` (``STORE_UNAVAILABLE``, with pydantic's
+        error as its cause), never pydantic's own error: the store cannot serve it here.
+        """
+        try:
+            return cls.model_validate_json(data, extra="ignore")
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'record'}: {error['msg']}"
+                for error in exc.errors(include_url=False, include_input=False)[:3]
+            )
+            which = "a record" if of is None else f"record {of}"
+            raise UserQuestionError(
+                f"the pending store holds {which} this version of the bot cannot read "
+                f"(stored by a newer version?): {problems}",
+                STORE_UNAVAILABLE,
+                cause=exc,
+            ) from exc

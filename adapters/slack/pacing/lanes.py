@@ -1,0 +1,132 @@
+"""The lanes of one Web API method: which calls wait, in which order, which lane goes next.
+
+Bookkeeping for :class:`adapters.slack.pacing.scheduler.WebApiScheduler`: it sends nothing and
+reads no clock. A lane is a conversation (posts) or a message (updates); lanes take turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MethodLanes", "QueuedCall"]
+
+
+@dataclass(eq=False, slots=True)
+class QueuedCall:
+    """One Web API call waiting in a lane (coalesced calls share it: ``waiters``)."""
+
+    lane: str
+    send: Callable[[], Awaitable[Any]]
+    future: asyncio.Future[Any]
+    queued_at: float
+    tag: str | None = None
+    serial: bool = False
+    waiters: int = 1
+
+
+@dataclass(eq=False, slots=True)
+class MethodLanes:
+    """The lanes of one method and the task that serves them.
+
+    ``lanes`` holds only calls not yet sent; ``turns`` is the round-robin order of lanes
+    (stale names are dropped as the turn passes them); ``busy`` lanes have a call in flight.
+    """
+
+    name: str
+    tags: Counter[str]
+    lanes: dict[str, deque[QueuedCall]] = field(default_factory=dict)
+    turns: deque[str] = field(default_factory=deque)
+    in_turns: set[str] = field(default_factory=set)
+    busy: set[str] = field(default_factory=set)
+    not_before: dict[str, float] = field(default_factory=dict)
+    closed_until: float = 0.0
+    held: dict[str, float] = field(default_factory=dict)
+    """Lanes whose own bucket a 429 holds, until when (loop time): a 429 in another lane
+    meanwhile holds the whole method."""
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    worker: asyncio.Task[None] | None = None
+    waiting: int = 0
+    slow: int = 0
+    slow_logged_at: float = -math.inf
+
+    def enqueue(self, entry: QueuedCall, *, first: bool = False) -> None:
+        """Add a call to its lane (at the head when ``first``) and give the lane a turn."""
+        queued = self.lanes.setdefault(entry.lane, deque())
+        if first:
+            queued.appendleft(entry)
+        else:
+            queued.append(entry)
+        self.waiting += 1
+        if entry.tag is not None:
+            self.tags[entry.tag] += 1
+        if entry.lane not in self.in_turns:
+            self.in_turns.add(entry.lane)
+            if first:
+                self.turns.appendleft(entry.lane)
+            else:
+                self.turns.append(entry.lane)
+        self.wake.set()
+
+    def next_turn(self) -> str | None:
+        """The next lane with a waiting call, rotated to the back; ``None`` when none is left."""
+        while self.turns:
+            lane = self.turns.popleft()
+            if lane not in self.lanes:
+                self.in_turns.discard(lane)
+                self.not_before.pop(lane, None)
+                continue
+            self.turns.append(lane)
+            return lane
+        return None
+
+    def pop(self, lane: str) -> QueuedCall:
+        """The lane's next call, now on its way."""
+        queued = self.lanes[lane]
+        entry = queued.popleft()
+        if not queued:
+            del self.lanes[lane]
+        self._untag(entry)
+        if entry.serial:
+            self.busy.add(lane)
+        return entry
+
+    def remove(self, entry: QueuedCall) -> bool:
+        """Take a waiting call off its lane; whether it was still waiting."""
+        queued = self.lanes.get(entry.lane)
+        if queued is None or entry not in queued:
+            return False
+        queued.remove(entry)
+        if not queued:
+            del self.lanes[entry.lane]
+        self._untag(entry)
+        return True
+
+    def merge(self, old: str, new: str) -> None:
+        """Move the calls waiting in lane ``old`` into lane ``new``, oldest first: one
+        conversation was known by two names (a user id and its DM's id), and Slack paces
+        the conversation, so its calls share one lane and one turn."""
+        moving = self.lanes.pop(old, None)
+        self.not_before.pop(old, None)
+        if not moving:
+            return
+        for entry in moving:
+            entry.lane = new
+        into = self.lanes.get(new)
+        merged = moving if into is None else [*into, *moving]
+        self.lanes[new] = deque(sorted(merged, key=lambda entry: entry.queued_at))
+        if new not in self.in_turns:
+            self.in_turns.add(new)
+            self.turns.append(new)
+        self.wake.set()
+
+    def _untag(self, entry: QueuedCall) -> None:
+        self.waiting -= 1
+        if entry.tag is not None:
+            self.tags[entry.tag] -= 1
+            if self.tags[entry.tag] <= 0:
+                del self.tags[entry.tag]

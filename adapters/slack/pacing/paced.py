@@ -1,0 +1,164 @@
+"""``PacedWebClient``: slack_sdk's ``AsyncWebClient`` with every call sent through the scheduler.
+
+Every Web API method of slack_sdk's client ends in ``api_call``; this client queues that
+call in a ``WebApiScheduler`` (lane: the conversation for posts, the message for updates)
+and leaves 429s to it, so nothing that uses the client (the provider, bolt, the gatekeeper)
+can spend more than Slack's limits or fail for having waited its turn. Each post's answer
+tells the scheduler which conversation its ``channel`` named (a user id: the DM's ``D…``
+id), so one DM posted to by both names is paced as the one conversation Slack counts.
+``paced_copy`` paces the calls of a client someone else made (an embedding's ``app.client``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import aiohttp
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from adapters.slack.pacing.rate_limits import POST_MESSAGE
+from adapters.slack.pacing.scheduler import WebApiScheduler
+
+__all__ = ["NotSent", "PacedWebClient", "only_if", "paced_copy"]
+
+Guard = Callable[[], Awaitable[bool]]
+_GUARD: ContextVar[Guard | None] = ContextVar("web_api_call_guard", default=None)
+
+
+class NotSent(Exception):
+    """A guarded call whose guard said no when its turn came: it was never sent."""
+
+
+@contextlib.contextmanager
+def only_if(guard: Guard) -> Iterator[None]:
+    """Calls made in this block are sent only if ``guard()`` still says yes when their turn
+    comes (after waiting for Slack's limits); otherwise they raise ``NotSent``."""
+    token = _GUARD.set(guard)
+    try:
+        yield
+    finally:
+        _GUARD.reset(token)
+
+
+class PacedWebClient(AsyncWebClient):
+    """An ``AsyncWebClient`` whose calls wait their turn in ``scheduler``."""
+
+    def __init__(self, *args: Any, scheduler: WebApiScheduler, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scheduler = scheduler
+        """Where every call waits its turn (``depths()`` for ``/healthz``)."""
+        self.retry_handlers = [
+            h for h in self.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)
+        ]
+        self._own_session: aiohttp.ClientSession | None = None
+
+    def _keep_session(self) -> None:
+        """Without a session slack_sdk opens one (and a connection) per call: keep one."""
+        if self.session is None:
+            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            self.session = self._own_session = aiohttp.ClientSession(timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Close the scheduler, and the session if this client opened it (idempotent)."""
+        await self.scheduler.close()
+        if self._own_session is not None:
+            await self._own_session.close()
+
+    async def api_call(
+        self,
+        api_method: str,
+        *,
+        http_verb: str = "POST",
+        files: dict[str, Any] | None = None,
+        data: Any = None,
+        params: dict[str, Any] | None = None,
+        json: dict[str, Any] | None = None,
+        headers: dict[str, Any] | None = None,
+        auth: dict[str, Any] | None = None,
+    ) -> AsyncSlackResponse:
+        """Queue the call in the scheduler; returns Slack's response once sent."""
+        self._keep_session()
+        args: dict[str, Any] = {}
+        for source in (params, data, json):
+            if isinstance(source, dict):
+                args.update(source)
+        channel = args.get("channel") or args.get("user")
+        key = None
+        if api_method == "chat.update" and args.get("ts"):
+            key = f"{channel}/{args['ts']}"
+        call = functools.partial(
+            super().api_call,
+            api_method,
+            http_verb=http_verb,
+            files=files,
+            data=data,
+            params=params,
+            json=json,
+            headers=headers,
+            auth=auth,
+        )
+        guard = _GUARD.get()
+
+        async def send() -> AsyncSlackResponse:
+            if guard is not None and not await guard():
+                raise NotSent(api_method)
+            response: AsyncSlackResponse = await call()
+            if api_method == POST_MESSAGE and channel:
+                # Learnt before the caller resumes: its next post (a thread part to the
+                # D… id) and the calls still waiting go in the conversation's lane.
+                await self.scheduler.learn(str(channel), str(response.get("channel") or ""))
+            return response
+
+        response: AsyncSlackResponse = await self.scheduler.call(
+            api_method, send, channel=str(channel) if channel else None, key=key
+        )
+        return response
+
+    async def update_latest(
+        self,
+        channel: str,
+        ts: str,
+        latest: Callable[[], Awaitable[Mapping[str, Any] | None]],
+    ) -> AsyncSlackResponse | None:
+        """``chat.update`` of one message with the content ``latest()`` gives when its turn
+        comes (``None``: nothing to send). While it waits, a newer update of the message
+        replaces it, so a busy message gets one call per turn showing its newest state."""
+        self._keep_session()
+
+        async def send() -> AsyncSlackResponse | None:
+            fields = await latest()
+            if fields is None:
+                return None
+            body = {"channel": channel, "ts": ts, **fields}
+            return await super(PacedWebClient, self).api_call("chat.update", json=body)
+
+        response: AsyncSlackResponse | None = await self.scheduler.call(
+            "chat.update", send, channel=channel, key=f"{channel}/{ts}"
+        )
+        return response
+
+
+def paced_copy(client: AsyncWebClient, scheduler: WebApiScheduler) -> PacedWebClient:
+    """A ``PacedWebClient`` that calls Slack as ``client`` does (token, address, session,
+    proxy, headers, retry handlers), its calls waiting their turn in ``scheduler``."""
+    copy = PacedWebClient(
+        token=client.token,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        ssl=client.ssl,
+        proxy=client.proxy,
+        session=client.session,
+        trust_env_in_session=client.trust_env_in_session,
+        headers=dict(client.headers),
+        logger=client.logger,
+        retry_handlers=list(client.retry_handlers),
+        scheduler=scheduler,
+    )
+    copy.default_params.update(client.default_params)  # an org-wide app's team_id
+    return copy

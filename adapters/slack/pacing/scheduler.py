@@ -1,0 +1,438 @@
+"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing.
+
+``await scheduler.call(method, send, channel=..., key=...)`` runs ``send()`` when the
+method's budget (``SlackLimits``, through a ``Budget``: this process's or shared through
+Redis) has room, and returns its result:
+
+- Calls wait in *lanes*: one per conversation for ``chat.postMessage`` (new questions are
+  posted fairly, channel after channel, each in order), one per message (``key``) for
+  ``chat.update``, which sends one call at a time so versions land in order. A method's
+  lanes take turns.
+- Slack paces posts per conversation, whatever name a call gives it: a DM is posted to by
+  the person's user id and by its ``D…`` id. ``learn`` (told each post's answer) maps a
+  name to the conversation Slack answered with; from then on both names share one lane
+  and one bucket. Until the first post answers, a user id is its own conversation.
+- Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
+  callers get the newer call's result), so each message has at most one pending update
+  and the latest one is the one sent.
+- A 429 anyway (another app, another process, a stale budget) puts the call back at the
+  head of its lane: it is retried, never failed. It closes a budget for ``Retry-After``: a
+  post's conversation only (Slack's usual reason is its one post per second per channel),
+  widened to the whole method when a second conversation gets a 429 while that hold runs;
+  any other method's budget at once. chat.postMessage's own error code ``rate_limited``
+  ("Application has posted too many messages") is waited out the same way, closing the
+  method (for ``Retry-After`` if given, else ``RATE_LIMITED_RETRY_AFTER``). A 429 on a
+  method no limit covers is retried after ``Retry-After`` until ``close``. Callers that
+  stop waiting (a deadline, an abort) take their call off the queue; ``withdraw`` takes a
+  tagged call off it for callers still waiting (they get an error).
+- A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
+  many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
+  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state). Background work
+  starts untagged (``untagged_context``): a call it makes is not the tag's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, Final, TypeVar
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from adapters.slack.pacing.budget import Bucket, Budget, LocalBudget
+from adapters.slack.pacing.lanes import MethodLanes, QueuedCall
+from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
+
+__all__ = [
+    "RATE_LIMITED_RETRY_AFTER",
+    "UNPACED",
+    "WebApiScheduler",
+    "retry_after_of",
+    "tagged",
+    "untagged_context",
+]
+
+T = TypeVar("T")
+_DEFAULT_RETRY_AFTER: Final = 1.0
+RATE_LIMITED: Final = "rate_limited"
+"""chat.postMessage's own refusal (HTTP 200, "Application has posted too many messages"),
+distinct from the 429 ``ratelimited``."""
+RATE_LIMITED_RETRY_AFTER: Final = 60.0
+"""Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
+names no wait, and its limits count per minute."""
+_TRIGGERED: Final = frozenset({"views.open", "views.push"})
+"""Methods whose trigger id expires three seconds after the click: not spread out."""
+UNPACED: Final = frozenset({"apps.connections.open"})
+"""Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
+Socket Mode's reconnect, without which no click arrives."""
+_TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
+KNOWN_CONVERSATIONS: Final = 10_000
+"""DMs whose conversation id is remembered (user id -> ``D…``), latest learnt kept: a
+forgotten one is paced under its user id until its next post's answer names it again."""
+
+
+@contextlib.contextmanager
+def tagged(tag: str) -> Iterator[None]:
+    """Tag the Web API calls made in this block with ``tag`` (so ``is_queued`` tells while
+    they wait). Only the calls that are ``tag``'s: a task started here copies the tag, so
+    background work is started in ``untagged_context()``."""
+    token = _TAG.set(tag)
+    try:
+        yield
+    finally:
+        _TAG.reset(token)
+
+
+def untagged_context() -> contextvars.Context:
+    """A copy of the current context without a tag: for a task that outlives the call that
+    starts it (a republish, a refresh), whose calls are no question's post."""
+    context = contextvars.copy_context()
+    context.run(_TAG.set, None)
+    return context
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """``Retry-After`` (Slack seconds) of a rate-limit refusal (a 429, or chat.postMessage's
+    ``rate_limited`` error code), or ``None`` for anything else. Without the header: 1 s
+    after a 429, ``RATE_LIMITED_RETRY_AFTER`` after ``rate_limited``."""
+    if not isinstance(exc, SlackApiError) or exc.response is None:
+        return None
+    if getattr(exc.response, "status_code", None) == 429:
+        default = _DEFAULT_RETRY_AFTER
+    elif _error_of(exc.response) == RATE_LIMITED:
+        default = RATE_LIMITED_RETRY_AFTER
+    else:
+        return None
+    headers = getattr(exc.response, "headers", None) or {}
+    for name, value in dict(headers).items():
+        if str(name).lower() == "retry-after":
+            raw = value[0] if isinstance(value, list | tuple) and value else value
+            try:
+                return max(0.0, float(raw))
+            except (TypeError, ValueError):
+                break
+    return default
+
+
+def _error_of(response: Any) -> object:
+    """The ``error`` of a Web API answer, if it has one."""
+    data = getattr(response, "data", None)
+    return data.get("error") if isinstance(data, dict) else None
+
+
+class WebApiScheduler:
+    """Paces Web API calls within ``limits`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        limits: SlackLimits | None = None,
+        *,
+        budget: Budget | None = None,
+        margin: float = 0.1,
+        slow_after: float = 10.0,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.limits = limits or SlackLimits()
+        self._budget: Budget = budget or LocalBudget()
+        self._margin = margin
+        self._slow_after = slow_after
+        self._logger = logger or logging.getLogger("adapters.slack")
+        self._methods: dict[str, MethodLanes] = {}
+        self._closed = False
+        self._closing = asyncio.Event()
+        """Set by ``close``: wakes unpaced calls waiting out a ``Retry-After``."""
+        self._sending: set[asyncio.Task[None]] = set()
+        self._tags: Counter[str] = Counter()
+        self._conversations: dict[str, str] = {}
+        self.ratelimited = 0
+        """How many 429 answers came back (each was retried)."""
+        self.sent = 0
+        """How many calls were sent (retries included)."""
+
+    # -- public surface -------------------------------------------------------------------
+
+    async def call(
+        self,
+        method: str,
+        send: Callable[[], Awaitable[T]],
+        *,
+        channel: str | None = None,
+        key: str | None = None,
+    ) -> T:
+        """Run ``send()`` within ``method``'s limits; a ``key`` coalesces waiting calls."""
+        if self._closed:
+            raise SlackClientError("the Web API client is closed")
+        if method in UNPACED or not self.limits.limited(method):
+            return await self._unpaced(method, send)
+        loop = asyncio.get_running_loop()
+        state = self._methods.get(method)
+        if state is None:
+            state = self._methods[method] = MethodLanes(method, self._tags)
+        lane = key if key is not None else self.conversation(channel or "")
+        queued = state.lanes.get(lane)
+        if key is not None and queued:
+            entry = queued[-1]  # a newer version replaces the one still waiting
+            entry.send = send
+            entry.waiters += 1
+        else:
+            entry = QueuedCall(
+                lane, send, loop.create_future(), loop.time(), _TAG.get(), key is not None
+            )
+            state.enqueue(entry)
+            self._kick(state)
+        try:
+            result: T = await asyncio.shield(entry.future)
+            return result
+        except asyncio.CancelledError:
+            entry.waiters -= 1
+            if entry.waiters == 0 and state.remove(entry):
+                entry.future.cancel()
+            raise
+
+    def conversation(self, channel: str) -> str:
+        """The conversation ``channel`` names, as far as Slack's answers told (``learn``);
+        the name itself until then."""
+        return self._conversations.get(channel, channel)
+
+    async def learn(self, channel: str, conversation: str) -> None:
+        """A post to ``channel`` landed in ``conversation`` (its answer's ``channel``): a
+        user id names its DM. Calls waiting under the name join the conversation's lane,
+        and that post counts in the conversation's bucket (it was spent under the name),
+        so the conversation gets one post per interval whichever name a call gives."""
+        if not conversation or channel == conversation or channel in self._conversations:
+            return
+        self._conversations[channel] = conversation
+        if len(self._conversations) > KNOWN_CONVERSATIONS:  # the longest known goes first
+            del self._conversations[next(iter(self._conversations))]
+        for state in self._methods.values():
+            state.merge(channel, conversation)
+        bucket = self.buckets(POST_MESSAGE, conversation)[-1]
+        await self._budget.hold(bucket, bucket.window)
+
+    def depths(self) -> dict[str, int]:
+        """Calls waiting to be sent, per method (methods with none are left out)."""
+        return {m: s.waiting for m, s in sorted(self._methods.items()) if s.waiting}
+
+    def is_queued(self, tag: str) -> bool:
+        """Whether a call tagged ``tag`` (see ``tagged``) is still waiting to be sent."""
+        return self._tags.get(tag, 0) > 0
+
+    def withdraw(self, method: str, tag: str, error: Exception) -> bool:
+        """Take the calls of ``method`` tagged ``tag`` that still wait off the queue, never
+        to be sent: their callers get ``error``. Whether any was waiting (one on its way
+        already is left to finish)."""
+        state = self._methods.get(method)
+        if state is None or not self._tags.get(tag):
+            return False
+        found = [entry for lane in state.lanes.values() for entry in lane if entry.tag == tag]
+        for entry in found:
+            state.remove(entry)
+            self._settle(entry, error=error)
+        return bool(found)
+
+    async def close(self) -> None:
+        """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
+        self._closed = True
+        self._closing.set()
+        tasks = [s.worker for s in self._methods.values() if s.worker is not None]
+        tasks += self._sending
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        closed = SlackClientError("the Web API client closed")
+        for state in self._methods.values():
+            for queued in state.lanes.values():
+                for entry in queued:
+                    self._settle(entry, error=closed)
+        self._methods.clear()
+        await self._budget.close()
+
+    def buckets(self, method: str, lane: str) -> list[Bucket]:
+        """The budget buckets one call of ``method`` in ``lane`` spends.
+
+        A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
+        that leave on time cannot arrive at Slack bunched over the limit (modals, whose
+        trigger expires in three seconds, may use the whole window at once); the window is
+        stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
+        """
+        limits, stretch = self.limits, 1.0 + self._margin
+        window = limits.real(limits.window) * stretch
+        allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
+        allowed = allowed or 1
+        found = [Bucket(method, allowed, window)]
+        if method in _TRIGGERED:
+            return found  # a trigger id expires in 3 s: the window's whole burst is used
+        burst = max(1, allowed // 10)
+        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
+        if method == POST_MESSAGE:
+            # One post per interval per channel, evenly, barely slower than Slack refills
+            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
+            interval = limits.real(limits.post_interval) * 1.02
+            found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
+        return found
+
+    # -- serving --------------------------------------------------------------------------
+
+    def _kick(self, state: MethodLanes) -> None:
+        if self._closed:
+            return
+        if state.worker is None or state.worker.done():
+            task = asyncio.get_running_loop().create_task(
+                self._serve(state), name=state.name, context=untagged_context()
+            )
+            state.worker = task
+
+    async def _serve(self, state: MethodLanes) -> None:
+        loop = asyncio.get_running_loop()
+        while state.lanes:
+            lane, soonest = await self._choose(state, loop.time())
+            if lane is None:
+                state.wake.clear()
+                timeout = None if soonest is None else max(0.0, soonest - loop.time())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.wake.wait(), timeout)
+                continue
+            if lane not in state.lanes:
+                continue  # its last call was taken off while the budget was asked
+            entry = state.pop(lane)
+            self._note_wait(state, loop.time() - entry.queued_at, loop.time())
+            task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    def _note_wait(self, state: MethodLanes, waited: float, now: float) -> None:
+        """Log a call that waited longer than ``slow_after``: at most one line per method
+        each ``slow_after`` seconds, counting the slow calls since the last line."""
+        if waited <= self._slow_after:
+            return
+        state.slow += 1
+        if now - state.slow_logged_at < self._slow_after:
+            return
+        self._logger.warning(
+            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
+            state.name,
+            state.slow,
+            self._slow_after,
+            waited,
+            state.waiting,
+            extra={
+                "method": state.name,
+                "slow": state.slow,
+                "waited": round(waited, 3),
+                "queued": state.waiting,
+            },
+        )
+        state.slow, state.slow_logged_at = 0, now
+
+    async def _choose(self, state: MethodLanes, now: float) -> tuple[str | None, float | None]:
+        """A lane whose call may go now, or ``None`` and when to look again."""
+        if state.closed_until > now:
+            return None, state.closed_until
+        soonest: float | None = None
+        for _ in range(len(state.turns)):
+            lane = state.next_turn()
+            if lane is None:
+                break
+            if lane in state.busy:
+                continue
+            ready_at = state.not_before.get(lane, now)
+            if ready_at <= now:
+                wait, full = await self._budget.take(self.buckets(state.name, lane))
+                if wait <= 0:
+                    state.not_before.pop(lane, None)
+                    return lane, None
+                ready_at = now + wait
+                if full < 2:  # the method's own budget: no other lane may go either
+                    state.turns.rotate(1)  # and this lane keeps its turn
+                    state.closed_until = ready_at
+                    return None, ready_at
+                state.not_before[lane] = ready_at
+            soonest = ready_at if soonest is None else min(soonest, ready_at)
+        return None, soonest
+
+    async def _send(self, state: MethodLanes, entry: QueuedCall) -> None:
+        try:
+            self.sent += 1
+            result = await entry.send()
+        except Exception as exc:  # handed to the caller
+            retry_after = retry_after_of(exc)
+            if retry_after is None or entry.waiters == 0:
+                self._settle(entry, error=exc)
+                return
+            self.ratelimited += 1
+            if not entry.serial:  # its channel may be known by its conversation meanwhile
+                entry.lane = self.conversation(entry.lane)
+            await self._hold(state, entry.lane, exc, self.limits.real(retry_after))
+            state.enqueue(entry, first=True)
+        except BaseException as exc:
+            self._settle(entry, error=exc)
+            raise
+        else:
+            self._settle(entry, result=result)
+        finally:
+            if entry.serial:
+                state.busy.discard(entry.lane)
+            state.wake.set()
+            if state.lanes:
+                self._kick(state)
+
+    async def _hold(
+        self, state: MethodLanes, lane: str, refusal: BaseException, seconds: float
+    ) -> None:
+        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``.
+
+        A 429 on a post holds that conversation only: it affects the method in the
+        workspace, but its usual cause here is the one post per second per channel. A
+        second conversation refused while a conversation's hold runs means the method's
+        budget is spent: the whole method is held. Any other method (and chat.postMessage's
+        ``rate_limited``, the app's posting as a whole) holds the method at once."""
+        buckets = self.buckets(state.name, lane)
+        posting_refused = _error_of(getattr(refusal, "response", None)) == RATE_LIMITED
+        if state.name != POST_MESSAGE or posting_refused:
+            await self._budget.hold(buckets[0], seconds)
+            return
+        now = asyncio.get_running_loop().time()
+        held = state.held
+        for other in [k for k, until in held.items() if until <= now]:
+            del held[other]
+        if any(other != lane for other in held):
+            await self._budget.hold(buckets[0], seconds)
+        else:
+            await self._budget.hold(buckets[-1], seconds)
+        held[lane] = max(held.get(lane, now), now + seconds)
+
+    async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
+        """A method no limit here covers, or ``UNPACED``: sent at once, retried after any 429
+        until ``close`` (which ends the wait: the call fails with ``SlackClientError``)."""
+        while True:
+            if self._closed:
+                raise SlackClientError("the Web API client closed")
+            try:
+                self.sent += 1
+                return await send()
+            except SlackApiError as exc:
+                retry_after = retry_after_of(exc)
+                if retry_after is None:
+                    raise
+                self.ratelimited += 1
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), self.limits.real(retry_after))
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _settle(
+        self, entry: QueuedCall, *, result: Any = None, error: BaseException | None = None
+    ) -> None:
+        if entry.future.done():
+            return
+        if error is None:
+            entry.future.set_result(result)
+        else:
+            entry.future.set_exception(error)
+            if entry.waiters == 0:
+                entry.future.exception()

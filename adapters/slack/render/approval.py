@@ -1,0 +1,249 @@
+"""An approval message, shaped like the dsh host's own approval panel: pure rendering.
+
+Open: the reason as the headline, the tool, what it will run (the command for bash-like
+tools, the path for write/edit) on a code line, and exactly two buttons: **Allow once**
+(primary, behind a confirm dialog naming the command) and **Reject**. Final: the same
+facts and who decided what ("Allowed once by @alice"), or how it ended elsewhere.
+
+Nothing a person is asked to allow is hidden: a command (or path) too long for one section
+shows its beginning and its end, with a line of ours between them naming how many
+characters are left out there, and the whole of it follows in the message's thread (as
+code, or as one file past ``MAX_THREAD_REPLIES`` replies); the message and the confirm
+dialog say so.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final
+
+from adapters.slack.blockkit import check_message
+from adapters.slack.blockkit.limits import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
+from adapters.slack.model import ids
+from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.render.blocks import (
+    MAX_THREAD_REPLIES,
+    Attachment,
+    Rendered,
+    render_final,
+    render_open,
+    split_text,
+)
+from adapters.slack.render.blocks.parts import context, ends, hidden_notice, left_out
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
+from adapters.slack.render.outcomes import code_block, code_text, literal, one_line
+from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
+
+__all__ = [
+    "ALLOW_TEXT",
+    "APPROVAL_ACTION_PATTERN",
+    "REJECT_TEXT",
+    "render_approval",
+    "render_record",
+]
+
+ALLOW_TEXT: Final = "Allow once"
+REJECT_TEXT: Final = "Reject"
+APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
+_CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
+"""Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
+_CONFIRM_TEXT: Final = MAX_CONFIRM_TEXT
+_PER_REPLY: Final = 3
+"""Code boxes of ``MAX_RICH_TEXT`` characters per thread reply (well within the budget)."""
+_OUTCOME: Final = {
+    "allowed-once": ":white_check_mark: Allowed once",
+    "rejected": ":no_entry_sign: Rejected",
+}
+
+
+def _code(text: str) -> str:
+    # Backticks in the text must not end the block early: broken up before measuring.
+    return code_block(code_text(escape(text)))
+
+
+def _code_length(text: str) -> int:
+    return len(_code(text))
+
+
+def _target(view: ApprovalView) -> tuple[str, str] | None:
+    """What the approval runs or writes, and its noun (``command``, ``path``), if any."""
+    if view.command:
+        return view.command, "command"
+    if view.path:
+        return view.path, "path"
+    return None
+
+
+def _whole(view: ApprovalView) -> bool:
+    """Whether the message shows the command (or path) whole, in one section."""
+    target = _target(view)
+    return target is None or _code_length(target[0]) <= _CODE_LIMIT
+
+
+def _code_blocks(text: str, noun: str, prefix: str) -> list[dict[str, Any]]:
+    """The command (or path) in code: whole, or its beginning and its end with a line of
+    ours between them naming how much is left out and that the whole is in the thread."""
+    head, tail = ends(text, _CODE_LIMIT, _code_length)
+    if not tail:
+        return [{"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")}]
+    gap = len(text) - len(head) - len(tail)
+    marker = f":warning: _{left_out(gap)}_ The full {noun} is in the thread below."
+    return [
+        {"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")},
+        context(marker),
+        {"type": "section", "text": mrkdwn(_code(tail))},
+    ]
+
+
+def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attachment]]:
+    """The whole command (or path) in the thread when the message shows only its ends:
+    code boxes of literal text (``rich_text``), or one file past ``MAX_THREAD_REPLIES``."""
+    target = _target(view)
+    if target is None or _whole(view):
+        return [], []
+    text, noun = reveal(target[0]), target[1]
+    chunks = split_text(text, MAX_RICH_TEXT)
+    groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
+    if len(groups) > MAX_THREAD_REPLIES:
+        size = f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
+        comment = f"The full {noun} to allow ({len(text):,} characters, {size}), as sent."
+        return [], [Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
+    replies: list[list[dict[str, Any]]] = []
+    for n, group in enumerate(groups, start=1):
+        caption = f"The full {noun} to allow, as sent ({n}/{len(groups)}):"
+        boxes = [{"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group]
+        replies.append([context(caption), {"type": "rich_text", "elements": boxes}])
+    return replies, []
+
+
+def _tool(name: str) -> str:
+    """The tool's name on a code line: no escape exists for a backtick inside one, so a
+    backtick in the name shows as ``ˋ`` (U+02CB) rather than ending the code early."""
+    return escape(shorten(" ".join(name.split()), 200)).replace("`", "\u02cb")
+
+
+def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    byline = []
+    if record.is_open:
+        byline.append(":lock: *Waiting for approval*")  # as the harness's own panel says
+    if record.mention and record.is_open:
+        byline.append(record.mention)  # validated by the configuration, never host text
+    if record.label:
+        byline.append(f"Asked by *{literal(one_line(record.label))}*")
+    if byline:
+        blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(byline))]})
+    # The host's reason as typed, bold by its style: a ``*`` in it cannot end the bold early.
+    blocks.append(rich_text(bold(view.headline), limit=MAX_SECTION_TEXT))
+    blocks.append({"type": "context", "elements": [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]})
+    blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
+    if view.command:
+        blocks.extend(_code_blocks(view.command, "command", ""))
+    elif view.path:
+        blocks.extend(_code_blocks(view.path, "path", "Path: "))
+    return blocks
+
+
+def _confirm_text(view: ApprovalView) -> str:
+    """The confirm dialog's text: the command (or path) whole, or its beginning and its
+    end, saying how much is left out and where the whole is (the message, or its thread)."""
+    intro = "Run with wider sandbox rights, this once: "
+    target = _target(view)
+    if target is None:
+        return shorten(f"{intro}the {view.tool_name} tool", _CONFIRM_TEXT)
+    text, noun = reveal(target[0]), target[1]
+    if len(intro) + len(text) <= _CONFIRM_TEXT:
+        return intro + text
+    where = "the thread" if not _whole(view) else "the message"
+    note = f" (the full {noun} is in {where})"
+    room = _CONFIRM_TEXT - len(intro) - len(note) - len(left_out(len(text))) - 2
+    head, tail = ends(text, room)
+    return f"{intro}{head} {left_out(len(text) - len(head) - len(tail))} {tail}{note}"
+
+
+def _buttons(record: PendingRecord, view: ApprovalView) -> dict[str, Any]:
+    confirm = {
+        "title": plain("Allow once?"),
+        "text": plain(_confirm_text(view)),
+        "confirm": plain(ALLOW_TEXT),
+        "deny": plain("Cancel"),
+    }
+    return {
+        "type": "actions",
+        "block_id": ids.block_id(record.id, None, f"ap{record.version}"),
+        "elements": [
+            {
+                "type": "button",
+                "action_id": ids.approval_action_id("allow"),
+                "text": plain(ALLOW_TEXT),
+                "style": "primary",
+                "value": "allowed-once",
+                "confirm": confirm,
+            },
+            {
+                "type": "button",
+                "action_id": ids.approval_action_id("reject"),
+                "text": plain(REJECT_TEXT),
+                "value": "rejected",
+            },
+        ],
+    }
+
+
+def _ending(record: PendingRecord, view: ApprovalView) -> str:
+    if record.state == "answered" and view.outcome is not None:
+        line = _OUTCOME[view.outcome]
+        if record.answered_by:
+            line += f" by <@{record.answered_by}>"
+    elif record.note:
+        line = f":black_square_for_stop: {escape(record.note)}"
+    else:
+        line = ":warning: Failed" if record.state == "failed" else ":black_square_for_stop: Ended"
+    return line
+
+
+def render_approval(record: PendingRecord) -> Rendered:
+    """The approval message for ``record`` as it stands (open with buttons, or final)."""
+    view = record.approval
+    if view is None:
+        raise ValueError(f"request {record.id} is not an approval")
+    blocks = _facts(record, view)
+    who = f"{record.label}: " if record.label else ""
+    if record.is_open:
+        if record.note:
+            blocks.append(
+                {"type": "context", "elements": [mrkdwn(f":warning: {escape(record.note)}")]}
+            )
+        blocks.append(_buttons(record, view))
+        text = escape(f"{who}Waiting for approval: {view.headline}")
+    else:
+        line = _ending(record, view)
+        when = record.finished_at or time.time()
+        fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
+        stamp = f" · <!date^{int(when)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+        extra = f"\n{escape(record.note)}" if record.note and record.state == "answered" else ""
+        blocks.append({"type": "context", "elements": [mrkdwn(line + stamp + extra)]})
+        words = line.split(" ", 1)[1]
+        text = f"{words}: {escape(who)}{escape(view.headline)}"
+    text = shorten_escaped(text, 3000)
+    problems = check_message(blocks, text)
+    if problems:
+        raise UserQuestionError(
+            f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+        )
+    thread, files = _thread(view)
+    for part in thread:
+        problems.extend(check_message(part))
+    if problems:
+        raise UserQuestionError(
+            f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+        )
+    return Rendered(text, blocks, thread, files)
+
+
+def render_record(record: PendingRecord) -> Rendered:
+    """The message for any record as it stands: an approval panel, or an open/final question."""
+    if record.approval is not None:
+        return render_approval(record)
+    return render_open(record) if record.is_open else render_final(record)

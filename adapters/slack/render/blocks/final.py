@@ -1,0 +1,178 @@
+"""The message as a record of its outcome: who answered what, and when (pure).
+
+The questions stay as they were shown, each answer follows its question as typed, and the
+outcome is one line in words (``outcomes``) with its date; nothing on it answers any more,
+and the asker's link (a button that only opens its page) stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Final
+
+from adapters.slack.blockkit.limits import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks.open_message import shown_details
+from adapters.slack.render.blocks.overflow import (
+    MIN_SHOWN,
+    detail_blocks,
+    detail_shares,
+    fitted,
+    label_within,
+    outcome_limit,
+    sections_within,
+)
+from adapters.slack.render.blocks.parts import (
+    byline_blocks,
+    context,
+    date,
+    ends,
+    header_block,
+    left_out,
+    link_blocks,
+    question_block,
+    tally_blocks,
+)
+from adapters.slack.render.blocks.rendered import MAX_FALLBACK_TEXT, Block, Rendered, fallback
+from adapters.slack.render.layout import layout_of
+from adapters.slack.render.messages import NO_LONGER_OPEN
+from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
+from adapters.slack.render.outcomes import ICONS, as_mrkdwn, outcome_of
+from adapters.slack.render.rich import Piece, italic, rich_text, words
+from bot.questions.errors import UserQuestionError
+from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
+
+__all__ = ["MIN_ANSWER_TEXT", "answer_summary", "render_final", "render_stale"]
+
+_QUOTED_FEEDBACK: Final = 200
+"""Declined feedback up to this long is quoted in the outcome line; longer, in its own
+block just above it (``rich_text``: literal, so no zero-width spaces lengthen it)."""
+
+MIN_ANSWER_TEXT: Final = MIN_SHOWN
+"""The shortest an answer line of a final message is cut to so that the message fits (the
+open message keeps room for this much when it has details; without, it may go shorter)."""
+
+
+def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:
+    """One answer as escaped mrkdwn: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return "_no answer_"
+    pieces = [escape(label) for label in item.selected]
+    if item.custom is not None and item.custom != "":
+        pieces.append(f"“{escape(item.custom)}”")
+    return ", ".join(pieces) if pieces else "_skipped_"
+
+
+def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
+    """One answer as typed: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return [italic("no answer")]
+    chosen = ", ".join(item.selected)
+    pieces = [words(chosen)] if chosen else []
+    if item.custom is not None and item.custom != "":
+        pieces.append(words(f"{', ' if chosen else ''}“{item.custom}”"))
+    return pieces or [italic("skipped")]
+
+
+def _long_feedback(record: PendingRecord) -> str | None:
+    """Declined feedback too long to quote in the outcome line, if any."""
+    outcome = outcome_of(record)
+    feedback = outcome.feedback if outcome is not None else None
+    return feedback if feedback and len(feedback) > _QUOTED_FEEDBACK else None
+
+
+def _feedback_blocks(feedback: str | None, limit: int) -> list[Block]:
+    """Long declined feedback as typed, in its own block; past ``limit``, its beginning and
+    its end with how much is left out between them (never silently cut)."""
+    if feedback is None:
+        return []
+    if len(feedback) + 2 <= limit:
+        return [rich_text(words(f"«{feedback}»"), limit=limit)]
+    marker = left_out(len(feedback))
+    head, tail = ends(feedback, max(1, limit - len(marker) - 4))
+    gap = italic(f" {left_out(len(feedback) - len(head) - len(tail))} ")
+    return [rich_text(words(f"«{head}"), gap, words(f"{tail}»"), limit=limit)]
+
+
+def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+    """The outcome in words, then when, then the note, within ``limit`` characters.
+
+    The words and the note are shortened, never the date: a date token cut in half
+    (``<!date^…``) would reach Slack as a broken control sequence.
+    """
+    outcome = outcome_of(record)
+    if outcome is None:
+        return escape(record.state)
+    if _long_feedback(record) is None:
+        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
+    else:  # its start here, the whole in its own block above
+        start = replace(outcome, feedback=shorten(outcome.feedback or "", _QUOTED_FEEDBACK // 2))
+        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(start)} (in full above)"
+    when = f" · {date(record.finished_at)}" if record.finished_at else ""
+    note = ""
+    if record.note and record.state in ("answered", "cancelled"):
+        note = shorten_escaped(f"\n{escape(record.note)}", max(0, (limit - len(when)) // 3))
+    return shorten_escaped(said, max(1, limit - len(when) - len(note))) + when + note
+
+
+def render_final(record: PendingRecord) -> Rendered:
+    """The message as a record of its outcome: who answered what, and when.
+
+    Nothing on it answers any more; the asker's link, if any, stays (a URL button). Slack
+    refuses an update over its text budget, which would leave the buttons up: the answer
+    lines, the label, a team review's tally and the outcome line are cut until the record
+    fits (the outcome line, with its date, is never dropped); the details show the part
+    the open message showed, as their thread carries exactly the rest.
+    """
+    shown = _shown(record)
+    blocks = fitted(lambda limit: _final_blocks(record, shown, limit))
+    outcome = outcome_of(record)
+    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
+    # another client"), without a sentence's full stop before the question.
+    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
+    return Rendered(text, blocks)
+
+
+def _shown(record: PendingRecord) -> list[str]:
+    """The part of each detail the open message showed."""
+    try:
+        return shown_details(record)
+    except UserQuestionError:  # a request that could never be shown still gets its record
+        return detail_shares(record)
+
+
+def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
+    """The record's blocks, the parts that change (answers, label, tally, outcome) cut to
+    ``limit`` (the outcome line and the tally to ``outcome_limit``, never dropped)."""
+    count = len(record.questions)
+    blocks: list[Block] = [*byline_blocks(label_within(record, limit), mention=False)]
+    plan = layout_of(record.questions) == "plan"
+    if plan:
+        header = record.questions[0].header or "Plan review"
+        blocks.append({"type": "header", "text": plain(header, MAX_HEADER_TEXT)})
+    items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
+    for index, question in enumerate(record.questions):
+        if question.header and not plan:
+            blocks.append(header_block(question.header))
+        blocks.append(question_block(question, index, count))
+        blocks.extend(detail_blocks(shown[index], question.detail or ""))
+        if record.state == "answered" and not plan:
+            answer = _answer_pieces(items.get(index))
+            if "style" in answer[0]:
+                answer.insert(0, words("→ "))
+            else:  # one run of text where it can be ("→ Deploy")
+                answer[0] = words(f"→ {answer[0]['text']}")
+            blocks.append(rich_text(*answer, limit=limit))
+    if plan:
+        blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+    # The outcome line and the asker's page (one click away) come last, always.
+    # Long declined feedback just above the outcome line that names it.
+    blocks.extend(_feedback_blocks(_long_feedback(record), outcome_limit(limit)))
+    tail = [context(_outcome_line(record, outcome_limit(limit))), *link_blocks(record)]
+    return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
+
+
+def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
+    """What a message of an unknown (expired) request is turned into."""
+    return Rendered(text, [context(f":hourglass: {text}")])

@@ -1,0 +1,112 @@
+"""The modals a question opens: free text (Other…, Answer…, plan feedback) and the
+confirmation an empty Submit asks for (pure)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from adapters.slack.blockkit.limits import (
+    MAX_INPUT_LABEL,
+    MAX_INPUT_LENGTH,
+    MAX_MODAL_CLOSE,
+    MAX_MODAL_SUBMIT,
+    MAX_MODAL_TITLE,
+)
+from adapters.slack.model import ids
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks.parts import label, question_block
+from adapters.slack.render.blocks.rendered import Block
+from adapters.slack.render.layout import layout_of
+from adapters.slack.render.mrkdwn import plain, shorten
+
+__all__ = ["MODAL_DETAIL", "render_skip_modal", "render_text_modal"]
+
+MODAL_DETAIL: Final = 1500
+"""Characters of a question's detail shown in its modal (the message has all of it)."""
+
+TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
+"""Under a form question's saved text: how to take it back."""
+
+
+def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
+    """The confirmation an empty Submit asks for: "Submit with nothing selected?".
+
+    ``reply_url``: the ``response_url`` of the click that opened it, kept (in the
+    ``external_id``) for the note its submission may need."""
+    what = "questions were" if len(record.questions) > 1 else "question was"
+    view: Block = {
+        "type": "modal",
+        "callback_id": ids.callback_id("skip"),
+        "private_metadata": ids.private_metadata(record.id, 0),
+        "title": plain("Nothing selected", MAX_MODAL_TITLE),
+        "submit": plain("Submit empty", MAX_MODAL_TITLE),
+        "close": plain("Go back", MAX_MODAL_TITLE),
+        "blocks": [
+            {"type": "section", "text": plain("Submit with nothing selected?")},
+            {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
+        ],
+    }
+    return _carrying(view, reply_url)
+
+
+def render_text_modal(
+    record: PendingRecord, index: int, user: str | None = None, reply_url: str | None = None
+) -> Block:
+    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
+
+    It shows the question once, with the beginning of its detail as plain text, and
+    ``user``'s own draft text, if any. ``reply_url``: as for ``render_skip_modal``.
+    """
+    question = record.questions[index]
+    layout = layout_of(record.questions)
+    feedback = layout == "plan"
+    prompt = "What should change?" if feedback else "Your answer"
+    title = "Plan feedback" if feedback else "Your answer"
+    submit = "Decline" if feedback else "Send"
+    element: Block = {
+        "type": "plain_text_input",
+        "action_id": ids.action_id("text"),
+        "multiline": True,
+        "max_length": MAX_INPUT_LENGTH,
+    }
+    current = record.draft_of(user, index).custom or record.draft(index).custom
+    if current:
+        element["initial_value"] = current[:MAX_INPUT_LENGTH]
+    blocks: list[Block] = [question_block(question, 0, 1)]
+    detail = (question.detail or "").strip()
+    if detail:
+        if len(detail) > MODAL_DETAIL:
+            detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
+        blocks.append({"type": "section", "text": plain(detail)})
+    field: Block = {
+        "type": "input",
+        "block_id": ids.block_id(record.id, index, "in"),
+        "label": plain(label(prompt, MAX_INPUT_LABEL)),
+        "element": element,
+    }
+    if current and layout == "form":
+        # Slack sends no empty required input: left optional, emptying the box and
+        # pressing Send takes the saved text back (one form question among several).
+        field["optional"] = True
+        field["hint"] = plain(TAKE_BACK_HINT)
+    blocks.append(field)
+    view: Block = {
+        "type": "modal",
+        "callback_id": ids.callback_id("text"),
+        "private_metadata": ids.private_metadata(record.id, index),
+        "title": plain(title, MAX_MODAL_TITLE),
+        "submit": plain(submit, MAX_MODAL_SUBMIT),
+        "close": plain("Cancel", MAX_MODAL_CLOSE),
+        "blocks": blocks,
+    }
+    return _carrying(view, reply_url)
+
+
+def _carrying(view: Block, reply_url: str | None) -> Block:
+    """``view`` with ``reply_url`` in its ``external_id`` (a field releases before this one
+    ignore, so its ``private_metadata`` stays in the form they parse); none when there is
+    no URL or it would not fit."""
+    external = ids.external_id(reply_url)
+    if external is not None:
+        view["external_id"] = external
+    return view

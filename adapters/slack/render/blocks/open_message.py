@@ -1,0 +1,360 @@
+"""The open question message: the questions, their widgets, Submit and Dismiss (pure).
+
+How a request is laid out (tap buttons, a menu, a form, free text, a plan review) is
+``layout.layout_of``; this module puts each layout's widgets under its questions and checks
+the result against Block Kit's limits before anything is posted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.slack.blockkit import (
+    MSG_BLOCKS_TOO_LONG,
+    block_text_length,
+    check_message,
+    message_problems,
+)
+from adapters.slack.blockkit.limits import (
+    MAX_BLOCKS_MESSAGE,
+    MAX_HEADER_TEXT,
+    MAX_SECTION_TEXT,
+    MESSAGE_TEXT_BUDGET,
+)
+from adapters.slack.model import ids
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks.full_labels import options_blocks, options_thread
+from adapters.slack.render.blocks.overflow import (
+    CONTINUED,
+    MAX_THREAD_REPLIES,
+    MIN_OUTCOME,
+    MIN_SHOWN,
+    PIECE_WORDS,
+    detail_blocks,
+    detail_shares,
+    diff_file,
+    fitted,
+    label_within,
+    outcome_limit,
+    sections_within,
+    thread_parts,
+)
+from adapters.slack.render.blocks.parts import (
+    byline_blocks,
+    context,
+    deadline_blocks,
+    header_block,
+    hidden_notice,
+    link_blocks,
+    question_block,
+    tally_blocks,
+)
+from adapters.slack.render.blocks.rendered import Attachment, Block, Rendered, fallback
+from adapters.slack.render.blocks.widgets import (
+    button,
+    button_labels,
+    dismiss_button,
+    draft_widget,
+    menu_options,
+)
+from adapters.slack.render.layout import Layout, layout_of, plan_review_of
+from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
+from adapters.slack.render.review_view import revision_blocks
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = ["render_open", "shown_details"]
+
+_Revised = tuple[list[Block], list[list[Block]]]
+"""A revised plan's blocks above it, and its diff's thread replies (both empty if none)."""
+
+
+def render_open(record: PendingRecord) -> Rendered:
+    """The open question message (and continuation messages for long details).
+
+    Raises ``UserQuestionError`` (``SLACK_LIMIT``) when the request cannot be shown within
+    Block Kit's limits; whatever it returns passes ``blockkit.check_message``. Options'
+    full texts are listed in the message when they fit, else in the thread.
+    """
+    layout = layout_of(record.questions)
+    revised = _revision(record, layout)
+    inline, shown = _placing(record, layout, revised[0])
+    text = fallback(record)
+
+    def render(limit: int) -> list[Block]:
+        return _open_blocks(record, layout, revised[0], shown, inline, limit)
+
+    blocks = render(MAX_SECTION_TEXT)
+    problems: list[Any] = check_message(blocks, text)
+    if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
+        blocks = fitted(render, blocks)
+        problems = check_message(blocks, text)
+    thread, files = _thread(record, layout, shown, revised[1], inline)
+    rendered = Rendered(text, blocks, thread, files)
+    for part in rendered.thread:
+        problems.extend(check_message(part))
+    if problems:
+        raise UserQuestionError(
+            f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
+        )
+    return rendered
+
+
+def shown_details(record: PendingRecord) -> list[str]:
+    """The part of each question's detail that every rendering of ``record`` shows.
+
+    The final record shows the same part as the open message did: the thread, posted once
+    with the open message, carries exactly the rest.
+    """
+    layout = layout_of(record.questions)
+    return _placing(record, layout, _revision(record, layout)[0])[1]
+
+
+def _revision(record: PendingRecord, layout: Layout) -> _Revised:
+    """What a revised plan review shows above its plan, worked out once per rendering."""
+    if layout != "plan" or record.revision is None:
+        return [], []
+    return revision_blocks(record.revision, record.questions[0].detail or "")
+
+
+def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tuple[bool, list[str]]:
+    """Whether the options' full texts are listed in the message (else in the thread), and
+    the part of each detail the message shows.
+
+    Both follow from the parts of the request that never change (the questions, options,
+    revision, mention, deadline, link), rendered once without the details: the details get
+    what that leaves of ``MESSAGE_TEXT_BUDGET``, less the room kept (``_kept``) for what
+    changes (label, note, tally, drafts; answers and outcome on the final record). So
+    every rendering shows the same part, and each fits with what changes cut to fit.
+    """
+    fulls = [question.detail or "" for question in record.questions]
+    nothing = [""] * len(fulls)
+    listed = any(options_blocks(question, layout, False) for question in record.questions)
+    if not any(fulls) and not listed:
+        return True, nothing  # nothing to size: no details, no full texts to place
+    # Ids are not text: version 0 keeps a final record's later version out of block ids.
+    changing: dict[str, Any] = {"label": None, "note": None, "votes": [], "review": None}
+    bare = record.model_copy(update={**changing, "drafts": [], "version": 0})
+    markers = sum(block_text_length(detail_blocks("", full)) for full in fulls)
+    kept = _kept(record, layout)
+    for inline in (True, False) if listed else (True,):
+        rest = _open_blocks(bare, layout, revised, nothing, inline, MAX_SECTION_TEXT)
+        room = MESSAGE_TEXT_BUDGET - (block_text_length(rest) - markers) - kept
+        if room >= 0 and not (inline and listed and _broken(rest)):
+            return inline, _shares(record, fulls, room)
+    # The parts that never change leave no room: the details go to the thread whole, and
+    # the rendering says whether the rest fits at all.
+    return not listed, nothing
+
+
+def _broken(blocks: list[Block]) -> bool:
+    """Whether ``blocks`` break a limit other than the total text (which ``_placing`` sizes)."""
+    return any(
+        not problem.warning and problem.code != MSG_BLOCKS_TOO_LONG
+        for problem in message_problems(blocks)
+    )
+
+
+def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
+    """The parts of the details whose markdown blocks (with their "continued" line) take at
+    most ``room`` characters."""
+    budget = room - len(CONTINUED) * sum(1 for full in fulls if full)
+    for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
+        shown = detail_shares(record, budget)
+        used = block_text_length(
+            [
+                block
+                for part, full in zip(shown, fulls, strict=True)
+                for block in detail_blocks(part, full)
+            ]
+        )
+        if used <= room:
+            return shown
+        budget -= used - room
+    return [""] * len(fulls)
+
+
+def _kept(record: PendingRecord, layout: Layout) -> int:
+    """Room the details leave for the parts that change after the post, at their shortest.
+
+    Open: the label, a note, a team review's tally, and on a form each question's draft
+    text and its chosen options (all of them, for a multi-select). Final: the label, the
+    tally, an answer line per question (none on a plan review) and the outcome line. The
+    more of the two is kept, so both the re-rendered message and the final record fit.
+    """
+    piece = MIN_SHOWN + PIECE_WORDS
+    tally = MIN_OUTCOME + PIECE_WORDS if record.review is not None else 0
+    opened = 2 * piece + tally
+    if layout == "form":
+        opened += sum(piece + _chosen_room(question) for question in record.questions)
+    answers = 0 if layout == "plan" else piece * len(record.questions)
+    final = piece + tally + answers + MIN_OUTCOME + PIECE_WORDS
+    return max(opened, final)
+
+
+def _chosen_room(question: AskUserQuestionItem) -> int:
+    """The most text a form question's chosen options add (``initial_options`` repeat
+    their texts): all of them for a multi-select, the longest for a single choice."""
+    if not question.options:
+        return 0
+    widget = draft_widget(question, Draft())
+    options = widget.get("options") or [o for g in widget["option_groups"] for o in g["options"]]
+    sizes = [block_text_length([option]) for option in options]
+    return sum(sizes) if question.is_multi_select else max(sizes)
+
+
+def _thread(
+    record: PendingRecord,
+    layout: Layout,
+    shown: list[str],
+    diff_replies: list[list[Block]],
+    inline: bool,
+) -> tuple[list[list[Block]], list[Attachment]]:
+    """The thread: the details' rest, a revision's long diff, the options' full texts.
+
+    The details and the diff share ``MAX_THREAD_REPLIES`` continuation messages; a diff
+    that would pass them is uploaded whole as one file, as a detail past them is.
+    """
+    thread, files = thread_parts(record, shown)
+    if diff_replies and len(thread) + len(diff_replies) > MAX_THREAD_REPLIES:
+        assert record.revision is not None
+        files.append(diff_file(record.revision.previous_plan, record.questions[0].detail or ""))
+    else:
+        thread.extend(diff_replies)
+    if not inline:
+        thread.extend(options_thread(record, layout))
+    return thread, files
+
+
+def _open_blocks(
+    record: PendingRecord,
+    layout: Layout,
+    revised: list[Block],
+    shown: list[str],
+    inline: bool,
+    limit: int,
+) -> list[Block]:
+    """The message's blocks, the parts that change after the post cut to ``limit``."""
+    rid, rev = record.id, record.version
+    blocks: list[Block] = [*byline_blocks(label_within(record, limit)), *deadline_blocks(record)]
+    blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
+    count = len(record.questions)
+
+    if layout == "plan":
+        question = record.questions[0]
+        header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
+        blocks.append({"type": "header", "text": header})
+        blocks.extend(revised)
+        blocks.append(question_block(question, 0, 1))
+        blocks.extend(detail_blocks(shown[0], question.detail or ""))
+        blocks.extend(options_blocks(question, layout, inline))
+        blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+        blocks.append(_plan_actions(record))
+    else:
+        for index in range(count):
+            blocks.extend(
+                _question_blocks(record, layout, index, shown[index], count, inline, limit)
+            )
+        if layout == "form":
+            submit = button("Submit", "submit", "0")
+            submit["style"] = "primary"
+            blocks.append(
+                {
+                    "type": "actions",
+                    "block_id": ids.block_id(rid, None, f"s{rev}"),
+                    "elements": [submit, dismiss_button()],
+                }
+            )
+            if count > 1:
+                blocks.append(context("A question left unanswered is sent as skipped."))
+    if record.note and record.is_open:
+        blocks.append(context(f":warning: {shorten_escaped(escape(record.note), limit)}"))
+    blocks.extend(link_blocks(record))
+    if len(blocks) > MAX_BLOCKS_MESSAGE:
+        raise UserQuestionError(
+            f"this request needs {len(blocks)} blocks; a Slack message holds at most "
+            f"{MAX_BLOCKS_MESSAGE} (ask fewer questions at once)",
+            SLACK_LIMIT,
+        )
+    return blocks
+
+
+def _words_of(questions: list[AskUserQuestionItem]) -> list[str | None]:
+    """Every text of ``questions`` a person reads: question, header, detail, options."""
+    texts: list[str | None] = []
+    for item in questions:
+        texts += [item.question, item.header, item.detail]
+        texts += [t for o in item.options or [] for t in (o.label, o.description)]
+    return texts
+
+
+def _plan_actions(record: PendingRecord) -> Block:
+    """A plan review's buttons: approve, decline (if the plan has one), feedback, dismiss."""
+    review = plan_review_of(record.questions)
+    assert review is not None
+    texts = button_labels(record.questions[0])
+    approve = button(texts[review.approve], "pick", ids.option_value(review.approve), 0)
+    approve["style"] = "primary"
+    buttons = [approve]
+    if review.decline is not None:
+        decline = button(texts[review.decline], "pick", ids.option_value(review.decline), 1)
+        decline["style"] = "danger"
+        buttons.append(decline)
+    buttons.append(button("Decline with feedback…", "text", "0"))
+    buttons.append(dismiss_button())
+    block_id = ids.block_id(record.id, 0, f"a{record.version}")
+    return {"type": "actions", "block_id": block_id, "elements": buttons}
+
+
+def _question_blocks(
+    record: PendingRecord,
+    layout: Layout,
+    index: int,
+    shown: str,
+    count: int,
+    inline: bool,
+    limit: int,
+) -> list[Block]:
+    question = record.questions[index]
+    rid, rev = record.id, record.version
+    options = question.options or []
+    blocks: list[Block] = []
+    if question.header:
+        blocks.append(header_block(question.header))
+    blocks.append(question_block(question, index, count))
+    blocks.extend(detail_blocks(shown, question.detail or ""))
+    blocks.extend(options_blocks(question, layout, inline))
+    elements: list[Block] = []
+    if layout == "tap":
+        elements = [
+            button(text, "pick", ids.option_value(i), i)
+            for i, text in enumerate(button_labels(question))
+        ]
+        elements.append(button("Other…", "text", str(index)))
+        elements.append(dismiss_button())
+    elif layout == "menu":
+        menu = {
+            "type": "static_select",
+            "action_id": ids.action_id("pick"),
+            "placeholder": plain("Choose an option…"),
+            **menu_options(question),
+        }
+        elements = [menu, button("Other…", "text", str(index)), dismiss_button()]
+    elif layout == "text":
+        answer = button("Answer…", "text", str(index))
+        answer["style"] = "primary"
+        elements = [answer, dismiss_button()]
+    else:
+        draft = record.draft(index)
+        if options:
+            elements.append(draft_widget(question, draft))
+            elements.append(button("Other…", "text", str(index)))
+        else:
+            elements.append(button("Answer…", "text", str(index)))
+        if draft.custom:
+            custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
+            blocks.append(context(f":pencil2: {custom}"))
+    blocks.append(
+        {"type": "actions", "block_id": ids.block_id(rid, index, f"c{rev}"), "elements": elements}
+    )
+    return blocks

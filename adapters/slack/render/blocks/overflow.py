@@ -1,0 +1,324 @@
+"""Long details and plans: the part shown in the message, the rest in its thread (pure).
+
+Slack refuses a post or an update whose block text passes ``MESSAGE_TEXT_BUDGET``
+(``msg_blocks_too_long``). The details get what the rest of the message leaves of it (at
+most ``DETAIL_BUDGET``), less the room kept for the parts that change after the post: who
+asks, a note, a team review's tally, a form's drafts, and on the final record the answers
+and the outcome line. Those are cut to fit what is left (``fitted``), never below
+``MIN_SHOWN`` / ``MIN_OUTCOME`` when the room was kept, so every rendering of a request, open
+or final, fits and shows the same part of each detail (``open_message`` sizes it). The rest
+follows in the thread as continuation messages of ``THREAD_PART`` characters, or, past
+``MAX_THREAD_REPLIES`` of them, as one file per detail (and one for a revision's diff), so a
+long text is readable in full and never silently cut.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from adapters.slack.blockkit import block_text_length
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks.parts import context, markdown
+from adapters.slack.render.blocks.rendered import Attachment, Block
+from adapters.slack.render.layout import layout_of
+from adapters.slack.render.mrkdwn import markdown_text, shorten, shorten_escaped
+from adapters.slack.render.plandiff import plan_diff
+
+__all__ = [
+    "CONTINUED",
+    "DETAIL_BUDGET",
+    "IN_THREAD",
+    "MAX_THREAD_REPLIES",
+    "MIN_OUTCOME",
+    "MIN_SHOWN",
+    "PIECE_WORDS",
+    "THREAD_PART",
+    "detail_blocks",
+    "detail_shares",
+    "diff_file",
+    "fitted",
+    "label_within",
+    "outcome_limit",
+    "sections_within",
+    "split_text",
+    "thread_parts",
+]
+
+DETAIL_BUDGET: Final = 9000
+"""Characters of detail/plan shown in the message itself at most; the rest goes to the thread.
+
+Less when the rest of the message needs it: the details get what the rest leaves of
+``MESSAGE_TEXT_BUDGET`` (``open_message``). Below the cap, this keeps a margin against
+Slack's undocumented count (slack-platform.md: refused at 11.3k-13.3k in reports).
+"""
+MIN_SHOWN: Final = 100
+"""The shortest an answer line, the asker's label, a note or a draft's text is cut to when
+the message is short of room (the room for this much is kept whenever there are details)."""
+MIN_OUTCOME: Final = 300
+"""The shortest the outcome line (with its date) and a team review's tally are cut to when
+the room was kept: three times an answer line's (``outcome_limit``)."""
+_OUTCOME_LEAST: Final = 150
+"""Below that (a request whose unchanging parts left no room): still the outcome's words,
+who, and the date (``<!date^…>``, about 70 characters), never dropped."""
+PIECE_WORDS: Final = 20
+"""Room kept for the words around each of those parts (``Asked by``, ``:warning:``, ...)."""
+THREAD_PART: Final = 10_000
+"""Characters per continuation message in the thread."""
+
+MAX_THREAD_REPLIES: Final = 10
+"""Continuation messages per request at most; a longer text goes to the thread as one file."""
+
+CONTINUED: Final = "\n\n_… continued in the thread below._"
+IN_THREAD: Final = "_In full in the thread below._"
+"""What the message shows of a detail when the rest of the message leaves it no room."""
+
+_ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
+"""How long each character ``escape`` changes becomes (``&amp;``, ``&lt;``, ``&gt;``)."""
+
+
+def _escaped_length(text: str) -> int:
+    """``len(escape(text))`` without building the escaped text."""
+    return len(text) + 4 * text.count("&") + 3 * (text.count("<") + text.count(">"))
+
+
+def _escaped_fit(text: str, limit: int) -> int:
+    """The length of the longest prefix of ``text`` whose escaped form fits in ``limit``."""
+    low, high = 0, min(len(text), limit)  # escaping never shortens: the answer is <= limit
+    while low < high:  # binary search: a few ``str.count`` calls instead of a Python loop
+        middle = (low + high + 1) // 2
+        if _escaped_length(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
+    """Split ``text`` into parts of at most ``limit`` characters, at paragraph, line or
+    word boundaries where possible; ``"".join(parts) == text``.
+
+    With ``escaped``, the limit applies to each part's ``escape()`` form (what Slack
+    receives), which can be up to five times longer than the part itself.
+    """
+    least = max(_ESCAPED_SIZE.values()) if escaped else 1
+    if limit < least:
+        raise ValueError(f"a split limit must be at least {least}, not {limit}")
+    parts: list[str] = []
+    start = 0
+    remaining = _escaped_length(text) if escaped else len(text)
+    while remaining > limit:
+        rest = text[start : start + 5 * limit]  # enough for any part: parts stay linear
+        cut = _first_cut(rest, limit, escaped=escaped)
+        part = rest[:cut]
+        parts.append(part)
+        start += cut
+        remaining -= _escaped_length(part) if escaped else len(part)
+    parts.append(text[start:])
+    return parts
+
+
+def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
+    """Where the first part of ``rest`` (longer than ``limit``) ends: at a paragraph, line
+    or word boundary in its second half, else at the limit."""
+    fit = _escaped_fit(rest, limit) if escaped else limit
+    window = rest[:fit]
+    for separator in ("\n\n", "\n", " "):
+        found = window.rfind(separator)
+        if found > fit // 2:
+            return found + len(separator)
+    return fit
+
+
+def _fair_shares(sizes: list[int], budget: int) -> list[int]:
+    """``budget`` split between texts of ``sizes``: a short one keeps its whole size, and
+    what it leaves goes to the longer ones, equally."""
+    shares = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for taken, index in enumerate(order):
+        shares[index] = min(sizes[index], left // (len(sizes) - taken))
+        left -= shares[index]
+    return shares
+
+
+def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[str]:
+    """The part of each question's detail shown in the message itself, in ``budget``
+    escaped characters (as Slack receives them) in all.
+
+    The budget is sized from the parts of the request that never change (``open_message``),
+    so every rendering of a request (open, re-rendered, final) shows the same part and the
+    thread, posted once, carries exactly the rest.
+    """
+    details = [question.detail or "" for question in record.questions]
+    sizes = [_escaped_length(detail) for detail in details]
+    budget = min(budget, DETAIL_BUDGET)
+    if sum(sizes) <= budget:
+        return details
+    shares = _fair_shares(sizes, max(0, budget))
+    return [
+        detail if size <= share else _first_part(detail, share)
+        for detail, size, share in zip(details, sizes, shares, strict=True)
+    ]
+
+
+def _first_part(text: str, limit: int) -> str:
+    """The first part ``split_text(text, limit, escaped=True)`` would give, without the rest
+    (empty when ``limit`` is below one escaped character)."""
+    if limit < max(_ESCAPED_SIZE.values()):
+        return ""
+    return text[: _first_cut(text[: 5 * limit], limit, escaped=True)]
+
+
+_FENCE_LINE: Final = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_INFO_ROOM: Final = 100
+"""The most of a code fence's info string ("bash", "python title=…") a part reopens it with."""
+
+
+def open_fence(text: str) -> tuple[str, str] | None:
+    """The code fence ``text`` ends inside of, as its run (```` ``` ````, ``~~~~``) and info
+    string; ``None`` when it ends outside any. Fences as CommonMark reads them outside lists
+    and quotes: up to three spaces before the run, closed by a run of the same character at
+    least as long with nothing after it."""
+    fence: tuple[str, str] | None = None
+    for line in text.split("\n"):
+        found = _FENCE_LINE.fullmatch(line)
+        if found is None:
+            continue
+        run, info = found.group(1), found.group(2)
+        if fence is None:
+            if not (run[0] == "`" and "`" in info):  # a backtick in the info: no fence
+                fence = (run, info.strip())
+        elif run[0] == fence[0][0] and len(run) >= len(fence[0]) and not info.strip():
+            fence = None
+    return fence
+
+
+def _reopened(before: str, part: str) -> str:
+    """``part`` of a text that follows ``before``, drawn on its own: the code fence open
+    where it starts opened again (its run and info string), and the one open where it ends
+    closed, so a cut inside a code block never turns code into prose or prose into code."""
+    opening = open_fence(before)
+    drawn = part
+    if opening is not None:
+        drawn = f"{opening[0]}{opening[1][:_INFO_ROOM]}\n{part}"
+    closing = open_fence(before + part)
+    if closing is not None:
+        drawn += ("" if drawn.endswith("\n") else "\n") + closing[0]
+    return drawn
+
+
+def detail_blocks(shown: str, full: str) -> list[Block]:
+    """The shown part of a detail, saying so when the rest is in the thread (a code block
+    the cut falls inside is closed before that line, and reopened in the thread)."""
+    if not full:
+        return []
+    if not shown:
+        return [markdown(IN_THREAD)]
+    if len(shown) < len(full):
+        return [markdown(markdown_text(_reopened("", shown)) + CONTINUED)]
+    return [markdown(markdown_text(shown))]
+
+
+def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
+    """``render(limit)`` with the largest ``limit`` (up to a section's 3,000) that keeps the
+    message within ``MESSAGE_TEXT_BUDGET``; the smallest tried when none does.
+
+    ``limit`` is how long each part that changes after the post (the label, a note, a
+    tally, drafts, answers, the outcome line) may be: Slack refuses an update over the
+    budget, which would leave a finished question's buttons live, so those give way, not
+    the details (whose part the thread continues) nor the questions. ``first``: the
+    rendering at the full limit, if the caller has it already.
+    """
+    blocks = render(MAX_SECTION_TEXT) if first is None else first
+    if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
+        return blocks
+    low, high = 1, MAX_SECTION_TEXT - 1
+    best = render(low)
+    if block_text_length(best) > MESSAGE_TEXT_BUDGET:
+        return best  # the parts that never change are over on their own
+    while low < high:  # shorter limits never render longer: a binary search
+        middle = (low + high + 1) // 2
+        attempt = render(middle)
+        if block_text_length(attempt) <= MESSAGE_TEXT_BUDGET:
+            low, best = middle, attempt
+        else:
+            high = middle - 1
+    return best
+
+
+def outcome_limit(limit: int) -> int:
+    """How long the outcome line and a tally may be when the other changing parts may be
+    ``limit``: three times as long (``MIN_OUTCOME`` at ``MIN_SHOWN``), up to a section."""
+    return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * MIN_OUTCOME // MIN_SHOWN))
+
+
+def sections_within(blocks: list[Block], limit: int) -> list[Block]:
+    """Sections of escaped mrkdwn (a review's tally) with their text cut to ``limit``."""
+    return [
+        {**block, "text": {**block["text"], "text": shorten_escaped(block["text"]["text"], limit)}}
+        for block in blocks
+    ]
+
+
+def label_within(record: PendingRecord, limit: int) -> PendingRecord:
+    """``record`` with its label (who asks, shown on every rendering) cut to ``limit``."""
+    if record.label is None or len(record.label) <= limit:
+        return record
+    return record.model_copy(update={"label": shorten(record.label, limit)})
+
+
+def _size(text: str) -> str:
+    return f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
+
+
+def diff_file(previous_plan: str, plan: str) -> Attachment:
+    """A revision's whole diff as one file: its replies would pass ``MAX_THREAD_REPLIES``."""
+    text = plan_diff(previous_plan, plan).text
+    title = "What changed in the plan"
+    comment = f"{title}, in full ({_size(text)}): too long for thread replies."
+    return Attachment("plan-changes.diff", title, text, comment)
+
+
+def thread_parts(
+    record: PendingRecord, shown: list[str]
+) -> tuple[list[list[Block]], list[Attachment]]:
+    """The rest of each detail: continuation messages, or one file when they would be many.
+
+    At most ``MAX_THREAD_REPLIES`` continuation messages are posted; past that, every
+    detail that does not fit in the message is uploaded whole, as one Markdown file each,
+    so it is still readable in full and never silently cut.
+    """
+    rests = [(q.detail or "")[len(shown[i]) :] for i, q in enumerate(record.questions)]
+    count = len(record.questions)
+    what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
+    # At least this many parts (a cheap bound): far past the cap, nothing is split at all.
+    least = sum(-(-_escaped_length(rest) // THREAD_PART) for rest in rests)
+    chunked = (
+        [split_text(rest, THREAD_PART, escaped=True) if rest else [] for rest in rests]
+        if least <= MAX_THREAD_REPLIES
+        else []
+    )
+    if least > MAX_THREAD_REPLIES or sum(len(chunks) for chunks in chunked) > MAX_THREAD_REPLIES:
+        files = []
+        for index, question in enumerate(record.questions):
+            if not rests[index]:
+                continue
+            full = question.detail or ""
+            title = f"{what} of question {index + 1}" if count > 1 else what
+            name = f"{what.lower()}-{index + 1}.md" if count > 1 else f"{what.lower()}.md"
+            comment = f"{title} in full ({_size(full)}): too long for the message itself."
+            files.append(Attachment(name, title, full, comment))
+        return [], files
+    messages: list[list[Block]] = []
+    for index, chunks in enumerate(chunked):
+        before = shown[index]
+        for n, chunk in enumerate(chunks, start=1):
+            title = f"{what} of question {index + 1}" if count > 1 else what
+            caption = f"{title}, continued ({n}/{len(chunks)})"
+            drawn = markdown_text(_reopened(before, chunk))
+            messages.append([context(caption), markdown(drawn)])
+            before += chunk
+    return messages, []

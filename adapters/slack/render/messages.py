@@ -1,0 +1,150 @@
+"""Every sentence the Slack provider shows a person or puts in an error, defined once.
+
+Notes on messages and private replies are mrkdwn (``<@U…>`` mentions); error messages
+are plain text. The seam's own messages (``ASK_ABORTED``'s) come from the seam.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from adapters.slack.render.mrkdwn import escape
+from bot.questions.service import ABORTED_MESSAGE
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "ALREADY_VOTED",
+    "CANCELLED_BY_ASKER",
+    "CANCELLED_MESSAGE",
+    "ENTER_AN_ANSWER",
+    "MODAL_NOT_OPENED",
+    "NOT_ALLOWED",
+    "NOT_A_PLAN_REVIEW",
+    "NOT_A_REVIEWER",
+    "NOT_CHECKED",
+    "NO_LONGER_OPEN",
+    "QUESTION_FAILED",
+    "RECORD_LOST_NOTE",
+    "SHUTDOWN_NOTE",
+    "SHUTTING_DOWN",
+    "STORE_BUSY",
+    "SUPERSEDED_NOTE",
+    "UNDELIVERED",
+    "UNDELIVERED_REST",
+    "already_ended",
+    "draft_cleared",
+    "draft_saved",
+    "no_answer_within",
+    "not_recorded",
+    "unknown_revised",
+]
+
+# -- errors the waiting ask() raises ------------------------------------------------------
+
+CANCELLED_MESSAGE: Final = "the user cancelled ask_user_question"
+"""``ASK_CANCELLED``: a person dismissed the question (the seam's web provider's words)."""
+SHUTTING_DOWN: Final = "the Slack provider is shutting down"
+"""``ASK_ABORTED`` for an ask made while the provider closes."""
+QUESTION_FAILED: Final = "The question failed"
+"""A failed record that carries no note of its own."""
+UNDELIVERED: Final = "Slack did not take the question"
+"""``DELIVERY_FAILED``: ``chat.postMessage`` failed (followed by Slack's error)."""
+UNDELIVERED_REST: Final = "Slack did not take the rest of the text"
+"""``DELIVERY_FAILED``: a thread continuation failed (followed by Slack's error)."""
+STORE_DOWN_NOTE: Final = "The bot could not reach its storage."
+"""A question failed by a store outage, as its message says it (the store's own error names
+its SQLite path or Redis address: for the log and the waiter, not the channel)."""
+STORE_BUSY: Final = "the pending store could not settle the question"
+"""``STORE_UNAVAILABLE``: a record kept changing under every write (followed by why)."""
+
+NOT_A_PLAN_REVIEW: Final = (
+    "a review policy or revises applies only to a plan review (one question with the "
+    "plan-review intent, a detail, at most two options and the approve label among them)"
+)
+"""``BAD_REVIEW``: team-review options on a request that is not a plan review."""
+
+
+def unknown_revised(request_id: str) -> str:
+    """``BAD_REVIEW``: ``revises`` names no known plan review."""
+    return f"revises: no plan review with id {request_id!r} is known"
+
+
+# -- notes shown on the message -----------------------------------------------------------
+
+SHUTDOWN_NOTE: Final = "Interrupted: the bot shut down before anyone answered."
+RECORD_LOST_NOTE: Final = (
+    "The store lost this question's record (was Redis flushed or restarted without"
+    " persistence?), so it can no longer be answered."
+)
+"""``RECORD_LOST``: the note on the message and the error's message."""
+CANCELLED_BY_ASKER: Final = "Cancelled: the asker stopped waiting for an answer."
+SUPERSEDED_NOTE: Final = (
+    "Superseded by a revised plan, posted for review; this one can no longer be approved."
+)
+"""A plan review a revision replaced while it was open (its waiter gets ``ASK_ABORTED``)."""
+
+
+def no_answer_within(seconds: float) -> str:
+    """The note of a request failed by the provider's ``timeout``."""
+    return f"No answer within {seconds:g} seconds."
+
+
+# -- private notes and modal errors for the person who clicked ----------------------------
+
+NO_LONGER_OPEN: Final = "This question is no longer open."
+NOT_ALLOWED: Final = "You are not one of the people who can answer this question."
+ENTER_AN_ANSWER: Final = "Please enter an answer."
+NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
+ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+NOT_CHECKED: Final = (
+    "Nothing was sent yet: Slack was slow to confirm who may answer. Please submit again."
+)
+"""A submission whose group lookup could not finish within Slack's 3-second ack."""
+MODAL_NOT_OPENED: Final = (
+    "The form could not be opened (Slack did not take it). Please click again."
+)
+"""``views.open`` failed (its trigger expires 3 s after the click)."""
+
+
+def not_recorded(*, what: str = "click") -> str:
+    """The note or modal error for a ``what`` (``click``, ``answer``) the pending store
+    could not take. A fixed sentence: the store's own error names its Redis address or
+    SQLite path, which is for the log, not for whoever clicked."""
+    return f"Your {what} was not recorded: the bot could not reach its storage. Please try again."
+
+
+_ALREADY: Final = {
+    "Approved": "This plan was already approved",
+    "Declined": "This plan was already declined",
+    "Answered": "This question was already answered",
+    "Skipped": "This question was already skipped",
+    "Dismissed": "This question was dismissed",
+}
+
+
+def already_ended(verb: str, who: str | None) -> str:
+    """The note for a click on a request that ended with ``verb`` (``outcomes``' words),
+    naming who ended it when known (a mention, or a name where mentions cannot render)."""
+    said = _ALREADY.get(verb)
+    if said is None:
+        return NO_LONGER_OPEN
+    return f"{said} by {who}." if who else f"{said}."
+
+
+def draft_cleared(question: int, count: int) -> str:
+    """The private note confirming a form question's free text was taken back."""
+    which = f" to question {question + 1}" if count > 1 else ""
+    return (
+        f"Cleared your text answer{which}. Press *Submit* to send your choices; "
+        "only you see this draft."
+    )
+
+
+def draft_saved(question: int, count: int, text: str) -> str:
+    """The private note confirming free text kept for a form's question until Submit."""
+    which = f" to question {question + 1}" if count > 1 else ""
+    shown = text if len(text) <= 200 else text[:199] + "…"
+    return (
+        f"Saved your answer{which}: “{escape(shown)}”. Press *Submit* to send your "
+        "choices; only you see this draft."
+    )

@@ -1,0 +1,213 @@
+"""Pure wording: what happened to a request, in words a person reads at a glance.
+
+One place says how every ending is worded ("Approved by @alice", "Declined by @bob —
+«feedback»", "Answered by", "Skipped by", "Dismissed by", "Cancelled: …", "Failed: …",
+"Timed out"), so the message record, its notification text, private notes and modal
+errors all agree. ``outcome_of`` decides; ``as_mrkdwn`` and ``as_plain`` word it for the
+two kinds of Slack text: mrkdwn (a mention renders, asker text is escaped) and plain text
+(modal errors, where a mention would show as a raw id, so the person's name is used).
+New kinds of request (team reviews, tallies) add a verb here and keep the rest.
+
+Asker text quoted inside a line of the bot's own words (declined feedback, a vote's
+feedback, an approval's label) goes through ``one_line`` and ``literal`` so it can neither
+start a line of its own nor carry mrkdwn that reads as the bot's (a fake, bold, green
+"Approved by @alice" under "Declined by @bob"); ``code_block`` keeps asker text inside the
+code block the bot opened.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.layout import layout_of
+from adapters.slack.render.messages import NO_LONGER_OPEN, already_ended
+from adapters.slack.render.mrkdwn import escape
+from bot.questions.errors import ASK_TIMEOUT
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = [
+    "ICONS",
+    "Outcome",
+    "as_mrkdwn",
+    "as_plain",
+    "code_block",
+    "code_text",
+    "literal",
+    "one_line",
+    "outcome_of",
+    "person",
+    "plan_verdict",
+    "refusal",
+]
+
+ICONS: Final = {
+    "Approved": ":white_check_mark:",
+    "Declined": ":x:",
+    "Answered": ":white_check_mark:",
+    "Skipped": ":fast_forward:",
+    "Dismissed": ":no_entry_sign:",
+    "Cancelled": ":black_square_for_stop:",
+    "Failed": ":warning:",
+    "Timed out": ":hourglass:",
+}
+"""The emoji shown before each verb in the message record."""
+
+
+_ZWSP: Final = "\u200b"
+_MARKUP: Final = re.compile(r"[*_~`]")
+_EMOJI_CODE: Final = re.compile(r":(?=[\w+'-]+:)")
+_BACKTICK_RUN: Final = re.compile(r"`(?=`)")
+_FOLD: Final = " / "
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded into `` / ``, blank lines dropped.
+
+    Quoted in a line of ours, asker text then never starts a line of its own, where it
+    would read as the bot's (every kind of line break: ``str.splitlines``).
+    """
+    return _FOLD.join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def literal(text: str) -> str:
+    """Asker text escaped for a mrkdwn line of ours, its markup shown as typed.
+
+    Slack mrkdwn has no escape for ``*``, ``_``, ``~`` or backticks: each gets a zero-width
+    space on both sides, so it neither opens nor closes formatting whether Slack counts that
+    space as a word character or as white space. An emoji code (``:white_check_mark:``)
+    gets one after its colon, so it shows as typed rather than as the bot's green tick.
+    """
+    text = _EMOJI_CODE.sub(f":{_ZWSP}", escape(text))
+    return _MARKUP.sub(lambda match: f"{_ZWSP}{match[0]}{_ZWSP}", text)
+
+
+def code_text(escaped: str) -> str:
+    """Escaped text with a zero-width space between any two backticks: inside a code block
+    it can never make the three that end the block (measure and shorten it after this)."""
+    return _BACKTICK_RUN.sub(f"`{_ZWSP}", escaped)
+
+
+def code_block(escaped: str) -> str:
+    """Escaped text in a code block that only the bot's own fences open and close: broken
+    up by ``code_text``, and kept off a fence by a zero-width space when it starts or ends
+    with a backtick (at most two characters more than ``code_text``, plus the fences)."""
+    safe = code_text(escaped)
+    if safe.startswith("`"):
+        safe = _ZWSP + safe
+    if safe.endswith("`"):
+        safe += _ZWSP
+    return f"```{safe}```"
+
+
+_WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out"})
+_SAYS_WHAT_HAPPENED: Final = frozenset({"Cancelled", "Interrupted", "Answered", "Dismissed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a request ended: a verb, who (if a person), and what they said or why."""
+
+    verb: str
+    user: str | None = None
+    name: str | None = None
+    feedback: str | None = None
+    reason: str | None = None
+    people: tuple[tuple[str, str | None], ...] = ()
+    """Everyone who decided it together (a team review's approvers or decliners)."""
+
+
+def person(user: str | None, name: str | None, *, mention: bool) -> str:
+    """A person as text: ``<@U…>`` where mentions render, else their name (or their id)."""
+    if mention and user:
+        return f"<@{user}>"
+    if name:
+        return f"@{name}"
+    return f"@{user}" if user else "someone"
+
+
+def plan_verdict(question: AskUserQuestionItem, selected: list[str]) -> str:
+    """``Approved`` or ``Declined`` for a plan review's answer (free text declines)."""
+    intent = question.intent
+    if intent is not None and selected == [intent.approve]:
+        return "Approved"
+    return "Declined"
+
+
+def _answered(record: PendingRecord) -> Outcome:
+    user, name = record.answered_by, record.answered_by_name
+    answers = record.answer.answers if record.answer is not None else []
+    if layout_of(record.questions) == "plan" and answers:
+        item = answers[0]
+        verb = plan_verdict(record.questions[0], list(item.selected))
+        feedback = item.custom if verb == "Declined" and item.custom else None
+        if record.votes:  # a team review: everyone whose vote decided it
+            approved = verb == "Approved"
+            people = tuple((v.user, v.name) for v in record.votes if v.approve == approved)
+            return Outcome(verb, feedback=feedback, people=people)
+        return Outcome(verb, user, name, feedback=feedback)
+    if answers and all(not item.selected and not item.custom for item in answers):
+        return Outcome("Skipped", user, name)
+    return Outcome("Answered", user, name)
+
+
+def outcome_of(record: PendingRecord) -> Outcome | None:
+    """How ``record`` ended, or ``None`` while it is open."""
+    if record.state == "answered":
+        return _answered(record)
+    if record.state == "cancelled":
+        return Outcome("Dismissed", record.answered_by, record.answered_by_name)
+    if record.state == "aborted":
+        return Outcome("Cancelled", reason=record.note)
+    if record.state == "failed":
+        if record.error_code == ASK_TIMEOUT:
+            return Outcome("Timed out", reason=record.note)
+        return Outcome("Failed", reason=record.note)
+    return None
+
+
+def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
+    def text(value: str) -> str:
+        return escape(value) if mention else value
+
+    def quoted(value: str) -> str:  # asker text, inside our line: one line, as typed
+        return literal(one_line(value)) if mention else one_line(value)
+
+    line = outcome.verb
+    if outcome.people:
+        line += " by " + ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
+    elif outcome.user or outcome.name:
+        line += f" by {person(outcome.user, outcome.name, mention=mention)}"
+    if outcome.feedback and quote:
+        line += f" — «{quoted(outcome.feedback)}»"
+    if outcome.reason and outcome.verb in _WITH_REASON:
+        reason = text(outcome.reason)
+        # A reason that already says what happened ("Cancelled: the asker stopped…",
+        # "Interrupted: the bot shut down…", "Answered in another client.") is the line.
+        said = re.split(r"[\s:]", reason, maxsplit=1)[0] in _SAYS_WHAT_HAPPENED
+        line = reason if said else f"{line}: {reason}"
+    return line
+
+
+def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
+    """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback)."""
+    return _words(outcome, mention=True, quote=feedback)
+
+
+def as_plain(outcome: Outcome, *, feedback: bool = True) -> str:
+    """The outcome as plain text, naming people (modal errors, logs)."""
+    return _words(outcome, mention=False, quote=feedback)
+
+
+def refusal(record: PendingRecord, *, mention: bool) -> str:
+    """The private note for a click on a request that is no longer open."""
+    outcome = outcome_of(record)
+    if outcome is None:
+        return NO_LONGER_OPEN
+    if outcome.people:
+        who = ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
+        return already_ended(outcome.verb, who)
+    who = person(outcome.user, outcome.name, mention=mention)
+    return already_ended(outcome.verb, who if outcome.user or outcome.name else None)

@@ -1,0 +1,183 @@
+"""Pure rendering of team plan reviews: the live tally, the votes, and what a revision changed.
+
+Returns escaped mrkdwn lines and Block Kit blocks; the plan-review message in ``blocks``
+places them. User and group ids in mentions come from Slack payloads or from a policy that
+only accepts id-shaped values, so they cannot carry asker text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from adapters.slack.model.tally import Revision, Vote, tally
+from adapters.slack.render.mrkdwn import escape, mrkdwn, shorten_escaped
+from adapters.slack.render.outcomes import code_block, code_text, literal, one_line
+from adapters.slack.render.plandiff import plan_diff
+from bot.questions.review import ReviewerSet, ReviewPolicy
+
+__all__ = ["DIFF_IN_MESSAGE", "revision_blocks", "tally_line", "vote_lines"]
+
+Block = dict[str, Any]
+
+DIFF_IN_MESSAGE: Final = 2500
+"""Characters of diff shown in the message; a longer diff goes to the thread."""
+_SECTION: Final = 3000
+_FEEDBACK_SHOWN: Final = 500
+
+
+_NO_SUCH_GROUP: Final = frozenset({"no_such_subteam", "subteam_not_found"})
+_WHY_UNREADABLE: Final = {
+    **dict.fromkeys(_NO_SUCH_GROUP, "Slack has no such user group"),
+    "missing_scope": "the bot lacks the usergroups:read scope",
+    "plan_upgrade_required": "this Slack plan has no user groups",
+}
+_UNREADABLE: Final = "Slack will not let the bot read its members"
+"""Slack's other lasting errors (a token refused): its code is not shown."""
+
+
+def _who(people: ReviewerSet, unreadable: Mapping[str, str]) -> str:
+    """The people of a set as mentions; a group Slack would not list by its raw id (a
+    mention of a group Slack has not reads as a real one) with Slack's word on it."""
+    names = [f"<@{u}>" for u in people.users] + [
+        f"`{g}` ({_WHY_UNREADABLE.get(unreadable[g], _UNREADABLE)})"
+        if g in unreadable
+        else f"<!subteam^{g}>"
+        for g in people.usergroups
+    ]
+    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
+    """Slack's word on the policy's groups it would not list, as the latest vote kept it
+    (every vote reads all of the policy's groups, so a later vote whose read worked clears
+    an earlier one's word: the scope added, the group created); groups outside the policy
+    are left out, so only ids the policy validated are shown."""
+    said = votes[-1].unreadable if votes else {}
+    return {g: error for g, error in said.items() if g in policy.usergroups}
+
+
+def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
+    """ "Waiting for approval — 1 of 2 approvals so far; still needs 1 from @platform-leads"
+    (escaped mrkdwn) while the review is open; "Approved 2 of 2" once approved.
+
+    Only the approved outcome leads with "Approved": an open review leads with "Waiting for
+    approval", so nobody takes a plan still waiting (one approval of one counted, the
+    required group's still missing) for an approved one. ``ended``: the request ended
+    before the tally decided it (timed out, dismissed, cancelled): it reads "Not approved".
+    A required group Slack would not list when a vote was cast (it has no such group, the
+    bot may not read it) is named by its id with Slack's word; when no one else can make
+    up its approvals, the line says the review cannot be approved as set.
+    """
+    result = tally(policy, votes)
+    approvals = f"{result.approvals} of {_plural(result.needed, 'approval')}"
+    if result.outcome == "declined":
+        return f"*Declined* ({_plural(result.declines, 'decline')}; {approvals})"
+    if result.outcome == "approved":
+        if result.approvals > result.needed:  # not "Approved 2 of 1"
+            return f"*Approved* ({_plural(result.approvals, 'approval')}; {result.needed} needed)"
+        return f"*Approved {result.approvals} of {result.needed}*"
+    if ended:
+        declines = f"; {_plural(result.declines, 'decline')}" if result.declines else ""
+        return f"*Not approved* ({approvals}{declines})"
+    unreadable = _unreadable(policy, votes)
+    waits = [f"{n} from {_who(group, unreadable)}" for group, n in result.waiting]
+    general = result.needed - result.approvals
+    if general > max((n for _, n in result.waiting), default=0):
+        if policy.reviewers is not None:
+            waits.insert(0, f"{general} from {_who(policy.reviewers, unreadable)}")
+        else:
+            waits.insert(0, _plural(general, "more approval"))
+    so_far = (  # the count met, a required group's approval still missing: not "2 of 1"
+        f"{_plural(result.approvals, 'approval')} so far ({result.needed} needed)"
+        if result.approvals > result.needed
+        else f"{approvals} so far"
+    )
+    line = f"*Waiting for approval* — {so_far}; still needs " + " and ".join(waits)
+    if any(
+        not group.users and set(group.usergroups) <= unreadable.keys()
+        for group, _ in result.waiting
+    ):
+        line += ", so this review cannot be approved as set"
+    if policy.declines > 1:
+        line += f" · {result.declines} of {policy.declines} declines end the review"
+    return line
+
+
+def _when(seconds: float) -> str:
+    fallback = time.strftime("%H:%M UTC", time.gmtime(seconds))
+    return f"<!date^{int(seconds)}^{{time}}|{fallback}>"
+
+
+def vote_lines(votes: Sequence[Vote]) -> list[str]:
+    """One escaped mrkdwn line per vote, in the order they were cast."""
+    lines = []
+    for vote in votes:
+        if vote.approve:
+            lines.append(f":white_check_mark: <@{vote.user}> approved · {_when(vote.at)}")
+        elif vote.feedback and vote.feedback.strip():
+            # Quoted on one line below the vote: it cannot add a vote line of its own.
+            feedback = shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)
+            lines.append(
+                f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n“{feedback}”"
+            )
+        else:
+            lines.append(f":x: <@{vote.user}> declined · {_when(vote.at)}")
+    return lines
+
+
+def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[list[Block]]]:
+    """What a revised plan shows above itself, and the thread replies for a long diff.
+
+    A context naming the earlier review (a link where one is known), the feedback that
+    prompted the revision, and the line diff of the plan with unchanged runs folded.
+    """
+    earlier = (
+        f"<{revision.previous_link}|the previous review>"
+        if revision.previous_link
+        else "the previous review"
+    )
+    blocks: list[Block] = [
+        {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
+    ]
+    if revision.feedback and revision.feedback.strip():
+        lines = revision.feedback.strip().splitlines()
+        quoted = "\n".join(f"> {literal(line)}" for line in lines)
+        blocks.append(
+            {"type": "section", "text": mrkdwn(shorten_escaped(f"*Feedback*\n{quoted}", _SECTION))}
+        )
+    diff = plan_diff(revision.previous_plan, plan)
+    text = code_text(escape(diff.text))
+    title = f"*What changed* ({escape(diff.summary)})"
+    thread: list[list[Block]] = []
+    if len(text) <= DIFF_IN_MESSAGE:
+        body = f"{title}\n{code_block(text)}" if diff.lines else f"{title}: nothing."
+        blocks.append({"type": "section", "text": mrkdwn(body)})
+    else:
+        blocks.append({"type": "section", "text": mrkdwn(f"{title}: in the thread below.")})
+        part: list[str] = []
+        size = 0
+        for line in diff.lines:
+            # Shortened once escaped: escaping grows a line (``&&`` is ten characters).
+            piece = shorten_escaped(code_text(escape(line)), _SECTION - 100)
+            if part and size + len(piece) + 1 > _SECTION - 100:
+                thread.append(_diff_part(part))
+                part, size = [], 0
+            part.append(piece)
+            size += len(piece) + 1
+        if part:
+            thread.append(_diff_part(part))
+    return blocks, thread
+
+
+def _diff_part(lines: list[str]) -> list[Block]:
+    body = "\n".join(lines)
+    return [
+        {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]},
+        {"type": "section", "text": mrkdwn(code_block(body))},
+    ]

@@ -1,0 +1,79 @@
+"""Pure builders of ``rich_text`` blocks: asker text shown exactly as typed.
+
+A ``rich_text`` ``text`` element is literal: Slack does not parse it for mrkdwn (``*``,
+``_``, ``~``, backticks) or for control sequences (``<!channel>``, ``<@U1>``, links), which
+exist in rich text only as their own typed elements. So a question containing ``**v2.4**``
+shows its asterisks as typed and bold comes from the element's ``style``, which no text
+can break. Only ``text`` leaves are built here, never mentions or links from asker text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
+from adapters.slack.render.mrkdwn import reveal, shorten
+
+__all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text", "words"]
+
+Block = dict[str, Any]
+Piece = dict[str, Any]
+
+MAX_RICH_TEXT: Final = MAX_SECTION_TEXT
+"""The longest text one rich-text line carries here (the section-text limit, to be safe)."""
+
+
+def words(text: str, **style: bool) -> Piece:
+    """One literal ``text`` element, styled with ``bold``/``italic``/``code`` flags."""
+    piece: Piece = {"type": "text", "text": reveal(text)}
+    chosen = {name: True for name, on in style.items() if on}
+    if chosen:
+        piece["style"] = chosen
+    return piece
+
+
+def bold(text: str) -> Piece:
+    """A bold literal text element."""
+    return words(text, bold=True)
+
+
+def italic(text: str) -> Piece:
+    """An italic literal text element."""
+    return words(text, italic=True)
+
+
+def _section(pieces: Sequence[Piece]) -> Block:
+    kept = [piece for piece in pieces if piece["text"]]
+    return {"type": "rich_text_section", "elements": kept or [words(" ")]}
+
+
+def rich_text(*pieces: Piece, limit: int = MAX_RICH_TEXT) -> Block:
+    """A ``rich_text`` block of one line of pieces, their total cut to ``limit`` characters."""
+    return {"type": "rich_text", "elements": [_section(_cut(list(pieces), limit))]}
+
+
+def rich_list(items: Sequence[Sequence[Piece]], *, ordered: bool = False, offset: int = 0) -> Block:
+    """A ``rich_text`` block holding one (bulleted or numbered) list of lines."""
+    listed: Block = {
+        "type": "rich_text_list",
+        "style": "ordered" if ordered else "bullet",
+        "elements": [_section(line) for line in items],
+    }
+    if ordered and offset:
+        listed["offset"] = offset
+    return {"type": "rich_text", "elements": [listed]}
+
+
+def _cut(pieces: list[Piece], limit: int) -> list[Piece]:
+    """``pieces`` with their text cut so that it totals at most ``limit`` characters."""
+    out: list[Piece] = []
+    left = limit
+    for piece in pieces:
+        text = piece["text"]
+        if len(text) > left:
+            out.append({**piece, "text": shorten(text, left)})
+            break
+        out.append(piece)
+        left -= len(text)
+    return out

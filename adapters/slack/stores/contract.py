@@ -1,0 +1,225 @@
+"""The pending store protocol: what every store (memory, SQLite, Redis) does.
+
+Every change is a compare-and-set on the record's ``version``, so whichever writer gets
+there first wins and a losing writer re-reads and decides again (``mutate``). A change
+and its audit event are one write: the store keeps both or neither, and the event is
+readable no later than the change (so a waiter woken by an ending finds its event). When a
+record reaches a terminal state the store wakes every ``Watch`` registered for it, in this
+process or (SQLite on one host, Redis anywhere) in another one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+from adapters.slack.model.audience import Audience
+from adapters.slack.model.audit_trail import AuditEvent, event_for
+from adapters.slack.model.record import PendingRecord
+from bot.questions.errors import UserQuestionError
+
+__all__ = [
+    "OWNER_LOST_NOTE",
+    "RETENTION",
+    "EventFor",
+    "OpenCount",
+    "OrphanHandler",
+    "PendingStore",
+    "ReportsOrphans",
+    "StoreConflict",
+    "StoreUnavailable",
+    "Watch",
+    "append_quietly",
+    "mutate",
+]
+
+RETENTION: Final = 90 * 86400.0
+"""How long finished records (and their audit trail) are kept by default: 90 days."""
+
+
+OWNER_LOST_NOTE: Final = "The bot process that asked this question stopped before it was answered."
+"""The note on a record a sweep failed because its owner's heartbeat stopped."""
+
+
+class StoreConflict(Exception):
+    """A record kept changing under us; ``mutate`` gave up after its attempts."""
+
+
+class StoreUnavailable(ConnectionError):
+    """The store could not be reached when it started (the message names its setting)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class Watch(Protocol):
+    """A registered interest in one request's ending."""
+
+    async def wait(self) -> PendingRecord:
+        """Return the record once it is terminal."""
+        ...
+
+    def close(self) -> None:
+        """Stop watching (idempotent); the store forgets the waiter."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCount:
+    """How many records are pending, counted by the store without reading them."""
+
+    total: int
+    """Every pending record (whichever process asked it)."""
+    mine: int
+    """Owned by this process: an in-process ``ask()`` here waits on each."""
+    unowned: int
+    """Owned by no process (the HTTP API's, released dsh host requests): any process
+    serves them, so every process counts the same ones."""
+
+
+OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
+"""Called with the records a store failed because the process that asked is gone."""
+
+EventFor = Callable[[PendingRecord, PendingRecord], AuditEvent | None]
+"""The audit event of a write, from the record before and after (``None``: bookkeeping)."""
+
+
+@runtime_checkable
+class ReportsOrphans(Protocol):
+    """An optional store capability: it fails dead processes' requests and reports them.
+
+    The provider sets ``on_orphans`` so those requests' messages say so in Slack.
+    """
+
+    on_orphans: OrphanHandler | None
+
+
+class PendingStore(Protocol):
+    """The records of open requests, shared by every process that can receive a click."""
+
+    @property
+    def process_id(self) -> str:
+        """This process's id; records it creates name it as their owner."""
+        ...
+
+    async def start(self) -> None:
+        """Connect and start background duties (heartbeats, notifications)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop background duties and release connections."""
+        ...
+
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Store a new record and ``event`` with it, in one write.
+
+        ``False`` (and nothing written) if a record with its id exists already.
+        """
+        ...
+
+    async def get(self, request_id: str) -> PendingRecord | None:
+        """The record with this id, or ``None``."""
+        ...
+
+    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
+        """The records with these ids, in their order (``None`` for each unknown), read in
+        one round trip where the store has one to save (Redis: ``MGET``)."""
+        ...
+
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
+        with it in the same write (both are kept or neither).
+
+        A terminal record wakes its owner's watch. Returns whether the write won.
+        """
+        ...
+
+    def watch(self, request_id: str) -> Watch:
+        """Register interest in this request's ending (before posting, so no click is missed)."""
+        ...
+
+    async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
+        """Every pending record (of ``owner``, when given)."""
+        ...
+
+    async def open_count(self) -> OpenCount:
+        """How many records are pending: in all, this process's own, and owned by none
+        (counted in the store: no record is read into the bot, nor parsed)."""
+        ...
+
+    async def open_audiences(self) -> list[Audience]:
+        """Who may answer each open question (tool approvals left out), in no order: what
+        the Home tabs are built from, read without parsing the records where the store
+        can (SQLite, memory)."""
+        ...
+
+    @property
+    def watch_count(self) -> int:
+        """How many watches are registered in this process (zero when nothing leaks)."""
+        ...
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (kept for the retention period), for an
+        event that goes with no write of its record (a change passes its event to the write)."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order they were appended."""
+        ...
+
+
+async def mutate(
+    store: PendingStore,
+    request_id: str,
+    change: Callable[[PendingRecord], PendingRecord | None],
+    *,
+    attempts: int = 16,
+    by: str | None = None,
+    by_name: str | None = None,
+    event: EventFor | None = None,
+    known: PendingRecord | None = None,
+) -> tuple[PendingRecord | None, PendingRecord | None]:
+    """Apply ``change`` with compare-and-set, re-reading on conflict.
+
+    ``change`` gets the current record and returns the next one (``record.next(...)``) or
+    ``None`` to leave it. Returns ``(seen, written)``: the record the decision was made on
+    (``None`` if there is none) and the record written (``None`` if nothing was). A write
+    that changes something that matters carries its audit event in the same write:
+    ``event`` (before, after), by default ``event_for`` (``by``: who acted).
+
+    ``known``: the record as just read by the caller, decided on first instead of reading
+    it again (a click's path: one store round trip fewer); a stale one loses the
+    compare-and-set and the change is decided again on a fresh read.
+    """
+    for attempt in range(attempts):
+        current = known if attempt == 0 and known is not None else await store.get(request_id)
+        if current is None:
+            return None, None
+        updated = change(current)
+        if updated is None:
+            return current, None
+        if event is None:
+            audit = event_for(current, updated, by=by, by_name=by_name)
+        else:
+            audit = event(current, updated)
+        if await store.compare_and_set(updated, audit):
+            return current, updated
+    raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+
+
+async def append_quietly(store: PendingStore, event: AuditEvent) -> None:
+    """Append ``event`` (one without a write of its record); a store failure is logged."""
+    try:
+        await store.append_event(event)
+    except UserQuestionError as exc:
+        _log.warning("audit event %s of %s not kept: %s", event.kind, event.request_id, exc)
+
+
+_log = logging.getLogger("adapters.slack.stores")
