@@ -40,7 +40,7 @@ import aiohttp
 
 from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner
 from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
-from adapters.dsh.asks import HostAsk, QuestionRunner
+from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
 from adapters.dsh.link import LoginRefused, MuxLink
@@ -62,6 +62,7 @@ from adapters.dsh.protocol import (
     QuestionResolved,
     parse_frame,
 )
+from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy

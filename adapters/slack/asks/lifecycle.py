@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.asks.endings import Endings, Released, outcome
-from adapters.slack.asks.failures import question_error
+from adapters.slack.asks.failures import question_error, settle
 from adapters.slack.asks.posted import Predecessor
 from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts
@@ -90,13 +90,26 @@ class AskLifecycle:
         self.poster = Poster(
             client, store, sync, endings, self.lost, team_url, log, clock=self.clock
         )
+        sync.on_gone = self._post_again
+
+    async def _post_again(self, record: PendingRecord) -> None:
+        """Post an open request again whose message is gone (deleted while no bot ran):
+        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
+        gone = record.message_ts
+
+        def unplaced(r: PendingRecord) -> PendingRecord | None:
+            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
+
+        _, written = await settle(self._store, record.id, unplaced)
+        if written is not None:
+            await self.poster.post(written, render_record(written))
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
-        # No local keeps the template or the review's maker: ``_run`` lets go of both
-        # while the question waits.
-        record = await self._run(
+        # No local keeps the request, the template or the review's maker: ``_run`` lets go
+        # of them while the question waits (for hours, 10,000 at once).
+        running = self._run(
             self.defaults.question_record(
                 request, options, owner=self._owner(options), now=self.clock.now()
             ),
@@ -105,7 +118,8 @@ class AskLifecycle:
             None,
             functools.partial(self._review, request.questions, options),
         )
-        return outcome(record)
+        del request, options
+        return outcome(await running)
 
     async def _review(
         self, questions: list[AskUserQuestionItem], options: AskOptions
@@ -201,6 +215,7 @@ class AskLifecycle:
             del rendered, record, placed
             if options.on_posted is not None:
                 options.on_posted(request_id)
+            del options
             try:
                 return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
             except UserQuestionError as exc:
