@@ -232,3 +232,24 @@ async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_the
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Green"]}]}
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note", 15)
         assert "not used" not in shown(message.blocks)
+
+
+async def test_an_answer_given_as_the_socket_drops_is_sent_again_under_the_new_client_id(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        link = rig.client._link
+        old = link.client_id
+        assert link._ws is not None
+        await link._ws.close()  # the socket drops: its clientId and cookie die with it
+        await rig.click(message, "Blue")
+        result = await driver.tool_result(sid, first_call(tag))
+        assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
+        assert link.client_id not in (None, old) and rig.posts == 1
+        final = await rig.final(message)
+        assert "Blue" in final and "not used" not in final
