@@ -163,10 +163,14 @@ async def test_a_callback_the_operator_does_not_allow_is_refused(
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
-async def test_two_processes_deliver_each_attempt_once() -> None:
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_two_processes_deliver_each_attempt_once(
+    store: str, redis_url: str, store_prefix: str
+) -> None:
+    shared = {"store": "redis", "redis_url": redis_url, "redis_prefix": store_prefix}
     async with (
         receiving(*([500] * 10)) as hook,
-        running(**ALLOW) as bed,
+        running(**ALLOW, **(shared if store == "redis" else {})) as bed,
         another_bot(bed) as (second, _),
     ):
         count = 12

@@ -94,6 +94,10 @@ class OpenRequests:
         """Requests waiting for a free place in their session's share of Slack."""
         return len(self._waiting)
 
+    def holds(self, rpc_id: str) -> bool:
+        """Whether request ``rpc_id`` is open, waiting, or to be asked again."""
+        return rpc_id in self._asks or rpc_id in self._waiting or rpc_id in self._late
+
     def counts(self) -> tuple[int, int]:
         """(questions, approvals) open or waiting."""
         asks = [*self._asks.values(), *self._waiting]

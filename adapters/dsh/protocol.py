@@ -1,33 +1,9 @@
-"""The dsh web host's question relay on the wire (§7 of the seam's reference): pure, no I/O.
+"""The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``): pure, no I/O.
 
-Downlink (``GET /api/events.mux``, a WebSocket, one JSON envelope per text message)::
-
-    {"type": "server-request", "rpcId": "…", "method": "question/requested",
-     "payload": {"type": "question/requested", "sessionId": "…", "questions": [...]}}
-
-``parse_frame`` reads one message into a ``ServerRequest``. Its ``payload`` is a
-``QuestionRequested``, a ``QuestionResolved``, an ``ApprovalRequested``, an
-``ApprovalResolved`` (see ``approvals``) or, for every other method (``session/event``,
-``session/subscribed`` and the like), an ``OtherPayload``, a push a client never answers::
-
-    frame = parse_frame(text)
-    match frame.payload:
-        case QuestionRequested(session_id=sid, questions=qs): ...  # ask; answer with frame.rpc_id
-        case QuestionResolved(question_rpc_id=rpc_id): ...         # close the ask for rpc_id
-        case ApprovalRequested(approval_id=aid): ...               # ask for permission
-        case ApprovalResolved(approval_id=aid): ...                # close that approval
-        case _: pass
-
-Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
-``cancel_response``; the host answers HTTP 200 with a ``Receipt``. ``answer_problem`` is the
-host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
-
-Unknown keys are ignored everywhere (zod's default strip), in the questions too: the tool lets
-extra keys through (§5.3) and the host pushes its questions verbatim (§6.1), so a question is
-read with ``HostQuestion`` and handed on as the seam's ``AskUserQuestionItem`` (whose own
-schema, used by the HTTP API, refuses unknown keys). A frame that is not JSON, nests deeper
-than ``wire.MAX_DEPTH`` or has a ``method`` that is not a string is a ``ValueError`` like any
-other malformed frame.
+``parse_frame`` reads a ``server-request``: its payload a ``QuestionRequested``,
+``QuestionResolved``, ``ApprovalRequested``, ``ApprovalResolved`` or, for any other method,
+an ``OtherPayload`` (a push). Unknown keys are dropped (zod's strip), as the host does;
+``answer_response`` / ``cancel_response`` are the client's responses, answered by a ``Receipt``.
 """
 
 from __future__ import annotations
