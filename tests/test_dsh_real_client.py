@@ -39,7 +39,7 @@ from tests.test_dsh_client import BOT_TOKEN, SECRET, Rig, eventually, interactiv
 
 __all__ = ["live_host", "real_host"]  # the fixtures
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 COLOR = {
     "id": "color",
@@ -115,6 +115,7 @@ async def bot(live_host: RealHost) -> AsyncIterator[Callable[..., Awaitable[Rig]
         await close()
 
 
+@pytest.mark.slow
 async def test_a_question_answered_in_slack_reaches_the_model(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -134,6 +135,7 @@ async def test_a_question_answered_in_slack_reaches_the_model(
         assert rig.posts == 1
 
 
+@pytest.mark.slow
 async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -151,6 +153,7 @@ async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
         assert "Rejected" in final and "not used" not in final
 
 
+@pytest.mark.slow
 async def test_a_turn_aborted_closes_the_question(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -181,6 +184,7 @@ async def test_a_plan_review_approved_in_slack(
         assert not interactive(await eventually(lambda: message, "the message"))
 
 
+@pytest.mark.slow
 async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without_a_new_token(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -206,6 +210,7 @@ async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
 
 
+@pytest.mark.slow
 async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_then_delivered(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -227,3 +232,24 @@ async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_the
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Green"]}]}
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note", 15)
         assert "not used" not in shown(message.blocks)
+
+
+async def test_an_answer_given_as_the_socket_drops_is_sent_again_under_the_new_client_id(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        link = rig.client._link
+        old = link.client_id
+        assert link._ws is not None
+        await link._ws.close()  # the socket drops: its clientId and cookie die with it
+        await rig.click(message, "Blue")
+        result = await driver.tool_result(sid, first_call(tag))
+        assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
+        assert link.client_id not in (None, old) and rig.posts == 1
+        final = await rig.final(message)
+        assert "Blue" in final and "not used" not in final

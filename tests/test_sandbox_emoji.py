@@ -34,7 +34,8 @@ browser = _browser_module.browser
 ROOT: Final = Path(__file__).resolve().parent.parent
 SOURCES: Final = (
     "adapters/slack/*.py",
-    "adapters/slack/render/blocks/*.py",
+    *(f"adapters/slack/{package}/**/*.py" for package in ("asks", "clicks", "home", "model")),
+    *(f"adapters/slack/{package}/**/*.py" for package in ("pacing", "render")),
     "adapters/dsh/**/*.py",
     "bot/**/*.py",
 )
@@ -100,6 +101,7 @@ def sent_codes() -> dict[str, list[str]]:
     return codes
 
 
+@pytest.mark.slow
 def test_the_scan_finds_the_bots_emoji() -> None:
     codes = sent_codes()
     # The ones a person sees most (a deadline, an outcome, an escalation); no store key.
@@ -107,6 +109,7 @@ def test_the_scan_finds_the_bots_emoji() -> None:
     assert ":memory:" not in codes and ":req:" not in codes
 
 
+@pytest.mark.slow
 def test_every_emoji_code_the_bot_sends_shows_as_its_character_in_the_sandbox() -> None:
     codes = sent_codes()
     missing = {code: files for code, files in codes.items() if code.strip(":") not in EMOJI}
