@@ -29,7 +29,7 @@ from adapters.slack.record import PendingRecord
 from adapters.slack.review import Vote
 from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
 from adapters.slack.voting import apply_vote
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 from tests import test_sandbox_browser as _browser_module

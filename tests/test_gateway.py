@@ -1,4 +1,4 @@
-"""The ``/v1`` HTTP API in process: ``bot.app.start`` in HTTP mode against the Slack stand-in.
+"""The ``/v1`` HTTP API in process: ``bot.app.runtime.start`` in HTTP mode against the stand-in.
 
 Fast checks of the gateway's contract (the subprocess tests in test_bot_http.py repeat the
 main ones against a real ``python -m bot``): the OpenAPI document agrees with the routes,
@@ -23,16 +23,16 @@ import aiohttp
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-import bot.api_answers
-import bot.api_body
-import bot.gateway
+import bot.api.answers
+import bot.api.body
+import bot.api.gateway
 from adapters.slack.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
-from bot.gateway import MAX_WAIT, openapi_paths
+from bot.api.gateway import MAX_WAIT, openapi_paths
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import fresh_store_path
 from tests.slack_harness import all_text, interactive_elements, until
 
@@ -151,7 +151,7 @@ async def lost_under_a_long_poll(
     """The agent long-polls ``url`` on ``bot`` (its wait there the ``waits``-th); then Redis
     loses the question's record. When it was lost (loop time), and what the poll answered."""
     polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
-    await until(lambda: bot.gateway.long_polls == 1, what="the long-poll")
+    await until(lambda: bot.api.gateway.long_polls == 1, what="the long-poll")
     await until(lambda: bot.provider.pending_count == waits, what="its wait")
     prefix, request_id = bot.settings.redis_prefix, url.rsplit("/", 1)[1]
     began = asyncio.get_running_loop().time()
@@ -227,7 +227,7 @@ def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> Non
 _EVERY_ROUTE = {401, 421, 500}
 STATUSES = {
     ("POST", "/v1/questions"): {200, 201, 202, 400, 408, 409, 413, 415, 422, 429, 502, 503}
-    | set(bot.api_answers.STATUS_OF_CODE.values())
+    | set(bot.api.answers.STATUS_OF_CODE.values())
     | _EVERY_ROUTE,
     ("GET", "/v1/questions/{id}"): {200, 400, 404, 503} | _EVERY_ROUTE,
     ("DELETE", "/v1/questions/{id}"): {200, 404, 409, 503} | _EVERY_ROUTE,
@@ -248,7 +248,7 @@ def test_the_document_lists_every_status_each_route_answers_with() -> None:
 
 def test_the_problem_schema_has_every_field_a_problem_can_carry() -> None:
     schema = _document()["components"]["schemas"]["Problem"]
-    fields = set(bot.api_answers._Problem.model_fields)
+    fields = set(bot.api.answers._Problem.model_fields)
     assert set(schema["properties"]) == fields
     assert set(schema["required"]) == {"name", "code", "message"}
 
@@ -267,9 +267,9 @@ def test_the_409_and_503_of_post_and_the_503_of_get_say_what_they_are() -> None:
 
 def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
     schema = _document()["components"]["schemas"]["QuestionPost"]
-    accepted = bot.api_body.QuestionPost.model_json_schema(by_alias=True)["properties"]
+    accepted = bot.api.body.QuestionPost.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]) == set(accepted)
-    destination = bot.api_body.Destination.model_json_schema(by_alias=True)["properties"]
+    destination = bot.api.body.Destination.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]["destination"]["properties"]) == set(destination)
 
 
@@ -654,7 +654,7 @@ async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
 async def test_a_slow_slack_answers_202_and_the_question_carries_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.2)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 0.2)
     async with running() as bed:
         bed.slack.faults.add(method="chat.postMessage", kind="delay", delay=1.0)
         async with bed.http.post("/v1/questions", json=DEPLOY) as response:
@@ -957,7 +957,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
 ) -> None:
     import socket
 
-    import bot.app
+    import bot.app.runtime
 
     made: list[Any] = []
 
@@ -966,7 +966,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
         made.append(client)
         return client
 
-    monkeypatch.setattr(bot.app, "web_client", recording_client)
+    monkeypatch.setattr(bot.app.runtime, "web_client", recording_client)
     async with SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET) as slack:
         channel = slack.workspace.add_channel("agents").id
         with socket.socket() as taken:
@@ -1013,7 +1013,7 @@ async def test_a_seam_error_from_the_provider_is_answered_with_its_code_and_stat
         assert problem == {  # the store's own words (its address) are for the log only
             "name": "UserQuestionError",
             "code": STORE_UNAVAILABLE,
-            "message": bot.api_answers.STORE_DOWN,
+            "message": bot.api.answers.STORE_DOWN,
         }
 
 

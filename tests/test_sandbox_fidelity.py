@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.limits import SlackLimits
 from adapters.slack.sandbox import RateLimiter
 from adapters.slack.sandbox.server import SandboxServer
-from bot.scopes import BOT_SCOPES
+from bot.app.scopes import BOT_SCOPES
 
 Json = dict[str, Any]
 SECRET = "sandbox-fidelity-secret"

@@ -29,7 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 from pydantic_core import PydanticCustomError
 
-from bot.api_body import validation_errors
+from bot.api.body import validation_errors
 from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
 from bot.questions.models import AskUserQuestionItem, WireModel
 

@@ -20,11 +20,11 @@ from aiohttp import web
 
 from adapters.dsh.client import DshHostClient
 from adapters.slack import SlackQuestionProvider
-from bot.config import Mode
-from bot.gateway import Gateway
+from bot.api.gateway import Gateway
+from bot.settings.config import Mode
 
 if TYPE_CHECKING:
-    from bot.socket_mode import SocketMode
+    from bot.app.socket_mode import SocketMode
 
 __all__ = ["HEALTH_STORE_TIMEOUT", "Health"]
 

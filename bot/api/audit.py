@@ -23,7 +23,7 @@ from aiohttp import web
 
 from adapters.slack import AuditEvent
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("bot.audit")
 
 __all__ = ["AUDIT_HELP", "AuditSource", "audit_handler", "parse_range", "parse_time"]
 

@@ -1,6 +1,6 @@
 """The HTTP server's settings: where it listens, the API's tokens, what a client may ask of it.
 
-A part of :class:`bot.config.Settings`; the API must have a token unless ``HOST`` is a
+A part of :class:`bot.settings.config.Settings`; the API must have a token unless ``HOST`` is a
 loopback address (checked here, on ``BOT_API_TOKEN``, declared after ``HOST``).
 """
 
@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_checks import (
+from bot.settings.checks import (
     check_host,
     distinct_tokens,
     host_names,
@@ -28,7 +28,7 @@ from bot.config_checks import (
     token_file,
     token_list,
 )
-from bot.config_types import Seconds, Secret
+from bot.settings.types import Seconds, Secret
 
 __all__ = ["ServerSettings"]
 

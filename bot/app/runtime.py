@@ -47,16 +47,16 @@ from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
-from bot import heap
-from bot.access import OpenQuestionCaps
-from bot.api_answers import request_problem
-from bot.config import Settings
-from bot.gateway import Gateway
-from bot.health import Health
+from bot.api.access import OpenQuestionCaps
+from bot.api.answers import request_problem
+from bot.api.gateway import Gateway
+from bot.app import heap
+from bot.app.health import Health
+from bot.app.ports import listening
+from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
 from bot.logs import redact_url
-from bot.ports import listening
 from bot.questions.service import UserQuestionService
-from bot.socket_mode import SocketMode, not_slack_json, slack_reason
+from bot.settings.config import Settings
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
@@ -560,7 +560,7 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
             logger.info("stopped during startup")
             return
         try:
-            frozen = heap.settle()  # what start built lives as long as the process (bot/heap.py)
+            frozen = heap.settle()  # what start built lives as long as the process
             logger.info("heap: %d objects kept out of full garbage collections", frozen)
             if runtime.sandbox_url:
                 print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)

@@ -38,8 +38,8 @@ from adapters.slack import (
     plan_review_of,
     unknown_revised,
 )
-from bot.access import ApiTokens, OpenQuestionCaps, asked_by
-from bot.api_answers import (
+from bot.api.access import ApiTokens, OpenQuestionCaps, asked_by
+from bot.api.answers import (
     error_answer,
     failure,
     not_found,
@@ -50,7 +50,8 @@ from bot.api_answers import (
     view_with_events,
     wait_of,
 )
-from bot.api_body import (
+from bot.api.audit import audit_handler
+from bot.api.body import (
     DeadlineDefaults,
     QuestionPost,
     body_problems,
@@ -59,9 +60,8 @@ from bot.api_body import (
     read_body,
     validation_errors,
 )
-from bot.api_idempotency import KeyLocks, key_problem, same_request
-from bot.api_taken import TakenUp
-from bot.audit import audit_handler
+from bot.api.idempotency import KeyLocks, key_problem, same_request
+from bot.api.taken import TakenUp
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -261,7 +261,7 @@ class Gateway:
 
     async def openapi(self, request: web.Request) -> web.StreamResponse:
         """Serve the OpenAPI document kept beside this module."""
-        text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+        text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
         return web.Response(text=text, content_type="application/json")
 
     async def post_question(self, request: web.Request) -> web.StreamResponse:
@@ -467,7 +467,7 @@ def _aborted(error: BaseException) -> bool:
 
 def openapi_paths() -> dict[str, set[str]]:
     """The paths and methods the OpenAPI document declares (for the agreement test)."""
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+    text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
     document = json.loads(text)
     return {
         path: {method.upper() for method in item if method != "parameters"}

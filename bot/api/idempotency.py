@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from adapters.slack import QuestionStatus
-from bot.api_body import QuestionPost
+from bot.api.body import QuestionPost
 from bot.questions.models import AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 

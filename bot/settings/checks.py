@@ -1,8 +1,9 @@
 """Checks for setting values that types alone cannot express, and how a value is shown.
 
 Each check takes an already stripped, non-empty value and returns it (perhaps normalised) or
-raises ``ValueError`` with one sentence that never contains a secret. ``bot.config`` attaches
-them to the fields of ``Settings`` with ``AfterValidator``/``BeforeValidator``.
+raises ``ValueError`` with one sentence that never contains a secret.
+``bot.settings.config`` attaches them to the fields of ``Settings`` with
+``AfterValidator``/``BeforeValidator``.
 
 A value is quoted only through :func:`show`, which hides a value that holds a secret of any
 setting being validated (:func:`hiding`, :func:`secret_values`: a secret pasted into the wrong
@@ -86,7 +87,7 @@ _SECRET_LIKE: Final = re.compile(
 )
 _CONTAINED: Final = 6  # a secret this long or longer is hidden wherever it appears in a value
 _FRAGMENT: Final = 8  # a value this long or longer is hidden when it is part of a secret
-_SECRETS: ContextVar[frozenset[str]] = ContextVar("bot.config_checks.secrets", default=frozenset())
+_SECRETS: ContextVar[frozenset[str]] = ContextVar("bot.settings.secrets", default=frozenset())
 
 
 def show(value: object) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 from adapters.slack import QuestionStatus
-from bot.access import ApiTokens, OpenQuestionCaps, asker_of
+from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
 from bot.questions.errors import HarnessError
 
 __all__ = ["TakenUp"]

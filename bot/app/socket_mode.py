@@ -1,7 +1,7 @@
 """Socket Mode: bolt's handler, connected once at start, with its state for ``/healthz``.
 
 Also how a refusal of Slack's Web API reads at startup (``slack_reason``,
-``not_slack_json``), for ``auth.test`` (bot.app) and ``apps.connections.open`` alike.
+``not_slack_json``), for ``auth.test`` (bot.app.runtime) and ``apps.connections.open`` alike.
 """
 
 from __future__ import annotations

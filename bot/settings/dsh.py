@@ -1,6 +1,6 @@
 """The settings of the DeepSeek Harness host the bot serves (``DSH_*``).
 
-A part of :class:`bot.config.Settings`; that ``DSH_HOST_TOKEN`` needs ``DSH_HOST_URL`` is
+A part of :class:`bot.settings.config.Settings`; that ``DSH_HOST_TOKEN`` needs ``DSH_HOST_URL`` is
 checked there (a rule between settings).
 """
 
@@ -10,9 +10,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from bot.config_checks import json_object, url
-from bot.config_types import HidesSecrets, Secret, UsergroupIds, UserIds
 from bot.questions.review import ReviewPolicy
+from bot.settings.checks import json_object, url
+from bot.settings.types import HidesSecrets, Secret, UsergroupIds, UserIds
 
 __all__ = ["DshSettings"]
 
