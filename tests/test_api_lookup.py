@@ -67,7 +67,7 @@ async def test_a_key_is_looked_up_among_the_asking_tokens_questions_only() -> No
 
 
 def test_the_openapi_document_describes_the_lookup() -> None:
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+    text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
     post_doc = json.loads(text)["paths"]["/v1/questions"]["post"]
     (if_match,) = [p for p in post_doc["parameters"] if p["name"] == "If-Match"]
     assert if_match["in"] == "header" and "412" in if_match["description"]

@@ -165,7 +165,7 @@ async def lost_under_a_long_poll(
 
 
 def _document() -> dict[str, Any]:
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
+    text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
     document: dict[str, Any] = json.loads(text)
     return document
 
