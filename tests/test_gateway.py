@@ -151,7 +151,7 @@ async def lost_under_a_long_poll(
     """The agent long-polls ``url`` on ``bot`` (its wait there the ``waits``-th); then Redis
     loses the question's record. When it was lost (loop time), and what the poll answered."""
     polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
-    await until(lambda: bot.api.gateway.long_polls == 1, what="the long-poll")
+    await until(lambda: bot.gateway.long_polls == 1, what="the long-poll")
     await until(lambda: bot.provider.pending_count == waits, what="its wait")
     prefix, request_id = bot.settings.redis_prefix, url.rsplit("/", 1)[1]
     began = asyncio.get_running_loop().time()

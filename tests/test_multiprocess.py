@@ -375,7 +375,7 @@ async def test_asked_through_a_and_clicked_through_b_resolves_in_a(
         assert s.slack.calls.count("chat.postMessage") == 1
         # Both serve it, so both report it: one question open in all, owned by neither.
         for bot in (s.a, s.b):
-            health = await bot.app.health()
+            health = await bot.health()
             counts = [health[key] for key in ("pending", "owned", "unowned", "open")]
             assert counts == [1, 0, 1, 1]
 
@@ -753,7 +753,7 @@ async def test_redis_lost_while_running_ends_waiting_asks_with_a_clear_code(
         assert await s.a.pending() == 0
         assert await asyncio.wait_for(refusal, 10) >= 500
         for bot in (s.a, s.b):
-            health = await bot.app.health()  # alive, and saying the store is gone
+            health = await bot.health()  # alive, and saying the store is gone
             assert (health["ok"], health["store"]) == (False, "unreachable")
             assert bot.alive()
         assert s.slack.calls.count("chat.postMessage") == 1
