@@ -16,10 +16,10 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import aiohttp
+import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
@@ -30,7 +30,8 @@ from adapters.slack.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.api.gateway import MAX_WAIT, openapi_paths
+from bot.api.gateway import MAX_WAIT
+from bot.api.openapi import document, document_text, openapi_paths
 from bot.app.runtime import Runtime, start
 from bot.settings.config import Settings
 from tests.bot_process import fresh_store_path
@@ -165,9 +166,7 @@ async def lost_under_a_long_poll(
 
 
 def _document() -> dict[str, Any]:
-    text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
-    document: dict[str, Any] = json.loads(text)
-    return document
+    return document()
 
 
 async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> None:
@@ -181,11 +180,36 @@ async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> Non
     assert served == openapi_paths()
 
 
-async def test_the_served_openapi_document_is_the_one_in_the_repo() -> None:
+async def test_the_served_openapi_document_is_the_generated_one() -> None:
     async with running() as bed, bed.http.get("/v1/openapi.json") as response:
         assert response.status == 200
         assert response.content_type == "application/json"
+        assert await response.text() == document_text()
         assert await response.json() == _document()
+
+
+def _schema(name: str) -> dict[str, Any]:
+    """A JSON schema for one of the document's schemas, its refs resolving in the document."""
+    return {"$ref": f"#/components/schemas/{name}", "components": _document()["components"]}
+
+
+async def test_what_the_gateway_answers_is_what_the_generated_schemas_say() -> None:
+    async with running() as bed:
+        status, posted = await bed.ask()
+        assert status == 201
+        jsonschema.validate(posted, _schema("Question"))
+        await bed.click(posted, "Deploy")
+        status, answered = await bed.get(posted["id"], wait=5)
+        assert (status, answered["state"]) == (200, "answered")
+        assert answered["events"] and answered["answer"]
+        jsonschema.validate(answered, _schema("Question"))
+        status, missing = await bed.get("nosuchquestion")
+        assert status == 404
+        jsonschema.validate(missing, _schema("Problem"))
+    with pytest.raises(jsonschema.ValidationError):  # the schema is not vacuous
+        jsonschema.validate({**answered, "state": "gone"}, _schema("Question"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"questions": [], "extra": 1}, _schema("QuestionPost"))
 
 
 def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> None:
@@ -248,7 +272,7 @@ def test_the_document_lists_every_status_each_route_answers_with() -> None:
 
 def test_the_problem_schema_has_every_field_a_problem_can_carry() -> None:
     schema = _document()["components"]["schemas"]["Problem"]
-    fields = set(bot.api.answers._Problem.model_fields)
+    fields = set(bot.api.answers.Problem.model_fields)
     assert set(schema["properties"]) == fields
     assert set(schema["required"]) == {"name", "code", "message"}
 
@@ -270,7 +294,8 @@ def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
     accepted = bot.api.body.QuestionPost.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]) == set(accepted)
     destination = bot.api.body.Destination.model_json_schema(by_alias=True)["properties"]
-    assert set(schema["properties"]["destination"]["properties"]) == set(destination)
+    described = _document()["components"]["schemas"]["Destination"]["properties"]
+    assert set(described) == set(destination) == {"channel", "threadTs"}
 
 
 # -- asking, answering, aborting ------------------------------------------------------------

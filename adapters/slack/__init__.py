@@ -21,6 +21,7 @@ from adapters.slack.layout import PlanReview, plan_review_of
 from adapters.slack.messages import unknown_revised
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.record import ApprovalView, PendingRecord
+from adapters.slack.review import Vote
 from adapters.slack.status import QuestionStatus, SlackMessage
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
@@ -38,6 +39,7 @@ __all__ = [
     "Released",
     "SlackMessage",
     "SlackQuestionProvider",
+    "Vote",
     "WaitReleased",
     "key_request_id",
     "new_request_id",

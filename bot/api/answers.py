@@ -10,13 +10,14 @@ store's own message names its SQLite file or Redis address, which is for the log
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import AuditEvent, QuestionStatus
+from adapters.slack import AuditEvent, QuestionStatus, Vote
 from bot.questions.errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
@@ -29,10 +30,13 @@ from bot.questions.errors import (
     STORE_UNAVAILABLE,
     HarnessError,
 )
+from bot.questions.models import AskUserQuestionAnswer
 
 __all__ = [
     "STATUS_OF_CODE",
     "STORE_DOWN",
+    "Problem",
+    "Question",
     "error_answer",
     "failure",
     "not_found",
@@ -61,18 +65,50 @@ STORE_DOWN: Final = "the pending store is unavailable; retry"
 """What a client is told of ``STORE_UNAVAILABLE`` (the store's own words are logged)."""
 
 
-class _Problem(BaseModel):
+class Problem(BaseModel):
+    """An error answer: the seam's ``{name, code, message}``, and what some answers add."""
+
     model_config = ConfigDict(extra="forbid")
     name: str
     code: str
     message: str
     errors: list[dict[str, Any]] | None = None
-    retryAfter: int | None = None
+    retryAfter: int | None = Field(
+        default=None, description="With 429: seconds to wait before retrying (as Retry-After)"
+    )
+
+
+class Message(BaseModel):
+    """Where the question's message is in Slack."""
+
+    channel: str
+    ts: str
+
+
+class Question(BaseModel):
+    """A question as the API shows it (``view_of``); the OpenAPI document's ``Question``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, serialize_by_alias=True)
+    id: str
+    state: Literal["queued", "pending", "answered", "cancelled", "aborted", "failed"] = Field(
+        description="queued: the message still waits for Slack's rate limits to be posted; "
+        "pending: posted, waiting for an answer."
+    )
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = Field(None, description="Who answered or dismissed it (user id).")
+    answered_by_name: str | None = Field(None, description="That person's name, as Slack gave it.")
+    votes: list[Vote] | None = Field(None, description="A team review's votes, in order cast.")
+    error: Problem | None = Field(None, description="How the question's waiter failed.")
+    note: str | None = Field(None, description="The note shown on the Slack message.")
+    message: Message | None = None
+    created_at: float
+    finished_at: float | None = None
+    events: list[AuditEvent] | None = Field(None, description="Its audit trail, oldest first.")
 
 
 def problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
     """An error answer in the seam's shape: ``{name, code, message}`` (and ``errors``)."""
-    body = _Problem(name=name, code=code, message=message, **extra)
+    body = Problem(name=name, code=code, message=message, **extra)
     return web.json_response(body.model_dump(exclude_none=True), status=status)
 
 

@@ -20,10 +20,8 @@ token sees only its own questions and their trail; the trail names the token tha
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from importlib import resources
 from typing import Any, Final, Protocol
 
 from aiohttp import web
@@ -61,6 +59,7 @@ from bot.api.body import (
     validation_errors,
 )
 from bot.api.idempotency import KeyLocks, key_problem, same_request
+from bot.api.openapi import document_text
 from bot.api.taken import TakenUp
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
@@ -261,8 +260,7 @@ class Gateway:
 
     async def openapi(self, request: web.Request) -> web.StreamResponse:
         """Serve the OpenAPI document kept beside this module."""
-        text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
-        return web.Response(text=text, content_type="application/json")
+        return web.Response(text=document_text(), content_type="application/json")
 
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
@@ -463,16 +461,6 @@ def _unknown_revised(request_id: str | None) -> UserQuestionError:
 def _aborted(error: BaseException) -> bool:
     """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
     return isinstance(error, HarnessError) and error.code == ASK_ABORTED
-
-
-def openapi_paths() -> dict[str, set[str]]:
-    """The paths and methods the OpenAPI document declares (for the agreement test)."""
-    text = resources.files("bot.api").joinpath("openapi.json").read_text("utf-8")
-    document = json.loads(text)
-    return {
-        path: {method.upper() for method in item if method != "parameters"}
-        for path, item in document["paths"].items()
-    }
 
 
 def _log_end(
