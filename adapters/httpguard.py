@@ -49,9 +49,12 @@ LINGER: Final = 1.0
 """Seconds the server keeps reading an unread body after answering early (aiohttp: 10)."""
 REFUSAL_INTERVAL: Final = 60.0
 """Seconds between two log lines about refusals of one cause."""
+_BUSY_TEXT: Final = b"too many connections; retry\n"
 _BUSY: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n"
-    b"Retry-After: 1\r\nConnection: close\r\n\r\ntoo many connections; retry\n"
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    + f"Content-Length: {len(_BUSY_TEXT)}\r\n".encode()
+    + b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+    + _BUSY_TEXT
 )
 
 Refuse = Callable[[int, str, str], web.StreamResponse]
@@ -269,6 +272,13 @@ def guard_middleware(
             except web.HTTPRequestEntityTooLarge:
                 refusals.refused("too_large", "a request body over the server's limit")
                 response = refuse(413, "TOO_LARGE", "the request body is too large")
+                response.force_close()
+                return response
+            except web.RequestPayloadError:
+                refusals.refused("bad_body", "a body that does not decode as its headers say")
+                message = "the body does not decode as its Content-Encoding says"
+                request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
+                response = refuse(400, "BAD_BODY", message)
                 response.force_close()
                 return response
         try:
