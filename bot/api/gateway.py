@@ -25,20 +25,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any, Final, Protocol
 
 from aiohttp import web
-from pydantic import ValidationError
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import (
-    AuditEvent,
-    QuestionStatus,
-    Released,
-    WaitReleased,
-    plan_review_of,
-    unknown_revised,
-)
+from adapters.slack import AuditEvent, QuestionStatus, Released, plan_review_of
 from bot.api.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api.answers import (
-    error_answer,
     failure,
     not_found,
     problem,
@@ -48,31 +39,23 @@ from bot.api.answers import (
     view_with_events,
     wait_of,
 )
-from bot.api.audit import audit_handler
-from bot.api.body import (
-    DeadlineDefaults,
-    QuestionPost,
-    body_problems,
-    error_count,
-    never_applied,
-    read_body,
-    validation_errors,
+from bot.api.asking import (
+    aborted,
+    ask_options,
+    located,
+    log_end,
+    read_post,
+    replayed,
+    revises_unknown,
+    shutting_down,
 )
-from bot.api.idempotency import KeyLocks, key_problem, same_request
+from bot.api.audit import audit_handler
+from bot.api.body import DeadlineDefaults, QuestionPost, never_applied, read_body
+from bot.api.idempotency import KeyLocks, key_problem
 from bot.api.openapi import document_text
 from bot.api.taken import TakenUp
 from bot.questions.abort import AbortController
-from bot.questions.errors import (
-    ASK_ABORTED,
-    BAD_REVIEW,
-    DELIVERY_FAILED,
-    HarnessError,
-    UserQuestionError,
-)
-from bot.questions.models import (
-    AskOptions,
-    AskUserQuestionRequest,
-)
+from bot.questions.models import AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
@@ -149,7 +132,6 @@ class Gateway:
         self._logger = logger or logging.getLogger("bot.gateway")
         self.refusals = refusals or RefusalLog(self._logger)
         self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
-        """Refused requests, counted per cause (logged at most once a minute each)."""
         self.long_polls = 0
         """``GET ?wait=`` requests waiting right now."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
@@ -160,12 +142,8 @@ class Gateway:
         self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
-        """Add the ``/v1`` routes to ``app``.
-
-        Each carries a ``BodyRule`` for the server's guard (``guard_middleware``): the token
-        is checked before any of a body is read (a request without it gets its 401 at once),
-        and a body is read up to ``MAX_BODY_BYTES`` only (413 past it).
-        """
+        """Add the ``/v1`` routes to ``app``, each with a ``BodyRule`` for the server's guard:
+        the token checked before any of a body is read, at most ``MAX_BODY_BYTES`` read."""
         rule = BodyRule(admit=self._admit, max_body=self._max_body)
 
         def ruled(handler: Handler) -> Handler:
@@ -180,11 +158,8 @@ class Gateway:
         router.add_get("/v1/openapi.json", ruled(self.openapi), expect_handler=expect)
 
     def close(self) -> None:
-        """Refuse new questions, and stop waiting on the ones asked here (shutdown has begun).
-
-        Questions asked over the API are owned by no process: they are released, not
-        ended, and stay open (in the store and in Slack) for the next process to serve.
-        """
+        """Refuse new questions and release the waiters of those asked here (a stop): owned by
+        no process, they stay open for the next process to serve."""
         self._closing = True
         self._taken.close()
         for controller in self._waiting.values():
@@ -196,8 +171,7 @@ class Gateway:
         return self._taken.count
 
     def take_up(self, questions: Iterable[QuestionStatus]) -> int:
-        """Count the open API questions among ``questions`` (taken up at start) in the
-        open-question caps until each ends; how many."""
+        """Hold a cap slot for each open API question among ``questions`` until it ends."""
         return self._taken.take(questions)
 
     def end_polls(self) -> None:
@@ -210,9 +184,8 @@ class Gateway:
         return len(self._asks)
 
     def _admit(self, request: web.Request) -> web.Response | None:
-        """The 401 for a request without a valid token; ``None`` (and ``ASKER`` set) when
-        it may go on. Asked by the server's guard before the body is read, and again here
-        should the routes be served without it."""
+        """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may
+        go on. Asked by the server's guard before the body is read, and again here."""
         request[ASKER] = None
         if self._tokens.required:
             header = request.headers.get("Authorization", "")
@@ -244,11 +217,8 @@ class Gateway:
         return self._tokens.owns(request[ASKER], request_id)
 
     def _may_revise(self, request: web.Request, post: QuestionPost) -> bool:
-        """Whether the plan review ``post`` revises (if any) is one the request's token may
-        see. Another token's is unknown to this one, as it is to ``GET``: the provider
-        would show its plan and link its message, and would tell it from a made-up id.
-        A body that is no plan review is left to the provider (``BAD_REVIEW`` for that,
-        before it looks any earlier review up), as for an unknown id."""
+        """Whether the review ``post`` revises (if any) is the token's to see: another token's
+        is unknown to it, as to ``GET`` (a body that is no plan review is the provider's)."""
         revised = post.revises
         if revised is None or self._owns(request, revised):
             return True
@@ -265,29 +235,15 @@ class Gateway:
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
         if self._closing:
-            return _shutting_down()
+            return shutting_down()
         if request.content_type != "application/json":
             return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         raw = await read_body(request, self._max_body)
         if raw is None:
             return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
-        try:
-            # Wire names only: ``multi_select`` is an unknown key here, not ``multiSelect``.
-            post = QuestionPost.model_validate_json(raw, by_alias=True, by_name=False)
-        except ValidationError as exc:
-            return problem(
-                422,
-                "ValidationError",
-                "INVALID_REQUEST",
-                "the request body is not a valid question request "
-                f"({error_count(exc.error_count())})",
-                errors=validation_errors(exc),
-            )
-        refused = body_problems(raw, post)
-        if refused:
-            return problem(
-                422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
-            )
+        post = read_post(raw)
+        if isinstance(post, web.Response):
+            return post
         key = request.headers.get("Idempotency-Key")
         bad_key = key_problem(key)
         if bad_key is not None:
@@ -299,26 +255,10 @@ class Gateway:
         )
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
-            if existing is not None and not same_request(existing, post, self._default_channel):
-                message = (
-                    f"Idempotency-Key {key!r} was used for a different request (its body "
-                    "differs); use a new key"
-                )
-                return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
-            unshown = None if existing is None else _failed_unshown(existing)
-            if unshown is not None:
-                # Slack (or the store) failed it before it was ever shown: the retry gets
-                # the first answer's error again, not a 200 that reads as success.
-                return error_answer(unshown)
-            if existing is not None:
-                response = web.json_response(view_of(existing), status=200)
-                response.headers["Location"] = f"/v1/questions/{request_id}"
-                return response
-            if request.headers.get("If-Match", "").strip() == "*":
-                # Only find what the key asked (a client that gave up on its POST and
-                # would abort it), never ask it.
-                message = "no question was asked with this Idempotency-Key"
-                return problem(412, "RequestError", "NOT_ASKED", message)
+            lookup = request.headers.get("If-Match", "").strip() == "*"
+            replay = replayed(existing, post, key, self._default_channel, request_id, lookup)
+            if replay is not None:
+                return replay
             # A new question: its deadline settings must be ones it can act on, with this
             # process's defaults (a retry's were checked where it was first asked).
             never = never_applied(post, self._questions.defaults)
@@ -327,13 +267,13 @@ class Gateway:
                     422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never
                 )
             if self._closing:  # the stop began while the key was looked up
-                return _shutting_down()
+                return shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
                 return too_many(refusal, RETRY_AFTER)
             if not self._may_revise(request, post):
-                raise _unknown_revised(post.revises)  # answered by failure(), in _guard
+                raise revises_unknown(post.revises)  # answered by failure(), in _guard
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker))
 
@@ -344,22 +284,7 @@ class Gateway:
             if not posted.done():
                 posted.set_result(None)
 
-        options = AskOptions(
-            channel=post.destination.channel if post.destination else None,
-            thread_ts=post.destination.thread_ts if post.destination else None,
-            request_id=request_id,
-            label=post.label,
-            review=post.review,
-            revises=post.revises,
-            on_posted=on_posted,
-            timeout=post.timeout,
-            reminders=tuple(post.reminders or ()),
-            escalate_after=post.escalate_after,
-            escalate_to=post.escalate_to,
-            link=post.link,
-            asked_by=by,
-            detached=True,
-        )
+        options = ask_options(post, request_id, by, on_posted)
         controller = AbortController()
         request = AskUserQuestionRequest(
             questions=post.questions, options=options, signal=controller.signal
@@ -376,20 +301,17 @@ class Gateway:
             error = task.exception()
             # Handed over at a stop, its post not sent yet: open, posted by the next process.
             if error is not None and (question is None or not question.is_open):
-                if question is None and self._closing and _aborted(error):
-                    return _shutting_down()  # refused by the stop before it was stored
+                if question is None and self._closing and aborted(error):
+                    return shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
-        status = 201 if posted.done() else 202
         view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
-        response = web.json_response(view, status=status)
-        response.headers["Location"] = f"/v1/questions/{request_id}"
-        return response
+        return located(view, 201 if posted.done() else 202, request_id)
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
         self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
-        _log_end(self._logger, request_id, task)
+        log_end(self._logger, request_id, task)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -431,51 +353,3 @@ class Gateway:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
         return web.json_response(view_of(question), status=status)
-
-
-def _shutting_down() -> web.Response:
-    """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
-    or this one restarted, takes it)."""
-    return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
-
-
-def _failed_unshown(question: QuestionStatus) -> HarnessError | None:
-    """The error ``question`` failed with when Slack refused its message, as its first
-    ``POST`` was answered (502 ``DELIVERY_FAILED``); ``None`` for any other question. A
-    retry with its key gets that error again: nothing is posted under a key whose question
-    has ended. A question the store failed (``STORE_UNAVAILABLE``) is not replayed: its
-    message may have landed while the store could not record it, and "retry" would be
-    said for ever; its retry gets the question as it ended (200, ``failed``)."""
-    error = question.error
-    if question.state != "failed" or question.message is not None or error is None:
-        return None
-    return error if error.code == DELIVERY_FAILED else None
-
-
-def _unknown_revised(request_id: str | None) -> UserQuestionError:
-    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review (its
-    own words: ``unknown_revised``)."""
-    return UserQuestionError(unknown_revised(request_id or ""), BAD_REVIEW)
-
-
-def _aborted(error: BaseException) -> bool:
-    """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
-    return isinstance(error, HarnessError) and error.code == ASK_ABORTED
-
-
-def _log_end(
-    logger: logging.Logger,
-    request_id: str,
-    task: asyncio.Task[Any],
-) -> None:
-    """Log how an API question's waiter ended: released at a stop, or the question's end."""
-    if task.cancelled() or task.exception() is None:
-        return
-    error = task.exception()
-    code = error.code if isinstance(error, HarnessError) else type(error).__name__
-    if isinstance(error, WaitReleased):
-        # A stop: the question stays open for the next process (one that ended as the
-        # stop came raised its own outcome, and is logged as ended).
-        logger.info("question released", extra={"request": request_id})
-    else:
-        logger.info("question ended", extra={"request": request_id, "code": code})

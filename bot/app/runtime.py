@@ -1,20 +1,7 @@
 """Wiring: settings -> bolt app, Slack provider, service, HTTP server, and shutdown.
 
-``start(settings)`` builds and starts everything for one mode and returns a ``Runtime``;
-``Runtime.stop()`` ends it in order: refuse new questions, release the questions owned by
-no process (the API's, a dsh host's: they stay open for the next start), interrupt the
-ones this process owns (their messages say so, their waiters get ``ASK_ABORTED``), drain,
-close. At start the bot takes up the open questions owned by no process.
-
-The whole stop has one deadline, ``SHUTDOWN_GRACE`` after it began (``_Deadline``): ending
-the questions gets it less the HTTP drain (``_handler_grace``), and every step after gets
-what is left of it, at least ``STEP_FLOOR``; a step not done in its time is abandoned and
-logged ("shutdown: gave up on ..."), so an unresponsive Slack or Redis cannot hold the
-process up.
-
-Every part is entered once on one ``contextlib.AsyncExitStack`` and released in reverse
-order: by ``Runtime.stop()``, or at once when a later part fails to start, so a failed start
-leaves no server, socket, session or store behind.
+Every part is entered once on one ``AsyncExitStack`` and released in reverse order (by
+``Runtime.stop()``, or at once when a later part fails to start), so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -23,10 +10,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -43,25 +28,23 @@ from adapters.slack.bolt_app import (
     events_handler,
     web_client,
 )
-from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
+from adapters.slack.stores import PendingStore
 from bot.api.access import OpenQuestionCaps
 from bot.api.answers import request_problem
 from bot.api.gateway import Gateway
 from bot.app import heap
 from bot.app.health import Health
 from bot.app.ports import listening
+from bot.app.shutdown import Deadline, bounded, handler_grace, interrupt
 from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
-from bot.logs import redact_url
+from bot.app.storage import budget, open_store, read_trail
 from bot.questions.service import UserQuestionService
 from bot.settings.config import Settings
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
-    from adapters.slack.stores.redis import RedisPendingStore
-    from adapters.slack.stores.trail import TrailReader
 
 __all__ = ["Runtime", "SocketMode", "open_store", "read_trail", "start"]
 
@@ -70,32 +53,6 @@ logger = logging.getLogger("bot")
 SANDBOX_HOST = "127.0.0.1"
 """The sandbox (page and stand-in Web API) listens here and nowhere else."""
 SANDBOX_CHANNEL = "C0SANDBOX"
-HANDLER_GRACE = 0.5
-"""At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
-STEP_FLOOR = 0.25
-"""Each step of a stop gets at least this long, even once SHUTDOWN_GRACE is used up."""
-DRAIN_MARGIN = 0.1
-"""The provider's own grace at a stop ends this long before the step that runs it."""
-
-
-class _Deadline:
-    """When a stop must be over: ``grace`` seconds after it began (at ``begin``, or at the
-    first ``left`` when a failed start releases its parts)."""
-
-    def __init__(self, grace: float) -> None:
-        self.grace = grace
-        self._at: float | None = None
-
-    def begin(self) -> None:
-        """The stop begins now (once)."""
-        if self._at is None:
-            self._at = asyncio.get_running_loop().time() + self.grace
-
-    def left(self, reserve: float = 0.0) -> float:
-        """Seconds until ``reserve`` seconds before the deadline (negative once past)."""
-        self.begin()
-        assert self._at is not None
-        return self._at - reserve - asyncio.get_running_loop().time()
 
 
 @dataclass(eq=False)
@@ -115,7 +72,7 @@ class Runtime:
     sandbox: SandboxServer | None = None
     socket: SocketMode | None = None
     dsh: DshHostClient | None = None
-    deadline: _Deadline = field(default_factory=lambda: _Deadline(0.0), repr=False)
+    deadline: Deadline = field(default_factory=lambda: Deadline(0.0), repr=False)
     """The stop's deadline, shared by every step ``resources`` holds."""
     _stopping: bool = field(default=False, init=False, repr=False)
 
@@ -132,106 +89,6 @@ class Runtime:
         self.deadline.begin()
         await self.resources.aclose()
         logger.info("stopped")
-
-
-def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-    """``close``, logging its failure instead of raising it, so the rest still closes."""
-
-    async def closing() -> None:
-        try:
-            await close()
-        except Exception as exc:
-            logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
-
-    return closing
-
-
-def _bounded(
-    what: str,
-    close: Callable[[], Awaitable[None]],
-    deadline: _Deadline,
-    *,
-    doing: str,
-    reserve: float = 0.0,
-) -> Callable[[], Awaitable[None]]:
-    """``close`` (logged as ``_logged``), abandoned when ``reserve`` seconds before
-    ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
-
-    async def closing() -> None:
-        seconds = max(deadline.left(reserve), STEP_FLOOR)
-        timeout = asyncio.timeout(seconds)
-        try:
-            async with timeout:
-                await _logged(what, close)()
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            logger.warning(
-                f"shutdown: gave up on {doing} after {seconds:.2f} s",
-                extra={"part": what, "shutdown_grace": deadline.grace},
-            )
-
-    return closing
-
-
-async def open_store(settings: Settings) -> PendingStore:
-    """The store ``settings`` choose (memory, SQLite or Redis), started."""
-    store: PendingStore
-    if settings.store == "memory":  # kept RETENTION_DAYS as the others (not silently 90)
-        store = MemoryPendingStore(finished_ttl=settings.retention_days * 86400)
-    else:
-        store = _durable_store(settings)
-    await store.start()
-    return store
-
-
-def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[TrailReader]:
-    """The audit trail of the durable store ``settings`` choose, opened for reading only
-    (``python -m bot audit``): it writes nothing and starts nothing, so an export run while
-    a bot is down neither passes for a live process nor sweeps that bot's questions."""
-    return _durable_store(settings).reading()
-
-
-def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
-    """The SQLite or Redis store ``settings`` choose, not started."""
-    retention = settings.retention_days * 86400
-    if settings.store == "sqlite":
-        return SqlitePendingStore(settings.store_path, retention=retention)
-    if settings.store != "redis" or settings.redis_url is None:
-        raise ValueError(f"the {settings.store} store is not kept beyond its process")
-    from adapters.slack.stores.redis import RedisPendingStore
-
-    return RedisPendingStore(
-        settings.redis_url.get_secret_value(),
-        prefix=settings.redis_prefix,
-        finished_ttl=retention,
-    )
-
-
-def _budget(settings: Settings) -> Budget | None:
-    """Several processes on one Redis share one app's rate-limit budget.
-
-    A ``REDIS_URL`` redis-py cannot use (``?socket_timeout=abc``, an unknown scheme) is a
-    startup error naming the setting, the password masked."""
-    if settings.redis_url is None:
-        return None
-    url = settings.redis_url.get_secret_value()
-    try:
-        return RedisBudget.from_url(url, prefix=settings.redis_prefix)
-    except (ValueError, TypeError) as exc:
-        password = _password(url)
-        reason = str(exc).replace(password, "***") if password else str(exc)
-        raise RuntimeError(
-            f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
-        ) from None
-
-
-def _password(url: str) -> str:
-    """The password in ``url`` ("" when none, or when it does not parse)."""
-    try:
-        return urlsplit(url).password or ""
-    except ValueError:
-        return ""
 
 
 async def start(settings: Settings) -> Runtime:
@@ -260,7 +117,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     """Start every part on ``stack`` (the caller owns it); the last entered is the first out."""
     sandbox: SandboxServer | None = None
     signing_secret: str | None = None
-    deadline = _Deadline(settings.shutdown_grace)
+    deadline = Deadline(settings.shutdown_grace)
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
@@ -278,7 +135,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             limits=_limits(settings),
         )
         stack.push_async_callback(
-            _bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
+            bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
         )
         # The sandbox has no authentication: loopback only, whatever HOST says.
         api_url = await listening(
@@ -297,10 +154,10 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         base_url=api_url,
         timeout=10,
         limits=SlackLimits(time_scale=settings.slack_rate_scale),
-        budget=_budget(settings),
+        budget=budget(settings),
     )
     stack.push_async_callback(
-        _bounded(
+        bounded(
             "web client",
             lambda: close_web_client(client),
             deadline,
@@ -309,7 +166,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     )
     store = await open_store(settings)  # a missing Redis is named before anything else
     stack.push_async_callback(
-        _bounded("store", store.close, deadline, doing="closing the pending store")
+        bounded("store", store.close, deadline, doing="closing the pending store")
     )
     app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(
@@ -348,7 +205,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     health.gateway = gateway
     runner = await _serve(settings, gateway, health, app, signing_secret, refusals)
     stack.push_async_callback(
-        _bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
+        bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
     )
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
@@ -374,7 +231,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         assert settings.slack_app_token is not None
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())
         stack.push_async_callback(
-            _bounded(
+            bounded(
                 "socket mode", socket.close, deadline, doing="closing the Socket Mode connection"
             )
         )
@@ -392,7 +249,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approver_groups=settings.dsh_approver_usergroups or None,
         )
         stack.push_async_callback(
-            _bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
+            bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
         )
         await dsh.start()
         runtime.dsh = health.dsh = dsh
@@ -400,7 +257,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
     dsh_client = runtime.dsh
-    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, deadline, dsh_client))
+    stack.push_async_callback(lambda: interrupt(settings, provider, gateway, deadline, dsh_client))
     return runtime
 
 
@@ -459,7 +316,7 @@ async def _serve(
         limits=limits,
         refusals=refusals,
         # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
-        shutdown_timeout=_handler_grace(settings) / 2,
+        shutdown_timeout=handler_grace(settings) / 2,
     )
     # e.g. the port is taken: the error names PORT, and nothing is left open
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
@@ -479,52 +336,6 @@ def _limits(settings: Settings) -> ListenerLimits:
         body_timeout=settings.body_timeout,
         max_connections=settings.max_connections,
     )
-
-
-def _handler_grace(settings: Settings) -> float:
-    """The part of ``SHUTDOWN_GRACE`` left to requests still being handled at the end."""
-    return min(HANDLER_GRACE, settings.shutdown_grace / 4)
-
-
-async def _interrupt(
-    settings: Settings,
-    provider: SlackQuestionProvider,
-    gateway: Gateway,
-    deadline: _Deadline,
-    dsh: DshHostClient | None = None,
-) -> None:
-    """Refuse new questions, end the pending ones this process owns (``ASK_ABORTED``),
-    answer the long-polls; by ``deadline`` less the HTTP drain.
-
-    The API's waiters (``gateway.close``) and a dsh host's requests are released first:
-    left pending for the next bot, not ended. Given up at the deadline (an unresponsive
-    store or Slack), the questions not ended yet stay as the store has them.
-    """
-    logger.info("shutting down", extra={"pending": provider.pending_count})
-    reserve = _handler_grace(settings)
-    gateway.close()
-
-    async def release_and_end() -> None:
-        if dsh is not None:
-            await _logged("dsh host client", dsh.stop)()
-        try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
-            # (its own grace ends a little before this step's, so its drain, which cancels
-            # what is still running, is not itself cut short)
-            await provider.aclose(grace=max(0.0, deadline.left(reserve + DRAIN_MARGIN)))
-        except Exception as exc:  # e.g. the store is unreachable: still close the rest
-            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
-
-    try:
-        ending = _bounded(
-            "questions",
-            release_and_end,
-            deadline,
-            doing="ending this process's pending questions",
-            reserve=reserve,
-        )
-        await ending()
-    finally:
-        gateway.end_polls()  # long-polls on questions of other processes answer now
 
 
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
