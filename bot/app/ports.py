@@ -7,7 +7,7 @@ import socket
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from bot.settings.checks import show
+from bot.settings.secrecy import show
 
 __all__ = ["PortUnavailable", "listening"]
 

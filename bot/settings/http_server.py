@@ -20,14 +20,11 @@ from pydantic_settings import BaseSettings, NoDecode
 
 from bot.settings.checks import (
     check_host,
-    distinct_tokens,
     host_names,
     is_loopback,
     is_wildcard,
-    show,
-    token_file,
-    token_list,
 )
+from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
 from bot.settings.types import Seconds, Secret
 
 __all__ = ["ServerSettings"]

@@ -16,7 +16,7 @@ from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from bot.settings.checks import show
+from bot.settings.secrecy import show
 
 __all__ = ["hide_inputs", "invalid", "is_secret", "problem", "render_help"]
 

@@ -10,12 +10,10 @@ from pydantic_settings import BaseSettings, NoDecode
 from bot.settings.checks import (
     USER,
     USERGROUP,
-    hiding,
-    holds_secret,
     id_list,
     no_whitespace,
-    secret_values,
 )
+from bot.settings.secrecy import hiding, holds_secret, secret_values
 from bot.settings.text import hide_inputs
 
 __all__ = [
