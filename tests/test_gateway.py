@@ -625,7 +625,9 @@ async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "authorization", [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"]
+    "authorization",
+    [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"],
+    ids=["none", "wrong", "basic", "empty", "longer"],  # the same names in every process
 )
 async def test_every_route_needs_the_bearer_token(authorization: str | None) -> None:
     async with running() as bed:
