@@ -10,7 +10,6 @@ tells the failures worth retrying: the bot out of reach, its store briefly down 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import TracebackType
 from typing import Any, Final, Self
@@ -21,7 +20,7 @@ import aiohttp
 from bot.logs import redact_url
 from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
-__all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff", "bad_response"]
+__all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "bad_response"]
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
@@ -191,8 +190,3 @@ def _json(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
-
-
-async def backoff(attempt: int) -> None:
-    """Sleep before retry number ``attempt`` (0.5 s doubling, at most 5 s)."""
-    await asyncio.sleep(min(5.0, 0.5 * 2**attempt))

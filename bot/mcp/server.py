@@ -28,9 +28,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 from pydantic_core import PydanticCustomError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
+from tenacity.stop import stop_base
 
 from bot.api.body import validation_errors
-from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
+from bot.mcp.client import AskFailed, BotClient, bad_response
 from bot.questions.models import AskUserQuestionItem, WireModel
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "build_server"]
@@ -264,42 +266,37 @@ async def _post(
     but the bot's refusal (4xx) of the first post the question the key may have asked is
     aborted: looked up by its key without asking it, then deleted.
     """
-    window = _Reconnecting(reconnect_for)
+    retrying = _reconnecting(reconnect_for)
     try:
-        while True:
-            try:
-                return await client.ask(body, key=key)
-            except AskFailed as failure:
-                await window.retry_after(failure)
+        return await retrying(client.ask, body, key=key)
     except BaseException as exc:
-        if window.attempt or not (isinstance(exc, AskFailed) and exc.refused):
+        retried = retrying.statistics.get("attempt_number", 1) > 1
+        if retried or not (isinstance(exc, AskFailed) and exc.refused):
             await _abort_asked(client, body, key)
         raise
 
 
-class _Reconnecting:
-    """How long a call has been failing in a way worth retrying (the bot out of reach, or
-    answering 503), retried with ``backoff`` for ``reconnect_for`` seconds."""
+class _Window(stop_base):
+    """Stop once a call has been failing for ``seconds`` since its first failure."""
 
-    def __init__(self, reconnect_for: float) -> None:
-        self._reconnect_for = reconnect_for
-        self._since: float | None = None
-        self.attempt = 0
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.since = seconds, 0.0
 
-    async def retry_after(self, failure: AskFailed) -> None:
-        """Wait before the next try, or raise ``failure`` (not worth retrying, or the
-        window has passed)."""
-        if not failure.retryable:
-            raise failure
-        self._since = self._since or time.monotonic()
-        if time.monotonic() - self._since >= self._reconnect_for:
-            raise failure
-        await backoff(self.attempt)
-        self.attempt += 1
+    def __call__(self, state: RetryCallState) -> bool:
+        now = state.outcome_timestamp or 0.0
+        self.since = self.since or now
+        return now - self.since >= self.seconds
 
-    def reset(self) -> None:
-        """The bot answered: a later failure starts a new window."""
-        self._since, self.attempt = None, 0
+
+def _reconnecting(reconnect_for: float) -> AsyncRetrying:
+    """Retry a call failing in a way worth retrying (the bot out of reach, or answering 503)
+    for ``reconnect_for`` seconds, 0.5 s apart doubling to at most 5 s."""
+    return AsyncRetrying(
+        retry=retry_if_exception(lambda e: isinstance(e, AskFailed) and e.retryable),
+        wait=wait_exponential(multiplier=0.5, max=5.0),
+        stop=_Window(reconnect_for),
+        reraise=True,
+    )
 
 
 async def _abort_asked(client: BotClient, body: dict[str, Any], key: str) -> None:
@@ -329,15 +326,11 @@ async def _outcome(
     """
     started = time.monotonic()
     await ctx.report_progress(0, None, _progress(state, None))
-    window = _Reconnecting(reconnect_for)
     while True:
         polled = time.monotonic()
-        try:
-            view = await client.wait(request_id, progress_every)
-        except AskFailed as failure:
-            await window.retry_after(failure)
-            continue
-        window.reset()
+        view: dict[str, Any] = await _reconnecting(reconnect_for)(
+            client.wait, request_id, progress_every
+        )
         state = view.get("state")
         if state in _ENDED:
             return _ending(view)
