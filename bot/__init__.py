@@ -1,5 +1,2 @@
-"""slack-user-questions: the seam (``questions``), the bot's settings, HTTP API, MCP and app.
-
-Layers, top to bottom: ``app`` (``python -m bot``) <- ``api`` and ``mcp`` <- ``settings`` <-
-``questions`` and ``logs``; each may import only those below it (pyproject's import-linter).
-"""
+"""slack-user-questions. Layers, top down: ``app`` <- ``api``, ``mcp`` <- ``settings`` <-
+``questions`` (the seam) and ``logs``; each imports only below it (import-linter)."""

@@ -1,12 +1,7 @@
 """Who may use the HTTP API, which questions are theirs, and how many each may keep open.
 
-- ``ApiTokens``: the named bearer tokens. A request's ``Authorization`` names at most one
-  (compared in constant time). A question asked with a token gets an id that carries a tag
-  made from that token (HMAC-SHA256), so any process holding the same tokens can tell whose
-  it is without storing anything: with several tokens, another token's question is "not
-  found". With one token (or none) ids and visibility are as they always were.
-- ``OpenQuestionCaps``: open questions asked through the API, at most so many per process
-  and per token; a slot is taken before the question is posted and given back when it ends.
+A token's question ids carry an HMAC tag of the token, so any process with the same tokens
+tells whose a question is without storing anything.
 """
 
 from __future__ import annotations

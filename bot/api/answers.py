@@ -1,11 +1,5 @@
-"""What the HTTP API answers with: the error shape, the one error boundary, a question's view.
-
-Every failure that reaches the API becomes an answer in ``failure``: the seam's errors keep
-their ``{name, code, message}`` and get the HTTP status ``STATUS_OF_CODE`` gives their
-code; anything else is a bug, answered 500 without detail. ``STORE_UNAVAILABLE`` is told
-in fixed words (``STORE_DOWN``), in an answer and in a question's ``error`` alike: the
-store's own message names its SQLite file or Redis address, which is for the log only.
-"""
+"""What the HTTP API answers with: the error shape, the one error boundary (``failure``), a
+question's view; ``STORE_UNAVAILABLE`` is told in fixed words (the store's own are logged)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The audit trail out of the store: ``GET /v1/audit`` (and ``python -m bot audit``).
-
-Both export the events of a time range as JSON lines (one ``AuditEvent`` a line, in the
-order they were appended). Times are ISO 8601 (``2026-12-01``, ``2026-12-01T08:00:00Z``;
-no zone means UTC), seconds since the epoch, or an age (``90m``, ``24h``, ``7d``).
-
-Over HTTP a caller sees only the events of the questions it may see (``visible``: with
-several API tokens, the questions its own token asked); the command, which reads the store
-itself, exports everything.
-"""
+"""The audit trail out of the store as JSON lines: ``GET /v1/audit`` (only what the caller's
+token may see) and ``python -m bot audit`` (everything)."""
 
 from __future__ import annotations
 

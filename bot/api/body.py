@@ -1,10 +1,5 @@
-"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond it.
-
-``QuestionPost`` is the seam's wire request plus where to ask and how; ``body_problems``
-refuses what validation lets through but the API does not take (attribute names instead
-of wire names, empty question texts, repeated option labels, deadline settings that could
-never apply); ``read_body`` reads a body within the API's own size limit.
-"""
+"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond its
+model (wire names only, empty texts, repeated labels, deadlines that could never apply)."""
 
 from __future__ import annotations
 

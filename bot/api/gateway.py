@@ -1,20 +1,7 @@
-"""The HTTP API for agents outside the process: ask, read (long-poll), abort.
+"""The HTTP API (``/v1``) for agents outside the process: ask, read (long-poll), abort, audit.
 
-    POST   /v1/questions            {"questions":[...], "destination"?: {...}} -> 201 {id, state}
-           (with Idempotency-Key and If-Match: * it only finds what the key asked: 200 or 412)
-    GET    /v1/questions/{id}?wait=SECONDS                         -> 200 {id, state, answer?}
-    DELETE /v1/questions/{id}                                      -> 200 {id, state: aborted}
-    GET    /v1/audit?since=…&until=…                 -> the audit trail as JSON lines
-    GET    /v1/openapi.json                                        -> the OpenAPI document
-
-Questions live in the provider's pending store, owned by no process: they outlive the
-process that asked them (a stop releases its waiters, it does not end the questions), and
-with a durable store any process, a restarted one too, answers a ``GET`` or ``DELETE``.
-Every route needs ``Authorization: Bearer <BOT_API_TOKEN>`` when a token is configured
-(without one the bot listens on loopback only); it is checked before any of a request's
-body is read, and a body is read up to ``MAX_BODY_BYTES`` only. With several tokens a
-token sees only its own questions and their trail; the trail names the token that asked
-(``api:<name>``; ``api`` on an open API).
+Questions asked here are owned by no process: they outlive it, and with a durable store any
+process answers for them. The token is checked before any of a body is read.
 """
 
 from __future__ import annotations

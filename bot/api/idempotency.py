@@ -1,13 +1,5 @@
-"""``Idempotency-Key`` on ``POST /v1/questions``: one question per key, however often retried.
-
-- ``key_problem``: what is wrong with a key (1–255 printable ASCII characters), or ``None``.
-- ``KeyLocks``: retries of one question queue on one lock, so only the first of them posts;
-  the lock is forgotten when the last of them is done.
-- ``same_request``: whether a retry asks what the question asked (the same question) or
-  something else (409 ``IDEMPOTENCY_KEY_REUSED``): every field of the body counts, a
-  default said explicitly as the default (``"multiSelect": false``, ``"options": []``,
-  ``"reminders": []``) as if left out.
-"""
+"""``Idempotency-Key`` on ``POST /v1/questions``: one question per key, however often retried
+(a default stated explicitly counts as left out)."""
 
 from __future__ import annotations
 

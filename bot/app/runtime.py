@@ -1,8 +1,5 @@
-"""Wiring: settings -> bolt app, Slack provider, service, HTTP server, and shutdown.
-
-Every part is entered once on one ``AsyncExitStack`` and released in reverse order (by
-``Runtime.stop()``, or at once when a later part fails to start), so nothing is left behind.
-"""
+"""Wiring: settings -> bolt app, Slack provider, service, HTTP server; every part entered on one
+``AsyncExitStack`` and released in reverse order, also when a later part fails to start."""
 
 from __future__ import annotations
 

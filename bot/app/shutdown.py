@@ -1,8 +1,5 @@
-"""How the bot stops: one deadline for the whole stop, each step bounded by it and logged.
-
-Ending the questions gets ``SHUTDOWN_GRACE`` less the HTTP drain; every later step gets what is
-left, at least ``STEP_FLOOR``; a step not done in time is abandoned and logged.
-"""
+"""How the bot stops: one deadline (``SHUTDOWN_GRACE``) for the whole stop; each step bounded by
+what is left of it (at least ``STEP_FLOOR``), abandoned and logged past it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Socket Mode: bolt's handler, connected once at start, with its state for ``/healthz``.
-
-Also how a refusal of Slack's Web API reads at startup (``slack_reason``,
-``not_slack_json``), for ``auth.test`` (bot.app.runtime) and ``apps.connections.open`` alike.
-"""
+"""Socket Mode: bolt's handler, connected once at start, with its state for ``/healthz``; and
+how a refusal of Slack's Web API reads at startup."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """A thin client of a running bot's HTTP API: ask, long-poll, abort.
 
-Every failure becomes an :class:`AskFailed` carrying the seam's ``{name, code, message}``:
-the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached or
-its reply breaks off (worth retrying), ``BAD_RESPONSE`` when a reply is not the JSON the
-API documents (not UTF-8, not an object, without what it must hold). ``AskFailed.retryable``
-tells the failures worth retrying: the bot out of reach, its store briefly down (503
-``STORE_UNAVAILABLE``), or the bot shutting down (503 ``ASK_ABORTED``).
+Every failure is an ``AskFailed`` with the seam's ``{name, code, message}``; ``retryable``
+tells those worth retrying (the bot out of reach, or answering 503).
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The MCP server: one tool, ``ask_user_question``, answered by people in Slack.
 
-The tool's input schema is generated from the seam's models (``AskUserQuestionItem`` and
-what it holds) by the MCP SDK; the tool validates its arguments itself, so malformed ones
-are the seam's ``INVALID_REQUEST`` with ``errors`` where the bot's 422 puts them, not the
-SDK's own text. A call posts the questions to the bot's HTTP API, sends progress
-notifications while it long-polls for the outcome, and returns the seam's answer JSON (as
-text and as structured content). A failure is a tool error whose text is the seam's
-``{name, code, message}``. A question is left to end only by its own ending (answered,
-cancelled, aborted, failed); on any other way out (the client cancels the call, the bot
-stays away, its replies break) the question is aborted, and its Slack message says it
-was cancelled.
+It posts to the bot's HTTP API and long-polls with progress; any way out but the question's
+own ending (a cancelled call, a bot that stays away) aborts the question first.
 """
 
 from __future__ import annotations

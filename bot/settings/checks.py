@@ -1,8 +1,5 @@
-"""Checks for setting values that types alone cannot express.
-
-Each takes a stripped, non-empty value and returns it (perhaps normalised) or raises
-``ValueError`` with one sentence that quotes a value only through ``show``.
-"""
+"""Checks for setting values that types alone cannot express; each raises ``ValueError`` with
+one sentence quoting a value only through ``show``."""
 
 from __future__ import annotations
 

@@ -1,38 +1,7 @@
 """Settings for ``python -m bot``: one pydantic-settings class over the environment and ``.env``.
 
-:func:`load_settings` reads the bot's variables from the environment, then from ``./.env``
-(a variable set in the environment wins, even when empty; empty means unset), validates them
-all at once and raises one :class:`ConfigError` listing every problem, each naming its
-variable. Secrets are :class:`pydantic.SecretStr` and never appear in a message, a ``repr``
-or :meth:`Settings.describe`; a password in ``REDIS_URL`` is shown as ``***``.
-``Settings(**values)`` validates exactly the values given (what code and tests use); it does
-not read the environment.
-
-The Slack credentials choose the mode::
-
-    SLACK_BOT_TOKEN + SLACK_APP_TOKEN       socket   (wins when all three are set)
-    SLACK_BOT_TOKEN + SLACK_SIGNING_SECRET  http
-    none of the three                       sandbox
-
-How to add a setting
---------------------
-1. Add a field to the part of :class:`Settings` it belongs to (``bot.settings.slack``,
-   ``bot.settings.store``, ``bot.settings.http_server``, ``bot.settings.timeouts``,
-   ``bot.settings.dsh``;
-   the bot's own in :class:`Settings`): its name is the variable in lower case (``FOO_BAR`` →
-   ``foo_bar``). Give it a type that says what a good value is (``int`` with ``ge``/``le``,
-   ``Seconds``, a ``Literal``, ``Secret`` for anything secret, ``X | None = None`` when it
-   may be unset) and a ``description``: that is its entry in ``python -m bot --help``.
-2. When the type cannot say it, attach a check from :mod:`bot.settings.checks` (or add one
-   there) with ``AfterValidator``; a check raises ``ValueError`` with one sentence that
-   quotes the value only through ``show()`` and never quotes a secret.
-3. A rule between settings is a ``field_validator`` on the later field reading
-   ``info.data`` (fields declared above it: the parts' fields come in the order the table
-   of settings shows, Slack's first, then the store's, the server's, the deadlines', the
-   dsh host's, then :class:`Settings`' own); a rule about which credentials are present
-   goes in ``bot.settings.checks.choose_mode``.
-4. Read it as ``settings.foo_bar``; add a line to :meth:`Settings.describe` when the
-   startup log should show it. ``tests/test_config.py`` checks that ``--help`` lists it.
+``load_settings`` validates every variable at once and raises one ``ConfigError`` naming each
+problem's variable, never a secret; the Slack credentials choose the mode (docs/development.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""The settings of the DeepSeek Harness host the bot serves (``DSH_*``).
-
-A part of :class:`bot.settings.config.Settings`; that ``DSH_HOST_TOKEN`` needs ``DSH_HOST_URL`` is
-checked there (a rule between settings).
-"""
+"""The settings of the DeepSeek Harness host the bot serves (``DSH_*``; a part of ``Settings``)."""
 
 from __future__ import annotations
 

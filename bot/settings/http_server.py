@@ -1,8 +1,5 @@
-"""The HTTP server's settings: where it listens, the API's tokens, what a client may ask of it.
-
-A part of :class:`bot.settings.config.Settings`; the API must have a token unless ``HOST`` is a
-loopback address (checked here, on ``BOT_API_TOKEN``, declared after ``HOST``).
-"""
+"""The HTTP server's settings: where it listens, the API's tokens (required unless ``HOST`` is
+loopback), what a client may ask of it (a part of ``Settings``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What a secret is, and how a setting's value is shown without one; the API's named tokens.
-
-``show`` hides a value that holds a secret of any setting being validated (``hiding``,
-``secret_values``: a secret pasted into the wrong setting), a Slack token, or anything shaped
-like a credential (a long run of hex or base64).
-"""
+"""What a secret is, and how a setting's value is shown without one (``show``); the API's
+named tokens."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The Slack settings: credentials, the default destination, who may answer, pacing.
-
-A part of :class:`bot.settings.config.Settings` (which composes the parts and checks them as a
-whole); never used on its own.
-"""
+"""The Slack settings: credentials, the default destination, who may answer, pacing (a part
+of ``Settings``)."""
 
 from __future__ import annotations
 

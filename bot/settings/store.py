@@ -1,8 +1,5 @@
-"""The store settings: where questions live (memory, SQLite or Redis) and how long.
-
-A part of :class:`bot.settings.config.Settings`; which store is chosen when ``STORE`` is unset, and
-that ``redis`` needs ``REDIS_URL``, is decided there (a rule between settings).
-"""
+"""The store settings: where questions live (memory, SQLite or Redis) and how long; a part of
+``Settings``, which picks the store when ``STORE`` is unset."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The settings of how long things wait: a question for its answer, shutdown for Slack.
-
-A part of :class:`bot.settings.config.Settings`; never used on its own.
-"""
+"""The settings of how long things wait: a question for its answer, a stop for Slack."""
 
 from __future__ import annotations
 
