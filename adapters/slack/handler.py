@@ -20,7 +20,13 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-from adapters.slack.audience import Audience, who_may
+from adapters.slack.audience import (
+    Audience,
+    also_allowed,
+    outside_message,
+    policy_groups,
+    who_may,
+)
 from adapters.slack.authorize import Gatekeeper
 from adapters.slack.failures import settle
 from adapters.slack.hometab import Conversations
@@ -109,11 +115,11 @@ class InteractionHandler:
         if record is None:
             self._sync.stale(interaction.origin)
             return
-        outside = home or _outside_message(record, interaction.origin)
+        outside = home or outside_message(record, interaction.origin)
         user = interaction.origin.user
         who = self._outside_cached(record) if outside else _who_may(record)
-        allowed = None if who is None else self._gate.decide_cached(user, *who)
-        member = self._gate.groups_cached(user, _policy_groups(record))
+        allowed = None if who is None else self._also_cached(user, record, who)
+        member = self._gate.groups_cached(user, policy_groups(record))
         if allowed is None or member is None:  # needs a Web API call: off the ack path
             view = _modal_first(record, interaction)
             if view is None:
@@ -184,7 +190,10 @@ class InteractionHandler:
         elsewhere than the question's message (a Home tab)."""
         who = await self._outside(record) if outside else _who_may(record)
         allowed = await self._gate.allowed(user, *who)
-        member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
+        also = also_allowed(record)
+        if allowed and also is not None:  # reviewers narrow the operator's allow-list
+            allowed = await self._gate.allowed(user, *also)
+        member = await self._gate.groups_of(user, policy_groups(record)) if allowed else None
         # an empty read keeps what Slack said of the groups it would not list
         return allowed, member if member is not None else frozenset()
 
@@ -199,8 +208,8 @@ class InteractionHandler:
         anyone else the answer is not applied, and the person is asked to send it again.
         """
         users, groups = _who_may(record)
-        policy = _policy_groups(record)
-        allowed = self._gate.decide_cached(user, users, groups)
+        policy = policy_groups(record)
+        allowed = self._also_cached(user, record, (users, groups))
         member = self._gate.groups_cached(user, policy)
         if allowed is not None and member is not None:
             return allowed, member
@@ -210,7 +219,10 @@ class InteractionHandler:
             result: tuple[bool, frozenset[str]] = lookup.result()
             return result
         known = self._gate.groups_known(user, policy)
-        if known is None or not self._gate.decide_known(user, users, groups):
+        also = also_allowed(record) or (None, None)
+        if known is None or not (
+            self._gate.decide_known(user, users, groups) and self._gate.decide_known(user, *also)
+        ):
             _log.warning(
                 "submission not checked: Slack's group lookup is slow", extra={"user": user}
             )
@@ -219,6 +231,14 @@ class InteractionHandler:
             "Slack's group lookup is slow: deciding on the members last read", extra={"user": user}
         )
         return True, known
+
+    def _also_cached(
+        self, user: str, record: PendingRecord, who: tuple[list[str] | None, list[str] | None]
+    ) -> bool | None:
+        """``who``'s cached decision, narrowed by the operator's allow-list (``also_allowed``)."""
+        allowed = self._gate.decide_cached(user, *who)
+        also = also_allowed(record)
+        return self._gate.decide_cached(user, *also) if allowed and also is not None else allowed
 
     def _outside_cached(
         self, record: PendingRecord
@@ -366,25 +386,6 @@ def _listed(
     if audience.anyone:
         return None, None
     return list(audience.users), list(audience.usergroups)
-
-
-def _outside_message(record: PendingRecord, origin: Origin) -> bool:
-    """Whether a click names a message other than the question's (a button copied onto a
-    Home tab, or a forged payload): only the question's own message is seen by exactly the
-    people who may click it. A click with no message (in a modal) is the message's."""
-    if origin.channel is None:
-        return False
-    if origin.channel != (record.message_channel or record.channel):
-        # a question asked by user id is posted in that user's DM (``D…``)
-        return not (record.message_channel is None and record.channel.startswith(("U", "W")))
-    return record.message_ts is not None and origin.message_ts != record.message_ts
-
-
-def _policy_groups(record: PendingRecord) -> frozenset[str]:
-    """The user groups whose membership a team review's tally needs."""
-    if record.review is None:
-        return frozenset()
-    return frozenset(g for required in record.review.required for g in required.usergroups)
 
 
 def _refusal(record: PendingRecord) -> str:

@@ -130,7 +130,7 @@ class AskLifecycle:
         """
         return await self._run(
             self.defaults.approval_record(
-                approval, options, approvers, approver_groups, owner=self._store.process_id
+                approval, options, approvers, approver_groups, owner=self._owner(options)
             ),
             options,
             signal,

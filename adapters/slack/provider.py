@@ -38,11 +38,13 @@ from adapters.slack.endings import Endings, lost_record
 from adapters.slack.handler import InteractionHandler
 from adapters.slack.hometab import Conversations, HomeTab
 from adapters.slack.lifecycle import AskLifecycle
+from adapters.slack.limits import SlackLimits
 from adapters.slack.listeners import register_listeners
 from adapters.slack.messages import SHUTDOWN_NOTE
-from adapters.slack.paced import PacedWebClient
+from adapters.slack.paced import PacedWebClient, paced_copy
 from adapters.slack.reconcile import LOOKUPS, LostPosts
 from adapters.slack.record import ApprovalView
+from adapters.slack.scheduler import WebApiScheduler
 from adapters.slack.status import QuestionStatus, status_of
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
@@ -99,6 +101,9 @@ class SlackQuestionProvider:
       (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
+    - ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
+      and a 429 is waited out, never failing a question: ``app.client`` if it is a
+      ``PacedWebClient``, else a paced copy of it. ``False`` only for a client paced already.
     - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
       message is looked for, should Slack have stored it all the same (reconcile.py).
 
@@ -124,6 +129,7 @@ class SlackQuestionProvider:
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
         retry: bool = True,
+        paced: bool = True,
         lookups: Sequence[float] = LOOKUPS,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -134,6 +140,10 @@ class SlackQuestionProvider:
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
         self._client: AsyncWebClient = app.client
+        self._own_client: PacedWebClient | None = None
+        if paced and not isinstance(app.client, PacedWebClient):
+            scheduler = WebApiScheduler(SlackLimits(), logger=logger)
+            self._client = self._own_client = paced_copy(app.client, scheduler)
         self._store: PendingStore = store or MemoryPendingStore()
         log = logger or logging.getLogger("adapters.slack")
         if retry:
@@ -196,7 +206,7 @@ class SlackQuestionProvider:
 
     @property
     def client(self) -> AsyncWebClient:
-        """The Web API client every call goes through (``app.client``)."""
+        """The Web API client every call goes through (``app.client``, or its paced copy)."""
         return self._client
 
     @property
@@ -353,3 +363,5 @@ class SlackQuestionProvider:
         await self._lifecycle.lost.aclose()
         await self._lifecycle.aclose(grace=grace, note=note)
         await self._sync.drain(max(0.0, deadline - loop.time()))
+        if self._own_client is not None:
+            await self._own_client.aclose()

@@ -45,6 +45,19 @@ class ApiTokens:
                 found = name
         return found
 
+    def bearer(self, header: str) -> str | tuple[str, str] | None:
+        """The token name an ``Authorization`` header carries (``None`` when no token is
+        required), or the refusal: (cause, message)."""
+        if not self.required:
+            return None
+        scheme, _, given = header.partition(" ")
+        if not header.isascii():
+            return "bad_authorization", "Authorization is not ASCII"
+        name = self.identify(given.strip())
+        if scheme.lower() != "bearer" or name is None:
+            return "unauthorized", "a valid bearer token is required"
+        return name
+
     def tagged_id(self, name: str | None, key: str | None) -> str | None:
         """A question id owned by token ``name`` (random, or derived from an idempotency
         key); ``None`` when questions are not kept apart (no token, or one)."""

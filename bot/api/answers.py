@@ -79,6 +79,15 @@ class Message(BaseModel):
     ts: str
 
 
+class Approval(BaseModel):
+    """A tool approval (``POST /v1/approvals``): what was asked."""
+
+    tool: str
+    reason: str
+    command: str | None = None
+    path: str | None = None
+
+
 class Question(BaseModel):
     """A question as the API shows it (``view_of``); the OpenAPI document's ``Question``."""
 
@@ -98,6 +107,10 @@ class Question(BaseModel):
     created_at: float
     finished_at: float | None = None
     events: list[AuditEvent] | None = Field(None, description="Its audit trail, oldest first.")
+    approval: Approval | None = None
+    decision: Literal["allowed-once", "rejected"] | None = Field(
+        None, description="A decided tool approval: what the person decided."
+    )
 
 
 def problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
@@ -170,6 +183,12 @@ def view_of(status: QuestionStatus) -> dict[str, Any]:
     if status.error is not None:
         shown = status.error.to_dict()
         view["error"] = {**shown, "message": _shown(shown["code"], shown["message"])}
+    if status.approval is not None:  # a tool approval: what was asked, and the decision
+        what = status.approval
+        asked = {"tool": what.tool_name, "reason": what.headline, "command": what.command}
+        view["approval"] = {k: v for k, v in (asked | {"path": what.path}).items() if v}
+        if status.decision is not None:
+            view["decision"] = status.decision
     if status.note:
         view["note"] = status.note
     if status.message is not None:

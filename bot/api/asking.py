@@ -1,20 +1,29 @@
-"""``POST /v1/questions`` apart from its route: the body read as a request, the seam's
-options it asks with, the answers its endings get, and how its waiter's end is logged."""
+"""The POSTs that ask (``/v1/questions``, ``/v1/approvals``) apart from their routes: the body
+read as a request, the options it asks with, a retry's answer, how its waiter's end is logged."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.slack import QuestionStatus, WaitReleased, unknown_revised
+from adapters.slack import QuestionStatus, WaitReleased, plan_review_of, unknown_revised
 from bot.api.answers import error_answer, problem, view_of
-from bot.api.body import QuestionPost, body_problems, error_count, validation_errors
-from bot.api.idempotency import same_request
+from bot.api.approvals import ApprovalPost
+from bot.api.body import (
+    DeadlineDefaults,
+    QuestionPost,
+    body_problems,
+    error_count,
+    never_applied,
+    validation_errors,
+)
+from bot.questions.abort import AbortSignal
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_REVIEW,
@@ -22,7 +31,9 @@ from bot.questions.errors import (
     HarnessError,
     UserQuestionError,
 )
-from bot.questions.models import AskOptions
+from bot.questions.models import AskOptions, AskUserQuestionRequest
+
+Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
     "aborted",
@@ -30,27 +41,31 @@ __all__ = [
     "failed_unshown",
     "located",
     "log_end",
+    "question_request",
     "read_post",
     "replayed",
     "revises_unknown",
     "shutting_down",
+    "unready",
 ]
 
 
-def read_post(raw: bytes) -> QuestionPost | web.Response:
-    """The body as a ``QuestionPost``, or the 422 that refuses it (wire names only)."""
+def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
+    """The body as ``model`` (wire names only: ``multi_select`` is an unknown key), or the 422
+    that refuses it."""
     try:
-        # ``multi_select`` is an unknown key here, not ``multiSelect``.
-        post = QuestionPost.model_validate_json(raw, by_alias=True, by_name=False)
+        post = model.model_validate_json(raw, by_alias=True, by_name=False)
     except ValidationError as exc:
+        what = model.__name__.removesuffix("Post").lower()
+        count = error_count(exc.error_count())
         return problem(
             422,
             "ValidationError",
             "INVALID_REQUEST",
-            f"the request body is not a valid question request ({error_count(exc.error_count())})",
+            f"the request body is not a valid {what} request ({count})",
             errors=validation_errors(exc),
         )
-    refused = body_problems(raw, post)
+    refused = body_problems(json.loads(raw), post)
     if refused:
         return problem(422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused)
     return post
@@ -58,9 +73,8 @@ def read_post(raw: bytes) -> QuestionPost | web.Response:
 
 def replayed(
     existing: QuestionStatus | None,
-    post: QuestionPost,
+    same: Callable[[QuestionStatus], bool],
     key: str | None,
-    default_channel: str | None,
     request_id: str,
     lookup: bool,
 ) -> web.Response | None:
@@ -70,7 +84,7 @@ def replayed(
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
-    if not same_request(existing, post, default_channel):
+    if not same(existing):
         message = (
             f"Idempotency-Key {key!r} was used for a different request (its body differs); "
             "use a new key"
@@ -89,23 +103,48 @@ def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
     return response
 
 
+def unready(
+    post: QuestionPost, defaults: DeadlineDefaults, owns: Callable[[str], bool]
+) -> web.Response | None:
+    """What refuses a new question: deadline settings it cannot act on with this process's
+    defaults (422), or a plan review revising one the token may not see (as if unknown)."""
+    never = never_applied(post, defaults)
+    if never:
+        return problem(422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never)
+    revised = post.revises
+    if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
+        raise revises_unknown(revised)  # answered by failure(), in the gateway's guard
+    return None
+
+
+def question_request(
+    post: QuestionPost, options: AskOptions, signal: AbortSignal
+) -> AskUserQuestionRequest:
+    """The seam's request ``post`` asks, with the options every POST shares."""
+    options = options.model_copy(
+        update={
+            "review": post.review,
+            "revises": post.revises,
+            "timeout": post.timeout,
+            "reminders": tuple(post.reminders or ()),
+            "escalate_after": post.escalate_after,
+            "escalate_to": post.escalate_to,
+        }
+    )
+    return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+
+
 def ask_options(
-    post: QuestionPost, request_id: str, by: str, on_posted: Callable[[str], None]
+    post: QuestionPost | ApprovalPost, request_id: str, by: str, on_posted: Callable[[str], None]
 ) -> AskOptions:
-    """The seam's options for asking ``post`` as ``request_id`` (detached: owned by no process)."""
+    """The seam's options every POST asks with (detached: owned by no process)."""
     where = post.destination
     return AskOptions(
         channel=where.channel if where else None,
         thread_ts=where.thread_ts if where else None,
         request_id=request_id,
         label=post.label,
-        review=post.review,
-        revises=post.revises,
         on_posted=on_posted,
-        timeout=post.timeout,
-        reminders=tuple(post.reminders or ()),
-        escalate_after=post.escalate_after,
-        escalate_to=post.escalate_to,
         link=post.link,
         asked_by=by,
         detached=True,

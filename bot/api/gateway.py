@@ -7,14 +7,19 @@ process answers for them. The token is checked before any of a body is read.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import AuditEvent, QuestionStatus, Released, plan_review_of
+from adapters.slack import (
+    AuditEvent,
+    QuestionStatus,
+    Released,
+)
 from bot.api.access import ApiTokens, OpenQuestionCaps, asked_by
 from bot.api.answers import (
     failure,
@@ -26,23 +31,35 @@ from bot.api.answers import (
     view_with_events,
     wait_of,
 )
+from bot.api.approvals import ApprovalPost, Approve, same_approval
 from bot.api.asking import (
     aborted,
     ask_options,
     located,
     log_end,
+    question_request,
     read_post,
     replayed,
-    revises_unknown,
     shutting_down,
+    unready,
 )
 from bot.api.audit import audit_handler
-from bot.api.body import DeadlineDefaults, QuestionPost, never_applied, read_body
-from bot.api.idempotency import KeyLocks, key_problem
+from bot.api.body import (
+    DeadlineDefaults,
+    QuestionPost,
+    read_body,
+)
+from bot.api.idempotency import KeyLocks, key_problem, same_request
 from bot.api.openapi import document_text
 from bot.api.taken import TakenUp
-from bot.questions.abort import AbortController
-from bot.questions.models import AskUserQuestionRequest
+from bot.questions.abort import AbortController, AbortSignal
+from bot.questions.errors import (
+    NO_PROVIDER,
+    UserQuestionError,
+)
+from bot.questions.models import (
+    AskOptions,
+)
 from bot.questions.service import UserQuestionService
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
@@ -93,6 +110,7 @@ class Questions(Protocol):
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 
 
 class Gateway:
@@ -109,8 +127,10 @@ class Gateway:
         logger: logging.Logger | None = None,
         refusals: RefusalLog | None = None,
         default_channel: str | None = None,
+        approve: Approve | None = None,
     ) -> None:
         self._service = service
+        self._approve = approve  # asks a tool approval of DSH_APPROVERS
         self._default_channel = default_channel
         self._max_body = max_body_bytes
         self._questions = questions
@@ -134,15 +154,16 @@ class Gateway:
         rule = BodyRule(admit=self._admit, max_body=self._max_body)
 
         def ruled(handler: Handler) -> Handler:
-            return with_body_rule(self._guard(handler), rule)
+            return with_body_rule(_guarded(handler, self._admit, self._failures), rule)
 
         router, expect = app.router, rule.expect
         router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
+        router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
-        router.add_get("/v1/openapi.json", ruled(self.openapi), expect_handler=expect)
+        router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
 
     def close(self) -> None:
         """Refuse new questions and release the waiters of those asked here (a stop): owned by
@@ -173,54 +194,50 @@ class Gateway:
     def _admit(self, request: web.Request) -> web.Response | None:
         """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may
         go on. Asked by the server's guard before the body is read, and again here."""
-        request[ASKER] = None
-        if self._tokens.required:
-            header = request.headers.get("Authorization", "")
-            scheme, _, given = header.partition(" ")
-            if not header.isascii():
-                return self._unauthorized("bad_authorization", "Authorization is not ASCII")
-            name = self._tokens.identify(given.strip())
-            if scheme.lower() != "bearer" or name is None:
-                return self._unauthorized("unauthorized", "a valid bearer token is required")
-            request[ASKER] = name
+        named = self._tokens.bearer(request.headers.get("Authorization", ""))
+        if isinstance(named, tuple):
+            self.refusals.refused(named[0], f"/v1: {named[1]}")
+            return unauthorized(named[1])
+        request[ASKER] = named
         return None
-
-    def _guard(self, handler: Handler) -> Handler:
-        async def guarded(request: web.Request) -> web.StreamResponse:
-            refused = self._admit(request)
-            if refused is not None:
-                return refused
-            try:
-                return await handler(request)
-            except web.HTTPException:  # aiohttp's own answers
-                raise
-            except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-                return failure(error, self._failures)
-
-        return guarded
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
         return self._tokens.owns(request[ASKER], request_id)
 
-    def _may_revise(self, request: web.Request, post: QuestionPost) -> bool:
-        """Whether the review ``post`` revises (if any) is the token's to see: another token's
-        is unknown to it, as to ``GET`` (a body that is no plan review is the provider's)."""
-        revised = post.revises
-        if revised is None or self._owns(request, revised):
-            return True
-        return plan_review_of(post.questions) is None
-
-    def _unauthorized(self, cause: str, message: str) -> web.Response:
-        self.refusals.refused(cause, f"/v1: {message}")
-        return unauthorized(message)
-
-    async def openapi(self, request: web.Request) -> web.StreamResponse:
-        """Serve the OpenAPI document kept beside this module."""
-        return web.Response(text=document_text(), content_type="application/json")
-
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
+        post = await self._body(request, QuestionPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def fresh() -> web.Response | None:
+            owns = functools.partial(self._owns, request)
+            return unready(post, self._questions.defaults, owns)
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            return self._service.ask(question_request(post, options, signal))
+
+        same = functools.partial(same_request, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, fresh, run)
+
+    async def post_approval(self, request: web.Request) -> web.StreamResponse:
+        """Ask for a tool approval (Allow once / Reject); 201 once Slack has the panel."""
+        approve = self._approve
+        if approve is None:
+            raise UserQuestionError("this bot asks no tool approvals", NO_PROVIDER)
+        post = await self._body(request, ApprovalPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            return approve(post.view(), options, signal)
+
+        same = functools.partial(same_approval, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, lambda: None, run)
+
+    async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
+        """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
         if self._closing:
             return shutting_down()
         if request.content_type != "application/json":
@@ -228,9 +245,18 @@ class Gateway:
         raw = await read_body(request, self._max_body)
         if raw is None:
             return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
-        post = read_post(raw)
-        if isinstance(post, web.Response):
-            return post
+        return read_post(raw, model)
+
+    async def _take(
+        self,
+        request: web.Request,
+        post: QuestionPost | ApprovalPost,
+        same: Callable[[QuestionStatus], bool],
+        fresh: Callable[[], web.Response | None],
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
+        """Ask ``post`` under the request's Idempotency-Key: the question it asked (``same``
+        tells a retry from a reuse), or a new one ``fresh`` lets through and ``run`` asks."""
         key = request.headers.get("Idempotency-Key")
         bad_key = key_problem(key)
         if bad_key is not None:
@@ -243,28 +269,28 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
-            replay = replayed(existing, post, key, self._default_channel, request_id, lookup)
+            replay = replayed(existing, same, key, request_id, lookup)
             if replay is not None:
                 return replay
-            # A new question: its deadline settings must be ones it can act on, with this
-            # process's defaults (a retry's were checked where it was first asked).
-            never = never_applied(post, self._questions.defaults)
-            if never:
-                return problem(
-                    422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never
-                )
+            refused = fresh()
+            if refused is not None:
+                return refused
             if self._closing:  # the stop began while the key was looked up
                 return shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
                 return too_many(refusal, RETRY_AFTER)
-            if not self._may_revise(request, post):
-                raise revises_unknown(post.revises)  # answered by failure(), in _guard
             self._caps.take(request_id, asker)  # no await between the check and this
-            return await self._start(request_id, post, asked_by(asker))
+            return await self._start(request_id, post, asked_by(asker), run)
 
-    async def _start(self, request_id: str, post: QuestionPost, by: str) -> web.StreamResponse:
+    async def _start(
+        self,
+        request_id: str,
+        post: QuestionPost | ApprovalPost,
+        by: str,
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
 
         def on_posted(_: str) -> None:
@@ -273,10 +299,7 @@ class Gateway:
 
         options = ask_options(post, request_id, by, on_posted)
         controller = AbortController()
-        request = AskUserQuestionRequest(
-            questions=post.questions, options=options, signal=controller.signal
-        )
-        task = asyncio.ensure_future(self._service.ask(request))
+        task = asyncio.ensure_future(run(options, controller.signal))
         self._asks[request_id] = task
         self._waiting[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
@@ -313,18 +336,10 @@ class Gateway:
             return not_found(request_id)
         if question.is_open and wait > 0 and not self._polls_ended.is_set():
             self.long_polls += 1
-            ended = asyncio.ensure_future(self._questions.wait_ended(request_id))
-            released = asyncio.ensure_future(self._polls_ended.wait())
             try:
-                await asyncio.wait({ended, released}, timeout=wait, return_when="FIRST_COMPLETED")
+                question = await _long_poll(self._questions, question, wait, self._polls_ended)
             finally:
-                for task in (ended, released):
-                    task.cancel()
                 self.long_polls -= 1
-            if ended.done() and not ended.cancelled() and ended.exception() is None:
-                question = ended.result()
-            else:
-                question = await self._questions.status(request_id) or question
         return web.json_response(
             view_with_events(question, await self._questions.events(request_id))
         )
@@ -340,3 +355,43 @@ class Gateway:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
         return web.json_response(view_of(question), status=status)
+
+
+async def _openapi(request: web.Request) -> web.StreamResponse:
+    """The OpenAPI document (generated: ``bot.api.openapi``)."""
+    return web.Response(text=document_text(), content_type="application/json")
+
+
+async def _long_poll(
+    questions: Questions, question: QuestionStatus, wait: float, released: asyncio.Event
+) -> QuestionStatus:
+    """``question`` once it ends, or as it stands after ``wait`` seconds or once ``released``."""
+    ended = asyncio.ensure_future(questions.wait_ended(question.id))
+    release = asyncio.ensure_future(released.wait())
+    try:
+        await asyncio.wait({ended, release}, timeout=wait, return_when="FIRST_COMPLETED")
+    finally:
+        for task in (ended, release):
+            task.cancel()
+    if ended.done() and not ended.cancelled() and ended.exception() is None:
+        return ended.result()
+    return await questions.status(question.id) or question
+
+
+def _guarded(
+    handler: Handler, admit: Callable[[web.Request], web.Response | None], failures: RefusalLog
+) -> Handler:
+    """``handler`` behind the token check and the API's one error boundary (``failure``)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        refused = admit(request)
+        if refused is not None:
+            return refused
+        try:
+            return await handler(request)
+        except web.HTTPException:  # aiohttp's own answers
+            raise
+        except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+            return failure(error, failures)
+
+    return guarded

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from bot.api.answers import Problem, Question
+from bot.api.approvals import ApprovalPost
 from bot.api.body import QuestionPost
 
 __all__ = ["document", "document_text", "openapi_paths"]
@@ -20,6 +21,7 @@ __all__ = ["document", "document_text", "openapi_paths"]
 _REF: Final = "#/components/schemas/{model}"
 _MODELS: Final[list[tuple[type[BaseModel], JsonSchemaMode]]] = [
     (QuestionPost, "validation"),
+    (ApprovalPost, "validation"),
     (Question, "serialization"),
     (Problem, "serialization"),
 ]
