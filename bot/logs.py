@@ -33,11 +33,8 @@ def redact(text: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its user and password each shown as ``***`` and any query as ``?…``.
-
-    The user is masked too: ``https://TOKEN@host`` (or ``TOKEN:x-oauth-basic@``) is how a
-    token is often given. An empty user stays empty (``redis://:***@host``).
-    """
+    """``url`` with its user and password each shown as ``***`` (``https://TOKEN@host`` carries a
+    token as its user) and any query as ``?…``."""
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -145,14 +145,9 @@ def too_many(refusal: str, retry_after: int) -> web.Response:
 
 
 def failure(error: Exception, refusals: RefusalLog) -> web.Response:
-    """The one place a failure becomes an HTTP answer.
-
-    The seam's errors keep their ``{name, code, message}`` with the status ``STATUS_OF_CODE``
-    gives their code, but ``STORE_UNAVAILABLE``, whose message names the store's file or
-    host: the client gets ``STORE_DOWN``, the log the store's words (at most once a minute).
-    Anything else is a bug: logged with its traceback (at most once a minute per kind, so
-    no client can flood the log), answered 500 without detail.
-    """
+    """The one place a failure becomes an HTTP answer: a seam error keeps its shape and gets
+    ``STATUS_OF_CODE``'s status (``STORE_UNAVAILABLE`` in fixed words); anything else is a bug,
+    logged (once a minute per kind) and answered 500 without detail."""
     if isinstance(error, HarnessError):
         if error.code == STORE_UNAVAILABLE:
             what = "the pending store is unavailable (answered 503)"

@@ -158,12 +158,9 @@ def shutting_down() -> web.Response:
 
 
 def failed_unshown(question: QuestionStatus) -> HarnessError | None:
-    """The error ``question`` failed with when Slack refused its message, as its first
-    ``POST`` was answered (502 ``DELIVERY_FAILED``); ``None`` for any other question. A
-    retry with its key gets that error again: nothing is posted under a key whose question
-    has ended. A question the store failed (``STORE_UNAVAILABLE``) is not replayed: its
-    message may have landed while the store could not record it, and "retry" would be
-    said for ever; its retry gets the question as it ended (200, ``failed``)."""
+    """The ``DELIVERY_FAILED`` a question failed with before Slack showed it, which its retries
+    get again (nothing is posted under an ended key); ``None`` otherwise, also for a store
+    failure: its message may have landed, so its retry gets the question as it ended."""
     error = question.error
     if question.state != "failed" or question.message is not None or error is None:
         return None

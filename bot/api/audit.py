@@ -33,11 +33,8 @@ _LAST: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def parse_time(text: str, now: float | None = None) -> float:
-    """Seconds since the epoch for an ISO 8601 time, epoch seconds, or an age before ``now``.
-
-    ISO 8601 is tried before a number, so ``20261201`` is that day, not 1970's second
-    20,261,201. Anything not a finite time between 1970 and the year 9999 (``nan``, ``inf``,
-    an age older than 1970) is refused with a ``ValueError`` naming it."""
+    """Seconds since the epoch for an ISO 8601 time (tried first: ``20261201`` is a day), epoch
+    seconds, or an age before ``now``; anything not between 1970 and 9999 is a ``ValueError``."""
     value = text.strip()
     age = _AGE.fullmatch(value)
     if age is not None:

@@ -57,16 +57,9 @@ def same_request(
     post: QuestionPost,
     default_channel: str | None,
 ) -> bool:
-    """Whether ``post`` asks what ``question`` asked (a retry, not a new request).
-
-    Every field the body states counts, as what it makes of the question, so key order,
-    defaults said explicitly and the order of ``reminders`` do not: the questions, label,
-    destination, review, revision and link as given; the timeout, reminders and escalation
-    as offsets from when the question was asked. A deadline field the body leaves out is
-    not compared: the question got it from ``QUESTION_TIMEOUT`` and the like, which may
-    differ in the process a retry reaches (another one, or this one restarted); nor is an
-    empty ``reminders``, which leaves the question the default ones as well.
-    """
+    """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
+    body states counts as what it makes of the question (deadlines as offsets from asking); a
+    deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""
     destination = post.destination
     channel = destination.channel if destination else default_channel
     thread_ts = destination.thread_ts if destination else None

@@ -89,11 +89,8 @@ class Runtime:
 
 
 async def start(settings: Settings) -> Runtime:
-    """Build and start the bot for ``settings.mode``; returns the running ``Runtime``.
-
-    When any part fails to start, the parts already started are released (in reverse
-    order) before the error propagates.
-    """
+    """Build and start the bot for ``settings.mode``; a part that fails to start releases the
+    ones already started (in reverse order) before the error propagates."""
     async with contextlib.AsyncExitStack() as stack:
         runtime = await _enter(settings, stack)
         runtime.resources = stack.pop_all()
@@ -344,12 +341,8 @@ def _limits(settings: Settings) -> ListenerLimits:
 
 
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
-    """Run until SIGTERM or SIGINT, then stop cleanly.
-
-    The signals are handled from the start: one during startup (the Socket Mode connect
-    can take its 30 s) cancels the start, which releases what it opened, and returns as a
-    stop does. A second signal while stopping has its default effect.
-    """
+    """Run until SIGTERM or SIGINT, then stop cleanly; a signal during startup cancels the start
+    (which releases what it opened), a second one while stopping has its default effect."""
     import signal
 
     loop = asyncio.get_running_loop()

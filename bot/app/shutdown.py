@@ -105,13 +105,9 @@ async def interrupt(
     deadline: Deadline,
     dsh: DshHostClient | None = None,
 ) -> None:
-    """Refuse new questions, end the pending ones this process owns (``ASK_ABORTED``),
-    answer the long-polls; by ``deadline`` less the HTTP drain.
-
-    The API's waiters (``gateway.close``) and a dsh host's requests are released first:
-    left pending for the next bot, not ended. Given up at the deadline (an unresponsive
-    store or Slack), the questions not ended yet stay as the store has them.
-    """
+    """Refuse new questions, release the API's waiters and a dsh host's requests (left open for
+    the next bot), end the ones this process owns, answer the long-polls; by ``deadline`` less
+    the HTTP drain (given up past it: the rest stay as the store has them)."""
     logger.info("shutting down", extra={"pending": provider.pending_count})
     reserve = handler_grace(settings)
     gateway.close()

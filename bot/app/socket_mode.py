@@ -33,11 +33,8 @@ def slack_reason(exc: SlackApiError) -> str | None:
 
 def not_slack_json(exc: SlackApiError, method: str, client: Any) -> str | None:
     """What to tell the operator when ``method``'s answer was not Slack's JSON (a
-    ``SLACK_API_URL`` without ``/api/``, a proxy's error page), else ``None``.
-
-    ``client`` is the Web API client that called (its ``base_url`` is shown, its token
-    never).
-    """
+    ``SLACK_API_URL`` without ``/api/``, a proxy's page), else ``None``; shows ``client``'s
+    base URL, never its token."""
     response = exc.response
     data = getattr(response, "data", None)
     if isinstance(data, dict) and "ok" in data:

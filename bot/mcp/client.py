@@ -30,12 +30,8 @@ _PASSING: Final = frozenset({STORE_UNAVAILABLE, ASK_ABORTED})
 
 
 class AskFailed(Exception):
-    """A question failed; ``error`` is the seam's ``{name, code, message}``.
-
-    For a malformed request it also holds the bot's ``errors`` (each with ``loc``, ``msg``),
-    for 429 the bot's ``retryAfter``. ``status`` is the HTTP status the bot answered with
-    (``None`` when it did not answer, or for a question's own ending).
-    """
+    """A question failed; ``error`` is the seam's ``{name, code, message}`` (with the bot's
+    ``errors`` or ``retryAfter`` when it sent them), ``status`` the HTTP status, if any."""
 
     def __init__(self, error: dict[str, Any], status: int | None = None) -> None:
         self.error = error

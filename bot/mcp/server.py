@@ -107,11 +107,8 @@ def input_schema(
 def build_server(
     client: BotClient, *, progress_every: float = 15.0, reconnect_for: float = 30.0
 ) -> MCPServer[Any]:
-    """The MCP server, asking through ``client``.
-
-    Progress is reported every ``progress_every`` seconds while a question waits; a bot
-    that stops answering meanwhile is retried for ``reconnect_for`` seconds.
-    """
+    """The MCP server, asking through ``client``: progress every ``progress_every`` seconds, a
+    bot that stops answering retried for ``reconnect_for`` seconds."""
 
     async def call(ctx: Context, model: type[QuestionPost | ApprovalPost]) -> CallToolResult:
         # Validated as they came on the wire, not as the SDK passes them (it drops unknown
@@ -177,12 +174,8 @@ def _raw_arguments(ctx: Context) -> dict[str, Any]:
 def _arguments(
     model: type[QuestionPost | ApprovalPost], given: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The body the arguments make, checked as the bot checks a body (``model``,
-    ``body_problems``), or ``INVALID_REQUEST`` with ``errors``.
-
-    An argument that is ``null`` counts as not given; an unknown one is refused, as the bot
-    refuses an unknown key.
-    """
+    """The body the arguments make, checked as the bot checks a body (``null`` is not given, an
+    unknown argument refused), or ``INVALID_REQUEST`` with ``errors``."""
     given = {name: value for name, value in given.items() if value is not None}
     try:
         post = model.model_validate(given, by_alias=True, by_name=False)
@@ -212,12 +205,8 @@ async def _ask(
     reconnect_for: float,
     route: str = "/v1/questions",
 ) -> dict[str, Any]:
-    """Post to ``route``, then long-poll until the question (or approval) ends.
-
-    Any way out other than the question's own ending (cancellation, a bot that stays
-    away, a reply that cannot be read, an error status) aborts it before going on out:
-    nobody would be waiting for its answer.
-    """
+    """Post to ``route``, then long-poll until the question (or approval) ends; any other way
+    out aborts it first: nobody would be waiting for its answer."""
     key = f"mcp-{uuid.uuid4().hex}"
     posted = await _post(client, body, key, reconnect_for, route)
     request_id: str = posted["id"]
@@ -236,14 +225,9 @@ async def _ask(
 async def _post(
     client: BotClient, body: dict[str, Any], key: str, reconnect_for: float, route: str
 ) -> dict[str, Any]:
-    """Post the question with Idempotency-Key ``key``; the question as the bot took it.
-
-    A post whose reply is lost (the bot out of reach, its store down: it may have asked
-    the question all the same) is posted again with the same key, which finds the same
-    question, for ``reconnect_for`` seconds with the long-poll's backoff. On any way out
-    but the bot's refusal (4xx) of the first post the question the key may have asked is
-    aborted: looked up by its key without asking it, then deleted.
-    """
+    """Post with Idempotency-Key ``key``, posted again with it while the reply is lost (for
+    ``reconnect_for`` seconds); on any way out but a refusal (4xx) of the first post, the
+    question the key may have asked is looked up by its key and aborted."""
     retrying = _reconnecting(reconnect_for)
     try:
         return await retrying(client.ask, body, key=key, route=route)
@@ -296,12 +280,8 @@ async def _outcome(
     progress_every: float,
     reconnect_for: float,
 ) -> dict[str, Any] | AskFailed:
-    """Long-poll until the question ends: its answer, or the error it ended with.
-
-    Raises ``AskFailed`` for anything else (the question is then still open). A poll that
-    comes back sooner than ``progress_every`` (a stopping bot releases its long-polls at
-    once) is followed by a pause for the rest of it, so the bot is not asked in a loop.
-    """
+    """Long-poll until the question ends (its answer, or the error it ended with); ``AskFailed``
+    for anything else. A poll back sooner than ``progress_every`` is followed by a pause."""
     started = time.monotonic()
     await ctx.report_progress(0, None, _progress(state, None))
     while True:

@@ -208,11 +208,8 @@ SETTINGS_HELP: Final[str] = render_help(
 def load_settings(
     environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
 ) -> Settings:
-    """Read the settings from ``environ`` (default ``os.environ``) over ``env_file``.
-
-    A missing ``env_file`` is fine; pass ``None`` to read no file. Raises :class:`ConfigError`
-    listing every problem found.
-    """
+    """Read the settings from ``environ`` (default ``os.environ``) over ``env_file`` (missing is
+    fine; ``None`` reads none); a ``ConfigError`` lists every problem found."""
     environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
     dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
     init = {"notes": tuple(dotenv.notes)}
