@@ -28,7 +28,7 @@ from adapters.slack.blocks import Rendered
 from adapters.slack.deadlines import Clock, SystemClock
 from adapters.slack.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.endings import Endings, Released, outcome
-from adapters.slack.failures import question_error
+from adapters.slack.failures import question_error, settle
 from adapters.slack.messages import (
     ABORTED_MESSAGE,
     CANCELLED_BY_ASKER,
@@ -90,6 +90,19 @@ class AskLifecycle:
         self.poster = Poster(
             client, store, sync, endings, self.lost, team_url, log, clock=self.clock
         )
+        sync.on_gone = self._post_again
+
+    async def _post_again(self, record: PendingRecord) -> None:
+        """Post an open request again whose message is gone (deleted while no bot ran):
+        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
+        gone = record.message_ts
+
+        def unplaced(r: PendingRecord) -> PendingRecord | None:
+            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
+
+        _, written = await settle(self._store, record.id, unplaced)
+        if written is not None:
+            await self.poster.post(written, render_record(written))
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""

@@ -103,7 +103,8 @@ class SlackQuestionProvider:
     - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
     - ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
       and a 429 is waited out, never failing a question: ``app.client`` if it is a
-      ``PacedWebClient``, else a paced copy of it. ``False`` only for a client paced already.
+      ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
+      published ones). ``False`` only for a client paced already.
     - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
       message is looked for, should Slack have stored it all the same (reconcile.py).
 
@@ -130,6 +131,7 @@ class SlackQuestionProvider:
         usergroup_ttl: float = 60.0,
         retry: bool = True,
         paced: bool = True,
+        limits: SlackLimits | None = None,
         lookups: Sequence[float] = LOOKUPS,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -142,7 +144,7 @@ class SlackQuestionProvider:
         self._client: AsyncWebClient = app.client
         self._own_client: PacedWebClient | None = None
         if paced and not isinstance(app.client, PacedWebClient):
-            scheduler = WebApiScheduler(SlackLimits(), logger=logger)
+            scheduler = WebApiScheduler(limits or SlackLimits(), logger=logger)
             self._client = self._own_client = paced_copy(app.client, scheduler)
         self._store: PendingStore = store or MemoryPendingStore()
         log = logger or logging.getLogger("adapters.slack")

@@ -32,6 +32,7 @@ from bot.questions.errors import (
     UserQuestionError,
 )
 from bot.questions.models import AskOptions, AskUserQuestionRequest
+from bot.webhooks import Webhooks
 
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
@@ -41,6 +42,7 @@ __all__ = [
     "failed_unshown",
     "located",
     "log_end",
+    "owed",
     "question_request",
     "read_post",
     "replayed",
@@ -101,6 +103,21 @@ def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
     response = web.json_response(view, status=status)
     response.headers["Location"] = f"/v1/questions/{request_id}"
     return response
+
+
+async def owed(
+    webhooks: Webhooks | None, request_id: str, url: str | None, asker: str | None
+) -> web.Response | None:
+    """Owe ``url`` a delivery when the question ends, or the 422 refusing it."""
+    if url is None:
+        return None
+    why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
+    if why is not None:
+        error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
+        return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
+    assert webhooks is not None
+    await webhooks.add(request_id, url, asker)
+    return None
 
 
 def unready(

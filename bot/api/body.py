@@ -13,6 +13,7 @@ from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
 __all__ = [
+    "Callback",
     "DeadlineDefaults",
     "Destination",
     "Label",
@@ -71,7 +72,21 @@ Link = Annotated[
     ),
     WrapValidator(_plain_link),
 ]
-"""The options a question and a tool approval share: where, who asks, a link back."""
+Callback = Annotated[
+    str | None,
+    Field(
+        max_length=2000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL the bot POSTs the question's outcome to when it ends (the body of "
+        "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
+        "the operator allows (WEBHOOK_HOSTS). Each delivery carries X-Webhook-Timestamp, "
+        "X-Webhook-Signature (v0= HMAC-SHA256 of v0:timestamp:body), X-Webhook-Id (the "
+        "question's id, the same on every attempt) and X-Webhook-Attempt; non-2xx answers are "
+        "retried with backoff for a day; redirects are not followed.",
+    ),
+]
+"""The options a question and a tool approval share: where, who asks, a link back, a
+callback."""
 
 
 def _seconds(description: str) -> Any:
@@ -119,6 +134,7 @@ class QuestionPost(WireModel):
         "escalateAfter.",
     )
     link: Link = None
+    callback: Callback = None
 
 
 class DeadlineDefaults(Protocol):

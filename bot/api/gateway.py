@@ -37,6 +37,7 @@ from bot.api.asking import (
     ask_options,
     located,
     log_end,
+    owed,
     question_request,
     read_post,
     replayed,
@@ -61,6 +62,7 @@ from bot.questions.models import (
     AskOptions,
 )
 from bot.questions.service import UserQuestionService
+from bot.webhooks import Webhooks
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
 
@@ -128,7 +130,9 @@ class Gateway:
         refusals: RefusalLog | None = None,
         default_channel: str | None = None,
         approve: Approve | None = None,
+        webhooks: Webhooks | None = None,
     ) -> None:
+        self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
         self._approve = approve  # asks a tool approval of DSH_APPROVERS
         self._default_channel = default_channel
@@ -272,7 +276,7 @@ class Gateway:
             replay = replayed(existing, same, key, request_id, lookup)
             if replay is not None:
                 return replay
-            refused = fresh()
+            refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up
@@ -322,6 +326,14 @@ class Gateway:
         self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
         log_end(self._logger, request_id, task)
+
+    async def webhook_view(self, request_id: str) -> dict[str, Any] | None:
+        """What a webhook delivers: ``GET``'s body once ended, ``{}`` while open, ``None`` for
+        an unknown question."""
+        question = await self._questions.status(request_id)
+        if question is None or question.is_open:
+            return None if question is None else {}
+        return view_with_events(question, await self._questions.events(request_id))
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""

@@ -36,9 +36,10 @@ from bot.app.health import Health
 from bot.app.ports import listening
 from bot.app.shutdown import Deadline, bounded, handler_grace, interrupt
 from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
-from bot.app.storage import budget, open_store, read_trail
+from bot.app.storage import budget, open_store, outbox, read_trail
 from bot.questions.service import UserQuestionService
 from bot.settings.config import Settings
+from bot.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.server import SandboxServer
@@ -175,6 +176,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     service = UserQuestionService()
     stack.callback(service.register_provider(provider))
     refusals = RefusalLog(logging.getLogger("bot.http"))
+    webhooks = Webhooks(
+        await outbox(settings),
+        lambda request_id: gateway.webhook_view(request_id),
+        provider.wait_ended,
+        settings.api_tokens,
+        hosts=frozenset(settings.webhook_hosts),
+        allow_private=settings.webhook_allow_private,
+    )
+    stack.push_async_callback(
+        bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
+    )
     gateway = Gateway(
         service,
         provider,
@@ -193,7 +205,9 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approver_groups=settings.dsh_approver_usergroups or None,
             signal=signal,
         ),
+        webhooks=webhooks,
     )
+    webhooks.start()
     # The open questions owned by no process (asked over the API before a restart, or
     # on another process) are this process's to serve too: their deadlines are kept here.
     adopted = await provider.resume()

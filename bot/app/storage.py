@@ -1,4 +1,5 @@
-"""The pending store and the rate-limit budget the settings choose, and the audit trail."""
+"""The pending store, the webhook outbox and the rate-limit budget the settings choose, and
+the audit trail."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from adapters.slack.budget import Budget, RedisBudget
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
 from bot.logs import redact_url
 from bot.settings.config import Settings
+from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
 
 if TYPE_CHECKING:
     from adapters.slack.stores.redis import RedisPendingStore
     from adapters.slack.stores.trail import TrailReader
 
-__all__ = ["budget", "open_store", "read_trail"]
+__all__ = ["budget", "open_store", "outbox", "read_trail"]
 
 
 async def open_store(settings: Settings) -> PendingStore:
@@ -76,3 +78,15 @@ def _password(url: str) -> str:
         return urlsplit(url).password or ""
     except ValueError:
         return ""
+
+
+async def outbox(settings: Settings) -> Outbox:
+    """The webhook outbox, in the backend of the store ``settings`` choose."""
+    if settings.store == "sqlite":
+        return await SqliteOutbox.open(settings.store_path)
+    if settings.store == "redis" and settings.redis_url is not None:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(settings.redis_url.get_secret_value())
+        return RedisOutbox(client, settings.redis_prefix)
+    return MemoryOutbox()

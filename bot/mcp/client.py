@@ -12,11 +12,26 @@ from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 import aiohttp
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
 
 from bot.logs import redact_url
 from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
-__all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "bad_response"]
+__all__ = [
+    "BAD_RESPONSE",
+    "BOT_UNREACHABLE",
+    "AskFailed",
+    "BotClient",
+    "bad_response",
+    "reconnecting",
+]
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
@@ -184,3 +199,26 @@ def _json(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
+
+
+class _Window(stop_base):
+    """Stop once a call has been failing for ``seconds`` since its first failure."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.since = seconds, 0.0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        now = state.outcome_timestamp or 0.0
+        self.since = self.since or now
+        return now - self.since >= self.seconds
+
+
+def reconnecting(seconds: float, *, from_start: bool = False) -> AsyncRetrying:
+    """Retry a call failing in a way worth retrying (the bot out of reach, or answering 503)
+    for ``seconds`` from its first failure (or its start), 0.5 s apart doubling to 5 s."""
+    return AsyncRetrying(
+        retry=retry_if_exception(lambda e: isinstance(e, AskFailed) and e.retryable),
+        wait=wait_exponential(multiplier=0.5, max=5.0),
+        stop=stop_after_delay(seconds) if from_start else _Window(seconds),
+        reraise=True,
+    )

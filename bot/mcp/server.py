@@ -18,12 +18,10 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
-from tenacity.stop import stop_base
 
 from bot.api.approvals import ApprovalPost
 from bot.api.body import QuestionPost, body_problems, error_count, validation_errors
-from bot.mcp.client import AskFailed, BotClient, bad_response
+from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
 __all__ = [
     "APPROVAL_DESCRIPTION",
@@ -228,7 +226,7 @@ async def _post(
     """Post with Idempotency-Key ``key``, posted again with it while the reply is lost (for
     ``reconnect_for`` seconds); on any way out but a refusal (4xx) of the first post, the
     question the key may have asked is looked up by its key and aborted."""
-    retrying = _reconnecting(reconnect_for)
+    retrying = reconnecting(reconnect_for)
     try:
         return await retrying(client.ask, body, key=key, route=route)
     except BaseException as exc:
@@ -236,29 +234,6 @@ async def _post(
         if retried or not (isinstance(exc, AskFailed) and exc.refused):
             await _abort_asked(client, body, key, route)
         raise
-
-
-class _Window(stop_base):
-    """Stop once a call has been failing for ``seconds`` since its first failure."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds, self.since = seconds, 0.0
-
-    def __call__(self, state: RetryCallState) -> bool:
-        now = state.outcome_timestamp or 0.0
-        self.since = self.since or now
-        return now - self.since >= self.seconds
-
-
-def _reconnecting(reconnect_for: float) -> AsyncRetrying:
-    """Retry a call failing in a way worth retrying (the bot out of reach, or answering 503)
-    for ``reconnect_for`` seconds, 0.5 s apart doubling to at most 5 s."""
-    return AsyncRetrying(
-        retry=retry_if_exception(lambda e: isinstance(e, AskFailed) and e.retryable),
-        wait=wait_exponential(multiplier=0.5, max=5.0),
-        stop=_Window(reconnect_for),
-        reraise=True,
-    )
 
 
 async def _abort_asked(client: BotClient, body: dict[str, Any], key: str, route: str) -> None:
@@ -286,7 +261,7 @@ async def _outcome(
     await ctx.report_progress(0, None, _progress(state, None))
     while True:
         polled = time.monotonic()
-        view: dict[str, Any] = await _reconnecting(reconnect_for)(
+        view: dict[str, Any] = await reconnecting(reconnect_for)(
             client.wait, request_id, progress_every
         )
         state = view.get("state")
