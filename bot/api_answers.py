@@ -93,10 +93,11 @@ def unauthorized(message: str) -> web.Response:
     return response
 
 
-def too_many(refusal: str, retry_after: int) -> web.Response:
-    """``429 TOO_MANY_QUESTIONS``: ``Retry-After`` in the header and as ``retryAfter``."""
+def too_many(refusal: str, retry_after: int, code: str = "TOO_MANY_QUESTIONS") -> web.Response:
+    """``429 TOO_MANY_QUESTIONS`` (or ``code``): ``Retry-After`` in the header and as
+    ``retryAfter``."""
     message = f"{refusal}; retry once some have ended"
-    response = problem(429, "RequestError", "TOO_MANY_QUESTIONS", message, retryAfter=retry_after)
+    response = problem(429, "RequestError", code, message, retryAfter=retry_after)
     response.headers["Retry-After"] = str(retry_after)
     return response
 

@@ -35,7 +35,13 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
-from adapters.httpguard import ListenerLimits, RefusalLog, guard_middleware, start_listener
+from adapters.httpguard import (
+    BodyBudget,
+    ListenerLimits,
+    RefusalLog,
+    guard_middleware,
+    start_listener,
+)
 from adapters.slack.clicks.bolt_app import (
     SLACK_MAX_BODY,
     build_app,
@@ -360,6 +366,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         max_body_bytes=settings.max_body_bytes,
         refusals=refusals,
         default_channel=channel,
+        polls=(settings.max_polls_per_token, settings.max_connections * 7 // 8 or 1),
         approve=lambda view, options, signal: provider.ask_approval(
             view,
             options=options,
@@ -477,6 +484,7 @@ async def _serve(
         refusals=refusals,
         body_timeout=limits.body_timeout,
         max_body=_slack_body_limit,
+        body_budget=BodyBudget(settings.max_unsigned_body_bytes),
     )
     web_app = web.Application(
         client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]

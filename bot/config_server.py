@@ -74,6 +74,19 @@ class ServerSettings(BaseSettings):
         description="Open questions one API token may have in one process; more get 429 with "
         "Retry-After.",
     )
+    max_unsigned_body_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=65_536,
+        description="Bytes of request bodies read at once before they can be authenticated "
+        "(Slack's, whose signature covers the whole body), counting bodies over 64 KiB; more "
+        "get 503 unread.",
+    )
+    max_polls_per_token: int = Field(
+        64,
+        ge=1,
+        description="Long-polls (GET ?wait=) one API token may have waiting at once; more get "
+        "429. All together never take the last eighth of MAX_CONNECTIONS (kept for Slack).",
+    )
     allowed_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
         (),
         description="Comma-separated host names the bot answers to besides loopback names "

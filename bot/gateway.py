@@ -23,6 +23,7 @@ import asyncio
 import functools
 import json
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any, Final, Protocol, TypeVar
@@ -147,6 +148,7 @@ class Gateway:
         default_channel: str | None = None,
         approve: Approve | None = None,
         webhooks: Webhooks | None = None,
+        polls: tuple[int, int] = (64, 896),
     ) -> None:
         self.webhooks = webhooks
         """Delivers the endings of questions asked with a ``callback``."""
@@ -164,6 +166,10 @@ class Gateway:
         """Refused requests, counted per cause (logged at most once a minute each)."""
         self.long_polls = 0
         """``GET ?wait=`` requests waiting right now."""
+        self.polls_per_token, self.polls_total = polls
+        """Long-polls one token may have waiting, and all together (the connections left
+        are kept for Slack's ``/slack/events`` and everyone else)."""
+        self._polls: Counter[str | None] = Counter()
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
@@ -494,7 +500,16 @@ class Gateway:
         if question is None:
             return not_found(request_id)
         if question.is_open and wait > 0 and not self._polls_ended.is_set():
+            asker = request[ASKER]
+            if self._polls[asker] >= self.polls_per_token or self.long_polls >= self.polls_total:
+                self.refusals.refused("too_many_waits", "/v1: long-polls over their cap")
+                mine = self._polls[asker] >= self.polls_per_token
+                held = f"this token's {self.polls_per_token}" if mine else "the server's"
+                refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
+                refused.force_close()
+                return refused
             self.long_polls += 1
+            self._polls[asker] += 1
             ended = asyncio.ensure_future(self._questions.wait_ended(request_id))
             released = asyncio.ensure_future(self._polls_ended.wait())
             try:
@@ -503,6 +518,9 @@ class Gateway:
                 for task in (ended, released):
                     task.cancel()
                 self.long_polls -= 1
+                self._polls[asker] -= 1
+                if not self._polls[asker]:
+                    del self._polls[asker]
             if ended.done() and not ended.cancelled() and ended.exception() is None:
                 question = ended.result()
             else:

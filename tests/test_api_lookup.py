@@ -43,6 +43,7 @@ async def test_a_key_that_asked_nothing_is_412_and_nothing_is_posted() -> None:
         assert bed.runtime.gateway.running == 0
 
 
+@pytest.mark.slow
 async def test_a_key_that_asked_finds_its_question_as_a_retry_does() -> None:
     key = f"k-{uuid.uuid4().hex}"
     async with running() as bed:
@@ -54,6 +55,7 @@ async def test_a_key_that_asked_finds_its_question_as_a_retry_does() -> None:
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_a_key_is_looked_up_among_the_asking_tokens_questions_only() -> None:
     key = f"k-{uuid.uuid4().hex}"
     async with running(**TWO_TOKENS) as bed:

@@ -173,6 +173,7 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "value", "fragment"), MALFORMED)
 def test_a_malformed_value_gives_a_message_naming_it(name: str, value: str, fragment: str) -> None:
     env = {name: value}

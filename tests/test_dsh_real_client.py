@@ -40,7 +40,7 @@ from tests.test_dsh_client import BOT_TOKEN, SECRET, Rig, eventually, interactiv
 
 __all__ = ["live_host", "real_host"]  # the fixtures
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 COLOR = {
     "id": "color",
@@ -116,6 +116,7 @@ async def bot(live_host: RealHost) -> AsyncIterator[Callable[..., Awaitable[Rig]
         await close()
 
 
+@pytest.mark.slow
 async def test_a_question_answered_in_slack_reaches_the_model(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -135,6 +136,7 @@ async def test_a_question_answered_in_slack_reaches_the_model(
         assert rig.posts == 1
 
 
+@pytest.mark.slow
 async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -152,6 +154,7 @@ async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
         assert "Rejected" in final and "not used" not in final
 
 
+@pytest.mark.slow
 async def test_a_turn_aborted_closes_the_question(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -182,6 +185,7 @@ async def test_a_plan_review_approved_in_slack(
         assert not interactive(await eventually(lambda: message, "the message"))
 
 
+@pytest.mark.slow
 async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without_a_new_token(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -207,6 +211,7 @@ async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
 
 
+@pytest.mark.slow
 async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_then_delivered(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:

@@ -188,6 +188,7 @@ async def test_the_served_openapi_document_is_the_one_in_the_repo() -> None:
         assert await response.json() == _document()
 
 
+@pytest.mark.slow
 def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> None:
     document = _document()
     assert str(document["openapi"]).startswith("3.")
@@ -278,6 +279,7 @@ def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
 # -- asking, answering, aborting ------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_ask_answer_in_slack_and_long_poll_the_answer() -> None:
     async with running() as bed:
         status, posted = await bed.ask()
@@ -304,6 +306,7 @@ async def test_ask_answer_in_slack_and_long_poll_the_answer() -> None:
         await until(lambda: bed.runtime.gateway.running == 0, what="the ask to end")
 
 
+@pytest.mark.slow
 async def test_a_question_can_go_to_another_channel_and_thread() -> None:
     async with running() as bed:
         other = bed.slack.workspace.add_channel("elsewhere").id
@@ -320,6 +323,7 @@ async def test_a_question_can_go_to_another_channel_and_thread() -> None:
         assert bed.message(replied).thread_ts == thread
 
 
+@pytest.mark.slow
 async def test_delete_aborts_and_the_message_says_cancelled() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -358,6 +362,7 @@ async def test_deleting_an_answered_question_is_409_with_its_answer() -> None:
         assert body["answer"] == {"answers": [{"id": "deploy", "selected": ["Deploy"]}]}
 
 
+@pytest.mark.slow
 async def test_a_person_dismissing_the_question_reads_as_cancelled_with_the_seam_code() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -372,6 +377,7 @@ async def test_a_person_dismissing_the_question_reads_as_cancelled_with_the_seam
         }
 
 
+@pytest.mark.slow
 async def test_a_long_poll_that_runs_out_returns_the_pending_question() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -421,6 +427,7 @@ async def test_the_seams_validation_errors_come_back_as_name_code_message() -> N
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "loc", "kind"),
     [
@@ -454,6 +461,7 @@ async def test_bad_shapes_are_a_pydantic_error_with_its_location(
         assert problem["errors"][0]["msg"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("question", "loc", "kind", "message"),
     [
@@ -517,6 +525,7 @@ async def test_malformed_json_oversized_and_non_json_bodies_are_refused() -> Non
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() -> None:
     async with running(max_body_bytes=1024) as bed:
         _, posted = await bed.ask()
@@ -539,6 +548,7 @@ async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() 
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wait", ["-1", str(MAX_WAIT + 1), "soon", "nan", "inf", ""])
 async def test_wait_must_be_a_number_of_seconds_within_bounds(wait: str) -> None:
     async with running() as bed:
@@ -558,6 +568,7 @@ async def test_unknown_questions_are_404() -> None:
 # -- idempotency ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_retried_post_with_the_same_idempotency_key_posts_once() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "retry-1"}
@@ -571,6 +582,7 @@ async def test_a_retried_post_with_the_same_idempotency_key_posts_once() -> None
         assert bed.slack.calls.count("chat.postMessage") == 2
 
 
+@pytest.mark.slow
 async def test_concurrent_retries_with_one_key_post_once() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "burst"}
@@ -591,6 +603,7 @@ async def test_a_retry_after_the_answer_returns_the_answer() -> None:
         assert again["answer"] == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["", "k" * 256])
 async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
     async with running() as bed:
@@ -601,6 +614,7 @@ async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
 # -- auth -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "authorization", [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"]
 )
@@ -645,6 +659,7 @@ async def test_slack_events_need_a_valid_signature() -> None:
 # -- Slack failures -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
     async with running() as bed:
         bed.slack.faults.add(method="chat.postMessage", kind="server_error", count=10)
@@ -653,6 +668,7 @@ async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
         assert (problem["name"], problem["code"]) == ("UserQuestionError", "DELIVERY_FAILED")
 
 
+@pytest.mark.slow
 async def test_a_slow_slack_answers_202_and_the_question_carries_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -677,6 +693,7 @@ async def test_a_slow_slack_answers_202_and_the_question_carries_on(
 # -- a shared store ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_seconds(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -705,6 +722,7 @@ async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_second
             assert (await response.json())["pending"] == 0
 
 
+@pytest.mark.slow
 async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_poll(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -744,6 +762,7 @@ async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_p
                 assert (await response.json())["pending"] == 0
 
 
+@pytest.mark.slow
 async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -772,6 +791,7 @@ async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
         assert len(lost) == 1
 
 
+@pytest.mark.slow
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -794,6 +814,7 @@ async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
         await until(lambda: "Cancelled" in all_text(first.message(posted).blocks))
 
 
+@pytest.mark.slow
 async def test_stopping_answers_long_polls_on_questions_other_bots_own(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -839,6 +860,7 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
             assert (body["pending"], body["owned"], body["unowned"], body["open"]) == (1, 0, 1, 1)
 
 
+@pytest.mark.slow
 async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> None:
     # The memory store dies with the process: nothing could take the questions up again.
     async with running(store="memory") as bed:
@@ -865,6 +887,7 @@ async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> N
         assert bed.runtime.provider.pending_count == 0
 
 
+@pytest.mark.slow
 async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -936,6 +959,7 @@ async def test_stopping_still_closes_everything_when_the_store_fails(
             await bed.get("0123456789abcdef0123")
 
 
+@pytest.mark.slow
 async def test_the_bot_keeps_one_connection_to_slack_and_closes_it_at_stop() -> None:
     async with running() as bed:
         for _ in range(3):
@@ -1076,6 +1100,7 @@ async def test_deadline_fields_are_checked(extra: dict[str, Any], loc: list[str]
         assert status == 422 and problem["errors"][0]["loc"] == loc
 
 
+@pytest.mark.slow
 async def test_a_question_aborted_as_its_waiter_is_released_is_logged_as_ended(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -31,6 +31,7 @@ print(json.dumps({"before": before, "frozen": frozen, "count": gc.get_freeze_cou
 """
 
 
+@pytest.mark.slow
 def test_settle_freezes_the_started_heap_so_a_full_collection_skips_it() -> None:
     done = subprocess.run(
         [sys.executable, "-c", CHILD], cwd=ROOT, capture_output=True, text=True, timeout=50

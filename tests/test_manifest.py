@@ -233,6 +233,7 @@ def test_method_scopes_names_real_web_api_methods() -> None:
     assert sorted(set(METHOD_SCOPES) - known) == []
 
 
+@pytest.mark.slow
 def test_every_web_api_call_in_the_code_has_its_scopes_listed() -> None:
     calls = scan_project()
     missing = {method: places for method, places in calls.items() if method not in METHOD_SCOPES}
@@ -242,6 +243,7 @@ def test_every_web_api_call_in_the_code_has_its_scopes_listed() -> None:
     )
 
 
+@pytest.mark.slow
 def test_manifest_scopes_are_those_the_calls_in_the_code_need() -> None:
     calls = scan_project()
     if not calls:

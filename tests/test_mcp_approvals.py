@@ -23,6 +23,7 @@ from tests.test_mcp_endings import error_of, session, text_of
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "button", "decision"),
     [

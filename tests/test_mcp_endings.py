@@ -109,6 +109,7 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
 # -- queued: still open ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_queued_question_is_waited_for_and_its_answer_returned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -185,6 +186,7 @@ BROKEN = {
 RETRIED = {"cut off", "503 store unavailable for good"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BROKEN))
 async def test_a_broken_long_poll_aborts_the_question_and_is_the_seams_error(case: str) -> None:
     handler, code = BROKEN[case]
@@ -226,6 +228,7 @@ async def test_an_abort_that_fails_is_logged_and_the_error_returned(
 # -- pacing ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_long_poll_that_answers_at_once_is_paced() -> None:
     """A bot that answers ``pending`` without waiting (stopping, it releases its long-polls)
     is asked again once per progress interval, not in a tight loop."""

@@ -72,6 +72,7 @@ def test_a_bad_url_option_is_named_with_redis_url() -> None:
     )
 
 
+@pytest.mark.slow
 async def test_an_unreachable_redis_is_said_in_one_sentence(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

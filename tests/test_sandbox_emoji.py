@@ -101,6 +101,7 @@ def sent_codes() -> dict[str, list[str]]:
     return codes
 
 
+@pytest.mark.slow
 def test_the_scan_finds_the_bots_emoji() -> None:
     codes = sent_codes()
     # The ones a person sees most (a deadline, an outcome, an escalation); no store key.
@@ -108,6 +109,7 @@ def test_the_scan_finds_the_bots_emoji() -> None:
     assert ":memory:" not in codes and ":req:" not in codes
 
 
+@pytest.mark.slow
 def test_every_emoji_code_the_bot_sends_shows_as_its_character_in_the_sandbox() -> None:
     codes = sent_codes()
     missing = {code: files for code, files in codes.items() if code.strip(":") not in EMOJI}

@@ -223,6 +223,7 @@ async def test_the_state_shows_the_people_the_channel_and_the_demo(page: Page) -
 # --- the demo, end to end through the page's endpoints ---------------------------------
 
 
+@pytest.mark.slow
 async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     status, body = await page.post("sandbox/demo", {})
     assert status == 200 and body["demo"]["running"] is True
