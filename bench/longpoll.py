@@ -114,6 +114,7 @@ async def measure(
             bot_api_token=TOKEN,
             store_path=str(Path(folder) / "store.db"),
             slack_rate_scale=1000.0,
+            max_polls_per_token=10_000,  # one agent holds every long-poll
         )
         runtime = await start(settings)
         url = runtime.url
