@@ -23,7 +23,7 @@ import pytest
 
 from adapters.slack.asks import waits as waiting
 from adapters.slack.sandbox.records import Message
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from tests.bot_process import BotProcess
 from tests.slack_harness import all_text, interactive_elements
 from tests.test_gateway import (
