@@ -31,7 +31,7 @@ How to add a setting
    dsh host's, then :class:`Settings`' own); a rule about which credentials are present
    goes in ``bot.config_checks.choose_mode``.
 4. Read it as ``settings.foo_bar``; add a line to :meth:`Settings.describe` when the
-   startup log should show it. ``tests/test_config.py`` checks that ``--help`` lists it.
+   startup log should show it. ``tests/settings/test_config.py`` checks that ``--help`` lists it.
 """
 
 from __future__ import annotations
