@@ -37,9 +37,9 @@ from bench.common import (
     summarize,
 )
 from bench.longpoll import QUESTION, SPEC, TOKEN
-from bot.app import start
+from bot.app.runtime import start
 from bot.client import ask
-from bot.config import Settings
+from bot.settings.config import Settings
 
 
 async def _agent_main(url: str, token: str) -> None:

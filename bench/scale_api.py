@@ -19,8 +19,8 @@ import aiohttp
 from bench.common import SECRET, StandIn, settled_rss_kib, spawn
 from bench.longpoll import QUESTION, TOKEN, _Agent
 from bot import heap
-from bot.app import start
-from bot.config import Settings
+from bot.app.runtime import start
+from bot.settings.config import Settings
 
 WARMUP = 50
 

@@ -2,7 +2,7 @@
 ``revises`` lets one token see of another's, what a store outage tells a client, and what
 ``Idempotency-Key`` retries get.
 
-The bot runs in process (``bot.app.start``) in HTTP mode against the Slack stand-in, on a
+The bot runs in process (``bot.app.runtime.start``) in HTTP mode against the Slack stand-in, on a
 real store (SQLite, or a private ``redis-server`` for the outage); requests that must stop
 after their head go over a raw socket.
 """
@@ -22,8 +22,8 @@ import pytest
 
 from adapters.slack import QuestionStatus
 from adapters.slack.render.messages import unknown_revised
-from bot.access import ApiTokens
-from bot.api_answers import view_of
+from bot.api.access import ApiTokens
+from bot.api.answers import view_of
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from tests.api.test_gateway import API_TOKEN, DEPLOY, Bed, running
 from tests.attack_tools import LogTap

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from adapters.slack import AuditEvent
-from bot.audit import parse_range, parse_time
+from bot.api.audit import parse_range, parse_time
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from tests.api.test_gateway import Bed, running

@@ -1,4 +1,4 @@
-"""The ``/v1`` HTTP API in process: ``bot.app.start`` in HTTP mode against the Slack stand-in.
+"""The ``/v1`` HTTP API in process: ``bot.app.runtime.start`` in HTTP mode against the stand-in.
 
 Fast checks of the gateway's contract (the subprocess tests in test_bot_http.py repeat the
 main ones against a real ``python -m bot``): the OpenAPI document agrees with the routes,
@@ -16,23 +16,24 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import aiohttp
+import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-import bot.api_answers
-import bot.api_body
-import bot.gateway
+import bot.api.answers
+import bot.api.body
+import bot.api.gateway
 from adapters.slack.clicks.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
-from bot.gateway import MAX_WAIT, openapi_paths
+from bot.api.gateway import MAX_WAIT
+from bot.api.openapi import document, document_text, openapi_paths
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import fresh_store_path
 from tests.slack_harness import all_text, interactive_elements, until
 
@@ -165,9 +166,7 @@ async def lost_under_a_long_poll(
 
 
 def _document() -> dict[str, Any]:
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
-    document: dict[str, Any] = json.loads(text)
-    return document
+    return document()
 
 
 async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> None:
@@ -181,11 +180,36 @@ async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> Non
     assert served == openapi_paths()
 
 
-async def test_the_served_openapi_document_is_the_one_in_the_repo() -> None:
+async def test_the_served_openapi_document_is_the_generated_one() -> None:
     async with running() as bed, bed.http.get("/v1/openapi.json") as response:
         assert response.status == 200
         assert response.content_type == "application/json"
+        assert await response.text() == document_text()
         assert await response.json() == _document()
+
+
+def _schema(name: str) -> dict[str, Any]:
+    """A JSON schema for one of the document's schemas, its refs resolving in the document."""
+    return {"$ref": f"#/components/schemas/{name}", "components": _document()["components"]}
+
+
+async def test_what_the_gateway_answers_is_what_the_generated_schemas_say() -> None:
+    async with running() as bed:
+        status, posted = await bed.ask()
+        assert status == 201
+        jsonschema.validate(posted, _schema("Question"))
+        await bed.click(posted, "Deploy")
+        status, answered = await bed.get(posted["id"], wait=5)
+        assert (status, answered["state"]) == (200, "answered")
+        assert answered["events"] and answered["answer"]
+        jsonschema.validate(answered, _schema("Question"))
+        status, missing = await bed.get("nosuchquestion")
+        assert status == 404
+        jsonschema.validate(missing, _schema("Problem"))
+    with pytest.raises(jsonschema.ValidationError):  # the schema is not vacuous
+        jsonschema.validate({**answered, "state": "gone"}, _schema("Question"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"questions": [], "extra": 1}, _schema("QuestionPost"))
 
 
 @pytest.mark.slow
@@ -228,7 +252,7 @@ def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> Non
 _EVERY_ROUTE = {401, 421, 500}
 STATUSES = {
     ("POST", "/v1/questions"): {200, 201, 202, 400, 408, 409, 413, 415, 422, 429, 502, 503}
-    | set(bot.api_answers.STATUS_OF_CODE.values())
+    | set(bot.api.answers.STATUS_OF_CODE.values())
     | _EVERY_ROUTE,
     ("POST", "/v1/approvals"): {200, 201, 202, 400, 409, 413, 415, 422, 429, 502, 503}
     | _EVERY_ROUTE,
@@ -251,7 +275,7 @@ def test_the_document_lists_every_status_each_route_answers_with() -> None:
 
 def test_the_problem_schema_has_every_field_a_problem_can_carry() -> None:
     schema = _document()["components"]["schemas"]["Problem"]
-    fields = set(bot.api_answers._Problem.model_fields)
+    fields = set(bot.api.answers.Problem.model_fields)
     assert set(schema["properties"]) == fields
     assert set(schema["required"]) == {"name", "code", "message"}
 
@@ -270,10 +294,11 @@ def test_the_409_and_503_of_post_and_the_503_of_get_say_what_they_are() -> None:
 
 def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
     schema = _document()["components"]["schemas"]["QuestionPost"]
-    accepted = bot.api_body.QuestionPost.model_json_schema(by_alias=True)["properties"]
+    accepted = bot.api.body.QuestionPost.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]) == set(accepted)
-    destination = bot.api_body.Destination.model_json_schema(by_alias=True)["properties"]
-    assert set(schema["properties"]["destination"]["properties"]) == set(destination)
+    destination = bot.api.body.Destination.model_json_schema(by_alias=True)["properties"]
+    described = _document()["components"]["schemas"]["Destination"]["properties"]
+    assert set(described) == set(destination) == {"channel", "threadTs"}
 
 
 # -- asking, answering, aborting ------------------------------------------------------------
@@ -616,7 +641,9 @@ async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "authorization", [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"]
+    "authorization",
+    [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"],
+    ids=["none", "wrong", "basic", "empty", "longer"],  # the same names in every process
 )
 async def test_every_route_needs_the_bearer_token(authorization: str | None) -> None:
     async with running() as bed:
@@ -672,7 +699,7 @@ async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
 async def test_a_slow_slack_answers_202_and_the_question_carries_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.2)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 0.2)
     async with running() as bed:
         bed.slack.faults.add(method="chat.postMessage", kind="delay", delay=1.0)
         async with bed.http.post("/v1/questions", json=DEPLOY) as response:
@@ -983,7 +1010,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
 ) -> None:
     import socket
 
-    import bot.app
+    import bot.app.runtime
 
     made: list[Any] = []
 
@@ -992,7 +1019,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
         made.append(client)
         return client
 
-    monkeypatch.setattr(bot.app, "web_client", recording_client)
+    monkeypatch.setattr(bot.app.runtime, "web_client", recording_client)
     async with SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET) as slack:
         channel = slack.workspace.add_channel("agents").id
         with socket.socket() as taken:
@@ -1039,7 +1066,7 @@ async def test_a_seam_error_from_the_provider_is_answered_with_its_code_and_stat
         assert problem == {  # the store's own words (its address) are for the log only
             "name": "UserQuestionError",
             "code": STORE_UNAVAILABLE,
-            "message": bot.api_answers.STORE_DOWN,
+            "message": bot.api.answers.STORE_DOWN,
         }
 
 

@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.api.test_gateway import DEPLOY
 from tests.bot_process import fresh_store_path
 from tests.slack_harness import until

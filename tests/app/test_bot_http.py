@@ -25,7 +25,7 @@ import pytest
 
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.config import SETTING_NAMES
+from bot.settings.config import SETTING_NAMES
 from tests.bot_process import BotProcess, run_bot_command
 from tests.slack_harness import all_text, interactive_elements, until
 
@@ -303,7 +303,7 @@ async def test_startup_logs_one_line_per_fact_and_no_secret(tmp_path: Path) -> N
         "listen: 127.0.0.1:any free port",
         "api auth: on (BOT_API_TOKEN)",
         f"listening on {s.bot.url}",
-        "objects kept out of full garbage collections",  # bot/heap.py
+        "objects kept out of full garbage collections",  # bot/app/heap.py
     ):
         assert sum(fact in line for line in s.bot.stderr) == 1, fact
     assert s.bot.stdout[-1:] == [f"bot listening on {s.bot.url}"]

@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import BotProcess, fresh_store_path, run_bot_command
 from tests.slack_harness import all_text, interactive_elements, until
 from tests.socket_mode_standin import SocketModeStandIn

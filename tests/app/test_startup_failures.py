@@ -28,10 +28,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-import bot.socket_mode
+import bot.app.socket_mode
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import start
-from bot.config import Settings
+from bot.app.runtime import start
+from bot.settings.config import Settings
 from tests.bot_process import BotProcess, clean_environment, run_bot_command
 from tests.redis_server import free_port
 
@@ -177,7 +177,7 @@ async def test_a_socket_that_never_opens_names_slack_app_token_and_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 30 s in production; the same code path with a 1 s limit.
-    monkeypatch.setattr(bot.socket_mode, "SOCKET_CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(bot.app.socket_mode, "SOCKET_CONNECT_TIMEOUT", 1.0)
     async with (
         hole() as (port, connected),
         slack_handing_out(f"ws://127.0.0.1:{port}/link") as (

@@ -84,7 +84,7 @@ async def test_the_sessions_next_plan_after_a_decline_shows_what_changed(
 def test_the_default_policy_is_a_json_setting_checked_at_start() -> None:
     import pytest
 
-    from bot.config import ConfigError, load_settings
+    from bot.settings.config import ConfigError, load_settings
 
     wire = '{"approvals": 2, "required": [{"usergroups": ["S0LEADS"]}]}'
     policy = load_settings({"DSH_REVIEW_POLICY": wire}, None).dsh_review_policy

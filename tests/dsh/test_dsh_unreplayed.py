@@ -95,7 +95,7 @@ async def test_a_released_question_the_host_settled_while_no_bot_ran_is_closed(
         assert first.host.resolve_elsewhere(rpc_id, ELSEWHERE)  # answered in the web UI
 
         second = await make_rig(after=first, store=store)
-        await second.provider.resume()  # as bot/app.py does at start
+        await second.provider.resume()  # as bot/app/runtime.py does at start
         await first.host.wait_for_total_connections(2)
 
         text = await second.final(message)  # one replay window (1 s) on: nothing replayed

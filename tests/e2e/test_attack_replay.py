@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from adapters.slack.sandbox.signing import build_interaction_request
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.api.test_gateway import API_TOKEN, DEPLOY, SIGNING_SECRET, Bed, running
 from tests.attack_tools import LogTap, raw_request
 from tests.slack_harness import until

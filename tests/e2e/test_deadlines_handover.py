@@ -23,7 +23,7 @@ import pytest
 
 from adapters.slack.asks import waits as waiting
 from adapters.slack.sandbox.records import Message
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from tests.api.test_gateway import (
     API_TOKEN,
     BOT_TOKEN,

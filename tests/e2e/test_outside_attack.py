@@ -1,6 +1,6 @@
 """Issue 15: one test per finding of the outside attack, each named after what it attacks.
 
-The bot runs in process (``bot.app.start``) against the Slack stand-in; requests whose
+The bot runs in process (``bot.app.runtime.start``) against the Slack stand-in; requests whose
 headers an HTTP client would refuse to send go over a raw socket (``attack_tools``).
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.api.test_gateway import API_TOKEN, DEPLOY, running
 from tests.attack_tools import LogTap, raw_request
 from tests.redis_server import RedisServer
@@ -610,7 +610,7 @@ async def test_open_questions_are_capped_per_process() -> None:
     ],
 )
 def test_bot_api_tokens_are_checked_naming_the_problem(value: str, problem: str) -> None:
-    from bot.config import ConfigError, load_settings
+    from bot.settings.config import ConfigError, load_settings
 
     with pytest.raises(ConfigError) as caught:
         load_settings({"BOT_API_TOKENS": value}, env_file=None)
@@ -621,7 +621,7 @@ def test_bot_api_tokens_are_checked_naming_the_problem(value: str, problem: str)
 
 
 def test_bot_api_tokens_come_from_the_environment_and_a_file(tmp_path: Path) -> None:
-    from bot.config import load_settings
+    from bot.settings.config import load_settings
 
     path = tmp_path / "tokens"
     path.write_text("# agents\nbuild: b-s3cr3t\n\ndeploy:d-s3cr3t\n")
@@ -789,7 +789,7 @@ def _most_options_that_fit(label: Callable[[int], str]) -> int:
 
 @pytest.mark.slow
 def test_the_documented_option_counts_are_what_fits_in_one_message() -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "questions.md").read_text("utf-8")
+    page = (Path(__file__).resolve().parents[1] / "docs" / "questions.md").read_text("utf-8")
     twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")
     numbered = _most_options_that_fit(str)
     assert f"about {round(twenty, -1):,} options of 20 characters" in page, twenty

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import bot.gateway
+import bot.api.gateway
 from tests.api.test_gateway import DEPLOY, Bed, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(170)]
@@ -26,7 +26,7 @@ SCALE = 20.0
 take about 9 s and the last agents' posts wait several seconds, longer than a poll."""
 EARLIER, AGENTS = 70, 100
 POLL = 2.0
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def repeat_on() -> frozenset[str]:
@@ -65,7 +65,7 @@ async def test_every_agent_long_polling_behind_a_backlog_gets_its_answer(
 ) -> None:
     # A POST answers 202 after 1 s instead of 30 (the time scale cannot shorten it): most
     # agents begin to wait while their question is still queued, as behind a real backlog.
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 1.0)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 1.0)
     async with running(slack_rate_scale=SCALE) as bed:
         earlier = [asyncio.ensure_future(bed.ask(DEPLOY)) for _ in range(EARLIER)]
         clicked: set[str] = set()

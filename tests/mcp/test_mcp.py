@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.records import Message
+from bot.api.openapi import document
 from bot.mcp import DESCRIPTION, TOOL_NAME
 from bot.questions.models import AskUserQuestionItem
 from tests.app.test_bot_http import API_TOKEN, Stack, http_bot
@@ -229,7 +230,7 @@ async def test_a_request_the_bot_refuses_carries_where_it_is_wrong(tmp_path: Pat
 
 @pytest.mark.slow
 async def test_a_link_is_passed_to_the_bot_and_shown(tmp_path: Path) -> None:
-    spec = json.loads((Path(__file__).parents[2] / "bot" / "openapi.json").read_text())
+    spec = document()
     post = spec["components"]["schemas"]["QuestionPost"]
     if "link" not in post.get("properties", {}):
         pytest.skip("this bot's HTTP API takes no link yet")

@@ -22,8 +22,8 @@ from aiohttp import web
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-import bot.gateway
-from bot.api_body import QuestionPost
+import bot.api.gateway
+from bot.api.body import QuestionPost
 from bot.mcp import TOOL_NAME, BotClient, build_server
 from tests.api.test_gateway import API_TOKEN, DEPLOY, running
 from tests.slack_harness import until
@@ -115,7 +115,7 @@ async def test_a_queued_question_is_waited_for_and_its_answer_returned(
 ) -> None:
     """Slowed limits: the POST answers 202 (``queued``) and the long-poll reads ``queued``;
     the call goes on waiting, the message is posted at its turn and its answer returned."""
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.5)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 0.5)
     async with running(slack_rate_scale=0.2) as bed:  # the channel's next post in ~5 s
         status, _ = await bed.ask(DEPLOY)  # takes the channel's turn
         assert status == 201

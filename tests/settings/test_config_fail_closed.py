@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.config import SETTING_NAMES, ConfigError, Settings, load_settings
 from bot.logs import JsonFormatter, TextFormatter, redact
+from bot.settings.config import SETTING_NAMES, ConfigError, Settings, load_settings
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
 APP = "xapp-1-A111-3333-APPSECRETvalue"

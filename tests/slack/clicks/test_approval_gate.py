@@ -28,8 +28,8 @@ from adapters.slack.model.record import ApprovalView
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
+from bot.app.socket_mode import SocketMode
 from bot.questions import AskOptions
-from bot.socket_mode import SocketMode
 from tests.slack.clicks.test_click_store_outage import FlakySqliteStore
 from tests.slack_harness import FAST_LIMITS, SlackHarness, until
 from tests.socket_mode_standin import SocketModeStandIn

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.sandbox.demo import DemoAgent
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from tests.slack.sandbox import test_sandbox_server as _server_tests
 from tests.slack.sandbox.test_sandbox_server import (
     Page,

@@ -23,7 +23,7 @@ from playwright.async_api import Browser, expect
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.render.outcomes import ICONS
 from adapters.slack.sandbox.richtext import EMOJI, mrkdwn_to_html, plain_to_html
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from bot.questions.models import AskOptions
 from tests.slack.sandbox import test_sandbox_browser as _browser_module
 from tests.slack.sandbox.test_sandbox_browser import TEST_BUDGET, open_page, pinned

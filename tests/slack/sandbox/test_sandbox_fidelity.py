@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox import RateLimiter
 from adapters.slack.sandbox.site import SandboxServer
-from bot.scopes import BOT_SCOPES
+from bot.app.scopes import BOT_SCOPES
 
 Json = dict[str, Any]
 SECRET = "sandbox-fidelity-secret"

@@ -12,8 +12,8 @@ import pytest
 
 from adapters.slack.stores.contract import StoreUnavailable
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.config import ConfigError, load_settings
 from bot.logs import TextFormatter, redact_url
+from bot.settings.config import ConfigError, load_settings
 from tests.settings.test_config_fail_closed import SOCKET
 
 SECRET = "S3cr3tPw"

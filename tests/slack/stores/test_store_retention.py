@@ -26,8 +26,8 @@ from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores import memory as memory_module
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.app import open_store
-from bot.config import Settings
+from bot.app.runtime import open_store
+from bot.settings.config import Settings
 from tests.conftest import TEST_REDIS_URL, RedisStoreFactory, SqliteStoreFactory
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import make_record
