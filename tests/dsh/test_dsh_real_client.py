@@ -25,6 +25,7 @@ from adapters.dsh.asks import (
     CANCELLED_IN_HARNESS,
     DELIVERED_NOTE,
     RETRYING_NOTE,
+    SETTLED_ELSEWHERE,
     session_label,
 )
 from adapters.dsh.client import DshHostClient
@@ -253,3 +254,20 @@ async def test_an_answer_given_as_the_socket_drops_is_sent_again_under_the_new_c
         assert link.client_id not in (None, old) and rig.posts == 1
         final = await rig.final(message)
         assert "Blue" in final and "not used" not in final
+
+
+async def test_an_answer_the_host_lost_in_a_restart_is_not_shown_as_delivered(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        await asyncio.to_thread(live_host.stop)
+        await rig.click(message, "Blue")
+        await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", 5)
+        await asyncio.to_thread(live_host.start)  # the restarted host lost the question
+        await eventually(lambda: SETTLED_ELSEWHERE in shown(message.blocks), "the end", 20)
+        assert DELIVERED_NOTE not in shown(message.blocks) and rig.client.in_flight == 0

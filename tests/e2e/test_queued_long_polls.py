@@ -43,6 +43,9 @@ async def _agent(bed: Bed, n: int, repeat: frozenset[str], posts: list[int]) -> 
     posts.append(status)
     while True:
         status, polled = await bed.get(posted["id"], wait=POLL)
+        if status == 429:  # over the token's long-poll cap: again after Retry-After
+            await asyncio.sleep(polled["retryAfter"])
+            continue
         assert status == 200, polled
         if polled["state"] not in repeat:
             return polled
