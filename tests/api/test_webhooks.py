@@ -124,6 +124,7 @@ async def test_every_ending_is_posted(ending: str) -> None:
         assert view["answer"]["answers"][0]["selected"] == ["Decline"]
 
 
+@pytest.mark.slow
 async def test_a_receiver_that_fails_stalls_and_comes_back_gets_it_with_one_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -166,6 +167,7 @@ async def test_a_callback_the_operator_does_not_allow_is_refused(
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 async def test_two_processes_deliver_each_attempt_once(
     store: str, redis_url: str, store_prefix: str
@@ -212,6 +214,7 @@ async def test_a_callback_given_over_mcp_is_delivered_and_a_refused_one_is_refus
     assert error_of(result)["errors"][0]["loc"] == ["callback"]
 
 
+@pytest.mark.slow
 async def test_the_sqlite_outbox_claims_concurrently_while_another_process_writes(
     tmp_path: Path,
 ) -> None:
