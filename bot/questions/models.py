@@ -111,6 +111,8 @@ class AskOptions(BaseModel):
       mention a user or user group id (``U…``, ``S…``) because nobody has answered.
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
+    - ``callback``: an ``http(s)`` URL the outcome is POSTed to when the request ends, kept
+      with it; the bot's webhooks deliver it for questions asked over its HTTP API and MCP.
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
     - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
       process whose ``ask()`` waits on it, which may stop waiting (abort with a release
@@ -134,6 +136,7 @@ class AskOptions(BaseModel):
     escalate_after: float | None = Field(default=None, gt=0)
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+    callback: str | None = Field(default=None, max_length=2000, pattern=r"^https?://[^\s<>|]+$")
     asked_by: str | None = None
     detached: bool = False
 

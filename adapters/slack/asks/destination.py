@@ -75,6 +75,7 @@ class AskDefaults:
             escalate_at=now + after if after and escalate_to else None,
             escalate_to=escalate_to if after else None,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )
 
@@ -112,5 +113,6 @@ class AskDefaults:
             allowed_users=users,
             allowed_usergroups=groups,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )

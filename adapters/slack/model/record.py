@@ -99,6 +99,8 @@ class PendingRecord(BaseModel):
     escalated: bool = False
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
+    callback: str | None = None
+    """Where the outcome is POSTed when the request ends (the HTTP API's webhooks)."""
     finished_at: float | None = None
     shown_sha256: str | None = None
     """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
