@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
 from adapters.slack import (
+    CONSUME_REFUSALS,
     AuditEvent,
     QuestionStatus,
     Released,
@@ -123,6 +124,12 @@ class Questions(Protocol):
         """A question's audit trail, oldest first."""
         ...
 
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every audit event with ``since <= at < until``, in the order appended."""
         ...
@@ -149,6 +156,7 @@ class Gateway:
         approve: Approve | None = None,
         webhooks: Webhooks | None = None,
         polls: tuple[int, int] = (64, 896),
+        approval_ttl: float = 900.0,
     ) -> None:
         self.webhooks = webhooks
         """Delivers the endings of questions asked with a ``callback``."""
@@ -170,6 +178,8 @@ class Gateway:
         """Long-polls one token may have waiting, and all together (the connections left
         are kept for Slack's ``/slack/events`` and everyone else)."""
         self._polls: Counter[str | None] = Counter()
+        self._ttl = approval_ttl
+        """Seconds an answer may be consumed after it was given (``expiresAt``)."""
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
@@ -194,6 +204,8 @@ class Gateway:
         router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
+        consume = ruled(self.consume_question)
+        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
         router.add_get("/v1/openapi.json", ruled(self.openapi), expect_handler=expect)
@@ -393,8 +405,14 @@ class Gateway:
                 # Slack (or the store) failed it before it was ever shown: the retry gets
                 # the first answer's error again, not a 200 that reads as success.
                 return error_answer(unshown)
+            if existing is not None and existing.consumed_at is not None:
+                message = (
+                    f"the answer asked with Idempotency-Key {key!r} was already consumed: "
+                    "it is not a new approval; ask again with a new key"
+                )
+                return problem(409, "RequestError", "ALREADY_CONSUMED", message)
             if existing is not None:
-                response = web.json_response(view_of(existing), status=200)
+                response = web.json_response(view_of(existing, self._ttl), status=200)
                 response.headers["Location"] = f"/v1/questions/{request_id}"
                 return response
             if request.headers.get("If-Match", "").strip() == "*":
@@ -435,7 +453,7 @@ class Gateway:
         question = await self._questions.status(request_id)
         if question is None or question.is_open:
             return None if question is None else {}
-        return view_with_events(question, await self._questions.events(request_id))
+        return view_with_events(question, await self._questions.events(request_id), self._ttl)
 
     async def _start(
         self,
@@ -477,7 +495,8 @@ class Gateway:
                     return _shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
         status = 201 if posted.done() else 202
-        view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
+        pending = {"id": request_id, "state": "pending"}
+        view = view_of(question, self._ttl) if question is not None else pending
         response = web.json_response(view, status=status)
         response.headers["Location"] = f"/v1/questions/{request_id}"
         return response
@@ -526,8 +545,22 @@ class Gateway:
             else:
                 question = await self._questions.status(request_id) or question
         return web.json_response(
-            view_with_events(question, await self._questions.events(request_id))
+            view_with_events(question, await self._questions.events(request_id), self._ttl)
         )
+
+    async def consume_question(self, request: web.Request) -> web.StreamResponse:
+        """Consume an answered question's decision, once and before its ``expiresAt``."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        code, question = await self._questions.consume(request_id, by=by, lifetime=self._ttl)
+        if question is None:
+            return not_found(request_id)
+        if code is not None:
+            status = 410 if code == "EXPIRED" else 409
+            return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+        return web.json_response(view_of(question, self._ttl))
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
@@ -539,7 +572,7 @@ class Gateway:
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(view_of(question), status=status)
+        return web.json_response(view_of(question, self._ttl), status=status)
 
 
 def _shutting_down() -> web.Response:
