@@ -9,8 +9,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from bot.config import SETTINGS_HELP, ConfigError, Settings, load_settings
 from bot.logs import redact, setup_logging
+from bot.settings.config import SETTINGS_HELP, ConfigError, Settings, load_settings
 
 __all__ = ["audit_main", "main"]
 
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m bot: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_format)
-    from bot.app import run
+    from bot.app.runtime import run
 
     try:
         asyncio.run(run(settings))
@@ -77,7 +77,7 @@ def _discard_stdout() -> None:
 def audit_main(argv: Sequence[str]) -> int:
     """``python -m bot audit --since … [--until …] | --verify``; returns the exit code
     (1 when the trail's hash chain shows an edited, removed or reordered event)."""
-    from bot.audit import AUDIT_HELP, parse_range
+    from bot.api.audit import AUDIT_HELP, parse_range
 
     parser = argparse.ArgumentParser(prog="python -m bot audit", description=AUDIT_HELP)
     parser.add_argument("--since", help="start of the range (e.g. 7d, 2026-12-01)")
@@ -116,7 +116,7 @@ def audit_main(argv: Sequence[str]) -> int:
 async def _export(settings: Settings, since: float, until: float | None, *, export: bool) -> int:
     """Read the trail, then check its hash chain: an export writes nothing to the store and
     starts no heartbeat or sweep (``read_trail``), whether or not a bot is running on it."""
-    from bot.app import read_trail
+    from bot.app.runtime import read_trail
 
     async with read_trail(settings) as trail:
         if export:

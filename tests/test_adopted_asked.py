@@ -36,6 +36,7 @@ def store(request: pytest.FixtureRequest) -> PendingStore:
     return chosen
 
 
+@pytest.mark.slow
 async def test_an_adopted_message_gives_its_question_one_asked_event(store: PendingStore) -> None:
     request_id = ids.key_request_id(KEY)
     async with SlackHarness(store=store) as h:

@@ -51,6 +51,7 @@ async def decide(bed: Bed, asked: dict[str, Any], button: str, user: str | None 
     assert status == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "button", "decision"),
     [
@@ -98,6 +99,7 @@ async def test_only_the_operators_approvers_decide() -> None:
     assert (view["decision"], view["answeredBy"]) == ("rejected", bob)
 
 
+@pytest.mark.slow
 async def test_a_long_hostile_command_is_shown_whole_and_escaped() -> None:
     body = {"tool": "bash", "command": HOSTILE, "reason": "<!here> run the <@U0ADMIN> script"}
     async with running() as bed:
@@ -115,6 +117,7 @@ async def test_a_long_hostile_command_is_shown_whole_and_escaped() -> None:
     assert view["approval"]["command"] == HOSTILE  # exactly what was asked, byte for byte
 
 
+@pytest.mark.slow
 async def test_a_retry_with_its_key_finds_the_approval_and_another_body_is_refused() -> None:
     async with running() as bed:
         headers = {"Idempotency-Key": "approve-rm-1"}

@@ -39,6 +39,7 @@ DIFFERENT_BODIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DIFFERENT_BODIES))
 async def test_an_idempotency_key_reused_with_a_different_body_is_409(name: str) -> None:
     async with running() as bed:
@@ -50,6 +51,7 @@ async def test_an_idempotency_key_reused_with_a_different_body_is_409(name: str)
         assert len(bed.messages()) == 1
 
 
+@pytest.mark.slow
 async def test_a_retry_with_the_same_body_in_another_key_order_gets_the_question() -> None:
     async with running(question_timeout=900) as bed:
         body = {
@@ -79,6 +81,7 @@ async def test_a_retry_with_the_same_body_in_another_key_order_gets_the_question
         assert len(bed.messages()) == 2
 
 
+@pytest.mark.slow
 async def test_a_plan_review_retried_with_its_review_and_revision_gets_the_question() -> None:
     async with running() as bed:
         status, earlier = await asyncio.wait_for(bed.ask(PLAN), 30)
@@ -134,6 +137,7 @@ async def test_reminders_count_from_question_timeout_when_the_body_has_no_timeou
         assert ["reminders", "0"] in [error["loc"] for error in refused["errors"]]
 
 
+@pytest.mark.slow
 async def test_a_post_the_stop_overtakes_is_503_not_409(monkeypatch: pytest.MonkeyPatch) -> None:
     async with running() as bed:
         provider = bed.runtime.provider
@@ -157,6 +161,7 @@ async def test_a_post_the_stop_overtakes_is_503_not_409(monkeypatch: pytest.Monk
         assert not bed.messages()
 
 
+@pytest.mark.slow
 async def test_a_post_whose_ask_the_stop_refuses_is_503_not_409(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -178,6 +183,7 @@ async def test_a_post_whose_ask_the_stop_refuses_is_503_not_409(
         assert not bed.messages()
 
 
+@pytest.mark.slow
 async def test_a_retry_reaching_a_bot_with_other_defaults_gets_the_question() -> None:
     """The deadline fields a body leaves out came from the asking bot's QUESTION_TIMEOUT; a
     retry on a bot configured otherwise (a rolling change, a restart) is the same request,

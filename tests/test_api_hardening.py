@@ -2,7 +2,7 @@
 ``revises`` lets one token see of another's, what a store outage tells a client, and what
 ``Idempotency-Key`` retries get.
 
-The bot runs in process (``bot.app.start``) in HTTP mode against the Slack stand-in, on a
+The bot runs in process (``bot.app.runtime.start``) in HTTP mode against the Slack stand-in, on a
 real store (SQLite, or a private ``redis-server`` for the outage); requests that must stop
 after their head go over a raw socket.
 """
@@ -22,8 +22,8 @@ import pytest
 
 from adapters.slack import QuestionStatus
 from adapters.slack.render.messages import unknown_revised
-from bot.access import ApiTokens
-from bot.api_answers import view_of
+from bot.api.access import ApiTokens
+from bot.api.answers import view_of
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from tests.attack_tools import LogTap
 from tests.redis_server import RedisServer
@@ -102,6 +102,7 @@ async def test_a_request_without_a_token_is_401_before_any_of_its_body_is_sent()
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_a_content_length_over_max_body_bytes_is_413_before_the_body_is_sent() -> None:
     async with running(max_body_bytes=1024, body_timeout=60.0) as bed:
         status, answer = await head_only(bed, head(bed, "/v1/questions", TOKEN, LONG))
@@ -200,6 +201,7 @@ def shown_everywhere(bed: Bed) -> str:
     )
 
 
+@pytest.mark.slow
 async def test_revises_naming_another_tokens_review_is_answered_as_an_unknown_id() -> None:
     async with running(**TWO_TOKENS) as bed:
         status, alphas = await ask_as(bed, ALPHA, plan(SECRET_PLAN))
@@ -265,6 +267,7 @@ STORE_DOWN = "the pending store is unavailable; retry"
 STORE_DOWN_PROBLEM = {"name": "UserQuestionError", "code": STORE_UNAVAILABLE, "message": STORE_DOWN}
 
 
+@pytest.mark.slow
 async def test_a_sqlite_failure_tells_the_client_no_file_path() -> None:
     async with running() as bed:
         path = bed.runtime.settings.store_path
@@ -278,6 +281,7 @@ async def test_a_sqlite_failure_tells_the_client_no_file_path() -> None:
         assert logged and str(path) in str(logged[0].__dict__.get("error")), logged
 
 
+@pytest.mark.slow
 async def test_a_redis_outage_tells_the_client_no_address_on_any_route(tmp_path: Path) -> None:
     prefix = f"h-{uuid.uuid4().hex}"
     async with (
@@ -305,6 +309,7 @@ def test_a_question_failed_by_the_store_shows_the_fixed_words_too() -> None:
 
 
 # -- 4: a keyed question Slack refused is not a 200 on retry --------------------------------
+@pytest.mark.slow
 async def test_a_keyed_question_the_store_failed_is_not_told_to_retry_for_ever() -> None:
     """Its Slack post landed while another program held the SQLite file past the busy
     timeout: the question ended failed (STORE_UNAVAILABLE) with no message recorded. Once
@@ -353,6 +358,7 @@ async def test_a_keyed_question_the_store_failed_is_not_told_to_retry_for_ever()
         assert again["error"]["code"] == STORE_UNAVAILABLE
 
 
+@pytest.mark.slow
 async def test_a_retry_after_a_502_gets_the_502_again_never_a_200() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "deploy-2.3.1"}
@@ -393,6 +399,7 @@ def with_defaults_said(body: dict[str, Any], **question: Any) -> dict[str, Any]:
     return said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "said",
     [
@@ -416,6 +423,7 @@ async def test_a_retry_stating_a_default_is_the_same_request(said: dict[str, Any
         assert len(bed.messages()) == 1
 
 
+@pytest.mark.slow
 async def test_explicit_empty_options_are_the_same_as_none_and_true_is_not_false() -> None:
     async with running() as bed:
         free = {"questions": [{"id": "why", "question": "Why did the deploy fail?"}]}

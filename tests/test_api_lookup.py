@@ -8,13 +8,12 @@ conditional POST answers the question the key asked (200, as a retry) or 412
 
 from __future__ import annotations
 
-import json
 import uuid
-from importlib import resources
 from typing import Any
 
 import pytest
 
+from bot.api.openapi import document
 from tests.test_api_hardening import ALPHA, BETA, TWO_TOKENS
 from tests.test_gateway import DEPLOY, Bed, running
 
@@ -43,6 +42,7 @@ async def test_a_key_that_asked_nothing_is_412_and_nothing_is_posted() -> None:
         assert bed.runtime.gateway.running == 0
 
 
+@pytest.mark.slow
 async def test_a_key_that_asked_finds_its_question_as_a_retry_does() -> None:
     key = f"k-{uuid.uuid4().hex}"
     async with running() as bed:
@@ -54,6 +54,7 @@ async def test_a_key_that_asked_finds_its_question_as_a_retry_does() -> None:
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_a_key_is_looked_up_among_the_asking_tokens_questions_only() -> None:
     key = f"k-{uuid.uuid4().hex}"
     async with running(**TWO_TOKENS) as bed:
@@ -67,8 +68,7 @@ async def test_a_key_is_looked_up_among_the_asking_tokens_questions_only() -> No
 
 
 def test_the_openapi_document_describes_the_lookup() -> None:
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
-    post_doc = json.loads(text)["paths"]["/v1/questions"]["post"]
+    post_doc = document()["paths"]["/v1/questions"]["post"]
     (if_match,) = [p for p in post_doc["parameters"] if p["name"] == "If-Match"]
     assert if_match["in"] == "header" and "412" in if_match["description"]
     assert "NOT_ASKED" in post_doc["responses"]["412"]["description"]

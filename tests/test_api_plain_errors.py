@@ -13,6 +13,7 @@ from tests.test_gateway import running
 ONE = [{"id": "q", "question": "Deploy?"}]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "loc", "says"),
     [

@@ -54,6 +54,7 @@ def request_of(message: Any) -> str:
     return request_id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 @HOW
 async def test_questions_not_posted_when_the_bot_stopped_are_posted_once_after(

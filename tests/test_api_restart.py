@@ -109,6 +109,7 @@ def interrupted_renders(slack: SlackStandIn) -> int:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 @HOW
 async def test_an_api_question_outlives_a_restart(
@@ -167,6 +168,7 @@ async def second_waits(agent: Agent) -> bool:
     return bool((await agent.health())["longPolls"] == 1)
 
 
+@pytest.mark.slow
 async def test_a_rolling_restart_of_two_processes_loses_no_question(
     slack: SlackStandIn, tmp_path: Path, redis_url: str, store_prefix: str
 ) -> None:
@@ -237,6 +239,7 @@ def thread_replies(slack: SlackStandIn, channel: str, ts: str, word: str) -> Cal
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 async def test_a_reminder_sent_before_a_restart_is_not_sent_again(
     store: str, slack: SlackStandIn, tmp_path: Path, redis_url: str, store_prefix: str

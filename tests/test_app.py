@@ -1,4 +1,4 @@
-"""``bot.app``: every part the bot starts is released once, in reverse order, on every path.
+"""``bot.app.runtime``: every part the bot starts is released once, in reverse order, on every path.
 
 The bot runs in sandbox mode in-process (the path ``python -m bot`` takes with no tokens);
 the parts' own ``close``/``stop`` methods are wrapped to record when they run.
@@ -14,12 +14,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-import bot.app
+import bot.app.runtime
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.site import SandboxServer
 from adapters.slack.stores import PendingStore
-from bot.app import start
-from bot.config import Settings
+from bot.app.runtime import start
+from bot.settings.config import Settings
 
 
 @pytest.fixture
@@ -34,16 +34,16 @@ def released(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return recording
 
-    real_store = bot.app.open_store
+    real_store = bot.app.runtime.open_store
 
     async def store(settings: Settings) -> PendingStore:
         made = await real_store(settings)
         monkeypatch.setattr(made, "close", recorded("store", made.close))
         return made
 
-    monkeypatch.setattr(bot.app, "open_store", store)
-    web_client = recorded("web client", bot.app.close_web_client)
-    monkeypatch.setattr(bot.app, "close_web_client", web_client)
+    monkeypatch.setattr(bot.app.runtime, "open_store", store)
+    web_client = recorded("web client", bot.app.runtime.close_web_client)
+    monkeypatch.setattr(bot.app.runtime, "close_web_client", web_client)
     monkeypatch.setattr(SandboxServer, "stop", recorded("sandbox", SandboxServer.stop))
     cleanup = web.AppRunner.cleanup
 
@@ -94,7 +94,7 @@ async def test_a_start_that_fails_at_auth_test_releases_the_store_session_and_sa
     async def refused(*args: Any, **kwargs: Any) -> Any:
         raise aiohttp.ClientConnectionError("connection refused")
 
-    monkeypatch.setattr(bot.app, "build_app", refused)
+    monkeypatch.setattr(bot.app.runtime, "build_app", refused)
     with pytest.raises(RuntimeError, match=r"cannot reach Slack's Web API \(auth.test\)"):
         await start(Settings(mode="sandbox", port=0, sandbox_port=0))
     assert released == ["store", "web client", "sandbox"]

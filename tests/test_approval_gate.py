@@ -28,8 +28,8 @@ from adapters.slack.model.record import ApprovalView
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
+from bot.app.socket_mode import SocketMode
 from bot.questions import AskOptions
-from bot.socket_mode import SocketMode
 from tests.slack_harness import FAST_LIMITS, SlackHarness, until
 from tests.socket_mode_standin import SocketModeStandIn
 from tests.test_click_store_outage import FlakySqliteStore
@@ -83,6 +83,7 @@ async def _refused(
     assert NOT_AN_APPROVER in h.ephemerals(user)[-1].text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("approvers", "groups", "deciders"),
     [
@@ -114,6 +115,7 @@ async def test_exactly_the_approvers_decide(
             assert (ended.decision, ended.answered_by) == ("rejected", decider)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("member", [True, False], ids=["member", "non-member"])
 async def test_a_click_needing_a_slow_group_lookup_is_acked_in_time(member: bool) -> None:
     async with SlackHarness() as h:
@@ -141,6 +143,7 @@ def _not_recorded(text: str) -> None:
     assert "Redis" not in text and "store" not in text, text
 
 
+@pytest.mark.slow
 async def test_an_approval_click_the_store_cannot_take_is_acked_and_the_person_told(
     caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:
@@ -164,6 +167,7 @@ async def test_an_approval_click_the_store_cannot_take_is_acked_and_the_person_t
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_store_failing_after_a_group_lookup_tells_the_person(
     caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:

@@ -39,12 +39,14 @@ def request_of(message: Any) -> str:
     return request_id
 
 
+@pytest.mark.slow
 async def test_sqlite_a_post_taken_over_by_another_process_is_asked_once(
     sqlite_store_factory: Any,
 ) -> None:
     await taken_over_is_asked_once(await sqlite_store_factory(), await sqlite_store_factory())
 
 
+@pytest.mark.slow
 async def test_redis_a_post_taken_over_by_another_process_is_asked_once(
     redis_store_factory: Any,
 ) -> None:

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from adapters.slack.sandbox.signing import build_interaction_request
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.attack_tools import LogTap, raw_request
 from tests.slack_harness import until
 from tests.test_gateway import API_TOKEN, DEPLOY, SIGNING_SECRET, Bed, running
@@ -100,6 +100,7 @@ def _forgeries(bed: Bed, payload: dict[str, Any], question: str) -> dict[str, An
     }
 
 
+@pytest.mark.slow
 async def test_1000_forged_requests_of_10_shapes_none_accepted_no_traceback() -> None:
     async with running() as bed:
         status, posted = await bed.ask()
@@ -158,6 +159,7 @@ async def _open(url: str, head: bytes) -> tuple[float, asyncio.StreamReader, asy
     return time.monotonic(), reader, writer
 
 
+@pytest.mark.slow
 async def test_2000_slow_connections_are_all_cut_while_a_click_still_answers() -> None:
     timeout = 2.0
     heads = b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slack-Signature: v0="
@@ -259,6 +261,7 @@ async def test_a_foreign_host_is_refused_on_every_route_of_both_servers() -> Non
 # -- 3,000 concurrent asks over the cap -------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_3000_concurrent_asks_over_a_cap_of_500_the_excess_get_429_nothing_leaks() -> None:
     cap = 500
     async with running(max_open_questions=cap, slack_rate_scale=1000.0) as bed:
@@ -293,6 +296,7 @@ async def test_3000_concurrent_asks_over_a_cap_of_500_the_excess_get_429_nothing
 # -- two tokens ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_two_tokens_neither_sees_the_others_questions() -> None:
     tokens = {"alpha": f"a-{uuid.uuid4().hex}", "beta": f"b-{uuid.uuid4().hex}"}
     async with running(

@@ -22,6 +22,7 @@ from tests.test_outside_attack import ALPHA, BETA, TWO_TOKENS, _auth, _cut_withi
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 async def test_a_body_that_is_not_what_its_content_encoding_says_is_400_without_traceback() -> None:
     async with running() as bed:
         with LogTap() as tap:

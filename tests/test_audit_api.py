@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from adapters.slack import AuditEvent
-from bot.audit import parse_range, parse_time
+from bot.api.audit import parse_range, parse_time
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import run_bot_command
@@ -61,6 +61,7 @@ async def _approve(bed: Bed, body: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"not approved: {polled}")
 
 
+@pytest.mark.slow
 async def test_an_approved_plan_is_bound_to_the_hash_of_the_plan_shown() -> None:
     async with running() as bed:
         approved = await _approve(bed, plan_review(PLAN))
@@ -85,6 +86,7 @@ async def test_an_approved_plan_is_bound_to_the_hash_of_the_plan_shown() -> None
         )
 
 
+@pytest.mark.slow
 async def test_the_audit_route_exports_json_lines_for_a_time_range() -> None:
     async with running() as bed:
         began = time.time()
@@ -106,6 +108,7 @@ async def test_the_audit_route_exports_json_lines_for_a_time_range() -> None:
                 assert (response.status, problem["code"]) == (400, "BAD_TIME")
 
 
+@pytest.mark.slow
 async def test_python_m_bot_audit_exports_the_trail_of_the_store_file(tmp_path: Path) -> None:
     store = tmp_path / "questions.db"
     async with running(store_path=str(store)) as bed:
@@ -144,6 +147,7 @@ async def _trail(bed: Bed, token: str, since: float) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (await response.text()).splitlines()]
 
 
+@pytest.mark.slow
 async def test_the_trail_names_the_token_that_asked_and_aborted_never_its_secret() -> None:
     async with running(**TWO_TOKENS) as bed:
         async with bed.http.post(
@@ -165,6 +169,7 @@ async def test_the_trail_names_the_token_that_asked_and_aborted_never_its_secret
         assert ALPHA not in json.dumps(events) and BETA not in json.dumps(events)
 
 
+@pytest.mark.slow
 async def test_an_open_api_names_its_asker_api() -> None:
     async with running(bot_api_token=None) as bed:
         status, posted = await bed.ask(plan_review(PLAN))
@@ -178,6 +183,7 @@ async def test_an_open_api_names_its_asker_api() -> None:
         ]
 
 
+@pytest.mark.slow
 async def test_with_several_tokens_each_sees_only_the_trail_of_its_own_questions() -> None:
     async with running(**TWO_TOKENS) as bed:
         began = time.time() - 1
@@ -235,6 +241,7 @@ def test_iso_8601_comes_before_a_number_and_an_empty_range_is_allowed() -> None:
     assert parse_range("2h", "1h", now) == (now - 7200, now - 3600)
 
 
+@pytest.mark.slow
 async def test_the_route_and_the_command_refuse_what_is_no_time(tmp_path: Path) -> None:
     async with running() as bed:
         for bad in (
@@ -251,6 +258,7 @@ async def test_the_route_and_the_command_refuse_what_is_no_time(tmp_path: Path) 
         assert code == 2 and ("out of range" in err or "is before since" in err), err
 
 
+@pytest.mark.slow
 async def test_an_export_the_store_fails_midway_is_cut_off_not_ended_cleanly() -> None:
     async with running() as bed:
         first = await _approve(bed, plan_review(PLAN))

@@ -95,6 +95,7 @@ def sqlite_env(path: Path) -> dict[str, str]:
     return {"STORE": "sqlite", "STORE_PATH": str(path), "RETENTION_DAYS": "90"}
 
 
+@pytest.mark.slow
 async def test_the_export_of_a_sqlite_store_writes_nothing_and_fails_no_dead_bots_question(
     tmp_path: Path,
 ) -> None:
@@ -122,6 +123,7 @@ async def test_the_export_of_a_sqlite_store_writes_nothing_and_fails_no_dead_bot
         )
 
 
+@pytest.mark.slow
 async def test_the_export_reads_an_older_sqlite_schema_as_it_is(tmp_path: Path) -> None:
     """Schema 3 (records ``WITHOUT ROWID``) has the trail as today: it is read, not upgraded
     (the upgrade is the bot's to make, at its next start)."""
@@ -150,6 +152,7 @@ async def test_the_export_reads_an_older_sqlite_schema_as_it_is(tmp_path: Path) 
         assert db.execute("PRAGMA data_version").fetchone()[0] == seen
 
 
+@pytest.mark.slow
 async def test_the_export_refuses_a_missing_file_or_one_without_a_trail(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     code, out, err = await run_bot_command(
@@ -182,6 +185,7 @@ async def writes_so_far(client: aioredis.Redis) -> int:
     return int(info["rdb_changes_since_last_save"])
 
 
+@pytest.mark.slow
 async def test_the_export_of_a_redis_store_writes_nothing_and_fails_no_dead_bots_question(
     tmp_path: Path, store_prefix: str
 ) -> None:
@@ -213,6 +217,7 @@ async def test_the_export_of_a_redis_store_writes_nothing_and_fails_no_dead_bots
 # -- the stores' reading, in process ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_a_store_opened_for_reading_starts_no_task_and_sweeps_nobody(
     kind: str, tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from adapters.slack.provider import SlackQuestionProvider
 from bench.common import Asks, StandIn, bot_app, message_of, send_paced, serve_bolt, signed
 from bench.ratelimit import _form
 from bot.questions.service import UserQuestionService
 
 
+@pytest.mark.slow
 async def test_a_persons_ticks_reach_the_bot_with_their_submit() -> None:
     async with asyncio.timeout(60), StandIn() as slack:
         app = await bot_app(slack.url, slack.token)

@@ -59,6 +59,7 @@ USABLE = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") els
 two_cores = pytest.mark.skipif(len(USABLE) < 2, reason="splitting needs two usable cores")
 
 
+@pytest.mark.slow
 @two_cores
 def test_split_puts_the_bot_on_one_core_and_what_it_spawns_on_the_others() -> None:
     placed = run("split")
@@ -70,6 +71,7 @@ def test_split_puts_the_bot_on_one_core_and_what_it_spawns_on_the_others() -> No
     assert "the stand-ins and load generator on core" in line
 
 
+@pytest.mark.slow
 def test_shared_leaves_every_process_on_every_usable_core() -> None:
     placed = run("shared")
     assert placed["this"] == USABLE
@@ -77,6 +79,7 @@ def test_shared_leaves_every_process_on_every_usable_core() -> None:
     assert "cores: shared by the bot, the stand-ins and load generator)" in str(placed["line"])
 
 
+@pytest.mark.slow
 @two_cores
 def test_split_on_one_usable_core_falls_back_to_shared_and_says_why() -> None:
     only = USABLE[-1]

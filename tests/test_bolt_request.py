@@ -167,6 +167,7 @@ _FORM_TEXT = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     fields=st.lists(st.tuples(st.text(max_size=8), st.text(max_size=20)), max_size=5),

@@ -25,7 +25,7 @@ import pytest
 
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.config import SETTING_NAMES
+from bot.settings.config import SETTING_NAMES
 from tests.bot_process import BotProcess, run_bot_command
 from tests.slack_harness import all_text, interactive_elements, until
 
@@ -115,6 +115,7 @@ async def http_bot(
         await slack.stop()
 
 
+@pytest.mark.slow
 async def test_round_trip_ask_answer_in_slack_read_the_answer(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s:
         async with s.http.post("/v1/questions", json=DEPLOY) as response:
@@ -141,6 +142,7 @@ async def test_round_trip_ask_answer_in_slack_read_the_answer(tmp_path: Path) ->
         assert "Answered" in all_text(s.message(posted).blocks)
 
 
+@pytest.mark.slow
 async def test_delete_aborts_a_question_and_slack_says_cancelled(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s:
         _, posted = await s.ask()
@@ -162,6 +164,7 @@ async def test_delete_aborts_a_question_and_slack_says_cancelled(tmp_path: Path)
         assert "answer" not in polled
 
 
+@pytest.mark.slow
 async def test_auth_failures_are_401_with_www_authenticate(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s, aiohttp.ClientSession(s.bot.url) as anonymous:
         for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": API_TOKEN}):
@@ -179,6 +182,7 @@ async def test_auth_failures_are_401_with_www_authenticate(tmp_path: Path) -> No
         assert s.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_oversized_non_json_and_malformed_bodies(tmp_path: Path) -> None:
     async with http_bot(tmp_path, MAX_BODY_BYTES="4096") as s:
         big = {"questions": [{"id": "q", "question": "x" * 8000}]}
@@ -225,6 +229,7 @@ async def test_oversized_non_json_and_malformed_bodies(tmp_path: Path) -> None:
         assert s.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_idempotent_retry_wait_bounds_and_unknown_ids(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s:
         key = {"Idempotency-Key": "agent-7f3a-call-1"}
@@ -245,6 +250,7 @@ async def test_idempotent_retry_wait_bounds_and_unknown_ids(tmp_path: Path) -> N
             assert r.status == 404
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_a_signal_stops_the_bot_leaving_its_api_question_open(
     tmp_path: Path, signum: int
@@ -281,6 +287,7 @@ async def test_a_signal_stops_the_bot_leaving_its_api_question_open(
         assert "shutting down" in s.bot.output and "stopped" in s.bot.output
 
 
+@pytest.mark.slow
 async def test_startup_logs_one_line_per_fact_and_no_secret(tmp_path: Path) -> None:
     # The channel and the API token come from ./.env, the rest from the environment.
     async with http_bot(tmp_path, dotenv=("SLACK_CHANNEL", "BOT_API_TOKEN")) as s:
@@ -296,7 +303,7 @@ async def test_startup_logs_one_line_per_fact_and_no_secret(tmp_path: Path) -> N
         "listen: 127.0.0.1:any free port",
         "api auth: on (BOT_API_TOKEN)",
         f"listening on {s.bot.url}",
-        "objects kept out of full garbage collections",  # bot/heap.py
+        "objects kept out of full garbage collections",  # bot/app/heap.py
     ):
         assert sum(fact in line for line in s.bot.stderr) == 1, fact
     assert s.bot.stdout[-1:] == [f"bot listening on {s.bot.url}"]
@@ -305,6 +312,7 @@ async def test_startup_logs_one_line_per_fact_and_no_secret(tmp_path: Path) -> N
         assert secret not in stderr
 
 
+@pytest.mark.slow
 async def test_json_logs_are_one_object_a_line(tmp_path: Path) -> None:
     async with http_bot(tmp_path, LOG_FORMAT="json") as s:
         _, posted = await s.ask()
@@ -321,6 +329,7 @@ async def test_json_logs_are_one_object_a_line(tmp_path: Path) -> None:
     assert (ended["request"], ended["code"]) == (posted["id"], "ASK_ABORTED")
 
 
+@pytest.mark.slow
 async def test_help_documents_every_setting(tmp_path: Path) -> None:
     code, out, err = await run_bot_command(["--help"], {}, cwd=tmp_path)
     assert code == 0, err
@@ -334,6 +343,7 @@ def test_the_console_script_runs_the_same_main() -> None:
     assert scripts.get("slack-user-questions") == "bot.__main__:main"
 
 
+@pytest.mark.slow
 async def test_bad_settings_exit_2_naming_each_problem(tmp_path: Path) -> None:
     env = {
         "SLACK_BOT_TOKEN": "xoxp-a-user-token-not-a-bot-token",
@@ -352,6 +362,7 @@ async def test_bad_settings_exit_2_naming_each_problem(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 async def test_missing_settings_exit_2(tmp_path: Path) -> None:
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
     code, _, err = await run_bot_command([], env, cwd=tmp_path)

@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import BotProcess, fresh_store_path, run_bot_command
 from tests.slack_harness import all_text, interactive_elements, until
 from tests.socket_mode_standin import SocketModeStandIn
@@ -98,6 +98,7 @@ async def socket_bot(slack: Slack) -> AsyncIterator[tuple[Runtime, aiohttp.Clien
         await runtime.stop()
 
 
+@pytest.mark.slow
 async def test_an_interaction_arriving_over_the_socket_resolves_the_question() -> None:
     async with slack_with_socket_mode() as slack, socket_bot(slack) as (runtime, http):
         await slack.socket.connected()
@@ -217,6 +218,7 @@ async def test_a_refused_app_token_fails_startup_with_slacks_reason() -> None:
         assert slack.socket.refused == 1 and slack.socket.opened == 0
 
 
+@pytest.mark.slow
 async def test_python_m_bot_in_socket_mode(tmp_path: Path) -> None:
     async with slack_with_socket_mode() as slack:
         env = {
@@ -251,6 +253,7 @@ async def test_python_m_bot_in_socket_mode(tmp_path: Path) -> None:
             assert secret not in output
 
 
+@pytest.mark.slow
 async def test_python_m_bot_exits_1_when_slack_refuses_the_app_token(tmp_path: Path) -> None:
     async with slack_with_socket_mode(app_token="xapp-1-the-real-one") as slack:
         env = {

@@ -101,6 +101,7 @@ async def test_fifty_takes_and_holds_at_once_all_reach_redis(
     assert "Redis unreachable" not in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_caller_finding_every_connection_busy_is_granted_nothing(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -174,6 +175,7 @@ async def test_calls_granted_while_redis_was_down_count_when_it_is_back(
         await other.close()
 
 
+@pytest.mark.slow
 async def test_the_fallback_forgets_what_passed_during_a_long_outage(
     proxy: _Proxy,  # noqa: F811
     store_prefix: str,
@@ -221,6 +223,7 @@ async def test_a_shorter_hold_leaves_a_longer_one(
 # -- memory ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_buckets_whose_windows_passed_are_forgotten() -> None:
     clock = FakeClock()
     budget = LocalBudget(clock)

@@ -50,6 +50,7 @@ def view_of(h: SlackHarness, user: str) -> Any:
 # -- 1. a submission during a slow group lookup --------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_submission_during_a_slow_lookup_is_acked_and_applied_on_the_members_last_read(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -73,6 +74,7 @@ async def test_a_submission_during_a_slow_lookup_is_acked_and_applied_on_the_mem
         assert "members last read" in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_submission_with_no_members_read_yet_asks_to_send_again_and_applies_nothing() -> (
     None
 ):
@@ -105,6 +107,7 @@ async def test_a_submission_with_no_members_read_yet_asks_to_send_again_and_appl
 # -- 3. modals open before the trigger expires ---------------------------------------------
 
 
+@pytest.mark.slow
 async def test_other_in_a_form_opens_its_modal_during_a_slow_group_lookup() -> None:
     async with SlackHarness() as h:
         group = h.slack.workspace.add_usergroup("oncall", [h.carol])
@@ -126,6 +129,7 @@ async def test_other_in_a_form_opens_its_modal_during_a_slow_group_lookup() -> N
         assert view.user == h.carol
 
 
+@pytest.mark.slow
 async def test_an_empty_submit_opens_its_confirmation_during_a_slow_group_lookup() -> None:
     async with SlackHarness() as h:
         group = h.slack.workspace.add_usergroup("oncall", [h.carol])
@@ -157,6 +161,7 @@ async def test_a_non_member_gets_the_modal_but_its_submission_is_refused() -> No
         assert not task.done()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cold", [False, True], ids=["cached", "cold-group-cache"])
 async def test_a_modal_slack_does_not_open_is_followed_by_a_note(cold: bool) -> None:
     async with SlackHarness() as h:
@@ -248,6 +253,7 @@ def _shows_nothing_internal(text: str, relay: _Relay) -> None:
     assert "could not reach its storage" in text and "try again" in text
 
 
+@pytest.mark.slow
 async def test_a_store_outage_note_names_no_address_and_the_log_does(
     relayed_store: tuple[RedisPendingStore, _Relay], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -267,6 +273,7 @@ async def test_a_store_outage_note_names_no_address_and_the_log_does(
         assert logged and str(relay.port) in str(logged[-1].__dict__.get("error"))
 
 
+@pytest.mark.slow
 async def test_a_store_outage_modal_error_names_no_address(
     relayed_store: tuple[RedisPendingStore, _Relay], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -324,6 +331,7 @@ async def test_emptying_a_form_questions_saved_text_clears_it() -> None:
         }
 
 
+@pytest.mark.slow
 async def test_emptying_the_other_text_of_a_one_question_form_clears_it() -> None:
     async with SlackHarness() as h:
         task = h.ask(one("Which targets?", ["Code", "Docs", "Tests"], multiSelect=True))
@@ -342,6 +350,7 @@ async def test_emptying_the_other_text_of_a_one_question_form_clears_it() -> Non
         }
 
 
+@pytest.mark.slow
 async def test_empty_text_with_nothing_saved_and_a_text_layouts_empty_answer_are_refused() -> None:
     async with SlackHarness() as h:
         form = h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))

@@ -43,6 +43,7 @@ class FlakySqliteStore(_Flaky, SqlitePendingStore):
     which cannot fail so, it keeps none)."""
 
 
+@pytest.mark.slow
 async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
     caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:
@@ -70,6 +71,7 @@ async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_store_unreadable_as_the_wait_begins_does_not_fail_the_question(
     caplog: pytest.LogCaptureFixture, sqlite_path: Path
 ) -> None:

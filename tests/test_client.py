@@ -21,6 +21,8 @@ from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuesti
 from tests.restarts import HOW, slack, stop, top_level
 from tests.slack_harness import until
 from tests.test_api_restart import API_TOKEN, bot, environment
+from tests.test_gateway import API_TOKEN as BED_TOKEN
+from tests.test_gateway import running
 
 __all__ = ["slack"]
 
@@ -108,3 +110,18 @@ async def test_a_request_the_bot_would_refuse_is_refused_before_it_is_sent() -> 
     with pytest.raises(UserQuestionError) as unreachable:
         await ask(DEPLOY, url="http://127.0.0.1:9", reconnect_for=0.5)
     assert unreachable.value.code == "BOT_UNREACHABLE"
+
+
+async def test_a_long_poll_over_the_tokens_cap_is_asked_again_when_it_says() -> None:
+    """With one long-poll per token, the second ``ask`` gets 429 TOO_MANY_WAITS and waits
+    its ``retryAfter`` instead of failing; both answers come back."""
+    async with running(max_polls_per_token=1) as bed:
+        url = bed.runtime.url
+        first = asyncio.ensure_future(ask(DEPLOY, url=url, token=BED_TOKEN, key="one"))
+        second = asyncio.ensure_future(ask(DEPLOY, url=url, token=BED_TOKEN, key="two"))
+        await until(lambda: len(bed.messages()) == 2, within=20, what="both questions")
+        for message in bed.messages():
+            await bed.click({"message": {"channel": message.channel, "ts": message.ts}}, "Wait")
+        answers = await asyncio.wait_for(asyncio.gather(first, second), 30)
+    assert [a.answers[0].selected for a in answers] == [["Wait"], ["Wait"]]
+    assert bed.runtime.gateway.refusals.counts.get("too_many_waits", 0) >= 1

@@ -1,4 +1,4 @@
-"""bot.config: modes, every malformed value, secrets kept out of sight, .env, the loopback rule."""
+"""bot.settings: modes, every malformed value, secrets kept out of sight, .env, loopback."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from bot.config import (
+from bot.logs import redact_url
+from bot.settings.config import (
     SETTING_NAMES,
     SETTINGS_HELP,
     ConfigError,
     Settings,
     load_settings,
 )
-from bot.config_text import problem, render_help
-from bot.logs import redact_url
+from bot.settings.text import problem, render_help
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
 APP = "xapp-1-A111-3333-APPSECRETvalue"
@@ -173,6 +173,7 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "value", "fragment"), MALFORMED)
 def test_a_malformed_value_gives_a_message_naming_it(name: str, value: str, fragment: str) -> None:
     env = {name: value}

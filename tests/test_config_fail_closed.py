@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.config import SETTING_NAMES, ConfigError, Settings, load_settings
 from bot.logs import JsonFormatter, TextFormatter, redact
+from bot.settings.config import SETTING_NAMES, ConfigError, Settings, load_settings
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
 APP = "xapp-1-A111-3333-APPSECRETvalue"
@@ -92,6 +92,7 @@ def test_an_allow_list_built_in_code_from_separators_is_refused() -> None:
     assert Settings(slack_allowed_users="").slack_allowed_users == ()
 
 
+@pytest.mark.slow
 def test_python_m_bot_refuses_a_template_whose_parts_are_unset(tmp_path: Path) -> None:
     """``SLACK_ALLOWED_USERS="${A},${B}"`` with A and B unset reaches the bot as ``,``."""
     result = run_bot({"SLACK_ALLOWED_USERS": ","}, tmp_path)
@@ -191,6 +192,7 @@ def test_ordinary_values_are_still_quoted(env: dict[str, str], name: str, shown:
     assert shown in problem_for(name, env)
 
 
+@pytest.mark.slow
 def test_python_m_bot_does_not_echo_the_signing_secret(tmp_path: Path) -> None:
     env = {**HTTP, "SLACK_CHANNEL": SIGNING}
     result = run_bot(env, tmp_path)

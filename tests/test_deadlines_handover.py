@@ -23,7 +23,7 @@ import pytest
 
 from adapters.slack.asks import waits as waiting
 from adapters.slack.sandbox.records import Message
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from tests.bot_process import BotProcess
 from tests.slack_harness import all_text, interactive_elements
 from tests.test_gateway import (
@@ -134,6 +134,7 @@ async def check_kept(bed: Bed, agent: aiohttp.ClientSession, question: dict[str,
     assert sum("can you help" in text for text in texts) == 1, texts
 
 
+@pytest.mark.slow
 async def test_a_running_bot_keeps_the_deadlines_of_a_question_a_stopped_bot_asked(
     shared: dict[str, Any],
 ) -> None:
@@ -143,6 +144,7 @@ async def test_a_running_bot_keeps_the_deadlines_of_a_question_a_stopped_bot_ask
         await check_kept(first, agent, question)
 
 
+@pytest.mark.slow
 async def test_two_running_bots_keeping_one_question_send_each_reply_once(
     shared: dict[str, Any],
 ) -> None:
@@ -151,6 +153,7 @@ async def test_two_running_bots_keeping_one_question_send_each_reply_once(
         await check_kept(first, agent, question)
 
 
+@pytest.mark.slow
 async def test_a_running_bot_keeps_the_deadlines_of_a_question_a_killed_bot_asked(
     shared: dict[str, Any], tmp_path: Path
 ) -> None:

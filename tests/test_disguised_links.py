@@ -168,12 +168,14 @@ _DOCUMENT = st.lists(st.tuples(_LINE, st.sampled_from(["\n", "\n\n"])), max_size
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_DOCUMENT)
 def test_no_arrangement_of_link_syntax_disguises_a_link(source: str) -> None:
     assert disguised(source) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(_DOCUMENT, st.text()))
 def test_the_rewritten_text_is_never_longer_than_the_escaped_text(source: str) -> None:
@@ -216,6 +218,7 @@ ADVERSARIAL = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(10)  # linear: 10-60 ms each here; the quadratic rewrite took 88 s
 @pytest.mark.parametrize("source", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
 def test_adversarial_text_is_rewritten_in_linear_time(source: str) -> None:
@@ -296,6 +299,7 @@ _TEXT = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

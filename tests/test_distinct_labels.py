@@ -293,6 +293,7 @@ def test_flags_are_not_split() -> None:
 PIECES = st.sampled_from(["a", "b", " ", "word ", "é", "e\u0301", "👩\u200d💻", "🇫🇷", "1. ", "…"])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(st.lists(PIECES, max_size=60).map("".join), min_size=1, max_size=12),

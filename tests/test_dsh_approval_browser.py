@@ -12,7 +12,7 @@ from pathlib import Path
 from playwright.async_api import Browser, expect
 
 from adapters.slack.model.record import ApprovalView
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from bot.questions.models import AskOptions
 from tests import test_sandbox_browser as _browser_module
 from tests.test_sandbox_browser import TEST_BUDGET, open_page, pinned

@@ -133,6 +133,7 @@ async def test_an_approval_rejected_shows_the_path_for_write(rig: Rig) -> None:
         assert f"Rejected by <@{rig.alice}>" in await rig.final(message)
 
 
+@pytest.mark.slow
 async def test_an_approval_withdrawn_by_the_host_closes_the_message(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
@@ -155,6 +156,7 @@ async def test_an_approval_allowed_in_another_client(rig: Rig) -> None:
         assert rig.host.responses == []
 
 
+@pytest.mark.slow
 async def test_an_approval_pending_across_a_dropped_connection(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()

@@ -581,6 +581,7 @@ async def test_an_aborted_turn_closes_the_message(rig: Rig) -> None:
 # --------------------------------------------------------------------------- connection
 
 
+@pytest.mark.slow
 async def test_a_reconnect_replays_the_pending_question_without_a_second_message(
     rig: Rig,
 ) -> None:
@@ -608,6 +609,7 @@ async def test_a_reconnect_replays_the_pending_question_without_a_second_message
         assert rig.posts == 1
 
 
+@pytest.mark.slow
 async def test_the_host_down_at_start_and_unreachable_mid_run(
     make_rig: RigFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -652,6 +654,7 @@ async def test_the_host_down_at_start_and_unreachable_mid_run(
     assert all(HOST_TOKEN not in repr(vars(record)) for record in caplog.records)
 
 
+@pytest.mark.slow
 async def test_a_question_gone_after_a_host_restart_is_closed(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         _, future = rig.host.ask(SESSION_A, [TARGET])
@@ -738,6 +741,7 @@ async def test_the_label_is_the_uuid_part_of_a_session_id(rig: Rig) -> None:
         assert "session session-" not in text and "session-" not in message.text
 
 
+@pytest.mark.slow
 async def test_a_question_pending_across_five_dropped_connections_is_never_closed(
     rig: Rig,
 ) -> None:
@@ -828,6 +832,7 @@ def numbered(n: int) -> AskUserQuestionItem:
     )
 
 
+@pytest.mark.slow
 async def test_five_hundred_questions_from_one_session_are_capped_and_queued(
     make_rig: RigFactory,
 ) -> None:
@@ -908,6 +913,7 @@ async def test_info_log_lines_for_posting_answers_and_dismissals(
     assert ("dsh host: dismissal accepted", second) in lines
 
 
+@pytest.mark.slow
 async def test_a_3_mb_plan_is_posted_once_with_the_whole_plan_as_one_file(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT * 2):
         step = "1. Backfill the <orders> table in batches & check the counts.\n"

@@ -66,6 +66,7 @@ def _notices(rig: Rig) -> list[str]:
 # ------------------------------------------------------------------ defect 1: POST outage
 
 
+@pytest.mark.slow
 async def test_an_answer_is_sent_for_as_long_as_the_downlink_stays_up(rig: Rig) -> None:
     """Only ``/api/respond`` fails (a proxy's 503) past ``respond_retry_for``: the bot keeps
     sending while connected, the host gets the answer once the proxy recovers."""
@@ -115,6 +116,7 @@ async def test_an_answer_the_host_has_not_taken_says_so_at_once(rig: Rig) -> Non
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
 
 
+@pytest.mark.slow
 async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up(
     rig: Rig,
 ) -> None:
@@ -139,6 +141,7 @@ async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
 
 
+@pytest.mark.slow
 async def test_a_resend_after_a_replay_replaces_the_not_delivered_note(rig: Rig) -> None:
     rig.client._uplink._retry_for = 0.3
     async with asyncio.timeout(TIMEOUT):

@@ -151,6 +151,7 @@ def test_a_method_that_is_not_a_string_is_a_value_error(method: Any) -> None:
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 async def test_a_question_with_extra_keys_is_asked_once_and_its_answer_reaches_the_host(
     rig: Rig,
 ) -> None:

@@ -27,7 +27,7 @@ from tests.test_dsh_real_client import build_rig, posted
 
 __all__ = ["live_host", "real_host"]  # the fixtures
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 COLOR = {
     "id": "color",
@@ -88,6 +88,7 @@ async def closers() -> AsyncIterator[list[Callable[[], Awaitable[None]]]]:
         await close()
 
 
+@pytest.mark.slow
 async def test_the_stand_in_sends_what_the_real_host_sends(
     live_host: RealHost, stand_in: MuxHost, closers: list[Callable[[], Awaitable[None]]]
 ) -> None:

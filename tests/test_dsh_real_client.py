@@ -25,6 +25,7 @@ from adapters.dsh.asks import (
     CANCELLED_IN_HARNESS,
     DELIVERED_NOTE,
     RETRYING_NOTE,
+    SETTLED_ELSEWHERE,
     session_label,
 )
 from adapters.dsh.client import DshHostClient
@@ -39,7 +40,7 @@ from tests.test_dsh_client import BOT_TOKEN, SECRET, Rig, eventually, interactiv
 
 __all__ = ["live_host", "real_host"]  # the fixtures
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 COLOR = {
     "id": "color",
@@ -115,6 +116,7 @@ async def bot(live_host: RealHost) -> AsyncIterator[Callable[..., Awaitable[Rig]
         await close()
 
 
+@pytest.mark.slow
 async def test_a_question_answered_in_slack_reaches_the_model(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -134,6 +136,7 @@ async def test_a_question_answered_in_slack_reaches_the_model(
         assert rig.posts == 1
 
 
+@pytest.mark.slow
 async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -151,6 +154,7 @@ async def test_an_approval_shows_its_command_and_the_decision_reaches_the_tool(
         assert "Rejected" in final and "not used" not in final
 
 
+@pytest.mark.slow
 async def test_a_turn_aborted_closes_the_question(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -181,6 +185,7 @@ async def test_a_plan_review_approved_in_slack(
         assert not interactive(await eventually(lambda: message, "the message"))
 
 
+@pytest.mark.slow
 async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without_a_new_token(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -206,6 +211,7 @@ async def test_a_host_restart_closes_what_it_lost_and_the_bot_comes_back_without
         assert json.loads(result["text"]) == {"answers": [{"id": "color", "selected": ["Blue"]}]}
 
 
+@pytest.mark.slow
 async def test_an_answer_given_while_the_host_is_frozen_is_shown_undelivered_then_delivered(
     live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
 ) -> None:
@@ -248,3 +254,20 @@ async def test_an_answer_given_as_the_socket_drops_is_sent_again_under_the_new_c
         assert link.client_id not in (None, old) and rig.posts == 1
         final = await rig.final(message)
         assert "Blue" in final and "not used" not in final
+
+
+async def test_an_answer_the_host_lost_in_a_restart_is_not_shown_as_delivered(
+    live_host: RealHost, bot: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await bot()
+    async with asyncio.timeout(TIMEOUT * 2), HostDriver(live_host) as driver:
+        sid = await driver.create_session()
+        tag = live_host.model.script(ask(COLOR))
+        await driver.prompt(sid, f"go {tag}")
+        message = await posted(rig, sid)
+        await asyncio.to_thread(live_host.stop)
+        await rig.click(message, "Blue")
+        await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", 5)
+        await asyncio.to_thread(live_host.start)  # the restarted host lost the question
+        await eventually(lambda: SETTLED_ELSEWHERE in shown(message.blocks), "the end", 20)
+        assert DELIVERED_NOTE not in shown(message.blocks) and rig.client.in_flight == 0

@@ -23,6 +23,8 @@ from tests.dsh_real import RealHost, live_host, real_host, started_host
 
 __all__ = ["live_host", "real_host"]  # the fixtures
 
+pytestmark = pytest.mark.slow  # the real host starts once per module (~8 s)
+
 COLOR = {
     "id": "color",
     "question": "Which color do you prefer?",

@@ -16,7 +16,7 @@ import pytest
 from tests.dsh_model import ask, bash
 from tests.dsh_real import live_host, real_host
 from tests.dsh_real_rig import RealRig, RealRigFactory, make_real_rig
-from tests.test_dsh_client import eventually, interactive
+from tests.test_dsh_client import eventually, interactive, shown
 
 __all__ = ["live_host", "make_real_rig", "real_host"]  # the fixtures
 
@@ -99,3 +99,54 @@ async def test_a_host_restart_closes_what_it_dropped_and_the_bot_serves_the_new_
     await rig.click(after, "Code")
     answered = await rig.driver.tool_result(sid, call)
     assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+
+
+async def test_a_click_while_the_host_is_out_of_reach_says_it_is_not_delivered_until_taken(
+    make_real_rig: RealRigFactory,
+) -> None:
+    rig = await make_real_rig(via_proxy=True)
+    assert rig.proxy is not None
+    sid, call = await rig.turn(ask(TARGET))
+    message = await rig.message()
+    await rig.proxy.cut()
+    await eventually(lambda: not connected(rig), "the client to notice the drop", 10)
+    await rig.click(message, "Docs")
+    await asyncio.sleep(2)  # the bot has tried to send it by now
+    assert "could not be reached to take this response" in shown(message.blocks)
+    await rig.proxy.restore()
+    answered = await rig.driver.tool_result(sid, call, within=30)
+    assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
+    await eventually(
+        lambda: "could not be reached" not in shown(message.blocks), "the note to go", 20
+    )
+    final = shown(message.blocks)
+    assert "Answered by" in final and "Docs" in final and "not used" not in final
+    assert rig.posts == 1
+
+
+async def test_a_host_frozen_past_the_heartbeat_while_a_person_answers(
+    make_real_rig: RealRigFactory,
+) -> None:
+    """As the issue saw it (frozen 60 s, here 8 s with a 1 s heartbeat): the bot gives the
+    socket up and reconnects once the host runs again; the host takes the answer once."""
+    rig = await make_real_rig(heartbeat=1.0)
+    sid, call = await rig.turn(ask(TARGET))
+    message = await rig.message()
+    rig.host.freeze()
+    try:
+        await rig.click(message, "Code")
+        await eventually(lambda: not connected(rig), "the bot to give the socket up", 10)
+        await asyncio.sleep(6)
+        assert "not used" not in shown(message.blocks)
+    finally:
+        rig.host.thaw()
+    answered = await rig.driver.tool_result(sid, call, within=30)
+    assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+    await eventually(lambda: connected(rig), "the bot to reconnect", 20)
+    await eventually(
+        lambda: "could not be reached" not in shown(message.blocks), "the note to go", 20
+    )
+    final = shown(message.blocks)
+    assert "Answered by" in final and "not used" not in final
+    results = [e for e in await rig.driver.page(sid) if e["type"] == "tool/result"]
+    assert len(results) == 1 and rig.posts == 1

@@ -128,15 +128,16 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             assert len(slack.calls("chat.postMessage")) == 2
 
 
+@HOW
 async def test_a_message_deleted_while_the_bot_was_down_is_posted_again(
-    setup: Setup, slack: SlackStandIn, live_host: RealHost
+    how: signal.Signals, setup: Setup, slack: SlackStandIn, live_host: RealHost
 ) -> None:
     alice, channel, env = setup.alice, setup.channel, setup.env
     async with HostDriver(live_host) as driver:
         async with BotProcess.start(env, cwd=setup.a) as first:
             asked, call = await start_turn(driver, live_host, ask(TARGET))
             await eventually(lambda: len(top_level(slack, channel)) == 1, "the question", 30)
-            await stop(first, signal.SIGTERM)
+            await stop(first, how)
         (gone,) = top_level(slack, channel)
         slack.workspace.delete(gone)
 

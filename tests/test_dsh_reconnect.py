@@ -55,6 +55,7 @@ async def test_attempts_are_never_more_than_the_capped_backoff_apart() -> None:
     assert len(seen) >= 6 and max(gaps) < 2.0
 
 
+@pytest.mark.slow
 async def test_a_wrong_url_keeps_saying_what_is_wrong(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

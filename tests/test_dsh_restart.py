@@ -46,6 +46,7 @@ async def host() -> AsyncIterator[DshHostStandIn]:
         yield stand_in
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["redis", "sqlite", "memory"])
 @HOW
 async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(

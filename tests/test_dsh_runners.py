@@ -54,6 +54,7 @@ BASH = {
 # --------------------------------------------------------------------------- questions
 
 
+@pytest.mark.slow
 async def test_a_question_timed_out_in_slack_is_dismissed_in_the_host(rig: Rig) -> None:
     rig.provider.defaults.timeout = 1.0  # what QUESTION_TIMEOUT=1 configures
     async with asyncio.timeout(TIMEOUT):
@@ -100,6 +101,7 @@ async def test_a_refused_approval_that_cannot_reopen_is_not_decided_again(
 # --------------------------------------------------------------------------- handshake
 
 
+@pytest.mark.slow
 async def test_a_silent_handshake_is_given_up_and_retried(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -148,6 +150,7 @@ async def test_a_silent_handshake_is_given_up_and_retried(
         server.close()
 
 
+@pytest.mark.slow
 async def test_the_handshake_bound_does_not_cut_an_open_downlink(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

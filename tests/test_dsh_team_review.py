@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.questions import ReviewPolicy
 from bot.questions.models import AskUserQuestionItem
 from tests.test_dsh_client import (
@@ -25,6 +27,7 @@ from tests.test_dsh_client import (
 __all__ = ["make_rig"]  # the rig fixture, shared with the dsh client's tests
 
 
+@pytest.mark.slow
 async def test_a_host_plan_review_waits_for_the_default_policy(make_rig: RigFactory) -> None:
     rig = await make_rig(review=ReviewPolicy(approvals=2))
     bob = rig.slack.workspace.add_user("bob").id
@@ -45,6 +48,7 @@ async def test_a_host_plan_review_waits_for_the_default_policy(make_rig: RigFact
         assert rig.posts == 1
 
 
+@pytest.mark.slow
 async def test_the_sessions_next_plan_after_a_decline_shows_what_changed(
     make_rig: RigFactory,
 ) -> None:
@@ -80,7 +84,7 @@ async def test_the_sessions_next_plan_after_a_decline_shows_what_changed(
 def test_the_default_policy_is_a_json_setting_checked_at_start() -> None:
     import pytest
 
-    from bot.config import ConfigError, load_settings
+    from bot.settings.config import ConfigError, load_settings
 
     wire = '{"approvals": 2, "required": [{"usergroups": ["S0LEADS"]}]}'
     policy = load_settings({"DSH_REVIEW_POLICY": wire}, None).dsh_review_policy

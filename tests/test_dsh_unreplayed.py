@@ -20,6 +20,7 @@ import asyncio
 import logging
 
 import aiohttp
+import pytest
 
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
@@ -79,6 +80,7 @@ async def record_of(store: MemoryPendingStore, rpc_id: str) -> PendingRecord:
     return record
 
 
+@pytest.mark.slow
 async def test_a_released_question_the_host_settled_while_no_bot_ran_is_closed(
     make_rig: RigFactory,
 ) -> None:
@@ -93,7 +95,7 @@ async def test_a_released_question_the_host_settled_while_no_bot_ran_is_closed(
         assert first.host.resolve_elsewhere(rpc_id, ELSEWHERE)  # answered in the web UI
 
         second = await make_rig(after=first, store=store)
-        await second.provider.resume()  # as bot/app.py does at start
+        await second.provider.resume()  # as bot/app/runtime.py does at start
         await first.host.wait_for_total_connections(2)
 
         text = await second.final(message)  # one replay window (1 s) on: nothing replayed
@@ -102,6 +104,7 @@ async def test_a_released_question_the_host_settled_while_no_bot_ran_is_closed(
         assert first.host.responses == [] and first.posts == 1
 
 
+@pytest.mark.slow
 async def test_released_requests_lost_in_a_host_restart_are_closed_and_take_no_click(
     make_rig: RigFactory,
 ) -> None:
@@ -137,6 +140,7 @@ async def test_released_requests_lost_in_a_host_restart_are_closed_and_take_no_c
         assert first.host.responses == []
 
 
+@pytest.mark.slow
 async def test_a_replayed_request_and_another_hosts_request_stay_open(
     make_rig: RigFactory,
 ) -> None:
@@ -184,6 +188,7 @@ async def test_a_replayed_request_and_another_hosts_request_stay_open(
         await first.provider.abort(key_request_id(other_options.key or ""), "test over")
 
 
+@pytest.mark.slow
 async def test_a_replayed_question_resolved_while_it_is_being_taken_up_is_closed(
     make_rig: RigFactory,
 ) -> None:
@@ -213,6 +218,7 @@ async def test_a_replayed_question_resolved_while_it_is_being_taken_up_is_closed
         assert first.host.responses == [] and second.posts == 1
 
 
+@pytest.mark.slow
 async def test_a_replay_just_after_the_window_opens_the_question_again(
     make_rig: RigFactory,
 ) -> None:

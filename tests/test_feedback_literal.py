@@ -29,7 +29,7 @@ from adapters.slack.model.tally import Vote
 from adapters.slack.render.blocks import Rendered, render_final
 from adapters.slack.render.outcomes import one_line
 from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 from tests import test_sandbox_browser as _browser_module

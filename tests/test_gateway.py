@@ -1,4 +1,4 @@
-"""The ``/v1`` HTTP API in process: ``bot.app.start`` in HTTP mode against the Slack stand-in.
+"""The ``/v1`` HTTP API in process: ``bot.app.runtime.start`` in HTTP mode against the stand-in.
 
 Fast checks of the gateway's contract (the subprocess tests in test_bot_http.py repeat the
 main ones against a real ``python -m bot``): the OpenAPI document agrees with the routes,
@@ -16,23 +16,24 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import aiohttp
+import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-import bot.api_answers
-import bot.api_body
-import bot.gateway
+import bot.api.answers
+import bot.api.body
+import bot.api.gateway
 from adapters.slack.clicks.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
-from bot.gateway import MAX_WAIT, openapi_paths
+from bot.api.gateway import MAX_WAIT
+from bot.api.openapi import document, document_text, openapi_paths
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import fresh_store_path
 from tests.slack_harness import all_text, interactive_elements, until
 
@@ -165,9 +166,7 @@ async def lost_under_a_long_poll(
 
 
 def _document() -> dict[str, Any]:
-    text = resources.files("bot").joinpath("openapi.json").read_text("utf-8")
-    document: dict[str, Any] = json.loads(text)
-    return document
+    return document()
 
 
 async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> None:
@@ -181,13 +180,39 @@ async def test_every_v1_route_is_in_the_openapi_document_and_vice_versa() -> Non
     assert served == openapi_paths()
 
 
-async def test_the_served_openapi_document_is_the_one_in_the_repo() -> None:
+async def test_the_served_openapi_document_is_the_generated_one() -> None:
     async with running() as bed, bed.http.get("/v1/openapi.json") as response:
         assert response.status == 200
         assert response.content_type == "application/json"
+        assert await response.text() == document_text()
         assert await response.json() == _document()
 
 
+def _schema(name: str) -> dict[str, Any]:
+    """A JSON schema for one of the document's schemas, its refs resolving in the document."""
+    return {"$ref": f"#/components/schemas/{name}", "components": _document()["components"]}
+
+
+async def test_what_the_gateway_answers_is_what_the_generated_schemas_say() -> None:
+    async with running() as bed:
+        status, posted = await bed.ask()
+        assert status == 201
+        jsonschema.validate(posted, _schema("Question"))
+        await bed.click(posted, "Deploy")
+        status, answered = await bed.get(posted["id"], wait=5)
+        assert (status, answered["state"]) == (200, "answered")
+        assert answered["events"] and answered["answer"]
+        jsonschema.validate(answered, _schema("Question"))
+        status, missing = await bed.get("nosuchquestion")
+        assert status == 404
+        jsonschema.validate(missing, _schema("Problem"))
+    with pytest.raises(jsonschema.ValidationError):  # the schema is not vacuous
+        jsonschema.validate({**answered, "state": "gone"}, _schema("Question"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"questions": [], "extra": 1}, _schema("QuestionPost"))
+
+
+@pytest.mark.slow
 def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> None:
     document = _document()
     assert str(document["openapi"]).startswith("3.")
@@ -227,7 +252,7 @@ def test_the_openapi_document_is_valid_openapi_3_and_every_ref_resolves() -> Non
 _EVERY_ROUTE = {401, 421, 500}
 STATUSES = {
     ("POST", "/v1/questions"): {200, 201, 202, 400, 408, 409, 413, 415, 422, 429, 502, 503}
-    | set(bot.api_answers.STATUS_OF_CODE.values())
+    | set(bot.api.answers.STATUS_OF_CODE.values())
     | _EVERY_ROUTE,
     ("POST", "/v1/approvals"): {200, 201, 202, 400, 409, 413, 415, 422, 429, 502, 503}
     | _EVERY_ROUTE,
@@ -251,7 +276,7 @@ def test_the_document_lists_every_status_each_route_answers_with() -> None:
 
 def test_the_problem_schema_has_every_field_a_problem_can_carry() -> None:
     schema = _document()["components"]["schemas"]["Problem"]
-    fields = set(bot.api_answers._Problem.model_fields)
+    fields = set(bot.api.answers.Problem.model_fields)
     assert set(schema["properties"]) == fields
     assert set(schema["required"]) == {"name", "code", "message"}
 
@@ -270,15 +295,17 @@ def test_the_409_and_503_of_post_and_the_503_of_get_say_what_they_are() -> None:
 
 def test_the_document_describes_the_request_body_the_gateway_accepts() -> None:
     schema = _document()["components"]["schemas"]["QuestionPost"]
-    accepted = bot.api_body.QuestionPost.model_json_schema(by_alias=True)["properties"]
+    accepted = bot.api.body.QuestionPost.model_json_schema(by_alias=True)["properties"]
     assert set(schema["properties"]) == set(accepted)
-    destination = bot.api_body.Destination.model_json_schema(by_alias=True)["properties"]
-    assert set(schema["properties"]["destination"]["properties"]) == set(destination)
+    destination = bot.api.body.Destination.model_json_schema(by_alias=True)["properties"]
+    described = _document()["components"]["schemas"]["Destination"]["properties"]
+    assert set(described) == set(destination) == {"channel", "threadTs"}
 
 
 # -- asking, answering, aborting ------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_ask_answer_in_slack_and_long_poll_the_answer() -> None:
     async with running() as bed:
         status, posted = await bed.ask()
@@ -305,6 +332,7 @@ async def test_ask_answer_in_slack_and_long_poll_the_answer() -> None:
         await until(lambda: bed.runtime.gateway.running == 0, what="the ask to end")
 
 
+@pytest.mark.slow
 async def test_a_question_can_go_to_another_channel_and_thread() -> None:
     async with running() as bed:
         other = bed.slack.workspace.add_channel("elsewhere").id
@@ -321,6 +349,7 @@ async def test_a_question_can_go_to_another_channel_and_thread() -> None:
         assert bed.message(replied).thread_ts == thread
 
 
+@pytest.mark.slow
 async def test_delete_aborts_and_the_message_says_cancelled() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -359,6 +388,7 @@ async def test_deleting_an_answered_question_is_409_with_its_answer() -> None:
         assert body["answer"] == {"answers": [{"id": "deploy", "selected": ["Deploy"]}]}
 
 
+@pytest.mark.slow
 async def test_a_person_dismissing_the_question_reads_as_cancelled_with_the_seam_code() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -373,6 +403,7 @@ async def test_a_person_dismissing_the_question_reads_as_cancelled_with_the_seam
         }
 
 
+@pytest.mark.slow
 async def test_a_long_poll_that_runs_out_returns_the_pending_question() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -422,6 +453,7 @@ async def test_the_seams_validation_errors_come_back_as_name_code_message() -> N
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "loc", "kind"),
     [
@@ -455,6 +487,7 @@ async def test_bad_shapes_are_a_pydantic_error_with_its_location(
         assert problem["errors"][0]["msg"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("question", "loc", "kind", "message"),
     [
@@ -518,6 +551,7 @@ async def test_malformed_json_oversized_and_non_json_bodies_are_refused() -> Non
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() -> None:
     async with running(max_body_bytes=1024) as bed:
         _, posted = await bed.ask()
@@ -540,6 +574,7 @@ async def test_the_body_limit_is_the_apis_and_does_not_refuse_slacks_payloads() 
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wait", ["-1", str(MAX_WAIT + 1), "soon", "nan", "inf", ""])
 async def test_wait_must_be_a_number_of_seconds_within_bounds(wait: str) -> None:
     async with running() as bed:
@@ -559,6 +594,7 @@ async def test_unknown_questions_are_404() -> None:
 # -- idempotency ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_retried_post_with_the_same_idempotency_key_posts_once() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "retry-1"}
@@ -572,6 +608,7 @@ async def test_a_retried_post_with_the_same_idempotency_key_posts_once() -> None
         assert bed.slack.calls.count("chat.postMessage") == 2
 
 
+@pytest.mark.slow
 async def test_concurrent_retries_with_one_key_post_once() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "burst"}
@@ -592,6 +629,7 @@ async def test_a_retry_after_the_answer_returns_the_answer() -> None:
         assert again["answer"] == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["", "k" * 256])
 async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
     async with running() as bed:
@@ -602,8 +640,11 @@ async def test_an_idempotency_key_is_1_to_255_characters(key: str) -> None:
 # -- auth -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
-    "authorization", [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"]
+    "authorization",
+    [None, "Bearer wrong", f"Basic {API_TOKEN}", "Bearer", f"Bearer {API_TOKEN}x"],
+    ids=["none", "wrong", "basic", "empty", "longer"],  # the same names in every process
 )
 async def test_every_route_needs_the_bearer_token(authorization: str | None) -> None:
     async with running() as bed:
@@ -646,6 +687,7 @@ async def test_slack_events_need_a_valid_signature() -> None:
 # -- Slack failures -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
     async with running() as bed:
         bed.slack.faults.add(method="chat.postMessage", kind="server_error", count=10)
@@ -654,10 +696,11 @@ async def test_slack_refusing_the_message_is_502_delivery_failed() -> None:
         assert (problem["name"], problem["code"]) == ("UserQuestionError", "DELIVERY_FAILED")
 
 
+@pytest.mark.slow
 async def test_a_slow_slack_answers_202_and_the_question_carries_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.2)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 0.2)
     async with running() as bed:
         bed.slack.faults.add(method="chat.postMessage", kind="delay", delay=1.0)
         async with bed.http.post("/v1/questions", json=DEPLOY) as response:
@@ -678,6 +721,7 @@ async def test_a_slow_slack_answers_202_and_the_question_carries_on(
 # -- a shared store ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_seconds(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -706,6 +750,7 @@ async def test_a_record_lost_from_redis_ends_its_ask_and_long_poll_within_second
             assert (await response.json())["pending"] == 0
 
 
+@pytest.mark.slow
 async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_poll(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -745,6 +790,7 @@ async def test_a_lost_record_with_no_ask_left_closes_its_message_from_the_long_p
                 assert (await response.json())["pending"] == 0
 
 
+@pytest.mark.slow
 async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -773,6 +819,7 @@ async def test_a_record_lost_under_an_ask_in_one_bot_and_a_long_poll_in_another(
         assert len(lost) == 1
 
 
+@pytest.mark.slow
 async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -795,6 +842,7 @@ async def test_with_redis_any_bot_answers_get_and_delete_for_a_question(
         await until(lambda: "Cancelled" in all_text(first.message(posted).blocks))
 
 
+@pytest.mark.slow
 async def test_stopping_answers_long_polls_on_questions_other_bots_own(
     redis_admin: Any, store_prefix: str, redis_url: str
 ) -> None:
@@ -840,6 +888,7 @@ async def test_healthz_reports_mode_and_pending_questions() -> None:
             assert (body["pending"], body["owned"], body["unowned"], body["open"]) == (1, 0, 1, 1)
 
 
+@pytest.mark.slow
 async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> None:
     # The memory store dies with the process: nothing could take the questions up again.
     async with running(store="memory") as bed:
@@ -866,6 +915,7 @@ async def test_stopping_interrupts_pending_questions_and_their_long_polls() -> N
         assert bed.runtime.provider.pending_count == 0
 
 
+@pytest.mark.slow
 async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -937,6 +987,7 @@ async def test_stopping_still_closes_everything_when_the_store_fails(
             await bed.get("0123456789abcdef0123")
 
 
+@pytest.mark.slow
 async def test_the_bot_keeps_one_connection_to_slack_and_closes_it_at_stop() -> None:
     async with running() as bed:
         for _ in range(3):
@@ -960,7 +1011,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
 ) -> None:
     import socket
 
-    import bot.app
+    import bot.app.runtime
 
     made: list[Any] = []
 
@@ -969,7 +1020,7 @@ async def test_a_start_that_fails_closes_the_slack_session(
         made.append(client)
         return client
 
-    monkeypatch.setattr(bot.app, "web_client", recording_client)
+    monkeypatch.setattr(bot.app.runtime, "web_client", recording_client)
     async with SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET) as slack:
         channel = slack.workspace.add_channel("agents").id
         with socket.socket() as taken:
@@ -1016,7 +1067,7 @@ async def test_a_seam_error_from_the_provider_is_answered_with_its_code_and_stat
         assert problem == {  # the store's own words (its address) are for the log only
             "name": "UserQuestionError",
             "code": STORE_UNAVAILABLE,
-            "message": bot.api_answers.STORE_DOWN,
+            "message": bot.api.answers.STORE_DOWN,
         }
 
 
@@ -1077,6 +1128,7 @@ async def test_deadline_fields_are_checked(extra: dict[str, Any], loc: list[str]
         assert status == 422 and problem["errors"][0]["loc"] == loc
 
 
+@pytest.mark.slow
 async def test_a_question_aborted_as_its_waiter_is_released_is_logged_as_ended(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -204,6 +204,7 @@ def _tamper(body: str, payload: dict[str, Any], mutation: tuple[Any, ...]) -> st
     return body[:position] + body[position + int(mutation[2]) :]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30,
     deadline=None,
@@ -236,6 +237,7 @@ UNPARSEABLE: dict[str, bytes] = {
 }
 
 
+@pytest.mark.slow
 async def test_the_bot_refuses_unparseable_forged_bodies_with_401(tmp_path: Path) -> None:
     """The real bot (``python -m bot``, HTTP mode): bolt parses a body before it checks the
     signature, so a forged body that does not parse used to get a 500 and a traceback."""
@@ -274,6 +276,7 @@ async def test_the_bot_refuses_unparseable_forged_bodies_with_401(tmp_path: Path
 # -- faults on the Web API ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_web_api_faults_on_every_method_while_100_questions_are_asked_and_answered() -> None:
     store = MemoryPendingStore(process_id="faults")
     endings = count_endings(store)
@@ -343,6 +346,7 @@ async def test_a_click_is_acked_and_answers_while_auth_test_fails() -> None:
 # -- races at volume ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_500_questions_each_clicked_twice_at_once_resolve_once_and_tell_the_loser() -> None:
     store = MemoryPendingStore(process_id="races")
     endings = count_endings(store)
@@ -404,6 +408,7 @@ async def test_500_questions_each_clicked_twice_at_once_resolve_once_and_tell_th
 # -- abort storm ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_abort_storm_500_asks_aborted_at_random_moments_end_exactly_once() -> None:
     store = MemoryPendingStore(process_id="aborts")
     endings = count_endings(store)
@@ -542,6 +547,7 @@ def _request(draw: Callable[[Any], Any]) -> dict[str, Any]:
     return {"questions": [draw(_question(i)) for i in range(count)]}
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,
@@ -605,6 +611,7 @@ async def test_an_empty_question_still_has_a_notification_text() -> None:
 # asks with STORE_UNAVAILABLE under a burst; the store now waits for a pooled connection.)
 
 
+@pytest.mark.slow
 async def test_150_asks_at_once_through_the_redis_store_are_all_posted_and_answered(
     redis_store_factory: Callable[..., Awaitable[PendingStore]],
 ) -> None:

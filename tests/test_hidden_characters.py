@@ -120,6 +120,7 @@ def test_emoji_sequences_and_ordinary_text_are_left_alone() -> None:
         assert reveal(text) == text and hidden_characters(text) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_revealing_is_idempotent_and_leaves_nothing_hidden(text: str) -> None:

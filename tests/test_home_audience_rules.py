@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bot.questions import AskOptions, ReviewPolicy
 from tests.slack_harness import SlackHarness, until
 from tests.slack_payloads import click
@@ -17,6 +19,7 @@ def home_of(h: SlackHarness, user: str) -> str:
     return json.dumps(view, ensure_ascii=False) if view else ""
 
 
+@pytest.mark.slow
 async def test_dm_and_private_questions_stay_off_other_home_tabs() -> None:
     async with SlackHarness() as h:
         ws = h.slack.workspace

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.sandbox.signing import send_interaction
@@ -63,6 +64,7 @@ async def open_home(slack: SlackStandIn, user: str, events_url: str) -> None:
     await eventually(lambda: homes(slack, user), what=f"{user}'s home to be published")
 
 
+@pytest.mark.slow
 async def test_a_change_in_either_process_republishes_every_home_tab_once(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -111,6 +113,7 @@ async def sqlite_bot(
         yield bot
 
 
+@pytest.mark.slow
 async def test_after_a_restart_an_opened_home_tab_is_still_refreshed(tmp_path: Path) -> None:
     slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET)
     alice, carol = (slack.workspace.add_user(name).id for name in ("alice", "carol"))

@@ -124,6 +124,7 @@ def one(question: str) -> dict[str, Any]:
     return {"questions": [{"id": "q", "question": question, "options": [{"label": "Yes"}]}]}
 
 
+@pytest.mark.slow
 async def test_a_viewer_older_than_the_limit_is_no_longer_refreshed() -> None:
     clock = ManualClock(time.time())
     start = clock.time
@@ -151,6 +152,7 @@ async def test_a_viewer_older_than_the_limit_is_no_longer_refreshed() -> None:
         assert len(published(h, h.alice)) == 3 and len(published(h, h.bob)) == 3
 
 
+@pytest.mark.slow
 async def test_a_change_republishes_only_the_home_tabs_it_concerns() -> None:
     async with asyncio.timeout(30), SlackHarness() as h:
         for user in (h.alice, h.bob, h.carol):
@@ -189,6 +191,7 @@ class ReadsNoOpenRecords(MemoryPendingStore):
         return await super().get_many(request_ids)
 
 
+@pytest.mark.slow
 async def test_a_home_tab_lists_the_oldest_twenty_without_reading_every_open_record() -> None:
     store = ReadsNoOpenRecords()
     async with asyncio.timeout(30), SlackHarness(store=store) as h:

@@ -58,6 +58,7 @@ def plan_review(n: int) -> dict[str, Any]:
 # -- one DM, two names: one lane --------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_dm_plan_reviews_with_thread_parts_stay_within_the_conversation_limit() -> None:
     async with SlackHarness(limits=SCALED, enforce=True) as h:
         for n in range(6):
@@ -124,6 +125,7 @@ HOME_SLOWED = SlackLimits(time_scale=1.0, tiers={1: 1, 2: 20, 3: 50, 4: 1})
 """Real time; Tier 4 (``views.publish``) one call a minute: a second publish waits."""
 
 
+@pytest.mark.slow
 async def test_a_posted_question_reads_pending_while_home_tab_publishes_wait() -> None:
     async with SlackHarness(limits=HOME_SLOWED) as h:
         status, _ = await h.slack.open_home(h.alice)  # alice keeps her Home tab current
@@ -146,6 +148,7 @@ async def test_a_posted_question_reads_pending_while_home_tab_publishes_wait() -
         assert not current.queued, f"a posted question reads queued: {h.client.scheduler.depths()}"
 
 
+@pytest.mark.slow
 async def test_a_question_whose_own_post_waits_reads_queued_until_posted() -> None:
     slow_posts = SlackLimits(time_scale=1.0)  # one post per channel a second
     async with SlackHarness(limits=slow_posts) as h:

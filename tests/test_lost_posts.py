@@ -49,6 +49,7 @@ def request_of(message: Any) -> str:
     return request_id
 
 
+@pytest.mark.slow
 async def test_a_stored_post_that_timed_out_is_closed_with_nobody_clicking() -> None:
     async with SlackHarness(**QUICK) as h:
         h.slack.faults.add(**SLOW_STORED)
@@ -70,6 +71,7 @@ async def test_a_stored_post_that_timed_out_is_closed_with_nobody_clicking() -> 
         assert h.provider.lost_posts.searches == 1  # found at the first lookup
 
 
+@pytest.mark.slow
 async def test_one_search_of_a_channel_serves_every_post_lost_at_once() -> None:
     async with SlackHarness(**QUICK) as h:
         h.slack.faults.add(**SLOW_STORED, count=3)
@@ -86,6 +88,7 @@ async def test_one_search_of_a_channel_serves_every_post_lost_at_once() -> None:
         assert h.slack.calls.count("conversations.history") == 1
 
 
+@pytest.mark.slow
 async def test_a_stored_post_in_a_thread_is_found_among_the_replies() -> None:
     async with SlackHarness(**QUICK) as h:
         ws = h.slack.workspace
@@ -103,6 +106,7 @@ async def test_a_stored_post_in_a_thread_is_found_among_the_replies() -> None:
         assert h.slack.calls.count("conversations.history") == 0
 
 
+@pytest.mark.slow
 async def test_a_post_that_was_never_stored_is_looked_for_then_left() -> None:
     async with SlackHarness(**QUICK) as h:
         # The connection drops before the stand-in makes the call (every retry too).
@@ -125,6 +129,7 @@ async def test_a_refused_post_is_not_looked_for() -> None:
         assert h.slack.calls.count("conversations.history") == 0
 
 
+@pytest.mark.slow
 async def test_a_stored_post_in_a_dm_is_not_looked_for_without_im_history() -> None:
     async with SlackHarness(**QUICK) as h:
         h.slack.faults.add(**SLOW_STORED)
@@ -134,6 +139,7 @@ async def test_a_stored_post_in_a_dm_is_not_looked_for_without_im_history() -> N
         assert h.slack.calls.count("conversations.history") == 0
 
 
+@pytest.mark.slow
 async def test_a_failing_search_is_logged_once_and_tried_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -155,6 +161,7 @@ async def test_a_failing_search_is_logged_once_and_tried_again(
         assert not [r for r in caplog.records if r.exc_info]
 
 
+@pytest.mark.slow
 async def test_a_record_reopened_before_its_message_turns_up_adopts_it() -> None:
     async with SlackHarness(client_timeout=0.5, lookups=(0.6,)) as h:
         h.slack.faults.add(**SLOW_STORED)
@@ -191,6 +198,7 @@ async def next_bot(
         await provider.aclose(grace=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("lookups", "restart_after"),
     [((0.3, 0.6), 0.0), ((0.05,), 0.3)],
@@ -228,6 +236,7 @@ async def test_a_restart_mid_lookup_takes_it_up_and_closes_the_stored_post(
             assert again.lost_posts.searches == 1
 
 
+@pytest.mark.slow
 async def test_a_restart_does_not_look_for_a_post_whose_message_is_known_or_a_refused_one(
     sqlite_store_factory: SqliteStoreFactory,
 ) -> None:

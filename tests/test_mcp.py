@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.records import Message
+from bot.api.openapi import document
 from bot.mcp import DESCRIPTION, TOOL_NAME
 from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import clean_environment, run_command
@@ -80,6 +81,7 @@ def text_of(result: CallToolResult) -> str:
     return block.text
 
 
+@pytest.mark.slow
 async def test_the_tool_is_listed_with_the_seams_schema(tmp_path: Path) -> None:
     async with mcp_client("http://127.0.0.1:9", tmp_path) as client:
         (tool, _) = (await client.list_tools()).tools
@@ -121,6 +123,7 @@ async def test_the_tool_is_listed_with_the_seams_schema(tmp_path: Path) -> None:
     assert item["additionalProperties"] is False
 
 
+@pytest.mark.slow
 async def test_a_call_is_posted_and_returns_the_persons_exact_answer(tmp_path: Path) -> None:
     progress: list[tuple[float, str | None]] = []
 
@@ -157,6 +160,7 @@ async def test_a_call_is_posted_and_returns_the_persons_exact_answer(tmp_path: P
     assert all(m and "waiting for an answer" in m.lower() for _, m in progress)
 
 
+@pytest.mark.slow
 async def test_free_text_and_multi_select_answers_come_back_as_typed(tmp_path: Path) -> None:
     ask = {
         "questions": [
@@ -186,6 +190,7 @@ async def test_free_text_and_multi_select_answers_come_back_as_typed(tmp_path: P
     assert answer["answers"][1] == {"id": "why", "selected": []}
 
 
+@pytest.mark.slow
 async def test_a_dismissal_is_a_tool_error_naming_ask_cancelled(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
         call = asyncio.ensure_future(client.call_tool(TOOL_NAME, DEPLOY))
@@ -199,6 +204,7 @@ async def test_a_dismissal_is_a_tool_error_naming_ask_cancelled(tmp_path: Path) 
     assert result.structured_content == error
 
 
+@pytest.mark.slow
 async def test_a_bad_request_is_a_tool_error_with_the_seams_code(tmp_path: Path) -> None:
     async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
         empty = await client.call_tool(TOOL_NAME, {"questions": []})
@@ -209,6 +215,7 @@ async def test_a_bad_request_is_a_tool_error_with_the_seams_code(tmp_path: Path)
     assert unknown.is_error and "question" in text_of(unknown)
 
 
+@pytest.mark.slow
 async def test_a_request_the_bot_refuses_carries_where_it_is_wrong(tmp_path: Path) -> None:
     bad = {"questions": [{"id": "a", "question": "Which?", "options": [{"label": "x"}] * 2}]}
     async with http_bot(tmp_path) as s, mcp_client(s.bot.url, tmp_path) as client:
@@ -221,8 +228,9 @@ async def test_a_request_the_bot_refuses_carries_where_it_is_wrong(tmp_path: Pat
     assert any("options" in e["loc"] for e in error["errors"])
 
 
+@pytest.mark.slow
 async def test_a_link_is_passed_to_the_bot_and_shown(tmp_path: Path) -> None:
-    spec = json.loads((Path(__file__).parent.parent / "bot" / "openapi.json").read_text())
+    spec = document()
     post = spec["components"]["schemas"]["QuestionPost"]
     if "link" not in post.get("properties", {}):
         pytest.skip("this bot's HTTP API takes no link yet")
@@ -236,6 +244,7 @@ async def test_a_link_is_passed_to_the_bot_and_shown(tmp_path: Path) -> None:
     assert json.loads(text_of(result)) == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
 
 
+@pytest.mark.slow
 async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
     tmp_path: Path,
 ) -> None:
@@ -264,6 +273,7 @@ async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
         assert tool.name == TOOL_NAME
 
 
+@pytest.mark.slow
 async def test_cancelling_while_slack_is_still_posting_still_aborts_the_question(
     tmp_path: Path,
 ) -> None:
@@ -285,6 +295,7 @@ async def test_cancelling_while_slack_is_still_posting_still_aborts_the_question
         assert len(s.slack.workspace.history(s.channel)) == 1  # posted once, not twice
 
 
+@pytest.mark.slow
 async def test_an_unreachable_bot_is_a_tool_error_that_says_so(tmp_path: Path) -> None:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
@@ -299,6 +310,7 @@ async def test_an_unreachable_bot_is_a_tool_error_that_says_so(tmp_path: Path) -
     assert "python -m bot" in error["message"]
 
 
+@pytest.mark.slow
 async def test_a_bot_that_goes_away_while_waiting_is_retried_then_a_tool_error(
     tmp_path: Path,
 ) -> None:
@@ -324,6 +336,7 @@ async def test_a_bot_that_goes_away_while_waiting_is_retried_then_a_tool_error(
     assert "BOT_URL" in error["message"]
 
 
+@pytest.mark.slow
 async def test_a_wrong_api_token_is_a_tool_error(tmp_path: Path) -> None:
     async with (
         http_bot(tmp_path) as s,
@@ -336,6 +349,7 @@ async def test_a_wrong_api_token_is_a_tool_error(tmp_path: Path) -> None:
     assert json.loads(text_of(result))["code"] in {"UNAUTHORIZED", "HTTP_401"}
 
 
+@pytest.mark.slow
 async def test_the_trail_names_the_mcp_servers_own_token_and_only_it_reads_it(
     tmp_path: Path,
 ) -> None:
@@ -364,6 +378,7 @@ async def test_the_trail_names_the_mcp_servers_own_token_and_only_it_reads_it(
     assert mcp_token not in "\n".join(lines)
 
 
+@pytest.mark.slow
 async def test_help_and_bad_settings(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "bot.mcp"]
     env = clean_environment({"BOT_URL": "ftp://example", "MCP_PROGRESS_SECONDS": "0"})

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.api_approvals import ApprovalPost
+from bot.api.approvals import ApprovalPost
 from bot.mcp import APPROVAL_TOOL_NAME
 from tests.slack_harness import until
 from tests.test_api_approvals import HOSTILE, RM, WRITE, decide, post
@@ -23,6 +23,7 @@ from tests.test_mcp_endings import error_of, session, text_of
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "button", "decision"),
     [

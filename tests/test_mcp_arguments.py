@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.api_body import QuestionPost
+from bot.api.body import QuestionPost
 from bot.mcp import DESCRIPTION, TOOL_NAME
 from bot.mcp.settings import load_mcp_settings
 from tests.test_gateway import API_TOKEN, DEPLOY, running

@@ -22,8 +22,8 @@ from aiohttp import web
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-import bot.gateway
-from bot.api_body import QuestionPost
+import bot.api.gateway
+from bot.api.body import QuestionPost
 from bot.mcp import TOOL_NAME, BotClient, build_server
 from tests.slack_harness import until
 from tests.test_gateway import API_TOKEN, DEPLOY, running
@@ -109,12 +109,13 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
 # -- queued: still open ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_queued_question_is_waited_for_and_its_answer_returned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Slowed limits: the POST answers 202 (``queued``) and the long-poll reads ``queued``;
     the call goes on waiting, the message is posted at its turn and its answer returned."""
-    monkeypatch.setattr(bot.gateway, "POST_DEADLINE", 0.5)
+    monkeypatch.setattr(bot.api.gateway, "POST_DEADLINE", 0.5)
     async with running(slack_rate_scale=0.2) as bed:  # the channel's next post in ~5 s
         status, _ = await bed.ask(DEPLOY)  # takes the channel's turn
         assert status == 201
@@ -185,6 +186,7 @@ BROKEN = {
 RETRIED = {"cut off", "503 store unavailable for good"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BROKEN))
 async def test_a_broken_long_poll_aborts_the_question_and_is_the_seams_error(case: str) -> None:
     handler, code = BROKEN[case]
@@ -226,6 +228,7 @@ async def test_an_abort_that_fails_is_logged_and_the_error_returned(
 # -- pacing ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_long_poll_that_answers_at_once_is_paced() -> None:
     """A bot that answers ``pending`` without waiting (stopping, it releases its long-polls)
     is asked again once per progress interval, not in a tight loop."""

@@ -81,6 +81,7 @@ async def asked_ids(bed: Bed) -> list[str]:
     return [e["requestId"] for e in events if e["kind"] == "asked"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 async def test_an_option_given_to_the_tool_reaches_the_question(name: str) -> None:
     extra, holds, _ = OPTIONS[name]
@@ -108,6 +109,7 @@ async def test_an_option_given_to_the_tool_reaches_the_question(name: str) -> No
         await until(lambda: bed.runtime.gateway.running == 0, within=10, what="the abort")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 async def test_a_bad_option_is_refused_as_the_http_api_refuses_it(name: str) -> None:
     *_, bad = OPTIONS[name]

@@ -100,6 +100,7 @@ async def posting_bot(lost: int, lose: Any) -> AsyncIterator[tuple[PostingBot, s
         await runner.cleanup()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lose", [cut, store_down], ids=["cut off", "503 store unavailable"])
 async def test_a_post_whose_reply_is_lost_is_posted_again_with_its_key(lose: Any) -> None:
     async with (
@@ -114,6 +115,7 @@ async def test_a_post_whose_reply_is_lost_is_posted_again_with_its_key(lose: Any
     assert not fake.seen("DELETE")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lose", [cut, store_down], ids=["cut off", "503 store unavailable"])
 async def test_a_post_lost_for_good_aborts_what_its_key_asked(lose: Any) -> None:
     async with (
@@ -142,6 +144,7 @@ async def test_a_refused_post_is_not_retried_nor_aborted() -> None:
     assert [kind for kind, _ in fake.requests] == ["POST"]
 
 
+@pytest.mark.slow
 async def test_a_brief_store_outage_while_waiting_is_waited_out() -> None:
     polls = 0
 

@@ -89,6 +89,7 @@ async def exit_code(process: asyncio.subprocess.Process, within: float = 10.0) -
         pytest.fail(f"python -m bot.mcp still runs {within} s after it was told to stop")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("how", "code"), [("SIGTERM", 143), ("SIGINT", 130), ("EOF", 0)])
 async def test_a_stop_while_a_call_waits_aborts_its_question_and_exits(
     how: str, code: int, tmp_path: Path
@@ -105,6 +106,7 @@ async def test_a_stop_while_a_call_waits_aborts_its_question_and_exits(
         assert ("DELETE", "/v1/questions/q1") in fake.requests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("how", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
 async def test_an_idle_server_stops_at_once_on_a_signal(
     how: str, code: int, tmp_path: Path

@@ -188,6 +188,7 @@ def test_a_long_request_renders_whole_within_the_budget(case: str) -> None:
     assert all(text.endswith(CONTINUED) for text in shown_details(rendered))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(EVIDENCE))
 def test_the_final_record_fits_whenever_the_open_message_fit(case: str) -> None:
     assert_finals_fit(EVIDENCE[case]())
@@ -250,6 +251,7 @@ def _room(question: str) -> int:
     return len(shown.removesuffix(CONTINUED))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("question", ["Approve?", "Q" * 2990])
 def test_a_plan_exactly_the_room_left_is_whole_and_one_more_continues(question: str) -> None:
     room = _room(question)
@@ -270,6 +272,7 @@ def test_a_plan_exactly_the_room_left_is_whole_and_one_more_continues(question: 
 # --- re-renders: votes, drafts, notes, a long label ------------------------------------
 
 
+@pytest.mark.slow
 def test_a_team_review_keeps_fitting_and_showing_the_same_plan_as_votes_come() -> None:
     policy = ReviewPolicy(approvals=50, declines=50)
     rec = record(plan("# Plan\n\n" + PARA * 400, question="Q" * 2990), review=policy)
@@ -285,6 +288,7 @@ def test_a_team_review_keeps_fitting_and_showing_the_same_plan_as_votes_come() -
     assert_finals_fit(rec.next(votes=votes, label="L" * 3000))
 
 
+@pytest.mark.slow
 def test_a_form_keeps_fitting_and_showing_the_same_details_as_drafts_come() -> None:
     questions = [
         {
@@ -352,6 +356,7 @@ def test_questions_that_leave_no_room_send_their_details_whole_to_the_thread() -
     assert_finals_fit(rec)
 
 
+@pytest.mark.slow
 def test_a_final_record_at_the_last_version_a_block_id_holds_renders() -> None:
     """Sizing the final's details renders the open message's fixed parts: not with the
     final's version, which may be one past what a block id holds (999,999)."""

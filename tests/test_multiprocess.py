@@ -365,6 +365,7 @@ def _elapsed_since(start: float) -> float:
 # -- one question, two processes --------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_asked_through_a_and_clicked_through_b_resolves_in_a(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -419,6 +420,7 @@ async def _has_waiters(bot: Bot, count: int) -> bool:
 # -- 200 concurrent asks, every click to the other process -------------------------------------
 
 
+@pytest.mark.slow
 async def test_200_concurrent_asks_over_both_each_get_exactly_their_own_answer(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -476,6 +478,7 @@ async def test_200_concurrent_asks_over_both_each_get_exactly_their_own_answer(
 # -- two people racing on different processes --------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_two_people_racing_on_different_processes_get_exactly_one_outcome(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -533,6 +536,7 @@ async def test_two_people_racing_on_different_processes_get_exactly_one_outcome(
 # -- a process dies --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_sigkill_b_mid_run_and_a_keeps_working(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -591,6 +595,7 @@ async def test_sigkill_b_mid_run_and_a_keeps_working(
         assert not s.a.logged("OWNER_LOST")
 
 
+@pytest.mark.slow
 async def test_sigkill_the_asking_process_and_its_questions_live_on_in_the_other(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:
@@ -643,6 +648,7 @@ async def private_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
         yield server
 
 
+@pytest.mark.slow
 async def test_redis_restarted_mid_run_loses_no_answer(
     tmp_path: Path, private_redis: RedisServer, store_prefix: str
 ) -> None:
@@ -681,6 +687,7 @@ async def test_redis_restarted_mid_run_loses_no_answer(
         assert await s.open_ids() == set()
 
 
+@pytest.mark.slow
 async def test_redis_down_longer_than_a_heartbeat_lives_loses_no_answer(
     tmp_path: Path, private_redis: RedisServer, store_prefix: str
 ) -> None:
@@ -720,6 +727,7 @@ async def test_redis_down_longer_than_a_heartbeat_lives_loses_no_answer(
         assert s.a.alive() and s.b.alive()
 
 
+@pytest.mark.slow
 async def test_redis_lost_while_running_ends_waiting_asks_with_a_clear_code(
     tmp_path: Path, private_redis: RedisServer, store_prefix: str
 ) -> None:
@@ -789,6 +797,7 @@ async def test_redis_lost_while_running_ends_waiting_asks_with_a_clear_code(
         assert await s.open_ids() == set()
 
 
+@pytest.mark.slow
 async def test_while_redis_is_down_the_api_answers_store_unavailable(
     tmp_path: Path, private_redis: RedisServer, store_prefix: str
 ) -> None:
@@ -811,6 +820,7 @@ async def test_while_redis_is_down_the_api_answers_store_unavailable(
             assert problem["code"] == "STORE_UNAVAILABLE", (method, problem)
 
 
+@pytest.mark.slow
 async def test_redis_unreachable_at_start_is_a_clear_error_naming_redis_url(
     tmp_path: Path,
 ) -> None:

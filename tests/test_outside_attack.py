@@ -1,6 +1,6 @@
 """Issue 15: one test per finding of the outside attack, each named after what it attacks.
 
-The bot runs in process (``bot.app.start``) against the Slack stand-in; requests whose
+The bot runs in process (``bot.app.runtime.start``) against the Slack stand-in; requests whose
 headers an HTTP client would refuse to send go over a raw socket (``attack_tools``).
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.attack_tools import LogTap, raw_request
 from tests.redis_server import RedisServer
 from tests.slack_harness import until
@@ -59,6 +59,7 @@ MALFORMED_SLACK_HEADERS: dict[str, tuple[dict[str, bytes | str], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(MALFORMED_SLACK_HEADERS))
 async def test_malformed_slack_signature_headers_get_400_naming_the_header(shape: str) -> None:
     headers, cause = MALFORMED_SLACK_HEADERS[shape]
@@ -118,6 +119,7 @@ MALFORMED_API_HEADERS: dict[str, tuple[str, str, dict[str, bytes | str], int, st
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(MALFORMED_API_HEADERS))
 async def test_malformed_api_headers_get_a_4xx_with_a_code_and_no_traceback(shape: str) -> None:
     method, path, headers, expected, code = MALFORMED_API_HEADERS[shape]
@@ -132,6 +134,7 @@ async def test_malformed_api_headers_get_a_4xx_with_a_code_and_no_traceback(shap
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_a_flood_of_malformed_headers_is_logged_once_per_cause() -> None:
     async with running() as bed:
         with LogTap() as tap:
@@ -277,6 +280,7 @@ async def test_dns_rebinding_a_foreign_host_cannot_read_or_answer_in_the_sandbox
         assert status == 421
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("origin", "expected"),
     [
@@ -470,6 +474,7 @@ async def test_an_idempotency_key_reused_with_a_different_body_is_409() -> None:
 # -- 8: /healthz counts questions, not waiters, and says when the store is gone --------------
 
 
+@pytest.mark.slow
 async def test_healthz_counts_questions_not_long_polls() -> None:
     async with running() as bed:
         ids_ = []
@@ -495,6 +500,7 @@ async def test_healthz_counts_questions_not_long_polls() -> None:
         assert (health["pending"], health["waiters"], health["longPolls"]) == (0, 0, 0)
 
 
+@pytest.mark.slow
 async def test_healthz_is_503_not_ok_while_the_store_is_unreachable(tmp_path: Path) -> None:
     prefix = f"h-{uuid.uuid4().hex}"
     async with (
@@ -531,6 +537,7 @@ def _auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+@pytest.mark.slow
 async def test_two_tokens_neither_reads_nor_deletes_the_others_questions() -> None:
     async with running(**TWO_TOKENS) as bed:
         http = bed.http
@@ -559,6 +566,7 @@ async def test_two_tokens_neither_reads_nor_deletes_the_others_questions() -> No
             assert r.status == 401
 
 
+@pytest.mark.slow
 async def test_open_questions_are_capped_per_token_with_429_and_retry_after() -> None:
     async with running(**TWO_TOKENS, max_open_per_token=3) as bed:
         http = bed.http
@@ -584,6 +592,7 @@ async def test_open_questions_are_capped_per_token_with_429_and_retry_after() ->
         assert bed.slack.calls.count("chat.postMessage") == 5
 
 
+@pytest.mark.slow
 async def test_open_questions_are_capped_per_process() -> None:
     async with running(max_open_questions=2) as bed:
         assert [(await bed.ask())[0] for _ in range(3)] == [201, 201, 429]
@@ -601,7 +610,7 @@ async def test_open_questions_are_capped_per_process() -> None:
     ],
 )
 def test_bot_api_tokens_are_checked_naming_the_problem(value: str, problem: str) -> None:
-    from bot.config import ConfigError, load_settings
+    from bot.settings.config import ConfigError, load_settings
 
     with pytest.raises(ConfigError) as caught:
         load_settings({"BOT_API_TOKENS": value}, env_file=None)
@@ -612,7 +621,7 @@ def test_bot_api_tokens_are_checked_naming_the_problem(value: str, problem: str)
 
 
 def test_bot_api_tokens_come_from_the_environment_and_a_file(tmp_path: Path) -> None:
-    from bot.config import load_settings
+    from bot.settings.config import load_settings
 
     path = tmp_path / "tokens"
     path.write_text("# agents\nbuild: b-s3cr3t\n\ndeploy:d-s3cr3t\n")
@@ -658,6 +667,7 @@ SLOW_BODY = (
 )
 
 
+@pytest.mark.slow
 async def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_answered() -> None:
     async with running(header_timeout=1.0, body_timeout=1.0) as bed:
         url = bed.runtime.url
@@ -676,6 +686,7 @@ async def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_answere
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_connections_over_the_cap_get_503_and_the_rest_keep_working() -> None:
     async with running(max_connections=10, header_timeout=30.0) as bed:
         url = bed.runtime.url
@@ -692,6 +703,7 @@ async def test_connections_over_the_cap_get_503_and_the_rest_keep_working() -> N
         assert status == 201
 
 
+@pytest.mark.slow
 async def test_the_sandbox_cuts_off_slow_clients_too() -> None:
     runtime = await start(
         Settings(
@@ -725,6 +737,7 @@ async def test_the_sandbox_cuts_off_slow_clients_too() -> None:
 # -- 10: shutdown within SHUTDOWN_GRACE ------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_shutdown_with_slack_hanging_ends_within_shutdown_grace() -> None:
     grace = 2.0
     async with running(shutdown_grace=grace) as bed:
@@ -774,6 +787,7 @@ def _most_options_that_fit(label: Callable[[int], str]) -> int:
     return low
 
 
+@pytest.mark.slow
 def test_the_documented_option_counts_are_what_fits_in_one_message() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "questions.md").read_text("utf-8")
     twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")
@@ -807,6 +821,7 @@ def _closed(bed: Any, message: Any) -> Callable[[], bool]:
     )
 
 
+@pytest.mark.slow
 async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_at_its_first_click() -> (
     None
 ):
@@ -818,6 +833,7 @@ async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_at_its_
         await until(_closed(bed, message), within=10, what="the stored message to be closed")
 
 
+@pytest.mark.slow
 async def test_a_message_slack_stored_after_the_post_timed_out_is_closed_with_nobody_clicking() -> (
     None
 ):

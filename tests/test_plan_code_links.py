@@ -109,6 +109,7 @@ _PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.lists(_PIECES, max_size=24).map("".join))
 def test_no_mixture_of_code_and_link_syntax_disguises_a_link(source: str) -> None:

@@ -78,6 +78,7 @@ async def test_a_not_allowed_clicker_in_an_uninvited_public_channel_is_told() ->
         assert h.current(message).edits == [] and not task.done()
 
 
+@pytest.mark.slow
 async def test_an_allowed_persons_note_on_a_click_arrives_by_response_url() -> None:
     """Alice may answer; "Other…" cannot open its modal (Slack refuses ``views.open``): she
     is told, in a channel the bot was not invited to."""

@@ -59,6 +59,7 @@ async def queue_of(bed: Bed) -> dict[str, int]:
     return depths
 
 
+@pytest.mark.slow
 async def test_a_queued_question_times_out_at_its_deadline_and_is_never_posted() -> None:
     async with running(slack_rate_scale=SLOW) as bed:
         loop = asyncio.get_running_loop()
@@ -83,6 +84,7 @@ async def test_a_queued_question_times_out_at_its_deadline_and_is_never_posted()
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_deleting_a_queued_question_ends_its_post_at_once_and_frees_its_slot() -> None:
     # Two open questions at most: the first one (posted) and the queued one.
     async with running(slack_rate_scale=SLOW, max_open_questions=2) as bed:
@@ -106,6 +108,7 @@ async def test_deleting_a_queued_question_ends_its_post_at_once_and_frees_its_sl
         assert bed.slack.calls.count("chat.postMessage") == 2
 
 
+@pytest.mark.slow
 async def test_an_in_process_ask_whose_post_waits_fails_at_its_deadline() -> None:
     async with SlackHarness(limits=SlackLimits(time_scale=SLOW)) as h:
         first = h.ask(DEPLOY)
@@ -140,6 +143,7 @@ async def _queued_in_process(h: SlackHarness, request_id: str, **fields: Any) ->
     return waiting, scheduler
 
 
+@pytest.mark.slow
 async def test_an_in_process_ask_aborted_by_its_signal_while_queued_ends_at_once() -> None:
     """The asker's own abort signal ends a question whose post waits its turn now: the
     post is taken off the queue, never shown, and ``ask()`` raises ``ASK_ABORTED``."""
@@ -163,6 +167,7 @@ async def test_an_in_process_ask_aborted_by_its_signal_while_queued_ends_at_once
         assert len(h.top_messages()) == 1  # only the first question was shown
 
 
+@pytest.mark.slow
 async def test_an_in_process_ask_cancelled_while_queued_ends_at_once() -> None:
     """Cancelling the asking task while its post waits its turn takes the post off the
     queue at once (nothing to wait for from Slack) and ends the question aborted."""
@@ -196,6 +201,7 @@ class _SlowCreate(MemoryPendingStore):
         return await super().create(record, event)
 
 
+@pytest.mark.slow
 async def test_an_abort_between_the_ask_and_its_post_ends_the_queued_question_at_once() -> None:
     """An abort landing after ``ask()`` began but before its post started (while the record
     is written) is not missed: the question ends at once and is never shown."""

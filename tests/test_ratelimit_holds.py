@@ -75,6 +75,7 @@ def test_rate_limited_error_code_counts_as_a_rate_limit() -> None:
     assert retry_after_of(_refusal(200, "channel_not_found", {})) is None
 
 
+@pytest.mark.slow
 async def test_rate_limited_error_code_is_waited_out_then_posted_once(
     slack: SlackStandIn,
 ) -> None:
@@ -132,6 +133,7 @@ async def test_close_ends_an_unpaced_call_waiting_out_a_429() -> None:
 # -- a 429 in one conversation ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_429_in_one_channel_does_not_hold_the_others(slack: SlackStandIn) -> None:
     # Retry-After 50 Slack seconds: one real second at this scale.
     slack.faults.add(method="chat.postMessage", kind="ratelimit", retry_after=50)
@@ -157,6 +159,7 @@ async def test_a_429_in_one_channel_does_not_hold_the_others(slack: SlackStandIn
     ]
 
 
+@pytest.mark.slow
 async def test_a_second_conversations_429_during_the_hold_holds_the_method(
     slack: SlackStandIn,
 ) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.model.audit_trail import AuditEvent
@@ -151,6 +152,7 @@ async def swept_and_settled(
 # -- an error cuts a sweep short -------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_sweep_cut_short_by_a_store_error_still_reports_what_it_wrote(
     redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis, store_prefix: str
 ) -> None:
@@ -220,6 +222,7 @@ async def test_sweep_orphans_returns_what_it_wrote_before_an_error(
     assert await seed.open_records(owner=ghost) == []
 
 
+@pytest.mark.slow
 async def test_a_sweep_through_a_redis_stall_reports_every_record_once(
     tmp_path: Path,
 ) -> None:
@@ -268,6 +271,7 @@ async def test_a_sweep_through_a_redis_stall_reports_every_record_once(
 # -- a long sweep and the sweeper's own heartbeat --------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_long_sweep_lets_neither_the_heartbeat_nor_the_lock_lapse(
     redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis, store_prefix: str
 ) -> None:

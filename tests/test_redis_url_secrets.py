@@ -12,8 +12,8 @@ import pytest
 
 from adapters.slack.stores.contract import StoreUnavailable
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.config import ConfigError, load_settings
 from bot.logs import TextFormatter, redact_url
+from bot.settings.config import ConfigError, load_settings
 from tests.test_config_fail_closed import SOCKET
 
 SECRET = "S3cr3tPw"
@@ -72,6 +72,7 @@ def test_a_bad_url_option_is_named_with_redis_url() -> None:
     )
 
 
+@pytest.mark.slow
 async def test_an_unreachable_redis_is_said_in_one_sentence(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

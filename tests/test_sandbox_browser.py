@@ -1,6 +1,6 @@
 """The sandbox page in a real browser: headless Chromium (Debian's) driven by Playwright.
 
-The bot runs in sandbox mode in-process (``bot.app.start``, the path ``python -m bot``
+The bot runs in sandbox mode in-process (``bot.app.runtime.start``, the path ``python -m bot``
 takes with no tokens); the browser opens the page it prints and answers questions the way a
 person does. Each state of interest is saved as a screenshot in the test's temp folder.
 """
@@ -18,10 +18,10 @@ import pytest
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
 from adapters.slack.sandbox.site import DEFAULT_CHANNEL
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
 from bot.questions.errors import ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.settings.config import Settings
 
 CHROMIUM: Final = Path(os.environ.get("TEST_CHROMIUM", "/usr/bin/chromium"))
 """Debian's Chromium (``TEST_CHROMIUM`` names another build)."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from adapters.slack.sandbox.demo import DemoAgent
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from tests import test_sandbox_server as _server_tests
 from tests.test_sandbox_server import Page, element, elements, is_record, option_value, outcome_text
 
@@ -59,6 +61,7 @@ async def answer_the_three_questions(page: Page) -> None:
     assert (status, body["ok"]) == (200, True)
 
 
+@pytest.mark.slow
 async def test_the_demo_ends_with_a_tool_approval_allowed_once(page: Page) -> None:
     status, body = await page.post("sandbox/demo", {})
     assert status == 200
@@ -100,6 +103,7 @@ async def test_the_demo_ends_with_a_tool_approval_allowed_once(page: Page) -> No
     assert "Allowed once by" in outcome_text(record) and "@alice" in outcome_text(record)
 
 
+@pytest.mark.slow
 async def test_a_rejected_tool_approval_reaches_the_demo(page: Page) -> None:
     await page.post("sandbox/demo", {})
     # Dismissed questions fail their steps; the run goes on to the approval.

@@ -23,7 +23,7 @@ from playwright.async_api import Browser, expect
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.render.outcomes import ICONS
 from adapters.slack.sandbox.richtext import EMOJI, mrkdwn_to_html, plain_to_html
-from bot.app import Runtime
+from bot.app.runtime import Runtime
 from bot.questions.models import AskOptions
 from tests import test_sandbox_browser as _browser_module
 from tests.test_sandbox_browser import TEST_BUDGET, open_page, pinned
@@ -101,6 +101,7 @@ def sent_codes() -> dict[str, list[str]]:
     return codes
 
 
+@pytest.mark.slow
 def test_the_scan_finds_the_bots_emoji() -> None:
     codes = sent_codes()
     # The ones a person sees most (a deadline, an outcome, an escalation); no store key.
@@ -108,6 +109,7 @@ def test_the_scan_finds_the_bots_emoji() -> None:
     assert ":memory:" not in codes and ":req:" not in codes
 
 
+@pytest.mark.slow
 def test_every_emoji_code_the_bot_sends_shows_as_its_character_in_the_sandbox() -> None:
     codes = sent_codes()
     missing = {code: files for code, files in codes.items() if code.strip(":") not in EMOJI}

@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox import RateLimiter
 from adapters.slack.sandbox.site import SandboxServer
-from bot.scopes import BOT_SCOPES
+from bot.app.scopes import BOT_SCOPES
 
 Json = dict[str, Any]
 SECRET = "sandbox-fidelity-secret"
@@ -121,6 +121,7 @@ def open_modal(sandbox: SandboxServer, user: str, delay: float) -> str:
     return str(opened["view"]["id"])
 
 
+@pytest.mark.slow
 async def test_an_ack_after_three_seconds_is_a_timeout_and_its_answer_is_ignored(
     sandbox: SandboxServer, slow_app: list[str]
 ) -> None:
@@ -160,6 +161,7 @@ async def test_an_ack_after_three_seconds_is_a_timeout_and_its_answer_is_ignored
     assert late in standin.workspace.views and standin.workspace.views[late].errors == {}
 
 
+@pytest.mark.slow
 async def test_deliver_returns_the_ack_timeout_result(
     sandbox: SandboxServer, slow_app: list[str]
 ) -> None:

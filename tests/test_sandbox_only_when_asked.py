@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from bot.config import ConfigError, load_settings
+from bot.settings.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.timeout(60)
 

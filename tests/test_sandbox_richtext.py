@@ -433,18 +433,21 @@ def _assert_safe(fragment: str) -> None:
             assert value.startswith(("http://", "https://", "mailto:"))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_mrkdwn_output_is_always_safe(text: str) -> None:
     _assert_safe(mrkdwn_to_html(text, NAMES))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_markdown_output_is_always_safe(text: str) -> None:
     _assert_safe(markdown_to_html(text, NAMES))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_characters="*_~`:\ue000\ue001\r")))
 def test_escaped_text_without_markers_reads_back_exactly(text: str) -> None:

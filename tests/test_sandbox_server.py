@@ -1,6 +1,6 @@
 """The sandbox page's HTTP endpoints, driven without a browser against the real bot.
 
-The bot runs in sandbox mode in-process (``bot.app.start``), exactly as ``python -m bot``
+The bot runs in sandbox mode in-process (``bot.app.runtime.start``), exactly as ``python -m bot``
 with no tokens runs it; these tests act as the page does: read ``/sandbox/state``, POST
 clicks, choices and modal submissions, and listen on ``/sandbox/events``.
 """
@@ -17,9 +17,9 @@ import pytest
 
 from adapters.slack.sandbox.demo import demo_questions
 from adapters.slack.sandbox.site import DEFAULT_CHANNEL, SandboxServer
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
 from bot.questions.models import AskUserQuestionRequest
+from bot.settings.config import Settings
 
 Json = dict[str, Any]
 
@@ -223,6 +223,7 @@ async def test_the_state_shows_the_people_the_channel_and_the_demo(page: Page) -
 # --- the demo, end to end through the page's endpoints ---------------------------------
 
 
+@pytest.mark.slow
 async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     status, body = await page.post("sandbox/demo", {})
     assert status == 200 and body["demo"]["running"] is True

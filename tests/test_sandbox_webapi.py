@@ -635,6 +635,7 @@ async def test_send_interaction_posts_the_signed_body(slack: SlackStandIn) -> No
 # Faults.
 
 
+@pytest.mark.slow
 async def test_ratelimit_carries_retry_after_and_the_retry_handler_waits_it_out(
     slack: SlackStandIn, general: Channel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -664,6 +665,7 @@ async def test_ratelimit_carries_retry_after_and_the_retry_handler_waits_it_out(
     assert [m.text for m in slack.workspace.history(general.id)] == ["after the wait"]
 
 
+@pytest.mark.slow
 async def test_server_errors(slack: SlackStandIn, general: Channel) -> None:
     slack.faults.add(method="chat.update", kind="server_error", status=503)
     slack.faults.add(method="chat.postMessage", kind="server_error", status=500, count=2)
@@ -681,6 +683,7 @@ async def test_server_errors(slack: SlackStandIn, general: Channel) -> None:
     assert [c.status for c in slack.calls()] == [500, 500, 200, 503]
 
 
+@pytest.mark.slow
 async def test_a_dropped_connection_is_retried_by_the_default_handler(
     slack: SlackStandIn, general: Channel
 ) -> None:
@@ -698,6 +701,7 @@ async def test_a_dropped_connection_is_retried_by_the_default_handler(
     assert slack.calls()[0].response is None and slack.calls()[2].ok
 
 
+@pytest.mark.slow
 async def test_delays_and_wildcards(slack: SlackStandIn, client: AsyncWebClient) -> None:
     slack.faults.add(kind="delay", delay=0.2, count=2)
     started = time.monotonic()

@@ -55,6 +55,7 @@ def test_the_readme_set_up_gives_the_two_commands_and_what_they_do() -> None:
 # --- the first run's usual errors ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["PORT", "SANDBOX_PORT"])
 async def test_a_port_in_use_names_its_setting(tmp_path: Path, setting: str) -> None:
     with socket.socket() as taken:
@@ -71,6 +72,7 @@ async def test_a_port_in_use_names_its_setting(tmp_path: Path, setting: str) -> 
     assert "Sandbox ready" not in out
 
 
+@pytest.mark.slow
 async def test_redis_down_and_a_missing_database_get_different_messages(
     tmp_path: Path, redis_url: str
 ) -> None:
@@ -94,6 +96,7 @@ async def test_redis_down_and_a_missing_database_get_different_messages(
 # --- Chromium missing ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ci", "outcome"), [("true", "(failed|errors?)"), ("", "skipped")])
 async def test_without_chromium_the_browser_tests_fail_in_ci_and_skip_elsewhere(
     tmp_path: Path, ci: str, outcome: str
@@ -188,6 +191,7 @@ async def _sandbox_line(bot: BotProcess) -> str:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 async def test_a_fresh_clone_runs_the_sandbox_and_passes_the_tests(
     fresh_clone: tuple[Path, Path], started_sandbox: str

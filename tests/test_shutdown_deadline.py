@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import pytest
 from aiohttp import web
 
 from adapters.slack.sandbox.webapi import SlackStandIn
@@ -117,6 +118,7 @@ async def stop_timed(bot: BotProcess) -> tuple[int, float]:
     return code, time.monotonic() - began
 
 
+@pytest.mark.slow
 async def test_a_silent_socket_mode_link_is_abandoned_at_the_deadline(tmp_path: Path) -> None:
     slack = SlackStandIn(token=BOT_TOKEN)
     socket = SocketModeStandIn(app_token=APP_TOKEN)
@@ -179,6 +181,7 @@ async def test_a_silent_socket_mode_link_is_abandoned_at_the_deadline(tmp_path: 
         await slack.stop()
 
 
+@pytest.mark.slow
 async def test_a_silent_redis_is_abandoned_at_the_deadline(
     tmp_path: Path, redis_url: str, store_prefix: str, redis_store_factory: RedisStoreFactory
 ) -> None:

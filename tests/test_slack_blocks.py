@@ -293,6 +293,7 @@ def test_menu_over_100_options_uses_option_groups(count: int) -> None:
     assert [o["value"] for o in menu_options(menu)] == [str(i) for i in range(count)]
 
 
+@pytest.mark.slow
 def test_menu_of_ten_thousand_options_is_the_largest_that_renders() -> None:
     rendered = render_open(record({"options": [{"label": "x"} for _ in range(10_000)]}))
     assert_within_limits(rendered)
@@ -301,6 +302,7 @@ def test_menu_of_ten_thousand_options_is_the_largest_that_renders() -> None:
     assert menu_options(menu)[-1]["value"] == "9999"
 
 
+@pytest.mark.slow
 def test_more_than_ten_thousand_options_is_a_slack_limit_error_naming_the_limit() -> None:
     with pytest.raises(UserQuestionError) as caught:
         render_open(record({"options": [{"label": "x"} for _ in range(10_001)]}))
@@ -631,6 +633,7 @@ def test_a_short_plan_needs_no_thread() -> None:
 # --- split_text ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.sampled_from("ab \n\n<&é🎉"), max_size=400), st.integers(1, 60))
 def test_split_text_parts_rejoin_and_respect_the_limit(text: str, limit: int) -> None:
     parts = split_text(text, limit)
@@ -639,6 +642,7 @@ def test_split_text_parts_rejoin_and_respect_the_limit(text: str, limit: int) ->
     assert all(parts[:-1])  # no empty parts except a lone empty text
 
 
+@pytest.mark.slow
 @given(st.text(max_size=2000), st.integers(1, 500))
 def test_split_text_with_any_text(text: str, limit: int) -> None:
     parts = split_text(text, limit)
@@ -953,6 +957,7 @@ def record_strategy(draw: st.DrawFn) -> PendingRecord:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300,
     deadline=None,

@@ -31,6 +31,7 @@ class AlwaysLosing(MemoryPendingStore):
         return False
 
 
+@pytest.mark.slow
 async def test_a_record_that_keeps_changing_fails_the_ask_with_store_unavailable() -> None:
     store: PendingStore = AlwaysLosing()
     async with SlackHarness(store=store) as h:
@@ -42,6 +43,7 @@ async def test_a_record_that_keeps_changing_fails_the_ask_with_store_unavailable
         assert h.provider.pending_count == 0
 
 
+@pytest.mark.slow
 async def test_abort_of_a_record_that_keeps_changing_raises_the_seams_error() -> None:
     store = AlwaysLosing()
     async with SlackHarness(store=store) as h:
@@ -126,6 +128,7 @@ def _reachable(start: str) -> set[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_click_reaches_the_handler_and_never_the_provider() -> None:
     from_listeners = _reachable("adapters.slack.clicks.listeners")
     assert "adapters.slack.clicks.handler" in from_listeners

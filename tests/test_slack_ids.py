@@ -37,6 +37,7 @@ kinds = st.sampled_from(["pick", "draft", "text", "submit", "dismiss"])
 # --- round trips and limits ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(request_ids, st.one_of(st.none(), questions), parts)
 def test_block_id_round_trips_within_slack_limit(rid: str, question: int | None, part: str) -> None:
     packed = ids.block_id(rid, question, part)
@@ -44,6 +45,7 @@ def test_block_id_round_trips_within_slack_limit(rid: str, question: int | None,
     assert ids.parse_block_id(packed) == ids.BlockRef(rid, question, part)
 
 
+@pytest.mark.slow
 @given(kinds, st.one_of(st.none(), st.integers(min_value=0, max_value=999)))
 def test_action_id_round_trips_and_matches_the_listener_pattern(kind: str, n: int | None) -> None:
     packed = ids.action_id(kind, n)  # type: ignore[arg-type]
@@ -59,6 +61,7 @@ def test_option_value_round_trips_within_slack_limit(index: int) -> None:
     assert ids.parse_index(value) == index
 
 
+@pytest.mark.slow
 @given(request_ids, questions)
 def test_private_metadata_round_trips_within_slack_limit(rid: str, question: int) -> None:
     packed = ids.private_metadata(rid, question)

@@ -504,6 +504,7 @@ def _graft(payload: Any, path: tuple[Any, ...], value: Any) -> Any:
     return changed
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(["tap", "menu", "draft", "submit"]),
@@ -524,6 +525,7 @@ def test_mangled_block_actions_never_raise(kind: str, grafts: list[tuple[Any, An
     assert result is None or isinstance(result, Pick | DraftChange | OpenText | Submit | Dismiss)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(st.lists(st.tuples(st.sampled_from(_VIEW_PATHS), json_values), max_size=4))
 def test_mangled_view_submissions_never_raise(grafts: list[tuple[Any, Any]]) -> None:
@@ -534,6 +536,7 @@ def test_mangled_view_submissions_never_raise(grafts: list[tuple[Any, Any]]) -> 
     assert result is None or isinstance(result, TextAnswer)
 
 
+@pytest.mark.slow
 @given(json_values)
 def test_arbitrary_json_never_raises(value: Any) -> None:
     parse_block_actions(

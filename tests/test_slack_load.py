@@ -30,6 +30,7 @@ def question(i: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 async def test_200_questions_into_one_channel_are_all_posted_answered_and_final() -> None:
     async with SlackHarness(limits=SCALED, enforce=True) as h:
         tasks = [h.ask(question(i)) for i in range(200)]
@@ -61,6 +62,7 @@ async def test_200_questions_into_one_channel_are_all_posted_answered_and_final(
     assert all(c.ok for c in h.slack.calls("chat.update") if c.status != 429)
 
 
+@pytest.mark.slow
 async def test_many_clicks_on_a_few_messages_stay_within_tier_3_and_end_final() -> None:
     form = {
         "questions": [
@@ -122,6 +124,7 @@ async def test_many_clicks_on_a_few_messages_stay_within_tier_3_and_end_final() 
     assert h.client.scheduler.ratelimited == len(refused)  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_a_question_waiting_to_be_posted_shows_queued_and_healthz_the_queue() -> None:
     async with running() as bed:  # the bot's real limits: two posts per channel at once
         keys = [f"deploy-{i}" for i in range(4)]

@@ -105,6 +105,7 @@ def test_shorten_escaped_never_leaves_half_an_entity(text: str, limit: int, expe
     assert shorten_escaped(text, limit) == expected
 
 
+@pytest.mark.slow
 @given(st.text(alphabet="ab<>&", max_size=60), st.integers(min_value=0, max_value=80))
 def test_shorten_escaped_keeps_text_escaped(text: str, limit: int) -> None:
     short = shorten_escaped(escape(text), limit)

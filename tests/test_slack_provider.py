@@ -117,6 +117,7 @@ async def test_long_label_is_shortened_for_display_but_answered_exactly() -> Non
         assert answer.answers[0].selected == [long]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", [6, 100, 101, 250])
 async def test_many_options_use_a_menu_and_one_choice_answers(count: int) -> None:
     labels = [f"Option {i}" for i in range(count)]
@@ -131,6 +132,7 @@ async def test_many_options_use_a_menu_and_one_choice_answers(count: int) -> Non
         assert answer.answers[0].selected == [labels[-1]]
 
 
+@pytest.mark.slow
 async def test_more_options_than_any_menu_holds_fails_naming_the_limit() -> None:
     async with SlackHarness() as h:
         with pytest.raises(UserQuestionError) as caught:
@@ -534,6 +536,7 @@ async def test_delivery_failure_raises_delivery_failed_and_leaves_nothing() -> N
         assert await h.provider.store.open_records() == []
 
 
+@pytest.mark.slow
 async def test_a_failed_update_after_the_answer_does_not_lose_the_answer() -> None:
     async with SlackHarness() as h:
         task = h.ask(one(options=["Yes"]))
@@ -616,6 +619,7 @@ async def test_shutdown_interrupts_pending_questions() -> None:
         assert h.provider.pending_count == 0 and h.provider.background_count == 0
 
 
+@pytest.mark.slow
 async def test_no_pending_entry_leaks_whatever_the_ending() -> None:
     async with SlackHarness(timeout=1.0) as h:
         controller = AbortController()
@@ -774,6 +778,7 @@ async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
         assert final.text.startswith("Timed out")
 
 
+@pytest.mark.slow
 async def test_an_answer_stops_the_reminders() -> None:
     clock = FastClock()
     async with SlackHarness(clock=clock) as h:
@@ -790,6 +795,7 @@ LINK = "https://ci.example/runs/42?step=deploy&try=2"
 LINK_TEXT = "Open the asker's page ↗"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["answered", "cancelled", "timed out"])
 async def test_the_link_stays_on_the_record_once_the_question_ends(ending: str) -> None:
     clock = FastClock()
@@ -885,6 +891,7 @@ def home_of(h: SlackHarness, user: str) -> str:
     return json.dumps(view, ensure_ascii=False) if view else ""
 
 
+@pytest.mark.slow
 async def test_app_home_lists_what_a_person_may_answer_and_updates_when_it_closes() -> None:
     async with SlackHarness() as h:
         anyone = h.ask(one("Ship 2.4 for everyone?", ["Yes", "No"]))

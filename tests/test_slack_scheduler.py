@@ -46,6 +46,7 @@ def limited(slack: SlackStandIn) -> list[Any]:
     return [c for c in slack.calls if c.status == 429]
 
 
+@pytest.mark.slow
 async def test_sixty_posts_at_once_are_paced_not_refused(slack: SlackStandIn) -> None:
     client = paced(slack)
     agents = channel_id(slack, "agents")
@@ -66,6 +67,7 @@ async def test_sixty_posts_at_once_are_paced_not_refused(slack: SlackStandIn) ->
     assert elapsed >= 57 * SCALED.real(SCALED.post_interval) * 0.95
 
 
+@pytest.mark.slow
 async def test_updates_of_one_message_coalesce_and_the_last_version_lands(
     slack: SlackStandIn,
 ) -> None:
@@ -136,6 +138,7 @@ async def test_a_real_slack_error_still_fails_the_call(slack: SlackStandIn) -> N
     assert refused.value.response["error"] == "channel_not_found"
 
 
+@pytest.mark.slow
 async def test_channels_take_turns_under_the_workspace_ceiling(slack: SlackStandIn) -> None:
     limits = SlackLimits(time_scale=50.0, workspace_posts=5)
     client = paced(slack, limits)
@@ -153,6 +156,7 @@ async def test_channels_take_turns_under_the_workspace_ceiling(slack: SlackStand
     assert limited(slack) == []
 
 
+@pytest.mark.slow
 async def test_a_caller_that_stops_waiting_takes_its_call_off_the_queue(
     slack: SlackStandIn,
 ) -> None:
@@ -174,6 +178,7 @@ async def test_a_caller_that_stops_waiting_takes_its_call_off_the_queue(
     assert [c.params["text"] for c in slack.calls("chat.postMessage")] == ["p0", "p1"]
 
 
+@pytest.mark.slow
 async def test_a_long_wait_is_logged_and_close_fails_what_still_waits(
     slack: SlackStandIn, caplog: pytest.LogCaptureFixture
 ) -> None:

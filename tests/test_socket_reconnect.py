@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from tests.slack_harness import until
 from tests.test_bot_socket import DEPLOY, Slack, slack_with_socket_mode, socket_bot
@@ -34,6 +36,7 @@ async def _reconnects(slack: Slack, disrupt: Callable[[], object]) -> float:
     return loop.time() - began
 
 
+@pytest.mark.slow
 async def test_refresh_drop_and_stall_each_reconnect_at_once_with_the_scheduler_busy() -> None:
     async with slack_with_socket_mode() as slack, socket_bot(slack) as (runtime, http):
         await slack.socket.connected()

@@ -111,6 +111,7 @@ def size_of(path: Path) -> int:
 # -- 1. heartbeats through a held write lock ------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_beat_that_waited_for_the_write_lock_is_stamped_when_it_is_written(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
 ) -> None:
@@ -131,6 +132,7 @@ async def test_a_beat_that_waited_for_the_write_lock_is_stamped_when_it_is_writt
     assert beat_at >= released - 0.01, f"stamped {released - beat_at:.2f} s before it was written"
 
 
+@pytest.mark.slow
 async def test_live_processes_keep_their_questions_through_a_write_lock_longer_than_the_ttl(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
 ) -> None:
@@ -158,6 +160,7 @@ async def test_live_processes_keep_their_questions_through_a_write_lock_longer_t
         assert now is not None and now.is_open, now and (now.state, now.error_code)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("busy_timeout", "hold", "fails"),
     [(3.0, 0.6, False), (0.3, 0.8, True)],
@@ -193,6 +196,7 @@ async def test_no_sweep_for_a_ttl_after_a_beat_that_waited_or_failed(
     assert [(r.id, r.error_code) for r in swept] == [(ghost, OWNER_LOST)]
 
 
+@pytest.mark.slow
 async def test_a_sweep_cut_short_by_a_store_error_reports_what_it_wrote(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -243,6 +247,7 @@ async def test_sweep_orphans_returns_what_it_wrote_before_a_store_error(
     assert [r.id for r in rest] == ids[1:]
 
 
+@pytest.mark.slow
 async def test_a_sweep_pass_is_bounded_and_the_next_ones_sweep_the_rest(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
 ) -> None:
@@ -266,6 +271,7 @@ async def test_a_sweep_pass_is_bounded_and_the_next_ones_sweep_the_rest(
 # -- 2. a second worker starting during another's upgrade ----------------------------------
 
 
+@pytest.mark.slow
 async def test_a_worker_starting_during_another_process_upgrade_waits_for_it(
     sqlite_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -289,6 +295,7 @@ async def test_a_worker_starting_during_another_process_upgrade_waits_for_it(
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+@pytest.mark.slow
 async def test_the_wait_for_another_upgrade_is_bounded_and_says_who_holds_the_file(
     sqlite_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -320,6 +327,7 @@ runpy.run_module("bot", run_name="__main__", alter_sys=True)
 binds root too): the disk is full for the upgrade's copy of ``records``."""
 
 
+@pytest.mark.slow
 async def test_an_upgrade_that_runs_out_of_disk_says_why_and_leaves_the_file_as_it_was(
     tmp_path: Path,
 ) -> None:
@@ -423,6 +431,7 @@ def read_only(folder: Path) -> Iterator[None]:
         folder.chmod(0o755)
 
 
+@pytest.mark.slow
 async def test_the_export_reads_a_cleanly_stopped_store_in_a_folder_it_cannot_write(
     tmp_path: Path,
 ) -> None:
@@ -442,6 +451,7 @@ async def test_the_export_reads_a_cleanly_stopped_store_in_a_folder_it_cannot_wr
     assert (path.stat().st_mtime_ns, path.stat().st_size) == (seen.st_mtime_ns, seen.st_size)
 
 
+@pytest.mark.slow
 async def test_the_export_says_plainly_when_sqlite_must_create_the_shm_file(
     tmp_path: Path,
 ) -> None:
@@ -506,6 +516,7 @@ async def five_exports(argv: list[str], path: Path, cwd: Path) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_the_export_of_a_missing_file_prints_one_line_only(tmp_path: Path) -> None:
     """aiosqlite's thread, after a failed connect, called into the event loop
     ``asyncio.run`` had closed: ``Exception in thread … Event loop is closed`` after the
@@ -515,6 +526,7 @@ async def test_the_export_of_a_missing_file_prints_one_line_only(tmp_path: Path)
     assert not missing.exists()
 
 
+@pytest.mark.slow
 async def test_the_export_of_a_file_sqlite_cannot_open_prints_one_line_only(
     tmp_path: Path,
 ) -> None:

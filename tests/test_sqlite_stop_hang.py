@@ -18,12 +18,15 @@ import signal
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.bot_process import BotProcess
 
 GRACE = 1.0
 EXIT_BOUND = 20.0  # the grace, then the busy timeout (5 s) at most; the old code never exited
 
 
+@pytest.mark.slow
 async def test_a_stop_exits_while_another_writer_holds_the_file(tmp_path: Path) -> None:
     store_path = tmp_path / "store.db"
     env = {

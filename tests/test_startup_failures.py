@@ -28,10 +28,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-import bot.socket_mode
+import bot.app.socket_mode
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import start
-from bot.config import Settings
+from bot.app.runtime import start
+from bot.settings.config import Settings
 from tests.bot_process import BotProcess, clean_environment, run_bot_command
 from tests.redis_server import free_port
 
@@ -128,6 +128,7 @@ def assert_no_secret(*texts: str) -> None:
 # --- Slack's Web API answered by something else ----------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("status", "content_type", "body"),
     [
@@ -151,6 +152,7 @@ async def test_auth_test_answered_by_something_not_slack_names_slack_api_url(
     assert_no_secret(out, err)
 
 
+@pytest.mark.slow
 async def test_apps_connections_open_answered_by_a_proxy_page_names_slack_api_url(
     tmp_path: Path,
 ) -> None:
@@ -170,11 +172,12 @@ async def test_apps_connections_open_answered_by_a_proxy_page_names_slack_api_ur
 # --- a Socket Mode WebSocket that never opens ------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_socket_that_never_opens_names_slack_app_token_and_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 30 s in production; the same code path with a 1 s limit.
-    monkeypatch.setattr(bot.socket_mode, "SOCKET_CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(bot.app.socket_mode, "SOCKET_CONNECT_TIMEOUT", 1.0)
     async with (
         hole() as (port, connected),
         slack_handing_out(f"ws://127.0.0.1:{port}/link") as (
@@ -204,6 +207,7 @@ async def test_a_socket_that_never_opens_names_slack_app_token_and_the_limit(
 # --- HOST and REDIS_URL ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_host_that_does_not_resolve_names_host(tmp_path: Path) -> None:
     env = {
         "HOST": "no-such-host.invalid",
@@ -219,6 +223,7 @@ async def test_a_host_that_does_not_resolve_names_host(tmp_path: Path) -> None:
     assert "Sandbox ready" not in out
 
 
+@pytest.mark.slow
 async def test_a_secret_pasted_into_host_is_not_echoed_when_it_does_not_resolve(
     tmp_path: Path,
 ) -> None:
@@ -232,6 +237,7 @@ async def test_a_secret_pasted_into_host_is_not_echoed_when_it_does_not_resolve(
     assert secret not in err
 
 
+@pytest.mark.slow
 async def test_a_redis_url_option_redis_cannot_use_names_redis_url_not_its_password(
     tmp_path: Path,
 ) -> None:
@@ -256,6 +262,7 @@ async def test_a_redis_url_option_redis_cannot_use_names_redis_url_not_its_passw
 # --- signals while starting ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 async def test_a_signal_while_the_socket_connects_cancels_the_start_cleanly(
     tmp_path: Path, signum: signal.Signals
@@ -295,6 +302,7 @@ async def test_a_signal_while_the_socket_connects_cancels_the_start_cleanly(
     assert_no_secret(text)
 
 
+@pytest.mark.slow
 async def test_stdout_closing_under_the_bot_still_stops_it_in_order(tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # `python -m bot | true`: nobody reads what it prints
@@ -329,6 +337,7 @@ async def test_stdout_closing_under_the_bot_still_stops_it_in_order(tmp_path: Pa
 # --- the sandbox and the Slack settings ------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_the_sandbox_uses_slack_channel_and_says_it_ignores_slack_api_url(
     tmp_path: Path,
 ) -> None:

@@ -120,6 +120,7 @@ async def test_get_returns_a_copy(store: PendingStore) -> None:
         assert await store.get(record.id) == record
 
 
+@pytest.mark.slow
 async def test_get_many_reads_records_in_the_order_asked_as_every_process_sees_them(
     store_pair: tuple[PendingStore, PendingStore],
 ) -> None:
@@ -141,6 +142,7 @@ async def test_get_many_reads_records_in_the_order_asked_as_every_process_sees_t
         assert [r.id if r else None for r in await reader.get_many(ids)] == ids
 
 
+@pytest.mark.slow
 async def test_compare_and_set_version_rules(store: PendingStore) -> None:
     async with asyncio.timeout(10):
         record = make_record(store.process_id)
@@ -177,6 +179,7 @@ async def test_terminal_is_final(store: PendingStore) -> None:
         assert await store.open_records() == []
 
 
+@pytest.mark.slow
 async def test_a_deliberate_reopen_ends_again_and_wakes_new_watches(
     store_pair: tuple[PendingStore, PendingStore],
 ) -> None:
@@ -297,6 +300,7 @@ async def test_first_writer_wins_under_concurrency(
             watch.close()
 
 
+@pytest.mark.slow
 async def test_watch_wakes_on_terminal_write_and_not_before(store: PendingStore) -> None:
     async with asyncio.timeout(10):
         record = make_record(store.process_id)
@@ -315,6 +319,7 @@ async def test_watch_wakes_on_terminal_write_and_not_before(store: PendingStore)
         assert store.watch_count == 0
 
 
+@pytest.mark.slow
 async def test_watch_wakes_when_another_instance_writes(
     store_pair: tuple[PendingStore, PendingStore],
 ) -> None:
@@ -427,6 +432,7 @@ def shared_store(request: pytest.FixtureRequest) -> PendingStore:
     return store
 
 
+@pytest.mark.slow
 async def test_open_audiences_give_other_tasks_turns_while_they_make_many(
     shared_store: PendingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -617,6 +623,7 @@ async def test_a_record_redis_lost_is_counted_open_no_more(
         assert await redis_store.open_count() == OpenCount(total=0, mine=0, unowned=0)
 
 
+@pytest.mark.slow
 async def test_exactly_one_notification_for_concurrent_finishes(
     redis_store: RedisPendingStore,
     other_redis_store: RedisPendingStore,
@@ -662,6 +669,7 @@ async def test_a_retried_write_is_recognised_not_refused(
         assert await redis_store.get(record.id) == done
 
 
+@pytest.mark.slow
 async def test_heartbeat_lives_while_running_and_goes_on_close(
     redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
 ) -> None:
@@ -713,6 +721,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 async def test_sweep_fails_the_questions_of_a_killed_process(
     redis_store_factory: RedisStoreFactory,
     store_prefix: str,
@@ -767,6 +776,7 @@ async def test_sweep_fails_the_questions_of_a_killed_process(
         assert owners == {sweeper.process_id, watcher.process_id}  # the lost one is forgotten
 
 
+@pytest.mark.slow
 async def test_heartbeat_loop_sweeps_and_reports_orphans(
     redis_store_factory: RedisStoreFactory,
 ) -> None:
@@ -798,6 +808,7 @@ async def test_heartbeat_loop_sweeps_and_reports_orphans(
             watch.close()
 
 
+@pytest.mark.slow
 async def test_unreachable_redis_at_start_names_redis_url_without_password() -> None:
     async with asyncio.timeout(10):
         url = f"redis://:secret@127.0.0.1:{free_port()}/0"
@@ -814,6 +825,7 @@ async def test_unreachable_redis_at_start_names_redis_url_without_password() -> 
         await store.close()
 
 
+@pytest.mark.slow
 async def test_operations_against_a_dead_server_fail_in_bounded_time() -> None:
     async with asyncio.timeout(15):
         store = RedisPendingStore(f"redis://127.0.0.1:{free_port()}/0", op_timeout=0.5)
@@ -834,6 +846,7 @@ async def test_operations_against_a_dead_server_fail_in_bounded_time() -> None:
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_silent_server_cannot_hang_an_operation() -> None:
     """A server that accepts connections and never answers (a black hole)."""
     async with asyncio.timeout(15):
@@ -899,6 +912,7 @@ async def test_a_write_after_connections_are_killed_still_wakes_the_watch(
             watch.close()
 
 
+@pytest.mark.slow
 async def test_a_missed_notification_is_recovered_after_resubscribing(
     redis_store: RedisPendingStore, redis_admin: aioredis.Redis
 ) -> None:
@@ -998,6 +1012,7 @@ async def proxy(redis_url: str) -> AsyncIterator[_Proxy]:
         await relay.cut()
 
 
+@pytest.mark.slow
 async def test_redis_lost_and_back_while_running(
     proxy: _Proxy,
     store_prefix: str,
@@ -1053,6 +1068,7 @@ async def test_redis_lost_and_back_while_running(
     assert sum("reconnected" in m for m in mine) == 1, mine
 
 
+@pytest.mark.slow
 async def test_a_half_open_subscription_is_noticed_and_replaced(
     proxy: _Proxy, store_prefix: str, redis_store: RedisPendingStore
 ) -> None:
@@ -1081,6 +1097,7 @@ async def test_a_half_open_subscription_is_noticed_and_replaced(
             await asker.close()
 
 
+@pytest.mark.slow
 async def test_a_wait_fails_with_store_unavailable_after_the_outage_limit(
     proxy: _Proxy, store_prefix: str
 ) -> None:

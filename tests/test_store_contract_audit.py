@@ -145,6 +145,7 @@ async def test_mutate_writes_the_event_it_computed_with_the_change(store: Pendin
         assert [(e.kind, e.by, e.version) for e in trail[1:]] == [("answered", "U1", done.version)]
 
 
+@pytest.mark.slow
 async def test_a_waiter_woken_by_an_ending_finds_its_event(
     two_views: tuple[PendingStore, PendingStore],
 ) -> None:

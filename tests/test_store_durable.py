@@ -141,6 +141,7 @@ async def _check_survivors(
     assert not await store.compare_and_set(stale)
 
 
+@pytest.mark.slow
 async def test_sqlite_a_new_process_on_the_same_file_keeps_everything(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
 ) -> None:
@@ -152,6 +153,7 @@ async def test_sqlite_a_new_process_on_the_same_file_keeps_everything(
         await _check_survivors(store, written)
 
 
+@pytest.mark.slow
 async def test_redis_a_new_client_keeps_everything(
     redis_store_factory: RedisStoreFactory, redis_url: str, store_prefix: str
 ) -> None:
@@ -161,6 +163,7 @@ async def test_redis_a_new_client_keeps_everything(
         await _check_survivors(store, written)
 
 
+@pytest.mark.slow
 async def test_sqlite_watch_in_one_process_wakes_on_an_ending_written_by_another(
     sqlite_store_factory: SqliteStoreFactory,
 ) -> None:
@@ -253,6 +256,7 @@ async def test_sqlite_sweep_fails_the_questions_of_a_process_that_stopped_beatin
         assert reread is not None and reread.is_open  # owned by no process: nobody loses it
 
 
+@pytest.mark.slow
 async def test_redis_a_record_deleted_under_a_waiting_watch_fails_it_with_record_lost(
     redis_store_factory: RedisStoreFactory, redis_admin: Any
 ) -> None:
@@ -299,6 +303,7 @@ async def test_sqlite_a_record_deleted_by_another_process_fails_its_waits_with_r
             watch.close()
 
 
+@pytest.mark.slow
 async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_lost(
     redis_store_factory: RedisStoreFactory, redis_admin: Any
 ) -> None:
@@ -333,6 +338,7 @@ async def test_an_in_process_ask_whose_redis_record_is_deleted_ends_with_record_
         await until(retired, what="the message to close", within=10)
 
 
+@pytest.mark.slow
 async def test_a_wait_begun_before_the_post_closes_the_message_of_a_record_lost_after_it(
     redis_store_factory: RedisStoreFactory, redis_admin: Any
 ) -> None:
@@ -377,6 +383,7 @@ async def test_a_wait_begun_before_the_post_closes_the_message_of_a_record_lost_
         assert (back.message_channel, back.message_ts) == (h.channel, ts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old", [1, 2, 3])
 async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_events(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path, old: int
@@ -497,6 +504,7 @@ class _Turns:
         self._task.cancel()
 
 
+@pytest.mark.slow
 async def test_sqlite_a_write_while_another_holds_the_file_waits_in_the_store_thread(
     sqlite_store: SqlitePendingStore, sqlite_path: Path
 ) -> None:
@@ -550,6 +558,7 @@ async def _write_pages(store: SqlitePendingStore, count: int) -> None:
         assert await store.compare_and_set(record)
 
 
+@pytest.mark.slow
 async def test_sqlite_writes_never_checkpoint_the_wal_themselves(
     sqlite_store_factory: SqliteStoreFactory, sqlite_path: Path
 ) -> None:
@@ -669,6 +678,7 @@ async def test_a_lost_record_put_back_by_one_process_wakes_another_ones_waiters(
     await _lost_and_put_back_wakes_the_other(here, there, lose)
 
 
+@pytest.mark.slow
 async def test_sqlite_a_lost_record_put_back_by_one_process_wakes_another_ones_waiters(
     sqlite_store_factory: Callable[..., Awaitable[SqlitePendingStore]], sqlite_path: Path
 ) -> None:

@@ -57,6 +57,7 @@ async def _closed(h: SlackHarness, message: Any) -> str:
     return all_text(final.blocks) + " " + final.text
 
 
+@pytest.mark.slow
 async def test_an_ask_cancelled_during_an_outage_reads_cancelled_and_names_no_path(
     sqlite_path: Path,
 ) -> None:
@@ -79,6 +80,7 @@ async def test_an_ask_cancelled_during_an_outage_reads_cancelled_and_names_no_pa
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_failure_the_outage_caused_reads_a_fixed_sentence(sqlite_path: Path) -> None:
     store = Outage(path=sqlite_path, process_id="p")
     await store.start()

@@ -111,6 +111,7 @@ def put_back_by_another_connection(path: Path, record: PendingRecord) -> None:
 # -- 1. SQLite waiters on a record this version cannot read -----------------------------------
 
 
+@pytest.mark.slow
 async def test_sqlite_waiter_on_an_unreadable_ending_ends_and_the_batch_still_resolves(
     sqlite_store_factory: SqliteStoreFactory,
     sqlite_path: Path,
@@ -153,6 +154,7 @@ async def test_sqlite_waiter_on_an_unreadable_ending_ends_and_the_batch_still_re
     assert "pending store poll failed" not in caplog.text
 
 
+@pytest.mark.slow
 async def test_sqlite_waiter_on_an_unreadable_record_put_back_ended_ends(
     sqlite_store_factory: SqliteStoreFactory,
     sqlite_path: Path,
@@ -199,6 +201,7 @@ async def test_sqlite_waiter_on_an_unreadable_record_put_back_ended_ends(
 # -- 2. a Redis sweep whose listing alone outlasts a pass's time ------------------------------
 
 
+@pytest.mark.slow
 async def test_redis_sweep_progresses_every_pass_when_listing_outlasts_the_pass(
     redis_store_factory: RedisStoreFactory, store_prefix: str
 ) -> None:

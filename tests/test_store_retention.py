@@ -25,8 +25,8 @@ from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores import memory as memory_module
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.app import open_store
-from bot.config import Settings
+from bot.app.runtime import open_store
+from bot.settings.config import Settings
 from tests.conftest import TEST_REDIS_URL, RedisStoreFactory, SqliteStoreFactory
 from tests.sqlite_tools import store_connect
 from tests.test_multiprocess import eventually
@@ -252,6 +252,7 @@ def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id() -> No
     assert not any(step.startswith("SCAN") for step in plan), plan
 
 
+@pytest.mark.slow
 async def test_sqlite_a_big_purge_lets_other_statements_through_between_batches(
     sqlite_store_factory: SqliteStoreFactory,
 ) -> None:
@@ -316,6 +317,7 @@ async def test_redis_a_trail_has_no_ttl_while_pending_and_its_records_once_ended
         assert trail == ["asked", "asked", "changed", "answered", "asked", "reopened"]
 
 
+@pytest.mark.slow
 async def test_redis_the_export_keeps_a_pending_questions_events_and_drops_a_gone_ones(
     redis_store_factory: RedisStoreFactory, redis_admin: aioredis.Redis
 ) -> None:
@@ -430,6 +432,7 @@ async def test_open_store_keeps_finished_questions_retention_days(
 # -- the hourly purge beside the heartbeat ---------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_a_slow_purge_never_holds_up_the_heartbeat(
     kind: str, tmp_path: Path, store_prefix: str, monkeypatch: pytest.MonkeyPatch

@@ -79,6 +79,7 @@ def reads_a_range(steps: list[str]) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("closed", [False, True], ids=["since", "since-until"])
 async def test_an_export_of_a_time_range_is_read_through_the_events_at_index(
     sqlite_store: Any, sqlite_path: Path, monkeypatch: pytest.MonkeyPatch, closed: bool
@@ -100,6 +101,7 @@ async def test_an_export_of_a_time_range_is_read_through_the_events_at_index(
     assert all(reads_a_range(steps) for steps in plans), plans
 
 
+@pytest.mark.slow
 async def test_an_export_over_several_pages_has_each_event_of_the_range_once_in_append_order(
     sqlite_store: Any, memory_store: Any
 ) -> None:

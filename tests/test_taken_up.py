@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 
 from adapters.slack.sandbox.webapi import SlackStandIn
-from bot.app import Runtime, start
-from bot.config import Settings
+from bot.app.runtime import Runtime, start
+from bot.settings.config import Settings
 from tests.bot_process import fresh_store_path
 from tests.slack_harness import until
 from tests.test_gateway import DEPLOY
@@ -65,6 +65,7 @@ async def ask(runtime: Runtime, token: str) -> tuple[int, dict[str, Any]]:
         return response.status, await response.json()
 
 
+@pytest.mark.slow
 async def test_questions_taken_up_at_start_hold_the_caps_until_they_end() -> None:
     slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SIGNING_SECRET)
     alice = slack.workspace.add_user("alice").id

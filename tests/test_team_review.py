@@ -159,6 +159,7 @@ async def test_required_group_approval_is_waited_for() -> None:
         assert (await task).answers[0].selected == ["Approve"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", range(200))
 async def test_three_simultaneous_votes_with_quorum_two_end_once(round_: int) -> None:
     async with SlackHarness() as h:

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 
 from tests.test_multiprocess import eventually, two_bots
@@ -35,6 +36,7 @@ PLAN = {
 }
 
 
+@pytest.mark.slow
 async def test_200_reviews_with_three_simultaneous_votes_end_once_each(
     tmp_path: Path, redis_admin: aioredis.Redis, store_prefix: str, redis_url: str
 ) -> None:

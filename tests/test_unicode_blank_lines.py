@@ -34,6 +34,7 @@ def test_the_reported_shape_is_shown_as_it_goes() -> None:
     assert disguised(source) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     space=st.sampled_from(UNICODE_SPACES),

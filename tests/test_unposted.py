@@ -36,6 +36,7 @@ def one(question: str = "Deploy 2.3.1?") -> dict[str, Any]:
     return {"questions": [{"id": "q", "question": question, "options": [{"label": "Yes"}]}]}
 
 
+@pytest.mark.slow
 async def test_a_note_written_before_the_ts_is_stored_is_shown_on_the_message() -> None:
     async with SlackHarness() as h:
         h.slack.faults.add(**SLOW_STORED)  # stored at once, answered a second later
@@ -99,6 +100,7 @@ async def sweeps_take_it_once(first: Any, second: Any) -> None:
     assert ended is not None and ended.error_code == "OWNER_LOST"
 
 
+@pytest.mark.slow
 async def test_two_starting_bots_post_a_question_left_unposted_exactly_once(
     sqlite_store_factory: Any,
 ) -> None:
@@ -142,6 +144,7 @@ def request_of(message: Any) -> str:
     return request_id
 
 
+@pytest.mark.slow
 async def test_a_stop_never_sends_a_queued_detached_post_and_leaves_it_to_the_next(
     sqlite_store_factory: Any,
 ) -> None:

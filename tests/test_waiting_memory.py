@@ -15,6 +15,8 @@ import types
 from collections.abc import Coroutine
 from typing import Any
 
+import pytest
+
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.abort import AbortController
@@ -28,6 +30,7 @@ def _records_alive() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, PendingRecord))
 
 
+@pytest.mark.slow
 async def test_waiting_questions_hold_no_record_objects(store: PendingStore) -> None:
     question = {"questions": [{"id": "q", "question": "Ship it?", "options": [{"label": "Yes"}]}]}
     async with asyncio.timeout(60), SlackHarness(store=store) as h:
@@ -73,6 +76,7 @@ def _waiting_for_its_ending(task: asyncio.Task[Any]) -> bool:
     return bool(chain) and chain[-1].cr_code.co_qualname == "LocalWatch.wait"  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_a_waiting_ask_holds_only_what_waiting_needs(store: PendingStore) -> None:
     """No review maker, no timeout object when there is no deadline, and a copy of the
     record's JSON only where the store can lose the record (not in process)."""

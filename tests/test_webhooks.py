@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from aiohttp import web
 
 import bot.webhooks
 from bot.mcp import TOOL_NAME
+from bot.webhook_outbox import Delivery, SqliteOutbox, claimed
 from bot.webhooks import signing_secret, verify
 from tests.slack_harness import until
 from tests.test_api_body_checks import PLAN
@@ -207,3 +210,42 @@ async def test_a_callback_given_over_mcp_is_delivered_and_a_refused_one_is_refus
     assert view["state"] == "answered"
     assert status == 422 and error_of(result)["code"] == problem["code"] == "INVALID_REQUEST"
     assert error_of(result)["errors"][0]["loc"] == ["callback"]
+
+
+async def test_the_sqlite_outbox_claims_concurrently_while_another_process_writes(
+    tmp_path: Path,
+) -> None:
+    """Claims interleaved on one connection while another connection (another process,
+    the store) commits: every claim lands, none fails ``database is locked``."""
+    path = str(tmp_path / "store.db")
+    with sqlite3.connect(path) as db:  # as the store keeps its file
+        db.execute("PRAGMA journal_mode = WAL")
+    mine, other = await SqliteOutbox.open(path), await SqliteOutbox.open(path)
+    try:
+        for n in range(30):
+            await mine.add(Delivery(f"d{n}", "http://hooks.example/", "default", 0.0, 0.0))
+
+        async def claim(n: int) -> bool:
+            kept = await mine.get(f"d{n}")
+            assert kept is not None
+            return await mine.put(kept, claimed(kept, 30.0))
+
+        async def churn() -> None:
+            for n in range(100):
+                await other.add(Delivery(f"x{n}", "http://hooks.example/", "default", 0.0, 0.0))
+
+        results = await asyncio.gather(churn(), *(claim(n) for n in range(30)))
+    finally:
+        await mine.close()
+        await other.close()
+    assert results[1:] == [True] * 30
+    assert await _due_count(path) == 100
+
+
+async def _due_count(path: str) -> int:
+    """How many deliveries of the file are due now (the unclaimed ones)."""
+    outbox = await SqliteOutbox.open(path)
+    try:
+        return len(await outbox.due(1.0, limit=1000))
+    finally:
+        await outbox.close()

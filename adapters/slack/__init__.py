@@ -20,6 +20,7 @@ from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id, new_request_id
 from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.model.tally import Vote
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.render.layout import PlanReview, plan_review_of
 from adapters.slack.render.messages import unknown_revised
@@ -40,6 +41,7 @@ __all__ = [
     "Released",
     "SlackMessage",
     "SlackQuestionProvider",
+    "Vote",
     "WaitReleased",
     "key_request_id",
     "new_request_id",

@@ -1,13 +1,5 @@
-"""``Idempotency-Key`` on ``POST /v1/questions``: one question per key, however often retried.
-
-- ``key_problem``: what is wrong with a key (1–255 printable ASCII characters), or ``None``.
-- ``KeyLocks``: retries of one question queue on one lock, so only the first of them posts;
-  the lock is forgotten when the last of them is done.
-- ``same_request``: whether a retry asks what the question asked (the same question) or
-  something else (409 ``IDEMPOTENCY_KEY_REUSED``): every field of the body counts, a
-  default said explicitly as the default (``"multiSelect": false``, ``"options": []``,
-  ``"reminders": []``) as if left out.
-"""
+"""``Idempotency-Key`` on ``POST /v1/questions``: one question per key, however often retried
+(a default stated explicitly counts as left out)."""
 
 from __future__ import annotations
 
@@ -19,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from adapters.slack import QuestionStatus
-from bot.api_body import QuestionPost
+from bot.api.body import QuestionPost
 from bot.questions.models import AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
@@ -65,16 +57,9 @@ def same_request(
     post: QuestionPost,
     default_channel: str | None,
 ) -> bool:
-    """Whether ``post`` asks what ``question`` asked (a retry, not a new request).
-
-    Every field the body states counts, as what it makes of the question, so key order,
-    defaults said explicitly and the order of ``reminders`` do not: the questions, label,
-    destination, review, revision and link as given; the timeout, reminders and escalation
-    as offsets from when the question was asked. A deadline field the body leaves out is
-    not compared: the question got it from ``QUESTION_TIMEOUT`` and the like, which may
-    differ in the process a retry reaches (another one, or this one restarted); nor is an
-    empty ``reminders``, which leaves the question the default ones as well.
-    """
+    """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
+    body states counts as what it makes of the question (deadlines as offsets from asking); a
+    deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""
     destination = post.destination
     channel = destination.channel if destination else default_channel
     thread_ts = destination.thread_ts if destination else None

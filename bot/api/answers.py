@@ -1,22 +1,17 @@
-"""What the HTTP API answers with: the error shape, the one error boundary, a question's view.
-
-Every failure that reaches the API becomes an answer in ``failure``: the seam's errors keep
-their ``{name, code, message}`` and get the HTTP status ``STATUS_OF_CODE`` gives their
-code; anything else is a bug, answered 500 without detail. ``STORE_UNAVAILABLE`` is told
-in fixed words (``STORE_DOWN``), in an answer and in a question's ``error`` alike: the
-store's own message names its SQLite file or Redis address, which is for the log only.
-"""
+"""What the HTTP API answers with: the error shape, the one error boundary (``failure``), a
+question's view; ``STORE_UNAVAILABLE`` is told in fixed words (the store's own are logged)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from adapters.httpguard import RefusalLog
-from adapters.slack import AuditEvent, QuestionStatus
+from adapters.slack import AuditEvent, QuestionStatus, Vote
 from bot.questions.errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
@@ -29,10 +24,13 @@ from bot.questions.errors import (
     STORE_UNAVAILABLE,
     HarnessError,
 )
+from bot.questions.models import AskUserQuestionAnswer
 
 __all__ = [
     "STATUS_OF_CODE",
     "STORE_DOWN",
+    "Problem",
+    "Question",
     "error_answer",
     "failure",
     "not_found",
@@ -61,18 +59,70 @@ STORE_DOWN: Final = "the pending store is unavailable; retry"
 """What a client is told of ``STORE_UNAVAILABLE`` (the store's own words are logged)."""
 
 
-class _Problem(BaseModel):
+class Problem(BaseModel):
+    """An error answer: the seam's ``{name, code, message}``, and what some answers add."""
+
     model_config = ConfigDict(extra="forbid")
     name: str
     code: str
     message: str
     errors: list[dict[str, Any]] | None = None
-    retryAfter: int | None = None
+    retryAfter: int | None = Field(
+        default=None, description="With 429: seconds to wait before retrying (as Retry-After)"
+    )
+
+
+class Message(BaseModel):
+    """Where the question's message is in Slack."""
+
+    channel: str
+    ts: str
+
+
+class Approval(BaseModel):
+    """A tool approval (``POST /v1/approvals``): what was asked."""
+
+    tool: str
+    reason: str
+    command: str | None = None
+    path: str | None = None
+
+
+class Question(BaseModel):
+    """A question as the API shows it (``view_of``); the OpenAPI document's ``Question``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, serialize_by_alias=True)
+    id: str
+    state: Literal["queued", "pending", "answered", "cancelled", "aborted", "failed"] = Field(
+        description="queued: the message still waits for Slack's rate limits to be posted; "
+        "pending: posted, waiting for an answer."
+    )
+    answer: AskUserQuestionAnswer | None = None
+    answered_by: str | None = Field(None, description="Who answered or dismissed it (user id).")
+    answered_by_name: str | None = Field(None, description="That person's name, as Slack gave it.")
+    votes: list[Vote] | None = Field(None, description="A team review's votes, in order cast.")
+    error: Problem | None = Field(None, description="How the question's waiter failed.")
+    note: str | None = Field(None, description="The note shown on the Slack message.")
+    message: Message | None = None
+    created_at: float
+    finished_at: float | None = None
+    decided_at: float | None = Field(None, description="An answer: when it was given.")
+    expires_at: float | None = Field(
+        None, description="An answer: until when it may be consumed (decidedAt + APPROVAL_TTL)."
+    )
+    consumed_at: float | None = Field(
+        None, description="An answer: when its executor consumed it (POST …/consume), once."
+    )
+    events: list[AuditEvent] | None = Field(None, description="Its audit trail, oldest first.")
+    approval: Approval | None = None
+    decision: Literal["allowed-once", "rejected"] | None = Field(
+        None, description="A decided tool approval: what the person decided."
+    )
 
 
 def problem(status: int, name: str, code: str, message: str, **extra: Any) -> web.Response:
     """An error answer in the seam's shape: ``{name, code, message}`` (and ``errors``)."""
-    body = _Problem(name=name, code=code, message=message, **extra)
+    body = Problem(name=name, code=code, message=message, **extra)
     return web.json_response(body.model_dump(exclude_none=True), status=status)
 
 
@@ -103,14 +153,9 @@ def too_many(refusal: str, retry_after: int, code: str = "TOO_MANY_QUESTIONS") -
 
 
 def failure(error: Exception, refusals: RefusalLog) -> web.Response:
-    """The one place a failure becomes an HTTP answer.
-
-    The seam's errors keep their ``{name, code, message}`` with the status ``STATUS_OF_CODE``
-    gives their code, but ``STORE_UNAVAILABLE``, whose message names the store's file or
-    host: the client gets ``STORE_DOWN``, the log the store's words (at most once a minute).
-    Anything else is a bug: logged with its traceback (at most once a minute per kind, so
-    no client can flood the log), answered 500 without detail.
-    """
+    """The one place a failure becomes an HTTP answer: a seam error keeps its shape and gets
+    ``STATUS_OF_CODE``'s status (``STORE_UNAVAILABLE`` in fixed words); anything else is a bug,
+    logged (once a minute per kind) and answered 500 without detail."""
     if isinstance(error, HarnessError):
         if error.code == STORE_UNAVAILABLE:
             what = "the pending store is unavailable (answered 503)"

@@ -1,8 +1,5 @@
-"""How settings are explained: the ``--help`` table from the fields, an error as a sentence.
-
-Both read only the fields' declarations (type, bounds, default, description), so a new
-setting explains itself once it has a ``description``.
-"""
+"""How settings are explained: the ``--help`` table and an error as a sentence, both read
+from the fields' declarations."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from bot.config_checks import show
+from bot.settings.secrecy import show
 
 __all__ = ["hide_inputs", "invalid", "is_secret", "problem", "render_help"]
 

@@ -1,4 +1,4 @@
-"""The types settings are made of, shared by :mod:`bot.config` and its parts."""
+"""The types settings are made of, shared by :mod:`bot.settings.config` and its parts."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_checks import (
+from bot.settings.checks import (
     USER,
     USERGROUP,
-    hiding,
-    holds_secret,
     id_list,
     no_whitespace,
-    secret_values,
 )
-from bot.config_text import hide_inputs
+from bot.settings.secrecy import hiding, holds_secret, secret_values
+from bot.settings.text import hide_inputs
 
 __all__ = [
     "DEFAULT_STORE_PATH",

@@ -1,8 +1,4 @@
-"""The settings of the DeepSeek Harness host the bot serves (``DSH_*``).
-
-A part of :class:`bot.config.Settings`; that ``DSH_HOST_TOKEN`` needs ``DSH_HOST_URL`` is
-checked there (a rule between settings).
-"""
+"""The settings of the DeepSeek Harness host the bot serves (``DSH_*``; a part of ``Settings``)."""
 
 from __future__ import annotations
 
@@ -11,9 +7,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from bot.config_checks import json_object, url
-from bot.config_types import HidesSecrets, Secret, UsergroupIds, UserIds
 from bot.questions.review import ReviewPolicy
+from bot.settings.checks import json_object, url
+from bot.settings.types import HidesSecrets, Secret, UsergroupIds, UserIds
 
 __all__ = ["DshSettings", "split_token"]
 

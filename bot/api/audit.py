@@ -1,13 +1,5 @@
-"""The audit trail out of the store: ``GET /v1/audit`` (and ``python -m bot audit``).
-
-Both export the events of a time range as JSON lines (one ``AuditEvent`` a line, in the
-order they were appended). Times are ISO 8601 (``2026-12-01``, ``2026-12-01T08:00:00Z``;
-no zone means UTC), seconds since the epoch, or an age (``90m``, ``24h``, ``7d``).
-
-Over HTTP a caller sees only the events of the questions it may see (``visible``: with
-several API tokens, the questions its own token asked); the command, which reads the store
-itself, exports everything.
-"""
+"""The audit trail out of the store as JSON lines: ``GET /v1/audit`` (only what the caller's
+token may see) and ``python -m bot audit`` (everything)."""
 
 from __future__ import annotations
 
@@ -23,7 +15,7 @@ from aiohttp import web
 
 from adapters.slack import AuditEvent
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("bot.audit")
 
 __all__ = ["AUDIT_HELP", "AuditSource", "audit_handler", "parse_range", "parse_time"]
 
@@ -41,11 +33,8 @@ _LAST: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def parse_time(text: str, now: float | None = None) -> float:
-    """Seconds since the epoch for an ISO 8601 time, epoch seconds, or an age before ``now``.
-
-    ISO 8601 is tried before a number, so ``20261201`` is that day, not 1970's second
-    20,261,201. Anything not a finite time between 1970 and the year 9999 (``nan``, ``inf``,
-    an age older than 1970) is refused with a ``ValueError`` naming it."""
+    """Seconds since the epoch for an ISO 8601 time (tried first: ``20261201`` is a day), epoch
+    seconds, or an age before ``now``; anything not between 1970 and 9999 is a ``ValueError``."""
     value = text.strip()
     age = _AGE.fullmatch(value)
     if age is not None:

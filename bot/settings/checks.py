@@ -1,30 +1,19 @@
-"""Checks for setting values that types alone cannot express, and how a value is shown.
-
-Each check takes an already stripped, non-empty value and returns it (perhaps normalised) or
-raises ``ValueError`` with one sentence that never contains a secret. ``bot.config`` attaches
-them to the fields of ``Settings`` with ``AfterValidator``/``BeforeValidator``.
-
-A value is quoted only through :func:`show`, which hides a value that holds a secret of any
-setting being validated (:func:`hiding`, :func:`secret_values`: a secret pasted into the wrong
-setting), a Slack token, or anything shaped like a credential (a long run of hex or base64).
-"""
+"""Checks for setting values that types alone cannot express; each raises ``ValueError`` with
+one sentence quoting a value only through ``show``."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from pathlib import Path
-from typing import Any, Final, Literal, get_args
-from urllib.parse import unquote, urlsplit
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, SecretStr
-from pydantic.fields import FieldInfo
+from pydantic import SecretStr
 
 from bot.logs import redact_url
+from bot.settings.secrecy import TOKEN_LIKE, show
 
 __all__ = [
     "CHANNEL",
@@ -37,9 +26,6 @@ __all__ = [
     "check_redis_url",
     "check_signing_secret",
     "choose_mode",
-    "distinct_tokens",
-    "hiding",
-    "holds_secret",
     "host_names",
     "id_list",
     "is_loopback",
@@ -48,11 +34,7 @@ __all__ = [
     "no_whitespace",
     "one_of",
     "plain_http_elsewhere",
-    "secret_values",
-    "show",
     "slack_token",
-    "token_file",
-    "token_list",
     "url",
 ]
 
@@ -65,7 +47,6 @@ _TOKEN_KINDS: Final = (
     ("xoxp-", "a user token (xoxp-…)"),
     ("xapp-", "an app-level token (xapp-…)"),
 )
-_TOKEN_LIKE: Final = re.compile(r"xox[a-z]?[-.]|xapp-", re.IGNORECASE)
 CHANNEL: Final = re.compile(r"[CGDUW][A-Z0-9]+")
 """A conversation a question can go to: channel, private channel, DM or user id."""
 USER: Final = re.compile(r"[UW][A-Z0-9]+")
@@ -76,120 +57,6 @@ _MENTION: Final = re.compile(r"<!here>|<!channel>|<@[UW][A-Z0-9]+>|<!subteam\^S[
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?")
 _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
-
-
-# A run of 20 or more hex/base64 characters, unbroken by - or _, with a letter and a digit in
-# it: how most generated credentials look (a signing secret is 32 hex digits), and few names
-# do (a name's words are joined by - or _: #release-coordination-2025 is shown).
-_SECRET_LIKE: Final = re.compile(
-    r"(?=[A-Za-z0-9+/=]*\d)(?=[A-Za-z0-9+/=]*[A-Za-z])[A-Za-z0-9+/=]{20,}"
-)
-_CONTAINED: Final = 6  # a secret this long or longer is hidden wherever it appears in a value
-_FRAGMENT: Final = 8  # a value this long or longer is hidden when it is part of a secret
-_SECRETS: ContextVar[frozenset[str]] = ContextVar("bot.config_checks.secrets", default=frozenset())
-
-
-def show(value: object) -> str:
-    """A value, quoted and shortened for a message; a value that is or may be a secret is not.
-
-    Hidden: a :class:`SecretStr`, a value that holds the secret of a setting being validated
-    (see :func:`hiding`), a Slack token, and a value shaped like a generated credential.
-    """
-    if isinstance(value, SecretStr):
-        return "(a value that holds a secret, not shown)"
-    text = str(value)
-    if _TOKEN_LIKE.search(text):
-        return "(a value that looks like a Slack token, not shown)"
-    if holds_secret(text):
-        return "(a value that holds the secret of a setting, not shown)"
-    if _SECRET_LIKE.search(text):
-        return "(a value that looks like a secret, not shown)"
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return repr(text)
-
-
-def holds_secret(text: str, secrets: Iterable[str] | None = None) -> bool:
-    """Whether ``text`` is, holds, or is a good part of one of ``secrets``.
-
-    ``secrets`` defaults to those of the settings being validated (:func:`hiding`).
-    """
-    for secret in _SECRETS.get() if secrets is None else secrets:
-        if text == secret or (len(secret) >= _CONTAINED and secret in text):
-            return True
-        if len(text) >= _FRAGMENT and text in secret:
-            return True
-    return False
-
-
-@contextmanager
-def hiding(secrets: frozenset[str]) -> Iterator[None]:
-    """Within the block, :func:`show` hides any value holding one of ``secrets``."""
-    token = _SECRETS.set(_SECRETS.get() | secrets)
-    try:
-        yield
-    finally:
-        _SECRETS.reset(token)
-
-
-def secret_values(fields: Mapping[str, FieldInfo], data: Mapping[str, Any]) -> frozenset[str]:
-    """The secrets in ``data`` (raw values by field name) of the fields that hold secrets.
-
-    A secret field's value counts whole, item by item (``a,b``) and after a name
-    (``name:token``); a URL only by its user and password; a file of tokens by its tokens.
-    """
-    found: set[str] = set()
-    for name, field in fields.items():
-        value = data.get(name)
-        if value is None or not _holds_secret_type(field.annotation):
-            continue
-        if isinstance(value, str) and _reads_tokens_file(field):
-            try:
-                value = token_file(value.strip())
-            except ValueError:
-                continue  # unreadable: it holds nothing to hide
-        for text in _texts(value):
-            found.update(_secret_parts(text))
-    return frozenset(part for part in found if part)
-
-
-def _holds_secret_type(annotation: Any) -> bool:
-    if annotation is SecretStr:
-        return True
-    return any(_holds_secret_type(arg) for arg in get_args(annotation))
-
-
-def _reads_tokens_file(field: FieldInfo) -> bool:
-    """Whether the field's value is a path to tokens (the path itself is no secret)."""
-    return any(
-        isinstance(item, BeforeValidator) and item.func is token_file for item in field.metadata
-    )
-
-
-def _texts(value: Any) -> Iterator[str]:
-    if isinstance(value, SecretStr):
-        yield value.get_secret_value()
-    elif isinstance(value, str):
-        yield value
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _texts(item)
-
-
-def _secret_parts(text: str) -> Iterator[str]:
-    text = text.strip()
-    if "://" in text:
-        try:
-            parts = urlsplit(text)
-            user, password = parts.username, parts.password
-        except ValueError:
-            return
-        yield from (unquote(part) for part in (user, password) if part)
-        return
-    yield text
-    for item in text.split(","):
-        yield item.strip()
-        yield item.partition(":")[2].strip()
 
 
 def is_loopback(host: str) -> bool:
@@ -227,63 +94,6 @@ def host_names(value: Any) -> Any:
     return tuple(dict.fromkeys(names))
 
 
-_TOKEN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-NamedTokens = tuple[tuple[str, SecretStr], ...]
-
-
-def _named_tokens(entries: list[tuple[str, str]]) -> NamedTokens:
-    """``(where, "name:token")`` entries as (name, token); the first bad one raises."""
-    found: list[tuple[str, SecretStr]] = []
-    for where, entry in entries:
-        name, colon, token = (part.strip() for part in entry.partition(":"))
-        if not colon or not token:
-            raise ValueError(f"{where} is not name:token; the value is not shown.")
-        if not _TOKEN_NAME.fullmatch(name):
-            raise ValueError(f"{where}: the name must be 1-64 letters, digits, _ . or -.")
-        if any(ch.isspace() for ch in token):
-            raise ValueError(f"{where}: the token contains whitespace; it is not shown.")
-        found.append((name, SecretStr(token)))
-    return distinct_tokens(found)
-
-
-def distinct_tokens(tokens: Sequence[tuple[str, SecretStr]]) -> NamedTokens:
-    """``tokens`` if no name and no token is given twice; else a ``ValueError`` naming it."""
-    names: set[str] = set()
-    owners: dict[str, str] = {}
-    for name, secret in tokens:
-        if name in names:
-            raise ValueError(f"the name {name!r} is given twice.")
-        owner = owners.setdefault(secret.get_secret_value(), name)
-        if owner != name:
-            raise ValueError(f"one token is given twice ({owner}, {name}).")
-        names.add(name)
-    return tuple(tokens)
-
-
-def token_list(value: Any) -> Any:
-    """``name:token,name:token`` as (name, token) pairs."""
-    if not isinstance(value, str):
-        return value
-    items = [item.strip() for item in value.split(",")]
-    return _named_tokens([(f"entry {n}", item) for n, item in enumerate(items, 1) if item])
-
-
-def token_file(value: Any) -> Any:
-    """The ``name:token`` lines of the file at path ``value`` (``#`` starts a comment line)."""
-    if not isinstance(value, str):
-        return value
-    try:
-        lines = Path(value).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{show(value)} cannot be read ({type(exc).__name__}).") from None
-    entries = [
-        (f"line {n}", line.strip())
-        for n, line in enumerate(lines, 1)
-        if line.strip() and not line.strip().startswith("#")
-    ]
-    return _named_tokens(entries)
-
-
 def no_whitespace(value: Any) -> Any:
     """Before a secret is wrapped: refuse whitespace inside it, without quoting it."""
     raw = value.get_secret_value() if isinstance(value, SecretStr) else value
@@ -308,7 +118,7 @@ def slack_token(prefix: str, kind: str, where: str) -> Callable[[SecretStr], Sec
 
 def check_signing_secret(secret: SecretStr) -> SecretStr:
     """The signing secret is not a token pasted in the wrong place."""
-    if _TOKEN_LIKE.match(secret.get_secret_value()):
+    if TOKEN_LIKE.match(secret.get_secret_value()):
         raise ValueError(
             "this value is a token; the signing secret is under Basic Information → "
             "App Credentials."

@@ -1,21 +1,5 @@
-"""Wiring: settings -> bolt app, Slack provider, service, HTTP server, and shutdown.
-
-``start(settings)`` builds and starts everything for one mode and returns a ``Runtime``;
-``Runtime.stop()`` ends it in order: refuse new questions, release the questions owned by
-no process (the API's, a dsh host's: they stay open for the next start), interrupt the
-ones this process owns (their messages say so, their waiters get ``ASK_ABORTED``), drain,
-close. At start the bot takes up the open questions owned by no process.
-
-The whole stop has one deadline, ``SHUTDOWN_GRACE`` after it began (``_Deadline``): ending
-the questions gets it less the HTTP drain (``_handler_grace``), and every step after gets
-what is left of it, at least ``STEP_FLOOR``; a step not done in its time is abandoned and
-logged ("shutdown: gave up on ..."), so an unresponsive Slack or Redis cannot hold the
-process up.
-
-Every part is entered once on one ``contextlib.AsyncExitStack`` and released in reverse
-order: by ``Runtime.stop()``, or at once when a later part fails to start, so a failed start
-leaves no server, socket, session or store behind.
-"""
+"""Wiring: settings -> bolt app, Slack provider, service, HTTP server; every part entered on one
+``AsyncExitStack`` and released in reverse order, also when a later part fails to start."""
 
 from __future__ import annotations
 
@@ -23,10 +7,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -49,27 +31,24 @@ from adapters.slack.clicks.bolt_app import (
     events_handler,
     web_client,
 )
-from adapters.slack.pacing.budget import Budget, RedisBudget
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
-from bot import heap
-from bot.access import OpenQuestionCaps
-from bot.api_answers import request_problem
-from bot.config import Settings
-from bot.gateway import Gateway
-from bot.health import Health
-from bot.logs import redact_url
-from bot.ports import listening
+from adapters.slack.stores import PendingStore
+from bot.api.access import OpenQuestionCaps
+from bot.api.answers import request_problem
+from bot.api.gateway import Gateway
+from bot.app import heap
+from bot.app.health import Health
+from bot.app.ports import listening
+from bot.app.shutdown import Deadline, bounded, handler_grace, interrupt
+from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
+from bot.app.storage import budget, open_store, outbox, read_trail
 from bot.questions.service import UserQuestionService
-from bot.socket_mode import SocketMode, not_slack_json, slack_reason
-from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
+from bot.settings.config import Settings
 from bot.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.site import SandboxServer
-    from adapters.slack.stores.redis import RedisPendingStore
-    from adapters.slack.stores.trail import TrailReader
 
 __all__ = ["Runtime", "SocketMode", "open_store", "read_trail", "start"]
 
@@ -78,32 +57,6 @@ logger = logging.getLogger("bot")
 SANDBOX_HOST = "127.0.0.1"
 """The sandbox (page and stand-in Web API) listens here and nowhere else."""
 SANDBOX_CHANNEL = "C0SANDBOX"
-HANDLER_GRACE = 0.5
-"""At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
-STEP_FLOOR = 0.25
-"""Each step of a stop gets at least this long, even once SHUTDOWN_GRACE is used up."""
-DRAIN_MARGIN = 0.1
-"""The provider's own grace at a stop ends this long before the step that runs it."""
-
-
-class _Deadline:
-    """When a stop must be over: ``grace`` seconds after it began (at ``begin``, or at the
-    first ``left`` when a failed start releases its parts)."""
-
-    def __init__(self, grace: float) -> None:
-        self.grace = grace
-        self._at: float | None = None
-
-    def begin(self) -> None:
-        """The stop begins now (once)."""
-        if self._at is None:
-            self._at = asyncio.get_running_loop().time() + self.grace
-
-    def left(self, reserve: float = 0.0) -> float:
-        """Seconds until ``reserve`` seconds before the deadline (negative once past)."""
-        self.begin()
-        assert self._at is not None
-        return self._at - reserve - asyncio.get_running_loop().time()
 
 
 @dataclass(eq=False)
@@ -123,7 +76,7 @@ class Runtime:
     sandbox: SandboxServer | None = None
     socket: SocketMode | None = None
     dsh: DshHostClient | None = None
-    deadline: _Deadline = field(default_factory=lambda: _Deadline(0.0), repr=False)
+    deadline: Deadline = field(default_factory=lambda: Deadline(0.0), repr=False)
     """The stop's deadline, shared by every step ``resources`` holds."""
     _stopping: bool = field(default=False, init=False, repr=False)
 
@@ -142,124 +95,9 @@ class Runtime:
         logger.info("stopped")
 
 
-def _logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-    """``close``, logging its failure instead of raising it, so the rest still closes."""
-
-    async def closing() -> None:
-        try:
-            await close()
-        except Exception as exc:
-            logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
-
-    return closing
-
-
-def _bounded(
-    what: str,
-    close: Callable[[], Awaitable[None]],
-    deadline: _Deadline,
-    *,
-    doing: str,
-    reserve: float = 0.0,
-) -> Callable[[], Awaitable[None]]:
-    """``close`` (logged as ``_logged``), abandoned when ``reserve`` seconds before
-    ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
-
-    async def closing() -> None:
-        seconds = max(deadline.left(reserve), STEP_FLOOR)
-        timeout = asyncio.timeout(seconds)
-        try:
-            async with timeout:
-                await _logged(what, close)()
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            logger.warning(
-                f"shutdown: gave up on {doing} after {seconds:.2f} s",
-                extra={"part": what, "shutdown_grace": deadline.grace},
-            )
-
-    return closing
-
-
-async def open_store(settings: Settings) -> PendingStore:
-    """The store ``settings`` choose (memory, SQLite or Redis), started."""
-    store: PendingStore
-    if settings.store == "memory":  # kept RETENTION_DAYS as the others (not silently 90)
-        store = MemoryPendingStore(finished_ttl=settings.retention_days * 86400)
-    else:
-        store = _durable_store(settings)
-    await store.start()
-    return store
-
-
-def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[TrailReader]:
-    """The audit trail of the durable store ``settings`` choose, opened for reading only
-    (``python -m bot audit``): it writes nothing and starts nothing, so an export run while
-    a bot is down neither passes for a live process nor sweeps that bot's questions."""
-    return _durable_store(settings).reading()
-
-
-async def _outbox(settings: Settings) -> Outbox:
-    """The webhook outbox, in the backend of the store ``settings`` choose."""
-    if settings.store == "sqlite":
-        return await SqliteOutbox.open(settings.store_path)
-    if settings.store == "redis" and settings.redis_url is not None:
-        from redis.asyncio import Redis
-
-        client = Redis.from_url(settings.redis_url.get_secret_value())
-        return RedisOutbox(client, settings.redis_prefix)
-    return MemoryOutbox()
-
-
-def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
-    """The SQLite or Redis store ``settings`` choose, not started."""
-    retention = settings.retention_days * 86400
-    if settings.store == "sqlite":
-        return SqlitePendingStore(settings.store_path, retention=retention)
-    if settings.store != "redis" or settings.redis_url is None:
-        raise ValueError(f"the {settings.store} store is not kept beyond its process")
-    from adapters.slack.stores.redis import RedisPendingStore
-
-    return RedisPendingStore(
-        settings.redis_url.get_secret_value(),
-        prefix=settings.redis_prefix,
-        finished_ttl=retention,
-    )
-
-
-def _budget(settings: Settings) -> Budget | None:
-    """Several processes on one Redis share one app's rate-limit budget.
-
-    A ``REDIS_URL`` redis-py cannot use (``?socket_timeout=abc``, an unknown scheme) is a
-    startup error naming the setting, the password masked."""
-    if settings.redis_url is None:
-        return None
-    url = settings.redis_url.get_secret_value()
-    try:
-        return RedisBudget.from_url(url, prefix=settings.redis_prefix)
-    except (ValueError, TypeError) as exc:
-        password = _password(url)
-        reason = str(exc).replace(password, "***") if password else str(exc)
-        raise RuntimeError(
-            f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
-        ) from None
-
-
-def _password(url: str) -> str:
-    """The password in ``url`` ("" when none, or when it does not parse)."""
-    try:
-        return urlsplit(url).password or ""
-    except ValueError:
-        return ""
-
-
 async def start(settings: Settings) -> Runtime:
-    """Build and start the bot for ``settings.mode``; returns the running ``Runtime``.
-
-    When any part fails to start, the parts already started are released (in reverse
-    order) before the error propagates.
-    """
+    """Build and start the bot for ``settings.mode``; a part that fails to start releases the
+    ones already started (in reverse order) before the error propagates."""
     async with contextlib.AsyncExitStack() as stack:
         runtime = await _enter(settings, stack)
         runtime.resources = stack.pop_all()
@@ -280,7 +118,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     """Start every part on ``stack`` (the caller owns it); the last entered is the first out."""
     sandbox: SandboxServer | None = None
     signing_secret: str | None = None
-    deadline = _Deadline(settings.shutdown_grace)
+    deadline = Deadline(settings.shutdown_grace)
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
@@ -298,7 +136,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             limits=_limits(settings),
         )
         stack.push_async_callback(
-            _bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
+            bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
         )
         # The sandbox has no authentication: loopback only, whatever HOST says.
         api_url = await listening(
@@ -317,10 +155,10 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         base_url=api_url,
         timeout=10,
         limits=SlackLimits(time_scale=settings.slack_rate_scale),
-        budget=_budget(settings),
+        budget=budget(settings),
     )
     stack.push_async_callback(
-        _bounded(
+        bounded(
             "web client",
             lambda: close_web_client(client),
             deadline,
@@ -329,7 +167,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     )
     store = await open_store(settings)  # a missing Redis is named before anything else
     stack.push_async_callback(
-        _bounded("store", store.close, deadline, doing="closing the pending store")
+        bounded("store", store.close, deadline, doing="closing the pending store")
     )
     app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(
@@ -345,7 +183,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     stack.callback(service.register_provider(provider))
     refusals = RefusalLog(logging.getLogger("bot.http"))
     webhooks = Webhooks(
-        await _outbox(settings),
+        await outbox(settings),
         lambda request_id: gateway.webhook_view(request_id),
         provider.wait_ended,
         settings.api_tokens,
@@ -353,7 +191,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         allow_private=settings.webhook_allow_private,
     )
     stack.push_async_callback(
-        _bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
+        bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
     )
     gateway = Gateway(
         service,
@@ -390,7 +228,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     health.gateway = gateway
     runner = await _serve(settings, gateway, health, app, signing_secret, refusals)
     stack.push_async_callback(
-        _bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
+        bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
     )
     port = runner.addresses[0][1]
     host = settings.host if ":" not in settings.host else f"[{settings.host}]"
@@ -416,7 +254,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         assert settings.slack_app_token is not None
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())
         stack.push_async_callback(
-            _bounded(
+            bounded(
                 "socket mode", socket.close, deadline, doing="closing the Socket Mode connection"
             )
         )
@@ -435,7 +273,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approver_groups=settings.dsh_approver_usergroups or None,
         )
         stack.push_async_callback(
-            _bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
+            bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
         )
         await dsh.start()
         runtime.dsh = health.dsh = dsh
@@ -443,7 +281,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
     dsh_client = runtime.dsh
-    stack.push_async_callback(lambda: _interrupt(settings, provider, gateway, deadline, dsh_client))
+    stack.push_async_callback(lambda: interrupt(settings, provider, gateway, deadline, dsh_client))
     return runtime
 
 
@@ -503,7 +341,7 @@ async def _serve(
         limits=limits,
         refusals=refusals,
         # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
-        shutdown_timeout=_handler_grace(settings) / 2,
+        shutdown_timeout=handler_grace(settings) / 2,
     )
     # e.g. the port is taken: the error names PORT, and nothing is left open
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
@@ -525,59 +363,9 @@ def _limits(settings: Settings) -> ListenerLimits:
     )
 
 
-def _handler_grace(settings: Settings) -> float:
-    """The part of ``SHUTDOWN_GRACE`` left to requests still being handled at the end."""
-    return min(HANDLER_GRACE, settings.shutdown_grace / 4)
-
-
-async def _interrupt(
-    settings: Settings,
-    provider: SlackQuestionProvider,
-    gateway: Gateway,
-    deadline: _Deadline,
-    dsh: DshHostClient | None = None,
-) -> None:
-    """Refuse new questions, end the pending ones this process owns (``ASK_ABORTED``),
-    answer the long-polls; by ``deadline`` less the HTTP drain.
-
-    The API's waiters (``gateway.close``) and a dsh host's requests are released first:
-    left pending for the next bot, not ended. Given up at the deadline (an unresponsive
-    store or Slack), the questions not ended yet stay as the store has them.
-    """
-    logger.info("shutting down", extra={"pending": provider.pending_count})
-    reserve = _handler_grace(settings)
-    gateway.close()
-
-    async def release_and_end() -> None:
-        if dsh is not None:
-            await _logged("dsh host client", dsh.stop)()
-        try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
-            # (its own grace ends a little before this step's, so its drain, which cancels
-            # what is still running, is not itself cut short)
-            await provider.aclose(grace=max(0.0, deadline.left(reserve + DRAIN_MARGIN)))
-        except Exception as exc:  # e.g. the store is unreachable: still close the rest
-            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
-
-    try:
-        ending = _bounded(
-            "questions",
-            release_and_end,
-            deadline,
-            doing="ending this process's pending questions",
-            reserve=reserve,
-        )
-        await ending()
-    finally:
-        gateway.end_polls()  # long-polls on questions of other processes answer now
-
-
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
-    """Run until SIGTERM or SIGINT, then stop cleanly.
-
-    The signals are handled from the start: one during startup (the Socket Mode connect
-    can take its 30 s) cancels the start, which releases what it opened, and returns as a
-    stop does. A second signal while stopping has its default effect.
-    """
+    """Run until SIGTERM or SIGINT, then stop cleanly; a signal during startup cancels the start
+    (which releases what it opened), a second one while stopping has its default effect."""
     import signal
 
     loop = asyncio.get_running_loop()
@@ -604,7 +392,7 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
             logger.info("stopped during startup")
             return
         try:
-            frozen = heap.settle()  # what start built lives as long as the process (bot/heap.py)
+            frozen = heap.settle()  # what start built lives as long as the process
             logger.info("heap: %d objects kept out of full garbage collections", frozen)
             if runtime.sandbox_url:
                 print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)

@@ -1,11 +1,5 @@
-"""Where settings come from: the environment and a ``.env`` file, as pydantic-settings sources.
-
-Both read only the bot's own variable names, exactly as spelt (upper case). A variable set
-but empty in the environment still wins over ``.env`` (``Settings`` then treats it as unset).
-``.env`` is parsed by python-dotenv's parser (the one pydantic-settings uses), taken
-literally (no ``${VAR}`` expansion); lines it cannot read become problems naming the line,
-never its value.
-"""
+"""Where settings come from: the environment, then a ``.env`` file (read literally), only the
+bot's own variable names; a variable set but empty in the environment still wins."""
 
 from __future__ import annotations
 

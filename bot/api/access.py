@@ -1,12 +1,7 @@
 """Who may use the HTTP API, which questions are theirs, and how many each may keep open.
 
-- ``ApiTokens``: the named bearer tokens. A request's ``Authorization`` names at most one
-  (compared in constant time). A question asked with a token gets an id that carries a tag
-  made from that token (HMAC-SHA256), so any process holding the same tokens can tell whose
-  it is without storing anything: with several tokens, another token's question is "not
-  found". With one token (or none) ids and visibility are as they always were.
-- ``OpenQuestionCaps``: open questions asked through the API, at most so many per process
-  and per token; a slot is taken before the question is posted and given back when it ends.
+A token's question ids carry an HMAC tag of the token, so any process with the same tokens
+tells whose a question is without storing anything.
 """
 
 from __future__ import annotations
@@ -49,6 +44,19 @@ class ApiTokens:
             if hmac.compare_digest(raw, secret):
                 found = name
         return found
+
+    def bearer(self, header: str) -> str | tuple[str, str] | None:
+        """The token name an ``Authorization`` header carries (``None`` when no token is
+        required), or the refusal: (cause, message)."""
+        if not self.required:
+            return None
+        scheme, _, given = header.partition(" ")
+        if not header.isascii():
+            return "bad_authorization", "Authorization is not ASCII"
+        name = self.identify(given.strip())
+        if scheme.lower() != "bearer" or name is None:
+            return "unauthorized", "a valid bearer token is required"
+        return name
 
     def tagged_id(self, name: str | None, key: str | None) -> str | None:
         """A question id owned by token ``name`` (random, or derived from an idempotency

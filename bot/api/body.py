@@ -1,10 +1,5 @@
-"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond it.
-
-``QuestionPost`` is the seam's wire request plus where to ask and how; ``body_problems``
-refuses what validation lets through but the API does not take (attribute names instead
-of wire names, empty question texts, repeated option labels, deadline settings that could
-never apply); ``read_body`` reads a body within the API's own size limit.
-"""
+"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond its
+model (wire names only, empty texts, repeated labels, deadlines that could never apply)."""
 
 from __future__ import annotations
 
@@ -84,7 +79,10 @@ Callback = Annotated[
         pattern=r"^https?://[^\s<>|]+$",
         description="A URL the bot POSTs the question's outcome to when it ends (the body of "
         "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
-        "the operator allows (WEBHOOK_HOSTS).",
+        "the operator allows (WEBHOOK_HOSTS). Each delivery carries X-Webhook-Timestamp, "
+        "X-Webhook-Signature (v0= HMAC-SHA256 of v0:timestamp:body), X-Webhook-Id (the "
+        "question's id, the same on every attempt) and X-Webhook-Attempt; non-2xx answers are "
+        "retried with backoff for a day; redirects are not followed.",
     ),
 ]
 """The options a question and a tool approval share: where, who asks, a link back, a
@@ -188,11 +186,8 @@ def error_count(count: int) -> str:
 
 
 def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Keys of the body that validation dropped: attribute names used instead of wire names.
-
-    The wire models accept attribute names for Python callers (``populate_by_name``); the
-    API takes the wire JSON only, so ``multi_select`` is an unknown key, as documented.
-    """
+    """Keys validation dropped: attribute names (``multi_select``) where the API takes only wire
+    names, though the models accept both for Python callers."""
     errors: list[dict[str, Any]] = []
     if isinstance(given, dict) and isinstance(kept, dict):
         for key, value in given.items():
@@ -213,11 +208,8 @@ def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict
 
 
 def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
-    """What the API refuses beyond the seam: empty question texts and repeated labels.
-
-    The seam accepts both; over HTTP an empty question cannot be answered knowingly, and
-    an answer names options by label, so two options with one label are ambiguous.
-    """
+    """What the API refuses beyond the seam: an empty question cannot be answered knowingly, and
+    two options with one label are ambiguous (an answer names options by label)."""
     errors: list[dict[str, Any]] = []
     for index, question in enumerate(questions):
         if not question.question.strip():
@@ -249,13 +241,9 @@ def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
 
 
 def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
-    """Deadline settings of the body that the question could never act on.
-
-    The record keeps only reminders before the deadline and an escalation with both a time
-    and someone to mention (``AskDefaults.question_record``); anything else would be
-    accepted and silently dropped. Each setting counts with the default it falls back to,
-    as the record does: a body without ``timeout`` has ``QUESTION_TIMEOUT``'s deadline.
-    """
+    """Deadline settings the question could never act on (the record would drop them silently):
+    reminders at or after the deadline, an escalation without a time or someone to mention;
+    each counts with the default it falls back to."""
     errors: list[dict[str, Any]] = []
     timeout = post.timeout or defaults.timeout
     if post.reminders and timeout is None:
@@ -307,23 +295,16 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
 
 
 def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
-    """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``.
-
-    A new question's deadline settings are checked apart (``never_applied``): they depend
-    on this process's defaults, which a retry of a question asked elsewhere must not meet.
-    """
+    """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``; the
+    deadlines are checked apart (``never_applied``: they depend on this process's defaults)."""
     kept = post.model_dump(by_alias=True, exclude_unset=True)
     questions = post.questions if isinstance(post, QuestionPost) else []
     return _unknown_keys(given, kept) or _ambiguities(questions)
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:
-    """The body, or ``None`` when it is larger than ``limit`` bytes.
-
-    The limit is the API's own: the server's (``client_max_size``) is larger, for Slack's
-    payloads on ``/slack/events``; the server has already read the body (within its body
-    timeout and its own limit).
-    """
+    """The body, or ``None`` when it is larger than ``limit`` bytes (the API's own limit: the
+    server's is larger, for Slack's payloads)."""
     length = request.content_length
     if limit is not None and length is not None and length > limit:
         return None

@@ -1,8 +1,5 @@
-"""Socket Mode: bolt's handler, connected once at start, with its state for ``/healthz``.
-
-Also how a refusal of Slack's Web API reads at startup (``slack_reason``,
-``not_slack_json``), for ``auth.test`` (bot.app) and ``apps.connections.open`` alike.
-"""
+"""Socket Mode: bolt's handler, connected once at start, with its state for ``/healthz``; and
+how a refusal of Slack's Web API reads at startup."""
 
 from __future__ import annotations
 
@@ -36,11 +33,8 @@ def slack_reason(exc: SlackApiError) -> str | None:
 
 def not_slack_json(exc: SlackApiError, method: str, client: Any) -> str | None:
     """What to tell the operator when ``method``'s answer was not Slack's JSON (a
-    ``SLACK_API_URL`` without ``/api/``, a proxy's error page), else ``None``.
-
-    ``client`` is the Web API client that called (its ``base_url`` is shown, its token
-    never).
-    """
+    ``SLACK_API_URL`` without ``/api/``, a proxy's page), else ``None``; shows ``client``'s
+    base URL, never its token."""
     response = exc.response
     data = getattr(response, "data", None)
     if isinstance(data, dict) and "ok" in data:

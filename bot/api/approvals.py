@@ -14,7 +14,7 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from adapters.slack import ApprovalView, QuestionStatus
-from bot.api_body import Callback, Label, Link, Where
+from bot.api.body import Callback, Label, Link, Where
 from bot.questions.abort import AbortSignal
 from bot.questions.models import AskOptions, WireModel
 

@@ -1,8 +1,5 @@
-"""The store settings: where questions live (memory, SQLite or Redis) and how long.
-
-A part of :class:`bot.config.Settings`; which store is chosen when ``STORE`` is unset, and
-that ``redis`` needs ``REDIS_URL``, is decided there (a rule between settings).
-"""
+"""The store settings: where questions live (memory, SQLite or Redis) and how long; a part of
+``Settings``, which picks the store when ``STORE`` is unset."""
 
 from __future__ import annotations
 
@@ -10,9 +7,9 @@ from typing import Annotated, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from bot.config_checks import check_redis_prefix, check_redis_url, one_of
-from bot.config_types import DEFAULT_STORE_PATH, HidesSecrets, Secret, StoreKind
 from bot.logs import redact_url
+from bot.settings.checks import check_redis_prefix, check_redis_url, one_of
+from bot.settings.types import DEFAULT_STORE_PATH, HidesSecrets, Secret, StoreKind
 
 __all__ = ["StoreSettings"]
 

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from bot.config_checks import show
+from bot.settings.secrecy import show
 
 __all__ = ["PortUnavailable", "listening"]
 
@@ -22,11 +22,8 @@ class PortUnavailable(OSError):
 
 
 async def listening(opening: Awaitable[T], *, setting: str, host: str, port: int) -> T:
-    """Await ``opening`` (a server starting on ``host:port``); a refused bind names ``setting``.
-
-    ``setting`` is the variable that chose the port (``PORT``, ``SANDBOX_PORT``); a host
-    name that does not resolve names ``HOST``.
-    """
+    """Await ``opening`` (a server starting on ``host:port``); a refused bind names ``setting``
+    (``PORT``, ``SANDBOX_PORT``), a host name that does not resolve names ``HOST``."""
     try:
         return await opening
     except OSError as exc:

@@ -1,15 +1,5 @@
-"""``/healthz``: the mode, the store, the open questions this process serves, what waits
-on them, and each connection's state.
-
-``pending`` counts the open questions this process serves: those it owns (``owned``:
-asked by an in-process ``ask()``) and those owned by no process (``unowned``: the HTTP
-API's, released dsh host requests), which any process serves. With a shared store every
-process reports the same ``unowned`` ones and the same ``open`` (every pending question,
-whichever process asked it): the sum of ``owned`` over processes plus one ``unowned`` is
-the total, not the sum of ``pending``. The store counts them without reading a record
-into the bot: at 10,000 open a probe took 12 ms in SQLite's thread or 20 ms inside Redis,
-where reading every record took 200–390 ms of the bot's own loop.
-"""
+"""``/healthz``: the mode, the store, the open questions this process serves, what waits on
+them, and each connection's state (``owned`` by this process, ``unowned``: any process's)."""
 
 from __future__ import annotations
 
@@ -20,11 +10,11 @@ from aiohttp import web
 
 from adapters.dsh.client import DshHostClient
 from adapters.slack import SlackQuestionProvider
-from bot.config import Mode
-from bot.gateway import Gateway
+from bot.api.gateway import Gateway
+from bot.settings.config import Mode
 
 if TYPE_CHECKING:
-    from bot.socket_mode import SocketMode
+    from bot.app.socket_mode import SocketMode
 
 __all__ = ["HEALTH_STORE_TIMEOUT", "Health"]
 

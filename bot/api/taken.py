@@ -1,11 +1,5 @@
-"""The API's questions a starting bot took up: counted in its open-question caps until they end.
-
-An API question asked of an earlier process (stopped, crashed, or another one of a rolling
-deploy) and taken up at start (``SlackQuestionProvider.resume``) is this process's to serve,
-so it takes a slot of the caps (``OpenQuestionCaps``) like a question asked here: per process,
-and per token (the token named in its ``asked_by``, or whose tag its id carries). Its slot is
-given back when it ends, wherever it ends (a watch on the store).
-"""
+"""The API's open questions a starting bot took up from an earlier process: each holds a slot
+of the open-question caps until it ends."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 from adapters.slack import QuestionStatus
-from bot.access import ApiTokens, OpenQuestionCaps, asker_of
+from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
 from bot.questions.errors import HarnessError
 
 __all__ = ["TakenUp"]

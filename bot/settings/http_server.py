@@ -1,8 +1,5 @@
-"""The HTTP server's settings: where it listens, the API's tokens, what a client may ask of it.
-
-A part of :class:`bot.config.Settings`; the API must have a token unless ``HOST`` is a
-loopback address (checked here, on ``BOT_API_TOKEN``, declared after ``HOST``).
-"""
+"""The HTTP server's settings: where it listens, the API's tokens (required unless ``HOST`` is
+loopback), what a client may ask of it (a part of ``Settings``)."""
 
 from __future__ import annotations
 
@@ -18,17 +15,14 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_checks import (
+from bot.settings.checks import (
     check_host,
-    distinct_tokens,
     host_names,
     is_loopback,
     is_wildcard,
-    show,
-    token_file,
-    token_list,
 )
-from bot.config_types import Seconds, Secret
+from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
+from bot.settings.types import Seconds, Secret
 
 __all__ = ["ServerSettings"]
 

@@ -1,11 +1,5 @@
-"""The Slack Web API methods the bot calls, and the bot scopes each one needs.
-
-The single source of truth for the app's permissions: ``manifest.yml`` requests exactly
-``BOT_SCOPES``, and ``tests/test_manifest.py`` fails when code under ``bot/`` or
-``adapters/`` calls a Web API method that is not listed here, or when a scope is requested
-that no called method needs. To call a new method: add it here, then its scopes (if any)
-to the manifest, then reinstall the app in the workspace.
-"""
+"""The Slack Web API methods the bot calls, and the bot scopes each needs: ``manifest.yml``
+asks exactly ``BOT_SCOPES`` (``tests/test_manifest.py`` checks both against the code)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The settings of how long things wait: a question for its answer, shutdown for Slack.
-
-A part of :class:`bot.config.Settings`; never used on its own.
-"""
+"""The settings of how long things wait: a question for its answer, a stop for Slack."""
 
 from __future__ import annotations
 
@@ -10,13 +7,13 @@ from typing import Final
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from bot.config_types import Seconds
+from bot.settings.types import Seconds
 
 __all__ = ["MAX_QUESTION_TIMEOUT", "DeadlineSettings"]
 
 
 MAX_QUESTION_TIMEOUT: Final = 7 * 24 * 3600.0
-"""The longest ``QUESTION_TIMEOUT``: a week, as the API's ``timeout`` (``bot.api_body``);
+"""The longest ``QUESTION_TIMEOUT``: a week, as the API's ``timeout`` (``bot.api.body``);
 a deadline beyond what a clock can show would fail every question at its post."""
 
 

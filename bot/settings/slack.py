@@ -1,8 +1,5 @@
-"""The Slack settings: credentials, the default destination, who may answer, pacing.
-
-A part of :class:`bot.config.Settings` (which composes the parts and checks them as a whole);
-never used on its own.
-"""
+"""The Slack settings: credentials, the default destination, who may answer, pacing (a part
+of ``Settings``)."""
 
 from __future__ import annotations
 
@@ -11,14 +8,14 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings
 
-from bot.config_checks import (
+from bot.settings.checks import (
     check_channel,
     check_mention,
     check_signing_secret,
     slack_token,
     url,
 )
-from bot.config_types import Mode, Secret, UsergroupIds, UserIds
+from bot.settings.types import Mode, Secret, UsergroupIds, UserIds
 
 __all__ = ["SlackSettings"]
 

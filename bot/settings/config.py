@@ -1,37 +1,7 @@
 """Settings for ``python -m bot``: one pydantic-settings class over the environment and ``.env``.
 
-:func:`load_settings` reads the bot's variables from the environment, then from ``./.env``
-(a variable set in the environment wins, even when empty; empty means unset), validates them
-all at once and raises one :class:`ConfigError` listing every problem, each naming its
-variable. Secrets are :class:`pydantic.SecretStr` and never appear in a message, a ``repr``
-or :meth:`Settings.describe`; a password in ``REDIS_URL`` is shown as ``***``.
-``Settings(**values)`` validates exactly the values given (what code and tests use); it does
-not read the environment.
-
-The Slack credentials choose the mode::
-
-    SLACK_BOT_TOKEN + SLACK_APP_TOKEN       socket   (wins when all three are set)
-    SLACK_BOT_TOKEN + SLACK_SIGNING_SECRET  http
-    none of the three                       sandbox
-
-How to add a setting
---------------------
-1. Add a field to the part of :class:`Settings` it belongs to (``bot.config_slack``,
-   ``bot.config_store``, ``bot.config_server``, ``bot.config_deadlines``, ``bot.config_dsh``;
-   the bot's own in :class:`Settings`): its name is the variable in lower case (``FOO_BAR`` →
-   ``foo_bar``). Give it a type that says what a good value is (``int`` with ``ge``/``le``,
-   ``Seconds``, a ``Literal``, ``Secret`` for anything secret, ``X | None = None`` when it
-   may be unset) and a ``description``: that is its entry in ``python -m bot --help``.
-2. When the type cannot say it, attach a check from :mod:`bot.config_checks` (or add one
-   there) with ``AfterValidator``; a check raises ``ValueError`` with one sentence that
-   quotes the value only through ``show()`` and never quotes a secret.
-3. A rule between settings is a ``field_validator`` on the later field reading
-   ``info.data`` (fields declared above it: the parts' fields come in the order the table
-   of settings shows, Slack's first, then the store's, the server's, the deadlines', the
-   dsh host's, then :class:`Settings`' own); a rule about which credentials are present
-   goes in ``bot.config_checks.choose_mode``.
-4. Read it as ``settings.foo_bar``; add a line to :meth:`Settings.describe` when the
-   startup log should show it. ``tests/test_config.py`` checks that ``--help`` lists it.
+``load_settings`` validates every variable at once and raises one ``ConfigError`` naming each
+problem's variable, never a secret; the Slack credentials choose the mode (docs/development.md).
 """
 
 from __future__ import annotations
@@ -56,16 +26,16 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from bot.config_checks import choose_mode, one_of, plain_http_elsewhere
-from bot.config_deadlines import DeadlineSettings
-from bot.config_dsh import DshSettings, split_token
-from bot.config_server import ServerSettings
-from bot.config_slack import SlackSettings
-from bot.config_sources import DotEnvFile, Environment
-from bot.config_store import StoreSettings
-from bot.config_text import invalid, problem, render_help
-from bot.config_types import LogFormat, LogLevel, Mode, Seconds, Secret
 from bot.logs import redact_url
+from bot.settings.checks import choose_mode, one_of, plain_http_elsewhere
+from bot.settings.dsh import DshSettings, split_token
+from bot.settings.http_server import ServerSettings
+from bot.settings.slack import SlackSettings
+from bot.settings.sources import DotEnvFile, Environment
+from bot.settings.store import StoreSettings
+from bot.settings.text import invalid, problem, render_help
+from bot.settings.timeouts import DeadlineSettings
+from bot.settings.types import LogFormat, LogLevel, Mode, Seconds, Secret
 
 __all__ = [
     "SETTINGS_HELP",
@@ -246,12 +216,8 @@ def load_settings(
     *,
     serves: bool = True,
 ) -> Settings:
-    """Read the settings from ``environ`` (default ``os.environ``) over ``env_file``.
-
-    A missing ``env_file`` is fine; pass ``None`` to read no file. Raises :class:`ConfigError`
-    listing every problem found. ``serves=False``: for a command that serves nothing (the
-    audit export), which no production setting keeps from reading the store.
-    """
+    """Read the settings from ``environ`` (default ``os.environ``) over ``env_file`` (missing is
+    fine; ``None`` reads none); a ``ConfigError`` lists every problem found."""
     environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
     dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
     init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
