@@ -49,8 +49,9 @@ async def test_two_errors_are_counted_as_two() -> None:
 
 
 async def test_other_pattern_errors_keep_pydantics_words() -> None:
-    """A field a person does not type (``link``) keeps the validator's own message."""
+    """A field a person does not type (``callback``) keeps the validator's own message
+    (``link`` has one plain message, the MCP tool's and the API's alike)."""
     async with running() as bed:
-        status, problem = await bed.ask({"questions": ONE, "link": "ftp://x"})
+        status, problem = await bed.ask({"questions": ONE, "callback": "ftp://x"})
         assert status == 422
         assert problem["errors"][0]["msg"].startswith("String should match pattern")
