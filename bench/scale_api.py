@@ -18,7 +18,7 @@ import aiohttp
 
 from bench.common import SECRET, StandIn, settled_rss_kib, spawn
 from bench.longpoll import QUESTION, TOKEN, _Agent
-from bot import heap
+from bot.app import heap
 from bot.app.runtime import start
 from bot.settings.config import Settings
 

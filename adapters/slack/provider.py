@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Final
@@ -28,6 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.asks.endings import Endings, lost_record
@@ -96,7 +98,8 @@ class SlackQuestionProvider:
     - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
       ``reminders``: seconds before that deadline to remind who may answer (a thread
       reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or group id because nobody answered. Each is settable per request.
+      mention a user or group id because nobody answered; ``remind``: user or group ids
+      reminders mention besides who may answer. Each is settable per request.
     - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
       (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
@@ -126,6 +129,7 @@ class SlackQuestionProvider:
         reminders: Sequence[float] = (),
         escalate_after: float | None = None,
         escalate_to: str | None = None,
+        remind: Sequence[str] = (),
         clock: Clock | None = None,
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
@@ -141,6 +145,8 @@ class SlackQuestionProvider:
             raise ValueError("timeout must be a positive number of seconds")
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
+        if not all(ESCALATE_TO_PATTERN.match(who) for who in remind):
+            raise ValueError("remind must hold user ids (U…, W…) or user group ids (S…)")
         self._client: AsyncWebClient = app.client
         self._own_client: PacedWebClient | None = None
         if paced and not isinstance(app.client, PacedWebClient):
@@ -161,6 +167,7 @@ class SlackQuestionProvider:
             reminders=tuple(reminders),
             escalate_after=escalate_after,
             escalate_to=escalate_to,
+            remind=tuple(remind),
         )
         self._endings = Endings(self._store, self._sync)
         self._lifecycle = AskLifecycle(
@@ -336,6 +343,16 @@ class SlackQuestionProvider:
         """
         record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered request's decision once (``asks.consume``): ``(None, status)``,
+        or the refusal's code (``asks.consume.REFUSALS``) and the request as it stands."""
+        code, record = await consume(
+            self._store, request_id, by=by, now=time.time(), lifetime=lifetime
+        )
+        return code, None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
         """Leave an open request open, owned by no process, for the next asker to adopt.

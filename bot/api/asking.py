@@ -79,10 +79,12 @@ def replayed(
     key: str | None,
     request_id: str,
     lookup: bool,
+    ttl: float = 900.0,
 ) -> web.Response | None:
     """The answer to a POST whose key already asked (``None`` for a new one): 409 for another
-    body, the first error again for one Slack never showed, else 200 with the question; 412
-    for a lookup (``If-Match: *``) that finds nothing (it never asks)."""
+    body, the first error again for one Slack never showed, 409 for an answer already
+    consumed, else 200 with the question; 412 for a lookup (``If-Match: *``) that finds
+    nothing (it never asks)."""
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
@@ -95,7 +97,13 @@ def replayed(
     unshown = failed_unshown(existing)  # not a 200 that reads as success
     if unshown is not None:
         return error_answer(unshown)
-    return located(view_of(existing), 200, request_id)
+    if existing.consumed_at is not None:  # not a new approval: it was used
+        message = (
+            f"the answer asked with Idempotency-Key {key!r} was already consumed: it is not "
+            "a new approval; ask again with a new key"
+        )
+        return problem(409, "RequestError", "ALREADY_CONSUMED", message)
+    return located(view_of(existing, ttl), 200, request_id)
 
 
 def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
@@ -146,6 +154,7 @@ def question_request(
             "reminders": tuple(post.reminders or ()),
             "escalate_after": post.escalate_after,
             "escalate_to": post.escalate_to,
+            "remind": tuple(post.remind or ()),
         }
     )
     return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)

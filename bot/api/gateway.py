@@ -17,6 +17,7 @@ from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
 from adapters.slack import (
+    CONSUME_REFUSALS,
     AuditEvent,
     QuestionStatus,
     Released,
@@ -107,6 +108,12 @@ class Questions(Protocol):
         """A question's audit trail, oldest first."""
         ...
 
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every audit event with ``since <= at < until``, in the order appended."""
         ...
@@ -133,6 +140,7 @@ class Gateway:
         approve: Approve | None = None,
         webhooks: Webhooks | None = None,
         polls: tuple[int, int] = (64, 896),
+        approval_ttl: float = 900.0,
     ) -> None:
         self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
@@ -150,6 +158,7 @@ class Gateway:
         # Long-polls one token may hold, and all together (the rest stay for /slack/events).
         self.polls_per_token, self.polls_total = polls
         self._polls: Counter[str | None] = Counter()
+        self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
@@ -170,6 +179,8 @@ class Gateway:
         router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
+        consume = ruled(self.consume_question)
+        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
         router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
@@ -278,7 +289,7 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
-            replay = replayed(existing, same, key, request_id, lookup)
+            replay = replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
             refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
@@ -323,7 +334,8 @@ class Gateway:
                 if question is None and self._closing and aborted(error):
                     return shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
-        view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
+        pending = {"id": request_id, "state": "pending"}
+        view = view_of(question, self._ttl) if question is not None else pending
         return located(view, 201 if posted.done() else 202, request_id)
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
@@ -338,7 +350,7 @@ class Gateway:
         question = await self._questions.status(request_id)
         if question is None or question.is_open:
             return None if question is None else {}
-        return view_with_events(question, await self._questions.events(request_id))
+        return view_with_events(question, await self._questions.events(request_id), self._ttl)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -370,7 +382,7 @@ class Gateway:
                 if not self._polls[asker]:
                     del self._polls[asker]
         return web.json_response(
-            view_with_events(question, await self._questions.events(request_id))
+            view_with_events(question, await self._questions.events(request_id), self._ttl)
         )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
@@ -383,7 +395,21 @@ class Gateway:
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(view_of(question), status=status)
+        return web.json_response(view_of(question, self._ttl), status=status)
+
+    async def consume_question(self, request: web.Request) -> web.StreamResponse:
+        """Consume an answered question's decision, once and before its ``expiresAt``."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        code, question = await self._questions.consume(request_id, by=by, lifetime=self._ttl)
+        if question is None:
+            return not_found(request_id)
+        if code is not None:
+            status = 410 if code == "EXPIRED" else 409
+            return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+        return web.json_response(view_of(question, self._ttl))
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:

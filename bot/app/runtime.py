@@ -176,6 +176,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         allowed_users=settings.slack_allowed_users or None,
         allowed_usergroups=settings.slack_allowed_usergroups or None,
         mention=settings.slack_mention,
+        remind=settings.slack_remind,
         timeout=settings.question_timeout,
         store=store,
     )
@@ -205,6 +206,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         refusals=refusals,
         default_channel=channel,
         polls=(settings.max_polls_per_token, settings.max_connections * 7 // 8 or 1),
+        approval_ttl=settings.approval_ttl,
         approve=lambda view, options, signal: provider.ask_approval(
             view,
             options=options,
