@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.slack import QuestionStatus, WaitReleased, plan_review_of, unknown_revised
-from bot.api.answers import error_answer, problem, view_of
+from adapters.slack import AuditEvent, QuestionStatus, WaitReleased, plan_review_of, unknown_revised
+from bot.api.answers import error_answer, problem, view_of, view_with_events
 from bot.api.approvals import ApprovalPost
 from bot.api.body import (
     DeadlineDefaults,
@@ -37,8 +37,10 @@ from bot.webhooks import Webhooks
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
+    "Questions",
     "aborted",
     "ask_options",
+    "ended_view",
     "failed_unshown",
     "located",
     "log_end",
@@ -50,6 +52,49 @@ __all__ = [
     "shutting_down",
     "unready",
 ]
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    @property
+    def defaults(self) -> DeadlineDefaults:
+        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """A question's audit trail, oldest first."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
+        ...
+
+
+async def ended_view(questions: Questions, request_id: str) -> dict[str, Any] | None:
+    """``GET``'s body once the question has ended, ``{}`` while it is open, ``None`` if unknown."""
+    question = await questions.status(request_id)
+    if question is None or question.is_open:
+        return None if question is None else {}
+    return view_with_events(question, await questions.events(request_id))
 
 
 def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
