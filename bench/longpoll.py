@@ -114,8 +114,11 @@ async def measure(
             bot_api_token=TOKEN,
             store_path=str(Path(folder) / "store.db"),
             slack_rate_scale=1000.0,
+            max_polls_per_token=10_000,  # one agent holds every long-poll
         )
         runtime = await start(settings)
+        # One token holds every long-poll here: past its cap (64) they would be refused.
+        runtime.gateway.polls_per_token = runtime.gateway.polls_total = 1_000_000
         url = runtime.url
         agent = _Agent(await spawn("-m", "bench.longpoll", "agent", url, TOKEN))
         try:

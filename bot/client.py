@@ -106,13 +106,19 @@ class _Window:
         self._reconnect_for = reconnect_for
 
     async def call(self, make: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        try:
-            result: dict[str, Any] = await reconnecting(self._reconnect_for, from_start=True)(make)
-            return result
-        except AskFailed as failure:
-            if failure.status == 404 and failure.code == "NOT_FOUND":
-                return {"code": "NOT_FOUND"}
-            raise UserQuestionError(failure.error["message"], failure.code) from None
+        while True:
+            try:
+                result: dict[str, Any] = await reconnecting(self._reconnect_for, from_start=True)(
+                    make
+                )
+                return result
+            except AskFailed as failure:
+                if failure.status == 404 and failure.code == "NOT_FOUND":
+                    return {"code": "NOT_FOUND"}
+                if failure.status == 429:  # over a cap for now: asked again when it says
+                    await asyncio.sleep(float(failure.error.get("retryAfter", 5)))
+                    continue
+                raise UserQuestionError(failure.error["message"], failure.code) from None
 
 
 def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:

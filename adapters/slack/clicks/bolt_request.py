@@ -7,7 +7,7 @@ bot's whole click path (0.2 ms of about 1 ms, more after the process sat idle). 
 aiohttp already uses for every URL, decodes the same syntax in C, about 10x faster.
 
 ``bolt_request`` builds the request bolt would build (the same ``raw_body``, ``body``,
-``context``, headers and query: ``tests/test_bolt_request.py`` compares them field by
+``context``, headers and query: ``tests/slack/clicks/test_bolt_request.py`` compares them field by
 field), decoding a form with yarl; a body with a character no form encoder emits, and every
 JSON body, is parsed by bolt itself.
 """
