@@ -13,6 +13,7 @@ it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
 A ``PendingStore`` keeps each request as a ``PendingRecord``.
 """
 
+from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import Released, WaitReleased
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
@@ -27,6 +28,7 @@ from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
 
 __all__ = [
+    "CONSUME_REFUSALS",
     "ApprovalView",
     "AskOptions",
     "AuditEvent",

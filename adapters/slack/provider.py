@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Final
@@ -28,6 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.asks.endings import Endings, lost_record
@@ -336,6 +338,16 @@ class SlackQuestionProvider:
         """
         record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered request's decision once (``asks.consume``): ``(None, status)``,
+        or the refusal's code (``asks.consume.REFUSALS``) and the request as it stands."""
+        code, record = await consume(
+            self._store, request_id, by=by, now=time.time(), lifetime=lifetime
+        )
+        return code, None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
         """Leave an open request open, owned by no process, for the next asker to adopt.

@@ -12,8 +12,15 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.slack import AuditEvent, QuestionStatus, WaitReleased, plan_review_of, unknown_revised
-from bot.api.answers import error_answer, problem, view_of, view_with_events
+from adapters.slack import (
+    CONSUME_REFUSALS,
+    AuditEvent,
+    QuestionStatus,
+    WaitReleased,
+    plan_review_of,
+    unknown_revised,
+)
+from bot.api.answers import error_answer, not_found, problem, view_of, view_with_events
 from bot.api.approvals import ApprovalPost
 from bot.api.body import (
     DeadlineDefaults,
@@ -40,6 +47,7 @@ __all__ = [
     "Questions",
     "aborted",
     "ask_options",
+    "consumed",
     "ended_view",
     "failed_unshown",
     "located",
@@ -84,17 +92,35 @@ class Questions(Protocol):
         """A question's audit trail, oldest first."""
         ...
 
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every audit event with ``since <= at < until``, in the order appended."""
         ...
 
 
-async def ended_view(questions: Questions, request_id: str) -> dict[str, Any] | None:
+async def ended_view(questions: Questions, request_id: str, ttl: float) -> dict[str, Any] | None:
     """``GET``'s body once the question has ended, ``{}`` while it is open, ``None`` if unknown."""
     question = await questions.status(request_id)
     if question is None or question.is_open:
         return None if question is None else {}
-    return view_with_events(question, await questions.events(request_id))
+    return view_with_events(question, await questions.events(request_id), ttl)
+
+
+async def consumed(questions: Questions, request_id: str, by: str, ttl: float) -> web.Response:
+    """Consume an answered question's decision (once, within ``ttl`` of it): its view, or the
+    refusal (410 when expired, 409 otherwise; 404 for an unknown question)."""
+    code, question = await questions.consume(request_id, by=by, lifetime=ttl)
+    if question is None:
+        return not_found(request_id)
+    if code is not None:
+        status = 410 if code == "EXPIRED" else 409
+        return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+    return web.json_response(view_of(question, ttl))
 
 
 def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
@@ -124,10 +150,12 @@ def replayed(
     key: str | None,
     request_id: str,
     lookup: bool,
+    ttl: float = 900.0,
 ) -> web.Response | None:
     """The answer to a POST whose key already asked (``None`` for a new one): 409 for another
-    body, the first error again for one Slack never showed, else 200 with the question; 412
-    for a lookup (``If-Match: *``) that finds nothing (it never asks)."""
+    body, the first error again for one Slack never showed, 409 for an answer already
+    consumed, else 200 with the question; 412 for a lookup (``If-Match: *``) that finds
+    nothing (it never asks)."""
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
@@ -140,7 +168,13 @@ def replayed(
     unshown = failed_unshown(existing)  # not a 200 that reads as success
     if unshown is not None:
         return error_answer(unshown)
-    return located(view_of(existing), 200, request_id)
+    if existing.consumed_at is not None:  # not a new approval: it was used
+        message = (
+            f"the answer asked with Idempotency-Key {key!r} was already consumed: it is not "
+            "a new approval; ask again with a new key"
+        )
+        return problem(409, "RequestError", "ALREADY_CONSUMED", message)
+    return located(view_of(existing, ttl), 200, request_id)
 
 
 def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:

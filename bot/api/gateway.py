@@ -35,7 +35,7 @@ from bot.api.asking import (
     Questions,
     aborted,
     ask_options,
-    ended_view,
+    consumed,
     located,
     log_end,
     owed,
@@ -100,6 +100,7 @@ class Gateway:
         approve: Approve | None = None,
         webhooks: Webhooks | None = None,
         polls: tuple[int, int] = (64, 896),
+        approval_ttl: float = 900.0,
     ) -> None:
         self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
@@ -113,6 +114,7 @@ class Gateway:
         self.refusals = refusals or RefusalLog(self._logger)
         self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
         self.polls = PollCaps(*polls)
+        self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
@@ -123,16 +125,19 @@ class Gateway:
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes, each with a ``BodyRule`` for the server's guard (the token
         checked before any of a body is read, at most ``MAX_BODY_BYTES`` read)."""
-        rule = BodyRule(admit=self._admit, max_body=self._max_body)
+        admit = functools.partial(_admitted, tokens=self._tokens, refusals=self.refusals)
+        rule = BodyRule(admit=admit, max_body=self._max_body)
 
         def ruled(handler: Handler) -> Handler:
-            return with_body_rule(_guarded(handler, self._admit, self._failures), rule)
+            return with_body_rule(_guarded(handler, admit, self._failures), rule)
 
         router, expect = app.router, rule.expect
         router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
         router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
+        consume = ruled(self.consume_question)
+        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
         router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
@@ -166,15 +171,6 @@ class Gateway:
     def running(self) -> int:
         """Asks started by this process that have not ended yet."""
         return len(self._asks)
-
-    def _admit(self, request: web.Request) -> web.Response | None:
-        """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may."""
-        named = self._tokens.bearer(request.headers.get("Authorization", ""))
-        if isinstance(named, tuple):
-            self.refusals.refused(named[0], f"/v1: {named[1]}")
-            return unauthorized(named[1])
-        request[ASKER] = named
-        return None
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
@@ -244,7 +240,7 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
-            replay = replayed(existing, same, key, request_id, lookup)
+            replay = replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
             refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
@@ -283,7 +279,8 @@ class Gateway:
                 if question is None and self._closing and aborted(error):
                     return shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
-        view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
+        pending = {"id": request_id, "state": "pending"}
+        view = view_of(question, self._ttl) if question is not None else pending
         return located(view, 201 if posted.done() else 202, request_id)
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
@@ -291,10 +288,6 @@ class Gateway:
         self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
         log_end(self._logger, request_id, task)
-
-    async def webhook_view(self, request_id: str) -> dict[str, Any] | None:
-        """What a webhook delivers: ``GET``'s body once ended, ``{}`` while open, ``None``."""
-        return await ended_view(self._questions, request_id)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -316,7 +309,7 @@ class Gateway:
             with self.polls.held(asker):
                 question = await _long_poll(self._questions, question, wait, self._polls_ended)
         return web.json_response(
-            view_with_events(question, await self._questions.events(request_id))
+            view_with_events(question, await self._questions.events(request_id), self._ttl)
         )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
@@ -329,7 +322,15 @@ class Gateway:
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(view_of(question), status=status)
+        return web.json_response(view_of(question, self._ttl), status=status)
+
+    async def consume_question(self, request: web.Request) -> web.StreamResponse:
+        """Consume an answered question's decision, once and before its ``expiresAt``."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        return await consumed(self._questions, request_id, by, self._ttl)
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:
@@ -377,3 +378,16 @@ def _waits_refused(held: str) -> web.Response:
     refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
     refused.force_close()
     return refused
+
+
+def _admitted(
+    request: web.Request, *, tokens: ApiTokens, refusals: RefusalLog
+) -> web.Response | None:
+    """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may. Asked
+    by the server's guard before the body is read, and again by the route."""
+    named = tokens.bearer(request.headers.get("Authorization", ""))
+    if isinstance(named, tuple):
+        refusals.refused(named[0], f"/v1: {named[1]}")
+        return unauthorized(named[1])
+    request[ASKER] = named
+    return None

@@ -29,6 +29,7 @@ from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
 from bot.api.access import OpenQuestionCaps
+from bot.api.asking import ended_view
 from bot.api.gateway import Gateway
 from bot.app import heap
 from bot.app.health import Health
@@ -178,7 +179,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     refusals = RefusalLog(logging.getLogger("bot.http"))
     webhooks = Webhooks(
         await outbox(settings),
-        lambda request_id: gateway.webhook_view(request_id),
+        lambda request_id: ended_view(provider, request_id, settings.approval_ttl),
         provider.wait_ended,
         settings.api_tokens,
         hosts=frozenset(settings.webhook_hosts),
@@ -199,6 +200,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         refusals=refusals,
         default_channel=channel,
         polls=(settings.max_polls_per_token, settings.max_connections * 7 // 8 or 1),
+        approval_ttl=settings.approval_ttl,
         approve=lambda view, options, signal: provider.ask_approval(
             view,
             options=options,

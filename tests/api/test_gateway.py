@@ -256,7 +256,8 @@ STATUSES = {
     | _EVERY_ROUTE,
     ("POST", "/v1/approvals"): {200, 201, 202, 400, 409, 413, 415, 422, 429, 502, 503}
     | _EVERY_ROUTE,
-    ("GET", "/v1/questions/{id}"): {200, 400, 404, 503} | _EVERY_ROUTE,
+    ("GET", "/v1/questions/{id}"): {200, 400, 404, 429, 503} | _EVERY_ROUTE,
+    ("POST", "/v1/questions/{id}/consume"): {200, 404, 409, 410, 503} | _EVERY_ROUTE,
     ("DELETE", "/v1/questions/{id}"): {200, 404, 409, 503} | _EVERY_ROUTE,
     ("GET", "/v1/audit"): {200, 400, 503} | _EVERY_ROUTE,
     ("GET", "/v1/openapi.json"): {200} | _EVERY_ROUTE,

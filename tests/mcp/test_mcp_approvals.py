@@ -48,7 +48,9 @@ async def test_an_approval_asked_over_mcp_returns_the_decision(
         await decide(bed, asked, button)
         result = await asyncio.wait_for(call, 20)
     assert not result.is_error, text_of(result)
-    assert json.loads(text_of(result)) == {"decision": decision}
+    shown = json.loads(text_of(result))
+    assert shown["decision"] == decision  # and when, for its executor to consume it once
+    assert shown["expiresAt"] == pytest.approx(shown["decidedAt"] + 900) and shown["id"]
 
 
 async def test_the_tool_is_listed_with_the_approval_body_as_its_schema() -> None:

@@ -70,6 +70,8 @@ class QuestionStatus:
     review: ReviewPolicy | None = None
     revises: str | None = None
     """The id of the earlier plan review this one revises."""
+    consumed_at: float | None = None
+    """When its executor consumed the answer (``consume``), if it did."""
 
     @property
     def is_open(self) -> bool:
@@ -115,4 +117,5 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         link=record.link,
         review=record.review,
         revises=record.revision.previous_id if record.revision is not None else None,
+        consumed_at=record.consumed_at,
     )

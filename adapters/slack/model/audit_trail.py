@@ -36,7 +36,9 @@ __all__ = [
     "shown_digest",
 ]
 
-AuditKind = Literal["asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened"]
+AuditKind = Literal[
+    "asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened", "consumed"
+]
 
 
 class AuditEvent(BaseModel):

@@ -100,6 +100,8 @@ class PendingRecord(BaseModel):
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
     finished_at: float | None = None
+    consumed_at: float | None = None
+    """When the answer was consumed by its executor (``POST …/consume``): once only."""
     shown_sha256: str | None = None
     """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
     audit event carries it); ``None`` in a record from before it was kept."""

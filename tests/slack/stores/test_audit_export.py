@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from tests.bot_process import run_bot_command
 from tests.conftest import TEST_REDIS_URL
 from tests.redis_server import RedisServer
 from tests.slack.stores.test_store_contract import make_record as contract_record
+from tests.sqlite_tools import store_connect
 
 DEAD = "bot-host-4242-0a0b0c"
 """The process that asked the pending question and is gone (crashed, or down for a deploy)."""
@@ -103,7 +103,7 @@ async def test_the_export_of_a_sqlite_store_writes_nothing_and_fails_no_dead_bot
     trail = Trail()
     await trail.leave_in(SqlitePendingStore(path, process_id=DEAD))
     last_beat = trail.now - 3600  # long past the 6 s a heartbeat lasts: any sweep fails it
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(path, isolation_level=None)) as db:
         db.execute("INSERT INTO alive (process_id, beat_at) VALUES (?, ?)", (DEAD, last_beat))
         seen = db.execute("PRAGMA data_version").fetchone()[0]
 
@@ -130,7 +130,7 @@ async def test_the_export_reads_an_older_sqlite_schema_as_it_is(tmp_path: Path) 
     path = tmp_path / "old.db"
     record = make_record(None)
     asked = asked_event(record, by="api", link=None, at=time.time() - 60)
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(path, isolation_level=None)) as db:
         db.execute("PRAGMA journal_mode = WAL")
         for statement in (s for migration in _MIGRATIONS[:3] for s in migration):
             db.execute(statement)
@@ -163,7 +163,7 @@ async def test_the_export_refuses_a_missing_file_or_one_without_a_trail(tmp_path
     assert not missing.exists()  # an export makes no store
 
     first = tmp_path / "first.db"  # schema 1: before the trail was kept
-    with contextlib.closing(sqlite3.connect(first, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(first, isolation_level=None)) as db:
         for statement in _MIGRATIONS[0]:
             db.execute(statement)
         db.execute("PRAGMA user_version = 1")
@@ -172,7 +172,7 @@ async def test_the_export_refuses_a_missing_file_or_one_without_a_trail(tmp_path
     )
     assert (code, out) == (1, "")
     assert "has schema 1, which keeps no audit trail" in err
-    with contextlib.closing(sqlite3.connect(first)) as db:
+    with contextlib.closing(store_connect(first)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 1
 
 
@@ -235,7 +235,7 @@ async def test_a_store_opened_for_reading_starts_no_task_and_sweeps_nobody(
 
     async def pending_record() -> PendingRecord:
         if kind == "sqlite":
-            with contextlib.closing(sqlite3.connect(path)) as db:
+            with contextlib.closing(store_connect(path)) as db:
                 (raw,) = db.execute(
                     "SELECT json FROM records WHERE id = ?", (trail.pending.id,)
                 ).fetchone()

@@ -30,6 +30,7 @@ from bot.questions.errors import OWNER_LOST, UserQuestionError
 from tests.bot_process import clean_environment, run_command
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import make_record
+from tests.sqlite_tools import store_connect
 
 SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
 
@@ -47,7 +48,7 @@ BOT_ENV = {
 def write_lock(path: Path) -> Iterator[sqlite3.Connection]:
     """Hold the file's write lock from another connection (as a ``sqlite3`` shell, a
     ``VACUUM`` or another process's schema upgrade does) until the block ends."""
-    holder = sqlite3.connect(path, isolation_level=None)
+    holder = store_connect(path, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
         yield holder
@@ -60,7 +61,7 @@ def schema_3_file(path: Path, records: int = 0, size: int = 3000) -> None:
     """A store file as the previous release left it (schema 3), with ``records`` pending
     records of about ``size`` bytes each."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(path, isolation_level=None)) as db:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("BEGIN")
         for statement in (s for migration in _MIGRATIONS[:3] for s in migration):
@@ -80,7 +81,7 @@ def schema_3_file(path: Path, records: int = 0, size: int = 3000) -> None:
 def leave_ghost(path: Path, records: int = 1) -> list[str]:
     """The pending records of a process that died long ago (its last beat in 1970)."""
     ids = [f"ghost-{n}" for n in range(records)]
-    with contextlib.closing(sqlite3.connect(path)) as db, db:  # (one transaction)
+    with contextlib.closing(store_connect(path)) as db, db:  # (one transaction)
         db.execute("INSERT INTO alive (process_id, beat_at) VALUES ('ghost', 1.0)")
         for request_id in ids:
             record = make_record("ghost", request_id)
@@ -123,7 +124,7 @@ async def test_a_beat_that_waited_for_the_write_lock_is_stamped_when_it_is_writt
             await asyncio.sleep(1.5)
             released = time.time()
         await beating
-    with contextlib.closing(sqlite3.connect(sqlite_path)) as db:
+    with contextlib.closing(store_connect(sqlite_path)) as db:
         (beat_at,) = db.execute(
             "SELECT beat_at FROM alive WHERE process_id = ?", (store.process_id,)
         ).fetchone()
@@ -210,7 +211,7 @@ async def test_a_sweep_cut_short_by_a_store_error_reports_what_it_wrote(
         reported.extend(record.id for record in records)
 
     ids = leave_ghost(sqlite_path, 3)
-    with contextlib.closing(sqlite3.connect(sqlite_path, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(sqlite_path, isolation_level=None)) as db:
         db.execute(
             f"CREATE TRIGGER test_failing BEFORE UPDATE ON records WHEN OLD.id = '{ids[1]}'"
             " BEGIN SELECT RAISE(ABORT, 'disk trouble (test)'); END"
@@ -231,7 +232,7 @@ async def test_sweep_orphans_returns_what_it_wrote_before_a_store_error(
 ) -> None:
     sweeper = await sqlite_store_factory(heartbeat_interval=60, heartbeat_ttl=120)
     ids = leave_ghost(sqlite_path, 3)
-    with contextlib.closing(sqlite3.connect(sqlite_path, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(sqlite_path, isolation_level=None)) as db:
         db.execute(
             f"CREATE TRIGGER test_failing BEFORE UPDATE ON records WHEN OLD.id = '{ids[1]}'"
             " BEGIN SELECT RAISE(ABORT, 'disk trouble (test)'); END"
@@ -290,7 +291,7 @@ async def test_a_worker_starting_during_another_process_upgrade_waits_for_it(
     finally:
         await store.close()
     assert "waiting" in caplog.text and str(sqlite_path) in caplog.text
-    with contextlib.closing(sqlite3.connect(sqlite_path)) as db:
+    with contextlib.closing(store_connect(sqlite_path)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
@@ -344,7 +345,7 @@ async def test_an_upgrade_that_runs_out_of_disk_says_why_and_leaves_the_file_as_
     assert f"STORE_PATH={path}" in last
     assert "disk I/O error" in last or "disk is full" in last, last
     assert "cannot rollback" not in err
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(store_connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 3
         assert db.execute("SELECT count(*) FROM records").fetchone()[0] == 300
 
@@ -459,7 +460,7 @@ async def test_the_export_says_plainly_when_sqlite_must_create_the_shm_file(
     is not read as if the WAL did not exist; the message says what is needed."""
     live = tmp_path / "live" / "questions.db"
     await bot_wrote_and_stopped(live)
-    with contextlib.closing(sqlite3.connect(live, isolation_level=None)) as db:
+    with contextlib.closing(store_connect(live, isolation_level=None)) as db:
         db.execute("PRAGMA wal_autocheckpoint = 0")
         db.execute("INSERT INTO events (request_id, at, json) VALUES ('x', 0, '{}')")
         copy = tmp_path / "copy" / "questions.db"  # as a bot killed mid-run left it

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import sys
 import time
 import uuid
@@ -30,6 +29,7 @@ from adapters.slack.stores.sqlite_file import RUN
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import finish_if_open, finished, make_record
+from tests.sqlite_tools import store_connect
 
 ROOT = Path(__file__).resolve().parents[3]
 SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
@@ -192,7 +192,7 @@ async def test_sqlite_watch_in_one_process_wakes_on_an_ending_written_by_another
 async def test_sqlite_file_is_in_wal_mode_with_the_current_schema(
     sqlite_store: SqlitePendingStore, sqlite_path: Path
 ) -> None:
-    with sqlite3.connect(sqlite_path) as db:
+    with store_connect(sqlite_path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert sqlite_store.path == sqlite_path
@@ -200,7 +200,7 @@ async def test_sqlite_file_is_in_wal_mode_with_the_current_schema(
 
 async def test_sqlite_refuses_a_schema_newer_than_it_knows(sqlite_path: Path) -> None:
     sqlite_path.parent.mkdir(parents=True)
-    with sqlite3.connect(sqlite_path) as db:
+    with store_connect(sqlite_path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     store = SqlitePendingStore(sqlite_path)
     with pytest.raises(RuntimeError, match="newer than this bot's"):
@@ -293,7 +293,7 @@ async def test_sqlite_a_record_deleted_by_another_process_fails_its_waits_with_r
             waiting = asyncio.ensure_future(watch.wait())
             await asyncio.sleep(0.2)
             started = time.monotonic()
-            with sqlite3.connect(sqlite_path) as db:
+            with store_connect(sqlite_path) as db:
                 assert db.execute("DELETE FROM records WHERE id = ?", (record.id,)).rowcount == 1
             with pytest.raises(UserQuestionError) as info:
                 await waiting
@@ -397,7 +397,7 @@ async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_eve
     record = make_record("old-process").model_copy(update={"owner": None})
     now = time.time()  # (the start's purge deletes events older than the retention)
     asked = asked_event(record, by="api", link=None, at=now)
-    with sqlite3.connect(sqlite_path) as db:
+    with store_connect(sqlite_path) as db:
         for statement in (s for migration in _MIGRATIONS[:old] for s in migration):
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {old}")
@@ -414,8 +414,8 @@ async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_eve
     db.close()
     async with asyncio.timeout(10):
         store = await sqlite_store_factory()
-        with sqlite3.connect(sqlite_path) as db:
-            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        with store_connect(sqlite_path) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
             # schema 4: records is a rowid table (large rows), with its indexes and triggers
             (table,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'records'").fetchone()
             assert "WITHOUT ROWID" not in table.upper()
@@ -440,6 +440,7 @@ async def test_sqlite_an_older_file_is_upgraded_in_place_keeping_records_and_eve
         assert await store.get(record.id) == done
         assert await store.events(record.id) == [asked, answered]
         assert [e.kind async for e in store.audit(now + 1, now + 2)] == ["answered"]
+        assert await store.check_chain(now - 86400) == []  # chained from the upgrade on
 
 
 async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
@@ -455,7 +456,7 @@ async def test_sqlite_only_a_write_that_carries_an_event_appends_one(
         asked = asked_event(record, by="api", link=None)
         assert await sqlite_store.create(record, asked)
         assert not await sqlite_store.create(record, asked)  # it exists: no write, no event
-        with sqlite3.connect(sqlite_path) as db:  # the column still holds the asked event
+        with store_connect(sqlite_path) as db:  # the column still holds the asked event
             db.execute("UPDATE records SET owner = 'other' WHERE id = ?", (record.id,))
         db.close()
         saved = record.next(drafts=[Draft(selected=[0])])
@@ -513,7 +514,7 @@ async def test_sqlite_a_write_while_another_holds_the_file_waits_in_the_store_th
     async with asyncio.timeout(10):
         record = make_record(sqlite_store.process_id)
         assert await sqlite_store.create(record)
-        other = sqlite3.connect(sqlite_path, isolation_level=None)
+        other = store_connect(sqlite_path, isolation_level=None)
         try:
             other.execute("BEGIN IMMEDIATE")  # holds the write lock
             with _Turns(every=0.01) as turns:
@@ -688,7 +689,7 @@ async def test_sqlite_a_lost_record_put_back_by_one_process_wakes_another_ones_w
     there = await sqlite_store_factory(poll_interval=0.05)
 
     async def lose(request_id: str) -> None:
-        with sqlite3.connect(sqlite_path) as db:
+        with store_connect(sqlite_path) as db:
             db.execute("DELETE FROM records WHERE id = ?", (request_id,))
 
     await _lost_and_put_back_wakes_the_other(here, there, lose)

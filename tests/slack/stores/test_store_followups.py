@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -36,6 +35,7 @@ from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from tests.conftest import TEST_REDIS_URL
+from tests.sqlite_tools import store_connect
 
 RedisStoreFactory = Callable[..., Awaitable[RedisPendingStore]]
 SqliteStoreFactory = Callable[..., Awaitable[SqlitePendingStore]]
@@ -72,7 +72,7 @@ def answered(record: PendingRecord) -> PendingRecord:
 def written_by_another_connection(path: Path, *records: PendingRecord) -> None:
     """Update ``records`` in one transaction of a plain connection (another process, a
     newer version): the trigger puts an ending for each in the endings feed."""
-    db = sqlite3.connect(path, timeout=10)
+    db = store_connect(path, timeout=10)
     try:
         with db:
             for record in records:
@@ -88,7 +88,7 @@ def written_by_another_connection(path: Path, *records: PendingRecord) -> None:
 def put_back_by_another_connection(path: Path, record: PendingRecord) -> None:
     """Delete ``record`` and insert it again as given, in one transaction: an insert feeds
     no ending (a lost record put back ended by a newer version)."""
-    db = sqlite3.connect(path, timeout=10)
+    db = store_connect(path, timeout=10)
     try:
         with db:
             db.execute("DELETE FROM records WHERE id = ?", (record.id,))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from bot.settings.config import Settings
 from tests.conftest import TEST_REDIS_URL, RedisStoreFactory, SqliteStoreFactory
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import make_record
+from tests.sqlite_tools import store_connect
 
 RETENTION = 3600.0
 """The retention of the stores these tests make (an hour)."""
@@ -222,7 +222,7 @@ async def test_sqlite_a_record_row_with_a_null_id_does_not_keep_old_stray_events
     question without a record was ever purged again."""
     async with asyncio.timeout(10):
         store = await sqlite_store_factory(retention=RETENTION)
-        with sqlite3.connect(sqlite_path) as db:  # pending: the records' purge keeps it
+        with store_connect(sqlite_path) as db:  # pending: the records' purge keeps it
             db.execute(
                 "INSERT INTO records (id, version, state, json) VALUES (NULL, 1, 'pending', '{}')"
             )
@@ -231,7 +231,7 @@ async def test_sqlite_a_record_row_with_a_null_id_does_not_keep_old_stray_events
         await store.append_event(stray)  # a question the store has no record of
         await store.purge(stray.at + RETENTION + 1)
         assert await store.events(stray.request_id) == []
-        with sqlite3.connect(sqlite_path) as db:  # (the row was there all along)
+        with store_connect(sqlite_path) as db:  # (the row was there all along)
             assert db.execute("SELECT count(*) FROM records WHERE id IS NULL").fetchone() == (1,)
         db.close()
 
@@ -242,7 +242,7 @@ def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id() -> No
     from adapters.slack.stores.sqlite_audit import _PURGE
     from adapters.slack.stores.sqlite_schema import _MIGRATIONS
 
-    with sqlite3.connect(":memory:") as db:
+    with store_connect(":memory:") as db:
         for statement in (s for migration in _MIGRATIONS for s in migration):
             db.execute(statement)
         plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_PURGE}", (0.0,))]
