@@ -98,7 +98,8 @@ class SlackQuestionProvider:
     - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
       ``reminders``: seconds before that deadline to remind who may answer (a thread
       reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or group id because nobody answered. Each is settable per request.
+      mention a user or group id because nobody answered; ``remind``: user or group ids
+      reminders mention besides who may answer. Each is settable per request.
     - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
       (default: the system's; tests go faster).
     - ``store``: where pending records live (default: in this process).
@@ -128,6 +129,7 @@ class SlackQuestionProvider:
         reminders: Sequence[float] = (),
         escalate_after: float | None = None,
         escalate_to: str | None = None,
+        remind: Sequence[str] = (),
         clock: Clock | None = None,
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
@@ -143,6 +145,8 @@ class SlackQuestionProvider:
             raise ValueError("timeout must be a positive number of seconds")
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
+        if not all(ESCALATE_TO_PATTERN.match(who) for who in remind):
+            raise ValueError("remind must hold user ids (U…, W…) or user group ids (S…)")
         self._client: AsyncWebClient = app.client
         self._own_client: PacedWebClient | None = None
         if paced and not isinstance(app.client, PacedWebClient):
@@ -163,6 +167,7 @@ class SlackQuestionProvider:
             reminders=tuple(reminders),
             escalate_after=escalate_after,
             escalate_to=escalate_to,
+            remind=tuple(remind),
         )
         self._endings = Endings(self._store, self._sync)
         self._lifecycle = AskLifecycle(

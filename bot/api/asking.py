@@ -225,6 +225,7 @@ def question_request(
             "reminders": tuple(post.reminders or ()),
             "escalate_after": post.escalate_after,
             "escalate_to": post.escalate_to,
+            "remind": tuple(post.remind or ()),
         }
     )
     return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)

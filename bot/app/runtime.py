@@ -171,6 +171,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         allowed_users=settings.slack_allowed_users or None,
         allowed_usergroups=settings.slack_allowed_usergroups or None,
         mention=settings.slack_mention,
+        remind=settings.slack_remind,
         timeout=settings.question_timeout,
         store=store,
     )

@@ -26,7 +26,7 @@ SCALE = 20.0
 take about 9 s and the last agents' posts wait several seconds, longer than a poll."""
 EARLIER, AGENTS = 70, 100
 POLL = 2.0
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def repeat_on() -> frozenset[str]:

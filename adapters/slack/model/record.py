@@ -93,6 +93,8 @@ class PendingRecord(BaseModel):
     reminders: list[float] = Field(default_factory=list)
     escalate_at: float | None = None
     escalate_to: str | None = None
+    remind: list[str] | None = None
+    """Who reminders mention besides who may answer (the question's ``remind`` or the bot's)."""
     reminded: int = 0
     """How many of ``reminders`` were sent (each taken by compare-and-set before it is
     posted, so no process and no restart sends one twice)."""

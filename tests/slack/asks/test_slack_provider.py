@@ -834,7 +834,9 @@ async def test_several_keepers_of_one_request_send_each_reminder_once() -> None:
     # its deadlines too: each reminder and the escalation is taken in the record first.
     clock = FastClock()
     async with SlackHarness(clock=clock) as h:
-        options = AskOptions(timeout=60, reminders=(30, 10), escalate_after=20, escalate_to="U0ESC")
+        options = AskOptions(
+            timeout=60, reminders=(30, 10), escalate_after=20, escalate_to="U0ESC", remind=("U0L",)
+        )
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
         (record,) = await h.provider.store.open_records()

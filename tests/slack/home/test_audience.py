@@ -23,7 +23,12 @@ def test_an_open_question_has_an_audience_a_closed_one_or_an_approval_none() -> 
     # naming nobody: whoever sees its conversation (resolved each round)
     assert Audience.of(record("r1", created_at=5.0)) == Audience("r1", 5.0, channel="C0QUESTION")
     named = record("r2", created_at=6.0, allowed_users=["U1"], allowed_usergroups=["S1", "S2"])
-    assert Audience.of(named) == Audience("r2", 6.0, ("U1",), ("S1", "S2"))
+    # naming people: those of them who see its conversation (issue 38: a private
+    # channel's question is on no allowed non-member's Home tab)
+    audience = Audience.of(named)
+    assert audience == Audience("r2", 6.0, ("U1",), ("S1", "S2"), "C0QUESTION")
+    assert audience.resolved("*") == Audience("r2", 6.0, ("U1",), ("S1", "S2"))
+    assert audience.resolved(None) is None
     assert Audience.of(record("r3", state="answered")) is None
     approval = record("r4", questions=[], approval=ApprovalView(tool_name="bash", headline="x"))
     assert Audience.of(approval) is None

@@ -73,3 +73,23 @@ async def test_team_review_home_lists_reviewers_not_answerers() -> None:
         await until(lambda: "Approve this plan" in home_of(h, h.bob), what="bob lists plan")
         assert "Approve this plan" not in home_of(h, h.alice)
         task.cancel()
+
+
+async def test_a_private_channels_question_naming_answerers_is_on_no_non_members_home() -> None:
+    """Issue 38, item 15: an allow-list does not show a private channel's question (its text
+    and buttons) on the Home tab of allowed people outside that channel."""
+    async with SlackHarness() as h:
+        ws = h.slack.workspace
+        secret = ws.add_channel("incident-private", members=[h.alice, ws.bot_user.id], private=True)
+        h.provider.defaults.allowed_users = [h.alice, h.bob]
+        priv = h.ask(
+            one("Rotate the leaked prod DB password?", ["Rotate", "Wait"]),
+            options=AskOptions(channel=secret.id),
+        )
+        public = h.ask(one("Ship the release?", ["Ship", "Hold"]))
+        await until(lambda: len([c for c in h.slack.calls("chat.postMessage") if c.ok]) >= 2)
+        await h.slack.open_home(h.bob)
+        await until(lambda: "Ship the release" in home_of(h, h.bob), what="bob's home")
+        assert "leaked prod DB" not in home_of(h, h.bob)
+        priv.cancel()
+        public.cancel()
