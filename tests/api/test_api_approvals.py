@@ -83,6 +83,7 @@ async def test_an_approval_is_shown_decided_and_recorded(
     assert not interactive_elements(bed.message(asked).blocks)  # decided: no buttons left
 
 
+@pytest.mark.slow
 async def test_only_the_operators_approvers_decide() -> None:
     bob = "U0BOB"
     async with running(dsh_approvers=[bob]) as bed:

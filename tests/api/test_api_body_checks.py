@@ -125,6 +125,7 @@ async def test_deadline_settings_that_could_never_apply_are_422(name: str) -> No
         assert not bed.messages()
 
 
+@pytest.mark.slow
 async def test_reminders_count_from_question_timeout_when_the_body_has_no_timeout() -> None:
     async with running(question_timeout=600) as bed:
         status, posted = await asyncio.wait_for(bed.ask({**DEPLOY, "reminders": [120]}), 30)

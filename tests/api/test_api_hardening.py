@@ -128,6 +128,7 @@ async def test_a_chunked_body_is_cut_at_max_body_bytes_not_read_to_its_end() -> 
         assert bed.runtime.gateway.refusals.counts.get("too_large") == 1
 
 
+@pytest.mark.slow
 async def test_expect_100_continue_is_answered_only_when_the_body_will_be_read() -> None:
     async with running(max_body_bytes=1024, body_timeout=60.0) as bed:
         # no token: the 401, and never a 100 Continue asking for the body
@@ -160,6 +161,7 @@ async def test_expect_100_continue_is_answered_only_when_the_body_will_be_read()
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_a_request_no_route_takes_is_answered_without_its_body() -> None:
     async with running(max_body_bytes=1024, body_timeout=60.0) as bed:
         for path, expected in (("/v1/nothing-here", 404), ("/healthz", 405)):
@@ -380,6 +382,7 @@ async def test_a_retry_after_a_502_gets_the_502_again_never_a_200() -> None:
         assert len(bed.messages()) == 1
 
 
+@pytest.mark.slow
 async def test_a_retry_of_a_question_that_was_shown_is_still_200() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "shown"}

@@ -523,6 +523,7 @@ async def test_the_wire_name_multi_select_is_still_honoured() -> None:
         assert status == 201
 
 
+@pytest.mark.slow
 async def test_the_answer_names_who_answered() -> None:
     async with running() as bed:
         _, posted = await bed.ask()
@@ -618,6 +619,7 @@ async def test_concurrent_retries_with_one_key_post_once() -> None:
         assert bed.slack.calls.count("chat.postMessage") == 1
 
 
+@pytest.mark.slow
 async def test_a_retry_after_the_answer_returns_the_answer() -> None:
     async with running() as bed:
         key = {"Idempotency-Key": "done"}
@@ -665,6 +667,7 @@ async def test_every_route_needs_the_bearer_token(authorization: str | None) -> 
         assert bed.slack.calls.count("chat.postMessage") == 0
 
 
+@pytest.mark.slow
 async def test_without_a_token_the_api_is_open_on_loopback() -> None:
     async with running(bot_api_token=None) as bed:
         assert bed.runtime.url.startswith("http://127.0.0.1:")

@@ -85,6 +85,7 @@ async def answered(bed: Bed, body: dict[str, Any], button: str) -> dict[str, Any
     return asked
 
 
+@pytest.mark.slow
 async def test_the_ending_is_posted_once_signed_with_get_s_body() -> None:
     async with receiving() as hook, running(**ALLOW) as bed:
         asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
@@ -100,6 +101,7 @@ async def test_the_ending_is_posted_once_signed_with_get_s_body() -> None:
     assert headers["X-Webhook-Id"] == asked["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["declined", "dismissed", "timed out", "aborted"])
 async def test_every_ending_is_posted(ending: str) -> None:
     body: dict[str, Any] = {**DEPLOY}
@@ -139,6 +141,7 @@ async def test_a_receiver_that_fails_stalls_and_comes_back_gets_it_with_one_id(
     assert len({body for _, body in hook.seen}) == 1  # the same body every time
 
 
+@pytest.mark.slow
 async def test_a_redirect_is_not_followed() -> None:
     async with receiving("redirect") as hook, running(**ALLOW) as bed:
         await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
@@ -147,6 +150,7 @@ async def test_a_redirect_is_not_followed() -> None:
     assert len(hook.seen) == 2  # retried at the callback itself, never at /elsewhere
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("settings", "url", "why"),
     [
@@ -193,6 +197,7 @@ async def test_two_processes_deliver_each_attempt_once(
     assert sum(delivered) == count and min(delivered) > 0, delivered  # both took part
 
 
+@pytest.mark.slow
 async def test_a_callback_given_over_mcp_is_delivered_and_a_refused_one_is_refused_alike() -> None:
     async with (
         receiving() as hook,

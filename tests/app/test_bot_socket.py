@@ -124,6 +124,7 @@ async def test_an_interaction_arriving_over_the_socket_resolves_the_question() -
         await until(lambda: runtime.provider.pending_count == 0, what="the ask to end")
 
 
+@pytest.mark.slow
 async def test_a_question_asked_in_process_is_answered_over_the_socket() -> None:
     from bot.questions.models import AskUserQuestionRequest
 
@@ -141,6 +142,7 @@ async def test_a_question_asked_in_process_is_answered_over_the_socket() -> None
         assert answer.to_wire() == {"answers": [{"id": "deploy", "selected": ["Wait"]}]}
 
 
+@pytest.mark.slow
 async def test_a_late_click_on_an_answered_question_is_acked_and_changes_nothing() -> None:
     async with slack_with_socket_mode() as slack, socket_bot(slack) as (_, http):
         await slack.socket.connected()

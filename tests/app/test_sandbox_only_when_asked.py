@@ -54,6 +54,7 @@ def test_the_audit_export_serves_nothing_so_reads_a_production_store_without_sla
     assert settings.store == "redis"
 
 
+@pytest.mark.slow
 def test_python_m_bot_exits_naming_the_missing_token_and_serves_nothing() -> None:
     env = {"PATH": "/usr/bin:/bin", **PRODUCTION, "SLACK_BOT_TOKEN": ""}
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")

@@ -30,6 +30,7 @@ def _run(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_within_the_limits_it_passes_and_prints_the_total(tmp_path: Path) -> None:
     _write(tmp_path, "bot/a.py", "x = 1\n" * 400)
     _write(tmp_path, "adapters/b.py", _class("Fits", 250))
@@ -42,6 +43,7 @@ def test_within_the_limits_it_passes_and_prints_the_total(tmp_path: Path) -> Non
     ]
 
 
+@pytest.mark.slow
 def test_a_long_module_or_class_fails_it_by_name(tmp_path: Path) -> None:
     _write(tmp_path, "bot/long.py", "x = 1\n" * 401)
     _write(tmp_path, "adapters/slack/wide.py", "x = 1\n" + _class("Wide", 251))

@@ -383,6 +383,7 @@ INVALID_ARGS: list[tuple[object, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "path"), INVALID_ARGS)
 async def test_invalid_arguments_are_an_error_result_naming_the_field(
     args: object, path: str

@@ -344,6 +344,7 @@ def test_parsing_arbitrary_text_never_raises(value: str) -> None:
     ids.parse_index(value)
 
 
+@pytest.mark.slow
 @given(request_ids, st.sampled_from([":", "\n", "::", ":0:c0:"]))
 def test_separator_injection_in_a_request_id_is_refused(rid: str, injected: str) -> None:
     with pytest.raises(ValueError):

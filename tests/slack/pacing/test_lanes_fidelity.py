@@ -86,6 +86,7 @@ async def test_dm_plan_reviews_with_thread_parts_stay_within_the_conversation_li
     assert h.client.scheduler.ratelimited == 0
 
 
+@pytest.mark.slow
 async def test_posts_to_a_user_id_and_to_its_dm_id_are_paced_as_one_conversation() -> None:
     async with SlackStandIn(rate_limits=RateLimiter(SCALED)) as slack:
         alice = slack.workspace.add_user("alice").id
@@ -202,6 +203,7 @@ async def test_background_tasks_do_not_carry_the_tag_of_the_context_that_started
     assert sent == ["first"]
 
 
+@pytest.mark.slow
 async def test_the_dm_conversations_remembered_are_bounded_latest_kept() -> None:
     from adapters.slack.pacing.rate_limits import SlackLimits
     from adapters.slack.pacing.scheduler import KNOWN_CONVERSATIONS, WebApiScheduler

@@ -152,6 +152,7 @@ async def test_the_standin_answers_429_with_retry_after_when_the_switch_is_on() 
     assert slack.workspace.message(channel, first["ts"]).text == "b"  # refused: not applied
 
 
+@pytest.mark.slow
 async def test_the_standin_enforces_nothing_when_the_switch_is_off() -> None:
     async with SlackStandIn() as slack:
         channel = slack.workspace.add_channel("agents").id

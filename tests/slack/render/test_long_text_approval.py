@@ -12,6 +12,8 @@ import asyncio
 import re
 from typing import Any
 
+import pytest
+
 from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_approval
@@ -91,6 +93,7 @@ async def test_a_long_command_shows_its_end_and_is_whole_in_the_thread() -> None
         assert "sudo sh" in confirm and "the full command is in the thread" in confirm
 
 
+@pytest.mark.slow
 async def test_a_command_too_long_for_thread_replies_is_one_file() -> None:
     command = _command(3500)  # > MAX_THREAD_REPLIES replies of code boxes
     assert len(command) > MAX_THREAD_REPLIES * 3 * 3000

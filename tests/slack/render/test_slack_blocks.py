@@ -281,6 +281,7 @@ def test_menu_up_to_100_options_is_a_static_select(count: int) -> None:
     assert button_texts(rendered.blocks) == ["Other…", "Dismiss"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", [101, 250, 1000])
 def test_menu_over_100_options_uses_option_groups(count: int) -> None:
     rendered = render_open(record({"options": opts(count)}))
@@ -657,6 +658,7 @@ def test_split_text_prefers_paragraph_then_line_then_word_boundaries() -> None:
     assert split_text("", 5) == [""]
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.sampled_from("ab \n<&>é"), max_size=400), st.integers(5, 60))
 def test_split_text_escaped_limits_each_escaped_part(text: str, limit: int) -> None:
     parts = split_text(text, limit, escaped=True)
@@ -1186,6 +1188,7 @@ def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
     assert CONTINUED.search(main)
 
 
+@pytest.mark.slow
 def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
     from adapters.slack.render.blocks import MAX_THREAD_REPLIES, THREAD_PART
 

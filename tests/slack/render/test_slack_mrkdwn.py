@@ -80,6 +80,7 @@ def test_shorten(text: str, limit: int, expected: str) -> None:
     assert shorten(text, limit) == expected
 
 
+@pytest.mark.slow
 @given(st.text(), st.integers(min_value=0, max_value=200))
 def test_shorten_never_exceeds_the_limit_and_keeps_a_prefix(text: str, limit: int) -> None:
     short = shorten(text, limit)
