@@ -15,6 +15,7 @@ from adapters.slack.asks.deadlines import keep_deadlines
 from adapters.slack.asks.endings import Released
 from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import CONTINUED
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.abort import AbortController
@@ -329,7 +330,7 @@ async def test_a_20000_character_plan_is_shown_whole() -> None:
         shown = [
             b["text"] for m in [message, *replies] for b in m.blocks if b["type"] == "markdown"
         ]
-        joined = "".join(shown).replace("\n\n_… continued in the thread below._", "")
+        joined = "".join(CONTINUED.sub("", s) for s in shown)
         assert joined == text.replace("&", "&amp;")  # every character, in order
         for m in [message, *replies]:
             assert check_message(m.blocks, m.text) == []
