@@ -414,7 +414,9 @@ async def test_unauthorized_user_gets_a_private_note_and_nothing_changes() -> No
         message = await h.posted()
         await h.click(message, h.bob, text="Yes")
         note = await until(lambda: h.ephemerals(h.bob), what="note")
-        assert "not one of the people" in note[0].text
+        assert note[0].text == (
+            f"You are not one of the people who can answer this question; <@{h.alice}> can."
+        )
         assert not task.done()
         assert len(h.current(message).edits) == 0
         await h.click(message, h.alice, text="No")
