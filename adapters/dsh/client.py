@@ -74,7 +74,8 @@ class DshHostClient:
       replay counts as over (asks of earlier connections it did not replay are then gone).
     - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
     - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
-    - ``max_open_per_session``: requests of one session open in Slack at once.
+    - ``max_open_per_session``: requests of one session open in Slack at once;
+      ``max_open_per_host``: of all its sessions (the host chooses session ids).
     - ``review``: the review policy of the host's plan reviews (default: one approval
       decides); a session's plan review after a declined one is shown as its revision.
     - ``approvers`` / ``approver_groups``: who may decide approvals (default: whoever may
@@ -97,6 +98,7 @@ class DshHostClient:
         stop_grace: float = 5.0,
         max_frame_bytes: int = 8 * 1024 * 1024,
         max_open_per_session: int = 20,
+        max_open_per_host: int = 100,
         review: ReviewPolicy | None = None,
         approvers: Sequence[str] | None = None,
         approver_groups: Sequence[str] | None = None,
@@ -104,8 +106,8 @@ class DshHostClient:
     ) -> None:
         if backoff_initial <= 0 or backoff_max < backoff_initial:
             raise ValueError("backoff needs 0 < backoff_initial <= backoff_max")
-        if max_frame_bytes < 1024 or max_open_per_session < 1:
-            raise ValueError("max_frame_bytes must be >= 1024 and max_open_per_session >= 1")
+        if max_frame_bytes < 1024 or min(max_open_per_session, max_open_per_host) < 1:
+            raise ValueError("max_frame_bytes must be >= 1024 and the open-request caps >= 1")
         self._base, url_token = split_host_url(base_url)
         token = token or url_token
         self._shown_url = redact_url(self._base)
@@ -124,6 +126,7 @@ class DshHostClient:
             provider,
             self._serve,
             max_open=max_open_per_session,
+            max_open_host=max_open_per_host,
             replay_window=replay_window,
             stopping=lambda: self._stopping,
             logger=self._logger,

@@ -243,6 +243,7 @@ def ask_options(
         label=post.label,
         on_posted=on_posted,
         link=post.link,
+        callback=post.callback,
         asked_by=by,
         detached=True,
     )
