@@ -811,8 +811,12 @@ async def test_an_answer_stops_the_reminders() -> None:
         options = AskOptions(timeout=60, reminders=(30,), escalate_after=20, escalate_to="U0ESC")
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
-        await until(lambda: clock.sleepers != [], what="the schedule to wait for its first event")
-        (keeper,) = [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "keep_deadlines"]
+
+        def keepers() -> list[asyncio.Task[Any]]:
+            return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "keep_deadlines"]
+
+        await until(lambda: keepers() != [], what="the schedule to start")
+        (keeper,) = keepers()
         await h.click(message, h.alice, text="Yes")
         assert (await task).answers[0].selected == ["Yes"]
         clock.advance(120)  # past the whole schedule: the escalation, the reminder, the deadline
