@@ -52,15 +52,16 @@ async def test_on_a_phone_who_asked_the_reminder_and_the_unseen_plan(
         with pytest.raises(UserQuestionError):
             await task
 
-        plan = {"questions": [{"id": "plan", "header": "Plan review", "question": "Approve?",
-                               "detail": STEPS, "options": [{"label": "Approve"},
-                               {"label": "Keep planning"}],
-                               "intent": {"kind": "plan-review", "approve": "Approve"}}]}  # fmt: skip
+        options = [{"label": "Approve"}, {"label": "Keep planning"}]
+        intent = {"kind": "plan-review", "approve": "Approve"}
+        item = {"id": "plan", "question": "Approve?", "detail": STEPS, "intent": intent}
+        plan = {"questions": [{**item, "header": "Plan review", "options": options}]}
         review = asked(runtime, plan, AskOptions(label="session 3f2a"))
         shown = await pinned(page, "Approve?")
         await expect(shown).to_contain_text("more characters are in the thread below")
         await expect(shown).to_contain_text("–40 and")
-        await shown.get_by_text("more characters are in the thread below").scroll_into_view_if_needed()
+        unseen = shown.get_by_text("more characters are in the thread below")
+        await unseen.scroll_into_view_if_needed()
         await page.screenshot(path=tmp_path / "look-02-long-plan-phone.png")
         review.cancel()
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
