@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Coroutine, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import aiohttp
 
@@ -52,6 +53,10 @@ from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient", "Protocol"]
+
+_SESSION_ID: Final = re.compile(r'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+_CALL_ID: Final = re.compile(r'"callId"\s*:\s*"([^"\\]{1,200})"')
+"""A session's and a tool call's ids, read from the head of a message too big to parse."""
 
 Protocol = Literal["auto", "0.2", "0.1"]
 """Which dsh protocol to speak: found out at each connection (``auto``), or forced."""
@@ -152,6 +157,7 @@ class DshHostClient:
             on_text=self._on_message,
             on_close=self._closed,
             logger=self._logger,
+            on_too_big=self._too_big,
         )
         self._uplink = HostUplink(
             self._base,
@@ -268,6 +274,14 @@ class DshHostClient:
     def _closed(self) -> None:
         self._requests.closed()
         self._link.closed()
+
+    def _too_big(self, head: str) -> None:
+        """A message skipped as too big: if it was a ``tool/call``, no earlier call of its
+        callId may be shown for it (its approval says the command could not be read)."""
+        session, call = _SESSION_ID.search(head), _CALL_ID.search(head)
+        if '"tool/call"' in head and session is not None and call is not None:
+            self._ledger.unreadable(session.group(1), call.group(1))
+            self._link.log.unreadable(session.group(1), call.group(1))
 
     def _skipped(self, error: Exception) -> None:
         """Log a malformed frame, at most once a minute (a host could send millions)."""

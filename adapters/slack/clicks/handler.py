@@ -58,6 +58,7 @@ from adapters.slack.render.messages import (
     NOT_ALLOWED,
     NOT_CHECKED,
     not_recorded,
+    refused,
 )
 from adapters.slack.stores import PendingStore
 from bot.questions import UserQuestionError
@@ -172,7 +173,7 @@ class InteractionHandler:
             return refuse(NOT_CHECKED)  # nothing applied: the person is asked to try again
         allowed, member = checked
         if not allowed:
-            return refuse(_refusal(record))
+            return refuse(_refusal(record, plain=True), _refusal(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return refuse(decision.plain or _plain(decision.text), decision.text)
@@ -388,10 +389,12 @@ def _listed(
     return list(audience.users), list(audience.usergroups)
 
 
-def _refusal(record: PendingRecord) -> str:
-    """The note for someone who may not act on ``record``."""
+def _refusal(record: PendingRecord, *, plain: bool = False) -> str:
+    """The note for someone who may not act on ``record``, naming who can (``plain``: for a
+    modal's plain-text error, which cannot show mentions)."""
     reviewers = record.review.reviewers if record.review is not None else None
-    return NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
+    note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
+    return note if plain else refused(note, *_who_may(record))
 
 
 def _plain(text: str) -> str:
