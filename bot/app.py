@@ -35,7 +35,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
-from adapters.httpguard import ListenerLimits, RefusalLog, guard_middleware, start_listener
+from adapters.httpguard import RefusalLog, guard_middleware
+from adapters.listener import ListenerLimits, start_listener
 from adapters.slack.clicks.bolt_app import (
     SLACK_MAX_BODY,
     build_app,

@@ -1,17 +1,4 @@
-"""The Slack provider for the user-questions seam.
-
-``SlackQuestionProvider(app, channel=...)`` asks through a bolt ``AsyncApp``; register it
-with ``UserQuestionService.register_provider``. A request's ``options``
-(``AskOptions``) set a destination, idempotency key or label for that one ask;
-``key_request_id(key)`` is the id of the request asked with idempotency ``key``
-(``new_request_id()`` a fresh one), and
-``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``);
-``plan_review_of(questions)`` says whether a request is shown as a plan review.
-``ask_approval(ApprovalView(...))`` asks a tool-permission approval (Allow once / Reject);
-``release`` leaves a request open for a later process (abort its waiter with ``Released()``:
-it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
-A ``PendingStore`` keeps each request as a ``PendingRecord``.
-"""
+"""The Slack provider for the user-questions seam."""
 
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import Released, WaitReleased

@@ -1,13 +1,4 @@
 """``SlackQuestionProvider``: asks in Slack, resolves the pending ``ask()`` when a person answers.
-
-The provider is the public entry point and the wiring; the work is done by three parts,
-one job each:
-
-- ``AskLifecycle`` (lifecycle.py): store, post, wait; ``Endings`` (endings.py): end.
-- ``InteractionHandler`` (handler.py): what a click does: parse, authorize, decide,
-  compare-and-set. The listeners (listeners.py) know only the handler.
-- ``MessageSynchroniser`` (synchroniser.py): message refreshes, private notes, stale
-  messages, modals, in tracked background tasks.
 """
 
 from __future__ import annotations
@@ -63,10 +54,7 @@ _UNPOSTED_LOOK: Final = 2.0
 
 
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
-    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections.
-
-    A client with a scheduler (``PacedWebClient``) answers 429s itself: no 429 handler.
-    """
+    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
     present = {type(handler) for handler in client.retry_handlers}
     wanted = [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
@@ -80,31 +68,7 @@ def ensure_retry_handlers(client: AsyncWebClient) -> None:
 
 
 class SlackQuestionProvider:
-    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp``.
-
-    Constructing it registers its listeners on ``app``; every Web API call goes through
-    ``app.client``. Options:
-
-    - ``channel``: default destination (channel id ``C…``/``G…``, DM id ``D…``, or a user id
-      ``U…``/``W…`` for a direct message); ``thread_ts``: default thread.
-    - ``allowed_users`` / ``allowed_usergroups``: who may answer (default: anyone who can
-      see the message); group membership is checked at click time, cached ``usergroup_ttl``.
-    - ``mention``: prepended to each question (for example ``<!here>``), from configuration.
-    - ``destination``: a hook choosing a destination per request.
-    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
-      ``reminders``: seconds before that deadline to remind who may answer (a thread
-      reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or group id because nobody answered. Each is settable per request.
-    - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
-      (default: the system's; tests go faster).
-    - ``store``: where pending records live (default: in this process).
-    - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
-    - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
-      message is looked for, should Slack have stored it all the same (reconcile.py).
-
-    Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
-    an idempotency key, a label and a note.
-    """
+    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp``."""
 
     def __init__(
         self,
@@ -253,12 +217,7 @@ class SlackQuestionProvider:
         return status
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
-        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop.
-
-        A record the store loses meanwhile ends as failed with ``RECORD_LOST``: put back
-        as such, its message closed, as a waiting ``ask()`` does (here may be the only
-        wait on it: the process that asked it over the API stopped, or is another one).
-        """
+        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
         before = await self._store.get(request_id)
         watch = self._store.watch(request_id)
         try:
@@ -292,13 +251,7 @@ class SlackQuestionProvider:
         approver_groups: Sequence[str] | None = None,
         signal: AbortSignal | None = None,
     ) -> QuestionStatus:
-        """Post a tool-permission approval (Allow once / Reject) and wait for its ending.
-
-        Not a seam question: it comes back as it ended, ``answered`` with ``decision`` set
-        (``allowed-once`` or ``rejected``), or ``aborted``/``failed``. Only ``approvers`` /
-        ``approver_groups`` may decide when either is given; with both unset, whoever may
-        answer questions.
-        """
+        """Post a tool-permission approval (Allow once / Reject) and wait for its ending."""
         record = await self._lifecycle.ask_approval(
             approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
         )
@@ -315,20 +268,12 @@ class SlackQuestionProvider:
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
     ) -> QuestionStatus | None:
-        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
-
-        Returns the request as it ends up (the earlier outcome if it had already ended),
-        or ``None`` for an unknown request. ``by`` names who aborted it in the audit trail.
-        """
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
         record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
-        """Leave an open request open, owned by no process, for the next asker to adopt.
-
-        Abort its waiter with a ``Released()`` reason after this: the waiter stops without
-        ending the request. A stopping bot does this for requests of a dsh host.
-        """
+        """Leave an open request open, owned by no process, for the next asker to adopt."""
         record = await self._endings.release(request_id, note)
         return None if record is None else status_of(record)
 

@@ -1,17 +1,4 @@
-"""Who may answer: allowed user ids, and members of allowed user groups.
-
-Group membership is read at click time through ``usergroups.users.list`` and cached for a
-short while, so a person added to the on-call group can answer within ``ttl`` seconds. A
-failed read is tried again after ``retry`` seconds, keeping meanwhile the members last read.
-One read of a group at a time: clicks that need it meanwhile wait for that read, so a slow
-Slack is not asked again by every click (the method allows about 20 calls a minute), and a
-caller that stops waiting (a submission's bound) leaves the read to fill the cache.
-
-Slack's lasting word on a group (no such group, a missing scope: ``LASTING_ERRORS``) is
-kept until a read succeeds, and the membership answers (``Membership``) carry it for the
-groups asked about: a team review's vote keeps it, so its message can say that a required
-group cannot count, without a Web API call when it is rendered.
-"""
+"""Who may answer: allowed user ids, and members of allowed user groups."""
 
 from __future__ import annotations
 

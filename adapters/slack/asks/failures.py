@@ -1,15 +1,4 @@
-"""The provider's error boundary: store and transport failures become the seam's errors.
-
-Whatever goes wrong below the provider (a Slack Web API error, a dropped connection, a
-store that cannot be reached or whose record keeps changing) leaves ``ask()``, ``abort()``
-and the listeners as a ``UserQuestionError`` with one of the seam's codes, chained to the
-original (``raise ... from exc``)::
-
-    slack_sdk / aiohttp errors, timeouts  -> DELIVERY_FAILED  (with Slack's error)
-    StoreConflict, StoreUnavailable       -> STORE_UNAVAILABLE
-    UserQuestionError                     -> itself
-    anything else                         -> DELIVERY_FAILED  ("the question failed: …")
-"""
+"""The provider's error boundary: store and transport failures become the seam's errors."""
 
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py).
-
-``ask()`` stores the pending record and registers its watch *before* posting, so a very
-fast click finds both; then it posts the message and waits on the watch, the request's
-abort signal and the timeout, whichever comes first (waiting.py). Every way out ends the
-record (answered, cancelled, aborted or failed) and closes the watch, but one: a waiter
-aborted with ``Released()`` stops waiting and leaves its request open. A request asked
-``detached`` (the HTTP API's) is owned by no process once its message is posted, so it
-outlives its waiter (until then, its post outlives this process: posting.py); one asked
-in process is owned by the waiter's process, and ends with it. Every failure leaves as the
-seam's ``UserQuestionError`` (failures.py).
-"""
+"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py)."""
 
 from __future__ import annotations
 
@@ -123,11 +112,7 @@ class AskLifecycle:
         approver_groups: Sequence[str] | None = None,
         signal: AbortSignal | None = None,
     ) -> PendingRecord:
-        """Post a tool-permission approval and wait; the record as it ended.
-
-        The same life as a question (store, idempotency key, reopening note, abort signal,
-        no timeout of the bot's own: the host has none either), shown as an approval panel.
-        """
+        """Post a tool-permission approval and wait; the record as it ended."""
         return await self._run(
             self.defaults.approval_record(
                 approval, options, approvers, approver_groups, owner=self._store.process_id
@@ -145,10 +130,7 @@ class AskLifecycle:
         limit: float | None,
         extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> PendingRecord:
-        """Store, post and wait for one request (``template`` gets its id), to its end.
-
-        ``extra``: fields the new record gets, worked out only when no record exists yet.
-        """
+        """Store, post and wait for one request (``template`` gets its id), to its end."""
         if self._closing:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
         if signal is not None and signal.aborted:
@@ -314,10 +296,7 @@ class AskLifecycle:
         await self._sync.on_orphans([record for record in records if not record.is_open])
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request this process owns, let asks finish.
-
-        Requests owned by no process stay open for the next process (their waiters are
-        released by whoever started them: the HTTP API, the dsh client)."""
+        """Stop taking questions, end every open request this process owns, let asks finish."""
         self._closing = True
         self.poster.hand_over()
         await self.waits.close()

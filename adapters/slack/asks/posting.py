@@ -1,27 +1,4 @@
-"""``Poster``: posts a request's message once, and takes up the posts another process left.
-
-A request is stored before its message is posted, and the post may wait minutes for its
-turn within Slack's rate limits (scheduler.py). A request asked ``detached`` (the HTTP
-API's) outlives its process, so its post must too: until its message's ts is stored its
-record names the process that is to post it (``owner``, with ``detached``), and storing
-the ts leaves it owned by no process. A post goes out only while its process still holds
-it (checked when its turn comes), so two processes never both post one request:
-
-- A stop hands its detached posts over: those still waiting their turn are taken off the
-  queue and never sent, those already sent are let finish (their ts is stored). Their
-  records stay this process's until its heartbeat is gone.
-- The orphan sweep of a process (stores/duties.py) takes the detached records of a lost
-  (stopped or crashed) process for its own by compare-and-set; a starting process
-  (``claim``) takes the open ones owned by no process that have no message. Taken up
-  (``take_up``), each is first looked for in Slack by its metadata (one search per channel
-  or thread serves all of them): Slack may have stored a post whose answer its process
-  never saw. Found, it is adopted (the record learns its ts); else it is posted.
-
-A question does not wait for its post's turn to end: while the post waits, its deadline
-is kept (it fails ``ASK_TIMEOUT`` then, as it would once posted) and its ending anywhere
-(a ``DELETE`` in any process, its deadline) takes the post off the queue at once, never
-sent; its waiter gets the ending then, not "posted".
-"""
+"""``Poster``: posts a request's message once, and takes up the posts another process left."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
 """Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
-
-``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
-gave it, the seam's error for an ending without an answer, the note and the Slack message.
-It carries what was asked (questions, label, destination, deadlines, link, review) and
-nothing of how the provider keeps the request (drafts, owner, who may answer).
 """
 
 from __future__ import annotations

@@ -1,17 +1,4 @@
-"""``Waits``: waiting on a request's ending, and keeping its deadlines while nobody waits.
-
-A waiter (``AskLifecycle``'s ``ask()``) waits on its request's watch, its abort signal
-and an optional limit, whichever comes first, with a deadline keeper (deadlines.py)
-beside it for a request with a schedule. A request owned by no process (the HTTP API's)
-outlives its waiter: a bot that starts re-adopts every such open request (``resume``):
-its message stays the message it is (one a shutdown marked "Interrupted" is shown open
-again) and its deadlines are kept by this process as well, with no waiter at all. From then
-on it follows the store (``follow``): every ``FOLLOW_EVERY`` it keeps the deadlines of such
-requests that other processes asked since, so a request whose asking process stops or dies
-and is not replaced (a scale-down) still times out, reminds and escalates. Every process
-keeps them (``deadlines.py`` takes each reminder by compare-and-set, and an expiry is an
-ending, which only an open record takes), each until the request ends.
-"""
+"""``Waits``: waiting on a request's ending, and keeping its deadlines while nobody waits."""
 
 from __future__ import annotations
 
@@ -93,11 +80,7 @@ class Waits:
         return len(self._keepers)
 
     async def resume(self) -> list[PendingRecord]:
-        """Adopt the open requests owned by no process (at start); returns them.
-
-        No message is posted again: a message a shutdown marked "Interrupted" is brought
-        back open (its note removed), and the deadlines of each are kept from now on.
-        """
+        """Adopt the open requests owned by no process (at start); returns them."""
         found = await self._store.open_records()
         self._note(found)
         adopted = [r for r in found if r.owner is None]
@@ -130,11 +113,7 @@ class Waits:
     async def follow_once(self) -> int:
         """Keep the deadlines of the open requests owned by no process that are neither kept
         nor waited on here yet (asked by another process, which may stop or die unreplaced);
-        stop the keepers of requests that ended. How many keepers it started.
-
-        The open questions are listed by id (``open_audiences``: no record is parsed), and
-        only the ones not looked at before are read, so a look costs what is new.
-        """
+        stop the keepers of requests that ended. How many keepers it started."""
         open_ids = {audience.request_id for audience in await self._store.open_audiences()}
         self._looks += 1
         if self._looks % RELOOK_OWNED == 0:  # released meanwhile? read them again
@@ -229,10 +208,7 @@ class Waits:
         limit: float | None,
         owner: str | None,
     ) -> PendingRecord:
-        """Ask again with a key already used: wait on the open request, or reopen it.
-
-        ``owner``: who owns the request as asked now (this process, or none if detached).
-        """
+        """Ask again with a key already used: wait on the open request, or reopen it."""
         if not record.is_open and note is not None:
             reopened = record.next(
                 state="pending",
@@ -277,13 +253,7 @@ class Waits:
         *,
         placed: str | None = None,
     ) -> PendingRecord:
-        """Wait for the request's ending, its abort signal or the timeout, whichever is first.
-
-        A question may wait for hours, so this holds no task of its own when there is no
-        signal, and only a future (no task) for the signal when there is one. ``placed``:
-        the record as just posted (its JSON), for deadlines to keep should the store be
-        unreadable for a moment as the wait begins (the question waits all the same).
-        """
+        """Wait for the request's ending, its abort signal or the timeout, whichever is first."""
         if signal is not None and signal.aborted:
             return await self._aborted(request_id, signal.reason)
         try:

@@ -1,16 +1,4 @@
-"""``InteractionHandler``: what a click or a modal submission does, on the ack path.
-
-A click reads, in order: parse (interactions.py) → authorize (authorize.py) → decide
-(transitions.py) → compare-and-set (stores/protocol.py). The winning write of a terminal state
-wakes the waiting ``ask()`` through the store's watch; everything that talks to Slack
-afterwards (the message update, a private note, a modal) goes to the synchroniser's
-background tasks, so the listener acks in about a millisecond.
-
-Two paths cannot leave the group lookup (``usergroups.users.list``, paced, sometimes slow)
-to the background: a modal submission, whose answer *is* the ack, waits for it at most
-``SUBMISSION_LOOKUP`` seconds; and a click that opens a modal opens it before the lookup,
-since its trigger expires 3 s after the click (the submission is authorized again).
-"""
+"""``InteractionHandler``: what a click or a modal submission does, on the ack path."""
 
 from __future__ import annotations
 
@@ -85,12 +73,7 @@ class InteractionHandler:
         a click from outside a question's message that names nobody is refused)."""
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Handle a ``block_actions`` payload (already acked).
-
-        A store that cannot answer in time does not fail the request Slack sent (which
-        would show the person an error icon and log a traceback): the person is told
-        privately that the click was not recorded, and may click again.
-        """
+        """Handle a ``block_actions`` payload (already acked)."""
         interaction = parse_block_actions(body)
         if interaction is None:
             return  # not ours
@@ -133,11 +116,7 @@ class InteractionHandler:
         await self._apply(interaction, record, allowed, member, fresh=True)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Handle a ``view_submission``; returns input errors to show in the modal, if any.
-
-        A modal without an input (the empty-Submit confirmation) cannot show an error: it
-        closes and the person gets a private note instead.
-        """
+        """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
         interaction = parse_view_submission(body)
         if interaction is None:
             return None
@@ -192,12 +171,7 @@ class InteractionHandler:
         self, user: str, record: PendingRecord
     ) -> tuple[bool, frozenset[str]] | None:
         """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
-        when it cannot be told in time.
-
-        A lookup that takes longer goes on in the background. Meanwhile the members last
-        read decide for someone they list (as the gatekeeper does after a failed read); for
-        anyone else the answer is not applied, and the person is asked to send it again.
-        """
+        when it cannot be told in time."""
         users, groups = _who_may(record)
         policy = _policy_groups(record)
         allowed = self._gate.decide_cached(user, users, groups)
@@ -241,11 +215,9 @@ class InteractionHandler:
         known = self._outside_cached(record)
         if known is not None:
             return known
-        # Not known without a read: a question naming nobody, its conversation not cached.
-        audience = Audience.of(record, closed=True)
-        conversations = self._conversations
-        if audience is None or audience.channel is None or conversations is None:
-            return _NOBODY  # (not reached: _outside_cached knows these)
+        # Unknown only for a conversation's members not cached yet: read them.
+        audience, conversations = Audience.of(record, closed=True), self._conversations
+        assert audience is not None and audience.channel and conversations is not None
         return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
 
     async def _authorize_then_apply(
@@ -294,11 +266,7 @@ class InteractionHandler:
         member: frozenset[str] = frozenset(),
         known: PendingRecord | None = None,
     ) -> Decision:
-        """Decide on the freshest record and write it; the first writer wins, losers re-decide.
-
-        ``member``: the team-review policy's user groups the person is in; ``known``: the
-        record as just read (decided on first, see ``stores.mutate``).
-        """
+        """Decide on the freshest record and write it; the first writer wins, losers re-decide."""
         decision: Decision = Ignore()
 
         def change(current: PendingRecord) -> PendingRecord | None:

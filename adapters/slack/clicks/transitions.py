@@ -1,11 +1,4 @@
-"""Pure decisions: what an interaction does to a pending record.
-
-``decide(record, interaction, now)`` returns a ``Decision``; the provider writes it with
-compare-and-set and, if the write lost to another writer, decides again on the fresh
-record. Answers are encoded here exactly as the seam's web UI does (§6.2): in question
-order, one item per question; single-select free text replaces the choice
-(``selected: []``), multi-select free text is added; nothing chosen is a skip.
-"""
+"""Pure decisions: what an interaction does to a pending record."""
 
 from __future__ import annotations
 
@@ -103,11 +96,7 @@ _ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
 
 
 def refusal_for(record: PendingRecord, *, mention: bool = True) -> str:
-    """The private note for a click on a request that is no longer open.
-
-    With ``mention`` the first answerer is a mention (ephemeral notes); without, their
-    name (modal errors are plain text, where a mention shows as a raw id).
-    """
+    """The private note for a click on a request that is no longer open."""
     return refusal(record, mention=mention)
 
 
@@ -203,10 +192,7 @@ def decide(
     *,
     groups: frozenset[str] = frozenset(),
 ) -> Decision:
-    """What ``interaction`` does to ``record`` (already authorized).
-
-    ``groups``: the user groups of a team review's policy the person belongs to.
-    """
+    """What ``interaction`` does to ``record`` (already authorized)."""
     if not record.is_open:
         return Refuse(refusal_for(record), refusal_for(record, mention=False))
     layout = layout_of(record.questions)

@@ -1,11 +1,4 @@
-"""Pure: what a reviewer's click does to a team plan review (a record with a policy).
-
-``vote_of`` turns Approve, the decline button and "Decline with feedback…" into a
-``Vote``; ``apply_vote`` casts it and either keeps the review open with the new tally or
-ends it with the seam's encoding (``review.py``). The caller writes the result with
-compare-and-set, so concurrent votes are applied one after another on the freshest record
-and exactly one of them ends the review.
-"""
+"""Pure: what a reviewer's click does to a team plan review (a record with a policy)."""
 
 from __future__ import annotations
 
@@ -21,12 +14,7 @@ __all__ = ["apply_vote", "review_answer", "vote_of"]
 def vote_of(
     record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
 ) -> Vote | None:
-    """The vote this click casts (``None``: not a vote, such as a stale option index).
-
-    ``groups`` are the policy's user groups the voter belongs to, read at click time; as a
-    ``Membership`` it also carries Slack's word on the policy's groups it would not list,
-    which the vote keeps for the tally to show.
-    """
+    """The vote this click casts (``None``: not a vote, such as a stale option index)."""
     policy, review = record.review, plan_review_of(record.questions)
     if policy is None or review is None:
         return None

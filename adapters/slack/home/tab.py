@@ -1,30 +1,4 @@
-"""``HomeTab``: each person's App Home lists what waits for their answer (views.publish).
-
-Opening the Home tab (``app_home_opened``) publishes the person's "Waiting for you" list
-and makes them a *viewer* (``stores/viewers.py``: kept in the store, shared by every bot
-process, bounded to the most recent openers of the last 7 days). Afterwards the process
-that opens, changes or ends a question republishes the lists of the viewers it concerns,
-whichever process their ``app_home_opened`` reached and across restarts.
-
-Why the writer republishes: every change already passes through the writing process's
-``MessageSynchroniser`` (it updates the message), while the stores' cross-process
-notification (Redis ``p:done``, SQLite's endings feed) carries endings only and reaches
-every process, so N processes would publish N times. The writer publishes exactly once.
-
-Changes are coalesced: one worker per process waits ``SETTLE`` seconds after the first
-change, then publishes each concerned viewer's list once, from the records stored then;
-changes arriving meanwhile make one more round. Rounds never overlap, so an older list
-never lands after a newer one. A round reads who may answer each open question from the
-store (``audience.py``: no record parsed on the loop but the ones listed) and each listed
-record once.
-
-A question naming nobody is listed for whoever can see its message (``audience.py``): the
-round asks Slack what each such conversation is (``conversations.info``, ``Conversations``:
-cached like the group lookups, one read of a conversation at a time): a public channel's
-question is listed for anyone, a DM's for its user, and a private channel's or a group DM's
-for nobody (answered in the message, which only members see; a Home button refuses anyone
-else: ``handler.py``).
-"""
+"""``HomeTab``: each person's App Home lists what waits for their answer (views.publish)."""
 
 from __future__ import annotations
 

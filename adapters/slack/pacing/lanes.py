@@ -1,8 +1,4 @@
-"""The lanes of one Web API method: which calls wait, in which order, which lane goes next.
-
-Bookkeeping for :class:`adapters.slack.pacing.scheduler.WebApiScheduler`: it sends nothing and
-reads no clock. A lane is a conversation (posts) or a message (updates); lanes take turns.
-"""
+"""The lanes of one Web API method: which calls wait, in which order, which lane goes next."""
 
 from __future__ import annotations
 
@@ -31,11 +27,7 @@ class QueuedCall:
 
 @dataclass(eq=False, slots=True)
 class MethodLanes:
-    """The lanes of one method and the task that serves them.
-
-    ``lanes`` holds only calls not yet sent; ``turns`` is the round-robin order of lanes
-    (stale names are dropped as the turn passes them); ``busy`` lanes have a call in flight.
-    """
+    """The lanes of one method and the task that serves them."""
 
     name: str
     tags: Counter[str]

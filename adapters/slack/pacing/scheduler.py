@@ -1,35 +1,4 @@
-"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing.
-
-``await scheduler.call(method, send, channel=..., key=...)`` runs ``send()`` when the
-method's budget (``SlackLimits``, through a ``Budget``: this process's or shared through
-Redis) has room, and returns its result:
-
-- Calls wait in *lanes*: one per conversation for ``chat.postMessage`` (new questions are
-  posted fairly, channel after channel, each in order), one per message (``key``) for
-  ``chat.update``, which sends one call at a time so versions land in order. A method's
-  lanes take turns.
-- Slack paces posts per conversation, whatever name a call gives it: a DM is posted to by
-  the person's user id and by its ``D…`` id. ``learn`` (told each post's answer) maps a
-  name to the conversation Slack answered with; from then on both names share one lane
-  and one bucket. Until the first post answers, a user id is its own conversation.
-- Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
-  callers get the newer call's result), so each message has at most one pending update
-  and the latest one is the one sent.
-- A 429 anyway (another app, another process, a stale budget) puts the call back at the
-  head of its lane: it is retried, never failed. It closes a budget for ``Retry-After``: a
-  post's conversation only (Slack's usual reason is its one post per second per channel),
-  widened to the whole method when a second conversation gets a 429 while that hold runs;
-  any other method's budget at once. chat.postMessage's own error code ``rate_limited``
-  ("Application has posted too many messages") is waited out the same way, closing the
-  method (for ``Retry-After`` if given, else ``RATE_LIMITED_RETRY_AFTER``). A 429 on a
-  method no limit covers is retried after ``Retry-After`` until ``close``. Callers that
-  stop waiting (a deadline, an abort) take their call off the queue; ``withdraw`` takes a
-  tagged call off it for callers still waiting (they get an error).
-- A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
-  many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
-  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state). Background work
-  starts untagged (``untagged_context``): a call it makes is not the tag's.
-"""
+"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing."""
 
 from __future__ import annotations
 
@@ -249,13 +218,7 @@ class WebApiScheduler:
         await self._budget.close()
 
     def buckets(self, method: str, lane: str) -> list[Bucket]:
-        """The budget buckets one call of ``method`` in ``lane`` spends.
-
-        A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
-        that leave on time cannot arrive at Slack bunched over the limit (modals, whose
-        trigger expires in three seconds, may use the whole window at once); the window is
-        stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
-        """
+        """The budget buckets one call of ``method`` in ``lane`` spends."""
         limits, stretch = self.limits, 1.0 + self._margin
         window = limits.real(limits.window) * stretch
         allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
@@ -380,13 +343,7 @@ class WebApiScheduler:
     async def _hold(
         self, state: MethodLanes, lane: str, refusal: BaseException, seconds: float
     ) -> None:
-        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``.
-
-        A 429 on a post holds that conversation only: it affects the method in the
-        workspace, but its usual cause here is the one post per second per channel. A
-        second conversation refused while a conversation's hold runs means the method's
-        budget is spent: the whole method is held. Any other method (and chat.postMessage's
-        ``rate_limited``, the app's posting as a whole) holds the method at once."""
+        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``."""
         buckets = self.buckets(state.name, lane)
         posting_refused = _error_of(getattr(refusal, "response", None)) == RATE_LIMITED
         if state.name != POST_MESSAGE or posting_refused:
