@@ -19,9 +19,9 @@ from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts
 from adapters.slack.asks.revisions import review_of
 from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.takeup import TakeUp
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
-from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import Rendered
@@ -69,7 +69,6 @@ class AskLifecycle:
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
-        self._team_url = team_url
         log = self._logger = logger or logging.getLogger("adapters.slack")
         self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -79,6 +78,7 @@ class AskLifecycle:
         self.poster = Poster(
             client, store, sync, endings, self.lost, team_url, log, clock=self.clock
         )
+        self.takeup = TakeUp(self.poster, client, store, sync, log)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -164,7 +164,9 @@ class AskLifecycle:
         if current is not None:
             self._inflight.add(current)
         try:
-            if not await self._store.create(record, self._adopted_asked(record)):
+            # A message found again gets its asked event now (no post of this process writes it).
+            asked = None if record.message_ts is None else self.poster.asked(record, record)
+            if not await self._store.create(record, asked):
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
@@ -218,10 +220,8 @@ class AskLifecycle:
     async def _post(
         self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None
     ) -> PendingRecord:
-        """Post ``record``. Its asker's abort signal, should it fire while the post waits
-        its turn in Slack's rate limits, ends the question now: the ending takes the post
-        off the queue (never shown) and ``ASK_ABORTED`` reaches the waiter at once, not
-        when the turn comes. (``Released()`` only stops the wait: the post goes on.)"""
+        """Post ``record``; an abort while the post waits its turn ends the question now (the
+        post is never shown). ``Released()`` only stops the wait: the post goes on."""
         if signal is None:
             return await self.poster.post(record, rendered)
         endings: list[asyncio.Task[PendingRecord]] = []
@@ -244,15 +244,6 @@ class AskLifecycle:
                         extra={"request": record.id, "error": repr(ending)},
                     )
 
-    def _adopted_asked(self, record: PendingRecord) -> AuditEvent | None:
-        """The ``asked`` event of a record created with its message found again (adopted
-        from a predecessor: live in Slack, never posted by this process, so no post writes
-        it); ``None`` for one still to be posted (its post writes it with its place)."""
-        if record.message_ts is None:
-            return None
-        link = permalink(self._team_url, record.message_channel, record.message_ts)
-        return asked_event(record, by=record.asked_by, link=link)
-
     @property
     def clock(self) -> Clock:
         """Where deadlines read the time."""
@@ -271,18 +262,15 @@ class AskLifecycle:
         return isinstance(self._store, MemoryPendingStore)
 
     async def resume(self) -> list[PendingRecord]:
-        """Adopt the open requests owned by no process (at start, waiting.py), and those
-        other processes ask from now on (their deadlines: the asking process may stop or
-        die with nobody to replace it); those whose message was never posted are taken by
-        this process and posted (posting.py); the posts that failed just before are looked
-        for in Slack (reconcile.py)."""
+        """At start: adopt the open requests owned by no process and follow those asked from
+        now on (keepers.py); post the unposted (takeup.py); look for failed posts (reconcile.py)."""
         await self.lost.resume()
         adopted = await self.waits.resume()
         if not self._in_process:  # a store of this process only: nobody else asks
             self.waits.follow()
         unposted = [record for record in adopted if record.message_ts is None]
         if unposted:
-            self.poster.take_up(await self.poster.claim(unposted))
+            self.takeup.take_up(await self.takeup.claim(unposted))
         return adopted
 
     async def orphans(self, records: list[PendingRecord]) -> None:
@@ -292,7 +280,7 @@ class AskLifecycle:
         for record in taken:
             self.waits.keep(record)
         if taken:
-            self.poster.take_up(taken)
+            self.takeup.take_up(taken)
         await self._sync.on_orphans([record for record in records if not record.is_open])
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:

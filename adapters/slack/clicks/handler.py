@@ -69,8 +69,8 @@ class InteractionHandler:
         self._gate = gate
         self._sync = sync
         self._conversations = conversations
-        """Who sees each conversation, as the Home tab reads it (``None``: no Home tab, so
-        a click from outside a question's message that names nobody is refused)."""
+        """Who sees each conversation (``None``: no Home tab; outside clicks naming nobody
+        are refused)."""
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
         """Handle a ``block_actions`` payload (already acked)."""
@@ -82,8 +82,7 @@ class InteractionHandler:
         try:
             await self._handle_action(interaction, home=home)
         except UserQuestionError as exc:
-            # The store's words (its Redis address, its SQLite path) go to the log only:
-            # whoever clicked, allowed or not, reads a fixed sentence.
+            # The store's words (its address, its path) go to the log only, not to the clicker.
             _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
             self._sync.note(interaction.origin, None, not_recorded())
 
@@ -104,9 +103,8 @@ class InteractionHandler:
                     self._authorize_then_apply(interaction, record, outside), "authorize click"
                 )
                 return
-            # The trigger expires 3 s after the click, maybe before the lookup ends: open the
-            # modal now (it shows nothing private; its submission is authorized again) and
-            # read the membership meanwhile, so the submission finds it cached.
+            # The trigger expires 3 s after the click: open the modal now (nothing private;
+            # its submission is authorized again), reading the membership meanwhile.
             self._sync.open_modal(interaction.origin, record, view)
             self._sync.spawn(
                 self._authorize_then_adopt(interaction, record, outside), "authorize click"

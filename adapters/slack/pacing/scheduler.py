@@ -13,7 +13,8 @@ from typing import Any, Final, TypeVar
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.pacing.budget import Bucket, Budget, LocalBudget
+from adapters.slack.pacing.buckets import RATE_LIMITED, Spending, error_of
+from adapters.slack.pacing.budget import Budget, LocalBudget
 from adapters.slack.pacing.lanes import MethodLanes, QueuedCall
 from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
 
@@ -27,14 +28,9 @@ __all__ = [
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
-RATE_LIMITED: Final = "rate_limited"
-"""chat.postMessage's own refusal (HTTP 200, "Application has posted too many messages"),
-distinct from the 429 ``ratelimited``."""
 RATE_LIMITED_RETRY_AFTER: Final = 60.0
 """Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
 names no wait, and its limits count per minute."""
-_TRIGGERED: Final = frozenset({"views.open", "views.push"})
-"""Methods whose trigger id expires three seconds after the click: not spread out."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 KNOWN_CONVERSATIONS: Final = 10_000
 """DMs whose conversation id is remembered (user id -> ``D…``), latest learnt kept: a
@@ -69,7 +65,7 @@ def retry_after_of(exc: BaseException) -> float | None:
         return None
     if getattr(exc.response, "status_code", None) == 429:
         default = _DEFAULT_RETRY_AFTER
-    elif _error_of(exc.response) == RATE_LIMITED:
+    elif error_of(exc.response) == RATE_LIMITED:
         default = RATE_LIMITED_RETRY_AFTER
     else:
         return None
@@ -84,13 +80,7 @@ def retry_after_of(exc: BaseException) -> float | None:
     return default
 
 
-def _error_of(response: Any) -> object:
-    """The ``error`` of a Web API answer, if it has one."""
-    data = getattr(response, "data", None)
-    return data.get("error") if isinstance(data, dict) else None
-
-
-class WebApiScheduler:
+class WebApiScheduler(Spending):
     """Paces Web API calls within ``limits`` (see the module docstring)."""
 
     def __init__(
@@ -102,9 +92,7 @@ class WebApiScheduler:
         slow_after: float = 10.0,
         logger: logging.Logger | None = None,
     ) -> None:
-        self.limits = limits or SlackLimits()
-        self._budget: Budget = budget or LocalBudget()
-        self._margin = margin
+        super().__init__(limits or SlackLimits(), budget or LocalBudget(), margin)
         self._slow_after = slow_after
         self._logger = logger or logging.getLogger("adapters.slack")
         self._methods: dict[str, MethodLanes] = {}
@@ -217,24 +205,6 @@ class WebApiScheduler:
         self._methods.clear()
         await self._budget.close()
 
-    def buckets(self, method: str, lane: str) -> list[Bucket]:
-        """The budget buckets one call of ``method`` in ``lane`` spends."""
-        limits, stretch = self.limits, 1.0 + self._margin
-        window = limits.real(limits.window) * stretch
-        allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
-        allowed = allowed or 1
-        found = [Bucket(method, allowed, window)]
-        if method in _TRIGGERED:
-            return found  # a trigger id expires in 3 s: the window's whole burst is used
-        burst = max(1, allowed // 10)
-        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
-        if method == POST_MESSAGE:
-            # One post per interval per channel, evenly, barely slower than Slack refills
-            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
-            interval = limits.real(limits.post_interval) * 1.02
-            found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
-        return found
-
     # -- serving --------------------------------------------------------------------------
 
     def _kick(self, state: MethodLanes) -> None:
@@ -259,34 +229,11 @@ class WebApiScheduler:
             if lane not in state.lanes:
                 continue  # its last call was taken off while the budget was asked
             entry = state.pop(lane)
-            self._note_wait(state, loop.time() - entry.queued_at, loop.time())
+            now = loop.time()
+            state.note_wait(now - entry.queued_at, now, self._slow_after, self._logger)
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
-
-    def _note_wait(self, state: MethodLanes, waited: float, now: float) -> None:
-        """Log a call that waited longer than ``slow_after``: at most one line per method
-        each ``slow_after`` seconds, counting the slow calls since the last line."""
-        if waited <= self._slow_after:
-            return
-        state.slow += 1
-        if now - state.slow_logged_at < self._slow_after:
-            return
-        self._logger.warning(
-            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
-            state.name,
-            state.slow,
-            self._slow_after,
-            waited,
-            state.waiting,
-            extra={
-                "method": state.name,
-                "slow": state.slow,
-                "waited": round(waited, 3),
-                "queued": state.waiting,
-            },
-        )
-        state.slow, state.slow_logged_at = 0, now
 
     async def _choose(self, state: MethodLanes, now: float) -> tuple[str | None, float | None]:
         """A lane whose call may go now, or ``None`` and when to look again."""
@@ -339,25 +286,6 @@ class WebApiScheduler:
             state.wake.set()
             if state.lanes:
                 self._kick(state)
-
-    async def _hold(
-        self, state: MethodLanes, lane: str, refusal: BaseException, seconds: float
-    ) -> None:
-        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``."""
-        buckets = self.buckets(state.name, lane)
-        posting_refused = _error_of(getattr(refusal, "response", None)) == RATE_LIMITED
-        if state.name != POST_MESSAGE or posting_refused:
-            await self._budget.hold(buckets[0], seconds)
-            return
-        now = asyncio.get_running_loop().time()
-        held = state.held
-        for other in [k for k, until in held.items() if until <= now]:
-            del held[other]
-        if any(other != lane for other in held):
-            await self._budget.hold(buckets[0], seconds)
-        else:
-            await self._budget.hold(buckets[-1], seconds)
-        held[lane] = max(held.get(lane, now), now + seconds)
 
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
         """A method no limit here covers: sent at once, retried after any 429 until

@@ -14,12 +14,9 @@ from typing import TYPE_CHECKING, Final
 from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores import duties
 from adapters.slack.stores.contract import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.duties import (
     default_process_id,
-    run_heartbeats,
-    run_purges,
     stop_tasks,
 )
 from adapters.slack.stores.sqlite_audit import SqliteAudit
@@ -118,26 +115,12 @@ class SqlitePendingStore(KeepsTrail):
         except BaseException:
             await self._file.close()
             raise
-        self._log.info(
-            "pending store opened %s (schema %d, process %s)",
-            self.path,
-            SCHEMA_VERSION,
-            self._process_id,
-        )
+        shown = (self.path, SCHEMA_VERSION, self._process_id)
+        self._log.info("pending store opened %s (schema %d, process %s)", *shown)
         loop = asyncio.get_running_loop()
-        beats = run_heartbeats(
-            self._heartbeat_interval, lambda: self._closed, self._upkeep.duty, self, self._log
-        )
         self._tasks = [
             loop.create_task(self._endings.poll(), name="sqlite-store-poll"),
-            loop.create_task(beats, name="sqlite-store-heartbeat"),
-            loop.create_task(
-                self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
-            ),
-            loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
-                run_purges(duties.PURGE_EVERY, lambda: self._closed, self._upkeep.purge, self._log),
-                name="sqlite-store-purge",
-            ),
+            *self._upkeep.loops(lambda: self._closed, self._checkpoint_interval, self),
         ]
 
     @contextlib.asynccontextmanager

@@ -7,11 +7,20 @@ import asyncio
 import functools
 import logging
 import time
+from asyncio import Task
+from collections.abc import Callable
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.contract import PendingStore
-from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
+from adapters.slack.stores import duties
+from adapters.slack.stores.contract import PendingStore, ReportsOrphans
+from adapters.slack.stores.duties import (
+    OrphanSweep,
+    landed,
+    log_orphans,
+    run_heartbeats,
+    run_purges,
+)
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
@@ -62,6 +71,19 @@ class SqliteUpkeep:
         """No sweep before this (monotonic): ``hold_sweep``."""
         self._unsure: list[PendingRecord] = []
         """Writes of a sweep whose answer never came: reported next time if they were made."""
+
+    def loops(
+        self, stopped: Callable[[], bool], checkpoint_every: float, reports: ReportsOrphans
+    ) -> list[Task[None]]:
+        """Start the heartbeat, checkpoint and purge loops (a long purge delays no beat)."""
+        loop, log = asyncio.get_running_loop(), self._log
+        beats = run_heartbeats(self._heartbeat_interval, stopped, self.duty, reports, log)
+        purges = run_purges(duties.PURGE_EVERY, stopped, self.purge, log)
+        return [
+            loop.create_task(beats, name="sqlite-store-heartbeat"),
+            loop.create_task(self.checkpoints(checkpoint_every), name="sqlite-store-checkpoint"),
+            loop.create_task(purges, name="sqlite-store-purge"),
+        ]
 
     async def beat(self) -> None:
         """Say this process is alive (stamped by SQLite when written: ``_NOW``)."""
