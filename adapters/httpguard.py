@@ -235,6 +235,13 @@ def guard_middleware(
                 response = refuse(413, "TOO_LARGE", "the request body is too large")
                 response.force_close()
                 return response
+            except web.RequestPayloadError:
+                refusals.refused("bad_body", "a body that does not decode as its headers say")
+                message = "the body does not decode as its Content-Encoding says"
+                request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
+                response = refuse(400, "BAD_BODY", message)
+                response.force_close()
+                return response
         try:
             return await handler(request)
         except web.HTTPException:

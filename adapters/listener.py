@@ -18,9 +18,12 @@ __all__ = ["GuardedSite", "ListenerLimits", "start_listener"]
 
 LINGER: Final = 1.0
 """Seconds the server keeps reading an unread body after answering early (aiohttp: 10)."""
+_BUSY_TEXT: Final = b"too many connections; retry\n"
 _BUSY: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n"
-    b"Retry-After: 1\r\nConnection: close\r\n\r\ntoo many connections; retry\n"
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    + f"Content-Length: {len(_BUSY_TEXT)}\r\n".encode()
+    + b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+    + _BUSY_TEXT
 )
 
 

@@ -21,6 +21,10 @@ keep-alive connection per app):
 - ``team-review vote``: the same for plan reviews under a policy of two approvals: every
   click is a vote (the first keeps the review open and re-renders its tally, the second
   decides it).
+- ``embedded``: the provider as the README embeds it, on ``AsyncApp(token=…,
+  process_before_response=True)`` (bolt's own client and authorization, the provider's paced
+  copy of the client) served by bolt's aiohttp adapter, as the floor is: the same work as
+  ``bot``, through a library user's app.
 
 The Web API stand-in runs in its own process; with ``--cores split`` (the default on two or
 more cores) it and the load generator share the cores this process (the bot, and the floor
@@ -48,6 +52,8 @@ from slack_bolt.async_app import AsyncApp
 from adapters.slack.provider import SlackQuestionProvider
 from bench import cores
 from bench.common import (
+    FAST_LIMITS,
+    SECRET,
     Asks,
     StandIn,
     bare_app,
@@ -74,6 +80,7 @@ FLOOR = "bolt process_before_response (ack only)"
 HANDLER = "bare ack, the bot's handler"
 BOT = "bot: verify, parse, authorize, apply, resolve, ack"
 VOTE = "bot: team-review vote (quorum 2)"
+EMBED = "embedded: the README's provider, bolt's adapter"
 
 BLOCK = 20
 """Counted clicks an app gets in a row before the next app's turn (at 100/s: 0.2 s)."""
@@ -119,8 +126,16 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
         team_service = UserQuestionService()
         team_service.register_provider(team)
         apps[VOTE] = team_app
+        embed_app = AsyncApp(token=slack.token, signing_secret=SECRET, process_before_response=True)
+        embed_app.client.base_url = slack.url
+        embedded = SlackQuestionProvider(
+            embed_app, channel=slack.channel, store=await bench_store(), limits=FAST_LIMITS
+        )
+        embed_service = UserQuestionService()
+        embed_service.register_provider(embedded)
+        apps[EMBED] = embed_app
         served = {
-            name: await serve_bolt(app, bolts_adapter=name in (DEFAULT, FLOOR))
+            name: await serve_bolt(app, bolts_adapter=name in (DEFAULT, FLOOR, EMBED))
             for name, app in apps.items()
         }
         heap.settle()  # as the bot does once started (python -m bot)
@@ -143,6 +158,18 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
         payloads = []
         for first in range(0, len(specs), 500):
             payloads.extend(await slack.clicks(specs[first : first + 500]))
+        embed_asks = Asks(embed_service)
+        embed_rids = await embed_asks.start(per_run * runs)
+        embed_places = [await message_of(embedded.store, rid) for rid in embed_rids]
+        embed_payloads = []
+        for first in range(0, len(specs), 500):
+            embed_specs = [
+                {**spec, "channel": channel, "ts": ts}
+                for spec, (channel, ts) in zip(
+                    specs[first : first + 500], embed_places[first : first + 500], strict=True
+                )
+            ]
+            embed_payloads.extend(await slack.clicks(embed_specs))
         team_asks = Asks(team_service, make=plan_review, review=ReviewPolicy(approvals=2))
         team_rids = await team_asks.start((per_run * runs + 1) // 2)
         team_places = [await message_of(team.store, rid) for rid in team_rids]
@@ -165,11 +192,13 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
                 chunk = payloads[used : used + per_pattern]
                 chunk_ids = rids[used : used + per_pattern]
                 vote_chunk = votes[used : used + per_pattern]
+                embed_chunk = embed_payloads[used : used + per_pattern]
+                embed_ids = embed_rids[used : used + per_pattern]
+                chunks = {VOTE: vote_chunk, EMBED: embed_chunk}
                 used += per_pattern
                 schedule = turns(order, warmup, n, block, first=r)
                 requests = [
-                    signed(served[name].url, (vote_chunk if name == VOTE else chunk)[i])
-                    for name, i in schedule
+                    signed(served[name].url, chunks.get(name, chunk)[i]) for name, i in schedule
                 ]
                 samples = await send_paced(requests, pace)
                 latencies: dict[str, list[float]] = {name: [] for name in order}
@@ -182,9 +211,12 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
                     counted[(pattern, name)].extend(latencies[name])
                     medians[(pattern, name)].append(summarize(latencies[name]).p50)
                 await asks.wait_returned(chunk_ids)
+                await embed_asks.wait_returned(embed_ids)
 
         answered = sum(1 for t in asks.tasks.values() if t.done() and not t.exception())
         decided = sum(1 for t in team_asks.tasks.values() if t.done() and not t.exception())
+        embed_answered = sum(1 for t in embed_asks.tasks.values() if t.done() and not t.exception())
+        await embedded.aclose(grace=10)
         await provider.aclose(grace=10)
         await team.aclose(grace=10)
         for server in served.values():
@@ -194,7 +226,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
     rows: list[Sequence[str]] = []
     for pattern, _ in patterns:
         floor = summarize(counted[(pattern, FLOOR)])
-        for name in (DEFAULT, FLOOR, HANDLER, BOT, VOTE):
+        for name in (DEFAULT, FLOOR, HANDLER, BOT, VOTE, EMBED):
             s = summarize(counted[(pattern, name)])
             rows.append(
                 [
@@ -233,6 +265,13 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
         f"({fmt_ms(vote.p50)} ms; p99 {fmt_ms(vote.p99)} ms) -> "
         f"{'met' if vote.p50 <= 1.5 * floor.p50 else 'MISSED'}"
     )
+    embed = summarize(counted[(paced, EMBED)])
+    print(
+        f"target embedded p50 <= 2x floor (goal 1.5x) and <= bot's: "
+        f"{embed.p50 / floor.p50:.2f}x ({fmt_ms(embed.p50)} ms; p99 {fmt_ms(embed.p99)} ms; "
+        f"bot {fmt_ms(bot.p50)} ms) -> "
+        f"{'met' if embed.p50 <= 2 * floor.p50 and embed.p50 <= bot.p50 else 'MISSED'}"
+    )
     print(f"bolt default p50 / bot p50: {default.p50 / bot.p50:.1f}x")
     closed_floor = summarize(counted[("closed loop", FLOOR)])
     closed_bot = summarize(counted[("closed loop", BOT)])
@@ -241,7 +280,8 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
         f"{closed_bot.p50 / closed_floor.p50:.2f}x the floor's {fmt_ms(closed_floor.p50)} ms"
     )
     print(
-        f"checks: {answered}/{len(rids)} asks answered by their click, {decided}/"
+        f"checks: {answered}/{len(rids)} asks (embedded: {embed_answered}/{len(embed_rids)}) "
+        f"answered by their click, {decided}/"
         f"{len(team_rids)} team reviews decided by their second vote; Web API calls "
         f"{stats['calls']}; messages still showing buttons: {stats['with_buttons']}"
     )

@@ -81,7 +81,7 @@ async def _provider(
     url: str, token: str, channel: str, store: PendingStore | None
 ) -> tuple[AsyncApp, SlackQuestionProvider, UserQuestionService]:
     app = await bot_app(url, token, pace=False)
-    provider = SlackQuestionProvider(app, channel=channel, store=store)
+    provider = SlackQuestionProvider(app, channel=channel, store=store, paced=False)
     service = UserQuestionService()
     service.register_provider(provider)
     return app, provider, service

@@ -70,7 +70,9 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
     ack_at: dict[int, Stats] = {}
     async with StandIn() as slack:
         app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
-        provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
+        provider = SlackQuestionProvider(
+            app, channel=slack.channel, store=await bench_store(), paced=False
+        )
         service = UserQuestionService()
         service.register_provider(provider)
         served = await serve_bolt(app)
@@ -215,7 +217,9 @@ async def trace(count: int) -> None:
 
     async with StandIn() as slack:
         app = await bot_app(slack.url, slack.token, http_timeout=30, pace=False)
-        provider = SlackQuestionProvider(app, channel=slack.channel, store=await bench_store())
+        provider = SlackQuestionProvider(
+            app, channel=slack.channel, store=await bench_store(), paced=False
+        )
         service = UserQuestionService()
         service.register_provider(provider)
         asks = Asks(service)

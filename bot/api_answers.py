@@ -140,6 +140,12 @@ def view_of(status: QuestionStatus) -> dict[str, Any]:
     if status.error is not None:
         shown = status.error.to_dict()
         view["error"] = {**shown, "message": _shown(shown["code"], shown["message"])}
+    if status.approval is not None:  # a tool approval: what was asked, and the decision
+        what = status.approval
+        asked = {"tool": what.tool_name, "reason": what.headline, "command": what.command}
+        view["approval"] = {k: v for k, v in (asked | {"path": what.path}).items() if v}
+        if status.decision is not None:
+            view["decision"] = status.decision
     if status.note:
         view["note"] = status.note
     if status.message is not None:

@@ -8,11 +8,11 @@ never apply); ``read_body`` reads a body within the API's own size limit.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Final, Protocol
 
 from aiohttp import web
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import PydanticCustomError
 
 from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
@@ -20,7 +20,10 @@ from bot.questions.review import ReviewPolicy
 __all__ = [
     "DeadlineDefaults",
     "Destination",
+    "Label",
+    "Link",
     "QuestionPost",
+    "Where",
     "body_problems",
     "error_count",
     "never_applied",
@@ -40,21 +43,87 @@ MAX_TIMEOUT: Final = 7 * 24 * 3600.0
 """The longest a question may wait for its answer (and the latest reminder), in seconds."""
 
 
-class QuestionPost(WireModel):
-    """The body of ``POST /v1/questions``: the seam's wire request plus a destination."""
+LINK_MESSAGE: Final = (
+    "must be an http:// or https:// URL without spaces (nor <, > or |), at most 3000 characters"
+)
 
-    questions: list[AskUserQuestionItem]
-    destination: Destination | None = None
-    label: str | None = Field(default=None, max_length=120)
-    review: ReviewPolicy | None = None
-    revises: str | None = Field(default=None, min_length=1, max_length=64)
-    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
-    reminders: list[Annotated[float, Field(gt=0, le=MAX_TIMEOUT)]] | None = Field(
-        default=None, max_length=10
+
+def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """The checks of ``link``, with one plain message naming the argument."""
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticCustomError("link", LINK_MESSAGE) from None
+
+
+Where = Annotated[
+    Destination | None, Field(description="Where to ask (default: the bot's SLACK_CHANNEL).")
+]
+Label = Annotated[
+    str | None,
+    Field(
+        max_length=120,
+        description="Who is asking, shown on the message (for example the project or task).",
+    ),
+]
+Link = Annotated[
+    str | None,
+    Field(
+        max_length=3000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL back to where the question comes from (a pull request, a run), "
+        "shown as a link button: http:// or https://, without spaces.",
+    ),
+    WrapValidator(_plain_link),
+]
+"""The options a question and a tool approval share: where, who asks, a link back."""
+
+
+def _seconds(description: str) -> Any:
+    return Field(default=None, gt=0, le=MAX_TIMEOUT, description=description)
+
+
+class QuestionPost(WireModel):
+    """The body of ``POST /v1/questions`` and the MCP tool's arguments: the seam's wire
+    request plus where to ask and how."""
+
+    questions: list[AskUserQuestionItem] = Field(
+        description="The questions, asked together in one Slack message, in this order."
     )
-    escalate_after: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT)
-    escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
-    link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+    destination: Where = None
+    label: Label = None
+    review: ReviewPolicy | None = Field(
+        default=None,
+        description="How a team decides a plan review: approvals needed, who may vote, "
+        "required sets, declines that end it.",
+    )
+    revises: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The id of an earlier plan review this one revises: the message links to "
+        "it, quotes its feedback and shows the plan's line diff (BAD_REVIEW if unknown).",
+    )
+    timeout: float | None = _seconds(
+        "Seconds to wait for an answer; then ASK_TIMEOUT (default: the bot's QUESTION_TIMEOUT)."
+    )
+    reminders: list[Annotated[float, Field(gt=0, le=MAX_TIMEOUT)]] | None = Field(
+        default=None,
+        max_length=10,
+        description="Seconds before the deadline at which a thread reply reminds the people "
+        "who may answer; each less than the timeout.",
+    )
+    escalate_after: float | None = _seconds(
+        "Seconds after asking at which escalateTo is mentioned if nobody has answered; needs "
+        "escalateTo, less than the timeout."
+    )
+    escalate_to: str | None = Field(
+        default=None,
+        pattern=r"^[UWS][A-Z0-9]{2,20}$",
+        description="A user (U…, W…) or user group id (S…) to mention on escalation; needs "
+        "escalateAfter.",
+    )
+    link: Link = None
 
 
 class DeadlineDefaults(Protocol):
@@ -224,14 +293,15 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
     return errors
 
 
-def body_problems(raw: bytes, post: QuestionPost) -> list[dict[str, Any]]:
-    """What the API refuses in a body that validated as ``post``; empty when nothing.
+def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
+    """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``.
 
     A new question's deadline settings are checked apart (``never_applied``): they depend
     on this process's defaults, which a retry of a question asked elsewhere must not meet.
     """
     kept = post.model_dump(by_alias=True, exclude_unset=True)
-    return _unknown_keys(json.loads(raw), kept) or _ambiguities(post.questions)
+    questions = post.questions if isinstance(post, QuestionPost) else []
+    return _unknown_keys(given, kept) or _ambiguities(questions)
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:

@@ -336,6 +336,13 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         max_body_bytes=settings.max_body_bytes,
         refusals=refusals,
         default_channel=channel,
+        approve=lambda view, options, signal: provider.ask_approval(
+            view,
+            options=options,
+            approvers=settings.dsh_approvers or None,
+            approver_groups=settings.dsh_approver_usergroups or None,
+            signal=signal,
+        ),
     )
     # The open questions owned by no process (asked over the API before a restart, or
     # on another process) are this process's to serve too: their deadlines are kept here.
@@ -388,6 +395,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             service,
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
+            protocol=settings.dsh_protocol,
             review=settings.dsh_review_policy,
             approvers=settings.dsh_approvers or None,
             approver_groups=settings.dsh_approver_usergroups or None,

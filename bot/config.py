@@ -215,8 +215,10 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         timeout = "none" if self.question_timeout is None else f"{self.question_timeout:g} s"
         facts.append(("question timeout", timeout))
         if self.dsh_host_url:
-            token = "with token" if self.dsh_host_token else "no token"
-            facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token})"))
+            given = self.dsh_host_token or "token=" in self.dsh_host_url
+            token = "with token" if given else "no token"
+            protocol = f"protocol {self.dsh_protocol}"
+            facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token}, {protocol})"))
         facts.append(("log", f"{self.log_level}, {self.log_format}"))
         facts += [("note", note) for note in self.notes]
         return facts

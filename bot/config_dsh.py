@@ -6,7 +6,7 @@ checked there (a rule between settings).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -21,9 +21,18 @@ class DshSettings(HidesSecrets):
     """``DSH_*``: the harness host, its plan reviews' policy, who decides its approvals."""
 
     dsh_host_url: Annotated[str, AfterValidator(url("http", "https"))] | None = Field(
-        None, description="http(s) URL of a DeepSeek Harness web host to serve."
+        None,
+        description="http(s) URL of a DeepSeek Harness web host to serve; the whole URL "
+        "`dsh web` prints (http://127.0.0.1:PORT/?token=…) carries its launch token.",
     )
-    dsh_host_token: Secret | None = Field(None, description="Token for DSH_HOST_URL.")
+    dsh_host_token: Secret | None = Field(
+        None, description="The host's launch token (dsh 0.2; 0.1.1: its Bearer token)."
+    )
+    dsh_protocol: Literal["auto", "0.2", "0.1"] = Field(
+        "auto",
+        description="The dsh protocol: auto (0.2 when the host answers /connect, else "
+        "0.1.1-rc.2), 0.2 or 0.1.",
+    )
     dsh_review_policy: (
         Annotated[ReviewPolicy, BeforeValidator(json_object('{"approvals": 2}.'))] | None
     ) = Field(

@@ -20,11 +20,12 @@ token sees only its own questions and their trail; the trail names the token tha
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -50,6 +51,7 @@ from bot.api_answers import (
     view_with_events,
     wait_of,
 )
+from bot.api_approvals import ApprovalPost, Approve, same_approval
 from bot.api_body import (
     DeadlineDefaults,
     QuestionPost,
@@ -62,11 +64,12 @@ from bot.api_body import (
 from bot.api_idempotency import KeyLocks, key_problem, same_request
 from bot.api_taken import TakenUp
 from bot.audit import audit_handler
-from bot.questions.abort import AbortController
+from bot.questions.abort import AbortController, AbortSignal
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_REVIEW,
     DELIVERY_FAILED,
+    NO_PROVIDER,
     HarnessError,
     UserQuestionError,
 )
@@ -124,6 +127,7 @@ class Questions(Protocol):
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 
 
 class Gateway:
@@ -140,8 +144,11 @@ class Gateway:
         logger: logging.Logger | None = None,
         refusals: RefusalLog | None = None,
         default_channel: str | None = None,
+        approve: Approve | None = None,
     ) -> None:
         self._service = service
+        self._approve = approve
+        """Asks a tool approval of the operator's approvers (``DSH_APPROVERS``)."""
         self._default_channel = default_channel
         self._max_body = max_body_bytes
         self._questions = questions
@@ -174,6 +181,7 @@ class Gateway:
 
         router, expect = app.router, rule.expect
         router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
+        router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
@@ -266,6 +274,56 @@ class Gateway:
 
     async def post_question(self, request: web.Request) -> web.StreamResponse:
         """Ask a question; 201 once Slack has the message."""
+        post = await self._body(request, QuestionPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def fresh() -> web.Response | None:
+            # A new question: its deadline settings must be ones it can act on, with this
+            # process's defaults (a retry's were checked where it was first asked).
+            never = never_applied(post, self._questions.defaults)
+            if never:
+                return problem(
+                    422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never
+                )
+            if not self._may_revise(request, post):
+                raise _unknown_revised(post.revises)  # answered by failure(), in _guard
+            return None
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            options = options.model_copy(
+                update={
+                    "review": post.review,
+                    "revises": post.revises,
+                    "timeout": post.timeout,
+                    "reminders": tuple(post.reminders or ()),
+                    "escalate_after": post.escalate_after,
+                    "escalate_to": post.escalate_to,
+                }
+            )
+            ask = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+            return self._service.ask(ask)
+
+        same = functools.partial(same_request, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, fresh, run)
+
+    async def post_approval(self, request: web.Request) -> web.StreamResponse:
+        """Ask for a tool approval (Allow once / Reject); 201 once Slack has the panel."""
+        approve = self._approve
+        if approve is None:
+            raise UserQuestionError("this bot asks no tool approvals", NO_PROVIDER)
+        post = await self._body(request, ApprovalPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            return approve(post.view(), options, signal)
+
+        same = functools.partial(same_approval, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, lambda: None, run)
+
+    async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
+        """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
         if self._closing:
             return _shutting_down()
         if request.content_type != "application/json":
@@ -275,21 +333,34 @@ class Gateway:
             return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
         try:
             # Wire names only: ``multi_select`` is an unknown key here, not ``multiSelect``.
-            post = QuestionPost.model_validate_json(raw, by_alias=True, by_name=False)
+            post = model.model_validate_json(raw, by_alias=True, by_name=False)
         except ValidationError as exc:
             return problem(
                 422,
                 "ValidationError",
                 "INVALID_REQUEST",
-                "the request body is not a valid question request "
-                f"({error_count(exc.error_count())})",
+                f"the request body is not a valid {model.__name__.removesuffix('Post').lower()} "
+                f"request ({error_count(exc.error_count())})",
                 errors=validation_errors(exc),
             )
-        refused = body_problems(raw, post)
+        refused = body_problems(json.loads(raw), post)
         if refused:
             return problem(
                 422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused
             )
+        return post
+
+    async def _take(
+        self,
+        request: web.Request,
+        post: QuestionPost | ApprovalPost,
+        same: Callable[[QuestionStatus], bool],
+        fresh: Callable[[], web.Response | None],
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
+        """Ask what ``post`` asks under the request's Idempotency-Key: the question it
+        already asked (``same`` tells a retry from a reuse), or a new one (``fresh`` checks
+        it first) that ``run`` asks."""
         key = request.headers.get("Idempotency-Key")
         bad_key = key_problem(key)
         if bad_key is not None:
@@ -301,7 +372,7 @@ class Gateway:
         )
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
-            if existing is not None and not same_request(existing, post, self._default_channel):
+            if existing is not None and not same(existing):
                 message = (
                     f"Idempotency-Key {key!r} was used for a different request (its body "
                     "differs); use a new key"
@@ -321,25 +392,25 @@ class Gateway:
                 # would abort it), never ask it.
                 message = "no question was asked with this Idempotency-Key"
                 return problem(412, "RequestError", "NOT_ASKED", message)
-            # A new question: its deadline settings must be ones it can act on, with this
-            # process's defaults (a retry's were checked where it was first asked).
-            never = never_applied(post, self._questions.defaults)
-            if never:
-                return problem(
-                    422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never
-                )
+            refused = fresh()
+            if refused is not None:
+                return refused
             if self._closing:  # the stop began while the key was looked up
                 return _shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
                 return too_many(refusal, RETRY_AFTER)
-            if not self._may_revise(request, post):
-                raise _unknown_revised(post.revises)  # answered by failure(), in _guard
             self._caps.take(request_id, asker)  # no await between the check and this
-            return await self._start(request_id, post, asked_by(asker))
+            return await self._start(request_id, post, asked_by(asker), run)
 
-    async def _start(self, request_id: str, post: QuestionPost, by: str) -> web.StreamResponse:
+    async def _start(
+        self,
+        request_id: str,
+        post: QuestionPost | ApprovalPost,
+        by: str,
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
 
         def on_posted(_: str) -> None:
@@ -351,22 +422,13 @@ class Gateway:
             thread_ts=post.destination.thread_ts if post.destination else None,
             request_id=request_id,
             label=post.label,
-            review=post.review,
-            revises=post.revises,
             on_posted=on_posted,
-            timeout=post.timeout,
-            reminders=tuple(post.reminders or ()),
-            escalate_after=post.escalate_after,
-            escalate_to=post.escalate_to,
             link=post.link,
             asked_by=by,
             detached=True,
         )
         controller = AbortController()
-        request = AskUserQuestionRequest(
-            questions=post.questions, options=options, signal=controller.signal
-        )
-        task = asyncio.ensure_future(self._service.ask(request))
+        task = asyncio.ensure_future(run(options, controller.signal))
         self._asks[request_id] = task
         self._waiting[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))

@@ -20,6 +20,9 @@ __all__ = ["SOCKET_CONNECT_TIMEOUT", "SocketMode", "not_slack_json", "slack_reas
 
 SOCKET_CONNECT_TIMEOUT: Final = 30.0
 """Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
+PING_INTERVAL: Final = 1.0
+"""Seconds between pings on the WebSocket: a dropped connection is found within this, a
+stalled one (no pong within half of it) within about twice this, and replaced at once."""
 SLACK_DEFAULT_API: Final = "https://slack.com/api/"
 """slack_sdk's base URL when ``SLACK_API_URL`` is unset."""
 
@@ -63,7 +66,10 @@ class SocketMode:
 
     def __init__(self, app: AsyncApp, app_token: str) -> None:
         self.handler = AsyncSocketModeHandler(
-            app, app_token, logger=logging.getLogger("slack_bolt.socket_mode")
+            app,
+            app_token,
+            logger=logging.getLogger("slack_bolt.socket_mode"),
+            ping_interval=PING_INTERVAL,
         )
 
     async def connect(self) -> None:

@@ -635,14 +635,30 @@ class DshHostStandIn:
         if not self._authorized(request):
             return web.json_response({"error": "unauthorized"}, status=401)
         body = await self._json_body(request)
-        session_id = body.get("sessionId") if isinstance(body, dict) else None
-        if not isinstance(session_id, str):
-            return web.json_response({"error": "sessionId is required"}, status=400)
+        # As the real 0.1.1-rc.2 host: a client-request envelope, or HTTP 200 "bad-request".
+        payload = body.get("payload") if isinstance(body, dict) else None
+        session_id = payload.get("sessionId") if isinstance(payload, dict) else None
+        if body.get("type") != "client-request" or not isinstance(session_id, str):
+            return web.Response(text="bad-request: invalid client-request message")
         self.history_requests.append(session_id)
         session = self._sessions.get(session_id)
         if session is None:
-            return web.json_response({"error": "unknown session"}, status=404)
-        return web.json_response({"events": [{"event": event} for event in session.events]})
+            error = {"code": "not-found", "message": "unknown session"}
+            return web.json_response(
+                {
+                    "type": "server-response",
+                    "rpcId": body.get("rpcId"),
+                    "result": {"ok": False, "error": error},
+                }
+            )
+        events = [{"event": event} for event in session.events]
+        return web.json_response(
+            {
+                "type": "server-response",
+                "rpcId": body.get("rpcId"),
+                "result": {"ok": True, "value": {"events": events}},
+            }
+        )
 
     async def _respond(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

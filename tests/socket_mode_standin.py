@@ -50,6 +50,9 @@ class SocketModeStandIn:
         self.refused = 0
         """How many ``apps.connections.open`` calls had a wrong or missing app token."""
         self.sockets: list[web.WebSocketResponse] = []
+        self.connections = 0
+        """How many WebSockets were opened, in all."""
+        self._transports: dict[web.WebSocketResponse, Any] = {}
         self.received: list[dict[str, Any]] = []
         """Every JSON message a client sent (acks, in order)."""
         self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -118,6 +121,8 @@ class SocketModeStandIn:
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self.sockets.append(ws)
+        self.connections += 1
+        self._transports[ws] = request.transport
         if self.hello:
             await ws.send_json(
                 {
@@ -145,11 +150,26 @@ class SocketModeStandIn:
                         future.set_result(data)
         finally:
             self.sockets.remove(ws)
+            self._transports.pop(ws, None)
         return ws
 
     async def connected(self, within: float = 10.0) -> None:
         """Wait until a client has connected."""
         await asyncio.wait_for(self._connected.wait(), within)
+
+    async def refresh(self) -> None:
+        """Ask the newest connection to reconnect, as Slack does every few hours."""
+        await self.send(
+            {"type": "disconnect", "reason": "refresh_requested", "debug_info": {"host": "x"}}
+        )
+
+    def drop(self) -> None:
+        """Close the newest connection's TCP socket abruptly: no close frame."""
+        self._transports[self.sockets[-1]].abort()
+
+    def stall(self) -> None:
+        """Stop reading the newest connection: its pings go unanswered, nothing arrives."""
+        self._transports[self.sockets[-1]].pause_reading()
 
     async def send(self, envelope: Mapping[str, Any]) -> None:
         """Send one message to the newest connection."""

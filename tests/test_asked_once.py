@@ -99,7 +99,7 @@ async def taken_over_is_asked_once(mine: Any, other_store: Any) -> None:
 async def test_a_question_that_ended_before_its_post_went_out_still_has_its_asked_event(
     sqlite_store: Any,
 ) -> None:
-    # README (the audit trail): the asked event of a question that ended before its message
+    # docs/operations/audit.md: the asked event of a question that ended before its message
     # went out is appended on its own, after the ending, by the process that was to post it.
     async with SlackHarness(store=sqlite_store, limits=SLOW) as h:
         first = h.ask(one("Deploy 2.3.1?"))

@@ -148,12 +148,14 @@ async def test_a_home_round_gives_other_tasks_turns_as_it_reads_many_questions()
 def test_naming_nobody_follows_who_sees_the_conversation() -> None:
     dm = Audience.of(record("r1").model_copy(update={"channel": "UALICE"}))
     assert dm == Audience("r1", dm.created_at, ("UALICE",)) if dm else False
-    audiences = Audiences([
-        Audience("p", 1.0, channel="CPUB"),
-        Audience("d", 2.0, channel="DALICE"),
-        Audience("s", 3.0, channel="CSECRET"),
-        Audience("u", 4.0, channel="CUNKNOWN"),
-    ])
+    audiences = Audiences(
+        [
+            Audience("p", 1.0, channel="CPUB"),
+            Audience("d", 2.0, channel="DALICE"),
+            Audience("s", 3.0, channel="CSECRET"),
+            Audience("u", 4.0, channel="CUNKNOWN"),
+        ]
+    )
     assert audiences.channels == {"CPUB", "DALICE", "CSECRET", "CUNKNOWN"}
     assert audiences.waiting_for("UBOB", (), 20) == ([], 0)  # nothing before it resolves
     audiences.resolve({"CPUB": "*", "DALICE": "UALICE", "CSECRET": None})

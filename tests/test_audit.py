@@ -159,9 +159,7 @@ def test_asked_event_names_where_and_links_the_message() -> None:
         "owner": "proc",
     }
     wire = json.loads(event.dump())
-    assert wire["requestId"] == record.id and wire["shownSha256"] == shown_digest(
-        record.questions
-    )
+    assert wire["requestId"] == record.id and wire["shownSha256"] == shown_digest(record.questions)
     assert AuditEvent.load(event.dump()) == event
 
 

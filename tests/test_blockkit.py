@@ -567,11 +567,20 @@ def replace(view: Json, **changes: Any) -> Json:
 
 
 VIEW_CASES: list[tuple[str, Json, list[str]]] = [
-    ("type home", replace(VALID_MODAL, type="home"),
-     ["title: a home view has none", "close: a home view has none",
-      "submit: a home view has none"]),
-    ("type page", replace(VALID_MODAL, type="page"),
-     ["type: must be 'modal' or 'home', got 'page'"]),
+    (
+        "type home",
+        replace(VALID_MODAL, type="home"),
+        [
+            "title: a home view has none",
+            "close: a home view has none",
+            "submit: a home view has none",
+        ],
+    ),
+    (
+        "type page",
+        replace(VALID_MODAL, type="page"),
+        ["type: must be 'modal' or 'home', got 'page'"],
+    ),
     ("title 25", replace(VALID_MODAL, title=plain("x" * 25)), [too_long("title.text", 25, 24)]),
     ("no title", {k: v for k, v in VALID_MODAL.items() if k != "title"}, ["title: required"]),
     ("submit 25", replace(VALID_MODAL, submit=plain("x" * 25)), [too_long("submit.text", 25, 24)]),

@@ -12,8 +12,13 @@ import logging
 from typing import Any
 
 import pytest
+from aiohttp import web
 
-from adapters.dsh.approval_relay import APPROVAL_REFUSED, APPROVAL_SETTLED_ELSEWHERE
+from adapters.dsh.approval_relay import (
+    APPROVAL_REFUSED,
+    APPROVAL_SETTLED_ELSEWHERE,
+    COMMAND_UNREAD_NOTE,
+)
 from adapters.dsh.asks import ask_key
 from adapters.dsh.uplink import host_asker
 from adapters.slack.clicks.approvals import NOT_AN_APPROVER
@@ -81,7 +86,12 @@ async def test_an_approval_allowed_once_in_slack(
         assert (allow["text"]["text"], reject["text"]["text"]) == ("Allow once", "Reject")
         assert allow["style"] == "primary" and "style" not in reject
         assert COMMAND in allow["confirm"]["text"]["text"]
-        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 0, "dshApprovals": 1}
+        assert rig.client.status() == {
+            "dsh": "connected",
+            "dshProtocol": "0.1",
+            "dshQuestions": 0,
+            "dshApprovals": 1,
+        }
 
         await rig.click(message, "Allow once")
 
@@ -179,6 +189,26 @@ async def test_an_approval_asked_while_disconnected_reads_the_command_from_histo
         assert rig.host.responses == [decided(rpc_id, sid, approval_id, "rejected")]
 
 
+async def test_an_approval_whose_command_cannot_be_read_says_so(rig: Rig) -> None:
+    """The history is refused (HTTP 200 "bad-request", as the real 0.1.1 host answered the
+    bare body): the panel says to check the command in the harness (it showed only "Tool:
+    bash", and an ``rm -rf`` was allowed unseen)."""
+
+    async def refused(request: web.Request) -> web.Response:
+        return web.Response(text="bad-request: invalid client-request message")
+
+    async with asyncio.timeout(TIMEOUT):
+        sid = new_session_id()
+        await rig.host.stop()
+        await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
+        rig.host.request_approval(sid, "bash", BASH)
+        rig.host._history = refused  # type: ignore[method-assign]
+        await rig.host.start(port=rig.host.port, after_outage=True)
+        message = await rig.message()
+        assert COMMAND_UNREAD_NOTE in shown(message.blocks)
+        assert escape(COMMAND) not in shown(message.blocks)
+
+
 async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:
     async with asyncio.timeout(TIMEOUT):
         built = await make_rig(approvers=["U0APPROVER"])
@@ -191,8 +221,7 @@ async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:
 
         await eventually(
             lambda: any(
-                NOT_AN_APPROVER in e.text
-                for e in built.slack.workspace.ephemerals_for(built.alice)
+                NOT_AN_APPROVER in e.text for e in built.slack.workspace.ephemerals_for(built.alice)
             ),
             "the private note",
         )
@@ -283,8 +312,7 @@ async def test_members_of_an_approver_group_may_decide_and_others_may_not(
         await built.click(message, "Reject")  # alice: not in the group
         await eventually(
             lambda: any(
-                NOT_AN_APPROVER in e.text
-                for e in built.slack.workspace.ephemerals_for(built.alice)
+                NOT_AN_APPROVER in e.text for e in built.slack.workspace.ephemerals_for(built.alice)
             ),
             "alice's private note",
         )

@@ -257,7 +257,8 @@ async def make_rig() -> AsyncIterator[RigFactory]:
             signing_secret=SECRET,
             process_before_response=True,
         )
-        provider = SlackQuestionProvider(app, channel=channel, store=store)
+        # The stand-in enforces no limits here: unpaced, as a client paced already would be.
+        provider = SlackQuestionProvider(app, channel=channel, store=store, paced=False)
         service = UserQuestionService()
         dispose = service.register_provider(provider)
 
@@ -344,7 +345,12 @@ async def test_a_question_answered_in_slack_reaches_the_host_in_the_exact_envelo
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         assert LABEL_A in shown(message.blocks)
-        assert rig.client.status() == {"dsh": "connected", "dshQuestions": 1, "dshApprovals": 0}
+        assert rig.client.status() == {
+            "dsh": "connected",
+            "dshProtocol": "0.1",
+            "dshQuestions": 1,
+            "dshApprovals": 0,
+        }
 
         await rig.click(message, "Docs")
 
@@ -676,6 +682,7 @@ async def test_stop_releases_the_open_questions_instead_of_ending_them(rig: Rig)
         assert record is not None and record.is_open and record.owner is None
         assert rig.client.status() == {
             "dsh": "disconnected",
+            "dshProtocol": "0.1",
             "dshQuestions": 0,
             "dshApprovals": 0,
         }

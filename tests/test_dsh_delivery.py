@@ -93,6 +93,28 @@ async def test_an_answer_is_sent_for_as_long_as_the_downlink_stays_up(rig: Rig) 
         await eventually(lambda: rig.client.in_flight == 0, "the ask to finish")
 
 
+async def test_an_answer_the_host_has_not_taken_says_so_at_once(rig: Rig) -> None:
+    """The host cannot take the answer yet: the message says so within a second or two, not
+    once ``respond_retry_for`` has passed (it showed a bare "Answered" for 120 s)."""
+    failing = {"on": True}
+
+    async def wrap(original: Handler, request: web.Request) -> web.StreamResponse:
+        if failing["on"]:
+            return web.Response(status=503, text="upstream unavailable")
+        return await original(request)  # type: ignore[no-any-return]
+
+    _patch_respond(rig.host, wrap)
+    await _rebind(rig.host)
+    async with asyncio.timeout(TIMEOUT):
+        _rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
+        message = await rig.message()
+        await rig.click(message, "Docs")
+        await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", within=2)
+        failing["on"] = False
+        assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
+        await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
+
+
 async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up(
     rig: Rig,
 ) -> None:

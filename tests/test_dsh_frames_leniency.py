@@ -5,7 +5,7 @@
   web client parses them with zod, which strips unknown keys. So a question, option or intent
   with an extra key is asked like any other, and only the keys the seam knows are kept.
 - A frame whose ``method`` is not a string is a malformed frame like any other: skipped with
-  one log line, the downlink kept (README).
+  one log line, the downlink kept (docs/dsh.md).
 - A credential in the host URL's user part (``http://TOKEN@host``) never reaches a log record.
 """
 

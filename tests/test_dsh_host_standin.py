@@ -509,15 +509,29 @@ async def test_session_history_returns_the_sessions_events(
     sid = new_session_id()
     _, approval_id, _ = host.request_approval(sid, "bash", BASH)
     url = host.base_url + "/api/session.history"
-    async with http.post(url, json={"sessionId": sid}) as response:
+
+    def request(session_id: str) -> dict[str, Any]:
+        payload = {"type": "session.history", "sessionId": session_id}
+        return {
+            "type": "client-request",
+            "rpcId": "h1",
+            "method": "session.history",
+            "payload": payload,
+        }
+
+    async with http.post(url, json=request(sid)) as response:
         assert response.status == 200
-        body = await response.json()
+        body = (await response.json())["result"]["value"]
     kinds = [item["event"]["type"] for item in body["events"]]
     assert kinds[-2:] == ["tool/call", "approval/asked"]
     assert [item["event"]["seq"] for item in body["events"]] == list(range(len(kinds)))
     assert body["events"][-1]["event"]["data"]["id"] == approval_id
-    async with http.post(url, json={"sessionId": new_session_id()}) as response:
-        assert response.status == 404
+    async with http.post(url, json=request(new_session_id())) as response:
+        assert (await response.json())["result"]["ok"] is False
+    # As the real 0.1.1-rc.2 host answers a bare body: HTTP 200 with a plain-text refusal.
+    async with http.post(url, json={"sessionId": sid}) as response:
+        assert response.status == 200
+        assert await response.text() == "bad-request: invalid client-request message"
     async with http.post(url, data="x", headers={"Content-Type": "text/plain"}) as response:
         assert response.status == 415
 

@@ -23,6 +23,7 @@ import aiohttp
 
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
+    APPROVAL_GONE_NOTE,
     GONE_NOTE,
     REOPENED_NOTE,
     RESTARTING_NOTE,
@@ -122,7 +123,9 @@ async def test_released_requests_lost_in_a_host_restart_are_closed_and_take_no_c
         await first.host.wait_for_total_connections(2)
 
         assert GONE_NOTE in await second.final(message)
-        assert GONE_NOTE in await second.final(approval)
+        # An approval is called an approval (it said "no longer has this question").
+        gone = await second.final(approval)
+        assert APPROVAL_GONE_NOTE in gone and "question" not in gone.lower()
         assert (await record_of(store, rpc_id)).state == "aborted"
         assert (await record_of(store, approval_rpc)).state == "aborted"
         # A click from a stale view of the message, open before, is not taken as an answer.

@@ -1,6 +1,6 @@
 """Declined plan feedback reads as typed, in the record's outcome line and on the sandbox page.
 
-The README: "Declined by @bob — «feedback»", the feedback "on one line, its ``*``, ``_``,
+docs/questions.md: "Declined by @bob — «feedback»", the feedback "on one line, its ``*``, ``_``,
 ``~``, backticks and ``:emoji:`` codes shown as typed". The outcome line is a ``context``
 block's mrkdwn (a context block holds only text objects and images, no ``rich_text``), so
 ``outcomes.literal`` fences each marker with zero-width spaces and breaks each emoji code

@@ -229,6 +229,8 @@ STATUSES = {
     ("POST", "/v1/questions"): {200, 201, 202, 400, 408, 409, 413, 415, 422, 429, 502, 503}
     | set(bot.api_answers.STATUS_OF_CODE.values())
     | _EVERY_ROUTE,
+    ("POST", "/v1/approvals"): {200, 201, 202, 400, 409, 413, 415, 422, 429, 502, 503}
+    | _EVERY_ROUTE,
     ("GET", "/v1/questions/{id}"): {200, 400, 404, 503} | _EVERY_ROUTE,
     ("DELETE", "/v1/questions/{id}"): {200, 404, 409, 503} | _EVERY_ROUTE,
     ("GET", "/v1/audit"): {200, 400, 503} | _EVERY_ROUTE,

@@ -1,6 +1,7 @@
 """Home tab audiences follow who can see a question and who may act on it (the click path's
 rule): a DM's or private channel's question is not on others' tabs nor answerable from them,
 and a team review's plan is listed for its reviewers."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,15 @@ def home_of(h: SlackHarness, user: str) -> str:
 async def test_dm_and_private_questions_stay_off_other_home_tabs() -> None:
     async with SlackHarness() as h:
         ws = h.slack.workspace
-        secret = ws.add_channel(
-            "security-private", members=[h.alice, ws.bot_user.id], private=True
+        secret = ws.add_channel("security-private", members=[h.alice, ws.bot_user.id], private=True)
+        dm = h.ask(
+            one("Alice: approve your salary change?", ["Approve", "Reject"]),
+            options=AskOptions(channel=h.alice),
         )
-        dm = h.ask(one("Alice: approve your salary change?", ["Approve", "Reject"]),
-                   options=AskOptions(channel=h.alice))
-        priv = h.ask(one("Rotate the leaked prod DB password?", ["Rotate", "Wait"]),
-                     options=AskOptions(channel=secret.id))
+        priv = h.ask(
+            one("Rotate the leaked prod DB password?", ["Rotate", "Wait"]),
+            options=AskOptions(channel=secret.id),
+        )
         public = h.ask(one("Ship the release?", ["Ship", "Hold"]))
         await until(lambda: len([c for c in h.slack.calls("chat.postMessage") if c.ok]) >= 3)
         await h.slack.open_home(h.bob)
@@ -39,8 +42,10 @@ async def test_dm_and_private_questions_stay_off_other_home_tabs() -> None:
         # bob replays Alice's Home button: refused, the question stays open
         payload = click(ws.home_views[h.alice]["blocks"], user=h.bob, button_text="Approve")
         await h.slack.deliver(payload)
-        await until(lambda: any(c.params.get("user") == h.bob
-                                for c in h.slack.calls("chat.postEphemeral")), what="bob refused")
+        await until(
+            lambda: any(c.params.get("user") == h.bob for c in h.slack.calls("chat.postEphemeral")),
+            what="bob refused",
+        )
         assert not dm.done()
         # Alice's own Home button answers her DM question
         payload = click(ws.home_views[h.alice]["blocks"], user=h.alice, button_text="Approve")
@@ -53,8 +58,9 @@ async def test_dm_and_private_questions_stay_off_other_home_tabs() -> None:
 
 async def test_team_review_home_lists_reviewers_not_answerers() -> None:
     async with SlackHarness() as h:
-        opts = AskOptions(review=ReviewPolicy.model_validate(
-            {"approvals": 1, "reviewers": {"users": [h.bob]}}))
+        opts = AskOptions(
+            review=ReviewPolicy.model_validate({"approvals": 1, "reviewers": {"users": [h.bob]}})
+        )
         h.provider.defaults.allowed_users = [h.alice]
         task = h.ask(plan(), options=opts)
         await h.posted()

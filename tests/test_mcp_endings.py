@@ -20,12 +20,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 from mcp import Client
-from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 
 import bot.gateway
+from bot.api_body import QuestionPost
 from bot.mcp import TOOL_NAME, BotClient, build_server
-from bot.mcp.server import Label, Link, Questions
 from tests.slack_harness import until
 from tests.test_gateway import API_TOKEN, DEPLOY, running
 
@@ -287,15 +286,13 @@ async def test_malformed_arguments_are_the_seams_error_where_the_bot_says_so() -
         assert bed.runtime.gateway.running == 0
 
 
-def ask_user_question(questions: Questions, label: Label = None, link: Link = None) -> None:
-    """The tool's signature as the SDK published it before the tool validated its own input."""
-
-
-async def test_the_advertised_input_schema_is_the_seams_typed_signature() -> None:
-    """Agents see the schema the SDK makes of the typed signature, unknown arguments
-    refused (``additionalProperties: false``), as the tool refuses them."""
-    before = Tool.from_function(ask_user_question, name=TOOL_NAME).parameters
+async def test_the_advertised_input_schema_is_the_http_apis_body() -> None:
+    """Agents see the schema of the body ``POST /v1/questions`` takes (``QuestionPost``,
+    one model for both), every option described, unknown arguments refused."""
     async with session("http://127.0.0.1:9") as client:
-        (tool,) = (await client.list_tools()).tools
-    assert tool.input_schema == {**before, "additionalProperties": False}
-    assert before["title"] == "ask_user_questionArguments"
+        (tool, _) = (await client.list_tools()).tools
+    posted = QuestionPost.model_json_schema(by_alias=True)
+    assert tool.input_schema["properties"] == posted["properties"]
+    assert tool.input_schema["additionalProperties"] is False
+    assert tool.input_schema["title"] == "ask_user_questionArguments"
+    assert all(p.get("description") for p in posted["properties"].values())

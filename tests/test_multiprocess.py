@@ -237,6 +237,7 @@ class Pair:
     async def past_the_sweep_of(self, bot: Bot, *, dead: Bot) -> None:
         """Wait until ``dead``'s heartbeat has lapsed and ``bot`` has swept for orphans since
         (it sweeps right after each beat: two beats after the lapse, one sweep is over)."""
+
         async def lapsed() -> bool:
             return not await self.redis.exists(f"{self.prefix}:alive:{dead.process_id}")
 

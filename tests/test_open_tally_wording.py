@@ -302,24 +302,24 @@ async def test_the_first_vote_on_a_cold_cache_also_says_the_group_does_not_exist
         assert "Slack has no such user group" in all_text(h.current(message).blocks)
 
 
-def readme_team_review() -> dict[str, Any]:
-    """The README's team-review example, as written."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    section = text[text.index("### Team plan reviews") :]
+def documented_team_review() -> dict[str, Any]:
+    """The team-review example of docs/team-reviews.md, as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "team-reviews.md").read_text("utf-8")
+    section = text[text.index("# Team plan reviews") :]
     example = section[section.index("```json") + len("```json") : section.index("\n```\n")]
     wire: dict[str, Any] = json.loads(example)
     return wire
 
 
-async def test_the_readme_team_review_example_finishes_in_the_sandbox_as_written() -> None:
+async def test_the_documented_team_review_example_finishes_in_the_sandbox_as_written() -> None:
     from adapters.slack.sandbox.site import SandboxServer
 
-    wire = readme_team_review()
+    wire = documented_team_review()
     review = ReviewPolicy.model_validate(wire.pop("review"))
     sandbox = SandboxServer(signing_secret="unused").standin.workspace
     people = {u.id: u.name for u in sandbox.users.values()}
     for group in review.usergroups:  # every group it names is the sandbox's
-        assert group in sandbox.usergroups, f"the README's example names {group}"
+        assert group in sandbox.usergroups, f"the documented example names {group}"
         members = {people[u] for u in sandbox.usergroups[group].users}
         assert members == {"alice", "bob"}
     async with SlackHarness() as h:

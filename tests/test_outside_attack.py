@@ -774,13 +774,13 @@ def _most_options_that_fit(label: Callable[[int], str]) -> int:
     return low
 
 
-def test_the_readmes_option_counts_are_what_fits_in_one_message() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+def test_the_documented_option_counts_are_what_fits_in_one_message() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "questions.md").read_text("utf-8")
     twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")
     numbered = _most_options_that_fit(str)
-    assert f"about {round(twenty, -1):,} options of 20 characters" in readme, twenty
-    assert f"about {round(numbered, -2):,} numbered 0–{numbered - 1}" in readme, numbered
-    assert "up to 10,000" not in readme  # the old claim: no 20-character menu fits it
+    assert f"about {round(twenty, -1):,} options of 20 characters" in page, twenty
+    assert f"about {round(numbered, -2):,} numbered 0–{numbered - 1}" in page, numbered
+    assert "up to 10,000" not in page  # the old claim: no 20-character menu fits it
 
 
 # -- 9: Slack stores a message after the client gave up ---------------------------------------

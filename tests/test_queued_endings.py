@@ -1,6 +1,6 @@
 """A question that ends while its post still waits for Slack's rate limits.
 
-README (*Slack's rate limits*): a question aborted or ended while its post waits in the
+docs/operations/rate-limits.md: a question aborted or ended while its post waits in the
 queue is never posted. Its deadline counts from its creation, queued or not: it fails
 ``ASK_TIMEOUT`` at its deadline, its waiters (the POST, a long-poll, an in-process
 ``ask()``) learn it then, and the post is taken off the queue. A ``DELETE`` of a queued

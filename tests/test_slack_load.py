@@ -88,6 +88,7 @@ async def test_many_clicks_on_a_few_messages_stay_within_tier_3_and_end_final() 
                 for m in messages
             ]
             await asyncio.gather(*ticks)
+
         def shown(message: Any) -> dict[Any, Any]:
             blocks = [
                 b["block_id"]

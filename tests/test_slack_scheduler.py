@@ -15,6 +15,7 @@ from adapters.slack.clicks.bolt_app import close_web_client, web_client
 from adapters.slack.pacing.budget import RedisBudget
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 
@@ -201,6 +202,44 @@ async def test_unpaced_methods_go_at_once(slack: SlackStandIn) -> None:
     finally:
         await close_web_client(client)
     assert all(a["ok"] for a in answers) and client.scheduler.depths() == {}
+
+
+async def test_socket_modes_connections_open_is_never_held_by_its_tier() -> None:
+    """Tier 1 (one a minute) would hold a reconnect a minute: it goes at once instead, and
+    Slack's own 429 is waited out for its Retry-After, then sent again."""
+    scheduler = WebApiScheduler(SlackLimits(time_scale=50.0))
+    refusals = [_Refusal(retry_after="5")]
+    sent: list[float] = []
+    loop = asyncio.get_running_loop()
+
+    async def send() -> str:
+        sent.append(loop.time())
+        if refusals:
+            raise SlackApiError("ratelimited", refusals.pop())
+        return "wss://…"
+
+    try:
+        began = loop.time()
+        assert await scheduler.call("apps.connections.open", send) == "wss://…"
+        assert sent[1] - sent[0] >= 5 / 50.0 * 0.95  # Retry-After, Slack seconds at 50x
+        for _ in range(5):  # five reconnects in a (scaled) minute, none waits its turn
+            await scheduler.call("apps.connections.open", send)
+        assert loop.time() - began < 60 / 50.0
+    finally:
+        await scheduler.close()
+    assert len(sent) == 7 and scheduler.ratelimited == 1
+
+
+class _Refusal:
+    """Just enough of a 429 answer for ``retry_after_of``."""
+
+    def __init__(self, retry_after: str) -> None:
+        self.status_code = 429
+        self.headers = {"Retry-After": retry_after}
+        self.data = {"ok": False, "error": "ratelimited"}
+
+    def __getitem__(self, key: str) -> object:
+        return self.data[key]
 
 
 async def test_two_processes_sharing_redis_stay_within_one_apps_budget(

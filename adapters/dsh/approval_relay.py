@@ -28,7 +28,7 @@ from adapters.dsh.asks import (
     serve_or_decline,
     session_label,
 )
-from adapters.dsh.events import ToolCall, pair_from_history
+from adapters.dsh.events import ToolCall
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal
@@ -39,6 +39,7 @@ __all__ = [
     "APPROVAL_NOT_REOPENED",
     "APPROVAL_REFUSED",
     "APPROVAL_SETTLED_ELSEWHERE",
+    "COMMAND_UNREAD_NOTE",
     "ApprovalDesk",
     "ApprovalRunner",
     "resolved_note",
@@ -51,6 +52,9 @@ APPROVAL_REFUSED: Final = "The harness refused that decision (bad-response). Ple
 APPROVAL_NOT_REOPENED: Final = (
     "The harness refused that decision (bad-response). This message could not be reopened; "
     "decide in the harness instead."
+)
+COMMAND_UNREAD_NOTE: Final = (
+    "The bot could not read what this tool will run: check it in the harness before allowing it."
 )
 _MAX_REOPENS: Final = 5
 
@@ -103,8 +107,7 @@ class ApprovalRunner:
         if ask.call_known:
             return ask.call
         # A replay after a reconnect: the tool/call event is not sent again.
-        events = await self._uplink.history(payload.session_id)
-        return pair_from_history(events, payload.approval_id)
+        return await self._uplink.call_of(payload)
 
     async def _version(self, ask: HostAsk) -> int | None:
         status = await self._desk.status(ask.request_id)
@@ -152,6 +155,8 @@ class ApprovalRunner:
             path=call.path if call else None,
         )
         note = REOPENED_NOTE if await needs_reopening(self._desk, ask) else None
+        if call is None:
+            note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
         label = session_label(ask.session_id)
         refused = False
         for _ in range(_MAX_REOPENS):

@@ -45,6 +45,7 @@ from bot.questions.service import UserQuestionService
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
+    "APPROVAL_GONE_NOTE",
     "CANCELLED_IN_HARNESS",
     "DECLINED_NOTE",
     "DELIVERED_NOTE",
@@ -57,6 +58,7 @@ __all__ = [
     "RESTARTING_NOTE",
     "RETRYING_NOTE",
     "SETTLED_ELSEWHERE",
+    "UNCONFIRMED_NOTE",
     "HostAsk",
     "NoticeBoard",
     "QuestionNotes",
@@ -80,6 +82,7 @@ GONE_NOTE: Final = (
     "The harness no longer has this question: it ended (or the harness restarted) while the "
     "bot was disconnected."
 )
+APPROVAL_GONE_NOTE: Final = GONE_NOTE.replace("question", "approval")
 NOT_DELIVERED_NOTE: Final = (
     "The harness could not be reached to take this response; it is sent again if the harness "
     "asks again."
@@ -89,11 +92,15 @@ RETRYING_NOTE: Final = (
     "it is connected to the harness."
 )
 DELIVERED_NOTE: Final = "The harness took this response once it could be reached again."
+UNCONFIRMED_NOTE: Final = (
+    "Sent to the harness; its session log does not show this response yet, so it is not "
+    "counted as delivered."
+)
 DECLINED_NOTE: Final = (
     "The bot could not handle this request and declined it in the harness; answer in the "
     "harness if it asks again."
 )
-_UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE})
+_UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE, UNCONFIRMED_NOTE})
 REFUSED: Final = (
     "The harness refused that answer: it does not match the question the harness is waiting "
     "for (bad-response)."
@@ -287,8 +294,8 @@ async def send(
     the response, a later send (or one again after a replay) replaces that note.
     """
 
-    async def overdue() -> None:
-        await notes.add_note(ask.request_id, RETRYING_NOTE)
+    async def overdue(note: str) -> None:
+        await notes.add_note(ask.request_id, note or RETRYING_NOTE)
 
     ask.sent = True
     delivery = await uplink.respond(

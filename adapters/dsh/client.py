@@ -1,21 +1,23 @@
-"""``DshHostClient``: the bot as a connected client of a running dsh web host (§6.1, §7).
+"""``DshHostClient``: the bot as a connected client of a running dsh web host.
 
-One loop holds the downlink (``GET /api/events.mux`` as a WebSocket) open, reconnecting with
-backoff. Each ``question/requested`` frame becomes one ask through the ``UserQuestionService``
-(so the Slack provider asks it), keyed by the frame's rpcId: a frame replayed after a
-reconnect attaches to the ask already open instead of posting twice::
+It speaks dsh 0.2 (every release on PyPI: ``/connect`` login, the ``remote.mux`` socket, see
+``link``) and 0.1.1-rc.2 (``GET /api/events.mux``), finding out which at each connection
+unless ``protocol`` says. One loop holds the socket open, reconnecting with capped backoff.
+Each question or approval becomes one ask through the ``UserQuestionService`` (so the Slack
+provider asks it), keyed by the request's id (0.2 eventId, 0.1 rpcId): a request replayed
+after a reconnect attaches to the ask already open instead of posting twice::
 
     client = DshHostClient("http://127.0.0.1:13080", service, provider=provider)
     await client.start()      # returns at once; the host may be down
     ...
     await client.stop()
 
-On every new downlink the host sends one ``session/subscribed`` per attached session, then
-replays every pending request with its original rpcId, then live traffic. No push ends that
+On every new socket the host replays every pending request with its original id, then
+live traffic. No push ends that
 replay: it ends ``replay_window`` seconds after the last replayed request, and only then is an
 ask the host did not replay closed as gone (the host restarted or settled it meanwhile).
-A ``question/resolved`` frame (answered in another client, cancelled, the turn aborted)
-aborts the matching ask, so its message loses its buttons at once.
+A ``question/resolved`` (0.1) or ``cancel`` (0.2) frame (answered in another client,
+cancelled, the turn aborted) aborts the matching ask, so its message loses its buttons.
 
 Limits on what a host sends: a downlink message over ``max_frame_bytes`` is skipped with a
 log line (the connection stays; aiohttp drops one over four times that), a malformed or
@@ -32,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -41,8 +43,20 @@ from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.asks import HostAsk, QuestionRunner
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
+from adapters.dsh.link import LoginRefused, MuxLink
+from adapters.dsh.mux import (
+    EVENTS_STREAM,
+    LOG_PREFIX,
+    Cancel,
+    Ready,
+    Waterfall,
+    events_value,
+    parse_mux,
+    split_host_url,
+)
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
 from adapters.dsh.protocol import (
+    EVENTS_MUX_PATH,
     OtherPayload,
     QuestionRequested,
     QuestionResolved,
@@ -53,13 +67,20 @@ from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
-__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
+__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient", "Protocol"]
+
+Protocol = Literal["auto", "0.2", "0.1"]
+"""Which dsh protocol to speak: found out at each connection (``auto``), or forced."""
+_CANCEL_WAIT = 1.0
+"""Seconds a ``cancel`` waits for its outcome in the session log (it may come just after)."""
 
 
 class DshHostClient:
     """Answers a running dsh web host's questions and approvals (and so in Slack).
 
-    - ``base_url``: the host, ``http(s)://host:port``; ``token``: sent as a Bearer token.
+    - ``base_url``: the host, ``http(s)://host:port`` (or the URL the host prints, with its
+      ``?token=``); ``token``: the 0.2 launch token (0.1.1: sent as a Bearer token).
+    - ``protocol``: ``auto`` (0.2 if the host answers ``/connect``, else 0.1.1), ``0.2``, ``0.1``.
     - ``provider``: the Slack provider (for notes on messages that already ended).
     - ``backoff_initial`` / ``backoff_max``: seconds between reconnects and POST retries.
     - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable;
@@ -83,8 +104,9 @@ class DshHostClient:
         *,
         provider: ApprovalDesk,
         token: str | None = None,
-        backoff_initial: float = 0.5,
-        backoff_max: float = 30.0,
+        protocol: Protocol = "auto",
+        backoff_initial: float = 0.25,
+        backoff_max: float = 1.5,
         respond_retry_for: float = 120.0,
         replay_window: float = 2.0,
         heartbeat: float | None = 30.0,
@@ -100,9 +122,13 @@ class DshHostClient:
             raise ValueError("backoff needs 0 < backoff_initial <= backoff_max")
         if max_frame_bytes < 1024 or max_open_per_session < 1:
             raise ValueError("max_frame_bytes must be >= 1024 and max_open_per_session >= 1")
-        self._base = base_url.rstrip("/")
+        self._base, url_token = split_host_url(base_url)
+        token = token or url_token
         self._shown_url = redact_url(self._base)
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._protocol = protocol
+        self.dialect: Literal["0.2", "0.1"] | None = None if protocol == "auto" else protocol
+        """The protocol the host speaks (``None`` until the first connection finds out)."""
         self._stop_grace = stop_grace
         self._logger = logger or logging.getLogger("adapters.dsh")
         self._session: aiohttp.ClientSession | None = None
@@ -117,18 +143,25 @@ class DshHostClient:
             logger=self._logger,
             asker=host_asker(self._base),
         )
-        self._downlink = Downlink(
+        self._link = MuxLink(
             self._base,
             self._http,
-            self._headers,
+            token,
+            stopping=lambda: self._stopping,
+            logger=self._logger,
+            backoff_max=backoff_max,
+        )
+        self._downlink = Downlink(
+            self._http,
+            self._login,
             shown_url=self._shown_url,
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
-            on_open=self._requests.opened,
+            on_open=self._opened,
             on_text=self._on_message,
-            on_close=self._requests.closed,
+            on_close=self._closed,
             logger=self._logger,
         )
         self._uplink = HostUplink(
@@ -141,6 +174,7 @@ class DshHostClient:
             stopping=lambda: self._stopping,
             logger=self._logger,
             connected=lambda: self._downlink.state == "connected",
+            link=lambda: self._link if self.dialect == "0.2" else None,
         )
         self._questions = QuestionRunner(
             service,
@@ -180,11 +214,10 @@ class DshHostClient:
     def status(self) -> dict[str, Any]:
         """For ``/healthz``: the downlink's state and the host's open questions and approvals."""
         questions, approvals = self._requests.counts()
-        return {
-            "dsh": self._downlink.state,
-            "dshQuestions": questions,
-            "dshApprovals": approvals,
-        }
+        status: dict[str, Any] = {"dsh": self._downlink.state, "dshProtocol": self.dialect}
+        if self._downlink.problem is not None:
+            status["dshProblem"] = self._downlink.problem
+        return status | {"dshQuestions": questions, "dshApprovals": approvals}
 
     async def start(self) -> None:
         """Start the connection loop and return at once (the host may still be down)."""
@@ -226,8 +259,32 @@ class DshHostClient:
         assert self._session is not None, "start() first"
         return self._session
 
+    async def _login(self) -> tuple[str, dict[str, str]]:
+        """The socket's URL and headers: logged in to a 0.2 host, else the 0.1.1 downlink."""
+        if self._protocol != "0.1":
+            headers = await self._link.login()
+            if headers is not None:
+                self.dialect = "0.2"
+                return self._link.url, headers
+            if self._protocol == "0.2":
+                raise LoginRefused("the host has no /connect: not a dsh 0.2 host (DSH_PROTOCOL)")
+        self.dialect = "0.1"
+        return self._base + EVENTS_MUX_PATH, self._headers
+
+    async def _opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._requests.opened()
+        if self.dialect == "0.2":
+            await self._link.opened(ws)
+
+    def _closed(self) -> None:
+        self._requests.closed()
+        self._link.closed()
+
     def _on_message(self, text: str) -> None:
         """Handle one downlink message; nothing in it may end the connection."""
+        if self.dialect == "0.2":
+            self._on_mux(text)
+            return
         try:
             frame = parse_frame(text)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
@@ -264,6 +321,55 @@ class DshHostClient:
             self._logger.exception(
                 "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
             )
+
+    def _on_mux(self, text: str) -> None:
+        """Handle one 0.2 mux message: ``$events`` items and the followed session logs."""
+        try:
+            frame = parse_mux(text)
+            if frame.stream_id.startswith(LOG_PREFIX):
+                if frame.kind == "item":
+                    self._link.log_item(frame.stream_id, frame.value)
+                return
+            if frame.stream_id != EVENTS_STREAM or frame.kind != "item":
+                self._logger.warning(
+                    "dsh host: a stream ended",
+                    extra={"stream": frame.stream_id[:100], "kind": frame.kind},
+                )
+                return
+            value = events_value(frame.value)
+        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
+            self._logger.warning(
+                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
+            )
+            return
+        try:
+            if isinstance(value, Ready):
+                self._link.ready(value.client_id)
+            elif isinstance(value, Waterfall):
+                call = self._link.asked(value)
+                questions = list(value.question.questions) if value.question else []
+                ask = HostAsk(
+                    value.event_id,
+                    value.session_id,
+                    questions,
+                    approval=value.approval,
+                    call=call,
+                    call_known=call is not None,
+                )
+                self._requests.requested(ask)
+            elif isinstance(value, Cancel):
+                task = asyncio.get_running_loop().create_task(self._cancelled(value.event_id))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        except Exception:  # a bug here must not drop the downlink
+            self._logger.exception("dsh host: could not handle a frame")
+
+    async def _cancelled(self, event_id: str) -> None:
+        """The host withdrew a request: end its ask with the outcome its log shows."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _CANCEL_WAIT
+        while (outcome := self._link.outcome(event_id)) is None and loop.time() < until:
+            await self._link.log.changed(until - loop.time())
+        self._requests.resolved(event_id, outcome or "cancelled")
 
     def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
         runner = self._questions if ask.approval is None else self._approvals

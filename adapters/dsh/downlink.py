@@ -1,8 +1,10 @@
-"""The downlink: ``GET /api/events.mux`` held open as a WebSocket, reconnecting with backoff.
+"""The downlink: the host's WebSocket held open, reconnecting with capped backoff (tenacity).
 
-``Downlink.run`` connects, hands each text message to ``on_text`` and reconnects with
-jittered exponential backoff when the connection ends (or an attempt gets no answer to its
-upgrade within ``HANDSHAKE_TIMEOUT``), logging each change of state once.
+``Downlink.run`` logs in and connects (``login`` gives the URL and headers: the 0.2 mux or the
+0.1.1 ``events.mux``), hands each text message to ``on_text`` and reconnects with jittered
+exponential backoff capped at ``backoff_max`` when the connection ends (or an attempt gets no
+answer to its upgrade within ``HANDSHAKE_TIMEOUT``). Each change of state is logged, and while
+the host stays out of reach the reason is logged again every ``REPEAT_WARNING`` seconds.
 A message over ``max_frame`` bytes is skipped with a warning naming its method and rpcId
 (read from its first characters), and the connection is kept; aiohttp itself drops a
 connection whose message passes four times that.
@@ -14,15 +16,15 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 
 import aiohttp
+from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
-from adapters.dsh.protocol import EVENTS_MUX_PATH
 from adapters.dsh.uplink import HTTP_FAILURES, describe
 
-__all__ = ["HANDSHAKE_TIMEOUT", "ConnectionState", "Downlink"]
+__all__ = ["HANDSHAKE_TIMEOUT", "REPEAT_WARNING", "ConnectionState", "Downlink"]
 
 ConnectionState = Literal["connecting", "connected", "disconnected"]
 """What ``status()`` reports about the downlink."""
@@ -31,8 +33,15 @@ HANDSHAKE_TIMEOUT = 15.0
 """Seconds a connection attempt may take, up to the host's answer to the WebSocket upgrade;
 then it counts as failed (backoff, retry). Read at each attempt (tests set it small)."""
 
-_RPC_ID: Final = re.compile(r'"rpcId"\s*:\s*"([^"\\]{1,100})"')
-_METHOD: Final = re.compile(r'"method"\s*:\s*"([^"\\]{1,100})"')
+REPEAT_WARNING = 60.0
+"""Seconds between warnings while the host stays out of reach (tests set it small)."""
+
+_RPC_ID: Final = re.compile(r'"(?:rpcId|eventId)"\s*:\s*"([^"\\]{1,100})"')
+_METHOD: Final = re.compile(r'"(?:method|event)"\s*:\s*"([^"\\]{1,100})"')
+
+
+class _Failed(Exception):
+    """A connection attempt failed; the message says why."""
 
 
 class _HandshakeTimedOut(Exception):
@@ -44,23 +53,21 @@ class Downlink:
 
     def __init__(
         self,
-        base_url: str,
         session: Callable[[], aiohttp.ClientSession],
-        headers: Mapping[str, str],
+        login: Callable[[], Awaitable[tuple[str, dict[str, str]]]],
         *,
         shown_url: str,
         backoff_initial: float,
         backoff_max: float,
         heartbeat: float | None,
         max_frame: int,
-        on_open: Callable[[], None],
+        on_open: Callable[[aiohttp.ClientWebSocketResponse], Awaitable[None]],
         on_text: Callable[[str], None],
         on_close: Callable[[], None],
         logger: logging.Logger,
     ) -> None:
-        self._url = base_url + EVENTS_MUX_PATH
         self._session = session
-        self._headers = dict(headers)
+        self._login = login
         self._shown_url = shown_url
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
@@ -71,40 +78,72 @@ class Downlink:
         self._on_close = on_close
         self._logger = logger
         self.state: ConnectionState = "connecting"
+        self.problem: str | None = None
+        """Why the host is out of reach, while it is (for ``/healthz``)."""
         self._ever_connected = False
+        self._warned_at = 0.0
 
     async def run(self) -> None:
-        """Connect, read, reconnect: until cancelled."""
-        delay = self._backoff_initial
+        """Connect, read, reconnect: until cancelled (backoff capped at ``backoff_max``)."""
         while True:
+            retrying = AsyncRetrying(
+                wait=wait_exponential_jitter(
+                    multiplier=self._backoff_initial,
+                    max=self._backoff_max,
+                    jitter=self._backoff_initial,
+                ),
+                retry=retry_if_exception_type(_Failed),
+                before_sleep=lambda state: self._lost(
+                    str(state.outcome and state.outcome.exception())
+                ),
+                reraise=True,
+            )
             try:
-                ws = await self._open()
+                async for attempt in retrying:
+                    with attempt:
+                        ws = await self._attempt()
+            except _Failed as exc:  # not retried: never happens with stop=never
+                self._lost(str(exc))
+                continue
+            reason = "the host closed the downlink"
+            try:
                 async with ws:
                     self._connected()
-                    delay = self._backoff_initial
                     await self._read(ws)
-                reason = "the host closed the downlink"
                 if ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG:
                     reason = f"a downlink message was over {4 * self._max_frame} bytes"
-            except _HandshakeTimedOut:
-                reason = (
-                    f"the host did not answer the downlink's upgrade within {HANDSHAKE_TIMEOUT:g} s"
-                )
-            except aiohttp.WSServerHandshakeError as exc:
-                reason = f"the host refused the downlink: HTTP {exc.status}"
-                if exc.status in (401, 403):
-                    reason += " (check DSH_HOST_TOKEN)"
             except HTTP_FAILURES as exc:
                 reason = describe(exc)
             except Exception as exc:  # a bug in frame handling must not end the loop
                 self._logger.exception("dsh host: downlink failed")
                 reason = describe(exc)
             self._lost(reason)
-            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-            delay = min(delay * 2, self._backoff_max)
+            await asyncio.sleep(self._backoff_initial * random.uniform(0.5, 1.0))
+
+    async def _attempt(self) -> aiohttp.ClientWebSocketResponse:
+        """One connection attempt; ``_Failed`` says why it failed."""
+        try:
+            return await self._open()
+        except _HandshakeTimedOut:
+            reason = (
+                f"the host did not answer the downlink's upgrade within {HANDSHAKE_TIMEOUT:g} s"
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            reason = f"the host refused the downlink: HTTP {exc.status}"
+            if exc.status in (401, 403):
+                reason += " (check DSH_HOST_TOKEN)"
+            elif exc.status in (404, 405):
+                reason += " (is DSH_HOST_URL a dsh web host? check DSH_PROTOCOL)"
+        except HTTP_FAILURES as exc:
+            reason = describe(exc)
+        except Exception as exc:  # a login refused, or a bug: retried all the same
+            if not getattr(exc, "expected", False):
+                self._logger.exception("dsh host: connection attempt failed")
+            reason = str(exc) or describe(exc)
+        raise _Failed(reason)
 
     async def _open(self) -> aiohttp.ClientWebSocketResponse:
-        """Open the downlink, its handshake bounded by ``HANDSHAKE_TIMEOUT``.
+        """Log in and open the downlink, bounded by ``HANDSHAKE_TIMEOUT``.
 
         The session has no total timeout (it would cut the long-lived downlink), so without
         this bound a host that takes the TCP connection and never answers the upgrade (hung,
@@ -113,9 +152,10 @@ class Downlink:
         bound = asyncio.timeout(HANDSHAKE_TIMEOUT)
         try:
             async with bound:
+                url, headers = await self._login()
                 return await self._session().ws_connect(
-                    self._url,
-                    headers=self._headers,
+                    url,
+                    headers=headers,
                     heartbeat=self._heartbeat,
                     timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
                     max_msg_size=4 * self._max_frame,
@@ -135,24 +175,24 @@ class Downlink:
         )
 
     def _lost(self, reason: str) -> None:
-        if self.state == "connected":
-            self.state = "disconnected"
-            self._logger.warning(
-                "dsh host: disconnected; reconnecting with backoff",
-                extra={"url": self._shown_url, "reason": reason},
-            )
-        elif self.state == "connecting":
-            self.state = "disconnected"
-            self._logger.warning(
-                "dsh host: cannot connect; retrying with backoff",
-                extra={"url": self._shown_url, "reason": reason},
-            )
+        now = asyncio.get_running_loop().time()
+        self.problem = reason
+        if self.state != "disconnected" or now - self._warned_at >= REPEAT_WARNING:
+            message = {
+                "connected": "dsh host: disconnected; reconnecting with backoff",
+                "connecting": "dsh host: cannot connect; retrying with backoff",
+                "disconnected": "dsh host: still cannot connect; retrying with backoff",
+            }[self.state]
+            self._warned_at = now
+            self._logger.warning(message, extra={"url": self._shown_url, "reason": reason})
         else:
             self._logger.debug("dsh host: still not connected", extra={"reason": reason})
+        self.state = "disconnected"
 
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self._on_open()
+        self.problem = None
         try:
+            await self._on_open(ws)
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.TEXT:
                     if not self._too_big(message.data):

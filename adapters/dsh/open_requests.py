@@ -29,6 +29,7 @@ from adapters.dsh.approval_relay import resolved_note
 from adapters.dsh.approvals import ApprovalResolved
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
+    APPROVAL_GONE_NOTE,
     CANCELLED_IN_HARNESS,
     GONE_NOTE,
     RESTARTING_NOTE,
@@ -172,7 +173,7 @@ class OpenRequests:
                     extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
                 )
                 self._remember_gone(ask.rpc_id)
-                ask.controller.abort(GONE_NOTE)
+                ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)
         if self._records is not None and self._asker is not None:
             sweep = asyncio.get_running_loop().create_task(
                 self._close_released(self._records, self._asker, replay),
@@ -207,7 +208,8 @@ class OpenRequests:
             )
             self._closing.add(rpc_id)
             try:
-                await records.abort(record.id, GONE_NOTE)
+                gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE
+                await records.abort(record.id, gone)
             except Exception as exc:  # the store is down: the next replay tries again
                 self._logger.warning(
                     "dsh host: could not close a released request",

@@ -1,19 +1,34 @@
-"""The HTTP side of the dsh host: ``POST /api/respond`` with retries, ``session.history``."""
+"""The HTTP side of the dsh host: answers with retries, and what an approval's tool will run.
+
+0.1.1: ``POST /api/respond`` (receipts) and ``session.history``; 0.2: through ``MuxLink``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import ValidationError
 
-from adapters.dsh.events import SESSION_HISTORY_PATH, SessionEvent, history_events
+from adapters.dsh.approvals import ApprovalRequested
+from adapters.dsh.events import (
+    SESSION_HISTORY_PATH,
+    SessionEvent,
+    ToolCall,
+    history_events,
+    pair_from_history,
+)
 from adapters.dsh.protocol import RESPOND_PATH, Receipt
+from adapters.dsh.wire import load_json
+
+if TYPE_CHECKING:
+    from adapters.dsh.link import MuxLink
 
 __all__ = ["HTTP_FAILURES", "Delivery", "HostUplink", "describe", "host_asker"]
 
@@ -99,6 +114,7 @@ class HostUplink:
         stopping: Callable[[], bool],
         logger: logging.Logger,
         connected: Callable[[], bool] = lambda: False,
+        link: Callable[[], MuxLink | None] = lambda: None,
     ) -> None:
         self._base = base_url
         self.asker = host_asker(base_url)
@@ -110,6 +126,7 @@ class HostUplink:
         self._retry_for = retry_for
         self._stopping = stopping
         self._connected = connected
+        self._link = link
         self._logger = logger
 
     async def respond(
@@ -118,16 +135,20 @@ class HostUplink:
         body: Mapping[str, Any],
         *,
         settled: Callable[[], bool] | None = None,
-        overdue: Callable[[], Awaitable[object]] | None = None,
+        overdue: Callable[[str], Awaitable[object]] | None = None,
     ) -> Delivery:
-        """POST ``body``; retry while the host cannot take it.
+        """Send ``body`` (a 0.1 ``ClientResponse``; a 0.2 link sends its outcome); retry
+        while the host cannot take it.
 
         Retries for ``retry_for`` seconds; after that, for as long as the downlink stays
         connected (the host is there, only its ``/api/respond`` fails: a proxy answering
         503) with capped backoff and no deadline, until the host takes it, ``settled()``
         says the host settled the request, or the client stops. ``overdue`` is awaited
-        once, when ``retry_for`` has passed and retrying goes on.
+        once, at the first failed attempt (the message then says the answer is not in).
         """
+        link = self._link()
+        if link is not None:
+            return await link.respond(rpc_id, dict(body), settled=settled, overdue=overdue)
         url = self._base + RESPOND_PATH
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._retry_for
@@ -173,14 +194,14 @@ class HostUplink:
                         "dsh host: still cannot send a response; retrying while connected",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
                     )
-                    if overdue is not None:
-                        await overdue()
                 elif not warned:
                     warned = True
                     self._logger.warning(
                         "dsh host: could not send a response; retrying",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
                     )
+                    if overdue is not None:
+                        await overdue("")
             await self._pause(delay, settled)
             delay = min(delay * 2, self._backoff_max)
 
@@ -194,12 +215,30 @@ class HostUplink:
                 return
             await asyncio.sleep(min(left, _PAUSE_SLICE))
 
+    async def call_of(self, approval: ApprovalRequested) -> ToolCall | None:
+        """What an approval's tool will run, from its session's log (0.2) or history (0.1)."""
+        link = self._link()
+        if link is not None:
+            return await link.call_of(approval.session_id, approval.call_id)
+        events = await self.history(approval.session_id)
+        return pair_from_history(events, approval.approval_id)
+
     async def history(self, session_id: str) -> list[SessionEvent]:
-        """The session's events from ``POST /api/session.history`` (none if it fails)."""
+        """The session's events from ``POST /api/session.history`` (none if it fails).
+
+        The body is a ``client-request`` envelope: the host answers a bare ``{sessionId}``
+        with HTTP 200 ``bad-request: invalid client-request message``.
+        """
+        body = {
+            "type": "client-request",
+            "rpcId": str(uuid.uuid4()),
+            "method": "session.history",
+            "payload": {"type": "session.history", "sessionId": session_id},
+        }
         try:
             async with self._session().post(
                 self._base + SESSION_HISTORY_PATH,
-                json={"sessionId": session_id},
+                json=body,
                 headers=self._headers,
                 timeout=_POST_TIMEOUT,
             ) as response:
@@ -207,11 +246,19 @@ class HostUplink:
                     raise _Refused(f"HTTP {response.status}")
                 if (response.content_length or 0) > _MAX_HISTORY_BYTES:
                     raise _Refused(f"{response.content_length} bytes is too long")
-                body = await response.json(content_type=None)
+                text = await response.text()
+            if text.lstrip().startswith("bad-request"):
+                raise _Refused(text[:200])
+            reply: Any = load_json(text, "session history")
+            if isinstance(reply, dict) and isinstance(reply.get("result"), dict):
+                result = reply["result"]
+                if result.get("ok") is not True:
+                    raise _Refused(f"refused: {str(result.get('error'))[:200]}")
+                reply = result.get("value")
         except (_Refused, ValueError, RecursionError, *HTTP_FAILURES) as exc:
             self._logger.warning(
                 "dsh host: could not read the session history",
                 extra={"session": session_id, "error": describe(exc)},
             )
             return []
-        return history_events(session_id, body)
+        return history_events(session_id, reply)

@@ -1,4 +1,31 @@
 """``SlackQuestionProvider``: asks in Slack, resolves the pending ``ask()`` when a person answers.
+
+Constructing it registers its listeners on ``app``; every Web API call goes through
+``app.client``. Options:
+
+- ``channel``: default destination (channel id ``C…``/``G…``, DM id ``D…``, or a user id
+  ``U…``/``W…`` for a direct message); ``thread_ts``: default thread.
+- ``allowed_users`` / ``allowed_usergroups``: who may answer (default: anyone who can
+  see the message); group membership is checked at click time, cached ``usergroup_ttl``.
+- ``mention``: prepended to each question (for example ``<!here>``), from configuration.
+- ``destination``: a hook choosing a destination per request.
+- ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
+  ``reminders``: seconds before that deadline to remind who may answer (a thread
+  reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
+  mention a user or group id because nobody answered. Each is settable per request.
+- ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
+  (default: the system's; tests go faster).
+- ``store``: where pending records live (default: in this process).
+- ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
+- ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
+  and a 429 is waited out, never failing a question: ``app.client`` if it is a
+  ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
+  published ones). ``False`` only for a client paced already.
+- ``lookups``: seconds after a post that timed out (or lost its connection) at which its
+  message is looked for, should Slack have stored it all the same (reconcile.py).
+
+Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
+an idempotency key, a label and a note.
 """
 
 from __future__ import annotations
@@ -34,7 +61,9 @@ from adapters.slack.home.tab import Conversations, HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import ApprovalView
-from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.paced import PacedWebClient, paced_copy
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
@@ -68,7 +97,8 @@ def ensure_retry_handlers(client: AsyncWebClient) -> None:
 
 
 class SlackQuestionProvider:
-    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp``."""
+    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp`` (options: see
+    the module docstring)."""
 
     def __init__(
         self,
@@ -88,6 +118,8 @@ class SlackQuestionProvider:
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
         retry: bool = True,
+        paced: bool = True,
+        limits: SlackLimits | None = None,
         lookups: Sequence[float] = LOOKUPS,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -98,6 +130,10 @@ class SlackQuestionProvider:
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
         self._client: AsyncWebClient = app.client
+        self._own_client: PacedWebClient | None = None
+        if paced and not isinstance(app.client, PacedWebClient):
+            scheduler = WebApiScheduler(limits or SlackLimits(), logger=logger)
+            self._client = self._own_client = paced_copy(app.client, scheduler)
         self._store: PendingStore = store or MemoryPendingStore()
         log = logger or logging.getLogger("adapters.slack")
         if retry:
@@ -160,7 +196,7 @@ class SlackQuestionProvider:
 
     @property
     def client(self) -> AsyncWebClient:
-        """The Web API client every call goes through (``app.client``)."""
+        """The Web API client every call goes through (``app.client``, or its paced copy)."""
         return self._client
 
     @property
@@ -298,3 +334,5 @@ class SlackQuestionProvider:
         await self._lifecycle.lost.aclose()
         await self._lifecycle.aclose(grace=grace, note=note)
         await self._sync.drain(max(0.0, deadline - loop.time()))
+        if self._own_client is not None:
+            await self._own_client.aclose()

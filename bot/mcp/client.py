@@ -106,7 +106,9 @@ class BotClient:
         if self._session is not None:
             await self._session.close()
 
-    async def ask(self, body: dict[str, Any], *, key: str) -> dict[str, Any]:
+    async def ask(
+        self, body: dict[str, Any], *, key: str, route: str = "/v1/questions"
+    ) -> dict[str, Any]:
         """Post a question; returns it as the API shows it (its ``id`` a string) once Slack
         has the message, or once the bot stops waiting for Slack (``queued``: the post
         waits for Slack's rate limits).
@@ -114,19 +116,19 @@ class BotClient:
         ``key`` is the ``Idempotency-Key``: posting again with it finds the same question.
         """
         headers = {"Idempotency-Key": key}
-        view = await self._call("POST", "/v1/questions", json=body, headers=headers, limit=60.0)
+        view = await self._call("POST", route, json=body, headers=headers, limit=60.0)
         if not isinstance(view.get("id"), str):
             raise bad_response("the question it took has no id")
         return view
 
-    async def asked(self, body: dict[str, Any], *, key: str) -> dict[str, Any] | None:
+    async def asked(
+        self, body: dict[str, Any], *, key: str, route: str = "/v1/questions"
+    ) -> dict[str, Any] | None:
         """The question ``key`` asked (``body`` as it was posted), or ``None`` when none
         was: a conditional ``POST`` (``If-Match: *``) that never asks it. A ``POST`` with
         the key still in flight at the bot is waited for."""
         headers = {"Idempotency-Key": key, "If-Match": "*"}
-        view = await self._call(
-            "POST", "/v1/questions", json=body, headers=headers, limit=60.0, ok=(412,)
-        )
+        view = await self._call("POST", route, json=body, headers=headers, limit=60.0, ok=(412,))
         if view.get("code") == NOT_ASKED:
             return None
         if not isinstance(view.get("id"), str):

@@ -19,21 +19,26 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
-from bot.api_body import validation_errors
+from bot.api_approvals import ApprovalPost
+from bot.api_body import QuestionPost, body_problems, error_count, validation_errors
 from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
-from bot.questions.models import AskUserQuestionItem, WireModel
 
-__all__ = ["DESCRIPTION", "TOOL_NAME", "build_server"]
+__all__ = [
+    "APPROVAL_DESCRIPTION",
+    "APPROVAL_TOOL_NAME",
+    "DESCRIPTION",
+    "TOOL_NAME",
+    "build_server",
+]
 
 TOOL_NAME: Final = "ask_user_question"
 """The one tool's name."""
@@ -59,6 +64,11 @@ options gets a free-text answer. For a plan review send one question whose `deta
 the plan, with two options (approve, decline) and `intent: {"kind": "plan-review", \
 "approve": "<the approving label>"}`.
 
+Optional, as the bot's HTTP API takes them (the schema documents each): `destination` \
+({channel, threadTs}), `label`, `link`, `timeout` and `reminders` (seconds), \
+`escalateAfter` with `escalateTo`, a team `review` policy, and `revises` (the id of the \
+plan review this one revises).
+
 The call blocks until someone answers, which can take minutes; progress notifications \
 are sent while it waits. The result is JSON: {"answers": [{"id": …, "selected": \
 [labels…], "custom": "free text, when typed"}]}, one item per question in order; \
@@ -75,67 +85,30 @@ down (both retried for a while first; ask again later), DELIVERY_FAILED that Sla
 refused the message. Other codes (BAD_RESPONSE, HTTP_<status>, UNAUTHORIZED) mean the \
 server is misconfigured: tell the user."""
 
-Questions = Annotated[
-    list[AskUserQuestionItem],
-    Field(description="The questions, asked together in one Slack message, in this order."),
-]
-Label = Annotated[
-    str | None,
-    Field(
-        max_length=120,
-        description="Who is asking, shown on the message (for example the project or task).",
-    ),
-]
-LINK_MAX_LENGTH: Final = 3000
-"""The longest ``link`` the bot takes (``QuestionPost.link``)."""
-LINK_PATTERN: Final = r"^https?://[^\s<>|]+$"
-"""What a ``link`` the bot takes looks like (``QuestionPost.link``)."""
-LINK_MESSAGE: Final = (
-    f"must be an http:// or https:// URL without spaces (nor <, > or |), "
-    f"at most {LINK_MAX_LENGTH} characters"
-)
+
+APPROVAL_TOOL_NAME: Final = "ask_tool_approval"
+"""The tool asking a person to allow one tool call."""
+APPROVAL_DESCRIPTION: Final = """\
+Ask a person in Slack to allow one tool call before you make it, and wait for the decision.
+
+Use it before a command or a file change that is risky or irreversible (deleting data, \
+deploying, touching production, spending money). Give the `tool` (e.g. bash, write), the \
+`command` it would run or the `path` it would touch (shown whole, exactly as given), and \
+the `reason` (the panel's headline); optionally `label`, `link`, `destination`. The \
+people the operator named as approvers see Allow once / Reject.
+
+The result is JSON {"decision": "allowed-once"} or {"decision": "rejected"}. Allowed \
+once means this one call, now: ask again for the next one. Errors are JSON {name, code, \
+message}, with the codes of ask_user_question."""
 
 
-def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """The bot's checks of ``link``, with one plain message naming the argument."""
-    try:
-        return handler(value)
-    except ValidationError:
-        raise PydanticCustomError("link", LINK_MESSAGE) from None
-
-
-Link = Annotated[
-    str | None,
-    Field(
-        max_length=LINK_MAX_LENGTH,
-        pattern=LINK_PATTERN,
-        description="A URL back to where the question comes from (a pull request, a run), "
-        "shown on the message as a link button: http:// or https://, without spaces.",
-    ),
-    WrapValidator(_plain_link),
-]
-
-
-class ToolArguments(WireModel):
-    """The tool's arguments, validated as the bot validates a POST: wire names only."""
-
-    questions: Questions
-    label: Label = None
-    link: Link = None
-
-
-def _signature(questions: Questions, label: Label = None, link: Link = None) -> None:
-    """The arguments as agents see them; only the SDK's schema of it is used."""
-
-
-_signature.__name__ = TOOL_NAME  # the schema's title: ``ask_user_questionArguments``
-
-
-def input_schema() -> dict[str, Any]:
-    """The tool's input schema: what the SDK makes of the typed signature (the seam's
-    models), unknown arguments refused (``additionalProperties: false``) as the tool does."""
-    schema = Tool.from_function(_signature, name=TOOL_NAME).parameters
-    return {**schema, "additionalProperties": False}
+def input_schema(
+    model: type[QuestionPost | ApprovalPost] = QuestionPost, name: str = TOOL_NAME
+) -> dict[str, Any]:
+    """A tool's input schema: the HTTP API's body (``QuestionPost``, ``ApprovalPost``), wire
+    names, every option documented, unknown arguments refused as the tool refuses them."""
+    schema = model.model_json_schema(by_alias=True)
+    return {**schema, "title": f"{name}Arguments", "additionalProperties": False}
 
 
 def build_server(
@@ -147,15 +120,16 @@ def build_server(
     that stops answering meanwhile is retried for ``reconnect_for`` seconds.
     """
 
-    async def ask_user_question(ctx: Context) -> CallToolResult:
+    async def call(ctx: Context, model: type[QuestionPost | ApprovalPost]) -> CallToolResult:
         # Validated as they came on the wire, not as the SDK passes them (it drops unknown
         # arguments and re-types strings holding JSON text), so every malformed argument
         # is the seam's INVALID_REQUEST, as the bot's own 422 is.
+        route = "/v1/approvals" if model is ApprovalPost else "/v1/questions"
         try:
-            arguments = _arguments(_raw_arguments(ctx))
-            answer = await _ask(client, _body(arguments), ctx, progress_every, reconnect_for)
+            body = _arguments(model, _raw_arguments(ctx))
+            answer = await _ask(client, body, ctx, progress_every, reconnect_for, route)
         except AskFailed as failure:
-            _log.info("ask_user_question failed: %s", failure.code)
+            _log.info("%s failed: %s", route, failure.code)
             return CallToolResult(
                 content=[TextContent(type="text", text=failure.to_json())],
                 structured_content=failure.error,
@@ -166,18 +140,37 @@ def build_server(
             structured_content=answer,
         )
 
-    tool = Tool.from_function(
-        ask_user_question,
-        name=TOOL_NAME,
-        title="Ask a person in Slack",
-        description=DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
-    )
-    tool.parameters = input_schema()  # advertised typed, validated in the tool
+    async def ask_user_question(ctx: Context) -> CallToolResult:
+        return await call(ctx, QuestionPost)
+
+    async def ask_tool_approval(ctx: Context) -> CallToolResult:
+        return await call(ctx, ApprovalPost)
+
+    tools = []
+    for function, name, title, description, model in (
+        (ask_user_question, TOOL_NAME, "Ask a person in Slack", DESCRIPTION, QuestionPost),
+        (
+            ask_tool_approval,
+            APPROVAL_TOOL_NAME,
+            "Ask to allow a tool call",
+            APPROVAL_DESCRIPTION,
+            ApprovalPost,
+        ),
+    ):
+        tool = Tool.from_function(
+            function,
+            name=name,
+            title=title,
+            description=description,
+            annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
+        )
+        tool.parameters = input_schema(model, name)  # advertised typed, validated in the tool
+        tools.append(tool)
     return MCPServer(
         "slack-user-questions",
-        instructions="ask_user_question asks a person in Slack and returns their answer.",
-        tools=[tool],
+        instructions="ask_user_question asks a person in Slack and returns their answer; "
+        "ask_tool_approval asks them to allow one tool call.",
+        tools=tools,
     )
 
 
@@ -188,41 +181,34 @@ def _raw_arguments(ctx: Context) -> dict[str, Any]:
     return dict(arguments) if isinstance(arguments, Mapping) else {}
 
 
-def _arguments(given: Mapping[str, Any]) -> ToolArguments:
-    """The arguments validated, or ``INVALID_REQUEST`` with ``errors`` ``[{loc, msg, type}]``.
+def _arguments(
+    model: type[QuestionPost | ApprovalPost], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The body the arguments make, checked as the bot checks a body (``model``,
+    ``body_problems``), or ``INVALID_REQUEST`` with ``errors``.
 
-    An argument that is ``null`` counts as not given, as the typed signature had it; an
-    unknown one is refused, as the bot refuses an unknown key.
+    An argument that is ``null`` counts as not given; an unknown one is refused, as the bot
+    refuses an unknown key.
     """
+    given = {name: value for name, value in given.items() if value is not None}
     try:
-        return ToolArguments.model_validate(
-            {name: value for name, value in given.items() if value is not None},
-            by_alias=True,
-            by_name=False,
-        )
+        post = model.model_validate(given, by_alias=True, by_name=False)
+        errors = body_problems(given, post)
     except ValidationError as exc:
         errors = validation_errors(exc)
-        first = errors[0]
-        where = ".".join(first["loc"]) or "arguments"
-        raise AskFailed(
-            {
-                "name": "ValidationError",
-                "code": "INVALID_REQUEST",
-                "message": f"the arguments are not a valid question request "
-                f"({len(errors)} error{'s' * (len(errors) > 1)}); {where}: {first['msg']}",
-                "errors": errors,
-            }
-        ) from None
-
-
-def _body(arguments: ToolArguments) -> dict[str, Any]:
-    """The ``POST /v1/questions`` body; ``link`` only when given (older bots refuse it)."""
-    body: dict[str, Any] = {"questions": [q.to_wire() for q in arguments.questions]}
-    if arguments.label is not None:
-        body["label"] = arguments.label
-    if arguments.link is not None:
-        body["link"] = arguments.link
-    return body
+    if not errors:
+        return post.to_wire()
+    first = errors[0]
+    where = ".".join(first["loc"]) or "arguments"
+    raise AskFailed(
+        {
+            "name": "ValidationError",
+            "code": "INVALID_REQUEST",
+            "message": f"the arguments are not a valid question request "
+            f"({error_count(len(errors))}); {where}: {first['msg']}",
+            "errors": errors,
+        }
+    )
 
 
 async def _ask(
@@ -231,15 +217,16 @@ async def _ask(
     ctx: Context,
     progress_every: float,
     reconnect_for: float,
+    route: str = "/v1/questions",
 ) -> dict[str, Any]:
-    """Post, then long-poll until the question ends.
+    """Post to ``route``, then long-poll until the question (or approval) ends.
 
     Any way out other than the question's own ending (cancellation, a bot that stays
     away, a reply that cannot be read, an error status) aborts it before going on out:
     nobody would be waiting for its answer.
     """
     key = f"mcp-{uuid.uuid4().hex}"
-    posted = await _post(client, body, key, reconnect_for)
+    posted = await _post(client, body, key, reconnect_for, route)
     request_id: str = posted["id"]
     try:
         outcome = await _outcome(
@@ -254,7 +241,7 @@ async def _ask(
 
 
 async def _post(
-    client: BotClient, body: dict[str, Any], key: str, reconnect_for: float
+    client: BotClient, body: dict[str, Any], key: str, reconnect_for: float, route: str
 ) -> dict[str, Any]:
     """Post the question with Idempotency-Key ``key``; the question as the bot took it.
 
@@ -268,12 +255,12 @@ async def _post(
     try:
         while True:
             try:
-                return await client.ask(body, key=key)
+                return await client.ask(body, key=key, route=route)
             except AskFailed as failure:
                 await window.retry_after(failure)
     except BaseException as exc:
         if window.attempt or not (isinstance(exc, AskFailed) and exc.refused):
-            await _abort_asked(client, body, key)
+            await _abort_asked(client, body, key, route)
         raise
 
 
@@ -302,11 +289,11 @@ class _Reconnecting:
         self._since, self.attempt = None, 0
 
 
-async def _abort_asked(client: BotClient, body: dict[str, Any], key: str) -> None:
+async def _abort_asked(client: BotClient, body: dict[str, Any], key: str, route: str) -> None:
     """Abort the question ``key`` asked, if it asked one; shielded and best effort."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(40):
         try:
-            asked = await client.asked(body, key=key)
+            asked = await client.asked(body, key=key, route=route)
             if asked is not None:
                 await client.abort(asked["id"])
         except AskFailed as failure:
@@ -351,6 +338,8 @@ async def _outcome(
 def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
     """An ended question's answer, or the seam's error it ended with."""
     state = view["state"]
+    if state == "answered" and view.get("decision") in ("allowed-once", "rejected"):
+        return {"decision": view["decision"]}  # a tool approval
     if state == "answered":
         answer = view.get("answer")
         if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):

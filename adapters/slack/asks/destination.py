@@ -105,5 +105,6 @@ class AskDefaults:
             thread_ts=where.thread_ts,
             allowed_users=users,
             allowed_usergroups=groups,
+            link=options.link,
             asked_by=options.asked_by,
         )

@@ -115,7 +115,7 @@ class AskLifecycle:
         """Post a tool-permission approval and wait; the record as it ended."""
         return await self._run(
             self.defaults.approval_record(
-                approval, options, approvers, approver_groups, owner=self._store.process_id
+                approval, options, approvers, approver_groups, owner=self._owner(options)
             ),
             options,
             signal,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adapters.slack.asks.endings import ending_error
-from adapters.slack.model.record import PendingRecord, State
+from adapters.slack.model.record import ApprovalView, PendingRecord, State
 from adapters.slack.model.tally import Vote
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
 from bot.questions.review import ReviewPolicy
@@ -52,6 +52,8 @@ class QuestionStatus:
     """Open, and its message still waits its turn within Slack's rate limits."""
     decision: Literal["allowed-once", "rejected"] | None = None
     """For an approval (``ask_approval``): what the person decided."""
+    approval: ApprovalView | None = None
+    """For an approval: the tool, command or path and headline shown."""
     asked_by: str | None = None
     """Who asked: ``api`` or ``api:<token name>`` (the HTTP API), a dsh host, the code."""
     deadline: float | None = None
@@ -99,6 +101,7 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         note=record.note,
         message=message,
         decision=record.approval.outcome if record.approval is not None else None,
+        approval=record.approval,
         asked_by=record.asked_by,
         deadline=record.deadline,
         reminders=tuple(record.reminders),

@@ -136,6 +136,15 @@ def _signature_problem(request: web.Request) -> tuple[int, str, str] | None:
     return None
 
 
+def _dispatchable(body: Any) -> bool:
+    """Whether bolt can route ``body``: a ``block_actions`` payload names its actions."""
+    if not isinstance(body, dict) or body.get("type") != "block_actions":
+        return True
+    actions = body.get("actions")
+    first = actions[0] if isinstance(actions, list) and actions else None
+    return isinstance(first, dict) and isinstance(first.get("action_id"), str)
+
+
 SLACK_MAX_BODY: Final = 1_048_576
 """The largest body ``/slack/events`` takes (Slack's payloads fit well within), whatever the
 server allows other routes (``bot.app`` has its guard refuse a longer one unread)."""
@@ -174,6 +183,8 @@ def events_handler(
             parsed = bolt_request(body, request.query_string, request.headers)
         except ValueError:  # signed by Slack, yet not a payload bolt can read
             return web.json_response({"error": "unreadable payload"}, status=400)
+        if not _dispatchable(parsed.body):
+            return refused(400, "unreadable_payload", "block_actions without an action")
         return await to_aiohttp_response(await app.async_dispatch(parsed))
 
     return handle

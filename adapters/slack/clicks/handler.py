@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from adapters.slack.asks.authorize import Gatekeeper
 from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.clicks.authority import ClickAuthority, who_may_act
 from adapters.slack.clicks.transitions import (
     Decision,
     Finish,
@@ -22,7 +22,10 @@ from adapters.slack.clicks.transitions import (
     decide,
 )
 from adapters.slack.home.tab import Conversations
-from adapters.slack.model.audience import Audience, who_may
+from adapters.slack.model.audience import (
+    outside_message,
+    policy_groups,
+)
 from adapters.slack.model.interactions import (
     ConfirmSkip,
     Interaction,
@@ -44,18 +47,11 @@ from adapters.slack.render.messages import (
 from adapters.slack.stores import PendingStore
 from bot.questions import UserQuestionError
 
-__all__ = ["SUBMISSION_LOOKUP", "InteractionHandler"]
+__all__ = ["InteractionHandler"]
 
 _log = logging.getLogger("adapters.slack")
 
-SUBMISSION_LOOKUP: Final = 1.5
-"""Seconds a modal submission waits for Slack's group lookup. Slack wants the ack within
-3 s, and with ``process_before_response`` nothing reaches it before the listener returns:
-the store's read and write need the rest. A lookup that takes longer goes on in the
-background (it fills the cache for the person's next try)."""
-
-
-class InteractionHandler:
+class InteractionHandler(ClickAuthority):
     """Applies Slack interactions to pending records; the listeners' only counterpart."""
 
     def __init__(
@@ -65,12 +61,8 @@ class InteractionHandler:
         sync: MessageSynchroniser,
         conversations: Conversations | None = None,
     ) -> None:
+        super().__init__(gate, sync, conversations)
         self._store = store
-        self._gate = gate
-        self._sync = sync
-        self._conversations = conversations
-        """Who sees each conversation (``None``: no Home tab; outside clicks naming nobody
-        are refused)."""
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
         """Handle a ``block_actions`` payload (already acked)."""
@@ -91,11 +83,11 @@ class InteractionHandler:
         if record is None:
             self._sync.stale(interaction.origin)
             return
-        outside = home or _outside_message(record, interaction.origin)
+        outside = home or outside_message(record, interaction.origin)
         user = interaction.origin.user
-        who = self._outside_cached(record) if outside else _who_may(record)
-        allowed = None if who is None else self._gate.decide_cached(user, *who)
-        member = self._gate.groups_cached(user, _policy_groups(record))
+        who = self._outside_cached(record) if outside else who_may_act(record)
+        allowed = None if who is None else self._also_cached(user, record, who)
+        member = self._gate.groups_cached(user, policy_groups(record))
         if allowed is None or member is None:  # needs a Web API call: off the ack path
             view = _modal_first(record, interaction)
             if view is None:
@@ -152,71 +144,6 @@ class InteractionHandler:
         if isinstance(decision, Save) and decision.note:
             self._sync.note(interaction.origin, record, decision.note)
         return None
-
-    async def _authorize(
-        self, user: str, record: PendingRecord, outside: bool = False
-    ) -> tuple[bool, frozenset[str]]:
-        """Whether ``user`` may act on ``record``, and their team-review policy groups
-        (reading cold group memberships from Slack); ``outside``: the click came from
-        elsewhere than the question's message (a Home tab)."""
-        who = await self._outside(record) if outside else _who_may(record)
-        allowed = await self._gate.allowed(user, *who)
-        member = await self._gate.groups_of(user, _policy_groups(record)) if allowed else None
-        # an empty read keeps what Slack said of the groups it would not list
-        return allowed, member if member is not None else frozenset()
-
-    async def _authorize_within(
-        self, user: str, record: PendingRecord
-    ) -> tuple[bool, frozenset[str]] | None:
-        """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
-        when it cannot be told in time."""
-        users, groups = _who_may(record)
-        policy = _policy_groups(record)
-        allowed = self._gate.decide_cached(user, users, groups)
-        member = self._gate.groups_cached(user, policy)
-        if allowed is not None and member is not None:
-            return allowed, member
-        lookup = self._sync.spawn(self._authorize(user, record), "authorize submission")
-        done, _ = await asyncio.wait({lookup}, timeout=SUBMISSION_LOOKUP)
-        if done:
-            result: tuple[bool, frozenset[str]] = lookup.result()
-            return result
-        known = self._gate.groups_known(user, policy)
-        if known is None or not self._gate.decide_known(user, users, groups):
-            _log.warning(
-                "submission not checked: Slack's group lookup is slow", extra={"user": user}
-            )
-            return None
-        _log.info(
-            "Slack's group lookup is slow: deciding on the members last read", extra={"user": user}
-        )
-        return True, known
-
-    def _outside_cached(
-        self, record: PendingRecord
-    ) -> tuple[list[str] | None, list[str] | None] | None:
-        """Who may act on ``record`` from outside its message (``_outside``), if no Web API
-        call is needed to tell; else ``None``."""
-        audience = Audience.of(record, closed=True)
-        if audience is None or audience.channel is None:
-            return _listed(audience, record)
-        conversations = self._conversations
-        if conversations is None:
-            return _NOBODY
-        known, seen = conversations.cached(audience.channel)
-        return _listed(audience.resolved(seen), record) if known else None
-
-    async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
-        """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
-        its Home tab entry is listed for (``audience.py``). Its message's own buttons need
-        no more than ``_who_may``: only people who see the message can click them."""
-        known = self._outside_cached(record)
-        if known is not None:
-            return known
-        # Unknown only for a conversation's members not cached yet: read them.
-        audience, conversations = Audience.of(record, closed=True), self._conversations
-        assert audience is not None and audience.channel and conversations is not None
-        return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
 
     async def _authorize_then_apply(
         self, interaction: Interaction, record: PendingRecord, outside: bool = False
@@ -314,43 +241,6 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
         return None
     decision = decide(record, interaction, time.time())
     return decision.view if isinstance(decision, Modal) else None
-
-
-_who_may = who_may  # a team review's reviewers, else who may answer (``audience.py``)
-
-_NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
-"""An allow-list no Slack user is on (a question listed on nobody's Home tab)."""
-
-
-def _listed(
-    audience: Audience | None, record: PendingRecord
-) -> tuple[list[str] | None, list[str] | None]:
-    """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
-    (``None``: on nobody's list); a tool approval (no audience) keeps ``_who_may``."""
-    if audience is None:
-        return _who_may(record) if not record.questions else _NOBODY
-    if audience.anyone:
-        return None, None
-    return list(audience.users), list(audience.usergroups)
-
-
-def _outside_message(record: PendingRecord, origin: Origin) -> bool:
-    """Whether a click names a message other than the question's (a button copied onto a
-    Home tab, or a forged payload): only the question's own message is seen by exactly the
-    people who may click it. A click with no message (in a modal) is the message's."""
-    if origin.channel is None:
-        return False
-    if origin.channel != (record.message_channel or record.channel):
-        # a question asked by user id is posted in that user's DM (``D…``)
-        return not (record.message_channel is None and record.channel.startswith(("U", "W")))
-    return record.message_ts is not None and origin.message_ts != record.message_ts
-
-
-def _policy_groups(record: PendingRecord) -> frozenset[str]:
-    """The user groups whose membership a team review's tally needs."""
-    if record.review is None:
-        return frozenset()
-    return frozenset(g for required in record.review.required for g in required.usergroups)
 
 
 def _refusal(record: PendingRecord) -> str:

@@ -41,6 +41,7 @@ CONVERSATION_TTL: Final = 60.0
 """Seconds a channel's kind (public or private) is kept: a channel made private stops being
 listed for non-members within this. A DM's or group DM's never changes: kept for good."""
 
+
 class Conversations:
     """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
     channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
@@ -88,8 +89,7 @@ class Conversations:
         except SLACK_FAILURES as exc:
             # Nobody's list meanwhile: listing a private question for everyone is the harm.
             self._logger.warning(
-                "cannot tell who sees a conversation; its questions are on no Home tab"
-                " for %g s",
+                "cannot tell who sees a conversation; its questions are on no Home tab for %g s",
                 self._retry,
                 extra={"channel": channel, "error": describe(exc)},
             )

@@ -7,11 +7,24 @@ import heapq
 import itertools
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from adapters.slack.model.record import PendingRecord
 
-__all__ = ["ANYONE", "BATCH", "Audience", "Audiences", "batches", "who_may"]
+if TYPE_CHECKING:
+    from adapters.slack.model.interactions import Origin
+
+__all__ = [
+    "ANYONE",
+    "BATCH",
+    "Audience",
+    "Audiences",
+    "also_allowed",
+    "batches",
+    "outside_message",
+    "policy_groups",
+    "who_may",
+]
 
 ANYONE: Final = "*"
 """What ``Audiences.resolve`` is told of a conversation anyone may see (a public channel)."""
@@ -37,6 +50,35 @@ def who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
     if reviewers is not None:
         return list(reviewers.users), list(reviewers.usergroups)
     return record.allowed_users, record.allowed_usergroups
+
+
+def also_allowed(record: PendingRecord) -> tuple[list[str] | None, list[str] | None] | None:
+    """The operator's allow-list a team review's reviewers must be on as well (reviewers
+    narrow it, never widen it); ``None`` when ``who_may`` alone decides."""
+    if record.review is None or record.review.reviewers is None:
+        return None
+    if not record.allowed_users and not record.allowed_usergroups:
+        return None
+    return record.allowed_users, record.allowed_usergroups
+
+
+def outside_message(record: PendingRecord, origin: Origin) -> bool:
+    """Whether a click names a message other than the question's (a button copied onto a
+    Home tab, or a forged payload): only the question's own message is seen by exactly the
+    people who may click it. A click with no message (in a modal) is the message's."""
+    if origin.channel is None:
+        return False
+    if origin.channel != (record.message_channel or record.channel):
+        # a question asked by user id is posted in that user's DM (``D…``)
+        return not (record.message_channel is None and record.channel.startswith(("U", "W")))
+    return record.message_ts is not None and origin.message_ts != record.message_ts
+
+
+def policy_groups(record: PendingRecord) -> frozenset[str]:
+    """The user groups whose membership a team review's tally needs."""
+    if record.review is None:
+        return frozenset()
+    return frozenset(g for required in record.review.required for g in required.usergroups)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
@@ -15,7 +16,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler
 
-__all__ = ["NotSent", "PacedWebClient", "only_if"]
+__all__ = ["NotSent", "PacedWebClient", "only_if", "paced_copy"]
 
 Guard = Callable[[], Awaitable[bool]]
 _GUARD: ContextVar[Guard | None] = ContextVar("web_api_call_guard", default=None)
@@ -46,6 +47,19 @@ class PacedWebClient(AsyncWebClient):
         self.retry_handlers = [
             h for h in self.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)
         ]
+        self._own_session: aiohttp.ClientSession | None = None
+
+    def _keep_session(self) -> None:
+        """Without a session slack_sdk opens one (and a connection) per call: keep one."""
+        if self.session is None:
+            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            self.session = self._own_session = aiohttp.ClientSession(timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Close the scheduler, and the session if this client opened it (idempotent)."""
+        await self.scheduler.close()
+        if self._own_session is not None:
+            await self._own_session.close()
 
     async def api_call(
         self,
@@ -60,6 +74,7 @@ class PacedWebClient(AsyncWebClient):
         auth: dict[str, Any] | None = None,
     ) -> AsyncSlackResponse:
         """Queue the call in the scheduler; returns Slack's response once sent."""
+        self._keep_session()
         args: dict[str, Any] = {}
         for source in (params, data, json):
             if isinstance(source, dict):
@@ -105,6 +120,7 @@ class PacedWebClient(AsyncWebClient):
         """``chat.update`` of one message with the content ``latest()`` gives when its turn
         comes (``None``: nothing to send). While it waits, a newer update of the message
         replaces it, so a busy message gets one call per turn showing its newest state."""
+        self._keep_session()
 
         async def send() -> AsyncSlackResponse | None:
             fields = await latest()
@@ -117,3 +133,23 @@ class PacedWebClient(AsyncWebClient):
             "chat.update", send, channel=channel, key=f"{channel}/{ts}"
         )
         return response
+
+
+def paced_copy(client: AsyncWebClient, scheduler: WebApiScheduler) -> PacedWebClient:
+    """A ``PacedWebClient`` that calls Slack as ``client`` does (token, address, session,
+    proxy, headers, retry handlers), its calls waiting their turn in ``scheduler``."""
+    copy = PacedWebClient(
+        token=client.token,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        ssl=client.ssl,
+        proxy=client.proxy,
+        session=client.session,
+        trust_env_in_session=client.trust_env_in_session,
+        headers=dict(client.headers),
+        logger=client.logger,
+        retry_handlers=list(client.retry_handlers),
+        scheduler=scheduler,
+    )
+    copy.default_params.update(client.default_params)  # an org-wide app's team_id
+    return copy

@@ -20,6 +20,7 @@ from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
 
 __all__ = [
     "RATE_LIMITED_RETRY_AFTER",
+    "UNPACED",
     "WebApiScheduler",
     "retry_after_of",
     "tagged",
@@ -31,6 +32,9 @@ _DEFAULT_RETRY_AFTER: Final = 1.0
 RATE_LIMITED_RETRY_AFTER: Final = 60.0
 """Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
 names no wait, and its limits count per minute."""
+UNPACED: Final = frozenset({"apps.connections.open"})
+"""Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
+Socket Mode's reconnect, without which no click arrives."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 KNOWN_CONVERSATIONS: Final = 10_000
 """DMs whose conversation id is remembered (user id -> ``D…``), latest learnt kept: a
@@ -120,7 +124,7 @@ class WebApiScheduler(Spending):
         """Run ``send()`` within ``method``'s limits; a ``key`` coalesces waiting calls."""
         if self._closed:
             raise SlackClientError("the Web API client is closed")
-        if not self.limits.limited(method):
+        if method in UNPACED or not self.limits.limited(method):
             return await self._unpaced(method, send)
         loop = asyncio.get_running_loop()
         state = self._methods.get(method)
@@ -288,8 +292,8 @@ class WebApiScheduler(Spending):
                 self._kick(state)
 
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """A method no limit here covers: sent at once, retried after any 429 until
-        ``close`` (which ends the wait: the call fails with ``SlackClientError``)."""
+        """A method no limit here covers, or ``UNPACED``: sent at once, retried after any 429
+        until ``close`` (which ends the wait: the call fails with ``SlackClientError``)."""
         while True:
             if self._closed:
                 raise SlackClientError("the Web API client closed")

@@ -17,8 +17,8 @@ from adapters.slack.render.blocks import (
     render_open,
     split_text,
 )
-from adapters.slack.render.blocks.parts import context, ends, left_out
-from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.render.blocks.parts import context, ends, hidden_notice, left_out
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import code_block, code_text, literal, one_line
 from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
@@ -90,7 +90,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
     target = _target(view)
     if target is None or _whole(view):
         return [], []
-    text, noun = target
+    text, noun = reveal(target[0]), target[1]
     chunks = split_text(text, MAX_RICH_TEXT)
     groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
     if len(groups) > MAX_THREAD_REPLIES:
@@ -100,9 +100,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
     replies: list[list[dict[str, Any]]] = []
     for n, group in enumerate(groups, start=1):
         caption = f"The full {noun} to allow, as sent ({n}/{len(groups)}):"
-        boxes = [
-            {"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group
-        ]
+        boxes = [{"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group]
         replies.append([context(caption), {"type": "rich_text", "elements": boxes}])
     return replies, []
 
@@ -127,6 +125,7 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
     # The host's reason as typed, bold by its style: a ``*`` in it cannot end the bold early.
     blocks.append(rich_text(bold(view.headline), limit=MAX_SECTION_TEXT))
     blocks.append({"type": "context", "elements": [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]})
+    blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
     if view.command:
         blocks.extend(_code_blocks(view.command, "command", ""))
     elif view.path:
@@ -141,7 +140,7 @@ def _confirm_text(view: ApprovalView) -> str:
     target = _target(view)
     if target is None:
         return shorten(f"{intro}the {view.tool_name} tool", _CONFIRM_TEXT)
-    text, noun = target
+    text, noun = reveal(target[0]), target[1]
     if len(intro) + len(text) <= _CONFIRM_TEXT:
         return intro + text
     where = "the thread" if not _whole(view) else "the message"

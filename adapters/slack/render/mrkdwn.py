@@ -7,9 +7,11 @@ from typing import Any, Final
 
 __all__ = [
     "escape",
+    "hidden_characters",
     "markdown_text",
     "mrkdwn",
     "plain",
+    "reveal",
     "shorten",
     "shorten_escaped",
 ]
@@ -17,10 +19,37 @@ __all__ = [
 ELLIPSIS = "…"
 
 
+_HIDING: Final = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f"
+    "\u0890\u0891\u08e2\u115f\u1160\u180e\u200b\u200c\u200e\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]|\u200d(?![\u2600-\u27bf\U0001f000-\U0001faff])"
+)
+"""Characters that hide text or turn its direction (Unicode's format characters, controls,
+line separators, fillers; a zero-width joiner unless it joins an emoji)."""
+
+
+def _marker(match: re.Match[str]) -> str:
+    return f"\u27e8U+{ord(match[0]):04X}\u27e9"
+
+
+def reveal(text: str) -> str:
+    """``text`` with every hiding character shown as ``⟨U+202E⟩``: shown, never obeyed."""
+    return _HIDING.sub(_marker, text)
+
+
+def hidden_characters(*texts: str | None) -> list[str]:
+    """The markers of the hiding characters in ``texts``, each once, in order met."""
+    found = (_marker(m) for text in texts if text for m in _HIDING.finditer(text))
+    return list(dict.fromkeys(found))
+
+
 def escape(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field."""
+    """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field; hiding
+    characters are revealed (``reveal``)."""
     # Chained replace ("&" first): many times faster than str.translate on long text.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return reveal(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _ESCAPED: Final = r"\\[\s\S]"
@@ -89,6 +118,11 @@ _MASK_ROUNDS: Final = 3
 """Rewritings of the masked text until it no longer changes; else nothing is masked."""
 
 
+def _blank(line: str) -> bool:
+    """CommonMark's blank line: spaces and tabs only (a no-break space is text)."""
+    return not line.strip(" \t")
+
+
 def _indent(line: str) -> int:
     expanded = line.expandtabs(4) if "\t" in line else line
     return len(expanded) - len(expanded.lstrip(" "))
@@ -122,7 +156,7 @@ def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
     fence: tuple[str, str] | None = None
     indented = False
     for index, line in enumerate(lines):
-        blank = not line.strip()
+        blank = _blank(line)
         if fence is not None:
             code[index] = True
             if _closes(line, fence[0]):
@@ -205,7 +239,7 @@ def _code_regions(text: str, *, spans: bool) -> list[tuple[int, int]]:
             if run_start is not None:
                 regions.append((run_start, offset - 1))
                 run_start = None
-            if not line.strip():
+            if _blank(line):
                 trusted = True
             elif spans and trusted:
                 found = _code_spans(line)
@@ -300,4 +334,5 @@ def mrkdwn(text: str) -> dict[str, Any]:
 
 def plain(text: str, limit: int | None = None) -> dict[str, Any]:
     """A ``plain_text`` text object (never parsed for mentions), shortened to ``limit``."""
+    text = reveal(text)
     return {"type": "plain_text", "text": shorten(text, limit) if limit else text, "emoji": True}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
-from adapters.slack.render.mrkdwn import shorten
+from adapters.slack.render.mrkdwn import reveal, shorten
 
 __all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text", "words"]
 
@@ -19,7 +19,7 @@ MAX_RICH_TEXT: Final = MAX_SECTION_TEXT
 
 def words(text: str, **style: bool) -> Piece:
     """One literal ``text`` element, styled with ``bold``/``italic``/``code`` flags."""
-    piece: Piece = {"type": "text", "text": text}
+    piece: Piece = {"type": "text", "text": reveal(text)}
     chosen = {name: True for name, on in style.items() if on}
     if chosen:
         piece["style"] = chosen

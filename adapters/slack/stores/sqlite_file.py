@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -18,7 +19,15 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHUNK", "RUN", "UPGRADE_WAIT", "WAL_LIMIT", "SqliteFile", "batch_delete"]
+__all__ = [
+    "CHUNK",
+    "RUN",
+    "UPGRADE_WAIT",
+    "WAL_LIMIT",
+    "SqliteFile",
+    "batch_delete",
+    "private_file",
+]
 
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Error codes of a statement that would have to wait."""
@@ -79,6 +88,7 @@ class SqliteFile:
         _refuse_memory(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)
             db = await _connect(self.path, isolation_level=None, timeout=self._busy_timeout)
         except (OSError, sqlite3.Error) as exc:
             raise OSError(f"cannot open the pending store STORE_PATH={self.path}: {exc}") from exc
@@ -289,6 +299,15 @@ class SqliteFile:
             chunk = ids[start : start + CHUNK]
             found += await self.rows(sql.format(ids=",".join("?" * len(chunk))), chunk)
         return found
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` readable by its owner only (0600), or make it so along with its
+    ``-wal`` and ``-shm``: SQLite gives those its own mode, and they hold every question."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    for side in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(f"{path}{side}", 0o600)
 
 
 async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection:

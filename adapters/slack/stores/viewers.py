@@ -13,6 +13,7 @@ from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.redis import RedisPendingStore
 from adapters.slack.stores.redis_viewers import RedisHomeViewers
 from adapters.slack.stores.sqlite import SqlitePendingStore
+from adapters.slack.stores.sqlite_file import private_file
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = [
@@ -130,6 +131,8 @@ class SqliteHomeViewers:
         """Run ``statements`` in one transaction; the last one's rows."""
         rows: list[sqlite3.Row] = []
         try:
+            if not self._ready:
+                private_file(self._path)
             async with aiosqlite.connect(
                 self._path, isolation_level=None, timeout=self._busy_timeout
             ) as db:
@@ -140,7 +143,7 @@ class SqliteHomeViewers:
                 for sql, params in statements:
                     rows = list(await db.execute_fetchall(sql, params))
                 await db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise UserQuestionError(
                 f"the Home tab viewers (SQLite at {self._path}) failed: {exc}",
                 STORE_UNAVAILABLE,

@@ -39,6 +39,7 @@ from adapters.slack.render.blocks.parts import (
     context,
     deadline_blocks,
     header_block,
+    hidden_notice,
     link_blocks,
     question_block,
     tally_blocks,
@@ -205,6 +206,7 @@ def _open_blocks(
     """The message's blocks, the parts that change after the post cut to ``limit``."""
     rid, rev = record.id, record.version
     blocks: list[Block] = [*byline_blocks(label_within(record, limit)), *deadline_blocks(record)]
+    blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
 
     if layout == "plan":
@@ -244,6 +246,15 @@ def _open_blocks(
             SLACK_LIMIT,
         )
     return blocks
+
+
+def _words_of(questions: list[AskUserQuestionItem]) -> list[str | None]:
+    """Every text of ``questions`` a person reads: question, header, detail, options."""
+    texts: list[str | None] = []
+    for item in questions:
+        texts += [item.question, item.header, item.detail]
+        texts += [t for o in item.options or [] for t in (o.label, o.description)]
+    return texts
 
 
 def _plan_actions(record: PendingRecord) -> Block:

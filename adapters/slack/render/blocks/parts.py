@@ -11,7 +11,15 @@ from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.rendered import Block
-from adapters.slack.render.mrkdwn import ELLIPSIS, escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import (
+    ELLIPSIS,
+    escape,
+    hidden_characters,
+    mrkdwn,
+    plain,
+    shorten,
+    shorten_escaped,
+)
 from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import bold, italic, rich_text
 from bot.questions.models import AskUserQuestionItem
@@ -24,6 +32,7 @@ __all__ = [
     "deadline_blocks",
     "ends",
     "header_block",
+    "hidden_notice",
     "label",
     "left_out",
     "link_blocks",
@@ -34,6 +43,21 @@ __all__ = [
     "section",
     "tally_blocks",
 ]
+
+
+def hidden_notice(*texts: str | None) -> list[Block]:
+    """A warning line when ``texts`` hold characters that hide text or turn its direction
+    (shown as ``⟨U+202E⟩``), so nobody reads them as the text they disguise it as."""
+    found = hidden_characters(*texts)
+    if not found:
+        return []
+    shown = ", ".join(found[:5]) + (" …" if len(found) > 5 else "")
+    return [
+        context(
+            ":warning: *Hidden characters*: this text holds characters that can hide words or "
+            f"reverse their order ({shown}); they are shown where they stand. Read it as shown."
+        )
+    ]
 
 
 def label(text: str, limit: int) -> str:

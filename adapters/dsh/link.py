@@ -1,0 +1,357 @@
+"""The bot's side of a dsh 0.2 host: login, the mux's streams, answers and their delivery.
+
+``MuxLink`` logs in with the launch token before every socket (the host's cookie dies with
+its socket), opens ``$events``, follows the log of each session that asks, and sends answers
+to ``POST /api/$events/result`` with the socket's current ``clientId``. The host neither
+checks answers nor gives receipts: an answer counts as delivered only once its session's log
+shows the request's outcome (and whether it was this answer or another client's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import urlencode
+
+import aiohttp
+
+from adapters.dsh.asks import UNCONFIRMED_NOTE
+from adapters.dsh.events import SessionEvent, ToolCall, _event
+from adapters.dsh.mux import (
+    LOG_PREFIX,
+    MUX_PATH,
+    RESULT_PATH,
+    Waterfall,
+    follow_frame,
+    login_path,
+    open_events_frame,
+    outcome_of,
+    result_body,
+)
+from adapters.dsh.protocol import Receipt
+from adapters.dsh.session_log import SessionLog
+from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
+
+__all__ = ["LoginRefused", "MuxLink"]
+
+_POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
+_CONFIRM_WAIT: Final = 2.0
+"""Seconds an answer the host took may go unseen in its log before the message says so."""
+_MAX_FOLLOWED: Final = 256
+_REMEMBERED: Final = 4096
+_Post = Literal["taken", "stale", "failed", "refused"]
+
+
+class LoginRefused(Exception):
+    """The host refused the login (the message says why and what to check)."""
+
+    expected = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What the link remembers of a request: its session, its tool call, its questions."""
+
+    session_id: str
+    call_id: str | None
+    questions: tuple[Any, ...] = ()
+
+
+class MuxLink:
+    """Login, the ``$events`` clientId, followed session logs, and sending answers."""
+
+    def __init__(
+        self,
+        base_url: str,
+        session: Callable[[], aiohttp.ClientSession],
+        token: str | None,
+        *,
+        stopping: Callable[[], bool],
+        logger: logging.Logger,
+        backoff_max: float,
+    ) -> None:
+        self._base = base_url
+        self._session = session
+        self._token = token
+        self._stopping = stopping
+        self._logger = logger
+        self._backoff_max = backoff_max
+        self.log = SessionLog()
+        self._cookie: str | None = None
+        self._browser: str | None = None
+        """The browser cookie (``/?token=``): it outlives a host restart, the token does not."""
+        self._fallback = False
+        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self.client_id: str | None = None
+        self._ready = asyncio.Event()
+        self._followed: OrderedDict[str, bool] = OrderedDict()  # session → snapshot seen
+        self._asked: OrderedDict[str, _Asked] = OrderedDict()
+
+    # -- the socket -----------------------------------------------------------------------
+
+    async def login(self) -> dict[str, str] | None:
+        """Log in (``/connect``); the socket's headers, or ``None`` if the host has no such
+        route (a 0.1.1 host). ``LoginRefused`` says what is wrong.
+
+        The first login also takes the browser cookie (``/?token=``, 30 days), which outlives
+        a host restart: when a restarted host refuses the old launch token, the socket opens
+        with that cookie instead (once; if that fails too, the token must be renewed).
+        """
+        token = self._token or ""
+        status, cookie = await self._get(login_path(token))
+        if status in (302, 303):
+            self._cookie, self._fallback = cookie, False
+            if self._browser is None:
+                status, browser = await self._get("/?" + urlencode({"token": token}))
+                self._browser = browser if status == 303 and browser else None
+            return {"Cookie": cookie} if cookie else {}
+        if status == 401 and self._browser is not None and not self._fallback:
+            self._fallback, self._cookie = True, self._browser
+            self._logger.warning(
+                "dsh host: the launch token was refused (did the host restart?); "
+                "connecting with the browser cookie it gave before"
+            )
+            return {"Cookie": self._browser}
+        if status == 401:
+            self._browser = None
+            raise LoginRefused(
+                "the host refused the launch token: HTTP 401 (a dsh 0.2 host makes a new token "
+                "on every start: set DSH_HOST_TOKEN, or DSH_HOST_URL to the whole URL it prints)"
+            )
+        if status in (404, 405) or 200 <= status < 300:
+            return None
+        raise LoginRefused(f"the host refused the login: HTTP {status}")
+
+    async def _get(self, path: str) -> tuple[int, str]:
+        """GET ``path`` without following redirects: the status, and the cookies it set."""
+        async with self._session().get(
+            self._base + path, allow_redirects=False, timeout=_POST_TIMEOUT
+        ) as response:
+            cookies = "; ".join(f"{k}={m.value}" for k, m in response.cookies.items())
+            return response.status, cookies
+
+    @property
+    def url(self) -> str:
+        """The mux's URL."""
+        return self._base + MUX_PATH
+
+    async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        """A new socket: open ``$events`` (the host then replays every pending request)."""
+        self._ws, self.client_id, self._fallback = ws, None, False
+        self._ready.clear()
+        self._followed.clear()
+        await ws.send_json(open_events_frame())
+
+    def closed(self) -> None:
+        """The socket closed: its clientId and cookie are dead."""
+        self._ws = self.client_id = None
+        if self._cookie != self._browser:
+            self._cookie = None  # the /connect cookie dies with its socket
+        self._ready.clear()
+
+    def ready(self, client_id: str) -> None:
+        """``$events`` said ``ready``: answers on this socket carry ``client_id``."""
+        self.client_id = client_id
+        self._ready.set()
+
+    def asked(self, request: Waterfall) -> ToolCall | None:
+        """Remember a request, follow its session's log; the tool call if the log has it."""
+        questions = tuple(request.question.questions) if request.question else ()
+        self._asked.pop(request.event_id, None)
+        self._asked[request.event_id] = _Asked(request.session_id, request.call_id, questions)
+        while len(self._asked) > _REMEMBERED:
+            self._asked.popitem(last=False)
+        self.follow(request.session_id)
+        call_id = request.call_id
+        return self.log.call(request.session_id, call_id) if call_id else None
+
+    def follow(self, session_id: str) -> None:
+        """Follow a session's log on this socket (once; at most ``_MAX_FOLLOWED`` at once)."""
+        ws = self._ws
+        if ws is None or session_id in self._followed:
+            return
+        if len(self._followed) >= _MAX_FOLLOWED:
+            self._logger.warning(
+                "dsh host: following too many sessions; not following another",
+                extra={"session": session_id, "limit": _MAX_FOLLOWED},
+            )
+            return
+        self._followed[session_id] = False
+        task = asyncio.get_running_loop().create_task(ws.send_json(follow_frame(session_id)))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    def log_item(self, stream_id: str, value: Any) -> None:
+        """An item of a ``session/follow`` stream: its snapshot's records, or one event."""
+        session_id = stream_id.removeprefix(LOG_PREFIX)
+        if not isinstance(value, dict):
+            return
+        if value.get("type") == "snapshot":
+            records = value.get("records")
+            for record in records if isinstance(records, list) else []:
+                if isinstance(record, dict):
+                    self._observe(session_id, record.get("event"))
+            if session_id in self._followed:
+                self._followed[session_id] = True
+            self.log.observe(SessionEvent(session_id, "snapshot", None, {}))
+        elif value.get("type") == "event":
+            self._observe(session_id, value.get("event"))
+
+    def _observe(self, session_id: str, event: Any) -> None:
+        found = _event(session_id, event)
+        if found is not None:
+            self.log.observe(found)
+
+    async def call_of(
+        self, session_id: str, call_id: str | None, wait: float = 5.0
+    ) -> ToolCall | None:
+        """The tool call ``call_id`` of the session, waiting up to ``wait`` s for its log."""
+        if call_id is None:
+            return None
+        loop = asyncio.get_running_loop()
+        until = loop.time() + wait
+        self.follow(session_id)
+        while (call := self.log.call(session_id, call_id)) is None:
+            if self._followed.get(session_id) or loop.time() >= until:
+                return None
+            await self.log.changed(min(0.25, until - loop.time()))
+        return call
+
+    # -- answers --------------------------------------------------------------------------
+
+    async def respond(
+        self,
+        event_id: str,
+        body: dict[str, Any],
+        *,
+        settled: Callable[[], bool] | None,
+        overdue: Callable[[str], Awaitable[object]] | None,
+    ) -> Delivery:
+        """Send an answer (once the host takes it, never again), then wait for the log.
+
+        ``Receipt(accepted=True)`` once the log shows this answer's outcome; ``not-pending``
+        when it shows another, or the host withdrew the request (``settled()``).
+        """
+        outcome = outcome_of(body)
+        noted = False
+
+        async def note(text: str) -> None:
+            nonlocal noted
+            if not noted and overdue is not None:
+                noted = True
+                await overdue(text)
+
+        delay = 0.25
+        while True:
+            if settled is not None and settled():
+                return Delivery(Receipt(accepted=False, reason="not-pending"))
+            if self._stopping():
+                return Delivery(None)
+            client_id = self.client_id
+            if client_id is None:
+                state: _Post = "failed"
+            else:
+                post = asyncio.ensure_future(self._post(client_id, event_id, outcome))
+                if not (await asyncio.wait({post}, timeout=_CONFIRM_WAIT / 2))[0]:
+                    await note("")  # the host is slow to take it (frozen?): say so now
+                state = await post
+            if state == "taken":
+                break
+            if state == "refused":
+                return Delivery(None)
+            await note("")
+            if state == "stale":
+                self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), delay)
+            except TimeoutError:
+                delay = min(delay * 2, self._backoff_max)
+        loop = asyncio.get_running_loop()
+        since = loop.time()
+        while (verdict := self._verdict(event_id, outcome)) is None:
+            if settled is not None and settled():
+                return Delivery(Receipt(accepted=False, reason="not-pending"), reached=True)
+            if self._stopping():
+                return Delivery(None, reached=True)
+            if loop.time() - since > _CONFIRM_WAIT:
+                await note(UNCONFIRMED_NOTE)
+            await self.log.changed(0.25)
+        return Delivery(Receipt(accepted=verdict, reason=None if verdict else "not-pending"))
+
+    async def _post(self, client_id: str, event_id: str, outcome: dict[str, Any]) -> _Post:
+        body = result_body(str(uuid.uuid4()), client_id, event_id, outcome)
+        headers = {"Cookie": self._cookie} if self._cookie else {}
+        try:
+            async with self._session().post(
+                self._base + RESULT_PATH, json=body, headers=headers, timeout=_POST_TIMEOUT
+            ) as response:
+                if response.status in (401, 403):
+                    return "stale"
+                if response.status != 200:
+                    self._logger.warning(
+                        "dsh host: could not send a response; retrying",
+                        extra={"rpc_id": event_id, "error": f"HTTP {response.status}"},
+                    )
+                    return "failed"
+                reply = await response.json(content_type=None)
+        except (ValueError, *HTTP_FAILURES) as exc:
+            self._logger.warning(
+                "dsh host: could not send a response; retrying",
+                extra={"rpc_id": event_id, "error": describe(exc)},
+            )
+            return "failed"
+        result = reply.get("result") if isinstance(reply, dict) else None
+        if isinstance(result, dict) and result.get("ok") is True:
+            return "taken"
+        error = str(result.get("error") if isinstance(result, dict) else reply)[:300]
+        if self.client_id != client_id or "event stream" in error:
+            return "stale"  # the socket changed under it: send again with the new clientId
+        self._logger.error(
+            "dsh host: response not taken", extra={"rpc_id": event_id, "error": error}
+        )
+        return "refused"
+
+    def outcome(self, event_id: str) -> str | None:
+        """How the log says request ``event_id`` ended: ``answered``, ``cancelled``, or an
+        approval's outcome; ``None`` while the log does not say."""
+        asked = self._asked.get(event_id)
+        call_id = self._call_id(event_id)
+        if asked is None or call_id is None:
+            return None
+        if not asked.questions:
+            return self.log.decision(asked.session_id, call_id)
+        result = self.log.result(asked.session_id, call_id)
+        if result is None:
+            return None
+        return "cancelled" if result.is_error else "answered"
+
+    def _call_id(self, event_id: str) -> str | None:
+        asked = self._asked.get(event_id)
+        if asked is None:
+            return None
+        if asked.call_id is None and asked.questions:
+            return self.log.question_call(asked.session_id, asked.questions)
+        return asked.call_id
+
+    def _verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
+        """Whether the log shows ``outcome`` as the request's (``None``: not yet)."""
+        asked = self._asked.get(event_id)
+        call_id = self._call_id(event_id)
+        if asked is None or call_id is None:
+            return None
+        if not asked.questions:
+            decided = self.log.decision(asked.session_id, call_id)
+            return None if decided is None else decided == outcome.get("value")
+        result = self.log.result(asked.session_id, call_id)
+        if result is None:
+            return None
+        if outcome["kind"] == "rejected":
+            return result.code == "ASK_CANCELLED"
+        if result.is_error:
+            return False
+        answers = result.answers
+        return answers is None or answers == outcome["value"]["answers"]

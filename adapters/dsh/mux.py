@@ -1,0 +1,219 @@
+"""The dsh 0.2 wire (every dsh release on PyPI): login, ``remote.mux`` streams, ``$events``.
+
+Pure, no I/O. One WebSocket carries streams: the client sends ``open`` frames, the host
+answers ``item`` / ``end`` / ``error`` frames naming the stream. The ``$events`` stream gives
+``ready`` (the ``clientId`` answers must carry), ``waterfall`` requests (questions and
+approvals, answered with ``POST /api/$events/result``) and ``cancel``; ``session/follow``
+streams give a session's log (a ``snapshot``, then ``event`` items).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from adapters.dsh.approvals import ApprovalRequested
+from adapters.dsh.protocol import QuestionRequested
+from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
+
+__all__ = [
+    "CONNECT_PATH",
+    "EVENTS_STREAM",
+    "MUX_PATH",
+    "RESULT_PATH",
+    "Cancel",
+    "Ready",
+    "Waterfall",
+    "events_value",
+    "follow_frame",
+    "open_events_frame",
+    "outcome_of",
+    "parse_mux",
+    "result_body",
+    "split_host_url",
+]
+
+CONNECT_PATH: Final = "/connect"
+MUX_PATH: Final = "/api/remote.mux"
+RESULT_PATH: Final = "/api/$events/result"
+EVENTS_STREAM: Final = "ev"
+"""The streamId of the ``$events`` stream; a session's log stream is ``log:<sessionId>``."""
+LOG_PREFIX: Final = "log:"
+DISMISSAL: Final = {
+    "name": "UserQuestionError",
+    "message": "the user cancelled ask_user_question",
+    "code": "ASK_CANCELLED",
+}
+"""The error a dismissed question is rejected with (the tool fails with ``ASK_CANCELLED``)."""
+QUESTION_EVENT: Final = "user-questions/request"
+APPROVAL_EVENT: Final = "approval/request"
+
+
+def split_host_url(url: str) -> tuple[str, str | None]:
+    """``(base, token)`` from ``DSH_HOST_URL``: the URL the host prints
+    (``http://127.0.0.1:PORT/?token=…``) carries the launch token in its query."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    token = next((value for key, value in query if key == "token" and value), None)
+    rest = urlencode([(key, value) for key, value in query if key != "token"])
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), rest, ""))
+    return base, token
+
+
+def login_path(token: str) -> str:
+    """``/connect?token=…&interactions=answer``: logs in as an answering API client."""
+    return f"{CONNECT_PATH}?{urlencode({'token': token, 'interactions': 'answer'})}"
+
+
+def open_events_frame() -> dict[str, Any]:
+    """The ``open`` frame of the ``$events`` stream."""
+    return {
+        "type": "open",
+        "streamId": EVENTS_STREAM,
+        "endpoint": "$events",
+        "payload": {"args": {}},
+    }
+
+
+def follow_frame(session_id: str) -> dict[str, Any]:
+    """The ``open`` frame following a session's log (stream ``log:<sessionId>``)."""
+    address = {"kind": "session", "sessionId": session_id}
+    return {
+        "type": "open",
+        "streamId": LOG_PREFIX + session_id,
+        "endpoint": "session/follow",
+        "payload": {"args": {"request": {"address": address}}},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class MuxFrame:
+    """One frame of the mux: ``item`` (with ``value``), ``end`` or ``error`` of a stream."""
+
+    kind: Literal["item", "end", "error"]
+    stream_id: str
+    value: Any
+
+
+def parse_mux(text: str | bytes) -> MuxFrame:
+    """One mux message; ``ValueError`` says what is wrong (not JSON, too deep, no stream)."""
+    data = load_json(text, "frame")
+    if not isinstance(data, dict):
+        raise ValueError(f"frame is not a JSON object but {type(data).__name__}")
+    kind, stream = data.get("type"), data.get("streamId")
+    if kind not in ("item", "end", "error") or not isinstance(stream, str):
+        raise ValueError(f"not a mux item: type {str(kind)[:40]!r}, streamId {str(stream)[:40]!r}")
+    return MuxFrame(kind, stream, data.get("value", data.get("error")))
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """``$events`` opened: answers on this socket carry ``client_id``."""
+
+    client_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Waterfall:
+    """A request of the host: a question batch (``question``) or an approval (``approval``)."""
+
+    event_id: str
+    session_id: str
+    question: QuestionRequested | None = None
+    approval: ApprovalRequested | None = None
+    call_id: str | None = None
+    """The tool call asking: an approval's ``callId``, a plan review's ``intent.callId``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """The host withdrew request ``event_id`` (answered elsewhere, turn aborted, shutdown)."""
+
+    event_id: str
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string")
+    return scrub_text(value)
+
+
+def _waterfall(value: dict[str, Any]) -> Waterfall | None:
+    event_id, session_id = _text(value.get("eventId"), "eventId"), value.get("agentId")
+    session_id = _text(session_id, "agentId")
+    request = value.get("request")
+    if not isinstance(request, dict):
+        raise ValueError("waterfall request must be an object")
+    try:
+        if value.get("event") == QUESTION_EVENT:
+            raw = {"type": "question/requested", "sessionId": session_id, **request}
+            questions = request.get("questions")
+            intent = (
+                questions[0].get("intent")
+                if isinstance(questions, list) and questions and isinstance(questions[0], dict)
+                else None
+            )
+            call = intent.get("callId") if isinstance(intent, dict) else None
+            call_id = scrub_text(call) if isinstance(call, str) else None
+            return Waterfall(
+                event_id, session_id, QuestionRequested.model_validate(raw), call_id=call_id
+            )
+        if value.get("event") == APPROVAL_EVENT:
+            call = request.get("callId")
+            raw = {
+                "type": "approval/requested",
+                "sessionId": session_id,
+                **request,
+                "approvalId": call if isinstance(call, str) and call else event_id,
+            }
+            approval = ApprovalRequested.model_validate(raw)
+            return Waterfall(event_id, session_id, approval=approval, call_id=approval.call_id)
+    except ValidationError as exc:
+        raise ValueError(
+            f"bad {value.get('event')} waterfall: {describe_validation_error(exc)}"
+        ) from None
+    return None  # another kind of waterfall: not ours to answer
+
+
+def events_value(value: Any) -> Ready | Waterfall | Cancel | None:
+    """An ``$events`` item as ``Ready``, ``Waterfall`` or ``Cancel``; ``None`` for pushes."""
+    if not isinstance(value, dict):
+        raise ValueError("an $events item must be an object")
+    kind = value.get("type")
+    if kind == "ready":
+        return Ready(_text(value.get("clientId"), "clientId"))
+    if kind == "waterfall":
+        return _waterfall(value)
+    if kind == "cancel":
+        return Cancel(_text(value.get("eventId"), "eventId"))
+    return None
+
+
+def outcome_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The 0.2 outcome of a 0.1 ``ClientResponse`` (the runners' one form of an answer).
+
+    An answer ``{sessionId, answer}`` → ``result`` with ``{answers}``; an approval decision →
+    ``result`` with the bare outcome string; a dismissal → ``rejected`` with ``ASK_CANCELLED``.
+    """
+    result = body["result"]
+    if not result["ok"]:
+        return {"kind": "rejected", "error": DISMISSAL}
+    value = result["value"]
+    if "outcome" in value:
+        return {"kind": "result", "value": value["outcome"]}
+    return {"kind": "result", "value": value["answer"]}
+
+
+def result_body(
+    rpc_id: str, client_id: str, event_id: str, outcome: dict[str, Any]
+) -> dict[str, Any]:
+    """The body of ``POST /api/$events/result``."""
+    return {
+        "type": "client-request",
+        "rpcId": rpc_id,
+        "method": "$events/result",
+        "payload": {"args": {"clientId": client_id, "eventId": event_id, "outcome": outcome}},
+    }

@@ -1,0 +1,139 @@
+"""A Python client for agents outside the bot: ``await ask(...)`` / ``ask_sync(...)``.
+
+It asks a running bot over its HTTP API (``BOT_URL``, ``BOT_API_TOKEN`` from the environment
+unless given), waits with the long-poll, and returns the seam's ``AskUserQuestionAnswer`` or
+raises ``UserQuestionError`` with the seam's code. A bot that goes away meanwhile (a restart,
+a deploy) is waited out for ``reconnect_for`` seconds: the question is found again by its
+Idempotency-Key. Uses ``bot.mcp.client`` (the HTTP calls) and the seam only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from bot.api_body import QuestionPost, body_problems, validation_errors
+from bot.mcp.client import AskFailed, BotClient, backoff
+from bot.questions.errors import UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+
+__all__ = ["DEFAULT_URL", "INVALID_REQUEST", "ask", "ask_sync"]
+
+DEFAULT_URL: Final = "http://127.0.0.1:3000"
+"""Where the bot listens when ``BOT_URL`` is unset (``python -m bot``'s default)."""
+INVALID_REQUEST: Final = "INVALID_REQUEST"
+"""The code of a request the bot would refuse (checked here first, with the bot's model)."""
+_ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
+
+Question = AskUserQuestionItem | Mapping[str, Any]
+"""A question as the seam's model or its wire JSON (``{"id", "question", "options"…}``)."""
+
+
+async def ask(
+    questions: Sequence[Question],
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    key: str | None = None,
+    reconnect_for: float = 300.0,
+    poll: float = 60.0,
+    **options: Any,
+) -> AskUserQuestionAnswer:
+    """Ask ``questions`` in Slack through the bot and wait for the answer.
+
+    ``options`` are the HTTP API's, in wire names (``label``, ``link``, ``timeout``,
+    ``reminders``, ``destination``, ``review``, ``revises``, …). ``key`` is the
+    Idempotency-Key (default: a new one): asking again with it finds the same question.
+    Cancelling the call aborts the question (its Slack message says so).
+    """
+    body = _body(questions, options)
+    key = key or f"py-{uuid.uuid4().hex}"
+    url = url or os.environ.get("BOT_URL") or DEFAULT_URL
+    token = token if token is not None else os.environ.get("BOT_API_TOKEN") or None
+    async with BotClient(url, token) as client:
+        window = _Window(reconnect_for)
+        post = functools.partial(client.ask, body, key=key)
+        request_id = (await window.call(post))["id"]
+        try:
+            while True:
+                view = await window.call(functools.partial(client.wait, request_id, poll))
+                if view.get("state") in _ENDED:
+                    return _ending(view)
+                if view.get("code") == "NOT_FOUND":  # a bot that lost it: ask it again
+                    request_id = (await window.call(post))["id"]
+        except asyncio.CancelledError:
+            await asyncio.shield(_abort(client, request_id))
+            raise
+
+
+def ask_sync(questions: Sequence[Question], **kwargs: Any) -> AskUserQuestionAnswer:
+    """``ask`` from code that is not async (runs its own event loop)."""
+    return asyncio.run(ask(questions, **kwargs))
+
+
+def _body(questions: Sequence[Question], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``POST /v1/questions`` body, checked as the bot checks it (``QuestionPost``)."""
+    given = {
+        "questions": [
+            q.to_wire() if isinstance(q, AskUserQuestionItem) else dict(q) for q in questions
+        ],
+        **options,
+    }
+    try:
+        post = QuestionPost.model_validate(given, by_alias=True, by_name=False)
+        errors = body_problems(given, post)
+    except ValidationError as exc:
+        errors = validation_errors(exc)
+    if errors:
+        where = ".".join(errors[0]["loc"]) or "request"
+        raise UserQuestionError(
+            f"not a valid question request: {where}: {errors[0]['msg']}", INVALID_REQUEST
+        )
+    return post.to_wire()
+
+
+class _Window:
+    """Retries a call that fails in a way worth retrying (the bot away, or restarting) for
+    ``reconnect_for`` seconds; a failure the bot answered with becomes the seam's error."""
+
+    def __init__(self, reconnect_for: float) -> None:
+        self._reconnect_for = reconnect_for
+
+    async def call(self, make: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        since, attempt = time.monotonic(), 0
+        while True:
+            try:
+                result: dict[str, Any] = await make()
+                return result
+            except AskFailed as failure:
+                if failure.status == 404 and failure.code == "NOT_FOUND":
+                    return {"code": "NOT_FOUND"}
+                if not failure.retryable or time.monotonic() - since >= self._reconnect_for:
+                    raise UserQuestionError(failure.error["message"], failure.code) from None
+                await backoff(attempt)
+                attempt += 1
+
+
+def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:
+    """An ended question's answer, or its seam error raised."""
+    if view["state"] == "answered":
+        return AskUserQuestionAnswer.model_validate(view["answer"])
+    error = view.get("error") or {}
+    code = str(error.get("code", "ASK_FAILED"))
+    raise UserQuestionError(str(error.get("message", f"the question ended: {view['state']}")), code)
+
+
+async def _abort(client: BotClient, request_id: str) -> None:
+    """Abort the question, best effort (the call was cancelled: nobody waits for it)."""
+    try:
+        async with asyncio.timeout(10):
+            await client.abort(request_id)
+    except (AskFailed, TimeoutError):
+        pass

@@ -1,0 +1,78 @@
+"""The real dsh host and the bot apart: a dropped socket, a frozen host, a host restart.
+
+Nothing a person or the agent waits on may be lost or doubled: after a drop the host
+replays its pending requests (same ``eventId``, new ``clientId``) and the bot attaches them
+to the messages it already posted; an answer given while the host was frozen reaches it once
+it runs again, and Slack never says the answer was not used when the host took it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.dsh_model import ask, bash
+from tests.dsh_real import live_host, real_host
+from tests.dsh_real_rig import RealRig, RealRigFactory, make_real_rig
+from tests.test_dsh_client import eventually, interactive
+
+__all__ = ["live_host", "make_real_rig", "real_host"]  # the fixtures
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+TARGET = {
+    "id": "target",
+    "question": "Which one ships first?",
+    "options": [{"label": "Code"}, {"label": "Docs"}],
+}
+
+
+def connected(rig: RealRig) -> bool:
+    return rig.client.status().get("dsh") == "connected"
+
+
+async def test_a_dropped_socket_with_a_question_and_an_approval_pending(
+    make_real_rig: RealRigFactory,
+) -> None:
+    rig = await make_real_rig(via_proxy=True)
+    assert rig.proxy is not None
+    asked, question_call = await rig.turn(ask(TARGET))
+    question = await rig.message()
+    gated, bash_call = await rig.turn(bash("echo after-the-drop"))
+    approval = await rig.message(2)
+    await rig.proxy.cut()
+    await eventually(lambda: not connected(rig), "the client to notice the drop", 10)
+    await rig.proxy.restore()
+    await eventually(lambda: connected(rig), "the client to reconnect", 10)
+    await asyncio.sleep(1.5)  # the replay window: the replayed requests attach, none is posted
+    assert rig.posts == 2 and interactive(question) and interactive(approval)
+    await rig.click(question, "Docs")
+    await rig.click(approval, "Allow once")
+    answered = await rig.driver.tool_result(asked, question_call)
+    assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
+    assert (await rig.driver.tool_result(gated, bash_call))["text"] == "after-the-drop\n"
+    for message in (question, approval):
+        assert "not used" not in await rig.final(message)
+    assert rig.posts == 2
+
+
+async def test_an_answer_given_while_the_host_is_frozen_is_taken_and_said_so(
+    make_real_rig: RealRigFactory,
+) -> None:
+    rig = await make_real_rig()
+    sid, call = await rig.turn(ask(TARGET))
+    message = await rig.message()
+    rig.host.freeze()
+    try:
+        await rig.click(message, "Code")
+        await asyncio.sleep(5)  # the person sees the message meanwhile: no false outcome
+        assert "not used" not in str(message.blocks)
+    finally:
+        rig.host.thaw()
+    answered = await rig.driver.tool_result(sid, call, within=30)
+    assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+    final = await rig.final(message, within=30)
+    assert "Code" in final and "not used" not in final
+    assert rig.posts == 1
