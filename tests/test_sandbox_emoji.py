@@ -34,7 +34,8 @@ browser = _browser_module.browser
 ROOT: Final = Path(__file__).resolve().parent.parent
 SOURCES: Final = (
     "adapters/slack/*.py",
-    "adapters/slack/render/blocks/*.py",
+    *(f"adapters/slack/{package}/**/*.py" for package in ("asks", "clicks", "home", "model")),
+    *(f"adapters/slack/{package}/**/*.py" for package in ("pacing", "render")),
     "adapters/dsh/**/*.py",
     "bot/**/*.py",
 )
