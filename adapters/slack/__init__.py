@@ -1,4 +1,14 @@
-"""The Slack provider for the user-questions seam."""
+"""The Slack provider for the user-questions seam (public surface: ``__all__``).
+
+Layers, top to bottom: ``provider`` wires ``clicks`` (bolt app, listeners, handler) over
+``home`` (App Home) over ``asks`` (one question's life) over ``stores`` over ``render`` (pure
+Block Kit and words) over ``model`` (the record, ids, parsed clicks); ``pacing`` and
+``blockkit`` sit beside, importing nothing; ``sandbox`` is the local Slack.
+
+A click, from the listener to the resolved waiter, reads in eight files: clicks/listeners,
+clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/transitions,
+stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from ``ask()``.
+"""
 
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import Released, WaitReleased

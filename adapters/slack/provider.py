@@ -45,7 +45,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.authorize import Conversations, Gatekeeper
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.asks.endings import Endings, lost_record
@@ -57,7 +57,7 @@ from adapters.slack.clicks.approvals import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.clicks.listeners import register_listeners
-from adapters.slack.home.tab import Conversations, HomeTab
+from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import ApprovalView

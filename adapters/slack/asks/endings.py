@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import time
 
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.audit_trail import event_for
 from adapters.slack.model.record import PendingRecord, State
@@ -17,7 +16,7 @@ from adapters.slack.render.messages import (
     RECORD_LOST_NOTE,
     STORE_DOWN_NOTE,
 )
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import (
     ASK_ABORTED,

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import QUESTION_FAILED, STORE_BUSY
 from adapters.slack.stores import (
-    EventFor,
-    PendingStore,
     StoreConflict,
     StoreUnavailable,
-    mutate,
 )
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["SLACK_FAILURES", "describe", "question_error", "settle"]
+__all__ = ["SLACK_FAILURES", "describe", "question_error"]
 
 SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 """What a Web API call raises when Slack refuses it or cannot be reached."""
@@ -41,21 +36,3 @@ def question_error(exc: BaseException, what: str = QUESTION_FAILED) -> UserQuest
         return UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc)
     return UserQuestionError(f"{what}: {describe(exc)}", DELIVERY_FAILED, cause=exc)
 
-
-async def settle(
-    store: PendingStore,
-    request_id: str,
-    change: Callable[[PendingRecord], PendingRecord | None],
-    *,
-    by: str | None = None,
-    by_name: str | None = None,
-    event: EventFor | None = None,
-    known: PendingRecord | None = None,
-) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """``stores.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
-    try:
-        return await mutate(
-            store, request_id, change, by=by, by_name=by_name, event=event, known=known
-        )
-    except StoreConflict as exc:
-        raise question_error(exc) from exc

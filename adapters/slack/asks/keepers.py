@@ -14,11 +14,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, keep_deadlines, schedule
 from adapters.slack.asks.endings import Endings
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions.errors import ASK_TIMEOUT
 
 __all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "DeadlineKeepers"]

@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.endings import Endings, ending_error
-from adapters.slack.asks.failures import SLACK_FAILURES, question_error, settle
+from adapters.slack.asks.failures import SLACK_FAILURES, question_error
 from adapters.slack.asks.posted import request_metadata
 from adapters.slack.asks.reconcile import LostPosts
 from adapters.slack.asks.synchroniser import MessageSynchroniser
@@ -28,7 +28,7 @@ from adapters.slack.render.messages import (
     UNDELIVERED_REST,
     no_answer_within,
 )
-from adapters.slack.stores import PendingStore, Watch, append_quietly
+from adapters.slack.stores import PendingStore, Watch, append_quietly, settle
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
 

@@ -12,12 +12,12 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
-from adapters.slack.asks.failures import SLACK_FAILURES, describe, settle
+from adapters.slack.asks.failures import SLACK_FAILURES, describe
 from adapters.slack.asks.posted import READABLE, posted_requests, read_place
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
 __all__ = [

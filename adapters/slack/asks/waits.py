@@ -7,7 +7,6 @@ from typing import Any
 
 from adapters.slack.asks.deadlines import schedule
 from adapters.slack.asks.endings import Released, WaitReleased
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.keepers import DeadlineKeepers
 from adapters.slack.model.audit_trail import event_for
 from adapters.slack.model.record import PendingRecord
@@ -15,7 +14,7 @@ from adapters.slack.render.messages import (
     CANCELLED_BY_ASKER,
     no_answer_within,
 )
-from adapters.slack.stores import Watch
+from adapters.slack.stores import Watch, settle
 from bot.questions import AbortSignal, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
 

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from adapters.slack.asks.authorize import Gatekeeper
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import Origin, acting_name, response_url
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import not_recorded
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
 __all__ = [

@@ -7,10 +7,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.slack.asks.authorize import Gatekeeper
-from adapters.slack.asks.failures import settle
+from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper, who_may_act
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.clicks.authority import ClickAuthority, who_may_act
 from adapters.slack.clicks.transitions import (
     Decision,
     Finish,
@@ -21,7 +19,6 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
 )
-from adapters.slack.home.tab import Conversations
 from adapters.slack.model.audience import (
     outside_message,
     policy_groups,
@@ -44,12 +41,13 @@ from adapters.slack.render.messages import (
     NOT_CHECKED,
     not_recorded,
 )
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
 __all__ = ["InteractionHandler"]
 
 _log = logging.getLogger("adapters.slack")
+
 
 class InteractionHandler(ClickAuthority):
     """Applies Slack interactions to pending records; the listeners' only counterpart."""

@@ -13,6 +13,7 @@ from adapters.slack.stores.contract import (
     Watch,
     append_quietly,
     mutate,
+    settle,
 )
 from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
@@ -31,4 +32,5 @@ __all__ = [
     "Watch",
     "append_quietly",
     "mutate",
+    "settle",
 ]

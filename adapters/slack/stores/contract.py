@@ -10,7 +10,8 @@ from typing import Final, Protocol, runtime_checkable
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_trail import AuditEvent, event_for
 from adapters.slack.model.record import PendingRecord
-from bot.questions.errors import UserQuestionError
+from adapters.slack.render.messages import STORE_BUSY
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = [
     "OWNER_LOST_NOTE",
@@ -25,6 +26,7 @@ __all__ = [
     "Watch",
     "append_quietly",
     "mutate",
+    "settle",
 ]
 
 RETENTION: Final = 90 * 86400.0
@@ -184,6 +186,25 @@ async def mutate(
         if await store.compare_and_set(updated, audit):
             return current, updated
     raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+
+
+async def settle(
+    store: PendingStore,
+    request_id: str,
+    change: Callable[[PendingRecord], PendingRecord | None],
+    *,
+    by: str | None = None,
+    by_name: str | None = None,
+    event: EventFor | None = None,
+    known: PendingRecord | None = None,
+) -> tuple[PendingRecord | None, PendingRecord | None]:
+    """``mutate``, whose giving up is the seam's ``STORE_UNAVAILABLE`` rather than a conflict."""
+    try:
+        return await mutate(
+            store, request_id, change, by=by, by_name=by_name, event=event, known=known
+        )
+    except StoreConflict as exc:
+        raise UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc) from exc
 
 
 async def append_quietly(store: PendingStore, event: AuditEvent) -> None:
