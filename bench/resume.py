@@ -18,6 +18,10 @@ With ``--cores split`` (the default on two or more cores) this process runs on o
 every process it starts (the stand-in, the load generator, process A) on the others
 (``bench.cores``); Redis is not moved.
 
+``over HTTP`` (``bench.longpoll``): the bot as ``python -m bot`` runs it (HTTP mode, its
+default SQLite store) in this process, the agent's ``GET ?wait=`` long-polls from a process of
+its own; click -> the long-poll returns, split at the bot's ack. Target: p50 <= 4 ms.
+
 Baselines from the same run: the ack of a bare bolt app with ``process_before_response=True``,
 served as bolt serves itself on aiohttp (its own ``to_bolt_request``),
 (the same payloads: nothing can resume before its click is even acked) and a Redis ``PING``
@@ -51,7 +55,7 @@ from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
-from bench import cores
+from bench import cores, longpoll
 from bench.common import (
     Asks,
     StandIn,
@@ -199,6 +203,8 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
     acks: dict[str, list[float]] = {"in process": [], "through Redis": [], "floor": []}
     medians: dict[str, list[float]] = {"in process": [], "through Redis": []}
     pings: list[float] = []
+    polls: list[float] = []
+    poll_acks: list[float] = []
     admin = aioredis.from_url(redis_url)
     async with StandIn() as slack:
         floor = await serve_bolt(
@@ -256,6 +262,10 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
                 medians["through Redis"].append(summarize(took[warmup:]).p50)
                 acks["through Redis"].extend(ack)
 
+                took, ack = await longpoll.measure(slack, n, warmup, rate)
+                polls.extend(took)
+                poll_acks.extend(ack)
+
                 for _ in range(200):
                     t0 = time.perf_counter()
                     await admin.ping()
@@ -298,6 +308,9 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
         )
         rows.append(row(f"  (the bot's ack of those clicks, {way})", summarize(acks[way]),
                         floor_stats, "ack"))  # fmt: skip
+    poll, poll_ack = summarize(polls), summarize(poll_acks)
+    rows.append(row("click -> HTTP long-poll returns (SQLite)", poll, floor_stats, "ack"))
+    rows.append(row("  (the bot's ack of those clicks)", poll_ack, floor_stats, "ack"))
     written_floor = summarize(from_written["floor"])
     rows.append(row("from the request written: bare bolt ack", written_floor, written_floor, "ack"))
     for way in ("in process", "through Redis"):
@@ -321,6 +334,13 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
     print(
         f"target through Redis p50 < 10 ms: {fmt_ms(redis_p50)} ms -> "
         f"{'met' if redis_p50 < 0.010 else 'MISSED'}"
+    )
+    print(
+        f"target click -> HTTP long-poll p50 <= 4 ms: {fmt_ms(poll.p50)} ms -> "
+        f"{'met' if poll.p50 <= 0.004 else 'MISSED'}; where it goes: click -> ack "
+        f"{fmt_ms(poll_ack.p50)} ms (verify, parse, authorize, the SQLite compare-and-set), "
+        f"ack -> long-poll answered {fmt_ms(poll.p50 - poll_ack.p50)} ms (the waiter's wake, "
+        f"the trail read inline, the JSON, the agent's read)"
     )
     building = summarize(
         [a - w for a, w in zip(acks["floor"], from_written["floor"], strict=True)]

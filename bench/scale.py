@@ -13,6 +13,10 @@ and notes its RSS after a full collection; then it answers k of them, one at a t
 random: a signed click is POSTed and the time to the ack and to the awaiting ``ask()``
 returning is taken. k fresh asks are then posted one at a time (ask -> posted).
 
+``bench.scale_api`` then measures questions asked over the HTTP API (the bot as ``python -m
+bot`` runs it, SQLite): KiB per pending question with no waiter (target <= 6, goal 4) and
+with a long-poll each (target <= 104).
+
 Targets: under 10 KB of RSS per pending question beyond the baseline; the time to answer one
 question flat in the number pending. At the end the bot shuts down with everything still
 pending (each message is edited to say so), and the shutdown is timed.
@@ -30,7 +34,7 @@ from collections.abc import Sequence
 import aiohttp
 
 from adapters.slack.provider import SlackQuestionProvider
-from bench import cores
+from bench import cores, scale_api
 from bench.common import (
     Asks,
     StandIn,
@@ -62,7 +66,7 @@ async def _quiet(provider: SlackQuestionProvider, within: float = 60) -> None:
         await asyncio.sleep(0.005)
 
 
-async def bench(levels: Sequence[int], k: int, batch: int) -> None:
+async def bench(levels: Sequence[int], k: int, batch: int, api: int) -> None:
     started = time.perf_counter()
     rng = random.Random(0)
     rows: list[list[str]] = []
@@ -162,6 +166,7 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
         await session.close()
         await served.close()
         stats = await slack.stats()
+        api_waiting, api_polled = await scale_api.measure(slack, api, batch) if api else (0, 0)
 
     print_table(
         f"Scale: one bot process, {store_kind()} store, questions pending at once; "
@@ -199,6 +204,13 @@ async def bench(levels: Sequence[int], k: int, batch: int) -> None:
         f"showing buttons: {stats['with_buttons']} of {stats['messages']}; Web API calls "
         f"{stats['calls']}, failed {stats['failed']}"
     )
+    if api:
+        print(
+            f"API questions ({api:,}, HTTP, SQLite store): {api_waiting:.1f} KiB per pending "
+            f"question with no waiter (target <= 6, goal 4) -> "
+            f"{'met' if api_waiting <= 6 else 'MISSED'}; {api_polled:.1f} KiB with a long-poll "
+            f"each (target <= 104) -> {'met' if api_polled <= 104 else 'MISSED'}"
+        )
     print(machine_line())
     print(f"(took {time.perf_counter() - started:.0f} s)")
 
@@ -268,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--levels", default="100,1000,10000", help="pending counts to measure")
     parser.add_argument("--k", type=int, default=200, help="questions answered per level")
     parser.add_argument("--batch", type=int, default=200, help="asks started at once")
+    parser.add_argument("--api", type=int, default=2000, help="API questions (0: none)")
     parser.add_argument(
         "--trace",
         type=int,
@@ -282,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(trace(args.trace))
         return
     levels = [int(x) for x in args.levels.split(",")]
-    asyncio.run(with_stores(bench(levels, args.k, args.batch)))
+    asyncio.run(with_stores(bench(levels, args.k, args.batch, args.api)))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def audit_main(argv: Sequence[str]) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        settings = load_settings()
+        settings = load_settings(serves=False)
     except ConfigError as exc:
         print(f"python -m bot audit: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from adapters.slack import ApprovalView, QuestionStatus
-from bot.api_body import Label, Link, Where
+from bot.api_body import Callback, Label, Link, Where
 from bot.questions.abort import AbortSignal
 from bot.questions.models import AskOptions, WireModel
 
@@ -46,6 +46,7 @@ class ApprovalPost(WireModel):
     destination: Where = None
     label: Label = None
     link: Link = None
+    callback: Callback = None
 
     @model_validator(mode="after")
     def _names_what(self) -> Self:

@@ -18,6 +18,7 @@ from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
 __all__ = [
+    "Callback",
     "DeadlineDefaults",
     "Destination",
     "Label",
@@ -76,7 +77,18 @@ Link = Annotated[
     ),
     WrapValidator(_plain_link),
 ]
-"""The options a question and a tool approval share: where, who asks, a link back."""
+Callback = Annotated[
+    str | None,
+    Field(
+        max_length=2000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL the bot POSTs the question's outcome to when it ends (the body of "
+        "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
+        "the operator allows (WEBHOOK_HOSTS).",
+    ),
+]
+"""The options a question and a tool approval share: where, who asks, a link back, a
+callback."""
 
 
 def _seconds(description: str) -> Any:
@@ -124,6 +136,7 @@ class QuestionPost(WireModel):
         "escalateAfter.",
     )
     link: Link = None
+    callback: Callback = None
 
 
 class DeadlineDefaults(Protocol):

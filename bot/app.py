@@ -58,6 +58,8 @@ from bot.logs import redact_url
 from bot.ports import listening
 from bot.questions.service import UserQuestionService
 from bot.socket_mode import SocketMode, not_slack_json, slack_reason
+from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
+from bot.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.site import SandboxServer
@@ -193,6 +195,18 @@ def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[Tra
     return _durable_store(settings).reading()
 
 
+async def _outbox(settings: Settings) -> Outbox:
+    """The webhook outbox, in the backend of the store ``settings`` choose."""
+    if settings.store == "sqlite":
+        return await SqliteOutbox.open(settings.store_path)
+    if settings.store == "redis" and settings.redis_url is not None:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(settings.redis_url.get_secret_value())
+        return RedisOutbox(client, settings.redis_prefix)
+    return MemoryOutbox()
+
+
 def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
     """The SQLite or Redis store ``settings`` choose, not started."""
     retention = settings.retention_days * 86400
@@ -325,6 +339,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     service = UserQuestionService()
     stack.callback(service.register_provider(provider))
     refusals = RefusalLog(logging.getLogger("bot.http"))
+    webhooks = Webhooks(
+        await _outbox(settings),
+        lambda request_id: gateway.webhook_view(request_id),
+        provider.wait_ended,
+        settings.api_tokens,
+        hosts=frozenset(settings.webhook_hosts),
+        allow_private=settings.webhook_allow_private,
+    )
+    stack.push_async_callback(
+        _bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
+    )
     gateway = Gateway(
         service,
         provider,
@@ -343,7 +368,9 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approver_groups=settings.dsh_approver_usergroups or None,
             signal=signal,
         ),
+        webhooks=webhooks,
     )
+    webhooks.start()
     # The open questions owned by no process (asked over the API before a restart, or
     # on another process) are this process's to serve too: their deadlines are kept here.
     adopted = await provider.resume()

@@ -58,7 +58,7 @@ from pydantic_settings import (
 
 from bot.config_checks import choose_mode, one_of, plain_http_elsewhere
 from bot.config_deadlines import DeadlineSettings
-from bot.config_dsh import DshSettings
+from bot.config_dsh import DshSettings, split_token
 from bot.config_server import ServerSettings
 from bot.config_slack import SlackSettings
 from bot.config_sources import DotEnvFile, Environment
@@ -80,7 +80,7 @@ __all__ = [
     "load_settings",
 ]
 
-_DERIVED: Final = frozenset({"mode", "notes"})  # fields that are not variables
+_DERIVED: Final = frozenset({"notes"})  # fields that are not variables
 
 
 class ConfigError(Exception):
@@ -145,7 +145,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         given = {k: v for k, v in given.items() if v != ""}  # None stays: it may be invalid
         problems: list[tuple[str, str]] = []
         notes = [*given.pop("notes", ())]
-        mode = choose_mode(given, problems, notes)
+        mode = choose_mode(given, problems, notes, serves=given.pop("serves", True) is not False)
         if mode is not None and given.setdefault("mode", mode) != mode:
             problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
         if str(given.get("store")).lower() == "auto":  # the default --help shows
@@ -156,6 +156,12 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
             given["store"] = "redis" if redis else "memory" if sandbox else "sqlite"
         elif str(given["store"]).lower() == "redis" and given.get("redis_url") is None:
             problems.append(("store", "redis needs REDIS_URL (e.g. redis://localhost:6379/0)."))
+        if isinstance(url := given.get("dsh_host_url"), str):
+            given["dsh_host_url"], token = split_token(url)
+            if token is not None and given.setdefault("dsh_host_token", token) != token:
+                problems.append(
+                    ("dsh_host_token", "differs from the token in DSH_HOST_URL; give it once.")
+                )
         if given.get("dsh_host_token") is not None:
             if given.get("dsh_host_url") is None:
                 problems.append(
@@ -215,8 +221,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         timeout = "none" if self.question_timeout is None else f"{self.question_timeout:g} s"
         facts.append(("question timeout", timeout))
         if self.dsh_host_url:
-            given = self.dsh_host_token or "token=" in self.dsh_host_url
-            token = "with token" if given else "no token"
+            token = "with token" if self.dsh_host_token else "no token"
             protocol = f"protocol {self.dsh_protocol}"
             facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token}, {protocol})"))
         facts.append(("log", f"{self.log_level}, {self.log_format}"))
@@ -236,16 +241,20 @@ SETTINGS_HELP: Final[str] = render_help(
 
 
 def load_settings(
-    environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
+    environ: Mapping[str, str] | None = None,
+    env_file: Path | None = Path(".env"),
+    *,
+    serves: bool = True,
 ) -> Settings:
     """Read the settings from ``environ`` (default ``os.environ``) over ``env_file``.
 
     A missing ``env_file`` is fine; pass ``None`` to read no file. Raises :class:`ConfigError`
-    listing every problem found.
+    listing every problem found. ``serves=False``: for a command that serves nothing (the
+    audit export), which no production setting keeps from reading the store.
     """
     environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
     dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
-    init = {"notes": tuple(dotenv.notes)}
+    init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
     sources = (InitSettingsSource(Settings, init_kwargs=init), environment, dotenv)
     problems = dotenv.problems
     try:

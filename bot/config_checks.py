@@ -465,8 +465,24 @@ def one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[An
     return check
 
 
+_PRODUCTION: Final = (
+    "redis_url",
+    "dsh_host_url",
+    "dsh_host_token",
+    "slack_allowed_users",
+    "slack_allowed_usergroups",
+    "dsh_approvers",
+    "dsh_approver_usergroups",
+)
+"""Settings only a production setup has: with any of them, no credentials is a mistake."""
+
+
 def choose_mode(
-    given: Mapping[str, Any], problems: list[tuple[str, str]], notes: list[str]
+    given: Mapping[str, Any],
+    problems: list[tuple[str, str]],
+    notes: list[str],
+    *,
+    serves: bool = True,
 ) -> Literal["socket", "http", "sandbox"] | None:
     """The mode the credentials present in ``given`` choose, or ``None`` (with a problem).
 
@@ -492,7 +508,20 @@ def choose_mode(
             )
         return "http"
     if not (bot or app or secret):
-        return "sandbox"
+        production = [n.upper() for n in _PRODUCTION if given.get(n) not in (None, "", ())]
+        if str(given.get("mode", "")).lower() == "sandbox" or not production or not serves:
+            return "sandbox"
+        problems.append(
+            (
+                "slack_bot_token",
+                f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
+                " set: that is a production setup, so the local sandbox (whose page anyone on "
+                "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
+                "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
+                "sandbox on purpose.",
+            )
+        )
+        return None
     if bot:
         problems.append(
             (

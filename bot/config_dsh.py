@@ -7,6 +7,7 @@ checked there (a rule between settings).
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -14,7 +15,19 @@ from bot.config_checks import json_object, url
 from bot.config_types import HidesSecrets, Secret, UsergroupIds, UserIds
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["DshSettings"]
+__all__ = ["DshSettings", "split_token"]
+
+
+def split_token(url: str) -> tuple[str, str | None]:
+    """``DSH_HOST_URL`` without its ``token`` query parameter, and that token (the URL
+    ``dsh web`` prints carries it): the token is kept as the secret ``DSH_HOST_TOKEN``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    token = next((value for key, value in query if key == "token" and value), None)
+    if token is None:
+        return url, None
+    rest = urlencode([(key, value) for key, value in query if key != "token"])
+    return urlunsplit(parts._replace(query=rest)), token
 
 
 class DshSettings(HidesSecrets):

@@ -79,6 +79,16 @@ class ServerSettings(BaseSettings):
         description="Comma-separated host names the bot answers to besides loopback names "
         "and HOST (the public name a reverse proxy passes on). Any other Host header gets 421.",
     )
+    webhook_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
+        (),
+        description="Comma-separated host names a question's callback URL may name (webhooks). "
+        "Unset: callbacks are refused.",
+    )
+    webhook_allow_private: bool = Field(
+        False,
+        description="Let webhooks reach private, loopback and link-local addresses (refused "
+        "by default, also when a name resolves to one).",
+    )
     max_body_bytes: int = Field(262_144, gt=0, description="Largest HTTP API request body.")
     header_timeout: Seconds = Field(
         10.0,

@@ -26,7 +26,9 @@ __all__ = ["SlackSettings"]
 class SlackSettings(BaseSettings):
     """``SLACK_*``: how the bot reaches Slack, where questions go, who may answer them."""
 
-    mode: Mode = Field("sandbox", description="Chosen by the Slack credentials.")
+    mode: Mode = Field(
+        "sandbox", description="Chosen by the credentials; sandbox: run it with REDIS_URL etc."
+    )
     slack_bot_token: (
         Annotated[
             Secret, AfterValidator(slack_token("xoxb-", "a bot token", "OAuth & Permissions"))

@@ -78,6 +78,7 @@ from bot.questions.models import (
     AskUserQuestionRequest,
 )
 from bot.questions.service import UserQuestionService
+from bot.webhooks import Webhooks
 
 __all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
 
@@ -145,7 +146,10 @@ class Gateway:
         refusals: RefusalLog | None = None,
         default_channel: str | None = None,
         approve: Approve | None = None,
+        webhooks: Webhooks | None = None,
     ) -> None:
+        self.webhooks = webhooks
+        """Delivers the endings of questions asked with a ``callback``."""
         self._service = service
         self._approve = approve
         """Asks a tool approval of the operator's approvers (``DSH_APPROVERS``)."""
@@ -392,7 +396,7 @@ class Gateway:
                 # would abort it), never ask it.
                 message = "no question was asked with this Idempotency-Key"
                 return problem(412, "RequestError", "NOT_ASKED", message)
-            refused = fresh()
+            refused = fresh() or await self._callback(request_id, post.callback, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up
@@ -403,6 +407,29 @@ class Gateway:
                 return too_many(refusal, RETRY_AFTER)
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker), run)
+
+    async def _callback(
+        self, request_id: str, url: str | None, asker: str | None
+    ) -> web.Response | None:
+        """Owe ``url`` a delivery when the question ends, or the 422 refusing it."""
+        if url is None:
+            return None
+        webhooks = self.webhooks
+        why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
+        if why is not None:
+            error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
+            return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
+        assert webhooks is not None
+        await webhooks.add(request_id, url, asker)
+        return None
+
+    async def webhook_view(self, request_id: str) -> dict[str, Any] | None:
+        """What a webhook delivers: ``GET``'s body once ended, ``{}`` while open, ``None``
+        for an unknown question."""
+        question = await self._questions.status(request_id)
+        if question is None or question.is_open:
+            return None if question is None else {}
+        return view_with_events(question, await self._questions.events(request_id))
 
     async def _start(
         self,

@@ -147,7 +147,9 @@ class HostDriver:
     # --- the mux socket -----------------------------------------------------------------
 
     async def connect(self) -> None:
-        """Open the ``remote.mux`` socket (once; again after ``disconnect``)."""
+        """Open the ``remote.mux`` socket (once; again after ``disconnect`` or a drop)."""
+        if self._socket is not None and self._socket.closed:
+            await self.disconnect()
         if self._socket is None:
             ws_url = self.host.url.replace("http://", "ws://", 1) + "/api/remote.mux"
             self._socket = await self._http.ws_connect(ws_url, heartbeat=None)

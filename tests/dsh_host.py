@@ -44,28 +44,30 @@ from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
 from adapters.dsh.approvals import (
-    ApprovalResponse,
     ResolvedOutcome,
-    approval_requested_frame,
-    approval_resolved_frame,
 )
 from adapters.dsh.events import SESSION_HISTORY_PATH
 from adapters.dsh.protocol import (
     CANCELLED_CODE,
     EVENTS_MUX_PATH,
     RESPOND_PATH,
-    ErrorResult,
     Outcome,
-    QuestionResponse,
     Receipt,
     ReceiptReason,
     answer_problem,
+)
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from tests.dsh_wire import (
+    ApprovalResponse,
+    ErrorResult,
+    QuestionResponse,
+    approval_requested_frame,
+    approval_resolved_frame,
     parse_client_response,
     question_requested_frame,
     question_resolved_frame,
 )
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
 __all__ = [
     "ABORTED_MESSAGE",

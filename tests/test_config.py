@@ -238,12 +238,36 @@ def test_dsh_token_needs_its_url() -> None:
     assert "DSH_HOST_URL" in problem_for("DSH_HOST_TOKEN", {"DSH_HOST_TOKEN": DSH})
 
 
+def test_a_token_in_the_url_and_another_in_dsh_host_token_is_refused() -> None:
+    env = {"DSH_HOST_URL": "http://127.0.0.1:1/?token=one", "DSH_HOST_TOKEN": "two"}
+    assert "give it once" in problem_for("DSH_HOST_TOKEN", {"MODE": "sandbox", **env})
+
+
+def test_dsh_protocol_is_one_of_three() -> None:
+    assert "DSH_PROTOCOL" in problem_for(
+        "DSH_PROTOCOL",
+        {"MODE": "sandbox", "DSH_HOST_URL": "http://127.0.0.1:1", "DSH_PROTOCOL": "0.3"},
+    )
+
+
+def test_the_url_dsh_web_prints_carries_its_token_and_never_shows_it() -> None:
+    url = f"http://127.0.0.1:13080/?token={DSH}"
+    settings = load({"MODE": "sandbox", "DSH_HOST_URL": url, "DSH_PROTOCOL": "0.2"})
+    assert settings.dsh_host_url == "http://127.0.0.1:13080/" and settings.dsh_protocol == "0.2"
+    assert settings.dsh_host_token is not None
+    assert settings.dsh_host_token.get_secret_value() == DSH
+    described = dict(settings.describe())["dsh host"]
+    assert described == "http://127.0.0.1:13080/ (with token, protocol 0.2)"
+    assert "DSHSECRET" not in repr(settings) and "DSHSECRET" not in str(settings.describe())
+
+
 # --- values that are fine -------------------------------------------------------------------
 
 
 def test_lists_mentions_and_choices_are_parsed() -> None:
     settings = load(
         {
+            "MODE": "sandbox",  # asked for: the allow-lists alone would refuse the sandbox
             "SLACK_ALLOWED_USERS": " U123 ,W456,, U123 ",
             "SLACK_ALLOWED_USERGROUPS": "S0614TZR7",
             "DSH_APPROVERS": "U0APPROVE1,U0APPROVE1, W0APPROVE2",
@@ -310,7 +334,7 @@ def test_the_api_url_gets_its_trailing_slash(given: str, kept: str) -> None:
     ],
 )
 def test_redis_urls_are_accepted_and_shown_without_password(url: str, shown: str) -> None:
-    settings = load({"REDIS_URL": url})
+    settings = load({"REDIS_URL": url, "MODE": "sandbox"})
     assert settings.store == "redis"
     assert settings.redis_url is not None and settings.redis_url.get_secret_value() == url
     assert dict(settings.describe())["store"] == shown
@@ -604,7 +628,7 @@ def test_defaults_read_os_environ_and_dot_env_in_the_working_directory(
 def test_the_help_lists_every_setting_and_every_field_has_one() -> None:
     for name in SETTING_NAMES:
         assert f"\n  {name} " in SETTINGS_HELP
-    fields = set(Settings.model_fields) - {"mode", "notes"}
+    fields = set(Settings.model_fields) - {"notes"}
     assert fields == {name.lower() for name in SETTING_NAMES}
     assert all(len(line) <= 100 for line in SETTINGS_HELP.splitlines())
 
@@ -681,7 +705,7 @@ def test_store_auto_is_the_default_help_shows() -> None:
     assert re.search(r"STORE\s+auto\b", SETTINGS_HELP), SETTINGS_HELP
     assert load({**HTTP, "STORE": "auto"}).store == "sqlite"
     assert load({"STORE": "AUTO"}).store == "memory"  # the sandbox
-    assert load({"STORE": "auto", "REDIS_URL": "redis://cache/0"}).store == "redis"
+    assert load({"STORE": "auto", "REDIS_URL": "redis://cache/0", **HTTP}).store == "redis"
 
 
 def test_allowed_hosts_beyond_loopback_need_an_api_token() -> None:

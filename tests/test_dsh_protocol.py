@@ -8,24 +8,27 @@ from typing import Any
 import pytest
 
 from adapters.dsh.protocol import (
-    ErrorResult,
-    OkResult,
     OtherPayload,
     Outcome,
     QuestionRequested,
     QuestionResolved,
-    QuestionResponse,
     Receipt,
-    ResponseRejectedError,
     answer_problem,
     answer_response,
     cancel_response,
-    parse_client_response,
     parse_frame,
-    question_requested_frame,
-    question_resolved_frame,
 )
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from tests.dsh_wire import (
+    ErrorResult,
+    OkResult,
+    QuestionResponse,
+    ResponseRejectedError,
+    parse_client_response,
+    question_requested_frame,
+    question_resolved_frame,
+    raise_if_rejected,
+)
 
 PLAN_REVIEW: dict[str, Any] = {
     "id": "plan-review",
@@ -375,17 +378,17 @@ def test_receipt_refuses_an_unknown_reason() -> None:
 
 
 def test_rejected_receipts_raise_with_the_web_clients_wording() -> None:
-    Receipt(accepted=True).raise_if_rejected()
+    raise_if_rejected(Receipt(accepted=True))
     with pytest.raises(
         ResponseRejectedError, match=r"^question response rejected: not-pending$"
     ) as info:
-        Receipt(accepted=False, reason="not-pending").raise_if_rejected()
+        raise_if_rejected(Receipt(accepted=False, reason="not-pending"))
     assert info.value.reason == "not-pending"
     assert not info.value.cancellation
     with pytest.raises(
         ResponseRejectedError, match=r"^question cancellation rejected: bad-response$"
     ):
-        Receipt(accepted=False, reason="bad-response").raise_if_rejected(cancellation=True)
+        raise_if_rejected(Receipt(accepted=False, reason="bad-response"), cancellation=True)
 
 
 # ---------------------------------------------------------------- answer_problem

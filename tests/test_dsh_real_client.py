@@ -60,49 +60,55 @@ async def posted(rig: Rig, sid: str) -> Any:
     return await eventually(find, f"the message of {label}", within=20)
 
 
+async def build_rig(
+    url: str, closers: list[Callable[[], Awaitable[None]]], host: object, **options: Any
+) -> Rig:
+    """The bot's parts (Slack stand-in, bolt app, provider, client) around the host at
+    ``url``, connected; ``closers`` gets what stops them."""
+    slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SECRET)
+    await slack.start()
+    closers.append(slack.stop)
+    alice = slack.workspace.add_user("alice").id
+    channel = slack.workspace.add_channel("agent-questions").id
+    app = AsyncApp(
+        client=AsyncWebClient(token=BOT_TOKEN, base_url=slack.url),
+        signing_secret=SECRET,
+        process_before_response=True,
+    )
+    provider = SlackQuestionProvider(app, channel=channel)
+    service = UserQuestionService()
+    dispose = service.register_provider(provider)
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+
+    web_app = web.Application()
+    web_app.router.add_post("/slack/events", events)
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    closers.append(runner.cleanup)
+    slack.interactivity_url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"
+
+    async def close_provider() -> None:
+        await provider.aclose(grace=2.0)
+        dispose()
+
+    closers.append(close_provider)
+    client = DshHostClient(url, service, provider=provider, **options)
+    await client.start()
+    closers.append(client.stop)
+    await eventually(lambda: client.state == "connected", "the client to connect", 20)
+    return Rig(host, slack, service, provider, client, channel, alice, closers)  # type: ignore[arg-type]
+
+
 @pytest.fixture
 async def bot(live_host: RealHost) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
     """Builds the bot's parts around the real host (given the URL the host prints)."""
     closers: list[Callable[[], Awaitable[None]]] = []
 
     async def build(**options: Any) -> Rig:
-        slack = SlackStandIn(token=BOT_TOKEN, signing_secret=SECRET)
-        await slack.start()
-        closers.append(slack.stop)
-        alice = slack.workspace.add_user("alice").id
-        channel = slack.workspace.add_channel("agent-questions").id
-        app = AsyncApp(
-            client=AsyncWebClient(token=BOT_TOKEN, base_url=slack.url),
-            signing_secret=SECRET,
-            process_before_response=True,
-        )
-        provider = SlackQuestionProvider(app, channel=channel)
-        service = UserQuestionService()
-        dispose = service.register_provider(provider)
-
-        async def events(request: web.Request) -> web.StreamResponse:
-            return await to_aiohttp_response(
-                await app.async_dispatch(await to_bolt_request(request))
-            )
-
-        web_app = web.Application()
-        web_app.router.add_post("/slack/events", events)
-        runner = web.AppRunner(web_app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        closers.append(runner.cleanup)
-        slack.interactivity_url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"
-
-        async def close_provider() -> None:
-            await provider.aclose(grace=2.0)
-            dispose()
-
-        closers.append(close_provider)
-        client = DshHostClient(live_host.launch_url, service, provider=provider, **options)
-        await client.start()
-        closers.append(client.stop)
-        await eventually(lambda: client.state == "connected", "the client to connect", 20)
-        return Rig(live_host, slack, service, provider, client, channel, alice, closers)  # type: ignore[arg-type]
+        return await build_rig(live_host.launch_url, closers, live_host, **options)
 
     yield build
     for close in reversed(closers):

@@ -76,3 +76,26 @@ async def test_an_answer_given_while_the_host_is_frozen_is_taken_and_said_so(
     final = await rig.final(message, within=30)
     assert "Code" in final and "not used" not in final
     assert rig.posts == 1
+
+
+async def test_a_host_restart_closes_what_it_dropped_and_the_bot_serves_the_new_host(
+    make_real_rig: RealRigFactory,
+) -> None:
+    rig = await make_real_rig()
+    await rig.turn(ask(TARGET))
+    question = await rig.message()
+    await rig.turn(bash("echo before-the-restart"))
+    approval = await rig.message(2)
+    await asyncio.to_thread(rig.host.restart)  # a new launch token; the same DSH_HOME and port
+    for message, what in ((question, "question"), (approval, "approval")):
+        final = await rig.final(message, within=30)
+        assert "Cancelled" in final or "no longer has this" in final, final
+        assert "Answered" not in final and "Allowed" not in final
+        if what == "approval":
+            assert "this question" not in final
+    await rig.driver.login()  # the driver's cookie outlives the restart; the bot's must too
+    sid, call = await rig.turn(ask(TARGET))
+    after = await rig.message(3, within=30)
+    await rig.click(after, "Code")
+    answered = await rig.driver.tool_result(sid, call)
+    assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Code"]}]}

@@ -128,18 +128,9 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             assert len(slack.calls("chat.postMessage")) == 2
 
 
-GONE_XFAIL = pytest.mark.xfail(
-    reason="issue 35 defect 2, to be fixed in the dsh client: with SQLite the new bot's"
-    " chat.update gets message_not_found and only logs 'background task failed'",
-    strict=False,
-)
-
-
 async def test_a_message_deleted_while_the_bot_was_down_is_posted_again(
-    setup: Setup, slack: SlackStandIn, live_host: RealHost, request: pytest.FixtureRequest
+    setup: Setup, slack: SlackStandIn, live_host: RealHost
 ) -> None:
-    if "sqlite" in request.node.callspec.id:
-        request.applymarker(GONE_XFAIL)
     alice, channel, env = setup.alice, setup.channel, setup.env
     async with HostDriver(live_host) as driver:
         async with BotProcess.start(env, cwd=setup.a) as first:

@@ -28,10 +28,10 @@ from adapters.dsh.asks import (
     REOPENED_NOTE,
     RESTARTING_NOTE,
     HostAsk,
-    QuestionRunner,
     ask_key,
 )
 from adapters.dsh.open_requests import OpenRequests
+from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
 from adapters.slack import Released, WaitReleased
 from adapters.slack.model.ids import key_request_id

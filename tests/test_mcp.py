@@ -99,6 +99,7 @@ async def test_the_tool_is_listed_with_the_seams_schema(tmp_path: Path) -> None:
         "escalateAfter",
         "escalateTo",
         "link",
+        "callback",
     }
     item = schema["$defs"]["AskUserQuestionItem"]
     # The seam's own model, camelCase wire names and all.

@@ -75,13 +75,15 @@ async def test_redis_down_and_a_missing_database_get_different_messages(
     tmp_path: Path, redis_url: str
 ) -> None:
     down = f"redis://127.0.0.1:{free_port()}/0"
-    code, _, err_down = await run_bot_command([], {"REDIS_URL": down}, cwd=tmp_path)
+    sandbox = {"REDIS_URL": down, "MODE": "sandbox"}
+    code, _, err_down = await run_bot_command([], sandbox, cwd=tmp_path)
     assert code == 1
     assert "cannot reach the Redis pending store at REDIS_URL=" in err_down
     assert "Check that Redis is running" in err_down
 
     base = redis_url.rsplit("/", 1)[0] if re.search(r"/\d+$", redis_url) else redis_url
-    code, _, err_db = await run_bot_command([], {"REDIS_URL": f"{base}/9999"}, cwd=tmp_path)
+    sandbox = {"REDIS_URL": f"{base}/9999", "MODE": "sandbox"}
+    code, _, err_db = await run_bot_command([], sandbox, cwd=tmp_path)
     assert code == 1
     assert "answers, but refused the database number in REDIS_URL" in err_db
     assert "DB index is out of range" in err_db

@@ -187,6 +187,7 @@ async def test_a_silent_redis_is_abandoned_at_the_deadline(
         env = {
             "REDIS_URL": real._replace(netloc=proxy.address).geturl(),
             "REDIS_PREFIX": store_prefix,
+            "MODE": "sandbox",
             "PORT": "0",
             "SANDBOX_PORT": "0",
             "SHUTDOWN_GRACE": str(GRACE),

@@ -239,6 +239,7 @@ async def test_a_redis_url_option_redis_cannot_use_names_redis_url_not_its_passw
     port = free_port()
     env = {
         "REDIS_URL": f"redis://:{password}@127.0.0.1:{port}/0?socket_timeout=abc",
+        "MODE": "sandbox",
         "PORT": "0",
         "SANDBOX_PORT": "0",
     }

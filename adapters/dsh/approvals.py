@@ -27,11 +27,8 @@ __all__ = [
     "ApprovalOutcome",
     "ApprovalRequested",
     "ApprovalResolved",
-    "ApprovalResponse",
     "ResolvedOutcome",
     "approval_headline",
-    "approval_requested_frame",
-    "approval_resolved_frame",
     "approval_response",
 ]
 
@@ -65,14 +62,6 @@ class ApprovalResolved(Lenient):
     outcome: ResolvedOutcome
 
 
-class ApprovalResponse(Lenient):
-    """The value of an ok response to an approval (extra keys are stripped, as the host does)."""
-
-    session_id: str
-    approval_id: str
-    outcome: ApprovalOutcome
-
-
 def approval_headline(payload: ApprovalRequested) -> str:
     """The panel's headline: the reason, or "Tool {toolName} requests privileged execution"."""
     reason = (payload.reason or "").strip()
@@ -89,50 +78,5 @@ def approval_response(
         "result": {
             "ok": True,
             "value": {"sessionId": session_id, "approvalId": approval_id, "outcome": outcome},
-        },
-    }
-
-
-def approval_requested_frame(
-    rpc_id: str,
-    session_id: str,
-    approval_id: str,
-    tool_name: str,
-    *,
-    call_id: str | None = None,
-    reason: str | None = None,
-) -> dict[str, Any]:
-    """The ``approval/requested`` envelope (``callId``/``reason`` only when given)."""
-    payload: dict[str, Any] = {
-        "type": APPROVAL_REQUESTED,
-        "sessionId": session_id,
-        "approvalId": approval_id,
-        "toolName": tool_name,
-    }
-    if call_id is not None:
-        payload["callId"] = call_id
-    if reason is not None:
-        payload["reason"] = reason
-    return {
-        "type": "server-request",
-        "rpcId": rpc_id,
-        "method": APPROVAL_REQUESTED,
-        "payload": payload,
-    }
-
-
-def approval_resolved_frame(
-    rpc_id: str, session_id: str, approval_id: str, outcome: ResolvedOutcome
-) -> dict[str, Any]:
-    """The ``approval/resolved`` envelope, pushed with a fresh ``rpc_id``."""
-    return {
-        "type": "server-request",
-        "rpcId": rpc_id,
-        "method": APPROVAL_RESOLVED,
-        "payload": {
-            "type": APPROVAL_RESOLVED,
-            "sessionId": session_id,
-            "approvalId": approval_id,
-            "outcome": outcome,
         },
     }

@@ -1,31 +1,13 @@
 """``DshHostClient``: the bot as a connected client of a running dsh web host.
 
-It speaks dsh 0.2 (every release on PyPI: ``/connect`` login, the ``remote.mux`` socket, see
-``link``) and 0.1.1-rc.2 (``GET /api/events.mux``), finding out which at each connection
-unless ``protocol`` says. One loop holds the socket open, reconnecting with capped backoff.
-Each question or approval becomes one ask through the ``UserQuestionService`` (so the Slack
-provider asks it), keyed by the request's id (0.2 eventId, 0.1 rpcId): a request replayed
-after a reconnect attaches to the ask already open instead of posting twice::
+It speaks dsh 0.2 (``link``, ``mux``) and 0.1.1-rc.2 (``protocol``), finding out which at each
+connection unless told, and holds the socket open (``downlink``). Each question or approval
+becomes one ask keyed by its id, so a replay attaches to the message already open
+(``open_requests``); this class reads the frames and starts and stops the rest::
 
-    client = DshHostClient("http://127.0.0.1:13080", service, provider=provider)
+    client = DshHostClient("http://127.0.0.1:13080/?token=…", service, provider=provider)
     await client.start()      # returns at once; the host may be down
-    ...
     await client.stop()
-
-On every new socket the host replays every pending request with its original id, then
-live traffic. No push ends that
-replay: it ends ``replay_window`` seconds after the last replayed request, and only then is an
-ask the host did not replay closed as gone (the host restarted or settled it meanwhile).
-A ``question/resolved`` (0.1) or ``cancel`` (0.2) frame (answered in another client,
-cancelled, the turn aborted) aborts the matching ask, so its message loses its buttons.
-
-Limits on what a host sends: a downlink message over ``max_frame_bytes`` is skipped with a
-log line (the connection stays; aiohttp drops one over four times that), a malformed or
-over-nested frame is skipped, and at most ``max_open_per_session`` requests of one session
-are open in Slack at once: the rest wait in order, noted on the session's latest message.
-
-This class holds the connection (downlink, uplink, start and stop) and reads each frame;
-``adapters.dsh.open_requests`` keeps the requests it opens, queues and ends.
 """
 
 from __future__ import annotations
@@ -40,7 +22,7 @@ import aiohttp
 
 from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner
 from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
-from adapters.dsh.asks import HostAsk, QuestionRunner
+from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
 from adapters.dsh.link import LoginRefused, MuxLink
@@ -62,6 +44,7 @@ from adapters.dsh.protocol import (
     QuestionResolved,
     parse_frame,
 )
+from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
@@ -357,7 +340,7 @@ class DshHostClient:
                     call_known=call is not None,
                 )
                 self._requests.requested(ask)
-            elif isinstance(value, Cancel):
+            elif isinstance(value, Cancel) and self._requests.holds(value.event_id):
                 task = asyncio.get_running_loop().create_task(self._cancelled(value.event_id))
                 task.add_done_callback(lambda t: t.cancelled() or t.exception())
         except Exception:  # a bug here must not drop the downlink

@@ -1,20 +1,10 @@
 """The host's requests this client holds open in Slack, from their frame to their end.
 
-Each ``question/requested`` or ``approval/requested`` frame becomes one :class:`HostAsk`
-keyed by its rpcId: a frame replayed after a reconnect attaches to the ask already open
-instead of posting twice. At most ``max_open`` requests of one session are open in Slack at
-once; the rest wait in order (:class:`WaitingRoom`), noted on the session's latest message,
-and each ask that ends lets the session's next one in.
-
-On every new downlink the host replays its pending requests; the replay ends
-``replay_window`` seconds after the last replayed one, and only then is an ask the host did
-not replay closed as gone, and so is every request of this host that a stopped bot released
-(owned by no process) and the host did not replay: it settled them, or restarted, while no
-bot ran (a restart loses its pending requests). A replay that comes just after the window,
-while its ask is being closed as gone, opens the request again once that is over. A
-``*/resolved`` frame ends the matching ask early. Every ask that ends aborted leaves its
-record ended: one aborted before it reached the record (still reading it, or the session's
-history) closes the record itself.
+Each request becomes one :class:`HostAsk` keyed by its id: a replay attaches to the ask
+already open. At most ``max_open`` requests of one session are open in Slack at once; the
+rest wait in order (:class:`WaitingRoom`). A new socket's replay ends ``replay_window``
+seconds after its last request; then an ask (or a request a stopped bot released) the host
+did not replay is closed as gone; one replayed just after, while being closed, opens again.
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
 from adapters.dsh.approval_relay import resolved_note
 from adapters.dsh.approvals import ApprovalResolved
@@ -35,13 +25,13 @@ from adapters.dsh.asks import (
     RESTARTING_NOTE,
     HostAsk,
     QuestionNotes,
-    ask_key,
 )
+from adapters.dsh.released import HostRecords, released_by_a_bot_of
 from adapters.dsh.uplink import describe
 from adapters.dsh.waiting import WaitingRoom
-from adapters.slack import PendingRecord, PendingStore, QuestionStatus, Released
+from adapters.slack import Released
 
-__all__ = ["QUEUED_NOTE", "HostRecords", "OpenRequests"]
+__all__ = ["QUEUED_NOTE", "OpenRequests"]
 
 QUEUED_NOTE: Final = (
     "More requests from this session are waiting: the bot shows {limit} at a time and posts "
@@ -49,24 +39,6 @@ QUEUED_NOTE: Final = (
 )
 
 _GONE_REMEMBERED: Final = 1024
-_KEY_PREFIX: Final = ask_key("")
-
-
-@runtime_checkable
-class HostRecords(Protocol):
-    """What ending a request outside its ask takes of the provider (``SlackQuestionProvider``):
-    its store, to list the requests a stopped bot released, and ``abort``."""
-
-    @property
-    def store(self) -> PendingStore:
-        """Where the requests are kept (shared with the bots before this one)."""
-        ...
-
-    async def abort(
-        self, request_id: str, note: str, *, by: str | None = None
-    ) -> QuestionStatus | None:
-        """End an open request ``aborted`` with ``note`` (an ended one stays as it ended)."""
-        ...
 
 
 @dataclass(eq=False)
@@ -79,14 +51,9 @@ class _Replay:
 
 
 class OpenRequests:
-    """The host's requests being asked or answered, and those waiting for their turn.
-
-    ``serve(ask)`` asks one request in Slack and answers the host (run as a task per ask);
-    ``stopping()`` tells whether the client is stopping (no waiting request starts then).
-    ``asker`` is who the records of this host's requests name as their asker
-    (``HostUplink.asker``): with it, and a provider that is ``HostRecords``, the requests a
-    stopped bot released and the host no longer has are closed after each replay.
-    """
+    """The host's requests being asked or answered (``serve`` runs one, as a task), and
+    those waiting; with ``asker`` (who this host's records name) and a provider that is
+    ``HostRecords``, released requests the host no longer has are closed after each replay."""
 
     def __init__(
         self,
@@ -126,6 +93,10 @@ class OpenRequests:
     def queued(self) -> int:
         """Requests waiting for a free place in their session's share of Slack."""
         return len(self._waiting)
+
+    def holds(self, rpc_id: str) -> bool:
+        """Whether request ``rpc_id`` is open, waiting, or to be asked again."""
+        return rpc_id in self._asks or rpc_id in self._waiting or rpc_id in self._late
 
     def counts(self) -> tuple[int, int]:
         """(questions, approvals) open or waiting."""
@@ -199,7 +170,7 @@ class OpenRequests:
             )
             return
         for record in found:
-            rpc_id = _released_by_a_bot_of(record, asker)
+            rpc_id = released_by_a_bot_of(record, asker)
             if rpc_id is None or self._held(rpc_id, replay):
                 continue
             self._logger.info(
@@ -418,17 +389,6 @@ class OpenRequests:
     def _running(self) -> set[asyncio.Task[None]]:
         asks = {ask.task for ask in self._asks.values() if ask.task is not None}
         return {task for task in asks | self._sweeps if not task.done()}
-
-
-def _released_by_a_bot_of(record: PendingRecord, asker: str) -> str | None:
-    """The rpcId of an open request of the host ``asker`` that no process owns (a stopped
-    bot released it), or ``None`` for any other record."""
-    key = record.key
-    if record.owner is not None or record.asked_by != asker or key is None:
-        return None
-    if not key.startswith(_KEY_PREFIX):
-        return None
-    return key.removeprefix(_KEY_PREFIX)
 
 
 def _ignore_result(task: asyncio.Task[Any]) -> None:

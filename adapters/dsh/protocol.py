@@ -1,38 +1,13 @@
-"""The dsh web host's question relay on the wire (§7 of the seam's reference): pure, no I/O.
+"""The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``): pure, no I/O.
 
-Downlink (``GET /api/events.mux``, a WebSocket, one JSON envelope per text message)::
-
-    {"type": "server-request", "rpcId": "…", "method": "question/requested",
-     "payload": {"type": "question/requested", "sessionId": "…", "questions": [...]}}
-
-``parse_frame`` reads one message into a ``ServerRequest``. Its ``payload`` is a
-``QuestionRequested``, a ``QuestionResolved``, an ``ApprovalRequested``, an
-``ApprovalResolved`` (see ``approvals``) or, for every other method (``session/event``,
-``session/subscribed`` and the like), an ``OtherPayload``, a push a client never answers::
-
-    frame = parse_frame(text)
-    match frame.payload:
-        case QuestionRequested(session_id=sid, questions=qs): ...  # ask; answer with frame.rpc_id
-        case QuestionResolved(question_rpc_id=rpc_id): ...         # close the ask for rpc_id
-        case ApprovalRequested(approval_id=aid): ...               # ask for permission
-        case ApprovalResolved(approval_id=aid): ...                # close that approval
-        case _: pass
-
-Uplink (``POST /api/respond``, ``application/json``): ``answer_response`` or
-``cancel_response``; the host answers HTTP 200 with a ``Receipt``. ``answer_problem`` is the
-host's ``matchesQuestions`` check, so a client can refuse a bad answer before sending it.
-
-Unknown keys are ignored everywhere (zod's default strip), in the questions too: the tool lets
-extra keys through (§5.3) and the host pushes its questions verbatim (§6.1), so a question is
-read with ``HostQuestion`` and handed on as the seam's ``AskUserQuestionItem`` (whose own
-schema, used by the HTTP API, refuses unknown keys). A frame that is not JSON, nests deeper
-than ``wire.MAX_DEPTH`` or has a ``method`` that is not a string is a ``ValueError`` like any
-other malformed frame.
+``parse_frame`` reads a ``server-request``: its payload a ``QuestionRequested``,
+``QuestionResolved``, ``ApprovalRequested``, ``ApprovalResolved`` or, for any other method,
+an ``OtherPayload`` (a push). Unknown keys are dropped (zod's strip), as the host does;
+``answer_response`` / ``cancel_response`` are the client's responses, answered by a ``Receipt``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import (
@@ -72,32 +47,23 @@ __all__ = [
     "QUESTION_RESOLVED",
     "REQUESTED_METHODS",
     "RESPOND_PATH",
-    "ClientResponse",
-    "ErrorResult",
     "Frame",
     "HostOption",
     "HostPlanReviewIntent",
     "HostQuestion",
-    "OkResult",
     "OtherPayload",
     "Outcome",
     "Payload",
     "QuestionRequested",
     "QuestionResolved",
-    "QuestionResponse",
     "Receipt",
     "ReceiptReason",
-    "ResponseError",
-    "ResponseRejectedError",
     "ServerRequest",
     "answer_problem",
     "answer_response",
     "cancel_response",
     "describe_validation_error",
-    "parse_client_response",
     "parse_frame",
-    "question_requested_frame",
-    "question_resolved_frame",
 ]
 
 EVENTS_MUX_PATH: Final = "/api/events.mux"
@@ -274,39 +240,6 @@ def parse_frame(text: str | bytes) -> Frame:
         raise ValueError(f"bad {what}: {describe_validation_error(exc)}") from None
 
 
-def question_requested_frame(
-    rpc_id: str, session_id: str, questions: Sequence[AskUserQuestionItem]
-) -> dict[str, Any]:
-    """The ``question/requested`` envelope; questions go verbatim (only the keys set)."""
-    return {
-        "type": "server-request",
-        "rpcId": rpc_id,
-        "method": QUESTION_REQUESTED,
-        "payload": {
-            "type": QUESTION_REQUESTED,
-            "sessionId": session_id,
-            "questions": [question.to_wire() for question in questions],
-        },
-    }
-
-
-def question_resolved_frame(
-    rpc_id: str, session_id: str, question_rpc_id: str, outcome: Outcome
-) -> dict[str, Any]:
-    """The ``question/resolved`` envelope: a fresh ``rpc_id`` pointing at ``question_rpc_id``."""
-    return {
-        "type": "server-request",
-        "rpcId": rpc_id,
-        "method": QUESTION_RESOLVED,
-        "payload": {
-            "type": QUESTION_RESOLVED,
-            "sessionId": session_id,
-            "questionRpcId": question_rpc_id,
-            "outcome": outcome,
-        },
-    }
-
-
 # --------------------------------------------------------------------------- uplink
 
 
@@ -344,80 +277,6 @@ def cancel_response(rpc_id: str) -> dict[str, Any]:
     }
 
 
-class ResponseError(_Lenient):
-    """The error of an ok:false response; ``code == "cancelled"`` is a user dismissal."""
-
-    code: str
-    message: str
-    details: dict[str, Any] | None = None
-
-
-class OkResult(_Lenient):
-    """``{"ok": true, "value": …}``; for a question the value is a ``QuestionResponse``."""
-
-    ok: Literal[True]
-    value: Any
-
-
-class ErrorResult(_Lenient):
-    """``{"ok": false, "error": {code, message, details}}``."""
-
-    ok: Literal[False]
-    error: ResponseError
-
-
-def _result_tag(value: Any) -> str | None:
-    ok = value.get("ok") if isinstance(value, dict) else getattr(value, "ok", None)
-    return "ok" if ok is True else "error" if ok is False else None
-
-
-class ClientResponse(_Lenient):
-    """The body of ``POST /api/respond``, as a host reads it."""
-
-    type: Literal["client-response"]
-    rpc_id: str
-    result: Annotated[
-        Annotated[OkResult, Tag("ok")] | Annotated[ErrorResult, Tag("error")],
-        Discriminator(
-            _result_tag,
-            custom_error_type="invalid_result",
-            custom_error_message="result.ok must be true or false",
-        ),
-    ]
-
-
-class QuestionResponse(_Lenient):
-    """The value of an ok response to a question: ``{sessionId, answer: {answers}}``."""
-
-    session_id: str
-    answer: AskUserQuestionAnswer
-
-    @model_validator(mode="after")
-    def _custom_is_optional_not_nullable(self) -> QuestionResponse:
-        for index, item in enumerate(self.answer.answers):
-            if "custom" in item.model_fields_set and item.custom is None:
-                raise ValueError(f"answers[{index}].custom is null; leave the key out instead")
-        return self
-
-
-def parse_client_response(body: Any) -> ClientResponse:
-    """A ``ClientResponse`` from decoded JSON; ``ValueError`` says what is wrong."""
-    try:
-        return ClientResponse.model_validate(body)
-    except ValidationError as exc:
-        raise ValueError(f"bad client-response: {describe_validation_error(exc)}") from None
-
-
-class ResponseRejectedError(Exception):
-    """The host refused a response: ``question response rejected: <reason>`` (§6.2)."""
-
-    def __init__(self, reason: ReceiptReason | None, *, cancellation: bool = False) -> None:
-        what = "cancellation" if cancellation else "response"
-        super().__init__(f"question {what} rejected: {reason}")
-        self.reason = reason
-        self.cancellation = cancellation
-
-
 class Receipt(_Lenient):
     """The host's answer to a POST: ``{"accepted": true}`` or ``{"accepted": false, reason}``."""
 
@@ -430,8 +289,3 @@ class Receipt(_Lenient):
         if self.reason is not None:
             wire["reason"] = self.reason
         return wire
-
-    def raise_if_rejected(self, *, cancellation: bool = False) -> None:
-        """Raise ``ResponseRejectedError`` unless the host accepted the response."""
-        if not self.accepted:
-            raise ResponseRejectedError(self.reason, cancellation=cancellation)

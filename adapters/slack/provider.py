@@ -236,7 +236,9 @@ class SlackQuestionProvider:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
-        return await self._lifecycle.ask(request)
+        asking = self._lifecycle.ask(request)
+        del request  # not held while the question waits
+        return await asking
 
     def request_id_for(self, key: str | None = None) -> str:
         """The id of the request asked with idempotency ``key``; a new id without a key."""

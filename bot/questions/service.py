@@ -123,6 +123,14 @@ class UserQuestionService:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Run the seam's checks in order, then return the provider's answer unchanged."""
+        answer = self._checked(request).ask(request)
+        del request  # not held (nor any of its questions) while the question waits
+        # ``return this.provider.ask(request)``: a provider whose ``ask`` returns its answer
+        # without a coroutine is taken as JavaScript takes a non-promise.
+        return await answer if inspect.isawaitable(answer) else answer
+
+    def _checked(self, request: AskUserQuestionRequest) -> UserQuestionProvider:
+        """The provider to ask once the seam's checks pass, in their order."""
         if request.signal is not None and request.signal.aborted:
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
         if len(request.questions) == 0:
@@ -155,7 +163,4 @@ class UserQuestionService:
         provider = self._provider
         if provider is None:
             raise UserQuestionError(NO_PROVIDER_MESSAGE, NO_PROVIDER)
-        answer = provider.ask(request)
-        # ``return this.provider.ask(request)``: a provider whose ``ask`` returns its answer
-        # without a coroutine is taken as JavaScript takes a non-promise.
-        return await answer if inspect.isawaitable(answer) else answer
+        return provider

@@ -180,10 +180,11 @@ class DeadlineKeepers:
         """A task keeping ``record``'s reminders, escalation and expiry (deadlines.py), the
         expiry ``late`` seconds past the deadline."""
 
+        timeout = (record.deadline or 0) - record.created_at  # not the record: hours held
+
         async def expire(rid: str) -> object:
             if late > 0:
                 await asyncio.sleep(late)  # ended meanwhile: the ending below changes nothing
-            timeout = (record.deadline or 0) - record.created_at
             # Shielded: a keeper stopped as its request ends (its wait over, or ``follow_once``
             # seeing it gone) never cuts the ending short between its write and its refresh.
             return await asyncio.shield(

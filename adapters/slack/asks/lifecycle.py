@@ -79,13 +79,14 @@ class AskLifecycle:
             client, store, sync, endings, self.lost, team_url, log, clock=self.clock
         )
         self.takeup = TakeUp(self.poster, client, store, sync, log)
+        sync.on_gone = self.takeup.post_again
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
         options = request.options or _NO_OPTIONS
-        # No local keeps the template or the review's maker: ``_run`` lets go of both
-        # while the question waits.
-        record = await self._run(
+        # No local keeps the request, the template or the review's maker: ``_run`` lets go
+        # of them while the question waits (for hours, 10,000 at once).
+        running = self._run(
             self.defaults.question_record(
                 request, options, owner=self._owner(options), now=self.clock.now()
             ),
@@ -94,7 +95,8 @@ class AskLifecycle:
             None,
             functools.partial(self._review, request.questions, options),
         )
-        return outcome(record)
+        del request, options
+        return outcome(await running)
 
     async def _review(
         self, questions: list[AskUserQuestionItem], options: AskOptions
@@ -185,6 +187,7 @@ class AskLifecycle:
             del rendered, record, placed
             if options.on_posted is not None:
                 options.on_posted(request_id)
+            del options
             try:
                 return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
             except UserQuestionError as exc:

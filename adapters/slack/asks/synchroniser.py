@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -47,6 +48,8 @@ class MessageSynchroniser:
         self._refreshing: dict[str, _Refresh] = {}
         self.on_change: Callable[[str], None] | None = None
         """Told the id of every request posted, changed or ended (App Home refreshes)."""
+        self.on_gone: Callable[[PendingRecord], Awaitable[object]] | None = None
+        """Given an open request whose message is gone (deleted): posts it again."""
 
     @property
     def background_count(self) -> int:
@@ -206,6 +209,12 @@ class MessageSynchroniser:
                 try:
                     await client.update_latest(channel, ts, latest)
                     break
+                except SlackApiError as exc:
+                    if await self._gone(exc, entry.sending or first):
+                        return
+                    if delay is None:
+                        raise
+                    await asyncio.sleep(delay)
                 except SLACK_FAILURES:
                     tried = entry.sending
                     final = tried is not None and tried is not before and not tried.is_open
@@ -224,6 +233,18 @@ class MessageSynchroniser:
             if current is None or current.version == sent.version:
                 return
 
+    async def _gone(self, error: SlackApiError, record: PendingRecord) -> bool:
+        """Whether ``error`` says the message of open ``record`` is gone (then posted again)."""
+        if error.response.get("error") != "message_not_found" or not record.is_open:
+            return False
+        if self.on_gone is None:
+            return False
+        self._logger.warning(
+            "message of an open request is gone; posting it again", extra={"request": record.id}
+        )
+        await self.on_gone(record)
+        return True
+
     async def _update(self, record: PendingRecord, ts: str) -> None:
         rendered = render_record(record)
         # The final record must not keep live buttons: when slack_sdk's own retries are
@@ -237,6 +258,12 @@ class MessageSynchroniser:
                     blocks=rendered.blocks,
                 )
                 return
+            except SlackApiError as exc:
+                if await self._gone(exc, record):
+                    return
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
             except SLACK_FAILURES:
                 if delay is None:
                     raise

@@ -104,3 +104,15 @@ class TakeUp:
                 "a question taken up was not posted",
                 extra={"request": record.id, "code": exc.code},
             )
+
+    async def post_again(self, record: PendingRecord) -> None:
+        """Post an open request again whose message is gone (deleted while no bot ran):
+        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
+        gone = record.message_ts
+
+        def unplaced(r: PendingRecord) -> PendingRecord | None:
+            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
+
+        _, written = await settle(self._store, record.id, unplaced)
+        if written is not None:
+            await self._poster.post(written, render_record(written))

@@ -1,0 +1,254 @@
+"""One question of the host, asked in Slack until the host takes an answer.
+
+``QuestionRunner.serve`` asks through the ``UserQuestionService`` (so the Slack provider
+posts it) under the idempotency key ``dsh:<id>``: a replayed request, a reconnect or a
+restarted bot attaches to the same request and message instead of posting twice. An answer
+is checked against the question before it is sent (``answer_problem``); what the host does
+with it decides what the message says next.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from adapters.dsh.asks import (
+    CANCELLED_IN_HARNESS,
+    GONE_NOTE,
+    PERMANENT_CODES,
+    REFUSED,
+    REOPENED_NOTE,
+    SETTLED_ELSEWHERE,
+    HostAsk,
+    QuestionNotes,
+    ask_key,
+    decline,
+    needs_reopening,
+    send,
+    serve_or_decline,
+    session_label,
+)
+from adapters.dsh.matching import answer_problem
+from adapters.dsh.protocol import Receipt, answer_response, cancel_response
+from adapters.dsh.uplink import HostUplink
+from adapters.slack import plan_review_of
+from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
+from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions.review import ReviewPolicy
+from bot.questions.service import UserQuestionService
+
+__all__ = ["QuestionRunner"]
+
+_DISMISSED: Final = frozenset({ASK_CANCELLED, ASK_TIMEOUT})
+"""Endings in Slack the host is told of as a dismissal (its agent gets ``ASK_CANCELLED``).
+
+The host has no timeout for questions (dsh-user-questions.md §6.1) and no response that
+says "timed out": a question that ended at its Slack deadline (``QUESTION_TIMEOUT``) and
+that the host were not told of would stay pending there, the agent's turn blocked on a
+message nobody can answer any more. Its message says "Timed out"; the host hears "closed".
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    """Why the person is asked again: the note to reopen with, and the one if that fails."""
+
+    note: str
+    stuck: str
+
+    @classmethod
+    def of(cls, what: str) -> _Retry:
+        """The notes for an answer that was not taken, for the reason ``what``."""
+        return cls(
+            f"{what} Please answer again.",
+            f"{what} This message could not be reopened; answer in the harness instead.",
+        )
+
+
+class QuestionRunner:
+    """Asks one host question in Slack and sends the outcome back."""
+
+    def __init__(
+        self,
+        service: UserQuestionService,
+        provider: QuestionNotes,
+        uplink: HostUplink,
+        *,
+        on_posted: Callable[[HostAsk], None],
+        logger: logging.Logger,
+        review: ReviewPolicy | None = None,
+    ) -> None:
+        self._service = service
+        self._provider = provider
+        self._uplink = uplink
+        self._on_posted = on_posted
+        self._logger = logger
+        self._review = review
+        self._declined: dict[str, str] = {}
+        """Session id -> the request id of its latest plan review, while it stands declined."""
+
+    async def serve(self, ask: HostAsk) -> None:
+        """Ask in Slack until the host takes an answer (or the question ends otherwise).
+
+        A request the bot fails on unexpectedly is dismissed in the host (unless a
+        response went out already), with a notice in the channel: never dropped silently.
+        """
+        await serve_or_decline(
+            ask, self._serve, self._decline, what="a question", logger=self._logger
+        )
+
+    async def _decline(self, ask: HostAsk, why: str) -> None:
+        await decline(
+            self._uplink,
+            self._provider,
+            ask,
+            cancel_response(ask.rpc_id),
+            what="question",
+            done="dismissed it in the harness",
+            why=why,
+            logger=self._logger,
+        )
+
+    async def _serve(self, ask: HostAsk) -> None:
+        reopen = await needs_reopening(self._provider, ask)
+        retry = _Retry(REOPENED_NOTE, GONE_NOTE) if reopen else None
+        key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
+        review, revises = await self._review_of(ask)
+        while True:
+            ask.phase = "asking"
+            before = await self._version(ask) if retry is not None else None
+            note = None if retry is None else retry.note
+            options = AskOptions(
+                key=key,
+                label=label,
+                note=note,
+                on_posted=lambda _: self._on_posted(ask),
+                review=review,
+                revises=revises,
+                asked_by=self._uplink.asker,
+            )
+            request = AskUserQuestionRequest(
+                questions=ask.questions, signal=ask.controller.signal, options=options
+            )
+            try:
+                answer = await self._service.ask(request)
+            except UserQuestionError as exc:
+                await self._not_answered(ask, exc)
+                return
+            if retry is not None and before is not None and await self._version(ask) == before:
+                # Nothing was written: the provider did not reopen the message and handed back
+                # the earlier outcome. Sending it again would loop; say so and stop here.
+                self._logger.error(
+                    "dsh host: could not reopen the question in Slack",
+                    extra={"rpc_id": ask.rpc_id},
+                )
+                await self._provider.add_note(ask.request_id, retry.stuck)
+                return
+            problem = answer_problem(ask.questions, answer)
+            if problem is not None:
+                # The host would refuse it: do not send it, ask the person again at once.
+                self._logger.info(
+                    "dsh host: answer would not match the question; asking again",
+                    extra={"rpc_id": ask.rpc_id, "problem": problem},
+                )
+                retry = _Retry.of(f"That answer cannot be sent to the harness: {problem}.")
+                continue
+            self._remember_plan_review(ask, answer)
+            ask.phase = "responding"
+            body = answer_response(ask.rpc_id, ask.session_id, answer)
+            receipt = await send(
+                self._uplink,
+                self._provider,
+                ask,
+                body,
+                used=lambda outcome: outcome == "answered",
+                logger=self._logger,
+            )
+            if receipt is None:
+                return
+            self._log_receipt("answer", ask, receipt)
+            if receipt.accepted:
+                return
+            if receipt.reason == "not-pending":
+                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+                return
+            retry = _Retry.of(REFUSED)
+
+    async def _review_of(self, ask: HostAsk) -> tuple[ReviewPolicy | None, str | None]:
+        """A plan review's policy (the bot's default) and the declined review it revises:
+        the session's previous plan review, when that one was declined and is still known."""
+        if plan_review_of(ask.questions) is None:
+            return None, None
+        revises = self._declined.get(ask.session_id)
+        if revises is not None and (revises == ask.request_id or not await self._known(revises)):
+            revises = None
+        return self._review, revises
+
+    async def _known(self, request_id: str) -> bool:
+        return await self._provider.status(request_id) is not None
+
+    def _remember_plan_review(self, ask: HostAsk, answer: AskUserQuestionAnswer) -> None:
+        """Keep a declined plan review, so the session's next plan review shows what changed."""
+        review = plan_review_of(ask.questions)
+        if review is None or not answer.answers:
+            return
+        approve = ask.questions[0].option_labels[review.approve]
+        if answer.answers[0].selected == [approve]:
+            self._declined.pop(ask.session_id, None)
+        else:
+            self._declined[ask.session_id] = ask.request_id
+
+    def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
+        reason = receipt.reason
+        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
+        if receipt.accepted:
+            self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        elif reason == "bad-response":
+            # The bot checked the answer before sending it: a refusal is a bug to look at.
+            self._logger.warning(f"dsh host: {what} refused (bad-response)", extra=extra)
+        else:
+            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
+
+    async def _version(self, ask: HostAsk) -> int | None:
+        status = await self._provider.status(ask.request_id)
+        return None if status is None else status.version
+
+    async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
+        if error.code in _DISMISSED:
+            ask.phase = "responding"
+            receipt = await send(
+                self._uplink,
+                self._provider,
+                ask,
+                cancel_response(ask.rpc_id),
+                used=lambda outcome: outcome == "cancelled",
+                logger=self._logger,
+            )
+            if receipt is None:
+                return
+            what = "dismissal" if error.code == ASK_CANCELLED else "dismissal at the deadline"
+            self._log_receipt(what, ask, receipt)
+            if receipt.reason == "not-pending":
+                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+            return
+        if error.code == ASK_ABORTED:
+            self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
+            return
+        if error.code in PERMANENT_CODES:
+            # Asking again cannot fix it: the host is told, or its agent waits forever.
+            await self._decline(ask, f"{error.message} ({error.code}).")
+            return
+        # The question could not be asked in Slack for now (delivery, the store): the host
+        # keeps it pending for its other clients, and replays it on the next downlink.
+        self._logger.warning(
+            "dsh host: could not ask in Slack",
+            extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
+        )
+
+    @staticmethod
+    def _settled_note(ask: HostAsk) -> str:
+        if ask.resolved == "cancelled":
+            return f"{CANCELLED_IN_HARNESS} This answer was not used."
+        return SETTLED_ELSEWHERE

@@ -1,0 +1,254 @@
+"""Webhooks: one POST to a question's ``callback`` when it ends, signed as Slack signs.
+
+The body is what ``GET /v1/questions/{id}`` answers. Headers: ``X-Webhook-Timestamp``,
+``X-Webhook-Signature`` (``v0=`` + HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the asking
+token's secret, ``signing_secret``), ``X-Webhook-Id`` (the same for every attempt: the
+receiver's idempotency key) and ``X-Webhook-Attempt`` (one per claim, held by one process).
+A 2xx ends it; anything else is retried with backoff for ``GIVE_UP_AFTER``. Only hosts the
+operator names (``WEBHOOK_HOSTS``) are called, redirects are not followed, and private,
+loopback and link-local addresses are refused unless ``WEBHOOK_ALLOW_PRIVATE``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import random
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
+
+__all__ = ["GIVE_UP_AFTER", "REPLAY_WINDOW", "Webhooks", "sign", "signing_secret", "verify"]
+
+GIVE_UP_AFTER: Final = 86_400.0
+"""Seconds after a question ends that its delivery is retried before it is given up."""
+REPLAY_WINDOW: Final = 300.0
+"""Seconds a receiver accepts a timestamp from (``verify``): an older request is a replay."""
+POST_TIMEOUT: Final = 10.0
+"""Seconds one attempt may take (a receiver that stalls longer has failed it)."""
+LEASE: Final = 30.0
+RECHECK: Final = 60.0
+"""Seconds between looks at a question still open, should its ending not be seen here."""
+_log = logging.getLogger("bot.webhooks")
+
+
+def signing_secret(api_token: str) -> bytes:
+    """The secret deliveries to ``api_token``'s callbacks are signed with (derived from it,
+    so the agent holding the token can check them and nobody else can)."""
+    return hmac.new(api_token.encode(), b"slack-user-questions webhook", hashlib.sha256).digest()
+
+
+def sign(secret: bytes, timestamp: int, body: bytes) -> str:
+    """``v0=`` + HMAC-SHA256 of ``v0:{timestamp}:{body}``, as Slack signs its requests."""
+    base = b"v0:" + str(timestamp).encode() + b":" + body
+    return "v0=" + hmac.new(secret, base, hashlib.sha256).hexdigest()
+
+
+def verify(
+    secret: bytes, headers: Mapping[str, str], body: bytes, *, now: float | None = None
+) -> bool:
+    """Whether a delivery is genuine and fresh (within ``REPLAY_WINDOW``): for receivers."""
+    try:
+        timestamp = int(headers.get("X-Webhook-Timestamp", ""))
+    except ValueError:
+        return False
+    if abs((time.time() if now is None else now) - timestamp) > REPLAY_WINDOW:
+        return False
+    given = headers.get("X-Webhook-Signature", "")
+    return hmac.compare_digest(given, sign(secret, timestamp, body))
+
+
+def host_problem(url: str, hosts: frozenset[str]) -> str | None:
+    """Why ``url`` may not be a callback (``None``: it may): its host must be one of ``hosts``."""
+    host = (urlsplit(url).hostname or "").rstrip(".")
+    if not hosts:
+        return "this bot takes no callbacks (the operator allows no host: WEBHOOK_HOSTS)"
+    if host not in hosts:
+        return f"the callback's host {host!r} is not one the operator allows (WEBHOOK_HOSTS)"
+    return None
+
+
+def _public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    return ip.is_global and not ip.is_multicast
+
+
+class _PublicResolver(AbstractResolver):
+    """Resolves names to public addresses only (no rebinding into a private range)."""
+
+    def __init__(self) -> None:
+        self._inner = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = [r for r in await self._inner.resolve(host, port, family) if _public(r["host"])]
+        if not found:
+            raise OSError(f"{host} resolves to no public address")
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+Status = Callable[[str], Awaitable[dict[str, Any] | None]]
+"""The body ``GET /v1/questions/{id}`` answers with, ``{}`` while open, ``None`` if unknown."""
+
+
+class Webhooks:
+    """Keeps the outbox and delivers from it, in every process that runs one."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        view: Status,
+        wait_ended: Callable[[str], Awaitable[Any]],
+        secrets: Mapping[str, str],
+        *,
+        hosts: frozenset[str],
+        allow_private: bool = False,
+        poll: float = 0.5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.outbox = outbox
+        self._view, self._wait_ended, self._secrets = view, wait_ended, secrets
+        self.hosts, self._allow_private = hosts, allow_private
+        self._poll, self._clock = poll, clock
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watched: set[str] = set()
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.Task[None] | None = None
+        self.delivered = 0
+
+    def refusal(self, url: str | None, asker: str | None) -> str | None:
+        """Why a question may not have ``url`` as its callback; ``None`` when it may."""
+        if url is None:
+            return None
+        if asker is None or asker not in self._secrets:
+            return "a callback needs an API token (its deliveries are signed with it)"
+        problem = host_problem(url, self.hosts)
+        literal = (urlsplit(url).hostname or "").strip("[]")
+        with contextlib.suppress(ValueError):
+            if problem is None and not self._allow_private and not _public(literal):
+                problem = "the callback's address is private (WEBHOOK_ALLOW_PRIVATE is off)"
+        return problem
+
+    async def add(self, request_id: str, url: str, asker: str | None) -> None:
+        """Owe ``url`` a delivery when question ``request_id`` ends."""
+        now = self._clock()
+        await self.outbox.add(Delivery(request_id, url, asker, now, now + RECHECK))
+        self._watch(request_id)
+
+    def start(self) -> None:
+        resolver = None if self._allow_private else _PublicResolver()
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
+        self._loop = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        for task in [self._loop, *self._tasks]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in [self._loop, *self._tasks] if t), return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+        await self.outbox.close()
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _watch(self, request_id: str) -> None:
+        """Deliver as soon as the question ends (seen through the store, from any process)."""
+        if request_id not in self._watched:
+            self._watched.add(request_id)
+            self._spawn(self._when_ended(request_id))
+
+    async def _when_ended(self, request_id: str) -> None:
+        try:
+            await self._wait_ended(request_id)
+            await self._attempt(request_id)
+        except Exception as exc:  # the periodic look delivers it then
+            _log.info("webhook watch of %s ended: %s", request_id, exc)
+        finally:
+            self._watched.discard(request_id)
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll * random.uniform(0.5, 1.5)):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                for delivery in await self.outbox.due(self._clock()):
+                    self._spawn(self._attempt(delivery.id))
+            except Exception as exc:  # the store down: looked at again next time
+                _log.warning("webhook outbox unavailable: %s", exc)
+
+    async def _attempt(self, delivery_id: str) -> None:
+        """Claim the delivery (one process per attempt) and make the attempt."""
+        now = self._clock()
+        kept = await self.outbox.get(delivery_id)
+        if kept is None or not claimable(kept, now):
+            return
+        held = claimed(kept, now + LEASE)
+        if not await self.outbox.put(kept, held):
+            return  # another process holds this attempt
+        view = await self._view(delivery_id)
+        if view == {}:  # still open: look again later, and as soon as it ends
+            self._watch(delivery_id)
+            await self.outbox.put(held, replace(held, next_at=now + RECHECK, leased=False))
+            return
+        if view is not None and await self._post(held, view):
+            self.delivered += 1
+            await self.outbox.put(held, None)
+            return
+        if view is None or now - held.created_at > GIVE_UP_AFTER:
+            _log.warning("webhook of %s given up after %d tries", delivery_id, held.tries + 1)
+            await self.outbox.put(held, None)
+            return
+        pause = min(3600.0, 2.0**held.tries)
+        await self.outbox.put(
+            held, replace(held, next_at=now + pause, leased=False, tries=held.tries + 1)
+        )
+
+    async def _post(self, delivery: Delivery, view: dict[str, Any]) -> bool:
+        """One attempt; whether the receiver took it (2xx)."""
+        assert self._session is not None
+        body = json.dumps(view, ensure_ascii=False).encode()
+        stamp = int(self._clock())
+        secret = signing_secret(self._secrets[delivery.asker or ""])
+        headers = {
+            "Content-Type": "application/json",
+            "X-Webhook-Timestamp": str(stamp),
+            "X-Webhook-Signature": sign(secret, stamp, body),
+            "X-Webhook-Id": delivery.id,
+            "X-Webhook-Attempt": f"{delivery.id}.{delivery.version}",
+        }
+        try:
+            async with self._session.post(
+                delivery.url,
+                data=body,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=POST_TIMEOUT),
+            ) as response:
+                return 200 <= response.status < 300
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            _log.info("webhook of %s failed: %s", delivery.id, type(exc).__name__)
+            return False
