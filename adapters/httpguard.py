@@ -14,6 +14,7 @@ from aiohttp import HttpVersion11, web
 
 __all__ = [
     "LOOPBACK_NAMES",
+    "BodyBudget",
     "BodyRule",
     "RefusalLog",
     "Refuse",
@@ -73,6 +74,29 @@ class BodyRule:
             raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         request.writer.output_size = 0  # the answer's own bytes are still to come
+
+
+class BodyBudget:
+    """Bytes of unauthenticated request bodies being read at once: a body over ``small``
+    takes its length (its limit if chunked) from ``total``, or is refused (503) unread."""
+
+    def __init__(self, total: int, small: int = 65_536) -> None:
+        self.total, self.small, self.taken = total, small, 0
+
+    def take(self, length: int | None, limit: int | None) -> int:
+        """What the body was charged (1: a small one, never refused); 0: refused."""
+        size = length if length is not None else (limit or self.total)
+        if size <= self.small:
+            return 1
+        if self.taken + size > self.total:
+            return 0
+        self.taken += size
+        return size
+
+    def give(self, charge: int) -> None:
+        """Give back what ``take`` charged, once the body's request is answered."""
+        if charge > 1:
+            self.taken -= charge
 
 
 def with_body_rule(handler: Handler, rule: BodyRule) -> Handler:
@@ -187,8 +211,21 @@ def guard_middleware(
     body_timeout: float | None,
     streamed: Callable[[web.Request], bool] | None = None,
     max_body: Callable[[web.Request], int | None] | None = None,
+    body_budget: BodyBudget | None = None,
 ) -> Any:
-    """An ``aiohttp`` middleware: Host check, body read timeout, no uncaught tracebacks."""
+    """An ``aiohttp`` middleware: Host check, body read timeout, no uncaught tracebacks.
+
+    ``hosts`` says whether a host name is served (``None``: any is). A body is read in full,
+    within ``body_timeout`` seconds, before the handler runs (handlers read it from memory),
+    except on requests ``streamed`` picks out: their handlers read the stream themselves.
+    ``max_body`` may give a request a smaller limit than the server's (``None``: the
+    server's): a body whose ``Content-Length`` is over it is refused before it is read, and
+    one sent without (chunked) once it runs over, the rest never waited for. A route's
+    ``BodyRule`` (``with_body_rule``) is applied before that: its refusal is the answer
+    (nothing of the body read), and its limit counts as ``max_body``'s. The body of a
+    request no route takes (404, 405) is never read. ``body_budget`` bounds the bytes of
+    bodies read at once on routes without a token (``/slack/events``, checked only after).
+    """
 
     @web.middleware
     async def guard(
@@ -217,40 +254,53 @@ def guard_middleware(
             response = refuse(413, "TOO_LARGE", f"the request body is over {limit} bytes")
             response.force_close()
             return response
-        if limit is not None and reads_body:
-            # A chunked body has no length to refuse it by: read up to the limit, no further.
-            request = request.clone(client_max_size=limit)
-        if body_timeout is not None and reads_body:
-            try:
-                async with asyncio.timeout(body_timeout):
-                    await request.read()
-            except TimeoutError:
-                refusals.refused("slow_body", "a request body not sent in time")
-                message = f"the request body did not arrive within {body_timeout:g} s"
-                response = refuse(408, "BODY_TIMEOUT", message)
-                response.force_close()
-                return response
-            except web.HTTPRequestEntityTooLarge:
-                refusals.refused("too_large", "a request body over the server's limit")
-                response = refuse(413, "TOO_LARGE", "the request body is too large")
-                response.force_close()
-                return response
-            except web.RequestPayloadError:
-                refusals.refused("bad_body", "a body that does not decode as its headers say")
-                message = "the body does not decode as its Content-Encoding says"
-                request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
-                response = refuse(400, "BAD_BODY", message)
-                response.force_close()
-                return response
+        # Nobody is authenticated yet (no token on the route): the body counts in the budget.
+        budget = body_budget if reads_body and not (rule and rule.admit) else None
+        charge = 0 if budget is None else budget.take(request.content_length, limit)
+        if budget is not None and not charge:
+            refusals.refused("bodies_busy", "unauthenticated bodies over their budget")
+            response = refuse(503, "BUSY", "too many request bodies are arriving; retry")
+            response.headers["Retry-After"] = "1"
+            response.force_close()
+            return response
         try:
-            return await handler(request)
-        except web.HTTPException:
-            raise
-        except Exception as error:  # a bug: one traceback a minute, the client gets JSON
-            route = request.match_info.route.resource
-            where = route.canonical if route is not None else request.path
-            refusals.failed(f"{type(error).__name__} in {where}", error)
-            return refuse(500, "INTERNAL", "the server failed to handle the request")
+            if limit is not None and reads_body:
+                # A chunked body has no length to refuse it by: read up to the limit, no further.
+                request = request.clone(client_max_size=limit)
+            if body_timeout is not None and reads_body:
+                try:
+                    async with asyncio.timeout(body_timeout):
+                        await request.read()
+                except TimeoutError:
+                    refusals.refused("slow_body", "a request body not sent in time")
+                    message = f"the request body did not arrive within {body_timeout:g} s"
+                    response = refuse(408, "BODY_TIMEOUT", message)
+                    response.force_close()
+                    return response
+                except web.HTTPRequestEntityTooLarge:
+                    refusals.refused("too_large", "a request body over the server's limit")
+                    response = refuse(413, "TOO_LARGE", "the request body is too large")
+                    response.force_close()
+                    return response
+                except web.RequestPayloadError:
+                    refusals.refused("bad_body", "a body that does not decode as its headers say")
+                    message = "the body does not decode as its Content-Encoding says"
+                    request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
+                    response = refuse(400, "BAD_BODY", message)
+                    response.force_close()
+                    return response
+            try:
+                return await handler(request)
+            except web.HTTPException:
+                raise
+            except Exception as error:  # a bug: one traceback a minute, the client gets JSON
+                route = request.match_info.route.resource
+                where = route.canonical if route is not None else request.path
+                refusals.failed(f"{type(error).__name__} in {where}", error)
+                return refuse(500, "INTERNAL", "the server failed to handle the request")
+        finally:
+            if budget is not None:
+                budget.give(charge)
 
     return guard
 

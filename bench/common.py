@@ -271,7 +271,7 @@ def web_client(
     pace: bool = True,
     budget: Budget | None = None,
 ) -> AsyncWebClient:
-    """A Web API client on the stand-in, made as ``bot/app.py`` makes the bot's (one kept
+    """A Web API client on the stand-in, made as ``bot/app/runtime.py`` makes the bot's (one kept
     aiohttp session, calls paced by the scheduler within ``limits``; ``pace=False`` for
     benches of the bot's own memory and speed); ``close_clients`` closes them all."""
     client = slack_web_client(
@@ -302,7 +302,7 @@ def bare_app(client: AsyncWebClient, *, process_before_response: bool) -> AsyncA
 
 async def bot_app(url: str, token: str, *, http_timeout: int = 10, **client: Any) -> AsyncApp:
     """The bot's bolt app (``build_app``: ``process_before_response=True``, identity resolved
-    at start) on a client made as ``bot/app.py`` makes it (``client``: ``web_client``'s
+    at start) on a client made as ``bot/app/runtime.py`` makes it (``client``: ``web_client``'s
     options)."""
     return await build_app(
         web_client(url, token, timeout=http_timeout, **client), signing_secret=SECRET
@@ -322,7 +322,8 @@ class Served:
 
 
 async def serve_bolt(app: AsyncApp, *, bolts_adapter: bool = False) -> Served:
-    """Serve ``app`` as the bot does in HTTP mode (``bot/app.py``): aiohttp, ``/slack/events``,
+    """Serve ``app`` as the bot does in HTTP mode (``bot/app/runtime.py``): aiohttp,
+    ``/slack/events``,
     the bot's handler (``events_handler``: verify the signature, build the request bolt
     would, dispatch). ``bolts_adapter``: serve it as bolt itself serves an app on aiohttp
     instead (bolt's ``AsyncSlackAppServer``: its ``to_bolt_request``, its own parsing and

@@ -71,7 +71,7 @@ from bench.common import (
     web_client,
     with_stores,
 )
-from bot import heap
+from bot.app import heap
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 

@@ -1,9 +1,10 @@
 """Click -> the agent's HTTP long-poll returns, on the bot's default store (SQLite).
 
 Part of ``python -m bench.resume``. The bot runs in this process as ``python -m bot`` runs
-it in HTTP mode (``bot.app.start``, the SQLite store in a file); the agent is a process of its
-own (``python -m bench.longpoll agent``) holding one ``GET /v1/questions/{id}?wait=60`` per
-question and noting ``time.time()`` as each returns; the clicks come from the load generator,
+it in HTTP mode (``bot.app.runtime.start``, the SQLite store in a file); the agent is a
+process of its own (``python -m bench.longpoll agent``) holding one
+``GET /v1/questions/{id}?wait=60`` per question and noting ``time.time()`` as each returns;
+the clicks come from the load generator,
 signed as Slack (or the sandbox) delivers them to ``/slack/events``. The time splits in two:
 click -> ack (the bot's click path: verify, parse, authorize, the compare-and-set in SQLite)
 and ack -> long-poll answered (the waiter's wake, the trail read, the JSON, the agent's read).
@@ -25,8 +26,8 @@ from typing import Any
 import aiohttp
 
 from bench.common import SECRET, StandIn, send_paced, signed, spawn
-from bot.app import start
-from bot.config import Settings
+from bot.app.runtime import start
+from bot.settings.config import Settings
 
 TOKEN = "bench-long-poll-token-0123456789"
 QUESTION = {
@@ -113,8 +114,11 @@ async def measure(
             bot_api_token=TOKEN,
             store_path=str(Path(folder) / "store.db"),
             slack_rate_scale=1000.0,
+            max_polls_per_token=10_000,  # one agent holds every long-poll
         )
         runtime = await start(settings)
+        # One token holds every long-poll here: past its cap (64) they would be refused.
+        runtime.gateway.polls_per_token = runtime.gateway.polls_total = 1_000_000
         url = runtime.url
         agent = _Agent(await spawn("-m", "bench.longpoll", "agent", url, TOKEN))
         try:

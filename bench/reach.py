@@ -37,9 +37,9 @@ from bench.common import (
     summarize,
 )
 from bench.longpoll import QUESTION, SPEC, TOKEN
-from bot.app import start
+from bot.app.runtime import start
 from bot.client import ask
-from bot.config import Settings
+from bot.settings.config import Settings
 
 
 async def _agent_main(url: str, token: str) -> None:
@@ -84,6 +84,7 @@ async def _measure(slack: StandIn, n: int, warmup: int, rate: float) -> dict[str
             bot_api_token=TOKEN,
             store_path=str(Path(folder) / "store.db"),
             slack_rate_scale=1000.0,
+            max_polls_per_token=10_000,  # one agent holds every long-poll
             webhook_hosts=("127.0.0.1",),
             webhook_allow_private=True,
         )

@@ -342,9 +342,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int, redis_url: str) -> 
         f"ack -> long-poll answered {fmt_ms(poll.p50 - poll_ack.p50)} ms (the waiter's wake, "
         f"the trail read inline, the JSON, the agent's read)"
     )
-    building = summarize(
-        [a - w for a, w in zip(acks["floor"], from_written["floor"], strict=True)]
-    )
+    building = summarize([a - w for a, w in zip(acks["floor"], from_written["floor"], strict=True)])
     print(
         f"the load generator's own work before each write: p50 {fmt_ms(building.p50)} ms; "
         f"from the write, ask() returns in process at p50 "

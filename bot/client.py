@@ -12,15 +12,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import ValidationError
 
-from bot.api_body import QuestionPost, body_problems, validation_errors
-from bot.mcp.client import AskFailed, BotClient, backoff
+from bot.api.body import QuestionPost, body_problems, validation_errors
+from bot.mcp.client import AskFailed, BotClient, reconnecting
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
@@ -107,18 +106,19 @@ class _Window:
         self._reconnect_for = reconnect_for
 
     async def call(self, make: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        since, attempt = time.monotonic(), 0
         while True:
             try:
-                result: dict[str, Any] = await make()
+                result: dict[str, Any] = await reconnecting(self._reconnect_for, from_start=True)(
+                    make
+                )
                 return result
             except AskFailed as failure:
                 if failure.status == 404 and failure.code == "NOT_FOUND":
                     return {"code": "NOT_FOUND"}
-                if not failure.retryable or time.monotonic() - since >= self._reconnect_for:
-                    raise UserQuestionError(failure.error["message"], failure.code) from None
-                await backoff(attempt)
-                attempt += 1
+                if failure.status == 429:  # over a cap for now: asked again when it says
+                    await asyncio.sleep(float(failure.error.get("retryAfter", 5)))
+                    continue
+                raise UserQuestionError(failure.error["message"], failure.code) from None
 
 
 def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:

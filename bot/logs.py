@@ -1,11 +1,5 @@
-"""Structured logs: one line per event, ``key=value`` text or JSON, secrets redacted.
-
-Every record passes through ``redact`` so a Slack token or a bearer secret that slipped
-into a message or an ``extra`` field never reaches the output; ``redact_url`` shows a URL
-without its credentials (user and password: ``https://TOKEN@host`` carries a token as its
-user) or query. The module imports nothing else from the project, so every
-layer (settings, stores, the dsh client) can use it.
-"""
+"""Structured logs, ``key=value`` text or JSON, every record redacted (tokens, bearer secrets,
+a URL's credentials). It imports nothing else from the project, so every layer can use it."""
 
 from __future__ import annotations
 

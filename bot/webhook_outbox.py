@@ -127,14 +127,16 @@ class SqliteOutbox:
         )
 
     async def get(self, delivery_id: str) -> Delivery | None:
-        async with self._db.execute("SELECT json FROM outbox WHERE id = ?", (delivery_id,)) as c:
-            row = await c.fetchone()
-        return None if row is None else _load(row[0])
+        # Read in one call (no cursor left open across an await: a write on this connection
+        # meanwhile would find its read snapshot stale, SQLITE_BUSY without waiting).
+        rows = await self._db.execute_fetchall(
+            "SELECT json FROM outbox WHERE id = ?", (delivery_id,)
+        )
+        return next((_load(row[0]) for row in rows), None)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
         query = "SELECT json FROM outbox WHERE next_at <= ? ORDER BY next_at LIMIT ?"
-        async with self._db.execute(query, (now, limit)) as cursor:
-            return [_load(row[0]) for row in await cursor.fetchall()]
+        return [_load(row[0]) for row in await self._db.execute_fetchall(query, (now, limit))]
 
     async def put(self, before: Delivery, after: Delivery | None) -> bool:
         args: tuple[Any, ...] = ()

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from bot.config import SETTING_NAMES
+from bot.settings.config import SETTING_NAMES
 
 __all__ = [
     "READY_LINE",

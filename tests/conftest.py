@@ -155,3 +155,11 @@ def store(request: pytest.FixtureRequest) -> PendingStore:
     """Each store implementation in turn (for contract tests)."""
     chosen: PendingStore = request.getfixturevalue(f"{request.param}_store")
     return chosen
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests and everything under tests/e2e/ are slow: the fast tier leaves them out."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.get_closest_marker("browser") or item.path.is_relative_to(here / "e2e"):
+            item.add_marker(pytest.mark.slow)

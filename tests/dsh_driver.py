@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -42,6 +43,8 @@ class Stream:
     def __init__(self, stream_id: str) -> None:
         self.stream_id = stream_id
         self.items: list[Json] = []
+        self.received: list[float] = []
+        """When each item came (``time.time()``), for benchmarks."""
         self.ended = False
         self._changed = asyncio.Condition()
 
@@ -51,6 +54,7 @@ class Stream:
                 self.ended = True
             else:
                 self.items.append(item)
+                self.received.append(time.time())
             self._changed.notify_all()
 
     async def wait_for(self, match: Callable[[Json], bool], within: float = 20.0) -> Json:

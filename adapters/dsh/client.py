@@ -46,6 +46,7 @@ from adapters.dsh.protocol import (
 )
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
+from adapters.httpguard import RefusalLog
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -114,6 +115,8 @@ class DshHostClient:
         """The protocol the host speaks (``None`` until the first connection finds out)."""
         self._stop_grace = stop_grace
         self._logger = logger or logging.getLogger("adapters.dsh")
+        self.skips = RefusalLog(self._logger)
+        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -263,6 +266,15 @@ class DshHostClient:
         self._requests.closed()
         self._link.closed()
 
+    def _skipped(self, error: Exception) -> None:
+        """Log a malformed frame, at most once a minute (a host could send millions)."""
+        if self.skips.due("malformed_frame"):
+            count = self.skips.counts["malformed_frame"]
+            self._logger.warning(
+                "dsh host: skipped a malformed frame",
+                extra={"error": _parse_error(error), "skipped_so_far": count},
+            )
+
     def _on_message(self, text: str) -> None:
         """Handle one downlink message; nothing in it may end the connection."""
         if self.dialect == "0.2":
@@ -271,9 +283,7 @@ class DshHostClient:
         try:
             frame = parse_frame(text)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._logger.warning(
-                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
-            )
+            self._skipped(exc)
             return
         try:
             payload = frame.payload
@@ -321,9 +331,7 @@ class DshHostClient:
                 return
             value = events_value(frame.value)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._logger.warning(
-                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
-            )
+            self._skipped(exc)
             return
         try:
             if isinstance(value, Ready):

@@ -42,6 +42,8 @@ __all__ = ["LoginRefused", "MuxLink"]
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
+_REPLAY_WAIT: Final = 2.0
+"""Seconds after ``ready`` by which the host has replayed every pending request."""
 _MAX_FOLLOWED: Final = 256
 _REMEMBERED: Final = 4096
 _Post = Literal["taken", "stale", "failed", "refused"]
@@ -89,6 +91,9 @@ class MuxLink:
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
         self._ready = asyncio.Event()
+        self._ready_at: float | None = None
+        self._seen: set[str] = set()
+        """The requests this socket's ``$events`` sent (its replay, then new ones)."""
         self._followed: OrderedDict[str, bool] = OrderedDict()  # session → snapshot seen
         self._asked: OrderedDict[str, _Asked] = OrderedDict()
 
@@ -142,7 +147,8 @@ class MuxLink:
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
-        self._ws, self.client_id, self._fallback = ws, None, False
+        self._ws, self.client_id, self._fallback, self._ready_at = ws, None, False, None
+        self._seen.clear()
         self._ready.clear()
         self._followed.clear()
         await ws.send_json(open_events_frame())
@@ -157,6 +163,7 @@ class MuxLink:
     def ready(self, client_id: str) -> None:
         """``$events`` said ``ready``: answers on this socket carry ``client_id``."""
         self.client_id = client_id
+        self._ready_at = asyncio.get_running_loop().time()
         self._ready.set()
 
     def asked(self, request: Waterfall) -> ToolCall | None:
@@ -164,6 +171,7 @@ class MuxLink:
         questions = tuple(request.question.questions) if request.question else ()
         self._asked.pop(request.event_id, None)
         self._asked[request.event_id] = _Asked(request.session_id, request.call_id, questions)
+        self._seen.add(request.event_id)
         while len(self._asked) > _REMEMBERED:
             self._asked.popitem(last=False)
         self.follow(request.session_id)
@@ -247,11 +255,22 @@ class MuxLink:
 
         delay = 0.25
         while True:
+            if (verdict := self._verdict(event_id, outcome)) is not None:
+                return Delivery(
+                    Receipt(accepted=verdict, reason=None if verdict else "not-pending")
+                )
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"))
             if self._stopping():
                 return Delivery(None)
             client_id = self.client_id
+            if client_id is not None and event_id not in self._seen:
+                # Sent only once this socket's replay brought it: the host takes (and drops)
+                # an answer to a request it no longer has.
+                if self._gone(event_id):
+                    return Delivery(None, settled=True)
+                await asyncio.sleep(0.25)
+                continue
             if client_id is None:
                 state: _Post = "failed"
             else:
@@ -281,6 +300,13 @@ class MuxLink:
                 await note(UNCONFIRMED_NOTE)
             await self.log.changed(0.25)
         return Delivery(Receipt(accepted=verdict, reason=None if verdict else "not-pending"))
+
+    def _gone(self, event_id: str) -> bool:
+        """Whether this socket's replay is over without request ``event_id``."""
+        since = self._ready_at
+        if since is None:
+            return False
+        return asyncio.get_running_loop().time() - since > _REPLAY_WAIT
 
     async def _post(self, client_id: str, event_id: str, outcome: dict[str, Any]) -> _Post:
         body = result_body(str(uuid.uuid4()), client_id, event_id, outcome)

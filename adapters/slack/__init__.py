@@ -10,12 +10,14 @@ clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/tran
 stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from ``ask()``.
 """
 
+from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import Released, WaitReleased
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id, new_request_id
 from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.model.tally import Vote
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.render.layout import PlanReview, plan_review_of
 from adapters.slack.render.messages import unknown_revised
@@ -23,6 +25,7 @@ from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import AskOptions
 
 __all__ = [
+    "CONSUME_REFUSALS",
     "ApprovalView",
     "AskOptions",
     "AuditEvent",
@@ -35,6 +38,7 @@ __all__ = [
     "Released",
     "SlackMessage",
     "SlackQuestionProvider",
+    "Vote",
     "WaitReleased",
     "key_request_id",
     "new_request_id",

@@ -12,7 +12,8 @@ Constructing it registers its listeners on ``app``; every Web API call goes thro
 - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
   ``reminders``: seconds before that deadline to remind who may answer (a thread
   reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-  mention a user or group id because nobody answered. Each is settable per request.
+  mention a user or group id because nobody answered; ``remind``: user or group ids
+  reminders mention besides who may answer. Each is settable per request.
 - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
   (default: the system's; tests go faster).
 - ``store``: where pending records live (default: in this process).
@@ -31,11 +32,10 @@ an idempotency key, a label and a note.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Final
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -46,14 +46,15 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Conversations, Gatekeeper
+from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
-from adapters.slack.asks.endings import Endings, lost_record
+from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
-from adapters.slack.asks.status import QuestionStatus, status_of
+from adapters.slack.asks.status import QuestionStatus, status_of, wait_ended
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.clicks.listeners import register_listeners
@@ -72,15 +73,9 @@ from bot.questions import (
     AskOptions,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
-    UserQuestionError,
 )
-from bot.questions.errors import RECORD_LOST
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
-
-_UNPOSTED_LOOK: Final = 2.0
-"""Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
-
 
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
     """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
@@ -114,6 +109,7 @@ class SlackQuestionProvider:
         reminders: Sequence[float] = (),
         escalate_after: float | None = None,
         escalate_to: str | None = None,
+        remind: Sequence[str] = (),
         clock: Clock | None = None,
         store: PendingStore | None = None,
         usergroup_ttl: float = 60.0,
@@ -129,6 +125,8 @@ class SlackQuestionProvider:
             raise ValueError("timeout must be a positive number of seconds")
         if escalate_to is not None and not ESCALATE_TO_PATTERN.match(escalate_to):
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
+        if not all(ESCALATE_TO_PATTERN.match(who) for who in remind):
+            raise ValueError("remind must hold user ids (U…, W…) or user group ids (S…)")
         self._client: AsyncWebClient = app.client
         self._own_client: PacedWebClient | None = None
         if paced and not isinstance(app.client, PacedWebClient):
@@ -149,6 +147,7 @@ class SlackQuestionProvider:
             reminders=tuple(reminders),
             escalate_after=escalate_after,
             escalate_to=escalate_to,
+            remind=tuple(remind),
         )
         self._endings = Endings(self._store, self._sync)
         self._lifecycle = AskLifecycle(
@@ -256,29 +255,7 @@ class SlackQuestionProvider:
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
         """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
-        before = await self._store.get(request_id)
-        watch = self._store.watch(request_id)
-        try:
-            while before is not None and before.message_ts is None:
-                # Not posted yet: looked at again now and then, so that a record lost later
-                # is put back knowing its message, and the message closes.
-                try:
-                    async with asyncio.timeout(_UNPOSTED_LOOK):
-                        return status_of(await watch.wait())
-                except TimeoutError:
-                    with contextlib.suppress(UserQuestionError):  # a blip: wait on through it
-                        before = await self._store.get(request_id) or before
-            return status_of(await watch.wait())
-        except UserQuestionError as exc:
-            if exc.code != RECORD_LOST or before is None:
-                raise
-            # a tracked task, shielded: a long-poll that times out meanwhile leaves nothing
-            # half done (a failure is logged, a stop waits for it)
-            put_back = self._sync.spawn(self._endings.put_back_lost(before.dump()), "put back")
-            await asyncio.shield(put_back)
-            return status_of(await self._store.get(request_id) or lost_record(before))
-        finally:
-            watch.close()
+        return await wait_ended(self._store, self._sync, self._endings, request_id)
 
     async def ask_approval(
         self,
@@ -309,6 +286,16 @@ class SlackQuestionProvider:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
         record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered request's decision once (``asks.consume``): ``(None, status)``,
+        or the refusal's code (``asks.consume.REFUSALS``) and the request as it stands."""
+        code, record = await consume(
+            self._store, request_id, by=by, now=time.time(), lifetime=lifetime
+        )
+        return code, None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
         """Leave an open request open, owned by no process, for the next asker to adopt."""

@@ -1,9 +1,5 @@
-"""An MCP server (``python -m bot.mcp``, stdio): ``ask_user_question``, ``ask_tool_approval``.
-
-It is a thin client of a running bot's HTTP API (``BOT_URL``, ``BOT_API_TOKEN``) and holds
-no Slack state of its own. Layering: it uses the seam (``bot.questions``) and the settings
-helpers, never the Slack adapter.
-"""
+"""An MCP server (``python -m bot.mcp``, stdio): ``ask_user_question``, ``ask_tool_approval``;
+a thin client of a running bot's HTTP API: it uses the seam and the settings, never Slack."""
 
 from bot.mcp.client import BOT_UNREACHABLE, AskFailed, BotClient
 from bot.mcp.server import (

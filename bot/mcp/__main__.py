@@ -1,9 +1,5 @@
-"""``python -m bot.mcp``: serve ``ask_user_question`` over stdio to an MCP host.
-
-It serves until the host closes stdin, or until ``SIGTERM`` or ``SIGINT``: a signal stops
-it at once, calls in flight included, each aborting its question first (its Slack message
-then says Cancelled), so a host that stops the server leaves no question open in Slack.
-"""
+"""``python -m bot.mcp``: serve ``ask_user_question`` over stdio until the host closes stdin or
+a signal; calls in flight abort their questions first."""
 
 from __future__ import annotations
 

@@ -1,27 +1,37 @@
 """A thin client of a running bot's HTTP API: ask, long-poll, abort.
 
-Every failure becomes an :class:`AskFailed` carrying the seam's ``{name, code, message}``:
-the bot's own error body when it sent one, ``BOT_UNREACHABLE`` when it cannot be reached or
-its reply breaks off (worth retrying), ``BAD_RESPONSE`` when a reply is not the JSON the
-API documents (not UTF-8, not an object, without what it must hold). ``AskFailed.retryable``
-tells the failures worth retrying: the bot out of reach, its store briefly down (503
-``STORE_UNAVAILABLE``), or the bot shutting down (503 ``ASK_ABORTED``).
+Every failure is an ``AskFailed`` with the seam's ``{name, code, message}``; ``retryable``
+tells those worth retrying (the bot out of reach, or answering 503).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 import aiohttp
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
 
 from bot.logs import redact_url
 from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
-__all__ = ["BAD_RESPONSE", "BOT_UNREACHABLE", "AskFailed", "BotClient", "backoff", "bad_response"]
+__all__ = [
+    "BAD_RESPONSE",
+    "BOT_UNREACHABLE",
+    "AskFailed",
+    "BotClient",
+    "bad_response",
+    "reconnecting",
+]
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
@@ -35,12 +45,8 @@ _PASSING: Final = frozenset({STORE_UNAVAILABLE, ASK_ABORTED})
 
 
 class AskFailed(Exception):
-    """A question failed; ``error`` is the seam's ``{name, code, message}``.
-
-    For a malformed request it also holds the bot's ``errors`` (each with ``loc``, ``msg``),
-    for 429 the bot's ``retryAfter``. ``status`` is the HTTP status the bot answered with
-    (``None`` when it did not answer, or for a question's own ending).
-    """
+    """A question failed; ``error`` is the seam's ``{name, code, message}`` (with the bot's
+    ``errors`` or ``retryAfter`` when it sent them), ``status`` the HTTP status, if any."""
 
     def __init__(self, error: dict[str, Any], status: int | None = None) -> None:
         self.error = error
@@ -195,6 +201,24 @@ def _json(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-async def backoff(attempt: int) -> None:
-    """Sleep before retry number ``attempt`` (0.5 s doubling, at most 5 s)."""
-    await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
+class _Window(stop_base):
+    """Stop once a call has been failing for ``seconds`` since its first failure."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.since = seconds, 0.0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        now = state.outcome_timestamp or 0.0
+        self.since = self.since or now
+        return now - self.since >= self.seconds
+
+
+def reconnecting(seconds: float, *, from_start: bool = False) -> AsyncRetrying:
+    """Retry a call failing in a way worth retrying (the bot out of reach, or answering 503)
+    for ``seconds`` from its first failure (or its start), 0.5 s apart doubling to 5 s."""
+    return AsyncRetrying(
+        retry=retry_if_exception(lambda e: isinstance(e, AskFailed) and e.retryable),
+        wait=wait_exponential(multiplier=0.5, max=5.0),
+        stop=stop_after_delay(seconds) if from_start else _Window(seconds),
+        reraise=True,
+    )

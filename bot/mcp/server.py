@@ -1,16 +1,7 @@
-"""The MCP server: one tool, ``ask_user_question``, answered by people in Slack.
+"""The MCP server's tools, ``ask_user_question`` and ``ask_tool_approval``, answered in Slack.
 
-The tool's input schema is generated from the seam's models (``AskUserQuestionItem`` and
-what it holds) by the MCP SDK; the tool validates its arguments itself, so malformed ones
-are the seam's ``INVALID_REQUEST`` with ``errors`` where the bot's 422 puts them, not the
-SDK's own text. A call posts the questions to the bot's HTTP API, sends progress
-notifications while it long-polls for the outcome, and returns the seam's answer JSON (as
-text and as structured content). A failure is a tool error whose text is the seam's
-``{name, code, message}``. A question is left to end only by its own ending (answered,
-cancelled, aborted, failed); on any other way out (the client cancels the call, the bot
-stays away, its replies break) the question is aborted, and its Slack message says it
-was cancelled.
-"""
+Each posts to the bot's HTTP API and long-polls with progress; any way out but the question's
+own ending (a cancelled call, a bot that stays away) aborts the question first."""
 
 from __future__ import annotations
 
@@ -28,9 +19,9 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
-from bot.api_approvals import ApprovalPost
-from bot.api_body import QuestionPost, body_problems, error_count, validation_errors
-from bot.mcp.client import AskFailed, BotClient, backoff, bad_response
+from bot.api.approvals import ApprovalPost
+from bot.api.body import QuestionPost, body_problems, error_count, validation_errors
+from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
 __all__ = [
     "APPROVAL_DESCRIPTION",
@@ -114,11 +105,8 @@ def input_schema(
 def build_server(
     client: BotClient, *, progress_every: float = 15.0, reconnect_for: float = 30.0
 ) -> MCPServer[Any]:
-    """The MCP server, asking through ``client``.
-
-    Progress is reported every ``progress_every`` seconds while a question waits; a bot
-    that stops answering meanwhile is retried for ``reconnect_for`` seconds.
-    """
+    """The MCP server, asking through ``client``: progress every ``progress_every`` seconds, a
+    bot that stops answering retried for ``reconnect_for`` seconds."""
 
     async def call(ctx: Context, model: type[QuestionPost | ApprovalPost]) -> CallToolResult:
         # Validated as they came on the wire, not as the SDK passes them (it drops unknown
@@ -184,12 +172,8 @@ def _raw_arguments(ctx: Context) -> dict[str, Any]:
 def _arguments(
     model: type[QuestionPost | ApprovalPost], given: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The body the arguments make, checked as the bot checks a body (``model``,
-    ``body_problems``), or ``INVALID_REQUEST`` with ``errors``.
-
-    An argument that is ``null`` counts as not given; an unknown one is refused, as the bot
-    refuses an unknown key.
-    """
+    """The body the arguments make, checked as the bot checks a body (``null`` is not given, an
+    unknown argument refused), or ``INVALID_REQUEST`` with ``errors``."""
     given = {name: value for name, value in given.items() if value is not None}
     try:
         post = model.model_validate(given, by_alias=True, by_name=False)
@@ -219,12 +203,8 @@ async def _ask(
     reconnect_for: float,
     route: str = "/v1/questions",
 ) -> dict[str, Any]:
-    """Post to ``route``, then long-poll until the question (or approval) ends.
-
-    Any way out other than the question's own ending (cancellation, a bot that stays
-    away, a reply that cannot be read, an error status) aborts it before going on out:
-    nobody would be waiting for its answer.
-    """
+    """Post to ``route``, then long-poll until the question (or approval) ends; any other way
+    out aborts it first: nobody would be waiting for its answer."""
     key = f"mcp-{uuid.uuid4().hex}"
     posted = await _post(client, body, key, reconnect_for, route)
     request_id: str = posted["id"]
@@ -243,50 +223,17 @@ async def _ask(
 async def _post(
     client: BotClient, body: dict[str, Any], key: str, reconnect_for: float, route: str
 ) -> dict[str, Any]:
-    """Post the question with Idempotency-Key ``key``; the question as the bot took it.
-
-    A post whose reply is lost (the bot out of reach, its store down: it may have asked
-    the question all the same) is posted again with the same key, which finds the same
-    question, for ``reconnect_for`` seconds with the long-poll's backoff. On any way out
-    but the bot's refusal (4xx) of the first post the question the key may have asked is
-    aborted: looked up by its key without asking it, then deleted.
-    """
-    window = _Reconnecting(reconnect_for)
+    """Post with Idempotency-Key ``key``, posted again with it while the reply is lost (for
+    ``reconnect_for`` seconds); on any way out but a refusal (4xx) of the first post, the
+    question the key may have asked is looked up by its key and aborted."""
+    retrying = reconnecting(reconnect_for)
     try:
-        while True:
-            try:
-                return await client.ask(body, key=key, route=route)
-            except AskFailed as failure:
-                await window.retry_after(failure)
+        return await retrying(client.ask, body, key=key, route=route)
     except BaseException as exc:
-        if window.attempt or not (isinstance(exc, AskFailed) and exc.refused):
+        retried = retrying.statistics.get("attempt_number", 1) > 1
+        if retried or not (isinstance(exc, AskFailed) and exc.refused):
             await _abort_asked(client, body, key, route)
         raise
-
-
-class _Reconnecting:
-    """How long a call has been failing in a way worth retrying (the bot out of reach, or
-    answering 503), retried with ``backoff`` for ``reconnect_for`` seconds."""
-
-    def __init__(self, reconnect_for: float) -> None:
-        self._reconnect_for = reconnect_for
-        self._since: float | None = None
-        self.attempt = 0
-
-    async def retry_after(self, failure: AskFailed) -> None:
-        """Wait before the next try, or raise ``failure`` (not worth retrying, or the
-        window has passed)."""
-        if not failure.retryable:
-            raise failure
-        self._since = self._since or time.monotonic()
-        if time.monotonic() - self._since >= self._reconnect_for:
-            raise failure
-        await backoff(self.attempt)
-        self.attempt += 1
-
-    def reset(self) -> None:
-        """The bot answered: a later failure starts a new window."""
-        self._since, self.attempt = None, 0
 
 
 async def _abort_asked(client: BotClient, body: dict[str, Any], key: str, route: str) -> None:
@@ -308,23 +255,15 @@ async def _outcome(
     progress_every: float,
     reconnect_for: float,
 ) -> dict[str, Any] | AskFailed:
-    """Long-poll until the question ends: its answer, or the error it ended with.
-
-    Raises ``AskFailed`` for anything else (the question is then still open). A poll that
-    comes back sooner than ``progress_every`` (a stopping bot releases its long-polls at
-    once) is followed by a pause for the rest of it, so the bot is not asked in a loop.
-    """
+    """Long-poll until the question ends (its answer, or the error it ended with); ``AskFailed``
+    for anything else. A poll back sooner than ``progress_every`` is followed by a pause."""
     started = time.monotonic()
     await ctx.report_progress(0, None, _progress(state, None))
-    window = _Reconnecting(reconnect_for)
     while True:
         polled = time.monotonic()
-        try:
-            view = await client.wait(request_id, progress_every)
-        except AskFailed as failure:
-            await window.retry_after(failure)
-            continue
-        window.reset()
+        view: dict[str, Any] = await reconnecting(reconnect_for)(
+            client.wait, request_id, progress_every
+        )
         state = view.get("state")
         if state in _ENDED:
             return _ending(view)
@@ -338,13 +277,16 @@ async def _outcome(
 def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
     """An ended question's answer, or the seam's error it ended with."""
     state = view["state"]
+    # A decision: when it was made and until when its executor may consume it (once, the
+    # API's POST /v1/questions/{id}/consume).
+    when: dict[str, Any] = {k: view[k] for k in ("id", "decidedAt", "expiresAt") if k in view}
     if state == "answered" and view.get("decision") in ("allowed-once", "rejected"):
-        return {"decision": view["decision"]}  # a tool approval
+        return {"decision": view["decision"], **when}  # a tool approval
     if state == "answered":
         answer = view.get("answer")
         if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):
             raise bad_response("an answered question without its answer")
-        return answer
+        return answer  # the seam's answer as it is (the id and times are in the API's view)
     error = view.get("error")
     error = error if isinstance(error, dict) else {}
     return AskFailed(

@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.config import Secret
-from bot.config_checks import url
-from bot.config_text import problem, render_help
+from bot.settings.checks import url
+from bot.settings.config import Secret
+from bot.settings.text import problem, render_help
 
 __all__ = ["MCP_SETTINGS_HELP", "McpSettings", "load_mcp_settings"]
 

@@ -108,7 +108,8 @@ class AskOptions(BaseModel):
       (default: the provider's); the question shows the deadline.
     - ``reminders``: seconds before the deadline at which to remind the people who may
       answer; ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or user group id (``U…``, ``S…``) because nobody has answered.
+      mention a user or user group id (``U…``, ``S…``) because nobody has answered;
+      ``remind``: user or group ids the reminders mention besides who may answer.
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
@@ -133,6 +134,9 @@ class AskOptions(BaseModel):
     reminders: tuple[float, ...] = ()
     escalate_after: float | None = Field(default=None, gt=0)
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
+    remind: tuple[Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")], ...] = Field(
+        default=(), max_length=20
+    )
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
     asked_by: str | None = None
     detached: bool = False

@@ -344,7 +344,7 @@ class ClickAuthority:
 
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
         """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
-        its Home tab entry is listed for (``audience.py``). Its message's own buttons need
+        its Home tab entry is listed for (``model/audience.py``). Its message's own buttons need
         no more than ``_who_may``: only people who see the message can click them."""
         known = self._outside_cached(record)
         if known is not None:
@@ -355,7 +355,7 @@ class ClickAuthority:
         return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
 
 
-who_may_act = who_may  # a team review's reviewers, else who may answer (``audience.py``)
+who_may_act = who_may  # a team review's reviewers, else who may answer (``model/audience.py``)
 
 _NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
 """An allow-list no Slack user is on (a question listed on nobody's Home tab)."""

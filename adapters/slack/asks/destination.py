@@ -38,6 +38,7 @@ class AskDefaults:
     reminders: tuple[float, ...] = ()
     escalate_after: float | None = None
     escalate_to: str | None = None
+    remind: tuple[str, ...] = ()
 
     def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
         """The request's destination: its options, else the hook, else the default."""
@@ -74,6 +75,7 @@ class AskDefaults:
             reminders=sorted(deadline - b for b in before if deadline and 0 < b < (timeout or 0)),
             escalate_at=now + after if after and escalate_to else None,
             escalate_to=escalate_to if after else None,
+            remind=list(options.remind or self.remind) or None,
             link=options.link,
             asked_by=options.asked_by,
         )

@@ -94,11 +94,12 @@ class Waits(DeadlineKeepers):
             keeper = self._keeper(current)
             self._waited[request_id] += 1
         del current  # not held for the hours a question may wait (10,000 of them at once)
-        waiting = (
-            watch.wait()
-            if signal is None and keeper is None
-            else self._wait_any(request_id, watch, signal, keeper)
-        )
+        if keeper is not None:
+            waiting = self._wait_any(request_id, watch, signal, keeper)
+        elif signal is not None:
+            waiting = self._wait_signalled(request_id, watch, signal)
+        else:
+            waiting = watch.wait()
         try:
             if limit is None:  # no timeout object held for the hours it may wait
                 record = await waiting
@@ -117,6 +118,34 @@ class Waits(DeadlineKeepers):
                 if not self._waited[request_id]:
                     del self._waited[request_id]
         return record
+
+    async def _wait_signalled(
+        self, request_id: str, watch: Watch, signal: AbortSignal
+    ) -> PendingRecord:
+        """The request's ending, unless its signal aborts it first, with no task or future of
+        its own (10,000 questions may wait at once, for hours): an abort interrupts the
+        watch's wait, which then raises ``CancelledError`` in a task nobody cancelled."""
+        reasons: list[object] = []
+
+        def on_abort(reason: object) -> None:
+            if not reasons:
+                reasons.append(reason)
+                watch.interrupt()
+
+        remove = signal.add_listener(on_abort)
+        try:
+            if signal.aborted:  # aborted since ``wait`` looked (a read)
+                reasons.append(signal.reason)
+            else:
+                try:
+                    return await watch.wait()
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if not reasons or (task is not None and task.cancelling()):
+                        raise  # cancelled from outside (a timeout, a stop), not aborted
+        finally:
+            remove()
+        return await self._aborted(request_id, reasons[0])
 
     async def _wait_any(
         self,

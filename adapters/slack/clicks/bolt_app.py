@@ -147,7 +147,7 @@ def _dispatchable(body: Any) -> bool:
 
 SLACK_MAX_BODY: Final = 1_048_576
 """The largest body ``/slack/events`` takes (Slack's payloads fit well within), whatever the
-server allows other routes (``bot.app`` has its guard refuse a longer one unread)."""
+server allows other routes (``bot.app.runtime`` has its guard refuse a longer one unread)."""
 
 
 def events_handler(

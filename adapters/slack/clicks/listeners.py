@@ -6,7 +6,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids

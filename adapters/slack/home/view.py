@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from adapters.slack.blockkit.limits import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
+from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
 from adapters.slack.render.blocks.widgets import button_labels
@@ -39,10 +40,7 @@ def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> 
 
 def message_link(record: PendingRecord) -> str | None:
     """A link that opens the question's message in Slack (``None`` before it is posted)."""
-    if record.message_ts is None:
-        return None
-    channel = record.message_channel or record.channel
-    return f"https://slack.com/archives/{channel}/p{record.message_ts.replace('.', '')}"
+    return permalink(SLACK_URL, record.message_channel or record.channel, record.message_ts)
 
 
 def _ago(seconds: float) -> str:

@@ -121,14 +121,15 @@ class Audience:
         message_channel: str | None = None,
     ) -> Audience:
         """The audience of a question naming ``users`` and ``usergroups`` (by ``who_may``)
-        asked in ``channel`` (posted in ``message_channel``): when it names nobody, a DM's
-        user (asked by user id) or the conversation it is in."""
+        asked in ``channel`` (posted in ``message_channel``): a DM's user (asked by user
+        id), else those named among whoever sees the conversation it is in."""
         named, groups = tuple(users), tuple(usergroups)
-        if named or groups:
-            return cls(request_id, created_at, named, groups)
-        if channel.startswith(("U", "W")):
-            return cls(request_id, created_at, (channel,))
-        return cls(request_id, created_at, channel=message_channel or channel)
+        if channel.startswith(("U", "W")):  # a DM: its user only, if named (or none is)
+            dm = not (named or groups) or channel in named or bool(groups)
+            return cls(request_id, created_at, (channel,) if dm else ("",))
+        # Named or not, it waits on who sees its conversation (a private channel's
+        # question is on no Home tab, however many are allowed to answer).
+        return cls(request_id, created_at, named, groups, message_channel or channel)
 
     @property
     def anyone(self) -> bool:
@@ -144,8 +145,11 @@ class Audience:
             return self
         if seen_by is None:
             return None
-        users = () if seen_by == ANYONE else (seen_by,)
-        return Audience(self.request_id, self.created_at, users)
+        if seen_by == ANYONE:
+            return Audience(self.request_id, self.created_at, self.users, self.usergroups)
+        if self.users and seen_by not in self.users and not self.usergroups:
+            return None  # a DM with someone not allowed to answer
+        return Audience(self.request_id, self.created_at, (seen_by,))
 
 
 def _order(audience: Audience) -> tuple[float, str]:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -15,6 +15,7 @@ from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
+    "SLACK_URL",
     "AuditEvent",
     "AuditKind",
     "approval_digest",
@@ -25,7 +26,9 @@ __all__ = [
     "shown_digest",
 ]
 
-AuditKind = Literal["asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened"]
+AuditKind = Literal[
+    "asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened", "consumed"
+]
 
 
 class AuditEvent(BaseModel):
@@ -83,6 +86,10 @@ def digest_of(record: PendingRecord) -> str:
     if record.approval is not None:
         return approval_digest(record.approval)
     return record.shown_sha256 or shown_digest(record.questions)
+
+
+SLACK_URL: Final = "https://slack.com"
+"""Where a permalink made without the team's address starts (Slack redirects it)."""
 
 
 def permalink(team_url: str | None, channel: str | None, ts: str | None) -> str | None:

@@ -83,6 +83,8 @@ class PendingRecord(BaseModel):
     reminders: list[float] = Field(default_factory=list)
     escalate_at: float | None = None
     escalate_to: str | None = None
+    remind: list[str] | None = None
+    """Who reminders mention besides who may answer (the question's ``remind`` or the bot's)."""
     reminded: int = 0
     """How many of ``reminders`` were sent (each taken by compare-and-set before it is
     posted, so no process and no restart sends one twice)."""
@@ -90,6 +92,8 @@ class PendingRecord(BaseModel):
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
     finished_at: float | None = None
+    consumed_at: float | None = None
+    """When the answer was consumed by its executor (``POST …/consume``): once only."""
     shown_sha256: str | None = None
     """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
     audit event carries it); ``None`` in a record from before it was kept."""

@@ -205,7 +205,7 @@ class WebApi:
     def chat_post_ephemeral(self, params: Params) -> Response:
         """``chat.postEphemeral``: the bot and the user must be members of the channel.
 
-        ``chat:write.public`` does not cover ephemeral messages (``bot/scopes.py`` asks only
+        ``chat:write.public`` does not cover ephemeral messages (``bot/app/scopes.py`` asks only
         ``chat:write`` for them).
         """
         ref = _text(params, "channel", "channel_not_found")

@@ -60,6 +60,11 @@ class Watch(Protocol):
         """Stop watching (idempotent); the store forgets the waiter."""
         ...
 
+    def interrupt(self) -> None:
+        """End the wait in progress with ``CancelledError`` (its task is not cancelled);
+        an ending that came first stands."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class OpenCount:

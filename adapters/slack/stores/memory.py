@@ -113,6 +113,10 @@ class MemoryPendingStore:
         self._expire()
         return [AuditEvent.load(kept.json) for kept in self._trails.get(request_id, ())]
 
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """``None``: a trail that ends with its process keeps no hash chain."""
+        return None
+
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         self._expire()
         for kept in list(self._events):

@@ -85,6 +85,10 @@ class RedisAudit:
         entries = await self._link.op("read a trail", lambda: self._link.client.xrange(trail))
         return [AuditEvent.load(line) for _, line in _stream_lines(entries)]
 
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """``None``: the Redis trail keeps no hash chain yet."""
+        return None
+
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         low = f"{max(0, int((since - 60) * 1000))}"

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import aiosqlite
 
+from adapters.slack.model.audit_chain import chain_hash
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -114,6 +115,7 @@ class SqliteFile:
                 f" put it in WAL mode (it stays in {mode} mode): give STORE_PATH a file on a"
                 " local disk"
             )
+        await db.create_function("chain_hash", 3, chain_hash, deterministic=True)
         limit = int(WAL_LIMIT)
         for pragma in (
             "PRAGMA synchronous = NORMAL",
@@ -131,6 +133,7 @@ class SqliteFile:
                 self._log.warning("pending store checkpoint after the upgrade failed: %s", exc)
         # Opened in this thread, used only here; a busy file is not waited for.
         self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+        self._inline.create_function("chain_hash", 3, chain_hash, deterministic=True)
         self._inline.execute("PRAGMA synchronous = NORMAL")
         self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
         self._inline.execute(f"PRAGMA journal_size_limit = {limit}")

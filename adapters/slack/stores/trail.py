@@ -17,6 +17,11 @@ class TrailReader(Protocol):
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
 
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """The breaks of the trail's hash chain (``audit_chain.verify``), each naming its
+        position; ``None`` when this store keeps no chain."""
+        ...
+
 
 class Trail(TrailReader, Protocol):
     """What a store's audit part does (``SqliteAudit``, ``RedisAudit``)."""
@@ -40,3 +45,7 @@ class KeepsTrail:
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         return self._trail.audit(since, until)
+
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """The breaks of the trail's hash chain, each naming its position (``None``: none kept)."""
+        return await self._trail.check_chain(kept_since)

@@ -54,6 +54,11 @@ class LocalWatch:
         """Stop watching (idempotent); the store forgets the waiter."""
         self._registry.forget(self)
 
+    def interrupt(self) -> None:
+        """End the wait in progress with ``CancelledError`` (its task is not cancelled): its
+        asker gave up. An ending that came first stands; the next wait starts afresh."""
+        self.future.cancel()
+
 
 class WatchRegistry:
     """The watches of one store in this process, by request id."""

@@ -1,0 +1,145 @@
+"""Who may use the HTTP API, which questions are theirs, and how many each may keep open.
+
+A token's question ids carry an HMAC tag of the token, so any process with the same tokens
+tells whose a question is without storing anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections import Counter
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["ApiTokens", "OpenQuestionCaps", "asked_by", "asker_of"]
+
+_NONCE: Final = 16
+"""Hex characters of an id's random (or key-derived) part; the tag is as long."""
+
+
+class ApiTokens:
+    """The API's bearer tokens by name, and the question ids each of them owns."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._tokens = [(name, secret.encode()) for name, secret in tokens.items()]
+        self._secrets = dict(self._tokens)
+
+    @property
+    def required(self) -> bool:
+        """Whether requests must carry a token at all."""
+        return bool(self._tokens)
+
+    @property
+    def separated(self) -> bool:
+        """Whether questions are kept apart per token (several tokens)."""
+        return len(self._tokens) > 1
+
+    def identify(self, given: str) -> str | None:
+        """The name of the token ``given`` is; ``None`` when it is none of them."""
+        raw = given.encode()
+        found = None
+        for name, secret in self._tokens:  # every token compared: no early exit to time
+            if hmac.compare_digest(raw, secret):
+                found = name
+        return found
+
+    def bearer(self, header: str) -> str | tuple[str, str] | None:
+        """The token name an ``Authorization`` header carries (``None`` when no token is
+        required), or the refusal: (cause, message)."""
+        if not self.required:
+            return None
+        scheme, _, given = header.partition(" ")
+        if not header.isascii():
+            return "bad_authorization", "Authorization is not ASCII"
+        name = self.identify(given.strip())
+        if scheme.lower() != "bearer" or name is None:
+            return "unauthorized", "a valid bearer token is required"
+        return name
+
+    def tagged_id(self, name: str | None, key: str | None) -> str | None:
+        """A question id owned by token ``name`` (random, or derived from an idempotency
+        key); ``None`` when questions are not kept apart (no token, or one)."""
+        if name is None or not self.separated:
+            return None
+        if key is None:
+            nonce = secrets.token_hex(_NONCE // 2)
+        else:
+            nonce = hashlib.sha256(f"api:{name}:{key}".encode()).hexdigest()[:_NONCE]
+        return nonce + self._tag(name, nonce)
+
+    def owns(self, name: str | None, request_id: str) -> bool:
+        """Whether the question ``request_id`` may be seen by token ``name``."""
+        if not self.separated:
+            return True
+        if name is None or len(request_id) != 2 * _NONCE:
+            return False
+        nonce, tag = request_id[:_NONCE], request_id[_NONCE:]
+        return hmac.compare_digest(tag, self._tag(name, nonce))
+
+    def owner_of(self, request_id: str) -> str | None:
+        """The token whose tag question ``request_id`` carries; ``None`` when it carries
+        none (questions are not kept apart, or it was not asked with a token)."""
+        if not self.separated:
+            return None
+        return next((name for name, _ in self._tokens if self.owns(name, request_id)), None)
+
+    def _tag(self, name: str, nonce: str) -> str:
+        digest = hmac.new(self._secrets[name], f"uq-question:{nonce}".encode(), "sha256")
+        return digest.hexdigest()[:_NONCE]
+
+
+class OpenQuestionCaps:
+    """At most ``per_process`` open API questions, and ``per_token`` for each token."""
+
+    def __init__(self, *, per_process: int, per_token: int) -> None:
+        self.per_process = per_process
+        self.per_token = per_token
+        self._open: dict[str, str | None] = {}  # request id -> token name
+        self._by_token: Counter[str | None] = Counter()
+
+    @property
+    def open(self) -> int:
+        """Slots taken."""
+        return len(self._open)
+
+    def refusal(self, name: str | None) -> str | None:
+        """Why one more question for token ``name`` is refused now; ``None`` if it is not."""
+        if len(self._open) >= self.per_process:
+            return f"this bot already has {self.per_process} open questions"
+        if name is not None and self._by_token[name] >= self.per_token:
+            return f"the token {name!r} already has {self.per_token} open questions"
+        return None
+
+    def take(self, request_id: str, name: str | None) -> None:
+        """Take a slot for ``request_id`` (call right after ``refusal`` said ``None``)."""
+        self._open[request_id] = name
+        self._by_token[name] += 1
+
+    def holds(self, request_id: str) -> bool:
+        """Whether ``request_id`` has a slot."""
+        return request_id in self._open
+
+    def give_back(self, request_id: str) -> None:
+        """The question ended: free its slot (idempotent)."""
+        if request_id in self._open:
+            name = self._open.pop(request_id)
+            self._by_token[name] -= 1
+            if not self._by_token[name]:
+                del self._by_token[name]
+
+
+def asker_of(asked: str | None) -> tuple[bool, str | None]:
+    """Whether ``asked`` (a question's ``asked_by``) is the HTTP API, and the token's name."""
+    if asked == "api":
+        return True, None
+    if asked is not None and asked.startswith("api:"):
+        return True, asked[len("api:") :]
+    return False, None
+
+
+def asked_by(name: str | None) -> str:
+    """Who an API request is in the audit trail: ``api:<token name>``; ``api`` on an open
+    API (no token configured). Never the token itself."""
+    return "api" if name is None else f"api:{name}"

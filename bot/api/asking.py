@@ -1,0 +1,222 @@
+"""The POSTs that ask (``/v1/questions``, ``/v1/approvals``) apart from their routes: the body
+read as a request, the options it asks with, a retry's answer, how its waiter's end is logged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from adapters.slack import QuestionStatus, WaitReleased, plan_review_of, unknown_revised
+from bot.api.answers import error_answer, problem, view_of
+from bot.api.approvals import ApprovalPost
+from bot.api.body import (
+    DeadlineDefaults,
+    QuestionPost,
+    body_problems,
+    error_count,
+    never_applied,
+    validation_errors,
+)
+from bot.questions.abort import AbortSignal
+from bot.questions.errors import (
+    ASK_ABORTED,
+    BAD_REVIEW,
+    DELIVERY_FAILED,
+    HarnessError,
+    UserQuestionError,
+)
+from bot.questions.models import AskOptions, AskUserQuestionRequest
+from bot.webhooks import Webhooks
+
+Post = TypeVar("Post", QuestionPost, ApprovalPost)
+
+__all__ = [
+    "aborted",
+    "ask_options",
+    "failed_unshown",
+    "located",
+    "log_end",
+    "owed",
+    "question_request",
+    "read_post",
+    "replayed",
+    "revises_unknown",
+    "shutting_down",
+    "unready",
+]
+
+
+def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
+    """The body as ``model`` (wire names only: ``multi_select`` is an unknown key), or the 422
+    that refuses it."""
+    try:
+        post = model.model_validate_json(raw, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        what = model.__name__.removesuffix("Post").lower()
+        count = error_count(exc.error_count())
+        return problem(
+            422,
+            "ValidationError",
+            "INVALID_REQUEST",
+            f"the request body is not a valid {what} request ({count})",
+            errors=validation_errors(exc),
+        )
+    refused = body_problems(json.loads(raw), post)
+    if refused:
+        return problem(422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused)
+    return post
+
+
+def replayed(
+    existing: QuestionStatus | None,
+    same: Callable[[QuestionStatus], bool],
+    key: str | None,
+    request_id: str,
+    lookup: bool,
+    ttl: float = 900.0,
+) -> web.Response | None:
+    """The answer to a POST whose key already asked (``None`` for a new one): 409 for another
+    body, the first error again for one Slack never showed, 409 for an answer already
+    consumed, else 200 with the question; 412 for a lookup (``If-Match: *``) that finds
+    nothing (it never asks)."""
+    if existing is None:
+        message = "no question was asked with this Idempotency-Key"
+        return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
+    if not same(existing):
+        message = (
+            f"Idempotency-Key {key!r} was used for a different request (its body differs); "
+            "use a new key"
+        )
+        return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
+    unshown = failed_unshown(existing)  # not a 200 that reads as success
+    if unshown is not None:
+        return error_answer(unshown)
+    if existing.consumed_at is not None:  # not a new approval: it was used
+        message = (
+            f"the answer asked with Idempotency-Key {key!r} was already consumed: it is not "
+            "a new approval; ask again with a new key"
+        )
+        return problem(409, "RequestError", "ALREADY_CONSUMED", message)
+    return located(view_of(existing, ttl), 200, request_id)
+
+
+def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
+    """A question's view with its ``Location``."""
+    response = web.json_response(view, status=status)
+    response.headers["Location"] = f"/v1/questions/{request_id}"
+    return response
+
+
+async def owed(
+    webhooks: Webhooks | None, request_id: str, url: str | None, asker: str | None
+) -> web.Response | None:
+    """Owe ``url`` a delivery when the question ends, or the 422 refusing it."""
+    if url is None:
+        return None
+    why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
+    if why is not None:
+        error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
+        return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
+    assert webhooks is not None
+    await webhooks.add(request_id, url, asker)
+    return None
+
+
+def unready(
+    post: QuestionPost, defaults: DeadlineDefaults, owns: Callable[[str], bool]
+) -> web.Response | None:
+    """What refuses a new question: deadline settings it cannot act on with this process's
+    defaults (422), or a plan review revising one the token may not see (as if unknown)."""
+    never = never_applied(post, defaults)
+    if never:
+        return problem(422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never)
+    revised = post.revises
+    if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
+        raise revises_unknown(revised)  # answered by failure(), in the gateway's guard
+    return None
+
+
+def question_request(
+    post: QuestionPost, options: AskOptions, signal: AbortSignal
+) -> AskUserQuestionRequest:
+    """The seam's request ``post`` asks, with the options every POST shares."""
+    options = options.model_copy(
+        update={
+            "review": post.review,
+            "revises": post.revises,
+            "timeout": post.timeout,
+            "reminders": tuple(post.reminders or ()),
+            "escalate_after": post.escalate_after,
+            "escalate_to": post.escalate_to,
+            "remind": tuple(post.remind or ()),
+        }
+    )
+    return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+
+
+def ask_options(
+    post: QuestionPost | ApprovalPost, request_id: str, by: str, on_posted: Callable[[str], None]
+) -> AskOptions:
+    """The seam's options every POST asks with (detached: owned by no process)."""
+    where = post.destination
+    return AskOptions(
+        channel=where.channel if where else None,
+        thread_ts=where.thread_ts if where else None,
+        request_id=request_id,
+        label=post.label,
+        on_posted=on_posted,
+        link=post.link,
+        asked_by=by,
+        detached=True,
+    )
+
+
+def shutting_down() -> web.Response:
+    """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
+    or this one restarted, takes it)."""
+    return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
+
+
+def failed_unshown(question: QuestionStatus) -> HarnessError | None:
+    """The ``DELIVERY_FAILED`` a question failed with before Slack showed it, which its retries
+    get again (nothing is posted under an ended key); ``None`` otherwise, also for a store
+    failure: its message may have landed, so its retry gets the question as it ended."""
+    error = question.error
+    if question.state != "failed" or question.message is not None or error is None:
+        return None
+    return error if error.code == DELIVERY_FAILED else None
+
+
+def revises_unknown(request_id: str | None) -> UserQuestionError:
+    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review (its
+    own words: ``unknown_revised``)."""
+    return UserQuestionError(unknown_revised(request_id or ""), BAD_REVIEW)
+
+
+def aborted(error: BaseException) -> bool:
+    """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
+    return isinstance(error, HarnessError) and error.code == ASK_ABORTED
+
+
+def log_end(
+    logger: logging.Logger,
+    request_id: str,
+    task: asyncio.Task[Any],
+) -> None:
+    """Log how an API question's waiter ended: released at a stop, or the question's end."""
+    if task.cancelled() or task.exception() is None:
+        return
+    error = task.exception()
+    code = error.code if isinstance(error, HarnessError) else type(error).__name__
+    if isinstance(error, WaitReleased):
+        # A stop: the question stays open for the next process (one that ended as the
+        # stop came raised its own outcome, and is logged as ended).
+        logger.info("question released", extra={"request": request_id})
+    else:
+        logger.info("question ended", extra={"request": request_id, "code": code})

@@ -1,0 +1,324 @@
+"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond its
+model (wire names only, empty texts, repeated labels, deadlines that could never apply)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Protocol
+
+from aiohttp import web
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import PydanticCustomError
+
+from bot.questions.models import AskUserQuestionItem, WireModel
+from bot.questions.review import ReviewPolicy
+
+__all__ = [
+    "Callback",
+    "DeadlineDefaults",
+    "Destination",
+    "Label",
+    "Link",
+    "QuestionPost",
+    "Where",
+    "body_problems",
+    "error_count",
+    "never_applied",
+    "read_body",
+    "validation_errors",
+]
+
+
+class Destination(WireModel):
+    """Where to post: a channel, DM or user id, and optionally a thread."""
+
+    channel: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
+
+
+MAX_TIMEOUT: Final = 7 * 24 * 3600.0
+"""The longest a question may wait for its answer (and the latest reminder), in seconds."""
+
+
+LINK_MESSAGE: Final = (
+    "must be an http:// or https:// URL without spaces (nor <, > or |), at most 3000 characters"
+)
+
+
+def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """The checks of ``link``, with one plain message naming the argument."""
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticCustomError("link", LINK_MESSAGE) from None
+
+
+Where = Annotated[
+    Destination | None, Field(description="Where to ask (default: the bot's SLACK_CHANNEL).")
+]
+Label = Annotated[
+    str | None,
+    Field(
+        max_length=120,
+        description="Who is asking, shown on the message (for example the project or task).",
+    ),
+]
+Link = Annotated[
+    str | None,
+    Field(
+        max_length=3000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL back to where the question comes from (a pull request, a run), "
+        "shown as a link button: http:// or https://, without spaces.",
+    ),
+    WrapValidator(_plain_link),
+]
+Callback = Annotated[
+    str | None,
+    Field(
+        max_length=2000,
+        pattern=r"^https?://[^\s<>|]+$",
+        description="A URL the bot POSTs the question's outcome to when it ends (the body of "
+        "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
+        "the operator allows (WEBHOOK_HOSTS). Each delivery carries X-Webhook-Timestamp, "
+        "X-Webhook-Signature (v0= HMAC-SHA256 of v0:timestamp:body), X-Webhook-Id (the "
+        "question's id, the same on every attempt) and X-Webhook-Attempt; non-2xx answers are "
+        "retried with backoff for a day; redirects are not followed.",
+    ),
+]
+"""The options a question and a tool approval share: where, who asks, a link back, a
+callback."""
+
+
+def _seconds(description: str) -> Any:
+    return Field(default=None, gt=0, le=MAX_TIMEOUT, description=description)
+
+
+class QuestionPost(WireModel):
+    """The body of ``POST /v1/questions`` and the MCP tool's arguments: the seam's wire
+    request plus where to ask and how."""
+
+    questions: list[AskUserQuestionItem] = Field(
+        description="The questions, asked together in one Slack message, in this order."
+    )
+    destination: Where = None
+    label: Label = None
+    review: ReviewPolicy | None = Field(
+        default=None,
+        description="How a team decides a plan review: approvals needed, who may vote, "
+        "required sets, declines that end it.",
+    )
+    revises: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The id of an earlier plan review this one revises: the message links to "
+        "it, quotes its feedback and shows the plan's line diff (BAD_REVIEW if unknown).",
+    )
+    timeout: float | None = _seconds(
+        "Seconds to wait for an answer; then ASK_TIMEOUT (default: the bot's QUESTION_TIMEOUT)."
+    )
+    reminders: list[Annotated[float, Field(gt=0, le=MAX_TIMEOUT)]] | None = Field(
+        default=None,
+        max_length=10,
+        description="Seconds before the deadline at which a thread reply reminds the people "
+        "who may answer; each less than the timeout.",
+    )
+    escalate_after: float | None = _seconds(
+        "Seconds after asking at which escalateTo is mentioned if nobody has answered; needs "
+        "escalateTo, less than the timeout."
+    )
+    escalate_to: str | None = Field(
+        default=None,
+        pattern=r"^[UWS][A-Z0-9]{2,20}$",
+        description="A user (U…, W…) or user group id (S…) to mention on escalation; needs "
+        "escalateAfter.",
+    )
+    remind: list[Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")]] | None = Field(
+        default=None,
+        max_length=20,
+        description="User (U…, W…) or user group ids (S…) each reminder mentions besides who "
+        "may answer (default: the bot's SLACK_REMIND). With nobody to mention, a reminder is a "
+        "top-level message in the channel.",
+    )
+    link: Link = None
+    callback: Callback = None
+
+
+class DeadlineDefaults(Protocol):
+    """What a question gets when its body says nothing (the provider's ``AskDefaults``):
+    ``timeout`` is ``QUESTION_TIMEOUT``; ``reminders`` seconds before the deadline."""
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def reminders(self) -> tuple[float, ...]: ...
+
+    @property
+    def escalate_after(self) -> float | None: ...
+
+    @property
+    def escalate_to(self) -> str | None: ...
+
+
+_PATTERN_HELP: Final = {
+    ("destination", "channel"): (
+        "must be a Slack conversation or user id such as C0123456789, D… or U… (not a "
+        "#name; the sandbox's channel is C0SANDBOX)"
+    ),
+    ("destination", "threadTs"): "must be a message ts such as 1712345678.123456",
+    ("escalateTo",): "must be a Slack user or user group id such as U0123456789 or S0123456789",
+}
+"""Pydantic's "String should match pattern '…'" for fields a person fills in, said plainly."""
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as the API reports them: ``{loc, msg, type}``, no input echoed."""
+    errors = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(str(part) for part in error["loc"])
+        message = error["msg"]
+        if error["type"] == "string_pattern_mismatch":
+            message = next(
+                (help for tail, help in _PATTERN_HELP.items() if loc[-len(tail) :] == tail),
+                message,
+            )
+        errors.append({"loc": list(loc), "msg": message, "type": error["type"]})
+    return errors
+
+
+def error_count(count: int) -> str:
+    """``1 error``, ``2 errors``."""
+    return f"{count} error" if count == 1 else f"{count} errors"
+
+
+def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Keys validation dropped: attribute names (``multi_select``) where the API takes only wire
+    names, though the models accept both for Python callers."""
+    errors: list[dict[str, Any]] = []
+    if isinstance(given, dict) and isinstance(kept, dict):
+        for key, value in given.items():
+            if key not in kept:
+                errors.append(
+                    {
+                        "loc": [*loc, key],
+                        "msg": f"unknown key {key!r} (the API takes the seam's wire names)",
+                        "type": "extra_forbidden",
+                    }
+                )
+            else:
+                errors.extend(_unknown_keys(value, kept[key], (*loc, key)))
+    elif isinstance(given, list) and isinstance(kept, list):
+        for index, (value, item) in enumerate(zip(given, kept, strict=False)):
+            errors.extend(_unknown_keys(value, item, (*loc, str(index))))
+    return errors
+
+
+def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
+    """What the API refuses beyond the seam: an empty question cannot be answered knowingly, and
+    two options with one label are ambiguous (an answer names options by label)."""
+    errors: list[dict[str, Any]] = []
+    for index, question in enumerate(questions):
+        if not question.question.strip():
+            errors.append(
+                {
+                    "loc": ["questions", str(index), "question"],
+                    "msg": f"question {question.id!r} has no text",
+                    "type": "empty_question",
+                }
+            )
+        first: dict[str, int] = {}
+        for n, label in enumerate(question.option_labels):
+            if label in first:
+                errors.append(
+                    {
+                        "loc": ["questions", str(index), "options", str(n), "label"],
+                        "msg": f"question {question.id!r} has the option label {label!r} "
+                        f"twice (options {first[label] + 1} and {n + 1}); answers name "
+                        "options by label, so each label must be unique",
+                        "type": "duplicate_label",
+                    }
+                )
+            first.setdefault(label, n)
+    return errors
+
+
+def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": loc, "msg": msg, "type": kind}
+
+
+def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
+    """Deadline settings the question could never act on (the record would drop them silently):
+    reminders at or after the deadline, an escalation without a time or someone to mention;
+    each counts with the default it falls back to."""
+    errors: list[dict[str, Any]] = []
+    timeout = post.timeout or defaults.timeout
+    if post.reminders and timeout is None:
+        errors.append(
+            _refused(
+                ["reminders"],
+                "reminders are seconds before the deadline: give a timeout "
+                "(there is no QUESTION_TIMEOUT)",
+                "reminders_without_timeout",
+            )
+        )
+    elif post.reminders and timeout is not None:
+        errors += [
+            _refused(
+                ["reminders", str(n)],
+                f"a reminder {before:g} s before the deadline is not after the question is "
+                f"asked (its timeout is {timeout:g} s)",
+                "reminder_before_asked",
+            )
+            for n, before in enumerate(post.reminders)
+            if before >= timeout
+        ]
+    if post.escalate_after is not None and (post.escalate_to or defaults.escalate_to) is None:
+        errors.append(
+            _refused(
+                ["escalateAfter"],
+                "escalateAfter needs escalateTo (whom to mention)",
+                "escalation_without_whom",
+            )
+        )
+    elif post.escalate_to is not None and (post.escalate_after or defaults.escalate_after) is None:
+        errors.append(
+            _refused(
+                ["escalateTo"],
+                "escalateTo needs escalateAfter (when to mention them)",
+                "escalation_without_when",
+            )
+        )
+    elif post.escalate_after is not None and timeout is not None and post.escalate_after >= timeout:
+        errors.append(
+            _refused(
+                ["escalateAfter"],
+                f"escalateAfter ({post.escalate_after:g} s) is not before the deadline "
+                f"(its timeout is {timeout:g} s)",
+                "escalation_after_deadline",
+            )
+        )
+    return errors
+
+
+def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
+    """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``; the
+    deadlines are checked apart (``never_applied``: they depend on this process's defaults)."""
+    kept = post.model_dump(by_alias=True, exclude_unset=True)
+    questions = post.questions if isinstance(post, QuestionPost) else []
+    return _unknown_keys(given, kept) or _ambiguities(questions)
+
+
+async def read_body(request: web.Request, limit: int | None) -> bytes | None:
+    """The body, or ``None`` when it is larger than ``limit`` bytes (the API's own limit: the
+    server's is larger, for Slack's payloads)."""
+    length = request.content_length
+    if limit is not None and length is not None and length > limit:
+        return None
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return None
+    if limit is not None and len(body) > limit:
+        return None
+    return body

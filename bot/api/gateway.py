@@ -1,0 +1,452 @@
+"""The HTTP API (``/v1``) for agents outside the process: ask, read (long-poll), abort, audit.
+
+Questions asked here are owned by no process: they outlive it, and with a durable store any
+process answers for them. The token is checked before any of a body is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, Protocol, TypeVar
+
+from aiohttp import web
+
+from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
+from adapters.slack import (
+    CONSUME_REFUSALS,
+    AuditEvent,
+    QuestionStatus,
+    Released,
+)
+from bot.api.access import ApiTokens, OpenQuestionCaps, asked_by
+from bot.api.answers import (
+    failure,
+    not_found,
+    problem,
+    too_many,
+    unauthorized,
+    view_of,
+    view_with_events,
+    wait_of,
+)
+from bot.api.approvals import ApprovalPost, Approve, same_approval
+from bot.api.asking import (
+    aborted,
+    ask_options,
+    located,
+    log_end,
+    owed,
+    question_request,
+    read_post,
+    replayed,
+    shutting_down,
+    unready,
+)
+from bot.api.audit import audit_handler
+from bot.api.body import (
+    DeadlineDefaults,
+    QuestionPost,
+    read_body,
+)
+from bot.api.idempotency import KeyLocks, key_problem, same_request
+from bot.api.openapi import document_text
+from bot.api.taken import TakenUp
+from bot.questions.abort import AbortController, AbortSignal
+from bot.questions.errors import (
+    NO_PROVIDER,
+    UserQuestionError,
+)
+from bot.questions.models import (
+    AskOptions,
+)
+from bot.questions.service import UserQuestionService
+from bot.webhooks import Webhooks
+
+__all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
+
+MAX_WAIT: Final = 120.0
+"""Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
+ASKER: Final = web.RequestKey[str | None]("asker")
+"""The name of the API token a request came with (``None`` on an open API)."""
+RETRY_AFTER: Final = 5
+"""Seconds a client over an open-question cap is told to wait (``Retry-After``)."""
+POST_DEADLINE: Final = 30.0
+"""How long ``POST`` waits for Slack to take the message before answering 202."""
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    @property
+    def defaults(self) -> DeadlineDefaults:
+        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """A question's audit trail, oldest first."""
+        ...
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
+        ...
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_Post = TypeVar("_Post", QuestionPost, ApprovalPost)
+
+
+class Gateway:
+    """The ``/v1`` routes, bound to one service and the provider holding its questions."""
+
+    def __init__(
+        self,
+        service: UserQuestionService,
+        questions: Questions,
+        *,
+        tokens: Mapping[str, str] | None = None,
+        caps: OpenQuestionCaps | None = None,
+        max_body_bytes: int | None = None,
+        logger: logging.Logger | None = None,
+        refusals: RefusalLog | None = None,
+        default_channel: str | None = None,
+        approve: Approve | None = None,
+        webhooks: Webhooks | None = None,
+        polls: tuple[int, int] = (64, 896),
+        approval_ttl: float = 900.0,
+    ) -> None:
+        self.webhooks = webhooks  # delivers the endings of questions asked with a callback
+        self._service = service
+        self._approve = approve  # asks a tool approval of DSH_APPROVERS
+        self._default_channel = default_channel
+        self._max_body = max_body_bytes
+        self._questions = questions
+        self._tokens = ApiTokens(tokens or {})
+        self._caps = caps or OpenQuestionCaps(per_process=10_000, per_token=1_000)
+        self._logger = logger or logging.getLogger("bot.gateway")
+        self.refusals = refusals or RefusalLog(self._logger)
+        self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
+        self.long_polls = 0
+        """``GET ?wait=`` requests waiting right now."""
+        # Long-polls one token may hold, and all together (the rest stay for /slack/events).
+        self.polls_per_token, self.polls_total = polls
+        self._polls: Counter[str | None] = Counter()
+        self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
+        self._asks: dict[str, asyncio.Task[Any]] = {}
+        self._waiting: dict[str, AbortController] = {}
+        self._keys = KeyLocks()
+        self._closing = False
+        self._polls_ended = asyncio.Event()
+        self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
+
+    def add_routes(self, app: web.Application) -> None:
+        """Add the ``/v1`` routes to ``app``, each with a ``BodyRule`` for the server's guard:
+        the token checked before any of a body is read, at most ``MAX_BODY_BYTES`` read."""
+        rule = BodyRule(admit=self._admit, max_body=self._max_body)
+
+        def ruled(handler: Handler) -> Handler:
+            return with_body_rule(_guarded(handler, self._admit, self._failures), rule)
+
+        router, expect = app.router, rule.expect
+        router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
+        router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
+        router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
+        router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
+        consume = ruled(self.consume_question)
+        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
+        trail = audit_handler(self._questions.audit, visible=self._owns)
+        router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
+        router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
+
+    def close(self) -> None:
+        """Refuse new questions and release the waiters of those asked here (a stop): owned by
+        no process, they stay open for the next process to serve."""
+        self._closing = True
+        self._taken.close()
+        for controller in self._waiting.values():
+            controller.abort(Released())
+
+    @property
+    def taken_up(self) -> int:
+        """Questions taken up at start that hold a slot of the caps now."""
+        return self._taken.count
+
+    def take_up(self, questions: Iterable[QuestionStatus]) -> int:
+        """Hold a cap slot for each open API question among ``questions`` until it ends."""
+        return self._taken.take(questions)
+
+    def end_polls(self) -> None:
+        """Answer every long-poll still waiting with its question's current state (shutdown)."""
+        self._polls_ended.set()
+
+    @property
+    def running(self) -> int:
+        """Asks started by this process that have not ended yet."""
+        return len(self._asks)
+
+    def _admit(self, request: web.Request) -> web.Response | None:
+        """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may
+        go on. Asked by the server's guard before the body is read, and again here."""
+        named = self._tokens.bearer(request.headers.get("Authorization", ""))
+        if isinstance(named, tuple):
+            self.refusals.refused(named[0], f"/v1: {named[1]}")
+            return unauthorized(named[1])
+        request[ASKER] = named
+        return None
+
+    def _owns(self, request: web.Request, request_id: str) -> bool:
+        """Whether the request's token may see question ``request_id`` (and its trail)."""
+        return self._tokens.owns(request[ASKER], request_id)
+
+    async def post_question(self, request: web.Request) -> web.StreamResponse:
+        """Ask a question; 201 once Slack has the message."""
+        post = await self._body(request, QuestionPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def fresh() -> web.Response | None:
+            owns = functools.partial(self._owns, request)
+            return unready(post, self._questions.defaults, owns)
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            return self._service.ask(question_request(post, options, signal))
+
+        same = functools.partial(same_request, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, fresh, run)
+
+    async def post_approval(self, request: web.Request) -> web.StreamResponse:
+        """Ask for a tool approval (Allow once / Reject); 201 once Slack has the panel."""
+        approve = self._approve
+        if approve is None:
+            raise UserQuestionError("this bot asks no tool approvals", NO_PROVIDER)
+        post = await self._body(request, ApprovalPost)
+        if isinstance(post, web.Response):
+            return post
+
+        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+            return approve(post.view(), options, signal)
+
+        same = functools.partial(same_approval, post=post, default_channel=self._default_channel)
+        return await self._take(request, post, same, lambda: None, run)
+
+    async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
+        """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
+        if self._closing:
+            return shutting_down()
+        if request.content_type != "application/json":
+            return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
+        raw = await read_body(request, self._max_body)
+        if raw is None:
+            return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
+        return read_post(raw, model)
+
+    async def _take(
+        self,
+        request: web.Request,
+        post: QuestionPost | ApprovalPost,
+        same: Callable[[QuestionStatus], bool],
+        fresh: Callable[[], web.Response | None],
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
+        """Ask ``post`` under the request's Idempotency-Key: the question it asked (``same``
+        tells a retry from a reuse), or a new one ``fresh`` lets through and ``run`` asks."""
+        key = request.headers.get("Idempotency-Key")
+        bad_key = key_problem(key)
+        if bad_key is not None:
+            self.refusals.refused("bad_idempotency_key", f"/v1: {bad_key}")
+            return problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", bad_key)
+        asker = request[ASKER]
+        request_id = self._tokens.tagged_id(asker, key) or self._questions.request_id_for(
+            f"api:{key}" if key else None
+        )
+        async with self._keys.held(request_id):  # retries with one key: only the first posts
+            existing = await self._questions.status(request_id)
+            lookup = request.headers.get("If-Match", "").strip() == "*"
+            replay = replayed(existing, same, key, request_id, lookup, self._ttl)
+            if replay is not None:
+                return replay
+            refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
+            if refused is not None:
+                return refused
+            if self._closing:  # the stop began while the key was looked up
+                return shutting_down()
+            refusal = self._caps.refusal(asker)
+            if refusal is not None:
+                self.refusals.refused("too_many_questions", f"/v1: {refusal}")
+                return too_many(refusal, RETRY_AFTER)
+            self._caps.take(request_id, asker)  # no await between the check and this
+            return await self._start(request_id, post, asked_by(asker), run)
+
+    async def _start(
+        self,
+        request_id: str,
+        post: QuestionPost | ApprovalPost,
+        by: str,
+        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+    ) -> web.StreamResponse:
+        posted = asyncio.get_running_loop().create_future()
+
+        def on_posted(_: str) -> None:
+            if not posted.done():
+                posted.set_result(None)
+
+        options = ask_options(post, request_id, by, on_posted)
+        controller = AbortController()
+        task = asyncio.ensure_future(run(options, controller.signal))
+        self._asks[request_id] = task
+        self._waiting[request_id] = controller
+        task.add_done_callback(lambda t: self._finished(request_id, t))
+        done, _ = await asyncio.wait(
+            {task, posted}, timeout=POST_DEADLINE, return_when="FIRST_COMPLETED"
+        )
+        question = await self._questions.status(request_id)
+        if task in done and not posted.done():
+            error = task.exception()
+            # Handed over at a stop, its post not sent yet: open, posted by the next process.
+            if error is not None and (question is None or not question.is_open):
+                if question is None and self._closing and aborted(error):
+                    return shutting_down()  # refused by the stop before it was stored
+                raise error  # answered by _failure, in _guard
+        pending = {"id": request_id, "state": "pending"}
+        view = view_of(question, self._ttl) if question is not None else pending
+        return located(view, 201 if posted.done() else 202, request_id)
+
+    def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
+        self._asks.pop(request_id, None)
+        self._waiting.pop(request_id, None)
+        self._caps.give_back(request_id)
+        log_end(self._logger, request_id, task)
+
+    async def webhook_view(self, request_id: str) -> dict[str, Any] | None:
+        """What a webhook delivers: ``GET``'s body once ended, ``{}`` while open, ``None`` for
+        an unknown question."""
+        question = await self._questions.status(request_id)
+        if question is None or question.is_open:
+            return None if question is None else {}
+        return view_with_events(question, await self._questions.events(request_id), self._ttl)
+
+    async def get_question(self, request: web.Request) -> web.StreamResponse:
+        """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        wait = wait_of(request, MAX_WAIT)
+        if isinstance(wait, web.Response):
+            return wait
+        question = await self._questions.status(request_id)
+        if question is None:
+            return not_found(request_id)
+        if question.is_open and wait > 0 and not self._polls_ended.is_set():
+            asker = request[ASKER]
+            if self._polls[asker] >= self.polls_per_token or self.long_polls >= self.polls_total:
+                self.refusals.refused("too_many_waits", "/v1: long-polls over their cap")
+                mine = self._polls[asker] >= self.polls_per_token
+                held = f"this token's {self.polls_per_token}" if mine else "the server's"
+                refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
+                refused.force_close()
+                return refused
+            self.long_polls += 1
+            self._polls[asker] += 1
+            try:
+                question = await _long_poll(self._questions, question, wait, self._polls_ended)
+            finally:
+                self.long_polls -= 1
+                self._polls[asker] -= 1
+                if not self._polls[asker]:
+                    del self._polls[asker]
+        return web.json_response(
+            view_with_events(question, await self._questions.events(request_id), self._ttl)
+        )
+
+    async def delete_question(self, request: web.Request) -> web.StreamResponse:
+        """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        question = await self._questions.abort(request_id, "Cancelled by the asker.", by=by)
+        if question is None:
+            return not_found(request_id)
+        status = 200 if question.state == "aborted" else 409
+        return web.json_response(view_of(question, self._ttl), status=status)
+
+    async def consume_question(self, request: web.Request) -> web.StreamResponse:
+        """Consume an answered question's decision, once and before its ``expiresAt``."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        code, question = await self._questions.consume(request_id, by=by, lifetime=self._ttl)
+        if question is None:
+            return not_found(request_id)
+        if code is not None:
+            status = 410 if code == "EXPIRED" else 409
+            return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+        return web.json_response(view_of(question, self._ttl))
+
+
+async def _openapi(request: web.Request) -> web.StreamResponse:
+    """The OpenAPI document (generated: ``bot.api.openapi``)."""
+    return web.Response(text=document_text(), content_type="application/json")
+
+
+async def _long_poll(
+    questions: Questions, question: QuestionStatus, wait: float, released: asyncio.Event
+) -> QuestionStatus:
+    """``question`` once it ends, or as it stands after ``wait`` seconds or once ``released``."""
+    ended = asyncio.ensure_future(questions.wait_ended(question.id))
+    release = asyncio.ensure_future(released.wait())
+    try:
+        await asyncio.wait({ended, release}, timeout=wait, return_when="FIRST_COMPLETED")
+    finally:
+        for task in (ended, release):
+            task.cancel()
+    if ended.done() and not ended.cancelled() and ended.exception() is None:
+        return ended.result()
+    return await questions.status(question.id) or question
+
+
+def _guarded(
+    handler: Handler, admit: Callable[[web.Request], web.Response | None], failures: RefusalLog
+) -> Handler:
+    """``handler`` behind the token check and the API's one error boundary (``failure``)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        refused = admit(request)
+        if refused is not None:
+            return refused
+        try:
+            return await handler(request)
+        except web.HTTPException:  # aiohttp's own answers
+            raise
+        except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+            return failure(error, failures)
+
+    return guarded

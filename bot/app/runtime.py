@@ -1,0 +1,411 @@
+"""Wiring: settings -> bolt app, Slack provider, service, HTTP server; every part entered on one
+``AsyncExitStack`` and released in reverse order, also when a later part fails to start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.dsh.client import DshHostClient
+from adapters.httpguard import BodyBudget, RefusalLog, guard_middleware
+from adapters.listener import ListenerLimits, start_listener
+from adapters.slack.clicks.bolt_app import (
+    SLACK_MAX_BODY,
+    build_app,
+    close_web_client,
+    events_handler,
+    web_client,
+)
+from adapters.slack.pacing.rate_limits import SlackLimits
+from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.stores import PendingStore
+from bot.api.access import OpenQuestionCaps
+from bot.api.answers import request_problem
+from bot.api.gateway import Gateway
+from bot.app import heap
+from bot.app.health import Health
+from bot.app.ports import listening
+from bot.app.shutdown import Deadline, bounded, handler_grace, interrupt
+from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
+from bot.app.storage import budget, open_store, outbox, read_trail
+from bot.questions.service import UserQuestionService
+from bot.settings.config import Settings
+from bot.webhooks import Webhooks
+
+if TYPE_CHECKING:
+    from adapters.slack.sandbox.site import SandboxServer
+
+__all__ = ["Runtime", "SocketMode", "open_store", "read_trail", "start"]
+
+logger = logging.getLogger("bot")
+
+SANDBOX_HOST = "127.0.0.1"
+"""The sandbox (page and stand-in Web API) listens here and nowhere else."""
+SANDBOX_CHANNEL = "C0SANDBOX"
+
+
+@dataclass(eq=False)
+class Runtime:
+    """A running bot: its parts, its address, and how to stop it."""
+
+    settings: Settings
+    service: UserQuestionService
+    provider: SlackQuestionProvider
+    gateway: Gateway
+    app: AsyncApp
+    store: PendingStore
+    runner: web.AppRunner
+    url: str
+    resources: contextlib.AsyncExitStack = field(repr=False)
+    """Everything ``start`` entered, released in reverse order by ``stop``."""
+    sandbox: SandboxServer | None = None
+    socket: SocketMode | None = None
+    dsh: DshHostClient | None = None
+    deadline: Deadline = field(default_factory=lambda: Deadline(0.0), repr=False)
+    """The stop's deadline, shared by every step ``resources`` holds."""
+    _stopping: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def sandbox_url(self) -> str | None:
+        """The sandbox's page (sandbox mode only)."""
+        return self.sandbox.page_url if self.sandbox is not None else None
+
+    async def stop(self) -> None:
+        """Interrupt pending questions, drain background work, and close everything (once)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.deadline.begin()
+        await self.resources.aclose()
+        logger.info("stopped")
+
+
+async def start(settings: Settings) -> Runtime:
+    """Build and start the bot for ``settings.mode``; a part that fails to start releases the
+    ones already started (in reverse order) before the error propagates."""
+    async with contextlib.AsyncExitStack() as stack:
+        runtime = await _enter(settings, stack)
+        runtime.resources = stack.pop_all()
+    for label, value in settings.describe():
+        if label == "slack api" and runtime.sandbox is not None:
+            value = f"SLACK_API_URL={value} is ignored in sandbox mode (the sandbox's own is used)"
+        logger.info(f"{label}: {value}")
+    if runtime.sandbox is not None:
+        logger.info(
+            f"sandbox: {runtime.sandbox.page_url} (loopback only, whatever HOST says; its "
+            "stand-in Web API takes a random token made at this start)"
+        )
+    logger.info(f"listening on {runtime.url}")
+    return runtime
+
+
+async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtime:
+    """Start every part on ``stack`` (the caller owns it); the last entered is the first out."""
+    sandbox: SandboxServer | None = None
+    signing_secret: str | None = None
+    deadline = Deadline(settings.shutdown_grace)
+    api_url = settings.slack_api_url
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    channel = settings.slack_channel
+    if settings.mode == "sandbox":
+        from adapters.slack.sandbox.site import SandboxServer
+
+        signing_secret = secrets.token_hex(16)
+        token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
+        # SLACK_CHANNEL, when set, is the id of the sandbox's channel: the default
+        # destination and the page's channel are one conversation.
+        sandbox = SandboxServer(
+            signing_secret=signing_secret,
+            bot_token=token,
+            channel=channel or SANDBOX_CHANNEL,
+            limits=_limits(settings),
+        )
+        stack.push_async_callback(
+            bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
+        )
+        # The sandbox has no authentication: loopback only, whatever HOST says.
+        api_url = await listening(
+            sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port),
+            setting="SANDBOX_PORT",
+            host=SANDBOX_HOST,
+            port=settings.sandbox_port,
+        )
+        channel = channel or SANDBOX_CHANNEL
+    elif settings.mode == "http" and settings.slack_signing_secret is not None:
+        signing_secret = settings.slack_signing_secret.get_secret_value()
+    assert token is not None and channel is not None
+
+    client = web_client(
+        token,
+        base_url=api_url,
+        timeout=10,
+        limits=SlackLimits(time_scale=settings.slack_rate_scale),
+        budget=budget(settings),
+    )
+    stack.push_async_callback(
+        bounded(
+            "web client",
+            lambda: close_web_client(client),
+            deadline,
+            doing="closing the Slack Web API session",
+        )
+    )
+    store = await open_store(settings)  # a missing Redis is named before anything else
+    stack.push_async_callback(
+        bounded("store", store.close, deadline, doing="closing the pending store")
+    )
+    app = await _app(client, settings, signing_secret)
+    provider = SlackQuestionProvider(
+        app,
+        channel=channel,
+        allowed_users=settings.slack_allowed_users or None,
+        allowed_usergroups=settings.slack_allowed_usergroups or None,
+        mention=settings.slack_mention,
+        remind=settings.slack_remind,
+        timeout=settings.question_timeout,
+        store=store,
+    )
+    service = UserQuestionService()
+    stack.callback(service.register_provider(provider))
+    refusals = RefusalLog(logging.getLogger("bot.http"))
+    webhooks = Webhooks(
+        await outbox(settings),
+        lambda request_id: gateway.webhook_view(request_id),
+        provider.wait_ended,
+        settings.api_tokens,
+        hosts=frozenset(settings.webhook_hosts),
+        allow_private=settings.webhook_allow_private,
+    )
+    stack.push_async_callback(
+        bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
+    )
+    gateway = Gateway(
+        service,
+        provider,
+        tokens=settings.api_tokens,
+        caps=OpenQuestionCaps(
+            per_process=settings.max_open_questions,
+            per_token=settings.max_open_per_token,
+        ),
+        max_body_bytes=settings.max_body_bytes,
+        refusals=refusals,
+        default_channel=channel,
+        polls=(settings.max_polls_per_token, settings.max_connections * 7 // 8 or 1),
+        approval_ttl=settings.approval_ttl,
+        approve=lambda view, options, signal: provider.ask_approval(
+            view,
+            options=options,
+            approvers=settings.dsh_approvers or None,
+            approver_groups=settings.dsh_approver_usergroups or None,
+            signal=signal,
+        ),
+        webhooks=webhooks,
+    )
+    webhooks.start()
+    # The open questions owned by no process (asked over the API before a restart, or
+    # on another process) are this process's to serve too: their deadlines are kept here.
+    adopted = await provider.resume()
+    if adopted:
+        counted = gateway.take_up(adopted)  # in the API's open-question caps until they end
+        logger.info(
+            f"took up {len(adopted)} open questions owned by no process ({counted} of the API)"
+        )
+    health = Health(settings.mode, provider)
+    health.gateway = gateway
+    runner = await _serve(settings, gateway, health, app, signing_secret, refusals)
+    stack.push_async_callback(
+        bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
+    )
+    port = runner.addresses[0][1]
+    host = settings.host if ":" not in settings.host else f"[{settings.host}]"
+    url = f"http://{host}:{port}"
+    runtime = Runtime(
+        settings=settings,
+        service=service,
+        provider=provider,
+        gateway=gateway,
+        app=app,
+        store=store,
+        runner=runner,
+        url=url,
+        resources=stack,
+        sandbox=sandbox,
+        deadline=deadline,
+    )
+    if sandbox is not None:
+        # The demo's tool approval names no approvers (DSH_APPROVERS are the dsh host's):
+        # anyone who may answer in the sandbox may decide it.
+        await sandbox.connect_bot(f"{url}/slack/events", service=service, approvals=provider)
+    if settings.mode == "socket":
+        assert settings.slack_app_token is not None
+        socket = SocketMode(app, settings.slack_app_token.get_secret_value())
+        stack.push_async_callback(
+            bounded(
+                "socket mode", socket.close, deadline, doing="closing the Socket Mode connection"
+            )
+        )
+        await socket.connect()
+        runtime.socket = health.socket = socket
+    if settings.dsh_host_url:
+        dsh_token = settings.dsh_host_token
+        dsh = DshHostClient(
+            settings.dsh_host_url,
+            service,
+            provider=provider,
+            token=dsh_token.get_secret_value() if dsh_token else None,
+            protocol=settings.dsh_protocol,
+            review=settings.dsh_review_policy,
+            approvers=settings.dsh_approvers or None,
+            approver_groups=settings.dsh_approver_usergroups or None,
+        )
+        stack.push_async_callback(
+            bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
+        )
+        await dsh.start()
+        runtime.dsh = health.dsh = dsh
+    # Entered last, so the first thing stop() does: refuse new questions, interrupt the
+    # pending ones while Slack, the store and the server are all still there (the dsh host's
+    # first: they are released, not ended, so a restarted bot takes them up again).
+    dsh_client = runtime.dsh
+    stack.push_async_callback(lambda: interrupt(settings, provider, gateway, deadline, dsh_client))
+    return runtime
+
+
+async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str | None) -> AsyncApp:
+    """The bolt app; Slack refusing the token or being out of reach is a clear startup error."""
+    try:
+        return await build_app(
+            client,
+            signing_secret=signing_secret or "",
+            verify_requests=settings.mode != "socket",
+        )
+    except SlackApiError as exc:
+        unexpected = not_slack_json(exc, "auth.test", client)
+        if unexpected is not None:  # a wrong SLACK_API_URL, a proxy's error page
+            raise RuntimeError(unexpected) from exc
+        reason = slack_reason(exc) or "no reason given"
+        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {reason})") from exc
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
+
+
+async def _serve(
+    settings: Settings,
+    gateway: Gateway,
+    health: Health,
+    app: AsyncApp,
+    signing_secret: str | None,
+    refusals: RefusalLog,
+) -> web.AppRunner:
+    """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
+    # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
+    # /slack/events carry whole messages and modals and need more room.
+    limits = _limits(settings)
+    served = settings.served_hosts
+    guard = guard_middleware(
+        hosts=served.__contains__ if served is not None else None,
+        refuse=request_problem,
+        refusals=refusals,
+        body_timeout=limits.body_timeout,
+        max_body=_slack_body_limit,
+        body_budget=BodyBudget(settings.max_unsigned_body_bytes),
+    )
+    web_app = web.Application(
+        client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]
+    )
+    web_app.router.add_get("/healthz", health.handle)
+    gateway.add_routes(web_app)
+    if settings.mode in ("http", "sandbox"):
+        events = events_handler(app, signing_secret or "", refusals=refusals)
+        web_app.router.add_post("/slack/events", events)
+    # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
+    listener = start_listener(
+        web_app,
+        settings.host,
+        settings.port,
+        limits=limits,
+        refusals=refusals,
+        # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
+        shutdown_timeout=handler_grace(settings) / 2,
+    )
+    # e.g. the port is taken: the error names PORT, and nothing is left open
+    runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
+    return runner
+
+
+def _slack_body_limit(request: web.Request) -> int | None:
+    """``/slack/events`` takes Slack's 1 MiB however large ``MAX_BODY_BYTES`` lets the API's
+    bodies be: a larger, unsigned body is refused before it is read."""
+    return SLACK_MAX_BODY if request.path == "/slack/events" else None
+
+
+def _limits(settings: Settings) -> ListenerLimits:
+    """The read timeouts and connection cap every listener of the bot applies."""
+    return ListenerLimits(
+        header_timeout=settings.header_timeout,
+        body_timeout=settings.body_timeout,
+        max_connections=settings.max_connections,
+    )
+
+
+async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
+    """Run until SIGTERM or SIGINT, then stop cleanly; a signal during startup cancels the start
+    (which releases what it opened), a second one while stopping has its default effect."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    starting = asyncio.ensure_future(start(settings))
+    signals = (signal.SIGTERM, signal.SIGINT)
+
+    def on_signal(signum: int) -> None:
+        for handled in signals:
+            loop.remove_signal_handler(handled)
+        if not starting.done():
+            logger.info(f"{signal.Signals(signum).name} during startup: stopping")
+            starting.cancel()
+        stop.set()
+
+    for signum in signals:
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        try:
+            runtime = await starting
+        except asyncio.CancelledError:
+            if not stop.is_set() or _cancelling():
+                raise  # cancelled from outside, not by a signal
+            logger.info("stopped during startup")
+            return
+        try:
+            frozen = heap.settle()  # what start built lives as long as the process
+            logger.info("heap: %d objects kept out of full garbage collections", frozen)
+            if runtime.sandbox_url:
+                print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)
+            print(f"bot listening on {runtime.url}", flush=True)
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+        finally:
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+            await runtime.stop()
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+
+
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

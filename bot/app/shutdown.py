@@ -1,0 +1,135 @@
+"""How the bot stops: one deadline (``SHUTDOWN_GRACE``) for the whole stop; each step bounded by
+what is left of it (at least ``STEP_FLOOR``), abandoned and logged past it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from adapters.dsh.client import DshHostClient
+from adapters.slack import SlackQuestionProvider
+from bot.api.gateway import Gateway
+from bot.settings.config import Settings
+
+__all__ = [
+    "DRAIN_MARGIN",
+    "HANDLER_GRACE",
+    "STEP_FLOOR",
+    "Deadline",
+    "bounded",
+    "handler_grace",
+    "interrupt",
+    "logged",
+]
+
+logger = logging.getLogger("bot")
+
+HANDLER_GRACE = 0.5
+"""At most this much of SHUTDOWN_GRACE goes to the HTTP requests still running at the end."""
+STEP_FLOOR = 0.25
+"""Each step of a stop gets at least this long, even once SHUTDOWN_GRACE is used up."""
+DRAIN_MARGIN = 0.1
+"""The provider's own grace at a stop ends this long before the step that runs it."""
+
+
+class Deadline:
+    """When a stop must be over: ``grace`` seconds after it began (at ``begin``, or at the
+    first ``left`` when a failed start releases its parts)."""
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self._at: float | None = None
+
+    def begin(self) -> None:
+        """The stop begins now (once)."""
+        if self._at is None:
+            self._at = asyncio.get_running_loop().time() + self.grace
+
+    def left(self, reserve: float = 0.0) -> float:
+        """Seconds until ``reserve`` seconds before the deadline (negative once past)."""
+        self.begin()
+        assert self._at is not None
+        return self._at - reserve - asyncio.get_running_loop().time()
+
+
+def logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    """``close``, logging its failure instead of raising it, so the rest still closes."""
+
+    async def closing() -> None:
+        try:
+            await close()
+        except Exception as exc:
+            logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
+
+    return closing
+
+
+def bounded(
+    what: str,
+    close: Callable[[], Awaitable[None]],
+    deadline: Deadline,
+    *,
+    doing: str,
+    reserve: float = 0.0,
+) -> Callable[[], Awaitable[None]]:
+    """``close`` (logged as ``logged``), abandoned when ``reserve`` seconds before
+    ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
+
+    async def closing() -> None:
+        seconds = max(deadline.left(reserve), STEP_FLOOR)
+        timeout = asyncio.timeout(seconds)
+        try:
+            async with timeout:
+                await logged(what, close)()
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            logger.warning(
+                f"shutdown: gave up on {doing} after {seconds:.2f} s",
+                extra={"part": what, "shutdown_grace": deadline.grace},
+            )
+
+    return closing
+
+
+def handler_grace(settings: Settings) -> float:
+    """The part of ``SHUTDOWN_GRACE`` left to requests still being handled at the end."""
+    return min(HANDLER_GRACE, settings.shutdown_grace / 4)
+
+
+async def interrupt(
+    settings: Settings,
+    provider: SlackQuestionProvider,
+    gateway: Gateway,
+    deadline: Deadline,
+    dsh: DshHostClient | None = None,
+) -> None:
+    """Refuse new questions, release the API's waiters and a dsh host's requests (left open for
+    the next bot), end the ones this process owns, answer the long-polls; by ``deadline`` less
+    the HTTP drain (given up past it: the rest stay as the store has them)."""
+    logger.info("shutting down", extra={"pending": provider.pending_count})
+    reserve = handler_grace(settings)
+    gateway.close()
+
+    async def release_and_end() -> None:
+        if dsh is not None:
+            await logged("dsh host client", dsh.stop)()
+        try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
+            # (its own grace ends a little before this step's, so its drain, which cancels
+            # what is still running, is not itself cut short)
+            await provider.aclose(grace=max(0.0, deadline.left(reserve + DRAIN_MARGIN)))
+        except Exception as exc:  # e.g. the store is unreachable: still close the rest
+            logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
+
+    try:
+        ending = bounded(
+            "questions",
+            release_and_end,
+            deadline,
+            doing="ending this process's pending questions",
+            reserve=reserve,
+        )
+        await ending()
+    finally:
+        gateway.end_polls()  # long-polls on questions of other processes answer now

@@ -1,0 +1,92 @@
+"""The pending store, the webhook outbox and the rate-limit budget the settings choose, and
+the audit trail."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from adapters.slack.pacing.budget import Budget, RedisBudget
+from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
+from bot.logs import redact_url
+from bot.settings.config import Settings
+from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
+
+if TYPE_CHECKING:
+    from adapters.slack.stores.redis import RedisPendingStore
+    from adapters.slack.stores.trail import TrailReader
+
+__all__ = ["budget", "open_store", "outbox", "read_trail"]
+
+
+async def open_store(settings: Settings) -> PendingStore:
+    """The store ``settings`` choose (memory, SQLite or Redis), started."""
+    store: PendingStore
+    if settings.store == "memory":  # kept RETENTION_DAYS as the others (not silently 90)
+        store = MemoryPendingStore(finished_ttl=settings.retention_days * 86400)
+    else:
+        store = _durable_store(settings)
+    await store.start()
+    return store
+
+
+def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[TrailReader]:
+    """The audit trail of the durable store ``settings`` choose, opened for reading only
+    (``python -m bot audit``): it writes nothing and starts nothing, so an export run while
+    a bot is down neither passes for a live process nor sweeps that bot's questions."""
+    return _durable_store(settings).reading()
+
+
+def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
+    """The SQLite or Redis store ``settings`` choose, not started."""
+    retention = settings.retention_days * 86400
+    if settings.store == "sqlite":
+        return SqlitePendingStore(settings.store_path, retention=retention)
+    if settings.store != "redis" or settings.redis_url is None:
+        raise ValueError(f"the {settings.store} store is not kept beyond its process")
+    from adapters.slack.stores.redis import RedisPendingStore
+
+    return RedisPendingStore(
+        settings.redis_url.get_secret_value(),
+        prefix=settings.redis_prefix,
+        finished_ttl=retention,
+    )
+
+
+def budget(settings: Settings) -> Budget | None:
+    """Several processes on one Redis share one app's rate-limit budget.
+
+    A ``REDIS_URL`` redis-py cannot use (``?socket_timeout=abc``, an unknown scheme) is a
+    startup error naming the setting, the password masked."""
+    if settings.redis_url is None:
+        return None
+    url = settings.redis_url.get_secret_value()
+    try:
+        return RedisBudget.from_url(url, prefix=settings.redis_prefix)
+    except (ValueError, TypeError) as exc:
+        password = _password(url)
+        reason = str(exc).replace(password, "***") if password else str(exc)
+        raise RuntimeError(
+            f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
+        ) from None
+
+
+def _password(url: str) -> str:
+    """The password in ``url`` ("" when none, or when it does not parse)."""
+    try:
+        return urlsplit(url).password or ""
+    except ValueError:
+        return ""
+
+
+async def outbox(settings: Settings) -> Outbox:
+    """The webhook outbox, in the backend of the store ``settings`` choose."""
+    if settings.store == "sqlite":
+        return await SqliteOutbox.open(settings.store_path)
+    if settings.store == "redis" and settings.redis_url is not None:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(settings.redis_url.get_secret_value())
+        return RedisOutbox(client, settings.redis_prefix)
+    return MemoryOutbox()

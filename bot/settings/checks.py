@@ -1,0 +1,367 @@
+"""Checks for setting values that types alone cannot express; each raises ``ValueError`` with
+one sentence quoting a value only through ``show``."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from bot.logs import redact_url
+from bot.settings.secrecy import TOKEN_LIKE, show
+
+__all__ = [
+    "CHANNEL",
+    "PERSON",
+    "USER",
+    "USERGROUP",
+    "check_channel",
+    "check_host",
+    "check_mention",
+    "check_redis_prefix",
+    "check_redis_url",
+    "check_signing_secret",
+    "choose_mode",
+    "host_names",
+    "id_list",
+    "is_loopback",
+    "is_wildcard",
+    "json_object",
+    "no_whitespace",
+    "one_of",
+    "plain_http_elsewhere",
+    "slack_token",
+    "url",
+]
+
+# What a Slack credential is, from its prefix (longest first); shown instead of the value.
+_TOKEN_KINDS: Final = (
+    ("xoxe.xoxb-", "an expiring bot token (token rotation is on)"),
+    ("xoxe.xoxp-", "an expiring user token"),
+    ("xoxe-", "a refresh token"),
+    ("xoxb-", "a bot token (xoxb-…)"),
+    ("xoxp-", "a user token (xoxp-…)"),
+    ("xapp-", "an app-level token (xapp-…)"),
+)
+CHANNEL: Final = re.compile(r"[CGDUW][A-Z0-9]+")
+"""A conversation a question can go to: channel, private channel, DM or user id."""
+USER: Final = re.compile(r"[UW][A-Z0-9]+")
+"""A Slack user id."""
+USERGROUP: Final = re.compile(r"S[A-Z0-9]+")
+"""A Slack user group id."""
+PERSON: Final = re.compile(r"[UWS][A-Z0-9]+")
+"""A Slack user or user group id."""
+_MENTION: Final = re.compile(r"<!here>|<!channel>|<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
+_HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?")
+_REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is ``0.0.0.0`` or ``::`` (every address of the machine)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def host_names(value: Any) -> Any:
+    """A comma-separated list of host names or addresses, lower case, without duplicates."""
+    if not isinstance(value, str):
+        return value
+    items = [item.strip().lower().strip("[]").rstrip(".") for item in value.split(",")]
+    names = [item for item in items if item]
+    wrong = []
+    for name in names:
+        try:
+            check_host(name)
+        except ValueError:
+            wrong.append(name)
+    if wrong:
+        raise ValueError(f"not host names: {', '.join(show(w) for w in wrong)}.")
+    return tuple(dict.fromkeys(names))
+
+
+def no_whitespace(value: Any) -> Any:
+    """Before a secret is wrapped: refuse whitespace inside it, without quoting it."""
+    raw = value.get_secret_value() if isinstance(value, SecretStr) else value
+    if isinstance(raw, str) and any(ch.isspace() for ch in raw):
+        raise ValueError("contains whitespace (a copy-paste slip?); the value is not shown.")
+    return value
+
+
+def slack_token(prefix: str, kind: str, where: str) -> Callable[[SecretStr], SecretStr]:
+    """A check that a Slack token starts with ``prefix``; names what was pasted instead."""
+
+    def check(secret: SecretStr) -> SecretStr:
+        value = secret.get_secret_value()
+        if value.startswith(prefix) and len(value) > len(prefix):
+            return secret
+        looks = next((k for p, k in _TOKEN_KINDS if value.startswith(p)), None)
+        found = f"; this value is {looks}" if looks else ""
+        raise ValueError(f"must be {kind} starting with {prefix} (from {where}){found}.")
+
+    return check
+
+
+def check_signing_secret(secret: SecretStr) -> SecretStr:
+    """The signing secret is not a token pasted in the wrong place."""
+    if TOKEN_LIKE.match(secret.get_secret_value()):
+        raise ValueError(
+            "this value is a token; the signing secret is under Basic Information → "
+            "App Credentials."
+        )
+    return secret
+
+
+def check_channel(value: str) -> str:
+    """A channel (C…, G…), DM (D…) or user (U…, W…) id."""
+    if CHANNEL.fullmatch(value):
+        return value
+    hint = " Use the channel's id, not its name." if value.startswith("#") else ""
+    raise ValueError(f"{show(value)} is not a channel (C…, G…), DM (D…) or user (U…, W…) id.{hint}")
+
+
+def check_host(value: str) -> str:
+    """An IP address (brackets removed, normalised) or a host name."""
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    if _HOSTNAME.fullmatch(bare) and len(bare) <= 253:
+        return bare
+    raise ValueError(f"{show(value)} is not an IP address or a host name.")
+
+
+def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
+    """A check for an absolute URL with one of ``schemes`` and a host."""
+
+    def check(value: str) -> str:
+        try:
+            parts = urlsplit(value)
+            _ = parts.port
+        except ValueError:
+            raise ValueError(_UNPARSABLE) from None
+        if parts.scheme.lower() not in schemes or not parts.hostname:
+            want = " or ".join(f"{s}://" for s in schemes)
+            raise ValueError(f"{show(redact_url(value))} is not an absolute {want} URL.")
+        if trailing_slash and not value.endswith("/"):
+            if parts.query or parts.fragment:
+                raise ValueError("must be a base URL ending in /, with no query or fragment.")
+            value += "/"
+        return value
+
+    return check
+
+
+def id_list(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
+    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``: ids only, order kept.
+
+    A blank value is no list (unset); a value that is not blank but names no id (``","``,
+    or ``"${A},${B}"`` with both unset) is refused: an allow-list must not fail open.
+    """
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return ()
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if not items:
+            raise ValueError(
+                f"{show(value)} names no {what}. Give at least one id, or leave the setting "
+                "empty (unset)."
+            )
+        wrong = [item for item in items if not pattern.fullmatch(item)]
+        if wrong:
+            shown = ", ".join(show(item) for item in wrong)
+            raise ValueError(f"not {what}: {shown}. Use ids, not names or @handles.")
+        return tuple(dict.fromkeys(items))
+
+    return check
+
+
+def json_object(example: str) -> Callable[[Any], Any]:
+    """A before-check decoding a JSON object from a string; an object (or a model) passes on."""
+
+    def check(value: Any) -> Any:
+        decoded = value
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                    f"e.g. {example}"
+                ) from None
+        # (the settings' sources decode JSON themselves, so a list may arrive decoded)
+        if isinstance(decoded, str | int | float | list | tuple):
+            raise ValueError(f"must be a JSON object, e.g. {example}")
+        return decoded
+
+    return check
+
+
+def check_mention(value: str) -> str:
+    """A Slack mention for the notification."""
+    if _MENTION.fullmatch(value):
+        return value
+    plain = {"@here": "<!here>", "@channel": "<!channel>"}.get(value.lower())
+    hint = f" Write {plain}." if plain else ""
+    raise ValueError(
+        f"{show(value)} is not one of <!here>, <!channel>, <@U…> or <!subteam^S…>.{hint}"
+    )
+
+
+def check_redis_url(secret: SecretStr) -> SecretStr:
+    """A ``redis://``, ``rediss://`` or ``unix://`` URL; messages hide its password."""
+    value = secret.get_secret_value()
+    shown = show(redact_url(value))
+    try:
+        parts = urlsplit(value)
+        netloc = parts.netloc
+    except ValueError:
+        raise ValueError(_UNPARSABLE) from None
+    if "@" in value.partition("://")[2] and "@" not in netloc:
+        raise ValueError(
+            f"{shown}: an @ after the host part; a / ? or # in the password ends the host "
+            "part early. Percent-encode them in the password (%2F %3F %23)."
+        )
+    try:
+        _ = parts.port
+    except ValueError:
+        raise ValueError(_UNPARSABLE) from None
+    scheme = parts.scheme.lower()
+    if scheme in ("redis", "rediss"):
+        if not parts.hostname:
+            raise ValueError(f"{shown} has no host; e.g. redis://localhost:6379/0.")
+        if not re.fullmatch(r"/?\d*", parts.path):
+            raise ValueError(f"{shown}: the path must be a database number, as in /0.")
+    elif scheme == "unix":
+        if not parts.path:
+            raise ValueError(f"{shown} has no socket path; e.g. unix:///run/redis.sock.")
+    else:
+        raise ValueError(f"{shown} is not a redis://, rediss:// or unix:// URL.")
+    return secret
+
+
+def check_redis_prefix(value: str) -> str:
+    """A Redis key prefix."""
+    if _REDIS_PREFIX.fullmatch(value):
+        return value
+    raise ValueError(f"{show(value)}: use 1-64 letters, digits or _ . : -")
+
+
+def one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[Any], Any]:
+    """A before-check matching ``choices`` without regard to case (unknown values pass on)."""
+    by_key = {c.upper(): c for c in choices} | dict(aliases or {})
+
+    def check(value: Any) -> Any:
+        return by_key.get(value.upper(), value) if isinstance(value, str) else value
+
+    return check
+
+
+_PRODUCTION: Final = (
+    "redis_url",
+    "dsh_host_url",
+    "dsh_host_token",
+    "slack_allowed_users",
+    "slack_allowed_usergroups",
+    "dsh_approvers",
+    "dsh_approver_usergroups",
+)
+"""Settings only a production setup has: with any of them, no credentials is a mistake."""
+
+
+def choose_mode(
+    given: Mapping[str, Any],
+    problems: list[tuple[str, str]],
+    notes: list[str],
+    *,
+    serves: bool = True,
+) -> Literal["socket", "http", "sandbox"] | None:
+    """The mode the credentials present in ``given`` choose, or ``None`` (with a problem).
+
+    ``problems`` gets (field, sentence) pairs; ``notes`` what is worth a line in the log.
+    """
+    bot, app, secret = (
+        given.get(name) is not None
+        for name in ("slack_bot_token", "slack_app_token", "slack_signing_secret")
+    )
+    if bot and app:
+        if secret:
+            notes.append(
+                "SLACK_APP_TOKEN and SLACK_SIGNING_SECRET are both set: running in Socket Mode "
+                "and ignoring the signing secret (unset SLACK_APP_TOKEN for HTTP mode)."
+            )
+        return "socket"
+    if bot and secret:
+        host = str(given.get("host") or "127.0.0.1").strip("[]")
+        if is_loopback(host):
+            notes.append(
+                f"HTTP mode listening on {host}: Slack reaches /slack/events only through a "
+                "reverse proxy or tunnel on this machine."
+            )
+        return "http"
+    if not (bot or app or secret):
+        production = [n.upper() for n in _PRODUCTION if given.get(n) not in (None, "", ())]
+        if str(given.get("mode", "")).lower() == "sandbox" or not production or not serves:
+            return "sandbox"
+        problems.append(
+            (
+                "slack_bot_token",
+                f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
+                " set: that is a production setup, so the local sandbox (whose page anyone on "
+                "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
+                "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
+                "sandbox on purpose.",
+            )
+        )
+        return None
+    if bot:
+        problems.append(
+            (
+                "slack_bot_token",
+                "set alone, so Slack has no way to deliver clicks. Either set SLACK_APP_TOKEN "
+                "(xapp-…, scope connections:write) for Socket Mode, no public URL needed; or set "
+                "SLACK_SIGNING_SECRET for HTTP mode, where Slack posts to "
+                "https://YOUR-HOST/slack/events. Unset it to run the local sandbox.",
+            )
+        )
+        return None
+    named = [n for n, ok in (("SLACK_APP_TOKEN", app), ("SLACK_SIGNING_SECRET", secret)) if ok]
+    problems.append(
+        (
+            "slack_bot_token",
+            f"missing, but {' and '.join(named)} {'is' if len(named) == 1 else 'are'} set; the "
+            "bot posts with a bot token (xoxb-…, from OAuth & Permissions). Set it, or unset "
+            f"{' and '.join(named)} to run the local sandbox.",
+        )
+    )
+    return None
+
+
+def plain_http_elsewhere(address: str) -> bool:
+    """Whether ``address`` is an ``http://`` URL to a host that is not this machine."""
+    try:
+        parts = urlsplit(address)
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")

@@ -1,0 +1,236 @@
+"""Settings for ``python -m bot``: one pydantic-settings class over the environment and ``.env``.
+
+``load_settings`` validates every variable at once and raises one ``ConfigError`` naming each
+problem's variable, never a secret; the Slack credentials choose the mode (docs/development.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final, get_args
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from bot.logs import redact_url
+from bot.settings.checks import choose_mode, one_of, plain_http_elsewhere
+from bot.settings.dsh import DshSettings, split_token
+from bot.settings.http_server import ServerSettings
+from bot.settings.slack import SlackSettings
+from bot.settings.sources import DotEnvFile, Environment
+from bot.settings.store import StoreSettings
+from bot.settings.text import invalid, problem, render_help
+from bot.settings.timeouts import DeadlineSettings
+from bot.settings.types import LogFormat, LogLevel, Mode, Seconds, Secret
+
+__all__ = [
+    "SETTINGS_HELP",
+    "SETTING_NAMES",
+    "ConfigError",
+    "LogFormat",
+    "LogLevel",
+    "Mode",
+    "Seconds",
+    "Secret",
+    "Settings",
+    "load_settings",
+]
+
+_DERIVED: Final = frozenset({"notes"})  # fields that are not variables
+
+
+class ConfigError(Exception):
+    """The settings are incomplete or malformed; ``problems`` lists every one of them."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems: list[str] = list(problems)
+        super().__init__(self.problems)
+
+    def __str__(self) -> str:
+        count = len(self.problems)
+        lines = [f"{count} problem{'' if count == 1 else 's'} in the settings:"]
+        lines += [f"  - {problem}" for problem in self.problems]
+        lines.append("Run `python -m bot --help` for the table of settings.")
+        return "\n".join(lines)
+
+
+# The parts' fields come first from the last base: Slack's, the store's, the server's, the
+# deadlines', the dsh host's, then these below (the order of the table and of the problems).
+class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, SlackSettings):
+    """The bot's validated settings; each field but ``mode`` and ``notes`` is a variable."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    sandbox_port: int = Field(
+        3001,
+        ge=0,
+        le=65535,
+        validate_default=True,
+        description="Sandbox mode: port of the stand-in Slack (its Web API and its page); "
+        "0 picks any free port.",
+    )
+    log_level: Annotated[
+        LogLevel, BeforeValidator(one_of(*get_args(LogLevel), aliases={"WARN": "WARNING"}))
+    ] = Field("INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    log_format: Annotated[LogFormat, BeforeValidator(one_of(*get_args(LogFormat)))] = Field(
+        "text", description="text, or json (one object a line)."
+    )
+    notes: tuple[str, ...] = Field(
+        (), description="Things worth a line in the startup log (e.g. a credential set but unused)."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """``Settings(...)`` holds what it is given; :func:`load_settings` adds the rest."""
+        return (init_settings,)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_as_a_whole(cls, data: Any, handler: Any) -> Any:
+        """Empty means unset; the credentials choose the mode; every problem is reported."""
+        if not isinstance(data, dict):
+            return handler(data)
+        given = {k: v.strip() if isinstance(v, str) else v for k, v in data.items()}
+        given = {k: v for k, v in given.items() if v != ""}  # None stays: it may be invalid
+        problems: list[tuple[str, str]] = []
+        notes = [*given.pop("notes", ())]
+        mode = choose_mode(given, problems, notes, serves=given.pop("serves", True) is not False)
+        if mode is not None and given.setdefault("mode", mode) != mode:
+            problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
+        if str(given.get("store")).lower() == "auto":  # the default --help shows
+            given["store"] = None
+        if given.get("store") is None:
+            sandbox = given.get("mode", mode or "sandbox") == "sandbox"
+            redis = given.get("redis_url") is not None
+            given["store"] = "redis" if redis else "memory" if sandbox else "sqlite"
+        elif str(given["store"]).lower() == "redis" and given.get("redis_url") is None:
+            problems.append(("store", "redis needs REDIS_URL (e.g. redis://localhost:6379/0)."))
+        if isinstance(url := given.get("dsh_host_url"), str):
+            given["dsh_host_url"], token = split_token(url)
+            if token is not None and given.setdefault("dsh_host_token", token) != token:
+                problems.append(
+                    ("dsh_host_token", "differs from the token in DSH_HOST_URL; give it once.")
+                )
+        if given.get("dsh_host_token") is not None:
+            if given.get("dsh_host_url") is None:
+                problems.append(
+                    ("dsh_host_token", "set without DSH_HOST_URL; set both or neither.")
+                )
+            elif plain_http_elsewhere(str(given["dsh_host_url"])):
+                notes.append(
+                    "DSH_HOST_URL is plain http to another machine: DSH_HOST_TOKEN travels "
+                    "unencrypted."
+                )
+        try:
+            settings = handler({**given, "notes": tuple(dict.fromkeys(notes))})
+        except ValidationError as exc:
+            raise invalid(cls.__name__, exc.errors(include_url=False), problems) from None
+        if problems:
+            raise invalid(cls.__name__, [], problems)
+        return settings
+
+    @field_validator("sandbox_port")
+    @classmethod
+    def _sandbox_port_apart(cls, value: int, info: ValidationInfo) -> int:
+        if info.data.get("mode") == "sandbox" and info.data.get("port") == value != 0:
+            raise ValueError(f"{value} is also PORT; give them different ports.")
+        return value
+
+    def describe(self) -> list[tuple[str, str]]:
+        """Facts for the startup log, as (label, value) pairs; never contains a secret."""
+        facts: list[tuple[str, str]] = [("mode", self.mode)]
+        facts.append(("channel", self.slack_channel or "the sandbox's channel"))
+        if self.slack_api_url:
+            facts.append(("slack api", redact_url(self.slack_api_url)))
+        facts.append(("answerers", self._answerers()))
+        if self.slack_mention:
+            facts.append(("mention", self.slack_mention))
+        facts.append(("store", self._store()))
+        port = "any free port" if self.port == 0 else str(self.port)
+        facts.append(("listen", f"{self._bracketed_host()}:{port}"))
+        facts.append(("api auth", self._auth()))
+        facts.append(
+            (
+                "open questions",
+                f"at most {self.max_open_questions} per process, "
+                f"{self.max_open_per_token} per API token",
+            )
+        )
+        facts.append(("hosts served", self._hosts_served()))
+        facts.append(
+            (
+                "client limits",
+                f"headers {self.header_timeout:g} s, body {self.body_timeout:g} s, "
+                f"{self.max_connections} connections",
+            )
+        )
+        if self.mode == "sandbox":
+            sandbox = "any free port" if self.sandbox_port == 0 else str(self.sandbox_port)
+            facts.append(("sandbox port", sandbox))
+        timeout = "none" if self.question_timeout is None else f"{self.question_timeout:g} s"
+        facts.append(("question timeout", timeout))
+        if self.dsh_host_url:
+            token = "with token" if self.dsh_host_token else "no token"
+            protocol = f"protocol {self.dsh_protocol}"
+            facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token}, {protocol})"))
+        facts.append(("log", f"{self.log_level}, {self.log_format}"))
+        facts += [("note", note) for note in self.notes]
+        return facts
+
+
+SETTING_NAMES: Final[frozenset[str]] = frozenset(
+    name.upper() for name in Settings.model_fields if name not in _DERIVED
+)
+"""Every variable the bot reads."""
+
+SETTINGS_HELP: Final[str] = render_help(
+    {name.upper(): field for name, field in Settings.model_fields.items() if name not in _DERIVED}
+)
+"""The table of settings that ``python -m bot --help`` prints, generated from the fields."""
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None,
+    env_file: Path | None = Path(".env"),
+    *,
+    serves: bool = True,
+) -> Settings:
+    """Read the settings from ``environ`` (default ``os.environ``) over ``env_file`` (missing is
+    fine; ``None`` reads none); a ``ConfigError`` lists every problem found."""
+    environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
+    dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
+    init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
+    sources = (InitSettingsSource(Settings, init_kwargs=init), environment, dotenv)
+    problems = dotenv.problems
+    try:
+        settings = Settings(_build_sources=(sources, init))
+    except ValidationError as exc:
+        order = {name: index for index, name in enumerate(Settings.model_fields)}
+        errors = sorted(
+            exc.errors(include_url=False), key=lambda e: order.get(str(e["loc"][0]), -1)
+        )
+        problems += [problem(error, Settings.model_fields) for error in errors]
+    if problems:
+        raise ConfigError(problems)
+    return settings

@@ -1,0 +1,200 @@
+"""How settings are explained: the ``--help`` table and an error as a sentence, both read
+from the fields' declarations."""
+
+from __future__ import annotations
+
+import textwrap
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
+
+from annotated_types import Ge, Gt, Le
+from pydantic import SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails, InitErrorDetails
+
+from bot.settings.secrecy import show
+
+__all__ = ["hide_inputs", "invalid", "is_secret", "problem", "render_help"]
+
+_INTRO: Final = """\
+Settings are read from the environment, then from KEY=VALUE lines in ./.env
+(a variable set in the environment wins, even when empty; empty means unset).
+
+The Slack credentials choose the mode:
+  SLACK_BOT_TOKEN + SLACK_APP_TOKEN       socket   Socket Mode, no public URL
+  SLACK_BOT_TOKEN + SLACK_SIGNING_SECRET  http     Slack posts to /slack/events
+  none of them                            sandbox  a local stand-in for Slack
+"""
+_WIDTH: Final = 100
+
+
+def _unwrap(field: FieldInfo) -> tuple[Any, list[Any]]:
+    """The field's base type (``X`` out of ``Annotated[X, …] | None``) and all its metadata."""
+    annotation, metadata = field.annotation, list(field.metadata)
+    if get_origin(annotation) in (Union, types.UnionType):
+        rest = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(rest) == 1:
+            annotation = rest[0]
+    while get_origin(annotation) is Annotated:
+        annotation, *more = get_args(annotation)
+        for item in more:
+            metadata += item.metadata if isinstance(item, FieldInfo) else [item]
+    return annotation, metadata
+
+
+def is_secret(field: FieldInfo) -> bool:
+    """Whether the field holds a secret."""
+    return _unwrap(field)[0] is SecretStr
+
+
+def _default(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("shown_default"), str):
+        return str(extra["shown_default"])  # a default chosen by the loader, not the field
+    value = field.default
+    if value is None or value == ():
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def render_help(fields: Mapping[str, FieldInfo], intro: str = _INTRO) -> str:
+    """The table of settings after ``intro``: variable, default and meaning (``description``)."""
+    rows = [
+        (
+            name,
+            _default(field),
+            (field.description or "") + (" Secret." if is_secret(field) else ""),
+        )
+        for name, field in fields.items()
+    ]
+    name_width = max(len(name) for name, _, _ in rows) + 2
+    default_width = max(len(default) for _, default, _ in rows) + 2
+    indent = " " * (2 + name_width + default_width)
+    lines = [
+        *intro.splitlines(),
+        "",
+        f"  {'VARIABLE':<{name_width}}{'DEFAULT':<{default_width}}MEANING",
+    ]
+    for name, default, meaning in rows:
+        lines += textwrap.wrap(
+            meaning,
+            width=_WIDTH,
+            initial_indent=f"  {name:<{name_width}}{default:<{default_width}}",
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+    return "\n".join(lines)
+
+
+def _bounds(metadata: list[Any]) -> tuple[float | None, float | None, bool]:
+    """(lowest, highest, whether the lowest is excluded) from a field's constraints."""
+    low: float | None = None
+    high: float | None = None
+    exclusive = False
+    for item in metadata:
+        if isinstance(item, Ge):
+            low = float(item.ge)  # type: ignore[arg-type]
+        elif isinstance(item, Gt):
+            low, exclusive = float(item.gt), True  # type: ignore[arg-type]
+        elif isinstance(item, Le):
+            high = float(item.le)  # type: ignore[arg-type]
+    return low, high, exclusive
+
+
+def _number(field: FieldInfo, shown: str) -> str | None:
+    """What a whole number or a number of seconds must be, or ``None`` for other fields."""
+    kind, metadata = _unwrap(field)
+    low, high, exclusive = _bounds(metadata)
+    if kind is int:
+        if exclusive and low is not None:
+            low += 1
+        if low is not None and high is not None:
+            return f"{shown} is not a whole number from {low:g} to {high:g}."
+        if low is not None:
+            return f"{shown} is not a whole number of at least {low:g}."
+        return f"{shown} is not a whole number."
+    if kind is float:
+        noun = "a number of seconds" if "seconds" in metadata else "a number"
+        if low is None:
+            return f"{shown} is not {noun}."
+        bound = f"more than {low:g}" if exclusive else f"{low:g} or more"
+        if high is not None:
+            bound += f", at most {high:g}"
+        if field.default is None:
+            bound += "; leave it unset for no limit"
+        return f"{shown} is not {noun} ({bound})."
+    return None
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    """Where inside a value an error is, as in ``required[0].count``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def problem(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
+    """``"NAME: sentence"`` for one validation error; a secret's value is never shown.
+
+    An error inside a value (a key of a JSON setting) names where: ``NAME: a.b[0]: sentence``.
+    """
+    name = str(error["loc"][0]) if error["loc"] else "settings"
+    field = fields.get(name)
+    where = _path(error["loc"][1:])
+    if error["type"] == "value_error":
+        sentence = error.get("ctx", {}).get("error", error["msg"])
+        return f"{name.upper()}: {f'{where}: ' if where else ''}{sentence}"
+    if where:
+        if error["type"] == "extra_forbidden":
+            return f"{name.upper()}: {where}: unknown key."
+        return f"{name.upper()}: {where}: {error['msg']}."
+    if field is None:
+        return f"{name.upper()}: {error['msg']}."
+    shown = "the value (not shown)" if is_secret(field) else show(error["input"])
+    kind = _unwrap(field)[0]
+    sentence = _number(field, shown)
+    if sentence is None and get_origin(kind) is Literal:
+        sentence = f"{shown} is not one of {', '.join(map(str, get_args(kind)))}."
+    return f"{name.upper()}: {sentence or error['msg'] + '.'}"
+
+
+def _detail(error: ErrorDetails) -> InitErrorDetails:
+    """A reported error, to be raised again beside others."""
+    return InitErrorDetails(
+        type=error["type"], loc=error["loc"], input=error["input"], ctx=error.get("ctx", {})
+    )
+
+
+def hide_inputs(exc: ValidationError, hidden: Callable[[str], bool]) -> ValidationError:
+    """``exc`` with each input ``hidden`` says holds a secret wrapped in ``SecretStr``.
+
+    :func:`problem` quotes an input through ``show``, which never shows a ``SecretStr``.
+    """
+    errors = []
+    for error in exc.errors(include_url=False):
+        detail = _detail(error)
+        if isinstance(error["input"], str) and hidden(error["input"]):
+            detail["input"] = SecretStr(error["input"])
+        errors.append(detail)
+    return ValidationError.from_exception_data(exc.title, errors, hide_input=True)
+
+
+def invalid(
+    title: str, reported: list[ErrorDetails], problems: list[tuple[str, str]]
+) -> ValidationError:
+    """One ``ValidationError`` holding the errors fields reported and the ``problems``."""
+    errors = [_detail(error) for error in reported]
+    for name, message in problems:
+        errors.append(
+            InitErrorDetails(
+                type="value_error", loc=(name,), input=None, ctx={"error": ValueError(message)}
+            )
+        )
+    return ValidationError.from_exception_data(title, errors, hide_input=True)

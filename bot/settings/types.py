@@ -1,0 +1,74 @@
+"""The types settings are made of, shared by :mod:`bot.settings.config` and its parts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, NoDecode
+
+from bot.settings.checks import (
+    PERSON,
+    USER,
+    USERGROUP,
+    id_list,
+    no_whitespace,
+)
+from bot.settings.secrecy import hiding, holds_secret, secret_values
+from bot.settings.text import hide_inputs
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "HidesSecrets",
+    "LogFormat",
+    "LogLevel",
+    "Mode",
+    "PersonIds",
+    "Seconds",
+    "Secret",
+    "StoreKind",
+    "UserIds",
+    "UsergroupIds",
+]
+
+Mode = Literal["socket", "http", "sandbox"]
+StoreKind = Literal["memory", "sqlite", "redis"]
+DEFAULT_STORE_PATH: Final = "slack-questions.db"
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+LogFormat = Literal["json", "text"]
+Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
+"""A secret setting: never shown; whitespace inside it is refused (a copy-paste slip)."""
+Seconds = Annotated[float, Field(allow_inf_nan=False), "seconds"]
+"""A finite number of seconds (bounds go on the field)."""
+UserIds = Annotated[tuple[str, ...], NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))]
+"""Comma-separated Slack user ids."""
+UsergroupIds = Annotated[
+    tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
+]
+"""Comma-separated Slack user group ids."""
+PersonIds = Annotated[
+    tuple[str, ...], NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
+]
+"""Comma-separated Slack user or user group ids."""
+
+
+class HidesSecrets(BaseSettings):
+    """A part of the settings whose messages never quote a secret of any setting.
+
+    While the whole model is validated, ``show`` hides a value that holds the value of any
+    secret field (``SLACK_CHANNEL`` set to the signing secret, ``SLACK_MENTION`` to the API
+    token); an input that holds one is wrapped in ``SecretStr`` in the errors raised, so a
+    message worded from it afterwards cannot quote it either.
+    """
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _hide_secrets(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        secrets = secret_values(cls.model_fields, data)
+        with hiding(secrets):
+            try:
+                return handler(data)
+            except ValidationError as exc:
+                raise hide_inputs(exc, lambda text: holds_secret(text, secrets)) from None
