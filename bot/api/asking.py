@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.slack import QuestionStatus, WaitReleased, plan_review_of, unknown_revised
-from bot.api.answers import error_answer, problem, view_of
+from adapters.slack import (
+    CONSUME_REFUSALS,
+    AuditEvent,
+    QuestionStatus,
+    WaitReleased,
+    plan_review_of,
+    unknown_revised,
+)
+from bot.api.answers import error_answer, not_found, problem, view_of, view_with_events
 from bot.api.approvals import ApprovalPost
 from bot.api.body import (
     DeadlineDefaults,
@@ -37,8 +44,11 @@ from bot.webhooks import Webhooks
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
+    "Questions",
     "aborted",
     "ask_options",
+    "consumed",
+    "ended_view",
     "failed_unshown",
     "located",
     "log_end",
@@ -50,6 +60,67 @@ __all__ = [
     "shutting_down",
     "unready",
 ]
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    @property
+    def defaults(self) -> DeadlineDefaults:
+        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """A question's audit trail, oldest first."""
+        ...
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
+        ...
+
+
+async def ended_view(questions: Questions, request_id: str, ttl: float) -> dict[str, Any] | None:
+    """``GET``'s body once the question has ended, ``{}`` while it is open, ``None`` if unknown."""
+    question = await questions.status(request_id)
+    if question is None or question.is_open:
+        return None if question is None else {}
+    return view_with_events(question, await questions.events(request_id), ttl)
+
+
+async def consumed(questions: Questions, request_id: str, by: str, ttl: float) -> web.Response:
+    """Consume an answered question's decision (once, within ``ttl`` of it): its view, or the
+    refusal (410 when expired, 409 otherwise; 404 for an unknown question)."""
+    code, question = await questions.consume(request_id, by=by, lifetime=ttl)
+    if question is None:
+        return not_found(request_id)
+    if code is not None:
+        status = 410 if code == "EXPIRED" else 409
+        return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+    return web.json_response(view_of(question, ttl))
 
 
 def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
@@ -172,6 +243,7 @@ def ask_options(
         label=post.label,
         on_posted=on_posted,
         link=post.link,
+        callback=post.callback,
         asked_by=by,
         detached=True,
     )

@@ -112,6 +112,8 @@ class AskOptions(BaseModel):
       ``remind``: user or group ids the reminders mention besides who may answer.
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
+    - ``callback``: an ``http(s)`` URL the outcome is POSTed to when the request ends, kept
+      with it; the bot's webhooks deliver it for questions asked over its HTTP API and MCP.
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
     - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
       process whose ``ask()`` waits on it, which may stop waiting (abort with a release
@@ -138,6 +140,7 @@ class AskOptions(BaseModel):
         default=(), max_length=20
     )
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+    callback: str | None = Field(default=None, max_length=2000, pattern=r"^https?://[^\s<>|]+$")
     asked_by: str | None = None
     detached: bool = False
 

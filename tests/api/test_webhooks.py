@@ -86,8 +86,9 @@ async def answered(bed: Bed, body: dict[str, Any], button: str) -> dict[str, Any
 
 
 @pytest.mark.slow
-async def test_the_ending_is_posted_once_signed_with_get_s_body() -> None:
-    async with receiving() as hook, running(**ALLOW) as bed:
+@pytest.mark.parametrize("store", ["sqlite", "memory"])
+async def test_the_ending_is_posted_once_signed_with_get_s_body(store: str) -> None:
+    async with receiving() as hook, running(**ALLOW, store=store) as bed:
         asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
         await until(lambda: hook.seen, within=10, what="the delivery")
         await asyncio.sleep(1.0)  # nothing more comes
@@ -257,3 +258,20 @@ async def _due_count(path: str) -> int:
         return len(await outbox.due(1.0, limit=1000))
     finally:
         await outbox.close()
+
+
+async def test_a_retry_with_its_key_and_another_callback_is_refused() -> None:
+    """The callback is part of what was asked: a retry naming another one is a new request
+    under a used key (409), not the first question, whose callback alone would be called."""
+    async with receiving() as hook, running(**ALLOW) as bed:
+        headers = {"Idempotency-Key": "deploy-with-hook"}
+        body = {**DEPLOY, "callback": hook.url}
+        status, first = await asyncio.wait_for(bed.ask(body, headers=headers), 30)
+        assert status == 201, first
+        status, again = await asyncio.wait_for(bed.ask(body, headers=headers), 30)
+        assert (status, again["id"]) == (200, first["id"])
+        other = {**DEPLOY, "callback": hook.url.replace("/hook", "/elsewhere")}
+        status, refused = await asyncio.wait_for(bed.ask(other, headers=headers), 30)
+        assert (status, refused["code"]) == (409, "IDEMPOTENCY_KEY_REUSED"), refused
+        status, refused = await asyncio.wait_for(bed.ask(DEPLOY, headers=headers), 30)
+        assert (status, refused["code"]) == (409, "IDEMPOTENCY_KEY_REUSED"), refused

@@ -936,7 +936,7 @@ async def test_a_3_mb_plan_is_posted_once_with_the_whole_plan_as_one_file(rig: R
         big = PLAN.model_copy(update={"detail": detail})
         rpc_id, future = rig.host.ask(SESSION_A, [big])
         message = await rig.message()
-        assert "continued in the thread below" in shown(message.blocks)
+        assert "in the thread below" in shown(message.blocks)
 
         def uploads() -> list[Any]:
             history = rig.slack.workspace.history(rig.channel)
@@ -957,3 +957,23 @@ async def test_a_3_mb_plan_is_posted_once_with_the_whole_plan_as_one_file(rig: R
             envelope(rpc_id, SESSION_A, {"id": "plan-review", "selected": ["Approve"]})
         ]
         assert rig.posts == 1
+
+
+async def test_new_session_ids_for_each_request_do_not_bypass_the_hosts_cap(
+    make_rig: RigFactory,
+) -> None:
+    """Issue 38, item 7: 300 sessions made 300 Slack posts past the per-session cap; the
+    host as a whole has a cap too, and a freed place goes to the next session waiting."""
+    async with asyncio.timeout(TIMEOUT):
+        rig = await make_rig(max_open_per_host=5)
+        await rig.host.wait_for_connections(1)
+        asked = [rig.host.ask(f"session-{n:04d}-flood", [TARGET]) for n in range(30)]
+        first = await rig.message()
+        await rig.message(5)
+        await asyncio.sleep(0.5)
+        assert rig.posts == 5
+        await rig.click(first, "Code")
+        assert await answer_of(asked[0][1]) == {"answers": [{"id": "target", "selected": ["Code"]}]}
+        await rig.message(6)  # the place freed went to the next session waiting
+        await asyncio.sleep(0.3)
+        assert rig.posts == 6

@@ -301,7 +301,7 @@ async def test_an_unreachable_bot_is_a_tool_error_that_says_so(tmp_path: Path) -
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    async with mcp_client(url, tmp_path) as client:
+    async with mcp_client(url, tmp_path, MCP_RECONNECT_SECONDS="1") as client:  # not 30 s
         result = await client.call_tool(TOOL_NAME, DEPLOY)
     assert result.is_error
     error = json.loads(text_of(result))

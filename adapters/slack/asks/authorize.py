@@ -345,7 +345,7 @@ class ClickAuthority:
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
         """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
         its Home tab entry is listed for (``model/audience.py``). Its message's own buttons need
-        no more than ``_who_may``: only people who see the message can click them."""
+        no more than ``who_may_act``: only people who see the message can click them."""
         known = self._outside_cached(record)
         if known is not None:
             return known
@@ -365,7 +365,7 @@ def _listed(
     audience: Audience | None, record: PendingRecord
 ) -> tuple[list[str] | None, list[str] | None]:
     """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
-    (``None``: on nobody's list); a tool approval (no audience) keeps ``_who_may``."""
+    (``None``: on nobody's list); a tool approval (no audience) keeps ``who_may_act``."""
     if audience is None:
         return who_may_act(record) if not record.questions else _NOBODY
     if audience.anyone:

@@ -77,6 +77,7 @@ class AskDefaults:
             escalate_to=escalate_to if after else None,
             remind=list(options.remind or self.remind) or None,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )
 
@@ -108,5 +109,6 @@ class AskDefaults:
             allowed_users=users,
             allowed_usergroups=groups,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )

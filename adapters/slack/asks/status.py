@@ -70,6 +70,7 @@ class QuestionStatus:
     escalate_at: float | None = None
     escalate_to: str | None = None
     link: str | None = None
+    callback: str | None = None
     review: ReviewPolicy | None = None
     revises: str | None = None
     """The id of the earlier plan review this one revises."""
@@ -118,6 +119,7 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         escalate_at=record.escalate_at,
         escalate_to=record.escalate_to,
         link=record.link,
+        callback=record.callback,
         review=record.review,
         revises=record.revision.previous_id if record.revision is not None else None,
         consumed_at=record.consumed_at,

@@ -40,6 +40,7 @@ from adapters.slack.render.messages import (
     NOT_ALLOWED,
     NOT_CHECKED,
     not_recorded,
+    refused,
 )
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
@@ -133,7 +134,7 @@ class InteractionHandler(ClickAuthority):
             return refuse(NOT_CHECKED)  # nothing applied: the person is asked to try again
         allowed, member = checked
         if not allowed:
-            return refuse(_refusal(record))
+            return refuse(_refusal(record, plain=True), _refusal(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return refuse(decision.plain or _plain(decision.text), decision.text)
@@ -241,10 +242,12 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
     return decision.view if isinstance(decision, Modal) else None
 
 
-def _refusal(record: PendingRecord) -> str:
-    """The note for someone who may not act on ``record``."""
+def _refusal(record: PendingRecord, *, plain: bool = False) -> str:
+    """The note for someone who may not act on ``record``, naming who can (``plain``: for a
+    modal's plain-text error, which cannot show mentions)."""
     reviewers = record.review.reviewers if record.review is not None else None
-    return NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
+    note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
+    return note if plain else refused(note, *who_may_act(record))
 
 
 def _plain(text: str) -> str:

@@ -91,6 +91,8 @@ class PendingRecord(BaseModel):
     escalated: bool = False
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
+    callback: str | None = None
+    """Where the outcome is POSTed when the request ends (the HTTP API's webhooks)."""
     finished_at: float | None = None
     consumed_at: float | None = None
     """When the answer was consumed by its executor (``POST …/consume``): once only."""

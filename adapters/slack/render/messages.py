@@ -32,6 +32,7 @@ __all__ = [
     "draft_saved",
     "no_answer_within",
     "not_recorded",
+    "refused",
     "unknown_revised",
 ]
 
@@ -92,6 +93,20 @@ NOT_ALLOWED: Final = "You are not one of the people who can answer this question
 ENTER_AN_ANSWER: Final = "Please enter an answer."
 NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
 ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+
+
+def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str:
+    """``note`` (``NOT_ALLOWED``, ``NOT_A_REVIEWER``) naming who can: "…; <@U1> or members
+    of <!subteam^S1> can." (ids only: they come from settings or a validated policy)."""
+    names = [f"<@{u}>" for u in users or []]
+    if groups:
+        names.append("members of " + " or ".join(f"<!subteam^{g}>" for g in groups))
+    if not names:
+        return note
+    who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return f"{note[:-1]}; {who} can."
+
+
 NOT_CHECKED: Final = (
     "Nothing was sent yet: Slack was slow to confirm who may answer. Please submit again."
 )

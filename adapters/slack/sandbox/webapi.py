@@ -31,8 +31,8 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
+from adapters.connections import ListenerLimits, start_listener
 from adapters.httpguard import LOOPBACK_NAMES, RefusalLog, guard_middleware
-from adapters.listener import ListenerLimits, start_listener
 from adapters.slack.blockkit import check_message, view_problems
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.calllog import Call, CallLog

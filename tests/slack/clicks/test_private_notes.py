@@ -27,7 +27,7 @@ from adapters.slack.model import ids
 from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.render.blocks import render_skip_modal, render_text_modal
-from adapters.slack.render.messages import MODAL_NOT_OPENED, NOT_ALLOWED
+from adapters.slack.render.messages import MODAL_NOT_OPENED, NOT_ALLOWED, refused
 from adapters.slack.sandbox.records import Ephemeral
 from bot.questions import AskOptions
 from tests.slack.asks.test_slack_provider import one
@@ -70,7 +70,7 @@ async def test_a_not_allowed_clicker_in_an_uninvited_public_channel_is_told() ->
         status, _ = await h.click(message, h.bob, text="Deploy")
         assert status == 200
         note = await note_for(h, h.bob)
-        assert (note.text, note.channel) == (NOT_ALLOWED, public)
+        assert (note.text, note.channel) == (refused(NOT_ALLOWED, [h.alice], None), public)
         [sent] = hook_calls(h)
         assert sent["response_type"] == "ephemeral" and sent["replace_original"] is False
         assert sent["status"] == 200
@@ -121,7 +121,7 @@ async def test_a_failing_response_url_falls_back_to_chat_post_ephemeral() -> Non
         h.slack.faults.add(method="response_url", kind="server_error", status=503)
         await h.click(message, h.bob, text="Deploy")
         note = await note_for(h, h.bob)
-        assert note.text == NOT_ALLOWED
+        assert note.text == refused(NOT_ALLOWED, [h.alice], None)
         assert [c["status"] for c in hook_calls(h)] == [503]
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
@@ -154,7 +154,7 @@ async def test_a_modal_submission_refusal_in_an_uninvited_channel_is_told() -> N
         status, _ = await h.slack.deliver(submission)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert (note.text, note.channel) == (NOT_ALLOWED, public)
+        assert (note.text, note.channel) == (refused(NOT_ALLOWED, None, [group.id]), public)
         assert [(c["response_type"], c["status"]) for c in hook_calls(h)] == [("ephemeral", 200)]
         assert h.slack.calls.count("chat.postEphemeral") == 0
         assert not task.done()
@@ -420,7 +420,7 @@ async def test_a_forged_response_url_is_not_posted_to_and_the_note_falls_back(
         status, _ = await h.slack.deliver(payload)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert note.text == (NOT_AN_APPROVER if approval else NOT_ALLOWED)
+        assert note.text == (NOT_AN_APPROVER if approval else refused(NOT_ALLOWED, [h.alice], None))
         assert h.slack.calls.count("chat.postEphemeral") == 1
         await asyncio.sleep(0.1)
         assert catcher.hits == [] and hook_calls(h) == []

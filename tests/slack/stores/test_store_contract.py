@@ -582,11 +582,13 @@ async def test_redis_keeps_each_open_questions_audience_beside_it_and_heals_the_
         lost = make_record(redis_store.process_id)
         for record in (asked, older, lost):
             assert await redis_store.create(record)
-        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\t"
+        # (with its conversation: those named who see it, issue 38)
+        where = asked.message_channel or asked.channel
+        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\t\t{where}"
         # a change of who may answer is kept with the write; an ending removes the entry
         _, asked = await mutate(redis_store, asked.id, lambda r: r.next(allowed_usergroups=["S1"]))
         assert asked is not None
-        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\tS1"
+        assert await redis_admin.hget(kept, asked.id) == f"{asked.created_at!r}\tU1\tS1\t{where}"
         # a record stored before the hash was kept has no entry; one Redis lost keeps its
         # entry and its id in the open set; a stray entry names a record no longer open
         await redis_admin.hdel(kept, older.id)

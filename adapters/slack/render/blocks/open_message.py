@@ -20,7 +20,7 @@ from adapters.slack.model import ids
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.render.blocks.full_labels import options_blocks, options_thread
 from adapters.slack.render.blocks.overflow import (
-    CONTINUED,
+    CONTINUED_ROOM,
     MAX_THREAD_REPLIES,
     MIN_OUTCOME,
     MIN_SHOWN,
@@ -137,7 +137,7 @@ def _broken(blocks: list[Block]) -> bool:
 def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
     """The parts of the details whose markdown blocks (with their "continued" line) take at
     most ``room`` characters."""
-    budget = room - len(CONTINUED) * sum(1 for full in fulls if full)
+    budget = room - CONTINUED_ROOM * sum(1 for full in fulls if full)
     for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
         shown = detail_shares(record, budget)
         used = block_text_length(

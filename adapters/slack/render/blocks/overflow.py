@@ -17,6 +17,7 @@ from adapters.slack.render.plandiff import plan_diff
 
 __all__ = [
     "CONTINUED",
+    "CONTINUED_ROOM",
     "DETAIL_BUDGET",
     "IN_THREAD",
     "MAX_THREAD_REPLIES",
@@ -24,6 +25,7 @@ __all__ = [
     "MIN_SHOWN",
     "PIECE_WORDS",
     "THREAD_PART",
+    "continued",
     "detail_blocks",
     "detail_shares",
     "diff_file",
@@ -59,7 +61,11 @@ THREAD_PART: Final = 10_000
 MAX_THREAD_REPLIES: Final = 10
 """Continuation messages per request at most; a longer text goes to the thread as one file."""
 
-CONTINUED: Final = "\n\n_… continued in the thread below._"
+CONTINUED: Final = re.compile(r"\n\n_… [^\n]* (?:is|are) in the thread below\._\Z")
+"""The line ending a detail's shown part that says how much of it is in the thread."""
+CONTINUED_ROOM: Final = 100
+"""The most that line takes (``continued``), kept when the message is sized."""
+_STEP: Final = re.compile(r"^ {0,3}(\d{1,6})[.)] ", re.MULTILINE)
 IN_THREAD: Final = "_In full in the thread below._"
 """What the message shows of a detail when the rest of the message leaves it no room."""
 
@@ -197,8 +203,21 @@ def detail_blocks(shown: str, full: str) -> list[Block]:
     if not shown:
         return [markdown(IN_THREAD)]
     if len(shown) < len(full):
-        return [markdown(markdown_text(_reopened("", shown)) + CONTINUED)]
+        return [markdown(markdown_text(_reopened("", shown)) + continued(full[len(shown) :]))]
     return [markdown(markdown_text(shown))]
+
+
+def continued(rest: str) -> str:
+    """The line saying exactly how much is not on screen: the numbered steps it holds, and
+    its characters (``CONTINUED`` matches it)."""
+    steps = [found.group(1) for found in _STEP.finditer(rest)]
+    much = f"{len(rest):,} more character{'' if len(rest) == 1 else 's'}"
+    if len(steps) > 1:
+        much = f"steps {steps[0]}–{steps[-1]} and {much}"
+    elif steps:
+        much = f"step {steps[0]} and {much}"
+    verb = "is" if much.startswith("1 more character") else "are"
+    return f"\n\n_… {much} {verb} in the thread below._"
 
 
 def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
