@@ -11,6 +11,7 @@ from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
+from adapters.slack.render.blocks.parts import asker
 from adapters.slack.render.blocks.widgets import button_labels
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
@@ -61,7 +62,7 @@ def _facts(record: PendingRecord) -> str:
     link = message_link(record)
     if link is not None:
         after.append(f"<{link}|Open the question>")
-    who = (record.label or "").strip()
+    who = (asker(record) or "").strip()
     if who:
         room = MAX_SECTION_TEXT - len(_SEPARATOR.join([*before, _ASKED_BY, *after]))
         before.append(_ASKED_BY + shorten_escaped(escape(who), room))

@@ -21,6 +21,7 @@ __all__ = [
     "Audiences",
     "also_allowed",
     "batches",
+    "narrowed",
     "outside_message",
     "policy_groups",
     "who_may",
@@ -81,6 +82,20 @@ def policy_groups(record: PendingRecord) -> frozenset[str]:
     return frozenset(g for required in record.review.required for g in required.usergroups)
 
 
+def narrowed(
+    users: Sequence[str],
+    groups: Sequence[str],
+    allowed_users: Sequence[str] | None,
+    allowed_groups: Sequence[str] | None,
+) -> tuple[list[str], list[str]]:
+    """A team review's reviewers within the operator's allow-list as far as names tell:
+    users only on both sides, exactly those on both (``[""]``: nobody); else the reviewers
+    (the click path checks both lists)."""
+    if (allowed_users or allowed_groups) and not groups and not allowed_groups:
+        return [u for u in users if u in (allowed_users or ())] or [""], []
+    return list(users), list(groups)
+
+
 @dataclass(frozen=True, slots=True)
 class Audience:
     """An open question and who may answer it: the ``users`` and ``usergroups`` named, or,
@@ -100,6 +115,9 @@ class Audience:
         if not (record.is_open or closed) or not record.questions:
             return None
         users, groups = who_may(record)
+        also = also_allowed(record)
+        if also is not None:
+            users, groups = narrowed(users or [], groups or [], *also)
         return cls.named(
             record.id,
             record.created_at,

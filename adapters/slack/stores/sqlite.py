@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from adapters.slack.model.audience import Audience, batches
+from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
@@ -249,8 +249,7 @@ class SqlitePendingStore(KeepsTrail):
                 Audience.named(
                     request_id,
                     created_at,
-                    _names(reviewers if reviewing else users),
-                    _names(reviewer_groups if reviewing else groups),
+                    *_who(users, groups, (reviewers, reviewer_groups) if reviewing else None),
                     channel=channel,
                     message_channel=message_channel,
                 )
@@ -296,6 +295,15 @@ _AUDIENCES: Final = (
 """Each open question's id, time asked, the users and user groups named (space-joined),
 whether a team review names its reviewers and the users and user groups it names, and the
 channel asked in and the message's."""
+
+
+def _who(
+    users: str | None, groups: str | None, review: tuple[str | None, str | None] | None
+) -> tuple[list[str], list[str]]:
+    """Who may answer: the allow-lists, or a team review's reviewers within them."""
+    if review is None:
+        return list(_names(users)), list(_names(groups))
+    return narrowed(_names(review[0]), _names(review[1]), _names(users), _names(groups))
 
 
 def _names(joined: str | None) -> tuple[str, ...]:

@@ -9,8 +9,10 @@ from typing import Final
 
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.model import ids
+from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.rendered import Block
+from adapters.slack.render.messages import names_of
 from adapters.slack.render.mrkdwn import (
     ELLIPSIS,
     escape,
@@ -26,6 +28,7 @@ from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "answer_by",
+    "asker",
     "byline_blocks",
     "context",
     "date",
@@ -281,14 +284,28 @@ def link_blocks(record: PendingRecord) -> list[Block]:
 
 
 def byline_blocks(record: PendingRecord, *, mention: bool = True) -> list[Block]:
-    """Who is asked (the configured mention) and who asks (the label)."""
+    """Who is asked (the configured mention), who asks (the label, else the API token's
+    name) and, while it is open, who may answer (ids only: settings or a policy)."""
     elements: list[Block] = []
     if record.mention and mention:
         # validated by the configuration, never asker text
         elements.append(mrkdwn(record.mention))
-    if record.label:
-        elements.append(plain(f"Asked by {record.label}", MAX_SECTION_TEXT))
+    who = asker(record)
+    if who:
+        elements.append(plain(f"Asked by {who}", MAX_SECTION_TEXT))
+    if record.is_open and record.questions:
+        names = names_of(*who_may(record))
+        elements.append(mrkdwn(f"Who may answer: {names}" if names else "Anyone here may answer"))
     return [{"type": "context", "elements": elements}] if elements else []
+
+
+def asker(record: PendingRecord) -> str | None:
+    """Who asked, as shown: the label, else the HTTP API and its token's name."""
+    by = record.asked_by or ""
+    if record.label or not (by == "api" or by.startswith("api:")):
+        return record.label
+    name = by.removeprefix("api").removeprefix(":")
+    return f"{name} (HTTP API)" if name and name != "default" else "the HTTP API"
 
 
 def note_blocks(record: PendingRecord) -> list[Block]:
