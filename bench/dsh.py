@@ -39,7 +39,7 @@ from tests.bot_process import BotProcess
 from tests.dsh_driver import HostDriver
 from tests.dsh_model import ask, call_id
 from tests.dsh_real import DSH_VERSION, RealHost, started_host
-from tests.test_store_contract import _Proxy
+from tests.slack.stores.test_store_contract import _Proxy
 
 TOKEN, SECRET = "xoxb-bench-dsh", "bench-dsh-signing-secret"
 PACE = 1.1

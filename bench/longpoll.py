@@ -117,6 +117,8 @@ async def measure(
             max_polls_per_token=10_000,  # one agent holds every long-poll
         )
         runtime = await start(settings)
+        # One token holds every long-poll here: past its cap (64) they would be refused.
+        runtime.gateway.polls_per_token = runtime.gateway.polls_total = 1_000_000
         url = runtime.url
         agent = _Agent(await spawn("-m", "bench.longpoll", "agent", url, TOKEN))
         try:

@@ -18,7 +18,7 @@ import aiohttp
 
 from bench.common import SECRET, StandIn, settled_rss_kib, spawn
 from bench.longpoll import QUESTION, TOKEN, _Agent
-from bot import heap
+from bot.app import heap
 from bot.app.runtime import start
 from bot.settings.config import Settings
 
@@ -41,6 +41,8 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
             max_open_per_token=count + WARMUP,
         )
         runtime = await start(settings)
+        # One token holds every long-poll here: past its cap (64) they would be refused.
+        runtime.gateway.polls_per_token = runtime.gateway.polls_total = 1_000_000
         headers = {"Authorization": f"Bearer {TOKEN}"}
         connector = aiohttp.TCPConnector(limit=batch)
         agent = None

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from bot.logs import redact, setup_logging
@@ -74,15 +75,23 @@ def _discard_stdout() -> None:
 
 
 def audit_main(argv: Sequence[str]) -> int:
-    """``python -m bot audit --since … [--until …]``; returns the exit code."""
+    """``python -m bot audit --since … [--until …] | --verify``; returns the exit code
+    (1 when the trail's hash chain shows an edited, removed or reordered event)."""
     from bot.api.audit import AUDIT_HELP, parse_range
 
     parser = argparse.ArgumentParser(prog="python -m bot audit", description=AUDIT_HELP)
-    parser.add_argument("--since", required=True, help="start of the range (e.g. 7d, 2026-12-01)")
+    parser.add_argument("--since", help="start of the range (e.g. 7d, 2026-12-01)")
     parser.add_argument("--until", help="end of the range, exclusive (default: now)")
+    parser.add_argument(
+        "--verify", action="store_true", help="check the whole trail's hash chain, export nothing"
+    )
     args = parser.parse_args(argv)
+    if args.since is None and not args.verify:
+        parser.error("--since is required (or --verify)")
+    since, until = 0.0, None
     try:
-        since, until = parse_range(args.since, args.until)
+        if args.since is not None:
+            since, until = parse_range(args.since, args.until)
     except ValueError as exc:
         parser.error(str(exc))
     try:
@@ -98,22 +107,31 @@ def audit_main(argv: Sequence[str]) -> int:
         )
         return 2
     try:
-        return asyncio.run(_export(settings, since, until))
+        return asyncio.run(_export(settings, since, until, export=args.since is not None))
     except Exception as exc:
         print(f"python -m bot audit: {redact(str(exc)) or type(exc).__name__}", file=sys.stderr)
         return 1
 
 
-async def _export(settings: Settings, since: float, until: float | None) -> int:
-    """Read the trail: an export writes nothing to the store and starts no heartbeat or
-    sweep (``read_trail``), whether or not a bot is running on it."""
+async def _export(settings: Settings, since: float, until: float | None, *, export: bool) -> int:
+    """Read the trail, then check its hash chain: an export writes nothing to the store and
+    starts no heartbeat or sweep (``read_trail``), whether or not a bot is running on it."""
     from bot.app.runtime import read_trail
 
     async with read_trail(settings) as trail:
-        async for event in trail.audit(since, until):
-            sys.stdout.write(f"{event.dump()}\n")
-        sys.stdout.flush()
-    return 0
+        if export:
+            async for event in trail.audit(since, until):
+                sys.stdout.write(f"{event.dump()}\n")
+            sys.stdout.flush()
+        problems = await trail.check_chain(time.time() - settings.retention_days * 86400)
+    if problems is None:
+        print("python -m bot audit: this store keeps no hash chain to verify", file=sys.stderr)
+        return 0 if export else 2
+    for problem in problems:
+        print(f"python -m bot audit: TAMPERED: {problem}", file=sys.stderr)
+    if not problems and not export:
+        print("python -m bot audit: the trail's hash chain is intact", file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Huge, malformed or deeply nested frames, and floods of requests across many sessions: the
 real host (``tests/dsh_real.py``) is used for everything else. What it does send is shaped as
-the real host sends it (``tests/test_dsh_mux_agreement.py`` runs one scenario on both and
+the real host sends it (``tests/dsh/test_dsh_mux_agreement.py`` runs one scenario on both and
 compares the frames): ``/connect`` login with a cookie, ``/api/remote.mux`` with ``$events``
 (``ready``, ``waterfall``, ``cancel``) and ``session/follow`` (``snapshot``, ``event``),
 ``POST /api/$events/result`` taking any well-formed result (first wins) with ``{"ok": true}``.

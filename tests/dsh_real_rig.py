@@ -1,6 +1,6 @@
 """The bot's parts against the real dsh host: Slack stand-in, bolt app, provider, dsh client.
 
-As ``tests/test_dsh_client.py`` wires them, but the host is ``dsh web`` itself (``real_host``)
+As ``tests/dsh/test_dsh_client.py`` wires them, but the host is ``dsh web`` itself (``real_host``)
 with the scripted model, and the agent's user is a ``HostDriver``: it starts turns and reads
 the session log, where the host records every outcome (0.2 sends no receipts)::
 
@@ -31,11 +31,11 @@ from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.sandbox import Message, SlackStandIn, clicks
 from adapters.slack.stores import PendingStore
 from bot.questions.service import UserQuestionService
+from tests.dsh.test_dsh_client import eventually, interactive, shown
 from tests.dsh_driver import HostDriver
 from tests.dsh_model import Step, call_id
 from tests.dsh_real import RealHost
-from tests.test_dsh_client import eventually, interactive, shown
-from tests.test_store_contract import _Proxy
+from tests.slack.stores.test_store_contract import _Proxy
 
 __all__ = ["RealRig", "RealRigFactory", "make_real_rig"]
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Coroutine, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import aiohttp
 
@@ -46,11 +47,16 @@ from adapters.dsh.protocol import (
 )
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
+from adapters.httpguard import RefusalLog
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient", "Protocol"]
+
+_SESSION_ID: Final = re.compile(r'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+_CALL_ID: Final = re.compile(r'"callId"\s*:\s*"([^"\\]{1,200})"')
+"""A session's and a tool call's ids, read from the head of a message too big to parse."""
 
 Protocol = Literal["auto", "0.2", "0.1"]
 """Which dsh protocol to speak: found out at each connection (``auto``), or forced."""
@@ -73,7 +79,8 @@ class DshHostClient:
       replay counts as over (asks of earlier connections it did not replay are then gone).
     - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
     - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
-    - ``max_open_per_session``: requests of one session open in Slack at once.
+    - ``max_open_per_session``: requests of one session open in Slack at once;
+      ``max_open_per_host``: of all its sessions (the host chooses session ids).
     - ``review``: the review policy of the host's plan reviews (default: one approval
       decides); a session's plan review after a declined one is shown as its revision.
     - ``approvers`` / ``approver_groups``: who may decide approvals (default: whoever may
@@ -96,6 +103,7 @@ class DshHostClient:
         stop_grace: float = 5.0,
         max_frame_bytes: int = 8 * 1024 * 1024,
         max_open_per_session: int = 20,
+        max_open_per_host: int = 100,
         review: ReviewPolicy | None = None,
         approvers: Sequence[str] | None = None,
         approver_groups: Sequence[str] | None = None,
@@ -103,8 +111,8 @@ class DshHostClient:
     ) -> None:
         if backoff_initial <= 0 or backoff_max < backoff_initial:
             raise ValueError("backoff needs 0 < backoff_initial <= backoff_max")
-        if max_frame_bytes < 1024 or max_open_per_session < 1:
-            raise ValueError("max_frame_bytes must be >= 1024 and max_open_per_session >= 1")
+        if max_frame_bytes < 1024 or min(max_open_per_session, max_open_per_host) < 1:
+            raise ValueError("max_frame_bytes must be >= 1024 and the open-request caps >= 1")
         self._base, url_token = split_host_url(base_url)
         token = token or url_token
         self._shown_url = redact_url(self._base)
@@ -114,6 +122,8 @@ class DshHostClient:
         """The protocol the host speaks (``None`` until the first connection finds out)."""
         self._stop_grace = stop_grace
         self._logger = logger or logging.getLogger("adapters.dsh")
+        self.skips = RefusalLog(self._logger)
+        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -121,6 +131,7 @@ class DshHostClient:
             provider,
             self._serve,
             max_open=max_open_per_session,
+            max_open_host=max_open_per_host,
             replay_window=replay_window,
             stopping=lambda: self._stopping,
             logger=self._logger,
@@ -146,6 +157,7 @@ class DshHostClient:
             on_text=self._on_message,
             on_close=self._closed,
             logger=self._logger,
+            on_too_big=self._too_big,
         )
         self._uplink = HostUplink(
             self._base,
@@ -263,6 +275,23 @@ class DshHostClient:
         self._requests.closed()
         self._link.closed()
 
+    def _too_big(self, head: str) -> None:
+        """A message skipped as too big: if it was a ``tool/call``, no earlier call of its
+        callId may be shown for it (its approval says the command could not be read)."""
+        session, call = _SESSION_ID.search(head), _CALL_ID.search(head)
+        if '"tool/call"' in head and session is not None and call is not None:
+            self._ledger.unreadable(session.group(1), call.group(1))
+            self._link.log.unreadable(session.group(1), call.group(1))
+
+    def _skipped(self, error: Exception) -> None:
+        """Log a malformed frame, at most once a minute (a host could send millions)."""
+        if self.skips.due("malformed_frame"):
+            count = self.skips.counts["malformed_frame"]
+            self._logger.warning(
+                "dsh host: skipped a malformed frame",
+                extra={"error": _parse_error(error), "skipped_so_far": count},
+            )
+
     def _on_message(self, text: str) -> None:
         """Handle one downlink message; nothing in it may end the connection."""
         if self.dialect == "0.2":
@@ -271,9 +300,7 @@ class DshHostClient:
         try:
             frame = parse_frame(text)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._logger.warning(
-                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
-            )
+            self._skipped(exc)
             return
         try:
             payload = frame.payload
@@ -321,9 +348,7 @@ class DshHostClient:
                 return
             value = events_value(frame.value)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._logger.warning(
-                "dsh host: skipped a malformed frame", extra={"error": _parse_error(exc)}
-            )
+            self._skipped(exc)
             return
         try:
             if isinstance(value, Ready):

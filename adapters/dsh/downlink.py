@@ -65,6 +65,7 @@ class Downlink:
         on_text: Callable[[str], None],
         on_close: Callable[[], None],
         logger: logging.Logger,
+        on_too_big: Callable[[str], None] | None = None,
     ) -> None:
         self._session = session
         self._login = login
@@ -76,6 +77,8 @@ class Downlink:
         self._on_open = on_open
         self._on_text = on_text
         self._on_close = on_close
+        self._on_too_big = on_too_big
+        """Told the head of each message skipped as too big (what it was about matters)."""
         self._logger = logger
         self.state: ConnectionState = "connecting"
         self.problem: str | None = None
@@ -223,4 +226,6 @@ class Downlink:
                 "rpc_id": rpc.group(1) if rpc else None,
             },
         )
+        if self._on_too_big is not None:
+            self._on_too_big(head)
         return True

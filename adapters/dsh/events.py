@@ -142,6 +142,11 @@ class CallLedger:
         """Drop what is kept for this approval."""
         self._asked.pop(approval_id, None)
 
+    def unreadable(self, session_id: str, call_id: str) -> None:
+        """A ``tool/call`` of ``call_id`` came too big to read: its earlier call (callIds
+        repeat across turns) must not stand in for it; its approval says it is unread."""
+        self._calls.pop((session_id, call_id), None)
+
 
 def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
     while len(entries) > size:

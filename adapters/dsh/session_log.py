@@ -123,6 +123,10 @@ class SessionLog:
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def unreadable(self, session_id: str, call_id: str) -> None:
+        """A ``tool/call`` of ``call_id`` came too big to read: forget its earlier call."""
+        self._calls.pop((session_id, call_id), None)
+
     def call(self, session_id: str, call_id: str) -> ToolCall | None:
         """The tool call ``call_id`` of the session, if seen."""
         return self._calls.get((session_id, call_id))

@@ -32,6 +32,10 @@ class WaitingRoom:
         waiting[ask.rpc_id] = ask
         return len(waiting) == 1
 
+    def sessions(self) -> list[str]:
+        """The sessions with requests waiting, the first to queue first."""
+        return list(self._sessions)
+
     def has_waiting(self, session_id: str) -> bool:
         """Whether requests of ``session_id`` wait."""
         return bool(self._sessions.get(session_id))

@@ -10,10 +10,11 @@ import hashlib
 import hmac
 import secrets
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Final
 
-__all__ = ["ApiTokens", "OpenQuestionCaps", "asked_by", "asker_of"]
+__all__ = ["ApiTokens", "OpenQuestionCaps", "PollCaps", "asked_by", "asker_of"]
 
 _NONCE: Final = 16
 """Hex characters of an id's random (or key-derived) part; the tag is as long."""
@@ -128,6 +129,36 @@ class OpenQuestionCaps:
             self._by_token[name] -= 1
             if not self._by_token[name]:
                 del self._by_token[name]
+
+
+class PollCaps:
+    """Long-polls one token may hold, and all together (the rest stay for /slack/events)."""
+
+    def __init__(self, per_token: int, total: int) -> None:
+        self.per_token, self.total = per_token, total
+        self._held: Counter[str | None] = Counter()
+
+    @property
+    def count(self) -> int:
+        """Long-polls waiting right now."""
+        return self._held.total()
+
+    def refusal(self, name: str | None) -> str | None:
+        """Whose cap a new long-poll of token ``name`` is over; ``None`` when it may wait."""
+        if self._held[name] >= self.per_token:
+            return f"this token's {self.per_token}"
+        return "the server's" if self.count >= self.total else None
+
+    @contextmanager
+    def held(self, name: str | None) -> Iterator[None]:
+        """Count one long-poll of token ``name`` while the block runs."""
+        self._held[name] += 1
+        try:
+            yield
+        finally:
+            self._held[name] -= 1
+            if not self._held[name]:
+                del self._held[name]
 
 
 def asker_of(asked: str | None) -> tuple[bool, str | None]:

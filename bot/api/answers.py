@@ -106,6 +106,13 @@ class Question(BaseModel):
     message: Message | None = None
     created_at: float
     finished_at: float | None = None
+    decided_at: float | None = Field(None, description="An answer: when it was given.")
+    expires_at: float | None = Field(
+        None, description="An answer: until when it may be consumed (decidedAt + APPROVAL_TTL)."
+    )
+    consumed_at: float | None = Field(
+        None, description="An answer: when its executor consumed it (POST …/consume), once."
+    )
     events: list[AuditEvent] | None = Field(None, description="Its audit trail, oldest first.")
     approval: Approval | None = None
     decision: Literal["allowed-once", "rejected"] | None = Field(
@@ -165,11 +172,17 @@ def error_answer(error: HarnessError) -> web.Response:
     return problem(status, error.name, error.code, _shown(error.code, error.message))
 
 
-def view_of(status: QuestionStatus) -> dict[str, Any]:
-    """A question as the API shows it (``queued``: its post waits for Slack's rate limits)."""
+def view_of(status: QuestionStatus, ttl: float = 900.0) -> dict[str, Any]:
+    """A question as the API shows it (``queued``: its post waits for Slack's rate limits;
+    an answer with when it was decided and until when it may be consumed, ``ttl`` after)."""
     view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
     if status.answer is not None:
         view["answer"] = status.answer.to_wire()
+    if status.state == "answered" and status.finished_at is not None:
+        view["decidedAt"] = status.finished_at  # an answer, or a tool approval's decision
+        view["expiresAt"] = status.finished_at + ttl
+        if status.consumed_at is not None:
+            view["consumedAt"] = status.consumed_at
     if status.answered_by:
         view["answeredBy"] = status.answered_by
     if status.answered_by_name:
@@ -200,9 +213,11 @@ def _shown(code: str, message: str) -> str:
     return STORE_DOWN if code == STORE_UNAVAILABLE else message
 
 
-def view_with_events(status: QuestionStatus, events: Sequence[AuditEvent]) -> dict[str, Any]:
+def view_with_events(
+    status: QuestionStatus, events: Sequence[AuditEvent], ttl: float = 900.0
+) -> dict[str, Any]:
     """A question's view with its audit trail (``events``, oldest first)."""
-    view = view_of(status)
+    view = view_of(status, ttl)
     view["events"] = [
         event.model_dump(by_alias=True, exclude_none=True, mode="json") for event in events
     ]

@@ -69,6 +69,6 @@ def same_approval(asked: QuestionStatus, post: ApprovalPost, default_channel: st
     shown = asked.approval.model_copy(update={"outcome": None}) if asked.approval else None
     return (
         shown == post.view()
-        and (asked.label, asked.link) == (post.label, post.link)
+        and (asked.label, asked.link, asked.callback) == (post.label, post.link, post.callback)
         and (channel is None or (asked.channel, asked.thread_ts) == (channel, thread_ts))
     )

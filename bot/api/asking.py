@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.slack import QuestionStatus, WaitReleased, plan_review_of, unknown_revised
-from bot.api.answers import error_answer, problem, view_of
+from adapters.slack import (
+    CONSUME_REFUSALS,
+    AuditEvent,
+    QuestionStatus,
+    WaitReleased,
+    plan_review_of,
+    unknown_revised,
+)
+from bot.api.answers import error_answer, not_found, problem, view_of, view_with_events
 from bot.api.approvals import ApprovalPost
 from bot.api.body import (
     DeadlineDefaults,
@@ -37,8 +44,11 @@ from bot.webhooks import Webhooks
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
+    "Questions",
     "aborted",
     "ask_options",
+    "consumed",
+    "ended_view",
     "failed_unshown",
     "located",
     "log_end",
@@ -50,6 +60,67 @@ __all__ = [
     "shutting_down",
     "unready",
 ]
+
+
+class Questions(Protocol):
+    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
+
+    def request_id_for(self, key: str | None = None) -> str:
+        """The id of the request asked with idempotency ``key``; a new id without a key."""
+        ...
+
+    @property
+    def defaults(self) -> DeadlineDefaults:
+        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
+        ...
+
+    async def status(self, request_id: str) -> QuestionStatus | None:
+        """Where a question stands (asked by any process); ``None`` if unknown."""
+        ...
+
+    async def wait_ended(self, request_id: str) -> QuestionStatus:
+        """Wait until a question ends (cancel to stop waiting)."""
+        ...
+
+    async def abort(
+        self, request_id: str, note: str, *, by: str | None = None
+    ) -> QuestionStatus | None:
+        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
+        ...
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """A question's audit trail, oldest first."""
+        ...
+
+    async def consume(
+        self, request_id: str, *, by: str | None, lifetime: float
+    ) -> tuple[str | None, QuestionStatus | None]:
+        """Consume an answered question's decision once; the refusal's code otherwise."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every audit event with ``since <= at < until``, in the order appended."""
+        ...
+
+
+async def ended_view(questions: Questions, request_id: str, ttl: float) -> dict[str, Any] | None:
+    """``GET``'s body once the question has ended, ``{}`` while it is open, ``None`` if unknown."""
+    question = await questions.status(request_id)
+    if question is None or question.is_open:
+        return None if question is None else {}
+    return view_with_events(question, await questions.events(request_id), ttl)
+
+
+async def consumed(questions: Questions, request_id: str, by: str, ttl: float) -> web.Response:
+    """Consume an answered question's decision (once, within ``ttl`` of it): its view, or the
+    refusal (410 when expired, 409 otherwise; 404 for an unknown question)."""
+    code, question = await questions.consume(request_id, by=by, lifetime=ttl)
+    if question is None:
+        return not_found(request_id)
+    if code is not None:
+        status = 410 if code == "EXPIRED" else 409
+        return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
+    return web.json_response(view_of(question, ttl))
 
 
 def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
@@ -79,10 +150,12 @@ def replayed(
     key: str | None,
     request_id: str,
     lookup: bool,
+    ttl: float = 900.0,
 ) -> web.Response | None:
     """The answer to a POST whose key already asked (``None`` for a new one): 409 for another
-    body, the first error again for one Slack never showed, else 200 with the question; 412
-    for a lookup (``If-Match: *``) that finds nothing (it never asks)."""
+    body, the first error again for one Slack never showed, 409 for an answer already
+    consumed, else 200 with the question; 412 for a lookup (``If-Match: *``) that finds
+    nothing (it never asks)."""
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
@@ -95,7 +168,13 @@ def replayed(
     unshown = failed_unshown(existing)  # not a 200 that reads as success
     if unshown is not None:
         return error_answer(unshown)
-    return located(view_of(existing), 200, request_id)
+    if existing.consumed_at is not None:  # not a new approval: it was used
+        message = (
+            f"the answer asked with Idempotency-Key {key!r} was already consumed: it is not "
+            "a new approval; ask again with a new key"
+        )
+        return problem(409, "RequestError", "ALREADY_CONSUMED", message)
+    return located(view_of(existing, ttl), 200, request_id)
 
 
 def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
@@ -146,6 +225,7 @@ def question_request(
             "reminders": tuple(post.reminders or ()),
             "escalate_after": post.escalate_after,
             "escalate_to": post.escalate_to,
+            "remind": tuple(post.remind or ()),
         }
     )
     return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
@@ -163,6 +243,7 @@ def ask_options(
         label=post.label,
         on_posted=on_posted,
         link=post.link,
+        callback=post.callback,
         asked_by=by,
         detached=True,
     )

@@ -133,6 +133,13 @@ class QuestionPost(WireModel):
         description="A user (U…, W…) or user group id (S…) to mention on escalation; needs "
         "escalateAfter.",
     )
+    remind: list[Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")]] | None = Field(
+        default=None,
+        max_length=20,
+        description="User (U…, W…) or user group ids (S…) each reminder mentions besides who "
+        "may answer (default: the bot's SLACK_REMIND). With nobody to mention, a reminder is a "
+        "top-level message in the channel.",
+    )
     link: Link = None
     callback: Callback = None
 

@@ -9,19 +9,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
 from adapters.slack import (
-    AuditEvent,
     QuestionStatus,
     Released,
 )
-from bot.api.access import ApiTokens, OpenQuestionCaps, asked_by
+from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.answers import (
     failure,
     not_found,
@@ -34,8 +32,10 @@ from bot.api.answers import (
 )
 from bot.api.approvals import ApprovalPost, Approve, same_approval
 from bot.api.asking import (
+    Questions,
     aborted,
     ask_options,
+    consumed,
     located,
     log_end,
     owed,
@@ -47,7 +47,6 @@ from bot.api.asking import (
 )
 from bot.api.audit import audit_handler
 from bot.api.body import (
-    DeadlineDefaults,
     QuestionPost,
     read_body,
 )
@@ -77,42 +76,10 @@ POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
 
-class Questions(Protocol):
-    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
-
-    def request_id_for(self, key: str | None = None) -> str:
-        """The id of the request asked with idempotency ``key``; a new id without a key."""
-        ...
-
-    @property
-    def defaults(self) -> DeadlineDefaults:
-        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
-        ...
-
-    async def status(self, request_id: str) -> QuestionStatus | None:
-        """Where a question stands (asked by any process); ``None`` if unknown."""
-        ...
-
-    async def wait_ended(self, request_id: str) -> QuestionStatus:
-        """Wait until a question ends (cancel to stop waiting)."""
-        ...
-
-    async def abort(
-        self, request_id: str, note: str, *, by: str | None = None
-    ) -> QuestionStatus | None:
-        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
-        ...
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        """A question's audit trail, oldest first."""
-        ...
-
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every audit event with ``since <= at < until``, in the order appended."""
-        ...
-
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Post = QuestionPost | ApprovalPost
+Run = Callable[[AskOptions, AbortSignal], Awaitable[Any]]
+"""Asks what a POST asks with the options every POST shares."""
 _Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 
 
@@ -133,6 +100,7 @@ class Gateway:
         approve: Approve | None = None,
         webhooks: Webhooks | None = None,
         polls: tuple[int, int] = (64, 896),
+        approval_ttl: float = 900.0,
     ) -> None:
         self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
@@ -145,11 +113,8 @@ class Gateway:
         self._logger = logger or logging.getLogger("bot.gateway")
         self.refusals = refusals or RefusalLog(self._logger)
         self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
-        self.long_polls = 0
-        """``GET ?wait=`` requests waiting right now."""
-        # Long-polls one token may hold, and all together (the rest stay for /slack/events).
-        self.polls_per_token, self.polls_total = polls
-        self._polls: Counter[str | None] = Counter()
+        self.polls = PollCaps(*polls)
+        self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
         self._asks: dict[str, asyncio.Task[Any]] = {}
         self._waiting: dict[str, AbortController] = {}
         self._keys = KeyLocks()
@@ -158,25 +123,27 @@ class Gateway:
         self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
-        """Add the ``/v1`` routes to ``app``, each with a ``BodyRule`` for the server's guard:
-        the token checked before any of a body is read, at most ``MAX_BODY_BYTES`` read."""
-        rule = BodyRule(admit=self._admit, max_body=self._max_body)
+        """Add the ``/v1`` routes, each with a ``BodyRule`` for the server's guard (the token
+        checked before any of a body is read, at most ``MAX_BODY_BYTES`` read)."""
+        admit = functools.partial(_admitted, tokens=self._tokens, refusals=self.refusals)
+        rule = BodyRule(admit=admit, max_body=self._max_body)
 
         def ruled(handler: Handler) -> Handler:
-            return with_body_rule(_guarded(handler, self._admit, self._failures), rule)
+            return with_body_rule(_guarded(handler, admit, self._failures), rule)
 
         router, expect = app.router, rule.expect
         router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
         router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
         router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
+        consume = ruled(self.consume_question)
+        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
         trail = audit_handler(self._questions.audit, visible=self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
         router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
 
     def close(self) -> None:
-        """Refuse new questions and release the waiters of those asked here (a stop): owned by
-        no process, they stay open for the next process to serve."""
+        """Refuse new questions; release the waiters of those asked here (they stay open)."""
         self._closing = True
         self._taken.close()
         for controller in self._waiting.values():
@@ -196,19 +163,14 @@ class Gateway:
         self._polls_ended.set()
 
     @property
+    def long_polls(self) -> int:
+        """``GET ?wait=`` requests waiting right now."""
+        return self.polls.count
+
+    @property
     def running(self) -> int:
         """Asks started by this process that have not ended yet."""
         return len(self._asks)
-
-    def _admit(self, request: web.Request) -> web.Response | None:
-        """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may
-        go on. Asked by the server's guard before the body is read, and again here."""
-        named = self._tokens.bearer(request.headers.get("Authorization", ""))
-        if isinstance(named, tuple):
-            self.refusals.refused(named[0], f"/v1: {named[1]}")
-            return unauthorized(named[1])
-        request[ASKER] = named
-        return None
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
@@ -259,10 +221,10 @@ class Gateway:
     async def _take(
         self,
         request: web.Request,
-        post: QuestionPost | ApprovalPost,
+        post: Post,
         same: Callable[[QuestionStatus], bool],
         fresh: Callable[[], web.Response | None],
-        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
+        run: Run,
     ) -> web.StreamResponse:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (``same``
         tells a retry from a reuse), or a new one ``fresh`` lets through and ``run`` asks."""
@@ -278,7 +240,7 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
-            replay = replayed(existing, same, key, request_id, lookup)
+            replay = replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
             refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
@@ -293,13 +255,7 @@ class Gateway:
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker), run)
 
-    async def _start(
-        self,
-        request_id: str,
-        post: QuestionPost | ApprovalPost,
-        by: str,
-        run: Callable[[AskOptions, AbortSignal], Awaitable[Any]],
-    ) -> web.StreamResponse:
+    async def _start(self, request_id: str, post: Post, by: str, run: Run) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
 
         def on_posted(_: str) -> None:
@@ -323,7 +279,8 @@ class Gateway:
                 if question is None and self._closing and aborted(error):
                     return shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
-        view = view_of(question) if question is not None else {"id": request_id, "state": "pending"}
+        pending = {"id": request_id, "state": "pending"}
+        view = view_of(question, self._ttl) if question is not None else pending
         return located(view, 201 if posted.done() else 202, request_id)
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
@@ -331,14 +288,6 @@ class Gateway:
         self._waiting.pop(request_id, None)
         self._caps.give_back(request_id)
         log_end(self._logger, request_id, task)
-
-    async def webhook_view(self, request_id: str) -> dict[str, Any] | None:
-        """What a webhook delivers: ``GET``'s body once ended, ``{}`` while open, ``None`` for
-        an unknown question."""
-        question = await self._questions.status(request_id)
-        if question is None or question.is_open:
-            return None if question is None else {}
-        return view_with_events(question, await self._questions.events(request_id))
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -353,24 +302,14 @@ class Gateway:
             return not_found(request_id)
         if question.is_open and wait > 0 and not self._polls_ended.is_set():
             asker = request[ASKER]
-            if self._polls[asker] >= self.polls_per_token or self.long_polls >= self.polls_total:
+            held = self.polls.refusal(asker)
+            if held is not None:
                 self.refusals.refused("too_many_waits", "/v1: long-polls over their cap")
-                mine = self._polls[asker] >= self.polls_per_token
-                held = f"this token's {self.polls_per_token}" if mine else "the server's"
-                refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
-                refused.force_close()
-                return refused
-            self.long_polls += 1
-            self._polls[asker] += 1
-            try:
+                return _waits_refused(held)
+            with self.polls.held(asker):
                 question = await _long_poll(self._questions, question, wait, self._polls_ended)
-            finally:
-                self.long_polls -= 1
-                self._polls[asker] -= 1
-                if not self._polls[asker]:
-                    del self._polls[asker]
         return web.json_response(
-            view_with_events(question, await self._questions.events(request_id))
+            view_with_events(question, await self._questions.events(request_id), self._ttl)
         )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
@@ -383,7 +322,15 @@ class Gateway:
         if question is None:
             return not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(view_of(question), status=status)
+        return web.json_response(view_of(question, self._ttl), status=status)
+
+    async def consume_question(self, request: web.Request) -> web.StreamResponse:
+        """Consume an answered question's decision, once and before its ``expiresAt``."""
+        request_id = request.match_info["id"]
+        if not self._owns(request, request_id):
+            return not_found(request_id)
+        by = asked_by(request[ASKER])
+        return await consumed(self._questions, request_id, by, self._ttl)
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:
@@ -424,3 +371,23 @@ def _guarded(
             return failure(error, failures)
 
     return guarded
+
+
+def _waits_refused(held: str) -> web.Response:
+    """``429 TOO_MANY_WAITS`` for a long-poll over ``held`` cap; the connection is closed."""
+    refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
+    refused.force_close()
+    return refused
+
+
+def _admitted(
+    request: web.Request, *, tokens: ApiTokens, refusals: RefusalLog
+) -> web.Response | None:
+    """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may. Asked
+    by the server's guard before the body is read, and again by the route."""
+    named = tokens.bearer(request.headers.get("Authorization", ""))
+    if isinstance(named, tuple):
+        refusals.refused(named[0], f"/v1: {named[1]}")
+        return unauthorized(named[1])
+    request[ASKER] = named
+    return None

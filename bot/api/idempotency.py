@@ -68,6 +68,7 @@ def same_request(
         and question.label == post.label
         and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
         and question.link == post.link
+        and question.callback == post.callback
         and _policy(question.review) == _policy(post.review)
         and question.revises == post.revises
         and _same_times(_asked_times(question), post)

@@ -17,30 +17,23 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
-from adapters.httpguard import (
-    BodyBudget,
-    ListenerLimits,
-    RefusalLog,
-    guard_middleware,
-    start_listener,
-)
+from adapters.httpguard import RefusalLog
 from adapters.slack.clicks.bolt_app import (
-    SLACK_MAX_BODY,
     build_app,
     close_web_client,
-    events_handler,
     web_client,
 )
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
 from bot.api.access import OpenQuestionCaps
-from bot.api.answers import request_problem
+from bot.api.asking import ended_view
 from bot.api.gateway import Gateway
 from bot.app import heap
 from bot.app.health import Health
+from bot.app.listener import listener_limits, serve
 from bot.app.ports import listening
-from bot.app.shutdown import Deadline, bounded, handler_grace, interrupt
+from bot.app.shutdown import Deadline, bounded, interrupt
 from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
 from bot.app.storage import budget, open_store, outbox, read_trail
 from bot.questions.service import UserQuestionService
@@ -133,7 +126,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             signing_secret=signing_secret,
             bot_token=token,
             channel=channel or SANDBOX_CHANNEL,
-            limits=_limits(settings),
+            limits=listener_limits(settings),
         )
         stack.push_async_callback(
             bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
@@ -176,6 +169,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         allowed_users=settings.slack_allowed_users or None,
         allowed_usergroups=settings.slack_allowed_usergroups or None,
         mention=settings.slack_mention,
+        remind=settings.slack_remind,
         timeout=settings.question_timeout,
         store=store,
     )
@@ -184,7 +178,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     refusals = RefusalLog(logging.getLogger("bot.http"))
     webhooks = Webhooks(
         await outbox(settings),
-        lambda request_id: gateway.webhook_view(request_id),
+        lambda request_id: ended_view(provider, request_id, settings.approval_ttl),
         provider.wait_ended,
         settings.api_tokens,
         hosts=frozenset(settings.webhook_hosts),
@@ -205,6 +199,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         refusals=refusals,
         default_channel=channel,
         polls=(settings.max_polls_per_token, settings.max_connections * 7 // 8 or 1),
+        approval_ttl=settings.approval_ttl,
         approve=lambda view, options, signal: provider.ask_approval(
             view,
             options=options,
@@ -225,7 +220,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         )
     health = Health(settings.mode, provider)
     health.gateway = gateway
-    runner = await _serve(settings, gateway, health, app, signing_secret, refusals)
+    runner = await serve(settings, gateway, health, app, signing_secret, refusals)
     stack.push_async_callback(
         bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
     )
@@ -301,65 +296,6 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
     except (aiohttp.ClientError, TimeoutError) as exc:
         detail = str(exc) or type(exc).__name__
         raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
-
-
-async def _serve(
-    settings: Settings,
-    gateway: Gateway,
-    health: Health,
-    app: AsyncApp,
-    signing_secret: str | None,
-    refusals: RefusalLog,
-) -> web.AppRunner:
-    """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
-    # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
-    # /slack/events carry whole messages and modals and need more room.
-    limits = _limits(settings)
-    served = settings.served_hosts
-    guard = guard_middleware(
-        hosts=served.__contains__ if served is not None else None,
-        refuse=request_problem,
-        refusals=refusals,
-        body_timeout=limits.body_timeout,
-        max_body=_slack_body_limit,
-        body_budget=BodyBudget(settings.max_unsigned_body_bytes),
-    )
-    web_app = web.Application(
-        client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]
-    )
-    web_app.router.add_get("/healthz", health.handle)
-    gateway.add_routes(web_app)
-    if settings.mode in ("http", "sandbox"):
-        events = events_handler(app, signing_secret or "", refusals=refusals)
-        web_app.router.add_post("/slack/events", events)
-    # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
-    listener = start_listener(
-        web_app,
-        settings.host,
-        settings.port,
-        limits=limits,
-        refusals=refusals,
-        # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
-        shutdown_timeout=handler_grace(settings) / 2,
-    )
-    # e.g. the port is taken: the error names PORT, and nothing is left open
-    runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
-    return runner
-
-
-def _slack_body_limit(request: web.Request) -> int | None:
-    """``/slack/events`` takes Slack's 1 MiB however large ``MAX_BODY_BYTES`` lets the API's
-    bodies be: a larger, unsigned body is refused before it is read."""
-    return SLACK_MAX_BODY if request.path == "/slack/events" else None
-
-
-def _limits(settings: Settings) -> ListenerLimits:
-    """The read timeouts and connection cap every listener of the bot applies."""
-    return ListenerLimits(
-        header_timeout=settings.header_timeout,
-        body_timeout=settings.body_timeout,
-        max_connections=settings.max_connections,
-    )
 
 
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:

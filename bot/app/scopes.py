@@ -1,5 +1,5 @@
 """The Slack Web API methods the bot calls, and the bot scopes each needs: ``manifest.yml``
-asks exactly ``BOT_SCOPES`` (``tests/test_manifest.py`` checks both against the code)."""
+asks exactly ``BOT_SCOPES`` (``tests/app/test_manifest.py`` checks both against the code)."""
 
 from __future__ import annotations
 

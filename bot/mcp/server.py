@@ -277,13 +277,16 @@ async def _outcome(
 def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
     """An ended question's answer, or the seam's error it ended with."""
     state = view["state"]
+    # A decision: when it was made and until when its executor may consume it (once, the
+    # API's POST /v1/questions/{id}/consume).
+    when: dict[str, Any] = {k: view[k] for k in ("id", "decidedAt", "expiresAt") if k in view}
     if state == "answered" and view.get("decision") in ("allowed-once", "rejected"):
-        return {"decision": view["decision"]}  # a tool approval
+        return {"decision": view["decision"], **when}  # a tool approval
     if state == "answered":
         answer = view.get("answer")
         if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):
             raise bad_response("an answered question without its answer")
-        return answer
+        return answer  # the seam's answer as it is (the id and times are in the API's view)
     error = view.get("error")
     error = error if isinstance(error, dict) else {}
     return AskFailed(

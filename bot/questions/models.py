@@ -108,9 +108,12 @@ class AskOptions(BaseModel):
       (default: the provider's); the question shows the deadline.
     - ``reminders``: seconds before the deadline at which to remind the people who may
       answer; ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or user group id (``U…``, ``S…``) because nobody has answered.
+      mention a user or user group id (``U…``, ``S…``) because nobody has answered;
+      ``remind``: user or group ids the reminders mention besides who may answer.
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
+    - ``callback``: an ``http(s)`` URL the outcome is POSTed to when the request ends, kept
+      with it; the bot's webhooks deliver it for questions asked over its HTTP API and MCP.
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
     - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
       process whose ``ask()`` waits on it, which may stop waiting (abort with a release
@@ -133,7 +136,11 @@ class AskOptions(BaseModel):
     reminders: tuple[float, ...] = ()
     escalate_after: float | None = Field(default=None, gt=0)
     escalate_to: str | None = Field(default=None, pattern=r"^[UWS][A-Z0-9]{2,20}$")
+    remind: tuple[Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")], ...] = Field(
+        default=(), max_length=20
+    )
     link: str | None = Field(default=None, max_length=3000, pattern=r"^https?://[^\s<>|]+$")
+    callback: str | None = Field(default=None, max_length=2000, pattern=r"^https?://[^\s<>|]+$")
     asked_by: str | None = None
     detached: bool = False
 

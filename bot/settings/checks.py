@@ -17,6 +17,7 @@ from bot.settings.secrecy import TOKEN_LIKE, show
 
 __all__ = [
     "CHANNEL",
+    "PERSON",
     "USER",
     "USERGROUP",
     "check_channel",
@@ -53,6 +54,8 @@ USER: Final = re.compile(r"[UW][A-Z0-9]+")
 """A Slack user id."""
 USERGROUP: Final = re.compile(r"S[A-Z0-9]+")
 """A Slack user group id."""
+PERSON: Final = re.compile(r"[UWS][A-Z0-9]+")
+"""A Slack user or user group id."""
 _MENTION: Final = re.compile(r"<!here>|<!channel>|<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?")
 _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")

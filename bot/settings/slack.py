@@ -15,7 +15,7 @@ from bot.settings.checks import (
     slack_token,
     url,
 )
-from bot.settings.types import Mode, Secret, UsergroupIds, UserIds
+from bot.settings.types import Mode, PersonIds, Secret, UsergroupIds, UserIds
 
 __all__ = ["SlackSettings"]
 
@@ -68,6 +68,11 @@ class SlackSettings(BaseSettings):
     )
     slack_allowed_usergroups: UsergroupIds = Field(
         (), description="Comma-separated user group ids (S…) whose members may answer."
+    )
+    slack_remind: PersonIds = Field(
+        (),
+        description="Comma-separated user (U…, W…) or group ids (S…) that reminders mention "
+        "when anyone may answer. Unset: such a reminder is a top-level message in the channel.",
     )
     slack_mention: Annotated[str, AfterValidator(check_mention)] | None = Field(
         None,

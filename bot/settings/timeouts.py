@@ -30,3 +30,9 @@ class DeadlineSettings(BaseSettings):
     shutdown_grace: Seconds = Field(
         5.0, ge=0, description="Seconds to finish pending Slack updates on shutdown."
     )
+    approval_ttl: Seconds = Field(
+        900.0,
+        gt=0,
+        description="Seconds an answer (an approval, a plan review's decision) may be "
+        "consumed after it was given (POST /v1/questions/{id}/consume, once): its expiresAt.",
+    )

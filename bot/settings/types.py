@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_v
 from pydantic_settings import BaseSettings, NoDecode
 
 from bot.settings.checks import (
+    PERSON,
     USER,
     USERGROUP,
     id_list,
@@ -22,6 +23,7 @@ __all__ = [
     "LogFormat",
     "LogLevel",
     "Mode",
+    "PersonIds",
     "Seconds",
     "Secret",
     "StoreKind",
@@ -44,6 +46,10 @@ UsergroupIds = Annotated[
     tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
 ]
 """Comma-separated Slack user group ids."""
+PersonIds = Annotated[
+    tuple[str, ...], NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
+]
+"""Comma-separated Slack user or user group ids."""
 
 
 class HidesSecrets(BaseSettings):

@@ -1,16 +1,4 @@
-"""Deadlines, reminders and escalation of one request, on an injectable clock.
-
-A request may carry a ``deadline`` (it fails with ``ASK_TIMEOUT`` then and its record
-says "Timed out"), ``reminders`` (times at which a thread reply mentions the people who
-may answer) and an escalation (a time at which a thread reply mentions
-``escalate_to``). ``keep_deadlines`` runs them for the process whose ``ask()`` waits (and,
-for a request owned by no process, for every process that serves it), and stops as soon
-as the request ends. Each reminder and the escalation is taken in the record by
-compare-and-set before it is posted (``reminded``, ``escalated``), so however many keepers
-run, and across restarts, none is sent twice; a reminder missed while no bot ran is sent
-once, late, and only the latest one due. Time comes from a ``Clock``: the system's in
-service, a faster one in tests, so a schedule of minutes runs in a fraction of a second.
-"""
+"""Deadlines, reminders and escalation of one request, on an injectable clock."""
 
 from __future__ import annotations
 
@@ -26,6 +14,7 @@ from typing import Final, Literal, Protocol
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
 from adapters.slack.stores import PendingStore, mutate
@@ -42,6 +31,8 @@ __all__ = [
     "schedule",
 ]
 
+TOP_REMINDER: Final = ":alarm_clock: Reminder:"
+"""How a reminder that mentions nobody starts (it is posted at the top level)."""
 ESCALATE_TO_PATTERN: Final = re.compile(r"^[UWS][A-Z0-9]{2,20}\Z")
 """A user id (``U…``/``W…``) or a user group id (``S…``) to mention on escalation."""
 
@@ -97,12 +88,20 @@ def mention_of(target: str) -> str:
 
 
 def reminder_text(record: PendingRecord) -> str:
-    """The reminder reply: who may answer (mentioned), and by when."""
-    people = [mention_of(u) for u in record.allowed_users or []]
-    people += [mention_of(g) for g in record.allowed_usergroups or []]
-    who = " ".join(people) + " " if people else ""
+    """The reminder: who may answer (a review's reviewers, the allowed users and groups) and
+    whom ``remind`` names, mentioned; with nobody to mention, a top-level line linking the
+    question (a thread reply mentioning nobody notifies nobody)."""
+    reviewers = record.review.reviewers if record.review else None
+    who = [*reviewers.users, *reviewers.usergroups] if reviewers else []
+    who += [*(record.allowed_users or []), *(record.allowed_usergroups or [])]
+    people = " ".join(mention_of(p) for p in dict.fromkeys(who + (record.remind or [])))
     when = f" {answer_by(record.deadline)}." if record.deadline is not None else ""
-    return f":alarm_clock: {who}Reminder: this question is still waiting for an answer.{when}"
+    if people:
+        return (
+            f":alarm_clock: {people} Reminder: this question is still waiting for an answer.{when}"
+        )
+    link = permalink(SLACK_URL, record.message_channel or record.channel, record.message_ts)
+    return f"{TOP_REMINDER} a question is still waiting for an answer: <{link}|open it>.{when}"
 
 
 def escalation_text(record: PendingRecord) -> str:
@@ -145,10 +144,11 @@ async def keep_deadlines(
         if taken is None:
             continue  # sent already: by another process, or before a restart
         text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
+        top = text.startswith(TOP_REMINDER)  # nobody to mention: seen unread
         try:
             await client.chat_postMessage(
                 channel=taken.message_channel or taken.channel,
-                thread_ts=taken.thread_ts or taken.message_ts,
+                thread_ts=None if top else taken.thread_ts or taken.message_ts,
                 text=text,
             )
         except SLACK_FAILURES as exc:  # a missed reminder must not end the question

@@ -38,6 +38,7 @@ class AskDefaults:
     reminders: tuple[float, ...] = ()
     escalate_after: float | None = None
     escalate_to: str | None = None
+    remind: tuple[str, ...] = ()
 
     def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
         """The request's destination: its options, else the hook, else the default."""
@@ -74,7 +75,9 @@ class AskDefaults:
             reminders=sorted(deadline - b for b in before if deadline and 0 < b < (timeout or 0)),
             escalate_at=now + after if after and escalate_to else None,
             escalate_to=escalate_to if after else None,
+            remind=list(options.remind or self.remind) or None,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )
 
@@ -87,13 +90,7 @@ class AskDefaults:
         *,
         owner: str | None,
     ) -> PendingRecord:
-        """The record a tool-permission approval starts as (no deadline of its own).
-
-        Who may decide: exactly ``approvers`` and ``approver_groups`` when either is given
-        (the other then names nobody: approving a command is not answering a question, so
-        the answerers do not fill in a half-set list); the answerers only when both are
-        unset.
-        """
+        """The record a tool-permission approval starts as (no deadline of its own)."""
         where = self.destination
         if options.channel:
             where = Destination(options.channel, options.thread_ts)
@@ -112,5 +109,6 @@ class AskDefaults:
             allowed_users=users,
             allowed_usergroups=groups,
             link=options.link,
+            callback=options.callback,
             asked_by=options.asked_by,
         )

@@ -1,15 +1,4 @@
-"""The audit trail: every change of a question, when, by whom, and what they were shown.
-
-An ``AuditEvent`` is appended for each change that matters: ``asked`` (by which API token
-or agent, label, where, a permalink), ``changed`` (a click that saved a draft), the ending
-(``answered`` / ``cancelled`` / ``aborted`` / ``failed``, with who and the exact answer or
-reason) and ``reopened``. Each carries ``shownSha256``: the SHA-256 of exactly what people
-were shown (``shown_digest``; a tool-permission approval's ``approval_digest``), so an
-approval is bound to the plan text, or the command, it approved.
-
-``event_for`` derives the event of one compare-and-set from the record before and after;
-it is pure, so every store and every writer produce the same trail.
-"""
+"""The audit trail: every change of a question, when, by whom, and what they were shown."""
 
 from __future__ import annotations
 
@@ -17,7 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -26,6 +15,7 @@ from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
+    "SLACK_URL",
     "AuditEvent",
     "AuditKind",
     "approval_digest",
@@ -36,7 +26,9 @@ __all__ = [
     "shown_digest",
 ]
 
-AuditKind = Literal["asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened"]
+AuditKind = Literal[
+    "asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened", "consumed"
+]
 
 
 class AuditEvent(BaseModel):
@@ -70,11 +62,7 @@ class AuditEvent(BaseModel):
 
 
 def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
-    """SHA-256 (hex) of the questions as shown: their wire JSON, keys sorted, no spaces.
-
-    The wire JSON holds every word people see (question, header, detail or plan, options
-    and their descriptions), so an agent can recompute it from the request it sent.
-    """
+    """SHA-256 (hex) of the questions as shown: their wire JSON, keys sorted, no spaces."""
     wire = [item.model_dump(by_alias=True, exclude_none=True, mode="json") for item in questions]
     return _sha256(wire)
 
@@ -98,6 +86,10 @@ def digest_of(record: PendingRecord) -> str:
     if record.approval is not None:
         return approval_digest(record.approval)
     return record.shown_sha256 or shown_digest(record.questions)
+
+
+SLACK_URL: Final = "https://slack.com"
+"""Where a permalink made without the team's address starts (Slack redirects it)."""
 
 
 def permalink(team_url: str | None, channel: str | None, ts: str | None) -> str | None:

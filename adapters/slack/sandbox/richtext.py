@@ -97,7 +97,8 @@ EMOJI: Final[Mapping[str, str]] = {
     "stop_sign": "🛑",
 }
 """The ``:emoji:`` codes shown as characters; any other code stays as typed. Every code the
-bot itself sends is here (``tests/test_sandbox_emoji.py`` scans the bot's string literals)."""
+bot itself sends is here (``tests/slack/sandbox/test_sandbox_emoji.py`` scans the bot's
+string literals)."""
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
 _OPEN: Final = "\ue000"

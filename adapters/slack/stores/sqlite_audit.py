@@ -1,17 +1,16 @@
-"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read.
-
-A write's event is appended by a trigger on ``records`` in the write's own statement (schema
-3, see ``sqlite_schema``); ``append_event`` is for an event without one.
-"""
+"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Final
 
+from adapters.slack.model.audit_chain import ChainRow, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, batch_delete
+from bot.questions.errors import UserQuestionError
 
 __all__ = ["SqliteAudit"]
 
@@ -41,6 +40,11 @@ range's first and last (``_RANGE``): the range's events and any appended among t
 an ``at`` just outside. The ``+`` keeps SQLite on the primary key: through ``events_at`` it
 would sort the whole range again for every page."""
 
+_CHAIN_PAGE: Final = (
+    "SELECT seq, request_id, at, json, prev, question_prev, hash FROM events"
+    " WHERE seq > ? ORDER BY seq LIMIT ?"
+)
+
 _NEWEST: Final = 2**63 - 1
 """No last ``seq``: a range open to the future is read on to the newest event (those
 appended while it is read too)."""
@@ -68,13 +72,7 @@ class SqliteAudit:
         return [AuditEvent.load(raw) for (raw,) in rows]
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages).
-
-        Paged by ``seq`` from the range's first event, which the ``events_at`` index finds
-        (``_RANGE``): from the first event ever, each read would walk the whole trail (a
-        bot's start reads the last minutes of it, see ``LostPosts.resume``). ``seq`` only
-        grows, so no event is read twice or skipped, whatever the order of the ``at``s.
-        """
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         end = math.inf if until is None else until
         ((first, last),) = await self._file.rows(_RANGE, (since, end))
         if first is None:
@@ -87,6 +85,27 @@ class SqliteAudit:
             if len(rows) < CHUNK:
                 return
             after = int(rows[-1][0])
+
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
+        try:
+            head = await self._file.rows("SELECT seq, hash FROM chain_head")
+            purged = await self._file.rows("SELECT seq, at, hash FROM purged")
+        except UserQuestionError as exc:
+            if isinstance(exc.cause, sqlite3.OperationalError):
+                return None  # a file from before the chain
+            raise
+        rows: list[ChainRow] = []
+        after = 0
+        while True:
+            page = await self._file.rows(_CHAIN_PAGE, (after, CHUNK))
+            rows += [ChainRow(*row) for row in page]
+            if len(page) < CHUNK:
+                break
+            after = int(page[-1][0])
+        found = (int(head[0][0]), str(head[0][1])) if head else None
+        gone = {int(seq): (float(at), str(h)) for seq, at, h in purged}
+        return verify(rows, found, gone, kept_since)
 
     async def purge(self, before: float) -> None:
         """Delete the events older than ``before`` (the retention's cutoff) whose question

@@ -1,10 +1,4 @@
-"""The audit trail of a durable store, kept by a part of its own (its table or streams).
-
-``KeepsTrail`` gives a store the protocol's three audit methods by passing them to that
-part (``_trail``), so the SQLite and Redis stores state the forwarding once. A store opened
-for reading only (``reading()``, for ``python -m bot audit``) hands out that part as a
-``TrailReader``: the same queries, and nothing that writes.
-"""
+"""The audit trail of a durable store, kept by a part of its own (its table or streams)."""
 
 from __future__ import annotations
 
@@ -22,6 +16,11 @@ class TrailReader(Protocol):
     async def events(self, request_id: str) -> list[AuditEvent]: ...
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
+
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """The breaks of the trail's hash chain (``audit_chain.verify``), each naming its
+        position; ``None`` when this store keeps no chain."""
+        ...
 
 
 class Trail(TrailReader, Protocol):
@@ -46,3 +45,7 @@ class KeepsTrail:
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         return self._trail.audit(since, until)
+
+    async def check_chain(self, kept_since: float) -> list[str] | None:
+        """The breaks of the trail's hash chain, each naming its position (``None``: none kept)."""
+        return await self._trail.check_chain(kept_since)

@@ -1,0 +1,167 @@
+"""Clicks on an approval's two buttons: parse, authorize, record the decision once."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.model import ids
+from adapters.slack.model.interactions import Origin, acting_name, response_url
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.messages import not_recorded
+from adapters.slack.stores import PendingStore, settle
+from bot.questions import UserQuestionError
+
+__all__ = [
+    "NOT_AN_APPROVER",
+    "NO_LONGER_OPEN_APPROVAL",
+    "ApprovalClick",
+    "ApprovalHandler",
+    "parse_approval_click",
+]
+
+NOT_AN_APPROVER: Final = (
+    "You are not one of the people who can approve tool permissions; nothing was sent."
+)
+NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
+_logger = logging.getLogger("adapters.slack")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalClick:
+    """Someone clicked Allow once or Reject on approval ``request_id``."""
+
+    request_id: str
+    outcome: Literal["allowed-once", "rejected"]
+    user: str
+    channel: str | None
+    message_ts: str | None = None
+    name: str | None = None
+    """The person's display name, as the payload gives it (for the record and the trail)."""
+    response_url: str | None = None
+    """The click's ``response_url``, if it can be Slack's: where the person is told things."""
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def parse_approval_click(body: Mapping[str, Any]) -> ApprovalClick | None:
+    """The approval click a ``block_actions`` payload carries, or ``None`` if not ours."""
+    if body.get("type") != "block_actions":
+        return None
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], Mapping):
+        return None
+    action = actions[0]
+    match = ids.APPROVAL_ACTION_PATTERN.match(str(action.get("action_id") or ""))
+    ref = ids.parse_block_id(action.get("block_id"))
+    user = body.get("user")
+    user_id = _str(user.get("id")) if isinstance(user, Mapping) else None
+    if match is None or ref is None or user_id is None:
+        return None
+    container = body.get("container")
+    channel = _str(container.get("channel_id")) if isinstance(container, Mapping) else None
+    ts = _str(container.get("message_ts")) if isinstance(container, Mapping) else None
+    outcome: Literal["allowed-once", "rejected"] = (
+        "allowed-once" if match.group(1) == "allow" else "rejected"
+    )
+    return ApprovalClick(
+        ref.request_id, outcome, user_id, channel, ts, acting_name(body), response_url(body)
+    )
+
+
+class ApprovalHandler:
+    """Applies approval clicks: allowed people only, the first click on an open record wins."""
+
+    def __init__(self, store: PendingStore, gate: Gatekeeper, sync: MessageSynchroniser) -> None:
+        self._store = store
+        self._gate = gate
+        self._sync = sync
+
+    async def handle_action(self, body: Mapping[str, Any]) -> None:
+        """Record an approval click (already acked)."""
+        click = parse_approval_click(body)
+        if click is None:
+            return
+        await self._recording(click, self._handle(click))
+
+    async def _recording(self, click: ApprovalClick, work: Awaitable[None]) -> None:
+        """Run ``work``; a store that cannot take the click does not fail the request Slack
+        sent (a 500, an error icon, a traceback; in Socket Mode no ack at all): the person
+        is told privately that the click was not recorded, and may click again."""
+        try:
+            await work
+        except UserQuestionError as exc:
+            _logger.warning(
+                "approval click not recorded",
+                extra={"request_id": click.request_id, "error": exc.message, "code": exc.code},
+            )
+            self._sync.note(_origin(click), None, not_recorded())
+
+    async def _handle(self, click: ApprovalClick) -> None:
+        record = await self._store.get(click.request_id)
+        if record is None or record.approval is None:
+            self._sync.note(_origin(click), None, NO_LONGER_OPEN_APPROVAL)
+            return
+        users, groups = record.allowed_users, record.allowed_usergroups
+        allowed = self._gate.decide_cached(click.user, users, groups)
+        if allowed is None:  # needs a Web API call: off the ack path
+            later = self._recording(click, self._authorize_then_apply(click, record))
+            self._sync.spawn(later, "authorize approval click")
+            return
+        await self._apply(click, record, allowed)
+
+    async def _authorize_then_apply(self, click: ApprovalClick, record: PendingRecord) -> None:
+        allowed = await self._gate.allowed(
+            click.user, record.allowed_users, record.allowed_usergroups
+        )
+        await self._apply(click, record, allowed)
+
+    async def _apply(self, click: ApprovalClick, record: PendingRecord, allowed: bool) -> None:
+        """Refuse, or decide on the freshest record (``record`` is the one read on the click's
+        way here; the decision is made again on the stored one)."""
+        origin = _origin(click)
+        if not allowed:
+            _logger.info(
+                "approval click refused: not an approver",
+                extra={"request_id": record.id, "user": click.user},
+            )
+            self._sync.note(origin, record, NOT_AN_APPROVER)
+            return
+        now = time.time()
+
+        def decide(current: PendingRecord) -> PendingRecord | None:
+            if not current.is_open or current.approval is None:
+                return None
+            view = current.approval.model_copy(update={"outcome": click.outcome})
+            where: dict[str, object] = {}
+            if current.message_ts is None and click.channel and click.message_ts:
+                # Posted by a bot that died before storing the ts: learn it from the click.
+                where = {"message_channel": click.channel, "message_ts": click.message_ts}
+            return current.next(
+                state="answered",
+                approval=view,
+                answered_by=click.user,
+                answered_by_name=click.name,
+                finished_at=now,
+                note=None,
+                **where,
+            )
+
+        _, written = await settle(
+            self._store, click.request_id, decide, by=click.user, by_name=click.name
+        )
+        if written is None:
+            self._sync.note(origin, record, NO_LONGER_OPEN_APPROVAL)
+        self._sync.refresh(click.request_id)
+
+
+def _origin(click: ApprovalClick) -> Origin:
+    """Where the person who clicked is told things privately."""
+    return Origin(user=click.user, channel=click.channel, response_url=click.response_url)

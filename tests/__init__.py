@@ -1,0 +1,1 @@
+"""The test suite: helpers here, tests in folders mirroring the packages."""

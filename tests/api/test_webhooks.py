@@ -1,0 +1,277 @@
+"""Webhooks: a question asked with a ``callback`` gets one signed POST when it ends.
+
+In process: the real bot (``tests.api.test_gateway.running``) and a real aiohttp receiver on
+loopback (allowed with ``WEBHOOK_ALLOW_PRIVATE``), which can fail, stall, redirect and
+come back. Two bots sharing one SQLite store race to deliver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+import bot.webhooks
+from bot.mcp import TOOL_NAME
+from bot.webhook_outbox import Delivery, SqliteOutbox, claimed
+from bot.webhooks import signing_secret, verify
+from tests.api.test_api_body_checks import PLAN
+from tests.api.test_gateway import API_TOKEN, DEPLOY, Bed, another_bot, running
+from tests.mcp.test_mcp_endings import error_of, session
+from tests.slack_harness import until
+
+pytestmark = pytest.mark.timeout(90)
+
+ALLOW = {"webhook_hosts": ["127.0.0.1"], "webhook_allow_private": True}
+SECRET = signing_secret(API_TOKEN)
+
+
+@dataclass
+class Receiver:
+    """Records every POST; answers with ``plan`` (statuses, or "stall"), then 200."""
+
+    plan: list[Any] = field(default_factory=list)
+    seen: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    """The ids of deliveries answered 200."""
+    url: str = ""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.seen.append((dict(request.headers), body))
+        step = self.plan.pop(0) if self.plan else 200
+        if step == "stall":
+            await asyncio.sleep(5)
+        if step == "redirect":
+            raise web.HTTPFound(self.url.replace("/hook", "/elsewhere"))
+        status = 200 if step == "stall" else int(step)
+        if status == 200:
+            self.taken.add(request.headers["X-Webhook-Id"])
+        return web.Response(status=status)
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.seen]
+
+
+@contextlib.asynccontextmanager
+async def receiving(*plan: Any) -> AsyncIterator[Receiver]:
+    receiver = Receiver(list(plan))
+    app = web.Application()
+    app.router.add_post("/hook", receiver.handle)
+    app.router.add_post("/elsewhere", receiver.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    receiver.url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
+    try:
+        yield receiver
+    finally:
+        await runner.cleanup()
+
+
+async def answered(bed: Bed, body: dict[str, Any], button: str) -> dict[str, Any]:
+    status, asked = await asyncio.wait_for(bed.ask(body), 30)
+    assert status == 201, asked
+    await bed.click(asked, button)
+    return asked
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["sqlite", "memory"])
+async def test_the_ending_is_posted_once_signed_with_get_s_body(store: str) -> None:
+    async with receiving() as hook, running(**ALLOW, store=store) as bed:
+        asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
+        await until(lambda: hook.seen, within=10, what="the delivery")
+        await asyncio.sleep(1.0)  # nothing more comes
+        _, view = await bed.get(asked["id"])
+    ((headers, raw),) = hook.seen
+    assert json.loads(raw) == view and view["state"] == "answered"
+    assert verify(SECRET, headers, raw)
+    assert not verify(SECRET, headers, raw + b" ")
+    assert not verify(signing_secret("another-token-0123456789"), headers, raw)
+    assert not verify(SECRET, headers, raw, now=time.time() + 301)  # a replay, later
+    assert headers["X-Webhook-Id"] == asked["id"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ["declined", "dismissed", "timed out", "aborted"])
+async def test_every_ending_is_posted(ending: str) -> None:
+    body: dict[str, Any] = {**DEPLOY}
+    if ending == "declined":
+        body = {**PLAN}
+    if ending == "timed out":
+        body["timeout"] = 1
+    async with receiving() as hook, running(**ALLOW) as bed:
+        status, asked = await asyncio.wait_for(bed.ask({**body, "callback": hook.url}), 30)
+        assert status == 201
+        if ending == "declined":
+            await bed.click(asked, "Decline")
+        elif ending == "dismissed":
+            await bed.click(asked, "Dismiss")
+        elif ending == "aborted":
+            await bed.http.delete(f"/v1/questions/{asked['id']}")
+        await until(lambda: hook.seen, within=15, what="the delivery")
+    (view,) = hook.bodies()
+    expected = {"declined": "answered", "dismissed": "cancelled", "timed out": "failed"}
+    assert view["state"] == expected.get(ending, "aborted"), view
+    if ending == "declined":
+        assert view["answer"]["answers"][0]["selected"] == ["Decline"]
+
+
+@pytest.mark.slow
+async def test_a_receiver_that_fails_stalls_and_comes_back_gets_it_with_one_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bot.webhooks, "POST_TIMEOUT", 1.0)
+    async with receiving(500, "stall", 503) as hook, running(**ALLOW) as bed:
+        asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
+        await until(lambda: len(hook.seen) == 4, within=30, what="four attempts")
+        await asyncio.sleep(1.0)
+    ids = {headers["X-Webhook-Id"] for headers, _ in hook.seen}
+    attempts = [headers["X-Webhook-Attempt"] for headers, _ in hook.seen]
+    assert ids == {asked["id"]} and len(set(attempts)) == 4
+    assert len({body for _, body in hook.seen}) == 1  # the same body every time
+
+
+@pytest.mark.slow
+async def test_a_redirect_is_not_followed() -> None:
+    async with receiving("redirect") as hook, running(**ALLOW) as bed:
+        await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
+        await until(lambda: len(hook.seen) == 2, within=15, what="the retry")
+    assert all(h["Host"].startswith("127.0.0.1") for h, _ in hook.seen)
+    assert len(hook.seen) == 2  # retried at the callback itself, never at /elsewhere
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("settings", "url", "why"),
+    [
+        ({}, "http://127.0.0.1:9/hook", "no host"),
+        ({"webhook_hosts": ["hooks.example"]}, "http://evil.example/hook", "not one"),
+        ({"webhook_hosts": ["127.0.0.1"]}, "http://127.0.0.1:9/hook", "private"),
+        ({**ALLOW, "bot_api_token": None}, "http://127.0.0.1:9/hook", "API token"),
+    ],
+    ids=["no hosts allowed", "another host", "a private address", "no token"],
+)
+async def test_a_callback_the_operator_does_not_allow_is_refused(
+    settings: dict[str, Any], url: str, why: str
+) -> None:
+    async with running(**settings) as bed:
+        status, refused = await asyncio.wait_for(bed.ask({**DEPLOY, "callback": url}), 30)
+        assert (status, refused["code"]) == (422, "INVALID_REQUEST"), refused
+        assert refused["errors"][0]["loc"] == ["callback"] and why in refused["message"]
+        assert bed.slack.calls.count("chat.postMessage") == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_two_processes_deliver_each_attempt_once(
+    store: str, redis_url: str, store_prefix: str
+) -> None:
+    shared = {"store": "redis", "redis_url": redis_url, "redis_prefix": store_prefix}
+    async with (
+        receiving(*([500] * 10)) as hook,
+        running(**ALLOW, **(shared if store == "redis" else {})) as bed,
+        another_bot(bed) as (second, _),
+    ):
+        count = 12
+        asked = []
+        for n in range(count):
+            body = {**DEPLOY, "callback": hook.url, "label": f"n{n}"}
+            asked.append(await answered(bed, body, "Deploy"))
+        await until(lambda: len(hook.taken) == count, within=60, what="every delivery")
+        await asyncio.sleep(2.0)
+        by = [runtime.gateway.webhooks for runtime in (bed.runtime, second)]
+        delivered = [w.delivered if w else 0 for w in by]
+    attempts = [headers["X-Webhook-Attempt"] for headers, _ in hook.seen]
+    assert len(attempts) == len(set(attempts)), attempts
+    assert {h["X-Webhook-Id"] for h, _ in hook.seen} == {a["id"] for a in asked}
+    assert sum(delivered) == count and min(delivered) > 0, delivered  # both took part
+
+
+@pytest.mark.slow
+async def test_a_callback_given_over_mcp_is_delivered_and_a_refused_one_is_refused_alike() -> None:
+    async with (
+        receiving() as hook,
+        running(**ALLOW) as bed,
+        session(bed.runtime.url, API_TOKEN) as client,
+    ):
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, {**DEPLOY, "callback": hook.url}))
+        await until(lambda: bed.messages(), within=20, what="the question")
+        (message,) = bed.messages()
+        await bed.click({"message": {"channel": message.channel, "ts": message.ts}}, "Deploy")
+        await asyncio.wait_for(call, 20)
+        await until(lambda: hook.seen, within=10, what="the delivery")
+        refused = {**DEPLOY, "callback": "http://evil.example/hook"}
+        status, problem = await bed.ask(refused)
+        result = await asyncio.wait_for(client.call_tool(TOOL_NAME, refused), 20)
+    (view,) = hook.bodies()
+    assert view["state"] == "answered"
+    assert status == 422 and error_of(result)["code"] == problem["code"] == "INVALID_REQUEST"
+    assert error_of(result)["errors"][0]["loc"] == ["callback"]
+
+
+@pytest.mark.slow
+async def test_the_sqlite_outbox_claims_concurrently_while_another_process_writes(
+    tmp_path: Path,
+) -> None:
+    """Claims interleaved on one connection while another connection (another process,
+    the store) commits: every claim lands, none fails ``database is locked``."""
+    path = str(tmp_path / "store.db")
+    with sqlite3.connect(path) as db:  # as the store keeps its file
+        db.execute("PRAGMA journal_mode = WAL")
+    mine, other = await SqliteOutbox.open(path), await SqliteOutbox.open(path)
+    try:
+        for n in range(30):
+            await mine.add(Delivery(f"d{n}", "http://hooks.example/", "default", 0.0, 0.0))
+
+        async def claim(n: int) -> bool:
+            kept = await mine.get(f"d{n}")
+            assert kept is not None
+            return await mine.put(kept, claimed(kept, 30.0))
+
+        async def churn() -> None:
+            for n in range(100):
+                await other.add(Delivery(f"x{n}", "http://hooks.example/", "default", 0.0, 0.0))
+
+        results = await asyncio.gather(churn(), *(claim(n) for n in range(30)))
+    finally:
+        await mine.close()
+        await other.close()
+    assert results[1:] == [True] * 30
+    assert await _due_count(path) == 100
+
+
+async def _due_count(path: str) -> int:
+    """How many deliveries of the file are due now (the unclaimed ones)."""
+    outbox = await SqliteOutbox.open(path)
+    try:
+        return len(await outbox.due(1.0, limit=1000))
+    finally:
+        await outbox.close()
+
+
+async def test_a_retry_with_its_key_and_another_callback_is_refused() -> None:
+    """The callback is part of what was asked: a retry naming another one is a new request
+    under a used key (409), not the first question, whose callback alone would be called."""
+    async with receiving() as hook, running(**ALLOW) as bed:
+        headers = {"Idempotency-Key": "deploy-with-hook"}
+        body = {**DEPLOY, "callback": hook.url}
+        status, first = await asyncio.wait_for(bed.ask(body, headers=headers), 30)
+        assert status == 201, first
+        status, again = await asyncio.wait_for(bed.ask(body, headers=headers), 30)
+        assert (status, again["id"]) == (200, first["id"])
+        other = {**DEPLOY, "callback": hook.url.replace("/hook", "/elsewhere")}
+        status, refused = await asyncio.wait_for(bed.ask(other, headers=headers), 30)
+        assert (status, refused["code"]) == (409, "IDEMPOTENCY_KEY_REUSED"), refused
+        status, refused = await asyncio.wait_for(bed.ask(DEPLOY, headers=headers), 30)
+        assert (status, refused["code"]) == (409, "IDEMPOTENCY_KEY_REUSED"), refused

@@ -1,0 +1,1 @@
+"""python -m bot: wiring, start, stop, Socket Mode, HTTP (bot.app)."""

@@ -1,0 +1,1 @@
+"""The checks .ci/run makes besides the tests (the size rule)."""

@@ -1,0 +1,1 @@
+"""The README and docs/ pages whose examples and claims are tests."""

@@ -1,0 +1,1 @@
+"""The DeepSeek Harness client (adapters.dsh)."""

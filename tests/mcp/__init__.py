@@ -1,0 +1,1 @@
+"""The MCP server and its client of the HTTP API (bot.mcp)."""

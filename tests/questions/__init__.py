@@ -1,0 +1,1 @@
+"""The seam (bot.questions): models, validation, the service, the tool."""

@@ -1,0 +1,1 @@
+"""The bot's settings (bot.settings)."""

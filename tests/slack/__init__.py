@@ -1,0 +1,1 @@
+"""The Slack provider (adapters.slack), one folder per subpackage."""

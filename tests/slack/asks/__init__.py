@@ -1,0 +1,1 @@
+"""An ask's lifecycle: posting, waiting, endings, deadlines (adapters.slack.asks)."""

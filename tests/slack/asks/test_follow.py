@@ -1,0 +1,96 @@
+"""``Waits.follow_once``: the deadlines of questions other processes asked, kept through a
+store blip and after a release, on a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.slack.asks import keepers
+from adapters.slack.asks.deadlines import SystemClock
+from adapters.slack.asks.waits import Waits
+from adapters.slack.stores import SqlitePendingStore, mutate
+from bot.questions import UserQuestionError
+from bot.questions.errors import STORE_UNAVAILABLE
+from tests.slack.stores.test_store_contract import make_record
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlitePendingStore]:
+    opened = SqlitePendingStore(tmp_path / "q.db", process_id="this-bot")
+    await opened.start()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def follower(store: SqlitePendingStore) -> Waits:
+    """The deadline keeping of a running bot (no Slack call is due within the test)."""
+    return Waits(None, store, None, None, SystemClock(), logging.getLogger("tests.follow"))  # type: ignore[arg-type]
+
+
+async def asked(store: SqlitePendingStore, owner: str | None) -> str:
+    """A posted question due in an hour, owned by ``owner`` (``None``: the HTTP API's)."""
+    record = make_record("other-bot").model_copy(
+        update={"owner": owner, "deadline": time.time() + 3600, "message_ts": "1.2"}
+    )
+    assert await store.create(record)
+    return record.id
+
+
+async def test_a_keeper_a_store_blip_stopped_is_kept_anew(
+    store: SqlitePendingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await asked(store, None)
+    real = store.get
+    failing = True
+
+    async def get(request_id: str) -> Any:
+        if failing:
+            raise UserQuestionError("the store is out of reach", STORE_UNAVAILABLE)
+        return await real(request_id)
+
+    monkeypatch.setattr(store, "get", get)
+    waits = follower(store)
+    try:
+        assert await waits.follow_once() == 1
+        await until_no_keepers(waits)  # its first read failed: the keeper stopped
+        failing = False
+        assert await waits.follow_once() == 1  # read again and kept anew
+        assert waits.keeper_count == 1
+    finally:
+        await waits.close()
+
+
+async def test_a_question_released_by_its_owner_is_kept_within_a_few_looks(
+    store: SqlitePendingStore,
+) -> None:
+    rid = await asked(store, "other-bot")
+    mine = await asked(store, "this-bot")
+    waits = follower(store)
+    try:
+        assert await waits.follow_once() == 0  # its owner's waiter keeps it
+        await mutate(store, rid, lambda r: r.next(owner=None))  # that bot stopped: released
+        started = [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)]
+        assert sum(started) == 1 and waits.keeper_count == 1
+        await mutate(store, mine, lambda r: r.next(owner=None))
+        assert [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)] == [0] * 6
+    finally:
+        await waits.close()
+
+
+async def until_no_keepers(waits: Waits) -> None:
+    for _ in range(100):
+        if waits.keeper_count == 0:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the keeper did not stop")

@@ -1,0 +1,1 @@
+"""Our Block Kit checks and ids (adapters.slack.blockkit)."""

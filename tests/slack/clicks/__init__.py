@@ -1,0 +1,1 @@
+"""A click from the listener to the resolved waiter (adapters.slack.clicks)."""

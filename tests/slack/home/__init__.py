@@ -1,0 +1,1 @@
+"""The Home tab, "Waiting for you" (adapters.slack.home)."""

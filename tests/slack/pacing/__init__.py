@@ -1,0 +1,1 @@
+"""Slack's rate limits: the scheduler and the shared budget (adapters.slack.pacing)."""

@@ -1,0 +1,1 @@
+"""Rendering questions, outcomes and reviews as Block Kit (adapters.slack.render)."""

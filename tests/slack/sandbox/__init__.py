@@ -1,0 +1,1 @@
+"""The local Slack sandbox, also the tests' Slack (adapters.slack.sandbox)."""

@@ -1,0 +1,208 @@
+"""Declined plan feedback reads as typed, in the record's outcome line and on the sandbox page.
+
+docs/questions.md: "Declined by @bob — «feedback»", the feedback "on one line, its ``*``, ``_``,
+``~``, backticks and ``:emoji:`` codes shown as typed". The outcome line is a ``context``
+block's mrkdwn (a context block holds only text objects and images, no ``rich_text``), so
+``outcomes.literal`` fences each marker with zero-width spaces and breaks each emoji code
+after its colon, on the assumption that a marker with a zero-width space on both sides
+neither opens nor closes formatting, whether Slack counts that space as a word character or
+as white space. The sandbox's mrkdwn renderer holds the same assumption (it counts the
+zero-width space as white space), so there the feedback shows no bold, italic, strike, code,
+emoji, mention or link of its own. The record still passes the Block Kit checker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from playwright.async_api import Browser, expect
+
+from adapters.slack.blockkit import check_message
+from adapters.slack.clicks.transitions import apply_vote
+from adapters.slack.model.record import PendingRecord
+from adapters.slack.model.tally import Vote
+from adapters.slack.render.blocks import Rendered, render_final
+from adapters.slack.render.outcomes import one_line
+from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
+from bot.app.runtime import Runtime
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.review import ReviewPolicy
+from tests.slack.sandbox import test_sandbox_browser as _browser_module
+from tests.slack.sandbox.test_sandbox_browser import TEST_BUDGET, ask, open_page, pinned
+
+runtime = _browser_module.runtime  # the fixtures of the sandbox browser tests
+browser = _browser_module.browser
+
+RID: Final = "0123456789abcdef0123"
+ALICE: Final = "U0ALICE001"
+BOB: Final = "U0BOB00001"
+AT: Final = 1_700_000_000.0
+ZWSP: Final = "\u200b"
+REVIEWED: Final = "Stage it *first* on a copy of prod; :fire: and `drop` are risky."
+EVERYTHING: Final = (
+    f"{REVIEWED}\n_really_ and ~never~ <!here> <@U1> <https://evil.example|docs> &amp; & < >"
+    "\n\n:white_check_mark: *Approved by @alice*"
+)
+MARKUP: Final = re.compile(r"<(b|i|s|code|pre|blockquote|a|span)\b")
+"""Any markup the sandbox builds (text is escaped, so a ``<`` in it is ``&lt;``)."""
+
+
+def plan_question() -> AskUserQuestionItem:
+    return AskUserQuestionItem.model_validate(
+        {
+            "id": "plan-review",
+            "header": "Plan review",
+            "question": "Approve this plan and leave plan mode?",
+            "detail": "# Plan\n\n1. Ship it",
+            "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+            "intent": {"kind": "plan-review", "approve": "Approve"},
+        }
+    )
+
+
+def review(**fields: Any) -> PendingRecord:
+    fields.setdefault("owner", "proc-1")
+    return PendingRecord(id=RID, channel="C0QUESTION", questions=[plan_question()], **fields)
+
+
+def declined(custom: str) -> PendingRecord:
+    answer = AskUserQuestionAnswer.model_validate(
+        {"answers": [{"id": "plan-review", "selected": [], "custom": custom}]}
+    )
+    return review().next(state="answered", answer=answer, answered_by=BOB, finished_at=AT)
+
+
+def outcome_element(rendered: Rendered) -> dict[str, Any]:
+    """The outcome line's text object (the context element with the date), with its html."""
+    (element,) = [
+        e
+        for b in with_html(rendered.blocks)
+        if b["type"] == "context"
+        for e in b["elements"]
+        if "<!date^" in e.get("text", "")
+    ]
+    return dict(element)
+
+
+def shown(fragment: str) -> str:
+    """What a person reads of an HTML fragment: the text, entities decoded, no ZWSP."""
+    return html.unescape(re.sub(r"<[^>]*>", "", fragment)).replace(ZWSP, "")
+
+
+def quoted_html(element: dict[str, Any]) -> str:
+    """The part of the outcome line's html between « and »."""
+    body = str(element["html"])
+    return body[body.index("«") + 1 : body.rindex("»")]
+
+
+@pytest.mark.parametrize(
+    "feedback",
+    [
+        REVIEWED,
+        EVERYTHING,
+        "*first*",
+        "_first_",
+        "~first~",
+        "`first`",
+        "a *b* c _d_ e ~f~ g `h` i",
+        "*a* *b* _c_*d*_",
+        "```code``` and ``two``",
+        ":fire::fire: :+1: :white_check_mark:",
+        "line one\nline *two*\r\n\u2028_three_",
+    ],
+)
+def test_declined_feedback_shows_as_typed_in_the_sandbox(feedback: str) -> None:
+    rendered = render_final(declined(feedback))
+    assert check_message(rendered.blocks, rendered.text) == []
+    element = outcome_element(rendered)
+    inside = quoted_html(element)
+    assert MARKUP.findall(inside) == [], inside  # no bold, code, emoji span, mention, link
+    assert "\N{FIRE}" not in inside and "\N{WHITE HEAVY CHECK MARK}" not in inside
+    assert shown(inside) == one_line(feedback)  # every character as typed, on one line
+    assert shown(element["html"]).startswith(f"\N{CROSS MARK} Declined by @{BOB} — «")
+
+
+def test_the_reviewers_example_reads_as_typed() -> None:
+    element = outcome_element(render_final(declined(REVIEWED)))
+    assert "<b>" not in element["html"] and "<code" not in element["html"]
+    assert f"«{REVIEWED}»" in shown(element["html"])
+
+
+def test_every_decliners_feedback_shows_as_typed() -> None:
+    record = review(review=ReviewPolicy(approvals=1, declines=2))
+    for user, feedback in ((ALICE, "Stage it *first*."), (BOB, f"`drop`\n{EVERYTHING}")):
+        vote = Vote(user=user, name=user.lower(), approve=False, feedback=feedback, at=AT)
+        after = apply_vote(record, vote)
+        assert after is not None
+        record = after
+    rendered = render_final(record)
+    assert check_message(rendered.blocks, rendered.text) == []
+    inside = quoted_html(outcome_element(rendered))
+    assert MARKUP.findall(inside) == [], inside
+    assert "Stage it *first*." in shown(inside) and "`drop` / Stage it *first* on" in shown(inside)
+
+
+def test_the_bots_own_formatting_still_renders() -> None:
+    # Zero-width spaces make no difference to markup that does not touch them.
+    assert mrkdwn_to_html("*Not approved* · `bash`") == (
+        '<b>Not approved</b> · <code class="sk-code">bash</code>'
+    )
+    # A fenced marker never closes the bot's own emphasis early: every character shows.
+    assert mrkdwn_to_html(f"Asked by *a{ZWSP}*{ZWSP}b*") == f"Asked by *a{ZWSP}*{ZWSP}b*"
+    assert mrkdwn_to_html("_a_ ~b~ *c d*") == "<i>a</i> <s>b</s> <b>c d</b>"
+
+
+# ---------------------------------------------------------------------------------------
+# The page: a plan declined with that feedback in the browser shows it as typed
+
+
+def browser_test(test: Any) -> Any:
+    """The marks of the sandbox browser tests (skipped without Chromium, outside CI)."""
+    for mark in _browser_module.pytestmark:
+        test = mark(test)
+    return test
+
+
+@browser_test
+async def test_declined_feedback_in_the_browser_has_no_formatting(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime, viewport={"width": 390, "height": 844})
+        plan = ask(
+            runtime,
+            {
+                "questions": [
+                    {
+                        "id": "plan",
+                        "question": "May I migrate the invoices?",
+                        "detail": "1. Migrate",
+                        "options": [{"label": "Approve"}, {"label": "Keep planning"}],
+                        "intent": {"kind": "plan-review", "approve": "Approve"},
+                    }
+                ]
+            },
+        )
+        record = await pinned(page, "May I migrate the invoices?")
+        await page.get_by_test_id("user-switcher").select_option(label="bob (Bob Okafor)")
+        await record.get_by_role("button", name="Decline with feedback…").click()
+        modal = page.get_by_test_id("modal")
+        await modal.locator("textarea").fill(f"{REVIEWED}\nSecond _line_.")
+        await modal.get_by_test_id("modal-submit").click()
+        line = record.locator(".sk-context").filter(has_text="Declined by")
+        await expect(line).to_have_count(1)
+        await expect(line).to_contain_text("Declined by @bob")
+        await line.scroll_into_view_if_needed()
+        path = tmp_path / "plan-declined-feedback-phone.png"
+        await page.screenshot(path=path)
+        assert (await plan).answers[0].custom == f"{REVIEWED}\nSecond _line_."
+        assert await line.locator("b, i, s, code, pre, a").count() == 0
+        text = (await line.inner_text()).replace(ZWSP, "")
+        assert f"«{REVIEWED} / Second _line_.»" in text
+        assert errors == []
+    print(path)

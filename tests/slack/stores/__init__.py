@@ -1,0 +1,1 @@
+"""The pending stores: memory, SQLite, Redis (adapters.slack.stores)."""
