@@ -1,25 +1,4 @@
-"""Who may answer each open question, and each person's "Waiting for you" list from that.
-
-A Home tab lists the oldest open questions one person may answer and how many there are.
-Reading and parsing every open record for it cost the bot's loop about 35 µs a record, for
-every round of republishing; instead a store gives one ``Audience`` per open question (four
-fields, read in the store: SQLite's JSON functions in its own thread), and ``Audiences``
-answers each person from three buckets, built once a round: the questions open to anyone,
-and those naming a user or a user group. No I/O here.
-
-Who may answer follows the click path's rule (``who_may``): a team review's reviewers when
-it names them, else the allow-lists. A question naming nobody is open to whoever can see its
-message, which is not everyone: asked in a person's DM (``channel`` a user id) it is that
-person's; anywhere else its audience waits on the conversation (``channel``), which a round
-resolves (``Audiences.resolve``, from ``conversations.info``): a public channel's question
-is open to anyone, a DM's to its user, and one in a private channel or a group DM (or a
-conversation Slack would not describe) is on nobody's Home tab: it is answered in its message,
-which only its members see.
-
-A round with 10,000 open questions makes and buckets 10,000 audiences: in one go that held
-the loop for up to 24 ms (a click arriving meanwhile waited as long), so the stores and the
-round go through them in ``batches``, giving the loop a turn between two.
-"""
+"""Who may answer each open question, and each person's "Waiting for you" list from that."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The small blocks every rendering of a request shares (pure).
-
-The question as typed (``rich_text`` in a bold style its own ``*``, ``_`` or ``~`` cannot
-break), its header chip, who asked, the deadline in Slack's date formatting, the asker's
-link, the note and a team review's tally. Asker text goes through ``escape`` into mrkdwn,
-or into ``plain_text`` or ``rich_text``.
-"""
+"""The small blocks every rendering of a request shares (pure)."""
 
 from __future__ import annotations
 
@@ -76,16 +70,7 @@ def label(text: str, limit: int) -> str:
 
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
     """What each option of one question shows, in at most ``limit`` characters, and whether
-    the options carry their numbers (``"2. "``, the line's number in the full list).
-
-    A label that fits reads as typed (``label``). A longer one is cut at its end, as
-    before, unless that makes it read like another option with a different label: then
-    every shortened label keeps its beginning and its end (``_middle``); if one still reads
-    like another, every shortened label is prefixed with its option's number, and if that
-    matches a label typed that way, every label is. Labels that differ always read
-    differently where one of them is shortened: two numbered texts differ in the number
-    before their first ``". "``. (Labels that fit are never changed to tell them apart.)
-    """
+    the options carry their numbers (``"2. "``, the line's number in the full list)."""
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
     if not cut or _distinct(labels, texts, cut):
@@ -147,12 +132,7 @@ def _middle(text: str, limit: int) -> str:
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
     """The beginning and the end of ``text`` whose ``measure`` together is at most ``limit``
     (the end, where a command or a question usually says what it does, gets two fifths),
-    with every character between them left out: ``text`` when it fits whole (and ``""``).
-
-    ``measure`` is what a part takes once shown (``len``, or its escaped length): it must
-    never shrink as a part grows. Cuts fall at a line break or a space where one is near,
-    never inside a character as shown (an emoji, an accent).
-    """
+    with every character between them left out: ``text`` when it fits whole (and ``""``)."""
     if measure(text) <= limit:
         return text, ""
     tail_room = limit * 2 // 5
