@@ -773,7 +773,7 @@ def replies(h: SlackHarness, message: Any) -> list[str]:
 
 
 async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
-    clock = FastClock()
+    clock = ManualClock()
     async with SlackHarness(clock=clock, allowed_users=None) as h:
         h.provider.defaults.allowed_users = [h.alice, h.bob]
         options = AskOptions(
@@ -787,9 +787,16 @@ async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
         shown = re.search(r":alarm_clock: Answer by <!date\^(\d+)\^", all_text(message.blocks))
-        assert shown is not None and asked + 59 <= int(shown.group(1)) <= asked + 61
+        assert shown is not None and int(shown.group(1)) == int(asked + 60)
         (link,) = [e for e in interactive_elements(message.blocks) if e.get("url")]
         assert link["url"] == "https://ci.example/runs/42"
+        # the escalation at 20 s, the reminders at 30 and 50 s, each sent when its time comes
+        for step, sent in ((20, 1), (10, 2), (20, 3)):
+            await until(lambda: clock.sleepers != [], what="the schedule to wait")
+            clock.advance(step)
+            await until(lambda n=sent: len(replies(h, message)) == n, what=f"reply {sent}")
+        await until(lambda: clock.sleepers != [], what="the schedule to wait for the deadline")
+        clock.advance(10)
         with pytest.raises(UserQuestionError) as caught:
             await task
         assert caught.value.code == "ASK_TIMEOUT"
@@ -811,8 +818,12 @@ async def test_an_answer_stops_the_reminders() -> None:
         options = AskOptions(timeout=60, reminders=(30,), escalate_after=20, escalate_to="U0ESC")
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
-        await until(lambda: clock.sleepers != [], what="the schedule to wait for its first event")
-        (keeper,) = [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "keep_deadlines"]
+
+        def keepers() -> list[asyncio.Task[Any]]:
+            return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "keep_deadlines"]
+
+        await until(lambda: keepers() != [], what="the schedule to start")
+        (keeper,) = keepers()
         await h.click(message, h.alice, text="Yes")
         assert (await task).answers[0].selected == ["Yes"]
         clock.advance(120)  # past the whole schedule: the escalation, the reminder, the deadline
