@@ -1,9 +1,4 @@
-"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer.
-
-Each entry shows the question as typed, where it was asked and by whom, how long ago, its
-deadline, a link to the message, and, for a single one-tap choice, the same buttons the
-message has (a tap there answers exactly as in the channel: the ids are the message's).
-"""
+"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer."""
 
 from __future__ import annotations
 
@@ -16,6 +11,7 @@ from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
+from adapters.slack.render.blocks.parts import asker
 from adapters.slack.render.blocks.widgets import button_labels
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
@@ -66,7 +62,7 @@ def _facts(record: PendingRecord) -> str:
     link = message_link(record)
     if link is not None:
         after.append(f"<{link}|Open the question>")
-    who = (record.label or "").strip()
+    who = (asker(record) or "").strip()
     if who:
         room = MAX_SECTION_TEXT - len(_SEPARATOR.join([*before, _ASKED_BY, *after]))
         before.append(_ASKED_BY + shorten_escaped(escape(who), room))

@@ -1,8 +1,4 @@
-"""Every sentence the Slack provider shows a person or puts in an error, defined once.
-
-Notes on messages and private replies are mrkdwn (``<@U…>`` mentions); error messages
-are plain text. The seam's own messages (``ASK_ABORTED``'s) come from the seam.
-"""
+"""Every sentence the Slack provider shows a person or puts in an error, defined once."""
 
 from __future__ import annotations
 
@@ -34,6 +30,7 @@ __all__ = [
     "already_ended",
     "draft_cleared",
     "draft_saved",
+    "names_of",
     "no_answer_within",
     "not_recorded",
     "refused",
@@ -102,13 +99,16 @@ ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
 def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str:
     """``note`` (``NOT_ALLOWED``, ``NOT_A_REVIEWER``) naming who can: "…; <@U1> or members
     of <!subteam^S1> can." (ids only: they come from settings or a validated policy)."""
+    who = names_of(users, groups)
+    return f"{note[:-1]}; {who} can." if who else note
+
+
+def names_of(users: list[str] | None, groups: list[str] | None) -> str:
+    """"<@U1>, <@U2> or members of <!subteam^S1>" (mrkdwn; empty when nobody is named)."""
     names = [f"<@{u}>" for u in users or []]
     if groups:
         names.append("members of " + " or ".join(f"<!subteam^{g}>" for g in groups))
-    if not names:
-        return note
-    who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-    return f"{note[:-1]}; {who} can."
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
 
 
 NOT_CHECKED: Final = (

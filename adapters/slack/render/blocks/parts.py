@@ -1,10 +1,4 @@
-"""The small blocks every rendering of a request shares (pure).
-
-The question as typed (``rich_text`` in a bold style its own ``*``, ``_`` or ``~`` cannot
-break), its header chip, who asked, the deadline in Slack's date formatting, the asker's
-link, the note and a team review's tally. Asker text goes through ``escape`` into mrkdwn,
-or into ``plain_text`` or ``rich_text``.
-"""
+"""The small blocks every rendering of a request shares (pure)."""
 
 from __future__ import annotations
 
@@ -15,8 +9,10 @@ from typing import Final
 
 from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
 from adapters.slack.model import ids
+from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.rendered import Block
+from adapters.slack.render.messages import names_of
 from adapters.slack.render.mrkdwn import (
     ELLIPSIS,
     escape,
@@ -32,6 +28,7 @@ from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "answer_by",
+    "asker",
     "byline_blocks",
     "context",
     "date",
@@ -73,16 +70,7 @@ def label(text: str, limit: int) -> str:
 
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
     """What each option of one question shows, in at most ``limit`` characters, and whether
-    the options carry their numbers (``"2. "``, the line's number in the full list).
-
-    A label that fits reads as typed (``label``). A longer one is cut at its end, as
-    before, unless that makes it read like another option with a different label: then
-    every shortened label keeps its beginning and its end (``_middle``); if one still reads
-    like another, every shortened label is prefixed with its option's number, and if that
-    matches a label typed that way, every label is. Labels that differ always read
-    differently where one of them is shortened: two numbered texts differ in the number
-    before their first ``". "``. (Labels that fit are never changed to tell them apart.)
-    """
+    the options carry their numbers (``"2. "``, the line's number in the full list)."""
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
     if not cut or _distinct(labels, texts, cut):
@@ -144,12 +132,7 @@ def _middle(text: str, limit: int) -> str:
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
     """The beginning and the end of ``text`` whose ``measure`` together is at most ``limit``
     (the end, where a command or a question usually says what it does, gets two fifths),
-    with every character between them left out: ``text`` when it fits whole (and ``""``).
-
-    ``measure`` is what a part takes once shown (``len``, or its escaped length): it must
-    never shrink as a part grows. Cuts fall at a line break or a space where one is near,
-    never inside a character as shown (an emoji, an accent).
-    """
+    with every character between them left out: ``text`` when it fits whole (and ``""``)."""
     if measure(text) <= limit:
         return text, ""
     tail_room = limit * 2 // 5
@@ -301,14 +284,28 @@ def link_blocks(record: PendingRecord) -> list[Block]:
 
 
 def byline_blocks(record: PendingRecord, *, mention: bool = True) -> list[Block]:
-    """Who is asked (the configured mention) and who asks (the label)."""
+    """Who is asked (the configured mention), who asks (the label, else the API token's
+    name) and, while it is open, who may answer (ids only: settings or a policy)."""
     elements: list[Block] = []
     if record.mention and mention:
         # validated by the configuration, never asker text
         elements.append(mrkdwn(record.mention))
-    if record.label:
-        elements.append(plain(f"Asked by {record.label}", MAX_SECTION_TEXT))
+    who = asker(record)
+    if who:
+        elements.append(plain(f"Asked by {who}", MAX_SECTION_TEXT))
+    if record.is_open and record.questions:
+        names = names_of(*who_may(record))
+        elements.append(mrkdwn(f"Who may answer: {names}" if names else "Anyone here may answer"))
     return [{"type": "context", "elements": elements}] if elements else []
+
+
+def asker(record: PendingRecord) -> str | None:
+    """Who asked, as shown: the label, else the HTTP API and its token's name."""
+    by = record.asked_by or ""
+    if record.label or not (by == "api" or by.startswith("api:")):
+        return record.label
+    name = by.removeprefix("api").removeprefix(":")
+    return f"{name} (HTTP API)" if name and name != "default" else "the HTTP API"
 
 
 def note_blocks(record: PendingRecord) -> list[Block]:
