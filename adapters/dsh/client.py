@@ -1,14 +1,6 @@
-"""``DshHostClient``: the bot as a connected client of a running dsh web host.
-
-It speaks dsh 0.2 (``link``, ``mux``) and 0.1.1-rc.2 (``protocol``), finding out which at each
-connection unless told, and holds the socket open (``downlink``). Each question or approval
-becomes one ask keyed by its id, so a replay attaches to the message already open
-(``open_requests``); this class reads the frames and starts and stops the rest::
-
-    client = DshHostClient("http://127.0.0.1:13080/?token=…", service, provider=provider)
-    await client.start()      # returns at once; the host may be down
-    await client.stop()
-"""
+"""``DshHostClient``: the bot as a connected client of a running dsh web host (0.2 or 0.1.1,
+found at each connection unless told); each question or approval becomes one ask keyed by its
+id, so a replay attaches to the message already open."""
 
 from __future__ import annotations
 
@@ -65,27 +57,10 @@ _CANCEL_WAIT = 1.0
 
 
 class DshHostClient:
-    """Answers a running dsh web host's questions and approvals (and so in Slack).
+    """Answers a running dsh web host's questions and approvals in Slack.
 
-    - ``base_url``: the host, ``http(s)://host:port`` (or the URL the host prints, with its
-      ``?token=``); ``token``: the 0.2 launch token (0.1.1: sent as a Bearer token).
-    - ``protocol``: ``auto`` (0.2 if the host answers ``/connect``, else 0.1.1), ``0.2``, ``0.1``.
-    - ``provider``: the Slack provider (for notes on messages that already ended).
-    - ``backoff_initial`` / ``backoff_max``: seconds between reconnects and POST retries.
-    - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable;
-      past it, a POST is retried (capped backoff, no deadline) for as long as the downlink
-      stays connected, until the host takes it, settles the request, or the client stops.
-    - ``replay_window``: after a downlink opens, how long after the last replayed request the
-      replay counts as over (asks of earlier connections it did not replay are then gone).
-    - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
-    - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
-    - ``max_open_per_session``: requests of one session open in Slack at once;
-      ``max_open_per_host``: of all its sessions (the host chooses session ids).
-    - ``review``: the review policy of the host's plan reviews (default: one approval
-      decides); a session's plan review after a declined one is shown as its revision.
-    - ``approvers`` / ``approver_groups``: who may decide approvals (default: whoever may
-      answer questions).
-    """
+    ``base_url`` may carry the host's ``?token=``; ``respond_retry_for`` bounds POST retries
+    while the host is unreachable (past it they go on while the downlink stays connected)."""
 
     def __init__(
         self,
@@ -228,12 +203,8 @@ class DshHostClient:
         )
 
     async def stop(self) -> None:
-        """Stop reconnecting, release the host's open requests, close the HTTP session.
-
-        The host's questions and approvals belong to the host, not to this process: they
-        stay open in the store and in Slack (noted as "the bot is restarting"), and a bot
-        started later adopts them when the host replays them.
-        """
+        """Stop reconnecting, release the open requests, close the HTTP session: the host's
+        requests stay open in the store and in Slack for a later bot to adopt on replay."""
         if self._stopping:
             return
         self._stopping = True
@@ -385,10 +356,7 @@ class DshHostClient:
 
 
 def _parse_error(exc: Exception) -> str:
-    """Why a frame was skipped, in one line: a ``ValueError`` says it; anything else is named.
-
-    Only ``ValueError`` is the parser's word on a bad frame; any other exception is a gap in
-    the parser, logged with its type (not a traceback per frame) so it can be found and fixed.
-    """
+    """Why a frame was skipped, in one line: a ``ValueError`` (the parser's word) says it; any
+    other exception is a parser gap, named by its type."""
     error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
     return error[:500]

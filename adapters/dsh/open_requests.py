@@ -1,10 +1,6 @@
-"""The host's requests this client holds open in Slack, from their frame to their end.
-
-Each request becomes one :class:`HostAsk` keyed by its id (a replay attaches to it). At
-most ``max_open`` of a session (``max_open_host`` of all) are open in Slack; the rest wait
-in order (:class:`WaitingRoom`). ``replay_window`` s after a new socket's last replayed
-request, an ask (or released request) not replayed is closed as gone; a later one reopens.
-"""
+"""The host's requests this client holds open in Slack, from their frame to their end: one
+``HostAsk`` per id, capped per session and per host (the rest wait in order), and what a
+replay leaves out closed as gone."""
 
 from __future__ import annotations
 
@@ -285,12 +281,8 @@ class OpenRequests:
         self._done(ask)
 
     async def _close_ended(self, records: HostRecords, ask: HostAsk, note: str) -> None:
-        """End the record of an aborted ask with ``note``, should its task have left it open.
-
-        An ask aborted before it reached the record (still reading it, or the session's
-        history) raises ``ASK_ABORTED`` without touching it, and a record a stopped bot
-        released, adopted at start, would stay open; any other is ended already (no-op).
-        """
+        """End the record of an aborted ask with ``note`` if its task left it open (aborted before
+        it reached the record, or a released record adopted at start); otherwise a no-op."""
         try:
             await records.abort(ask.request_id, note)
         except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
@@ -355,11 +347,8 @@ class OpenRequests:
     # -- stopping -------------------------------------------------------------------------
 
     async def release(self, grace: float) -> None:
-        """Leave the open requests to a later bot: released in the store, asks ended.
-
-        Asks already ending (gone, settled by the host) are let finish, not released. Waits
-        ``grace`` seconds for their tasks, then cancels the late ones.
-        """
+        """Leave the open requests to a later bot (released in the store, asks ended; those already
+        ending finish); waits ``grace`` seconds, then cancels the late tasks."""
         self._waiting.clear()
         self._late.clear()
         for sweep in self._sweeps:
