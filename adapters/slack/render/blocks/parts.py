@@ -78,21 +78,15 @@ def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
     """What each option of one question shows, in at most ``limit`` characters, and whether
     the options carry their numbers (``"2. "``, the line's number in the full list).
 
-    A label that fits reads as typed (``label``). A longer one is cut at its end, as
-    before, unless that makes it read like another option with a different label: then
-    every shortened label keeps its beginning and its end (``_middle``); if one still reads
-    like another, every shortened label is prefixed with its option's number, and if that
-    matches a label typed that way, every label is. Labels that differ always read
-    differently where one of them is shortened: two numbered texts differ in the number
-    before their first ``". "``. (Labels that fit are never changed to tell them apart.)
+    A label that fits reads as typed (``label``). A longer one (listed in full above the
+    widget) carries its option's number and keeps its beginning and its end, cut between
+    words (``_numbered``), so each is matched to its line at a glance; if a label typed
+    that way still matches one, every label is numbered. Two numbered texts differ in the
+    number before their first ``". "``: no two options read alike.
     """
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
-    if not cut or _distinct(labels, texts, cut):
-        return texts, False
-    for i in cut:
-        texts[i] = _middle(labels[i], limit)
-    if _distinct(labels, texts, cut):
+    if not cut:
         return texts, False
     for i in cut:
         texts[i] = _numbered(i, labels[i], limit)
