@@ -1,16 +1,13 @@
-"""The Slack provider for the user-questions seam.
+"""The Slack provider for the user-questions seam (public surface: ``__all__``).
 
-``SlackQuestionProvider(app, channel=...)`` asks through a bolt ``AsyncApp``; register it
-with ``UserQuestionService.register_provider``. A request's ``options``
-(``AskOptions``) set a destination, idempotency key or label for that one ask;
-``key_request_id(key)`` is the id of the request asked with idempotency ``key``
-(``new_request_id()`` a fresh one), and
-``SlackQuestionProvider.status`` tells where it stands (``QuestionStatus``);
-``plan_review_of(questions)`` says whether a request is shown as a plan review.
-``ask_approval(ApprovalView(...))`` asks a tool-permission approval (Allow once / Reject);
-``release`` leaves a request open for a later process (abort its waiter with ``Released()``:
-it raises ``WaitReleased``, an ``ASK_ABORTED``, if the request stayed open).
-A ``PendingStore`` keeps each request as a ``PendingRecord``.
+Layers, top to bottom: ``provider`` wires ``clicks`` (bolt app, listeners, handler) over
+``home`` (App Home) over ``asks`` (one question's life) over ``stores`` over ``render`` (pure
+Block Kit and words) over ``model`` (the record, ids, parsed clicks); ``pacing`` and
+``blockkit`` sit beside, importing nothing; ``sandbox`` is the local Slack.
+
+A click, from the listener to the resolved waiter, reads in eight files: clicks/listeners,
+clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/transitions,
+stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from ``ask()``.
 """
 
 from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS

@@ -1,24 +1,41 @@
 """``SlackQuestionProvider``: asks in Slack, resolves the pending ``ask()`` when a person answers.
 
-The provider is the public entry point and the wiring; the work is done by three parts,
-one job each:
+Constructing it registers its listeners on ``app``; every Web API call goes through
+``app.client``. Options:
 
-- ``AskLifecycle`` (lifecycle.py): store, post, wait; ``Endings`` (endings.py): end.
-- ``InteractionHandler`` (handler.py): what a click does: parse, authorize, decide,
-  compare-and-set. The listeners (listeners.py) know only the handler.
-- ``MessageSynchroniser`` (synchroniser.py): message refreshes, private notes, stale
-  messages, modals, in tracked background tasks.
+- ``channel``: default destination (channel id ``C…``/``G…``, DM id ``D…``, or a user id
+  ``U…``/``W…`` for a direct message); ``thread_ts``: default thread.
+- ``allowed_users`` / ``allowed_usergroups``: who may answer (default: anyone who can
+  see the message); group membership is checked at click time, cached ``usergroup_ttl``.
+- ``mention``: prepended to each question (for example ``<!here>``), from configuration.
+- ``destination``: a hook choosing a destination per request.
+- ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
+  ``reminders``: seconds before that deadline to remind who may answer (a thread
+  reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
+  mention a user or group id because nobody answered; ``remind``: user or group ids
+  reminders mention besides who may answer. Each is settable per request.
+- ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
+  (default: the system's; tests go faster).
+- ``store``: where pending records live (default: in this process).
+- ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
+- ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
+  and a 429 is waited out, never failing a question: ``app.client`` if it is a
+  ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
+  published ones). ``False`` only for a client paced already.
+- ``lookups``: seconds after a post that timed out (or lost its connection) at which its
+  message is looked for, should Slack have stored it all the same (reconcile.py).
+
+Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
+an idempotency key, a label and a note.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Final
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -28,20 +45,20 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.authorize import Gatekeeper
+from adapters.slack.asks.authorize import Conversations, Gatekeeper
 from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
-from adapters.slack.asks.endings import Endings, lost_record
+from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
-from adapters.slack.asks.status import QuestionStatus, status_of
+from adapters.slack.asks.status import QuestionStatus, status_of, wait_ended
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.clicks.listeners import register_listeners
-from adapters.slack.home.tab import Conversations, HomeTab
+from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import ApprovalView
@@ -56,21 +73,12 @@ from bot.questions import (
     AskOptions,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
-    UserQuestionError,
 )
-from bot.questions.errors import RECORD_LOST
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
 
-_UNPOSTED_LOOK: Final = 2.0
-"""Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
-
-
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
-    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections.
-
-    A client with a scheduler (``PacedWebClient``) answers 429s itself: no 429 handler.
-    """
+    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
     present = {type(handler) for handler in client.retry_handlers}
     wanted = [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
@@ -84,36 +92,8 @@ def ensure_retry_handlers(client: AsyncWebClient) -> None:
 
 
 class SlackQuestionProvider:
-    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp``.
-
-    Constructing it registers its listeners on ``app``; every Web API call goes through
-    ``app.client``. Options:
-
-    - ``channel``: default destination (channel id ``C…``/``G…``, DM id ``D…``, or a user id
-      ``U…``/``W…`` for a direct message); ``thread_ts``: default thread.
-    - ``allowed_users`` / ``allowed_usergroups``: who may answer (default: anyone who can
-      see the message); group membership is checked at click time, cached ``usergroup_ttl``.
-    - ``mention``: prepended to each question (for example ``<!here>``), from configuration.
-    - ``destination``: a hook choosing a destination per request.
-    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
-      ``reminders``: seconds before that deadline to remind who may answer (a thread
-      reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or group id because nobody answered; ``remind``: user or group ids
-      reminders mention besides who may answer. Each is settable per request.
-    - ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
-      (default: the system's; tests go faster).
-    - ``store``: where pending records live (default: in this process).
-    - ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
-    - ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
-      and a 429 is waited out, never failing a question: ``app.client`` if it is a
-      ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
-      published ones). ``False`` only for a client paced already.
-    - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
-      message is looked for, should Slack have stored it all the same (reconcile.py).
-
-    Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
-    an idempotency key, a label and a note.
-    """
+    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp`` (options: see
+    the module docstring)."""
 
     def __init__(
         self,
@@ -274,35 +254,8 @@ class SlackQuestionProvider:
         return status
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
-        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop.
-
-        A record the store loses meanwhile ends as failed with ``RECORD_LOST``: put back
-        as such, its message closed, as a waiting ``ask()`` does (here may be the only
-        wait on it: the process that asked it over the API stopped, or is another one).
-        """
-        before = await self._store.get(request_id)
-        watch = self._store.watch(request_id)
-        try:
-            while before is not None and before.message_ts is None:
-                # Not posted yet: looked at again now and then, so that a record lost later
-                # is put back knowing its message, and the message closes.
-                try:
-                    async with asyncio.timeout(_UNPOSTED_LOOK):
-                        return status_of(await watch.wait())
-                except TimeoutError:
-                    with contextlib.suppress(UserQuestionError):  # a blip: wait on through it
-                        before = await self._store.get(request_id) or before
-            return status_of(await watch.wait())
-        except UserQuestionError as exc:
-            if exc.code != RECORD_LOST or before is None:
-                raise
-            # a tracked task, shielded: a long-poll that times out meanwhile leaves nothing
-            # half done (a failure is logged, a stop waits for it)
-            put_back = self._sync.spawn(self._endings.put_back_lost(before.dump()), "put back")
-            await asyncio.shield(put_back)
-            return status_of(await self._store.get(request_id) or lost_record(before))
-        finally:
-            watch.close()
+        """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
+        return await wait_ended(self._store, self._sync, self._endings, request_id)
 
     async def ask_approval(
         self,
@@ -313,13 +266,7 @@ class SlackQuestionProvider:
         approver_groups: Sequence[str] | None = None,
         signal: AbortSignal | None = None,
     ) -> QuestionStatus:
-        """Post a tool-permission approval (Allow once / Reject) and wait for its ending.
-
-        Not a seam question: it comes back as it ended, ``answered`` with ``decision`` set
-        (``allowed-once`` or ``rejected``), or ``aborted``/``failed``. Only ``approvers`` /
-        ``approver_groups`` may decide when either is given; with both unset, whoever may
-        answer questions.
-        """
+        """Post a tool-permission approval (Allow once / Reject) and wait for its ending."""
         record = await self._lifecycle.ask_approval(
             approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
         )
@@ -336,11 +283,7 @@ class SlackQuestionProvider:
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
     ) -> QuestionStatus | None:
-        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
-
-        Returns the request as it ends up (the earlier outcome if it had already ended),
-        or ``None`` for an unknown request. ``by`` names who aborted it in the audit trail.
-        """
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
         record = await self._endings.abort(request_id, note, by=by)
         return None if record is None else status_of(record)
 
@@ -355,11 +298,7 @@ class SlackQuestionProvider:
         return code, None if record is None else status_of(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
-        """Leave an open request open, owned by no process, for the next asker to adopt.
-
-        Abort its waiter with a ``Released()`` reason after this: the waiter stops without
-        ending the request. A stopping bot does this for requests of a dsh host.
-        """
+        """Leave an open request open, owned by no process, for the next asker to adopt."""
         record = await self._endings.release(request_id, note)
         return None if record is None else status_of(record)
 

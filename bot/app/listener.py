@@ -6,13 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from adapters.httpguard import (
-    BodyBudget,
-    ListenerLimits,
-    RefusalLog,
-    guard_middleware,
-    start_listener,
-)
+from adapters.connections import ListenerLimits, start_listener
+from adapters.httpguard import BodyBudget, RefusalLog, guard_middleware
 from adapters.slack.clicks.bolt_app import SLACK_MAX_BODY, events_handler
 from bot.api.answers import request_problem
 from bot.api.gateway import Gateway

@@ -17,9 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
-from adapters.httpguard import (
-    RefusalLog,
-)
+from adapters.httpguard import RefusalLog
 from adapters.slack.clicks.bolt_app import (
     build_app,
     close_web_client,

@@ -104,6 +104,179 @@ _SCHEDULER = [
     ),
 ]
 
+MRKDWN = "adapters/slack/render/mrkdwn.py"
+_MRKDWN_TESTS = [
+    "tests/slack/render/test_link_defusing.py",
+    "tests/slack/render/test_disguised_links.py",
+    "tests/slack/render/test_plan_code_links.py",
+    "tests/slack/render/test_plan_code_fences.py",
+    "tests/slack/render/test_slack_mrkdwn.py",
+]
+_MRKDWN = [
+    Mutant(
+        "no autolink check",
+        MRKDWN,
+        "    if _AUTOLINK_LIKE.search(line):\n        return None",
+        "    if False:\n        return None",
+    ),
+    Mutant("table pipe ignored", MRKDWN, 'if "|" in line[start : runs[closer][1]]:', "if False:"),
+    Mutant("escaped backtick opens", MRKDWN, "        if slashes % 2:", "        if False:"),
+    Mutant(
+        "open run trusted",
+        MRKDWN,
+        "            whole = False  # a span",
+        "            whole = True  # a span",
+    ),
+    Mutant(
+        "untrusted paragraph masked",
+        MRKDWN,
+        "            elif spans and trusted:",
+        "            elif spans:",
+    ),
+    Mutant(
+        "blank keeps distrust",
+        MRKDWN,
+        "            if _blank(line):\n                trusted = True",
+        "            if False:\n                trusted = True",
+    ),
+    Mutant(
+        "image kept as link",
+        MRKDWN,
+        'if not match["bang"] and text.strip() == url',
+        "if text.strip() == url",
+    ),
+    Mutant(
+        "unsafe url kept",
+        MRKDWN,
+        "text.strip() == url and _KEEPABLE.fullmatch(url):",
+        "text.strip() == url:",
+    ),
+    Mutant(
+        "angled url dropped",
+        MRKDWN,
+        'url = match["angled"] if match["angled"] is not None else match["url"]',
+        'url = match["url"] or ""',
+    ),
+    Mutant("one pass only", MRKDWN, "_READABLE_PASSES: Final = 8", "_READABLE_PASSES: Final = 1"),
+    Mutant(
+        "definitions kept",
+        MRKDWN,
+        'text = _unmasked(_DEFINITION.sub(r"\\g<containers>\\g<label>:", masked), kept)',
+        "text = _unmasked(masked, kept)",
+    ),
+    Mutant("closer kept", MRKDWN, 'return match[0].replace("](", _BROKEN)', "return match[0]"),
+    Mutant(
+        "kept image",
+        MRKDWN,
+        'if match["kept"] is None or match[0].startswith("!"):',
+        'if match["kept"] is None:',
+    ),
+    Mutant(
+        "masking trusted at once",
+        MRKDWN,
+        "            if rewritten == current:\n                return escape(current)",
+        "            if True:\n                return escape(current)",
+    ),
+    Mutant(
+        "mask chars let through",
+        MRKDWN,
+        "if _MASK_OPEN not in text and _MASK_CLOSE not in text:",
+        "if True:",
+    ),
+    Mutant(
+        "indented fence in list",
+        MRKDWN,
+        'if match is None or (match["indent"] and not top):',
+        "if match is None:",
+    ),
+    Mutant(
+        "backtick info",
+        MRKDWN,
+        'if match["fence"][0] == "`" and "`" in match["info"]:',
+        "if False:",
+    ),
+    Mutant(
+        "lazy indented code",
+        MRKDWN,
+        "if top and not after_paragraph and not blank and _indent(line) >= 4:",
+        "if top and not blank and _indent(line) >= 4:",
+    ),
+    Mutant(
+        "escape order",
+        MRKDWN,
+        '.replace("&", "&amp;").replace("<", "&lt;")',
+        '.replace("<", "&lt;").replace("&", "&amp;")',
+    ),
+    Mutant("half entity", MRKDWN, '    if amp != -1 and ";" not in body[amp:]:', "    if False:"),
+    Mutant(
+        "half control", MRKDWN, '    if opened != -1 and ">" not in body[opened:]:', "    if False:"
+    ),
+]
+
+LIMITS = "adapters/slack/blockkit/limits.py"
+_LIMITS_TESTS = [
+    "tests/slack/render/test_limits_exact.py",
+    "tests/slack/blockkit/test_blockkit.py",
+]
+_BLOCKS = [
+    Mutant("button 76", LIMITS, "MAX_BUTTON_TEXT: Final = 75", "MAX_BUTTON_TEXT: Final = 76"),
+    Mutant("option 74", LIMITS, "MAX_OPTION_TEXT: Final = 75", "MAX_OPTION_TEXT: Final = 74"),
+    Mutant(
+        "description 76",
+        LIMITS,
+        "MAX_OPTION_DESCRIPTION: Final = 75",
+        "MAX_OPTION_DESCRIPTION: Final = 76",
+    ),
+    Mutant(
+        "section 3001", LIMITS, "MAX_SECTION_TEXT: Final = 3000", "MAX_SECTION_TEXT: Final = 3001"
+    ),
+    Mutant("blocks 51", LIMITS, "MAX_BLOCKS_MESSAGE: Final = 50", "MAX_BLOCKS_MESSAGE: Final = 51"),
+    Mutant(
+        "shorten at the limit",
+        MRKDWN,
+        "    if len(text) <= limit:\n        return text",
+        "    if len(text) < limit:\n        return text",
+    ),
+    Mutant(
+        "shorten one short",
+        MRKDWN,
+        "return text[: limit - 1] + ELLIPSIS",
+        "return text[: limit - 2] + ELLIPSIS",
+    ),
+    Mutant(
+        "question at 3000 cut",
+        "adapters/slack/render/blocks/parts.py",
+        "if len(text) <= MAX_SECTION_TEXT:",
+        "if len(text) < MAX_SECTION_TEXT:",
+    ),
+    Mutant(
+        "50 blocks refused",
+        "adapters/slack/render/blocks/open_message.py",
+        "if len(blocks) > MAX_BLOCKS_MESSAGE:",
+        "if len(blocks) >= MAX_BLOCKS_MESSAGE:",
+    ),
+    Mutant(
+        "button not listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        "if len(o.label) > MAX_BUTTON_TEXT or o.description]",
+        "if len(o.label) > MAX_BUTTON_TEXT + 1 or o.description]",
+    ),
+    Mutant(
+        "menu label at 75 listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        "if len(o.label) > MAX_OPTION_TEXT or",
+        "if len(o.label) >= MAX_OPTION_TEXT or",
+    ),
+    Mutant(
+        "description not listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        'or len(o.description or "") > MAX_OPTION_DESCRIPTION',
+        "",
+    ),
+]
+
 AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "scheduler": (_SCHEDULER_TESTS, _SCHEDULER),
+    "mrkdwn": (_MRKDWN_TESTS, _MRKDWN),
+    "blockkit": (_LIMITS_TESTS, _BLOCKS),
 }

@@ -1,22 +1,11 @@
-"""Who may answer: allowed user ids, and members of allowed user groups.
-
-Group membership is read at click time through ``usergroups.users.list`` and cached for a
-short while, so a person added to the on-call group can answer within ``ttl`` seconds. A
-failed read is tried again after ``retry`` seconds, keeping meanwhile the members last read.
-One read of a group at a time: clicks that need it meanwhile wait for that read, so a slow
-Slack is not asked again by every click (the method allows about 20 calls a minute), and a
-caller that stops waiting (a submission's bound) leaves the read to fill the cache.
-
-Slack's lasting word on a group (no such group, a missing scope: ``LASTING_ERRORS``) is
-kept until a read succeeds, and the membership answers (``Membership``) carry it for the
-groups asked about: a team review's vote keeps it, so its message can say that a required
-group cannot count, without a Web API call when it is rendered.
-"""
+"""Who may act on a question: allowed users and groups (``Gatekeeper``), who sees each
+conversation (``Conversations``), and each click's decision (``ClickAuthority``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -25,9 +14,19 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.failures import SLACK_FAILURES, describe
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.model.audience import ANYONE, Audience, also_allowed, policy_groups, who_may
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Membership
 
-__all__ = ["RETRY", "Gatekeeper"]
+__all__ = [
+    "RETRY",
+    "SUBMISSION_LOOKUP",
+    "ClickAuthority",
+    "Conversations",
+    "Gatekeeper",
+    "who_may_act",
+]
 
 LASTING_ERRORS: Final = frozenset(
     {"no_such_subteam", "subteam_not_found", "missing_scope", "plan_upgrade_required",
@@ -176,3 +175,199 @@ class Gatekeeper:
         self._members[group] = (now + self._ttl, members)
         self._unreadable.pop(group, None)
         return members
+
+
+CONVERSATION_TTL: Final = 60.0
+"""Seconds a channel's kind (public or private) is kept: a channel made private stops being
+listed for non-members within this. A DM's or group DM's never changes: kept for good."""
+
+
+class Conversations:
+    """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
+    channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
+    or Slack would not say: on nobody's Home tab)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        logger: logging.Logger,
+        *,
+        ttl: float = CONVERSATION_TTL,
+        retry: float = RETRY,
+    ) -> None:
+        self._client = client
+        self._logger = logger
+        self._ttl = ttl
+        self._retry = retry
+        self._seen: dict[str, tuple[float, str | None]] = {}
+        self._reading: dict[str, asyncio.Lock] = {}
+
+    def cached(self, channel: str) -> tuple[bool, str | None]:
+        """Whether who sees ``channel`` is known without a Web API call, and who."""
+        kept = self._seen.get(channel)
+        if kept is None or kept[0] < time.monotonic():
+            return False, None
+        return True, kept[1]
+
+    async def seen_by(self, channel: str) -> str | None:
+        """Who sees ``channel``, reading it from Slack when the cache is cold."""
+        known, seen = self.cached(channel)
+        if known:
+            return seen
+        async with self._reading.setdefault(channel, asyncio.Lock()):
+            known, seen = self.cached(channel)
+            return seen if known else await self._read(channel)
+
+    async def resolve(self, channels: Iterable[str]) -> dict[str, str | None]:
+        """Who sees each of ``channels`` (``""``, a conversation not known: nobody)."""
+        return {channel: await self.seen_by(channel) for channel in sorted(channels) if channel}
+
+    async def _read(self, channel: str) -> str | None:
+        now = time.monotonic()
+        try:
+            response = await self._client.conversations_info(channel=channel)
+        except SLACK_FAILURES as exc:
+            # Nobody's list meanwhile: listing a private question for everyone is the harm.
+            self._logger.warning(
+                "cannot tell who sees a conversation; its questions are on no Home tab for %g s",
+                self._retry,
+                extra={"channel": channel, "error": describe(exc)},
+            )
+            self._seen[channel] = (now + self._retry, None)
+            return None
+        info = response.get("channel")
+        info = info if isinstance(info, dict) else {}
+        seen: str | None = None
+        until = now + self._ttl
+        if info.get("is_im") is True:
+            user = info.get("user")
+            seen = user if isinstance(user, str) and user else None
+            until = math.inf
+        elif info.get("is_mpim") is True:
+            until = math.inf
+        elif info.get("is_private") is False:
+            seen = ANYONE
+        self._seen[channel] = (until, seen)
+        return seen
+
+
+_log = logging.getLogger("adapters.slack")
+
+SUBMISSION_LOOKUP: Final = 1.5
+"""Seconds a modal submission waits for Slack's group lookup. Slack wants the ack within
+3 s, and with ``process_before_response`` nothing reaches it before the listener returns:
+the store's read and write need the rest. A lookup that takes longer goes on in the
+background (it fills the cache for the person's next try)."""
+
+
+class ClickAuthority:
+    """Authorizes clicks and submissions against a record's audience and allow-lists."""
+
+    def __init__(
+        self,
+        gate: Gatekeeper,
+        sync: MessageSynchroniser,
+        conversations: Conversations | None = None,
+    ) -> None:
+        self._gate = gate
+        self._sync = sync
+        self._conversations = conversations
+        """Who sees each conversation (``None``: no Home tab; outside clicks naming nobody
+        are refused)."""
+
+    async def _authorize(
+        self, user: str, record: PendingRecord, outside: bool = False
+    ) -> tuple[bool, frozenset[str]]:
+        """Whether ``user`` may act on ``record``, and their team-review policy groups
+        (reading cold group memberships from Slack); ``outside``: the click came from
+        elsewhere than the question's message (a Home tab)."""
+        who = await self._outside(record) if outside else who_may_act(record)
+        allowed = await self._gate.allowed(user, *who)
+        also = also_allowed(record)
+        if allowed and also is not None:  # reviewers narrow the operator's allow-list
+            allowed = await self._gate.allowed(user, *also)
+        member = await self._gate.groups_of(user, policy_groups(record)) if allowed else None
+        # an empty read keeps what Slack said of the groups it would not list
+        return allowed, member if member is not None else frozenset()
+
+    async def _authorize_within(
+        self, user: str, record: PendingRecord
+    ) -> tuple[bool, frozenset[str]] | None:
+        """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
+        when it cannot be told in time."""
+        users, groups = who_may_act(record)
+        policy = policy_groups(record)
+        allowed = self._also_cached(user, record, (users, groups))
+        member = self._gate.groups_cached(user, policy)
+        if allowed is not None and member is not None:
+            return allowed, member
+        lookup = self._sync.spawn(self._authorize(user, record), "authorize submission")
+        done, _ = await asyncio.wait({lookup}, timeout=SUBMISSION_LOOKUP)
+        if done:
+            result: tuple[bool, frozenset[str]] = lookup.result()
+            return result
+        known = self._gate.groups_known(user, policy)
+        also = also_allowed(record) or (None, None)
+        if known is None or not (
+            self._gate.decide_known(user, users, groups) and self._gate.decide_known(user, *also)
+        ):
+            _log.warning(
+                "submission not checked: Slack's group lookup is slow", extra={"user": user}
+            )
+            return None
+        _log.info(
+            "Slack's group lookup is slow: deciding on the members last read", extra={"user": user}
+        )
+        return True, known
+
+    def _also_cached(
+        self, user: str, record: PendingRecord, who: tuple[list[str] | None, list[str] | None]
+    ) -> bool | None:
+        """``who``'s cached decision, narrowed by the operator's allow-list (``also_allowed``)."""
+        allowed = self._gate.decide_cached(user, *who)
+        also = also_allowed(record)
+        return self._gate.decide_cached(user, *also) if allowed and also is not None else allowed
+
+    def _outside_cached(
+        self, record: PendingRecord
+    ) -> tuple[list[str] | None, list[str] | None] | None:
+        """Who may act on ``record`` from outside its message (``_outside``), if no Web API
+        call is needed to tell; else ``None``."""
+        audience = Audience.of(record, closed=True)
+        if audience is None or audience.channel is None:
+            return _listed(audience, record)
+        conversations = self._conversations
+        if conversations is None:
+            return _NOBODY
+        known, seen = conversations.cached(audience.channel)
+        return _listed(audience.resolved(seen), record) if known else None
+
+    async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
+        """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
+        its Home tab entry is listed for (``model/audience.py``). Its message's own buttons need
+        no more than ``who_may_act``: only people who see the message can click them."""
+        known = self._outside_cached(record)
+        if known is not None:
+            return known
+        # Unknown only for a conversation's members not cached yet: read them.
+        audience, conversations = Audience.of(record, closed=True), self._conversations
+        assert audience is not None and audience.channel and conversations is not None
+        return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
+
+
+who_may_act = who_may  # a team review's reviewers, else who may answer (``model/audience.py``)
+
+_NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
+"""An allow-list no Slack user is on (a question listed on nobody's Home tab)."""
+
+
+def _listed(
+    audience: Audience | None, record: PendingRecord
+) -> tuple[list[str] | None, list[str] | None]:
+    """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
+    (``None``: on nobody's list); a tool approval (no audience) keeps ``who_may_act``."""
+    if audience is None:
+        return who_may_act(record) if not record.questions else _NOBODY
+    if audience.anyone:
+        return None, None
+    return list(audience.users), list(audience.usergroups)

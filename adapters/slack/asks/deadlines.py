@@ -1,16 +1,4 @@
-"""Deadlines, reminders and escalation of one request, on an injectable clock.
-
-A request may carry a ``deadline`` (it fails with ``ASK_TIMEOUT`` then and its record
-says "Timed out"), ``reminders`` (times at which a thread reply mentions the people who
-may answer) and an escalation (a time at which a thread reply mentions
-``escalate_to``). ``keep_deadlines`` runs them for the process whose ``ask()`` waits (and,
-for a request owned by no process, for every process that serves it), and stops as soon
-as the request ends. Each reminder and the escalation is taken in the record by
-compare-and-set before it is posted (``reminded``, ``escalated``), so however many keepers
-run, and across restarts, none is sent twice; a reminder missed while no bot ran is sent
-once, late, and only the latest one due. Time comes from a ``Clock``: the system's in
-service, a faster one in tests, so a schedule of minutes runs in a fraction of a second.
-"""
+"""Deadlines, reminders and escalation of one request, on an injectable clock."""
 
 from __future__ import annotations
 

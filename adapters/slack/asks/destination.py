@@ -90,13 +90,7 @@ class AskDefaults:
         *,
         owner: str | None,
     ) -> PendingRecord:
-        """The record a tool-permission approval starts as (no deadline of its own).
-
-        Who may decide: exactly ``approvers`` and ``approver_groups`` when either is given
-        (the other then names nobody: approving a command is not answering a question, so
-        the answerers do not fill in a half-set list); the answerers only when both are
-        unset.
-        """
+        """The record a tool-permission approval starts as (no deadline of its own)."""
         where = self.destination
         if options.channel:
             where = Destination(options.channel, options.thread_ts)

@@ -1,11 +1,4 @@
-"""``Endings``: how a request ends, and what its waiter then gets.
-
-Every request ends exactly once: answered or cancelled by a person (handler.py), or
-aborted, timed out or failed here. ``end`` is a compare-and-set that only an open record
-takes, so the first ending wins wherever it was written; the winner's message is brought
-up to date in the background. ``outcome`` turns a terminal record into the waiter's
-answer or the seam's error.
-"""
+"""``Endings``: how a request ends, and what its waiter then gets."""
 
 from __future__ import annotations
 
@@ -13,7 +6,6 @@ import asyncio
 import contextlib
 import time
 
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.audit_trail import event_for
 from adapters.slack.model.record import PendingRecord, State
@@ -24,7 +16,7 @@ from adapters.slack.render.messages import (
     RECORD_LOST_NOTE,
     STORE_DOWN_NOTE,
 )
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -78,10 +70,7 @@ class Endings:
         *,
         by: str | None = None,
     ) -> PendingRecord:
-        """Move an open request to a terminal state (unless someone else already did).
-
-        ``by`` names who ended it in the audit trail (default: this bot process).
-        """
+        """Move an open request to a terminal state (unless someone else already did)."""
         now = time.time()
         seen, written = await settle(
             self._store,
@@ -124,11 +113,7 @@ class Endings:
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
     ) -> PendingRecord | None:
-        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``.
-
-        Returns the record as it ends up (the earlier outcome if it had already ended),
-        or ``None`` for an unknown request.
-        """
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
         if await self._store.get(request_id) is None:  # a store outage raises, not None
             return None
         try:
@@ -139,12 +124,7 @@ class Endings:
             return None  # it vanished meanwhile (expired)
 
     async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
-        """Leave an open request open but owned by no process (``note`` says why).
-
-        For requests that belong to someone else (a dsh host's): a stopping bot releases
-        them instead of ending them, so no shutdown sweep or orphan sweep ends them, and
-        the next process asking with the same key adopts the request and its message.
-        """
+        """Leave an open request open but owned by no process (``note`` says why)."""
         _, written = await settle(
             self._store,
             request_id,

@@ -1,36 +1,20 @@
-"""The provider's error boundary: store and transport failures become the seam's errors.
-
-Whatever goes wrong below the provider (a Slack Web API error, a dropped connection, a
-store that cannot be reached or whose record keeps changing) leaves ``ask()``, ``abort()``
-and the listeners as a ``UserQuestionError`` with one of the seam's codes, chained to the
-original (``raise ... from exc``)::
-
-    slack_sdk / aiohttp errors, timeouts  -> DELIVERY_FAILED  (with Slack's error)
-    StoreConflict, StoreUnavailable       -> STORE_UNAVAILABLE
-    UserQuestionError                     -> itself
-    anything else                         -> DELIVERY_FAILED  ("the question failed: …")
-"""
+"""The provider's error boundary: store and transport failures become the seam's errors."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import QUESTION_FAILED, STORE_BUSY
 from adapters.slack.stores import (
-    EventFor,
-    PendingStore,
     StoreConflict,
     StoreUnavailable,
-    mutate,
 )
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["SLACK_FAILURES", "describe", "question_error", "settle"]
+__all__ = ["SLACK_FAILURES", "describe", "question_error"]
 
 SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 """What a Web API call raises when Slack refuses it or cannot be reached."""
@@ -52,21 +36,3 @@ def question_error(exc: BaseException, what: str = QUESTION_FAILED) -> UserQuest
         return UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc)
     return UserQuestionError(f"{what}: {describe(exc)}", DELIVERY_FAILED, cause=exc)
 
-
-async def settle(
-    store: PendingStore,
-    request_id: str,
-    change: Callable[[PendingRecord], PendingRecord | None],
-    *,
-    by: str | None = None,
-    by_name: str | None = None,
-    event: EventFor | None = None,
-    known: PendingRecord | None = None,
-) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """``stores.mutate``, whose giving up is ``STORE_UNAVAILABLE`` rather than a conflict."""
-    try:
-        return await mutate(
-            store, request_id, change, by=by, by_name=by_name, event=event, known=known
-        )
-    except StoreConflict as exc:
-        raise question_error(exc) from exc

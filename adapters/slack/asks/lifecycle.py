@@ -1,15 +1,4 @@
-"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py).
-
-``ask()`` stores the pending record and registers its watch *before* posting, so a very
-fast click finds both; then it posts the message and waits on the watch, the request's
-abort signal and the timeout, whichever comes first (waiting.py). Every way out ends the
-record (answered, cancelled, aborted or failed) and closes the watch, but one: a waiter
-aborted with ``Released()`` stops waiting and leaves its request open. A request asked
-``detached`` (the HTTP API's) is owned by no process once its message is posted, so it
-outlives its waiter (until then, its post outlives this process: posting.py); one asked
-in process is owned by the waiter's process, and ends with it. Every failure leaves as the
-seam's ``UserQuestionError`` (failures.py).
-"""
+"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py)."""
 
 from __future__ import annotations
 
@@ -24,15 +13,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
 from adapters.slack.asks.endings import Endings, Released, outcome
-from adapters.slack.asks.failures import question_error, settle
+from adapters.slack.asks.failures import question_error
 from adapters.slack.asks.posted import Predecessor
 from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts
 from adapters.slack.asks.revisions import review_of
 from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.takeup import TakeUp
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
-from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import Rendered
@@ -80,7 +69,6 @@ class AskLifecycle:
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
-        self._team_url = team_url
         log = self._logger = logger or logging.getLogger("adapters.slack")
         self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -90,19 +78,8 @@ class AskLifecycle:
         self.poster = Poster(
             client, store, sync, endings, self.lost, team_url, log, clock=self.clock
         )
-        sync.on_gone = self._post_again
-
-    async def _post_again(self, record: PendingRecord) -> None:
-        """Post an open request again whose message is gone (deleted while no bot ran):
-        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
-        gone = record.message_ts
-
-        def unplaced(r: PendingRecord) -> PendingRecord | None:
-            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
-
-        _, written = await settle(self._store, record.id, unplaced)
-        if written is not None:
-            await self.poster.post(written, render_record(written))
+        self.takeup = TakeUp(self.poster, client, store, sync, log)
+        sync.on_gone = self.takeup.post_again
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -137,11 +114,7 @@ class AskLifecycle:
         approver_groups: Sequence[str] | None = None,
         signal: AbortSignal | None = None,
     ) -> PendingRecord:
-        """Post a tool-permission approval and wait; the record as it ended.
-
-        The same life as a question (store, idempotency key, reopening note, abort signal,
-        no timeout of the bot's own: the host has none either), shown as an approval panel.
-        """
+        """Post a tool-permission approval and wait; the record as it ended."""
         return await self._run(
             self.defaults.approval_record(
                 approval, options, approvers, approver_groups, owner=self._owner(options)
@@ -159,10 +132,7 @@ class AskLifecycle:
         limit: float | None,
         extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> PendingRecord:
-        """Store, post and wait for one request (``template`` gets its id), to its end.
-
-        ``extra``: fields the new record gets, worked out only when no record exists yet.
-        """
+        """Store, post and wait for one request (``template`` gets its id), to its end."""
         if self._closing:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
         if signal is not None and signal.aborted:
@@ -196,7 +166,9 @@ class AskLifecycle:
         if current is not None:
             self._inflight.add(current)
         try:
-            if not await self._store.create(record, self._adopted_asked(record)):
+            # A message found again gets its asked event now (no post of this process writes it).
+            asked = None if record.message_ts is None else self.poster.asked(record, record)
+            if not await self._store.create(record, asked):
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
@@ -251,10 +223,8 @@ class AskLifecycle:
     async def _post(
         self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None
     ) -> PendingRecord:
-        """Post ``record``. Its asker's abort signal, should it fire while the post waits
-        its turn in Slack's rate limits, ends the question now: the ending takes the post
-        off the queue (never shown) and ``ASK_ABORTED`` reaches the waiter at once, not
-        when the turn comes. (``Released()`` only stops the wait: the post goes on.)"""
+        """Post ``record``; an abort while the post waits its turn ends the question now (the
+        post is never shown). ``Released()`` only stops the wait: the post goes on."""
         if signal is None:
             return await self.poster.post(record, rendered)
         endings: list[asyncio.Task[PendingRecord]] = []
@@ -277,15 +247,6 @@ class AskLifecycle:
                         extra={"request": record.id, "error": repr(ending)},
                     )
 
-    def _adopted_asked(self, record: PendingRecord) -> AuditEvent | None:
-        """The ``asked`` event of a record created with its message found again (adopted
-        from a predecessor: live in Slack, never posted by this process, so no post writes
-        it); ``None`` for one still to be posted (its post writes it with its place)."""
-        if record.message_ts is None:
-            return None
-        link = permalink(self._team_url, record.message_channel, record.message_ts)
-        return asked_event(record, by=record.asked_by, link=link)
-
     @property
     def clock(self) -> Clock:
         """Where deadlines read the time."""
@@ -304,18 +265,15 @@ class AskLifecycle:
         return isinstance(self._store, MemoryPendingStore)
 
     async def resume(self) -> list[PendingRecord]:
-        """Adopt the open requests owned by no process (at start, waiting.py), and those
-        other processes ask from now on (their deadlines: the asking process may stop or
-        die with nobody to replace it); those whose message was never posted are taken by
-        this process and posted (posting.py); the posts that failed just before are looked
-        for in Slack (reconcile.py)."""
+        """At start: adopt the open requests owned by no process and follow those asked from
+        now on (keepers.py); post the unposted (takeup.py); look for failed posts (reconcile.py)."""
         await self.lost.resume()
         adopted = await self.waits.resume()
         if not self._in_process:  # a store of this process only: nobody else asks
             self.waits.follow()
         unposted = [record for record in adopted if record.message_ts is None]
         if unposted:
-            self.poster.take_up(await self.poster.claim(unposted))
+            self.takeup.take_up(await self.takeup.claim(unposted))
         return adopted
 
     async def orphans(self, records: list[PendingRecord]) -> None:
@@ -325,14 +283,11 @@ class AskLifecycle:
         for record in taken:
             self.waits.keep(record)
         if taken:
-            self.poster.take_up(taken)
+            self.takeup.take_up(taken)
         await self._sync.on_orphans([record for record in records if not record.is_open])
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request this process owns, let asks finish.
-
-        Requests owned by no process stay open for the next process (their waiters are
-        released by whoever started them: the HTTP API, the dsh client)."""
+        """Stop taking questions, end every open request this process owns, let asks finish."""
         self._closing = True
         self.poster.hand_over()
         await self.waits.close()

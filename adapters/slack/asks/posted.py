@@ -1,15 +1,4 @@
-"""Find a request's message again after the record was lost (a restart with the memory store).
-
-Every question's message is posted with Slack message metadata naming its request id
-(``request_metadata``; reconcile.py finds a message Slack stored after its post failed by
-it too). A bot that restarts without its records, asked again with the
-same key (a dsh host replaying its pending requests), looks for that message among the
-channel's latest messages (``conversations.history`` with ``include_all_metadata``) and
-adopts it instead of posting a second one. It looks only during its first minute: later
-asks are new, and a history call for each would cost rate limit for nothing. A process
-taking up questions whose post another process never finished (posting.py) looks for all
-of one channel's at once (``posted_in``).
-"""
+"""Find a request's message again after the record was lost (a restart with the memory store)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,4 @@
-"""``Poster``: posts a request's message once, and takes up the posts another process left.
-
-A request is stored before its message is posted, and the post may wait minutes for its
-turn within Slack's rate limits (scheduler.py). A request asked ``detached`` (the HTTP
-API's) outlives its process, so its post must too: until its message's ts is stored its
-record names the process that is to post it (``owner``, with ``detached``), and storing
-the ts leaves it owned by no process. A post goes out only while its process still holds
-it (checked when its turn comes), so two processes never both post one request:
-
-- A stop hands its detached posts over: those still waiting their turn are taken off the
-  queue and never sent, those already sent are let finish (their ts is stored). Their
-  records stay this process's until its heartbeat is gone.
-- The orphan sweep of a process (stores/duties.py) takes the detached records of a lost
-  (stopped or crashed) process for its own by compare-and-set; a starting process
-  (``claim``) takes the open ones owned by no process that have no message. Taken up
-  (``take_up``), each is first looked for in Slack by its metadata (one search per channel
-  or thread serves all of them): Slack may have stored a post whose answer its process
-  never saw. Found, it is adopted (the record learns its ts); else it is posted.
-
-A question does not wait for its post's turn to end: while the post waits, its deadline
-is kept (it fails ``ASK_TIMEOUT`` then, as it would once posted) and its ending anywhere
-(a ``DELETE`` in any process, its deadline) takes the post off the queue at once, never
-sent; its waiter gets the ending then, not "posted".
-"""
+"""``Poster``: posts a request's message once, and hands over at a stop."""
 
 from __future__ import annotations
 
@@ -29,15 +6,13 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections import defaultdict
-from collections.abc import Iterable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.endings import Endings, ending_error
-from adapters.slack.asks.failures import SLACK_FAILURES, question_error, settle
-from adapters.slack.asks.posted import posted_in, request_metadata
+from adapters.slack.asks.failures import SLACK_FAILURES, question_error
+from adapters.slack.asks.posted import request_metadata
 from adapters.slack.asks.reconcile import LostPosts
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.uploads import upload_text
@@ -46,7 +21,6 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
-from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import Rendered
 from adapters.slack.render.messages import (
     SHUTTING_DOWN,
@@ -54,7 +28,7 @@ from adapters.slack.render.messages import (
     UNDELIVERED_REST,
     no_answer_within,
 )
-from adapters.slack.stores import PendingStore, Watch, append_quietly
+from adapters.slack.stores import PendingStore, Watch, append_quietly, settle
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
 
@@ -69,7 +43,7 @@ def _handed_over() -> UserQuestionError:
 
 
 class Poster:
-    """Posts requests' messages (each once), hands over at a stop, takes up what is left."""
+    """Posts requests' messages (each once), hands over at a stop."""
 
     def __init__(
         self,
@@ -100,9 +74,7 @@ class Poster:
         """Posts skipped because their question ended unshown: the ending, for the waiter."""
         self.clock: Clock = clock or SystemClock()
         """Where the deadlines of questions whose post waits its turn read the time."""
-        self._closing = False
-        self.taken_up = 0
-        """Requests this process took up from others (and posted, or found in Slack)."""
+        self.closing = False
 
     # -- posting --------------------------------------------------------------------------
 
@@ -137,7 +109,7 @@ class Poster:
     def hand_over(self) -> None:
         """Stop posting (shutdown): detached posts still waiting their turn are never sent
         (their waiters get ``ASK_ABORTED``, the requests stay open for the next process)."""
-        self._closing = True
+        self.closing = True
         for request_id, delivery in self._posting.items():
             if request_id not in self._sending:
                 self._handed.add(request_id)
@@ -153,12 +125,8 @@ class Poster:
 
     async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
-            # Posted only if still open when Slack's rate limits let it go: a question
-            # aborted or ended while its post waited in the queue is never shown.
-            # The guard holds the id only: a pooled connection opened in this block keeps
-            # the block's context (and so the guard) for as long as the connection lives.
-            # Tagged: the scheduler tells while this post (and only it: not its thread
-            # parts, nor the refreshes it starts) waits its turn, the question's ``queued``.
+            # Sent only if still open when its turn comes; the guard holds the id only (a
+            # pooled connection keeps this context). Tagged: the question's ``queued``.
             guard = functools.partial(self._may_post, record.id, record.detached)
             with only_if(guard), tagged(record.id):
                 response = await self._client.chat_postMessage(
@@ -171,7 +139,7 @@ class Poster:
                     unfurl_media=False,
                 )
         except NotSent:
-            if record.detached and self._closing:
+            if record.detached and self.closing:
                 raise _handed_over() from None
             # A question that ended before it was shown still gets its asked event (on its
             # own); one another process holds or posted gets it from that process's write
@@ -186,7 +154,7 @@ class Poster:
                 raise error from None
             return record  # held or posted by another process: the waiter waits on
         except SLACK_FAILURES as exc:
-            if record.detached and self._closing:  # the client closed under it: whoever
+            if record.detached and self.closing:  # the client closed under it: whoever
                 raise _handed_over() from exc  # takes it up looks for it in Slack first
             self._lost.look_for(record, exc)  # Slack may have stored it all the same
             raise await self._failed(record.id, exc, UNDELIVERED) from exc
@@ -203,7 +171,7 @@ class Poster:
             )
 
         # The asked event goes in with the message's place.
-        _, written = await settle(self._store, record.id, placed, event=self._asked)
+        _, written = await settle(self._store, record.id, placed, event=self.asked)
         if written is not None and written.version != record.version + 1:
             # Written to since it was rendered (a click, an abort, a note, a release): the
             # message shows the record as it is now.
@@ -211,21 +179,18 @@ class Poster:
         else:
             self._sync.changed(record.id)  # in Slack now: App Home lists it
         thread = record.thread_ts or ts
-        for part in rendered.thread:
-            try:
+        try:
+            for part in rendered.thread:
                 await self._client.chat_postMessage(
                     channel=channel, thread_ts=thread, text="(continued)", blocks=part
                 )
-            except SLACK_FAILURES as exc:
-                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
-        for attachment in rendered.files:
-            try:
+            for attachment in rendered.files:
                 await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
-            except SLACK_FAILURES as exc:
-                raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
+        except SLACK_FAILURES as exc:
+            raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
         return written or record
 
-    def _asked(self, _: PendingRecord, at: PendingRecord) -> AuditEvent:
+    def asked(self, _: PendingRecord, at: PendingRecord) -> AuditEvent:
         """The ``asked`` event of ``at``, just placed in Slack (with its permalink)."""
         link = permalink(self._team_url, at.message_channel, at.message_ts)
         return asked_event(at, by=at.asked_by, link=link)
@@ -233,7 +198,7 @@ class Poster:
     async def _may_post(self, request_id: str, detached: bool) -> bool:
         """Whether a request's post may go now that its turn came (a detached one: while
         this process still holds it, and is not stopping)."""
-        if detached and (self._closing or request_id in self._handed):
+        if detached and (self.closing or request_id in self._handed):
             return False
         current = await self._store.get(request_id)
         if current is None or not current.is_open:
@@ -271,10 +236,8 @@ class Poster:
         return asyncio.ensure_future(self._drop_when_ended(record))
 
     async def _drop_when_ended(self, record: PendingRecord) -> None:
-        """Once the question ends before its post went (its deadline, an abort in any
-        process), take the post off the queue: it fails ``NotSent``, as when its turn
-        comes (``_may_post``), so the question is never shown and its waiter learns the
-        ending now, not minutes later when the turn would have come."""
+        """Once the question ends before its post went, take the post off the queue (it fails
+        ``NotSent``): its waiter learns the ending now, not when the turn comes."""
         watch = self._store.watch(record.id)
         try:
             ended = await self._ending(record, watch)
@@ -304,7 +267,7 @@ class Poster:
                 waiting.cancel()
         if waiting.done():
             return waiting.result()
-        if self._closing or record.id in self._sending:
+        if self.closing or record.id in self._sending:
             return None
         timeout = record.deadline - record.created_at
         # Shielded: a post that ends meanwhile never cuts the ending short.
@@ -313,10 +276,8 @@ class Poster:
         )
 
     def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
-        """Whether a post skipped because its question ended is this process's to record
-        as ``asked`` (on its own): not if its message was posted or adopted (that write
-        carried the event), nor if another process took the post up (its own skip records
-        it). A released one (owned by no process) is no one else's: this skip records it."""
+        """Whether a post skipped because its question ended is this process's to record as
+        ``asked``: not if posted or adopted (that write carried it), nor taken up elsewhere."""
         if current is None:
             return True
         if current.message_ts is not None:
@@ -328,73 +289,3 @@ class Poster:
         error = question_error(exc, what)
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
-
-    # -- taking up what another process left ----------------------------------------------
-
-    async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
-        """Take for this process, by compare-and-set, each of ``records`` that is still
-        open, owned by no process and without a message; the records taken."""
-        me = self._store.process_id
-        claimed: list[PendingRecord] = []
-        for record in records:
-            _, written = await settle(
-                self._store,
-                record.id,
-                lambda r: (
-                    r.next(owner=me, detached=True)
-                    if r.is_open and r.owner is None and r.message_ts is None
-                    else None
-                ),
-            )
-            if written is not None:
-                claimed.append(written)
-        return claimed
-
-    def take_up(self, records: list[PendingRecord]) -> None:
-        """Post (or find in Slack) the messages of ``records``, taken by this process, in
-        the background: one search per channel or thread, then one post per record."""
-        if self._closing:
-            return  # stopping: they stay this process's until its heartbeat is gone
-        places: dict[_Place, list[PendingRecord]] = defaultdict(list)
-        for record in records:
-            places[(record.channel, record.thread_ts)].append(record)
-        for place, waiting in places.items():
-            self._sync.spawn(self._take_up(place, waiting), "take up posts")
-
-    async def _take_up(self, place: _Place, records: list[PendingRecord]) -> None:
-        found = await posted_in(self._client, place, min(r.created_at for r in records))
-        for record in records:
-            self.taken_up += 1
-            ts = found.get(record.id)
-            if ts is not None:
-                await self._adopt(record, ts)
-            else:
-                self._sync.spawn(self._post_taken(record), "post taken up")
-        self._logger.info(
-            "took up %d question(s) whose message was not stored (%d found in Slack)",
-            len(records),
-            sum(r.id in found for r in records),
-            extra={"channel": place[0]},
-        )
-
-    async def _adopt(self, record: PendingRecord, ts: str) -> None:
-        """Slack has ``record``'s message: the record learns it (owned by no process)."""
-        me = self._store.process_id
-
-        def found(r: PendingRecord) -> PendingRecord | None:
-            if not r.is_open or r.message_ts is not None or r.owner != me:
-                return None
-            return r.next(message_ts=ts, message_channel=record.channel, owner=None)
-
-        _, written = await settle(self._store, record.id, found, event=self._asked)
-        if written is not None:
-            self._sync.refresh(record.id)
-
-    async def _post_taken(self, record: PendingRecord) -> None:
-        try:
-            await self.post(record, render_record(record))
-        except UserQuestionError as exc:  # failed (the record says so) or handed over
-            self._logger.info(
-                "a question taken up was not posted",
-                extra={"request": record.id, "code": exc.code},
-            )

@@ -1,27 +1,4 @@
-"""``LostPosts``: finds a question's message that Slack stored although its post failed.
-
-A ``chat.postMessage`` that times out (slack_sdk gives up after 10 s) or loses its
-connection after the request went out may still have been stored by Slack, with live
-buttons, while its question was recorded failed (``DELIVERY_FAILED``). Every question's
-message carries metadata naming its request id (``posted.request_metadata``), so after
-such a failure the bot looks for the message a few times over the next minute
-(``LOOKUPS`` seconds after the failure) with ``conversations.history`` (``.replies`` in a
-thread) and ``include_all_metadata``. When it finds it, the record learns the message's
-ts and the message is updated to the record: a failed question's closed view, saying
-why; a question asked again meanwhile (reopened with its key) is adopted, live.
-
-Bounded: one search of a channel (or thread) serves every lost post due for it within
-``FRESH`` seconds; at most ``AT_ONCE`` searches run at a time and at most ``MOST`` lost
-posts are looked for; every call waits its turn in the client's scheduler. A failing
-search is logged once per cause (until a search succeeds) and tried again at the next
-lookup time. A question in a DM (``D…``, or a user id whose ``D…`` the failed post never
-returned) is not looked for: reading a DM's history needs ``im:history``, which the app
-does not request. A bot that starts takes up the lookups of the posts that failed in the
-last ``RECENT`` seconds, whichever process they failed in (``resume``: found from the
-audit trail's ``failed`` events with ``DELIVERY_FAILED``): those due after the start are
-kept, and one that is past is made at once, so a restart or a deploy within the minute
-leaves no stored post with live buttons.
-"""
+"""``LostPosts``: finds a question's message that Slack stored although its post failed."""
 
 from __future__ import annotations
 
@@ -35,12 +12,12 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
-from adapters.slack.asks.failures import SLACK_FAILURES, describe, settle
+from adapters.slack.asks.failures import SLACK_FAILURES, describe
 from adapters.slack.asks.posted import READABLE, posted_requests, read_place
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
 __all__ = [

@@ -1,9 +1,4 @@
-"""A team review's policy and revision, checked and gathered when the review is asked.
-
-A review policy or a ``revises`` applies to plan reviews only. A revision reads the earlier
-review from the store (its plan, and the feedback it was declined with) and asks Slack for
-a link to its message, so the new message can show what changed and link back.
-"""
+"""A team review's policy and revision, checked and gathered when the review is asked."""
 
 from __future__ import annotations
 

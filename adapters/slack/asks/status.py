@@ -1,23 +1,26 @@
 """Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
-
-``QuestionStatus`` is a read-only view of one stored request: its state, the answer and who
-gave it, the seam's error for an ending without an answer, the note and the Slack message.
-It carries what was asked (questions, label, destination, deadlines, link, review) and
-nothing of how the provider keeps the request (drafts, owner, who may answer).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
-from adapters.slack.asks.endings import ending_error
+from adapters.slack.asks.endings import Endings, ending_error, lost_record
+from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import ApprovalView, PendingRecord, State
 from adapters.slack.model.tally import Vote
+from adapters.slack.stores import PendingStore
 from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuestionError
+from bot.questions.errors import RECORD_LOST
 from bot.questions.review import ReviewPolicy
 
 __all__ = ["QuestionStatus", "SlackMessage", "status_of"]
+
+_UNPOSTED_LOOK: Final = 2.0
+"""Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,3 +124,32 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         revises=record.revision.previous_id if record.revision is not None else None,
         consumed_at=record.consumed_at,
     )
+
+
+async def wait_ended(
+    store: PendingStore, sync: MessageSynchroniser, endings: Endings, request_id: str
+) -> QuestionStatus:
+    """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
+    before = await store.get(request_id)
+    watch = store.watch(request_id)
+    try:
+        while before is not None and before.message_ts is None:
+            # Not posted yet: looked at again now and then, so that a record lost later
+            # is put back knowing its message, and the message closes.
+            try:
+                async with asyncio.timeout(_UNPOSTED_LOOK):
+                    return status_of(await watch.wait())
+            except TimeoutError:
+                with contextlib.suppress(UserQuestionError):  # a blip: wait on through it
+                    before = await store.get(request_id) or before
+        return status_of(await watch.wait())
+    except UserQuestionError as exc:
+        if exc.code != RECORD_LOST or before is None:
+            raise
+        # a tracked task, shielded: a long-poll that times out meanwhile leaves nothing
+        # half done (a failure is logged, a stop waits for it)
+        put_back = sync.spawn(endings.put_back_lost(before.dump()), "put back")
+        await asyncio.shield(put_back)
+        return status_of(await store.get(request_id) or lost_record(before))
+    finally:
+        watch.close()

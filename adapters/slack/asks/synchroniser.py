@@ -1,14 +1,4 @@
-"""``MessageSynchroniser``: keeps each question's Slack message in step with its record.
-
-Everything here runs after the ack, in tracked background tasks (``BackgroundTasks``):
-message refreshes (serialised and coalesced per request), private notes, the "no longer
-open" update of a stale message, modals. Failures are logged, never lost; ``drain`` waits
-for all of them at shutdown.
-
-A private note for a click goes through the click's ``response_url`` (slack_sdk's
-``AsyncWebhookClient``): Slack takes it in a public channel the bot posts in without being
-a member, where ``chat.postEphemeral`` is refused (``not_in_channel``).
-"""
+"""``MessageSynchroniser``: keeps each question's Slack message in step with its record."""
 
 from __future__ import annotations
 
@@ -91,20 +81,9 @@ class MessageSynchroniser:
             self.on_change(request_id)
 
     def show(self, record: PendingRecord) -> None:
-        """Render ``record`` itself (not the store's copy) on its message, in the background.
-
-        For a record the store no longer has (``RECORD_LOST``): its message still closes.
-        """
+        """Render ``record`` itself (not the store's copy) on its message, in the background."""
         if record.message_ts is not None:
             self._tasks.spawn(self._update(record, record.message_ts), "chat.update (lost)")
-
-    def retire(self, channel: str, ts: str, text: str) -> None:
-        """Replace a message whose record is gone with ``text`` (no buttons), in the background."""
-        stale = render_stale(text)
-        self._tasks.spawn(
-            self._client.chat_update(channel=channel, ts=ts, text=stale.text, blocks=stale.blocks),
-            "chat.update (retired)",
-        )
 
     async def on_orphans(self, records: list[PendingRecord]) -> None:
         """A shared store failed these (their process died): show it on their messages."""
@@ -112,13 +91,7 @@ class MessageSynchroniser:
             self.refresh(record.id)
 
     def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
-        """Tell the person who clicked, privately, in the message's channel, in the background.
-
-        Through the click's ``response_url`` when it has one from the Slack the bot calls (a
-        modal's submission: the one of the click that opened the modal); else, or when that
-        fails (it is spent after five uses or thirty minutes), with ``chat.postEphemeral``,
-        which Slack refuses where the bot is not a member.
-        """
+        """Tell the person who clicked, privately, in the message's channel, in the background."""
         channel = origin.channel or (record.message_channel if record else None)
         hook = origin.response_url
         if hook is not None and not answers_here(hook, self._client.base_url):
@@ -187,11 +160,7 @@ class MessageSynchroniser:
             )
 
     async def _refresh_message(self, request_id: str) -> None:
-        """Bring the Slack message up to date with the latest stored record.
-
-        Updates of one message are serialised and coalesced: each renders whatever the
-        store holds when its turn comes, so the final state is always the last one sent.
-        """
+        """Bring the Slack message up to date with the latest stored record."""
         entry = self._refreshing.setdefault(request_id, _Refresh())
         entry.users += 1
         try:

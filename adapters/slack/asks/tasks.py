@@ -1,11 +1,4 @@
-"""Background work the provider starts after acking: tracked, logged, drained on shutdown.
-
-Listeners return as soon as the compare-and-set is done; message updates, modals and
-private notes run here so a click is acknowledged in about a millisecond. A task starts
-without the scheduler's tag of the code that spawned it (a question's post): its calls (a
-republish of App Home, a refresh) are not that question's, which would read ``queued``
-for as long as they wait.
-"""
+"""Background work the provider starts after acking: tracked, logged, drained on shutdown."""
 
 from __future__ import annotations
 
@@ -49,10 +42,7 @@ class BackgroundTasks:
             )
 
     async def drain(self, grace: float) -> int:
-        """Wait up to ``grace`` seconds for every task (new ones too); cancel the rest.
-
-        Returns how many had to be cancelled.
-        """
+        """Wait up to ``grace`` seconds for every task (new ones too); cancel the rest."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         while self._tasks:

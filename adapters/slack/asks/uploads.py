@@ -1,10 +1,4 @@
-"""Upload a long text as one file in a thread: Slack's external upload flow.
-
-``files.getUploadURLExternal`` → POST the bytes to the upload URL → ``files.completeUploadExternal``
-(shared in the channel and thread). slack_sdk's ``files_upload_v2`` does the same but sends
-the body as raw bytes, which aiohttp warns can block the event loop for a multi-megabyte
-plan; here the body is streamed from a ``BytesIO``.
-"""
+"""Upload a long text as one file in a thread: Slack's external upload flow."""
 
 from __future__ import annotations
 

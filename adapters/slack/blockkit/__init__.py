@@ -1,21 +1,5 @@
-"""Block Kit limits, checked before Slack sees a payload (pure, no I/O).
-
-``check_message(blocks, text)`` and ``check_view(view)`` return one line per broken limit,
-each naming the JSON path and the limit, for example::
-
-    blocks[3].elements[0].text.text: 81 characters, Slack allows at most 75
-
-An empty list means the payload is within every limit of ``limits.py`` (slack-platform.md
-§1.1), the one table of Slack's limits that the renderer (``blocks``) sizes with too. The
-checker (``checker.py``) walks a payload against that table's row for each block and
-element type; a type without a row, or a field not in its type's row, is reported, since
-Slack rejects those too. Characters are counted with Python ``len`` (code points); Slack's
-own counting of astral characters is unverified, so callers should leave headroom for emoji.
-
-``message_problems`` / ``view_problems`` give the same findings as ``Problem`` records with a
-``code`` (``invalid_blocks``, ``msg_blocks_too_long``, ``msg_too_long``) and a ``warning``
-flag, for callers that must tell the kinds apart (the sandbox's Web API stand-in).
-"""
+"""Block Kit's published limits, checked before Slack sees a payload (pure). Imports nothing
+else of the project."""
 
 from __future__ import annotations
 
@@ -127,12 +111,7 @@ def view_problems(view: object) -> list[Problem]:
 
 
 def block_text_length(blocks: Iterable[object]) -> int:
-    """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``.
-
-    Counted: the ``text`` of every text object (labels, options, placeholders, dialogs
-    included), of every markdown block and of every rich_text leaf. Not counted: ids, values,
-    urls and other non-display strings.
-    """
+    """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``."""
     return sum(_display_text(block) for block in blocks)
 
 

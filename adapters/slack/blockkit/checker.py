@@ -1,11 +1,4 @@
-"""``Checker``: walks one Block Kit payload against the rows of ``limits.py``.
-
-Each block and element is looked up in its table row: a field that is not in the row is
-reported, and every field that is gets its rule (a text object and its length, a string,
-a flag, a list, a nested object, elements, options). The few rules that span several
-fields (``Special`` in the table: a section's text or fields, a menu's options or groups,
-initial options among the options, ...) are the functions at the end of this module.
-"""
+"""``Checker``: walks one Block Kit payload against the rows of ``limits.py``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Slack's Block Kit limits, in one table: the renderer sizes with it, the checker enforces it.
-
-The numbers are Slack's published limits (slack-platform.md §1.1). ``BLOCKS`` and
-``ELEMENTS`` give, per block and element type, every field the type has and the rule for
-it (a text object and its length, a string, a flag, a list of elements or options, ...);
-a field missing from a type's row is not a field of that type. ``checker.py`` walks a
-payload against these rows; ``blocks/`` renders within the same numbers. The kinds of
-rule a field can have are ``rules.py``.
-"""
+"""Slack's Block Kit limits, in one table: the renderer sizes with it, the checker enforces it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The rules a field of a Block Kit type can have: the vocabulary of ``limits.py``'s table.
-
-A row of the table maps each field of one block or element type to one of these (a text
-object and its length, a string, a flag, a list, a nested object, elements, options);
-``checker.py`` knows how to check each.
-"""
+"""The rules a field of a Block Kit type can have: the vocabulary of ``limits.py``'s table."""
 
 from __future__ import annotations
 
@@ -84,10 +79,7 @@ class Object:
 
 @dataclass(frozen=True, slots=True)
 class Elements:
-    """One element (``many`` is ``None``) or a list of up to ``many``, of ``allowed`` types.
-
-    ``where`` names the container in messages; ``texts``: text objects may stand among them.
-    """
+    """One element (``many`` is ``None``) or a list of up to ``many``, of ``allowed`` types."""
 
     allowed: frozenset[str]
     where: str

@@ -1,11 +1,4 @@
-"""The bolt ``AsyncApp`` the provider expects, with the workspace identity resolved up front.
-
-bolt's default single-workspace authorization calls ``auth.test`` lazily, on the first
-request it handles, and refuses that request (and every one after) while the call fails:
-a Slack hiccup at the wrong moment would lose a person's click. ``build_app`` calls
-``auth.test`` once, at start (so a refused token fails the start with a clear error), and
-hands bolt an ``authorize`` that answers from that result without any Web API call.
-"""
+"""The bolt ``AsyncApp`` the provider expects, with the workspace identity resolved up front."""
 
 from __future__ import annotations
 
@@ -57,15 +50,7 @@ def web_client(
     budget: Budget | None = None,
     pace: bool = True,
 ) -> AsyncWebClient:
-    """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits.
-
-    Without a session slack_sdk opens a new aiohttp session, and a new connection, for
-    every call; this one shares a session (with the client's ``timeout`` for each call).
-    Every call waits its turn in a ``WebApiScheduler`` (``limits``: Slack's published ones
-    by default; ``budget``: this process's, or a ``RedisBudget`` shared by several);
-    ``pace=False`` sends at once (only for a stand-in that enforces nothing).
-    Call it inside the running loop, and close it with ``close_web_client``.
-    """
+    """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits."""
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
     kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
     if base_url:
@@ -90,10 +75,7 @@ async def build_app(
     verify_requests: bool = True,
     logger: logging.Logger | None = None,
 ) -> AsyncApp:
-    """An ``AsyncApp`` on ``client`` with ``process_before_response=True``.
-
-    Raises slack_sdk's ``SlackApiError`` when Slack refuses the client's token.
-    """
+    """An ``AsyncApp`` on ``client`` with ``process_before_response=True``."""
     identity = await client.auth_test()
     token = client.token or ""
 
@@ -175,14 +157,7 @@ def events_handler(
     refusals: RefusalLog | None = None,
     max_body: int = SLACK_MAX_BODY,
 ) -> EventsHandler:
-    """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch.
-
-    bolt parses a body before its own signature check, so a forged body that does not even
-    parse would raise there; checking the signature first answers it with a plain 401.
-    Malformed signature headers get a 400 naming the header; every refusal is counted in
-    ``refusals`` (logged at most once a minute per cause). The verified body becomes the
-    request bolt would build from it (``bolt_request``: a form's fields decoded in C).
-    """
+    """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch."""
     verifier = SignatureVerifier(signing_secret)
     log = refusals or RefusalLog(logging.getLogger("adapters.slack.events"))
 

@@ -1,16 +1,4 @@
-"""The ``AsyncBoltRequest`` bolt builds from a request body, with forms decoded in C.
-
-Every interaction Slack sends over HTTP is a form (``payload=`` and the JSON,
-percent-encoded). bolt decodes it with ``urllib.parse.parse_qsl``, whose unquoting is a
-Python loop over each ``%XX``: for a click's 3 KB body it was the largest single cost of the
-bot's whole click path (0.2 ms of about 1 ms, more after the process sat idle). yarl, which
-aiohttp already uses for every URL, decodes the same syntax in C, about 10x faster.
-
-``bolt_request`` builds the request bolt would build (the same ``raw_body``, ``body``,
-``context``, headers and query: ``tests/slack/clicks/test_bolt_request.py`` compares them field by
-field), decoding a form with yarl; a body with a character no form encoder emits, and every
-JSON body, is parsed by bolt itself.
-"""
+"""The ``AsyncBoltRequest`` bolt builds from a request body, with forms decoded in C."""
 
 from __future__ import annotations
 

@@ -1,27 +1,13 @@
-"""``InteractionHandler``: what a click or a modal submission does, on the ack path.
-
-A click reads, in order: parse (interactions.py) → authorize (authorize.py) → decide
-(transitions.py) → compare-and-set (stores/protocol.py). The winning write of a terminal state
-wakes the waiting ``ask()`` through the store's watch; everything that talks to Slack
-afterwards (the message update, a private note, a modal) goes to the synchroniser's
-background tasks, so the listener acks in about a millisecond.
-
-Two paths cannot leave the group lookup (``usergroups.users.list``, paced, sometimes slow)
-to the background: a modal submission, whose answer *is* the ack, waits for it at most
-``SUBMISSION_LOOKUP`` seconds; and a click that opens a modal opens it before the lookup,
-since its trigger expires 3 s after the click (the submission is authorized again).
-"""
+"""``InteractionHandler``: what a click or a modal submission does, on the ack path."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-from adapters.slack.asks.authorize import Gatekeeper
-from adapters.slack.asks.failures import settle
+from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper, who_may_act
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.transitions import (
     Decision,
@@ -33,13 +19,9 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
 )
-from adapters.slack.home.tab import Conversations
 from adapters.slack.model.audience import (
-    Audience,
-    also_allowed,
     outside_message,
     policy_groups,
-    who_may,
 )
 from adapters.slack.model.interactions import (
     ConfirmSkip,
@@ -60,21 +42,15 @@ from adapters.slack.render.messages import (
     not_recorded,
     refused,
 )
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
-__all__ = ["SUBMISSION_LOOKUP", "InteractionHandler"]
+__all__ = ["InteractionHandler"]
 
 _log = logging.getLogger("adapters.slack")
 
-SUBMISSION_LOOKUP: Final = 1.5
-"""Seconds a modal submission waits for Slack's group lookup. Slack wants the ack within
-3 s, and with ``process_before_response`` nothing reaches it before the listener returns:
-the store's read and write need the rest. A lookup that takes longer goes on in the
-background (it fills the cache for the person's next try)."""
 
-
-class InteractionHandler:
+class InteractionHandler(ClickAuthority):
     """Applies Slack interactions to pending records; the listeners' only counterpart."""
 
     def __init__(
@@ -84,20 +60,11 @@ class InteractionHandler:
         sync: MessageSynchroniser,
         conversations: Conversations | None = None,
     ) -> None:
+        super().__init__(gate, sync, conversations)
         self._store = store
-        self._gate = gate
-        self._sync = sync
-        self._conversations = conversations
-        """Who sees each conversation, as the Home tab reads it (``None``: no Home tab, so
-        a click from outside a question's message that names nobody is refused)."""
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Handle a ``block_actions`` payload (already acked).
-
-        A store that cannot answer in time does not fail the request Slack sent (which
-        would show the person an error icon and log a traceback): the person is told
-        privately that the click was not recorded, and may click again.
-        """
+        """Handle a ``block_actions`` payload (already acked)."""
         interaction = parse_block_actions(body)
         if interaction is None:
             return  # not ours
@@ -106,8 +73,7 @@ class InteractionHandler:
         try:
             await self._handle_action(interaction, home=home)
         except UserQuestionError as exc:
-            # The store's words (its Redis address, its SQLite path) go to the log only:
-            # whoever clicked, allowed or not, reads a fixed sentence.
+            # The store's words (its address, its path) go to the log only, not to the clicker.
             _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
             self._sync.note(interaction.origin, None, not_recorded())
 
@@ -118,7 +84,7 @@ class InteractionHandler:
             return
         outside = home or outside_message(record, interaction.origin)
         user = interaction.origin.user
-        who = self._outside_cached(record) if outside else _who_may(record)
+        who = self._outside_cached(record) if outside else who_may_act(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
         if allowed is None or member is None:  # needs a Web API call: off the ack path
@@ -128,9 +94,8 @@ class InteractionHandler:
                     self._authorize_then_apply(interaction, record, outside), "authorize click"
                 )
                 return
-            # The trigger expires 3 s after the click, maybe before the lookup ends: open the
-            # modal now (it shows nothing private; its submission is authorized again) and
-            # read the membership meanwhile, so the submission finds it cached.
+            # The trigger expires 3 s after the click: open the modal now (nothing private;
+            # its submission is authorized again), reading the membership meanwhile.
             self._sync.open_modal(interaction.origin, record, view)
             self._sync.spawn(
                 self._authorize_then_adopt(interaction, record, outside), "authorize click"
@@ -140,11 +105,7 @@ class InteractionHandler:
         await self._apply(interaction, record, allowed, member, fresh=True)
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
-        """Handle a ``view_submission``; returns input errors to show in the modal, if any.
-
-        A modal without an input (the empty-Submit confirmation) cannot show an error: it
-        closes and the person gets a private note instead.
-        """
+        """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
         interaction = parse_view_submission(body)
         if interaction is None:
             return None
@@ -182,92 +143,6 @@ class InteractionHandler:
         if isinstance(decision, Save) and decision.note:
             self._sync.note(interaction.origin, record, decision.note)
         return None
-
-    async def _authorize(
-        self, user: str, record: PendingRecord, outside: bool = False
-    ) -> tuple[bool, frozenset[str]]:
-        """Whether ``user`` may act on ``record``, and their team-review policy groups
-        (reading cold group memberships from Slack); ``outside``: the click came from
-        elsewhere than the question's message (a Home tab)."""
-        who = await self._outside(record) if outside else _who_may(record)
-        allowed = await self._gate.allowed(user, *who)
-        also = also_allowed(record)
-        if allowed and also is not None:  # reviewers narrow the operator's allow-list
-            allowed = await self._gate.allowed(user, *also)
-        member = await self._gate.groups_of(user, policy_groups(record)) if allowed else None
-        # an empty read keeps what Slack said of the groups it would not list
-        return allowed, member if member is not None else frozenset()
-
-    async def _authorize_within(
-        self, user: str, record: PendingRecord
-    ) -> tuple[bool, frozenset[str]] | None:
-        """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
-        when it cannot be told in time.
-
-        A lookup that takes longer goes on in the background. Meanwhile the members last
-        read decide for someone they list (as the gatekeeper does after a failed read); for
-        anyone else the answer is not applied, and the person is asked to send it again.
-        """
-        users, groups = _who_may(record)
-        policy = policy_groups(record)
-        allowed = self._also_cached(user, record, (users, groups))
-        member = self._gate.groups_cached(user, policy)
-        if allowed is not None and member is not None:
-            return allowed, member
-        lookup = self._sync.spawn(self._authorize(user, record), "authorize submission")
-        done, _ = await asyncio.wait({lookup}, timeout=SUBMISSION_LOOKUP)
-        if done:
-            result: tuple[bool, frozenset[str]] = lookup.result()
-            return result
-        known = self._gate.groups_known(user, policy)
-        also = also_allowed(record) or (None, None)
-        if known is None or not (
-            self._gate.decide_known(user, users, groups) and self._gate.decide_known(user, *also)
-        ):
-            _log.warning(
-                "submission not checked: Slack's group lookup is slow", extra={"user": user}
-            )
-            return None
-        _log.info(
-            "Slack's group lookup is slow: deciding on the members last read", extra={"user": user}
-        )
-        return True, known
-
-    def _also_cached(
-        self, user: str, record: PendingRecord, who: tuple[list[str] | None, list[str] | None]
-    ) -> bool | None:
-        """``who``'s cached decision, narrowed by the operator's allow-list (``also_allowed``)."""
-        allowed = self._gate.decide_cached(user, *who)
-        also = also_allowed(record)
-        return self._gate.decide_cached(user, *also) if allowed and also is not None else allowed
-
-    def _outside_cached(
-        self, record: PendingRecord
-    ) -> tuple[list[str] | None, list[str] | None] | None:
-        """Who may act on ``record`` from outside its message (``_outside``), if no Web API
-        call is needed to tell; else ``None``."""
-        audience = Audience.of(record, closed=True)
-        if audience is None or audience.channel is None:
-            return _listed(audience, record)
-        conversations = self._conversations
-        if conversations is None:
-            return _NOBODY
-        known, seen = conversations.cached(audience.channel)
-        return _listed(audience.resolved(seen), record) if known else None
-
-    async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
-        """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
-        its Home tab entry is listed for (``audience.py``). Its message's own buttons need
-        no more than ``_who_may``: only people who see the message can click them."""
-        known = self._outside_cached(record)
-        if known is not None:
-            return known
-        # Not known without a read: a question naming nobody, its conversation not cached.
-        audience = Audience.of(record, closed=True)
-        conversations = self._conversations
-        if audience is None or audience.channel is None or conversations is None:
-            return _NOBODY  # (not reached: _outside_cached knows these)
-        return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
 
     async def _authorize_then_apply(
         self, interaction: Interaction, record: PendingRecord, outside: bool = False
@@ -315,11 +190,7 @@ class InteractionHandler:
         member: frozenset[str] = frozenset(),
         known: PendingRecord | None = None,
     ) -> Decision:
-        """Decide on the freshest record and write it; the first writer wins, losers re-decide.
-
-        ``member``: the team-review policy's user groups the person is in; ``known``: the
-        record as just read (decided on first, see ``stores.mutate``).
-        """
+        """Decide on the freshest record and write it; the first writer wins, losers re-decide."""
         decision: Decision = Ignore()
 
         def change(current: PendingRecord) -> PendingRecord | None:
@@ -371,30 +242,12 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
     return decision.view if isinstance(decision, Modal) else None
 
 
-_who_may = who_may  # a team review's reviewers, else who may answer (``audience.py``)
-
-_NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
-"""An allow-list no Slack user is on (a question listed on nobody's Home tab)."""
-
-
-def _listed(
-    audience: Audience | None, record: PendingRecord
-) -> tuple[list[str] | None, list[str] | None]:
-    """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
-    (``None``: on nobody's list); a tool approval (no audience) keeps ``_who_may``."""
-    if audience is None:
-        return _who_may(record) if not record.questions else _NOBODY
-    if audience.anyone:
-        return None, None
-    return list(audience.users), list(audience.usergroups)
-
-
 def _refusal(record: PendingRecord, *, plain: bool = False) -> str:
     """The note for someone who may not act on ``record``, naming who can (``plain``: for a
     modal's plain-text error, which cannot show mentions)."""
     reviewers = record.review.reviewers if record.review is not None else None
     note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
-    return note if plain else refused(note, *_who_may(record))
+    return note if plain else refused(note, *who_may_act(record))
 
 
 def _plain(text: str) -> str:

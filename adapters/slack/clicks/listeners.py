@@ -1,10 +1,4 @@
-"""The bolt listeners: ack first, then hand the payload to the interaction handler.
-
-They match our ids with anchored patterns (bolt uses ``Pattern.search``), so another
-app's widgets in the same workspace never reach the handler. Run the app with
-``process_before_response=True``: the handler does only fast work before returning
-(parse, authorize, compare-and-set, resolve) and leaves Web API calls to background tasks.
-"""
+"""The bolt listeners: ack first, then hand the payload to the interaction handler."""
 
 from __future__ import annotations
 
@@ -12,7 +6,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from adapters.slack.clicks.approvals import ApprovalHandler
+from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids

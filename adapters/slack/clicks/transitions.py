@@ -1,18 +1,10 @@
-"""Pure decisions: what an interaction does to a pending record.
-
-``decide(record, interaction, now)`` returns a ``Decision``; the provider writes it with
-compare-and-set and, if the write lost to another writer, decides again on the fresh
-record. Answers are encoded here exactly as the seam's web UI does (§6.2): in question
-order, one item per question; single-select free text replaces the choice
-(``selected: []``), multi-select free text is added; nothing chosen is a skip.
-"""
+"""Pure decisions: what an interaction does to a pending record (a team review's vote too)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.slack.clicks.voting import apply_vote, vote_of
 from adapters.slack.model.interactions import (
     ConfirmSkip,
     Dismiss,
@@ -25,7 +17,9 @@ from adapters.slack.model.interactions import (
     TextAnswer,
 )
 from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.model.tally import Membership, Vote, cast, combined_feedback, tally
 from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
+from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import (
     ALREADY_VOTED,
     ENTER_AN_ANSWER,
@@ -47,9 +41,12 @@ __all__ = [
     "Modal",
     "Refuse",
     "Save",
+    "apply_vote",
     "decide",
     "encode_answer",
     "refusal_for",
+    "review_answer",
+    "vote_of",
 ]
 
 
@@ -103,11 +100,7 @@ _ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
 
 
 def refusal_for(record: PendingRecord, *, mention: bool = True) -> str:
-    """The private note for a click on a request that is no longer open.
-
-    With ``mention`` the first answerer is a mention (ephemeral notes); without, their
-    name (modal errors are plain text, where a mention shows as a raw id).
-    """
+    """The private note for a click on a request that is no longer open."""
     return refusal(record, mention=mention)
 
 
@@ -203,10 +196,7 @@ def decide(
     *,
     groups: frozenset[str] = frozenset(),
 ) -> Decision:
-    """What ``interaction`` does to ``record`` (already authorized).
-
-    ``groups``: the user groups of a team review's policy the person belongs to.
-    """
+    """What ``interaction`` does to ``record`` (already authorized)."""
     if not record.is_open:
         return Refuse(refusal_for(record), refusal_for(record, mention=False))
     layout = layout_of(record.questions)
@@ -286,3 +276,73 @@ def decide(
     if not question.is_multi_select:
         drafts[interaction.question].selected = []
     return _save(record, origin.user, drafts, draft_saved(interaction.question, count, text))
+
+
+def vote_of(
+    record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
+) -> Vote | None:
+    """The vote this click casts (``None``: not a vote, such as a stale option index)."""
+    policy, review = record.review, plan_review_of(record.questions)
+    if policy is None or review is None:
+        return None
+    origin = interaction.origin
+    if isinstance(interaction, Pick):
+        if interaction.option not in (review.approve, review.decline):
+            return None
+        approve, feedback = interaction.option == review.approve, None
+    else:
+        approve, feedback = False, interaction.text.strip() or None
+    required = [i for i, r in enumerate(policy.required) if r.contains(origin.user, groups)]
+    said = groups.unreadable if isinstance(groups, Membership) else {}
+    return Vote(
+        user=origin.user,
+        name=origin.name,
+        approve=approve,
+        feedback=feedback,
+        at=now,
+        required=required,
+        unreadable={g: error for g, error in said.items() if g in policy.usergroups},
+    )
+
+
+def review_answer(
+    record: PendingRecord, votes: list[Vote], approved: bool
+) -> AskUserQuestionAnswer:
+    """The seam's answer for a decided review: the approve label, or the decline with
+    every decliner's feedback in ``custom`` (the decline label when nobody wrote any)."""
+    question = record.questions[0]
+    review = plan_review_of(record.questions)
+    assert review is not None  # a review record is a plan review
+    labels = question.option_labels
+    if approved:
+        item = AskUserQuestionAnswerItem(id=question.id, selected=[labels[review.approve]])
+    elif (feedback := combined_feedback(votes)) is not None:
+        item = AskUserQuestionAnswerItem(id=question.id, selected=[], custom=feedback)
+    elif review.decline is not None:
+        item = AskUserQuestionAnswerItem(id=question.id, selected=[labels[review.decline]])
+    else:
+        item = AskUserQuestionAnswerItem(id=question.id, selected=[])
+    return AskUserQuestionAnswer(answers=[item])
+
+
+def apply_vote(record: PendingRecord, vote: Vote) -> PendingRecord | None:
+    """The record after ``vote`` (ended when the tally decides); ``None`` when the vote
+    changes nothing (the reviewer already voted exactly so)."""
+    policy = record.review
+    assert policy is not None
+    earlier = next((v for v in record.votes if v.user == vote.user), None)
+    if earlier is not None and (earlier.approve, earlier.feedback) == (vote.approve, vote.feedback):
+        return None
+    votes = cast(record.votes, vote)
+    outcome = tally(policy, votes).outcome
+    if outcome is None:
+        return record.next(votes=votes)
+    return record.next(
+        state="answered",
+        votes=votes,
+        answer=review_answer(record, votes, outcome == "approved"),
+        answered_by=vote.user,
+        answered_by_name=vote.name,
+        finished_at=vote.at,
+        note=None,
+    )

@@ -1,47 +1,20 @@
-"""``HomeTab``: each person's App Home lists what waits for their answer (views.publish).
-
-Opening the Home tab (``app_home_opened``) publishes the person's "Waiting for you" list
-and makes them a *viewer* (``stores/viewers.py``: kept in the store, shared by every bot
-process, bounded to the most recent openers of the last 7 days). Afterwards the process
-that opens, changes or ends a question republishes the lists of the viewers it concerns,
-whichever process their ``app_home_opened`` reached and across restarts.
-
-Why the writer republishes: every change already passes through the writing process's
-``MessageSynchroniser`` (it updates the message), while the stores' cross-process
-notification (Redis ``p:done``, SQLite's endings feed) carries endings only and reaches
-every process, so N processes would publish N times. The writer publishes exactly once.
-
-Changes are coalesced: one worker per process waits ``SETTLE`` seconds after the first
-change, then publishes each concerned viewer's list once, from the records stored then;
-changes arriving meanwhile make one more round. Rounds never overlap, so an older list
-never lands after a newer one. A round reads who may answer each open question from the
-store (``audience.py``: no record parsed on the loop but the ones listed) and each listed
-record once.
-
-A question naming nobody is listed for whoever can see its message (``audience.py``): the
-round asks Slack what each such conversation is (``conversations.info``, ``Conversations``:
-cached like the group lookups, one read of a conversation at a time): a public channel's
-question is listed for anyone, a DM's for its user, and a private channel's or a group DM's
-for nobody (answered in the message, which only members see; a Home button refuses anyone
-else: ``handler.py``).
-"""
+"""``HomeTab``: each person's App Home lists what waits for their answer (views.publish)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.authorize import RETRY, Gatekeeper
-from adapters.slack.asks.failures import SLACK_FAILURES, describe
+from adapters.slack.asks.authorize import Conversations, Gatekeeper
+from adapters.slack.asks.failures import SLACK_FAILURES
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
-from adapters.slack.model.audience import ANYONE, Audience, Audiences, batches
+from adapters.slack.model.audience import Audience, Audiences, batches
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import PendingStore
 from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
@@ -51,7 +24,6 @@ __all__ = [
     "MAX_VIEWERS",
     "SETTLE",
     "VIEWER_TTL",
-    "Conversations",
     "HomeTab",
     "ListingRound",
 ]
@@ -61,80 +33,6 @@ SETTLE: Final = 0.2
 
 _EVERYTHING: Final = ""
 """A change of no particular request: every viewer's list is republished."""
-
-
-CONVERSATION_TTL: Final = 60.0
-"""Seconds a channel's kind (public or private) is kept: a channel made private stops being
-listed for non-members within this. A DM's or group DM's never changes: kept for good."""
-
-
-class Conversations:
-    """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
-    channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
-    or Slack would not say: on nobody's Home tab)."""
-
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        logger: logging.Logger,
-        *,
-        ttl: float = CONVERSATION_TTL,
-        retry: float = RETRY,
-    ) -> None:
-        self._client = client
-        self._logger = logger
-        self._ttl = ttl
-        self._retry = retry
-        self._seen: dict[str, tuple[float, str | None]] = {}
-        self._reading: dict[str, asyncio.Lock] = {}
-
-    def cached(self, channel: str) -> tuple[bool, str | None]:
-        """Whether who sees ``channel`` is known without a Web API call, and who."""
-        kept = self._seen.get(channel)
-        if kept is None or kept[0] < time.monotonic():
-            return False, None
-        return True, kept[1]
-
-    async def seen_by(self, channel: str) -> str | None:
-        """Who sees ``channel``, reading it from Slack when the cache is cold."""
-        known, seen = self.cached(channel)
-        if known:
-            return seen
-        async with self._reading.setdefault(channel, asyncio.Lock()):
-            known, seen = self.cached(channel)
-            return seen if known else await self._read(channel)
-
-    async def resolve(self, channels: Iterable[str]) -> dict[str, str | None]:
-        """Who sees each of ``channels`` (``""``, a conversation not known: nobody)."""
-        return {channel: await self.seen_by(channel) for channel in sorted(channels) if channel}
-
-    async def _read(self, channel: str) -> str | None:
-        now = time.monotonic()
-        try:
-            response = await self._client.conversations_info(channel=channel)
-        except SLACK_FAILURES as exc:
-            # Nobody's list meanwhile: listing a private question for everyone is the harm.
-            self._logger.warning(
-                "cannot tell who sees a conversation; its questions are on no Home tab for %g s",
-                self._retry,
-                extra={"channel": channel, "error": describe(exc)},
-            )
-            self._seen[channel] = (now + self._retry, None)
-            return None
-        info = response.get("channel")
-        info = info if isinstance(info, dict) else {}
-        seen: str | None = None
-        until = now + self._ttl
-        if info.get("is_im") is True:
-            user = info.get("user")
-            seen = user if isinstance(user, str) and user else None
-            until = math.inf
-        elif info.get("is_mpim") is True:
-            until = math.inf
-        elif info.get("is_private") is False:
-            seen = ANYONE
-        self._seen[channel] = (until, seen)
-        return seen
 
 
 class HomeTab:

@@ -1,9 +1,4 @@
-"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer.
-
-Each entry shows the question as typed, where it was asked and by whom, how long ago, its
-deadline, a link to the message, and, for a single one-tap choice, the same buttons the
-message has (a tap there answers exactly as in the channel: the ids are the message's).
-"""
+"""Pure rendering: App Home's "Waiting for you", the open questions a person may answer."""
 
 from __future__ import annotations
 

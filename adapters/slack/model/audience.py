@@ -1,25 +1,4 @@
-"""Who may answer each open question, and each person's "Waiting for you" list from that.
-
-A Home tab lists the oldest open questions one person may answer and how many there are.
-Reading and parsing every open record for it cost the bot's loop about 35 µs a record, for
-every round of republishing; instead a store gives one ``Audience`` per open question (four
-fields, read in the store: SQLite's JSON functions in its own thread), and ``Audiences``
-answers each person from three buckets, built once a round: the questions open to anyone,
-and those naming a user or a user group. No I/O here.
-
-Who may answer follows the click path's rule (``who_may``): a team review's reviewers when
-it names them, else the allow-lists. A question naming nobody is open to whoever can see its
-message, which is not everyone: asked in a person's DM (``channel`` a user id) it is that
-person's; anywhere else its audience waits on the conversation (``channel``), which a round
-resolves (``Audiences.resolve``, from ``conversations.info``): a public channel's question
-is open to anyone, a DM's to its user, and one in a private channel or a group DM (or a
-conversation Slack would not describe) is on nobody's Home tab: it is answered in its message,
-which only its members see.
-
-A round with 10,000 open questions makes and buckets 10,000 audiences: in one go that held
-the loop for up to 24 ms (a click arriving meanwhile waited as long), so the stores and the
-round go through them in ``batches``, giving the loop a turn between two.
-"""
+"""Who may answer each open question, and each person's "Waiting for you" list from that."""
 
 from __future__ import annotations
 
@@ -42,6 +21,7 @@ __all__ = [
     "Audiences",
     "also_allowed",
     "batches",
+    "narrowed",
     "outside_message",
     "policy_groups",
     "who_may",
@@ -102,6 +82,20 @@ def policy_groups(record: PendingRecord) -> frozenset[str]:
     return frozenset(g for required in record.review.required for g in required.usergroups)
 
 
+def narrowed(
+    users: Sequence[str],
+    groups: Sequence[str],
+    allowed_users: Sequence[str] | None,
+    allowed_groups: Sequence[str] | None,
+) -> tuple[list[str], list[str]]:
+    """A team review's reviewers within the operator's allow-list as far as names tell:
+    users only on both sides, exactly those on both (``[""]``: nobody); else the reviewers
+    (the click path checks both lists)."""
+    if (allowed_users or allowed_groups) and not groups and not allowed_groups:
+        return [u for u in users if u in (allowed_users or ())] or [""], []
+    return list(users), list(groups)
+
+
 @dataclass(frozen=True, slots=True)
 class Audience:
     """An open question and who may answer it: the ``users`` and ``usergroups`` named, or,
@@ -121,6 +115,9 @@ class Audience:
         if not (record.is_open or closed) or not record.questions:
             return None
         users, groups = who_may(record)
+        also = also_allowed(record)
+        if also is not None:
+            users, groups = narrowed(users or [], groups or [], *also)
         return cls.named(
             record.id,
             record.created_at,

@@ -1,15 +1,4 @@
-"""The audit trail: every change of a question, when, by whom, and what they were shown.
-
-An ``AuditEvent`` is appended for each change that matters: ``asked`` (by which API token
-or agent, label, where, a permalink), ``changed`` (a click that saved a draft), the ending
-(``answered`` / ``cancelled`` / ``aborted`` / ``failed``, with who and the exact answer or
-reason) and ``reopened``. Each carries ``shownSha256``: the SHA-256 of exactly what people
-were shown (``shown_digest``; a tool-permission approval's ``approval_digest``), so an
-approval is bound to the plan text, or the command, it approved.
-
-``event_for`` derives the event of one compare-and-set from the record before and after;
-it is pure, so every store and every writer produce the same trail.
-"""
+"""The audit trail: every change of a question, when, by whom, and what they were shown."""
 
 from __future__ import annotations
 
@@ -73,11 +62,7 @@ class AuditEvent(BaseModel):
 
 
 def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
-    """SHA-256 (hex) of the questions as shown: their wire JSON, keys sorted, no spaces.
-
-    The wire JSON holds every word people see (question, header, detail or plan, options
-    and their descriptions), so an agent can recompute it from the request it sent.
-    """
+    """SHA-256 (hex) of the questions as shown: their wire JSON, keys sorted, no spaces."""
     wire = [item.model_dump(by_alias=True, exclude_none=True, mode="json") for item in questions]
     return _sha256(wire)
 

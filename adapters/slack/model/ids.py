@@ -1,23 +1,4 @@
-"""One definition of how request ids travel through Slack.
-
-Everything this provider puts into Slack's id fields is packed here and parsed back here:
-
-- ``block_id``:   ``aq1:<request id>:<question index or ->:<part><revision>``
-- ``action_id``:  ``aq1.<kind>`` or ``aq1.<kind>.<n>`` (``n`` keeps ids unique in a block)
-- ``value``:      an option index or a question index, as digits
-- modal ``callback_id`` ``aq1.<kind>``; ``private_metadata``
-  ``aq1:<request id>:<question index>``, the one form every release parses (a modal opened
-  by one process may be submitted to another, of the release before, during a rolling
-  deploy); a fourth field ``:<response_url>``, written only by 7857283 builds, still parses
-- modal ``external_id`` ``aq1r.<random token>.<response_url>``: the ``response_url`` of the
-  click that opened the modal (a submission carries none of its own, and the person's
-  private note goes there), in a field earlier releases ignore; the token makes it unique
-  per team, as Slack requires
-
-The ``aq1`` prefix is a version: messages already in Slack keep parsing after an upgrade,
-and a later format gets a new prefix. Unpacking returns ``None`` for anything that is not
-ours (another app's block, a foreign prefix, a malformed field): not ours is not an error.
-"""
+"""One definition of how request ids travel through Slack."""
 
 from __future__ import annotations
 
@@ -222,19 +203,14 @@ def parse_callback_id(value: object) -> ViewKind | None:
 
 
 def private_metadata(request_id: str, question: int) -> str:
-    """A modal's ``private_metadata``: the request and question it answers.
-
-    Exactly three fields: the release before this one refuses any other form, and would
-    silently drop the answer typed into a modal this one opened."""
+    """A modal's ``private_metadata``: the request and question it answers."""
     _check_request_id(request_id)
     _check_index(question, "a question index")
     return SEP.join((PREFIX, request_id, str(question)))
 
 
 def parse_private_metadata(value: object) -> ModalRef | None:
-    """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours.
-
-    A fourth field, a ``response_url``, is taken too: 7857283 builds put it there."""
+    """Unpack a modal's ``private_metadata``, or ``None`` if it is not ours."""
     if not isinstance(value, str) or len(value) > MAX_PRIVATE_METADATA:
         return None
     fields = value.split(SEP, 3)

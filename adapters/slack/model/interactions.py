@@ -1,14 +1,4 @@
-"""Pure parsing: a Slack interaction payload -> a typed interaction of ours, or ``None``.
-
-``None`` means "not ours" (another app's widget, a foreign id format): the listener
-ignores it. Everything here reads plain dicts shaped like Slack's payloads and never
-raises on malformed input.
-
-A click's ``response_url`` is where the bot sends that person's private note (Slack takes
-it in channels the bot was not invited to, where ``chat.postEphemeral`` is refused). The
-bot POSTs to it, so it is taken only when it can be Slack's (``response_url``), and used
-only for the Slack the bot calls (``answers_here``).
-"""
+"""Pure parsing: a Slack interaction payload -> a typed interaction of ours, or ``None``."""
 
 from __future__ import annotations
 
@@ -141,13 +131,7 @@ def acting_name(body: Mapping[str, Any]) -> str | None:
 
 
 def response_url(body: Mapping[str, Any]) -> str | None:
-    """The payload's ``response_url`` if it can be Slack's, else ``None``.
-
-    The payload is signed by Slack, yet the bot POSTs private notes to this address, so it
-    must not be a way to make the bot call anywhere: only an ``https`` URL on Slack's hook
-    host (its default port, no user info) is taken, or one on this machine's loopback (a
-    stand-in Slack; ``answers_here`` then wants it to be the one serving the Web API).
-    """
+    """The payload's ``response_url`` if it can be Slack's, else ``None``."""
     value = body.get("response_url")
     if not isinstance(value, str) or not 0 < len(value) <= MAX_RESPONSE_URL:
         return None
@@ -170,12 +154,7 @@ def response_url(body: Mapping[str, Any]) -> str | None:
 
 def answers_here(url: str, api_url: str) -> bool:
     """Whether the bot may POST to ``url`` (a ``response_url`` that ``response_url`` took)
-    when it calls Slack's Web API at ``api_url``.
-
-    Slack's hook host always; a loopback one only when it serves that Web API (same
-    scheme, host and port): a stand-in Slack's ``response_url``s, never another port on
-    this machine.
-    """
+    when it calls Slack's Web API at ``api_url``."""
     try:
         hook, api = urlsplit(url), urlsplit(api_url)
         if hook.scheme == "https" and hook.hostname == SLACK_HOOKS:

@@ -1,14 +1,4 @@
-"""The pending request as stored: everything any process needs to render and resolve it.
-
-A ``PendingRecord`` is plain data (JSON in Redis, an object in memory). It changes only
-through compare-and-set on ``version``; once its ``state`` leaves ``pending`` it never
-changes again (first writer wins).
-
-Stored records outlive the version that wrote them: in a rolling deploy an older process
-reads records a newer one stored, with fields it does not know. ``PendingRecord.load`` (the
-way every store reads a stored record) ignores those, in the record and in its parts; built
-or validated any other way the models stay strict (``extra="forbid"``), as outside input is.
-"""
+"""The pending request as stored: everything any process needs to render and resolve it."""
 
 from __future__ import annotations
 
@@ -129,11 +119,7 @@ class PendingRecord(BaseModel):
         return Draft()
 
     def next(self, **changes: object) -> PendingRecord:
-        """A copy with ``changes`` applied and the version bumped (for compare-and-set).
-
-        Records are values: nothing changes one in place (``transitions`` copies the drafts
-        it edits), so the copy shares the fields it does not change.
-        """
+        """A copy with ``changes`` applied and the version bumped (for compare-and-set)."""
         update = {**changes, "version": self.version + 1}
         if "questions" in changes and "shown_sha256" not in changes:
             update["shown_sha256"] = None  # the digest was of the questions replaced
@@ -146,14 +132,7 @@ class PendingRecord(BaseModel):
     @classmethod
     def load(cls, data: str | bytes, *, of: str | None = None) -> PendingRecord:
         """Parse a stored record (written by ``dump``, of this version or another one);
-        ``of``: its id, for the error.
-
-        Fields this version does not know (a newer version's, in a rolling deploy) are
-        ignored, in the record and in its parts, so its waiters wake and its clicks apply.
-        A record this version cannot read at all (a state or a type it does not know, or
-        not JSON) raises ``UserQuestionError`` (``STORE_UNAVAILABLE``, with pydantic's
-        error as its cause), never pydantic's own error: the store cannot serve it here.
-        """
+        ``of``: its id, for the error."""
         try:
             return cls.model_validate_json(data, extra="ignore")
         except ValidationError as exc:

@@ -1,18 +1,4 @@
-"""Pure team plan reviews: a review policy, the votes cast under it, and their tally.
-
-Without a policy a plan review is decided by the first allowed click, as any question is.
-With one, each Approve or decline is a *vote* kept on the record; the review ends when the
-tally says so, and its answer keeps the seam's encoding: approved is the approve label, as
-a single reviewer's approval would be; declined is ``selected: []`` with every decliner's
-feedback combined into ``custom``, one attributed line each (or the decline label when
-nobody wrote any). An intent changes presentation only, never the protocol.
-
-The policy itself is a seam option (``bot.questions.review``). Group membership is read
-when a vote is cast (as for ``allowed_usergroups``) and kept on the vote, so the tally
-needs no Web API call and any process can compute it. So is Slack's word on a required
-group it would not list (no such group, a missing scope): the view says the review cannot
-be approved as set instead of waiting for that group forever.
-"""
+"""Pure team plan reviews: a review policy, the votes cast under it, and their tally."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Call budgets: at most ``limit`` calls per ``window`` per key, in one process or through Redis.
-
-A ``Bucket`` is a sliding window: a call is granted while fewer than ``limit`` calls were
-granted in the last ``window`` seconds. ``take(buckets)`` grants a call only when every
-bucket has room, and then counts it in all of them; otherwise it counts nothing and says
-how long to wait and which bucket was full. ``hold(bucket, seconds)`` closes a bucket for
-a while (a ``Retry-After``); a shorter hold never shortens a longer one.
-
-``LocalBudget`` keeps the call times in memory, and forgets a bucket once its window has
-passed (a bot posts to a channel bucket per DM, for months). ``RedisBudget`` keeps them in
-Redis sorted sets (one Lua script, Redis's clock), so several bot processes share one app's
-budget instead of each spending its own; while Redis is unreachable it paces this process
-alone, and when Redis is back it first writes there what it granted and held meanwhile.
-"""
+"""Call budgets: at most ``limit`` calls per ``window`` per key, in one process or through Redis."""
 
 from __future__ import annotations
 

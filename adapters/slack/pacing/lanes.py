@@ -1,12 +1,9 @@
-"""The lanes of one Web API method: which calls wait, in which order, which lane goes next.
-
-Bookkeeping for :class:`adapters.slack.pacing.scheduler.WebApiScheduler`: it sends nothing and
-reads no clock. A lane is a conversation (posts) or a message (updates); lanes take turns.
-"""
+"""The lanes of one Web API method: which calls wait, in which order, which lane goes next."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -31,11 +28,7 @@ class QueuedCall:
 
 @dataclass(eq=False, slots=True)
 class MethodLanes:
-    """The lanes of one method and the task that serves them.
-
-    ``lanes`` holds only calls not yet sent; ``turns`` is the round-robin order of lanes
-    (stale names are dropped as the turn passes them); ``busy`` lanes have a call in flight.
-    """
+    """The lanes of one method and the task that serves them."""
 
     name: str
     tags: Counter[str]
@@ -53,6 +46,32 @@ class MethodLanes:
     waiting: int = 0
     slow: int = 0
     slow_logged_at: float = -math.inf
+
+    def note_wait(
+        self, waited: float, now: float, slow_after: float, logger: logging.Logger
+    ) -> None:
+        """Log a call that waited longer than ``slow_after``: at most one line per method
+        each ``slow_after`` seconds, counting the slow calls since the last line."""
+        if waited <= slow_after:
+            return
+        self.slow += 1
+        if now - self.slow_logged_at < slow_after:
+            return
+        logger.warning(
+            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
+            self.name,
+            self.slow,
+            slow_after,
+            waited,
+            self.waiting,
+            extra={
+                "method": self.name,
+                "slow": self.slow,
+                "waited": round(waited, 3),
+                "queued": self.waiting,
+            },
+        )
+        self.slow, self.slow_logged_at = 0, now
 
     def enqueue(self, entry: QueuedCall, *, first: bool = False) -> None:
         """Add a call to its lane (at the head when ``first``) and give the lane a turn."""

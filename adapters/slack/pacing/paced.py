@@ -1,13 +1,4 @@
-"""``PacedWebClient``: slack_sdk's ``AsyncWebClient`` with every call sent through the scheduler.
-
-Every Web API method of slack_sdk's client ends in ``api_call``; this client queues that
-call in a ``WebApiScheduler`` (lane: the conversation for posts, the message for updates)
-and leaves 429s to it, so nothing that uses the client (the provider, bolt, the gatekeeper)
-can spend more than Slack's limits or fail for having waited its turn. Each post's answer
-tells the scheduler which conversation its ``channel`` named (a user id: the DM's ``D…``
-id), so one DM posted to by both names is paced as the one conversation Slack counts.
-``paced_copy`` paces the calls of a client someone else made (an embedding's ``app.client``).
-"""
+"""``PacedWebClient``: slack_sdk's ``AsyncWebClient`` with every call sent through the scheduler."""
 
 from __future__ import annotations
 

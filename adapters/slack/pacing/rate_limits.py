@@ -1,15 +1,4 @@
-"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share.
-
-Limits apply per method, per workspace, per app, in per-minute windows (docs.slack.dev,
-"Rate limits"): Tier 1 1+/min, Tier 2 20+/min, Tier 3 50+/min, Tier 4 100+/min.
-``chat.postMessage`` is special: about one message per second per channel with short
-bursts, under a workspace-wide ceiling of "several hundred" a minute (Slack gives no
-number; 300 is used here). Over a limit Slack answers HTTP 429 with ``Retry-After``.
-
-``time_scale`` runs the same ratios faster: at 60 a Slack minute lasts one real second, so
-tests and benchmarks exercise the real proportions in seconds. ``Retry-After`` values stay
-in Slack seconds; divide by ``time_scale`` for real ones.
-"""
+"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share."""
 
 from __future__ import annotations
 

@@ -1,35 +1,4 @@
-"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing.
-
-``await scheduler.call(method, send, channel=..., key=...)`` runs ``send()`` when the
-method's budget (``SlackLimits``, through a ``Budget``: this process's or shared through
-Redis) has room, and returns its result:
-
-- Calls wait in *lanes*: one per conversation for ``chat.postMessage`` (new questions are
-  posted fairly, channel after channel, each in order), one per message (``key``) for
-  ``chat.update``, which sends one call at a time so versions land in order. A method's
-  lanes take turns.
-- Slack paces posts per conversation, whatever name a call gives it: a DM is posted to by
-  the person's user id and by its ``D…`` id. ``learn`` (told each post's answer) maps a
-  name to the conversation Slack answered with; from then on both names share one lane
-  and one bucket. Until the first post answers, a user id is its own conversation.
-- Coalescing: a call with a ``key`` replaces the call of that key still waiting (its
-  callers get the newer call's result), so each message has at most one pending update
-  and the latest one is the one sent.
-- A 429 anyway (another app, another process, a stale budget) puts the call back at the
-  head of its lane: it is retried, never failed. It closes a budget for ``Retry-After``: a
-  post's conversation only (Slack's usual reason is its one post per second per channel),
-  widened to the whole method when a second conversation gets a 429 while that hold runs;
-  any other method's budget at once. chat.postMessage's own error code ``rate_limited``
-  ("Application has posted too many messages") is waited out the same way, closing the
-  method (for ``Retry-After`` if given, else ``RATE_LIMITED_RETRY_AFTER``). A 429 on a
-  method no limit covers is retried after ``Retry-After`` until ``close``. Callers that
-  stop waiting (a deadline, an abort) take their call off the queue; ``withdraw`` takes a
-  tagged call off it for callers still waiting (they get an error).
-- A call that waited longer than ``slow_after`` seconds is logged; ``depths()`` tells how
-  many calls wait per method (``/healthz``), and ``is_queued(tag)`` whether a call made
-  inside ``tagged(tag)`` still waits (the HTTP API's ``queued`` state). Background work
-  starts untagged (``untagged_context``): a call it makes is not the tag's.
-"""
+"""One scheduler for every Web API call: paced within Slack's limits, fair, coalescing."""
 
 from __future__ import annotations
 
@@ -44,7 +13,8 @@ from typing import Any, Final, TypeVar
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.pacing.budget import Bucket, Budget, LocalBudget
+from adapters.slack.pacing.buckets import RATE_LIMITED, Spending, error_of
+from adapters.slack.pacing.budget import Budget, LocalBudget
 from adapters.slack.pacing.lanes import MethodLanes, QueuedCall
 from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
 
@@ -59,14 +29,9 @@ __all__ = [
 
 T = TypeVar("T")
 _DEFAULT_RETRY_AFTER: Final = 1.0
-RATE_LIMITED: Final = "rate_limited"
-"""chat.postMessage's own refusal (HTTP 200, "Application has posted too many messages"),
-distinct from the 429 ``ratelimited``."""
 RATE_LIMITED_RETRY_AFTER: Final = 60.0
 """Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
 names no wait, and its limits count per minute."""
-_TRIGGERED: Final = frozenset({"views.open", "views.push"})
-"""Methods whose trigger id expires three seconds after the click: not spread out."""
 UNPACED: Final = frozenset({"apps.connections.open"})
 """Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
 Socket Mode's reconnect, without which no click arrives."""
@@ -104,7 +69,7 @@ def retry_after_of(exc: BaseException) -> float | None:
         return None
     if getattr(exc.response, "status_code", None) == 429:
         default = _DEFAULT_RETRY_AFTER
-    elif _error_of(exc.response) == RATE_LIMITED:
+    elif error_of(exc.response) == RATE_LIMITED:
         default = RATE_LIMITED_RETRY_AFTER
     else:
         return None
@@ -119,13 +84,7 @@ def retry_after_of(exc: BaseException) -> float | None:
     return default
 
 
-def _error_of(response: Any) -> object:
-    """The ``error`` of a Web API answer, if it has one."""
-    data = getattr(response, "data", None)
-    return data.get("error") if isinstance(data, dict) else None
-
-
-class WebApiScheduler:
+class WebApiScheduler(Spending):
     """Paces Web API calls within ``limits`` (see the module docstring)."""
 
     def __init__(
@@ -137,9 +96,7 @@ class WebApiScheduler:
         slow_after: float = 10.0,
         logger: logging.Logger | None = None,
     ) -> None:
-        self.limits = limits or SlackLimits()
-        self._budget: Budget = budget or LocalBudget()
-        self._margin = margin
+        super().__init__(limits or SlackLimits(), budget or LocalBudget(), margin)
         self._slow_after = slow_after
         self._logger = logger or logging.getLogger("adapters.slack")
         self._methods: dict[str, MethodLanes] = {}
@@ -252,30 +209,6 @@ class WebApiScheduler:
         self._methods.clear()
         await self._budget.close()
 
-    def buckets(self, method: str, lane: str) -> list[Bucket]:
-        """The budget buckets one call of ``method`` in ``lane`` spends.
-
-        A per-window limit is spent evenly, in bursts of at most a tenth of it, so calls
-        that leave on time cannot arrive at Slack bunched over the limit (modals, whose
-        trigger expires in three seconds, may use the whole window at once); the window is
-        stretched by ``margin`` for the same reason. For posts the channel's bucket is last.
-        """
-        limits, stretch = self.limits, 1.0 + self._margin
-        window = limits.real(limits.window) * stretch
-        allowed = limits.workspace_posts if method == POST_MESSAGE else limits.per_window(method)
-        allowed = allowed or 1
-        found = [Bucket(method, allowed, window)]
-        if method in _TRIGGERED:
-            return found  # a trigger id expires in 3 s: the window's whole burst is used
-        burst = max(1, allowed // 10)
-        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
-        if method == POST_MESSAGE:
-            # One post per interval per channel, evenly, barely slower than Slack refills
-            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
-            interval = limits.real(limits.post_interval) * 1.02
-            found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
-        return found
-
     # -- serving --------------------------------------------------------------------------
 
     def _kick(self, state: MethodLanes) -> None:
@@ -300,34 +233,11 @@ class WebApiScheduler:
             if lane not in state.lanes:
                 continue  # its last call was taken off while the budget was asked
             entry = state.pop(lane)
-            self._note_wait(state, loop.time() - entry.queued_at, loop.time())
+            now = loop.time()
+            state.note_wait(now - entry.queued_at, now, self._slow_after, self._logger)
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
-
-    def _note_wait(self, state: MethodLanes, waited: float, now: float) -> None:
-        """Log a call that waited longer than ``slow_after``: at most one line per method
-        each ``slow_after`` seconds, counting the slow calls since the last line."""
-        if waited <= self._slow_after:
-            return
-        state.slow += 1
-        if now - state.slow_logged_at < self._slow_after:
-            return
-        self._logger.warning(
-            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
-            state.name,
-            state.slow,
-            self._slow_after,
-            waited,
-            state.waiting,
-            extra={
-                "method": state.name,
-                "slow": state.slow,
-                "waited": round(waited, 3),
-                "queued": state.waiting,
-            },
-        )
-        state.slow, state.slow_logged_at = 0, now
 
     async def _choose(self, state: MethodLanes, now: float) -> tuple[str | None, float | None]:
         """A lane whose call may go now, or ``None`` and when to look again."""
@@ -380,31 +290,6 @@ class WebApiScheduler:
             state.wake.set()
             if state.lanes:
                 self._kick(state)
-
-    async def _hold(
-        self, state: MethodLanes, lane: str, refusal: BaseException, seconds: float
-    ) -> None:
-        """Close a budget for ``seconds`` after ``refusal`` of a call in ``lane``.
-
-        A 429 on a post holds that conversation only: it affects the method in the
-        workspace, but its usual cause here is the one post per second per channel. A
-        second conversation refused while a conversation's hold runs means the method's
-        budget is spent: the whole method is held. Any other method (and chat.postMessage's
-        ``rate_limited``, the app's posting as a whole) holds the method at once."""
-        buckets = self.buckets(state.name, lane)
-        posting_refused = _error_of(getattr(refusal, "response", None)) == RATE_LIMITED
-        if state.name != POST_MESSAGE or posting_refused:
-            await self._budget.hold(buckets[0], seconds)
-            return
-        now = asyncio.get_running_loop().time()
-        held = state.held
-        for other in [k for k, until in held.items() if until <= now]:
-            del held[other]
-        if any(other != lane for other in held):
-            await self._budget.hold(buckets[0], seconds)
-        else:
-            await self._budget.hold(buckets[-1], seconds)
-        held[lane] = max(held.get(lane, now), now + seconds)
 
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
         """A method no limit here covers, or ``UNPACED``: sent at once, retried after any 429

@@ -1,16 +1,4 @@
-"""An approval message, shaped like the dsh host's own approval panel: pure rendering.
-
-Open: the reason as the headline, the tool, what it will run (the command for bash-like
-tools, the path for write/edit) on a code line, and exactly two buttons: **Allow once**
-(primary, behind a confirm dialog naming the command) and **Reject**. Final: the same
-facts and who decided what ("Allowed once by @alice"), or how it ended elsewhere.
-
-Nothing a person is asked to allow is hidden: a command (or path) too long for one section
-shows its beginning and its end, with a line of ours between them naming how many
-characters are left out there, and the whole of it follows in the message's thread (as
-code, or as one file past ``MAX_THREAD_REPLIES`` replies); the message and the confirm
-dialog say so.
-"""
+"""An approval message, shaped like the dsh host's own approval panel: pure rendering."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Pure decisions: how a request is presented (plan review, buttons, menu, text, form).
-
-- ``plan``: a plan review (design.md's conditions): the plan, Approve (primary), the
-  decline option (danger), "Decline with feedback…" and Dismiss.
-- ``tap``:  one single-select question with up to ``MAX_TAP_OPTIONS`` options: buttons.
-- ``menu``: one single-select question with more options: a select menu.
-- ``text``: one question with no options: an "Answer…" button opening a modal.
-- ``form``: anything else (multi-select, several questions): one widget per question and
-  one Submit for the whole set; an unanswered question is skipped.
-"""
+"""Pure decisions: how a request is presented (plan review, buttons, menu, text, form)."""
 
 from __future__ import annotations
 

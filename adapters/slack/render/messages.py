@@ -1,8 +1,4 @@
-"""Every sentence the Slack provider shows a person or puts in an error, defined once.
-
-Notes on messages and private replies are mrkdwn (``<@U…>`` mentions); error messages
-are plain text. The seam's own messages (``ASK_ABORTED``'s) come from the seam.
-"""
+"""Every sentence the Slack provider shows a person or puts in an error, defined once."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""Untrusted text made safe for Slack.
-
-Slack decodes only ``&amp;``, ``&lt;`` and ``&gt;``; escaping those three neutralises every
-control sequence an asker could inject (``<!channel>``, ``<@U123>``, ``<https://evil|x>``).
-Text objects that carry asker text are sent with ``verbatim: true`` so Slack does not
-auto-link ``@here`` or ``#channel`` either.
-
-``markdown`` blocks speak standard markdown, where ``[text](url)`` links without any angle
-bracket: ``markdown_text`` rewrites every link whose text is not its URL as
-``text (url)``, images as ``alt (url)``, and reference definitions as plain text (inside
-block quotes and list items too: CommonMark applies those to the whole text), so what a
-person reads is where a link goes; raw HTML is escaped, so it shows as text. Whatever the
-rewriting leaves that could still close a link (a link nested deeper than the rewriting
-goes, brackets inside a link's text) is broken apart: ``](`` becomes ``]（`` (a full-width
-parenthesis: the text never grows, so it stays within what ``escape`` would take, which is
-what the message budget counts).
-"""
+"""Untrusted text made safe for Slack."""
 
 from __future__ import annotations
 
@@ -165,12 +149,7 @@ def _closes(line: str, fence: str) -> bool:
 
 def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
     """Which ``lines`` surely belong to a fenced or an indented code block (CommonMark), and
-    the opener of the fence still open after the last line (``None`` if none is).
-
-    Only blocks that are code whatever else the text holds: a fence at the first column
-    (nothing holds it but the document), or any fence or indented block while no list or
-    block quote can be open. Erring this way leaves code rewritten, never a link unmasked.
-    """
+    the opener of the fence still open after the last line (``None`` if none is)."""
     code = [False] * len(lines)
     top = True  # no list or block quote can be open
     after_paragraph = False  # an indented line would continue a paragraph
@@ -309,12 +288,7 @@ def _rewritten(text: str, *, masking: bool) -> str:
 
 def markdown_text(text: str) -> str:
     """Asker text for a ``markdown`` block: escaped, and no link shows one target while
-    going to another (``[a](b)`` becomes ``a (b)``; images and reference links likewise).
-
-    Code (spans, fenced and indented blocks) is shown as written: CommonMark makes no link
-    inside it. Only what is surely code is kept, and only once rewriting what is around it
-    changes nothing more (a link's target could take a backtick); else all is rewritten.
-    """
+    going to another (``[a](b)`` becomes ``a (b)``; images and reference links likewise)."""
     text = _LINE_ENDING.sub("\n", text)  # CommonMark's line endings, for ``^`` below
     if _MASK_OPEN not in text and _MASK_CLOSE not in text:
         current = text

@@ -1,19 +1,4 @@
-"""Pure wording: what happened to a request, in words a person reads at a glance.
-
-One place says how every ending is worded ("Approved by @alice", "Declined by @bob —
-«feedback»", "Answered by", "Skipped by", "Dismissed by", "Cancelled: …", "Failed: …",
-"Timed out"), so the message record, its notification text, private notes and modal
-errors all agree. ``outcome_of`` decides; ``as_mrkdwn`` and ``as_plain`` word it for the
-two kinds of Slack text: mrkdwn (a mention renders, asker text is escaped) and plain text
-(modal errors, where a mention would show as a raw id, so the person's name is used).
-New kinds of request (team reviews, tallies) add a verb here and keep the rest.
-
-Asker text quoted inside a line of the bot's own words (declined feedback, a vote's
-feedback, an approval's label) goes through ``one_line`` and ``literal`` so it can neither
-start a line of its own nor carry mrkdwn that reads as the bot's (a fake, bold, green
-"Approved by @alice" under "Declined by @bob"); ``code_block`` keeps asker text inside the
-code block the bot opened.
-"""
+"""Pure wording: what happened to a request, in words a person reads at a glance."""
 
 from __future__ import annotations
 
@@ -64,22 +49,12 @@ _FOLD: Final = " / "
 
 
 def one_line(text: str) -> str:
-    """``text`` with its line breaks folded into `` / ``, blank lines dropped.
-
-    Quoted in a line of ours, asker text then never starts a line of its own, where it
-    would read as the bot's (every kind of line break: ``str.splitlines``).
-    """
+    """``text`` with its line breaks folded into `` / ``, blank lines dropped."""
     return _FOLD.join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def literal(text: str) -> str:
-    """Asker text escaped for a mrkdwn line of ours, its markup shown as typed.
-
-    Slack mrkdwn has no escape for ``*``, ``_``, ``~`` or backticks: each gets a zero-width
-    space on both sides, so it neither opens nor closes formatting whether Slack counts that
-    space as a word character or as white space. An emoji code (``:white_check_mark:``)
-    gets one after its colon, so it shows as typed rather than as the bot's green tick.
-    """
+    """Asker text escaped for a mrkdwn line of ours, its markup shown as typed."""
     text = _EMOJI_CODE.sub(f":{_ZWSP}", escape(text))
     return _MARKUP.sub(lambda match: f"{_ZWSP}{match[0]}{_ZWSP}", text)
 

@@ -1,9 +1,4 @@
-"""Pure: what changed between two versions of a plan, line by line.
-
-A revised plan review shows the added and removed lines of its plan (``+`` / ``-``), each
-run of unchanged lines folded into a count, so reviewers read what changed instead of the
-whole plan again.
-"""
+"""Pure: what changed between two versions of a plan, line by line."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Pure rendering of team plan reviews: the live tally, the votes, and what a revision changed.
-
-Returns escaped mrkdwn lines and Block Kit blocks; the plan-review message in ``blocks``
-places them. User and group ids in mentions come from Slack payloads or from a policy that
-only accepts id-shaped values, so they cannot carry asker text.
-"""
+"""Pure rendering of team plan reviews: the live tally, the votes, and what a revision changed."""
 
 from __future__ import annotations
 
@@ -64,16 +59,7 @@ def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
 
 def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
     """ "Waiting for approval — 1 of 2 approvals so far; still needs 1 from @platform-leads"
-    (escaped mrkdwn) while the review is open; "Approved 2 of 2" once approved.
-
-    Only the approved outcome leads with "Approved": an open review leads with "Waiting for
-    approval", so nobody takes a plan still waiting (one approval of one counted, the
-    required group's still missing) for an approved one. ``ended``: the request ended
-    before the tally decided it (timed out, dismissed, cancelled): it reads "Not approved".
-    A required group Slack would not list when a vote was cast (it has no such group, the
-    bot may not read it) is named by its id with Slack's word; when no one else can make
-    up its approvals, the line says the review cannot be approved as set.
-    """
+    (escaped mrkdwn) while the review is open; "Approved 2 of 2" once approved."""
     result = tally(policy, votes)
     approvals = f"{result.approvals} of {_plural(result.needed, 'approval')}"
     if result.outcome == "declined":
@@ -132,11 +118,7 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
 
 
 def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[list[Block]]]:
-    """What a revised plan shows above itself, and the thread replies for a long diff.
-
-    A context naming the earlier review (a link where one is known), the feedback that
-    prompted the revision, and the line diff of the plan with unchanged runs folded.
-    """
+    """What a revised plan shows above itself, and the thread replies for a long diff."""
     earlier = (
         f"<{revision.previous_link}|the previous review>"
         if revision.previous_link

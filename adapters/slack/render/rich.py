@@ -1,11 +1,4 @@
-"""Pure builders of ``rich_text`` blocks: asker text shown exactly as typed.
-
-A ``rich_text`` ``text`` element is literal: Slack does not parse it for mrkdwn (``*``,
-``_``, ``~``, backticks) or for control sequences (``<!channel>``, ``<@U1>``, links), which
-exist in rich text only as their own typed elements. So a question containing ``**v2.4**``
-shows its asterisks as typed and bold comes from the element's ``style``, which no text
-can break. Only ``text`` leaves are built here, never mentions or links from asker text.
-"""
+"""Pure builders of ``rich_text`` blocks: asker text shown exactly as typed."""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
-from adapters.httpguard import ListenerLimits, is_loopback
+from adapters.connections import ListenerLimits
+from adapters.httpguard import is_loopback
 from adapters.slack.render.mrkdwn import escape
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.demo import ApprovalAsker, Asker, DemoAgent

@@ -31,13 +31,8 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
-from adapters.httpguard import (
-    LOOPBACK_NAMES,
-    ListenerLimits,
-    RefusalLog,
-    guard_middleware,
-    start_listener,
-)
+from adapters.connections import ListenerLimits, start_listener
+from adapters.httpguard import LOOPBACK_NAMES, RefusalLog, guard_middleware
 from adapters.slack.blockkit import check_message, view_problems
 from adapters.slack.sandbox import clicks
 from adapters.slack.sandbox.calllog import Call, CallLog

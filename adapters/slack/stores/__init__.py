@@ -1,12 +1,5 @@
-"""Where pending requests live: one protocol, three stores.
-
-- ``MemoryPendingStore``: this process only; tests and the sandbox.
-- ``SqlitePendingStore``: one file (aiosqlite, WAL); the default of ``python -m bot``;
-  survives restarts and crashes; several processes on one host may share the file.
-- ``RedisPendingStore``: several bot processes on any number of hosts.
-
-The Redis store is imported from ``adapters.slack.stores.redis`` (it needs redis-py).
-"""
+"""Where pending requests live: one contract (``PendingStore``), three stores (memory, SQLite,
+Redis). Imports ``render`` (its sentences), ``model`` and the seam."""
 
 from adapters.slack.stores.contract import (
     RETENTION,
@@ -20,6 +13,7 @@ from adapters.slack.stores.contract import (
     Watch,
     append_quietly,
     mutate,
+    settle,
 )
 from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
@@ -38,4 +32,5 @@ __all__ = [
     "Watch",
     "append_quietly",
     "mutate",
+    "settle",
 ]

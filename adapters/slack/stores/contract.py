@@ -1,12 +1,4 @@
-"""The pending store protocol: what every store (memory, SQLite, Redis) does.
-
-Every change is a compare-and-set on the record's ``version``, so whichever writer gets
-there first wins and a losing writer re-reads and decides again (``mutate``). A change
-and its audit event are one write: the store keeps both or neither, and the event is
-readable no later than the change (so a waiter woken by an ending finds its event). When a
-record reaches a terminal state the store wakes every ``Watch`` registered for it, in this
-process or (SQLite on one host, Redis anywhere) in another one.
-"""
+"""The pending store protocol: what every store (memory, SQLite, Redis) does."""
 
 from __future__ import annotations
 
@@ -18,7 +10,8 @@ from typing import Final, Protocol, runtime_checkable
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_trail import AuditEvent, event_for
 from adapters.slack.model.record import PendingRecord
-from bot.questions.errors import UserQuestionError
+from adapters.slack.render.messages import STORE_BUSY
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = [
     "OWNER_LOST_NOTE",
@@ -33,6 +26,7 @@ __all__ = [
     "Watch",
     "append_quietly",
     "mutate",
+    "settle",
 ]
 
 RETENTION: Final = 90 * 86400.0
@@ -94,10 +88,7 @@ EventFor = Callable[[PendingRecord, PendingRecord], AuditEvent | None]
 
 @runtime_checkable
 class ReportsOrphans(Protocol):
-    """An optional store capability: it fails dead processes' requests and reports them.
-
-    The provider sets ``on_orphans`` so those requests' messages say so in Slack.
-    """
+    """An optional store capability: it fails dead processes' requests and reports them."""
 
     on_orphans: OrphanHandler | None
 
@@ -119,10 +110,7 @@ class PendingStore(Protocol):
         ...
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` with it, in one write.
-
-        ``False`` (and nothing written) if a record with its id exists already.
-        """
+        """Store a new record and ``event`` with it, in one write."""
         ...
 
     async def get(self, request_id: str) -> PendingRecord | None:
@@ -136,10 +124,7 @@ class PendingStore(Protocol):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        with it in the same write (both are kept or neither).
-
-        A terminal record wakes its owner's watch. Returns whether the write won.
-        """
+        with it in the same write (both are kept or neither)."""
         ...
 
     def watch(self, request_id: str) -> Watch:
@@ -191,18 +176,7 @@ async def mutate(
     event: EventFor | None = None,
     known: PendingRecord | None = None,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """Apply ``change`` with compare-and-set, re-reading on conflict.
-
-    ``change`` gets the current record and returns the next one (``record.next(...)``) or
-    ``None`` to leave it. Returns ``(seen, written)``: the record the decision was made on
-    (``None`` if there is none) and the record written (``None`` if nothing was). A write
-    that changes something that matters carries its audit event in the same write:
-    ``event`` (before, after), by default ``event_for`` (``by``: who acted).
-
-    ``known``: the record as just read by the caller, decided on first instead of reading
-    it again (a click's path: one store round trip fewer); a stale one loses the
-    compare-and-set and the change is decided again on a fresh read.
-    """
+    """Apply ``change`` with compare-and-set, re-reading on conflict."""
     for attempt in range(attempts):
         current = known if attempt == 0 and known is not None else await store.get(request_id)
         if current is None:
@@ -217,6 +191,25 @@ async def mutate(
         if await store.compare_and_set(updated, audit):
             return current, updated
     raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+
+
+async def settle(
+    store: PendingStore,
+    request_id: str,
+    change: Callable[[PendingRecord], PendingRecord | None],
+    *,
+    by: str | None = None,
+    by_name: str | None = None,
+    event: EventFor | None = None,
+    known: PendingRecord | None = None,
+) -> tuple[PendingRecord | None, PendingRecord | None]:
+    """``mutate``, whose giving up is the seam's ``STORE_UNAVAILABLE`` rather than a conflict."""
+    try:
+        return await mutate(
+            store, request_id, change, by=by, by_name=by_name, event=event, known=known
+        )
+    except StoreConflict as exc:
+        raise UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc) from exc
 
 
 async def append_quietly(store: PendingStore, event: AuditEvent) -> None:

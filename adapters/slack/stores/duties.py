@@ -1,31 +1,5 @@
 """The background duties of the durable stores (SQLite, Redis): liveness and its sweep,
-and the retention's purge.
-
-Every process beats (its heartbeat) every interval. The pending records of a process whose
-heartbeat is gone are failed with ``OWNER_LOST`` (``fail_orphans``, a compare-and-set per
-record, so a record answered meanwhile is left alone) and the store's ``on_orphans`` is
-told, so those requests' messages say so in Slack. A detached record (asked over the HTTP
-API) whose message its lost process never posted is taken for the sweeping process instead,
-and reported (still open) for it to post.
-
-``OrphanSweep`` (both stores' sweep) keeps each record as it is written, so what a sweep
-wrote is reported even when an error cuts it short: a record failed but never reported
-would keep its buttons in Slack, a detached one taken but never reported would never be
-posted. Its passes are bounded (a time per heartbeat, the rest in the next one) and the
-sweeper beats between records, so a long sweep lets neither its heartbeat nor its lock
-lapse. A pass's time counts from its first record, and a pass writes at least one: reading
-a lost process's records (tens of thousands of them) may take longer than a pass's time,
-and a sweep must still get on.
-
-A failing heartbeat (the store unavailable: a SQLite file held longer than the busy
-timeout, Redis down) is logged as one line with the error's message, and while it keeps
-failing at most once a minute (``RepeatedFailures``); an unexpected error keeps its
-traceback.
-
-The purge (finished records, old audit entries) runs every ``PURGE_EVERY`` in a task of its
-own (``run_purges``), not in the heartbeat: a purge that took longer than the heartbeat's TTL
-would let the beat lapse, and other processes would fail this one's questions.
-"""
+and the retention's purge."""
 
 from __future__ import annotations
 
@@ -69,12 +43,7 @@ def default_process_id() -> str:
 
 
 async def fail_orphans(store: PendingStore, owner: str) -> list[PendingRecord]:
-    """Fail the pending records of the lost process ``owner``; the records written.
-
-    A detached record (the HTTP API's, its message not posted yet) is not failed: it is
-    taken for this process (still open), whose provider posts it. An error stops it, and
-    what was written before is lost to the caller: a sweep that reports what it wrote
-    uses ``OrphanSweep``, which keeps it."""
+    """Fail the pending records of the lost process ``owner``; the records written."""
     sweep = OrphanSweep(store)
     await sweep.owner(owner)
     return sweep.written
@@ -86,16 +55,7 @@ class OrphanSweep:
     answer never came (``unsure``: ``landed`` tells later whether they were made). An
     error that cuts the pass short (the store cannot answer) loses none of them: the
     caller reports ``written`` whatever happens, and the records not reached stay open for
-    the next pass.
-
-    ``budget`` (seconds) bounds the pass from its first record on, not from its start:
-    listing a lost process's records may take longer than that, and a pass that stopped
-    before writing anything would leave the sweep where it was, pass after pass. The
-    ``deadline`` (monotonic) is set then, when not given (a caller may also set or move it);
-    past it, the records left wait for the next pass (``cut``). A pass always sweeps at
-    least one record when there is one. ``between`` is awaited before each record (the
-    sweeper's own heartbeat: a long sweep must not let it lapse).
-    """
+    the next pass."""
 
     def __init__(
         self,
@@ -212,14 +172,7 @@ FAILURE_LOG_EVERY: Final = 60.0
 
 
 class RepeatedFailures:
-    """The log of a duty that may fail at every round while the store is unavailable.
-
-    A failure is logged at most once per ``every`` seconds per cause (a
-    ``UserQuestionError``'s code, else the exception's type), saying how many more there
-    were since the last line; a ``UserQuestionError`` (the store cannot answer, its message
-    says why) as one line, anything else with its traceback. The first success after a
-    failure that was logged says so, once.
-    """
+    """The log of a duty that may fail at every round while the store is unavailable."""
 
     def __init__(
         self,
@@ -273,12 +226,7 @@ async def run_heartbeats(
     store: ReportsOrphans,
     log: logging.Logger,
 ) -> None:
-    """Every ``interval`` until ``stopped()``: run ``duty`` and report what it failed.
-
-    A failing duty is tried again next time, and logged (``RepeatedFailures``: the store's
-    error as one line, at most once a minute while it lasts); so is a failing
-    ``on_orphans``, with its traceback.
-    """
+    """Every ``interval`` until ``stopped()``: run ``duty`` and report what it failed."""
     failures = RepeatedFailures(log, "pending store heartbeat")
     while not stopped():
         await asyncio.sleep(interval)

@@ -1,10 +1,4 @@
-"""Records lost from under their waiters (Redis flushed or restarted without persistence).
-
-A store never drops a pending record on its own, but Redis can lose data. A watch whose
-wait has begun (so its record existed) and whose record is gone is failed with
-``RECORD_LOST`` by the store's periodic check, within seconds: the waiting ``ask()`` or
-long-poll ends, the provider puts the record back as failed and closes its message.
-"""
+"""Records lost from under their waiters (Redis flushed or restarted without persistence)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""``MemoryPendingStore``: the pending store in this process's memory (tests, the sandbox).
-
-Nothing survives the process; ``python -m bot`` uses the SQLite store by default. Within
-it, retention is as in the durable stores: a question's record and its whole trail stay
-while it is pending and ``finished_ttl`` (``RETENTION_DAYS``) after it ends, then go
-together; every read drops what expired first, the trail's reads too.
-"""
+"""``MemoryPendingStore``: the pending store in this process's memory (tests, the sandbox)."""
 
 from __future__ import annotations
 
@@ -24,13 +18,7 @@ __all__ = ["MemoryPendingStore"]
 
 
 class MemoryPendingStore:
-    """The default store: a dict in this process. Right for exactly one bot process.
-
-    Records and audit events are kept as their JSON (``PendingRecord.dump``,
-    ``AuditEvent.dump``), as Redis keeps them: each reader gets its own object, nothing a
-    caller does to one can change the store, and a question waiting for hours costs its JSON
-    rather than a graph of objects.
-    """
+    """The default store: a dict in this process. Right for exactly one bot process."""
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
         if finished_ttl <= 0:

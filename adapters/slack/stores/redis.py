@@ -1,32 +1,4 @@
-"""``RedisPendingStore``: the pending store shared by several bot processes through Redis.
-
-The parts, one idea each: ``redis_layout`` (the keys, one Redis server or primary, and the
-Lua scripts), ``redis_link`` (the pool, bounded operations, health), ``redis_records`` (the
-records: create, get, compare-and-set, the open index), ``redis_notices`` (watches and the
-``p:done`` subscriber), ``redis_upkeep`` (heartbeats, the sweep, the audit stream's
-purge), ``redis_audit`` (the streams); this module puts them together behind the
-``PendingStore`` protocol.
-
-``create`` and ``compare_and_set`` are Lua scripts (``register_script``), so the record, the
-index sets, the notification and the audit event change together and the first writer wins
-across processes.
-A watch is local: every process subscribes to ``p:done`` and, when an id it watches is
-published, re-reads the record and resolves its watches. A watch also re-reads when it starts
-waiting, and the subscriber re-reads every watched record after any (re)subscription, so a
-notification lost while the connection was down costs latency, not the ending.
-
-Outages: every operation is bounded by ``op_timeout`` and raises ``UserQuestionError`` with
-code ``STORE_UNAVAILABLE`` when Redis cannot answer in time (redis-py's own retry with
-exponential backoff runs inside that bound). ``Watch.wait()`` does not raise on an outage: it
-keeps waiting through reconnects (each of its re-reads is bounded), so the ask's own timeout
-and abort signal decide how long anyone waits; ``close()`` ends every wait still pending with
-``STORE_UNAVAILABLE``. A process whose heartbeat lapses (crashed, or cut off from Redis for
-longer than ``heartbeat_ttl``) is presumed dead: ``sweep_orphans`` fails its pending records
-with ``OWNER_LOST``.
-
-``reading()`` connects for the audit trail only, instead of ``start()`` (``python -m bot
-audit``): no heartbeat, no subscription, no task, so no sweep; it writes nothing.
-"""
+"""``RedisPendingStore``: the pending store shared by several bot processes through Redis."""
 
 from __future__ import annotations
 
@@ -69,11 +41,7 @@ __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavai
 
 
 class RedisPendingStore(KeepsTrail):
-    """A ``PendingStore`` in Redis, shared by every bot process that can receive a click.
-
-    Call ``start()`` before use and ``close()`` at shutdown. ``on_orphans`` (settable) is
-    called with the records each periodic ``sweep_orphans`` failed.
-    """
+    """A ``PendingStore`` in Redis, shared by every bot process that can receive a click."""
 
     def __init__(
         self,
@@ -196,10 +164,7 @@ class RedisPendingStore(KeepsTrail):
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
-        """The audit trail, connected for reading only (instead of ``start()``).
-
-        No heartbeat (this is no live process), no subscription and no task, so it sweeps
-        nobody; ``StoreUnavailable`` if Redis is unreachable."""
+        """The audit trail, connected for reading only (instead of ``start()``)."""
         if self._started or self._link.closed:
             raise RuntimeError("reading() is instead of start(): this store is started or closed")
         await self._reach()
@@ -258,12 +223,7 @@ class RedisPendingStore(KeepsTrail):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same script.
-
-        An ending is final: a finished record takes no other ending (only bookkeeping in its
-        own state, or a deliberate reopen to ``pending``, as the memory store). The write that
-        ends a record publishes its id, waking watches in every process.
-        """
+        in the same script."""
         return await self._records.compare_and_set(record, event, self._new_token())
 
     def watch(self, request_id: str) -> Watch:
@@ -287,17 +247,11 @@ class RedisPendingStore(KeepsTrail):
 
     async def purge(self, now: float | None = None) -> int:
         """Delete the audit stream's entries older than the retention whose question has no
-        record left (done at start and hourly; records and question streams expire by TTL).
-
-        Returns how many entries went (a pending question's are never purged).
-        """
+        record left (done at start and hourly; records and question streams expire by TTL)."""
         return await self._upkeep.purge(now)
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``).
-
-        Returns the records this call failed; ``[]`` when another process is sweeping.
-        """
+        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
         return await self._upkeep.sweep_orphans()
 
     @staticmethod

@@ -1,13 +1,4 @@
-"""The Redis store's audit trail: streams, ``p:audit`` (every event) and ``p:events:{id}``.
-
-Each event's JSON is the entry's field ``e``. A question's stream lives as long as its
-record: no TTL while pending, the record's TTL (the retention) once it ended. ``p:audit`` is
-not trimmed by age as it is appended to (``MINID`` would drop a long-pending question's
-events): ``purge`` deletes the entries older than the retention whose question has no
-record left, so the export and each question's trail keep the same events. An event that
-goes with a record's change is appended by that change's script (``event_args``, see
-``redis_layout``); ``append_event`` is for an event without one.
-"""
+"""The Redis store's audit trail: streams, ``p:audit`` (every event) and ``p:events:{id}``."""
 
 from __future__ import annotations
 
@@ -17,8 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Final, cast
 
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.stores.redis_layout import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT, RedisKeys, px
+from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
+from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
 
 __all__ = ["RedisAudit", "event_args"]
 
@@ -98,11 +90,7 @@ class RedisAudit:
         return None
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages).
-
-        Stream ids are Redis's clock; a minute's margin on each side covers a skew with
-        this host's, and each event's own ``at`` decides.
-        """
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         low = f"{max(0, int((since - 60) * 1000))}"
         high = "+" if until is None else f"{int((until + 60) * 1000)}"
         client = self._link.client

@@ -1,11 +1,4 @@
-"""The Redis store's connection: the pool, bounded operations and the health they show.
-
-Every operation is bounded by ``op_timeout`` and raises ``UserQuestionError`` with code
-``STORE_UNAVAILABLE`` when Redis cannot answer in time (redis-py's own retry with
-exponential backoff runs inside that bound). The link remembers when Redis last answered:
-an outage is logged once when it begins and once when it ends, and the store judges by it
-how long Redis has been gone. The password of ``REDIS_URL`` never reaches a message.
-"""
+"""The Redis store's connection: the pool, bounded operations and the health they show."""
 
 from __future__ import annotations
 
@@ -38,11 +31,7 @@ _CONNECTION_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, T
 
 
 def reraise_cancellation(exc: BaseException) -> None:
-    """Raise ``CancelledError`` if this task is being cancelled.
-
-    A cancellation that lands inside redis-py's own timeouts can come out as a timeout or a
-    connection error; it must still cancel, not be reported (or retried) as an outage.
-    """
+    """Raise ``CancelledError`` if this task is being cancelled."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError from exc

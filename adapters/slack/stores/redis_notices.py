@@ -1,18 +1,4 @@
-"""The Redis store's wake-ups: this process's watches, resolved from the ``p:done`` channel.
-
-A watch is local: every process subscribes to ``p:done`` and, when an id it watches is
-published, re-reads the record and resolves its watches. A watch also re-reads when it starts
-waiting, and the subscriber re-reads every watched record after any (re)subscription, so a
-notification lost while the connection was down costs latency, not the ending; a re-read
-that fails is retried by the subscriber.
-
-``Watch.wait()`` does not raise on an outage: it keeps waiting through reconnects, so the
-ask's own timeout and abort signal decide how long anyone waits, until Redis has been gone
-for ``outage_limit`` seconds (``give_up_if_lost``). Records that vanish (Redis flushed)
-fail their waits with ``RECORD_LOST`` (``check_lost``). A record this version cannot read at
-all (stored by a newer version, with a state or a type it does not know) fails its waits
-here with ``STORE_UNAVAILABLE`` saying so, when it is re-read: nobody waits on it forever.
-"""
+"""The Redis store's wake-ups: this process's watches, resolved from the ``p:done`` channel."""
 
 from __future__ import annotations
 
@@ -188,11 +174,7 @@ class RedisNotices:
                     fail_lost(self.watches.groups.get(request_id, ()), request_id)
 
     def give_up_if_lost(self) -> None:
-        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds.
-
-        A waiting ``ask()`` then raises ``STORE_UNAVAILABLE`` instead of hanging; the
-        provider records the failure once Redis is back.
-        """
+        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds."""
         link = self._link
         if link.healthy is not False or time.monotonic() - link.ok_at < self._outage_limit:
             return

@@ -1,16 +1,4 @@
-"""The Redis store's records: create, read, compare-and-set, and the open index.
-
-``create`` and ``compare_and_set`` run as Lua scripts (``redis_layout``), so the record, its
-write token, the index sets, the ``p:done`` notification and the write's audit event (both
-streams) change together. Each write
-carries a token fresh per write (the caller's): redis-py's retry of a write whose reply was
-lost finds its own token (among the last few kept) and is recognised as done instead of
-refused, even when another write came in between.
-
-A record is read with ``PendingRecord.load``: fields this version does not know (a newer
-version's) are ignored; one it cannot read at all raises ``UserQuestionError``
-(``STORE_UNAVAILABLE``), as an outage does, never pydantic's error.
-"""
+"""The Redis store's records: create, read, compare-and-set, and the open index."""
 
 from __future__ import annotations
 
@@ -24,11 +12,6 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import OpenCount
 from adapters.slack.stores.redis_audit import event_args
 from adapters.slack.stores.redis_layout import (
-    AUDIENCES,
-    COMPARE_AND_SET,
-    CREATE,
-    INDEXED,
-    OPEN_COUNT,
     RedisKeys,
     dump_audience,
     load_audience,
@@ -36,6 +19,7 @@ from adapters.slack.stores.redis_layout import (
     px,
 )
 from adapters.slack.stores.redis_link import RedisLink
+from adapters.slack.stores.redis_lua import AUDIENCES, COMPARE_AND_SET, CREATE, INDEXED, OPEN_COUNT
 
 __all__ = ["RedisRecords"]
 
@@ -95,12 +79,7 @@ class RedisRecords:
     async def compare_and_set(
         self, record: PendingRecord, event: AuditEvent | None, token: str
     ) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``.
-
-        An ending is final: a finished record takes no other ending (only bookkeeping in its
-        own state, or a deliberate reopen to ``pending``). The write that ends a record
-        publishes its id, waking watches in every process.
-        """
+        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [
             record.dump(),

@@ -1,20 +1,6 @@
 """The Redis store's upkeep: this process's heartbeat, the sweep of lost processes, and the
 audit stream's purge (at start, then hourly beside the heartbeat: ``duties.run_purges``;
-records expire by TTL).
-
-``p:alive:{pid}`` expires ``heartbeat_ttl`` after the last beat. A process whose heartbeat
-lapsed (crashed, or cut off from Redis for longer than ``heartbeat_ttl``) is presumed dead:
-the sweep fails its pending records with ``OWNER_LOST``. One process sweeps at a time
-(``p:sweep``, a short redis-py ``Lock``), reading the small ``p:owners`` set and the
-heartbeats, never every record; an owner with nothing left is forgotten.
-
-The sweep runs a pass per heartbeat, writing for a third of ``heartbeat_ttl`` at most from
-its first record (the records left wait for the next pass; a pass writes at least one, however
-long listing them took), beating and keeping the lock between records: a long sweep lets
-neither this process's heartbeat nor the lock lapse. What a pass wrote is reported
-even when an error cuts it short, and a write whose answer never came is looked at again
-next time (``duties.OrphanSweep``).
-"""
+records expire by TTL)."""
 
 from __future__ import annotations
 
@@ -30,8 +16,9 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
 from adapters.slack.stores.redis_audit import RedisAudit
-from adapters.slack.stores.redis_layout import FORGET_OWNER, RedisKeys, px
+from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
+from adapters.slack.stores.redis_lua import FORGET_OWNER
 from adapters.slack.stores.redis_notices import RedisNotices
 from bot.questions.errors import UserQuestionError
 
@@ -74,9 +61,7 @@ class RedisUpkeep:
 
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: give up on a long outage, beat, check for lost records, one pass
-        of the sweep (the purge runs beside it: ``duties.run_purges``).
-
-        Returns what the pass failed or took, also when an error cut it short."""
+        of the sweep (the purge runs beside it: ``duties.run_purges``)."""
         self._notices.give_up_if_lost()
         sweep = self._new_sweep()
         try:
@@ -105,12 +90,7 @@ class RedisUpkeep:
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
         gone (``OWNER_LOST``), writing for ``heartbeat_ttl / 3`` at most (the rest in the
-        next).
-
-        Returns the records this call failed or took; ``[]`` when another process is
-        sweeping. A store error is raised, unless something was written before it: then it
-        is logged and those records are returned.
-        """
+        next)."""
         sweep = self._new_sweep()
         try:
             await self._sweep_pass(sweep)

@@ -1,11 +1,4 @@
-"""``RedisHomeViewers``: the App Home viewers in Redis, next to the Redis store's keys.
-
-One sorted set, ``p:home:viewers`` (``p`` is the store's prefix): each member a user id,
-its score when they last opened their Home tab (epoch seconds). Opening trims it, in one
-transaction, to the most recent ``max_viewers`` within ``ttl``; the key itself expires
-``ttl`` after the last opening. Every process of the store reads the same set. Operations
-go through the store's link: bounded, and ``STORE_UNAVAILABLE`` when Redis cannot answer.
-"""
+"""``RedisHomeViewers``: the App Home viewers in Redis, next to the Redis store's keys."""
 
 from __future__ import annotations
 

@@ -1,41 +1,4 @@
-"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite.
-
-Nothing to run beside the bot: the records live in one file (``STORE_PATH``) in WAL mode,
-so a restart, a crash or a deploy loses nothing a person or an agent is waiting on.
-Writes are single statements (``INSERT … ON CONFLICT DO NOTHING``, ``UPDATE … WHERE
-version = …``), so several processes on one host may share the file and the first writer
-wins; a write's audit event rides in the same statement (the ``event`` column, appended to
-the trail by a trigger: both or neither).
-The schema carries its version (``PRAGMA user_version``) and is upgraded in place at
-``start()``.
-
-Wake-ups: a write that ends a record wakes this process's watches at once. Endings
-written by another process on the same file are noticed by a poll every
-``poll_interval`` seconds: ``PRAGMA data_version`` says whether anyone else committed, and
-a trigger-fed ``endings`` table (an autoincrement sequence) says what ended since the last
-look. Processes on different hosts need the Redis store (SQLite over a network file
-system is not safe).
-
-Liveness as in the Redis store: every process beats in ``alive`` every
-``heartbeat_interval``; the pending records of a process whose beat is older than
-``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next sweep (``on_orphans`` is told).
-Beats are stamped by SQLite when written, and a process whose beat (or start) waited for the
-file longer than the interval judges nobody for one TTL (``sqlite_upkeep``): another writer
-holding the file for a while (a schema upgrade, a ``VACUUM``) costs no live process its
-questions.
-
-A click's path is one read by id and one compare-and-set, both in the loop's own thread
-when the file is free (``sqlite_file``); the WAL is copied into the file every
-``checkpoint_interval`` on a connection of its own, so a write never waits for a checkpoint.
-
-``reading()`` opens the file for the audit trail only, instead of ``start()`` (``python -m
-bot audit``): read-only, no schema upgrade, no heartbeat, no purge, no sweep, no task; an
-export run while a bot is down leaves that bot's questions to it.
-
-The parts: ``sqlite_file`` (the connections, WAL, the schema of ``sqlite_schema``),
-``sqlite_endings`` (the poll), ``sqlite_upkeep`` (heartbeats, sweep, retention, checkpoints),
-``sqlite_audit`` (the trail); this module keeps the records and puts the parts together.
-"""
+"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite."""
 
 from __future__ import annotations
 
@@ -48,15 +11,12 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from adapters.slack.model.audience import Audience, batches
+from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores import duties
 from adapters.slack.stores.contract import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
 from adapters.slack.stores.duties import (
     default_process_id,
-    run_heartbeats,
-    run_purges,
     stop_tasks,
 )
 from adapters.slack.stores.sqlite_audit import SqliteAudit
@@ -155,34 +115,17 @@ class SqlitePendingStore(KeepsTrail):
         except BaseException:
             await self._file.close()
             raise
-        self._log.info(
-            "pending store opened %s (schema %d, process %s)",
-            self.path,
-            SCHEMA_VERSION,
-            self._process_id,
-        )
+        shown = (self.path, SCHEMA_VERSION, self._process_id)
+        self._log.info("pending store opened %s (schema %d, process %s)", *shown)
         loop = asyncio.get_running_loop()
-        beats = run_heartbeats(
-            self._heartbeat_interval, lambda: self._closed, self._upkeep.duty, self, self._log
-        )
         self._tasks = [
             loop.create_task(self._endings.poll(), name="sqlite-store-poll"),
-            loop.create_task(beats, name="sqlite-store-heartbeat"),
-            loop.create_task(
-                self._upkeep.checkpoints(self._checkpoint_interval), name="sqlite-store-checkpoint"
-            ),
-            loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
-                run_purges(duties.PURGE_EVERY, lambda: self._closed, self._upkeep.purge, self._log),
-                name="sqlite-store-purge",
-            ),
+            *self._upkeep.loops(lambda: self._closed, self._checkpoint_interval, self),
         ]
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
-        """The audit trail, the file opened for reading only (instead of ``start()``).
-
-        Writes nothing (no heartbeat, purge or schema upgrade: an older schema is read as
-        it is, one without a trail refused) and starts no task, so it sweeps nobody."""
+        """The audit trail, the file opened for reading only (instead of ``start()``)."""
         if self._closed or self._file.is_open:
             raise RuntimeError("reading() is instead of start(): this store is started or closed")
         await self._file.open_to_read()
@@ -245,11 +188,7 @@ class SqlitePendingStore(KeepsTrail):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same statement.
-
-        An ending is final: a finished record takes no other ending (only bookkeeping in its
-        own state, or a deliberate reopen to ``pending``).
-        """
+        in the same statement."""
         dumped = record.dump()
         wrote = await self._file.inline(
             "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?,"
@@ -310,8 +249,7 @@ class SqlitePendingStore(KeepsTrail):
                 Audience.named(
                     request_id,
                     created_at,
-                    _names(reviewers if reviewing else users),
-                    _names(reviewer_groups if reviewing else groups),
+                    *_who(users, groups, (reviewers, reviewer_groups) if reviewing else None),
                     channel=channel,
                     message_channel=message_channel,
                 )
@@ -325,10 +263,7 @@ class SqlitePendingStore(KeepsTrail):
     # -- retention and liveness -----------------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:
-        """Delete the records that ended longer than the retention ago, and their trails.
-
-        Returns how many records went (a pending record is never purged, nor its trail).
-        """
+        """Delete the records that ended longer than the retention ago, and their trails."""
         return await self._upkeep.purge(now)
 
     async def sweep_orphans(self) -> list[PendingRecord]:
@@ -360,6 +295,15 @@ _AUDIENCES: Final = (
 """Each open question's id, time asked, the users and user groups named (space-joined),
 whether a team review names its reviewers and the users and user groups it names, and the
 channel asked in and the message's."""
+
+
+def _who(
+    users: str | None, groups: str | None, review: tuple[str | None, str | None] | None
+) -> tuple[list[str], list[str]]:
+    """Who may answer: the allow-lists, or a team review's reviewers within them."""
+    if review is None:
+        return list(_names(users)), list(_names(groups))
+    return narrowed(_names(review[0]), _names(review[1]), _names(users), _names(groups))
 
 
 def _names(joined: str | None) -> tuple[str, ...]:

@@ -1,8 +1,4 @@
-"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read.
-
-A write's event is appended by a trigger on ``records`` in the write's own statement (schema
-3, see ``sqlite_schema``); ``append_event`` is for an event without one.
-"""
+"""The SQLite store's audit trail: the ``events`` table (schema 2), appended and read."""
 
 from __future__ import annotations
 
@@ -76,13 +72,7 @@ class SqliteAudit:
         return [AuditEvent.load(raw) for (raw,) in rows]
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages).
-
-        Paged by ``seq`` from the range's first event, which the ``events_at`` index finds
-        (``_RANGE``): from the first event ever, each read would walk the whole trail (a
-        bot's start reads the last minutes of it, see ``LostPosts.resume``). ``seq`` only
-        grows, so no event is read twice or skipped, whatever the order of the ``at``s.
-        """
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         end = math.inf if until is None else until
         ((first, last),) = await self._file.rows(_RANGE, (since, end))
         if first is None:

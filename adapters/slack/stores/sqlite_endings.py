@@ -1,14 +1,4 @@
-"""The SQLite store's wake-ups from other processes on the same file.
-
-A poll every ``poll_interval`` seconds: ``PRAGMA data_version`` says whether anyone else
-committed since the last look, and the trigger-fed ``endings`` table (an autoincrement
-sequence) says what ended since then; the watched ones are re-read and resolved. Every
-``LOST_CHECK_INTERVAL`` the poll also fails the waits on records another process deleted
-(``RECORD_LOST``). A record this version cannot read at all (stored by a newer version, with
-a state or a type it does not know) fails its waits here with ``STORE_UNAVAILABLE`` saying
-so, as the Redis store's do: nobody waits on it forever, and the other records read with it
-are resolved all the same.
-"""
+"""The SQLite store's wake-ups from other processes on the same file."""
 
 from __future__ import annotations
 

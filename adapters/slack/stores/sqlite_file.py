@@ -1,36 +1,5 @@
 """The SQLite store's file: opening it (WAL, schema upgraded in place; or for reading
-only) and its statements.
-
-One aiosqlite connection in autocommit mode (``isolation_level=None``): every statement is
-its own transaction (a record's change and its audit event are one statement, see
-``sqlite_schema``), so several processes on one host may share the file and the first
-writer wins, and this process's statements need no lock (aiosqlite runs them in turn).
-Every SQLite failure comes out as ``UserQuestionError`` with code ``STORE_UNAVAILABLE``.
-
-A click's statements (``inline``: its read by primary key, then its compare-and-set) run
-on a second connection in the event loop's own thread. In WAL mode with
-``synchronous = NORMAL`` a read takes microseconds and a one-row write appends to the WAL
-with no fsync: less than handing either to aiosqlite's thread and back, a hand-over that
-waits for the GIL while the loop is busy (measured at about 1 ms a click). This connection
-never waits: a statement that would (``SQLITE_BUSY``: another writer holds the file) goes
-to aiosqlite instead, which waits up to the busy timeout. Other tasks get their turn after
-``RUN`` such statements in a row (a click's two run straight through; a stop's thousands
-never hold the loop).
-
-Writes do not copy the WAL back into the file (a checkpoint: page copies and an fsync, the
-slow tail of a commit that happens to cross SQLite's threshold): ``checkpoint`` does it on
-a third connection, in its own thread, called every second by the store
-(``SqliteUpkeep.checkpoints``). A commit checkpoints only past ``_WAL_PAGES``, should that
-fall behind. The WAL file is truncated back to ``WAL_LIMIT`` once checkpointed (SQLite's
-``journal_size_limit``; else it keeps the largest size it ever had, such as an upgrade's copy
-of every record, for the life of the process), and emptied once after a schema upgrade.
-
-The file must be one SQLite keeps on disk in WAL mode: ``:memory:`` (each connection would
-get a database of its own) or any other journal mode is refused at start, naming
-``STORE_PATH``. Every failure to open is an ``OSError`` naming it too, and a failed connect
-waits for aiosqlite's thread to end before it is raised (else that thread may call into an
-event loop ``asyncio.run`` has closed: ``Exception in thread … Event loop is closed``).
-"""
+only) and its statements."""
 
 from __future__ import annotations
 
@@ -177,17 +146,7 @@ class SqliteFile:
         """Open the file for reading only (``mode=ro``): nothing is created, switched,
         upgraded or written, so a reader leaves the file as it found it (SQLite may add the
         WAL's two side files should they be missing: the next writer uses them as they are).
-        Only ``rows`` (and what runs on it) works on a file opened so.
-
-        A user who may read the file but not write its folder cannot have SQLite create
-        those side files. With no ``-wal`` file beside it the file is read as
-        ``immutable`` instead (no side files, no locks): that is safe because no writer
-        is running then (a bot keeps the ``-wal`` file while it has the store open, and
-        removes it at a clean stop; one killed leaves it), so every committed change is in
-        the file itself. Only a bot starting during the export could change the file under
-        it (the export may then fail, or miss events: run it again). With a ``-wal`` file
-        (a bot running, or killed) SQLite reads the ``-shm`` file beside it, and needs to
-        create it when it is missing: the error says so."""
+        Only ``rows`` (and what runs on it) works on a file opened so."""
         if not self.path.is_file():
             reason = "a folder, not a file" if self.path.is_dir() else "no such file"
             raise OSError(f"cannot read the pending store STORE_PATH={self.path}: {reason}")

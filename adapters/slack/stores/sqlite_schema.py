@@ -1,26 +1,4 @@
-"""The SQLite store's schema: versioned (``PRAGMA user_version``), upgraded in place.
-
-Each entry of ``_MIGRATIONS`` takes the file from one version to the next; ``migrate``
-applies the missing ones in one transaction at start (two processes starting on one new
-file agree: the second finds the schema done) and refuses a file newer than the code.
-A process that finds another holding the file (its upgrade of a large file can take a
-while) waits for it, saying so, up to the ``wait`` it is given, not only its busy timeout;
-an upgrade that fails (a full disk) leaves the file as it was and says why, naming
-``STORE_PATH``.
-A reader of the trail (``python -m bot audit``) writes nothing, so upgrades nothing:
-``check_readable`` lets it read any schema whose ``events`` it can, as it is.
-
-Since schema 3 a write of ``records`` carries its audit event in the ``event`` column
-(``NULL`` when it has none; overwritten by every write, never read back) and a trigger
-appends it to ``events``: the change and its event are one statement, so both are kept or
-neither (a failing trigger aborts the write), with no transaction around them.
-
-Since schema 4 ``records`` is an ordinary (rowid) table: schemas 1–3 made it ``WITHOUT
-ROWID``, which keeps each row inside the primary key's B-tree and, as SQLite's documentation
-warns, suits small rows only. A record is its JSON (hundreds of bytes to several KiB), so a
-click's compare-and-set rewrote a large cell of that tree; as a rowid table it costs half
-(measured: 79 against 166 µs per write of a 3 KB record, and a read by id 8 against 20 µs).
-"""
+"""The SQLite store's schema: versioned (``PRAGMA user_version``), upgraded in place."""
 
 from __future__ import annotations
 
@@ -168,10 +146,7 @@ async def migrate(
     db: aiosqlite.Connection, path: Path, log: logging.Logger, *, wait: float
 ) -> bool:
     """Bring the file's schema to ``SCHEMA_VERSION`` in one transaction (or refuse); whether
-    it was upgraded. Another process holding the file is waited for up to ``wait`` seconds.
-
-    A failure is an ``OSError`` naming ``STORE_PATH`` (the file left as it was), a file
-    newer than this code a ``RuntimeError``."""
+    it was upgraded. Another process holding the file is waited for up to ``wait`` seconds."""
     await _begin(db, path, log, wait)
     found = 0
     try:

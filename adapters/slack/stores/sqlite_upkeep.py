@@ -1,21 +1,5 @@
 """The SQLite store's upkeep: heartbeats, the sweep of lost processes' records, retention,
-and the WAL's checkpoints.
-
-Every process beats in ``alive`` every ``heartbeat_interval``; the pending records of a
-process whose beat is older than ``heartbeat_ttl`` are failed with ``OWNER_LOST`` by the next
-sweep. Finished records, the endings feed and audit events older than their keeping time are
-deleted at start and then every hour: a pending record is never purged, nor its trail; a
-finished record goes the retention after it ended, and its trail with it.
-
-Another writer may hold the file for seconds (a ``sqlite3`` shell, a ``VACUUM``, a new
-release upgrading the schema during a rolling deploy), and every process's beat waits for
-it. So SQLite stamps a beat when it writes it (``_NOW``), not when it was queued, and
-staleness is judged by SQLite's clock too; and a process whose own beat waited longer than
-the heartbeat interval, or failed, sweeps nobody for one TTL: the others' beats waited as
-well, and get the time to land. The sweep is ``duties.OrphanSweep``, in passes writing for
-a third of the TTL at most (the rest in the next), beating between records, and what a
-pass wrote is reported even when an error cuts it short.
-"""
+and the WAL's checkpoints."""
 
 from __future__ import annotations
 
@@ -23,11 +7,20 @@ import asyncio
 import functools
 import logging
 import time
+from asyncio import Task
+from collections.abc import Callable
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.contract import PendingStore
-from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
+from adapters.slack.stores import duties
+from adapters.slack.stores.contract import PendingStore, ReportsOrphans
+from adapters.slack.stores.duties import (
+    OrphanSweep,
+    landed,
+    log_orphans,
+    run_heartbeats,
+    run_purges,
+)
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
@@ -79,6 +72,19 @@ class SqliteUpkeep:
         self._unsure: list[PendingRecord] = []
         """Writes of a sweep whose answer never came: reported next time if they were made."""
 
+    def loops(
+        self, stopped: Callable[[], bool], checkpoint_every: float, reports: ReportsOrphans
+    ) -> list[Task[None]]:
+        """Start the heartbeat, checkpoint and purge loops (a long purge delays no beat)."""
+        loop, log = asyncio.get_running_loop(), self._log
+        beats = run_heartbeats(self._heartbeat_interval, stopped, self.duty, reports, log)
+        purges = run_purges(duties.PURGE_EVERY, stopped, self.purge, log)
+        return [
+            loop.create_task(beats, name="sqlite-store-heartbeat"),
+            loop.create_task(self.checkpoints(checkpoint_every), name="sqlite-store-checkpoint"),
+            loop.create_task(purges, name="sqlite-store-purge"),
+        ]
+
     async def beat(self) -> None:
         """Say this process is alive (stamped by SQLite when written: ``_NOW``)."""
         await self._file.rows(
@@ -105,9 +111,7 @@ class SqliteUpkeep:
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: beat, then one pass of the sweep unless the beat waited longer than
         the heartbeat interval or failed (then none for one TTL: ``hold_sweep``). The purge
-        runs beside it (``duties.run_purges``).
-
-        Returns what the pass failed or took, also when an error cut it short."""
+        runs beside it (``duties.run_purges``)."""
         await self._beat_or_hold()
         if time.monotonic() < self._sweep_from:
             return []
@@ -130,10 +134,7 @@ class SqliteUpkeep:
                 failing = False
 
     async def purge(self, now: float | None = None) -> int:
-        """Delete the records that ended longer than the retention ago, and their trails.
-
-        Returns how many records went (a pending record is never purged, nor its trail).
-        """
+        """Delete the records that ended longer than the retention ago, and their trails."""
         now = time.time() if now is None else now
         # a batch at a time (``delete_batches``): the heartbeat never waits for all of it
         purged = await self._file.delete_batches(_PURGE_RECORDS, (now - self._retention,))
@@ -143,11 +144,7 @@ class SqliteUpkeep:
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next).
-
-        Returns the records this pass failed or took. A store error is raised, unless
-        something was written before it: then it is logged and those records are returned.
-        """
+        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next)."""
         # (the deadline is set at the first record: ``_keep_beating``)
         sweep = OrphanSweep(self._store, log=self._log)
         sweep.between = functools.partial(self._keep_beating, sweep)
@@ -191,11 +188,7 @@ class SqliteUpkeep:
 
     async def _keep_beating(self, sweep: OrphanSweep) -> None:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
-        longer than that ends the pass (and holds the next: ``hold_sweep``).
-
-        The pass's time (a third of the TTL) counts from its first record, not from its
-        start: reading a lost process's records (tens of thousands of them) may take
-        longer than that, and a pass must get some written, or none ever would."""
+        longer than that ends the pass (and holds the next: ``hold_sweep``)."""
         if sweep.deadline is None:
             sweep.deadline = time.monotonic() + self._heartbeat_ttl / 3
         if time.monotonic() - self._beaten_at < self._heartbeat_interval:

@@ -1,10 +1,4 @@
-"""The audit trail of a durable store, kept by a part of its own (its table or streams).
-
-``KeepsTrail`` gives a store the protocol's three audit methods by passing them to that
-part (``_trail``), so the SQLite and Redis stores state the forwarding once. A store opened
-for reading only (``reading()``, for ``python -m bot audit``) hands out that part as a
-``TrailReader``: the same queries, and nothing that writes.
-"""
+"""The audit trail of a durable store, kept by a part of its own (its table or streams)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,4 @@
-"""Who keeps an App Home tab open: shared by every bot process, kept across restarts.
-
-A person who opens the app's Home tab (``app_home_opened``) is a *viewer*: whichever
-process later opens or closes a question republishes their "Waiting for you" list. The
-viewers live where the pending records live, so every process sees the same set and a
-restart forgets nobody:
-
-- ``MemoryHomeViewers``: this process only (the memory store);
-- ``SqliteHomeViewers``: a ``home_viewers`` table in the SQLite store's file (its own
-  short connections, WAL; several processes on one host share it);
-- ``RedisHomeViewers`` (``redis_viewers.py``): a sorted set ``p:home:viewers`` next to the
-  Redis store's keys.
-
-The set is bounded: the ``MAX_VIEWERS`` most recent openers, each for ``VIEWER_TTL``
-(7 days) after they last opened the tab. Someone who has not looked at their Home tab for
-a week is no longer refreshed until they open it again (opening it always publishes it
-afresh). ``viewers_for(store)`` picks the implementation that matches a pending store.
-"""
+"""Who keeps an App Home tab open: shared by every bot process, kept across restarts."""
 
 from __future__ import annotations
 
@@ -100,11 +83,7 @@ _TABLE: Final = (
 
 
 class SqliteHomeViewers:
-    """The viewers in the SQLite store's file, table ``home_viewers`` (user_id, opened_at).
-
-    Each call opens a short connection of its own (opening a Home tab and a round of
-    republishing are rare next to the store's traffic), so there is nothing to close.
-    """
+    """The viewers in the SQLite store's file, table ``home_viewers`` (user_id, opened_at)."""
 
     def __init__(
         self,

@@ -1,11 +1,4 @@
-"""Watches in this process: the waiters for requests' endings, as every store keeps them.
-
-A store registers a ``LocalWatch`` per ``watch()`` in its ``WatchRegistry`` and resolves
-them (``resolve``) when it learns that a record ended: from its own write, or from another
-process (the SQLite poll, the Redis subscriber). A watch that starts waiting first asks the
-store to look (``refresh``): the record may have ended already. ``close`` (and an outage
-that lasts too long) ends every wait still pending with an error.
-"""
+"""Watches in this process: the waiters for requests' endings, as every store keeps them."""
 
 from __future__ import annotations
 
@@ -37,11 +30,7 @@ class LocalWatch:
         self.waiting = False  # set once waited on: the record existed (checked for loss)
 
     async def wait(self) -> PendingRecord:
-        """Return the record once it is terminal (looking first: it may be already).
-
-        Unshielded, the ending resumes the waiter on the loop's very next turn; a cancelled
-        wait cancels the future and the next wait starts a fresh one and finds the ending.
-        """
+        """Return the record once it is terminal (looking first: it may be already)."""
         self.waiting = True
         if self.future.cancelled():
             self.future = asyncio.get_running_loop().create_future()
@@ -51,12 +40,7 @@ class LocalWatch:
         return PendingRecord.load(await self.future)
 
     async def _look(self) -> None:
-        """Ask the store to look at the record, until it answers or the ending arrives.
-
-        A store that cannot be read at that moment (``STORE_UNAVAILABLE``: a lock held, a
-        reconnect) is asked again every ``REFRESH_RETRY`` s: the ending may have been
-        written before this watch, and nothing else would bring it; the wait goes on
-        meanwhile, as the waiter's own first read does (``Waits.wait``)."""
+        """Ask the store to look at the record, until it answers or the ending arrives."""
         while not self.future.done():
             try:
                 await self._registry.refresh(self.request_id)
@@ -77,12 +61,7 @@ class LocalWatch:
 
 
 class WatchRegistry:
-    """The watches of one store in this process, by request id.
-
-    ``refresh`` is the store's look at one record; ``shielded`` waits survive their
-    waiter's cancellation (the Redis store's); ``on_unwatched`` is told when the last
-    watch of an id goes.
-    """
+    """The watches of one store in this process, by request id."""
 
     def __init__(
         self,
@@ -131,11 +110,7 @@ class WatchRegistry:
                 self._on_unwatched(watch.request_id)
 
     def resolve(self, record: PendingRecord, dumped: str | None = None) -> None:
-        """End the waits on ``record`` (terminal) with a copy of it each.
-
-        Each waiter loads its copy from the record's JSON (``dumped``, when the caller has
-        it) as it resumes, so the writer (a click, before its ack) only hands it over.
-        """
+        """End the waits on ``record`` (terminal) with a copy of it each."""
         waiting = [w for w in self._groups.get(record.id, ()) if not w.future.done()]
         if not waiting:
             return

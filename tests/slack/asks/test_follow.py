@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.asks import waits as waiting
+from adapters.slack.asks import keepers
 from adapters.slack.asks.deadlines import SystemClock
 from adapters.slack.asks.waits import Waits
 from adapters.slack.stores import SqlitePendingStore, mutate
@@ -80,10 +80,10 @@ async def test_a_question_released_by_its_owner_is_kept_within_a_few_looks(
     try:
         assert await waits.follow_once() == 0  # its owner's waiter keeps it
         await mutate(store, rid, lambda r: r.next(owner=None))  # that bot stopped: released
-        started = [await waits.follow_once() for _ in range(waiting.RELOOK_OWNED)]
+        started = [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)]
         assert sum(started) == 1 and waits.keeper_count == 1
         await mutate(store, mine, lambda r: r.next(owner=None))
-        assert [await waits.follow_once() for _ in range(waiting.RELOOK_OWNED)] == [0] * 6
+        assert [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)] == [0] * 6
     finally:
         await waits.close()
 

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from adapters.slack.blockkit import check_view
 from adapters.slack.blockkit.limits import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
-from adapters.slack.clicks.approvals import NOT_AN_APPROVER, parse_approval_click
+from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER, parse_approval_click
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.model.record import ApprovalView

@@ -64,7 +64,7 @@ async def test_team_review_home_lists_reviewers_not_answerers() -> None:
         opts = AskOptions(
             review=ReviewPolicy.model_validate({"approvals": 1, "reviewers": {"users": [h.bob]}})
         )
-        h.provider.defaults.allowed_users = [h.alice]
+        h.provider.defaults.allowed_users = [h.alice, h.bob]  # reviewers narrow it to bob
         task = h.ask(plan(), options=opts)
         await h.posted()
         await h.slack.open_home(h.alice)
@@ -92,4 +92,22 @@ async def test_a_private_channels_question_naming_answerers_is_on_no_non_members
         await until(lambda: "Ship the release" in home_of(h, h.bob), what="bob's home")
         assert "leaked prod DB" not in home_of(h, h.bob)
         priv.cancel()
+        public.cancel()
+
+
+async def test_a_reviewer_the_allow_list_leaves_out_is_not_listed() -> None:
+    """Issue 38, item 3: a reviewer who may not vote (not on the operator's allow-list) is
+    not shown the plan on the Home tab either."""
+    async with SlackHarness() as h:
+        opts = AskOptions(
+            review=ReviewPolicy.model_validate({"approvals": 1, "reviewers": {"users": [h.bob]}})
+        )
+        h.provider.defaults.allowed_users = [h.alice]
+        task = h.ask(plan(), options=opts)
+        public = h.ask(one("Ship the release?", ["Ship", "Hold"]))
+        await until(lambda: len([c for c in h.slack.calls("chat.postMessage") if c.ok]) >= 2)
+        await h.slack.open_home(h.bob)
+        await until(lambda: home_of(h, h.bob), what="bob's home")
+        assert "Approve this plan" not in home_of(h, h.bob)
+        task.cancel()
         public.cancel()

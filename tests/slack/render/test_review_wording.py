@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.clicks.voting import apply_vote
+from adapters.slack.clicks.transitions import apply_vote
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record

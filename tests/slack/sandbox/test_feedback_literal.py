@@ -23,7 +23,7 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from adapters.slack.blockkit import check_message
-from adapters.slack.clicks.voting import apply_vote
+from adapters.slack.clicks.transitions import apply_vote
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Vote
 from adapters.slack.render.blocks import Rendered, render_final

@@ -23,9 +23,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores import mutate, redis_layout
+from adapters.slack.stores import mutate, redis_lua
 from adapters.slack.stores.redis import RedisPendingStore
-from adapters.slack.stores.redis_layout import COMPARE_AND_SET, CREATE
+from adapters.slack.stores.redis_lua import COMPARE_AND_SET, CREATE
 from bot.questions.models import AskUserQuestionItem
 from tests.conftest import TEST_REDIS_URL
 
@@ -205,7 +205,7 @@ async def test_the_last_write_tokens_are_kept_capped_and_live_as_long_as_the_rec
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async with asyncio.timeout(20):
-        kept_at_most: int = redis_layout.WRITE_TOKENS_KEPT
+        kept_at_most: int = redis_lua.WRITE_TOKENS_KEPT
         store = await redis_store_factory(finished_ttl=10)
         record = make_record(store.process_id)
         tok = f"{store.prefix}:tok:{record.id}"

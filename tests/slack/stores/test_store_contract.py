@@ -29,6 +29,7 @@ from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, m
 from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
+from bot.questions.review import ReviewPolicy
 from tests.loop_turns import OtherTask
 from tests.redis_server import RedisServer
 
@@ -484,14 +485,25 @@ async def test_open_audiences_name_who_may_answer_each_open_question_as_every_pr
         approval = make_record(one.process_id).model_copy(
             update={"questions": [], "approval": ApprovalView(tool_name="bash", headline="x")}
         )
-        for record in (anyone, people, groups, closed, approval):
+        # a team review's reviewers within the operator's allow-list (issue 38): U2 only
+        reviewed = make_record(one.process_id).model_copy(
+            update={
+                "allowed_users": ["U1", "U2"],
+                "review": ReviewPolicy.model_validate(
+                    {"approvals": 1, "reviewers": {"users": ["U2", "U9"]}}
+                ),
+            }
+        )
+        for record in (anyone, people, groups, closed, approval, reviewed):
             assert await one.create(record)
         await mutate(one, closed.id, finish_if_open())
 
         def expected(*records: PendingRecord) -> set[Audience]:
             return {a for a in map(Audience.of, records) if a is not None}
 
-        assert set(await two.open_audiences()) == expected(anyone, people, groups)
+        assert Audience.of(reviewed).users == ("U2",)  # type: ignore[union-attr]
+        assert set(await two.open_audiences()) == expected(anyone, people, groups, reviewed)
+        await mutate(one, reviewed.id, finish_if_open())
         # a change of who may answer shows at once; an ended question leaves, a reopened one
         # comes back
         _, people = await mutate(one, people.id, lambda r: r.next(allowed_users=["U3"]))

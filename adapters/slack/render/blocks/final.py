@@ -1,9 +1,4 @@
-"""The message as a record of its outcome: who answered what, and when (pure).
-
-The questions stay as they were shown, each answer follows its question as typed, and the
-outcome is one line in words (``outcomes``) with its date; nothing on it answers any more,
-and the asker's link (a button that only opens its page) stays.
-"""
+"""The message as a record of its outcome: who answered what, and when (pure)."""
 
 from __future__ import annotations
 
@@ -95,11 +90,7 @@ def _feedback_blocks(feedback: str | None, limit: int) -> list[Block]:
 
 
 def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
-    """The outcome in words, then when, then the note, within ``limit`` characters.
-
-    The words and the note are shortened, never the date: a date token cut in half
-    (``<!date^…``) would reach Slack as a broken control sequence.
-    """
+    """The outcome in words, then when, then the note, within ``limit`` characters."""
     outcome = outcome_of(record)
     if outcome is None:
         return escape(record.state)
@@ -116,14 +107,7 @@ def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
 
 
 def render_final(record: PendingRecord) -> Rendered:
-    """The message as a record of its outcome: who answered what, and when.
-
-    Nothing on it answers any more; the asker's link, if any, stays (a URL button). Slack
-    refuses an update over its text budget, which would leave the buttons up: the answer
-    lines, the label, a team review's tally and the outcome line are cut until the record
-    fits (the outcome line, with its date, is never dropped); the details show the part
-    the open message showed, as their thread carries exactly the rest.
-    """
+    """The message as a record of its outcome: who answered what, and when."""
     shown = _shown(record)
     blocks = fitted(lambda limit: _final_blocks(record, shown, limit))
     outcome = outcome_of(record)

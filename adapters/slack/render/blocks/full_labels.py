@@ -1,10 +1,4 @@
-"""Full labels before choosing: whatever a widget shortens is listed in full (pure).
-
-A label longer than a button or option shows, or a description a button cannot show, is
-listed above the widget; when the message has no room, the list goes to the thread. When
-shortened labels carry their option's number (``parts.option_labels``), the list numbers
-each line with it, so a button maps to its line.
-"""
+"""Full labels before choosing: whatever a widget shortens is listed in full (pure)."""
 
 from __future__ import annotations
 

@@ -29,10 +29,7 @@ TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
 
 
 def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
-    """The confirmation an empty Submit asks for: "Submit with nothing selected?".
-
-    ``reply_url``: the ``response_url`` of the click that opened it, kept (in the
-    ``external_id``) for the note its submission may need."""
+    """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
     what = "questions were" if len(record.questions) > 1 else "question was"
     view: Block = {
         "type": "modal",
@@ -52,11 +49,7 @@ def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Bl
 def render_text_modal(
     record: PendingRecord, index: int, user: str | None = None, reply_url: str | None = None
 ) -> Block:
-    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback).
-
-    It shows the question once, with the beginning of its detail as plain text, and
-    ``user``'s own draft text, if any. ``reply_url``: as for ``render_skip_modal``.
-    """
+    """The modal that collects free text for question ``index`` (Other…, Answer…, feedback)."""
     question = record.questions[index]
     layout = layout_of(record.questions)
     feedback = layout == "plan"

@@ -1,9 +1,4 @@
-"""The open question message: the questions, their widgets, Submit and Dismiss (pure).
-
-How a request is laid out (tap buttons, a menu, a form, free text, a plan review) is
-``layout.layout_of``; this module puts each layout's widgets under its questions and checks
-the result against Block Kit's limits before anything is posted.
-"""
+"""The open question message: the questions, their widgets, Submit and Dismiss (pure)."""
 
 from __future__ import annotations
 
@@ -70,12 +65,7 @@ _Revised = tuple[list[Block], list[list[Block]]]
 
 
 def render_open(record: PendingRecord) -> Rendered:
-    """The open question message (and continuation messages for long details).
-
-    Raises ``UserQuestionError`` (``SLACK_LIMIT``) when the request cannot be shown within
-    Block Kit's limits; whatever it returns passes ``blockkit.check_message``. Options'
-    full texts are listed in the message when they fit, else in the thread.
-    """
+    """The open question message (and continuation messages for long details)."""
     layout = layout_of(record.questions)
     revised = _revision(record, layout)
     inline, shown = _placing(record, layout, revised[0])
@@ -101,11 +91,7 @@ def render_open(record: PendingRecord) -> Rendered:
 
 
 def shown_details(record: PendingRecord) -> list[str]:
-    """The part of each question's detail that every rendering of ``record`` shows.
-
-    The final record shows the same part as the open message did: the thread, posted once
-    with the open message, carries exactly the rest.
-    """
+    """The part of each question's detail that every rendering of ``record`` shows."""
     layout = layout_of(record.questions)
     return _placing(record, layout, _revision(record, layout)[0])[1]
 
@@ -119,14 +105,7 @@ def _revision(record: PendingRecord, layout: Layout) -> _Revised:
 
 def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tuple[bool, list[str]]:
     """Whether the options' full texts are listed in the message (else in the thread), and
-    the part of each detail the message shows.
-
-    Both follow from the parts of the request that never change (the questions, options,
-    revision, mention, deadline, link), rendered once without the details: the details get
-    what that leaves of ``MESSAGE_TEXT_BUDGET``, less the room kept (``_kept``) for what
-    changes (label, note, tally, drafts; answers and outcome on the final record). So
-    every rendering shows the same part, and each fits with what changes cut to fit.
-    """
+    the part of each detail the message shows."""
     fulls = [question.detail or "" for question in record.questions]
     nothing = [""] * len(fulls)
     listed = any(options_blocks(question, layout, False) for question in record.questions)
@@ -175,13 +154,7 @@ def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
 
 
 def _kept(record: PendingRecord, layout: Layout) -> int:
-    """Room the details leave for the parts that change after the post, at their shortest.
-
-    Open: the label, a note, a team review's tally, and on a form each question's draft
-    text and its chosen options (all of them, for a multi-select). Final: the label, the
-    tally, an answer line per question (none on a plan review) and the outcome line. The
-    more of the two is kept, so both the re-rendered message and the final record fit.
-    """
+    """Room the details leave for the parts that change after the post, at their shortest."""
     piece = MIN_SHOWN + PIECE_WORDS
     tally = MIN_OUTCOME + PIECE_WORDS if record.review is not None else 0
     opened = 2 * piece + tally
@@ -210,11 +183,7 @@ def _thread(
     diff_replies: list[list[Block]],
     inline: bool,
 ) -> tuple[list[list[Block]], list[Attachment]]:
-    """The thread: the details' rest, a revision's long diff, the options' full texts.
-
-    The details and the diff share ``MAX_THREAD_REPLIES`` continuation messages; a diff
-    that would pass them is uploaded whole as one file, as a detail past them is.
-    """
+    """The thread: the details' rest, a revision's long diff, the options' full texts."""
     thread, files = thread_parts(record, shown)
     if diff_replies and len(thread) + len(diff_replies) > MAX_THREAD_REPLIES:
         assert record.revision is not None

@@ -1,16 +1,4 @@
-"""Long details and plans: the part shown in the message, the rest in its thread (pure).
-
-Slack refuses a post or an update whose block text passes ``MESSAGE_TEXT_BUDGET``
-(``msg_blocks_too_long``). The details get what the rest of the message leaves of it (at
-most ``DETAIL_BUDGET``), less the room kept for the parts that change after the post: who
-asks, a note, a team review's tally, a form's drafts, and on the final record the answers
-and the outcome line. Those are cut to fit what is left (``fitted``), never below
-``MIN_SHOWN`` / ``MIN_OUTCOME`` when the room was kept, so every rendering of a request, open
-or final, fits and shows the same part of each detail (``open_message`` sizes it). The rest
-follows in the thread as continuation messages of ``THREAD_PART`` characters, or, past
-``MAX_THREAD_REPLIES`` of them, as one file per detail (and one for a revision's diff), so a
-long text is readable in full and never silently cut.
-"""
+"""Long details and plans: the part shown in the message, the rest in its thread (pure)."""
 
 from __future__ import annotations
 
@@ -104,11 +92,7 @@ def _escaped_fit(text: str, limit: int) -> int:
 
 def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     """Split ``text`` into parts of at most ``limit`` characters, at paragraph, line or
-    word boundaries where possible; ``"".join(parts) == text``.
-
-    With ``escaped``, the limit applies to each part's ``escape()`` form (what Slack
-    receives), which can be up to five times longer than the part itself.
-    """
+    word boundaries where possible; ``"".join(parts) == text``."""
     least = max(_ESCAPED_SIZE.values()) if escaped else 1
     if limit < least:
         raise ValueError(f"a split limit must be at least {least}, not {limit}")
@@ -152,12 +136,7 @@ def _fair_shares(sizes: list[int], budget: int) -> list[int]:
 
 def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[str]:
     """The part of each question's detail shown in the message itself, in ``budget``
-    escaped characters (as Slack receives them) in all.
-
-    The budget is sized from the parts of the request that never change (``open_message``),
-    so every rendering of a request (open, re-rendered, final) shows the same part and the
-    thread, posted once, carries exactly the rest.
-    """
+    escaped characters (as Slack receives them) in all."""
     details = [question.detail or "" for question in record.questions]
     sizes = [_escaped_length(detail) for detail in details]
     budget = min(budget, DETAIL_BUDGET)
@@ -243,14 +222,7 @@ def continued(rest: str) -> str:
 
 def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
     """``render(limit)`` with the largest ``limit`` (up to a section's 3,000) that keeps the
-    message within ``MESSAGE_TEXT_BUDGET``; the smallest tried when none does.
-
-    ``limit`` is how long each part that changes after the post (the label, a note, a
-    tally, drafts, answers, the outcome line) may be: Slack refuses an update over the
-    budget, which would leave a finished question's buttons live, so those give way, not
-    the details (whose part the thread continues) nor the questions. ``first``: the
-    rendering at the full limit, if the caller has it already.
-    """
+    message within ``MESSAGE_TEXT_BUDGET``; the smallest tried when none does."""
     blocks = render(MAX_SECTION_TEXT) if first is None else first
     if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
         return blocks
@@ -304,12 +276,7 @@ def diff_file(previous_plan: str, plan: str) -> Attachment:
 def thread_parts(
     record: PendingRecord, shown: list[str]
 ) -> tuple[list[list[Block]], list[Attachment]]:
-    """The rest of each detail: continuation messages, or one file when they would be many.
-
-    At most ``MAX_THREAD_REPLIES`` continuation messages are posted; past that, every
-    detail that does not fit in the message is uploaded whole, as one Markdown file each,
-    so it is still readable in full and never silently cut.
-    """
+    """The rest of each detail: continuation messages, or one file when they would be many."""
     rests = [(q.detail or "")[len(shown[i]) :] for i, q in enumerate(record.questions)]
     count = len(record.questions)
     what = "Plan" if layout_of(record.questions) == "plan" else "Detail"

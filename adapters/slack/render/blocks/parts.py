@@ -1,10 +1,4 @@
-"""The small blocks every rendering of a request shares (pure).
-
-The question as typed (``rich_text`` in a bold style its own ``*``, ``_`` or ``~`` cannot
-break), its header chip, who asked, the deadline in Slack's date formatting, the asker's
-link, the note and a team review's tally. Asker text goes through ``escape`` into mrkdwn,
-or into ``plain_text`` or ``rich_text``.
-"""
+"""The small blocks every rendering of a request shares (pure)."""
 
 from __future__ import annotations
 
@@ -75,15 +69,9 @@ def label(text: str, limit: int) -> str:
 
 
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
-    """What each option of one question shows, in at most ``limit`` characters, and whether
-    the options carry their numbers (``"2. "``, the line's number in the full list).
-
-    A label that fits reads as typed (``label``). A longer one (listed in full above the
-    widget) carries its option's number and keeps its beginning and its end, cut between
-    words (``_numbered``), so each is matched to its line at a glance; if a label typed
-    that way still matches one, every label is numbered. Two numbered texts differ in the
-    number before their first ``". "``: no two options read alike.
-    """
+    """What each option shows in ``limit`` characters, and whether options carry their numbers
+    (``"2. "``, the line's in the full list): a label that fits reads as typed, a longer one
+    is numbered and cut between words (all are, if one is typed like a numbered one)."""
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
     if not cut:
@@ -141,12 +129,7 @@ def _middle(text: str, limit: int) -> str:
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
     """The beginning and the end of ``text`` whose ``measure`` together is at most ``limit``
     (the end, where a command or a question usually says what it does, gets two fifths),
-    with every character between them left out: ``text`` when it fits whole (and ``""``).
-
-    ``measure`` is what a part takes once shown (``len``, or its escaped length): it must
-    never shrink as a part grows. Cuts fall at a line break or a space where one is near,
-    never inside a character as shown (an emoji, an accent).
-    """
+    with every character between them left out: ``text`` when it fits whole (and ``""``)."""
     if measure(text) <= limit:
         return text, ""
     tail_room = limit * 2 // 5

@@ -1,10 +1,5 @@
 """The widgets a question is answered with: option buttons, menus, radio buttons and
-checkboxes, the Dismiss button (pure).
-
-An option's label and description are shortened for display only: the answer maps back by
-the option's index (``ids.option_value``), never by the text shown. Shortened labels of one
-question never read alike (``parts.option_labels``).
-"""
+checkboxes, the Dismiss button (pure)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Clicks on an approval's two buttons: parse, authorize, record the decision once.
-
-An approval is not a seam question (no answer batch, no dismissal): its clicks come through
-their own listener (``aq1.allow`` / ``aq1.reject``) to ``ApprovalHandler``, which reuses
-the provider's store, allow-list check (``Gatekeeper``) and ``MessageSynchroniser``. The
-first click that finds the record open wins; the waiter (``ask_approval``) wakes.
-"""
+"""Clicks on an approval's two buttons: parse, authorize, record the decision once."""
 
 from __future__ import annotations
 
@@ -15,13 +9,12 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from adapters.slack.asks.authorize import Gatekeeper
-from adapters.slack.asks.failures import settle
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import Origin, acting_name, response_url
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import not_recorded
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
 __all__ = [
@@ -92,12 +85,7 @@ class ApprovalHandler:
         self._sync = sync
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
-        """Record an approval click (already acked).
-
-        Nothing here waits for Slack: with ``process_before_response`` the ack reaches Slack
-        only when this returns, so a decision that needs a user group's members (a Web API
-        call, paced and slow under load) is made in the background.
-        """
+        """Record an approval click (already acked)."""
         click = parse_approval_click(body)
         if click is None:
             return

@@ -1,0 +1,176 @@
+"""A TCP listener for aiohttp: a cap on open connections (503 over it) and time limits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
+
+from adapters.httpguard import RefusalLog
+
+__all__ = ["GuardedSite", "ListenerLimits", "start_listener"]
+
+LINGER: Final = 1.0
+"""Seconds the server keeps reading an unread body after answering early (aiohttp: 10)."""
+_BUSY_TEXT: Final = b"too many connections; retry\n"
+_BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    + f"Content-Length: {len(_BUSY_TEXT)}\r\n".encode()
+    + b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+    + _BUSY_TEXT
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    """How long a client may take, and how many may be connected at once."""
+
+    header_timeout: float = 10.0
+    """Seconds to send a complete request head (also the keep-alive idle limit)."""
+    body_timeout: float = 30.0
+    """Seconds to send a request body."""
+    max_connections: int = 1024
+    """Open connections at most; more are answered 503 and closed."""
+
+
+class GuardedSite(web.BaseSite):
+    """A TCP site that answers connections over ``max_connections`` with 503 and closes them."""
+
+    __slots__ = ("_host", "_max", "_open", "_port")
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        max_connections: int,
+    ) -> None:
+        super().__init__(runner)
+        self._host = host
+        self._port = port
+        self._max = max_connections
+        self._open = 0
+
+    @property
+    def name(self) -> str:
+        """``http://host:port``."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}"
+
+    async def start(self) -> None:
+        """Listen."""
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: self._protocol(server), self._host, self._port, reuse_address=True
+        )
+
+    def _protocol(self, server: web.Server) -> asyncio.BaseProtocol:
+        if self._open >= self._max:
+            return _Busy()
+        self._open += 1
+        return _Counted(server(), self._closed)
+
+    def _closed(self) -> None:
+        self._open -= 1
+
+
+class _Busy(asyncio.Protocol):
+    """Answers 503 and closes: the connection cap is reached."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(_BUSY)
+        transport.close()
+
+
+class _Counted(asyncio.Protocol):
+    """Passes everything to aiohttp's handler; tells the site when the connection ends."""
+
+    def __init__(self, inner: RequestHandler, on_lost: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_lost: Callable[[], None] | None = on_lost
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        self._inner.eof_received()
+        return None  # close the transport, as aiohttp's handler does
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._on_lost is not None:
+            self._on_lost()
+            self._on_lost = None
+        self._inner.connection_lost(exc)
+
+
+class _ServerLog(logging.Filter):
+    """aiohttp's own log of requests it could not parse, as counted refusals."""
+
+    def __init__(self, refusals: RefusalLog) -> None:
+        super().__init__()
+        self._refusals = refusals
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            reason = str(error.message).strip().splitlines()[0] if error.message else "malformed"
+            self._refusals.refused("bad_http", f"malformed HTTP ({reason})")
+            return False
+        return self._refusals.due(f"server: {record.msg}")
+
+
+def _server_logger(refusals: RefusalLog) -> logging.Logger:
+    """A logger for one listener's aiohttp handlers, under ``aiohttp.server``."""
+    log = logging.Logger("aiohttp.server")  # not registered: dropped with the listener
+    log.parent = logging.getLogger("aiohttp.server")
+    log.addFilter(_ServerLog(refusals))
+    return log
+
+
+async def start_listener(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    limits: ListenerLimits,
+    refusals: RefusalLog,
+    shutdown_timeout: float,
+) -> tuple[web.AppRunner, GuardedSite]:
+    """Serve ``app`` on ``host:port`` with ``limits``; returns the runner and its site."""
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=shutdown_timeout,
+        keepalive_timeout=limits.header_timeout,
+        lingering_time=LINGER,
+        logger=_server_logger(refusals),
+    )
+    await runner.setup()
+    site = GuardedSite(runner, host, port, max_connections=limits.max_connections)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner, site

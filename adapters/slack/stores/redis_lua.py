@@ -1,0 +1,294 @@
+"""The Redis store's Lua scripts: each changes a record, its indexes and its audit together."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "APPEND",
+    "AUDIENCES",
+    "COMPARE_AND_SET",
+    "CREATE",
+    "FORGET_OWNER",
+    "INDEXED",
+    "KEEP_OPEN_TRAILS",
+    "OPEN_COUNT",
+    "PURGE_AUDIT",
+    "WRITE_TOKENS_KEPT",
+]
+
+WRITE_TOKENS_KEPT: Final = 16
+"""How many of a record's last write tokens ``p:tok:{id}`` keeps: a retry of one of them
+(its reply lost, then other writes of the record before redis-py's retry got through) is
+recognised as done. Older than that, the retry is refused as stale and ``mutate`` decides
+again on a fresh read (what every write lost to another one does)."""
+
+# Lua: ``wrote(kept, token)``: whether ``token`` is among ``kept`` (the value of p:tok, or
+# false when there is none); ``remember(kept, token)``: ``token`` before the newest of
+# ``kept``, at most WRITE_TOKENS_KEPT in all (tokens are hex: no spaces).
+_TOKENS: Final = f"""
+local function wrote(kept, token)
+  if not kept then return false end
+  for one in string.gmatch(kept, '%S+') do
+    if one == token then return true end
+  end
+  return false
+end
+local function remember(kept, token)
+  local tokens = {{token}}
+  if kept then
+    for one in string.gmatch(kept, '%S+') do
+      if #tokens >= {WRITE_TOKENS_KEPT} then break end
+      tokens[#tokens + 1] = one
+    end
+  end
+  return table.concat(tokens, ' ')
+end
+"""
+
+# Both scripts take the write's audit event (its JSON, '' for none) as their last ARGV,
+# and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event is
+# appended by the script that makes the change, so both are kept or neither and a watch
+# woken by the change finds the event. The streams are checked before anything is
+# written: a script that fails half-way is not rolled back.
+
+
+def _streams_ready(audit: str, trail: str) -> str:
+    """Lua: refuse (before any write) when either audit key holds something else."""
+    return f"""
+for _, key in ipairs({{{audit}, {trail}}}) do
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' and kind ~= 'stream' then
+    return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
+  end
+end
+"""
+
+
+def _trail_follows(record: str, trail: str, keep: str) -> str:
+    """Lua: the question's stream lives as long as its record: no TTL while the record has
+    none (pending), the record's own TTL once it has one (ended: they go together), ``keep``
+    when there is no record (an event of a question the store does not know)."""
+    return f"""
+local left = redis.call('PTTL', {record})
+if left == -1 then
+  redis.call('PERSIST', {trail})
+elseif left >= 0 then
+  redis.call('PEXPIRE', {trail}, math.max(left, 1))
+else
+  redis.call('PEXPIRE', {trail}, {keep})
+end
+"""
+
+
+_STREAMS_READY: Final = f"""
+if event ~= '' then{_streams_ready("KEYS[6]", "KEYS[7]")}end
+"""
+# (after the record's write, so the question's stream takes the TTL it was just given)
+_APPEND_EVENT: Final = f"""
+if event ~= '' then
+  redis.call('XADD', KEYS[6], '*', 'e', event)
+  redis.call('XADD', KEYS[7], '*', 'e', event)
+end
+{_trail_follows("KEYS[1]", "KEYS[7]", "keep")}
+return 1
+"""
+
+# KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
+#       audiences hash
+# ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
+#       no list), done channel, event
+# A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
+# One stored already ended (a lost record put back as failed) is published on the done
+# channel, as an ending by compare-and-set is: another process's waiters on it wake.
+CREATE: Final = (
+    _TOKENS
+    + """
+local kept = redis.call('GET', KEYS[2])
+if wrote(kept, ARGV[5]) then return 1 end
+local event, keep = ARGV[9], ARGV[4]
+"""
+    + _STREAMS_READY
+    + """
+if ARGV[3] == 'pending' then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+  redis.call('SET', KEYS[2], remember(kept, ARGV[5]))
+  redis.call('SADD', KEYS[3], ARGV[2])
+  if ARGV[6] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[6])
+  end
+  if ARGV[7] ~= '' then redis.call('HSET', KEYS[8], ARGV[2], ARGV[7]) end
+else
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
+  redis.call('SET', KEYS[2], remember(kept, ARGV[5]), 'PX', ARGV[4])
+  -- Not open: in no index (a lost record put back finished leaves its id there).
+  redis.call('SREM', KEYS[3], ARGV[2])
+  if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('HDEL', KEYS[8], ARGV[2])
+  redis.call('PUBLISH', ARGV[8], ARGV[2])
+end
+"""
+    + _APPEND_EVENT
+)
+
+# KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
+#       stream, question stream, audiences hash
+# ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
+#       owner ('' for none), audience ('' for on no list), event
+COMPARE_AND_SET: Final = (
+    _TOKENS
+    + """
+local kept = redis.call('GET', KEYS[2])
+if wrote(kept, ARGV[8]) then return 1 end
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local stored = cjson.decode(raw)
+if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
+local was_open = stored['state'] == 'pending'
+local now_open = ARGV[4] == 'pending'
+if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
+local event, keep = ARGV[11], ARGV[5]
+"""
+    + _STREAMS_READY
+    + """
+local old_owner = stored['owner']
+if type(old_owner) ~= 'string' then old_owner = '' end
+local old_owner_set = ARGV[6] .. old_owner
+if now_open then
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]))
+  if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
+  redis.call('SADD', KEYS[3], ARGV[2])
+  if ARGV[9] ~= '' then
+    redis.call('SADD', KEYS[4], ARGV[2])
+    redis.call('SADD', KEYS[5], ARGV[9])
+  end
+  if ARGV[10] ~= '' then
+    redis.call('HSET', KEYS[8], ARGV[2], ARGV[10])
+  else
+    redis.call('HDEL', KEYS[8], ARGV[2])
+  end
+elseif was_open then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'PX', ARGV[5])
+  redis.call('SREM', KEYS[3], ARGV[2])
+  if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
+  if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
+  redis.call('HDEL', KEYS[8], ARGV[2])
+  redis.call('PUBLISH', ARGV[7], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'KEEPTTL')
+end
+"""
+    + _APPEND_EVENT
+)
+
+# KEYS: audit stream, question stream, record; ARGV: event, keep (ms). An event that goes
+# with no write of its record: appended to both streams, the question's stream living as
+# long as the record (``_trail_follows``).
+APPEND: Final = f"""
+{_streams_ready("KEYS[1]", "KEYS[2]")}
+redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
+{_trail_follows("KEYS[3]", "KEYS[2]", "ARGV[2]")}
+return 1
+"""
+
+# KEYS: audit stream; ARGV: record key prefix, first id ('-' or '(' and the last one seen),
+# last id (inclusive), count. One page of the audit stream's purge: deletes each entry
+# whose question has no record left (or that names none); an entry of a pending question,
+# or of one ended less than the retention ago, stays. Returns {entries read, deleted,
+# the last id read ('' for none)}.
+PURGE_AUDIT: Final = """
+local entries = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4])
+local gone = 0
+for _, entry in ipairs(entries) do
+  local fields, request = entry[2], nil
+  for i = 1, #fields, 2 do
+    if fields[i] == 'e' then
+      local ok, event = pcall(cjson.decode, fields[i + 1])
+      if ok and type(event) == 'table' then request = event['requestId'] end
+    end
+  end
+  if type(request) ~= 'string' or redis.call('EXISTS', ARGV[1] .. request) == 0 then
+    redis.call('XDEL', KEYS[1], entry[1])
+    gone = gone + 1
+  end
+end
+local last = ''
+if #entries > 0 then last = entries[#entries][1] end
+return {#entries, gone, last}
+"""
+
+# KEYS: open set; ARGV: record key prefix, question stream prefix. Lifts any TTL off the
+# stream of each pending question (a record without TTL): the bot before this layout gave
+# every question's stream one at each event, pending or not.
+KEEP_OPEN_TRAILS: Final = """
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('PTTL', ARGV[1] .. id) == -1 then redis.call('PERSIST', ARGV[2] .. id) end
+end
+return 1
+"""
+
+# KEYS: an index set; ARGV: record key prefix. Returns the JSON of every member still
+# stored and drops the ids whose record has expired.
+INDEXED: Final = """
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local raw = redis.call('GET', ARGV[1] .. id)
+  if raw then out[#out + 1] = raw else redis.call('SREM', KEYS[1], id) end
+end
+return out
+"""
+
+# KEYS: open set, owners set, this process's owner set; ARGV: owner set prefix, record key
+# prefix. Returns {pending, this process's, owned by none}, reading no record: an id whose
+# record is gone (Redis lost it) is dropped from the index sets, as INDEXED drops it.
+OPEN_COUNT: Final = """
+local owners = redis.call('SMEMBERS', KEYS[2])
+local total = 0
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[2] .. id) == 1 then
+    total = total + 1
+  else
+    redis.call('SREM', KEYS[1], id)
+    for _, pid in ipairs(owners) do redis.call('SREM', ARGV[1] .. pid, id) end
+  end
+end
+local owned = 0
+for _, pid in ipairs(owners) do owned = owned + redis.call('SCARD', ARGV[1] .. pid) end
+return {total, redis.call('SCARD', KEYS[3]), math.max(0, total - owned)}
+"""
+
+# KEYS: open set, audiences hash; ARGV: record key prefix. Returns {known, {id, ...}}:
+# ``known`` is one string, a line "id<TAB>audience" per open record the hash knows (one
+# reply to parse, not two per record), then the open ids it does not (records stored before
+# it was kept). Drops the entries of ids no longer open or whose record Redis lost (the
+# open set itself is cleaned by INDEXED and OPEN_COUNT).
+AUDIENCES: Final = """
+local known = {}
+local entries = redis.call('HGETALL', KEYS[2])
+for i = 1, #entries, 2 do known[entries[i]] = entries[i + 1] end
+local found, missing = {}, {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    local audience = known[id]
+    if audience then
+      found[#found + 1] = id .. '\\t' .. audience
+      known[id] = nil
+    else
+      missing[#missing + 1] = id
+    end
+  end
+end
+for id, _ in pairs(known) do redis.call('HDEL', KEYS[2], id) end
+return {table.concat(found, '\\n'), missing}
+"""
+
+# KEYS: owners set, owner set; ARGV: owner. Forget an owner with nothing left to sweep.
+FORGET_OWNER: Final = """
+if redis.call('SCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[1], ARGV[1]) end
+return 1
+"""
