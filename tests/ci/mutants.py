@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the mutants quote code lines as they are)
 """The hand-made mutants of the weak areas of issue 41: one wrong line each, and the tests
 that must notice it (run by ``tests/ci/mutate.py``)."""
 
