@@ -1,11 +1,6 @@
-"""A Python client for agents outside the bot: ``await ask(...)`` / ``ask_sync(...)``.
-
-It asks a running bot over its HTTP API (``BOT_URL``, ``BOT_API_TOKEN`` from the environment
-unless given), waits with the long-poll, and returns the seam's ``AskUserQuestionAnswer`` or
-raises ``UserQuestionError`` with the seam's code. A bot that goes away meanwhile (a restart,
-a deploy) is waited out for ``reconnect_for`` seconds: the question is found again by its
-Idempotency-Key. Uses ``bot.mcp.client`` (the HTTP calls) and the seam only.
-"""
+"""A Python client for agents outside the bot: ``await ask(...)`` / ``ask_sync(...)`` over the
+HTTP API, returning the seam's answer or raising its error; a bot that restarts meanwhile is
+waited out for ``reconnect_for`` seconds (found again by its Idempotency-Key)."""
 
 from __future__ import annotations
 
@@ -45,13 +40,8 @@ async def ask(
     poll: float = 60.0,
     **options: Any,
 ) -> AskUserQuestionAnswer:
-    """Ask ``questions`` in Slack through the bot and wait for the answer.
-
-    ``options`` are the HTTP API's, in wire names (``label``, ``link``, ``timeout``,
-    ``reminders``, ``destination``, ``review``, ``revises``, …). ``key`` is the
-    Idempotency-Key (default: a new one): asking again with it finds the same question.
-    Cancelling the call aborts the question (its Slack message says so).
-    """
+    """Ask ``questions`` in Slack through the bot and wait for the answer; ``options`` are the
+    HTTP API's (wire names), ``key`` the Idempotency-Key. Cancelling aborts the question."""
     body = _body(questions, options)
     key = key or f"py-{uuid.uuid4().hex}"
     url = url or os.environ.get("BOT_URL") or DEFAULT_URL

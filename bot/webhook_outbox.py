@@ -1,12 +1,6 @@
-"""The webhook outbox: the deliveries still owed, kept in the pending store's backend.
-
-One entry per question asked with a ``callback`` (its id is the question's), written when
-the question is asked, so a delivery outlives a restart or a SIGKILL of any process. Every
-process may deliver: ``claim`` is a compare-and-set on the entry's ``version`` (the winner
-alone holds that version, the attempt's id), and a claim is a lease until ``next_at``,
-after which another process may claim it again. Backends: memory, SQLite (a table of the
-store's file), Redis (a hash per entry and a sorted set of due times).
-"""
+"""The webhook outbox: deliveries still owed, kept in the store's backend so they outlive a
+restart; ``claim`` is a compare-and-set on the entry's ``version`` and a lease until
+``next_at``, so one process at a time delivers."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Webhooks: one POST to a question's ``callback`` when it ends, signed as Slack signs.
-
-The body is what ``GET /v1/questions/{id}`` answers. Headers: ``X-Webhook-Timestamp``,
-``X-Webhook-Signature`` (``v0=`` + HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the asking
-token's secret, ``signing_secret``), ``X-Webhook-Id`` (the same for every attempt: the
-receiver's idempotency key) and ``X-Webhook-Attempt`` (one per claim, held by one process).
-A 2xx ends it; anything else is retried with backoff for ``GIVE_UP_AFTER``. Only hosts the
-operator names (``WEBHOOK_HOSTS``) are called, redirects are not followed, and private,
-loopback and link-local addresses are refused unless ``WEBHOOK_ALLOW_PRIVATE``.
-"""
+"""Webhooks: one POST to a question's ``callback`` when it ends, signed as Slack signs
+(``X-Webhook-Signature``), retried with backoff for ``GIVE_UP_AFTER``; only hosts in
+``WEBHOOK_HOSTS``, no redirects, no private addresses unless ``WEBHOOK_ALLOW_PRIVATE``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""One tool-permission approval of the host, decided in Slack (dsh-approvals.md).
-
-The approval names a tool and a callId; what the tool will run comes from the paired
-``tool/call`` event (``events.CallLedger``), or after a reconnect from the session's
-history. The person's decision goes back as ``{sessionId, approvalId, outcome}`` under the
-frame's rpcId. Approvals have no dismissal and no timeout in the host: the message stays
-open until someone decides, the host withdraws it, or the host restarts.
-"""
+"""One tool-permission approval of the host, decided in Slack (dsh-approvals.md); it stays
+open until someone decides, the host withdraws it, or the host restarts."""
 
 from __future__ import annotations
 
@@ -114,11 +108,8 @@ class ApprovalRunner:
         return None if status is None else status.version
 
     async def serve(self, ask: HostAsk) -> None:
-        """Show the approval in Slack until the host takes a decision (or it ends otherwise).
-
-        One the bot cannot show (or fails on unexpectedly, before any decision went out) is
-        rejected in the host, with a notice in the channel: its tool never waits forever.
-        """
+        """Show the approval in Slack until the host takes a decision; one the bot cannot show or
+        fails on is rejected in the host, with a notice, so its tool never waits forever."""
         await serve_or_decline(
             ask, self._serve, self._decline, what="an approval", logger=self._logger
         )
@@ -138,13 +129,8 @@ class ApprovalRunner:
         )
 
     async def _serve(self, ask: HostAsk) -> None:
-        """The approval's run: see ``serve``.
-
-        After a refused decision only one made after the message reopened (its record moved
-        on) is sent: a message that could not be reopened hands back the refused decision
-        unchanged, and sending that again would be a decision nobody made after the refusal
-        (the host may take it, and a tool runs that nobody allowed since).
-        """
+        """The approval's run: after a refused decision only one made after the message reopened
+        is sent (resending the refused one would be a decision nobody made)."""
         payload = ask.approval
         assert payload is not None
         call = await self._call(ask, payload)

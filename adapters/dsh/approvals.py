@@ -1,16 +1,7 @@
-"""Tool-permission approvals on the dsh wire: pure, no I/O.
+"""Tool-permission approvals on the dsh wire (``approval/requested``): pure, no I/O.
 
-A tool that wants wider sandbox rights than its session has makes the host push::
-
-    {"type": "server-request", "rpcId": "…", "method": "approval/requested",
-     "payload": {"type": "approval/requested", "sessionId": "session-…", "approvalId": "…",
-                 "toolName": "bash", "callId": "mock-call-1", "reason": "escalate sandbox …"}}
-
-It carries no command: that is in the ``tool/call`` session event sent just before it (see
-``events``). A client answers with ``approval_response`` (``allowed-once`` or ``rejected``;
-there is no dismissal) under the frame's rpcId; the host then pushes ``approval/resolved``
-to every client (outcome ``allowed-once``, ``rejected`` or ``cancelled``).
-"""
+The command is in the ``tool/call`` event sent just before (``events``); a client answers
+``allowed-once`` or ``rejected`` (no dismissal) under the frame's rpcId."""
 
 from __future__ import annotations
 

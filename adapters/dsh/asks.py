@@ -1,9 +1,5 @@
-"""A host's request being asked in Slack (``HostAsk``), and what its runners share.
-
-``send`` delivers a response and keeps the message honest about it (not taken yet, taken,
-settled elsewhere), ``decline`` refuses a request Slack cannot show, and the notes a
-message may carry are named here.
-"""
+"""A host's request being asked in Slack (``HostAsk``), and what its runners share: sending
+a response with honest notes, declining what Slack cannot show."""
 
 from __future__ import annotations
 
@@ -171,12 +167,8 @@ async def post_notice(board: object, text: str, logger: logging.Logger) -> bool:
 
 
 async def needs_reopening(provider: QuestionNotes, ask: HostAsk) -> bool:
-    """Whether the host still asks for a request whose record ended without an answer.
-
-    The record was aborted or failed by this bot (closed as gone, interrupted by an older
-    bot, its owner lost): the host replaying it means it is still pending there, so the
-    same message is reopened instead of the request being dropped.
-    """
+    """Whether a record this bot ended without an answer (gone, interrupted, owner lost) is to
+    be reopened: the host replaying it means it is still pending there."""
     if ask.reopen:
         return True
     status = await provider.status(ask.request_id)
@@ -189,11 +181,8 @@ def ask_key(rpc_id: str) -> str:
 
 
 def session_label(session_id: str) -> str:
-    """Who is asking, as Slack shows it: ``session`` and the first 8 characters of the uuid.
-
-    Host session ids are ``session-<uuid>``; the prefix is dropped so the label says
-    ``session 3f2a9c1e``, not ``session session-``.
-    """
+    """Who is asking, as Slack shows it: ``session 3f2a9c1e`` (the uuid's first 8 characters,
+    without the ``session-`` prefix)."""
     short = session_id.removeprefix("session-").strip() or session_id
     return f"session {short[:8]}"
 
@@ -246,16 +235,9 @@ async def send(
     used: Callable[[str | None], bool],
     logger: logging.Logger,
 ) -> Receipt | None:
-    """Send ``body`` for ``ask``; the receipt to act on, ``None`` if it was not delivered
-    (the message says so).
-
-    ``used(outcome)`` tells whether the host's ``*/resolved`` outcome is what ``body``
-    asked for: when an attempt whose receipt was lost may have reached the host and the
-    host then says not-pending (or settles the request while sending is retried), a
-    matching outcome means that attempt was taken, and the receipt is ``accepted``. While
-    the host cannot be reached past ``retry_for`` the message says so; once the host takes
-    the response, a later send (or one again after a replay) replaces that note.
-    """
+    """Send ``body`` for ``ask``; the receipt to act on, ``None`` if not delivered (the message
+    says so). ``used(outcome)`` tells whether a resolved outcome is what ``body`` asked for, so
+    an attempt whose receipt was lost but which the host took counts as accepted."""
 
     async def overdue(note: str) -> None:
         await notes.add_note(ask.request_id, note or RETRYING_NOTE)

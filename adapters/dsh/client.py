@@ -1,91 +1,46 @@
-"""``DshHostClient``: the bot as a connected client of a running dsh web host.
-
-It speaks dsh 0.2 (``link``, ``mux``) and 0.1.1-rc.2 (``protocol``), finding out which at each
-connection unless told, and holds the socket open (``downlink``). Each question or approval
-becomes one ask keyed by its id, so a replay attaches to the message already open
-(``open_requests``); this class reads the frames and starts and stops the rest::
-
-    client = DshHostClient("http://127.0.0.1:13080/?token=…", service, provider=provider)
-    await client.start()      # returns at once; the host may be down
-    await client.stop()
-"""
+"""``DshHostClient``: the bot as a connected client of a running dsh web host (0.2 or 0.1.1,
+found at each connection unless told); each question or approval becomes one ask keyed by its
+id, so a replay attaches to the message already open."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Coroutine, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import aiohttp
 
 from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner
-from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
-from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
+from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import LoginRefused, MuxLink
 from adapters.dsh.mux import (
-    EVENTS_STREAM,
-    LOG_PREFIX,
-    Cancel,
-    Ready,
-    Waterfall,
-    events_value,
-    parse_mux,
     split_host_url,
 )
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
 from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
-    OtherPayload,
-    QuestionRequested,
-    QuestionResolved,
-    parse_frame,
 )
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import HostUplink, host_asker
-from adapters.httpguard import RefusalLog
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient", "Protocol"]
 
-_SESSION_ID: Final = re.compile(r'"sessionId"\s*:\s*"([^"\\]{1,200})"')
-_CALL_ID: Final = re.compile(r'"callId"\s*:\s*"([^"\\]{1,200})"')
-"""A session's and a tool call's ids, read from the head of a message too big to parse."""
-
 Protocol = Literal["auto", "0.2", "0.1"]
 """Which dsh protocol to speak: found out at each connection (``auto``), or forced."""
-_CANCEL_WAIT = 1.0
-"""Seconds a ``cancel`` waits for its outcome in the session log (it may come just after)."""
 
 
 class DshHostClient:
-    """Answers a running dsh web host's questions and approvals (and so in Slack).
+    """Answers a running dsh web host's questions and approvals in Slack.
 
-    - ``base_url``: the host, ``http(s)://host:port`` (or the URL the host prints, with its
-      ``?token=``); ``token``: the 0.2 launch token (0.1.1: sent as a Bearer token).
-    - ``protocol``: ``auto`` (0.2 if the host answers ``/connect``, else 0.1.1), ``0.2``, ``0.1``.
-    - ``provider``: the Slack provider (for notes on messages that already ended).
-    - ``backoff_initial`` / ``backoff_max``: seconds between reconnects and POST retries.
-    - ``respond_retry_for``: how long to keep retrying a POST while the host is unreachable;
-      past it, a POST is retried (capped backoff, no deadline) for as long as the downlink
-      stays connected, until the host takes it, settles the request, or the client stops.
-    - ``replay_window``: after a downlink opens, how long after the last replayed request the
-      replay counts as over (asks of earlier connections it did not replay are then gone).
-    - ``heartbeat``: WebSocket ping interval, to notice a dead connection.
-    - ``max_frame_bytes``: the largest downlink message handled; larger ones are skipped.
-    - ``max_open_per_session``: requests of one session open in Slack at once;
-      ``max_open_per_host``: of all its sessions (the host chooses session ids).
-    - ``review``: the review policy of the host's plan reviews (default: one approval
-      decides); a session's plan review after a declined one is shown as its revision.
-    - ``approvers`` / ``approver_groups``: who may decide approvals (default: whoever may
-      answer questions).
-    """
+    ``base_url`` may carry the host's ``?token=``; ``respond_retry_for`` bounds POST retries
+    while the host is unreachable (past it they go on while the downlink stays connected)."""
 
     def __init__(
         self,
@@ -122,8 +77,6 @@ class DshHostClient:
         """The protocol the host speaks (``None`` until the first connection finds out)."""
         self._stop_grace = stop_grace
         self._logger = logger or logging.getLogger("adapters.dsh")
-        self.skips = RefusalLog(self._logger)
-        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -154,10 +107,10 @@ class DshHostClient:
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
             on_open=self._opened,
-            on_text=self._on_message,
+            on_text=lambda text: self._inbox.on_message(text),
             on_close=self._closed,
             logger=self._logger,
-            on_too_big=self._too_big,
+            on_too_big=lambda head: self._inbox.too_big(head),
         )
         self._uplink = HostUplink(
             self._base,
@@ -179,7 +132,9 @@ class DshHostClient:
             logger=self._logger,
             review=review,
         )
-        self._ledger = CallLedger()
+        self._inbox = Inbox(self._requests, self._link, lambda: self.dialect, self._logger)
+        self.skips = self._inbox.skips
+        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._approvals = ApprovalRunner(
             provider,
             self._uplink,
@@ -228,12 +183,8 @@ class DshHostClient:
         )
 
     async def stop(self) -> None:
-        """Stop reconnecting, release the host's open requests, close the HTTP session.
-
-        The host's questions and approvals belong to the host, not to this process: they
-        stay open in the store and in Slack (noted as "the bot is restarting"), and a bot
-        started later adopts them when the host replays them.
-        """
+        """Stop reconnecting, release the open requests, close the HTTP session: the host's
+        requests stay open in the store and in Slack for a later bot to adopt on replay."""
         if self._stopping:
             return
         self._stopping = True
@@ -275,120 +226,6 @@ class DshHostClient:
         self._requests.closed()
         self._link.closed()
 
-    def _too_big(self, head: str) -> None:
-        """A message skipped as too big: if it was a ``tool/call``, no earlier call of its
-        callId may be shown for it (its approval says the command could not be read)."""
-        session, call = _SESSION_ID.search(head), _CALL_ID.search(head)
-        if '"tool/call"' in head and session is not None and call is not None:
-            self._ledger.unreadable(session.group(1), call.group(1))
-            self._link.log.unreadable(session.group(1), call.group(1))
-
-    def _skipped(self, error: Exception) -> None:
-        """Log a malformed frame, at most once a minute (a host could send millions)."""
-        if self.skips.due("malformed_frame"):
-            count = self.skips.counts["malformed_frame"]
-            self._logger.warning(
-                "dsh host: skipped a malformed frame",
-                extra={"error": _parse_error(error), "skipped_so_far": count},
-            )
-
-    def _on_message(self, text: str) -> None:
-        """Handle one downlink message; nothing in it may end the connection."""
-        if self.dialect == "0.2":
-            self._on_mux(text)
-            return
-        try:
-            frame = parse_frame(text)
-        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._skipped(exc)
-            return
-        try:
-            payload = frame.payload
-            if isinstance(payload, QuestionRequested | ApprovalRequested):
-                if isinstance(payload, QuestionRequested):
-                    ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
-                else:
-                    # Paired now: the ledger may forget it before the ask is served.
-                    aid = payload.approval_id
-                    ask = HostAsk(
-                        frame.rpc_id,
-                        payload.session_id,
-                        approval=payload,
-                        call=self._ledger.call_for(aid),
-                        call_known=self._ledger.knows(aid),
-                    )
-                self._requests.requested(ask)
-            elif isinstance(payload, QuestionResolved):
-                self._requests.resolved(payload.question_rpc_id, payload.outcome)
-            elif isinstance(payload, ApprovalResolved):
-                self._requests.approval_resolved(payload)
-                self._ledger.forget(payload.approval_id)
-            elif frame.method == SESSION_EVENT and isinstance(payload, OtherPayload):
-                event = session_event(payload.model_extra or {})
-                if event is not None:
-                    self._ledger.observe(event)
-        except Exception:  # a bug here must not drop the downlink
-            self._logger.exception(
-                "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
-            )
-
-    def _on_mux(self, text: str) -> None:
-        """Handle one 0.2 mux message: ``$events`` items and the followed session logs."""
-        try:
-            frame = parse_mux(text)
-            if frame.stream_id.startswith(LOG_PREFIX):
-                if frame.kind == "item":
-                    self._link.log_item(frame.stream_id, frame.value)
-                return
-            if frame.stream_id != EVENTS_STREAM or frame.kind != "item":
-                self._logger.warning(
-                    "dsh host: a stream ended",
-                    extra={"stream": frame.stream_id[:100], "kind": frame.kind},
-                )
-                return
-            value = events_value(frame.value)
-        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._skipped(exc)
-            return
-        try:
-            if isinstance(value, Ready):
-                self._link.ready(value.client_id)
-            elif isinstance(value, Waterfall):
-                call = self._link.asked(value)
-                questions = list(value.question.questions) if value.question else []
-                ask = HostAsk(
-                    value.event_id,
-                    value.session_id,
-                    questions,
-                    approval=value.approval,
-                    call=call,
-                    call_known=call is not None,
-                )
-                self._requests.requested(ask)
-            elif isinstance(value, Cancel) and self._requests.holds(value.event_id):
-                task = asyncio.get_running_loop().create_task(self._cancelled(value.event_id))
-                task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        except Exception:  # a bug here must not drop the downlink
-            self._logger.exception("dsh host: could not handle a frame")
-
-    async def _cancelled(self, event_id: str) -> None:
-        """The host withdrew a request: end its ask with the outcome its log shows."""
-        loop = asyncio.get_running_loop()
-        until = loop.time() + _CANCEL_WAIT
-        while (outcome := self._link.outcome(event_id)) is None and loop.time() < until:
-            await self._link.log.changed(until - loop.time())
-        self._requests.resolved(event_id, outcome or "cancelled")
-
     def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
         runner = self._questions if ask.approval is None else self._approvals
         return runner.serve(ask)
-
-
-def _parse_error(exc: Exception) -> str:
-    """Why a frame was skipped, in one line: a ``ValueError`` says it; anything else is named.
-
-    Only ``ValueError`` is the parser's word on a bad frame; any other exception is a gap in
-    the parser, logged with its type (not a traceback per frame) so it can be found and fixed.
-    """
-    error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-    return error[:500]

@@ -1,14 +1,5 @@
-"""The downlink: the host's WebSocket held open, reconnecting with capped backoff (tenacity).
-
-``Downlink.run`` logs in and connects (``login`` gives the URL and headers: the 0.2 mux or the
-0.1.1 ``events.mux``), hands each text message to ``on_text`` and reconnects with jittered
-exponential backoff capped at ``backoff_max`` when the connection ends (or an attempt gets no
-answer to its upgrade within ``HANDSHAKE_TIMEOUT``). Each change of state is logged, and while
-the host stays out of reach the reason is logged again every ``REPEAT_WARNING`` seconds.
-A message over ``max_frame`` bytes is skipped with a warning naming its method and rpcId
-(read from its first characters), and the connection is kept; aiohttp itself drops a
-connection whose message passes four times that.
-"""
+"""The downlink: the host's WebSocket held open, reconnecting with capped jittered backoff
+(tenacity); a message over ``max_frame`` bytes is skipped with a warning, the connection kept."""
 
 from __future__ import annotations
 
@@ -146,12 +137,8 @@ class Downlink:
         raise _Failed(reason)
 
     async def _open(self) -> aiohttp.ClientWebSocketResponse:
-        """Log in and open the downlink, bounded by ``HANDSHAKE_TIMEOUT``.
-
-        The session has no total timeout (it would cut the long-lived downlink), so without
-        this bound a host that takes the TCP connection and never answers the upgrade (hung,
-        half-open, a proxy with a dead backend) would hold the loop at "connecting" for good.
-        """
+        """Log in and open the downlink within ``HANDSHAKE_TIMEOUT``, so a host that takes the TCP
+        connection and never answers the upgrade cannot hold it at "connecting" for good."""
         bound = asyncio.timeout(HANDSHAKE_TIMEOUT)
         try:
             async with bound:

@@ -1,12 +1,7 @@
 """Session events that say what an approval is for, and how to pair them: pure, no I/O.
 
-``approval/requested`` names a tool and a ``callId`` but not what the tool will run. That is
-in the ``tool/call`` ``session/event`` sent before it (``data.arguments`` is a JSON
-string), followed by an ``approval/asked`` event whose ``data.id`` is the approvalId.
-callIds repeat across turns, so an approval pairs with the *latest* ``tool/call`` of its
-callId in its session seen before its ``approval/asked``. After a reconnect those events are
-not replayed; ``POST /api/session.history`` returns them (``pair_from_history``).
-"""
+An approval pairs with the latest ``tool/call`` of its callId in its session seen before its
+``approval/asked``; after a reconnect, from ``session.history`` (``pair_from_history``)."""
 
 from __future__ import annotations
 

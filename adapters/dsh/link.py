@@ -1,11 +1,7 @@
 """The bot's side of a dsh 0.2 host: login, the mux's streams, answers and their delivery.
 
-``MuxLink`` logs in with the launch token before every socket (the host's cookie dies with
-its socket), opens ``$events``, follows the log of each session that asks, and sends answers
-to ``POST /api/$events/result`` with the socket's current ``clientId``. The host neither
-checks answers nor gives receipts: an answer counts as delivered only once its session's log
-shows the request's outcome (and whether it was this answer or another client's).
-"""
+The host gives no receipts: an answer counts as delivered only once its session's log shows
+the request's outcome (and whether it was this answer or another client's)."""
 
 from __future__ import annotations
 
@@ -100,13 +96,9 @@ class MuxLink:
     # -- the socket -----------------------------------------------------------------------
 
     async def login(self) -> dict[str, str] | None:
-        """Log in (``/connect``); the socket's headers, or ``None`` if the host has no such
-        route (a 0.1.1 host). ``LoginRefused`` says what is wrong.
-
-        The first login also takes the browser cookie (``/?token=``, 30 days), which outlives
-        a host restart: when a restarted host refuses the old launch token, the socket opens
-        with that cookie instead (once; if that fails too, the token must be renewed).
-        """
+        """Log in (``/connect``); the socket's headers, ``None`` for a 0.1.1 host, ``LoginRefused``
+        otherwise. The first login keeps the browser cookie, tried once when a restarted host
+        refuses the old launch token."""
         token = self._token or ""
         status, cookie = await self._get(login_path(token))
         if status in (302, 303):
@@ -239,11 +231,8 @@ class MuxLink:
         settled: Callable[[], bool] | None,
         overdue: Callable[[str], Awaitable[object]] | None,
     ) -> Delivery:
-        """Send an answer (once the host takes it, never again), then wait for the log.
-
-        ``Receipt(accepted=True)`` once the log shows this answer's outcome; ``not-pending``
-        when it shows another, or the host withdrew the request (``settled()``).
-        """
+        """Send an answer (once taken, never again), then wait for the log: accepted once it shows
+        this answer's outcome; ``not-pending`` on another, or when the host withdrew the request."""
         outcome = outcome_of(body)
         noted = False
 

@@ -1,11 +1,7 @@
-"""The dsh 0.2 wire (every dsh release on PyPI): login, ``remote.mux`` streams, ``$events``.
+"""The dsh 0.2 wire: login, ``remote.mux`` streams, ``$events``; pure, no I/O.
 
-Pure, no I/O. One WebSocket carries streams: the client sends ``open`` frames, the host
-answers ``item`` / ``end`` / ``error`` frames naming the stream. The ``$events`` stream gives
-``ready`` (the ``clientId`` answers must carry), ``waterfall`` requests (questions and
-approvals, answered with ``POST /api/$events/result``) and ``cancel``; ``session/follow``
-streams give a session's log (a ``snapshot``, then ``event`` items).
-"""
+One WebSocket carries streams (``open`` out; ``item`` / ``end`` / ``error`` back): ``$events``
+gives ``ready``, ``waterfall`` requests and ``cancel``; ``session/follow`` a session's log."""
 
 from __future__ import annotations
 
@@ -193,11 +189,8 @@ def events_value(value: Any) -> Ready | Waterfall | Cancel | None:
 
 
 def outcome_of(body: dict[str, Any]) -> dict[str, Any]:
-    """The 0.2 outcome of a 0.1 ``ClientResponse`` (the runners' one form of an answer).
-
-    An answer ``{sessionId, answer}`` → ``result`` with ``{answers}``; an approval decision →
-    ``result`` with the bare outcome string; a dismissal → ``rejected`` with ``ASK_CANCELLED``.
-    """
+    """The 0.2 outcome of a 0.1 ``ClientResponse``: an answer → ``result`` ``{answers}``, an
+    approval → the bare outcome, a dismissal → ``rejected`` with ``ASK_CANCELLED``."""
     result = body["result"]
     if not result["ok"]:
         return {"kind": "rejected", "error": DISMISSAL}

@@ -1,12 +1,6 @@
-"""The host's requests this client holds open in Slack, from their frame to their end.
-
-Each request becomes one :class:`HostAsk` keyed by its id: a replay attaches to the ask
-already open. At most ``max_open`` requests of one session, and ``max_open_host`` of all,
-are open in Slack at once; the rest wait in order (:class:`WaitingRoom`). A new socket's
-replay ends ``replay_window`` seconds after its last request; then an ask (or a request a
-stopped bot released) the host did not replay is closed as gone; one replayed just after,
-while being closed, opens again.
-"""
+"""The host's requests this client holds open in Slack, from their frame to their end: one
+``HostAsk`` per id, capped per session and per host (the rest wait in order), and what a
+replay leaves out closed as gone."""
 
 from __future__ import annotations
 
@@ -73,9 +67,7 @@ class OpenRequests:
         self._asker = asker
         self._serve = serve
         self._max_open = max_open
-        self._max_host = max_open_host
-        """Requests of all sessions open at once: a host choosing a new session id for
-        each request is capped all the same."""
+        self._max_host = max_open_host  # all sessions': the host chooses session ids
         self._replay_window = replay_window
         self._stopping = stopping
         self._logger = logger
@@ -229,7 +221,7 @@ class OpenRequests:
 
     def _admit(self, ask: HostAsk) -> None:
         """Open ``ask`` in Slack, or queue it when its session shows its limit already."""
-        if self._open_in(ask.session_id) >= self._max_open or len(self._asks) >= self._max_host:
+        if not self._has_room(ask.session_id) or len(self._asks) >= self._max_host:
             if self._waiting.add(ask):
                 self._logger.info(
                     "dsh host: session over its open-request limit; queueing",
@@ -289,12 +281,8 @@ class OpenRequests:
         self._done(ask)
 
     async def _close_ended(self, records: HostRecords, ask: HostAsk, note: str) -> None:
-        """End the record of an aborted ask with ``note``, should its task have left it open.
-
-        An ask aborted before it reached the record (still reading it, or the session's
-        history) raises ``ASK_ABORTED`` without touching it, and a record a stopped bot
-        released, adopted at start, would stay open; any other is ended already (no-op).
-        """
+        """End the record of an aborted ask with ``note`` if its task left it open (aborted before
+        it reached the record, or a released record adopted at start); otherwise a no-op."""
         try:
             await records.abort(ask.request_id, note)
         except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
@@ -311,16 +299,11 @@ class OpenRequests:
             return
         if self._stopping() or len(self._asks) >= self._max_host:
             return
-        # Its session's next, else the first session waiting that is under its own cap.
-        for session in (ask.session_id, *self._waiting.sessions()):
-            if self._open_in(session) < self._max_open:
-                following = self._waiting.next(session)
-                if following is not None:
-                    self._launch(following)
-                    return
+        if room := self._waiting.next_of(ask.session_id, self._has_room):
+            self._launch(room)
 
-    def _open_in(self, session_id: str) -> int:
-        return sum(1 for a in self._asks.values() if a.session_id == session_id)
+    def _has_room(self, session_id: str) -> bool:
+        return sum(a.session_id == session_id for a in self._asks.values()) < self._max_open
 
     def _ask_late(self, rpc_id: str) -> bool:
         """Ask the replay that came while ``rpc_id`` was being closed as gone; whether one did."""
@@ -364,11 +347,8 @@ class OpenRequests:
     # -- stopping -------------------------------------------------------------------------
 
     async def release(self, grace: float) -> None:
-        """Leave the open requests to a later bot: released in the store, asks ended.
-
-        Asks already ending (gone, settled by the host) are let finish, not released. Waits
-        ``grace`` seconds for their tasks, then cancels the late ones.
-        """
+        """Leave the open requests to a later bot (released in the store, asks ended; those already
+        ending finish); waits ``grace`` seconds, then cancels the late tasks."""
         self._waiting.clear()
         self._late.clear()
         for sweep in self._sweeps:

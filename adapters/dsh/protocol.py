@@ -1,10 +1,7 @@
 """The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``): pure, no I/O.
 
-``parse_frame`` reads a ``server-request``: its payload a ``QuestionRequested``,
-``QuestionResolved``, ``ApprovalRequested``, ``ApprovalResolved`` or, for any other method,
-an ``OtherPayload`` (a push). Unknown keys are dropped (zod's strip), as the host does;
-``answer_response`` / ``cancel_response`` are the client's responses, answered by a ``Receipt``.
-"""
+Frames parse to typed payloads (any other method is an ``OtherPayload``); unknown keys are
+dropped (zod's strip), as the host does."""
 
 from __future__ import annotations
 
@@ -102,13 +99,9 @@ class HostPlanReviewIntent(_Lenient):
 
 
 class HostQuestion(_Lenient):
-    """``AskUserQuestionItem`` as the host's frame schema reads it (§7).
-
-    The same fields and types, but a key the seam lacks is dropped at every level instead
-    of refusing the frame: an LLM may write ``{"label": "pnpm", "recommended": true}``, the
-    tool lets it through and the host relays it as is. An unknown intent ``kind`` still
-    refuses the frame, as the host's schema does.
-    """
+    """``AskUserQuestionItem`` as the host's frame schema reads it (§7): unknown keys dropped at
+    every level (an LLM may add ``"recommended": true`` and the host relays it), an unknown
+    intent ``kind`` still refused, as the host's schema does."""
 
     id: str
     question: str
@@ -124,11 +117,8 @@ class HostQuestion(_Lenient):
 
 
 class QuestionRequested(_Lenient):
-    """Payload of ``question/requested``: a pending ask, answerable with the frame's rpcId.
-
-    ``questions`` are the seam's models, built from the keys ``HostQuestion`` knows;
-    ``host_questions`` is what was read (on the wire: ``questions``).
-    """
+    """Payload of ``question/requested``: a pending ask, answerable with the frame's rpcId;
+    ``questions`` are the seam's models, ``host_questions`` what was read (wire: ``questions``)."""
 
     type: Literal["question/requested"]
     session_id: str

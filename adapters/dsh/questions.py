@@ -1,11 +1,6 @@
-"""One question of the host, asked in Slack until the host takes an answer.
-
-``QuestionRunner.serve`` asks through the ``UserQuestionService`` (so the Slack provider
-posts it) under the idempotency key ``dsh:<id>``: a replayed request, a reconnect or a
-restarted bot attaches to the same request and message instead of posting twice. An answer
-is checked against the question before it is sent (``answer_problem``); what the host does
-with it decides what the message says next.
-"""
+"""One question of the host, asked in Slack until the host takes an answer, under the
+idempotency key ``dsh:<id>`` so a replay, reconnect or restart attaches instead of posting
+twice."""
 
 from __future__ import annotations
 
@@ -90,11 +85,8 @@ class QuestionRunner:
         """Session id -> the request id of its latest plan review, while it stands declined."""
 
     async def serve(self, ask: HostAsk) -> None:
-        """Ask in Slack until the host takes an answer (or the question ends otherwise).
-
-        A request the bot fails on unexpectedly is dismissed in the host (unless a
-        response went out already), with a notice in the channel: never dropped silently.
-        """
+        """Ask in Slack until the host takes an answer (or the question ends otherwise); an
+        unexpected failure dismisses it in the host with a notice in the channel."""
         await serve_or_decline(
             ask, self._serve, self._decline, what="a question", logger=self._logger
         )

@@ -1,8 +1,5 @@
-"""Requests a stopped bot released (owned by no process): which are this host's.
-
-A graceful stop leaves a host's open requests in the store for the next bot; those the host
-does not replay to it are closed as gone (``open_requests``).
-"""
+"""Requests a stopped bot released to the store: which are this host's, to adopt on replay
+or close as gone."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What the sessions' logs say (dsh 0.2): the tool calls, and how each request ended.
-
-The 0.2 host gives no receipts and no ``*/resolved`` frames: a request's outcome is in its
-session's log (``tool/result`` of the asking call, ``approval/decided`` of its approval), and
-so is what an approval's tool will run (``tool/call``, paired by ``callId``).
-"""
+"""What the sessions' logs say (dsh 0.2, which has no receipts): the tool calls, and how each
+request ended (``tool/result`` of the asking call, ``approval/decided``)."""
 
 from __future__ import annotations
 

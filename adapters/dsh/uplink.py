@@ -84,14 +84,9 @@ def _may_have_reached(exc: BaseException) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """How sending a response went.
-
-    ``receipt``: the host's receipt, ``None`` if none came (not taken, given up, or
-    ``settled``). ``reached``: an attempt whose receipt was lost may have been taken by
-    the host all the same. ``settled``: sending stopped because the host settled the
-    request meanwhile (a ``*/resolved`` frame for it). ``late``: the response went out
-    (or stopped) only after ``retry_for`` had passed (the message said so meanwhile).
-    """
+    """How sending a response went: the host's ``receipt`` (or ``None``), whether a lost-receipt
+    attempt may have ``reached`` it, whether the host ``settled`` it meanwhile, and whether it
+    went out ``late`` (after ``retry_for``)."""
 
     receipt: Receipt | None
     reached: bool = False
@@ -137,15 +132,9 @@ class HostUplink:
         settled: Callable[[], bool] | None = None,
         overdue: Callable[[str], Awaitable[object]] | None = None,
     ) -> Delivery:
-        """Send ``body`` (a 0.1 ``ClientResponse``; a 0.2 link sends its outcome); retry
-        while the host cannot take it.
-
-        Retries for ``retry_for`` seconds; after that, for as long as the downlink stays
-        connected (the host is there, only its ``/api/respond`` fails: a proxy answering
-        503) with capped backoff and no deadline, until the host takes it, ``settled()``
-        says the host settled the request, or the client stops. ``overdue`` is awaited
-        once, at the first failed attempt (the message then says the answer is not in).
-        """
+        """Send ``body``, retrying for ``retry_for`` seconds, then (capped, no deadline) while
+        the downlink stays connected, until taken, ``settled()`` or stopped; ``overdue`` is
+        awaited once, at the first failed attempt."""
         link = self._link()
         if link is not None:
             return await link.respond(rpc_id, dict(body), settled=settled, overdue=overdue)
@@ -224,11 +213,8 @@ class HostUplink:
         return pair_from_history(events, approval.approval_id)
 
     async def history(self, session_id: str) -> list[SessionEvent]:
-        """The session's events from ``POST /api/session.history`` (none if it fails).
-
-        The body is a ``client-request`` envelope: the host answers a bare ``{sessionId}``
-        with HTTP 200 ``bad-request: invalid client-request message``.
-        """
+        """The session's events from ``POST /api/session.history`` (none if it fails); the body is a
+        ``client-request`` envelope, as the host refuses a bare ``{sessionId}``."""
         body = {
             "type": "client-request",
             "rpcId": str(uuid.uuid4()),

@@ -32,9 +32,13 @@ class WaitingRoom:
         waiting[ask.rpc_id] = ask
         return len(waiting) == 1
 
-    def sessions(self) -> list[str]:
-        """The sessions with requests waiting, the first to queue first."""
-        return list(self._sessions)
+    def next_of(self, first: str, room: Callable[[str], bool]) -> HostAsk | None:
+        """Take the oldest waiting request of ``first``, else of the first session to queue
+        that ``room`` says may show one more."""
+        for session in (first, *self._sessions):
+            if room(session) and (ask := self.next(session)) is not None:
+                return ask
+        return None
 
     def has_waiting(self, session_id: str) -> bool:
         """Whether requests of ``session_id`` wait."""

@@ -37,12 +37,8 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def scrub_text(text: str) -> str:
-    """``text`` with every lone UTF-16 surrogate replaced by U+FFFD.
-
-    JSON may escape half a surrogate pair (``"\\ud83d"``); ``json.loads`` keeps it as a
-    lone surrogate, which no UTF-8 encoder takes (hashing, Slack, the store). A decoded
-    ``str`` holds no pairs (they decode to one code point), so any surrogate in it is lone.
-    """
+    """``text`` with every lone UTF-16 surrogate (JSON may escape half a pair) replaced by
+    U+FFFD, since no UTF-8 encoder takes one."""
     if text.isascii():
         return text
     return _SURROGATE.sub(REPLACEMENT, text)
@@ -91,11 +87,7 @@ def _scrub_shallow(value: Any) -> Any:
 
 
 class Lenient(WireModel):
-    """A wire model that drops unknown keys instead of refusing them (zod's default).
-
-    Host text with a lone surrogate is read with U+FFFD in its place (nested models do the
-    same for their own fields).
-    """
+    """A wire model that drops unknown keys (zod's default) and reads lone surrogates as U+FFFD."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,8 +1,5 @@
-"""Who may use the HTTP API, which questions are theirs, and how many each may keep open.
-
-A token's question ids carry an HMAC tag of the token, so any process with the same tokens
-tells whose a question is without storing anything.
-"""
+"""Who may use the HTTP API, which questions are theirs (an HMAC tag of the token in the id,
+so any process tells without storing), and how many each may keep open."""
 
 from __future__ import annotations
 

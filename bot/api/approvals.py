@@ -1,10 +1,5 @@
-"""Tool approvals over the HTTP API and MCP: the body of ``POST /v1/approvals``.
-
-An agent names the tool, the command or path, and the reason; the bot shows the panel a
-harness's approval gets (Allow once / Reject, ``ask_approval``), to the same approvers
-(``DSH_APPROVERS``), with the same record and audit; its decision is ``allowed-once`` or
-``rejected``.
-"""
+"""Tool approvals over the HTTP API and MCP (``POST /v1/approvals``): the panel a harness's
+approval gets, to the same approvers, decided ``allowed-once`` or ``rejected``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """The HTTP API (``/v1``) for agents outside the process: ask, read (long-poll), abort, audit.
-
-Questions asked here are owned by no process: they outlive it, and with a durable store any
-process answers for them. The token is checked before any of a body is read.
-"""
+Its questions are owned by no process (any answers them with a durable store); the token is
+checked before any of a body is read."""
 
 from __future__ import annotations
 

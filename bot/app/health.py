@@ -23,10 +23,8 @@ HEALTH_STORE_TIMEOUT: Final = 3.0
 
 
 class Health:
-    """``GET /healthz``: ``ok``, ``mode``, ``store``, ``pending`` (the open questions this
-    process serves: ``owned`` and ``unowned``), ``open`` (all), ``waiters`` (``ask()``
-    calls and long-polls waiting; ``longPolls`` apart), the Web API queue, and each
-    connection's state."""
+    """``GET /healthz``: mode, store, the questions pending (owned/unowned) and open, the waiters,
+    the Web API queue, and each connection's state."""
 
     def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
         self.mode = mode

@@ -31,12 +31,8 @@ STOPPING = (signal.SIGTERM, signal.SIGINT)
 
 
 class _Stdin(anyio.AsyncFile[str]):
-    """The host's messages, a line each, read from ``fd`` once it is readable.
-
-    The SDK reads stdin in a worker thread, which no cancellation ends: a stop would wait
-    for the host's next line or for it to close stdin. This read waits in the event loop
-    (``anyio.wait_readable``), so a stop ends it at once. For a pipe, socket or terminal.
-    """
+    """The host's messages, a line each, read in the event loop once ``fd`` is readable (the
+    SDK's worker thread cannot be cancelled, so a stop would wait for the next line)."""
 
     def __init__(self, fd: int) -> None:
         super().__init__(sys.stdin)

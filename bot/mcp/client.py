@@ -115,12 +115,8 @@ class BotClient:
     async def ask(
         self, body: dict[str, Any], *, key: str, route: str = "/v1/questions"
     ) -> dict[str, Any]:
-        """Post a question; returns it as the API shows it (its ``id`` a string) once Slack
-        has the message, or once the bot stops waiting for Slack (``queued``: the post
-        waits for Slack's rate limits).
-
-        ``key`` is the ``Idempotency-Key``: posting again with it finds the same question.
-        """
+        """Post a question (``key``: the Idempotency-Key); returns it as the API shows it once Slack
+        has the message, or ``queued`` once the bot stops waiting for Slack's rate limits."""
         headers = {"Idempotency-Key": key}
         view = await self._call("POST", route, json=body, headers=headers, limit=60.0)
         if not isinstance(view.get("id"), str):

@@ -171,11 +171,8 @@ def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
 
 
 def id_list(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
-    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``: ids only, order kept.
-
-    A blank value is no list (unset); a value that is not blank but names no id (``","``,
-    or ``"${A},${B}"`` with both unset) is refused: an allow-list must not fail open.
-    """
+    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``; blank is unset, and a value
+    naming no id (``","``) is refused: an allow-list must not fail open."""
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):

@@ -40,11 +40,8 @@ _SECRETS: ContextVar[frozenset[str]] = ContextVar("bot.settings.secrets", defaul
 
 
 def show(value: object) -> str:
-    """A value, quoted and shortened for a message; a value that is or may be a secret is not.
-
-    Hidden: a :class:`SecretStr`, a value that holds the secret of a setting being validated
-    (see :func:`hiding`), a Slack token, and a value shaped like a generated credential.
-    """
+    """A value, quoted and shortened for a message; one that is or may be a secret (a
+    ``SecretStr``, a setting's secret, a Slack token, a credential's shape) is hidden."""
     if isinstance(value, SecretStr):
         return "(a value that holds a secret, not shown)"
     text = str(value)
@@ -60,10 +57,8 @@ def show(value: object) -> str:
 
 
 def holds_secret(text: str, secrets: Iterable[str] | None = None) -> bool:
-    """Whether ``text`` is, holds, or is a good part of one of ``secrets``.
-
-    ``secrets`` defaults to those of the settings being validated (:func:`hiding`).
-    """
+    """Whether ``text`` is, holds, or is a good part of one of ``secrets`` (default: those of
+    the settings being validated)."""
     for secret in _SECRETS.get() if secrets is None else secrets:
         if text == secret or (len(secret) >= _CONTAINED and secret in text):
             return True
@@ -83,11 +78,8 @@ def hiding(secrets: frozenset[str]) -> Iterator[None]:
 
 
 def secret_values(fields: Mapping[str, FieldInfo], data: Mapping[str, Any]) -> frozenset[str]:
-    """The secrets in ``data`` (raw values by field name) of the fields that hold secrets.
-
-    A secret field's value counts whole, item by item (``a,b``) and after a name
-    (``name:token``); a URL only by its user and password; a file of tokens by its tokens.
-    """
+    """The secrets in ``data`` of the fields that hold them: whole, item by item, after a
+    ``name:``, a URL's user and password, a file's tokens."""
     found: set[str] = set()
     for name, field in fields.items():
         value = data.get(name)

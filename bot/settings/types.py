@@ -53,13 +53,8 @@ PersonIds = Annotated[
 
 
 class HidesSecrets(BaseSettings):
-    """A part of the settings whose messages never quote a secret of any setting.
-
-    While the whole model is validated, ``show`` hides a value that holds the value of any
-    secret field (``SLACK_CHANNEL`` set to the signing secret, ``SLACK_MENTION`` to the API
-    token); an input that holds one is wrapped in ``SecretStr`` in the errors raised, so a
-    message worded from it afterwards cannot quote it either.
-    """
+    """A part of the settings whose messages never quote a secret of any setting: inputs that
+    hold one are hidden and wrapped in ``SecretStr`` in the errors raised."""
 
     @model_validator(mode="wrap")
     @classmethod

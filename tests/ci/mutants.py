@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the mutants quote code lines as they are)
 """The hand-made mutants of the weak areas of issue 41: one wrong line each, and the tests
 that must notice it (run by ``tests/ci/mutate.py``)."""
 
@@ -19,6 +20,7 @@ class Mutant:
 
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
+BUCKETS = "adapters/slack/pacing/buckets.py"
 LANES = "adapters/slack/pacing/lanes.py"
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
@@ -77,7 +79,7 @@ _SCHEDULER = [
     Mutant(
         "rate_limited ignored",
         SCHEDULER,
-        "elif _error_of(exc.response) == RATE_LIMITED:",
+        "elif error_of(exc.response) == RATE_LIMITED:",
         "elif False:",
     ),
     Mutant("withdraw every tag", SCHEDULER, "if entry.tag == tag]", "]"),
@@ -92,18 +94,347 @@ _SCHEDULER = [
     ),
     Mutant(
         "429 holds method not lane",
-        SCHEDULER,
+        BUCKETS,
         "            await self._budget.hold(buckets[-1], seconds)",
         "            await self._budget.hold(buckets[0], seconds)",
     ),
     Mutant(
         "second lane 429 holds lane",
-        SCHEDULER,
+        BUCKETS,
         "        if any(other != lane for other in held):",
         "        if False:",
     ),
 ]
 
+MRKDWN = "adapters/slack/render/mrkdwn.py"
+_MRKDWN_TESTS = [
+    "tests/slack/render/test_link_defusing.py",
+    "tests/slack/render/test_disguised_links.py",
+    "tests/slack/render/test_plan_code_links.py",
+    "tests/slack/render/test_plan_code_fences.py",
+    "tests/slack/render/test_slack_mrkdwn.py",
+]
+_MRKDWN = [
+    Mutant(
+        "no autolink check",
+        MRKDWN,
+        "    if _AUTOLINK_LIKE.search(line):\n        return None",
+        "    if False:\n        return None",
+    ),
+    Mutant("table pipe ignored", MRKDWN, 'if "|" in line[start : runs[closer][1]]:', "if False:"),
+    Mutant("escaped backtick opens", MRKDWN, "        if slashes % 2:", "        if False:"),
+    Mutant(
+        "open run trusted",
+        MRKDWN,
+        "            whole = False  # a span",
+        "            whole = True  # a span",
+    ),
+    Mutant(
+        "untrusted paragraph masked",
+        MRKDWN,
+        "            elif spans and trusted:",
+        "            elif spans:",
+    ),
+    Mutant(
+        "blank keeps distrust",
+        MRKDWN,
+        "            if _blank(line):\n                trusted = True",
+        "            if False:\n                trusted = True",
+    ),
+    Mutant(
+        "image kept as link",
+        MRKDWN,
+        'if not match["bang"] and text.strip() == url',
+        "if text.strip() == url",
+    ),
+    Mutant(
+        "unsafe url kept",
+        MRKDWN,
+        "text.strip() == url and _KEEPABLE.fullmatch(url):",
+        "text.strip() == url:",
+    ),
+    Mutant(
+        "angled url dropped",
+        MRKDWN,
+        'url = match["angled"] if match["angled"] is not None else match["url"]',
+        'url = match["url"] or ""',
+    ),
+    Mutant("one pass only", MRKDWN, "_READABLE_PASSES: Final = 8", "_READABLE_PASSES: Final = 1"),
+    Mutant(
+        "definitions kept",
+        MRKDWN,
+        'text = _unmasked(_DEFINITION.sub(r"\\g<containers>\\g<label>:", masked), kept)',
+        "text = _unmasked(masked, kept)",
+    ),
+    Mutant("closer kept", MRKDWN, 'return match[0].replace("](", _BROKEN)', "return match[0]"),
+    Mutant(
+        "kept image",
+        MRKDWN,
+        'if match["kept"] is None or match[0].startswith("!"):',
+        'if match["kept"] is None:',
+    ),
+    Mutant(
+        "masking trusted at once",
+        MRKDWN,
+        "            if rewritten == current:\n                return escape(current)",
+        "            if True:\n                return escape(current)",
+    ),
+    Mutant(
+        "mask chars let through",
+        MRKDWN,
+        "if _MASK_OPEN not in text and _MASK_CLOSE not in text:",
+        "if True:",
+    ),
+    Mutant(
+        "indented fence in list",
+        MRKDWN,
+        'if match is None or (match["indent"] and not top):',
+        "if match is None:",
+    ),
+    Mutant(
+        "backtick info",
+        MRKDWN,
+        'if match["fence"][0] == "`" and "`" in match["info"]:',
+        "if False:",
+    ),
+    Mutant(
+        "lazy indented code",
+        MRKDWN,
+        "if top and not after_paragraph and not blank and _indent(line) >= 4:",
+        "if top and not blank and _indent(line) >= 4:",
+    ),
+    Mutant(
+        "escape order",
+        MRKDWN,
+        '.replace("&", "&amp;").replace("<", "&lt;")',
+        '.replace("<", "&lt;").replace("&", "&amp;")',
+    ),
+    Mutant("half entity", MRKDWN, '    if amp != -1 and ";" not in body[amp:]:', "    if False:"),
+    Mutant(
+        "half control", MRKDWN, '    if opened != -1 and ">" not in body[opened:]:', "    if False:"
+    ),
+]
+
+LIMITS = "adapters/slack/blockkit/limits.py"
+_LIMITS_TESTS = [
+    "tests/slack/render/test_limits_exact.py",
+    "tests/slack/blockkit/test_blockkit.py",
+]
+_BLOCKS = [
+    Mutant("button 76", LIMITS, "MAX_BUTTON_TEXT: Final = 75", "MAX_BUTTON_TEXT: Final = 76"),
+    Mutant("option 74", LIMITS, "MAX_OPTION_TEXT: Final = 75", "MAX_OPTION_TEXT: Final = 74"),
+    Mutant(
+        "description 76",
+        LIMITS,
+        "MAX_OPTION_DESCRIPTION: Final = 75",
+        "MAX_OPTION_DESCRIPTION: Final = 76",
+    ),
+    Mutant(
+        "section 3001", LIMITS, "MAX_SECTION_TEXT: Final = 3000", "MAX_SECTION_TEXT: Final = 3001"
+    ),
+    Mutant("blocks 51", LIMITS, "MAX_BLOCKS_MESSAGE: Final = 50", "MAX_BLOCKS_MESSAGE: Final = 51"),
+    Mutant(
+        "shorten at the limit",
+        MRKDWN,
+        "    if len(text) <= limit:\n        return text",
+        "    if len(text) < limit:\n        return text",
+    ),
+    Mutant(
+        "shorten one short",
+        MRKDWN,
+        "return text[: limit - 1] + ELLIPSIS",
+        "return text[: limit - 2] + ELLIPSIS",
+    ),
+    Mutant(
+        "question at 3000 cut",
+        "adapters/slack/render/blocks/parts.py",
+        "if len(text) <= MAX_SECTION_TEXT:",
+        "if len(text) < MAX_SECTION_TEXT:",
+    ),
+    Mutant(
+        "50 blocks refused",
+        "adapters/slack/render/blocks/open_message.py",
+        "if len(blocks) > MAX_BLOCKS_MESSAGE:",
+        "if len(blocks) >= MAX_BLOCKS_MESSAGE:",
+    ),
+    Mutant(
+        "button not listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        "if len(o.label) > MAX_BUTTON_TEXT or o.description]",
+        "if len(o.label) > MAX_BUTTON_TEXT + 1 or o.description]",
+    ),
+    Mutant(
+        "menu label at 75 listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        "if len(o.label) > MAX_OPTION_TEXT or",
+        "if len(o.label) >= MAX_OPTION_TEXT or",
+    ),
+    Mutant(
+        "description not listed",
+        "adapters/slack/render/blocks/full_labels.py",
+        'or len(o.description or "") > MAX_OPTION_DESCRIPTION',
+        "",
+    ),
+]
+
+TRANSITIONS = "adapters/slack/clicks/transitions.py"
+TALLY = "adapters/slack/model/tally.py"
+_CLICK_TESTS = [
+    "tests/slack/clicks/test_click_rules.py",
+    "tests/slack/clicks/test_slack_transitions.py",
+]
+_TRANSITIONS = [
+    Mutant("single-select two labels", TRANSITIONS, "for i in chosen[:1]])", "for i in chosen])"),
+    Mutant(
+        "submit past the last",
+        TRANSITIONS,
+        "            if 0 <= index < count:",
+        "            if 0 <= index:",
+    ),
+    Mutant(
+        "submit negative",
+        TRANSITIONS,
+        "            if 0 <= index < count:",
+        "            if index < count:",
+    ),
+    Mutant(
+        "negative selection",
+        TRANSITIONS,
+        "chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})",
+        "chosen = sorted({i for i in draft.selected if i < len(labels)})",
+    ),
+    Mutant(
+        "choice keeps free text",
+        TRANSITIONS,
+        "if not question.is_multi_select and interaction.options and draft.custom:",
+        "if False:",
+    ),
+    Mutant(
+        "text keeps the choice",
+        TRANSITIONS,
+        "    if not question.is_multi_select:\n        drafts[interaction.question].selected = []",
+        "    if False:\n        drafts[interaction.question].selected = []",
+    ),
+    Mutant(
+        "custom drops multi ticks",
+        TRANSITIONS,
+        "        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)",
+        "        return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)",
+    ),
+    Mutant(
+        "empty submit finishes", TRANSITIONS, "        if _is_empty(drafts):", "        if False:"
+    ),
+]
+_HANDLER = [
+    Mutant(
+        "question past the last",
+        TRANSITIONS,
+        "    if not 0 <= interaction.question < count:",
+        "    if not interaction.question < count:",
+    ),
+    Mutant(
+        "question index unchecked",
+        TRANSITIONS,
+        "    if not 0 <= interaction.question < count:",
+        "    if False:",
+    ),
+    Mutant(
+        "option past the last",
+        TRANSITIONS,
+        "if not 0 <= interaction.option < len(question.options or []):",
+        "if not 0 <= interaction.option:",
+    ),
+    Mutant(
+        "negative option",
+        TRANSITIONS,
+        "if not 0 <= interaction.option < len(question.options or []):",
+        "if not interaction.option < len(question.options or []):",
+    ),
+    Mutant("pick in a form", TRANSITIONS, 'if layout not in ("plan", "tap", "menu"):', "if False:"),
+    Mutant(
+        "submit outside a form",
+        TRANSITIONS,
+        '        if layout != "form":\n            return Ignore()\n        # The submitter',
+        "        if False:\n            return Ignore()\n        # The submitter",
+    ),
+]
+_VOTING = [
+    Mutant(
+        "other option declines",
+        TRANSITIONS,
+        "        if interaction.option not in (review.approve, review.decline):\n            return None",
+        "        if False:\n            return None",
+    ),
+    Mutant(
+        "declines one early",
+        TALLY,
+        "    if declines >= policy.declines:",
+        "    if declines + 1 >= policy.declines:",
+    ),
+    Mutant(
+        "declines one late",
+        TALLY,
+        "    if declines >= policy.declines:",
+        "    if declines > policy.declines:",
+    ),
+    Mutant(
+        "approvals one late",
+        TALLY,
+        "elif len(approvers) >= policy.approvals and not waiting:",
+        "elif len(approvers) > policy.approvals and not waiting:",
+    ),
+    Mutant(
+        "required not waited",
+        TALLY,
+        "elif len(approvers) >= policy.approvals and not waiting:",
+        "elif len(approvers) >= policy.approvals:",
+    ),
+    Mutant(
+        "required one short",
+        TALLY,
+        "if (have := sum(1 for v in approvers if index in v.required)) < group.count",
+        "if (have := sum(1 for v in approvers if index in v.required)) < group.count - 1",
+    ),
+    Mutant(
+        "same vote counted",
+        TRANSITIONS,
+        "if earlier is not None and (earlier.approve, earlier.feedback) == (vote.approve, vote.feedback):",
+        "if False:",
+    ),
+    Mutant(
+        "changed vote refused",
+        TRANSITIONS,
+        "if earlier is not None and (earlier.approve, earlier.feedback) == (vote.approve, vote.feedback):",
+        "if earlier is not None:",
+    ),
+    Mutant(
+        "blank feedback votes",
+        TRANSITIONS,
+        "    if isinstance(interaction, TextAnswer) and not interaction.text.strip():",
+        "    if False:",
+    ),
+    Mutant(
+        "approver feedback quoted",
+        TALLY,
+        "        if not v.approve and v.feedback and v.feedback.strip()",
+        "        if v.feedback and v.feedback.strip()",
+    ),
+    Mutant(
+        "feedback dropped",
+        TRANSITIONS,
+        "    elif (feedback := combined_feedback(votes)) is not None:",
+        "    elif False and (feedback := combined_feedback(votes)) is not None:",
+    ),
+]
+
 AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "scheduler": (_SCHEDULER_TESTS, _SCHEDULER),
+    "mrkdwn": (_MRKDWN_TESTS, _MRKDWN),
+    "blockkit": (_LIMITS_TESTS, _BLOCKS),
+    "transitions": (_CLICK_TESTS, _TRANSITIONS),
+    "handler": (_CLICK_TESTS, _HANDLER),
+    "voting": (
+        ["tests/slack/clicks/test_click_rules.py", "tests/slack/clicks/test_team_review.py"],
+        _VOTING,
+    ),
 }

@@ -255,7 +255,7 @@ def test_a_long_label_is_shortened_on_the_button_but_the_value_is_the_index() ->
     assert_within_limits(rendered)
     first = buttons(rendered.blocks)[0]
     assert len(first["text"]["text"]) == 75
-    assert first["text"]["text"] == "L" * 74 + ELLIPSIS
+    assert first["text"]["text"] == "1. " + "L" * 43 + ELLIPSIS + "L" * 28
     assert first["value"] == "0"
 
 
@@ -317,7 +317,7 @@ def test_menu_shows_option_descriptions_and_shortens_long_texts() -> None:
     assert_within_limits(rendered)
     first = menu_options(choice(rendered.blocks))[0]
     assert first["value"] == "0"
-    assert first["text"]["text"] == "A" * 74 + ELLIPSIS
+    assert first["text"]["text"] == "1. " + "A" * 43 + ELLIPSIS + "A" * 28
     assert first["description"]["text"] == "D" * 74 + ELLIPSIS
     assert "description" not in menu_options(choice(rendered.blocks))[1]
 
