@@ -113,8 +113,9 @@ class QuestionNotes(Protocol):
         """Where request ``request_id`` stands; ``None`` if unknown."""
         ...
 
-    async def add_note(self, request_id: str, note: str) -> object:
-        """Show ``note`` on the message of request ``request_id`` (open or finished)."""
+    async def add_note(self, request_id: str, note: str, *, in_flight: bool = False) -> object:
+        """Show ``note`` on the message of request ``request_id`` (open or finished);
+        ``in_flight``: its response is not yet taken by the host."""
         ...
 
     async def release(self, request_id: str, note: str | None = None) -> object:
@@ -240,7 +241,7 @@ async def send(
     an attempt whose receipt was lost but which the host took counts as accepted."""
 
     async def overdue(note: str) -> None:
-        await notes.add_note(ask.request_id, note or RETRYING_NOTE)
+        await notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
 
     ask.sent = True
     delivery = await uplink.respond(
@@ -248,7 +249,7 @@ async def send(
     )
     receipt = delivery.receipt
     if receipt is None and not delivery.settled:
-        await notes.add_note(ask.request_id, NOT_DELIVERED_NOTE)
+        await notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
         return None
     if receipt is None or receipt.reason == "not-pending":
         if delivery.reached and used(await _resolution(ask)):

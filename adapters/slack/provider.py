@@ -77,6 +77,7 @@ from bot.questions import (
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
 
+
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
     """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
     present = {type(handler) for handler in client.retry_handlers}
@@ -302,9 +303,12 @@ class SlackQuestionProvider:
         record = await self._endings.release(request_id, note)
         return None if record is None else status_of(record)
 
-    async def add_note(self, request_id: str, note: str) -> QuestionStatus | None:
-        """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
-        record = await self._endings.add_note(request_id, note)
+    async def add_note(
+        self, request_id: str, note: str, *, in_flight: bool = False
+    ) -> QuestionStatus | None:
+        """Show ``note`` on a request's message (open or finished); ``None`` if unknown.
+        ``in_flight``: its answer is not yet taken by the asker (shown as sent, not answered)."""
+        record = await self._endings.add_note(request_id, note, in_flight=in_flight)
         return None if record is None else status_of(record)
 
     async def resume(self) -> list[QuestionStatus]:

@@ -16,6 +16,7 @@ from aiohttp import web
 from adapters.dsh.asks import DELIVERED_NOTE, NOT_DELIVERED_NOTE, RETRYING_NOTE
 from adapters.dsh.events import tool_call_of
 from adapters.dsh.protocol import QuestionRequested, parse_frame
+from adapters.slack.render.outcomes import IN_FLIGHT
 from bot.questions.errors import ASK_CANCELLED
 from tests.dsh import test_dsh_client as _rig_module
 from tests.dsh.test_dsh_approvals import BASH
@@ -111,9 +112,13 @@ async def test_an_answer_the_host_has_not_taken_says_so_at_once(rig: Rig) -> Non
         message = await rig.message()
         await rig.click(message, "Docs")
         await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note", within=2)
+        before = shown(message.blocks)
+        assert "Answered" not in before and "Sent by" in before and IN_FLIGHT in before
         failing["on"] = False
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
+        after = shown(message.blocks)
+        assert "Answered by" in after and "Sent by" not in after and IN_FLIGHT not in after
 
 
 @pytest.mark.slow
@@ -136,9 +141,11 @@ async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up
         await rig.click(message, "Allow once")
         await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the retrying note")
         assert rig.client.status()["dshApprovals"] == 1 and not future.done()
+        assert "Allowed" not in shown(message.blocks) and "Sent by" in shown(message.blocks)
         failing["on"] = False
         assert await asyncio.wait_for(future, 5) == "allowed-once"
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
+        assert "Allowed" in shown(message.blocks) and "Sent by" not in shown(message.blocks)
 
 
 @pytest.mark.slow

@@ -112,7 +112,9 @@ async def test_a_click_while_the_host_is_out_of_reach_says_it_is_not_delivered_u
     await eventually(lambda: not connected(rig), "the client to notice the drop", 10)
     await rig.click(message, "Docs")
     await asyncio.sleep(2)  # the bot has tried to send it by now
-    assert "could not be reached to take this response" in shown(message.blocks)
+    before = shown(message.blocks)
+    assert "could not be reached to take this response" in before
+    assert "Answered" not in before and "Sent by" in before, before
     await rig.proxy.restore()
     answered = await rig.driver.tool_result(sid, call, within=30)
     assert json.loads(answered["text"]) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
@@ -121,6 +123,7 @@ async def test_a_click_while_the_host_is_out_of_reach_says_it_is_not_delivered_u
     )
     final = shown(message.blocks)
     assert "Answered by" in final and "Docs" in final and "not used" not in final
+    assert "Sent by" not in final
     assert rig.posts == 1
 
 

@@ -134,9 +134,13 @@ class Endings:
             self._sync.refresh(request_id)
         return written
 
-    async def add_note(self, request_id: str, note: str) -> PendingRecord | None:
+    async def add_note(
+        self, request_id: str, note: str, *, in_flight: bool = False
+    ) -> PendingRecord | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
-        _, written = await settle(self._store, request_id, lambda r: r.next(note=note))
+        _, written = await settle(
+            self._store, request_id, lambda r: r.next(note=note, in_flight=in_flight)
+        )
         if written is not None:
             self._sync.refresh(request_id)
         return written

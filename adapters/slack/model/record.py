@@ -68,6 +68,8 @@ class PendingRecord(BaseModel):
     drafts: list[Draft] = Field(default_factory=list)
     user_drafts: dict[str, list[Draft]] = Field(default_factory=dict)
     note: str | None = None
+    in_flight: bool = False
+    """Answered here, not yet taken by its asker (a dsh host out of reach): shown as sent."""
     answer: AskUserQuestionAnswer | None = None
     answered_by: str | None = None
     answered_by_name: str | None = None

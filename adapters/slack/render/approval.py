@@ -19,7 +19,7 @@ from adapters.slack.render.blocks import (
 )
 from adapters.slack.render.blocks.parts import context, ends, hidden_notice, left_out
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
-from adapters.slack.render.outcomes import code_block, code_text, literal, one_line
+from adapters.slack.render.outcomes import IN_FLIGHT, code_block, code_text, literal, one_line
 from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
@@ -180,7 +180,10 @@ def _buttons(record: PendingRecord, view: ApprovalView) -> dict[str, Any]:
 
 
 def _ending(record: PendingRecord, view: ApprovalView) -> str:
-    if record.state == "answered" and view.outcome is not None:
+    if record.state == "answered" and record.in_flight:
+        line = ":outbox_tray: Sent" + (f" by <@{record.answered_by}>" if record.answered_by else "")
+        line += f": {IN_FLIGHT}"
+    elif record.state == "answered" and view.outcome is not None:
         line = _OUTCOME[view.outcome]
         if record.answered_by:
             line += f" by <@{record.answered_by}>"

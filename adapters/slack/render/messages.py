@@ -133,6 +133,7 @@ _ALREADY: Final = {
     "Declined": "This plan was already declined",
     "Answered": "This question was already answered",
     "Skipped": "This question was already skipped",
+    "Sent": "This question was already answered",
     "Dismissed": "This question was dismissed",
 }
 

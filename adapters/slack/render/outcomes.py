@@ -15,6 +15,7 @@ from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "ICONS",
+    "IN_FLIGHT",
     "Outcome",
     "as_mrkdwn",
     "as_plain",
@@ -32,6 +33,7 @@ ICONS: Final = {
     "Approved": ":white_check_mark:",
     "Declined": ":x:",
     "Answered": ":white_check_mark:",
+    "Sent": ":outbox_tray:",
     "Skipped": ":fast_forward:",
     "Dismissed": ":no_entry_sign:",
     "Cancelled": ":black_square_for_stop:",
@@ -77,7 +79,9 @@ def code_block(escaped: str) -> str:
     return f"```{safe}```"
 
 
-_WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out"})
+_WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out", "Sent"})
+IN_FLIGHT: Final = "waiting for the harness to take it"
+"""Why an answer given here is shown as sent, not answered: its asker has not taken it."""
 _SAYS_WHAT_HAPPENED: Final = frozenset({"Cancelled", "Interrupted", "Answered", "Dismissed"})
 
 
@@ -113,6 +117,8 @@ def plan_verdict(question: AskUserQuestionItem, selected: list[str]) -> str:
 
 def _answered(record: PendingRecord) -> Outcome:
     user, name = record.answered_by, record.answered_by_name
+    if record.in_flight:
+        return Outcome("Sent", user, name, reason=IN_FLIGHT)
     answers = record.answer.answers if record.answer is not None else []
     if layout_of(record.questions) == "plan" and answers:
         item = answers[0]
