@@ -128,19 +128,11 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             assert len(slack.calls("chat.postMessage")) == 2
 
 
-GONE_AFTER_KILL = pytest.mark.xfail(
-    reason="found here: with SQLite, after a SIGKILL the new bot sometimes never touches the"
-    " request's message (no chat.update), so a deleted one is not posted again and the agent"
-    " waits (2 of 5 runs); after a SIGTERM it clears the restart note and finds it gone",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize(
     ("setup", "how"),
     [
         ("sqlite", signal.SIGTERM),
-        pytest.param("sqlite", signal.SIGKILL, marks=GONE_AFTER_KILL),
+        ("sqlite", signal.SIGKILL),
         ("redis", signal.SIGTERM),
         ("redis", signal.SIGKILL),
     ],

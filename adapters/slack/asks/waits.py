@@ -20,8 +20,16 @@ from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
 
 __all__ = ["Waits"]
 
+
 class Waits(DeadlineKeepers):
     """Waits on requests' endings; keeps the deadlines of the requests it adopts."""
+
+    _checked: set[str]
+    """Requests whose message a rejoin here has checked (while their wait lasts)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._checked = set()
 
     async def rejoin(
         self,
@@ -48,6 +56,7 @@ class Waits(DeadlineKeepers):
                 self._sync.refresh(record.id)
         if not record.is_open:
             return record
+        adopted = None
         if owner is not None and record.owner != owner:
             # Ownership follows the waiter: this process waits on it now (its earlier owner
             # stopped, released it or died), so no orphan sweep may end it. A detached
@@ -61,11 +70,17 @@ class Waits(DeadlineKeepers):
             if adopted is not None:
                 record = adopted
                 self._sync.refresh(record.id)
+        first = record.id not in self._checked
+        if first and adopted is None:  # one chat.update per request and waiter: a message
+            self._sync.refresh(record.id)  # deleted while no bot ran is posted again
+        self._checked.add(record.id)
         watch = self._store.watch(record.id)
         try:
             return await self.wait(record.id, watch, signal, limit)
         finally:
             watch.close()
+            if first:
+                self._checked.discard(record.id)
 
     async def wait(
         self,
