@@ -32,10 +32,6 @@ class WaitingRoom:
         waiting[ask.rpc_id] = ask
         return len(waiting) == 1
 
-    def sessions(self) -> list[str]:
-        """The sessions with requests waiting, the first to queue first."""
-        return list(self._sessions)
-
     def has_waiting(self, session_id: str) -> bool:
         """Whether requests of ``session_id`` wait."""
         return bool(self._sessions.get(session_id))
@@ -49,6 +45,14 @@ class WaitingRoom:
         if not waiting:
             del self._sessions[session_id]
         return ask
+
+    def next_for(self, first: str, has_room: Callable[[str], bool]) -> HostAsk | None:
+        """Take the next request to show: ``first``'s session's, else that of the first session
+        waiting, among the sessions ``has_room``."""
+        for session_id in (first, *self._sessions):
+            if has_room(session_id) and (ask := self.next(session_id)) is not None:
+                return ask
+        return None
 
     def remove(self, matches: Callable[[HostAsk], bool]) -> int:
         """Drop the waiting requests ``matches`` picks; how many were dropped."""
