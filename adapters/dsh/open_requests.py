@@ -81,8 +81,7 @@ class OpenRequests:
         self._asker = asker
         self._serve = serve
         self._max_open = max_open
-        self._max_host = max_open_host
-        """Requests of all sessions open at once (a host may choose a session id per request)."""
+        self._max_host = max_open_host  # all sessions': the host chooses session ids
         self._replay_window = replay_window
         self._stopping = stopping
         self._logger = logger
@@ -181,7 +180,7 @@ class OpenRequests:
 
     def _admit(self, ask: HostAsk) -> None:
         """Open ``ask`` in Slack, or queue it when its session shows its limit already."""
-        if self._open_in(ask.session_id) >= self._max_open or len(self._asks) >= self._max_host:
+        if not self._has_room(ask.session_id) or len(self._asks) >= self._max_host:
             if self._waiting.add(ask):
                 self._logger.info(
                     "dsh host: session over its open-request limit; queueing",
@@ -247,14 +246,11 @@ class OpenRequests:
             return
         if self._stopping() or len(self._asks) >= self._max_host:
             return
-        following = self._waiting.next_for(
-            ask.session_id, lambda session: self._open_in(session) < self._max_open
-        )
-        if following is not None:
-            self._launch(following)
+        if room := self._waiting.next_of(ask.session_id, self._has_room):
+            self._launch(room)
 
-    def _open_in(self, session_id: str) -> int:
-        return sum(1 for a in self._asks.values() if a.session_id == session_id)
+    def _has_room(self, session_id: str) -> bool:
+        return sum(a.session_id == session_id for a in self._asks.values()) < self._max_open
 
     def _ask_late(self, rpc_id: str) -> bool:
         """Ask the replay that came while ``rpc_id`` was being closed as gone; whether one did."""

@@ -32,6 +32,14 @@ class WaitingRoom:
         waiting[ask.rpc_id] = ask
         return len(waiting) == 1
 
+    def next_of(self, first: str, room: Callable[[str], bool]) -> HostAsk | None:
+        """Take the oldest waiting request of ``first``, else of the first session to queue
+        that ``room`` says may show one more."""
+        for session in (first, *self._sessions):
+            if room(session) and (ask := self.next(session)) is not None:
+                return ask
+        return None
+
     def has_waiting(self, session_id: str) -> bool:
         """Whether requests of ``session_id`` wait."""
         return bool(self._sessions.get(session_id))
@@ -45,14 +53,6 @@ class WaitingRoom:
         if not waiting:
             del self._sessions[session_id]
         return ask
-
-    def next_for(self, first: str, has_room: Callable[[str], bool]) -> HostAsk | None:
-        """Take the next request to show: ``first``'s session's, else that of the first session
-        waiting, among the sessions ``has_room``."""
-        for session_id in (first, *self._sessions):
-            if has_room(session_id) and (ask := self.next(session_id)) is not None:
-                return ask
-        return None
 
     def remove(self, matches: Callable[[HostAsk], bool]) -> int:
         """Drop the waiting requests ``matches`` picks; how many were dropped."""

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the mutants quote code lines as they are)
 """The hand-made mutants of the weak areas of issue 41: one wrong line each, and the tests
 that must notice it (run by ``tests/ci/mutate.py``)."""
 
@@ -19,6 +20,7 @@ class Mutant:
 
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
+BUCKETS = "adapters/slack/pacing/buckets.py"
 LANES = "adapters/slack/pacing/lanes.py"
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
@@ -77,7 +79,7 @@ _SCHEDULER = [
     Mutant(
         "rate_limited ignored",
         SCHEDULER,
-        "elif _error_of(exc.response) == RATE_LIMITED:",
+        "elif error_of(exc.response) == RATE_LIMITED:",
         "elif False:",
     ),
     Mutant("withdraw every tag", SCHEDULER, "if entry.tag == tag]", "]"),
@@ -92,13 +94,13 @@ _SCHEDULER = [
     ),
     Mutant(
         "429 holds method not lane",
-        SCHEDULER,
+        BUCKETS,
         "            await self._budget.hold(buckets[-1], seconds)",
         "            await self._budget.hold(buckets[0], seconds)",
     ),
     Mutant(
         "second lane 429 holds lane",
-        SCHEDULER,
+        BUCKETS,
         "        if any(other != lane for other in held):",
         "        if False:",
     ),
@@ -275,8 +277,164 @@ _BLOCKS = [
     ),
 ]
 
+TRANSITIONS = "adapters/slack/clicks/transitions.py"
+TALLY = "adapters/slack/model/tally.py"
+_CLICK_TESTS = [
+    "tests/slack/clicks/test_click_rules.py",
+    "tests/slack/clicks/test_slack_transitions.py",
+]
+_TRANSITIONS = [
+    Mutant("single-select two labels", TRANSITIONS, "for i in chosen[:1]])", "for i in chosen])"),
+    Mutant(
+        "submit past the last",
+        TRANSITIONS,
+        "            if 0 <= index < count:",
+        "            if 0 <= index:",
+    ),
+    Mutant(
+        "submit negative",
+        TRANSITIONS,
+        "            if 0 <= index < count:",
+        "            if index < count:",
+    ),
+    Mutant(
+        "negative selection",
+        TRANSITIONS,
+        "chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})",
+        "chosen = sorted({i for i in draft.selected if i < len(labels)})",
+    ),
+    Mutant(
+        "choice keeps free text",
+        TRANSITIONS,
+        "if not question.is_multi_select and interaction.options and draft.custom:",
+        "if False:",
+    ),
+    Mutant(
+        "text keeps the choice",
+        TRANSITIONS,
+        "    if not question.is_multi_select:\n        drafts[interaction.question].selected = []",
+        "    if False:\n        drafts[interaction.question].selected = []",
+    ),
+    Mutant(
+        "custom drops multi ticks",
+        TRANSITIONS,
+        "        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)",
+        "        return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)",
+    ),
+    Mutant(
+        "empty submit finishes", TRANSITIONS, "        if _is_empty(drafts):", "        if False:"
+    ),
+]
+_HANDLER = [
+    Mutant(
+        "question past the last",
+        TRANSITIONS,
+        "    if not 0 <= interaction.question < count:",
+        "    if not interaction.question < count:",
+    ),
+    Mutant(
+        "question index unchecked",
+        TRANSITIONS,
+        "    if not 0 <= interaction.question < count:",
+        "    if False:",
+    ),
+    Mutant(
+        "option past the last",
+        TRANSITIONS,
+        "if not 0 <= interaction.option < len(question.options or []):",
+        "if not 0 <= interaction.option:",
+    ),
+    Mutant(
+        "negative option",
+        TRANSITIONS,
+        "if not 0 <= interaction.option < len(question.options or []):",
+        "if not interaction.option < len(question.options or []):",
+    ),
+    Mutant("pick in a form", TRANSITIONS, 'if layout not in ("plan", "tap", "menu"):', "if False:"),
+    Mutant(
+        "submit outside a form",
+        TRANSITIONS,
+        '        if layout != "form":\n            return Ignore()\n        # The submitter',
+        "        if False:\n            return Ignore()\n        # The submitter",
+    ),
+]
+_VOTING = [
+    Mutant(
+        "other option declines",
+        TRANSITIONS,
+        "        if interaction.option not in (review.approve, review.decline):\n            return None",
+        "        if False:\n            return None",
+    ),
+    Mutant(
+        "declines one early",
+        TALLY,
+        "    if declines >= policy.declines:",
+        "    if declines + 1 >= policy.declines:",
+    ),
+    Mutant(
+        "declines one late",
+        TALLY,
+        "    if declines >= policy.declines:",
+        "    if declines > policy.declines:",
+    ),
+    Mutant(
+        "approvals one late",
+        TALLY,
+        "elif len(approvers) >= policy.approvals and not waiting:",
+        "elif len(approvers) > policy.approvals and not waiting:",
+    ),
+    Mutant(
+        "required not waited",
+        TALLY,
+        "elif len(approvers) >= policy.approvals and not waiting:",
+        "elif len(approvers) >= policy.approvals:",
+    ),
+    Mutant(
+        "required one short",
+        TALLY,
+        "if (have := sum(1 for v in approvers if index in v.required)) < group.count",
+        "if (have := sum(1 for v in approvers if index in v.required)) < group.count - 1",
+    ),
+    Mutant(
+        "same vote counted",
+        TRANSITIONS,
+        "if earlier is not None and (earlier.approve, earlier.feedback) == (vote.approve, vote.feedback):",
+        "if False:",
+    ),
+    Mutant(
+        "changed vote refused",
+        TRANSITIONS,
+        "if earlier is not None and (earlier.approve, earlier.feedback) == (vote.approve, vote.feedback):",
+        "if earlier is not None:",
+    ),
+    Mutant(
+        "blank feedback votes",
+        TRANSITIONS,
+        "    if isinstance(interaction, TextAnswer) and not interaction.text.strip():",
+        "    if False:",
+    ),
+    Mutant(
+        "approver feedback quoted",
+        TALLY,
+        "        if not v.approve and v.feedback and v.feedback.strip()",
+        "        if v.feedback and v.feedback.strip()",
+    ),
+    Mutant(
+        "feedback dropped",
+        TRANSITIONS,
+        "    elif (feedback := combined_feedback(votes)) is not None:",
+        "    elif False and (feedback := combined_feedback(votes)) is not None:",
+    ),
+]
+
 AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "scheduler": (_SCHEDULER_TESTS, _SCHEDULER),
     "mrkdwn": (_MRKDWN_TESTS, _MRKDWN),
     "blockkit": (_LIMITS_TESTS, _BLOCKS),
+    "transitions": (_CLICK_TESTS, _TRANSITIONS),
+    "handler": (_CLICK_TESTS, _HANDLER),
+    "voting": (
+        ["tests/slack/clicks/test_click_rules.py", "tests/slack/clicks/test_team_review.py"],
+        _VOTING,
+    ),
 }

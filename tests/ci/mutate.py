@@ -1,7 +1,8 @@
 """Hand-made mutants, one line wrong at a time, run against an area's tests (issue 41).
 
-``python -m tests.ci.mutate [area ...]`` copies the tree to a temporary folder once, then for
-each mutant (those whose name holds ``$MUTANT``) rewrites one line, runs the area's tests (``-x``, a timeout) and puts it back.
+``python -m tests.ci.mutate [area ...]`` copies the tree to a temporary folder once, then
+for each mutant (those whose name holds ``$MUTANT``) rewrites one line, runs the area's
+tests (``-x``, a timeout) and puts it back.
 A mutant is caught when the tests fail. The mutants live in ``tests/ci/mutants.py``.
 """
 

@@ -168,7 +168,8 @@ def test_labels_are_returned_exactly() -> None:
 
 def test_a_tap_answers_at_once_with_the_full_label() -> None:
     payload = click(render_open(TAP).blocks, value="2")
-    assert len(payload["actions"][0]["text"]["text"]) == 75  # shortened on the button
+    shown = payload["actions"][0]["text"]["text"]
+    assert len(shown) <= 75 and shown.startswith("3. ")  # shortened and numbered on the button
     written = finish(decide(TAP, interaction_of(payload), NOW))
     assert written.state == "answered" and written.version == TAP.version + 1
     assert written.answered_by == ALICE and written.finished_at == NOW

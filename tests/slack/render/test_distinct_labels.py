@@ -188,9 +188,9 @@ def test_labels_sharing_their_first_75_characters_read_differently(kind: str, co
     assert len({label[:LIMIT] for label in labels}) == 1  # the old cut made them one
     done = render(kind, labels)
     texts = assert_distinct(done["widget"], labels)
-    # each keeps its beginning and its distinguishing end, no number needed
-    for text, full in zip(texts, labels, strict=True):
-        assert text.startswith("Roll out the new payment service")
+    # each carries its number and keeps its beginning and its distinguishing end
+    for n, (text, full) in enumerate(zip(texts, labels, strict=True), start=1):
+        assert text.startswith(f"{n}. Roll out the new payment service")
         assert ELLIPSIS in text
         assert full.endswith(text.split(ELLIPSIS)[-1].strip())
     assert texts[0].endswith("internal staff only")
@@ -286,6 +286,7 @@ def test_flags_are_not_split() -> None:
     texts = assert_distinct(render("buttons", labels)["widget"], labels)
     for text in texts:
         head, end = text.split(ELLIPSIS)
+        head = head.split(". ", 1)[1]
         assert len(head) % 2 == 0 and head == "🇫🇷" * (len(head) // 2)
         assert end.endswith(" team")
 
@@ -321,10 +322,11 @@ def test_labels_that_fit_read_exactly_as_typed() -> None:
         assert shown(render(kind, labels)["widget"]) == labels
 
 
-def test_a_long_label_that_collides_with_nothing_is_cut_at_its_end_as_before() -> None:
+def test_a_long_label_that_collides_with_nothing_still_carries_its_number() -> None:
     labels = ["L" * 200, "short"]
     texts = shown(render("buttons", labels)["widget"])
-    assert texts == ["L" * 74 + ELLIPSIS, "short"]
+    assert texts[1] == "short" and texts[0].startswith("1. L") and ELLIPSIS in texts[0]
+    assert len(texts[0]) == LIMIT
 
 
 def test_identical_labels_that_fit_stay_identical() -> None:
@@ -337,9 +339,9 @@ def test_a_label_typed_like_a_shortened_one_still_differs() -> None:
     first = shown(render("buttons", labels)["widget"])
     # a third label typed exactly as the second one is shown: the shortened ones give way
     labels.append(first[1])
-    texts = assert_distinct(render("buttons", labels)["widget"], labels)
-    assert texts[2] == first[1]
-    assert texts[0].startswith("1. ") and texts[1].startswith("2. ")
+    texts = shown(render("buttons", labels)["widget"])
+    assert len(set(texts)) == 3 and all(len(t) <= LIMIT for t in texts)
+    assert [t[:3] for t in texts] == ["1. ", "2. ", "3. "]  # then every label is numbered
 
 
 def test_even_a_label_typed_like_a_numbered_one_cannot_make_two_alike() -> None:
@@ -434,3 +436,29 @@ async def test_a_person_picks_the_menu_option_that_reads_like_theirs() -> None:
         assert status == 200
         answer = await asyncio.wait_for(task, 5)
         assert answer.answers[0].selected == [labels[1]]
+
+
+ROLLOUT = [  # the four labels of issue 39 (screen 09): a shared start, cut mid-word
+    "Roll out the new payment service to production in every region at once and keep the "
+    "old one as fallback",
+    "Roll out the new payment service to production in the EU region only and watch the "
+    "error budget for a week",
+    "Roll out the new payment service to production for internal staff only, behind the "
+    "payments-v2 feature flag",
+    "Do not roll out yet: the migration of the ledger tables has not been rehearsed on a "
+    "copy of production data",
+]
+
+
+@pytest.mark.parametrize("kind", ["buttons", "radio_buttons", "checkboxes"])
+def test_every_label_slack_would_cut_carries_its_number_and_is_cut_between_words(
+    kind: str,
+) -> None:
+    texts = shown(render(kind, [*ROLLOUT, "No"])["widget"])
+    assert texts[-1] == "No"  # a label that fits reads as typed
+    for n, (text, full) in enumerate(zip(texts, ROLLOUT, strict=False), start=1):
+        assert text.startswith(f"{n}. ") and len(text) <= LIMIT, text
+        head, _, tail = text.removeprefix(f"{n}. ").partition(ELLIPSIS)
+        assert full.startswith(head) and full.endswith(tail.strip()), text
+        assert full[len(head)] == " " and full[-len(tail.strip()) - 1] == " ", text
+    assert len(set(texts)) == len(texts)

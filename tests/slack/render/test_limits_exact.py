@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.render.blocks import render_open
-from adapters.slack.render.mrkdwn import ELLIPSIS
+from adapters.slack.render.mrkdwn import ELLIPSIS, shorten_escaped
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from tests.slack.render.test_slack_blocks import bold_lines, opts, record, walk
 
@@ -38,7 +39,8 @@ def test_a_label_of_75_is_shown_whole_and_76_shortened_and_listed(options: int) 
     texts, lines = shown({"question": "Pick", "options": [{"label": fits}, *opts(options - 1)]})
     assert texts[0] == fits and fits not in lines
     texts, lines = shown({"question": "Pick", "options": [{"label": over}, *opts(options - 1)]})
-    assert texts[0] == over[:74] + ELLIPSIS and len(texts[0]) == 75
+    assert texts[0].startswith("1. b") and texts[0].endswith(ELLIPSIS + "b" * 27 + "Y")
+    assert len(texts[0]) == 75  # numbered, its beginning and its end (issue 39)
     assert over in lines  # the whole label is listed above the widget
 
 
@@ -62,15 +64,36 @@ def test_a_question_of_3000_characters_is_shown_whole_and_3001_shortened() -> No
     longer = "y" + whole
     blocks = render_open(record({"question": longer, "options": opts(2)})).blocks
     assert check_message(blocks) == []
-    question = "".join(bold_lines(blocks[:1]))
-    assert longer not in bold_lines(blocks) and len(question) < 3000
-    assert question.startswith("yxxx") and question.endswith("x!")
+    runs = bold_lines(blocks)
+    assert longer not in runs
+    head, tail = runs[0], runs[1]  # its beginning and its end, what is left out between
+    assert head.startswith("yxxx") and tail.endswith("x!") and len(head) + len(tail) < 3000
 
 
 def test_fifty_blocks_are_posted_and_fifty_one_refused() -> None:
-    questions = [{"id": f"q{i}", "question": f"Q{i}?", "options": opts(2)} for i in range(24)]
-    blocks = render_open(record(*questions)).blocks
-    assert len(blocks) == 50 and check_message(blocks) == []
-    with pytest.raises(UserQuestionError) as refused:
-        render_open(record(*questions, note="one block more"))
-    assert refused.value.code == SLACK_LIMIT and "51 blocks" in str(refused.value)
+    posted: set[int] = set()
+    refused: set[int] = set()
+    for count in range(20, 30):
+        questions = [
+            {"id": f"q{i}", "question": f"Q{i}?", "options": opts(2)} for i in range(count)
+        ]
+        for note in (None, "one block more"):
+            try:
+                blocks = render_open(record(*questions, note=note)).blocks
+            except UserQuestionError as error:
+                assert error.code == SLACK_LIMIT
+                found = re.search(r"needs (\d+) blocks", str(error))
+                assert found is not None
+                refused.add(int(found[1]))
+            else:
+                assert check_message(blocks) == []
+                posted.add(len(blocks))
+    assert max(posted) == 50 and min(refused) == 51
+
+
+def test_shortened_text_never_ends_in_half_an_entity_or_half_a_mention() -> None:
+    assert shorten_escaped("a &amp; b", 5) == "a " + ELLIPSIS
+    assert shorten_escaped("a &amp; b", 8) == "a &amp;" + ELLIPSIS
+    assert shorten_escaped("hi <@U0ALICE001> there", 10) == "hi " + ELLIPSIS
+    assert shorten_escaped("<@U1> and more", 9) == "<@U1> an" + ELLIPSIS
+    assert shorten_escaped("fits", 4) == "fits" and shorten_escaped("fits", 0) == ""

@@ -255,7 +255,7 @@ def test_a_long_label_is_shortened_on_the_button_but_the_value_is_the_index() ->
     assert_within_limits(rendered)
     first = buttons(rendered.blocks)[0]
     assert len(first["text"]["text"]) == 75
-    assert first["text"]["text"] == "L" * 74 + ELLIPSIS
+    assert first["text"]["text"] == "1. " + "L" * 43 + ELLIPSIS + "L" * 28
     assert first["value"] == "0"
 
 
@@ -317,7 +317,7 @@ def test_menu_shows_option_descriptions_and_shortens_long_texts() -> None:
     assert_within_limits(rendered)
     first = menu_options(choice(rendered.blocks))[0]
     assert first["value"] == "0"
-    assert first["text"]["text"] == "A" * 74 + ELLIPSIS
+    assert first["text"]["text"] == "1. " + "A" * 43 + ELLIPSIS + "A" * 28
     assert first["description"]["text"] == "D" * 74 + ELLIPSIS
     assert "description" not in menu_options(choice(rendered.blocks))[1]
 
@@ -1167,9 +1167,9 @@ def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
     modal = render_text_modal(rec, 0)
     assert check_view(modal) == []
     (section,) = [b for b in modal["blocks"] if b["type"] == "section"]
-    assert section["text"]["type"] == "plain_text"
-    assert section["text"]["text"].startswith("## Step 0")
-    assert section["text"]["text"].endswith("(See the message for the rest.)")
+    assert section["text"]["type"] == "mrkdwn"  # the plan formatted, as the message shows it
+    assert section["text"]["text"].startswith("*Step 0")
+    assert section["text"]["text"].endswith("_(The rest of the plan is in the message.)_")
 
 
 def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:

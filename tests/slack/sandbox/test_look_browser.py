@@ -13,6 +13,7 @@ from playwright.async_api import Browser, expect
 from bot.app.runtime import Runtime
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionRequest
+from tests.slack.render.test_distinct_labels import ROLLOUT
 from tests.slack.render.test_long_plan_unseen import STEPS
 from tests.slack.sandbox.test_sandbox_browser import (
     TEST_BUDGET,
@@ -26,7 +27,8 @@ __all__ = ["browser", "runtime"]  # the fixtures, used by name
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(TEST_BUDGET + 30)]
 
-PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True}
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True,
+         "has_touch": True}  # fmt: skip
 
 
 def asked(runtime: Runtime, wire: dict[str, object], options: AskOptions) -> asyncio.Task[object]:
@@ -65,4 +67,22 @@ async def test_on_a_phone_who_asked_the_reminder_and_the_unseen_plan(
         await page.screenshot(path=tmp_path / "look-02-long-plan-phone.png")
         review.cancel()
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert errors == []
+
+
+async def test_on_a_phone_long_labels_are_numbered_on_their_buttons(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime, **PHONE)
+        options = [{"label": label} for label in ROLLOUT] + [{"label": "No"}]
+        wire = {"questions": [{"id": "q", "question": "Roll out v2?", "options": options}]}
+        task = asked(runtime, wire, AskOptions(label="payments agent"))
+        question = await pinned(page, "Roll out v2?")
+        buttons = [t.strip() for t in await question.locator(".sk-btn").all_inner_texts()]
+        assert [b[:3] for b in buttons[:4]] == ["1. ", "2. ", "3. ", "4. "], buttons
+        assert len(set(buttons)) == len(buttons)
+        await page.screenshot(path=tmp_path / "look-03-numbered-labels-phone.png", full_page=True)
+        await question.get_by_role("button", name="No", exact=True).tap()
+        assert (await task).answers[0].selected == ["No"]  # type: ignore[attr-defined]
         assert errors == []

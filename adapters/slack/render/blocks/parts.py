@@ -69,15 +69,12 @@ def label(text: str, limit: int) -> str:
 
 
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
-    """What each option of one question shows, in at most ``limit`` characters, and whether
-    the options carry their numbers (``"2. "``, the line's number in the full list)."""
+    """What each option shows in ``limit`` characters, and whether options carry their numbers
+    (``"2. "``, the line's in the full list): a label that fits reads as typed, a longer one
+    is numbered and cut between words (all are, if one is typed like a numbered one)."""
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
-    if not cut or _distinct(labels, texts, cut):
-        return texts, False
-    for i in cut:
-        texts[i] = _middle(labels[i], limit)
-    if _distinct(labels, texts, cut):
+    if not cut:
         return texts, False
     for i in cut:
         texts[i] = _numbered(i, labels[i], limit)
