@@ -10,7 +10,7 @@ import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.render.blocks import render_open
-from adapters.slack.render.mrkdwn import ELLIPSIS
+from adapters.slack.render.mrkdwn import ELLIPSIS, shorten_escaped
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from tests.slack.render.test_slack_blocks import bold_lines, opts, record, walk
 
@@ -39,7 +39,8 @@ def test_a_label_of_75_is_shown_whole_and_76_shortened_and_listed(options: int) 
     texts, lines = shown({"question": "Pick", "options": [{"label": fits}, *opts(options - 1)]})
     assert texts[0] == fits and fits not in lines
     texts, lines = shown({"question": "Pick", "options": [{"label": over}, *opts(options - 1)]})
-    assert texts[0] == over[:74] + ELLIPSIS and len(texts[0]) == 75
+    assert texts[0].startswith("1. b") and texts[0].endswith(ELLIPSIS + "b" * 27 + "Y")
+    assert len(texts[0]) == 75  # numbered, its beginning and its end (issue 39)
     assert over in lines  # the whole label is listed above the widget
 
 
@@ -88,3 +89,11 @@ def test_fifty_blocks_are_posted_and_fifty_one_refused() -> None:
                 assert check_message(blocks) == []
                 posted.add(len(blocks))
     assert max(posted) == 50 and min(refused) == 51
+
+
+def test_shortened_text_never_ends_in_half_an_entity_or_half_a_mention() -> None:
+    assert shorten_escaped("a &amp; b", 5) == "a " + ELLIPSIS
+    assert shorten_escaped("a &amp; b", 8) == "a &amp;" + ELLIPSIS
+    assert shorten_escaped("hi <@U0ALICE001> there", 10) == "hi " + ELLIPSIS
+    assert shorten_escaped("<@U1> and more", 9) == "<@U1> an" + ELLIPSIS
+    assert shorten_escaped("fits", 4) == "fits" and shorten_escaped("fits", 0) == ""

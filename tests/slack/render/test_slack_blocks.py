@@ -1089,7 +1089,7 @@ def test_an_approved_plan_says_approved() -> None:
          "Cancelled: The harness went away."),
         ("failed", {"note": "Slack said no"}, ":warning: Failed: Slack said no"),
         ("failed", {"note": "No answer within 30 seconds.", "error_code": "ASK_TIMEOUT"},
-         ":hourglass: Timed out: No answer within 30 seconds."),
+         ":hourglass: Timed out: no answer within 30 seconds."),
     ],
 )  # fmt: skip
 def test_every_ending_is_said_in_words(state: str, fields: dict[str, Any], line: str) -> None:
@@ -1167,9 +1167,9 @@ def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
     modal = render_text_modal(rec, 0)
     assert check_view(modal) == []
     (section,) = [b for b in modal["blocks"] if b["type"] == "section"]
-    assert section["text"]["type"] == "plain_text"
-    assert section["text"]["text"].startswith("## Step 0")
-    assert section["text"]["text"].endswith("(See the message for the rest.)")
+    assert section["text"]["type"] == "mrkdwn"  # the plan formatted, as the message shows it
+    assert section["text"]["text"].startswith("*Step 0")
+    assert section["text"]["text"].endswith("_(The rest of the plan is in the message.)_")
 
 
 def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:

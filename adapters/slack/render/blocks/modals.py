@@ -3,6 +3,7 @@ confirmation an empty Submit asks for (pure)."""
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from adapters.slack.blockkit.limits import (
@@ -17,7 +18,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.parts import label, question_block
 from adapters.slack.render.blocks.rendered import Block
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.mrkdwn import plain, shorten
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten
 
 __all__ = ["MODAL_DETAIL", "render_skip_modal", "render_text_modal"]
 
@@ -67,7 +68,9 @@ def render_text_modal(
         element["initial_value"] = current[:MAX_INPUT_LENGTH]
     blocks: list[Block] = [question_block(question, 0, 1)]
     detail = (question.detail or "").strip()
-    if detail:
+    if detail and feedback:
+        blocks.append({"type": "section", "text": mrkdwn(plan_mrkdwn(detail, MODAL_DETAIL))})
+    elif detail:
         if len(detail) > MODAL_DETAIL:
             detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
         blocks.append({"type": "section", "text": plain(detail)})
@@ -82,7 +85,7 @@ def render_text_modal(
         # pressing Send takes the saved text back (one form question among several).
         field["optional"] = True
         field["hint"] = plain(TAKE_BACK_HINT)
-    blocks.append(field)
+    blocks.insert(1 if feedback else len(blocks), field)  # feedback: the box before the plan
     view: Block = {
         "type": "modal",
         "callback_id": ids.callback_id("text"),
@@ -93,6 +96,34 @@ def render_text_modal(
         "blocks": blocks,
     }
     return _carrying(view, reply_url)
+
+
+_HEADING: Final = re.compile(r" {0,3}#{1,6} +(.*?)(?: +#+)? *")
+_BULLET: Final = re.compile(r"^( *)[-*+] ")
+_STRONG: Final = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
+
+
+def plan_mrkdwn(plan: str, limit: int) -> str:
+    """A Markdown plan as escaped mrkdwn for a modal (no ``markdown`` block there): headings
+    and ``**bold**`` bold, bullets as ``•``, code left as written; cut at ``limit``."""
+    cut = len(plan) > limit
+    lines, fence = [], False
+    for line in escape(shorten(plan, limit) if cut else plan).split("\n"):
+        if line.lstrip(" ").startswith(("```", "~~~")):
+            fence, line = not fence, "```"
+        elif not fence and (heading := _HEADING.fullmatch(line)):
+            line = f"*{heading.group(1)}*"
+        elif not fence:
+            line = _STRONG.sub(
+                lambda m: f"*{m.group(1) or m.group(2)}*", _BULLET.sub(r"\1• ", line)
+            )
+        lines.append(line)
+    rest = "\n_(The rest of the plan is in the message.)_" if cut else ""
+    return "\n".join(lines) + ("\n```" if fence else "") + rest
+
+
+def _bold(found: re.Match[str]) -> str:
+    return f"*{found.group(1) or found.group(2)}*"
 
 
 def _carrying(view: Block, reply_url: str | None) -> Block:

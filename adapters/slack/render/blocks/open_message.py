@@ -54,6 +54,7 @@ from adapters.slack.render.blocks.widgets import (
 )
 from adapters.slack.render.layout import Layout, layout_of, plan_review_of
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
+from adapters.slack.render.outcomes import one_line
 from adapters.slack.render.review_view import revision_blocks
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
@@ -218,7 +219,7 @@ def _open_blocks(
         blocks.extend(detail_blocks(shown[0], question.detail or ""))
         blocks.extend(options_blocks(question, layout, inline))
         blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
-        blocks.append(_plan_actions(record))
+        blocks.extend([_plan_actions(record), context(_plan_buttons_say(record))])
     else:
         for index in range(count):
             blocks.extend(
@@ -273,6 +274,18 @@ def _plan_actions(record: PendingRecord) -> Block:
     buttons.append(dismiss_button())
     block_id = ids.block_id(record.id, 0, f"a{record.version}")
     return {"type": "actions", "block_id": block_id, "elements": buttons}
+
+
+def _plan_buttons_say(record: PendingRecord) -> str:
+    """One line on what the buttons that do not approve do (escaped mrkdwn)."""
+    review = plan_review_of(record.questions)
+    options = record.questions[0].options or []
+    no = "" if review is None or review.decline is None else options[review.decline].label
+    named = f"*{escape(shorten(one_line(no), 40))}* or " if no.strip() else ""
+    return (
+        f"{named}*Decline with feedback…*: the agent keeps planning (with your words). "
+        "*Dismiss*: the agent gets no answer."
+    )
 
 
 def _question_blocks(
