@@ -80,6 +80,7 @@ class AskLifecycle:
         )
         self.takeup = TakeUp(self.poster, client, store, sync, log)
         sync.on_gone = self.takeup.post_again
+        self.waits.take_up = self.takeup.take_up
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from adapters.slack.asks.deadlines import schedule
@@ -26,6 +27,9 @@ class Waits(DeadlineKeepers):
 
     _checked: set[str]
     """Requests whose message a rejoin here has checked (while their wait lasts)."""
+
+    take_up: Callable[[list[PendingRecord]], None] | None = None
+    """Posts (or finds in Slack) the messages of records adopted here without one."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,7 +73,10 @@ class Waits(DeadlineKeepers):
             )
             if adopted is not None:
                 record = adopted
-                self._sync.refresh(record.id)
+                if record.message_ts is None and self.take_up is not None:
+                    self.take_up([record])  # its poster stopped before storing its message
+                else:
+                    self._sync.refresh(record.id)
         first = record.id not in self._checked
         if first and adopted is None:  # one chat.update per request and waiter: a message
             self._sync.refresh(record.id)  # deleted while no bot ran is posted again
