@@ -125,10 +125,10 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
     # The host's reason as typed, bold by its style: a ``*`` in it cannot end the bold early.
     headline = view.headline[:1].upper() + view.headline[1:]  # a sentence, as the rest read
     blocks.append(rich_text(bold(headline), limit=MAX_SECTION_TEXT))
-    tool = f"Tool: `{_tool(view.tool_name)}`"
+    said = [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]
     if view.outcome is None:
-        tool += " · *Allow once* runs it this once with wider sandbox rights"
-    blocks.append({"type": "context", "elements": [mrkdwn(tool)]})
+        said.append(mrkdwn("*Allow once* runs it this once with wider sandbox rights"))
+    blocks.append({"type": "context", "elements": said})
     blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
     if view.command:
         blocks.extend(_code_blocks(view.command, "command", ""))
