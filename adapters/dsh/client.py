@@ -208,7 +208,7 @@ class DshHostClient:
     async def _login(self) -> tuple[str, dict[str, str]]:
         """The socket's URL and headers: logged in to a 0.2 host, else the 0.1.1 downlink."""
         if self._protocol != "0.1":
-            headers = await self._link.login()
+            headers = await self._link.auth.login()
             if headers is not None:
                 self.dialect = "0.2"
                 return self._link.url, headers

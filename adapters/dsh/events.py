@@ -19,6 +19,7 @@ __all__ = [
     "CallLedger",
     "SessionEvent",
     "ToolCall",
+    "event_of",
     "history_events",
     "pair_from_history",
     "session_event",
@@ -54,7 +55,7 @@ class ToolCall:
     description: str | None = None
 
 
-def _event(session_id: Any, event: Any) -> SessionEvent | None:
+def event_of(session_id: Any, event: Any) -> SessionEvent | None:
     if not isinstance(session_id, str) or not isinstance(event, Mapping):
         return None
     kind, data, seq = event.get("type"), event.get("data"), event.get("seq")
@@ -70,7 +71,7 @@ def _event(session_id: Any, event: Any) -> SessionEvent | None:
 
 def session_event(payload: Mapping[str, Any]) -> SessionEvent | None:
     """The event in a ``session/event`` payload, or ``None`` if it has none."""
-    return _event(payload.get("sessionId"), payload.get("event"))
+    return event_of(payload.get("sessionId"), payload.get("event"))
 
 
 def _text(value: Any) -> str | None:
@@ -161,7 +162,7 @@ def history_events(session_id: str, body: Any) -> list[SessionEvent]:
     for item in items:
         if isinstance(item, Mapping):
             inner = item.get("event") if isinstance(item.get("event"), Mapping) else item
-            event = _event(session_id, inner)
+            event = event_of(session_id, inner)
             if event is not None:
                 events.append(event)
     return events

@@ -12,19 +12,18 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
-from urllib.parse import urlencode
 
 import aiohttp
 
 from adapters.dsh.asks import UNCONFIRMED_NOTE
-from adapters.dsh.events import SessionEvent, ToolCall, _event
+from adapters.dsh.events import ToolCall
+from adapters.dsh.login import POST_TIMEOUT, HostLogin, LoginRefused
 from adapters.dsh.mux import (
     LOG_PREFIX,
     MUX_PATH,
     RESULT_PATH,
     Waterfall,
     follow_frame,
-    login_path,
     open_events_frame,
     outcome_of,
     result_body,
@@ -35,7 +34,6 @@ from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
 
 __all__ = ["LoginRefused", "MuxLink"]
 
-_POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
 _REPLAY_WAIT: Final = 2.0
@@ -43,12 +41,6 @@ _REPLAY_WAIT: Final = 2.0
 _MAX_FOLLOWED: Final = 256
 _REMEMBERED: Final = 4096
 _Post = Literal["taken", "stale", "failed", "refused"]
-
-
-class LoginRefused(Exception):
-    """The host refused the login (the message says why and what to check)."""
-
-    expected = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,15 +67,11 @@ class MuxLink:
     ) -> None:
         self._base = base_url
         self._session = session
-        self._token = token
         self._stopping = stopping
         self._logger = logger
         self._backoff_max = backoff_max
         self.log = SessionLog()
-        self._cookie: str | None = None
-        self._browser: str | None = None
-        """The browser cookie (``/?token=``): it outlives a host restart, the token does not."""
-        self._fallback = False
+        self.auth = HostLogin(base_url, session, token, logger)
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
         self._ready = asyncio.Event()
@@ -93,45 +81,6 @@ class MuxLink:
         self._followed: OrderedDict[str, bool] = OrderedDict()  # session → snapshot seen
         self._asked: OrderedDict[str, _Asked] = OrderedDict()
 
-    # -- the socket -----------------------------------------------------------------------
-
-    async def login(self) -> dict[str, str] | None:
-        """Log in (``/connect``); the socket's headers, ``None`` for a 0.1.1 host, ``LoginRefused``
-        otherwise. The first login keeps the browser cookie, tried once when a restarted host
-        refuses the old launch token."""
-        token = self._token or ""
-        status, cookie = await self._get(login_path(token))
-        if status in (302, 303):
-            self._cookie, self._fallback = cookie, False
-            if self._browser is None:
-                status, browser = await self._get("/?" + urlencode({"token": token}))
-                self._browser = browser if status == 303 and browser else None
-            return {"Cookie": cookie} if cookie else {}
-        if status == 401 and self._browser is not None and not self._fallback:
-            self._fallback, self._cookie = True, self._browser
-            self._logger.warning(
-                "dsh host: the launch token was refused (did the host restart?); "
-                "connecting with the browser cookie it gave before"
-            )
-            return {"Cookie": self._browser}
-        if status == 401:
-            self._browser = None
-            raise LoginRefused(
-                "the host refused the launch token: HTTP 401 (a dsh 0.2 host makes a new token "
-                "on every start: set DSH_HOST_TOKEN, or DSH_HOST_URL to the whole URL it prints)"
-            )
-        if status in (404, 405) or 200 <= status < 300:
-            return None
-        raise LoginRefused(f"the host refused the login: HTTP {status}")
-
-    async def _get(self, path: str) -> tuple[int, str]:
-        """GET ``path`` without following redirects: the status, and the cookies it set."""
-        async with self._session().get(
-            self._base + path, allow_redirects=False, timeout=_POST_TIMEOUT
-        ) as response:
-            cookies = "; ".join(f"{k}={m.value}" for k, m in response.cookies.items())
-            return response.status, cookies
-
     @property
     def url(self) -> str:
         """The mux's URL."""
@@ -139,7 +88,8 @@ class MuxLink:
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
-        self._ws, self.client_id, self._fallback, self._ready_at = ws, None, False, None
+        self._ws, self.client_id, self._ready_at = ws, None, None
+        self.auth.opened()
         self._seen.clear()
         self._ready.clear()
         self._followed.clear()
@@ -148,8 +98,7 @@ class MuxLink:
     def closed(self) -> None:
         """The socket closed: its clientId and cookie are dead."""
         self._ws = self.client_id = None
-        if self._cookie != self._browser:
-            self._cookie = None  # the /connect cookie dies with its socket
+        self.auth.closed()
         self._ready.clear()
 
     def ready(self, client_id: str) -> None:
@@ -188,23 +137,8 @@ class MuxLink:
     def log_item(self, stream_id: str, value: Any) -> None:
         """An item of a ``session/follow`` stream: its snapshot's records, or one event."""
         session_id = stream_id.removeprefix(LOG_PREFIX)
-        if not isinstance(value, dict):
-            return
-        if value.get("type") == "snapshot":
-            records = value.get("records")
-            for record in records if isinstance(records, list) else []:
-                if isinstance(record, dict):
-                    self._observe(session_id, record.get("event"))
-            if session_id in self._followed:
-                self._followed[session_id] = True
-            self.log.observe(SessionEvent(session_id, "snapshot", None, {}))
-        elif value.get("type") == "event":
-            self._observe(session_id, value.get("event"))
-
-    def _observe(self, session_id: str, event: Any) -> None:
-        found = _event(session_id, event)
-        if found is not None:
-            self.log.observe(found)
+        if self.log.item(session_id, value) and session_id in self._followed:
+            self._followed[session_id] = True
 
     async def call_of(
         self, session_id: str, call_id: str | None, wait: float = 5.0
@@ -220,8 +154,6 @@ class MuxLink:
                 return None
             await self.log.changed(min(0.25, until - loop.time()))
         return call
-
-    # -- answers --------------------------------------------------------------------------
 
     async def respond(
         self,
@@ -299,10 +231,10 @@ class MuxLink:
 
     async def _post(self, client_id: str, event_id: str, outcome: dict[str, Any]) -> _Post:
         body = result_body(str(uuid.uuid4()), client_id, event_id, outcome)
-        headers = {"Cookie": self._cookie} if self._cookie else {}
+        headers = {"Cookie": self.auth.cookie} if self.auth.cookie else {}
         try:
             async with self._session().post(
-                self._base + RESULT_PATH, json=body, headers=headers, timeout=_POST_TIMEOUT
+                self._base + RESULT_PATH, json=body, headers=headers, timeout=POST_TIMEOUT
             ) as response:
                 if response.status in (401, 403):
                     return "stale"

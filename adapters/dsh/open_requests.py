@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from adapters.dsh.approval_relay import resolved_note
@@ -21,7 +22,7 @@ from adapters.dsh.asks import (
     HostAsk,
     QuestionNotes,
 )
-from adapters.dsh.released import HostRecords, released_by_a_bot_of
+from adapters.dsh.released import HostRecords, close_released
 from adapters.dsh.uplink import describe
 from adapters.dsh.waiting import WaitingRoom
 from adapters.slack import Released
@@ -38,11 +39,24 @@ _GONE_REMEMBERED: Final = 1024
 
 @dataclass(eq=False)
 class _Replay:
-    """The requests seen since a downlink opened, until the host's replay is over."""
+    """The requests seen since a downlink opened, until the host's replay is over
+    (``window`` seconds after the last one, when ``settle`` runs)."""
 
+    window: float
+    settle: Callable[[_Replay], None]
     seen: set[str] = field(default_factory=set)
     over: bool = False
     timer: asyncio.TimerHandle | None = None
+
+    def saw(self, rpc_id: str | None = None) -> None:
+        """Note a replayed request and (re)start the window, unless the replay is over."""
+        if rpc_id is not None:
+            self.seen.add(rpc_id)
+        if self.over:
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = asyncio.get_running_loop().call_later(self.window, self.settle, self)
 
 
 class OpenRequests:
@@ -101,26 +115,15 @@ class OpenRequests:
         approvals = sum(1 for ask in asks if ask.approval is not None)
         return len(asks) - approvals, approvals
 
-    # -- the replay -----------------------------------------------------------------------
-
     def opened(self) -> None:
         """A downlink opened: the host's replay begins."""
-        self._replay = _Replay()
-        self._extend(self._replay)
+        self._replay = _Replay(self._replay_window, self._settle)
+        self._replay.saw()
 
     def closed(self) -> None:
         """The downlink closed: its replay window no longer runs."""
         if self._replay is not None and self._replay.timer is not None:
             self._replay.timer.cancel()
-
-    def _extend(self, replay: _Replay) -> None:
-        """(Re)start the replay window: it closes ``replay_window`` s after the last replay."""
-        if replay.over:
-            return
-        if replay.timer is not None:
-            replay.timer.cancel()
-        loop = asyncio.get_running_loop()
-        replay.timer = loop.call_later(self._replay_window, self._settle, replay)
 
     def _settle(self, replay: _Replay) -> None:
         """The replay is over: end the asks of earlier connections the host did not replay,
@@ -130,94 +133,50 @@ class OpenRequests:
         replay.over = True
         self._waiting.keep_only(replay.seen)
         self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}
-        for ask in list(self._asks.values()):
-            if (
-                ask.phase == "asking"
-                and ask.rpc_id not in replay.seen
-                and not ask.controller.signal.aborted  # ending already
-            ):
-                self._logger.info(
-                    "dsh host: request no longer pending after reconnect",
-                    extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-                )
-                self._remember_gone(ask.rpc_id)
-                ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)
+        for ask in unreplayed(self._asks.values(), replay.seen):
+            self._logger.info(
+                "dsh host: request no longer pending after reconnect",
+                extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+            )
+            _remember(self._gone, ask.rpc_id)
+            ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)
         if self._records is not None and self._asker is not None:
+            held = partial(self._held, replay=replay)
             sweep = asyncio.get_running_loop().create_task(
-                self._close_released(self._records, self._asker, replay),
+                close_released(
+                    self._records, self._asker, held, self._closing, self._closed, self._logger
+                ),
                 name="dsh released requests",
             )
             self._sweeps.add(sweep)
             sweep.add_done_callback(self._sweeps.discard)
 
-    def _remember_gone(self, rpc_id: str) -> None:
-        if len(self._gone) >= _GONE_REMEMBERED:
-            self._gone.pop()
-        self._gone.add(rpc_id)
-
-    async def _close_released(self, records: HostRecords, asker: str, replay: _Replay) -> None:
-        """Close as gone the open requests of this host that a stopped bot released and the
-        host did not replay. Nobody else ends them: no process owns them, and no ask of this
-        bot holds them; left open, their message would take answers the host never gets."""
-        try:
-            found = await records.store.open_records()
-        except Exception as exc:  # the store is down: the next replay looks again
-            self._logger.warning(
-                "dsh host: could not list the released requests", extra={"error": describe(exc)}
-            )
-            return
-        for record in found:
-            rpc_id = released_by_a_bot_of(record, asker)
-            if rpc_id is None or self._held(rpc_id, replay):
-                continue
-            self._logger.info(
-                "dsh host: released request not replayed; closing it",
-                extra={"rpc_id": rpc_id},
-            )
-            self._closing.add(rpc_id)
-            try:
-                gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE
-                await records.abort(record.id, gone)
-            except Exception as exc:  # the store is down: the next replay tries again
-                self._logger.warning(
-                    "dsh host: could not close a released request",
-                    extra={"rpc_id": rpc_id, "error": describe(exc)},
-                )
-            else:
-                self._remember_gone(rpc_id)
-            finally:
-                self._closing.discard(rpc_id)
-            self._ask_late(rpc_id)
+    def _closed(self, rpc_id: str, ended: bool) -> None:
+        """A released request was closed as gone (``ended``) or could not be: ask its replay."""
+        if ended:
+            _remember(self._gone, rpc_id)
+        self._ask_late(rpc_id)
 
     def _held(self, rpc_id: str, replay: _Replay) -> bool:
         """Whether the request is replayed, or held by an ask (open, waiting or closing)."""
-        return (
-            rpc_id in replay.seen
-            or rpc_id in self._asks
-            or rpc_id in self._waiting
-            or rpc_id in self._closing
+        return any(
+            rpc_id in held for held in (replay.seen, self._asks, self._waiting, self._closing)
         )
-
-    # -- requests -------------------------------------------------------------------------
 
     def requested(self, ask: HostAsk) -> None:
         """The host asks (or replays) ``ask``: open it, or queue it behind its session's."""
         replay = self._replay
         assert replay is not None, "a request arrives on an open downlink"
-        replay.seen.add(ask.rpc_id)
-        self._extend(replay)
-        if self._closing_as_gone(ask.rpc_id):
-            # Replayed just after the window: the host still has it. Asked again (the same
-            # message reopened) once the ending under way is over.
-            self._late[ask.rpc_id] = ask
+        rpc_id = ask.rpc_id
+        replay.saw(rpc_id)
+        if rpc_id in self._closing or (rpc_id in self._asks and rpc_id in self._gone):
+            # Being closed as gone (its ask, or a released record), yet replayed just after the
+            # window: the host still has it. Asked again (the same message reopened) after.
+            self._late[rpc_id] = ask
             return
-        if ask.rpc_id in self._asks or ask.rpc_id in self._waiting:
+        if rpc_id in self._asks or rpc_id in self._waiting:
             return  # a replay: the ask already open (or waiting) is the one
         self._admit(ask)
-
-    def _closing_as_gone(self, rpc_id: str) -> bool:
-        """Whether the request is being closed as gone (its ask, or a released record)."""
-        return rpc_id in self._closing or (rpc_id in self._asks and rpc_id in self._gone)
 
     def _admit(self, ask: HostAsk) -> None:
         """Open ``ask`` in Slack, or queue it when its session shows its limit already."""
@@ -253,11 +212,9 @@ class OpenRequests:
 
     def _note_queue(self, session_id: str, latest: HostAsk | None = None) -> None:
         """Say on the session's latest message that more of its requests are waiting."""
-        if latest is None:
-            mine = [a for a in self._asks.values() if a.session_id == session_id]
-            if not mine:
-                return
-            latest = mine[-1]
+        mine = [a for a in self._asks.values() if a.session_id == session_id]
+        if (latest := latest or (mine[-1] if mine else None)) is None:
+            return
         note = QUEUED_NOTE.format(limit=self._max_open)
         task = asyncio.get_running_loop().create_task(self._notes.add_note(latest.request_id, note))
         task.add_done_callback(_ignore_result)
@@ -273,23 +230,13 @@ class OpenRequests:
             # Aborted (gone, or settled by the host): the ask stays held until its record
             # is ended, so a late replay waits for that instead of racing it.
             closing = asyncio.get_running_loop().create_task(
-                self._close_ended(self._records, ask, reason), name=f"dsh closing {ask.rpc_id}"
+                close_ended(self._records, ask, reason, self._logger),
+                name=f"dsh closing {ask.rpc_id}",
             )
             ask.task = closing
             closing.add_done_callback(lambda _: self._done(ask))
             return
         self._done(ask)
-
-    async def _close_ended(self, records: HostRecords, ask: HostAsk, note: str) -> None:
-        """End the record of an aborted ask with ``note`` if its task left it open (aborted before
-        it reached the record, or a released record adopted at start); otherwise a no-op."""
-        try:
-            await records.abort(ask.request_id, note)
-        except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
-            self._logger.warning(
-                "dsh host: could not close an ended request",
-                extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-            )
 
     def _done(self, ask: HostAsk) -> None:
         """``ask`` is over: its place goes to its late replay, else to its session's next."""
@@ -331,20 +278,18 @@ class OpenRequests:
         if self._waiting.remove(lambda waiting: waiting.rpc_id == rpc_id):
             return  # never shown in Slack: nothing to close
         ask = self._asks.get(rpc_id)
-        # Not ours, or already answered here (the echo of our own answer): nothing to do.
-        if ask is None or ask.phase != "asking":
-            if ask is not None:
-                ask.resolve(outcome)
-            return
+        if ask is None:
+            return  # not ours
+        asking = ask.phase == "asking"
         ask.resolve(outcome)
+        if not asking:
+            return  # already answered here (the echo of our own answer)
         if ask.approval is not None:
             ask.controller.abort(resolved_note(outcome))
         else:
             ask.controller.abort(
                 ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
             )
-
-    # -- stopping -------------------------------------------------------------------------
 
     async def release(self, grace: float) -> None:
         """Leave the open requests to a later bot (released in the store, asks ended; those already
@@ -353,37 +298,73 @@ class OpenRequests:
         self._late.clear()
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
-        for ask in list(self._asks.values()):
-            if ask.phase == "asking" and not ask.controller.signal.aborted:
-                try:
-                    await self._notes.release(ask.request_id, RESTARTING_NOTE)
-                except Exception as exc:  # the store is down: the sweep settles it later
-                    self._logger.warning(
-                        "dsh host: could not release a request",
-                        extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-                    )
-                ask.controller.abort(Released())
-        await self._drain(grace)
-
-    async def _drain(self, grace: float) -> None:
-        """Wait up to ``grace`` seconds for the asks' tasks (an ask that ends aborted closes
-        its record in a task of its own, started as its first one ends), then cancel."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        while tasks := self._running():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.wait(tasks)
-                return
-            await asyncio.wait(tasks, timeout=remaining)
+        await release_asks(list(self._asks.values()), self._notes, self._logger)
+        await drain(self._running, grace)
 
     def _running(self) -> set[asyncio.Task[None]]:
         asks = {ask.task for ask in self._asks.values() if ask.task is not None}
         return {task for task in asks | self._sweeps if not task.done()}
 
 
+def _remember(gone: set[str], rpc_id: str) -> None:
+    """Add ``rpc_id`` to ``gone``, forgetting one when it holds ``_GONE_REMEMBERED``."""
+    if len(gone) >= _GONE_REMEMBERED:
+        gone.pop()
+    gone.add(rpc_id)
+
+
 def _ignore_result(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()
+
+
+async def drain(running: Callable[[], set[asyncio.Task[None]]], grace: float) -> None:
+    """Wait up to ``grace`` seconds for the asks' tasks (an ask that ends aborted closes
+    its record in a task of its own, started as its first one ends), then cancel."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while tasks := running():
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            return
+        await asyncio.wait(tasks, timeout=remaining)
+
+
+async def close_ended(
+    records: HostRecords, ask: HostAsk, note: str, logger: logging.Logger
+) -> None:
+    """End the record of an aborted ask with ``note`` if its task left it open (aborted before
+    it reached the record, or a released record adopted at start); otherwise a no-op."""
+    try:
+        await records.abort(ask.request_id, note)
+    except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
+        logger.warning(
+            "dsh host: could not close an ended request",
+            extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+        )
+
+
+async def release_asks(asks: list[HostAsk], notes: QuestionNotes, logger: logging.Logger) -> None:
+    """Release the asks still asking in the store, for a later bot, and end them here."""
+    for ask in asks:
+        if ask.phase == "asking" and not ask.controller.signal.aborted:
+            try:
+                await notes.release(ask.request_id, RESTARTING_NOTE)
+            except Exception as exc:  # the store is down: the sweep settles it later
+                logger.warning(
+                    "dsh host: could not release a request",
+                    extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+                )
+            ask.controller.abort(Released())
+
+
+def unreplayed(asks: Iterable[HostAsk], seen: set[str]) -> list[HostAsk]:
+    """The asks still asking, and not ending already, that a replay (``seen``) left out."""
+    return [
+        ask
+        for ask in asks
+        if ask.phase == "asking" and ask.rpc_id not in seen and not ask.controller.signal.aborted
+    ]

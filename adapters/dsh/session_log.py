@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from adapters.dsh.events import SessionEvent, ToolCall, tool_call_of
+from adapters.dsh.events import SessionEvent, ToolCall, event_of, tool_call_of
 from adapters.dsh.wire import scrub_text
 
 __all__ = ["CallResult", "SessionLog"]
@@ -118,6 +118,27 @@ class SessionLog:
             return
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def item(self, session_id: str, value: Any) -> bool:
+        """Take an item of a ``session/follow`` stream: a snapshot's records (``True``) or one
+        event."""
+        if not isinstance(value, dict):
+            return False
+        if value.get("type") == "snapshot":
+            records = value.get("records")
+            for record in records if isinstance(records, list) else []:
+                if isinstance(record, dict):
+                    self._take(session_id, record.get("event"))
+            self.observe(SessionEvent(session_id, "snapshot", None, {}))
+            return True
+        if value.get("type") == "event":
+            self._take(session_id, value.get("event"))
+        return False
+
+    def _take(self, session_id: str, event: Any) -> None:
+        found = event_of(session_id, event)
+        if found is not None:
+            self.observe(found)
 
     def unreadable(self, session_id: str, call_id: str) -> None:
         """A ``tool/call`` of ``call_id`` came too big to read: forget its earlier call."""

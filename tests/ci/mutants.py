@@ -427,12 +427,64 @@ _VOTING = [
     ),
 ]
 
+GUARD = "adapters/httpguard.py"
+BODY = "bot/api/body.py"
+_HTTP = [
+    Mutant(
+        "length at the limit refused",
+        GUARD,
+        "return limit is not None and (length or 0) > limit",
+        "return limit is not None and (length or 0) >= limit",
+    ),
+    Mutant(
+        "length unchecked",
+        GUARD,
+        "return limit is not None and (length or 0) > limit",
+        "return False",
+    ),
+    Mutant(
+        "chunked unbounded",
+        GUARD,
+        "                request = request.clone(client_max_size=limit)",
+        "                pass",
+    ),
+    Mutant(
+        "api length at the limit",
+        BODY,
+        "if limit is not None and length is not None and length > limit:",
+        "if limit is not None and length is not None and length >= limit:",
+    ),
+    Mutant(
+        "api body at the limit",
+        BODY,
+        "    if limit is not None and len(body) > limit:",
+        "    if limit is not None and len(body) >= limit:",
+    ),
+]
+RELAY = "adapters/dsh/approval_relay.py"
+_DSH = [
+    Mutant(
+        "unshowable approval waits",
+        RELAY,
+        '                    await self._decline(ask, f"{exc.message} ({exc.code}).")',
+        "                    pass",
+    ),
+    Mutant(
+        "unshowable approval allowed",
+        RELAY,
+        'approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "rejected"),',
+        'approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "allowed-once"),',
+    ),
+]
+
 AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "scheduler": (_SCHEDULER_TESTS, _SCHEDULER),
     "mrkdwn": (_MRKDWN_TESTS, _MRKDWN),
     "blockkit": (_LIMITS_TESTS, _BLOCKS),
     "transitions": (_CLICK_TESTS, _TRANSITIONS),
     "handler": (_CLICK_TESTS, _HANDLER),
+    "http": (["tests/api/test_body_limits_exact.py"], _HTTP),
+    "dsh": (["tests/dsh/test_dsh_approval_rules.py"], _DSH),
     "voting": (
         ["tests/slack/clicks/test_click_rules.py", "tests/slack/clicks/test_team_review.py"],
         _VOTING,

@@ -80,7 +80,8 @@ async def test_an_approval_allowed_once_in_slack(
         rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
         message = await rig.message()
         text = shown(message.blocks)
-        assert DEFAULT_REASON in text and "bash" in text and escape(COMMAND) in text
+        headline = DEFAULT_REASON[:1].upper() + DEFAULT_REASON[1:]  # shown as a sentence
+        assert headline in text and "bash" in text and escape(COMMAND) in text
         assert f"session {sid[8:16]}" in text
         allow, reject = buttons(message)
         assert (allow["text"]["text"], reject["text"]["text"]) == ("Allow once", "Reject")

@@ -123,8 +123,12 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
     if byline:
         blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(byline))]})
     # The host's reason as typed, bold by its style: a ``*`` in it cannot end the bold early.
-    blocks.append(rich_text(bold(view.headline), limit=MAX_SECTION_TEXT))
-    blocks.append({"type": "context", "elements": [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]})
+    headline = view.headline[:1].upper() + view.headline[1:]  # a sentence, as the rest read
+    blocks.append(rich_text(bold(headline), limit=MAX_SECTION_TEXT))
+    said = [mrkdwn(f"Tool: `{_tool(view.tool_name)}`")]
+    if view.outcome is None:
+        said.append(mrkdwn("*Allow once* runs it this once with wider sandbox rights"))
+    blocks.append({"type": "context", "elements": said})
     blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
     if view.command:
         blocks.extend(_code_blocks(view.command, "command", ""))

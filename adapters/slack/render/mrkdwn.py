@@ -266,7 +266,9 @@ def _masked(text: str, regions: list[tuple[int, int]]) -> tuple[str, list[str]]:
 
 
 def _unmasked(text: str, kept: list[str]) -> str:
-    return _MASKED.sub(lambda match: kept[int(match[1])], text)
+    """``text`` with its masked pieces back; unmasked text (the asker's own private-use
+    characters, which turn masking off) is left as it is."""
+    return _MASKED.sub(lambda match: kept[int(match[1])], text) if kept else text
 
 
 def _rewritten(text: str, *, masking: bool) -> str:

@@ -162,6 +162,8 @@ def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
         # A reason that already says what happened ("Cancelled: the asker stopped…",
         # "Interrupted: the bot shut down…", "Answered in another client.") is the line.
         said = re.split(r"[\s:]", reason, maxsplit=1)[0] in _SAYS_WHAT_HAPPENED
+        if outcome.verb == "Timed out" and reason.startswith("No "):  # "Timed out: no answer…"
+            reason = reason[0].lower() + reason[1:]
         line = reason if said else f"{line}: {reason}"
     return line
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, cast
 
+from adapters.slack.model.audit_chain import ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
 
-__all__ = ["RedisAudit", "event_args"]
+__all__ = ["RedisAudit", "chained"]
 
 _PAGE: Final = 500
 """Entries read per XRANGE."""
@@ -20,15 +21,61 @@ _PAGE: Final = 500
 
 def _stream_lines(entries: object) -> list[tuple[str, str]]:
     """``(entry id, event JSON)`` of each entry XRANGE returned (field ``e``)."""
-    lines: list[tuple[str, str]] = []
-    for entry_id, fields in cast(list[tuple[str, dict[str, str]]], entries or []):
-        lines.append((as_text(entry_id), as_text(fields["e"])))
-    return lines
+    return [(entry_id, fields["e"]) for entry_id, fields in _entries(entries)]
 
 
-def event_args(event: AuditEvent | None) -> list[str | int]:
-    """The last ARGV of a record's script: the event (``''``: none)."""
-    return ["" if event is None else event.dump()]
+def _entries(entries: object) -> list[tuple[str, dict[str, str]]]:
+    """``(entry id, fields)`` of each entry XRANGE returned, as text."""
+    return [
+        (as_text(entry_id), {as_text(k): as_text(v) for k, v in fields.items()})
+        for entry_id, fields in cast(list[tuple[str, dict[str, str]]], entries or [])
+    ]
+
+
+async def chained(
+    link: RedisLink,
+    keys: RedisKeys,
+    event: AuditEvent | None,
+    run: Callable[[list[str | int]], Awaitable[object]],
+) -> object:
+    """Run a script with ``event`` and its chain as its last ARGV (``chain_hash`` over the
+    head and the question's last hash, read first), again while it answers -1: another
+    writer appended in between (optimistic: the script checks both before any write)."""
+    if event is None:
+        return await run(["", "", "", "", "", ""])
+    line, trail = event.dump(), keys.events(event.request_id)
+    while True:
+
+        async def read() -> list[object]:
+            async with link.client.pipeline(transaction=False) as pipe:
+                pipe.get(keys.audit_head)
+                pipe.xrevrange(trail, count=1)
+                return cast(list[object], await pipe.execute())
+
+        head, newest = await link.op("read the audit chain", read)
+        want = "" if head is None else as_text(cast(str, head))
+        seq, _, prev = want.partition(" ")
+        qprev = next((fields.get("h", "") for _, fields in _entries(newest)), "")
+        digest = chain_hash(prev, qprev, line)
+        found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
+        if found != -1:
+            return found
+
+
+def _row(entry_id: str, fields: dict[str, str]) -> ChainRow:
+    """The chain fields of one audit stream entry (none: appended before the chain)."""
+    event = AuditEvent.load(fields["e"])
+    if "h" not in fields:
+        return ChainRow(0, event.request_id, event.at, fields["e"], None, None, None)
+    return ChainRow(
+        int(fields.get("n", 0)),
+        event.request_id,
+        event.at,
+        fields["e"],
+        fields.get("p") or None,
+        fields.get("q") or None,
+        fields["h"],
+    )
 
 
 class RedisAudit:
@@ -47,11 +94,20 @@ class RedisAudit:
         """Append ``event`` to the audit stream and to its question's own stream (one
         script: the question's stream keeps living as long as its record)."""
         request_id = event.request_id
-        keys = [self._keys.audit, self._keys.events(request_id), self._keys.record(request_id)]
-        args: list[str | int] = [event.dump(), px(self._retention)]
-        await self._link.op(
-            "append an audit event", lambda: self._append_script(keys=keys, args=args)
-        )
+        keys = [
+            self._keys.audit,
+            self._keys.events(request_id),
+            self._keys.record(request_id),
+            self._keys.audit_head,
+        ]
+
+        async def run(chain: list[str | int]) -> object:
+            args = [px(self._retention), *chain]
+            return await self._link.op(
+                "append an audit event", lambda: self._append_script(keys=keys, args=args)
+            )
+
+        await chained(self._link, self._keys, event, run)
 
     async def keep_open_trails(self) -> None:
         """Lift any TTL off a pending question's stream (a bot before this layout gave it
@@ -72,7 +128,8 @@ class RedisAudit:
         deleted, first = 0, "-"
         while True:
             args: list[str | int] = [self._keys.record_prefix, first, cutoff - 1, _PAGE]
-            page = functools.partial(self._purge_script, keys=[self._keys.audit], args=args)
+            keys = [self._keys.audit, self._keys.audit_purged]
+            page = functools.partial(self._purge_script, keys=keys, args=args)
             read, gone, last = await self._link.op("purge the audit stream", page)
             deleted += int(gone)
             if int(read) < _PAGE:
@@ -86,8 +143,28 @@ class RedisAudit:
         return [AuditEvent.load(line) for _, line in _stream_lines(entries)]
 
     async def check_chain(self, kept_since: float) -> list[str] | None:
-        """``None``: the Redis trail keeps no hash chain yet."""
-        return None
+        """The breaks of the hash chain, the audit stream read in pages."""
+        client, rows, low = self._link.client, [], "-"
+        while True:
+            read = functools.partial(client.xrange, self._keys.audit, low, "+", count=_PAGE)
+            entries = _entries(await self._link.op("read the audit stream", read))
+            rows += [_row(entry_id, fields) for entry_id, fields in entries]
+            if len(entries) < _PAGE:
+                break
+            low = f"({entries[-1][0]}"
+        head_raw = await self._link.op("read the chain", lambda: client.get(self._keys.audit_head))
+        purged = await self._link.op(
+            "read the chain", lambda: client.hgetall(self._keys.audit_purged)
+        )
+        head = None
+        if head_raw is not None:
+            seq, _, digest = as_text(head_raw).partition(" ")
+            head = (int(seq), digest)
+        gone: dict[int, tuple[float, str]] = {}
+        for seq_raw, value in cast(dict[str, str], purged).items():
+            at, _, digest = as_text(value).partition(" ")
+            gone[int(as_text(seq_raw))] = (float(at), digest)
+        return verify(rows, head, gone, kept_since)
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""

@@ -17,6 +17,7 @@ __all__ = [
     "px",
 ]
 
+
 def px(seconds: float) -> int:
     """``seconds`` in whole milliseconds (at least one), as ``PX`` takes them."""
     return max(1, round(seconds * 1000))
@@ -95,6 +96,16 @@ class RedisKeys:
         return f"{self.prefix}:audit"
 
     @property
+    def audit_head(self) -> str:
+        """The audit chain's head: the newest event's position and hash (``"seq hash"``)."""
+        return f"{self.prefix}:audit:head"
+
+    @property
+    def audit_purged(self) -> str:
+        """Each purged audit event's position: its time and hash (``"at hash"``)."""
+        return f"{self.prefix}:audit:purged"
+
+    @property
     def my_alive(self) -> str:
         """This process's heartbeat."""
         return self.alive(self.process_id)
@@ -111,6 +122,7 @@ class RedisKeys:
             self.audit,
             self.events(record.id),
             self.audiences,
+            self.audit_head,
         ]
 
 

@@ -46,8 +46,9 @@ local function remember(kept, token)
 end
 """
 
-# Both scripts take the write's audit event (its JSON, '' for none) as their last ARGV,
-# and the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}). The event is
+# Both scripts take the write's audit event (its JSON, '' for none) and its chain as their
+# last six ARGV, the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}) and the
+# chain's head as KEYS[9]; -1: the head moved, compute the chain again. The event is
 # appended by the script that makes the change, so both are kept or neither and a watch
 # woken by the change finds the event. The streams are checked before anything is
 # written: a script that fails half-way is not rolled back.
@@ -81,23 +82,47 @@ end
 """
 
 
-_STREAMS_READY: Final = f"""
-if event ~= '' then{_streams_ready("KEYS[6]", "KEYS[7]")}end
-"""
-# (after the record's write, so the question's stream takes the TTL it was just given)
-_APPEND_EVENT: Final = f"""
-if event ~= '' then
-  redis.call('XADD', KEYS[6], '*', 'e', event)
-  redis.call('XADD', KEYS[7], '*', 'e', event)
+def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
+    """Lua: read the event's chain ARGV from ``base`` on (event, position, hash before, its
+    question's hash before, hash, the head it was computed on; ``redis_audit.chain_args``)
+    and, before any write, refuse with -1 when the head or the question's last hash moved
+    (another writer appended first: the caller computes again)."""
+    return f"""
+local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
+if event ~= '' then{_streams_ready(audit, trail)}
+  if (redis.call('GET', {head}) or '') ~= want then return -1 end
+  local newest, got = redis.call('XREVRANGE', {trail}, '+', '-', 'COUNT', 1), ''
+  if #newest > 0 then
+    local fields = newest[1][2]
+    for i = 1, #fields, 2 do if fields[i] == 'h' then got = fields[i + 1] end end
+  end
+  if got ~= qprev then return -1 end
 end
+"""
+
+
+def _chain_append(audit: str, trail: str, head: str) -> str:
+    """Lua: append the chained event to both streams and move the head to it."""
+    return f"""
+if event ~= '' then
+  for _, key in ipairs({{{audit}, {trail}}}) do
+    redis.call('XADD', key, '*', 'e', event, 'n', seq, 'p', prev, 'q', qprev, 'h', hash)
+  end
+  redis.call('SET', {head}, seq .. ' ' .. hash)
+end
+"""
+
+
+# (after the record's write, so the question's stream takes the TTL it was just given)
+_APPEND_EVENT: Final = f"""{_chain_append("KEYS[6]", "KEYS[7]", "KEYS[9]")}
 {_trail_follows("KEYS[1]", "KEYS[7]", "keep")}
 return 1
 """
 
 # KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
-#       audiences hash
+#       audiences hash, chain head
 # ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
-#       no list), done channel, event
+#       no list), done channel, event and its chain
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
 # One stored already ended (a lost record put back as failed) is published on the done
 # channel, as an ending by compare-and-set is: another process's waiters on it wake.
@@ -106,9 +131,9 @@ CREATE: Final = (
     + """
 local kept = redis.call('GET', KEYS[2])
 if wrote(kept, ARGV[5]) then return 1 end
-local event, keep = ARGV[9], ARGV[4]
+local keep = ARGV[4]
 """
-    + _STREAMS_READY
+    + _chain_ready(9, "KEYS[6]", "KEYS[7]", "KEYS[9]")
     + """
 if ARGV[3] == 'pending' then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
@@ -133,9 +158,9 @@ end
 )
 
 # KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
-#       stream, question stream, audiences hash
+#       stream, question stream, audiences hash, chain head
 # ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
-#       owner ('' for none), audience ('' for on no list), event
+#       owner ('' for none), audience ('' for on no list), event and its chain
 COMPARE_AND_SET: Final = (
     _TOKENS
     + """
@@ -148,9 +173,9 @@ if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
 local was_open = stored['state'] == 'pending'
 local now_open = ARGV[4] == 'pending'
 if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
-local event, keep = ARGV[11], ARGV[5]
+local keep = ARGV[5]
 """
-    + _STREAMS_READY
+    + _chain_ready(11, "KEYS[6]", "KEYS[7]", "KEYS[9]")
     + """
 local old_owner = stored['owner']
 if type(old_owner) ~= 'string' then old_owner = '' end
@@ -185,35 +210,42 @@ end
     + _APPEND_EVENT
 )
 
-# KEYS: audit stream, question stream, record; ARGV: event, keep (ms). An event that goes
+# KEYS: audit stream, question stream, record, chain head; ARGV: keep (ms), the event and
+# its chain. An event that goes
 # with no write of its record: appended to both streams, the question's stream living as
 # long as the record (``_trail_follows``).
-APPEND: Final = f"""
-{_streams_ready("KEYS[1]", "KEYS[2]")}
-redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
-{_trail_follows("KEYS[3]", "KEYS[2]", "ARGV[2]")}
+APPEND: Final = f"""{_chain_ready(2, "KEYS[1]", "KEYS[2]", "KEYS[4]")}
+{_chain_append("KEYS[1]", "KEYS[2]", "KEYS[4]")}
+{_trail_follows("KEYS[3]", "KEYS[2]", "ARGV[1]")}
 return 1
 """
 
-# KEYS: audit stream; ARGV: record key prefix, first id ('-' or '(' and the last one seen),
-# last id (inclusive), count. One page of the audit stream's purge: deletes each entry
-# whose question has no record left (or that names none); an entry of a pending question,
+# KEYS: audit stream, purged hashes; ARGV: record key prefix, first id ('-' or '(' and the
+# last one seen), last id (inclusive), count. One page of the audit stream's purge: deletes
+# each entry whose question has no record left (or that names none), leaving its chain
+# position's time and hash behind (``audit_chain.verify``); an entry of a pending question,
 # or of one ended less than the retention ago, stays. Returns {entries read, deleted,
 # the last id read ('' for none)}.
 PURGE_AUDIT: Final = """
 local entries = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4])
 local gone = 0
 for _, entry in ipairs(entries) do
-  local fields, request = entry[2], nil
+  local fields, request, at, chain = entry[2], nil, 0, {}
   for i = 1, #fields, 2 do
+    chain[fields[i]] = fields[i + 1]
     if fields[i] == 'e' then
       local ok, event = pcall(cjson.decode, fields[i + 1])
-      if ok and type(event) == 'table' then request = event['requestId'] end
+      if ok and type(event) == 'table' then
+        request = event['requestId']
+        if type(event['at']) == 'number' then at = event['at'] end
+      end
     end
   end
   if type(request) ~= 'string' or redis.call('EXISTS', ARGV[1] .. request) == 0 then
     redis.call('XDEL', KEYS[1], entry[1])
+    if chain['n'] and chain['h'] then
+      redis.call('HSET', KEYS[2], chain['n'], string.format('%.17g', at) .. ' ' .. chain['h'])
+    end
     gone = gone + 1
   end
 end

@@ -10,7 +10,7 @@ from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import OpenCount
-from adapters.slack.stores.redis_audit import event_args
+from adapters.slack.stores.redis_audit import chained
 from adapters.slack.stores.redis_layout import (
     RedisKeys,
     dump_audience,
@@ -53,10 +53,13 @@ class RedisRecords:
             record.owner or "",
             dump_audience(record),
             self._keys.done,
-            *event_args(event),
         ]
-        result = await self._link.op("create", lambda: self._create_script(keys=keys, args=args))
-        return bool(result)
+
+        async def run(chain: list[str | int]) -> object:
+            every = args + chain
+            return await self._link.op("create", lambda: self._create_script(keys=keys, args=every))
+
+        return bool(await chained(self._link, self._keys, event, run))
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``; ``UserQuestionError`` when it cannot be read."""
@@ -92,12 +95,15 @@ class RedisRecords:
             token,
             record.owner or "",
             dump_audience(record),
-            *event_args(event),
         ]
-        result = await self._link.op(
-            "compare-and-set", lambda: self._cas_script(keys=keys, args=args)
-        )
-        return bool(result)
+
+        async def run(chain: list[str | int]) -> object:
+            every = args + chain
+            return await self._link.op(
+                "compare-and-set", lambda: self._cas_script(keys=keys, args=every)
+            )
+
+        return bool(await chained(self._link, self._keys, event, run))
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""

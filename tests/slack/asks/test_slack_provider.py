@@ -604,7 +604,7 @@ async def test_timeout_fails_with_ask_timeout() -> None:
             await task
         assert caught.value.code == "ASK_TIMEOUT"
         final = await finished(h, message)
-        assert "Timed out: No answer within 0.2 seconds." in all_text(final.blocks)
+        assert "Timed out: no answer within 0.2 seconds." in all_text(final.blocks)
         assert final.text.startswith("Timed out")
 
 
@@ -808,7 +808,7 @@ async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
             assert reminder.startswith(f":alarm_clock: <@{h.alice}> <@{h.bob}> Reminder:")
             assert "Answer by <!date^" in reminder
         final = await finished(h, message)
-        assert ":hourglass: Timed out: No answer within 60 seconds." in all_text(final.blocks)
+        assert ":hourglass: Timed out: no answer within 60 seconds." in all_text(final.blocks)
         assert final.text.startswith("Timed out")
 
 

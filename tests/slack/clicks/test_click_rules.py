@@ -143,9 +143,12 @@ def pick(rec: PendingRecord, user: str, option: int) -> object:
 
 
 def test_an_option_neither_approve_nor_decline_is_no_vote() -> None:
-    rec = review(("Approve", "Keep planning", "Ask me later"))
-    assert pick(rec, ALICE, 2) == Ignore()
-    assert pick(rec, ALICE, 3) == Ignore()
+    rec = review(approvals=2)
+    for option in (2, -1, 99):  # a stale or forged option index
+        assert pick(rec, ALICE, option) == Ignore()
+    lone = review(("Approve",), approvals=2)  # a review with no decline option
+    assert pick(lone, ALICE, 1) == Ignore()
+    assert pick(rec, ALICE, 0) != Ignore()  # while the real options are votes
 
 
 def test_one_decline_ends_a_review_declined_by_default() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.slack.blockkit import check_message
 from adapters.slack.render.blocks import render_open
-from adapters.slack.render.mrkdwn import ELLIPSIS
+from adapters.slack.render.mrkdwn import ELLIPSIS, shorten_escaped
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from tests.slack.render.test_slack_blocks import bold_lines, opts, record, walk
 
@@ -89,3 +89,11 @@ def test_fifty_blocks_are_posted_and_fifty_one_refused() -> None:
                 assert check_message(blocks) == []
                 posted.add(len(blocks))
     assert max(posted) == 50 and min(refused) == 51
+
+
+def test_shortened_text_never_ends_in_half_an_entity_or_half_a_mention() -> None:
+    assert shorten_escaped("a &amp; b", 5) == "a " + ELLIPSIS
+    assert shorten_escaped("a &amp; b", 8) == "a &amp;" + ELLIPSIS
+    assert shorten_escaped("hi <@U0ALICE001> there", 10) == "hi " + ELLIPSIS
+    assert shorten_escaped("<@U1> and more", 9) == "<@U1> an" + ELLIPSIS
+    assert shorten_escaped("fits", 4) == "fits" and shorten_escaped("fits", 0) == ""

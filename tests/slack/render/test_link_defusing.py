@@ -102,6 +102,17 @@ def test_code_is_shown_as_written(source: str) -> None:
     assert markdown_text(source) == source
 
 
+@pytest.mark.parametrize(
+    "source",
+    ["a \ue0000\ue001", f"```\n[x]({EVIL})\n```\na \ue0000\ue001 [x]({EVIL})", "\ue0017\ue000"],
+)
+def test_text_holding_the_private_characters_of_code_masking_is_shown(source: str) -> None:
+    assert evil_links(source) == []
+    shown = markdown_text(source)
+    assert shown.count("\ue000") == source.count("\ue000")  # nothing put in their place
+    assert shown.count("```") == source.count("```")
+
+
 def test_only_the_link_outside_code_is_rewritten() -> None:
     assert markdown_text("`[x](y)` [x](y)") == "`[x](y)` x (y)"
     assert markdown_text("x\n\n```\n[x](y)\n```\n\n[x](y)") == "x\n\n```\n[x](y)\n```\n\nx (y)"

@@ -1089,7 +1089,7 @@ def test_an_approved_plan_says_approved() -> None:
          "Cancelled: The harness went away."),
         ("failed", {"note": "Slack said no"}, ":warning: Failed: Slack said no"),
         ("failed", {"note": "No answer within 30 seconds.", "error_code": "ASK_TIMEOUT"},
-         ":hourglass: Timed out: No answer within 30 seconds."),
+         ":hourglass: Timed out: no answer within 30 seconds."),
     ],
 )  # fmt: skip
 def test_every_ending_is_said_in_words(state: str, fields: dict[str, Any], line: str) -> None:

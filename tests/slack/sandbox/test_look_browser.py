@@ -86,3 +86,29 @@ async def test_on_a_phone_long_labels_are_numbered_on_their_buttons(
         await question.get_by_role("button", name="No", exact=True).tap()
         assert (await task).answers[0].selected == ["No"]  # type: ignore[attr-defined]
         assert errors == []
+
+
+async def test_on_a_phone_the_feedback_box_comes_before_the_formatted_plan(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime, **PHONE)
+        detail = "## Rollout\n\n1. **Risk:** drain node-1\n\n```bash\nkubectl drain node-1\n```"
+        options = [{"label": "Approve"}, {"label": "Keep planning"}]
+        intent = {"kind": "plan-review", "approve": "Approve"}
+        item = {"id": "plan", "question": "Migrate?", "detail": detail, "intent": intent}
+        task = asked(runtime, {"questions": [{**item, "options": options}]}, AskOptions())
+        review = await pinned(page, "Migrate?")
+        await expect(review).to_contain_text("Dismiss: the agent gets no answer.")
+        await review.get_by_role("button", name="Decline with feedback…").tap()
+        modal = page.get_by_test_id("modal")
+        await expect(modal).to_contain_text("Risk:")
+        box = await modal.locator("textarea").bounding_box()
+        heading = await modal.get_by_text("Rollout", exact=True).bounding_box()
+        assert box is not None and heading is not None and box["y"] < heading["y"]
+        assert "##" not in await modal.inner_text() and "**" not in await modal.inner_text()
+        await page.screenshot(path=tmp_path / "look-04-feedback-modal-phone.png")
+        await modal.locator("textarea").fill("Add a rollback step.")
+        await modal.get_by_test_id("modal-submit").tap()
+        assert (await task).answers[0].custom == "Add a rollback step."  # type: ignore[attr-defined]
+        assert errors == []
