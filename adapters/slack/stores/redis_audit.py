@@ -52,16 +52,17 @@ async def chained(
             pipe.xrevrange(trail, count=1)
             return cast(list[object], await pipe.execute())
 
-    head, newest = await link.op("read the audit chain", read)
-    want = "" if head is None else as_text(cast(str, head))
-    qprev = next((fields.get("h", "") for _, fields in _entries(newest)), "")
-    while True:
-        seq, _, prev = want.partition(" ")
-        digest = chain_hash(prev, qprev, line)
-        found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
-        if not isinstance(found, list):
-            return found
-        want, qprev = as_text(found[1]), as_text(found[2])
+    async with link.chain_lock:
+        head, newest = await link.op("read the audit chain", read)
+        want = "" if head is None else as_text(cast(str, head))
+        qprev = next((fields.get("h", "") for _, fields in _entries(newest)), "")
+        while True:
+            seq, _, prev = want.partition(" ")
+            digest = chain_hash(prev, qprev, line)
+            found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
+            if not isinstance(found, list):
+                return found
+            want, qprev = as_text(found[1]), as_text(found[2])
 
 
 def _row(entry_id: str, fields: dict[str, str]) -> ChainRow:
