@@ -464,6 +464,31 @@ _HTTP = [
         "    if limit is not None and len(body) >= limit:",
     ),
 ]
+ACCESS = "bot/api/access.py"
+KEYS = "bot/api/idempotency.py"
+_CAPS = [
+    Mutant(
+        "process cap one late",
+        ACCESS,
+        "        if len(self._open) >= self.per_process:",
+        "        if len(self._open) > self.per_process:",
+    ),
+    Mutant(
+        "token cap one late",
+        ACCESS,
+        "if name is not None and self._by_token[name] >= self.per_token:",
+        "if name is not None and self._by_token[name] > self.per_token:",
+    ),
+    Mutant(
+        "slot never freed",
+        ACCESS,
+        "        if request_id in self._open:\n            name = self._open.pop(request_id)",
+        "        if False:\n            name = self._open.pop(request_id)",
+    ),
+    Mutant("key of 256", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x20-\\x7e]{1,256}"'),
+    Mutant("empty key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x20-\\x7e]{0,255}"'),
+    Mutant("tab in key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x09-\\x7e]{1,255}"'),
+]
 RELAY = "adapters/dsh/approval_relay.py"
 MATCHING = "adapters/dsh/matching.py"
 _DSH_RULES = [
@@ -528,6 +553,7 @@ AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "handler": (_CLICK_TESTS, _HANDLER),
     "http": (["tests/api/test_body_limits_exact.py"], _HTTP),
     "dsh": (["tests/dsh/test_dsh_approval_rules.py"], _DSH),
+    "caps": (["tests/api/test_caps_exact.py"], _CAPS),
     "dsh-rules": (
         ["tests/dsh/test_dsh_answer_rules.py", "tests/dsh/test_dsh_protocol.py"],
         _DSH_RULES,
