@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adapters.slack import ApprovalView
 from bot.api.asking import ended_view
 from bot.app.embedded import embed_webhooks
 from bot.questions import AskOptions, UserQuestionError
@@ -74,6 +75,27 @@ async def test_a_callback_the_operator_does_not_allow_is_refused(url: str, why: 
         finally:
             await webhooks.stop()
     assert refused.value.code == "BAD_CALLBACK" and why in refused.value.message
+
+
+async def test_an_approval_asked_in_process_is_delivered_or_refused() -> None:
+    view = ApprovalView(tool_name="bash", headline="clean the build", command="rm -rf build")
+    async with receiving() as hook, SlackHarness() as h:
+        with pytest.raises(UserQuestionError) as refused:
+            await h.provider.ask_approval(view, options=AskOptions(callback=hook.url))
+        assert refused.value.code == "BAD_CALLBACK" and not h.top_messages()
+        webhooks = embed_webhooks(h.provider, secret=TOKEN, hosts=["127.0.0.1"], allow_private=True)
+        try:
+            asking = asyncio.ensure_future(
+                h.provider.ask_approval(view, options=AskOptions(callback=hook.url))
+            )
+            await h.click(await h.posted(), h.alice, text="Reject")
+            ended = await asyncio.wait_for(asking, 10)
+            await until(lambda: hook.seen, within=10, what="the delivery")
+        finally:
+            await webhooks.stop()
+    ((headers, raw),) = hook.seen
+    assert verify(signing_secret(TOKEN), headers, raw)
+    assert headers["X-Webhook-Id"] == ended.id and json.loads(raw)["id"] == ended.id
 
 
 def test_a_short_secret_is_refused() -> None:
