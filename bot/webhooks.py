@@ -23,9 +23,18 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
+from bot.api.access import asker_of
 from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
 
-__all__ = ["GIVE_UP_AFTER", "REPLAY_WINDOW", "Webhooks", "sign", "signing_secret", "verify"]
+__all__ = [
+    "GIVE_UP_AFTER",
+    "IN_PROCESS",
+    "REPLAY_WINDOW",
+    "Webhooks",
+    "sign",
+    "signing_secret",
+    "verify",
+]
 
 GIVE_UP_AFTER: Final = 86_400.0
 """Seconds after a question ends that its delivery is retried before it is given up."""
@@ -36,6 +45,8 @@ POST_TIMEOUT: Final = 10.0
 LEASE: Final = 30.0
 RECHECK: Final = 60.0
 """Seconds between looks at a question still open, should its ending not be seen here."""
+IN_PROCESS: Final = ""
+"""The name of the secret questions asked in process (no API token) are signed with."""
 _log = logging.getLogger("bot.webhooks")
 
 
@@ -140,6 +151,16 @@ class Webhooks:
             if problem is None and not self._allow_private and not _public(literal):
                 problem = "the callback's address is private (WEBHOOK_ALLOW_PRIVATE is off)"
         return problem
+
+    async def owe(self, request_id: str, url: str, asked_by: str | None) -> str | None:
+        """Owe ``url`` a delivery for a question asked by ``asked_by`` (an API token's
+        ``api:<name>``, else in process); or why it may not (nothing is owed then)."""
+        api, name = asker_of(asked_by)
+        asker = name if api else IN_PROCESS
+        why = self.refusal(url, asker)
+        if why is None:
+            await self.add(request_id, url, asker)
+        return why
 
     async def add(self, request_id: str, url: str, asker: str | None) -> None:
         """Owe ``url`` a delivery when question ``request_id`` ends."""

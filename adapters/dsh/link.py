@@ -10,7 +10,6 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import aiohttp
@@ -31,6 +30,7 @@ from adapters.dsh.mux import (
 from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog
 from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
+from adapters.dsh.verdicts import Verdicts
 
 __all__ = ["LoginRefused", "MuxLink"]
 
@@ -39,17 +39,7 @@ _CONFIRM_WAIT: Final = 2.0
 _REPLAY_WAIT: Final = 2.0
 """Seconds after ``ready`` by which the host has replayed every pending request."""
 _MAX_FOLLOWED: Final = 256
-_REMEMBERED: Final = 4096
 _Post = Literal["taken", "stale", "failed", "refused"]
-
-
-@dataclass(frozen=True, slots=True)
-class _Asked:
-    """What the link remembers of a request: its session, its tool call, its questions."""
-
-    session_id: str
-    call_id: str | None
-    questions: tuple[Any, ...] = ()
 
 
 class MuxLink:
@@ -71,6 +61,7 @@ class MuxLink:
         self._logger = logger
         self._backoff_max = backoff_max
         self.log = SessionLog()
+        self._verdicts = Verdicts(self.log)
         self.auth = HostLogin(base_url, session, token, logger)
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
@@ -79,7 +70,6 @@ class MuxLink:
         self._seen: set[str] = set()
         """The requests this socket's ``$events`` sent (its replay, then new ones)."""
         self._followed: OrderedDict[str, bool] = OrderedDict()  # session → snapshot seen
-        self._asked: OrderedDict[str, _Asked] = OrderedDict()
 
     @property
     def url(self) -> str:
@@ -109,12 +99,8 @@ class MuxLink:
 
     def asked(self, request: Waterfall) -> ToolCall | None:
         """Remember a request, follow its session's log; the tool call if the log has it."""
-        questions = tuple(request.question.questions) if request.question else ()
-        self._asked.pop(request.event_id, None)
-        self._asked[request.event_id] = _Asked(request.session_id, request.call_id, questions)
+        self._verdicts.asked(request)
         self._seen.add(request.event_id)
-        while len(self._asked) > _REMEMBERED:
-            self._asked.popitem(last=False)
         self.follow(request.session_id)
         call_id = request.call_id
         return self.log.call(request.session_id, call_id) if call_id else None
@@ -176,7 +162,7 @@ class MuxLink:
 
         delay = 0.25
         while True:
-            if (verdict := self._verdict(event_id, outcome)) is not None:
+            if (verdict := self._verdicts.verdict(event_id, outcome)) is not None:
                 return Delivery(
                     Receipt(accepted=verdict, reason=None if verdict else "not-pending")
                 )
@@ -212,7 +198,7 @@ class MuxLink:
                 delay = min(delay * 2, self._backoff_max)
         loop = asyncio.get_running_loop()
         since = loop.time()
-        while (verdict := self._verdict(event_id, outcome)) is None:
+        while (verdict := self._verdicts.verdict(event_id, outcome)) is None:
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"), reached=True)
             if self._stopping():
@@ -263,42 +249,5 @@ class MuxLink:
         return "refused"
 
     def outcome(self, event_id: str) -> str | None:
-        """How the log says request ``event_id`` ended: ``answered``, ``cancelled``, or an
-        approval's outcome; ``None`` while the log does not say."""
-        asked = self._asked.get(event_id)
-        call_id = self._call_id(event_id)
-        if asked is None or call_id is None:
-            return None
-        if not asked.questions:
-            return self.log.decision(asked.session_id, call_id)
-        result = self.log.result(asked.session_id, call_id)
-        if result is None:
-            return None
-        return "cancelled" if result.is_error else "answered"
-
-    def _call_id(self, event_id: str) -> str | None:
-        asked = self._asked.get(event_id)
-        if asked is None:
-            return None
-        if asked.call_id is None and asked.questions:
-            return self.log.question_call(asked.session_id, asked.questions)
-        return asked.call_id
-
-    def _verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
-        """Whether the log shows ``outcome`` as the request's (``None``: not yet)."""
-        asked = self._asked.get(event_id)
-        call_id = self._call_id(event_id)
-        if asked is None or call_id is None:
-            return None
-        if not asked.questions:
-            decided = self.log.decision(asked.session_id, call_id)
-            return None if decided is None else decided == outcome.get("value")
-        result = self.log.result(asked.session_id, call_id)
-        if result is None:
-            return None
-        if outcome["kind"] == "rejected":
-            return result.code == "ASK_CANCELLED"
-        if result.is_error:
-            return False
-        answers = result.answers
-        return answers is None or answers == outcome["value"]["answers"]
+        """How the log says request ``event_id`` ended (``Verdicts.outcome``)."""
+        return self._verdicts.outcome(event_id)

@@ -25,6 +25,9 @@ Constructing it registers its listeners on ``app``; every Web API call goes thro
 - ``lookups``: seconds after a post that timed out (or lost its connection) at which its
   message is looked for, should Slack have stored it all the same (reconcile.py).
 
+``webhooks`` (set after construction, by ``bot.app.embedded.embed_webhooks``) delivers the
+``callback`` of a request; without it a request with a callback fails with ``BAD_CALLBACK``.
+
 Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
 an idempotency key, a label and a note.
 """
@@ -46,6 +49,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Conversations, Gatekeeper
+from adapters.slack.asks.callbacks import Callbacks, owe_callback
 from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
@@ -187,6 +191,7 @@ class SlackQuestionProvider:
             conversations=conversations,
         )
         self._sync.on_change = self._home.changed
+        self.webhooks: Callbacks | None = None  # owes each callback its delivery
         register_listeners(app, self._handler, self._approvals, self._home)
 
     @property
@@ -236,6 +241,9 @@ class SlackQuestionProvider:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
+        if request.options is not None and request.options.callback is not None:
+            options = await owe_callback(self.webhooks, request.options)
+            request = request.model_copy(update={"options": options})
         asking = self._lifecycle.ask(request)
         del request  # not held while the question waits
         return await asking
@@ -268,6 +276,7 @@ class SlackQuestionProvider:
         signal: AbortSignal | None = None,
     ) -> QuestionStatus:
         """Post a tool-permission approval (Allow once / Reject) and wait for its ending."""
+        options = await owe_callback(self.webhooks, options)
         record = await self._lifecycle.ask_approval(
             approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
         )

@@ -27,9 +27,9 @@ from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
 from bot.api.access import OpenQuestionCaps
-from bot.api.asking import ended_view
 from bot.api.gateway import Gateway
 from bot.app import heap
+from bot.app.embedded import wired
 from bot.app.health import Health
 from bot.app.listener import listener_limits, serve
 from bot.app.ports import listening
@@ -38,7 +38,6 @@ from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
 from bot.app.storage import budget, open_store, outbox, read_trail
 from bot.questions.service import UserQuestionService
 from bot.settings.config import Settings
-from bot.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.site import SandboxServer
@@ -176,13 +175,13 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     service = UserQuestionService()
     stack.callback(service.register_provider(provider))
     refusals = RefusalLog(logging.getLogger("bot.http"))
-    webhooks = Webhooks(
+    webhooks = wired(
+        provider,
         await outbox(settings),
-        lambda request_id: ended_view(provider, request_id, settings.approval_ttl),
-        provider.wait_ended,
         settings.api_tokens,
-        hosts=frozenset(settings.webhook_hosts),
+        hosts=settings.webhook_hosts,
         allow_private=settings.webhook_allow_private,
+        approval_ttl=settings.approval_ttl,
     )
     stack.push_async_callback(
         bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")

@@ -17,6 +17,7 @@ __all__ = [
     "ASK_ABORTED",
     "ASK_CANCELLED",
     "ASK_TIMEOUT",
+    "BAD_CALLBACK",
     "BAD_INTENT",
     "BAD_REVIEW",
     "CALLER_NOT_LIVE",
@@ -50,6 +51,7 @@ ASK_TIMEOUT: Final = "ASK_TIMEOUT"  # the provider's own timeout elapsed
 OWNER_LOST: Final = "OWNER_LOST"  # the process holding the waiter died (shared store)
 STORE_UNAVAILABLE: Final = "STORE_UNAVAILABLE"  # the pending store could not be reached in time
 BAD_REVIEW: Final = "BAD_REVIEW"  # a review policy or revision that cannot apply to the request
+BAD_CALLBACK: Final = "BAD_CALLBACK"  # a callback the provider cannot deliver (see its message)
 RECORD_LOST: Final = "RECORD_LOST"  # the question's record vanished from the store (Redis flushed)
 
 

@@ -113,7 +113,8 @@ class AskOptions(BaseModel):
     - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
       button that opens it.
     - ``callback``: an ``http(s)`` URL the outcome is POSTed to when the request ends, kept
-      with it; the bot's webhooks deliver it for questions asked over its HTTP API and MCP.
+      with it; delivered by the bot's webhooks (HTTP API, MCP, and a provider wired with
+      ``bot.app.embedded.embed_webhooks``); an unwired provider refuses it (``BAD_CALLBACK``).
     - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
     - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
       process whose ``ask()`` waits on it, which may stop waiting (abort with a release

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.api.test_api_hardening import TOKEN, answer_to, connection, head
+from tests.api.test_api_hardening import TOKEN, answer_to, connection, head, head_only
 from tests.api.test_gateway import DEPLOY, running
 
 pytestmark = pytest.mark.timeout(90)
@@ -38,5 +38,8 @@ async def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_refused() -
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
                 statuses.append((await answer_to(reader))[0])
-        assert statuses == [201, 201, 413, 413]
-        assert bed.runtime.gateway.refusals.counts.get("too_large") == 2
+        # One byte over, announced: refused before any of the body is sent.
+        over = head(bed, "/v1/questions", TOKEN, f"Content-Length: {LIMIT + 1}")
+        statuses.append((await head_only(bed, over))[0])
+        assert statuses == [201, 201, 413, 413, 413]
+        assert bed.runtime.gateway.refusals.counts.get("too_large") == 3

@@ -44,10 +44,13 @@ class Receiver:
     seen: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
     """The ids of deliveries answered 200."""
+    arrived: dict[str, float] = field(default_factory=dict)
+    """``time.perf_counter()`` when each delivery id first arrived."""
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        self.arrived.setdefault(request.headers.get("X-Webhook-Id", ""), time.perf_counter())
         self.seen.append((dict(request.headers), body))
         step = self.plan.pop(0) if self.plan else 200
         if step == "stall":

@@ -250,6 +250,7 @@ async def test_a_reminder_sent_before_a_restart_is_not_sent_again(
         env.update({"REDIS_URL": redis_url, "REDIS_PREFIX": store_prefix})
     # Reminders 1 s and about 6 s after asking; no answer within 12 s.
     body = {**question("deploy", "Deploy", "Wait"), "timeout": 12, "reminders": [11, 6]}
+    body["remind"] = ["U0LEAD01"]  # thread replies (naming nobody, they go top-level)
     async with asyncio.timeout(90):
         async with bot(env, tmp_path / "a") as (first, agent):
             posted = await agent.ask(body)

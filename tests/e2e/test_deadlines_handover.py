@@ -75,6 +75,7 @@ def with_deadlines(bed: Bed) -> dict[str, Any]:
         **DEPLOY,
         "timeout": TIMEOUT,
         "reminders": [2.0],
+        "remind": [bed.alice],  # a thread reply (with nobody named it is a top-level message)
         "escalateAfter": 4.5,
         "escalateTo": bed.alice,
     }

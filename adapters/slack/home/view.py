@@ -73,7 +73,12 @@ def _entry(record: PendingRecord) -> list[Block]:
     first = record.questions[0] if record.questions else None
     text = first.question.strip() if first is not None else ""
     more = len(record.questions) - 1
+    if record.approval is not None:  # a tool approval: its headline is its question
+        text = record.approval.headline.strip()
     pieces = [bold(shorten(text, _QUESTION_ROOM))] if text else [italic("(no question text)")]
+    kind = "Tool approval" if record.approval else "Plan review" if _is_plan(record) else None
+    if kind:
+        pieces.insert(0, italic(f"{kind}: "))
     if more > 0:
         pieces.append(words(f" (+{more} more)"))
     blocks: list[Block] = [rich_text(*pieces)]
@@ -91,6 +96,10 @@ def _entry(record: PendingRecord) -> list[Block]:
         block_id = ids.block_id(record.id, 0, f"c{record.version}")
         blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
     return blocks
+
+
+def _is_plan(record: PendingRecord) -> bool:
+    return bool(record.questions) and layout_of(record.questions) == "plan"
 
 
 def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> bool:

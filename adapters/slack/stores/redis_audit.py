@@ -39,27 +39,30 @@ async def chained(
     run: Callable[[list[str | int]], Awaitable[object]],
 ) -> object:
     """Run a script with ``event`` and its chain as its last ARGV (``chain_hash`` over the
-    head and the question's last hash, read first), again while it answers -1: another
-    writer appended in between (optimistic: the script checks both before any write)."""
+    head and the question's last hash, read first), again while it answers ``[-1, head,
+    question's last hash]``: another writer appended in between (the script checks both
+    before any write, and answers what it found)."""
     if event is None:
         return await run(["", "", "", "", "", ""])
     line, trail = event.dump(), keys.events(event.request_id)
-    while True:
 
-        async def read() -> list[object]:
-            async with link.client.pipeline(transaction=False) as pipe:
-                pipe.get(keys.audit_head)
-                pipe.xrevrange(trail, count=1)
-                return cast(list[object], await pipe.execute())
+    async def read() -> list[object]:
+        async with link.client.pipeline(transaction=False) as pipe:
+            pipe.get(keys.audit_head)
+            pipe.xrevrange(trail, count=1)
+            return cast(list[object], await pipe.execute())
 
+    async with link.chain_lock:
         head, newest = await link.op("read the audit chain", read)
         want = "" if head is None else as_text(cast(str, head))
-        seq, _, prev = want.partition(" ")
         qprev = next((fields.get("h", "") for _, fields in _entries(newest)), "")
-        digest = chain_hash(prev, qprev, line)
-        found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
-        if found != -1:
-            return found
+        while True:
+            seq, _, prev = want.partition(" ")
+            digest = chain_hash(prev, qprev, line)
+            found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
+            if not isinstance(found, list):
+                return found
+            want, qprev = as_text(found[1]), as_text(found[2])
 
 
 def _row(entry_id: str, fields: dict[str, str]) -> ChainRow:

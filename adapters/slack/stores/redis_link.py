@@ -73,6 +73,9 @@ class RedisLink:
         """When (monotonic) Redis last answered."""
         self.healthy_since = 0.0
         """When (monotonic) Redis answered again after an outage (or first)."""
+        self.chain_lock = asyncio.Lock()
+        """One audit append at a time of this store's (the chain is one line: its own
+        writers would only lose races to each other; ``redis_audit.chained``)."""
         try:
             # A blocking pool: under a burst, an operation waits for a free connection
             # (within op_timeout) instead of failing with "Too many connections".

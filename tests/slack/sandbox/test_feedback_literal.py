@@ -142,9 +142,14 @@ def test_every_decliners_feedback_shows_as_typed() -> None:
         record = after
     rendered = render_final(record)
     assert check_message(rendered.blocks, rendered.text) == []
-    inside = quoted_html(outcome_element(rendered))
-    assert MARKUP.findall(inside) == [], inside
-    assert "Stage it *first*." in shown(inside) and "`drop` / Stage it *first* on" in shown(inside)
+    assert "«" not in outcome_element(rendered)["html"]  # quoted once, in the vote lines
+    sections = [b["text"] for b in with_html(rendered.blocks) if b["type"] == "section"]
+    (tally,) = [t for t in sections if "asked for changes" in t["html"]]
+    quotes = re.findall(r"“(.*?)”(?:<br>|$)", str(tally["html"]), re.S)
+    assert len(quotes) == 2 and all(MARKUP.findall(q) == [] for q in quotes), quotes
+    assert "Stage it *first*." in shown(quotes[0]) and "`drop` / Stage it *first* on" in shown(
+        quotes[1]
+    )
 
 
 def test_the_bots_own_formatting_still_renders() -> None:

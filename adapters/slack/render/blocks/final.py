@@ -72,7 +72,7 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
 def _long_feedback(record: PendingRecord) -> str | None:
     """Declined feedback too long to quote in the outcome line, if any."""
     outcome = outcome_of(record)
-    feedback = outcome.feedback if outcome is not None else None
+    feedback = outcome.feedback if outcome is not None and not outcome.people else None
     return feedback if feedback and len(feedback) > _QUOTED_FEEDBACK else None
 
 
@@ -94,7 +94,9 @@ def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
     outcome = outcome_of(record)
     if outcome is None:
         return escape(record.state)
-    if _long_feedback(record) is None:
+    if outcome.people:  # a team review: each decliner's vote line quotes their feedback
+        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
+    elif _long_feedback(record) is None:
         said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
     else:  # its start here, the whole in its own block above
         start = replace(outcome, feedback=shorten(outcome.feedback or "", _QUOTED_FEEDBACK // 2))

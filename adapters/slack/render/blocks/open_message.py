@@ -17,6 +17,7 @@ from adapters.slack.blockkit.limits import (
     MESSAGE_TEXT_BUDGET,
 )
 from adapters.slack.model import ids
+from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.render.blocks.full_labels import options_blocks, options_thread
 from adapters.slack.render.blocks.overflow import (
@@ -114,7 +115,10 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
         return True, nothing  # nothing to size: no details, no full texts to place
     # Ids are not text: version 0 keeps a final record's later version out of block ids.
     changing: dict[str, Any] = {"label": None, "note": None, "votes": [], "review": None}
-    bare = record.model_copy(update={**changing, "drafts": [], "version": 0})
+    # Measured open, naming who may answer as the open message does, whatever its state.
+    users, groups = who_may(record)
+    same = {"state": "pending", "allowed_users": users, "allowed_usergroups": groups}
+    bare = record.model_copy(update={**changing, **same, "drafts": [], "version": 0})
     markers = sum(block_text_length(detail_blocks("", full)) for full in fulls)
     kept = _kept(record, layout)
     for inline in (True, False) if listed else (True,):
