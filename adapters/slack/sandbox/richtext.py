@@ -42,6 +42,7 @@ __all__ = [
 
 EMOJI: Final[Mapping[str, str]] = {
     "white_check_mark": "✅",
+    "outbox_tray": "📤",
     "heavy_check_mark": "✔️",
     "x": "❌",
     "warning": "⚠️",
