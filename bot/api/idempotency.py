@@ -71,6 +71,7 @@ def same_request(
         and question.callback == post.callback
         and _policy(question.review) == _policy(post.review)
         and question.revises == post.revises
+        and (post.remind is None or list(question.remind) == post.remind)
         and _same_times(_asked_times(question), post)
     )
 

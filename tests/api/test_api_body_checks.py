@@ -32,6 +32,7 @@ DIFFERENT_BODIES = {
     "link": {**DEPLOY, "link": "https://ci.example/runs/7"},
     "reminders": {**DEPLOY, "timeout": 600, "reminders": [120]},
     "escalation": {**DEPLOY, "escalateAfter": 30, "escalateTo": "U0ESCALATE"},
+    "remind": {**DEPLOY, "remind": ["U0LEAD01"]},
     "review": {**DEPLOY, "review": {"approvals": 2}},
     "revises": {**DEPLOY, "revises": "0123456789abcdef0123"},
     "label": {**DEPLOY, "label": "session 3f2a"},

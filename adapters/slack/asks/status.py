@@ -69,6 +69,7 @@ class QuestionStatus:
     """When to remind (times, as ``deadline``), sent or not."""
     escalate_at: float | None = None
     escalate_to: str | None = None
+    remind: tuple[str, ...] = ()
     link: str | None = None
     callback: str | None = None
     review: ReviewPolicy | None = None
@@ -118,6 +119,7 @@ def status_of(record: PendingRecord) -> QuestionStatus:
         reminders=tuple(record.reminders),
         escalate_at=record.escalate_at,
         escalate_to=record.escalate_to,
+        remind=tuple(record.remind or ()),
         link=record.link,
         callback=record.callback,
         review=record.review,
