@@ -789,7 +789,7 @@ def _most_options_that_fit(label: Callable[[int], str]) -> int:
 
 @pytest.mark.slow
 def test_the_documented_option_counts_are_what_fits_in_one_message() -> None:
-    page = (Path(__file__).resolve().parents[1] / "docs" / "questions.md").read_text("utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "questions.md").read_text("utf-8")
     twenty = _most_options_that_fit(lambda i: f"Option number {i:06d}")
     numbered = _most_options_that_fit(str)
     assert f"about {round(twenty, -1):,} options of 20 characters" in page, twenty

@@ -14,7 +14,7 @@ from adapters.slack.render.blocks import answer_by
 from adapters.slack.render.blocks.parts import asker
 from adapters.slack.render.blocks.widgets import button_labels
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.rich import bold, italic, rich_text, words
 from bot.questions.models import AskUserQuestionItem
 
@@ -111,7 +111,7 @@ def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> b
     options = first.options or []
     if any((option.description or "").strip() for option in options):
         return False
-    return all(len(label) <= MAX_BUTTON_TEXT for label in first.option_labels)  # none cut
+    return all(len(reveal(label)) <= MAX_BUTTON_TEXT for label in first.option_labels)  # none cut
 
 
 def render_home(records: Sequence[PendingRecord], total: int | None = None) -> Block:

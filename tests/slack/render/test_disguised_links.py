@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters.slack.blockkit import check_view
+from adapters.slack.blockkit import check_message, check_view
 from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import render_open
 from adapters.slack.render.mrkdwn import escape, markdown_text
 from bot.questions.models import AskUserQuestionItem
 
@@ -313,3 +314,23 @@ def test_any_valid_records_make_a_publishable_home(
 ) -> None:
     records = [_record(n, *entry) for n, entry in enumerate(entries)]
     assert check_view(render_home(records)) == []
+
+
+def test_a_label_that_hiding_characters_lengthen_stays_within_a_buttons_75() -> None:
+    """Hiding characters are shown as ``⟨U+001F⟩`` (8 characters each): a 27-character label
+    with 7 of them shows as 76, so it is measured as shown, cut on the message and not offered
+    as a one-tap button on the Home tab (found by the property test above)."""
+    label = "0" * 20 + "\x1f" * 7
+    records = [_record(n, None, option, "") for n, option in enumerate(("", "", label))]
+    assert check_view(render_home(records)) == []
+    rendered = render_open(records[2])
+    assert check_message(rendered.blocks, rendered.text) == []
+    buttons = [
+        element["text"]["text"]
+        for block in rendered.blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+        if element["type"] == "button"
+    ]
+    assert buttons and all(len(text) <= 75 for text in buttons)
+    assert any("⟨U+001F⟩" in text for text in buttons)

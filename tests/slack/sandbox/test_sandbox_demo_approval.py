@@ -30,6 +30,7 @@ page = _server_tests.page
 
 Json = dict[str, Any]
 HEADLINE = "run the release script"
+SHOWN = "Run the release script"  # the panel writes the headline as a sentence
 COMMAND = "./scripts/release.sh --tag v2.3.1"
 
 
@@ -57,7 +58,7 @@ async def answer_the_three_questions(page: Page) -> None:
     # Not asked before the questions are answered: the approval is the run's last step.
     state = await page.state()
     assert step_of(state, "approval")["state"] == "pending"
-    assert _server_tests.find_message(state, HEADLINE) is None
+    assert _server_tests.find_message(state, SHOWN) is None
     assert (await page.click(name, "Answer…"))[0] == 200
     view = await page.until(lambda s: s["view"])
     (field,) = [b for b in view["blocks"] if b["type"] == "input"]
@@ -84,7 +85,7 @@ async def test_the_demo_ends_with_a_tool_approval_allowed_once(page: Page) -> No
 
     # The approval panel, asked by the demo agent: the tool, the command, Allow once behind
     # a confirm naming the command (the page shows it before sending the click), Reject.
-    approval = await page.message_with(HEADLINE)
+    approval = await page.message_with(SHOWN)
     shown = json.dumps(approval["blocks"], ensure_ascii=False)
     assert "Tool: `bash`" in shown and COMMAND in shown and "demo agent" in shown
     buttons = {item["text"]["text"]: item for _, item in elements(approval)}
@@ -117,7 +118,7 @@ async def test_a_rejected_tool_approval_reaches_the_demo(page: Page) -> None:
     for text in ("Plan review", "Which checks should run", "What should the release be called?"):
         question = await page.message_with(text)
         assert (await page.click(question, "Dismiss", user="carol"))[0] == 200
-    approval = await page.message_with(HEADLINE)
+    approval = await page.message_with(SHOWN)
     # Anyone in the sandbox's channel may decide: the demo names no approvers.
     assert (await page.click(approval, "Reject", user="bob"))[0] == 200
     run = await finished_run(page)

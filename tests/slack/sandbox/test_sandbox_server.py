@@ -304,7 +304,7 @@ async def test_the_demo_through_the_page_endpoints(page: Page) -> None:
     assert (status, body["ok"]) == (200, True)
 
     # 4. The tool approval: Allow once (the page asks to confirm first; the click follows).
-    approval = await page.message_with("run the release script")
+    approval = await page.message_with("Run the release script")
     assert (await page.click(approval, "Allow once"))[0] == 200
 
     # The demo agent got every answer back.

@@ -19,6 +19,7 @@ from adapters.slack.render.mrkdwn import (
     hidden_characters,
     mrkdwn,
     plain,
+    reveal,
     shorten,
     shorten_escaped,
 )
@@ -71,7 +72,9 @@ def label(text: str, limit: int) -> str:
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
     """What each option shows in ``limit`` characters, and whether options carry their numbers
     (``"2. "``, the line's in the full list): a label that fits reads as typed, a longer one
-    is numbered and cut between words (all are, if one is typed like a numbered one)."""
+    is numbered and cut between words (all are, if one is typed like a numbered one).
+    Measured as shown: hiding characters already made visible (``reveal``)."""
+    labels = [reveal(text) for text in labels]
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
     if not cut:
