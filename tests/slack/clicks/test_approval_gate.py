@@ -30,7 +30,7 @@ from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
 from bot.app.socket_mode import SocketMode
 from bot.questions import AskOptions
-from tests.slack.clicks.test_click_store_outage import FlakySqliteStore
+from tests.slack.clicks.test_click_store_outage import FlakySqliteStore, message_ts_kept
 from tests.slack_harness import FAST_LIMITS, SlackHarness, until
 from tests.socket_mode_standin import SocketModeStandIn
 
@@ -152,6 +152,7 @@ async def test_an_approval_click_the_store_cannot_take_is_acked_and_the_person_t
     try:
         async with SlackHarness(store=store) as h:
             task, message = await _ask(h, 1)
+            await message_ts_kept(store)  # fail only once the ask has written its post
             store.failing = True
             with caplog.at_level(logging.WARNING):
                 status, _ = await h.click(message, h.alice, text="Allow once")
@@ -179,6 +180,7 @@ async def test_a_store_failing_after_a_group_lookup_tells_the_person(
             people = People(h)
             h.slack.faults.add(method="usergroups.users.list", kind="delay", delay=0.5)
             task, message = await _ask(h, 1, approver_groups=[people.leads])
+            await message_ts_kept(store)
             with caplog.at_level(logging.WARNING):
                 status, _ = await h.click(message, people.lead, text="Allow once")
                 store.failing = True  # acked before the lookup answered
@@ -214,6 +216,7 @@ async def test_a_socket_mode_approval_click_the_store_cannot_take_is_acked(
         await mode.connect()
         await socket.connected()
         message = await until(lambda: next(iter(web.workspace.messages.get(channel, [])), None))
+        await message_ts_kept(store)
         store.failing = True
         envelope = await socket.send_interactive(web.click(message, user=alice, text="Reject"))
         ack = await socket.ack(envelope, within=ACK_DEADLINE)

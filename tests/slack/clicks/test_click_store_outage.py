@@ -37,6 +37,13 @@ class _Flaky:
         return got
 
 
+async def message_ts_kept(store: SqlitePendingStore, within: float = 5.0) -> None:
+    """Wait until an ask has stored its message's ts (written once Slack answers the post)."""
+    async with asyncio.timeout(within):
+        while not any(r.message_ts for r in await store.open_records()):
+            await asyncio.sleep(0.01)
+
+
 class FlakySqliteStore(_Flaky, SqlitePendingStore):
     """A SQLite store whose reads can be made to fail (a store outside the process: a
     waiting ``ask()`` keeps its record's JSON for such a moment; with the memory store,
@@ -53,10 +60,7 @@ async def test_a_click_the_store_cannot_take_is_acked_and_the_person_told(
         async with SlackHarness(store=store) as h:
             task = h.ask(one(options=["Deploy", "Wait"]))
             message = await h.posted()
-            for _ in range(500):  # the ask stores the message's ts once Slack answers the post
-                if any(r.message_ts for r in await store.open_records()):
-                    break
-                await asyncio.sleep(0.01)
+            await message_ts_kept(store)
             store.failing = True
             with caplog.at_level(logging.WARNING):
                 status, _ = await h.click(message, h.alice, text="Deploy")
