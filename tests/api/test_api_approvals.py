@@ -92,7 +92,10 @@ async def test_only_the_operators_approvers_decide() -> None:
         assert status == 201, asked
         await decide(bed, asked, "Allow once")
         await until(lambda: bed.slack.workspace.ephemerals_for(bed.alice), what="alice's note")
-        assert NOT_AN_APPROVER in bed.slack.workspace.ephemerals_for(bed.alice)[-1].text
+        assert (
+            f"{NOT_AN_APPROVER[:-1]}; <@{bob}> can."
+            in bed.slack.workspace.ephemerals_for(bed.alice)[-1].text
+        )
         status, view = await bed.get(asked["id"])
         assert view["state"] == "pending", view
         await decide(bed, asked, "Reject", user=bob)

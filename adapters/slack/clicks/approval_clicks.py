@@ -13,7 +13,7 @@ from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import Origin, acting_name, response_url
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.messages import not_recorded
+from adapters.slack.render.messages import NOT_AN_APPROVER, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
@@ -25,9 +25,6 @@ __all__ = [
     "parse_approval_click",
 ]
 
-NOT_AN_APPROVER: Final = (
-    "You are not one of the people who can approve tool permissions; nothing was sent."
-)
 NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
 _logger = logging.getLogger("adapters.slack")
 
@@ -132,7 +129,7 @@ class ApprovalHandler:
                 "approval click refused: not an approver",
                 extra={"request_id": record.id, "user": click.user},
             )
-            self._sync.note(origin, record, NOT_AN_APPROVER)
+            self._sync.note(origin, record, not_yours(record))
             return
         now = time.time()
 

@@ -34,14 +34,7 @@ from adapters.slack.model.interactions import (
     parse_view_submission,
 )
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.messages import (
-    NO_LONGER_OPEN,
-    NOT_A_REVIEWER,
-    NOT_ALLOWED,
-    NOT_CHECKED,
-    not_recorded,
-    refused,
-)
+from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
@@ -134,7 +127,7 @@ class InteractionHandler(ClickAuthority):
             return refuse(NOT_CHECKED)  # nothing applied: the person is asked to try again
         allowed, member = checked
         if not allowed:
-            return refuse(_refusal(record, plain=True), _refusal(record))
+            return refuse(not_yours(record, plain=True), not_yours(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
             return refuse(decision.plain or _plain(decision.text), decision.text)
@@ -171,7 +164,7 @@ class InteractionHandler(ClickAuthority):
         """``fresh``: ``record`` was read on this click's way here, with nothing awaited
         since but the store: the decision starts from it instead of reading it again."""
         if not allowed:
-            self._sync.note(interaction.origin, record, _refusal(record))
+            self._sync.note(interaction.origin, record, not_yours(record))
             return
         # A bot that posted and died before storing the message's ts (or a request adopted
         # from it) learns the ts from the click, so the outcome can be shown on the message.
@@ -240,14 +233,6 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
         return None
     decision = decide(record, interaction, time.time())
     return decision.view if isinstance(decision, Modal) else None
-
-
-def _refusal(record: PendingRecord, *, plain: bool = False) -> str:
-    """The note for someone who may not act on ``record``, naming who can (``plain``: for a
-    modal's plain-text error, which cannot show mentions)."""
-    reviewers = record.review.reviewers if record.review is not None else None
-    note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
-    return note if plain else refused(note, *who_may_act(record))
 
 
 def _plain(text: str) -> str:

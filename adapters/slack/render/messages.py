@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters.slack.model.audience import who_may
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.mrkdwn import escape
 from bot.questions.service import ABORTED_MESSAGE
 
@@ -15,6 +17,7 @@ __all__ = [
     "ENTER_AN_ANSWER",
     "MODAL_NOT_OPENED",
     "NOT_ALLOWED",
+    "NOT_AN_APPROVER",
     "NOT_A_PLAN_REVIEW",
     "NOT_A_REVIEWER",
     "NOT_CHECKED",
@@ -33,6 +36,7 @@ __all__ = [
     "names_of",
     "no_answer_within",
     "not_recorded",
+    "not_yours",
     "refused",
     "unknown_revised",
 ]
@@ -94,6 +98,16 @@ NOT_ALLOWED: Final = "You are not one of the people who can answer this question
 ENTER_AN_ANSWER: Final = "Please enter an answer."
 NOT_A_REVIEWER: Final = "You are not one of the reviewers of this plan."
 ALREADY_VOTED: Final = "Your vote is already counted; the review is still open."
+NOT_AN_APPROVER: Final = "You are not one of the people who can decide this tool approval."
+
+
+def not_yours(record: PendingRecord, *, plain: bool = False) -> str:
+    """The note for someone who may not act on ``record`` (a question, a plan review, a tool
+    approval), naming who can (``plain``: a modal's plain-text error, which shows no mentions)."""
+    reviewers = record.review.reviewers if record.review is not None else None
+    note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
+    note = NOT_AN_APPROVER if record.approval is not None else note
+    return note if plain else refused(note, *who_may(record))
 
 
 def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str:
@@ -104,7 +118,7 @@ def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str
 
 
 def names_of(users: list[str] | None, groups: list[str] | None) -> str:
-    """"<@U1>, <@U2> or members of <!subteam^S1>" (mrkdwn; empty when nobody is named)."""
+    """ "<@U1>, <@U2> or members of <!subteam^S1>" (mrkdwn; empty when nobody is named)."""
     names = [f"<@{u}>" for u in users or []]
     if groups:
         names.append("members of " + " or ".join(f"<!subteam^{g}>" for g in groups))

@@ -104,16 +104,11 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
     """One escaped mrkdwn line per vote, in the order they were cast."""
     lines = []
     for vote in votes:
-        if vote.approve:
-            lines.append(f":white_check_mark: <@{vote.user}> approved · {_when(vote.at)}")
-        elif vote.feedback and vote.feedback.strip():
+        said = ":white_check_mark: {} approved" if vote.approve else ":x: {} declined"
+        lines.append(f"{said.format(f'<@{vote.user}>')} · {_when(vote.at)}")
+        if not vote.approve and vote.feedback and vote.feedback.strip():
             # Quoted on one line below the vote: it cannot add a vote line of its own.
-            feedback = shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)
-            lines.append(
-                f":raised_hand: <@{vote.user}> asked for changes · {_when(vote.at)}\n“{feedback}”"
-            )
-        else:
-            lines.append(f":x: <@{vote.user}> declined · {_when(vote.at)}")
+            lines[-1] += f"\n“{shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)}”"
     return lines
 
 

@@ -107,7 +107,7 @@ async def test_an_approval_refusal_in_an_uninvited_public_channel_is_told() -> N
         status, _ = await h.click(message, h.bob, text="Allow once")
         assert status == 200
         note = await note_for(h, h.bob)
-        assert note.text == NOT_AN_APPROVER
+        assert note.text == refused(NOT_AN_APPROVER, [h.alice], None)
         assert [c["response_type"] for c in hook_calls(h)] == ["ephemeral"]
         assert h.slack.calls.count("chat.postEphemeral") == 0
         assert not task.done()
@@ -420,7 +420,7 @@ async def test_a_forged_response_url_is_not_posted_to_and_the_note_falls_back(
         status, _ = await h.slack.deliver(payload)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert note.text == (NOT_AN_APPROVER if approval else refused(NOT_ALLOWED, [h.alice], None))
+        assert note.text == refused(NOT_AN_APPROVER if approval else NOT_ALLOWED, [h.alice], None)
         assert h.slack.calls.count("chat.postEphemeral") == 1
         await asyncio.sleep(0.1)
         assert catcher.hits == [] and hook_calls(h) == []

@@ -94,7 +94,7 @@ async def test_feedback_of_every_decliner_is_combined_and_attributed() -> None:
         message = await h.posted()
         await vote(h, message, h.alice, "Decline with feedback…")
         await h.type_into_modal(h.alice, "Stage it first.")
-        await edited_to(h, message, "asked for changes")
+        await edited_to(h, message, f"<@{h.alice}> declined")
         assert not task.done()
         await vote(h, message, h.bob, "Decline with feedback…")
         await h.type_into_modal(h.bob, "And add a rollback.\nTwo lines.")

@@ -297,7 +297,7 @@ def test_every_decliners_feedback_is_one_line_of_the_record() -> None:
     tally = tally_text(rendered).split("\n")
     # The tally, then each vote: its line and its feedback quoted on one line below it.
     assert len(tally) == 5
-    assert [row.startswith(":raised_hand:") for row in tally[1::2]] == [True, True]
+    assert [row.startswith(":x:") for row in tally[1::2]] == [True, True]
     assert tally[4].replace(ZWSP, "") == f"“ok” / {FAKE_APPROVAL} / _really_”"
     assert unneutralised(tally[4]) == []
     assert not any(row.startswith(":white_check_mark:") for row in tally)
@@ -393,3 +393,28 @@ def test_a_long_path_fits_its_section() -> None:
     (code,) = [t for t in mrkdwn_texts(rendered) if t.startswith("Path: ```")]
     assert len(code) <= 3000 and fences_balanced(code)
     assert check_message(rendered.blocks, rendered.text) == []
+
+
+def test_one_word_for_no_on_the_buttons_the_tally_and_the_record() -> None:
+    """The buttons say Decline: a decline with feedback, a plain decline, the tally and
+    the record all say declined (no "asked for changes", "Rejected" or "No") (issue 39)."""
+    record = review(review=ReviewPolicy(approvals=1, declines=2))
+    buttons = [
+        e["text"]["text"]
+        for b in render_open(record).blocks
+        if b["type"] == "actions"
+        for e in b["elements"]
+    ]
+    assert "Decline with feedback…" in buttons
+    record = voted(record, ALICE, False, "Stage it first.")
+    open_tally = tally_text(render_open(record)).split("\n")
+    assert open_tally[1].startswith(f":x: <@{ALICE}> declined · ")
+    assert open_tally[2] == "“Stage it first.”"
+    record = voted(record, BOB, False)
+    final = render_final(record)
+    lines = tally_text(final).split("\n")
+    assert lines[0].startswith("*Declined* (2 declines;")
+    assert lines[3].startswith(f":x: <@{BOB}> declined · ")
+    assert outcome_line(final).startswith(f":x: Declined by <@{ALICE}>, <@{BOB}> · ")
+    said = f"{tally_text(final)}\n{outcome_line(final)}\n{final.text}".lower()
+    assert not any(word in said for word in ("asked for changes", "reject", "keep planning"))

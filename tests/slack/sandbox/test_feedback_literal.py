@@ -144,7 +144,7 @@ def test_every_decliners_feedback_shows_as_typed() -> None:
     assert check_message(rendered.blocks, rendered.text) == []
     assert "«" not in outcome_element(rendered)["html"]  # quoted once, in the vote lines
     sections = [b["text"] for b in with_html(rendered.blocks) if b["type"] == "section"]
-    (tally,) = [t for t in sections if "asked for changes" in t["html"]]
+    (tally,) = [t for t in sections if "declined" in t["html"]]
     quotes = re.findall(r"“(.*?)”(?:<br>|$)", str(tally["html"]), re.S)
     assert len(quotes) == 2 and all(MARKUP.findall(q) == [] for q in quotes), quotes
     assert "Stage it *first*." in shown(quotes[0]) and "`drop` / Stage it *first* on" in shown(
