@@ -3,7 +3,7 @@
 Layers, top to bottom: ``provider`` wires ``clicks`` (bolt app, listeners, handler) over
 ``home`` (App Home) over ``asks`` (one question's life) over ``stores`` over ``render`` (pure
 Block Kit and words) over ``model`` (the record, ids, parsed clicks); ``pacing`` and
-``blockkit`` sit beside, importing nothing; ``sandbox`` is the local Slack.
+``blockkit`` sit beside, importing nothing of it; ``sandbox`` is the local Slack.
 
 A click, from the listener to the resolved waiter, reads in eight files: clicks/listeners,
 clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/transitions,

@@ -217,7 +217,7 @@ _MRKDWN = [
     ),
 ]
 
-LIMITS = "adapters/slack/blockkit/limits.py"
+LIMITS = "adapters/slack/blockkit.py"
 _LIMITS_TESTS = [
     "tests/slack/render/test_limits_exact.py",
     "tests/slack/blockkit/test_blockkit.py",

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from adapters.slack.blockkit.limits import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-from adapters.slack.blockkit.limits import (
+from adapters.slack.blockkit import (
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
     MAX_EXTERNAL_ID,

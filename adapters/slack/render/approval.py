@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from adapters.slack.blockkit import check_message
-from adapters.slack.blockkit.limits import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT, check_message
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.blocks import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.render.mrkdwn import reveal, shorten
 
 __all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text", "words"]

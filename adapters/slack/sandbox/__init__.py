@@ -3,6 +3,7 @@
 - ``records``: the data (users, groups, channels, messages, views, triggers, files).
 - ``state``: ``Workspace``, the in-memory model and every state change, pure.
 - ``methods``: Web API methods over that model, pure.
+- ``blockcheck``: every Block Kit rule Slack documents, checked as Slack checks a payload.
 - ``webapi``: ``SlackStandIn``, the aiohttp server, with fault injection and a call log.
 - ``ratelimits``: ``RateLimiter``, Slack's published rate limits, enforced when switched on.
 - ``clicks`` and ``signing``: the payloads a person's click produces, signed as Slack signs.

@@ -3,7 +3,7 @@
 ``WebApi.call(method, params)`` returns the JSON body Slack would send: ``{"ok": true, ...}``
 or ``{"ok": false, "error": "..."}``. Params arrive the way slack_sdk sends them, JSON
 bodies or form fields, so ``blocks``/``view``/``files`` may be JSON strings and booleans may be
-``"true"``. Blocks and views are checked with ``adapters.slack.blockkit``: a broken limit gives
+``"true"``. Blocks and views are checked with ``blockcheck``: a broken limit gives
 ``invalid_blocks`` (with the checker's lines in ``errors``), ``msg_blocks_too_long``, or for a
 view ``invalid_arguments``.
 """
@@ -16,11 +16,11 @@ from typing import Any, Final
 
 from adapters.slack.blockkit import (
     INVALID_BLOCKS,
+    MAX_MESSAGE_TEXT,
     MSG_BLOCKS_TOO_LONG,
-    message_problems,
-    view_problems,
+    RECOMMENDED_MESSAGE_TEXT,
 )
-from adapters.slack.blockkit.limits import MAX_MESSAGE_TEXT, RECOMMENDED_MESSAGE_TEXT
+from adapters.slack.sandbox.blockcheck import message_problems, view_problems
 from adapters.slack.sandbox.records import Channel, SlackError
 from adapters.slack.sandbox.state import Workspace
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from adapters.slack.blockkit.limits import MAX_VIEW_STACK
+from adapters.slack.sandbox.blockcheck.table import MAX_VIEW_STACK
 from adapters.slack.sandbox.records import (
     Change,
     Channel,

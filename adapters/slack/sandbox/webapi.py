@@ -33,8 +33,8 @@ from aiohttp import web
 
 from adapters.connections import ListenerLimits, start_listener
 from adapters.httpguard import LOOPBACK_NAMES, RefusalLog, guard_middleware
-from adapters.slack.blockkit import check_message, view_problems
 from adapters.slack.sandbox import clicks
+from adapters.slack.sandbox.blockcheck import check_message, view_problems
 from adapters.slack.sandbox.calllog import Call, CallLog
 from adapters.slack.sandbox.faults import Faults
 from adapters.slack.sandbox.methods import WebApi

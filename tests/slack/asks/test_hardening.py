@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import build_interaction_request, send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn

@@ -13,10 +13,10 @@ import pytest
 
 from adapters.slack.asks.deadlines import keep_deadlines
 from adapters.slack.asks.endings import Released
-from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import CONTINUED
 from adapters.slack.render.messages import SHUTDOWN_NOTE
+from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.abort import AbortController
 from bot.questions.errors import UserQuestionError
@@ -80,7 +80,7 @@ async def test_every_message_and_modal_is_within_block_kit_limits() -> None:
         assert check_message(message.blocks, message.text) == []
         await h.click(message, h.alice, text="Other…")
         view = await h.modal(h.alice)
-        from adapters.slack.blockkit import check_view
+        from adapters.slack.sandbox.blockcheck import check_view
 
         assert check_view(view.definition) == []
         await h.type_into_modal(h.alice, "C")

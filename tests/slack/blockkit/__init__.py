@@ -1,1 +1,1 @@
-"""Our Block Kit checks and ids (adapters.slack.blockkit)."""
+"""Block Kit limits and checks (adapters.slack.blockkit, the sandbox's blockcheck) and ids."""

@@ -11,8 +11,8 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from adapters.slack import blockkit as bk
-from adapters.slack.blockkit import check_message, check_view, message_problems
-from adapters.slack.blockkit import limits as lim
+from adapters.slack.sandbox.blockcheck import check_message, check_view, message_problems
+from adapters.slack.sandbox.blockcheck import table as lim
 
 Json = dict[str, Any]
 
@@ -159,11 +159,11 @@ def test_a_valid_modal_passes() -> None:
 
 def test_an_empty_message_and_text_only_pass() -> None:
     assert check_message([]) == []
-    assert check_message([], text="x" * lim.MAX_MESSAGE_TEXT) == []
+    assert check_message([], text="x" * bk.MAX_MESSAGE_TEXT) == []
 
 
 AT_LIMIT: list[tuple[str, list[Json]]] = [
-    ("50 blocks", [{"type": "divider"}] * lim.MAX_BLOCKS_MESSAGE),
+    ("50 blocks", [{"type": "divider"}] * bk.MAX_BLOCKS_MESSAGE),
     ("section text 3000", [section("x" * 3000)]),
     ("10 fields of 2000", [{"type": "section", "fields": [md("x" * 1000)] * 10}]),
     ("header 150", [{"type": "header", "text": plain("x" * 150)}]),
@@ -707,9 +707,44 @@ def test_the_checker_flags_what_slack_sdk_rejects(blocks: list[Json], expected: 
 
 
 def test_limits_are_exported_with_slacks_numbers() -> None:
-    assert (lim.MAX_BLOCKS_MESSAGE, lim.MAX_BLOCKS_MODAL) == (50, 100)
-    assert (lim.MAX_BUTTON_TEXT, lim.MAX_OPTION_TEXT, lim.MAX_OPTION_VALUE) == (75, 75, 150)
-    assert (lim.MAX_OPTIONS, lim.MAX_CHECKBOX_OPTIONS, lim.MAX_ACTIONS_ELEMENTS) == (100, 10, 25)
-    assert (lim.MAX_SECTION_TEXT, lim.MAX_HEADER_TEXT, lim.MAX_MARKDOWN_TOTAL) == (3000, 150, 12000)
-    assert (lim.MAX_PRIVATE_METADATA, lim.MAX_MODAL_TITLE, lim.MAX_INPUT_LENGTH) == (3000, 24, 3000)
-    assert lim.MESSAGE_TEXT_BUDGET == 12_000
+    assert (bk.MAX_BLOCKS_MESSAGE, lim.MAX_BLOCKS_MODAL) == (50, 100)
+    assert (bk.MAX_BUTTON_TEXT, bk.MAX_OPTION_TEXT, lim.MAX_OPTION_VALUE) == (75, 75, 150)
+    assert (bk.MAX_OPTIONS, bk.MAX_CHECKBOX_OPTIONS, lim.MAX_ACTIONS_ELEMENTS) == (100, 10, 25)
+    assert (bk.MAX_SECTION_TEXT, bk.MAX_HEADER_TEXT, bk.MAX_MARKDOWN_TOTAL) == (3000, 150, 12000)
+    assert (bk.MAX_PRIVATE_METADATA, bk.MAX_MODAL_TITLE, bk.MAX_INPUT_LENGTH) == (3000, 24, 3000)
+    assert bk.MESSAGE_TEXT_BUDGET == 12_000
+
+
+# The check before a post (adapters.slack.blockkit): slack_sdk's models and the totals.
+
+
+@pytest.mark.parametrize("blocks", [b for _, b in AT_LIMIT], ids=[n for n, _ in AT_LIMIT])
+def test_the_check_before_a_post_passes_each_limit_met(blocks: list[Json]) -> None:
+    assert bk.check_message(blocks) == []
+
+
+@pytest.mark.parametrize(
+    ("blocks", "path"),
+    [
+        ([section("x" * 3001)], "blocks[0]"),
+        ([actions(button("x" * 76))], "blocks[0]"),
+        ([actions(button(confirm=confirm(text=md("x" * 301))))], "blocks[0]"),
+        ([actions(select(101))], "blocks[0]"),
+        ([section(), {"type": "header", "text": plain("x" * 151)}], "blocks[1]"),
+        ([{"type": "divider"}] * 51, "blocks"),
+        ([{"type": "markdown", "text": "x" * 6001}] * 2, "blocks"),
+        ([section("x" * 3000)] * 4 + [section("x")], "blocks"),
+    ],
+)
+def test_the_check_before_a_post_names_a_broken_limit(blocks: list[Json], path: str) -> None:
+    problems = bk.check_message(blocks)  # markdown counts toward both totals
+    assert problems and all(problem.startswith(f"{path}: ") for problem in problems)
+
+
+def test_the_check_before_a_post_leaves_rich_text_and_the_rest_to_slack() -> None:
+    rich = {"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": []}]}
+    assert bk.check_message([rich, {"type": "section", "block_id": "a"}]) != []  # no text
+    assert bk.check_message([rich, actions(button("a", "x"), button("b", "x"))]) == []
+    assert bk.check_message([], "x" * 40_001) == [
+        "text: 40001 characters, Slack allows at most 40000"
+    ]

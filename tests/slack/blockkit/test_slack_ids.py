@@ -12,15 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.slack.blockkit.limits import (
+from adapters.slack.blockkit import (
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
-    MAX_CALLBACK_ID,
     MAX_EXTERNAL_ID,
-    MAX_OPTION_VALUE,
     MAX_PRIVATE_METADATA,
 )
 from adapters.slack.model import ids
+from adapters.slack.sandbox.blockcheck.table import MAX_CALLBACK_ID, MAX_OPTION_VALUE
 
 RID = "0123456789abcdef0123"
 

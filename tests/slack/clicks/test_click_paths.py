@@ -399,8 +399,8 @@ def test_a_form_questions_saved_text_can_be_emptied_in_slack(
     """Slack sends no empty required input: the box a form question's saved text is shown
     in is optional (with a hint how to take it back); a box whose empty Send would only be
     refused stays required, so Slack asks for text itself."""
-    from adapters.slack.blockkit import check_view
     from adapters.slack.render.blocks.modals import TAKE_BACK_HINT, render_text_modal
+    from adapters.slack.sandbox.blockcheck import check_view
 
     view = render_text_modal(_form_record(saved, questions), 0, "U0ALICE")
     check_view(view)

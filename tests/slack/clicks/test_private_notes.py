@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from adapters.slack.blockkit import check_view
-from adapters.slack.blockkit.limits import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
+from adapters.slack.blockkit import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
 from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER, parse_approval_click
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.render.blocks import render_skip_modal, render_text_modal
 from adapters.slack.render.messages import MODAL_NOT_OPENED, NOT_ALLOWED, refused
+from adapters.slack.sandbox.blockcheck import check_view
 from adapters.slack.sandbox.records import Ephemeral
 from bot.questions import AskOptions
 from tests.slack.asks.test_slack_provider import one

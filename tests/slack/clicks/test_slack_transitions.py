@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.blockkit import check_view
 from adapters.slack.clicks.transitions import (
     Finish,
     Ignore,
@@ -41,6 +40,7 @@ from adapters.slack.model.interactions import (
 )
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.render.blocks import render_open, render_skip_modal, render_text_modal
+from adapters.slack.sandbox.blockcheck import check_view
 from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import ALICE, BOB, choose, click, state_after, submit_view

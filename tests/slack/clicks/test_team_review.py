@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.blockkit import check_message
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions import AskOptions, ReviewPolicy, UserQuestionError
 from tests.slack.asks.test_slack_provider import finished, plan
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.blockkit import check_view
 from adapters.slack.home.view import MAX_HOME_ENTRIES, may_answer, message_link, render_home
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
+from adapters.slack.sandbox.blockcheck import check_view
 from bot.questions.models import AskUserQuestionItem
 
 

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters.slack.blockkit import check_message, check_view
 from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import render_open
 from adapters.slack.render.mrkdwn import escape, markdown_text
+from adapters.slack.sandbox.blockcheck import check_message, check_view
 from bot.questions.models import AskUserQuestionItem
 
 EVIL = "https://evil.example/steal"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.blockkit import check_view
 from adapters.slack.render.blocks import render_text_modal
+from adapters.slack.sandbox.blockcheck import check_view
 from tests.slack.render.test_message_budget import plan, record
 
 pytestmark = pytest.mark.timeout(30)

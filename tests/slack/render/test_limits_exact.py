@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.render.blocks import render_open
 from adapters.slack.render.mrkdwn import ELLIPSIS, shorten_escaped
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from tests.slack.render.test_slack_blocks import bold_lines, opts, record, walk
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import render_final
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.slack_harness import all_text
 

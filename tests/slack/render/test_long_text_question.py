@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import time
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import render_final, render_open
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.slack_harness import SlackHarness, all_text
 

@@ -6,7 +6,7 @@ must render however long its question, feedback or diff (the detail gives way, t
 it continuing in the thread), its re-renders (votes, drafts, notes) must fit, and so must
 its final record, or ``chat.update`` is refused and the finished question keeps live
 buttons. Everything here goes through the real renderers (``render_record`` as the
-provider calls them) and the project's own limit checker, ``blockkit.check_message``.
+provider calls them) and the sandbox's Block Kit check, ``blockcheck.check_message``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.blockkit import block_text_length, check_message
-from adapters.slack.blockkit.limits import MESSAGE_TEXT_BUDGET
+from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import CONTINUED, MAX_THREAD_REPLIES, Rendered
 from adapters.slack.render.blocks.overflow import continued
 from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import ASK_TIMEOUT, SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy

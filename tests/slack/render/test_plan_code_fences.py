@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import render_open
 from adapters.slack.render.blocks.overflow import CONTINUED, detail_blocks, open_fence
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionItem
 from tests.slack.asks.test_slack_provider import plan
 from tests.slack_harness import SlackHarness, until

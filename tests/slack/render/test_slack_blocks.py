@@ -1,6 +1,6 @@
 """blocks.py: a pending record rendered as Block Kit, within Slack's limits.
 
-Every rendering here is also checked with ``blockkit.check_message`` / ``check_view`` (the
+Every rendering here is also checked with ``blockcheck.check_message`` / ``check_view`` (the
 project's referee for slack-platform.md §1.1), so a layout that Slack would refuse fails
 the test even when the widgets look right.
 """
@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from adapters.slack.blockkit import check_message, check_view
 from adapters.slack.clicks.transitions import encode_answer
 from adapters.slack.model import ids
 from adapters.slack.model.record import Draft, PendingRecord
@@ -33,6 +32,7 @@ from adapters.slack.render.blocks import (
     split_text,
 )
 from adapters.slack.render.mrkdwn import ELLIPSIS, escape
+from adapters.slack.sandbox.blockcheck import check_message, check_view
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import (
     AskUserQuestionAnswer,

@@ -25,7 +25,6 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.sandbox import (
     Change,
     Channel,
@@ -36,6 +35,7 @@ from adapters.slack.sandbox import (
     build_interaction_request,
     send_interaction,
 )
+from adapters.slack.sandbox.blockcheck import check_message
 
 Json = dict[str, Any]
 SECRET = "sandbox-signing-secret"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from adapters.slack.blockkit.limits import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.open_message import shown_details
 from adapters.slack.render.blocks.overflow import (

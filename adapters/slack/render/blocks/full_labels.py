@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.slack.blockkit.limits import (
+from adapters.slack.blockkit import (
     MAX_BUTTON_TEXT,
     MAX_OPTION_DESCRIPTION,
     MAX_OPTION_TEXT,

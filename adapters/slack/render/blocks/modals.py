@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from adapters.slack.blockkit.limits import (
+from adapters.slack.blockkit import (
     MAX_INPUT_LABEL,
     MAX_INPUT_LENGTH,
     MAX_MODAL_CLOSE,

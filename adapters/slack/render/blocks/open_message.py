@@ -5,16 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.slack.blockkit import (
-    MSG_BLOCKS_TOO_LONG,
-    block_text_length,
-    check_message,
-    message_problems,
-)
-from adapters.slack.blockkit.limits import (
     MAX_BLOCKS_MESSAGE,
     MAX_HEADER_TEXT,
     MAX_SECTION_TEXT,
     MESSAGE_TEXT_BUDGET,
+    MSG_BLOCKS_TOO_LONG,
+    block_text_length,
+    check_message,
+    message_problems,
 )
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may

@@ -6,8 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from adapters.slack.blockkit import block_text_length
-from adapters.slack.blockkit.limits import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET
+from adapters.slack.blockkit import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET, block_text_length
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.parts import context, markdown
 from adapters.slack.render.blocks.rendered import Attachment, Block

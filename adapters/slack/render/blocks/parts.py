@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from adapters.slack.blockkit.limits import MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from adapters.slack.blockkit.limits import (
+from adapters.slack.blockkit import (
     MAX_BUTTON_TEXT,
     MAX_CHECKBOX_OPTIONS,
     MAX_OPTION_DESCRIPTION,

@@ -1,11 +1,30 @@
-"""Slack's Block Kit limits, in one table: the renderer sizes with it, the checker enforces it."""
+"""Every Block Kit type the sandbox takes, with its fields' rules (the numbers the renderer
+sizes with are ``adapters.slack.blockkit``'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Final
 
-from adapters.slack.blockkit.rules import (
+from adapters.slack.blockkit import (
+    MAX_BUTTON_TEXT,
+    MAX_CHECKBOX_OPTIONS,
+    MAX_CONFIRM_TEXT,
+    MAX_EXTERNAL_ID,
+    MAX_HEADER_TEXT,
+    MAX_INPUT_LABEL,
+    MAX_INPUT_LENGTH,
+    MAX_MODAL_CLOSE,
+    MAX_MODAL_SUBMIT,
+    MAX_MODAL_TITLE,
+    MAX_OPTION_DESCRIPTION,
+    MAX_OPTION_TEXT,
+    MAX_OPTIONS,
+    MAX_PRIVATE_METADATA,
+    MAX_RADIO_OPTIONS,
+    MAX_SECTION_TEXT,
+)
+from adapters.slack.sandbox.blockcheck.rules import (
     Elements,
     Flag,
     Integer,
@@ -19,126 +38,28 @@ from adapters.slack.blockkit.rules import (
     Text,
 )
 
-__all__ = [
-    "ACCESSORY_ELEMENT_TYPES",
-    "ACTIONS_ELEMENT_TYPES",
-    "BLOCKS",
-    "BLOCK_TYPES",
-    "ELEMENTS",
-    "ELEMENT_TYPES",
-    "HOME_VIEW",
-    "INPUT_ELEMENT_TYPES",
-    "MAX_ACCESSIBILITY_LABEL",
-    "MAX_ACTIONS_ELEMENTS",
-    "MAX_ACTION_ID",
-    "MAX_ALT_TEXT",
-    "MAX_BLOCKS_MESSAGE",
-    "MAX_BLOCKS_MODAL",
-    "MAX_BLOCK_ID",
-    "MAX_BUTTON_TEXT",
-    "MAX_BUTTON_URL",
-    "MAX_BUTTON_VALUE",
-    "MAX_CALLBACK_ID",
-    "MAX_CHECKBOX_OPTIONS",
-    "MAX_CONFIRM_BUTTON",
-    "MAX_CONFIRM_TEXT",
-    "MAX_CONFIRM_TITLE",
-    "MAX_CONTEXT_ELEMENTS",
-    "MAX_EXTERNAL_ID",
-    "MAX_HEADER_TEXT",
-    "MAX_IMAGE_URL",
-    "MAX_INPUT_HINT",
-    "MAX_INPUT_LABEL",
-    "MAX_INPUT_LENGTH",
-    "MAX_MARKDOWN_TOTAL",
-    "MAX_MESSAGE_TEXT",
-    "MAX_MODAL_CLOSE",
-    "MAX_MODAL_SUBMIT",
-    "MAX_MODAL_TITLE",
-    "MAX_OPTIONS",
-    "MAX_OPTION_DESCRIPTION",
-    "MAX_OPTION_GROUPS",
-    "MAX_OPTION_GROUP_LABEL",
-    "MAX_OPTION_TEXT",
-    "MAX_OPTION_URL",
-    "MAX_OPTION_VALUE",
-    "MAX_OVERFLOW_OPTIONS",
-    "MAX_PLACEHOLDER",
-    "MAX_PRIVATE_METADATA",
-    "MAX_RADIO_OPTIONS",
-    "MAX_SECTION_FIELDS",
-    "MAX_SECTION_FIELD_TEXT",
-    "MAX_SECTION_TEXT",
-    "MAX_TEXT",
-    "MAX_VIEW_STACK",
-    "MENU_OPTION",
-    "MENU_OPTIONS",
-    "MESSAGE_TEXT_BUDGET",
-    "OPTION",
-    "OPTION_GROUP",
-    "OVERFLOW_OPTION",
-    "RECOMMENDED_MESSAGE_TEXT",
-    "SECTION_TEXT",
-    "TEXT_FIELDS",
-    "TEXT_IN_CONTEXT",
-    "TEXT_TYPES",
-    "VIEW",
-]
-
-# Surfaces.
-MAX_BLOCKS_MESSAGE: Final = 50
 MAX_BLOCKS_MODAL: Final = 100
-MESSAGE_TEXT_BUDGET: Final = 12_000
-"""Sum of all text in a message's blocks; above it Slack answers ``msg_blocks_too_long``."""
-MAX_MESSAGE_TEXT: Final = 40_000
-RECOMMENDED_MESSAGE_TEXT: Final = 4_000
-MAX_MARKDOWN_TOTAL: Final = 12_000
-
-# Ids.
-MAX_BLOCK_ID: Final = 255
-MAX_ACTION_ID: Final = 255
-
-# Text objects and blocks.
 MAX_TEXT: Final = 3000
-MAX_SECTION_TEXT: Final = 3000
 MAX_SECTION_FIELDS: Final = 10
 MAX_SECTION_FIELD_TEXT: Final = 2000
-MAX_HEADER_TEXT: Final = 150
 MAX_CONTEXT_ELEMENTS: Final = 10
 MAX_ACTIONS_ELEMENTS: Final = 25
-MAX_INPUT_LABEL: Final = 2000
 MAX_INPUT_HINT: Final = 2000
 MAX_IMAGE_URL: Final = 3000
 MAX_ALT_TEXT: Final = 2000
 
-# Elements.
-MAX_BUTTON_TEXT: Final = 75
 MAX_BUTTON_VALUE: Final = 2000
 MAX_BUTTON_URL: Final = 3000
 MAX_ACCESSIBILITY_LABEL: Final = 75
 MAX_CONFIRM_TITLE: Final = 100
-MAX_CONFIRM_TEXT: Final = 300
 MAX_CONFIRM_BUTTON: Final = 30
 MAX_PLACEHOLDER: Final = 150
-MAX_OPTIONS: Final = 100
-MAX_OPTION_GROUPS: Final = 100
 MAX_OPTION_GROUP_LABEL: Final = 75
-MAX_OPTION_TEXT: Final = 75
 MAX_OPTION_VALUE: Final = 150
-MAX_OPTION_DESCRIPTION: Final = 75
 MAX_OPTION_URL: Final = 3000
-MAX_CHECKBOX_OPTIONS: Final = 10
-MAX_RADIO_OPTIONS: Final = 10
 MAX_OVERFLOW_OPTIONS: Final = 5
-MAX_INPUT_LENGTH: Final = 3000
 
-# Modals.
-MAX_MODAL_TITLE: Final = 24
-MAX_MODAL_SUBMIT: Final = 24
-MAX_MODAL_CLOSE: Final = 24
-MAX_PRIVATE_METADATA: Final = 3000
 MAX_CALLBACK_ID: Final = 255
-MAX_EXTERNAL_ID: Final = 255
 MAX_VIEW_STACK: Final = 3
 
 

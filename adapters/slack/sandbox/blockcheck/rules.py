@@ -1,4 +1,4 @@
-"""The rules a field of a Block Kit type can have: the vocabulary of ``limits.py``'s table."""
+"""The rules a field of a Block Kit type can have: the vocabulary of ``table.py``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ __all__ = [
     "Special",
     "String",
     "Text",
+    "kind_of",
 ]
 
 
@@ -108,3 +109,8 @@ Rule = Text | String | Flag | Integer | OneOf | Items | Object | Elements | Opti
 """What one field must be."""
 Row = Mapping[str, Rule]
 """Every field of one type, with its rule (``type``, ``block_id``, ``action_id`` aside)."""
+
+
+def kind_of(value: object) -> str:
+    """How a value of the wrong type is named in a problem (``null``, ``list``, ...)."""
+    return "null" if value is None else type(value).__name__

@@ -1,27 +1,20 @@
-"""``Checker``: walks one Block Kit payload against the rows of ``limits.py``."""
+"""``Checker``: walks one Block Kit payload against the rows of ``table.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from adapters.slack.blockkit.limits import (
-    BLOCKS,
-    ELEMENTS,
+from adapters.slack.blockkit import (
+    INVALID_BLOCKS,
     MAX_ACTION_ID,
     MAX_BLOCK_ID,
-    MAX_IMAGE_URL,
     MAX_INPUT_LENGTH,
     MAX_OPTION_GROUPS,
-    MENU_OPTIONS,
-    OPTION_GROUP,
-    SECTION_TEXT,
-    TEXT_FIELDS,
-    TEXT_IN_CONTEXT,
-    TEXT_TYPES,
+    Problem,
+    too_long,
 )
-from adapters.slack.blockkit.problems import INVALID_BLOCKS, Problem, kind_of, too_long
-from adapters.slack.blockkit.rules import (
+from adapters.slack.sandbox.blockcheck.rules import (
     Elements,
     Flag,
     Integer,
@@ -34,6 +27,18 @@ from adapters.slack.blockkit.rules import (
     Special,
     String,
     Text,
+    kind_of,
+)
+from adapters.slack.sandbox.blockcheck.table import (
+    BLOCKS,
+    ELEMENTS,
+    MAX_IMAGE_URL,
+    MENU_OPTIONS,
+    OPTION_GROUP,
+    SECTION_TEXT,
+    TEXT_FIELDS,
+    TEXT_IN_CONTEXT,
+    TEXT_TYPES,
 )
 
 __all__ = ["Checker"]
@@ -58,7 +63,6 @@ class Checker:
     def __init__(self, *, modal: bool) -> None:
         self.modal = modal
         self.problems: list[Problem] = []
-        self.markdown_total = 0
         self._block_ids: dict[str, str] = {}
 
     def add(self, path: str, message: str, code: str = INVALID_BLOCKS) -> None:
@@ -300,10 +304,7 @@ def _section(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Va
 def _markdown(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Values) -> None:
     if c.modal:
         c.add(f"{path}.type", "markdown blocks are allowed only in messages")
-    text = obj.get("text")
-    c.string(text, f"{path}.text", None, required=True, minimum=1)
-    if isinstance(text, str):
-        c.markdown_total += len(text)
+    c.string(obj.get("text"), f"{path}.text", None, required=True, minimum=1)
 
 
 def _image(c: Checker, obj: Mapping[str, Any], path: str, key: str, values: Values) -> None:

@@ -1,0 +1,137 @@
+"""Slack's Block Kit limits the renderer sizes with, and the check a message passes before it
+is posted: slack_sdk's models check each block's own limits, ``totals`` what no block shows.
+Every other rule Slack documents is the sandbox's (``sandbox.blockcheck``), as Slack's is."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import Block
+
+MAX_BLOCKS_MESSAGE: Final = 50
+MESSAGE_TEXT_BUDGET: Final = 12_000
+"""Sum of all text in a message's blocks; above it Slack answers ``msg_blocks_too_long``."""
+MAX_MARKDOWN_TOTAL: Final = 12_000
+MAX_MESSAGE_TEXT: Final = 40_000
+RECOMMENDED_MESSAGE_TEXT: Final = 4_000
+MAX_BLOCK_ID: Final = 255
+MAX_ACTION_ID: Final = 255
+MAX_SECTION_TEXT: Final = 3000
+MAX_HEADER_TEXT: Final = 150
+MAX_INPUT_LABEL: Final = 2000
+MAX_BUTTON_TEXT: Final = 75
+MAX_CONFIRM_TEXT: Final = 300
+MAX_OPTIONS: Final = 100
+MAX_OPTION_GROUPS: Final = 100
+MAX_OPTION_TEXT: Final = 75
+MAX_OPTION_DESCRIPTION: Final = 75
+MAX_CHECKBOX_OPTIONS: Final = 10
+MAX_RADIO_OPTIONS: Final = 10
+MAX_INPUT_LENGTH: Final = 3000
+MAX_MODAL_TITLE: Final = 24
+MAX_MODAL_SUBMIT: Final = 24
+MAX_MODAL_CLOSE: Final = 24
+MAX_PRIVATE_METADATA: Final = 3000
+MAX_EXTERNAL_ID: Final = 255
+
+INVALID_BLOCKS: Final = "invalid_blocks"
+MSG_BLOCKS_TOO_LONG: Final = "msg_blocks_too_long"
+MSG_TOO_LONG: Final = "msg_too_long"
+
+_DISPLAY_TYPES: Final = frozenset({"plain_text", "mrkdwn", "markdown", "text", "link"})
+_UNCHECKED: Final = frozenset({"rich_text"})
+"""Block types slack_sdk's models check nothing of: parsing one would only cost time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken limit: the JSON path, what is wrong, Slack's error code, and its severity."""
+
+    path: str
+    message: str
+    code: str = INVALID_BLOCKS
+    warning: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def too_long(n: int, limit: int, noun: str = "characters") -> str:
+    """The message for ``n`` characters (or items) over ``limit``."""
+    return f"{n} {noun}, Slack allows at most {limit}"
+
+
+def check_message(blocks: list[dict[str, Any]], text: str | None = None) -> list[str]:
+    """Every limit a message with these ``blocks`` and top-level ``text`` breaks."""
+    return [str(p) for p in message_problems(blocks, text) if not p.warning]
+
+
+def message_problems(blocks: list[dict[str, Any]], text: str | None = None) -> list[Problem]:
+    """The message's problems: slack_sdk's word on each block, then ``totals``."""
+    problems = []
+    if len(blocks) > MAX_BLOCKS_MESSAGE:
+        said = f"{len(blocks)} blocks, Slack allows at most {MAX_BLOCKS_MESSAGE} in a message"
+        problems.append(Problem("blocks", said))
+    for i, block in enumerate(blocks):
+        if block.get("type") in _UNCHECKED:
+            continue
+        try:
+            parsed = Block.parse(block)
+            if parsed is not None:  # an unknown type: the sandbox names it
+                parsed.to_dict()  # validates the block and every element in it
+        except SlackObjectFormationError as exc:
+            problems.append(Problem(f"blocks[{i}]", str(exc)))
+    return problems + totals(blocks, text)
+
+
+def totals(blocks: object, text: object = None) -> list[Problem]:
+    """The limits of a whole message: markdown in all blocks, text in all blocks, ``text``."""
+    problems = []
+    listed = blocks if isinstance(blocks, list) else []
+    markdown = sum(
+        len(b["text"])
+        for b in listed
+        if isinstance(b, Mapping) and b.get("type") == "markdown" and isinstance(b.get("text"), str)
+    )
+    if markdown > MAX_MARKDOWN_TOTAL:
+        said = f"{markdown} characters in markdown blocks, Slack allows at most"
+        problems.append(Problem("blocks", f"{said} {MAX_MARKDOWN_TOTAL} in one message"))
+    total = block_text_length(listed)
+    if total > MESSAGE_TEXT_BUDGET:
+        said = f"{total} characters of text in all blocks, Slack allows at most"
+        problems.append(
+            Problem(
+                "blocks", f"{said} {MESSAGE_TEXT_BUDGET} (msg_blocks_too_long)", MSG_BLOCKS_TOO_LONG
+            )
+        )
+    if text is not None and not isinstance(text, str):
+        problems.append(Problem("text", "must be a string"))
+    elif text is not None and len(text) > MAX_MESSAGE_TEXT:
+        problems.append(Problem("text", too_long(len(text), MAX_MESSAGE_TEXT), MSG_TOO_LONG))
+    elif text is not None and len(text) > RECOMMENDED_MESSAGE_TEXT:
+        said = f"{len(text)} characters, Slack recommends at most {RECOMMENDED_MESSAGE_TEXT}"
+        problems.append(Problem("text", said, MSG_TOO_LONG, warning=True))
+    return problems
+
+
+def block_text_length(blocks: Iterable[object]) -> int:
+    """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``."""
+    return sum(_display_text(block) for block in blocks)
+
+
+def _display_text(node: object) -> int:
+    if isinstance(node, list):
+        return sum(_display_text(n) for n in node)
+    if not isinstance(node, Mapping):
+        return 0
+    total = 0
+    text = node.get("text")
+    if isinstance(text, str) and node.get("type") in _DISPLAY_TYPES:
+        total += len(text)
+    for key, value in node.items():
+        if key != "text" or not isinstance(value, str):
+            total += _display_text(value)
+    return total
