@@ -31,7 +31,7 @@ __all__ = [
     "menu_options",
 ]
 
-# Slack's limits are in blockkit/limits.py; this is the renderer's own choice.
+# Slack's limits are in blockkit.py; this is the renderer's own choice.
 MAX_CHOICE_OPTIONS: Final = min(MAX_CHECKBOX_OPTIONS, MAX_RADIO_OPTIONS)
 """At most this many options are radio buttons or checkboxes in a form; more, a menu."""
 
