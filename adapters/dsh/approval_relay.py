@@ -7,26 +7,21 @@ import functools
 import logging
 import operator
 from collections.abc import Callable, Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
-from adapters.dsh.approvals import ApprovalRequested, approval_headline, approval_response
+from adapters.dsh.approvals import approval_headline, approval_response
 from adapters.dsh.asks import (
-    PERMANENT_CODES,
     REOPENED_NOTE,
     HostAsk,
+    HostRunner,
     QuestionNotes,
     ask_key,
-    decline,
-    needs_reopening,
-    send,
-    serve_or_decline,
     session_label,
 )
-from adapters.dsh.events import ToolCall
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal
-from bot.questions.errors import ASK_ABORTED, UserQuestionError
+from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskOptions
 
 __all__ = [
@@ -77,8 +72,11 @@ class ApprovalDesk(QuestionNotes, Protocol):
         ...
 
 
-class ApprovalRunner:
+class ApprovalRunner(HostRunner):
     """Asks one host approval in Slack and sends the decision back."""
+
+    what = "tool approval"
+    done = "rejected it in the harness"
 
     def __init__(
         self,
@@ -90,57 +88,29 @@ class ApprovalRunner:
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
     ) -> None:
+        super().__init__(desk, uplink, on_posted=on_posted, logger=logger)
         self._desk = desk
-        self._uplink = uplink
         self._approvers = list(approvers) if approvers else None
         self._groups = list(approver_groups) if approver_groups else None
-        self._on_posted = on_posted
-        self._logger = logger
 
-    async def _call(self, ask: HostAsk, payload: ApprovalRequested) -> ToolCall | None:
-        if ask.call_known:
-            return ask.call
-        # A replay after a reconnect: the tool/call event is not sent again.
-        return await self._uplink.call_of(payload)
-
-    async def _version(self, ask: HostAsk) -> int | None:
-        status = await self._desk.status(ask.request_id)
-        return None if status is None else status.version
-
-    async def serve(self, ask: HostAsk) -> None:
-        """Show the approval in Slack until the host takes a decision; one the bot cannot show or
-        fails on is rejected in the host, with a notice, so its tool never waits forever."""
-        await serve_or_decline(
-            ask, self._serve, self._decline, what="an approval", logger=self._logger
-        )
-
-    async def _decline(self, ask: HostAsk, why: str) -> None:
-        payload = ask.approval
-        assert payload is not None
-        await decline(
-            self._uplink,
-            self._desk,
-            ask,
-            approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "rejected"),
-            what="tool approval",
-            done="rejected it in the harness",
-            why=why,
-            logger=self._logger,
-        )
+    def _declined(self, ask: HostAsk) -> dict[str, Any]:
+        assert ask.approval is not None
+        return approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "rejected")
 
     async def _serve(self, ask: HostAsk) -> None:
         """The approval's run: after a refused decision only one made after the message reopened
         is sent (resending the refused one would be a decision nobody made)."""
         payload = ask.approval
         assert payload is not None
-        call = await self._call(ask, payload)
+        # A replay after a reconnect: the tool/call event is not sent again.
+        call = ask.call if ask.call_known else await self._uplink.call_of(payload)
         view = ApprovalView(
             tool_name=payload.tool_name,
             headline=approval_headline(payload),
             command=call.command if call else None,
             path=call.path if call else None,
         )
-        note = REOPENED_NOTE if await needs_reopening(self._desk, ask) else None
+        note = REOPENED_NOTE if await self._reopening(ask) else None
         if call is None:
             note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
         label = session_label(ask.session_id)
@@ -164,16 +134,7 @@ class ApprovalRunner:
                     signal=ask.controller.signal,
                 )
             except UserQuestionError as exc:
-                if exc.code in PERMANENT_CODES:
-                    # Asking again cannot fix it: the host is told, or its tool waits forever.
-                    await self._decline(ask, f"{exc.message} ({exc.code}).")
-                elif exc.code != ASK_ABORTED:
-                    # Not shown in Slack for now: the host keeps it pending for its other
-                    # clients, and replays it on the next downlink.
-                    self._logger.warning(
-                        "dsh host: could not ask for approval in Slack",
-                        extra={"rpc_id": ask.rpc_id, "code": exc.code, "error": exc.message},
-                    )
+                await self._not_asked(ask, exc)
                 return
             if before is not None and record.version == before:
                 # Nothing was written: the message was not reopened and the refused decision
@@ -190,14 +151,7 @@ class ApprovalRunner:
                 return
             ask.phase = "responding"
             body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
-            receipt = await send(
-                self._uplink,
-                self._desk,
-                ask,
-                body,
-                used=functools.partial(operator.eq, outcome),
-                logger=self._logger,
-            )
+            receipt = await self._send(ask, body, functools.partial(operator.eq, outcome))
             extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "outcome": outcome}
             if receipt is None:
                 return

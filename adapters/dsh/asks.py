@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
@@ -19,25 +19,22 @@ from adapters.dsh.uplink import HostUplink, describe
 from adapters.slack import Destination, QuestionStatus, key_request_id
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
+    ASK_ABORTED,
     BAD_INTENT,
     BAD_REVIEW,
     EMPTY_QUESTIONS,
     SLACK_LIMIT,
+    UserQuestionError,
 )
-from bot.questions.models import (
-    AskUserQuestionItem,
-)
+from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
     "APPROVAL_GONE_NOTE",
     "CANCELLED_IN_HARNESS",
-    "DECLINED_NOTE",
     "DELIVERED_NOTE",
-    "DISCONNECTED_NOTE",
     "GONE_NOTE",
     "NOT_DELIVERED_NOTE",
-    "PERMANENT_CODES",
     "REFUSED",
     "REOPENED_NOTE",
     "RESTARTING_NOTE",
@@ -45,12 +42,9 @@ __all__ = [
     "SETTLED_ELSEWHERE",
     "UNCONFIRMED_NOTE",
     "HostAsk",
-    "NoticeBoard",
+    "HostRunner",
     "QuestionNotes",
     "ask_key",
-    "decline",
-    "post_notice",
-    "send",
     "session_label",
 ]
 
@@ -61,7 +55,6 @@ CANCELLED_IN_HARNESS: Final = (
 SETTLED_ELSEWHERE: Final = (
     "The harness had already settled this question elsewhere; this answer was not used."
 )
-DISCONNECTED_NOTE: Final = "The bot disconnected from the harness before anyone answered."
 GONE_NOTE: Final = (
     "The harness no longer has this question: it ended (or the harness restarted) while the "
     "bot was disconnected."
@@ -98,8 +91,7 @@ RESTARTING_NOTE: Final = (
 _Phase = Literal["asking", "responding"]
 
 PERMANENT_CODES: Final = frozenset({SLACK_LIMIT, BAD_REVIEW, BAD_INTENT, EMPTY_QUESTIONS})
-"""Why a request could not be asked in Slack that asking again cannot fix: the host is told
-(the question dismissed, the approval rejected), so its agent does not wait forever."""
+"""Why Slack could not show a request that asking again cannot fix: the host is told."""
 _RESOLVED_WAIT: Final = 2.0
 """How long a not-pending receipt waits for the host's ``*/resolved`` frame (which says
 whether an earlier attempt, its receipt lost, was the one the host took)."""
@@ -149,31 +141,6 @@ def _plain(text: str) -> str:
     """``text`` safe as Slack message text: no mention, link or markup from host text."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-
-async def post_notice(board: object, text: str, logger: logging.Logger) -> bool:
-    """Post ``text`` as a plain message in the provider's channel; whether it was posted."""
-    if not isinstance(board, NoticeBoard):
-        logger.warning("dsh host: no channel for a notice", extra={"notice": text})
-        return False
-    try:
-        await board.client.chat_postMessage(
-            channel=board.defaults.destination.channel, text=_plain(text)
-        )
-    except Exception as exc:  # a notice is best effort: the log line stays
-        logger.warning(
-            "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
-        )
-        return False
-    return True
-
-
-async def needs_reopening(provider: QuestionNotes, ask: HostAsk) -> bool:
-    """Whether a record this bot ended without an answer (gone, interrupted, owner lost) is to
-    be reopened: the host replaying it means it is still pending there."""
-    if ask.reopen:
-        return True
-    status = await provider.status(ask.request_id)
-    return status is not None and status.state in ("aborted", "failed")
 
 
 def ask_key(rpc_id: str) -> str:
@@ -227,97 +194,140 @@ async def _resolution(ask: HostAsk) -> str | None:
     return ask.resolved
 
 
-async def send(
-    uplink: HostUplink,
-    notes: QuestionNotes,
-    ask: HostAsk,
-    body: dict[str, Any],
-    *,
-    used: Callable[[str | None], bool],
-    logger: logging.Logger,
-) -> Receipt | None:
-    """Send ``body`` for ``ask``; the receipt to act on, ``None`` if not delivered (the message
-    says so). ``used(outcome)`` tells whether a resolved outcome is what ``body`` asked for, so
-    an attempt whose receipt was lost but which the host took counts as accepted."""
+class HostRunner:
+    """Asks one kind of host request in Slack and sends the outcome back; a request it cannot
+    show, or fails on before a response went out, is declined in the host with a notice in the
+    channel, so the host's agent never waits forever."""
 
-    async def overdue(note: str) -> None:
-        await notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
+    what = "request"
+    """What the notice calls the request (``question``, ``tool approval``)."""
+    done = "declined it in the harness"
 
-    ask.sent = True
-    delivery = await uplink.respond(
-        ask.rpc_id, body, settled=lambda: ask.resolved is not None, overdue=overdue
-    )
-    receipt = delivery.receipt
-    if receipt is None and not delivery.settled:
-        await notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
-        return None
-    if receipt is None or receipt.reason == "not-pending":
-        if delivery.reached and used(await _resolution(ask)):
-            logger.info(
-                "dsh host: response taken (its receipt was lost; the host's resolved frame "
-                "shows it)",
-                extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+    def __init__(
+        self,
+        notes: QuestionNotes,
+        uplink: HostUplink,
+        *,
+        on_posted: Callable[[HostAsk], None],
+        logger: logging.Logger,
+    ) -> None:
+        self._notes = notes
+        self._uplink = uplink
+        self._on_posted = on_posted
+        self._logger = logger
+
+    async def _serve(self, ask: HostAsk) -> None:
+        raise NotImplementedError
+
+    def _declined(self, ask: HostAsk) -> dict[str, Any]:
+        """The body telling the host the request cannot be asked here."""
+        raise NotImplementedError
+
+    async def serve(self, ask: HostAsk) -> None:
+        """Ask ``ask`` in Slack until the host takes a response or it ends otherwise."""
+        try:
+            await self._serve(ask)
+        except Exception as exc:
+            self._logger.exception(
+                f"dsh host: could not handle a {self.what}", extra={"rpc_id": ask.rpc_id}
             )
-            receipt = Receipt(accepted=True)
-        elif receipt is None:
-            receipt = Receipt(accepted=False, reason="not-pending")
-    if receipt.accepted:
-        status = await notes.status(ask.request_id)
-        if status is not None and status.note in _UNDELIVERED_NOTES:
-            await notes.add_note(ask.request_id, DELIVERED_NOTE)
-    return receipt
+            if ask.sent:
+                return
+            ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
+            await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
 
+    async def _not_asked(self, ask: HostAsk, error: UserQuestionError) -> None:
+        """Slack did not show ``ask``: declined when asking again cannot fix it; otherwise the
+        host keeps it pending for its other clients and replays it on the next downlink."""
+        if error.code in PERMANENT_CODES:
+            await self._decline(ask, f"{error.message} ({error.code}).")
+        elif error.code != ASK_ABORTED:
+            self._logger.warning(
+                f"dsh host: could not ask a {self.what} in Slack",
+                extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
+            )
 
-async def decline(
-    uplink: HostUplink,
-    board: object,
-    ask: HostAsk,
-    body: dict[str, Any],
-    *,
-    what: str,
-    done: str,
-    why: str,
-    logger: logging.Logger,
-) -> None:
-    """Tell the host a request cannot be asked here (``body``: the seam's dismissal or
-    rejection, so its agent gets an error to act on) and say so in the channel."""
-    logger.warning(
-        f"dsh host: declining a {what} that cannot be asked in Slack",
-        extra={"rpc_id": ask.rpc_id, "session": ask.session_id, "error": why},
-    )
-    ask.sent = True
-    delivery = await uplink.respond(ask.rpc_id, body, settled=lambda: ask.resolved is not None)
-    receipt = delivery.receipt
-    if receipt is not None and receipt.accepted:
-        told = f"The bot {done}, so the agent can carry on."
-    elif receipt is not None or delivery.settled:
-        told = "The harness had already settled it."
-    else:
-        told = "The bot could not tell the harness; it tries again if the harness asks again."
-    reason = why if len(why) <= _NOTICE_MAX else why[: _NOTICE_MAX - 1] + "…"
-    text = (
-        f"The harness asked for a {what} ({session_label(ask.session_id)}) that the bot "
-        f"cannot show in Slack: {reason} {told}"
-    )
-    await post_notice(board, text, logger)
+    async def _reopening(self, ask: HostAsk) -> bool:
+        """Whether a record this bot ended without an answer (gone, interrupted, owner lost)
+        is to be reopened: the host replaying it means it is still pending there."""
+        if ask.reopen:
+            return True
+        status = await self._notes.status(ask.request_id)
+        return status is not None and status.state in ("aborted", "failed")
 
+    async def _version(self, ask: HostAsk) -> int | None:
+        status = await self._notes.status(ask.request_id)
+        return None if status is None else status.version
 
-async def serve_or_decline(
-    ask: HostAsk,
-    serve: Callable[[HostAsk], Awaitable[None]],
-    decline_with: Callable[[HostAsk, str], Awaitable[None]],
-    *,
-    what: str,
-    logger: logging.Logger,
-) -> None:
-    """``serve(ask)``; a request it fails on unexpectedly, before any response went out, is
-    closed (``DECLINED_NOTE``) and declined in the host with ``decline_with``: a host's
-    request is never dropped silently, and its agent never waits forever."""
-    try:
-        await serve(ask)
-    except Exception as exc:
-        logger.exception(f"dsh host: could not handle {what}", extra={"rpc_id": ask.rpc_id})
-        if ask.sent:
+    async def _send(
+        self, ask: HostAsk, body: dict[str, Any], used: Callable[[str | None], bool]
+    ) -> Receipt | None:
+        """Send ``body``; the receipt to act on, ``None`` if not delivered (the message says
+        so). ``used(outcome)`` tells whether a resolved outcome is what ``body`` asked for, so
+        an attempt whose receipt was lost but which the host took counts as accepted."""
+
+        async def overdue(note: str) -> None:
+            await self._notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
+
+        ask.sent = True
+        delivery = await self._uplink.respond(
+            ask.rpc_id, body, settled=lambda: ask.resolved is not None, overdue=overdue
+        )
+        receipt = delivery.receipt
+        if receipt is None and not delivery.settled:
+            await self._notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
+            return None
+        if receipt is None or receipt.reason == "not-pending":
+            if delivery.reached and used(await _resolution(ask)):
+                self._logger.info(
+                    "dsh host: response taken (its receipt was lost; the host's resolved frame "
+                    "shows it)",
+                    extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+                )
+                receipt = Receipt(accepted=True)
+            elif receipt is None:
+                receipt = Receipt(accepted=False, reason="not-pending")
+        if receipt.accepted:
+            status = await self._notes.status(ask.request_id)
+            if status is not None and status.note in _UNDELIVERED_NOTES:
+                await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
+        return receipt
+
+    async def _decline(self, ask: HostAsk, why: str) -> None:
+        """Tell the host the request cannot be asked here (the seam's dismissal or rejection,
+        so its agent gets an error to act on) and say so in the channel."""
+        self._logger.warning(
+            f"dsh host: declining a {self.what} that cannot be asked in Slack",
+            extra={"rpc_id": ask.rpc_id, "session": ask.session_id, "error": why},
+        )
+        ask.sent = True
+        delivery = await self._uplink.respond(
+            ask.rpc_id, self._declined(ask), settled=lambda: ask.resolved is not None
+        )
+        receipt = delivery.receipt
+        if receipt is not None and receipt.accepted:
+            told = f"The bot {self.done}, so the agent can carry on."
+        elif receipt is not None or delivery.settled:
+            told = "The harness had already settled it."
+        else:
+            told = "The bot could not tell the harness; it tries again if the harness asks again."
+        reason = why if len(why) <= _NOTICE_MAX else why[: _NOTICE_MAX - 1] + "…"
+        await self._notice(
+            f"The harness asked for a {self.what} ({session_label(ask.session_id)}) that the "
+            f"bot cannot show in Slack: {reason} {told}"
+        )
+
+    async def _notice(self, text: str) -> None:
+        """Post ``text`` as a plain message in the provider's channel (best effort)."""
+        board = self._notes
+        if not isinstance(board, NoticeBoard):
+            self._logger.warning("dsh host: no channel for a notice", extra={"notice": text})
             return
-        ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
-        await decline_with(ask, f"the bot failed on it ({describe(exc)[:200]}).")
+        try:
+            await board.client.chat_postMessage(
+                channel=board.defaults.destination.channel, text=_plain(text)
+            )
+        except Exception as exc:  # a notice is best effort: the log line stays
+            self._logger.warning(
+                "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
+            )

@@ -1,13 +1,9 @@
-"""Session events that say what an approval is for, and how to pair them: pure, no I/O.
-
-An approval pairs with the latest ``tool/call`` of its callId in its session seen before its
-``approval/asked``; after a reconnect, from ``session.history`` (``pair_from_history``)."""
+"""Session events and the tool calls they carry, read from host text: pure, no I/O."""
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,12 +12,10 @@ from adapters.dsh.wire import scrub, scrub_text
 __all__ = [
     "SESSION_EVENT",
     "SESSION_HISTORY_PATH",
-    "CallLedger",
     "SessionEvent",
     "ToolCall",
     "event_of",
     "history_events",
-    "pair_from_history",
     "session_event",
     "tool_call_of",
 ]
@@ -31,7 +25,6 @@ SESSION_HISTORY_PATH: Final = "/api/session.history"
 
 _COMMAND_KEYS: Final = ("command", "cmd", "script")
 _PATH_KEYS: Final = ("path", "file_path", "filePath", "file", "filename")
-_REMEMBERED: Final = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,57 +91,6 @@ def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
     return ToolCall(call_id, name, command, path, _text(arguments.get("description")))
 
 
-class CallLedger:
-    """Remembers recent ``tool/call`` events and which call each ``approval/asked`` is for."""
-
-    def __init__(self, remembered: int = _REMEMBERED) -> None:
-        self._remembered = remembered
-        self._calls: OrderedDict[tuple[str, str], ToolCall] = OrderedDict()
-        self._asked: OrderedDict[str, ToolCall | None] = OrderedDict()
-
-    def observe(self, event: SessionEvent) -> None:
-        """Take note of a ``tool/call`` or ``approval/asked`` event (others are ignored)."""
-        if event.kind == "tool/call":
-            call = tool_call_of(event.data)
-            if call is not None:
-                key = (event.session_id, call.call_id)
-                self._calls.pop(key, None)
-                self._calls[key] = call
-                _trim(self._calls, self._remembered)
-        elif event.kind == "approval/asked":
-            approval_id, call_id = event.data.get("id"), event.data.get("callId")
-            if isinstance(approval_id, str):
-                call = (
-                    self._calls.get((event.session_id, call_id))
-                    if isinstance(call_id, str)
-                    else None
-                )
-                self._asked[approval_id] = call
-                _trim(self._asked, self._remembered)
-
-    def knows(self, approval_id: str) -> bool:
-        """Whether this approval's ``approval/asked`` event was seen."""
-        return approval_id in self._asked
-
-    def call_for(self, approval_id: str) -> ToolCall | None:
-        """The call paired with this approval when its ``approval/asked`` was seen."""
-        return self._asked.get(approval_id)
-
-    def forget(self, approval_id: str) -> None:
-        """Drop what is kept for this approval."""
-        self._asked.pop(approval_id, None)
-
-    def unreadable(self, session_id: str, call_id: str) -> None:
-        """A ``tool/call`` of ``call_id`` came too big to read: its earlier call (callIds
-        repeat across turns) must not stand in for it; its approval says it is unread."""
-        self._calls.pop((session_id, call_id), None)
-
-
-def _trim(entries: OrderedDict[Any, Any], size: int) -> None:
-    while len(entries) > size:
-        entries.popitem(last=False)
-
-
 def history_events(session_id: str, body: Any) -> list[SessionEvent]:
     """The events of a ``session.history`` response, oldest first (unknown shapes: none)."""
     items: Any = scrub(body)  # host text: lone surrogates become U+FFFD
@@ -166,13 +108,3 @@ def history_events(session_id: str, body: Any) -> list[SessionEvent]:
             if event is not None:
                 events.append(event)
     return events
-
-
-def pair_from_history(events: Iterable[SessionEvent], approval_id: str) -> ToolCall | None:
-    """The call an approval is for, from a session's history (latest call before its ask)."""
-    ledger = CallLedger()
-    for event in events:
-        ledger.observe(event)
-        if event.kind == "approval/asked" and event.data.get("id") == approval_id:
-            return ledger.call_for(approval_id)
-    return None

@@ -11,7 +11,7 @@ from typing import Final
 
 from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.asks import HostAsk
-from adapters.dsh.events import SESSION_EVENT, CallLedger, session_event
+from adapters.dsh.events import SESSION_EVENT, session_event
 from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import (
     EVENTS_STREAM,
@@ -34,7 +34,7 @@ _CANCEL_WAIT = 1.0
 
 
 class Inbox:
-    """Hands each downlink message of a host to its open requests (and the call ledger)."""
+    """Hands each downlink message of a host to its open requests (and the sessions' log)."""
 
     def __init__(
         self,
@@ -47,7 +47,6 @@ class Inbox:
         self._link = link
         self._dialect = dialect
         self._logger = logger
-        self._ledger = CallLedger()
         self.skips = RefusalLog(logger)
         """Malformed frames skipped, counted (``counts``) and logged once a minute."""
 
@@ -56,7 +55,6 @@ class Inbox:
         callId may be shown for it (its approval says the command could not be read)."""
         session, call = _SESSION_ID.search(head), _CALL_ID.search(head)
         if '"tool/call"' in head and session is not None and call is not None:
-            self._ledger.unreadable(session.group(1), call.group(1))
             self._link.log.unreadable(session.group(1), call.group(1))
 
     def _skipped(self, error: Exception) -> None:
@@ -84,25 +82,25 @@ class Inbox:
                 if isinstance(payload, QuestionRequested):
                     ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
                 else:
-                    # Paired now: the ledger may forget it before the ask is served.
-                    aid = payload.approval_id
+                    # Paired now: the log may forget it before the ask is served.
+                    sid, aid, log = payload.session_id, payload.approval_id, self._link.log
                     ask = HostAsk(
                         frame.rpc_id,
-                        payload.session_id,
+                        sid,
                         approval=payload,
-                        call=self._ledger.call_for(aid),
-                        call_known=self._ledger.knows(aid),
+                        call=log.call_for(sid, aid),
+                        call_known=log.knows(sid, aid),
                     )
                 self._requests.requested(ask)
             elif isinstance(payload, QuestionResolved):
                 self._requests.resolved(payload.question_rpc_id, payload.outcome)
             elif isinstance(payload, ApprovalResolved):
                 self._requests.approval_resolved(payload)
-                self._ledger.forget(payload.approval_id)
+                self._link.log.forget(payload.session_id, payload.approval_id)
             elif frame.method == SESSION_EVENT and isinstance(payload, OtherPayload):
                 event = session_event(payload.model_extra or {})
                 if event is not None:
-                    self._ledger.observe(event)
+                    self._link.log.observe(event)
         except Exception:  # a bug here must not drop the downlink
             self._logger.exception(
                 "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
@@ -151,7 +149,7 @@ class Inbox:
         """The host withdrew a request: end its ask with the outcome its log shows."""
         loop = asyncio.get_running_loop()
         until = loop.time() + _CANCEL_WAIT
-        while (outcome := self._link.outcome(event_id)) is None and loop.time() < until:
+        while (outcome := self._link.log.outcome(event_id)) is None and loop.time() < until:
             await self._link.log.changed(until - loop.time())
         self._requests.resolved(event_id, outcome or "cancelled")
 

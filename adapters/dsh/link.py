@@ -30,7 +30,6 @@ from adapters.dsh.mux import (
 from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog
 from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
-from adapters.dsh.verdicts import Verdicts
 
 __all__ = ["LoginRefused", "MuxLink"]
 
@@ -61,7 +60,6 @@ class MuxLink:
         self._logger = logger
         self._backoff_max = backoff_max
         self.log = SessionLog()
-        self._verdicts = Verdicts(self.log)
         self.auth = HostLogin(base_url, session, token, logger)
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
@@ -99,7 +97,7 @@ class MuxLink:
 
     def asked(self, request: Waterfall) -> ToolCall | None:
         """Remember a request, follow its session's log; the tool call if the log has it."""
-        self._verdicts.asked(request)
+        self.log.asked(request)
         self._seen.add(request.event_id)
         self.follow(request.session_id)
         call_id = request.call_id
@@ -162,7 +160,7 @@ class MuxLink:
 
         delay = 0.25
         while True:
-            if (verdict := self._verdicts.verdict(event_id, outcome)) is not None:
+            if (verdict := self.log.verdict(event_id, outcome)) is not None:
                 return Delivery(
                     Receipt(accepted=verdict, reason=None if verdict else "not-pending")
                 )
@@ -198,7 +196,7 @@ class MuxLink:
                 delay = min(delay * 2, self._backoff_max)
         loop = asyncio.get_running_loop()
         since = loop.time()
-        while (verdict := self._verdicts.verdict(event_id, outcome)) is None:
+        while (verdict := self.log.verdict(event_id, outcome)) is None:
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"), reached=True)
             if self._stopping():
@@ -247,7 +245,3 @@ class MuxLink:
             "dsh host: response not taken", extra={"rpc_id": event_id, "error": error}
         )
         return "refused"
-
-    def outcome(self, event_id: str) -> str | None:
-        """How the log says request ``event_id`` ended (``Verdicts.outcome``)."""
-        return self._verdicts.outcome(event_id)

@@ -7,29 +7,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from adapters.dsh.asks import (
     CANCELLED_IN_HARNESS,
     GONE_NOTE,
-    PERMANENT_CODES,
     REFUSED,
     REOPENED_NOTE,
     SETTLED_ELSEWHERE,
     HostAsk,
+    HostRunner,
     QuestionNotes,
     ask_key,
-    decline,
-    needs_reopening,
-    send,
-    serve_or_decline,
     session_label,
 )
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.protocol import Receipt, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import plan_review_of
-from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
+from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -62,49 +58,33 @@ class _Retry:
         )
 
 
-class QuestionRunner:
+class QuestionRunner(HostRunner):
     """Asks one host question in Slack and sends the outcome back."""
+
+    what = "question"
+    done = "dismissed it in the harness"
 
     def __init__(
         self,
         service: UserQuestionService,
-        provider: QuestionNotes,
+        notes: QuestionNotes,
         uplink: HostUplink,
         *,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
         review: ReviewPolicy | None = None,
     ) -> None:
+        super().__init__(notes, uplink, on_posted=on_posted, logger=logger)
         self._service = service
-        self._provider = provider
-        self._uplink = uplink
-        self._on_posted = on_posted
-        self._logger = logger
         self._review = review
-        self._declined: dict[str, str] = {}
+        self._declined_reviews: dict[str, str] = {}
         """Session id -> the request id of its latest plan review, while it stands declined."""
 
-    async def serve(self, ask: HostAsk) -> None:
-        """Ask in Slack until the host takes an answer (or the question ends otherwise); an
-        unexpected failure dismisses it in the host with a notice in the channel."""
-        await serve_or_decline(
-            ask, self._serve, self._decline, what="a question", logger=self._logger
-        )
-
-    async def _decline(self, ask: HostAsk, why: str) -> None:
-        await decline(
-            self._uplink,
-            self._provider,
-            ask,
-            cancel_response(ask.rpc_id),
-            what="question",
-            done="dismissed it in the harness",
-            why=why,
-            logger=self._logger,
-        )
+    def _declined(self, ask: HostAsk) -> dict[str, Any]:
+        return cancel_response(ask.rpc_id)
 
     async def _serve(self, ask: HostAsk) -> None:
-        reopen = await needs_reopening(self._provider, ask)
+        reopen = await self._reopening(ask)
         retry = _Retry(REOPENED_NOTE, GONE_NOTE) if reopen else None
         key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
         review, revises = await self._review_of(ask)
@@ -136,7 +116,7 @@ class QuestionRunner:
                     "dsh host: could not reopen the question in Slack",
                     extra={"rpc_id": ask.rpc_id},
                 )
-                await self._provider.add_note(ask.request_id, retry.stuck)
+                await self._notes.add_note(ask.request_id, retry.stuck)
                 return
             problem = answer_problem(ask.questions, answer)
             if problem is not None:
@@ -150,21 +130,14 @@ class QuestionRunner:
             self._remember_plan_review(ask, answer)
             ask.phase = "responding"
             body = answer_response(ask.rpc_id, ask.session_id, answer)
-            receipt = await send(
-                self._uplink,
-                self._provider,
-                ask,
-                body,
-                used=lambda outcome: outcome == "answered",
-                logger=self._logger,
-            )
+            receipt = await self._send(ask, body, lambda outcome: outcome == "answered")
             if receipt is None:
                 return
             self._log_receipt("answer", ask, receipt)
             if receipt.accepted:
                 return
             if receipt.reason == "not-pending":
-                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+                await self._notes.add_note(ask.request_id, self._settled_note(ask))
                 return
             retry = _Retry.of(REFUSED)
 
@@ -173,13 +146,13 @@ class QuestionRunner:
         the session's previous plan review, when that one was declined and is still known."""
         if plan_review_of(ask.questions) is None:
             return None, None
-        revises = self._declined.get(ask.session_id)
+        revises = self._declined_reviews.get(ask.session_id)
         if revises is not None and (revises == ask.request_id or not await self._known(revises)):
             revises = None
         return self._review, revises
 
     async def _known(self, request_id: str) -> bool:
-        return await self._provider.status(request_id) is not None
+        return await self._notes.status(request_id) is not None
 
     def _remember_plan_review(self, ask: HostAsk, answer: AskUserQuestionAnswer) -> None:
         """Keep a declined plan review, so the session's next plan review shows what changed."""
@@ -188,9 +161,9 @@ class QuestionRunner:
             return
         approve = ask.questions[0].option_labels[review.approve]
         if answer.answers[0].selected == [approve]:
-            self._declined.pop(ask.session_id, None)
+            self._declined_reviews.pop(ask.session_id, None)
         else:
-            self._declined[ask.session_id] = ask.request_id
+            self._declined_reviews[ask.session_id] = ask.request_id
 
     def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
         reason = receipt.reason
@@ -203,41 +176,19 @@ class QuestionRunner:
         else:
             self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
 
-    async def _version(self, ask: HostAsk) -> int | None:
-        status = await self._provider.status(ask.request_id)
-        return None if status is None else status.version
-
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         if error.code in _DISMISSED:
             ask.phase = "responding"
-            receipt = await send(
-                self._uplink,
-                self._provider,
-                ask,
-                cancel_response(ask.rpc_id),
-                used=lambda outcome: outcome == "cancelled",
-                logger=self._logger,
-            )
+            body = cancel_response(ask.rpc_id)
+            receipt = await self._send(ask, body, lambda outcome: outcome == "cancelled")
             if receipt is None:
                 return
             what = "dismissal" if error.code == ASK_CANCELLED else "dismissal at the deadline"
             self._log_receipt(what, ask, receipt)
             if receipt.reason == "not-pending":
-                await self._provider.add_note(ask.request_id, self._settled_note(ask))
+                await self._notes.add_note(ask.request_id, self._settled_note(ask))
             return
-        if error.code == ASK_ABORTED:
-            self._logger.debug("dsh host: ask ended", extra={"rpc_id": ask.rpc_id})
-            return
-        if error.code in PERMANENT_CODES:
-            # Asking again cannot fix it: the host is told, or its agent waits forever.
-            await self._decline(ask, f"{error.message} ({error.code}).")
-            return
-        # The question could not be asked in Slack for now (delivery, the store): the host
-        # keeps it pending for its other clients, and replays it on the next downlink.
-        self._logger.warning(
-            "dsh host: could not ask in Slack",
-            extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
-        )
+        await self._not_asked(ask, error)
 
     @staticmethod
     def _settled_note(ask: HostAsk) -> str:

@@ -1,5 +1,5 @@
-"""What the sessions' logs say (dsh 0.2, which has no receipts): the tool calls, and how each
-request ended (``tool/result`` of the asking call, ``approval/decided``)."""
+"""What the sessions' events say, whichever protocol brings them: the tool calls, the call
+each approval is for, and how each request of the host ended (dsh 0.2 gives no receipts)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ import asyncio
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.dsh.events import SessionEvent, ToolCall, event_of, tool_call_of
+from adapters.dsh.mux import Waterfall
 from adapters.dsh.wire import scrub_text
 
-__all__ = ["CallResult", "SessionLog"]
+__all__ = ["CallResult", "SessionLog", "pair_from_history"]
 
 _REMEMBERED: Final = 2048
 _ASK_TOOL: Final = "ask_user_question"
@@ -38,6 +39,15 @@ class CallResult:
         return value.get("answers") if isinstance(value, dict) else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A request of the host: its session, its tool call, its questions (none: an approval)."""
+
+    session_id: str
+    call_id: str | None
+    questions: tuple[Any, ...] = ()
+
+
 def _result_of(data: Mapping[str, Any]) -> tuple[str, CallResult] | None:
     message = data.get("message")
     if not isinstance(message, Mapping) or not isinstance(message.get("toolCallId"), str):
@@ -57,7 +67,11 @@ def _result_of(data: Mapping[str, Any]) -> tuple[str, CallResult] | None:
     )
 
 
-def _question_keys(questions: Any) -> tuple[tuple[Any, Any], ...] | None:
+def _question_keys(arguments: Any) -> tuple[tuple[Any, Any], ...] | None:
+    try:
+        questions = json.loads(arguments).get("questions")
+    except (ValueError, RecursionError, TypeError, AttributeError):
+        return None
     if not isinstance(questions, list):
         return None
     return tuple(
@@ -66,54 +80,50 @@ def _question_keys(questions: Any) -> tuple[tuple[Any, Any], ...] | None:
     )
 
 
-def _put(entries: OrderedDict[Any, Any], key: Any, value: Any) -> None:
-    entries.pop(key, None)
-    entries[key] = value
-    while len(entries) > _REMEMBERED:
-        entries.popitem(last=False)
-
-
 class SessionLog:
-    """The recent calls, results and approval decisions of the followed sessions."""
+    """The latest ``remembered`` calls, results, approvals and decisions of the sessions, and
+    the requests asked on them: an approval pairs with the latest ``tool/call`` of its callId
+    seen before its ``approval/asked``."""
 
-    def __init__(self) -> None:
+    def __init__(self, remembered: int = _REMEMBERED) -> None:
+        self._remembered = remembered
         self._calls: OrderedDict[tuple[str, str], ToolCall] = OrderedDict()
         self._asks: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], ...]] = OrderedDict()
         self._results: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
-        self._approvals: OrderedDict[tuple[str, str], str] = OrderedDict()  # approval id → call
+        self._approvals: OrderedDict[tuple[str, str], tuple[str | None, ToolCall | None]] = (
+            OrderedDict()
+        )  # approval id → its callId and the call paired then
         self._decided: OrderedDict[tuple[str, str], str] = OrderedDict()  # call → outcome
+        self._requests: OrderedDict[str, _Asked] = OrderedDict()
         self._changed = asyncio.Event()
 
+    def _put(self, entries: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+        entries.pop(key, None)
+        entries[key] = value
+        while len(entries) > self._remembered:
+            entries.popitem(last=False)
+
     def observe(self, event: SessionEvent) -> None:
-        """Take note of one log event (others than calls, results, approvals: ignored)."""
+        """Take note of one event (others than calls, results, approvals: ignored)."""
         sid, data = event.session_id, event.data
         if event.kind == "tool/call" and (call := tool_call_of(data)) is not None:
-            _put(self._calls, (sid, call.call_id), call)
+            self._put(self._calls, (sid, call.call_id), call)
             self._results.pop((sid, call.call_id), None)  # callIds repeat across turns
             self._decided.pop((sid, call.call_id), None)
-            if call.name == _ASK_TOOL and isinstance(data.get("arguments"), str):
-                try:
-                    arguments = json.loads(data["arguments"])
-                except (ValueError, RecursionError):
-                    arguments = None
-                keys = (
-                    _question_keys(arguments.get("questions"))
-                    if isinstance(arguments, dict)
-                    else None
-                )
-                if keys is not None:
-                    _put(self._asks, (sid, call.call_id), keys)
+            keys = _question_keys(data.get("arguments")) if call.name == _ASK_TOOL else None
+            if keys is not None:
+                self._put(self._asks, (sid, call.call_id), keys)
         elif event.kind == "tool/result" and (found := _result_of(data)) is not None:
-            _put(self._results, (sid, found[0]), found[1])
-        elif event.kind == "approval/asked":
-            approval_id, call_id = data.get("id"), data.get("callId")
-            if isinstance(approval_id, str) and isinstance(call_id, str):
-                _put(self._approvals, (sid, approval_id), call_id)
+            self._put(self._results, (sid, found[0]), found[1])
+        elif event.kind == "approval/asked" and isinstance(approval_id := data.get("id"), str):
+            call_id = data.get("callId") if isinstance(data.get("callId"), str) else None
+            call = None if call_id is None else self._calls.get((sid, call_id))
+            self._put(self._approvals, (sid, approval_id), (call_id, call))
         elif event.kind == "approval/decided":
-            call_id = self._approvals.get((sid, str(data.get("id"))))
+            call_id = self._approvals.get((sid, str(data.get("id"))), (None, None))[0]
             outcome = data.get("outcome")
             if call_id is not None and isinstance(outcome, str):
-                _put(self._decided, (sid, call_id), outcome)
+                self._put(self._decided, (sid, call_id), outcome)
         else:
             return
         self._changed.set()
@@ -141,12 +151,25 @@ class SessionLog:
             self.observe(found)
 
     def unreadable(self, session_id: str, call_id: str) -> None:
-        """A ``tool/call`` of ``call_id`` came too big to read: forget its earlier call."""
+        """A ``tool/call`` of ``call_id`` came too big to read: its earlier call (callIds
+        repeat across turns) must not stand in for it."""
         self._calls.pop((session_id, call_id), None)
 
     def call(self, session_id: str, call_id: str) -> ToolCall | None:
         """The tool call ``call_id`` of the session, if seen."""
         return self._calls.get((session_id, call_id))
+
+    def knows(self, session_id: str, approval_id: str) -> bool:
+        """Whether this approval's ``approval/asked`` was seen."""
+        return (session_id, approval_id) in self._approvals
+
+    def call_for(self, session_id: str, approval_id: str) -> ToolCall | None:
+        """The call paired with this approval when its ``approval/asked`` was seen."""
+        return self._approvals.get((session_id, approval_id), (None, None))[1]
+
+    def forget(self, session_id: str, approval_id: str) -> None:
+        """Drop what is kept for this approval."""
+        self._approvals.pop((session_id, approval_id), None)
 
     def question_call(self, session_id: str, questions: Sequence[Any]) -> str | None:
         """The latest ``ask_user_question`` call of the session asking these questions."""
@@ -156,15 +179,61 @@ class SessionLog:
                 return call_id
         return None
 
-    def result(self, session_id: str, call_id: str) -> CallResult | None:
-        """The result of tool call ``call_id``, once the log has it."""
-        return self._results.get((session_id, call_id))
+    def asked(self, request: Waterfall) -> None:
+        """Remember a request of the host (again: it becomes the latest)."""
+        questions = tuple(request.question.questions) if request.question else ()
+        asked = _Asked(request.session_id, request.call_id, questions)
+        self._put(self._requests, request.event_id, asked)
 
-    def decision(self, session_id: str, call_id: str) -> str | None:
-        """How the approval of tool call ``call_id`` was decided, once the log says."""
-        return self._decided.get((session_id, call_id))
+    def _ending(self, event_id: str) -> tuple[_Asked, tuple[str, str]] | None:
+        """The request and the (session, callId) whose events say how it ended."""
+        asked = self._requests.get(event_id)
+        if asked is None:
+            return None
+        call_id = asked.call_id
+        if call_id is None and asked.questions:
+            call_id = self.question_call(asked.session_id, asked.questions)
+        return None if call_id is None else (asked, (asked.session_id, call_id))
+
+    def outcome(self, event_id: str) -> str | None:
+        """How request ``event_id`` ended: ``answered``, ``cancelled``, or an approval's
+        outcome; ``None`` while the log does not say."""
+        if (found := self._ending(event_id)) is None:
+            return None
+        asked, key = found
+        if not asked.questions:
+            return self._decided.get(key)
+        result = self._results.get(key)
+        return None if result is None else "cancelled" if result.is_error else "answered"
+
+    def verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
+        """Whether the log shows ``outcome`` (a 0.2 outcome) as the request's; ``None``: not
+        yet."""
+        if (found := self._ending(event_id)) is None:
+            return None
+        asked, key = found
+        if not asked.questions:
+            decided = self._decided.get(key)
+            return None if decided is None else decided == outcome.get("value")
+        result = self._results.get(key)
+        if result is None:
+            return None
+        if outcome["kind"] == "rejected":
+            return result.code == "ASK_CANCELLED"
+        answers = result.answers
+        return not result.is_error and (answers is None or answers == outcome["value"]["answers"])
 
     async def changed(self, wait: float) -> None:
         """Wait up to ``wait`` s for the next event noted."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), wait)
+
+
+def pair_from_history(events: Iterable[SessionEvent], approval_id: str) -> ToolCall | None:
+    """The call an approval is for, from a session's history (latest call before its ask)."""
+    log = SessionLog()
+    for event in events:
+        log.observe(event)
+        if event.kind == "approval/asked" and event.data.get("id") == approval_id:
+            return log.call_for(event.session_id, approval_id)
+    return None

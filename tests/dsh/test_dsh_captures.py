@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
-from adapters.dsh.events import CallLedger, session_event
+from adapters.dsh.events import session_event
 from adapters.dsh.protocol import (
     OtherPayload,
     QuestionRequested,
@@ -23,6 +23,7 @@ from adapters.dsh.protocol import (
     ServerRequest,
     parse_frame,
 )
+from adapters.dsh.session_log import SessionLog
 from bot.questions.models import AskUserQuestionItem
 from tests.dsh_captures import captured_frames, captured_lines
 from tests.dsh_host import DshHostStandIn, new_session_id
@@ -74,17 +75,18 @@ def test_captured_session_ids_are_session_dash_uuid() -> None:
 
 
 def test_each_captured_approval_pairs_with_the_latest_tool_call_before_it() -> None:
-    ledger = CallLedger()
+    log = SessionLog()
     paired = []
     for frame in captured_frames("approvals.jsonl"):
         parsed = parse_frame(json.dumps(frame))
         if parsed.method == "session/event":
             event = session_event(frame["payload"])
             assert event is not None
-            ledger.observe(event)
+            log.observe(event)
         elif isinstance(parsed.payload, ApprovalRequested):
-            assert ledger.knows(parsed.payload.approval_id)
-            call = ledger.call_for(parsed.payload.approval_id)
+            sid, aid = parsed.payload.session_id, parsed.payload.approval_id
+            assert log.knows(sid, aid)
+            call = log.call_for(sid, aid)
             assert call is not None and call.name == parsed.payload.tool_name
             paired.append((call.command, call.description))
     assert paired == [(COMMAND, "Write a file outside the workspace")] * 3

@@ -6,14 +6,9 @@ import json
 
 import pytest
 
-from adapters.dsh.events import (
-    CallLedger,
-    SessionEvent,
-    history_events,
-    pair_from_history,
-    tool_call_of,
-)
+from adapters.dsh.events import SessionEvent, history_events, tool_call_of
 from adapters.dsh.protocol import parse_frame
+from adapters.dsh.session_log import SessionLog, pair_from_history
 from adapters.dsh.wire import MAX_DEPTH, depth_problem
 
 SID = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
@@ -38,23 +33,23 @@ def test_an_approval_pairs_with_the_latest_call_of_its_call_id_before_it() -> No
         asked(4, "a2", "mock-call-1"),
         call(5, "mock-call-1", "third"),  # after a2's ask: not a2's
     ]
-    ledger = CallLedger()
+    log = SessionLog()
     for event in events:
-        ledger.observe(event)
-    assert [ledger.call_for(a).command for a in ("a1", "a2")] == ["first", "second"]  # type: ignore[union-attr]
-    assert pair_from_history(events, "a2") == ledger.call_for("a2")
+        log.observe(event)
+    assert [log.call_for(SID, a).command for a in ("a1", "a2")] == ["first", "second"]  # type: ignore[union-attr]
+    assert pair_from_history(events, "a2") == log.call_for(SID, "a2")
     assert pair_from_history(events, "unknown") is None
-    assert not ledger.knows("unknown")
+    assert not log.knows(SID, "unknown")
 
 
-def test_the_ledger_forgets_the_oldest_past_its_size() -> None:
-    ledger = CallLedger(remembered=2)
+def test_the_log_forgets_the_oldest_past_its_size() -> None:
+    log = SessionLog(remembered=2)
     for n in range(3):
-        ledger.observe(call(2 * n, f"c{n}", f"cmd {n}"))
-        ledger.observe(asked(2 * n + 1, f"a{n}", f"c{n}"))
-    assert not ledger.knows("a0") and ledger.knows("a1") and ledger.knows("a2")
-    ledger.forget("a2")
-    assert not ledger.knows("a2")
+        log.observe(call(2 * n, f"c{n}", f"cmd {n}"))
+        log.observe(asked(2 * n + 1, f"a{n}", f"c{n}"))
+    assert not log.knows(SID, "a0") and log.knows(SID, "a1") and log.knows(SID, "a2")
+    log.forget(SID, "a2")
+    assert not log.knows(SID, "a2")
 
 
 @pytest.mark.parametrize(
