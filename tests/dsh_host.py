@@ -43,9 +43,6 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
-from adapters.dsh.approvals import (
-    ResolvedOutcome,
-)
 from adapters.dsh.events import SESSION_HISTORY_PATH
 from adapters.dsh.protocol import (
     CANCELLED_CODE,
@@ -54,6 +51,7 @@ from adapters.dsh.protocol import (
     Outcome,
     Receipt,
     ReceiptReason,
+    ResolvedOutcome,
     answer_problem,
 )
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError

@@ -12,17 +12,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Tag, ValidationError, model_validator
 
-from adapters.dsh.approvals import (
+from adapters.dsh.protocol import (
     APPROVAL_REQUESTED,
     APPROVAL_RESOLVED,
-    ApprovalOutcome,
-    ResolvedOutcome,
-)
-from adapters.dsh.protocol import (
     QUESTION_REQUESTED,
     QUESTION_RESOLVED,
+    ApprovalOutcome,
     Outcome,
     ReceiptReason,
+    ResolvedOutcome,
 )
 from adapters.dsh.wire import Lenient as _Lenient
 from adapters.dsh.wire import describe_validation_error

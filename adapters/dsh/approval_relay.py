@@ -9,7 +9,6 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
-from adapters.dsh.approvals import approval_headline, approval_response
 from adapters.dsh.asks import (
     REOPENED_NOTE,
     HostAsk,
@@ -18,6 +17,7 @@ from adapters.dsh.asks import (
     ask_key,
     session_label,
 )
+from adapters.dsh.protocol import approval_headline, approval_response
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import ApprovalView, QuestionStatus
 from bot.questions.abort import AbortSignal

@@ -12,9 +12,8 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.dsh.approvals import ApprovalRequested
 from adapters.dsh.events import ToolCall
-from adapters.dsh.protocol import Receipt
+from adapters.dsh.protocol import ApprovalRequested, Receipt
 from adapters.dsh.uplink import HostUplink, describe
 from adapters.slack import Destination, QuestionStatus, key_request_id
 from bot.questions.abort import AbortController

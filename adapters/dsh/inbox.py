@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.events import SESSION_EVENT, session_event
 from adapters.dsh.link import MuxLink
@@ -23,7 +22,14 @@ from adapters.dsh.mux import (
     parse_mux,
 )
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.protocol import OtherPayload, QuestionRequested, QuestionResolved, parse_frame
+from adapters.dsh.protocol import (
+    ApprovalRequested,
+    ApprovalResolved,
+    OtherPayload,
+    QuestionRequested,
+    QuestionResolved,
+    parse_frame,
+)
 from adapters.httpguard import RefusalLog
 
 _SESSION_ID: Final = re.compile(r'"sessionId"\s*:\s*"([^"\\]{1,200})"')

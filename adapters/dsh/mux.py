@@ -11,8 +11,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from adapters.dsh.approvals import ApprovalRequested
-from adapters.dsh.protocol import QuestionRequested
+from adapters.dsh.protocol import ApprovalRequested, QuestionRequested
 from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
 
 __all__ = [

@@ -12,7 +12,6 @@ from functools import partial
 from typing import Any, Final
 
 from adapters.dsh.approval_relay import resolved_note
-from adapters.dsh.approvals import ApprovalResolved
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     APPROVAL_GONE_NOTE,
@@ -22,6 +21,7 @@ from adapters.dsh.asks import (
     HostAsk,
     QuestionNotes,
 )
+from adapters.dsh.protocol import ApprovalResolved
 from adapters.dsh.released import HostRecords, close_released
 from adapters.dsh.uplink import describe
 from adapters.dsh.waiting import WaitingRoom

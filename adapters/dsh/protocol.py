@@ -1,7 +1,8 @@
 """The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``): pure, no I/O.
 
 Frames parse to typed payloads (any other method is an ``OtherPayload``); unknown keys are
-dropped (zod's strip), as the host does."""
+dropped (zod's strip), as the host does. An approval's command is in the ``tool/call``
+session event sent just before it; a client answers it ``allowed-once`` or ``rejected``."""
 
 from __future__ import annotations
 
@@ -17,13 +18,6 @@ from pydantic import (
     model_validator,
 )
 
-from adapters.dsh.approvals import (
-    APPROVAL_METHODS,
-    APPROVAL_REQUESTED,
-    APPROVAL_RESOLVED,
-    ApprovalRequested,
-    ApprovalResolved,
-)
 from adapters.dsh.matching import answer_problem
 from adapters.dsh.wire import Lenient as _Lenient
 from adapters.dsh.wire import describe_validation_error, load_json
@@ -36,28 +30,31 @@ from bot.questions.models import (
 
 __all__ = [
     "ANSWERED_METHODS",
+    "APPROVAL_REQUESTED",
+    "APPROVAL_RESOLVED",
     "CANCELLED_CODE",
-    "CANCEL_MESSAGE",
     "EVENTS_MUX_PATH",
-    "QUESTION_METHODS",
     "QUESTION_REQUESTED",
     "QUESTION_RESOLVED",
-    "REQUESTED_METHODS",
     "RESPOND_PATH",
-    "Frame",
+    "ApprovalOutcome",
+    "ApprovalRequested",
+    "ApprovalResolved",
     "HostOption",
     "HostPlanReviewIntent",
     "HostQuestion",
     "OtherPayload",
     "Outcome",
-    "Payload",
     "QuestionRequested",
     "QuestionResolved",
     "Receipt",
     "ReceiptReason",
+    "ResolvedOutcome",
     "ServerRequest",
     "answer_problem",
     "answer_response",
+    "approval_headline",
+    "approval_response",
     "cancel_response",
     "describe_validation_error",
     "parse_frame",
@@ -66,13 +63,20 @@ __all__ = [
 EVENTS_MUX_PATH: Final = "/api/events.mux"
 RESPOND_PATH: Final = "/api/respond"
 
+APPROVAL_REQUESTED: Final = "approval/requested"
+APPROVAL_RESOLVED: Final = "approval/resolved"
+APPROVAL_METHODS: Final = frozenset({APPROVAL_REQUESTED, APPROVAL_RESOLVED})
+
+ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected"]
+"""What a client may answer."""
+ResolvedOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+"""How an approval ended, as ``approval/resolved`` says."""
+
 QUESTION_REQUESTED: Final = "question/requested"
 QUESTION_RESOLVED: Final = "question/resolved"
 QUESTION_METHODS: Final = frozenset({QUESTION_REQUESTED, QUESTION_RESOLVED})
 ANSWERED_METHODS: Final = QUESTION_METHODS | APPROVAL_METHODS
 """The methods whose payloads are read (every other method is a push, kept opaque)."""
-REQUESTED_METHODS: Final = frozenset({QUESTION_REQUESTED, APPROVAL_REQUESTED})
-"""The two server requests a client answers; the host replays them on every new downlink."""
 
 CANCELLED_CODE: Final = "cancelled"
 CANCEL_MESSAGE: Final = "the user closed this question request"
@@ -145,6 +149,46 @@ class QuestionResolved(_Lenient):
     outcome: Outcome
 
 
+class ApprovalRequested(_Lenient):
+    """Payload of ``approval/requested``: a tool waits for permission (answer with the rpcId)."""
+
+    type: Literal["approval/requested"]
+    session_id: str
+    approval_id: Annotated[str, Field(min_length=1)]
+    tool_name: str
+    call_id: str | None = None
+    reason: str | None = None
+
+
+class ApprovalResolved(_Lenient):
+    """Payload of ``approval/resolved``: approval ``approval_id`` is over."""
+
+    type: Literal["approval/resolved"]
+    session_id: str
+    approval_id: str
+    outcome: ResolvedOutcome
+
+
+def approval_headline(payload: ApprovalRequested) -> str:
+    """The panel's headline: the reason, or "Tool {toolName} requests privileged execution"."""
+    reason = (payload.reason or "").strip()
+    return reason or f"Tool {payload.tool_name} requests privileged execution"
+
+
+def approval_response(
+    rpc_id: str, session_id: str, approval_id: str, outcome: ApprovalOutcome
+) -> dict[str, Any]:
+    """The ok ``ClientResponse`` answering approval ``approval_id``."""
+    return {
+        "type": "client-response",
+        "rpcId": rpc_id,
+        "result": {
+            "ok": True,
+            "value": {"sessionId": session_id, "approvalId": approval_id, "outcome": outcome},
+        },
+    }
+
+
 class OtherPayload(WireModel):
     """The payload of any other method, kept as is (``model_extra``) and ignored by a client."""
 
@@ -169,7 +213,7 @@ def _payload_tag(value: Any) -> str:
     return kind if isinstance(kind, str) and kind in ANSWERED_METHODS else "other"
 
 
-Payload: TypeAlias = Annotated[
+_Payload: TypeAlias = Annotated[
     Annotated[QuestionRequested, Tag(QUESTION_REQUESTED)]
     | Annotated[QuestionResolved, Tag(QUESTION_RESOLVED)]
     | Annotated[ApprovalRequested, Tag(APPROVAL_REQUESTED)]
@@ -188,7 +232,7 @@ class ServerRequest(_Lenient):
     type: Literal["server-request"]
     rpc_id: str
     method: str
-    payload: Payload
+    payload: _Payload
 
     @model_validator(mode="before")
     @classmethod
@@ -214,10 +258,7 @@ class ServerRequest(_Lenient):
         return self
 
 
-Frame: TypeAlias = ServerRequest
-
-
-def parse_frame(text: str | bytes) -> Frame:
+def parse_frame(text: str | bytes) -> ServerRequest:
     """One downlink message as a ``ServerRequest``; ``ValueError`` says what is wrong."""
     data = load_json(text, "frame")
     if not isinstance(data, dict):

@@ -14,9 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved
 from adapters.dsh.events import session_event
 from adapters.dsh.protocol import (
+    ApprovalRequested,
+    ApprovalResolved,
     OtherPayload,
     QuestionRequested,
     QuestionResolved,

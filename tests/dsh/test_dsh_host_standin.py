@@ -10,15 +10,17 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.dsh.approvals import ApprovalRequested, ApprovalResolved, approval_response
 from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
     RESPOND_PATH,
+    ApprovalRequested,
+    ApprovalResolved,
     OtherPayload,
     QuestionRequested,
     QuestionResolved,
     ServerRequest,
     answer_response,
+    approval_response,
     cancel_response,
     parse_frame,
 )
