@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.model.audit_trail import event_for
+from adapters.slack.model.audit_trail import SLACK_URL, event_for, permalink
 from adapters.slack.model.record import PendingRecord, State
 from adapters.slack.render.messages import (
     ABORTED_MESSAGE,
@@ -15,6 +15,7 @@ from adapters.slack.render.messages import (
     QUESTION_FAILED,
     RECORD_LOST_NOTE,
     STORE_DOWN_NOTE,
+    SUPERSEDED_NOTE,
 )
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
@@ -69,17 +70,15 @@ class Endings:
         code: str | None = None,
         *,
         by: str | None = None,
+        replaced_by: str | None = None,
     ) -> PendingRecord:
-        """Move an open request to a terminal state (unless someone else already did)."""
-        now = time.time()
+        """Move an open request to a terminal state (unless someone else already did);
+        ``replaced_by``: the link to the revision that superseded it."""
+        ended = {"state": state, "note": note, "error_code": code, "finished_at": time.time()}
         seen, written = await settle(
             self._store,
             request_id,
-            lambda r: (
-                r.next(state=state, note=note, error_code=code, finished_at=now)
-                if r.is_open
-                else None
-            ),
+            lambda r: r.next(**ended, replaced_by=replaced_by) if r.is_open else None,
             by=by or self._store.process_id,
         )
         if written is not None:
@@ -90,15 +89,25 @@ class Endings:
         return seen
 
     async def end_or_later(
-        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+        self, request_id: str, state: State, note: str, code: str, **kinds: str | None
     ) -> None:
         """End the request now, or, if the store cannot be reached, the same way once it
         is back (a cancelled ask still reads Cancelled); a request gone meanwhile is left."""
         try:
-            await self.end(request_id, state, note, code, by=by)
+            await self.end(request_id, state, note, code, **kinds)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
-                self._later(request_id, state, note, code, by=by)
+                self._later(request_id, state, note, code, **kinds)
+
+    async def supersede(self, earlier: str, revision: PendingRecord) -> None:
+        """``revision`` is posted: the review it revises, if still open, ends aborted (its
+        waiter gets ``ASK_ABORTED``, its message links to ``revision``), so that nobody
+        approves the plan it replaced; once the store is back, if it is down now."""
+        link = permalink(SLACK_URL, revision.message_channel, revision.message_ts)
+        by = f"revision {revision.id}"
+        await self.end_or_later(
+            earlier, "aborted", SUPERSEDED_NOTE, ASK_ABORTED, by=by, replaced_by=link
+        )
 
     def fail_later(self, request_id: str) -> None:
         """Fail a request its store outage ended (its waiter got ``STORE_UNAVAILABLE``) once
@@ -106,9 +115,9 @@ class Endings:
         self._later(request_id, "failed", STORE_DOWN_NOTE, STORE_UNAVAILABLE)
 
     def _later(
-        self, request_id: str, state: State, note: str, code: str, *, by: str | None = None
+        self, request_id: str, state: State, note: str, code: str, **kinds: str | None
     ) -> None:
-        self._sync.spawn(self._end_when_back(request_id, state, note, code, by), "end later")
+        self._sync.spawn(self._end_when_back(request_id, state, note, code, kinds), "end later")
 
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
@@ -164,12 +173,12 @@ class Endings:
                     self._sync.show(tomb)
 
     async def _end_when_back(
-        self, request_id: str, state: State, note: str, code: str, by: str | None
+        self, request_id: str, state: State, note: str, code: str, kinds: dict[str, str | None]
     ) -> None:
         delay = 1.0
         for _ in range(60):
             try:
-                await self.end(request_id, state, note, code, by=by)
+                await self.end(request_id, state, note, code, **kinds)
                 return
             except UserQuestionError as exc:
                 if exc.code != STORE_UNAVAILABLE:

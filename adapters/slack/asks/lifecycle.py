@@ -30,7 +30,6 @@ from adapters.slack.render.messages import (
     CANCELLED_BY_ASKER,
     SHUTDOWN_NOTE,
     SHUTTING_DOWN,
-    SUPERSEDED_NOTE,
 )
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions import (
@@ -180,7 +179,7 @@ class AskLifecycle:
                 placed = record
                 self._sync.refresh(request_id)
             if placed.revision is not None:
-                await self._supersede(placed.revision.previous_id, request_id)
+                await self._endings.supersede(placed.revision.previous_id, placed)
             # The rendered blocks and the record are not needed while waiting (the store
             # has the record): keep only its JSON, should the store lose it (one in this
             # process cannot: nothing else deletes an open record there).
@@ -212,14 +211,6 @@ class AskLifecycle:
             watch.close()
             if current is not None:
                 self._inflight.discard(current)
-
-    async def _supersede(self, earlier: str, revision: str) -> None:
-        """The revision ``revision`` is posted: the review it revises, if still open, ends
-        aborted (its waiter gets ``ASK_ABORTED``, its message says why), so that nobody
-        approves the plan it replaced. Once the store answers again, if it is down now."""
-        await self._endings.end_or_later(
-            earlier, "aborted", SUPERSEDED_NOTE, ASK_ABORTED, by=f"revision {revision}"
-        )
 
     async def _post(
         self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None

@@ -93,6 +93,8 @@ class PendingRecord(BaseModel):
     escalated: bool = False
     """Whether the escalation was sent (taken as ``reminded`` is)."""
     link: str | None = None
+    replaced_by: str | None = None
+    """The link to the revised plan review that superseded this one."""
     callback: str | None = None
     """Where the outcome is POSTed when the request ends (the HTTP API's webhooks)."""
     finished_at: float | None = None

@@ -18,7 +18,6 @@ __all__ = [
     "IN_FLIGHT",
     "Outcome",
     "as_mrkdwn",
-    "as_plain",
     "code_block",
     "code_text",
     "literal",
@@ -149,39 +148,25 @@ def outcome_of(record: PendingRecord) -> Outcome | None:
     return None
 
 
-def _words(outcome: Outcome, *, mention: bool, quote: bool) -> str:
-    def text(value: str) -> str:
-        return escape(value) if mention else value
-
-    def quoted(value: str) -> str:  # asker text, inside our line: one line, as typed
-        return literal(one_line(value)) if mention else one_line(value)
-
+def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
+    """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback
+    on one line, as typed)."""
     line = outcome.verb
     if outcome.people:
-        line += " by " + ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
+        line += " by " + ", ".join(person(u, n, mention=True) for u, n in outcome.people)
     elif outcome.user or outcome.name:
-        line += f" by {person(outcome.user, outcome.name, mention=mention)}"
-    if outcome.feedback and quote:
-        line += f" — «{quoted(outcome.feedback)}»"
+        line += f" by {person(outcome.user, outcome.name, mention=True)}"
+    if outcome.feedback and feedback:
+        line += f" — «{literal(one_line(outcome.feedback))}»"
     if outcome.reason and outcome.verb in _WITH_REASON:
-        reason = text(outcome.reason)
+        reason = escape(outcome.reason)
         # A reason that already says what happened ("Cancelled: the asker stopped…",
         # "Interrupted: the bot shut down…", "Answered in another client.") is the line.
         said = re.split(r"[\s:]", reason, maxsplit=1)[0] in _SAYS_WHAT_HAPPENED
-        if outcome.verb == "Timed out" and reason.startswith("No "):  # "Timed out: no answer…"
+        if reason.startswith(("No ", "Superseded ")):  # "Timed out: no answer…"
             reason = reason[0].lower() + reason[1:]
         line = reason if said else f"{line}: {reason}"
     return line
-
-
-def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
-    """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback)."""
-    return _words(outcome, mention=True, quote=feedback)
-
-
-def as_plain(outcome: Outcome, *, feedback: bool = True) -> str:
-    """The outcome as plain text, naming people (modal errors, logs)."""
-    return _words(outcome, mention=False, quote=feedback)
 
 
 def refusal(record: PendingRecord, *, mention: bool) -> str:

@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from adapters.slack.model.tally import Revision, Vote, tally
-from adapters.slack.render.mrkdwn import escape, mrkdwn, shorten_escaped
-from adapters.slack.render.outcomes import code_block, code_text, literal, one_line
+from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
+from adapters.slack.render.outcomes import literal, one_line
 from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.render.rich import Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
 
-__all__ = ["DIFF_IN_MESSAGE", "revision_blocks", "tally_line", "vote_lines"]
+__all__ = ["DIFF_IN_MESSAGE", "feedback_block", "revision_blocks", "tally_line", "vote_lines"]
 
 Block = dict[str, Any]
 
@@ -112,8 +113,24 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
     return lines
 
 
+def feedback_block(feedback: str, limit: int, title: str = "") -> Block:
+    """A reviewer's feedback, formatted as they wrote it, quoted in a ``markdown`` block of
+    at most ``limit`` characters (past it: its beginning and how much is left out)."""
+    text = feedback.strip()
+    shown = text
+    while True:
+        quote = [f"> {line}" for line in markdown_text(shown).split("\n")]
+        if len(shown) < len(text):
+            quote.append(f"> _[… {len(text) - len(shown):,} more characters left out …]_")
+        body = "\n".join([title, *quote] if title else quote)
+        if len(body) <= limit or not shown:
+            return {"type": "markdown", "text": body}
+        shown = shown[: min(len(shown) - 1, len(shown) * (limit - 60) // len(body))].rstrip()
+
+
 def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[list[Block]]]:
-    """What a revised plan shows above itself, and the thread replies for a long diff."""
+    """What a revised plan shows above itself (the link to the review it revises, that
+    review's feedback, what changed), and the thread replies for a long diff."""
     earlier = (
         f"<{revision.previous_link}|the previous review>"
         if revision.previous_link
@@ -123,38 +140,45 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
         {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
     ]
     if revision.feedback and revision.feedback.strip():
-        lines = revision.feedback.strip().splitlines()
-        quoted = "\n".join(f"> {literal(line)}" for line in lines)
-        blocks.append(
-            {"type": "section", "text": mrkdwn(shorten_escaped(f"*Feedback*\n{quoted}", _SECTION))}
-        )
+        blocks.append(feedback_block(revision.feedback, _SECTION, "**Feedback**"))
     diff = plan_diff(revision.previous_plan, plan)
-    text = code_text(escape(diff.text))
     title = f"*What changed* ({escape(diff.summary)})"
-    thread: list[list[Block]] = []
-    if len(text) <= DIFF_IN_MESSAGE:
-        body = f"{title}\n{code_block(text)}" if diff.lines else f"{title}: nothing."
-        blocks.append({"type": "section", "text": mrkdwn(body)})
-    else:
-        blocks.append({"type": "section", "text": mrkdwn(f"{title}: in the thread below.")})
-        part: list[str] = []
-        size = 0
-        for line in diff.lines:
-            # Shortened once escaped: escaping grows a line (``&&`` is ten characters).
-            piece = shorten_escaped(code_text(escape(line)), _SECTION - 100)
-            if part and size + len(piece) + 1 > _SECTION - 100:
-                thread.append(_diff_part(part))
-                part, size = [], 0
-            part.append(piece)
-            size += len(piece) + 1
-        if part:
-            thread.append(_diff_part(part))
-    return blocks, thread
+    if not diff.lines:
+        return [*blocks, _section(f"{title}: nothing.")], []
+    if sum(len(line) + 1 for line in diff.lines) <= DIFF_IN_MESSAGE:
+        return [*blocks, _section(title), _diff_block(diff.lines)], []
+    parts: list[list[str]] = [[]]
+    size = 0
+    for line in diff.lines:
+        line = shorten(line, _SECTION - 100)
+        if parts[-1] and size + len(line) + 1 > _SECTION - 100:
+            parts.append([])
+            size = 0
+        parts[-1].append(line)
+        size += len(line) + 1
+    continued = {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]}
+    thread = [[continued, _diff_block(part)] for part in parts]
+    return [*blocks, _section(f"{title}: in the thread below.")], thread
 
 
-def _diff_part(lines: list[str]) -> list[Block]:
-    body = "\n".join(lines)
-    return [
-        {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]},
-        {"type": "section", "text": mrkdwn(code_block(body))},
-    ]
+def _section(text: str) -> Block:
+    return {"type": "section", "text": mrkdwn(text)}
+
+
+def _diff_block(lines: Sequence[str]) -> Block:
+    """The changed lines as list items, each starting with its ``+`` or ``−`` (a removed
+    line struck through): a line that wraps stays indented under its own marker."""
+    elements: list[Block] = []
+    items: list[list[Piece]] = []
+    for line in lines:
+        if line.startswith(("+ ", "- ")):
+            added = line[0] == "+"
+            items.append([bold("+ " if added else "− "), words(line[2:] or " ", strike=not added)])
+            continue
+        if items:
+            elements.append(rich_list(items))
+            items = []
+        elements.append(rich_line([italic(line)]))
+    if items:
+        elements.append(rich_list(items))
+    return {"type": "rich_text", "elements": elements}

@@ -8,7 +8,16 @@ from typing import Any, Final
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.render.mrkdwn import reveal, shorten
 
-__all__ = ["MAX_RICH_TEXT", "Piece", "bold", "italic", "rich_list", "rich_text", "words"]
+__all__ = [
+    "MAX_RICH_TEXT",
+    "Piece",
+    "bold",
+    "italic",
+    "rich_line",
+    "rich_list",
+    "rich_text",
+    "words",
+]
 
 Block = dict[str, Any]
 Piece = dict[str, Any]
@@ -36,26 +45,28 @@ def italic(text: str) -> Piece:
     return words(text, italic=True)
 
 
-def _section(pieces: Sequence[Piece]) -> Block:
+def rich_line(pieces: Sequence[Piece]) -> Block:
+    """One ``rich_text_section``: a line of pieces (a blank one holds a space)."""
     kept = [piece for piece in pieces if piece["text"]]
     return {"type": "rich_text_section", "elements": kept or [words(" ")]}
 
 
 def rich_text(*pieces: Piece, limit: int = MAX_RICH_TEXT) -> Block:
     """A ``rich_text`` block of one line of pieces, their total cut to ``limit`` characters."""
-    return {"type": "rich_text", "elements": [_section(_cut(list(pieces), limit))]}
+    return {"type": "rich_text", "elements": [rich_line(_cut(list(pieces), limit))]}
 
 
 def rich_list(items: Sequence[Sequence[Piece]], *, ordered: bool = False, offset: int = 0) -> Block:
-    """A ``rich_text`` block holding one (bulleted or numbered) list of lines."""
+    """A ``rich_text_list`` of lines (bulleted or numbered): a line that wraps stays indented
+    under its own bullet or number."""
     listed: Block = {
         "type": "rich_text_list",
         "style": "ordered" if ordered else "bullet",
-        "elements": [_section(line) for line in items],
+        "elements": [rich_line(line) for line in items],
     }
     if ordered and offset:
         listed["offset"] = offset
-    return {"type": "rich_text", "elements": [listed]}
+    return listed
 
 
 def _cut(pieces: list[Piece], limit: int) -> list[Piece]:

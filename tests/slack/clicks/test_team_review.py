@@ -15,6 +15,7 @@ import pytest
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions import AskOptions, ReviewPolicy, UserQuestionError
 from tests.slack.asks.test_slack_provider import finished, plan
+from tests.slack.render.test_review_wording import diff_rows
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 
 
@@ -213,7 +214,8 @@ async def test_a_revision_links_the_previous_review_quotes_feedback_and_shows_th
         link = f"https://{h.slack.workspace.domain}.slack.com/archives/{message.channel}/p"
         assert f"<{link}{message.ts.replace('.', '')}|the previous review>" in text
         assert "> bob: Stage it &lt;first&gt;." in text
-        assert "- 2. Deploy\n+ 2. Deploy to staging\n+ 3. Deploy" in text
+        changed = ["− 2. Deploy", "+ 2. Deploy to staging", "+ 3. Deploy"]
+        assert diff_rows(revised.blocks)[1:4] == changed
         assert "unchanged: 3 lines" in text
         assert check_message(revised.blocks, revised.text) == []
         assert not revised.edits
@@ -221,6 +223,13 @@ async def test_a_revision_links_the_previous_review_quotes_feedback_and_shows_th
         assert "Waiting for approval* — 0 of 1 approval so far" in text
         await vote(h, revised, h.alice, "Approve")
         assert (await second).answers[0].selected == ["Approve"]
+        # The approved revision's record keeps what it revised, the feedback and the diff.
+        record = await finished(h, revised)
+        kept = all_text(record.blocks)
+        assert f"<{link}{message.ts.replace('.', '')}|the previous review>" in kept
+        assert "> bob: Stage it &lt;first&gt;." in kept and "unchanged: 3 lines" in kept
+        assert diff_rows(record.blocks)[1:4] == changed
+        assert f"Approved by <@{h.alice}>" in kept
 
 
 async def test_review_options_on_a_request_that_is_not_a_plan_review_are_refused() -> None:
@@ -305,7 +314,11 @@ async def test_a_revision_of_a_review_still_open_closes_the_earlier_one() -> Non
         assert caught.value.code == "ASK_ABORTED"  # the seam's own words; the note says why
         closed = await finished(h, message)
         text = all_text(closed.blocks)
-        assert "Superseded by a revised plan" in text
+        link = f"https://slack.com/archives/{revised.channel}/p{revised.ts.replace('.', '')}"
+        assert (
+            f"Cancelled: superseded by a revised plan, posted for review; this one can no "
+            f"longer be approved. <{link}|See the revised plan.>" in text
+        )
         assert "Approved" not in text
         status = await h.provider.status(first_id)
         assert status is not None and status.state == "aborted"

@@ -1,8 +1,6 @@
-"""Declined feedback the modal accepts (up to 3,000 characters) is in the record whole.
-
-Long feedback gets its own ``rich_text`` block (literal: no zero-width spaces lengthen
-it); the outcome line still says who declined. Through ``render_final`` and
-``check_message``.
+"""A single reviewer's declined feedback is quoted, formatted as written, in its own
+``markdown`` block above the outcome line, whole up to the 3,000 characters the modal
+accepts; the outcome line says who declined. Through ``render_final`` and ``check_message``.
 """
 
 from __future__ import annotations
@@ -11,7 +9,9 @@ import time
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import render_final
+from adapters.slack.render.review_view import feedback_block
 from adapters.slack.sandbox.blockcheck import check_message
+from adapters.slack.sandbox.richtext import markdown_to_html
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.slack_harness import all_text
 
@@ -46,19 +46,25 @@ def test_long_declined_feedback_is_in_the_record_whole() -> None:
     assert len(feedback) <= 3000  # what the feedback modal accepts
     out = render_final(_declined(feedback))
     assert check_message(out.blocks, out.text) == []
-    leaves = [
-        leaf["text"]
-        for block in out.blocks
-        if block["type"] == "rich_text"
-        for section in block["elements"]
-        for leaf in section["elements"]
-    ]
-    assert f"«{feedback}»" in leaves  # as typed, nothing cut, no zero-width spaces
-    outcome = [b for b in out.blocks if b["type"] == "context"][-1]
-    assert "Declined by <@U0BOB>" in all_text([outcome])
+    assert out.blocks[-2] == {"type": "markdown", "text": f"> {feedback}"}  # nothing cut
+    outcome = out.blocks[-1]
+    assert "Declined by <@U0BOB> · " in all_text([outcome])
 
 
-def test_short_declined_feedback_stays_in_the_outcome_line() -> None:
-    out = render_final(_declined("Use the v2 API instead."))
-    outcome = [b for b in out.blocks if b["type"] == "context"][-1]
-    assert "Declined by <@U0BOB> — «Use the v2 API instead.»" in all_text([outcome])
+def test_short_feedback_is_a_formatted_quote_above_the_outcome_line() -> None:
+    feedback = "Backfill at night, and **do not** drop `customer_id` :warning:\nThen ask again."
+    out = render_final(_declined(feedback))
+    quote, outcome = out.blocks[-2:]
+    assert quote["type"] == "markdown"
+    assert quote["text"] == (
+        "> Backfill at night, and **do not** drop `customer_id` :warning:\n> Then ask again."
+    )
+    shown = markdown_to_html(quote["text"])
+    assert "<b>do not</b>" in shown and "\N{WARNING SIGN}" in shown and "**" not in shown
+    assert all_text([outcome]).startswith(":x: Declined by <@U0BOB> · <!date^")
+
+
+def test_feedback_past_its_room_says_how_much_is_left_out() -> None:
+    block = feedback_block("word " * 1000, 300)
+    assert len(block["text"]) <= 300
+    assert block["text"].endswith("more characters left out …]_")

@@ -72,8 +72,13 @@ def problems(rendered: Rendered) -> list[str]:
 
 
 def shown_details(rendered: Rendered) -> list[str]:
-    """The markdown blocks (details and plans) of a message, as sent."""
-    return [b["text"] for b in rendered.blocks if b["type"] == "markdown"]
+    """The markdown blocks of details and plans (not quoted feedback) of a message, as sent."""
+    feedback = ("**Feedback**\n", "> ")
+    return [
+        b["text"]
+        for b in rendered.blocks
+        if b["type"] == "markdown" and not b["text"].startswith(feedback)
+    ]
 
 
 def rebuilt(rendered: Rendered) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from adapters.slack.blockkit import check_message
 from adapters.slack.model.tally import Vote, cast, combined_feedback, tally
 from adapters.slack.render.plandiff import plan_diff
 from bot.questions import ReviewPolicy
@@ -181,6 +182,7 @@ def test_vote_lines_escape_feedback() -> None:
 def test_revision_shows_link_feedback_and_diff() -> None:
     from adapters.slack.model.tally import Revision
     from adapters.slack.render.review_view import revision_blocks
+    from tests.slack.render.test_review_wording import diff_rows
 
     revision = Revision(
         previous_id="r1",
@@ -189,23 +191,24 @@ def test_revision_shows_link_feedback_and_diff() -> None:
         feedback="Alice: drop <b>",
     )
     blocks, thread = revision_blocks(revision, "a\nB\nc")
-    text = "\n".join(b["text"]["text"] if "text" in b else b["elements"][0]["text"] for b in blocks)
-    assert "<https://example.slack.com/x|the previous review>" in text
-    assert "> Alice: drop &lt;b&gt;" in text
-    assert "```… 1 unchanged line\n- b\n+ B\n… 1 unchanged line```" in text
-    assert "+1 −1, unchanged: 2 lines" in text
+    assert "<https://example.slack.com/x|the previous review>" in blocks[0]["elements"][0]["text"]
+    assert blocks[1] == {"type": "markdown", "text": "**Feedback**\n> Alice: drop &lt;b&gt;"}
+    assert "+1 −1, unchanged: 2 lines" in blocks[2]["text"]["text"]
+    assert diff_rows(blocks) == ["… 1 unchanged line", "− b", "+ B", "… 1 unchanged line"]
     assert thread == []
 
 
 def test_a_long_diff_continues_in_the_thread_whole() -> None:
     from adapters.slack.model.tally import Revision
     from adapters.slack.render.review_view import revision_blocks
+    from tests.slack.render.test_review_wording import diff_rows
 
     old = "\n".join(f"step {i}" for i in range(400))
     new = "\n".join(f"step {i} (revised)" for i in range(400))
     blocks, thread = revision_blocks(Revision(previous_id="r1", previous_plan=old), new)
     assert "in the thread below" in blocks[-1]["text"]["text"]
-    shown = "\n".join(part[1]["text"]["text"].strip("`") for part in thread)
-    assert shown.count("\n- step") + shown.startswith("- step") == 400
-    assert shown.count("+ step") == 400
-    assert all(len(part[1]["text"]["text"]) <= 3000 for part in thread)
+    rows = [row for part in thread for row in diff_rows(part)]
+    assert rows == [f"− step {i}" for i in range(400)] + [
+        f"+ step {i} (revised)" for i in range(400)
+    ]
+    assert all(check_message(part) == [] for part in thread)

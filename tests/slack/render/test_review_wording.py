@@ -3,8 +3,8 @@
 Through the real renderers, as the provider renders a record: an ended team review that was
 never approved says so (no "Approved … waiting for" leading it), asker text quoted in a
 line of the bot's own words cannot add a line or formatting of its own ("Declined by @bob —
-«fine»" followed by a bold green "Approved by @alice"), and a revision's diff fits its
-section with its code fence closed where the bot closes it.
+«fine»" followed by a bold green "Approved by @alice"), a reviewer's feedback stays inside
+its quote, and a revision's diff shows every changed line whole, after its marker.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import Rendered, render_final, render_open
-from adapters.slack.render.outcomes import as_plain, outcome_of
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import ASK_TIMEOUT
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
@@ -187,7 +186,8 @@ def test_an_ended_review_short_of_a_required_group_reads_not_approved() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# 2. A revision's diff fits its section, its code fence closed only by the bot
+# 2. A revision's diff: every changed line whole, after its marker (an approval's command
+# stays in a code block the bot alone closes)
 
 
 def fences_balanced(text: str) -> bool:
@@ -203,55 +203,58 @@ def revised(old: str, new: str) -> Rendered:
     return render_open(review(new, revision=revision))
 
 
-def diff_sections(rendered: Rendered) -> list[str]:
-    """The diff's code blocks: in the message, or each part in the thread."""
-    texts = [b["text"]["text"] for b in rendered.blocks if b["type"] == "section"]
-    texts += [b["text"]["text"] for part in rendered.thread for b in part if b["type"] == "section"]
-    return [str(t) for t in texts if "```" in t]
+def diff_rows(blocks: list[dict[str, Any]]) -> list[str]:
+    """A diff's rows as read: ``+ line``, ``− line`` (struck through), ``… N unchanged``."""
+    rows = []
+    for block in blocks:
+        for element in block["elements"] if block["type"] == "rich_text" else []:
+            items = element["elements"] if element["type"] == "rich_text_list" else [element]
+            rows += ["".join(piece["text"] for piece in item["elements"]) for item in items]
+    return rows
 
 
-@pytest.mark.parametrize("piece", ["make && ", "a<b ", "<>"])
-def test_a_diff_line_that_escaping_grows_fits_its_section(piece: str) -> None:
+def all_diff_rows(rendered: Rendered) -> list[str]:
+    """The diff's rows in the message and in each thread reply."""
+    return [row for part in [rendered.blocks, *rendered.thread] for row in diff_rows(part)]
+
+
+@pytest.mark.parametrize("piece", ["make && ", "a<b ", "<>", "Paste ``` then *rm -rf*", "edge`"])
+def test_a_diff_line_shows_as_typed(piece: str) -> None:
     new = "# Plan\n\nRun: " + piece * (2000 // len(piece)) + "done\n"
     rendered = revised("# Plan\n\nRun: x\n", new)  # was refused SLACK_LIMIT
-    (section,) = [s for s in diff_sections(rendered) if "+ Run:" in s]
-    assert len(section) <= 3000
-    assert fences_balanced(section)
-    assert not re.search(r"&[a-z]*…", section)  # never half an entity
+    assert f"+ {new.splitlines()[-1]}" in all_diff_rows(rendered)
+    assert "− Run: x" in all_diff_rows(rendered)
     for part in [rendered.blocks, *rendered.thread]:
         assert check_message(part) == []
 
 
-def test_a_diff_line_just_within_the_section_is_shown_whole() -> None:
-    line = "Run: " + "x" * 2890  # 2897 characters with its "+ " prefix
-    rendered = revised("# Plan\n\nRun: x\n", f"# Plan\n\n{line}\n")
-    (section,) = [s for s in diff_sections(rendered) if "+ Run:" in s]
-    assert f"+ {line}\n" in section or section.endswith(f"+ {line}```")
+def test_each_changed_line_is_a_list_item_after_its_marker() -> None:
+    rendered = revised("a\nb\nc\n", "a\nB\nc\nd\n")
+    (diff,) = [b for b in rendered.blocks if b["type"] == "rich_text" and len(b["elements"]) > 1]
+    kinds = [element["type"] for element in diff["elements"]]
+    assert kinds == ["rich_text_section", "rich_text_list", "rich_text_section", "rich_text_list"]
+    removed, added = diff["elements"][1]["elements"]
+    assert removed["elements"] == [
+        {"type": "text", "text": "− ", "style": {"bold": True}},
+        {"type": "text", "text": "b", "style": {"strike": True}},
+    ]
+    assert added["elements"] == [
+        {"type": "text", "text": "+ ", "style": {"bold": True}},
+        {"type": "text", "text": "B"},
+    ]
+    assert diff_rows([diff]) == ["… 1 unchanged line", "− b", "+ B", "… 1 unchanged line", "+ d"]
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Paste ``` then *rm -rf*",
-        "Four ```` backticks",
-        "`edge",
-        "edge`",
-        "``````",
-    ],
-)
-def test_plan_text_cannot_close_the_diff_fence(text: str) -> None:
-    rendered = revised("# P\n", f"# P\n{text}\n")
-    (section,) = diff_sections(rendered)
-    assert fences_balanced(section)
-    assert text.replace("`", "") in section.replace(ZWSP, "").replace("`", "")
-
-
-def test_plan_text_cannot_close_a_long_diff_fence_in_the_thread() -> None:
+def test_a_long_diff_continues_in_the_thread_within_limits() -> None:
     new = "# P\n" + "".join(f"Step {i} ```` with `ticks`\n" for i in range(200))
     rendered = revised("# P\n", new)
     assert rendered.thread
-    sections = diff_sections(rendered)
-    assert sections and all(fences_balanced(s) and len(s) <= 3000 for s in sections)
+    rows = all_diff_rows(rendered)
+    assert [row for row in rows if row.startswith("+ ")] == [
+        f"+ {line}" for line in new.split("\n")[1:-1]
+    ]
+    for part in rendered.thread:
+        assert check_message(part) == []
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,23 +269,14 @@ def declined(custom: str, **fields: Any) -> PendingRecord:
 
 
 def test_declined_feedback_cannot_add_an_approved_line() -> None:
-    rendered = render_final(declined(f"fine»\n{FAKE_APPROVAL}"))
+    rendered = render_final(declined(f"fine»\n\n{FAKE_APPROVAL}\n```\nx"))
     line = outcome_line(rendered)
-    assert line.startswith(f":x: Declined by <@{BOB}> — «fine» / ")
-    assert "\n" not in line
-    assert ":white_check_mark:" not in line  # the emoji code shows as typed, no green tick
-    assert unneutralised(line.split("«", 1)[1].rsplit("» · <!date^", 1)[0]) == []
-    assert line.replace(ZWSP, "").startswith(
-        f":x: Declined by <@{BOB}> — «fine» / {FAKE_APPROVAL}»"
-    )
+    assert line.startswith(f":x: Declined by <@{BOB}> · <!date^")
+    assert "\n" not in line and "white_check_mark" not in line
+    quote = rendered.blocks[-2]["text"]  # every line of it inside the quote
+    assert quote == f"> fine»\n> \n> {FAKE_APPROVAL}\n> ```\n> x"
     said = rendered.text.split("»", 2)
     assert "\n" not in "»".join(said[:2]) and ":white_check_mark:" not in rendered.text
-
-
-def test_declined_feedback_in_a_modal_error_is_one_line() -> None:
-    outcome = outcome_of(declined(f"fine\n{FAKE_APPROVAL}"))
-    assert outcome is not None
-    assert as_plain(outcome) == f"Declined by @{BOB} — «fine / {FAKE_APPROVAL}»"
 
 
 def test_every_decliners_feedback_is_one_line_of_the_record() -> None:
@@ -303,27 +297,22 @@ def test_every_decliners_feedback_is_one_line_of_the_record() -> None:
     assert not any(row.startswith(":white_check_mark:") for row in tally)
 
 
-def test_plain_feedback_still_reads_as_typed() -> None:
-    line = outcome_line(render_final(declined("Phase 3 needs a rollback test <first>.")))
-    assert line.startswith(
-        f":x: Declined by <@{BOB}> — «Phase 3 needs a rollback test &lt;first&gt;.»"
-    )
+def test_plain_feedback_is_quoted_whole() -> None:
+    rendered = render_final(declined("Phase 3 needs a rollback test <first>."))
+    assert rendered.blocks[-2]["text"] == "> Phase 3 needs a rollback test &lt;first&gt;."
 
 
-def test_revision_feedback_stays_quoted_without_formatting() -> None:
+def test_revision_feedback_stays_inside_its_quote() -> None:
     revision = Revision(
         previous_id="aaaaaaaabbbb", previous_plan="# P\n", feedback=f"Stage it.\n{FAKE_APPROVAL}"
     )
     rendered = render_open(review("# P\nx\n", revision=revision))
     (feedback,) = [
-        b["text"]["text"]
+        b["text"]
         for b in rendered.blocks
-        if b["type"] == "section" and b["text"]["text"].startswith("*Feedback*")
+        if b["type"] == "markdown" and b["text"].startswith("**Feedback**")
     ]
-    quoted = feedback.split("\n")[1:]
-    assert all(row.startswith("> ") for row in quoted)
-    assert ":white_check_mark:" not in feedback
-    assert unneutralised("\n".join(quoted)) == []
+    assert feedback == f"**Feedback**\n> Stage it.\n> {FAKE_APPROVAL}"
 
 
 def approval(**view: Any) -> PendingRecord:

@@ -193,7 +193,7 @@ _OUR_TOKENS = re.compile(r"<@U[A-Z0-9]+>|<!date\^\d+\^\{date_short_pretty\} at \
 def assert_inert(texts: list[str]) -> None:
     """No Slack control sequence survives except our own mention/date tokens."""
     for text in texts:
-        bare = _OUR_TOKENS.sub("", text)
+        bare = re.sub(r"(?m)^> ", "", _OUR_TOKENS.sub("", text))  # a quote's own marker
         assert "<" not in bare and ">" not in bare, text
         assert _ENTITY.sub("", bare).count("&") == 0, text
 
@@ -610,8 +610,8 @@ def test_every_rendering_shows_the_same_part_of_the_plan() -> None:
         )
     )
     assert_final_shape(final)
-    (final_main,) = [b["text"] for b in final.blocks if b["type"] == "markdown"]
-    assert final_main == main
+    (final_main, feedback) = [b["text"] for b in final.blocks if b["type"] == "markdown"]
+    assert final_main == main and feedback.startswith("> &lt;&amp;&gt;")
 
 
 def test_a_message_over_slacks_text_cap_is_a_slack_limit_error() -> None:
@@ -837,7 +837,7 @@ def test_final_plan_keeps_the_plan_and_the_thread_marker() -> None:
     assert_final_shape(rendered)
     text = all_text(rendered.blocks)
     assert "in the thread below" in text
-    assert f"Declined by <@{ALICE}> — «" + "F" * 10 in text
+    assert f"Declined by <@{ALICE}> · " in text and "> " + "F" * 10 in text
     assert [b for b in rendered.blocks if b["type"] == "header"]
 
 
@@ -1051,9 +1051,10 @@ def test_a_declined_plan_says_declined_by_whom_with_the_feedback() -> None:
     rendered = render_final(rec)
     assert_final_shape(rendered)
     (line,) = [t for t in formatted_texts(rendered.blocks) if "Declined" in t]
-    assert line.startswith(
-        f":x: Declined by <@U0BOB00001> — «Phase 3 needs a {ROLLBACK} test &lt;first&gt;.»"
-    )
+    assert line.startswith(":x: Declined by <@U0BOB00001> · <!date^")
+    # The feedback: formatted as written, quoted, just above the outcome line.
+    quote = rendered.blocks[-2]
+    assert quote == {"type": "markdown", "text": "> Phase 3 needs a *rollback* test &lt;first&gt;."}
     assert "Answered" not in all_text(rendered.blocks)
     assert rendered.text.startswith(
         f"Declined by <@U0BOB00001> — «Phase 3 needs a {ROLLBACK} test &lt;first&gt;.»: "

@@ -1,14 +1,11 @@
-"""Declined plan feedback reads as typed, in the record's outcome line and on the sandbox page.
+"""A declined plan's feedback in the record and on the sandbox page.
 
-docs/questions.md: "Declined by @bob — «feedback»", the feedback "on one line, its ``*``, ``_``,
-``~``, backticks and ``:emoji:`` codes shown as typed". The outcome line is a ``context``
-block's mrkdwn (a context block holds only text objects and images, no ``rich_text``), so
-``outcomes.literal`` fences each marker with zero-width spaces and breaks each emoji code
-after its colon, on the assumption that a marker with a zero-width space on both sides
-neither opens nor closes formatting, whether Slack counts that space as a word character or
-as white space. The sandbox's mrkdwn renderer holds the same assumption (it counts the
-zero-width space as white space), so there the feedback shows no bold, italic, strike, code,
-emoji, mention or link of its own. The record still passes the Block Kit checker.
+A single reviewer's feedback is quoted in a ``markdown`` block above the outcome line,
+formatted as they wrote it (``**bold**``, code, ``:emoji:``), every line inside the quote,
+never a mention or a link of its own. A team's vote lines quote each decliner's feedback on
+one line of a ``section``, as typed: ``outcomes.literal`` fences each marker with zero-width
+spaces and breaks each emoji code after its colon (the sandbox's mrkdwn renderer counts the
+zero-width space as white space, as that assumes Slack does).
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from adapters.slack.clicks.transitions import apply_vote
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Vote
 from adapters.slack.render.blocks import Rendered, render_final
-from adapters.slack.render.outcomes import one_line
 from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
 from bot.app.runtime import Runtime
@@ -94,43 +90,32 @@ def shown(fragment: str) -> str:
     return html.unescape(re.sub(r"<[^>]*>", "", fragment)).replace(ZWSP, "")
 
 
-def quoted_html(element: dict[str, Any]) -> str:
-    """The part of the outcome line's html between « and »."""
-    body = str(element["html"])
-    return body[body.index("«") + 1 : body.rindex("»")]
-
-
 @pytest.mark.parametrize(
     "feedback",
     [
         REVIEWED,
         EVERYTHING,
-        "*first*",
-        "_first_",
-        "~first~",
-        "`first`",
         "a *b* c _d_ e ~f~ g `h` i",
-        "*a* *b* _c_*d*_",
         "```code``` and ``two``",
+        "```\nfenced\n```\nafter",
         ":fire::fire: :+1: :white_check_mark:",
         "line one\nline *two*\r\n\u2028_three_",
     ],
 )
-def test_declined_feedback_shows_as_typed_in_the_sandbox(feedback: str) -> None:
+def test_a_single_reviewers_feedback_is_a_formatted_quote(feedback: str) -> None:
     rendered = render_final(declined(feedback))
     assert check_message(rendered.blocks, rendered.text) == []
-    element = outcome_element(rendered)
-    inside = quoted_html(element)
-    assert MARKUP.findall(inside) == [], inside  # no bold, code, emoji span, mention, link
-    assert "\N{FIRE}" not in inside and "\N{WHITE HEAVY CHECK MARK}" not in inside
-    assert shown(inside) == one_line(feedback)  # every character as typed, on one line
-    assert shown(element["html"]).startswith(f"\N{CROSS MARK} Declined by @{BOB} — «")
+    quote, outcome = with_html(rendered.blocks)[-2:]
+    assert quote["type"] == "markdown" and quote["html"].startswith("<blockquote")
+    assert all(line.startswith("> ") for line in quote["text"].split("\n"))
+    assert "<a " not in quote["html"] and "sk-mention" not in quote["html"]
+    assert "«" not in outcome["elements"][0]["text"]  # quoted once, above
 
 
-def test_the_reviewers_example_reads_as_typed() -> None:
-    element = outcome_element(render_final(declined(REVIEWED)))
-    assert "<b>" not in element["html"] and "<code" not in element["html"]
-    assert f"«{REVIEWED}»" in shown(element["html"])
+def test_the_reviewers_example_is_formatted() -> None:
+    quote = with_html(render_final(declined(REVIEWED)).blocks)[-2]
+    assert "<i>first</i>" in quote["html"] and '<code class="sk-code">drop</code>' in quote["html"]
+    assert "\N{FIRE}" in quote["html"] and "*" not in shown(quote["html"])
 
 
 def test_every_decliners_feedback_shows_as_typed() -> None:
@@ -197,17 +182,20 @@ async def test_declined_feedback_in_the_browser_has_no_formatting(
         await page.get_by_test_id("user-switcher").select_option(label="bob (Bob Okafor)")
         await record.get_by_role("button", name="Decline with feedback…").click()
         modal = page.get_by_test_id("modal")
-        await modal.locator("textarea").fill(f"{REVIEWED}\nSecond _line_.")
+        feedback = "Backfill at night, and **do not** drop `customer_id` :warning:"
+        await modal.locator("textarea").fill(f"{feedback}\nSecond _line_.")
         await modal.get_by_test_id("modal-submit").click()
         line = record.locator(".sk-context").filter(has_text="Declined by")
-        await expect(line).to_have_count(1)
         await expect(line).to_contain_text("Declined by @bob")
+        quote = record.locator("[data-block-type=markdown] blockquote").last
+        await expect(quote.locator("b")).to_have_text("do not")
+        await expect(quote.locator("code")).to_have_text("customer_id")
+        await expect(quote).to_contain_text("\N{WARNING SIGN}")
         await line.scroll_into_view_if_needed()
         path = tmp_path / "plan-declined-feedback-phone.png"
         await page.screenshot(path=path)
-        assert (await plan).answers[0].custom == f"{REVIEWED}\nSecond _line_."
+        assert (await plan).answers[0].custom == f"{feedback}\nSecond _line_."
+        assert "**" not in await quote.inner_text() and "Declined" not in await quote.inner_text()
         assert await line.locator("b, i, s, code, pre, a").count() == 0
-        text = (await line.inner_text()).replace(ZWSP, "")
-        assert f"«{REVIEWED} / Second _line_.»" in text
         assert errors == []
     print(path)

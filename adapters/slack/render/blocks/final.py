@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
 from adapters.slack.blockkit import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
@@ -21,9 +20,7 @@ from adapters.slack.render.blocks.parts import (
     byline_blocks,
     context,
     date,
-    ends,
     header_block,
-    left_out,
     link_blocks,
     question_block,
     tally_blocks,
@@ -31,17 +28,14 @@ from adapters.slack.render.blocks.parts import (
 from adapters.slack.render.blocks.rendered import MAX_FALLBACK_TEXT, Block, Rendered, fallback
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.messages import NO_LONGER_OPEN
-from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import escape, plain, shorten_escaped
 from adapters.slack.render.outcomes import ICONS, as_mrkdwn, outcome_of
+from adapters.slack.render.review_view import feedback_block, revision_blocks
 from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 __all__ = ["MIN_ANSWER_TEXT", "answer_summary", "render_final", "render_stale"]
-
-_QUOTED_FEEDBACK: Final = 200
-"""Declined feedback up to this long is quoted in the outcome line; longer, in its own
-block just above it (``rich_text``: literal, so no zero-width spaces lengthen it)."""
 
 MIN_ANSWER_TEXT: Final = MIN_SHOWN
 """The shortest an answer line of a final message is cut to so that the message fits (the
@@ -69,38 +63,15 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
     return pieces or [italic("skipped")]
 
 
-def _long_feedback(record: PendingRecord) -> str | None:
-    """Declined feedback too long to quote in the outcome line, if any."""
-    outcome = outcome_of(record)
-    feedback = outcome.feedback if outcome is not None and not outcome.people else None
-    return feedback if feedback and len(feedback) > _QUOTED_FEEDBACK else None
-
-
-def _feedback_blocks(feedback: str | None, limit: int) -> list[Block]:
-    """Long declined feedback as typed, in its own block; past ``limit``, its beginning and
-    its end with how much is left out between them (never silently cut)."""
-    if feedback is None:
-        return []
-    if len(feedback) + 2 <= limit:
-        return [rich_text(words(f"«{feedback}»"), limit=limit)]
-    marker = left_out(len(feedback))
-    head, tail = ends(feedback, max(1, limit - len(marker) - 4))
-    gap = italic(f" {left_out(len(feedback) - len(head) - len(tail))} ")
-    return [rich_text(words(f"«{head}"), gap, words(f"{tail}»"), limit=limit)]
-
-
 def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
-    """The outcome in words, then when, then the note, within ``limit`` characters."""
+    """The outcome in words (declined feedback is in its own block above), then when, then
+    the note, within ``limit`` characters."""
     outcome = outcome_of(record)
     if outcome is None:
         return escape(record.state)
-    if outcome.people:  # a team review: each decliner's vote line quotes their feedback
-        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
-    elif _long_feedback(record) is None:
-        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome)}".strip()
-    else:  # its start here, the whole in its own block above
-        start = replace(outcome, feedback=shorten(outcome.feedback or "", _QUOTED_FEEDBACK // 2))
-        said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(start)} (in full above)"
+    said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
+    if record.replaced_by:
+        said += f" <{record.replaced_by}|See the revised plan.>"
     when = f" · {date(record.finished_at)}" if record.finished_at else ""
     note = ""
     if record.note and record.state in ("answered", "cancelled"):
@@ -137,6 +108,8 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
     if plan:
         header = record.questions[0].header or "Plan review"
         blocks.append({"type": "header", "text": plain(header, MAX_HEADER_TEXT)})
+        if record.revision is not None:  # the diff's long form stays in the thread
+            blocks.extend(revision_blocks(record.revision, record.questions[0].detail or "")[0])
     items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
     for index, question in enumerate(record.questions):
         if question.header and not plan:
@@ -152,9 +125,10 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
             blocks.append(rich_text(*answer, limit=limit))
     if plan:
         blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+    outcome = outcome_of(record)
+    if outcome is not None and outcome.feedback and not outcome.people:
+        blocks.append(feedback_block(outcome.feedback, outcome_limit(limit)))
     # The outcome line and the asker's page (one click away) come last, always.
-    # Long declined feedback just above the outcome line that names it.
-    blocks.extend(_feedback_blocks(_long_feedback(record), outcome_limit(limit)))
     tail = [context(_outcome_line(record, outcome_limit(limit))), *link_blocks(record)]
     return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
 

@@ -54,14 +54,15 @@ def _listed(entries: list[tuple[int, list[Piece]]], numbered: bool, ordered: boo
     """The lines as one list: numbered by their options' numbers when the widget shows
     them (one numbered list per run of consecutive options), else as before."""
     if not numbered:
-        return rich_list([line for _, line in entries], ordered=ordered)
+        lines = [line for _, line in entries]
+        return {"type": "rich_text", "elements": [rich_list(lines, ordered=ordered)]}
     runs: list[tuple[int, list[list[Piece]]]] = []
     for index, line in entries:
         if runs and runs[-1][0] + len(runs[-1][1]) == index:
             runs[-1][1].append(line)
         else:
             runs.append((index, [line]))
-    lists = [rich_list(lines, ordered=True, offset=start)["elements"][0] for start, lines in runs]
+    lists = [rich_list(lines, ordered=True, offset=start) for start, lines in runs]
     return {"type": "rich_text", "elements": lists}
 
 

@@ -15,7 +15,6 @@ from adapters.slack.render.blocks.rendered import Block
 from adapters.slack.render.messages import names_of
 from adapters.slack.render.mrkdwn import (
     ELLIPSIS,
-    escape,
     hidden_characters,
     mrkdwn,
     plain,
@@ -41,7 +40,6 @@ __all__ = [
     "left_out",
     "link_blocks",
     "markdown",
-    "note_blocks",
     "option_labels",
     "question_block",
     "section",
@@ -306,11 +304,6 @@ def asker(record: PendingRecord) -> str | None:
         return record.label
     name = by.removeprefix("api").removeprefix(":")
     return f"{name} (HTTP API)" if name and name != "default" else "the HTTP API"
-
-
-def note_blocks(record: PendingRecord) -> list[Block]:
-    """The open request's note (a warning line), if any."""
-    return [context(f":warning: {escape(record.note)}")] if record.note and record.is_open else []
 
 
 def tally_blocks(record: PendingRecord) -> list[Block]:
