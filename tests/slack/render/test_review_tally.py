@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from adapters.slack.blockkit import check_message
 from adapters.slack.model.tally import Vote, cast, combined_feedback, tally
 from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions import ReviewPolicy
 
 
