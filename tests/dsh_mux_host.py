@@ -1,8 +1,9 @@
 """A dsh 0.2 host stand-in, only for what the real host cannot be made to send.
 
-Huge, malformed or deeply nested frames, and floods of requests across many sessions: the
-real host (``tests/dsh_real.py``) is used for everything else. What it does send is shaped as
-the real host sends it (``tests/dsh/test_dsh_mux_agreement.py`` runs one scenario on both and
+Huge, malformed or deeply nested frames, floods of requests across many sessions, and a
+replay held back or a host out of reach at a chosen moment: the real host
+(``tests/dsh_real.py``) is used for everything else. What it does send is shaped as the real
+host sends it (``tests/dsh/test_dsh_mux_agreement.py`` runs one scenario on both and
 compares the frames): ``/connect`` login with a cookie, ``/api/remote.mux`` with ``$events``
 (``ready``, ``waterfall``, ``cancel``) and ``session/follow`` (``snapshot``, ``event``),
 ``POST /api/$events/result`` taking any well-formed result (first wins) with ``{"ok": true}``.
@@ -10,6 +11,7 @@ compares the frames): ``/connect`` login with a cookie, ``/api/remote.mux`` with
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -39,6 +41,10 @@ class MuxHost:
         self._follows: dict[str, list[tuple[web.WebSocketResponse, str]]] = {}
         self._calls = 0
         self._runner: web.AppRunner | None = None
+        self.refusing = False
+        """While set, logins and sockets are refused with 503 (the host is out of reach)."""
+        self.replay_delay = 0.0
+        """Seconds between a new socket's ``ready`` and its replay of the pending requests."""
 
     @property
     def launch_url(self) -> str:
@@ -64,6 +70,15 @@ class MuxHost:
     @property
     def connected(self) -> int:
         return len(self._sockets)
+
+    def client_ids(self) -> list[str]:
+        """The clientIds of the open ``$events`` streams."""
+        return list(self._sockets.values())
+
+    async def drop(self) -> None:
+        """Close every socket (the host stays up: the bot connects again)."""
+        for socket in list(self._sockets):
+            await socket.close()
 
     # -- what the host sends ----------------------------------------------------------------
 
@@ -132,6 +147,8 @@ class MuxHost:
     # -- routes -----------------------------------------------------------------------------
 
     async def _connect(self, request: web.Request) -> web.Response:
+        if self.refusing:
+            return web.Response(status=503)
         if request.query.get("token") != self.token:
             return web.Response(status=401)
         response = web.Response(status=302, headers={"Location": "./api/remote.mux"})
@@ -139,6 +156,8 @@ class MuxHost:
         return response
 
     async def _mux(self, request: web.Request) -> web.StreamResponse:
+        if self.refusing:
+            return web.Response(status=503)
         if request.cookies.get(_COOKIE) is None:
             return web.Response(status=401, text="unauthorized")
         socket = web.WebSocketResponse()
@@ -160,6 +179,8 @@ class MuxHost:
                         "host": {"home": "/home/dev"},
                     },
                 )
+                if self.replay_delay:
+                    await asyncio.sleep(self.replay_delay)
                 for pending in list(self.pending.values()):
                     await self._send(socket, stream, pending["frame"])
             elif frame.get("endpoint") == "session/follow":

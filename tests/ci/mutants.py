@@ -545,6 +545,440 @@ _DSH = [
     ),
 ]
 
+OPEN = "adapters/dsh/open_requests.py"
+RELEASED = "adapters/dsh/released.py"
+LINK = "adapters/dsh/link.py"
+_REPLAY_TESTS = [
+    "tests/dsh/test_dsh_replay_window.py",
+    "tests/dsh/test_dsh_replay_answers.py",
+]
+_SETTLED_ONCE = "_settle runs only from the window's timer, which saw() never starts once the replay is over and closed()/opened() replace"
+_REPLAY = [
+    Mutant("replayed id not noted", OPEN, "            self.seen.add(rpc_id)", "            pass"),
+    Mutant(
+        "window kept after its end",
+        OPEN,
+        "        if self.over:\n            return\n        if self.timer",
+        "        if False:\n            return\n        if self.timer",
+        equivalent="a timer started after the replay is over finds it over: _settle returns at once",
+    ),
+    Mutant(
+        "window not restarted",
+        OPEN,
+        "        if self.timer is not None:\n            self.timer.cancel()\n        self.timer",
+        "        if False:\n            self.timer.cancel()\n        self.timer",
+    ),
+    Mutant(
+        "window halved",
+        OPEN,
+        "call_later(self.window, self.settle, self)",
+        "call_later(self.window / 2, self.settle, self)",
+    ),
+    Mutant(
+        "window doubled",
+        OPEN,
+        "call_later(self.window, self.settle, self)",
+        "call_later(self.window * 2, self.settle, self)",
+    ),
+    Mutant("no window at open", OPEN, "        self._replay.saw()\n", "        pass\n"),
+    Mutant(
+        "window outlives its socket",
+        OPEN,
+        "        if self._replay is not None and self._replay.timer is not None:",
+        "        if False:",
+    ),
+    Mutant(
+        "settled twice",
+        OPEN,
+        "        if replay.over:\n            return\n        replay.over = True",
+        "        if False:\n            return\n        replay.over = True",
+        equivalent=_SETTLED_ONCE,
+    ),
+    Mutant(
+        "replay never over",
+        OPEN,
+        "        replay.over = True\n",
+        "        pass\n",
+        equivalent="each later request restarts the window and _settle runs again, but every request the host holds reached this socket (replayed or live) and is in seen: a later pass ends only what the host no longer has, which the first pass ended or a responding ask's delivery ends",
+    ),
+    Mutant("waiting kept", OPEN, "        self._waiting.keep_only(replay.seen)", "        pass"),
+    Mutant(
+        "late replays kept",
+        OPEN,
+        "        self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}",
+        "        pass",
+    ),
+    Mutant(
+        "gone not remembered",
+        OPEN,
+        "            _remember(self._gone, ask.rpc_id)",
+        "            pass",
+    ),
+    Mutant(
+        "approval called question",
+        OPEN,
+        "ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)",
+        "ask.controller.abort(GONE_NOTE)",
+    ),
+    Mutant(
+        "no released sweep",
+        OPEN,
+        "        if self._records is not None and self._asker is not None:",
+        "        if False:",
+    ),
+    Mutant(
+        "closed released not remembered",
+        OPEN,
+        "        if ended:\n            _remember(self._gone, rpc_id)",
+        "        if False:\n            _remember(self._gone, rpc_id)",
+    ),
+    Mutant(
+        "late released replay dropped",
+        OPEN,
+        "        self._ask_late(rpc_id)\n\n    def _held",
+        "        pass\n\n    def _held",
+    ),
+    Mutant(
+        "held ignores the replay",
+        OPEN,
+        "rpc_id in held for held in (replay.seen, self._asks, self._waiting, self._closing)",
+        "rpc_id in held for held in (self._asks, self._waiting, self._closing)",
+        equivalent="a replayed request is admitted at once (open, waiting, or late while closing), so it is held by _asks, _waiting or _closing whenever it is in seen; one whose ask already ended is no longer released (owned, or ended)",
+    ),
+    Mutant(
+        "late replay admitted at once",
+        OPEN,
+        "        if rpc_id in self._closing or (rpc_id in self._asks and rpc_id in self._gone):",
+        "        if rpc_id in self._asks and rpc_id in self._gone:",
+    ),
+    Mutant(
+        "late replay of a gone ask ignored",
+        OPEN,
+        "        if rpc_id in self._closing or (rpc_id in self._asks and rpc_id in self._gone):",
+        "        if rpc_id in self._closing:",
+    ),
+    Mutant(
+        "replay asks twice",
+        OPEN,
+        "        if rpc_id in self._asks or rpc_id in self._waiting:\n            return  # a replay",
+        "        if False:\n            return  # a replay",
+    ),
+    Mutant(
+        "gone ask not reopened", OPEN, "        if ask.rpc_id in self._gone:", "        if False:"
+    ),
+    Mutant(
+        "aborted ask's record left open",
+        OPEN,
+        "        if self._records is not None and not task.cancelled() and isinstance(reason, str):",
+        "        if False:",
+    ),
+    Mutant(
+        "late replay not asked after closing",
+        OPEN,
+        "        if self._ask_late(ask.rpc_id):\n            return",
+        "        if False:\n            return",
+    ),
+    Mutant(
+        "answering ask closed",
+        OPEN,
+        'if ask.phase == "asking" and ask.rpc_id not in seen and not ask.controller.signal.aborted',
+        "if ask.rpc_id not in seen and not ask.controller.signal.aborted",
+    ),
+    Mutant(
+        "replayed ask closed",
+        OPEN,
+        'if ask.phase == "asking" and ask.rpc_id not in seen and not ask.controller.signal.aborted',
+        'if ask.phase == "asking" and not ask.controller.signal.aborted',
+    ),
+    Mutant(
+        "ended ask closed again",
+        OPEN,
+        'if ask.phase == "asking" and ask.rpc_id not in seen and not ask.controller.signal.aborted',
+        'if ask.phase == "asking" and ask.rpc_id not in seen',
+        equivalent="a second abort of an aborted ask is ignored by its controller, and the rpcId it marks gone is of a request the host already settled (answered, cancelled, declined) or lost, which it never replays",
+    ),
+    Mutant(
+        "owned record closed",
+        RELEASED,
+        "    if record.owner is not None or record.asked_by != asker or key is None:",
+        "    if record.asked_by != asker or key is None:",
+    ),
+    Mutant(
+        "other host's record closed",
+        RELEASED,
+        "    if record.owner is not None or record.asked_by != asker or key is None:",
+        "    if record.owner is not None or key is None:",
+    ),
+    Mutant(
+        "any key closed",
+        RELEASED,
+        "    if not key.startswith(KEY_PREFIX):\n        return None",
+        "    if False:\n        return None",
+        equivalent="asked_by is dsh:<host> only on the records of the host's runners, whose keys are all ask_key(...); the API's are api:<name>",
+    ),
+    Mutant("wrong id", RELEASED, "    return key.removeprefix(KEY_PREFIX)", "    return key"),
+    Mutant(
+        "held ignored",
+        RELEASED,
+        "        if rpc_id is None or held(rpc_id):",
+        "        if rpc_id is None:",
+    ),
+    Mutant("closing not marked", RELEASED, "        closing.add(rpc_id)\n", "        pass\n"),
+    Mutant(
+        "released approval called question",
+        RELEASED,
+        "            gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE",
+        "            gone = GONE_NOTE",
+    ),
+    Mutant("ended not said", RELEASED, "            ended = True", "            pass"),
+    Mutant(
+        "closing never over", RELEASED, "            closing.discard(rpc_id)", "            pass"
+    ),
+    Mutant("late replay never asked", RELEASED, "        closed(rpc_id, ended)", "        pass"),
+    Mutant(
+        "ask keyed by socket",
+        "adapters/dsh/inbox.py",
+        "                    value.event_id,\n                    value.session_id,",
+        '                    f"{value.event_id}@{self._link.client_id}",\n                    value.session_id,',
+    ),
+    Mutant(
+        "question keyed by session",
+        "adapters/dsh/questions.py",
+        "key, label = ask_key(ask.rpc_id), session_label(ask.session_id)",
+        "key, label = ask_key(ask.session_id), session_label(ask.session_id)",
+    ),
+    Mutant(
+        "approval keyed by session",
+        RELAY,
+        "                key=ask_key(ask.rpc_id),",
+        "                key=ask_key(ask.session_id),",
+    ),
+    Mutant("seen kept across sockets", LINK, "        self._seen.clear()", "        pass"),
+    Mutant("request not seen", LINK, "        self._seen.add(request.event_id)", "        pass"),
+    Mutant(
+        "sent before the replay",
+        LINK,
+        "            if client_id is not None and event_id not in self._seen:",
+        "            if False:",
+    ),
+    Mutant(
+        "lost request waited on",
+        LINK,
+        "                if self._gone(event_id):",
+        "                if False:",
+    ),
+    Mutant("replay wait cut short", LINK, "_REPLAY_WAIT: Final = 2.0", "_REPLAY_WAIT: Final = 0.5"),
+    Mutant(
+        "replay wait before ready",
+        LINK,
+        "        if since is None:\n            return False",
+        "        if since is None:\n            return True",
+        equivalent="respond asks _gone only with a clientId, and ready() sets the clientId and _ready_at together (opened() clears both)",
+    ),
+]
+
+LIFECYCLE = "adapters/slack/asks/lifecycle.py"
+WAITS = "adapters/slack/asks/waits.py"
+_KEYED_TESTS = [
+    "tests/slack/asks/test_keyed_asks.py",
+    "tests/slack/asks/test_slack_provider.py::test_idempotency_key_attaches_instead_of_posting_twice",
+]
+_KEYED = [
+    Mutant(
+        "key ignored",
+        LIFECYCLE,
+        "            ids.key_request_id(options.key) if options.key else ids.new_request_id()",
+        "            ids.new_request_id()",
+    ),
+    Mutant(
+        "key not looked up",
+        LIFECYCLE,
+        "        if options.key or options.request_id:",
+        "        if options.request_id:",
+    ),
+    Mutant(
+        "asked request not rejoined",
+        LIFECYCLE,
+        "            if existing is not None:\n                return await self.waits.rejoin(existing, signal, options.note",
+        "            if False:\n                return await self.waits.rejoin(existing, signal, options.note",
+    ),
+    Mutant(
+        "race posts twice",
+        LIFECYCLE,
+        "            if not await self._store.create(record, asked):",
+        "            if not await self._store.create(record, asked) and False:",
+    ),
+    Mutant(
+        "ended reopened without a note",
+        WAITS,
+        "        if not record.is_open and note is not None:",
+        "        if not record.is_open:",
+    ),
+    Mutant(
+        "ended never reopened",
+        WAITS,
+        "        if not record.is_open and note is not None:",
+        "        if False:",
+    ),
+    Mutant(
+        "reopened not shown",
+        WAITS,
+        "                record = reopened\n                self._sync.refresh(record.id)",
+        "                record = reopened\n                pass",
+        equivalent="the first waiter's refresh just below updates the message too; it is skipped only while another waiter of this process waits on the request, which is then open, so never reopened",
+    ),
+    Mutant(
+        "ownership not taken",
+        WAITS,
+        "        if owner is not None and record.owner != owner:",
+        "        if False:",
+    ),
+]
+
+ASKING = "bot/api/asking.py"
+_API_KEY_TESTS = [
+    "tests/api/test_key_retries.py",
+    "tests/api/test_api_lookup.py",
+    "tests/api/test_consume_once.py",
+]
+_API_KEYS = [
+    Mutant(
+        "label not compared", KEYS, "        and question.label == post.label", "        and True"
+    ),
+    Mutant(
+        "channel not compared",
+        KEYS,
+        "        and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))",
+        "        and True",
+    ),
+    Mutant(
+        "thread not compared",
+        KEYS,
+        "(question.channel, question.thread_ts) == (channel, thread_ts))",
+        "question.channel == channel)",
+    ),
+    Mutant("link not compared", KEYS, "        and question.link == post.link", "        and True"),
+    Mutant(
+        "callback not compared",
+        KEYS,
+        "        and question.callback == post.callback",
+        "        and True",
+    ),
+    Mutant(
+        "review not compared",
+        KEYS,
+        "        and _policy(question.review) == _policy(post.review)",
+        "        and True",
+    ),
+    Mutant(
+        "revises not compared",
+        KEYS,
+        "        and question.revises == post.revises",
+        "        and True",
+    ),
+    Mutant(
+        "reminders not compared",
+        KEYS,
+        "        and (post.remind is None or list(question.remind) == post.remind)",
+        "        and True",
+    ),
+    Mutant(
+        "left-out remind compared",
+        KEYS,
+        "        and (post.remind is None or list(question.remind) == post.remind)",
+        "        and list(question.remind) == post.remind",
+    ),
+    Mutant(
+        "times not compared",
+        KEYS,
+        "        and _same_times(_asked_times(question), post)",
+        "        and True",
+    ),
+    Mutant("multiSelect default", KEYS, '            "multi_select": item.is_multi_select,', ""),
+    Mutant(
+        "empty options differ",
+        KEYS,
+        '"options": [o.model_dump(mode="json") for o in item.options or ()] or None,',
+        '"options": [o.model_dump(mode="json") for o in item.options or ()],',
+        equivalent="item.options or () already reads None and [] alike: both sides become [] instead of None",
+    ),
+    Mutant(
+        "deadline absolute",
+        KEYS,
+        "    timeout = None if deadline is None else deadline - asked",
+        "    timeout = deadline",
+    ),
+    Mutant(
+        "reminders unsorted",
+        KEYS,
+        "    before = sorted(deadline - at for at in question.reminders)",
+        "    before = list(deadline - at for at in question.reminders)",
+    ),
+    Mutant("exact float", KEYS, "abs_tol=1e-3", "abs_tol=0.0"),
+    Mutant(
+        "left-out timeout compared",
+        KEYS,
+        "        (post.timeout is None or _close(timeout, post.timeout))",
+        "        _close(timeout, post.timeout)",
+    ),
+    Mutant(
+        "reminder count",
+        KEYS,
+        "                len(before) == len(reminders)\n",
+        "                True\n",
+    ),
+    Mutant(
+        "escalation delay not compared",
+        KEYS,
+        "        and (post.escalate_after is None or _close(after, post.escalate_after))",
+        "        and True",
+    ),
+    Mutant(
+        "escalation target not compared",
+        KEYS,
+        "        and (post.escalate_to is None or whom == post.escalate_to)",
+        "        and True",
+    ),
+    Mutant(
+        "lock shared by count",
+        KEYS,
+        "        self._locks[request_id] = (lock, users + 1)",
+        "        self._locks[request_id] = (lock, 1)",
+    ),
+    Mutant(
+        "lock never freed",
+        KEYS,
+        "            if users == 1:\n                del self._locks[request_id]",
+        "            if False:\n                del self._locks[request_id]",
+    ),
+    Mutant(
+        "retries not serialised",
+        "bot/api/gateway.py",
+        "        async with self._keys.held(request_id):",
+        "        async with asyncio.timeout(None):",
+    ),
+    Mutant("api key ignored", "bot/api/gateway.py", 'f"api:{key}" if key else None', "None"),
+    Mutant("different body accepted", ASKING, "    if not same(existing):", "    if False:"),
+    Mutant(
+        "unshown called success",
+        ASKING,
+        "    if unshown is not None:\n        return error_answer(unshown)",
+        "    if False:\n        return error_answer(unshown)",
+    ),
+    Mutant(
+        "consumed answer replayed",
+        ASKING,
+        "    if existing.consumed_at is not None:",
+        "    if False:",
+    ),
+    Mutant(
+        "lookup asks",
+        ASKING,
+        'return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None',
+        "return None",
+    ),
+]
+
 AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
     "scheduler": (_SCHEDULER_TESTS, _SCHEDULER),
     "mrkdwn": (_MRKDWN_TESTS, _MRKDWN),
@@ -558,6 +992,9 @@ AREAS: dict[str, tuple[list[str], list[Mutant]]] = {
         ["tests/dsh/test_dsh_answer_rules.py", "tests/dsh/test_dsh_protocol.py"],
         _DSH_RULES,
     ),
+    "dsh-replay": (_REPLAY_TESTS, _REPLAY),
+    "keyed-asks": (_KEYED_TESTS, _KEYED),
+    "api-keys": (_API_KEY_TESTS, _API_KEYS),
     "voting": (
         ["tests/slack/clicks/test_click_rules.py", "tests/slack/clicks/test_team_review.py"],
         _VOTING,
