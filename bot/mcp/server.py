@@ -63,7 +63,8 @@ plan review this one revises).
 The call blocks until someone answers, which can take minutes; progress notifications \
 are sent while it waits. The result is JSON: {"answers": [{"id": …, "selected": \
 [labels…], "custom": "free text, when typed"}]}, one item per question in order; \
-`selected: []` means skipped or answered in free text only.
+`selected: []` means skipped or answered in free text only. A plan review's result also \
+has its `id`, `decidedAt` and `expiresAt`: act on an approved plan only before then.
 
 On failure the tool returns an error whose text is JSON {name, code, message}: \
 ASK_CANCELLED means the person dismissed the question (do not ask it again; continue \
@@ -208,10 +209,13 @@ async def _ask(
     key = f"mcp-{uuid.uuid4().hex}"
     posted = await _post(client, body, key, reconnect_for, route)
     request_id: str = posted["id"]
+    intents = (q.get("intent") or {} for q in body.get("questions", ()))
+    review = any(i.get("kind") == "plan-review" for i in intents)
     try:
-        outcome = await _outcome(
+        view = await _outcome(
             client, request_id, posted.get("state"), ctx, progress_every, reconnect_for
         )
+        outcome = _ending(view, review)
     except BaseException:
         await _abort(client, request_id)
         raise
@@ -254,9 +258,9 @@ async def _outcome(
     ctx: Context,
     progress_every: float,
     reconnect_for: float,
-) -> dict[str, Any] | AskFailed:
-    """Long-poll until the question ends (its answer, or the error it ended with); ``AskFailed``
-    for anything else. A poll back sooner than ``progress_every`` is followed by a pause."""
+) -> dict[str, Any]:
+    """Long-poll until the question ends (its ended view); ``AskFailed`` for anything else. A
+    poll back sooner than ``progress_every`` is followed by a pause."""
     started = time.monotonic()
     await ctx.report_progress(0, None, _progress(state, None))
     while True:
@@ -266,7 +270,7 @@ async def _outcome(
         )
         state = view.get("state")
         if state in _ENDED:
-            return _ending(view)
+            return view
         if state not in _OPEN:
             raise bad_response(f"the question is in no state it documents ({state!r})")
         await anyio.sleep(max(0.0, progress_every - (time.monotonic() - polled)))
@@ -274,11 +278,10 @@ async def _outcome(
         await ctx.report_progress(waited, None, _progress(state, waited))
 
 
-def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
-    """An ended question's answer, or the seam's error it ended with."""
+def _ending(view: dict[str, Any], review: bool) -> dict[str, Any] | AskFailed:
+    """An ended question's answer, or the seam's error it ended with. A decision (a tool
+    approval, a plan ``review``) says when it was made and until when it may be consumed."""
     state = view["state"]
-    # A decision: when it was made and until when its executor may consume it (once, the
-    # API's POST /v1/questions/{id}/consume).
     when: dict[str, Any] = {k: view[k] for k in ("id", "decidedAt", "expiresAt") if k in view}
     if state == "answered" and view.get("decision") in ("allowed-once", "rejected"):
         return {"decision": view["decision"], **when}  # a tool approval
@@ -286,7 +289,7 @@ def _ending(view: dict[str, Any]) -> dict[str, Any] | AskFailed:
         answer = view.get("answer")
         if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):
             raise bad_response("an answered question without its answer")
-        return answer  # the seam's answer as it is (the id and times are in the API's view)
+        return {**answer, **when} if review else answer  # else the seam's answer as it is
     error = view.get("error")
     error = error if isinstance(error, dict) else {}
     return AskFailed(

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from bot.api.approvals import ApprovalPost
-from bot.mcp import APPROVAL_TOOL_NAME
+from bot.mcp import APPROVAL_TOOL_NAME, TOOL_NAME
 from tests.api.test_api_approvals import HOSTILE, RM, WRITE, decide, post
-from tests.api.test_gateway import API_TOKEN, running
+from tests.api.test_api_body_checks import PLAN
+from tests.api.test_gateway import API_TOKEN, DEPLOY, running
 from tests.mcp.test_mcp_endings import error_of, session, text_of
 from tests.slack_harness import until
 
@@ -51,6 +52,30 @@ async def test_an_approval_asked_over_mcp_returns_the_decision(
     shown = json.loads(text_of(result))
     assert shown["decision"] == decision  # and when, for its executor to consume it once
     assert shown["expiresAt"] == pytest.approx(shown["decidedAt"] + 900) and shown["id"]
+
+
+@pytest.mark.slow
+async def test_a_plan_review_over_mcp_carries_when_it_was_decided_and_until_when() -> None:
+    """An approved plan, like a tool approval, says when it was decided and until when its
+    executor may act on it, with the id that consumes it; a plain question's answer does not."""
+    async with running() as bed, session(bed.runtime.url, API_TOKEN) as client:
+        call = asyncio.ensure_future(client.call_tool(TOOL_NAME, PLAN))
+        await until(lambda: bed.messages(), within=20, what="the plan review")
+        (message,) = bed.messages()
+        await decide(bed, {"message": {"channel": message.channel, "ts": message.ts}}, "Approve")
+        result = await asyncio.wait_for(call, 20)
+        assert not result.is_error, text_of(result)
+        shown = json.loads(text_of(result))
+        assert shown["answers"] == [{"id": "plan", "selected": ["Approve"]}]
+        assert shown["expiresAt"] == pytest.approx(shown["decidedAt"] + 900)
+        assert result.structured_content == shown
+        async with bed.http.post(f"/v1/questions/{shown['id']}/consume") as reply:
+            assert reply.status == 200, await reply.text()
+        plain = asyncio.ensure_future(client.call_tool(TOOL_NAME, DEPLOY))
+        await until(lambda: len(bed.messages()) == 2, within=20, what="the question")
+        message = bed.messages()[1]
+        await decide(bed, {"message": {"channel": message.channel, "ts": message.ts}}, "Deploy")
+        assert json.loads(text_of(await asyncio.wait_for(plain, 20))).keys() == {"answers"}
 
 
 async def test_the_tool_is_listed_with_the_approval_body_as_its_schema() -> None:
