@@ -102,7 +102,8 @@ async def main(n: int, url: str) -> None:
         f"\n4 writers: {4 * n / wall:.0f} events/s, {calls - 4 * n} lost races"
         f" ({(calls - 4 * n) / (4 * n):.1%} of appends computed again)"
     )
-    print(f"verify of {events} events: {verify * 1000:.0f} ms, {len(problems or [])} breaks")
+    breaks = len(problems.breaks) if problems else 0
+    print(f"verify of {events} events: {verify * 1000:.0f} ms, {breaks} breaks")
     print(machine_line("redis"))
 
 

@@ -123,15 +123,23 @@ async def _export(settings: Settings, since: float, until: float | None, *, expo
             async for event in trail.audit(since, until):
                 sys.stdout.write(f"{event.dump()}\n")
             sys.stdout.flush()
-        problems = await trail.check_chain(time.time() - settings.retention_days * 86400)
-    if problems is None:
+        found = await trail.check_chain(time.time() - settings.retention_days * 86400)
+    if found is None:
         print("python -m bot audit: this store keeps no hash chain to verify", file=sys.stderr)
         return 0 if export else 2
-    for problem in problems:
+    if found.unchained:
+        runs = ", ".join(f"{count} {where}" for count, where in found.unchained)
+        total = sum(count for count, _ in found.unchained)
+        print(
+            f"python -m bot audit: {total} events not chained (written by an earlier release,"
+            f" or before the chain): {runs}",
+            file=sys.stderr,
+        )
+    for problem in found.breaks:
         print(f"python -m bot audit: TAMPERED: {problem}", file=sys.stderr)
-    if not problems and not export:
+    if not found.breaks and not export:
         print("python -m bot audit: the trail's hash chain is intact", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if found.breaks else 0
 
 
 if __name__ == "__main__":

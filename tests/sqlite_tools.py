@@ -1,8 +1,7 @@
-"""A raw connection to a store's SQLite file that writes as the bot does.
+"""A raw connection to a store's SQLite file, for tests that write it themselves.
 
-The trail's trigger chains each appended event with ``chain_hash`` (``audit_chain``), a
-function every writing connection of the bot registers; a test that writes records itself
-registers it too.
+The bot chains the audit trail in its own writes; rows a test writes through the ``event``
+column (as an earlier release did) land in the trail unchained.
 """
 
 from __future__ import annotations
@@ -11,13 +10,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from adapters.slack.model.audit_chain import chain_hash
-
 __all__ = ["store_connect"]
 
 
 def store_connect(path: str | Path, **options: Any) -> sqlite3.Connection:
-    """``sqlite3.connect(path, **options)`` with the bot's ``chain_hash`` registered."""
-    db = sqlite3.connect(path, **options)
-    db.create_function("chain_hash", 3, chain_hash, deterministic=True)
-    return db
+    """``sqlite3.connect(path, **options)``."""
+    return sqlite3.connect(path, **options)

@@ -1,7 +1,7 @@
 """The audit trail's hash chain: each event's hash binds it to the one before it (in the
 whole trail and in its question's), so an edited, removed or reordered event shows.
 
-``chain_hash`` is what a store computes as it appends (SQLite: a trigger calls it); the
+``chain_hash`` is what a store's writer computes in the write's own transaction; the
 store also keeps the newest event's position and hash (the head) and, for each event its
 retention purged, that event's hash. ``verify`` walks the rows in the order appended and
 names every break with its position. Pure: no I/O.
@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = ["ChainRow", "chain_hash", "verify"]
+__all__ = ["ChainCheck", "ChainRow", "chain_hash", "verify"]
 
 
 def chain_hash(prev: str | None, question_prev: str | None, event_json: str) -> str:
@@ -36,45 +37,74 @@ class ChainRow:
     hash: str | None
 
 
+class ChainCheck(NamedTuple):
+    """What ``verify`` found: the chain's breaks (tampering, each naming its position) and
+    the runs of events an earlier release wrote unchained (how many, where)."""
+
+    breaks: list[str]
+    unchained: list[tuple[int, str]]
+    """Each run of unchained events: how many, and where (``at positions 4-6``)."""
+
+
 def verify(
     rows: Iterable[ChainRow],
     head: tuple[int, str] | None,
     purged: Mapping[int, tuple[float, str]],
     kept_since: float,
-) -> list[str]:
-    """Every break of the chain in ``rows`` (in ``seq`` order), each naming its position.
+) -> ChainCheck:
+    """Check the chain of ``rows`` (in ``seq`` order).
 
-    ``head`` is the checkpointed newest event (position, hash); ``purged`` the position's
-    time and hash of each event the retention deleted (``kept_since``: the retention's
-    cutoff; a deleted event newer than that was removed by someone else). Events written
-    before the chain (no hash) are not checked.
+    ``head`` is the checkpointed newest event (position, hash); ``purged`` the time and hash
+    (``""``: unchained) of each position the retention deleted, ``kept_since`` its cutoff (a
+    deletion newer than that was someone else's). An unchained event (an earlier release's,
+    or from before the chain) is skipped by the chain, so one whose hash was removed breaks
+    the link after it.
     """
-    problems: list[str] = []
-    last: tuple[int, str] | None = None  # position and hash of the event before
+    breaks: list[str] = []
+    runs: list[tuple[int, int, int, int]] = []  # unchained: count, first, last, after
+    last: tuple[int, str] | None = None  # position and hash of the chained event before
+    bare: set[int] = set()
     by_question: dict[str, str] = {}
     for row in rows:
         if row.hash is None:
-            if last is not None:
-                problems.append(f"position {row.seq}: its chain hash was removed")
+            after = 0 if last is None else last[0]
+            if runs and runs[-1][3] == after and (not row.seq or runs[-1][2] == row.seq - 1):
+                runs[-1] = (runs[-1][0] + 1, runs[-1][1], row.seq, after)
+            else:
+                runs.append((1, row.seq, row.seq, after))
+            bare.add(row.seq)
             continue
         if chain_hash(row.prev, row.question_prev, row.json) != row.hash:
-            problems.append(f"position {row.seq}: the event was edited (its hash does not match)")
+            breaks.append(f"position {row.seq}: the event was edited (its hash does not match)")
         if last is not None:
-            problems.extend(_gap(last, row, purged, kept_since))
+            breaks.extend(_gap(last, row, purged, kept_since, bare))
+        elif row.prev is not None and not any(
+            h == row.prev and at < kept_since for at, h in purged.values()
+        ):
+            breaks.append(f"position {row.seq}: the chained event before it was removed")
         before = by_question.get(row.request_id)
         if before is not None and row.question_prev != before:
-            problems.append(
+            breaks.append(
                 f"position {row.seq}: the event before it in question {row.request_id} was "
                 "edited, removed or moved"
             )
         by_question[row.request_id] = row.hash
         last = (row.seq, row.hash)
-    if head is not None and (last is None or last[0] < head[0]):
-        after = "the start" if last is None else f"position {last[0]}"
-        problems.append(f"the events after {after} up to position {head[0]} were removed")
+    if head is not None and head[0] in bare:
+        breaks.append(f"position {head[0]}: the checkpointed head, its chain hash removed")
+    elif head is not None and (last is None or last[0] < head[0]):
+        since = "the start" if last is None else f"position {last[0]}"
+        breaks.append(f"the events after {since} up to position {head[0]} were removed")
     elif head is not None and last is not None and last != head:
-        problems.append(f"position {last[0]}: the newest event is not the checkpointed head")
-    return problems
+        breaks.append(f"position {last[0]}: the newest event is not the checkpointed head")
+    return ChainCheck(breaks, [_where(*run) for run in runs])
+
+
+def _where(count: int, first: int, last: int, after: int) -> tuple[int, str]:
+    """A run of unchained events: how many, and their positions or (unnumbered) the one before."""
+    if first:
+        return count, f"at position {first}" if count == 1 else f"at positions {first}-{last}"
+    return count, f"after position {after}" if after else "before the chain"
 
 
 def _gap(
@@ -82,15 +112,24 @@ def _gap(
     row: ChainRow,
     purged: Mapping[int, tuple[float, str]],
     kept_since: float,
+    bare: set[int],
 ) -> list[str]:
-    """The breaks between the event at ``last`` and ``row``: the events between them must
-    have been purged by the retention, and ``row`` must follow the last of them."""
+    """The breaks between the chained event at ``last`` and ``row``: each position between
+    holds an unchained event or was purged by the retention, and ``row`` follows the last
+    chained one of them."""
     prev_hash = last[1]
     for seq in range(last[0] + 1, row.seq):
         gone = purged.get(seq)
+        if seq in bare:
+            continue
         if gone is None or gone[0] >= kept_since:
             return [f"position {seq}: the event was removed"]
-        prev_hash = gone[1]
-    if row.prev != prev_hash:
-        return [f"position {row.seq}: out of order (it does not follow position {row.seq - 1})"]
-    return []
+        prev_hash = gone[1] or prev_hash
+    if row.prev == prev_hash:
+        return []
+    if bare.intersection(range(last[0] + 1, row.seq)):
+        return [
+            f"position {row.seq}: it does not follow position {last[0]} (an unchained event"
+            " between them had its chain hash removed, or one was moved)"
+        ]
+    return [f"position {row.seq}: out of order (it does not follow position {row.seq - 1})"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from adapters.slack.model.audience import Audience
+from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, Watch
@@ -113,7 +114,7 @@ class MemoryPendingStore:
         self._expire()
         return [AuditEvent.load(kept.json) for kept in self._trails.get(request_id, ())]
 
-    async def check_chain(self, kept_since: float) -> list[str] | None:
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """``None``: a trail that ends with its process keeps no hash chain."""
         return None
 

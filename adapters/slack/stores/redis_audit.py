@@ -7,13 +7,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, cast
 
-from adapters.slack.model.audit_chain import ChainRow, chain_hash, verify
+from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
 from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["RedisAudit", "chained"]
+__all__ = ["CHAIN_TRIES", "RedisAudit", "chained"]
 
 _PAGE: Final = 500
 """Entries read per XRANGE."""
@@ -32,6 +33,11 @@ def _entries(entries: object) -> list[tuple[str, dict[str, str]]]:
     ]
 
 
+CHAIN_TRIES: Final = 16
+"""Tries of a chained append while other processes keep moving the head (each failed try's
+script answers what it found) before the write fails ``STORE_UNAVAILABLE``."""
+
+
 async def chained(
     link: RedisLink,
     keys: RedisKeys,
@@ -39,9 +45,9 @@ async def chained(
     run: Callable[[list[str | int]], Awaitable[object]],
 ) -> object:
     """Run a script with ``event`` and its chain as its last ARGV (``chain_hash`` over the
-    head and the question's last hash, read first), again while it answers ``[-1, head,
-    question's last hash]``: another writer appended in between (the script checks both
-    before any write, and answers what it found)."""
+    head and the question's last chained hash, read first), again while it answers ``[-1,
+    head, question's last chained hash]``: another writer appended in between (the script
+    checks both before any write), at most ``CHAIN_TRIES`` times."""
     if event is None:
         return await run(["", "", "", "", "", ""])
     line, trail = event.dump(), keys.events(event.request_id)
@@ -49,20 +55,26 @@ async def chained(
     async def read() -> list[object]:
         async with link.client.pipeline(transaction=False) as pipe:
             pipe.get(keys.audit_head)
-            pipe.xrevrange(trail, count=1)
-            return cast(list[object], await pipe.execute())
+            pipe.xrevrange(trail, count=8)  # a guess past an earlier release's events
+            head, newest = await pipe.execute()
+        hashes = (fields["h"] for _, fields in _entries(newest) if "h" in fields)
+        return [-1, head or "", next(hashes, "")]
 
     async with link.chain_lock:
-        head, newest = await link.op("read the audit chain", read)
-        want = "" if head is None else as_text(cast(str, head))
-        qprev = next((fields.get("h", "") for _, fields in _entries(newest)), "")
-        while True:
+        found = await link.op("read the audit chain", read)
+        for _ in range(CHAIN_TRIES):
+            want, qprev = as_text(cast(str, found[1])), as_text(cast(str, found[2]))
             seq, _, prev = want.partition(" ")
             digest = chain_hash(prev, qprev, line)
-            found = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
-            if not isinstance(found, list):
-                return found
-            want, qprev = as_text(found[1]), as_text(found[2])
+            answer = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
+            if not isinstance(answer, list):
+                return answer
+            found = answer
+    raise UserQuestionError(
+        "the pending store (Redis) could not append an audit event: other processes moved"
+        f" the chain's head before each of {CHAIN_TRIES} tries (nothing was written)",
+        STORE_UNAVAILABLE,
+    )
 
 
 def _row(entry_id: str, fields: dict[str, str]) -> ChainRow:
@@ -145,7 +157,7 @@ class RedisAudit:
         entries = await self._link.op("read a trail", lambda: self._link.client.xrange(trail))
         return [AuditEvent.load(line) for _, line in _stream_lines(entries)]
 
-    async def check_chain(self, kept_since: float) -> list[str] | None:
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain, the audit stream read in pages."""
         client, rows, low = self._link.client, [], "-"
         while True:

@@ -84,18 +84,22 @@ end
 
 def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
     """Lua: read the event's chain ARGV from ``base`` on (event, position, hash before, its
-    question's hash before, hash, the head it was computed on; ``redis_audit.chained``)
+    question's last chained hash, hash, the head it was computed on; ``redis_audit.chained``)
     and, before any write, refuse with ``{-1, head, question's last hash}`` when either
     moved (another writer appended first: the caller computes again from those)."""
     return f"""
 local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
 if event ~= '' then{_streams_ready(audit, trail)}
-  local now = redis.call('GET', {head}) or ''
-  local newest, got = redis.call('XREVRANGE', {trail}, '+', '-', 'COUNT', 1), ''
-  if #newest > 0 then
-    local fields = newest[1][2]
-    for i = 1, #fields, 2 do if fields[i] == 'h' then got = fields[i + 1] end end
-  end
+  local now, got, high, page = redis.call('GET', {head}) or '', nil, '+', {{}}
+  repeat  -- the question's newest chained hash (past an earlier release's events)
+    page = redis.call('XREVRANGE', {trail}, high, '-', 'COUNT', 8)
+    for _, entry in ipairs(page) do
+      local fields = entry[2]
+      for i = 1, #fields, 2 do if not got and fields[i] == 'h' then got = fields[i + 1] end end
+      high = '(' .. entry[1]
+    end
+  until got or #page < 8
+  got = got or ''
   if now ~= want or got ~= qprev then return {{-1, now, got}} end
 end
 """

@@ -37,6 +37,8 @@ DEFAULT_PATH: Final = "slack-questions.db"
 class SqlitePendingStore(KeepsTrail):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
 
+    _trail: SqliteAudit
+
     def __init__(
         self,
         path: str | os.PathLike[str] = DEFAULT_PATH,
@@ -156,11 +158,11 @@ class SqlitePendingStore(KeepsTrail):
             raise
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one statement); ``False`` if one with its id
+        """Store a new record and ``event`` (one transaction); ``False`` if one with its id
         exists already."""
-        rows = await self._file.rows(
-            "INSERT INTO records (id, version, state, owner, finished_at, json, event)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
+        rows = await self._trail.write(
+            "INSERT INTO records (id, version, state, owner, finished_at, json)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
             (
                 record.id,
                 record.version,
@@ -168,8 +170,8 @@ class SqlitePendingStore(KeepsTrail):
                 record.owner,
                 record.finished_at,
                 record.dump(),
-                _dump(event),
             ),
+            event,
         )
         return bool(rows)
 
@@ -188,25 +190,15 @@ class SqlitePendingStore(KeepsTrail):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same statement."""
+        in the same transaction."""
         dumped = record.dump()
-        wrote = await self._file.inline(
-            "UPDATE records SET version = ?, state = ?, owner = ?, finished_at = ?, json = ?,"
-            " event = ? WHERE id = ? AND version = ?"
-            " AND (state = 'pending' OR ? = 'pending' OR state = ?)"
-            " RETURNING version",
-            (
-                record.version,
-                record.state,
-                record.owner,
-                record.finished_at,
-                dumped,
-                _dump(event),
-                record.id,
-                record.version - 1,
-                record.state,
-                record.state,
-            ),
+        wrote = await self._trail.write(
+            "UPDATE records SET version = :v, state = :s, owner = :o, finished_at = :f, json = :j"
+            " WHERE id = :id AND version = :v - 1 AND (state = 'pending' OR :s = 'pending'"
+            " OR state = :s) RETURNING version",
+            {"v": record.version, "s": record.state, "o": record.owner, "id": record.id}
+            | {"f": record.finished_at, "j": dumped},
+            event,
         )
         if not wrote:
             return False
@@ -309,11 +301,6 @@ def _who(
 def _names(joined: str | None) -> tuple[str, ...]:
     """The ids SQLite joined with spaces (Slack ids have none); ``None``: nobody named."""
     return () if joined is None else tuple(joined.split(" "))
-
-
-def _dump(event: AuditEvent | None) -> str | None:
-    """What a write puts in its ``event`` column: the trigger appends it to the trail."""
-    return None if event is None else event.dump()
 
 
 if TYPE_CHECKING:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Any, Final
 
-from adapters.slack.model.audit_chain import ChainRow, verify
+from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["SqliteAudit"]
+__all__ = ["SqliteAudit", "chained_write"]
 
 _PURGE: Final = batch_delete(
     "events",
@@ -50,18 +50,54 @@ _NEWEST: Final = 2**63 - 1
 appended while it is read too)."""
 
 
+_TIPS: Final = (
+    "SELECT (SELECT hash FROM chain_head), (SELECT hash FROM events"
+    " WHERE request_id = ? AND hash IS NOT NULL ORDER BY seq DESC LIMIT 1)"
+)
+"""The head's hash and the question's newest chained event's (past an earlier release's)."""
+
+
+def chained_write(
+    db: sqlite3.Connection, sql: str | None, params: Any, event: AuditEvent
+) -> list[Any]:
+    """Run ``sql`` and, if it returns rows (or is ``None``), append ``event`` with its chain
+    (``chain_hash`` over the head and its question's last chained hash; the trigger moves
+    the head): one ``BEGIN IMMEDIATE`` transaction, so no other writer appends between."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        rows = [()] if sql is None else db.execute(sql, params).fetchall()
+        if rows:
+            line = event.dump()
+            ((prev, qprev),) = db.execute(_TIPS, (event.request_id,)).fetchall()
+            db.execute(
+                "INSERT INTO events (request_id, at, json, prev, question_prev, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (event.request_id, event.at, line, prev, qprev, chain_hash(prev, qprev, line)),
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return rows
+
+
 class SqliteAudit:
     """Every question's events in one table, in the order they were appended."""
 
     def __init__(self, file: SqliteFile) -> None:
         self._file = file
 
+    async def write(self, sql: str | None, params: Any, event: AuditEvent | None) -> list[Any]:
+        """The rows of ``sql`` (a record's write, or ``None``), with ``event`` appended
+        chained (``chained_write``) should it write."""
+        if event is None:
+            return await self._file.inline(sql or "SELECT 1", params)
+        return await self._file.run(chained_write, sql, params, event)
+
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` to its question's trail (an event without a write)."""
-        await self._file.rows(
-            "INSERT INTO events (request_id, at, json) VALUES (?, ?, ?) RETURNING seq",
-            (event.request_id, event.at, event.dump()),
-        )
+        await self.write(None, (), event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended (read inline: a long-poll
@@ -86,7 +122,7 @@ class SqliteAudit:
                 return
             after = int(rows[-1][0])
 
-    async def check_chain(self, kept_since: float) -> list[str] | None:
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
         try:
             head = await self._file.rows("SELECT seq, hash FROM chain_head")

@@ -33,6 +33,8 @@ class SqliteEndings:
         self._data_version = -1
         self._seen_seq = 0
         self._lost_checked = 0.0
+        self._lost_due = False
+        """Another process committed since the last check for deleted records."""
 
     async def begin(self) -> None:
         """Start from now: what ended before is read by the watches themselves."""
@@ -51,12 +53,13 @@ class SqliteEndings:
     async def poll_once(self) -> None:
         """One look: resolve the watches of what other processes ended since the last."""
         version = int(await self._file.scalar("PRAGMA data_version"))
-        if version == self._data_version:
-            return  # nobody else committed since the last look
-        self._data_version = version
-        if time.monotonic() - self._lost_checked >= LOST_CHECK_INTERVAL:
-            self._lost_checked = time.monotonic()
+        changed, self._data_version = version != self._data_version, version
+        self._lost_due |= changed  # (a commit within the interval is checked after it)
+        if self._lost_due and time.monotonic() - self._lost_checked >= LOST_CHECK_INTERVAL:
+            self._lost_checked, self._lost_due = time.monotonic(), False
             await self._check_lost()
+        if not changed:
+            return  # nobody else committed since the last look
         rows = await self._file.rows(
             "SELECT seq, id FROM endings WHERE seq > ? ORDER BY seq", (self._seen_seq,)
         )

@@ -9,14 +9,13 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from queue import Empty, Queue, SimpleQueue
 from typing import Any, Final
 
 import aiosqlite
 
-from adapters.slack.model.audit_chain import chain_hash
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -115,7 +114,6 @@ class SqliteFile:
                 f" put it in WAL mode (it stays in {mode} mode): give STORE_PATH a file on a"
                 " local disk"
             )
-        await db.create_function("chain_hash", 3, chain_hash, deterministic=True)
         limit = int(WAL_LIMIT)
         for pragma in (
             "PRAGMA synchronous = NORMAL",
@@ -133,7 +131,6 @@ class SqliteFile:
                 self._log.warning("pending store checkpoint after the upgrade failed: %s", exc)
         # Opened in this thread, used only here; a busy file is not waited for.
         self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
-        self._inline.create_function("chain_hash", 3, chain_hash, deterministic=True)
         self._inline.execute("PRAGMA synchronous = NORMAL")
         self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
         self._inline.execute(f"PRAGMA journal_size_limit = {limit}")
@@ -225,7 +222,7 @@ class SqliteFile:
         statement in hand may wait twice for the busy timeout (to read, then to write)."""
         return 2 * self._busy_timeout + _JOIN_WAIT
 
-    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def rows(self, sql: str, params: Any = ()) -> list[Any]:
         """Run one statement (its own transaction) and fetch its rows; SQLite failures are
         ``STORE_UNAVAILABLE``."""
         if self._db is None:
@@ -240,19 +237,29 @@ class SqliteFile:
             f"the pending store (SQLite at {self.path}) failed: {exc}", STORE_UNAVAILABLE, cause=exc
         )
 
-    async def inline(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """The rows of a short statement (a read or a write of one row by primary key), run
-        in this thread when it need not wait, else as ``rows`` does."""
+    async def inline(self, sql: str, params: Any = ()) -> list[Any]:
+        """The rows of a short statement (a read or a write of one row by primary key)."""
+        return await self.run(_fetch, sql, params)
+
+    async def run(self, work: Callable[..., list[Any]], *args: Any) -> list[Any]:
+        """``work(connection, *args)``: in this thread when the file need not be waited for,
+        else in aiosqlite's (one hand-over: none of our other statements runs within it)."""
         if self._inline is not None:
             try:
-                rows = self._inline.execute(sql, params).fetchall()
+                rows = work(self._inline, *args)
             except sqlite3.Error as exc:
                 if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
                     raise self._failed(exc) from exc
             else:
                 await self._turn()
                 return rows
-        return await self.rows(sql, params)
+        if self._db is None:
+            raise _not_open()
+        queued: Callable[..., Awaitable[list[Any]]] = self._db._execute
+        try:
+            return await queued(work, self._db._conn, *args)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
 
     async def _turn(self) -> None:
         """Give other tasks their turn after ``RUN`` statements in a row, as aiosqlite's
@@ -302,6 +309,10 @@ class SqliteFile:
             chunk = ids[start : start + CHUNK]
             found += await self.rows(sql.format(ids=",".join("?" * len(chunk))), chunk)
         return found
+
+
+def _fetch(db: sqlite3.Connection, sql: str, params: Any) -> list[Any]:
+    return db.execute(sql, params).fetchall()
 
 
 def private_file(path: Path) -> None:

@@ -31,21 +31,17 @@ _EVENT_CREATED: Final = f"""CREATE TRIGGER record_event_created AFTER INSERT ON 
 _EVENT_WRITTEN: Final = f"""CREATE TRIGGER record_event_written AFTER UPDATE OF event ON records
             WHEN NEW.event IS NOT NULL BEGIN {_APPEND} END"""
 
-_EVENT_CHAINED: Final = """CREATE TRIGGER event_chained AFTER INSERT ON events BEGIN
-            UPDATE events SET prev = (SELECT hash FROM chain_head), question_prev = (
-                SELECT e.hash FROM events e WHERE e.request_id = NEW.request_id
-                AND e.seq < NEW.seq ORDER BY e.seq DESC LIMIT 1) WHERE seq = NEW.seq;
-            UPDATE events SET hash = chain_hash(prev, question_prev, json) WHERE seq = NEW.seq;
-            INSERT INTO chain_head (one, seq, hash) SELECT 1, seq, hash FROM events
-                WHERE seq = NEW.seq ON CONFLICT (one) DO UPDATE
-                SET seq = excluded.seq, hash = excluded.hash; END"""
-"""Each event appended is chained (``audit_chain.chain_hash``, a function every writing
-connection registers) to the head before it and to its question's last event."""
-_EVENT_PURGED: Final = """CREATE TRIGGER event_purged AFTER DELETE ON events
-            WHEN OLD.hash IS NOT NULL BEGIN
-            INSERT OR REPLACE INTO purged (seq, at, hash) VALUES (OLD.seq, OLD.at, OLD.hash); END"""
-"""A deleted event leaves its position, time and hash, so the chain goes on past it (and
-a deletion within the retention shows as a removal)."""
+_EVENT_CHAINED: Final = """CREATE TRIGGER event_chained AFTER INSERT ON events
+            WHEN NEW.hash IS NOT NULL BEGIN
+            INSERT INTO chain_head (one, seq, hash) VALUES (1, NEW.seq, NEW.hash)
+            ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash; END"""
+"""A chained event (its hash computed by its writer, ``sqlite_file.chained_write``) is the
+new head; an earlier release's event, unchained, is not."""
+_EVENT_PURGED: Final = """CREATE TRIGGER event_purged AFTER DELETE ON events BEGIN
+            INSERT OR REPLACE INTO purged (seq, at, hash)
+            VALUES (OLD.seq, OLD.at, coalesce(OLD.hash, '')); END"""
+"""A deleted event leaves its position, time and hash (``''``: unchained), so the chain goes
+on past it (and a deletion within the retention shows as a removal)."""
 
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: records, the endings feed, heartbeats
@@ -112,6 +108,11 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE TABLE chain_head (one INTEGER PRIMARY KEY CHECK (one = 1),"
         " seq INTEGER NOT NULL, hash TEXT NOT NULL)",
         "CREATE TABLE purged (seq INTEGER PRIMARY KEY, at REAL NOT NULL, hash TEXT NOT NULL)",
+    ),
+    (  # 6: the writer chains in its own transaction: no trigger calls a function, so a
+        # process of an earlier release writes on (unchained) in a rolling deploy
+        "DROP TRIGGER IF EXISTS event_chained",
+        "DROP TRIGGER IF EXISTS event_purged",
         _EVENT_CHAINED,
         _EVENT_PURGED,
     ),

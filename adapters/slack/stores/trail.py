@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent
 
 __all__ = ["KeepsTrail", "Trail", "TrailReader"]
@@ -17,7 +18,7 @@ class TrailReader(Protocol):
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
 
-    async def check_chain(self, kept_since: float) -> list[str] | None:
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the trail's hash chain (``audit_chain.verify``), each naming its
         position; ``None`` when this store keeps no chain."""
         ...
@@ -46,6 +47,6 @@ class KeepsTrail:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         return self._trail.audit(since, until)
 
-    async def check_chain(self, kept_since: float) -> list[str] | None:
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the trail's hash chain, each naming its position (``None``: none kept)."""
         return await self._trail.check_chain(kept_since)

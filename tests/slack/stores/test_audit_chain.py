@@ -20,7 +20,9 @@ import redis.asyncio as aioredis
 
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.redis import RedisPendingStore
+from adapters.slack.stores.redis_audit import CHAIN_TRIES
 from adapters.slack.stores.sqlite import SqlitePendingStore
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from tests.bot_process import run_bot_command
 from tests.conftest import TEST_REDIS_URL
 
@@ -150,7 +152,7 @@ async def _trail(backend: Backend, count: int = 6) -> None:
         now = time.time()
         for n in range(count):
             await store.append_event(_event(n, count, now))
-        assert await store.check_chain(now - DAY) == []
+        assert await store.check_chain(now - DAY) == ([], [])
     finally:
         await store.close()
 
@@ -159,8 +161,8 @@ async def _check(backend: Backend, kept_since: float | None = None) -> list[str]
     store = backend.store()
     async with store.reading() as trail:
         found = await trail.check_chain(time.time() - DAY if kept_since is None else kept_since)
-    assert found is not None
-    return list(found)
+    assert found is not None and found.unchained == []
+    return found.breaks
 
 
 async def test_an_untouched_trail_verifies(backend: Backend) -> None:
@@ -183,7 +185,7 @@ async def test_two_stores_appending_at_once_make_one_unbroken_chain(backend: Bac
                 await store.append_event(_event(n, 30, now, question))
 
         await asyncio.gather(write(first, "aaaa"), write(second, "bbbb"))
-        assert await first.check_chain(now - DAY) == []
+        assert await first.check_chain(now - DAY) == ([], [])
         assert len([e async for e in second.audit(now - 1)]) == 60
     finally:
         await first.close()
@@ -248,7 +250,7 @@ async def test_the_retention_purge_leaves_the_purged_hashes_so_the_chain_goes_on
         assert [e async for e in store.audit(0)] == []
         await store.append_event(_event(9, 10, time.time()))
         await store.append_event(_event(8, 10, time.time()))
-        assert await store.check_chain(later) == []
+        assert await store.check_chain(later) == ([], [])
     finally:
         await store.close()
     await backend.remove(8, as_purged_at=later)  # the newest, "purged": the head names it
@@ -267,3 +269,44 @@ async def test_python_m_bot_audit_verify_and_the_export_exit_1_naming_the_positi
     assert code == 1 and "position 5" in err, err
     code, out, err = await run_bot_command(["audit", "--since", "1d"], env, cwd=tmp_path)
     assert code == 1 and "position 5" in err and len(out.splitlines()) == 6, (out, err)
+
+
+@pytest.mark.parametrize("moves", [3, CHAIN_TRIES])
+async def test_redis_a_chained_append_gives_up_under_constant_contention(
+    redis_admin: aioredis.Redis, store_prefix: str, moves: int
+) -> None:
+    """Another process appends (a real append, moving the head) before each of ``moves`` of
+    this store's tries: fewer than ``CHAIN_TRIES`` and the append goes through; that many
+    and it fails ``STORE_UNAVAILABLE``, nothing of it written. The chain verifies either way."""
+    backend = RedisBackend(redis_admin, store_prefix)
+    mine, other = backend.store(), backend.store()
+    await mine.start()
+    await other.start()
+    tries, now = 0, time.time()
+    script = mine._trail._append_script
+
+    async def contended(**call: Any) -> Any:
+        nonlocal tries
+        tries += 1
+        if tries <= moves:
+            await other.append_event(_event(tries, 99, now, f"cc{tries:06d}"))
+        return await script(**call)
+
+    mine._trail._append_script = contended
+    try:
+        event = _event(0, 99, now, "dd000000")
+        if moves < CHAIN_TRIES:
+            await mine.append_event(event)
+            assert tries == moves + 1
+        else:
+            with pytest.raises(UserQuestionError) as info:
+                await mine.append_event(event)
+            assert info.value.code == STORE_UNAVAILABLE, info.value
+            assert f"before each of {CHAIN_TRIES} tries" in str(info.value)
+            assert tries == CHAIN_TRIES
+        kept = await redis_admin.xlen(f"{store_prefix}:events:dd000000")
+        assert kept == (1 if moves < CHAIN_TRIES else 0)
+        assert await mine.check_chain(now - DAY) == ([], [])
+    finally:
+        await mine.close()
+        await other.close()
