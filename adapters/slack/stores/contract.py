@@ -61,8 +61,7 @@ class Watch(Protocol):
         ...
 
     def interrupt(self) -> None:
-        """End the wait in progress with ``CancelledError`` (its task is not cancelled);
-        an ending that came first stands."""
+        """End the wait in progress with ``CancelledError``; an ending that came first stands."""
         ...
 
 
@@ -75,8 +74,7 @@ class OpenCount:
     mine: int
     """Owned by this process: an in-process ``ask()`` here waits on each."""
     unowned: int
-    """Owned by no process (the HTTP API's, released dsh host requests): any process
-    serves them, so every process counts the same ones."""
+    """Owned by no process (the HTTP API's, released dsh host requests): any serves them."""
 
 
 OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
@@ -123,8 +121,7 @@ class PendingStore(Protocol):
         ...
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        with it in the same write (both are kept or neither)."""
+        """Write ``record`` if stored at ``record.version - 1``, and ``event`` (both or neither)."""
         ...
 
     def watch(self, request_id: str) -> Watch:

@@ -1,5 +1,4 @@
-"""The background duties of the durable stores (SQLite, Redis): liveness and its sweep,
-and the retention's purge."""
+"""The durable stores' background duties: liveness and its sweep, the retention's purge."""
 
 from __future__ import annotations
 
@@ -50,12 +49,8 @@ async def fail_orphans(store: PendingStore, owner: str) -> list[PendingRecord]:
 
 
 class OrphanSweep:
-    """One pass of a sweep, kept as it goes: the records it wrote (``written``: failed
-    ``OWNER_LOST``, or detached ones taken for this process) and the writes sent whose
-    answer never came (``unsure``: ``landed`` tells later whether they were made). An
-    error that cuts the pass short (the store cannot answer) loses none of them: the
-    caller reports ``written`` whatever happens, and the records not reached stay open for
-    the next pass."""
+    """One pass of a sweep, kept as it goes: the records it wrote (``written``) and the
+    writes whose answer never came (``unsure``), both reported however the pass ends."""
 
     def __init__(
         self,
@@ -78,8 +73,7 @@ class OrphanSweep:
         """Whether the pass reached its first record (its time runs from then)."""
 
     def out_of_time(self) -> bool:
-        """Whether the pass is over its deadline (then it stops: ``cut``); never before its
-        first record."""
+        """Whether the pass is over its deadline (then it stops); never before its first record."""
         if not self.begun:
             return False
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -95,9 +89,8 @@ class OrphanSweep:
             self.deadline = time.monotonic() + self.budget
 
     async def owner(self, owner: str) -> None:
-        """Fail (or take up) the open records of the lost process ``owner``, one at a time,
-        until the deadline. A store error stops the pass (raised); another error on one
-        record is logged and the others are still swept."""
+        """Fail (or take up) the open records of the lost process ``owner`` until the
+        deadline; a store error stops the pass, another is logged and the sweep goes on."""
         for record in await self.store.open_records(owner=owner):
             if self.out_of_time():
                 return
@@ -143,9 +136,8 @@ class OrphanSweep:
 
 
 async def landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
-    """Of the sweep's writes whose answer never came (``OrphanSweep.unsure``), the ones that
-    were made, as stored now: the same version or later, the same owner, state and ending
-    (a failure's ``finished_at`` is the sweep's own)."""
+    """Of the sweep's writes whose answer never came, those made, as stored now (same
+    version or later, owner, state and ending)."""
     if not sent:
         return []
     stored = await store.get_many([record.id for record in sent])
@@ -253,8 +245,7 @@ async def run_purges(
     purge: Callable[[], Awaitable[int]],
     log: logging.Logger,
 ) -> None:
-    """Every ``every`` until ``stopped()``: ``purge``. A failure is logged and tried again
-    next time."""
+    """Every ``every`` until ``stopped()``: ``purge`` (a failure is logged, tried next time)."""
     while not stopped():
         await asyncio.sleep(every)
         try:

@@ -115,8 +115,7 @@ class RedisPendingStore(KeepsTrail):
 
     @property
     def link(self) -> RedisLink:
-        """This store's connection (bounded operations), for state kept beside it (App
-        Home's viewers)."""
+        """This store's connection, for state kept beside it (App Home's viewers)."""
         return self._link
 
     @property
@@ -125,8 +124,7 @@ class RedisPendingStore(KeepsTrail):
         return self._notices.watches.count
 
     async def start(self) -> None:
-        """Connect, beat once, subscribe, purge the audit stream; raise ``StoreUnavailable``
-        if Redis is unreachable."""
+        """Connect, beat, subscribe, purge the audit stream (``StoreUnavailable``: unreachable)."""
         if self._link.closed:
             raise RuntimeError("a closed RedisPendingStore cannot be started again")
         if self._started:
@@ -208,8 +206,7 @@ class RedisPendingStore(KeepsTrail):
         self._log.info("pending store closed (process %s)", self.process_id)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one script); ``False`` if one with its id exists
-        already."""
+        """Store a new record and ``event`` (one script); ``False`` if its id exists already."""
         return await self._records.create(record, event, self._new_token())
 
     async def get(self, request_id: str) -> PendingRecord | None:
@@ -217,13 +214,11 @@ class RedisPendingStore(KeepsTrail):
         return await self._records.get(request_id)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in their order (``None`` for each unknown): one
-        ``MGET``."""
+        """The records with these ids, in order (``None`` for each unknown): one ``MGET``."""
         return await self._records.get_many(request_ids)
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same script."""
+        """Write ``record`` if stored at ``record.version - 1``, and ``event``, in one script."""
         return await self._records.compare_and_set(record, event, self._new_token())
 
     def watch(self, request_id: str) -> Watch:
@@ -235,8 +230,7 @@ class RedisPendingStore(KeepsTrail):
         return await self._records.open_records(owner)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question, from the hash the scripts keep beside the
-        records (``p:audiences``)."""
+        """Who may answer each open question, from the scripts' ``p:audiences`` hash."""
         return await self._records.open_audiences()
 
     async def open_count(self) -> OpenCount:

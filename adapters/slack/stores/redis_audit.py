@@ -34,8 +34,7 @@ def _entries(entries: object) -> list[tuple[str, dict[str, str]]]:
 
 
 CHAIN_TRIES: Final = 16
-"""Tries of a chained append while other processes keep moving the head (each failed try's
-script answers what it found) before the write fails ``STORE_UNAVAILABLE``."""
+"""Tries of a chained append, the head moved before each, before ``STORE_UNAVAILABLE``."""
 
 
 async def chained(
@@ -44,10 +43,9 @@ async def chained(
     event: AuditEvent | None,
     run: Callable[[list[str | int]], Awaitable[object]],
 ) -> object:
-    """Run a script with ``event`` and its chain as its last ARGV (``chain_hash`` over the
-    head and the question's last chained hash, read first), again while it answers ``[-1,
-    head, question's last chained hash]``: another writer appended in between (the script
-    checks both before any write), at most ``CHAIN_TRIES`` times."""
+    """Run a script with ``event`` and its chain as its last ARGV, again while it answers
+    ``[-1, head, question's last chained hash]`` (another writer appended), ``CHAIN_TRIES``
+    times at most."""
     if event is None:
         return await run(["", "", "", "", "", ""])
     line, trail = event.dump(), keys.events(event.request_id)
@@ -125,8 +123,7 @@ class RedisAudit:
         await chained(self._link, self._keys, event, run)
 
     async def keep_open_trails(self) -> None:
-        """Lift any TTL off a pending question's stream (a bot before this layout gave it
-        one at each event): once, when a store starts (one script over the open set)."""
+        """Lift any TTL an older bot put on a pending question's stream (once, at start)."""
         open_keys = [self._keys.open]
         open_args = [self._keys.record_prefix, self._keys.events_prefix]
         await self._link.op(
@@ -135,8 +132,7 @@ class RedisAudit:
 
     async def purge(self, now: float | None = None) -> int:
         """Delete the audit stream's entries older than the retention whose question has no
-        record left (a pending question's stay, however old; an ended one's go with its
-        record, the retention after its end), a page per script. Returns how many went."""
+        record left, a page per script; how many went."""
         cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
         if cutoff <= 0:
             return 0

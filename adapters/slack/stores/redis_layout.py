@@ -111,8 +111,7 @@ class RedisKeys:
         return self.alive(self.process_id)
 
     def of_record(self, record: PendingRecord) -> list[str]:
-        """The keys a record's scripts touch: itself, its write token, the index sets, the
-        audit streams, the audiences."""
+        """The keys a record's scripts touch (record, token, indexes, audit, audiences)."""
         return [
             self.record(record.id),
             self.key("tok", record.id),
@@ -141,10 +140,8 @@ def load_record(
 
 
 def dump_audience(record: PendingRecord) -> str:
-    """What ``p:audiences`` keeps for ``record``: the time asked, the users and the user
-    groups named (space-joined: Slack ids have no spaces) and, when nobody is, the
-    conversation, tab-separated; ``''`` when the record is on no Home tab list (closed, or a
-    tool approval)."""
+    """What ``p:audiences`` keeps for ``record``: time asked, users and groups named
+    (space-joined) and, when nobody is, the conversation, tab-separated; ``''``: none."""
     audience = Audience.of(record)
     if audience is None:
         return ""
@@ -154,10 +151,8 @@ def dump_audience(record: PendingRecord) -> str:
 
 
 def load_audience(line: str) -> Audience:
-    """The ``Audience`` of a line: the id, a tab, and what ``dump_audience`` kept. A line
-    naming nobody and no conversation was kept by an earlier version (which listed such a
-    question for anyone): its conversation is unknown (``""``), so it is on no Home tab
-    until its record is next written."""
+    """The ``Audience`` of a line (the id, a tab, what ``dump_audience`` kept); one of an
+    earlier version naming nobody and no conversation is on no Home tab (``""``)."""
     request_id, created_at, users, groups, *rest = line.split("\t")
     named, usergroups = tuple(users.split()), tuple(groups.split())
     channel = rest[0] if rest else (None if named or usergroups else "")

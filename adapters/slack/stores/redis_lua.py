@@ -18,10 +18,8 @@ __all__ = [
 ]
 
 WRITE_TOKENS_KEPT: Final = 16
-"""How many of a record's last write tokens ``p:tok:{id}`` keeps: a retry of one of them
-(its reply lost, then other writes of the record before redis-py's retry got through) is
-recognised as done. Older than that, the retry is refused as stale and ``mutate`` decides
-again on a fresh read (what every write lost to another one does)."""
+"""How many of a record's last write tokens ``p:tok:{id}`` keeps: a retry of one of them is
+recognised as done; an older one is refused as stale (``mutate`` decides again)."""
 
 # Lua: ``wrote(kept, token)``: whether ``token`` is among ``kept`` (the value of p:tok, or
 # false when there is none); ``remember(kept, token)``: ``token`` before the newest of
@@ -67,9 +65,7 @@ end
 
 
 def _trail_follows(record: str, trail: str, keep: str) -> str:
-    """Lua: the question's stream lives as long as its record: no TTL while the record has
-    none (pending), the record's own TTL once it has one (ended: they go together), ``keep``
-    when there is no record (an event of a question the store does not know)."""
+    """Lua: the question's stream lives as long as its record (``keep`` with no record)."""
     return f"""
 local left = redis.call('PTTL', {record})
 if left == -1 then
@@ -83,10 +79,8 @@ end
 
 
 def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
-    """Lua: read the event's chain ARGV from ``base`` on (event, position, hash before, its
-    question's last chained hash, hash, the head it was computed on; ``redis_audit.chained``)
-    and, before any write, refuse with ``{-1, head, question's last hash}`` when either
-    moved (another writer appended first: the caller computes again from those)."""
+    """Lua: read the event's chain ARGV from ``base`` on (``redis_audit.chained``) and, before
+    any write, answer ``{-1, head, question's last chained hash}`` when either moved."""
     return f"""
 local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
 if event ~= '' then{_streams_ready(audit, trail)}

@@ -68,8 +68,7 @@ class RedisRecords:
         return None if raw is None else PendingRecord.load(raw, of=request_id)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in their order (``None`` for each unknown): one
-        ``MGET``."""
+        """The records with these ids, in order (``None`` for each unknown): one ``MGET``."""
         if not request_ids:
             return []
         keys = [self._keys.record(request_id) for request_id in request_ids]
@@ -144,9 +143,7 @@ class RedisRecords:
         return audiences
 
     async def _keep_audiences(self, entries: dict[str, str]) -> None:
-        """Add entries for records stored before ``p:audiences`` was kept. ``HSETNX``: a
-        write since (which keeps its own entry) is not overwritten; an entry added after
-        its record ended is dropped by the next listing."""
+        """Add entries for records stored before ``p:audiences`` was kept (``HSETNX``)."""
         async with self._link.client.pipeline(transaction=False) as pipe:
             for request_id, kept in entries.items():
                 pipe.hsetnx(self._keys.audiences, request_id, kept)

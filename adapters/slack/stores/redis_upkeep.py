@@ -1,6 +1,4 @@
-"""The Redis store's upkeep: this process's heartbeat, the sweep of lost processes, and the
-audit stream's purge (at start, then hourly beside the heartbeat: ``duties.run_purges``;
-records expire by TTL)."""
+"""The Redis store's upkeep: the heartbeat, the sweep of lost processes, the audit purge."""
 
 from __future__ import annotations
 
@@ -82,15 +80,13 @@ class RedisUpkeep:
         return await self._audit.purge(now)
 
     async def first_purge(self) -> int:
-        """At start: lift the TTL an older bot put on pending questions' streams (once:
-        ``RedisAudit.keep_open_trails``), then purge."""
+        """At start: lift the TTL an older bot put on pending trails (once), then purge."""
         await self._audit.keep_open_trails()
         return await self._audit.purge()
 
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), writing for ``heartbeat_ttl / 3`` at most (the rest in the
-        next)."""
+        gone (``OWNER_LOST``), writing for ``heartbeat_ttl / 3`` at most."""
         sweep = self._new_sweep()
         try:
             await self._sweep_pass(sweep)
@@ -102,14 +98,11 @@ class RedisUpkeep:
 
     def _new_sweep(self) -> OrphanSweep:
         """A pass writing for a third of the heartbeat's TTL at most, counted from its first
-        record (``OrphanSweep.budget``): listing a lost process's records (tens of thousands
-        of them) may take longer than that, and a pass must get some written, or none ever
-        would. It beats between records (``_keep_up``)."""
+        record (listing may take longer); it beats between records (``_keep_up``)."""
         return OrphanSweep(self._store, budget=self._heartbeat_ttl / 3, log=self._log)
 
     async def _sweep_pass(self, sweep: OrphanSweep) -> None:
-        """Report the earlier writes that landed after all, then sweep under the lock;
-        ``sweep`` keeps what was written whatever happens."""
+        """Report the earlier writes that landed after all, then sweep under the lock."""
         unsure, self._unsure = self._unsure, []
         sweep.unsure = unsure  # kept for next time unless read now
         try:

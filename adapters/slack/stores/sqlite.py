@@ -158,8 +158,7 @@ class SqlitePendingStore(KeepsTrail):
             raise
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one transaction); ``False`` if one with its id
-        exists already."""
+        """Store a new record and ``event`` (one transaction); ``False`` if its id exists."""
         rows = await self._trail.write(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
@@ -189,8 +188,7 @@ class SqlitePendingStore(KeepsTrail):
         return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``
-        in the same transaction."""
+        """Write ``record`` if stored at ``record.version - 1``, and ``event`` (one transaction)."""
         dumped = record.dump()
         wrote = await self._trail.write(
             "UPDATE records SET version = :v, state = :s, owner = :o, finished_at = :f, json = :j"
@@ -230,10 +228,8 @@ class SqlitePendingStore(KeepsTrail):
         return OpenCount(total, mine, unowned)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question (``audience.who_may``: a team review's
-        reviewers when it names them, else the allow-lists; nobody named: the conversation),
-        fields taken out of the records' JSON by SQLite in aiosqlite's thread (no record is
-        parsed on the loop)."""
+        """Who may answer each open question (``audience.who_may``), its fields taken out of
+        the records' JSON by SQLite (no record is parsed on the loop)."""
         rows = await self._file.rows(_AUDIENCES)
         audiences: list[Audience] = []
         async for batch in batches(rows):  # 10,000 at once would hold the loop
@@ -284,9 +280,8 @@ _AUDIENCES: Final = (
     " json_extract(json, '$.channel'), json_extract(json, '$.message_channel')"
     " FROM records WHERE state = 'pending' AND json_array_length(json, '$.questions') > 0"
 )
-"""Each open question's id, time asked, the users and user groups named (space-joined),
-whether a team review names its reviewers and the users and user groups it names, and the
-channel asked in and the message's."""
+"""Each open question's id, time asked, users and groups named (space-joined), its team
+review's reviewers if it names them, and the channel asked in and the message's."""
 
 
 def _who(

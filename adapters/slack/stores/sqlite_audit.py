@@ -19,26 +19,19 @@ _PURGE: Final = batch_delete(
     "seq",
     "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)",
 )
-"""A trail goes with its record (kept while pending and the retention after its end, see
-``SqliteUpkeep.purge``); an event whose question has no record goes by its own age. Read
-through ``events_at`` and the records' primary key: no table is scanned whole. (``NOT
-EXISTS``, not ``NOT IN``: one NULL id among the records would make ``NOT IN`` match
-nothing, for good.)"""
+"""A trail goes with its record; an event whose question has no record goes by its age
+(through ``events_at`` and the records' key; ``NOT IN`` would match nothing after a NULL)."""
 
 _RANGE: Final = "SELECT min(seq), max(seq) FROM events WHERE at >= ? AND at < ?"
-"""The first and last event (by ``seq``) of a time range, read from the ``events_at``
-index alone: each of its entries holds an event's ``at`` and ``seq`` (the rowid), so this
-reads the range's own entries, not the table. The first and the last, not the first ``at``:
-events appended by several processes may have their ``at`` slightly out of ``seq`` order."""
+"""The first and last ``seq`` of a time range, from the ``events_at`` index alone (several
+processes may append with ``at`` slightly out of ``seq`` order)."""
 
 _PAGE: Final = (
     "SELECT seq, json FROM events WHERE seq > ? AND seq <= ? AND +at >= ? AND +at < ?"
     " ORDER BY seq LIMIT ?"
 )
-"""A page of a time range's events in the order appended, read by ``seq`` between the
-range's first and last (``_RANGE``): the range's events and any appended among them with
-an ``at`` just outside. The ``+`` keeps SQLite on the primary key: through ``events_at`` it
-would sort the whole range again for every page."""
+"""A page of a time range's events by ``seq`` between its first and last (``_RANGE``); the
+``+`` keeps SQLite on the primary key (``events_at`` would sort the range for each page)."""
 
 _CHAIN_PAGE: Final = (
     "SELECT seq, request_id, at, json, prev, question_prev, hash FROM events"
@@ -46,9 +39,7 @@ _CHAIN_PAGE: Final = (
 )
 
 _NEWEST: Final = 2**63 - 1
-"""No last ``seq``: a range open to the future is read on to the newest event (those
-appended while it is read too)."""
-
+"""No last ``seq``: a range open to the future is read on to the newest event."""
 
 _TIPS: Final = (
     "SELECT (SELECT hash FROM chain_head), (SELECT hash FROM events"
@@ -88,20 +79,18 @@ class SqliteAudit:
     def __init__(self, file: SqliteFile) -> None:
         self._file = file
 
-    async def write(self, sql: str | None, params: Any, event: AuditEvent | None) -> list[Any]:
-        """The rows of ``sql`` (a record's write, or ``None``), with ``event`` appended
-        chained (``chained_write``) should it write."""
+    async def write(self, sql: str, params: Any, event: AuditEvent | None) -> list[Any]:
+        """The rows of a record's write ``sql``, with ``event`` appended should it write."""
         if event is None:
-            return await self._file.inline(sql or "SELECT 1", params)
+            return await self._file.inline(sql, params)
         return await self._file.run(chained_write, sql, params, event)
 
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` to its question's trail (an event without a write)."""
-        await self.write(None, (), event)
+        await self._file.run(chained_write, None, (), event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
-        """The trail of one question, in the order it was appended (read inline: a long-poll
-        answers with it the moment its question ends, and a thread hand-over took 1 ms)."""
+        """The trail of one question, in the order appended (inline: a long-poll waits)."""
         rows = await self._file.inline(
             "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
         )
@@ -144,7 +133,6 @@ class SqliteAudit:
         return verify(rows, found, gone, kept_since)
 
     async def purge(self, before: float) -> None:
-        """Delete the events older than ``before`` (the retention's cutoff) whose question
-        has no record left (after the records' purge): a pending question keeps its whole
-        trail, however old, and an ended one until its record goes."""
+        """Delete the events older than ``before`` whose question has no record left (a
+        pending question keeps its whole trail, an ended one until its record goes)."""
         await self._file.delete_batches(_PURGE, (before,))

@@ -72,9 +72,8 @@ class SqliteEndings:
         )
 
     async def _check_lost(self) -> None:
-        """Fail the waits on records another process deleted: ``RECORD_LOST``; and resolve
-        those on records stored ended by an insert, which feeds no ending (a deleted record
-        put back as failed by another process before this one looked)."""
+        """Fail the waits on records another process deleted (``RECORD_LOST``); resolve those
+        on records stored ended by an insert (put back failed), which feeds no ending."""
         ids = waiting_ids(self._watches.groups)
         rows = await self._file.rows_in("SELECT id, state FROM records WHERE id IN ({ids})", ids)
         states: dict[str, str] = dict(rows)
@@ -89,9 +88,8 @@ class SqliteEndings:
         )
 
     def _resolve(self, rows: list[tuple[str, str]]) -> None:
-        """Resolve the watches of the records in ``rows`` (id, JSON) that have ended. One
-        this version cannot read fails its own waits (``STORE_UNAVAILABLE``: it will not
-        become readable here), and the others are resolved all the same."""
+        """Resolve the watches of the ended records in ``rows`` (id, JSON); one this version
+        cannot read fails its own waits (``STORE_UNAVAILABLE``)."""
         for request_id, raw in rows:
             try:
                 record = PendingRecord.load(raw, of=request_id)

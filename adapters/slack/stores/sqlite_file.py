@@ -1,5 +1,4 @@
-"""The SQLite store's file: opening it (WAL, schema upgraded in place; or for reading
-only) and its statements."""
+"""The SQLite store's file: opening it (WAL, upgraded in place; or read-only), its statements."""
 
 from __future__ import annotations
 
@@ -37,12 +36,10 @@ _WAL_PAGES: Final = 20_000
 only should the store's own checkpoints fall behind."""
 
 WAL_LIMIT = 64 * 1024 * 1024
-"""Bytes the WAL file is truncated back to once checkpointed (``journal_size_limit``; read at
-``open``)."""
+"""Bytes the WAL is truncated back to once checkpointed (``journal_size_limit``)."""
 
 UPGRADE_WAIT = 300.0
-"""Seconds a start waits for another process holding the file (a schema upgrade of a large
-file, a ``VACUUM``) before it gives up (read at ``open``)."""
+"""Seconds a start waits for another process holding the file (an upgrade, a ``VACUUM``)."""
 
 _JOIN_WAIT: Final = 2.0
 """Seconds a failed connect waits for aiosqlite's thread to end."""
@@ -58,8 +55,7 @@ CHUNK: Final = 500
 
 
 def batch_delete(table: str, key: str, where: str) -> str:
-    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where`` (by
-    ``key``, an indexed column), for ``SqliteFile.delete_batches``."""
+    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where`` (by ``key``)."""
     return (
         f"DELETE FROM {table} WHERE {key} IN"
         f" (SELECT {key} FROM {table} WHERE {where} LIMIT {CHUNK}) RETURNING 1"
@@ -115,12 +111,10 @@ class SqliteFile:
                 " local disk"
             )
         limit = int(WAL_LIMIT)
-        for pragma in (
-            "PRAGMA synchronous = NORMAL",
-            f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}",
-            f"PRAGMA journal_size_limit = {limit}",
-        ):
-            await db.execute(pragma)
+        pragmas = ["synchronous = NORMAL", f"wal_autocheckpoint = {_WAL_PAGES}"]
+        pragmas.append(f"journal_size_limit = {limit}")
+        for pragma in pragmas:
+            await db.execute(f"PRAGMA {pragma}")
         if await migrate(db, self.path, self._log, wait=UPGRADE_WAIT):
             # The upgrade's copy of every record sits in the WAL: copy it into the file and
             # empty the WAL now (``TRUNCATE``; a reader still on it makes this a no-op, and
@@ -131,19 +125,16 @@ class SqliteFile:
                 self._log.warning("pending store checkpoint after the upgrade failed: %s", exc)
         # Opened in this thread, used only here; a busy file is not waited for.
         self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
-        self._inline.execute("PRAGMA synchronous = NORMAL")
-        self._inline.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
-        self._inline.execute(f"PRAGMA journal_size_limit = {limit}")
+        for pragma in pragmas:
+            self._inline.execute(f"PRAGMA {pragma}")
         self._checkpointer = await _connect(
             self.path, isolation_level=None, timeout=self._busy_timeout
         )
         await self._checkpointer.execute(f"PRAGMA journal_size_limit = {limit}")
 
     async def open_to_read(self) -> None:
-        """Open the file for reading only (``mode=ro``): nothing is created, switched,
-        upgraded or written, so a reader leaves the file as it found it (SQLite may add the
-        WAL's two side files should they be missing: the next writer uses them as they are).
-        Only ``rows`` (and what runs on it) works on a file opened so."""
+        """Open the file for reading only (``mode=ro``): nothing created, upgraded or written
+        (but the WAL's side files should they be missing); only ``rows`` works then."""
         if not self.path.is_file():
             reason = "a folder, not a file" if self.path.is_dir() else "no such file"
             raise OSError(f"cannot read the pending store STORE_PATH={self.path}: {reason}")
@@ -183,54 +174,35 @@ class SqliteFile:
         return OSError(f"cannot read the pending store STORE_PATH={self.path}: {exc}")
 
     async def close(self) -> None:
-        """Close the file (idempotent). Cancelled (a stop's deadline) or failed, it stops
-        the connections as ``abandon`` does."""
-        inline, self._inline = self._inline, None
-        if inline is not None:
-            inline.close()
-        checkpointer, self._checkpointer = self._checkpointer, None
-        db, self._db = self._db, None
-        connections = [(c, _raw(c)) for c in (checkpointer, db) if c is not None]
+        """Close the file (idempotent); cut short or failed, as ``abandon`` does."""
+        connections = [(c, _raw(c)) for c in self._take()]
         try:
             for connection, _ in connections:
                 await connection.close()
         except BaseException:
             for connection, raw in connections:
-                _abandon(connection, raw, self._abandon_wait)
+                _abandon(connection, raw, 2 * self._busy_timeout + _JOIN_WAIT)
             raise
 
     def abandon(self) -> None:
-        """Close the file without waiting (idempotent): for a close cut short (cancelled at
-        a stop's deadline). What is queued for aiosqlite's threads fails (``sqlite3``'s
-        ``ProgrammingError``), each thread ends after its statement in hand (within the
-        busy timeout) having closed its connection, and the event loop waits for them
-        before ``asyncio.run`` closes it. Else those threads (not daemons) outlive the
-        loop: Python waits on them at exit for ever, and each prints ``Exception in
-        thread … Event loop is closed`` should its statement end."""
+        """Close the file without waiting (idempotent; a close cut short at a stop's
+        deadline): aiosqlite's threads end and the loop waits for them (``_abandon``)."""
+        for connection in self._take():
+            # its statement in hand may wait twice for the busy timeout (read, then write)
+            _abandon(connection, _raw(connection), 2 * self._busy_timeout + _JOIN_WAIT)
+
+    def _take(self) -> list[aiosqlite.Connection]:
+        """Forget the connections, closing the inline one: the aiosqlite ones to close."""
         inline, self._inline = self._inline, None
         if inline is not None:
             inline.close()
-        checkpointer, self._checkpointer = self._checkpointer, None
-        db, self._db = self._db, None
-        for connection in (checkpointer, db):
-            if connection is not None:
-                _abandon(connection, _raw(connection), self._abandon_wait)
-
-    @property
-    def _abandon_wait(self) -> float:
-        """Seconds the loop waits at most for an abandoned connection's thread: its
-        statement in hand may wait twice for the busy timeout (to read, then to write)."""
-        return 2 * self._busy_timeout + _JOIN_WAIT
+        taken = [c for c in (self._checkpointer, self._db) if c is not None]
+        self._checkpointer = self._db = None
+        return taken
 
     async def rows(self, sql: str, params: Any = ()) -> list[Any]:
-        """Run one statement (its own transaction) and fetch its rows; SQLite failures are
-        ``STORE_UNAVAILABLE``."""
-        if self._db is None:
-            raise _not_open()
-        try:
-            return list(await self._db.execute_fetchall(sql, params))
-        except sqlite3.Error as exc:
-            raise self._failed(exc) from exc
+        """One statement's rows, in aiosqlite's thread (failures: ``STORE_UNAVAILABLE``)."""
+        return await self._queued(_fetch, sql, params)
 
     def _failed(self, exc: sqlite3.Error) -> UserQuestionError:
         return UserQuestionError(
@@ -253,6 +225,10 @@ class SqliteFile:
             else:
                 await self._turn()
                 return rows
+        return await self._queued(work, *args)
+
+    async def _queued(self, work: Callable[..., list[Any]], *args: Any) -> list[Any]:
+        """``work(connection, *args)`` in aiosqlite's thread (one hand-over)."""
         if self._db is None:
             raise _not_open()
         queued: Callable[..., Awaitable[list[Any]]] = self._db._execute
@@ -262,9 +238,8 @@ class SqliteFile:
             raise self._failed(exc) from exc
 
     async def _turn(self) -> None:
-        """Give other tasks their turn after ``RUN`` statements in a row, as aiosqlite's
-        hand-over did after each: a run of them (a stop ending 10,000 questions) never holds
-        the loop, while a click's read and write run straight through."""
+        """Give other tasks their turn after ``RUN`` statements in a row: a run of them (a
+        stop ending 10,000 questions) never holds the loop; a click's run straight through."""
         self._run += 1
         if self._run == 1:
             # The loop's next turn, whoever takes it, ends the run.
@@ -276,8 +251,7 @@ class SqliteFile:
         self._run = 0
 
     async def checkpoint(self) -> int:
-        """Copy the WAL's committed pages into the file (``PASSIVE``: no reader or writer
-        waits for it); how many pages the WAL held."""
+        """Copy the WAL's committed pages into the file (``PASSIVE``); the WAL's page count."""
         if self._checkpointer is None:
             raise _not_open()
         try:
@@ -292,9 +266,8 @@ class SqliteFile:
         return rows[0][0]
 
     async def delete_batches(self, statement: str, params: Sequence[Any] = ()) -> int:
-        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK`` rows, each
-        batch its own statement: what is queued meanwhile (the heartbeat, a click that
-        found the file busy) waits for one batch, not for the whole purge. How many went."""
+        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK`` rows (what is
+        queued meanwhile waits for one batch, not the whole purge); how many went."""
         deleted = 0
         while True:
             gone = len(await self.rows(statement, params))
@@ -326,9 +299,7 @@ def private_file(path: Path) -> None:
 
 async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection:
     """``aiosqlite.connect``; when it fails, its thread is waited for (a short while, off
-    the loop) before the error is raised. aiosqlite stops that thread without waiting: it
-    would call into the event loop after ``asyncio.run`` closed it, and print
-    ``Exception in thread … RuntimeError: Event loop is closed`` after the error."""
+    the loop), else it calls into the loop after ``asyncio.run`` closed it."""
     connection = aiosqlite.connect(database, **options)
     try:
         return await connection
@@ -340,18 +311,15 @@ async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection
 
 
 def _raw(connection: aiosqlite.Connection) -> sqlite3.Connection | None:
-    """The ``sqlite3`` connection under ``connection`` (aiosqlite forgets it on ``close``,
-    also on one cut short that leaves it open)."""
+    """The ``sqlite3`` connection under ``connection`` (aiosqlite forgets it on ``close``)."""
     raw = getattr(connection, "_connection", None)
     return raw if isinstance(raw, sqlite3.Connection) else None
 
 
 def _abandon(connection: aiosqlite.Connection, raw: sqlite3.Connection | None, wait: float) -> None:
-    """Stop ``connection``'s thread without waiting (see ``SqliteFile.abandon``): fail what
-    is queued for it, have it close ``raw`` (in that thread, which made it) and end, and
-    have the loop's default executor wait up to ``wait`` seconds for it (``asyncio.run``
-    waits for that executor before it closes the loop, so no future of that thread's is
-    answered on a closed loop)."""
+    """Stop ``connection``'s thread without waiting: fail what is queued, have it close
+    ``raw`` and end, the loop's executor waiting up to ``wait`` s for it (as ``asyncio.run``
+    waits for that executor, no future of the thread's is answered on a closed loop)."""
     # aiosqlite before 0.22 is its own thread, its queue a ``Queue``.
     thread = connection if isinstance(connection, threading.Thread) else None
     thread = getattr(connection, "_thread", thread)
@@ -377,8 +345,7 @@ def _abandon(connection: aiosqlite.Connection, raw: sqlite3.Connection | None, w
 
 
 def _refuse_memory(path: Path) -> None:
-    """Refuse a ``STORE_PATH`` SQLite keeps in memory (``:memory:``, ``file::memory:…``):
-    each of the store's connections would get a database of its own."""
+    """Refuse a ``STORE_PATH`` SQLite keeps in memory: a database for each connection."""
     name = str(path)
     if name == ":memory:" or name.startswith("file::memory:"):
         raise OSError(

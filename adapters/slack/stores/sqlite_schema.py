@@ -131,9 +131,7 @@ def _newer(found: int, path: Path) -> RuntimeError:
 
 
 def check_readable(found: int, path: Path) -> None:
-    """Refuse to read the trail of a file with schema ``found`` unless it is as this code
-    reads it: a reader upgrades nothing (that is the bot's to do at its next start), and
-    every schema from ``TRAIL_SINCE`` on keeps ``events`` as this code queries it."""
+    """Refuse to read a file of schema ``found`` this code cannot read as it is."""
     if found > SCHEMA_VERSION:
         raise _newer(found, path)
     if found < TRAIL_SINCE:

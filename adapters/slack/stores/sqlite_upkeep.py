@@ -1,5 +1,4 @@
-"""The SQLite store's upkeep: heartbeats, the sweep of lost processes' records, retention,
-and the WAL's checkpoints."""
+"""The SQLite store's upkeep: heartbeats, the sweep, retention, the WAL's checkpoints."""
 
 from __future__ import annotations
 
@@ -95,8 +94,7 @@ class SqliteUpkeep:
         self._beaten_at = time.monotonic()
 
     def hold_sweep(self) -> None:
-        """Judge nobody lost for one TTL from now: this process's beat just waited for the
-        file (or failed), so the other processes' beats did too."""
+        """Judge nobody lost for one TTL: this beat waited (or failed), so others' did too."""
         self._sweep_from = time.monotonic() + self._heartbeat_ttl
 
     async def stop_beating(self) -> None:
@@ -109,18 +107,15 @@ class SqliteUpkeep:
             self._log.warning("pending store could not delete its heartbeat: %s", exc)
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: beat, then one pass of the sweep unless the beat waited longer than
-        the heartbeat interval or failed (then none for one TTL: ``hold_sweep``). The purge
-        runs beside it (``duties.run_purges``)."""
+        """One heartbeat: beat, then a pass of the sweep unless the beat was late or failed."""
         await self._beat_or_hold()
         if time.monotonic() < self._sweep_from:
             return []
         return await self.sweep_orphans()
 
     async def checkpoints(self, interval: float) -> None:
-        """Copy the WAL into the file every ``interval`` while it is open (run as a task):
-        writes, a click's among them, never wait for a checkpoint (``sqlite_file``). A
-        failure is logged once until one succeeds again, and tried again next time."""
+        """Copy the WAL into the file every ``interval`` while it is open, so no write waits
+        for a checkpoint; a failure is logged once until one succeeds again."""
         failing = False
         while self._file.is_open:
             await asyncio.sleep(interval)
@@ -172,9 +167,7 @@ class SqliteUpkeep:
         return sweep.written
 
     async def _beat_or_hold(self) -> bool:
-        """Beat; whether it was on time. One that failed, or waited longer than the
-        heartbeat interval, holds the sweep for one TTL (``hold_sweep``): the others may
-        not have beaten either."""
+        """Beat; whether it was on time (one late or failed holds the sweep for one TTL)."""
         began = time.monotonic()
         try:
             await self.beat()

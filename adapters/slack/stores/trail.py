@@ -19,8 +19,7 @@ class TrailReader(Protocol):
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """The breaks of the trail's hash chain (``audit_chain.verify``), each naming its
-        position; ``None`` when this store keeps no chain."""
+        """What ``audit_chain.verify`` finds; ``None`` when this store keeps no chain."""
         ...
 
 

@@ -35,13 +35,11 @@ class HomeViewers(Protocol):
     """The people whose Home tab is kept current, shared by every process of a store."""
 
     async def opened(self, user: str, at: float) -> None:
-        """``user`` opened their Home tab at ``at`` (epoch seconds); the oldest beyond the
-        bound are forgotten."""
+        """``user`` opened their Home tab at ``at``; the oldest beyond the bound go."""
         ...
 
     async def current(self, now: float) -> list[str]:
-        """Everyone who opened their Home tab within the time limit before ``now``, oldest
-        opener first (at most the bound)."""
+        """Who opened their Home tab within the time limit before ``now``, oldest first."""
         ...
 
     def known_empty(self) -> bool:
