@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["rich_text_to_html"]
+__all__ = ["local_date", "rich_text_to_html"]
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
 _STYLES: Final = (("code", "code"), ("strike", "s"), ("italic", "i"), ("bold", "b"))
@@ -37,6 +37,14 @@ def _styled(body: str, style: object) -> str:
             cls = ' class="sk-code"' if tag == "code" else ""
             body = f"<{tag}{cls}>{body}</{tag}>"
     return body
+
+
+def local_date(seconds: int, format: str, shown: str) -> str:
+    """A date the page shows in the reader's zone (``data-date``, ``data-format``)."""
+    return (
+        f'<time class="sk-date" data-date="{seconds}" data-format="{_esc(format)}">'
+        f"{_esc(shown)}</time>"
+    )
 
 
 def _leaf(element: Mapping[str, Any], users: Callable[[str], str]) -> str:
@@ -62,10 +70,13 @@ def _leaf(element: Mapping[str, Any], users: Callable[[str], str]) -> str:
         body = _esc(_emoji(element.get("unicode")) or f":{element.get('name')}:")
     elif kind == "date":
         try:
-            shown = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(element["timestamp"])))
+            seconds = int(element["timestamp"])
+            shown = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
         except (KeyError, TypeError, ValueError, OverflowError, OSError):
-            shown = str(element.get("fallback") or "")
-        body = f'<span class="sk-date">{_esc(shown)}</span>'
+            body = f'<span class="sk-date">{_esc(str(element.get("fallback") or ""))}</span>'
+        else:
+            fmt = element.get("format")
+            body = local_date(seconds, fmt if isinstance(fmt, str) else "", shown)
     else:
         body = _esc(element.get("text") or "")
     return _styled(body, element.get("style"))

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from adapters.slack.sandbox.richblocks import rich_text_to_html
+from adapters.slack.sandbox.richblocks import local_date, rich_text_to_html
 
 __all__ = [
     "EMOJI",
@@ -214,16 +214,16 @@ def _link(url_raw: str, label_raw: str | None) -> str:
 
 
 def _date(command: str, label: str | None) -> str:
-    """``!date^<seconds>^<format>[^<link>]``: the fallback, else the time in UTC."""
-    if label:
-        return f'<span class="sk-date">{_esc(decode_entities(label))}</span>'
+    """``!date^<seconds>^<format>[^<link>]``: the fallback (else the time in UTC), which the
+    page replaces with the time in the reader's own zone, as Slack's clients show it."""
     parts = command.split("^")
+    fallback = decode_entities(label) if label else None
     try:
         seconds = int(parts[1])
-        shown = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+        shown = fallback or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
     except (IndexError, ValueError, OverflowError, OSError):
-        shown = decode_entities(command)
-    return f'<span class="sk-date">{_esc(shown)}</span>'
+        return f'<span class="sk-date">{_esc(fallback or decode_entities(command))}</span>'
+    return local_date(seconds, decode_entities(parts[2]) if len(parts) > 2 else "", shown)
 
 
 def _control(inner: str, names: Names) -> str:

@@ -231,9 +231,16 @@ class SlackStandIn:
         is_ephemeral = isinstance(message, Ephemeral)
         if is_ephemeral and message.user != user:
             raise ValueError(f"{user} cannot see ephemeral message {message.ts}")
-        target, option = clicks.find_target(
-            message.blocks, action_id=action_id, block_id=block_id, text=text
-        )
+        blocks = message.blocks
+        try:
+            target, option = clicks.find_target(
+                blocks, action_id=action_id, block_id=block_id, text=text
+            )
+        except LookupError:
+            # A click on a version of the message the page still showed (it changed a
+            # moment ago, as after a simultaneous click): Slack delivers it all the same.
+            blocks = _shown(message, action_id, block_id)
+            target, option = clicks.find_target(blocks, action_id=action_id, block_id=block_id)
         chosen = clicks.with_choice(target, option, values or {})
         action = clicks.action_entry(
             target, clicks.selection_of(target, chosen), f"{self.workspace.clock():.6f}"
@@ -244,7 +251,7 @@ class SlackStandIn:
             {"id": channel.id, "name": channel.name},
             message.to_dict(),
             action,
-            state_values=clicks.state_values(message.blocks, chosen),
+            state_values=clicks.state_values(blocks, chosen),
             trigger_id=self.new_trigger_id(user),
             response_url=self.new_response_url(
                 channel.id, user, message.ts, is_ephemeral=is_ephemeral
@@ -502,3 +509,13 @@ async def _params(request: web.Request) -> dict[str, Any]:
         form = await request.post()
         params.update({k: v for k, v in form.items() if isinstance(v, str)})
     return params
+
+
+def _shown(message: Message | Ephemeral, action_id: str | None, block_id: str | None) -> Any:
+    """The blocks of the latest earlier version of ``message`` holding the element a page
+    names by its ``block_id`` (``LookupError`` when no version does)."""
+    earlier = message.edits if isinstance(message, Message) and block_id else []
+    for revision in reversed(earlier):
+        if any(t.block_id == block_id for t in clicks.targets(revision.blocks)):
+            return revision.blocks
+    raise LookupError(f"no version of the message holds block {block_id!r} ({action_id})")

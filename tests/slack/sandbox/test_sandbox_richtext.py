@@ -37,6 +37,7 @@ ALLOWED_TAGS = {
     "blockquote",
     "br",
     "span",
+    "time",
     "p",
     "ul",
     "ol",
@@ -49,7 +50,9 @@ ALLOWED_TAGS = {
     "h5",
     "h6",
 }
-ALLOWED_ATTRIBUTES = {"class", "href", "target", "rel", "data-user-id", "start"}
+ALLOWED_ATTRIBUTES = {
+    "class", "href", "target", "rel", "data-user-id", "start", "data-date", "data-format"
+}  # fmt: skip
 
 
 class _Audit(HTMLParser):
@@ -246,7 +249,15 @@ def test_a_date_without_fallback_shows_the_time_in_utc() -> None:
 def test_a_fallback_with_html_is_escaped() -> None:
     out = mrkdwn_to_html("<!date^1^{date}|&lt;b&gt;x>")
     assert visible(out) == "<b>x"
-    assert audit(out).tags == ["span"]
+    assert audit(out).tags == ["time"]
+
+
+def test_a_date_carries_its_time_and_format_for_the_readers_zone() -> None:
+    out = mrkdwn_to_html('<!date^1700000000^{date_short_pretty} at {time}"&lt;b&gt;|fallback>')
+    assert out == (
+        '<time class="sk-date" data-date="1700000000" '
+        'data-format="{date_short_pretty} at {time}&quot;&lt;b&gt;">fallback</time>'
+    )
 
 
 # --- emoji -----------------------------------------------------------------------------

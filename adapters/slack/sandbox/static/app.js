@@ -38,7 +38,10 @@
       if (value === null || value === undefined || value === false) continue;
       if (key === "class") node.className = value;
       else if (key === "text") node.textContent = value;
-      else if (key === "html") node.innerHTML = value; // server-rendered, already safe
+      else if (key === "html") {
+        node.innerHTML = value; // server-rendered, already safe
+        localDates(node);
+      }
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
@@ -60,6 +63,40 @@
   function fmtTime(ts) {
     const date = new Date(parseFloat(ts) * 1000);
     return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  // Slack's <!date^…> tokens in the reader's own time zone, as Slack's clients show them
+  // (the server's text, in UTC, is only the fallback).
+  function localDate(seconds, format) {
+    const d = new Date(seconds * 1000);
+    const day = (options) => d.toLocaleDateString([], options);
+    const pretty = (otherwise) => {
+      const midnight = (date) => new Date(date.getFullYear(), date.getMonth(), date.getDate());
+      const days = Math.round((midnight(d) - midnight(new Date())) / 86400000);
+      return { "-1": "Yesterday", 0: "Today", 1: "Tomorrow" }[days] || otherwise;
+    };
+    const pad = (n) => String(n).padStart(2, "0");
+    const tokens = {
+      date_num: () => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`,
+      date: () => day({ year: "numeric", month: "long", day: "numeric" }),
+      date_short: () => day({ year: "numeric", month: "short", day: "numeric" }),
+      date_long: () => day({ weekday: "long", year: "numeric", month: "long", day: "numeric" }),
+      time: () => d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" }),
+      time_secs: () => d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit", second: "2-digit" }),
+    };
+    tokens.date_pretty = () => pretty(tokens.date());
+    tokens.date_short_pretty = () => pretty(tokens.date_short());
+    tokens.date_long_pretty = () => pretty(tokens.date_long());
+    return format.replace(/\{(\w+)\}/g, (all, name) => (tokens[name] ? tokens[name]() : all));
+  }
+
+  function localDates(root) {
+    for (const node of root.querySelectorAll("time[data-date]")) {
+      const seconds = Number(node.dataset.date);
+      if (!Number.isFinite(seconds) || !node.dataset.format) continue;
+      node.title = node.textContent; // the fallback, on hover
+      node.textContent = localDate(seconds, node.dataset.format);
+    }
   }
 
   function uid(prefix) {
@@ -229,6 +266,12 @@
 
   function switchUser(id) {
     if (id === S.me) return;
+    const left = S.data && S.data.me === S.me ? S.data.view : null;
+    if (left) {
+      // The person left closes their modal, as leaving a Slack client does: it never comes
+      // back when someone switches to them again.
+      api("/sandbox/close", { user: S.me, view_id: left.id });
+    }
     S.me = id;
     const p = person(id);
     try {
@@ -634,7 +677,40 @@
       await dispatch(ctx, block, element, select);
       if (overflow) select.value = "";
     });
-    return select;
+    return overflow || optionsOf(element).length <= FILTER_FROM ? select : filtered(select);
+  }
+
+  const FILTER_FROM = 5; // a menu with more options than a row of buttons gets a filter box
+
+  // Slack's menus filter their options as you type; Enter picks the first one shown.
+  function filtered(select) {
+    const search = el("input", {
+      type: "search",
+      class: "sk-select-filter",
+      placeholder: "Type to filter the options…",
+      "aria-label": "Filter the options",
+      "data-testid": "select-filter",
+      enterkeyhint: "done",
+    });
+    const options = Array.from(select.querySelectorAll("option")).filter((o) => !o.disabled);
+    const shown = () => options.filter((o) => !o.hidden);
+    search.addEventListener("input", () => {
+      const wanted = search.value.trim().toLowerCase();
+      for (const o of options) o.hidden = Boolean(wanted) && !o.textContent.toLowerCase().includes(wanted);
+      for (const group of select.querySelectorAll("optgroup")) {
+        group.hidden = Array.from(group.children).every((o) => o.hidden);
+      }
+      search.classList.toggle("no-match", !shown().length);
+    });
+    search.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      const first = shown()[0];
+      if (!first || select.value === first.value) return;
+      select.value = first.value;
+      select.dispatchEvent(new Event("change"));
+    });
+    return el("div", { class: "sk-select-filtered" }, search, select);
   }
 
   function renderMultiSelect(element, block, ctx) {
@@ -811,6 +887,7 @@
         toast("That message has changed since this page showed it; here it is as it is now.", "info");
         scheduleRefresh(0);
       } else if (!result.ok) toast(`The click did not go through (${describe(result)}).`);
+      else scheduleRefresh(0); // its effects (an update, a note) show even without live events
     });
     S.queue = job.catch(() => {});
     return job.finally(() => node.classList.remove("busy"));
