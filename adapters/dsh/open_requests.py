@@ -131,7 +131,7 @@ class OpenRequests:
         if replay.over:
             return
         replay.over = True
-        self._waiting.keep_only(replay.seen)
+        self._waiting.remove(lambda ask: ask.rpc_id not in replay.seen)
         self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}
         for ask in unreplayed(self._asks.values(), replay.seen):
             self._logger.info(

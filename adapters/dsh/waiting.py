@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 
 from adapters.dsh.asks import HostAsk
 
@@ -36,23 +36,16 @@ class WaitingRoom:
         """Take the oldest waiting request of ``first``, else of the first session to queue
         that ``room`` says may show one more."""
         for session in (first, *self._sessions):
-            if room(session) and (ask := self.next(session)) is not None:
+            if room(session) and (waiting := self._sessions.get(session)):
+                _, ask = waiting.popitem(last=False)
+                if not waiting:
+                    del self._sessions[session]
                 return ask
         return None
 
     def has_waiting(self, session_id: str) -> bool:
         """Whether requests of ``session_id`` wait."""
         return bool(self._sessions.get(session_id))
-
-    def next(self, session_id: str) -> HostAsk | None:
-        """Take the oldest waiting request of ``session_id``, if any."""
-        waiting = self._sessions.get(session_id)
-        if not waiting:
-            return None
-        _, ask = waiting.popitem(last=False)
-        if not waiting:
-            del self._sessions[session_id]
-        return ask
 
     def remove(self, matches: Callable[[HostAsk], bool]) -> int:
         """Drop the waiting requests ``matches`` picks; how many were dropped."""
@@ -64,10 +57,6 @@ class WaitingRoom:
             if not waiting:
                 del self._sessions[session_id]
         return dropped
-
-    def keep_only(self, rpc_ids: Collection[str]) -> None:
-        """Drop every waiting request whose rpcId is not in ``rpc_ids`` (the host's replay)."""
-        self.remove(lambda ask: ask.rpc_id not in rpc_ids)
 
     def clear(self) -> None:
         """Forget every waiting request."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Final, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import (
     BeforeValidator,
@@ -35,22 +35,21 @@ from bot.settings.sources import DotEnvFile, Environment
 from bot.settings.store import StoreSettings
 from bot.settings.text import invalid, problem, render_help
 from bot.settings.timeouts import DeadlineSettings
-from bot.settings.types import LogFormat, LogLevel, Mode, Seconds, Secret
+from bot.settings.types import Mode, Secret
 
 __all__ = [
     "SETTINGS_HELP",
     "SETTING_NAMES",
     "ConfigError",
-    "LogFormat",
-    "LogLevel",
     "Mode",
-    "Seconds",
     "Secret",
     "Settings",
     "load_settings",
 ]
 
 _DERIVED: Final = frozenset({"notes"})  # fields that are not variables
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+LogFormat = Literal["json", "text"]
 
 
 class ConfigError(Exception):

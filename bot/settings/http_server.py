@@ -3,7 +3,7 @@ loopback), what a client may ask of it (a part of ``Settings``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -117,20 +117,17 @@ class ServerSettings(BaseSettings):
     def _token_needed_beyond_loopback(
         cls, value: SecretStr | None, info: ValidationInfo
     ) -> SecretStr | None:
-        host = info.data.get("host")
-        named = [*info.data.get("bot_api_tokens", ()), *info.data.get("bot_api_tokens_file", ())]
-        if value is not None:
-            distinct_tokens([("default", value), *named])
-        else:
-            distinct_tokens(named)
-        if value is None and not named and host is not None and not is_loopback(host):
+        host, tokens = info.data.get("host"), _tokens(value, info.data)
+        distinct_tokens([(name, secret) for name, secret in tokens if secret is not None])
+        if host is None or is_loopback(host):
+            return value
+        if all(secret is None for _, secret in tokens):
             raise ValueError(
                 f"required because HOST={show(host)} is not a loopback address; without it anyone "
                 "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
                 "to a long random string, or set HOST=127.0.0.1."
             )
-        if host is not None and not is_loopback(host):
-            _long_enough([("default", value), *named], f"HOST={show(host)} is not loopback")
+        _long_enough(tokens, f"HOST={show(host)} is not loopback")
         return value
 
     @field_validator("allowed_hosts")
@@ -138,17 +135,15 @@ class ServerSettings(BaseSettings):
     def _token_needed_for_other_names(
         cls, value: tuple[str, ...], info: ValidationInfo
     ) -> tuple[str, ...]:
-        tokens = [info.data.get(name) for name in ("bot_api_token", "bot_api_tokens")]
-        tokens.append(info.data.get("bot_api_tokens_file"))
-        if value and "bot_api_token" in info.data and not any(tokens):
+        tokens = _tokens(info.data.get("bot_api_token"), info.data)
+        if value and "bot_api_token" in info.data and all(s is None for _, s in tokens):
             raise ValueError(
                 "names hosts beyond loopback (a public name a reverse proxy passes on), so "
                 "the API needs BOT_API_TOKEN or BOT_API_TOKENS: without one, anyone who "
                 "reaches that name could ask questions and read answers."
             )
         if value:
-            named = [*(tokens[1] or ()), *(tokens[2] or ())]
-            _long_enough([("default", tokens[0]), *named], "ALLOWED_HOSTS is set")
+            _long_enough(tokens, "ALLOWED_HOSTS is set")
         return value
 
     @property
@@ -195,6 +190,12 @@ class ServerSettings(BaseSettings):
 
 MIN_TOKEN = 16
 """The shortest API token taken while the API is reachable beyond loopback."""
+
+
+def _tokens(default: SecretStr | None, data: dict[str, Any]) -> list[tuple[str, SecretStr | None]]:
+    """The API's tokens validated so far, by name: ``default`` first, then the named ones."""
+    named = [*(data.get("bot_api_tokens") or ()), *(data.get("bot_api_tokens_file") or ())]
+    return [("default", default), *named]
 
 
 def _long_enough(tokens: list[tuple[str, SecretStr | None]], why: str) -> None:

@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from bot.logs import redact_url
 from bot.settings.checks import check_redis_prefix, check_redis_url, one_of
-from bot.settings.types import DEFAULT_STORE_PATH, HidesSecrets, Secret, StoreKind
+from bot.settings.types import HidesSecrets, Secret
 
 __all__ = ["StoreSettings"]
+
+StoreKind = Literal["memory", "sqlite", "redis"]
+DEFAULT_STORE_PATH: Final = "slack-questions.db"
 
 
 class StoreSettings(HidesSecrets):

@@ -2,54 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.settings.checks import (
-    PERSON,
-    USER,
-    USERGROUP,
-    id_list,
-    no_whitespace,
-)
+from bot.settings.checks import PERSON, USER, USERGROUP, id_list, no_whitespace
 from bot.settings.secrecy import hiding, holds_secret, secret_values
 from bot.settings.text import hide_inputs
 
-__all__ = [
-    "DEFAULT_STORE_PATH",
-    "HidesSecrets",
-    "LogFormat",
-    "LogLevel",
-    "Mode",
-    "PersonIds",
-    "Seconds",
-    "Secret",
-    "StoreKind",
-    "UserIds",
-    "UsergroupIds",
-]
+__all__ = ["HidesSecrets", "Mode", "PersonIds", "Seconds", "Secret", "UserIds", "UsergroupIds"]
 
 Mode = Literal["socket", "http", "sandbox"]
-StoreKind = Literal["memory", "sqlite", "redis"]
-DEFAULT_STORE_PATH: Final = "slack-questions.db"
-LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
-LogFormat = Literal["json", "text"]
 Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
 """A secret setting: never shown; whitespace inside it is refused (a copy-paste slip)."""
 Seconds = Annotated[float, Field(allow_inf_nan=False), "seconds"]
 """A finite number of seconds (bounds go on the field)."""
-UserIds = Annotated[tuple[str, ...], NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))]
-"""Comma-separated Slack user ids."""
-UsergroupIds = Annotated[
-    tuple[str, ...], NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))
-]
-"""Comma-separated Slack user group ids."""
+Ids = tuple[str, ...]
+UserIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))]
+UsergroupIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))]
 PersonIds = Annotated[
-    tuple[str, ...], NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
+    Ids, NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
 ]
-"""Comma-separated Slack user or user group ids."""
+"""Comma-separated Slack ids: of users, of user groups, of either."""
 
 
 class HidesSecrets(BaseSettings):
