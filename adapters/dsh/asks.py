@@ -141,7 +141,6 @@ def _plain(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-
 def ask_key(rpc_id: str) -> str:
     """The provider's idempotency key for the host request with this rpcId."""
     return f"dsh:{rpc_id}"

@@ -25,7 +25,7 @@ from adapters.dsh.protocol import (
     EVENTS_MUX_PATH,
 )
 from adapters.dsh.questions import QuestionRunner
-from adapters.dsh.uplink import HostUplink, host_asker
+from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -80,47 +80,33 @@ class DshHostClient:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
+        host = Host(
+            self._base, self._http, self._logger, self._stopped, backoff_initial, backoff_max
+        )
         self._requests = OpenRequests(
             provider,
             self._serve,
+            host,
             max_open=max_open_per_session,
             max_open_host=max_open_per_host,
             replay_window=replay_window,
-            stopping=lambda: self._stopping,
-            logger=self._logger,
             asker=host_asker(self._base),
         )
-        self._link = MuxLink(
-            self._base,
-            self._http,
-            token,
-            stopping=lambda: self._stopping,
-            logger=self._logger,
-            backoff_max=backoff_max,
-        )
+        self._link = MuxLink(host, token)
         self._downlink = Downlink(
-            self._http,
+            host,
             self._login,
-            shown_url=self._shown_url,
-            backoff_initial=backoff_initial,
-            backoff_max=backoff_max,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
             on_open=self._opened,
             on_text=lambda text: self._inbox.on_message(text),
             on_close=self._closed,
-            logger=self._logger,
             on_too_big=lambda head: self._inbox.too_big(head),
         )
         self._uplink = HostUplink(
-            self._base,
-            self._http,
+            host,
             self._headers,
-            backoff_initial=backoff_initial,
-            backoff_max=backoff_max,
             retry_for=respond_retry_for,
-            stopping=lambda: self._stopping,
-            logger=self._logger,
             connected=lambda: self._downlink.state == "connected",
             link=lambda: self._link if self.dialect == "0.2" else None,
         )
@@ -200,6 +186,9 @@ class DshHostClient:
         self._logger.info("dsh host: stopped", extra={"url": self._shown_url})
 
     # -- the downlink ---------------------------------------------------------------------
+
+    def _stopped(self) -> bool:
+        return self._stopping
 
     def _http(self) -> aiohttp.ClientSession:
         assert self._session is not None, "start() first"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
@@ -13,7 +12,8 @@ from typing import Final, Literal
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
-from adapters.dsh.uplink import HTTP_FAILURES, describe
+from adapters.dsh.uplink import HTTP_FAILURES, Host, describe
+from adapters.urls import redact_url
 
 __all__ = ["HANDSHAKE_TIMEOUT", "REPEAT_WARNING", "ConnectionState", "Downlink"]
 
@@ -44,25 +44,19 @@ class Downlink:
 
     def __init__(
         self,
-        session: Callable[[], aiohttp.ClientSession],
+        host: Host,
         login: Callable[[], Awaitable[tuple[str, dict[str, str]]]],
         *,
-        shown_url: str,
-        backoff_initial: float,
-        backoff_max: float,
         heartbeat: float | None,
         max_frame: int,
         on_open: Callable[[aiohttp.ClientWebSocketResponse], Awaitable[None]],
         on_text: Callable[[str], None],
         on_close: Callable[[], None],
-        logger: logging.Logger,
         on_too_big: Callable[[str], None] | None = None,
     ) -> None:
-        self._session = session
+        self._host = host
         self._login = login
-        self._shown_url = shown_url
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
+        self._shown_url = redact_url(host.base)
         self._heartbeat = heartbeat
         self._max_frame = max_frame
         self._on_open = on_open
@@ -70,7 +64,7 @@ class Downlink:
         self._on_close = on_close
         self._on_too_big = on_too_big
         """Told the head of each message skipped as too big (what it was about matters)."""
-        self._logger = logger
+        self._logger = host.logger
         self.state: ConnectionState = "connecting"
         self.problem: str | None = None
         """Why the host is out of reach, while it is (for ``/healthz``)."""
@@ -82,9 +76,9 @@ class Downlink:
         while True:
             retrying = AsyncRetrying(
                 wait=wait_exponential_jitter(
-                    multiplier=self._backoff_initial,
-                    max=self._backoff_max,
-                    jitter=self._backoff_initial,
+                    multiplier=self._host.backoff_initial,
+                    max=self._host.backoff_max,
+                    jitter=self._host.backoff_initial,
                 ),
                 retry=retry_if_exception_type(_Failed),
                 before_sleep=lambda state: self._lost(
@@ -112,7 +106,7 @@ class Downlink:
                 self._logger.exception("dsh host: downlink failed")
                 reason = describe(exc)
             self._lost(reason)
-            await asyncio.sleep(self._backoff_initial * random.uniform(0.5, 1.0))
+            await asyncio.sleep(self._host.backoff_initial * random.uniform(0.5, 1.0))
 
     async def _attempt(self) -> aiohttp.ClientWebSocketResponse:
         """One connection attempt; ``_Failed`` says why it failed."""
@@ -143,7 +137,7 @@ class Downlink:
         try:
             async with bound:
                 url, headers = await self._login()
-                return await self._session().ws_connect(
+                return await self._host.http().ws_connect(
                     url,
                     headers=headers,
                     heartbeat=self._heartbeat,

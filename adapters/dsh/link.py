@@ -7,7 +7,6 @@ the request's outcome (and whether it was this answer or another client's)."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -31,7 +30,7 @@ from adapters.dsh.mux import (
 )
 from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog
-from adapters.dsh.uplink import HTTP_FAILURES, Delivery, describe
+from adapters.dsh.uplink import HTTP_FAILURES, Delivery, Host, describe
 
 __all__ = ["LoginRefused", "MuxLink"]
 
@@ -54,17 +53,9 @@ class HostLogin:
     """The login of one host and its cookies: the launch token's dies with its socket, the
     browser's (``/?token=``) outlives a host restart."""
 
-    def __init__(
-        self,
-        base_url: str,
-        session: Callable[[], aiohttp.ClientSession],
-        token: str | None,
-        logger: logging.Logger,
-    ) -> None:
-        self._base = base_url
-        self._session = session
+    def __init__(self, host: Host, token: str | None) -> None:
+        self._host = host
         self._token = token
-        self._logger = logger
         self.cookie: str | None = None
         """The cookie answers on the current socket carry."""
         self._browser: str | None = None
@@ -84,7 +75,7 @@ class HostLogin:
             return {"Cookie": cookie} if cookie else {}
         if status == 401 and self._browser is not None and not self._fallback:
             self._fallback, self.cookie = True, self._browser
-            self._logger.warning(
+            self._host.logger.warning(
                 "dsh host: the launch token was refused (did the host restart?); "
                 "connecting with the browser cookie it gave before"
             )
@@ -101,8 +92,8 @@ class HostLogin:
 
     async def _get(self, path: str) -> tuple[int, str]:
         """GET ``path`` without following redirects: the status, and the cookies it set."""
-        async with self._session().get(
-            self._base + path, allow_redirects=False, timeout=_POST_TIMEOUT
+        async with self._host.http().get(
+            self._host.base + path, allow_redirects=False, timeout=_POST_TIMEOUT
         ) as response:
             cookies = "; ".join(f"{k}={m.value}" for k, m in response.cookies.items())
             return response.status, cookies
@@ -117,27 +108,14 @@ class HostLogin:
             self.cookie = None
 
 
-
 class MuxLink:
     """Login, the ``$events`` clientId, followed session logs, and sending answers."""
 
-    def __init__(
-        self,
-        base_url: str,
-        session: Callable[[], aiohttp.ClientSession],
-        token: str | None,
-        *,
-        stopping: Callable[[], bool],
-        logger: logging.Logger,
-        backoff_max: float,
-    ) -> None:
-        self._base = base_url
-        self._session = session
-        self._stopping = stopping
-        self._logger = logger
-        self._backoff_max = backoff_max
+    def __init__(self, host: Host, token: str | None) -> None:
+        self._host = host
+        self._logger = host.logger
         self.log = SessionLog()
-        self.auth = HostLogin(base_url, session, token, logger)
+        self.auth = HostLogin(host, token)
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
         self._ready = asyncio.Event()
@@ -149,7 +127,7 @@ class MuxLink:
     @property
     def url(self) -> str:
         """The mux's URL."""
-        return self._base + MUX_PATH
+        return self._host.base + MUX_PATH
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
@@ -243,7 +221,7 @@ class MuxLink:
                 )
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"))
-            if self._stopping():
+            if self._host.stopping():
                 return Delivery(None)
             client_id = self.client_id
             if client_id is not None and event_id not in self._seen:
@@ -270,13 +248,13 @@ class MuxLink:
             try:
                 await asyncio.wait_for(self._ready.wait(), delay)
             except TimeoutError:
-                delay = min(delay * 2, self._backoff_max)
+                delay = min(delay * 2, self._host.backoff_max)
         loop = asyncio.get_running_loop()
         since = loop.time()
         while (verdict := self.log.verdict(event_id, outcome)) is None:
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"), reached=True)
-            if self._stopping():
+            if self._host.stopping():
                 return Delivery(None, reached=True)
             if loop.time() - since > _CONFIRM_WAIT:
                 await note(UNCONFIRMED_NOTE)
@@ -294,8 +272,8 @@ class MuxLink:
         body = result_body(str(uuid.uuid4()), client_id, event_id, outcome)
         headers = {"Cookie": self.auth.cookie} if self.auth.cookie else {}
         try:
-            async with self._session().post(
-                self._base + RESULT_PATH, json=body, headers=headers, timeout=_POST_TIMEOUT
+            async with self._host.http().post(
+                self._host.base + RESULT_PATH, json=body, headers=headers, timeout=_POST_TIMEOUT
             ) as response:
                 if response.status in (401, 403):
                     return "stale"

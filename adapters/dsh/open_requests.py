@@ -23,7 +23,7 @@ from adapters.dsh.asks import (
 )
 from adapters.dsh.protocol import ApprovalResolved
 from adapters.dsh.released import HostRecords, close_released
-from adapters.dsh.uplink import describe
+from adapters.dsh.uplink import Host, describe
 from adapters.dsh.waiting import WaitingRoom
 from adapters.slack import Released
 
@@ -68,12 +68,11 @@ class OpenRequests:
         self,
         notes: QuestionNotes,
         serve: Callable[[HostAsk], Coroutine[Any, Any, None]],
+        host: Host,
         *,
         max_open: int,
         replay_window: float,
         max_open_host: int = 100,
-        stopping: Callable[[], bool],
-        logger: logging.Logger,
         asker: str | None = None,
     ) -> None:
         self._notes = notes
@@ -83,8 +82,8 @@ class OpenRequests:
         self._max_open = max_open
         self._max_host = max_open_host  # all sessions': the host chooses session ids
         self._replay_window = replay_window
-        self._stopping = stopping
-        self._logger = logger
+        self._stopping = host.stopping
+        self._logger = host.logger
         self._replay: _Replay | None = None
         self._asks: dict[str, HostAsk] = {}
         self._waiting = WaitingRoom()

@@ -24,7 +24,7 @@ from adapters.dsh.wire import load_json
 if TYPE_CHECKING:
     from adapters.dsh.link import MuxLink
 
-__all__ = ["HTTP_FAILURES", "Delivery", "HostUplink", "describe", "host_asker"]
+__all__ = ["HTTP_FAILURES", "Delivery", "Host", "HostUplink", "describe", "host_asker"]
 
 HTTP_FAILURES = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 """What a request to an unreachable (or vanishing) host raises."""
@@ -55,6 +55,19 @@ def host_asker(base_url: str) -> str:
     except ValueError:  # not a port number: leave it out
         port = ""
     return f"dsh:{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """What every part of one host's client shares: the host's base URL, the HTTP session,
+    the logger, whether the client is stopping, and the backoff between attempts."""
+
+    base: str
+    http: Callable[[], aiohttp.ClientSession]
+    logger: logging.Logger
+    stopping: Callable[[], bool] = lambda: False
+    backoff_initial: float = 0.25
+    backoff_max: float = 1.5
 
 
 class _Refused(Exception):
@@ -93,30 +106,21 @@ class HostUplink:
 
     def __init__(
         self,
-        base_url: str,
-        session: Callable[[], aiohttp.ClientSession],
+        host: Host,
         headers: Mapping[str, str],
         *,
-        backoff_initial: float,
-        backoff_max: float,
         retry_for: float,
-        stopping: Callable[[], bool],
-        logger: logging.Logger,
         connected: Callable[[], bool] = lambda: False,
         link: Callable[[], MuxLink | None] = lambda: None,
     ) -> None:
-        self._base = base_url
-        self.asker = host_asker(base_url)
+        self._host = host
+        self.asker = host_asker(host.base)
         """The host as the audit trail names who asked its questions and approvals."""
-        self._session = session
         self._headers = dict(headers)
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
         self._retry_for = retry_for
-        self._stopping = stopping
         self._connected = connected
         self._link = link
-        self._logger = logger
+        self._logger = host.logger
 
     async def respond(
         self,
@@ -132,10 +136,10 @@ class HostUplink:
         link = self._link()
         if link is not None:
             return await link.respond(rpc_id, dict(body), settled=settled, overdue=overdue)
-        url = self._base + RESPOND_PATH
+        url = self._host.base + RESPOND_PATH
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._retry_for
-        delay = self._backoff_initial
+        delay = self._host.backoff_initial
         warned = late = reached = False
         while True:
             if settled is not None and settled():
@@ -145,7 +149,7 @@ class HostUplink:
                 )
                 return Delivery(None, reached, settled=True, late=late)
             try:
-                async with self._session().post(
+                async with self._host.http().post(
                     url, json=body, headers=self._headers, timeout=_POST_TIMEOUT
                 ) as response:
                     if response.status != 200:
@@ -165,7 +169,7 @@ class HostUplink:
             except (_Unavailable, *HTTP_FAILURES) as exc:
                 reached = reached or _may_have_reached(exc)
                 past = loop.time() + delay > deadline
-                if self._stopping() or (past and not self._connected()):
+                if self._host.stopping() or (past and not self._connected()):
                     self._logger.error(
                         "dsh host: gave up sending a response",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
@@ -186,7 +190,7 @@ class HostUplink:
                     if overdue is not None:
                         await overdue("")
             await self._pause(delay, settled)
-            delay = min(delay * 2, self._backoff_max)
+            delay = min(delay * 2, self._host.backoff_max)
 
     async def _pause(self, delay: float, settled: Callable[[], bool] | None) -> None:
         """Sleep ``delay`` s between attempts, waking early when the request is settled or
@@ -194,7 +198,7 @@ class HostUplink:
         loop = asyncio.get_running_loop()
         until = loop.time() + delay
         while (left := until - loop.time()) > 0:
-            if self._stopping() or (settled is not None and settled()):
+            if self._host.stopping() or (settled is not None and settled()):
                 return
             await asyncio.sleep(min(left, _PAUSE_SLICE))
 
@@ -216,8 +220,8 @@ class HostUplink:
             "payload": {"type": "session.history", "sessionId": session_id},
         }
         try:
-            async with self._session().post(
-                self._base + SESSION_HISTORY_PATH,
+            async with self._host.http().post(
+                self._host.base + SESSION_HISTORY_PATH,
                 json=body,
                 headers=self._headers,
                 timeout=_POST_TIMEOUT,

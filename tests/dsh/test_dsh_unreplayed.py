@@ -33,7 +33,7 @@ from adapters.dsh.asks import (
 )
 from adapters.dsh.open_requests import OpenRequests
 from adapters.dsh.questions import QuestionRunner
-from adapters.dsh.uplink import HostUplink, host_asker
+from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.slack import Released, WaitReleased
 from adapters.slack.model.ids import key_request_id
 from adapters.slack.model.record import PendingRecord
@@ -229,28 +229,13 @@ async def test_a_replay_just_after_the_window_opens_the_question_again(
         await rig.host.wait_for_connections(1)
         await rig.client.stop()  # the test plays the downlink, frame by frame, on time or late
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
-        uplink = HostUplink(
-            rig.host.base_url,
-            lambda: http,
-            {},
-            backoff_initial=0.05,
-            backoff_max=0.2,
-            retry_for=5.0,
-            stopping=lambda: False,
-            logger=log,
-        )
+        host = Host(rig.host.base_url, lambda: http, log, backoff_initial=0.05, backoff_max=0.2)
+        uplink = HostUplink(host, {}, retry_for=5.0)
         posted: list[HostAsk] = []
         runner = QuestionRunner(
             rig.service, rig.provider, uplink, on_posted=posted.append, logger=log
         )
-        requests = OpenRequests(
-            rig.provider,
-            runner.serve,
-            max_open=20,
-            replay_window=0.2,
-            stopping=lambda: False,
-            logger=log,
-        )
+        requests = OpenRequests(rig.provider, runner.serve, host, max_open=20, replay_window=0.2)
         requests.opened()
         requests.requested(HostAsk(rpc_id, SESSION_A, [TARGET]))
         message = await rig.message()
