@@ -532,16 +532,16 @@ _DSH_RULES = [
 ]
 _DSH = [
     Mutant(
-        "unshowable approval waits",
-        RELAY,
-        '                    await self._decline(ask, f"{exc.message} ({exc.code}).")',
-        "                    pass",
+        "unshowable request waits",
+        "adapters/dsh/asks.py",
+        '            await self._decline(ask, f"{error.message} ({error.code}).")',
+        "            pass",
     ),
     Mutant(
         "unshowable approval allowed",
         RELAY,
-        'approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "rejected"),',
-        'approval_response(ask.rpc_id, ask.session_id, payload.approval_id, "allowed-once"),',
+        'approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "rejected")',
+        'approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "allowed-once")',
     ),
 ]
 
@@ -601,7 +601,12 @@ _REPLAY = [
         "        pass\n",
         equivalent="each later request restarts the window and _settle runs again, but every request the host holds reached this socket (replayed or live) and is in seen: a later pass ends only what the host no longer has, which the first pass ended or a responding ask's delivery ends",
     ),
-    Mutant("waiting kept", OPEN, "        self._waiting.keep_only(replay.seen)", "        pass"),
+    Mutant(
+        "waiting kept",
+        OPEN,
+        "        self._waiting.remove(lambda ask: ask.rpc_id not in replay.seen)",
+        "        pass",
+    ),
     Mutant(
         "late replays kept",
         OPEN,

@@ -28,7 +28,7 @@ from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, HostAsk, ask_key
 from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import MuxLink
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.uplink import host_asker
+from adapters.dsh.uplink import Host, host_asker
 from adapters.slack.model.ids import key_request_id
 
 pytestmark = pytest.mark.timeout(20)
@@ -137,18 +137,11 @@ class Downlink:
         self.responding: set[str] = set()
         """Requests whose runner is sending an answer (not asking) when served."""
         self._answered: dict[str, asyncio.Event] = {}
+        host = Host(HOST, lambda: None, _log, backoff_max=1.0)  # type: ignore[arg-type,return-value]
         self.requests = OpenRequests(
-            self.records,
-            self._serve,
-            max_open=max_open,
-            replay_window=WINDOW,
-            stopping=lambda: False,
-            logger=_log,
-            asker=ASKER,
+            self.records, self._serve, host, max_open=max_open, replay_window=WINDOW, asker=ASKER
         )
-        self.link = MuxLink(
-            HOST, lambda: None, None, stopping=lambda: False, logger=_log, backoff_max=1.0
-        )  # type: ignore[arg-type]
+        self.link = MuxLink(host, None)
         self.inbox = Inbox(self.requests, self.link, lambda: "0.2", _log)
         self._sockets = 0
 
