@@ -84,15 +84,17 @@ def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
     return f"""
 local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
 if event ~= '' then{_streams_ready(audit, trail)}
-  local now, got, high, page = redis.call('GET', {head}) or '', nil, '+', {{}}
-  repeat  -- the question's newest chained hash (past an earlier release's events)
-    page = redis.call('XREVRANGE', {trail}, high, '-', 'COUNT', 8)
+  local now, got, high, count = redis.call('GET', {head}) or '', nil, '+', 1
+  while not got do  -- the question's newest chained hash (past an earlier release's events)
+    local page = redis.call('XREVRANGE', {trail}, high, '-', 'COUNT', count)
     for _, entry in ipairs(page) do
       local fields = entry[2]
       for i = 1, #fields, 2 do if not got and fields[i] == 'h' then got = fields[i + 1] end end
       high = '(' .. entry[1]
     end
-  until got or #page < 8
+    if #page < count then break end
+    count = 16
+  end
   got = got or ''
   if now ~= want or got ~= qprev then return {{-1, now, got}} end
 end
