@@ -38,12 +38,11 @@ class ChainRow:
 
 
 class ChainCheck(NamedTuple):
-    """What ``verify`` found: the chain's breaks (tampering, each naming its position) and
-    the runs of events an earlier release wrote unchained (how many, where)."""
+    """What ``verify`` found: the breaks (tampering, each naming its position) and each run
+    of events an earlier release wrote unchained (how many, where: ``at positions 4-6``)."""
 
     breaks: list[str]
     unchained: list[tuple[int, str]]
-    """Each run of unchained events: how many, and where (``at positions 4-6``)."""
 
 
 def verify(
@@ -52,13 +51,9 @@ def verify(
     purged: Mapping[int, tuple[float, str]],
     kept_since: float,
 ) -> ChainCheck:
-    """Check the chain of ``rows`` (in ``seq`` order).
-
-    ``head`` is the checkpointed newest event (position, hash); ``purged`` the time and hash
-    (``""``: unchained) of each position the retention deleted, ``kept_since`` its cutoff (a
-    deletion newer than that was someone else's). An unchained event (an earlier release's,
-    or from before the chain) is skipped by the chain, so one whose hash was removed breaks
-    the link after it.
+    """Check the chain of ``rows`` (``seq`` order) against the checkpointed ``head``
+    (position, hash) and the time and hash (``""``: unchained) of each position purged (a
+    purge newer than ``kept_since`` was someone else's). Unchained events are stepped over.
     """
     breaks: list[str] = []
     runs: list[tuple[int, int, int, int]] = []  # unchained: count, first, last, after
