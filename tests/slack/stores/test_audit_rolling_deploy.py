@@ -181,13 +181,13 @@ async def test_redis_an_earlier_releases_events_are_reported_unchained(
 
     try:
         await store.append_event(asked(record, now - 30))  # position 1
-        await earlier(asked(record, now - 20))
-        await earlier(asked(record, now - 15))
-        await store.append_event(answered(record, now - 10)[1])  # 2: after two unchained
+        for n in range(20):  # more than a page of the script's look back
+            await earlier(asked(record, now - 29 + n))
+        await store.append_event(answered(record, now - 5)[1])  # 2: after 20 unchained
         found = await store.check_chain(now - 86400)
     finally:
         await store.close()
-    assert found == ([], [(2, "after position 1")])
+    assert found == ([], [(20, "after position 1")])
     env: dict[str, Any] = {"REDIS_URL": TEST_REDIS_URL, "REDIS_PREFIX": store_prefix}
     code, _, err = await run_bot_command(["audit", "--verify"], env, cwd=tmp_path)
-    assert code == 0 and "2 events not chained" in err and "after position 1" in err, err
+    assert code == 0 and "20 events not chained" in err and "after position 1" in err, err
