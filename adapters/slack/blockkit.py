@@ -12,6 +12,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 MAX_BLOCKS_MESSAGE: Final = 50
+MAX_BLOCKS_MODAL: Final = 100
 MESSAGE_TEXT_BUDGET: Final = 12_000
 """Sum of all text in a message's blocks; above it Slack answers ``msg_blocks_too_long``."""
 MAX_MARKDOWN_TOTAL: Final = 12_000

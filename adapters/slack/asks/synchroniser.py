@@ -128,21 +128,26 @@ class MessageSynchroniser:
 
     def open_modal(self, origin: Origin, record: PendingRecord, view: dict[str, Any]) -> None:
         """Open a modal now with the click's trigger (it expires three seconds after the
-        click); when Slack does not take it, the person is told privately instead of being
-        left with nothing."""
+        click; pushed on top of the modal clicked in); when Slack does not take it, the
+        person is told privately instead of being left with nothing."""
         if origin.trigger_id:
             self._tasks.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
 
     async def _show(
         self, origin: Origin, record: PendingRecord, trigger_id: str, view: dict[str, Any]
     ) -> None:
+        opening = self._client.views_push if origin.view_id else self._client.views_open
         try:
-            await self._client.views_open(trigger_id=trigger_id, view=view)
+            await opening(trigger_id=trigger_id, view=view)
         except SLACK_FAILURES as exc:
             self._logger.warning(
                 "modal not opened", extra={"error": describe(exc), "user": origin.user}
             )
             self.note(origin, record, MODAL_NOT_OPENED)
+
+    def update_modal(self, view_id: str, view: dict[str, Any]) -> None:
+        """Show ``view`` in the open modal ``view_id`` instead, in the background."""
+        self._tasks.spawn(self._client.views_update(view_id=view_id, view=view), "views.update")
 
     def stale(self, origin: Origin) -> None:
         """A click on a request the store no longer knows: say so, and retire the message."""

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from adapters.slack.asks.authorize import Gatekeeper
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model import ids
-from adapters.slack.model.interactions import Origin, acting_name, response_url
+from adapters.slack.model.interactions import Origin, origin_of
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import NOT_AN_APPROVER, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
@@ -31,45 +31,26 @@ _logger = logging.getLogger("adapters.slack")
 
 @dataclass(frozen=True, slots=True)
 class ApprovalClick:
-    """Someone clicked Allow once or Reject on approval ``request_id``."""
+    """Someone (``origin``) clicked Allow once or Reject on approval ``request_id``."""
 
     request_id: str
     outcome: Literal["allowed-once", "rejected"]
-    user: str
-    channel: str | None
-    message_ts: str | None = None
-    name: str | None = None
-    """The person's display name, as the payload gives it (for the record and the trail)."""
-    response_url: str | None = None
-    """The click's ``response_url``, if it can be Slack's: where the person is told things."""
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    origin: Origin
 
 
 def parse_approval_click(body: Mapping[str, Any]) -> ApprovalClick | None:
     """The approval click a ``block_actions`` payload carries, or ``None`` if not ours."""
-    if body.get("type") != "block_actions":
-        return None
     actions = body.get("actions")
-    if not isinstance(actions, list) or not actions or not isinstance(actions[0], Mapping):
+    if body.get("type") != "block_actions" or not isinstance(actions, list) or not actions:
         return None
-    action = actions[0]
+    action = actions[0] if isinstance(actions[0], Mapping) else {}
     match = ids.APPROVAL_ACTION_PATTERN.match(str(action.get("action_id") or ""))
     ref = ids.parse_block_id(action.get("block_id"))
-    user = body.get("user")
-    user_id = _str(user.get("id")) if isinstance(user, Mapping) else None
-    if match is None or ref is None or user_id is None:
+    origin = origin_of(body)
+    if match is None or ref is None or origin is None:
         return None
-    container = body.get("container")
-    channel = _str(container.get("channel_id")) if isinstance(container, Mapping) else None
-    ts = _str(container.get("message_ts")) if isinstance(container, Mapping) else None
-    outcome: Literal["allowed-once", "rejected"] = (
-        "allowed-once" if match.group(1) == "allow" else "rejected"
-    )
     return ApprovalClick(
-        ref.request_id, outcome, user_id, channel, ts, acting_name(body), response_url(body)
+        ref.request_id, "allowed-once" if match.group(1) == "allow" else "rejected", origin
     )
 
 
@@ -89,9 +70,7 @@ class ApprovalHandler:
         await self._recording(click, self._handle(click))
 
     async def _recording(self, click: ApprovalClick, work: Awaitable[None]) -> None:
-        """Run ``work``; a store that cannot take the click does not fail the request Slack
-        sent (a 500, an error icon, a traceback; in Socket Mode no ack at all): the person
-        is told privately that the click was not recorded, and may click again."""
+        """Run ``work``; a store that cannot take the click tells the person, not Slack (a 500)."""
         try:
             await work
         except UserQuestionError as exc:
@@ -99,15 +78,15 @@ class ApprovalHandler:
                 "approval click not recorded",
                 extra={"request_id": click.request_id, "error": exc.message, "code": exc.code},
             )
-            self._sync.note(_origin(click), None, not_recorded())
+            self._sync.note(click.origin, None, not_recorded())
 
     async def _handle(self, click: ApprovalClick) -> None:
         record = await self._store.get(click.request_id)
         if record is None or record.approval is None:
-            self._sync.note(_origin(click), None, NO_LONGER_OPEN_APPROVAL)
+            self._sync.note(click.origin, None, NO_LONGER_OPEN_APPROVAL)
             return
         users, groups = record.allowed_users, record.allowed_usergroups
-        allowed = self._gate.decide_cached(click.user, users, groups)
+        allowed = self._gate.decide_cached(click.origin.user, users, groups)
         if allowed is None:  # needs a Web API call: off the ack path
             later = self._recording(click, self._authorize_then_apply(click, record))
             self._sync.spawn(later, "authorize approval click")
@@ -116,49 +95,41 @@ class ApprovalHandler:
 
     async def _authorize_then_apply(self, click: ApprovalClick, record: PendingRecord) -> None:
         allowed = await self._gate.allowed(
-            click.user, record.allowed_users, record.allowed_usergroups
+            click.origin.user, record.allowed_users, record.allowed_usergroups
         )
         await self._apply(click, record, allowed)
 
     async def _apply(self, click: ApprovalClick, record: PendingRecord, allowed: bool) -> None:
-        """Refuse, or decide on the freshest record (``record`` is the one read on the click's
-        way here; the decision is made again on the stored one)."""
-        origin = _origin(click)
+        """Refuse, or decide on the freshest record (``record``: the one read on the way)."""
+        origin, now = click.origin, time.time()
         if not allowed:
             _logger.info(
                 "approval click refused: not an approver",
-                extra={"request_id": record.id, "user": click.user},
+                extra={"request_id": record.id, "user": origin.user},
             )
             self._sync.note(origin, record, not_yours(record))
             return
-        now = time.time()
 
         def decide(current: PendingRecord) -> PendingRecord | None:
             if not current.is_open or current.approval is None:
                 return None
             view = current.approval.model_copy(update={"outcome": click.outcome})
             where: dict[str, object] = {}
-            if current.message_ts is None and click.channel and click.message_ts:
+            if current.message_ts is None and origin.channel and origin.message_ts:
                 # Posted by a bot that died before storing the ts: learn it from the click.
-                where = {"message_channel": click.channel, "message_ts": click.message_ts}
+                where = {"message_channel": origin.channel, "message_ts": origin.message_ts}
             return current.next(
                 state="answered",
                 approval=view,
-                answered_by=click.user,
-                answered_by_name=click.name,
+                answered_by=origin.user,
+                answered_by_name=origin.name,
                 finished_at=now,
                 note=None,
                 **where,
             )
 
-        _, written = await settle(
-            self._store, click.request_id, decide, by=click.user, by_name=click.name
-        )
+        rid, who = click.request_id, origin.user
+        _, written = await settle(self._store, rid, decide, by=who, by_name=origin.name)
         if written is None:
             self._sync.note(origin, record, NO_LONGER_OPEN_APPROVAL)
         self._sync.refresh(click.request_id)
-
-
-def _origin(click: ApprovalClick) -> Origin:
-    """Where the person who clicked is told things privately."""
-    return Origin(user=click.user, channel=click.channel, response_url=click.response_url)

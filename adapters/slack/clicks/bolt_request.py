@@ -20,8 +20,7 @@ characters, ``*``, percent escapes, ``+`` for a space, and the separators)."""
 
 
 def form_fields(body: str) -> dict[str, str]:
-    """A form body's fields, as ``dict(parse_qsl(body, keep_blank_values=True))`` (the
-    last of a repeated name wins); ``body`` must match ``_FORM``."""
+    """A form body's fields, as ``dict(parse_qsl(body, keep_blank_values=True))``."""
     return dict(URL.build(query_string=body, encoded=True).query.items())
 
 

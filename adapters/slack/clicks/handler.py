@@ -28,12 +28,14 @@ from adapters.slack.model.interactions import (
     Interaction,
     OpenText,
     Origin,
+    ReadPlan,
     Submit,
     TextAnswer,
     parse_block_actions,
     parse_view_submission,
 )
 from adapters.slack.model.record import PendingRecord
+from adapters.slack.render.blocks import render_plan_modal
 from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
@@ -80,8 +82,9 @@ class InteractionHandler(ClickAuthority):
         who = self._outside_cached(record) if outside else who_may_act(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
-        if allowed is None or member is None:  # needs a Web API call: off the ack path
-            view = _modal_first(record, interaction)
+        reading = isinstance(interaction, ReadPlan)  # whoever sees the message may read it
+        if reading or allowed is None or member is None:  # a Web API call: off the ack path
+            view = render_plan_modal(record) if reading else _modal_first(record, interaction)
             if view is None:
                 self._sync.spawn(
                     self._authorize_then_apply(interaction, record, outside), "authorize click"
@@ -130,11 +133,13 @@ class InteractionHandler(ClickAuthority):
             return refuse(not_yours(record, plain=True), not_yours(record))
         decision = await self._decide_and_write(interaction, member)
         if isinstance(decision, Refuse):
-            return refuse(decision.plain or _plain(decision.text), decision.text)
+            readable = decision.text.replace("<@", "@").replace(">", "")  # a modal: no mentions
+            return refuse(decision.plain or readable, decision.text)
         if isinstance(decision, Invalid):
             return decision.errors
         if isinstance(decision, Save) and decision.note:
             self._sync.note(interaction.origin, record, decision.note)
+        self._reshow(interaction.origin, record.id)
         return None
 
     async def _authorize_then_apply(
@@ -147,10 +152,13 @@ class InteractionHandler(ClickAuthority):
         self, interaction: Interaction, record: PendingRecord, outside: bool = False
     ) -> None:
         """After a modal opened before its lookup: read the membership (the submission then
-        finds it cached), and learn the message's ts from an allowed clicker's click."""
-        allowed, _ = await self._authorize(interaction.origin.user, record, outside)
+        finds it cached), learn the message's ts from an allowed clicker's click, and keep
+        that they opened the whole plan (their decision's record says so)."""
+        allowed, member = await self._authorize(interaction.origin.user, record, outside)
         if allowed:
             await self._adopt_message(record, interaction.origin)
+            if isinstance(interaction, ReadPlan):
+                await self._decide_and_write(interaction, member)
 
     async def _apply(
         self,
@@ -161,10 +169,10 @@ class InteractionHandler(ClickAuthority):
         *,
         fresh: bool = False,
     ) -> None:
-        """``fresh``: ``record`` was read on this click's way here, with nothing awaited
-        since but the store: the decision starts from it instead of reading it again."""
+        """``fresh``: ``record`` was just read here, so the decision starts from it."""
         if not allowed:
             self._sync.note(interaction.origin, record, not_yours(record))
+            self._reshow(interaction.origin, record.id, not_yours(record))
             return
         # A bot that posted and died before storing the message's ts (or a request adopted
         # from it) learns the ts from the click, so the outcome can be shown on the message.
@@ -176,6 +184,19 @@ class InteractionHandler(ClickAuthority):
             self._sync.refresh(record.id)
         elif isinstance(decision, Modal):
             self._sync.open_modal(interaction.origin, record, decision.view)
+        if not isinstance(decision, Modal | Ignore):
+            refused = decision.text if isinstance(decision, Refuse) else None
+            self._reshow(interaction.origin, record.id, refused)
+
+    def _reshow(self, origin: Origin, request_id: str, note: str | None = None) -> None:
+        """After a click in (or over) the whole-plan modal: show it again, ``note`` at its end."""
+        if origin.view_id is not None:
+            self._sync.spawn(self._reshown(origin.view_id, request_id, note), "views.update")
+
+    async def _reshown(self, view_id: str, request_id: str, note: str | None) -> None:
+        record = await self._store.get(request_id)
+        if record is not None and record.questions:
+            self._sync.update_modal(view_id, render_plan_modal(record, note))
 
     async def _decide_and_write(
         self,
@@ -211,8 +232,7 @@ class InteractionHandler(ClickAuthority):
         return decision
 
     async def _adopt_message(self, record: PendingRecord, origin: Origin) -> PendingRecord | None:
-        """Learn the message's ts from a click when the ask never saw Slack's reply; the
-        record written, if any."""
+        """Learn the message's ts from a click when the ask never saw Slack's reply."""
         if record.message_ts is not None or not origin.channel or not origin.message_ts:
             return None
         channel, ts = origin.channel, origin.message_ts
@@ -227,14 +247,8 @@ class InteractionHandler(ClickAuthority):
 
 
 def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, Any] | None:
-    """The modal this click opens whoever clicks ("Answer…", "Other…", an empty Submit's
-    confirmation), decided on the record just read with nothing written; else ``None``."""
+    """The modal this click opens whoever clicks (Answer…, Other…, an empty Submit's)."""
     if not isinstance(interaction, OpenText | Submit):
         return None
     decision = decide(record, interaction, time.time())
     return decision.view if isinstance(decision, Modal) else None
-
-
-def _plain(text: str) -> str:
-    """Mrkdwn mentions made readable for a plain-text modal error."""
-    return text.replace("<@", "@").replace(">", "")

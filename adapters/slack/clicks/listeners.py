@@ -20,8 +20,7 @@ def register_listeners(
     approvals: ApprovalHandler | None = None,
     home: HomeTab | None = None,
 ) -> None:
-    """Route our block actions and modal submissions to ``handler``, approvals to
-    ``approvals``, and the ``app_home_opened`` event to ``home``."""
+    """Route our actions and submissions to ``handler``, approvals, ``app_home_opened``."""
 
     async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -29,10 +28,7 @@ def register_listeners(
 
     async def on_submission(ack: AsyncAck, body: dict[str, Any]) -> None:
         errors = await handler.handle_view(body)
-        if errors:
-            await ack(response_action="errors", errors=errors)
-        else:
-            await ack()
+        await (ack(response_action="errors", errors=errors) if errors else ack())
 
     app.action(ids.ACTION_PATTERN)(on_action)
     app.view_submission(ids.CALLBACK_PATTERN)(on_submission)

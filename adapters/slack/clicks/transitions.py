@@ -13,12 +13,14 @@ from adapters.slack.model.interactions import (
     OpenText,
     Origin,
     Pick,
+    ReadPlan,
     Submit,
     TextAnswer,
 )
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.model.tally import Membership, Vote, cast, combined_feedback, tally
 from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
+from adapters.slack.render.blocks.open_message import shown_details
 from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import (
     ALREADY_VOTED,
@@ -44,7 +46,6 @@ __all__ = [
     "apply_vote",
     "decide",
     "encode_answer",
-    "refusal_for",
     "review_answer",
     "vote_of",
 ]
@@ -59,8 +60,7 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Write this record (a draft changed); re-render the message when ``rerender``;
-    tell the person ``note`` privately, if any."""
+    """Write this record; re-render the message when ``rerender``; tell the person ``note``."""
 
     record: PendingRecord
     rerender: bool
@@ -96,26 +96,14 @@ class Ignore:
 
 Decision = Finish | Save | Modal | Refuse | Invalid | Ignore
 
-_ONE_QUESTION_LAYOUTS = frozenset({"plan", "tap", "menu", "text"})
-
-
-def refusal_for(record: PendingRecord, *, mention: bool = True) -> str:
-    """The private note for a click on a request that is no longer open."""
-    return refusal(record, mention=mention)
-
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
     labels = question.option_labels
-    chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})
-    custom = (draft.custom or "").strip()
-    if not question.is_multi_select:
-        if custom:
-            return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)
-        return AskUserQuestionAnswerItem(id=question.id, selected=[labels[i] for i in chosen[:1]])
-    selected = [labels[i] for i in chosen]
-    if custom:
-        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)
-    return AskUserQuestionAnswerItem(id=question.id, selected=selected)
+    chosen = [labels[i] for i in sorted({i for i in draft.selected if 0 <= i < len(labels)})]
+    custom = (draft.custom or "").strip() or None
+    if not question.is_multi_select:  # free text replaces the choice
+        chosen = [] if custom else chosen[:1]
+    return AskUserQuestionAnswerItem(id=question.id, selected=chosen, custom=custom)
 
 
 def encode_answer(
@@ -145,8 +133,7 @@ def _vote(
 
 
 def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
-    """A copy of ``user``'s own drafts, one per question: drafts are per person, so one
-    person's ticks and free text never become another's answer."""
+    """A copy of ``user``'s own drafts, one per question (never another person's)."""
     drafts = [draft.model_copy(deep=True) for draft in record.user_drafts.get(user, [])]
     drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
     return drafts
@@ -163,9 +150,7 @@ def _is_empty(drafts: list[Draft]) -> bool:
 
 
 def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Draft]) -> Decision:
-    """A form's emptied text box: the question's free text is taken back (§6.2: the web UI
-    lets a person empty it, and empty custom is omitted). With nothing saved to take back,
-    the box was simply sent empty."""
+    """A form's emptied text box takes the question's free text back (§6.2), if any."""
     draft = drafts[interaction.question]
     if not (draft.custom or "").strip():
         return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
@@ -174,19 +159,25 @@ def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Dra
     return _save(record, user, drafts, draft_cleared(interaction.question, count))
 
 
+def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Finish:
+    """``record`` ended by who acted, at ``now``."""
+    who = {"answered_by": origin.user, "answered_by_name": origin.name, "finished_at": now}
+    return Finish(record.next(**who, note=None, **changes))
+
+
 def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
-    answer = encode_answer(record.questions, drafts)
-    return Finish(
-        record.next(
-            state="answered",
-            answer=answer,
-            answered_by=origin.user,
-            answered_by_name=origin.name,
-            finished_at=now,
-            drafts=drafts,
-            note=None,
-        )
-    )
+    answer, opened = encode_answer(record.questions, drafts), _opened(record, origin)
+    return _ended(record, origin, now, state="answered", answer=answer, drafts=drafts,
+                  opened_whole_plan=opened)  # fmt: skip
+
+
+def _opened(record: PendingRecord, origin: Origin) -> bool | None:
+    """Whether who decides a plan longer than its message opened it whole (else ``None``)."""
+    if layout_of(record.questions) != "plan":
+        return None
+    if shown_details(record)[0] == record.questions[0].detail:
+        return None
+    return origin.view_id is not None or origin.user in record.plan_readers
 
 
 def decide(
@@ -198,7 +189,7 @@ def decide(
 ) -> Decision:
     """What ``interaction`` does to ``record`` (already authorized)."""
     if not record.is_open:
-        return Refuse(refusal_for(record), refusal_for(record, mention=False))
+        return Refuse(refusal(record, mention=True), refusal(record, mention=False))
     layout = layout_of(record.questions)
     count = len(record.questions)
     origin = interaction.origin
@@ -206,16 +197,13 @@ def decide(
     if record.review is not None and isinstance(interaction, Pick | TextAnswer):
         return _vote(record, interaction, now, groups)
 
+    if isinstance(interaction, ReadPlan):  # kept for the record of their decision
+        if origin.user in record.plan_readers:
+            return Ignore()
+        return Save(record.next(plan_readers=[*record.plan_readers, origin.user]), False)
+
     if isinstance(interaction, Dismiss):
-        return Finish(
-            record.next(
-                state="cancelled",
-                answered_by=origin.user,
-                answered_by_name=origin.name,
-                finished_at=now,
-                note=None,
-            )
-        )
+        return _ended(record, origin, now, state="cancelled")
 
     if isinstance(interaction, Submit):
         if layout != "form":
@@ -263,7 +251,7 @@ def decide(
 
     # TextAnswer
     text = interaction.text.strip()
-    if layout in _ONE_QUESTION_LAYOUTS:
+    if layout != "form":  # one question
         if not text:  # the text is the answer
             return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
         drafts = [Draft() for _ in record.questions]
@@ -302,14 +290,14 @@ def vote_of(
         at=now,
         required=required,
         unreadable={g: error for g, error in said.items() if g in policy.usergroups},
+        opened_whole_plan=_opened(record, origin),
     )
 
 
 def review_answer(
     record: PendingRecord, votes: list[Vote], approved: bool
 ) -> AskUserQuestionAnswer:
-    """The seam's answer for a decided review: the approve label, or the decline with
-    every decliner's feedback in ``custom`` (the decline label when nobody wrote any)."""
+    """A decided review's answer: the approve label, or every decliner's feedback (or decline)."""
     question = record.questions[0]
     review = plan_review_of(record.questions)
     assert review is not None  # a review record is a plan review
@@ -326,8 +314,7 @@ def review_answer(
 
 
 def apply_vote(record: PendingRecord, vote: Vote) -> PendingRecord | None:
-    """The record after ``vote`` (ended when the tally decides); ``None`` when the vote
-    changes nothing (the reviewer already voted exactly so)."""
+    """The record after ``vote`` (ended when the tally decides); ``None`` if it changes nothing."""
     policy = record.review
     assert policy is not None
     earlier = next((v for v in record.votes if v.user == vote.user), None)

@@ -149,6 +149,8 @@ def event_for(
             detail["reason"] = after.note
         if after.votes:
             detail["votes"] = _votes(after)
+        if after.opened_whole_plan is not None:
+            detail["openedWholePlan"] = after.opened_whole_plan
     elif not before.is_open and after.is_open:
         kind = "reopened"
         if after.note:
@@ -156,9 +158,12 @@ def event_for(
     elif after.is_open:
         ticked = _ticked(before, after, by)
         voted = after.votes != before.votes
-        if ticked is None and not voted:
+        read = after.plan_readers != before.plan_readers
+        if ticked is None and not voted and not read:
             return None  # bookkeeping only
-        kind = "changed"  # a person's ticks, or a team-review vote that kept it open
+        kind = "changed"  # ticks, a vote that kept it open, the whole plan opened
+        if read:
+            detail["openedWholePlan"] = True
         if ticked is not None:
             detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in ticked]
         if voted:

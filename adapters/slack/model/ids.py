@@ -54,6 +54,7 @@ ActionKind = Literal[
     "submit",  # the form's Submit
     "dismiss",  # the person declines to answer at all
     "link",  # the asker's link (a URL button: Slack opens it, the click needs only an ack)
+    "read",  # "Read the whole plan": opens a long plan whole in a modal
 ]
 ViewKind = Literal[
     "text",  # the free-text modal (Other…, Answer…, Decline with feedback…)
@@ -65,7 +66,7 @@ _VIEW_KINDS: Final = frozenset(get_args(ViewKind))
 # ``\Z``, not ``$`` (which also matches before a trailing newline), and ASCII digits only
 # (``\d`` matches any Unicode digit): an id either is exactly ours or is not ours.
 ACTION_PATTERN: Final = re.compile(
-    r"^aq1\.(pick|draft|text|submit|dismiss|link)(?:\.[0-9]{1,3})?\Z"
+    r"^aq1\.(pick|draft|text|submit|dismiss|link|read)(?:\.[0-9]{1,3})?\Z"
 )
 CALLBACK_PATTERN: Final = re.compile(r"^aq1\.(text|skip)\Z")
 

@@ -18,9 +18,11 @@ __all__ = [
     "OpenText",
     "Origin",
     "Pick",
+    "ReadPlan",
     "Submit",
     "TextAnswer",
     "answers_here",
+    "origin_of",
     "parse_block_actions",
     "parse_view_submission",
     "response_url",
@@ -45,6 +47,8 @@ class Origin:
     """Where Slack takes a reply to this click (``response_url``): Slack's hook host, or a
     loopback stand-in's; ``None`` for a modal submission. Not compared: it says how to
     answer the person, not who acted where."""
+    view_id: str | None = None
+    """The whole-plan modal the person acted in (or on top of): shown again once decided."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,14 @@ class OpenText:
 
     request_id: str
     question: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """ "Read the whole plan": open the plan in a modal, Approve and Decline at its end."""
+
+    request_id: str
     origin: Origin
 
 
@@ -112,7 +124,7 @@ class ConfirmSkip:
     origin: Origin
 
 
-Interaction = Pick | DraftChange | OpenText | Submit | Dismiss | TextAnswer | ConfirmSkip
+Interaction = Pick | DraftChange | OpenText | ReadPlan | Submit | Dismiss | TextAnswer | ConfirmSkip
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -199,6 +211,23 @@ def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int
     return selections
 
 
+def origin_of(body: Mapping[str, Any]) -> Origin | None:
+    """Who acted where, from a ``block_actions`` payload (``None``: no user id in it)."""
+    user = _str(_dict(body.get("user")).get("id"))
+    if user is None:
+        return None
+    container, view = _dict(body.get("container")), _dict(body.get("view"))
+    return Origin(
+        user=user,
+        channel=_str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id")),
+        message_ts=_str(container.get("message_ts")) or _str(_dict(body.get("message")).get("ts")),
+        trigger_id=_str(body.get("trigger_id")),
+        name=acting_name(body),
+        response_url=response_url(body),
+        view_id=_str(view.get("id")) if view.get("type") == "modal" else None,
+    )
+
+
 def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     """The interaction a ``block_actions`` payload carries, or ``None`` if it is not ours."""
     if not isinstance(body, Mapping) or body.get("type") != "block_actions":
@@ -209,20 +238,9 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     action = _dict(actions[0])
     kind = ids.parse_action_id(action.get("action_id"))
     ref = ids.parse_block_id(action.get("block_id"))
-    user = _str(_dict(body.get("user")).get("id"))
-    name = acting_name(body)
-    if kind is None or ref is None or user is None:
+    origin = origin_of(body)
+    if kind is None or ref is None or origin is None:
         return None
-    container = _dict(body.get("container"))
-    message = _dict(body.get("message"))
-    origin = Origin(
-        user=user,
-        channel=_str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id")),
-        message_ts=_str(container.get("message_ts")) or _str(message.get("ts")),
-        trigger_id=_str(body.get("trigger_id")),
-        name=name,
-        response_url=response_url(body),
-    )
     rid = ref.request_id
     if kind == "link":
         return None  # Slack opens the URL; nothing for us to do
@@ -230,6 +248,8 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
         return Submit(rid, origin, _selections(body, rid))
     if kind == "dismiss":
         return Dismiss(rid, origin)
+    if kind == "read":
+        return ReadPlan(rid, origin)
     if ref.question is None:
         return None
     if kind == "text":
@@ -274,6 +294,7 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
             if ids.parse_action_id(action) == "text":
                 raw = _dict(state).get("value")
                 text = raw if isinstance(raw, str) else ""
-                origin = Origin(user, name=acting_name(body), response_url=reply)
+                under = _str(view.get("previous_view_id"))  # pushed from the plan's modal
+                origin = Origin(user, name=acting_name(body), response_url=reply, view_id=under)
                 return TextAnswer(ref.request_id, ref.question, text, origin, block)
     return None

@@ -75,6 +75,10 @@ class PendingRecord(BaseModel):
     answered_by_name: str | None = None
     review: ReviewPolicy | None = None
     votes: list[Vote] = Field(default_factory=list)
+    plan_readers: list[str] = Field(default_factory=list)
+    """Who may decide and opened the whole plan ("Read the whole plan"), first one first."""
+    opened_whole_plan: bool | None = None
+    """Whether who decided a plan longer than its message had opened it whole, else ``None``."""
     revision: Revision | None = None
     approval: ApprovalView | None = None
     asked_by: str | None = None

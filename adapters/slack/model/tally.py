@@ -44,6 +44,8 @@ class Vote(_Wire):
     unreadable: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
     """The policy's user groups Slack would not list when this vote was cast, with Slack's
     error (``no_such_subteam``, ``missing_scope``…); left out of the wire when empty."""
+    opened_whole_plan: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    """As ``PendingRecord.opened_whole_plan``, for this vote."""
 
 
 class Membership(frozenset[str]):

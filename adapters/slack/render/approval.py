@@ -16,7 +16,7 @@ from adapters.slack.render.blocks import (
     render_open,
     split_text,
 )
-from adapters.slack.render.blocks.parts import context, ends, hidden_notice, left_out
+from adapters.slack.render.blocks.parts import context, date, ends, hidden_notice, left_out
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, code_block, code_text, literal, one_line
 from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
@@ -69,8 +69,7 @@ def _whole(view: ApprovalView) -> bool:
 
 
 def _code_blocks(text: str, noun: str, prefix: str) -> list[dict[str, Any]]:
-    """The command (or path) in code: whole, or its beginning and its end with a line of
-    ours between them naming how much is left out and that the whole is in the thread."""
+    """The command (or path) in code: whole, or its ends and how much is in the thread."""
     head, tail = ends(text, _CODE_LIMIT, _code_length)
     if not tail:
         return [{"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")}]
@@ -84,8 +83,7 @@ def _code_blocks(text: str, noun: str, prefix: str) -> list[dict[str, Any]]:
 
 
 def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attachment]]:
-    """The whole command (or path) in the thread when the message shows only its ends:
-    code boxes of literal text (``rich_text``), or one file past ``MAX_THREAD_REPLIES``."""
+    """The whole command (or path) in the thread, when the message shows only its ends."""
     target = _target(view)
     if target is None or _whole(view):
         return [], []
@@ -105,8 +103,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
 
 
 def _tool(name: str) -> str:
-    """The tool's name on a code line: no escape exists for a backtick inside one, so a
-    backtick in the name shows as ``ˋ`` (U+02CB) rather than ending the code early."""
+    """The tool's name on a code line, a backtick shown as ``ˋ`` (none can be escaped there)."""
     return escape(shorten(" ".join(name.split()), 200)).replace("`", "\u02cb")
 
 
@@ -137,8 +134,7 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
 
 
 def _confirm_text(view: ApprovalView) -> str:
-    """The confirm dialog's text: the command (or path) whole, or its beginning and its
-    end, saying how much is left out and where the whole is (the message, or its thread)."""
+    """The confirm dialog's text: the command whole, or its ends and where the whole is."""
     intro = "Run with wider sandbox rights, this once: "
     target = _target(view)
     if target is None:
@@ -206,29 +202,19 @@ def render_approval(record: PendingRecord) -> Rendered:
     who = f"{record.label}: " if record.label else ""
     if record.is_open:
         if record.note:
-            blocks.append(
-                {"type": "context", "elements": [mrkdwn(f":warning: {escape(record.note)}")]}
-            )
+            blocks.append(context(f":warning: {escape(record.note)}"))
         blocks.append(_buttons(record, view))
         text = escape(f"{who}Waiting for approval: {view.headline}")
     else:
         line = _ending(record, view)
-        when = record.finished_at or time.time()
-        fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
-        stamp = f" · <!date^{int(when)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+        stamp = f" · {date(record.finished_at or time.time())}"
         extra = f"\n{escape(record.note)}" if record.note and record.state == "answered" else ""
         blocks.append({"type": "context", "elements": [mrkdwn(line + stamp + extra)]})
         words = line.split(" ", 1)[1]
         text = f"{words}: {escape(who)}{escape(view.headline)}"
     text = shorten_escaped(text, 3000)
-    problems = check_message(blocks, text)
-    if problems:
-        raise UserQuestionError(
-            f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
-        )
     thread, files = _thread(view)
-    for part in thread:
-        problems.extend(check_message(part))
+    problems = [p for part in (blocks, *thread) for p in check_message(part, text)]
     if problems:
         raise UserQuestionError(
             f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT

@@ -54,8 +54,7 @@ UNDELIVERED: Final = "Slack did not take the question"
 UNDELIVERED_REST: Final = "Slack did not take the rest of the text"
 """``DELIVERY_FAILED``: a thread continuation failed (followed by Slack's error)."""
 STORE_DOWN_NOTE: Final = "The bot could not reach its storage."
-"""A question failed by a store outage, as its message says it (the store's own error names
-its SQLite path or Redis address: for the log and the waiter, not the channel)."""
+"""A store outage as the message says it (the store's own error, with its address, is not)."""
 STORE_BUSY: Final = "the pending store could not settle the question"
 """``STORE_UNAVAILABLE``: a record kept changing under every write (followed by why)."""
 
@@ -111,8 +110,7 @@ def not_yours(record: PendingRecord, *, plain: bool = False) -> str:
 
 
 def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str:
-    """``note`` (``NOT_ALLOWED``, ``NOT_A_REVIEWER``) naming who can: "…; <@U1> or members
-    of <!subteam^S1> can." (ids only: they come from settings or a validated policy)."""
+    """``note`` naming who can: "…; <@U1> or members of <!subteam^S1> can." (ids only)."""
     who = names_of(users, groups)
     return f"{note[:-1]}; {who} can." if who else note
 
@@ -136,9 +134,7 @@ MODAL_NOT_OPENED: Final = (
 
 
 def not_recorded(*, what: str = "click") -> str:
-    """The note or modal error for a ``what`` (``click``, ``answer``) the pending store
-    could not take. A fixed sentence: the store's own error names its Redis address or
-    SQLite path, which is for the log, not for whoever clicked."""
+    """The note for a ``what`` the store could not take (its error, naming it, is for the log)."""
     return f"Your {what} was not recorded: the bot could not reach its storage. Please try again."
 
 
@@ -153,8 +149,7 @@ _ALREADY: Final = {
 
 
 def already_ended(verb: str, who: str | None) -> str:
-    """The note for a click on a request that ended with ``verb`` (``outcomes``' words),
-    naming who ended it when known (a mention, or a name where mentions cannot render)."""
+    """The note for a click on a request that ended with ``verb``, naming who, if known."""
     said = _ALREADY.get(verb)
     if said is None:
         return NO_LONGER_OPEN

@@ -46,8 +46,7 @@ def hidden_characters(*texts: str | None) -> list[str]:
 
 
 def escape(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` for a Slack mrkdwn or markdown field; hiding
-    characters are revealed (``reveal``)."""
+    """Escape ``&``, ``<`` and ``>`` for mrkdwn or markdown; hiding characters revealed."""
     # Chained replace ("&" first): many times faster than str.translate on long text.
     return reveal(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -129,8 +128,7 @@ def _indent(line: str) -> int:
 
 
 def _fence_of(line: str, top: bool) -> tuple[str, str] | None:
-    """``(fence, opener)`` when ``line`` surely opens a fenced code block: at the first
-    column, or indented (up to three spaces) outside any list or block quote."""
+    """``(fence, opener)`` when ``line`` surely opens a fenced code block (``top``: no list)."""
     match = _OPEN_FENCE.fullmatch(line)
     if match is None or (match["indent"] and not top):
         return None
@@ -266,14 +264,12 @@ def _masked(text: str, regions: list[tuple[int, int]]) -> tuple[str, list[str]]:
 
 
 def _unmasked(text: str, kept: list[str]) -> str:
-    """``text`` with its masked pieces back; unmasked text (the asker's own private-use
-    characters, which turn masking off) is left as it is."""
+    """``text`` with its masked pieces back (the asker's own private-use ones left as they are)."""
     return _MASKED.sub(lambda match: kept[int(match[1])], text) if kept else text
 
 
 def _rewritten(text: str, *, masking: bool) -> str:
-    """One rewriting of ``text``: links, definitions, then what could still close a link,
-    each outside what is surely code when ``masking``."""
+    """One rewriting of ``text``: links, definitions, then what could still close a link."""
     masked, kept = _masked(text, _code_regions(text, spans=True) if masking else [])
     for _ in range(_READABLE_PASSES):  # a link inside a link's text: innermost first
         rewritten = _LINKS.sub(_visible, masked)

@@ -22,6 +22,7 @@ __all__ = [
     "code_text",
     "literal",
     "one_line",
+    "opened_words",
     "outcome_of",
     "person",
     "plan_verdict",
@@ -95,6 +96,14 @@ class Outcome:
     reason: str | None = None
     people: tuple[tuple[str, str | None], ...] = ()
     """Everyone who decided it together (a team review's approvers or decliners)."""
+    opened: bool | None = None  # whether who decided a long plan had opened it whole
+
+
+def opened_words(opened: bool | None) -> str:
+    """What a decision on a plan longer than its message says of the whole plan."""
+    if opened is None:
+        return ""
+    return " after opening the whole plan" if opened else " without opening the whole plan"
 
 
 def person(user: str | None, name: str | None, *, mention: bool) -> str:
@@ -127,7 +136,7 @@ def _answered(record: PendingRecord) -> Outcome:
             approved = verb == "Approved"
             people = tuple((v.user, v.name) for v in record.votes if v.approve == approved)
             return Outcome(verb, feedback=feedback, people=people)
-        return Outcome(verb, user, name, feedback=feedback)
+        return Outcome(verb, user, name, feedback=feedback, opened=record.opened_whole_plan)
     if answers and all(not item.selected and not item.custom for item in answers):
         return Outcome("Skipped", user, name)
     return Outcome("Answered", user, name)
@@ -156,6 +165,7 @@ def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
         line += " by " + ", ".join(person(u, n, mention=True) for u, n in outcome.people)
     elif outcome.user or outcome.name:
         line += f" by {person(outcome.user, outcome.name, mention=True)}"
+        line += opened_words(outcome.opened)
     if outcome.feedback and feedback:
         line += f" — «{literal(one_line(outcome.feedback))}»"
     if outcome.reason and outcome.verb in _WITH_REASON:

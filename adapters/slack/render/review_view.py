@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from adapters.slack.model.tally import Revision, Vote, tally
 from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
-from adapters.slack.render.outcomes import literal, one_line
+from adapters.slack.render.outcomes import literal, one_line, opened_words
 from adapters.slack.render.plandiff import plan_diff
 from adapters.slack.render.rich import Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
@@ -106,7 +106,8 @@ def vote_lines(votes: Sequence[Vote]) -> list[str]:
     lines = []
     for vote in votes:
         said = ":white_check_mark: {} approved" if vote.approve else ":x: {} declined"
-        lines.append(f"{said.format(f'<@{vote.user}>')} · {_when(vote.at)}")
+        opened = opened_words(vote.opened_whole_plan)
+        lines.append(f"{said.format(f'<@{vote.user}>')}{opened} · {_when(vote.at)}")
         if not vote.approve and vote.feedback and vote.feedback.strip():
             # Quoted on one line below the vote: it cannot add a vote line of its own.
             lines[-1] += f"\n“{shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)}”"

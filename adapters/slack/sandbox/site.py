@@ -563,33 +563,20 @@ class SandboxServer:
             raise Refusal(502, "app_unreachable", str(exc) or type(exc).__name__) from exc
 
     async def click_home(
-        self, user: str, *, action_id: str, block_id: str | None = None
+        self, user: str, *, action_id: str, block_id: str | None = None, view_id: str | None = None
     ) -> tuple[int | None, str]:
-        """``user`` clicks a button of their Home tab (a ``block_actions`` from a view)."""
-        view = self.workspace.home_views.get(user)
-        if view is None:
-            raise Refusal(404, "view_not_found")
+        """``user`` clicks a button of their Home tab, or of their open modal ``view_id``
+        (a ``block_actions`` from a view)."""
+        if view_id is None:
+            view = self.workspace.home_views.get(user)
+            if view is None:
+                raise Refusal(404, "view_not_found")
+        else:
+            view = self._own_view(user, view_id).to_dict()
         try:
-            target, option = clicks.find_target(
-                view.get("blocks") or [], action_id=action_id, block_id=block_id
-            )
+            payload = self.standin.click_view(user, view, action_id=action_id, block_id=block_id)
         except LookupError as exc:
             raise Refusal(404, "element_not_found", str(exc)) from exc
-        chosen = clicks.with_choice(target, option, {})
-        action = clicks.action_entry(
-            target, clicks.selection_of(target, chosen), f"{self.workspace.clock():.6f}"
-        )
-        payload = {
-            "type": "block_actions",
-            "user": self.workspace.user_ref(user),
-            "api_app_id": self.workspace.app_id,
-            "team": {"id": self.workspace.team_id, "domain": self.workspace.domain},
-            "container": {"type": "view", "view_id": view["id"]},
-            "trigger_id": self.standin.new_trigger_id(user),
-            "view": view,
-            "actions": [action],
-            "state": {"values": {}},
-        }
         return await self._deliver(payload)
 
     async def _home(self, request: web.Request) -> web.StreamResponse:
@@ -605,9 +592,12 @@ class SandboxServer:
         try:
             body = await _json_body(request, self._origins)
             user = self.person(_field(body, "user")).id
-            if body.get("home") is True:
+            if body.get("home") is True or _optional(body, "view_id"):
                 status, text = await self.click_home(
-                    user, action_id=_field(body, "action_id"), block_id=_optional(body, "block_id")
+                    user,
+                    action_id=_field(body, "action_id"),
+                    block_id=_optional(body, "block_id"),
+                    view_id=_optional(body, "view_id"),
                 )
                 return _app_reply(status, text)
             status, text = await self.click(

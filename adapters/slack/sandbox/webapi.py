@@ -261,6 +261,38 @@ class SlackStandIn:
             api_app_id=self.workspace.app_id,
         )
 
+    def click_view(
+        self,
+        user: str,
+        view: Mapping[str, Any],
+        *,
+        action_id: str | None = None,
+        block_id: str | None = None,
+        text: str | None = None,
+    ) -> dict[str, Any]:
+        """The ``block_actions`` payload of ``user`` clicking a button of ``view`` (a view
+        object: an open modal, or their Home tab), found as ``click`` finds one."""
+        target, option = clicks.find_target(
+            view.get("blocks") or [], action_id=action_id, block_id=block_id, text=text
+        )
+        chosen = clicks.with_choice(target, option, {})
+        ws = self.workspace
+        action = clicks.action_entry(
+            target, clicks.selection_of(target, chosen), f"{ws.clock():.6f}"
+        )
+        modal = view.get("type") == "modal"
+        return {
+            "type": "block_actions",
+            "user": ws.user_ref(user),
+            "api_app_id": ws.app_id,
+            "team": {"id": ws.team_id, "domain": ws.domain},
+            "container": {"type": "view", "view_id": view["id"]},
+            "trigger_id": self.new_trigger_id(user, view_id=view["id"] if modal else None),
+            "view": dict(view),
+            "actions": [action],
+            "state": {"values": {}},
+        }
+
     def submission(self, view_id: str, *, values: clicks.Values | None = None) -> dict[str, Any]:
         """The ``view_submission`` payload of the view's user pressing Submit."""
         view = self.workspace.find_view(view_id=view_id)

@@ -453,7 +453,7 @@ def test_a_response_url_that_cannot_be_slacks_is_dropped_where_it_enters(url: ob
     assert parsed is not None and parsed.origin.response_url is None
     approval = approval_payload(url)
     clicked = parse_approval_click(approval)
-    assert clicked is not None and clicked.response_url is None
+    assert clicked is not None and clicked.origin.response_url is None
 
 
 @pytest.mark.parametrize("url", [RESPONSE_URL, "https://HOOKS.slack.com/actions/T0TEAM/1/x"])
@@ -461,7 +461,7 @@ def test_slacks_response_url_is_carried_on_the_origin(url: str) -> None:
     parsed = parse_block_actions(click_payload(url))
     assert parsed is not None and parsed.origin.response_url == url
     clicked = parse_approval_click(approval_payload(url))
-    assert clicked is not None and clicked.response_url == url
+    assert clicked is not None and clicked.origin.response_url == url
 
 
 def click_payload(url: object) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
     encode_answer,
-    refusal_for,
 )
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import (
@@ -40,6 +39,7 @@ from adapters.slack.model.interactions import (
 )
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.render.blocks import render_open, render_skip_modal, render_text_modal
+from adapters.slack.render.outcomes import refusal
 from adapters.slack.sandbox.blockcheck import check_view
 from adapters.slack.stores import MemoryPendingStore, mutate
 from bot.questions.models import AskUserQuestionItem
@@ -458,7 +458,7 @@ def test_anything_on_an_answered_record_is_refused_naming_who_answered(late: Int
 )
 def test_refusals(state: str, by: str | None, text: str) -> None:
     rec = TAP.next(state=state, answered_by=by)
-    assert refusal_for(rec) == text
+    assert refusal(rec, mention=True) == text
     for late in EVERY_KIND:
         decision = decide(rec, late, NOW)
         assert isinstance(decision, Refuse) and decision.text == text

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from adapters.slack.render.blocks.final import answer_summary, render_final, render_stale
-from adapters.slack.render.blocks.modals import render_skip_modal, render_text_modal
+from adapters.slack.render.blocks.modals import (
+    render_plan_modal,
+    render_skip_modal,
+    render_text_modal,
+)
 from adapters.slack.render.blocks.open_message import render_open
 from adapters.slack.render.blocks.overflow import (
     CONTINUED,
@@ -38,6 +42,7 @@ __all__ = [
     "plan_review_of",
     "render_final",
     "render_open",
+    "render_plan_modal",
     "render_skip_modal",
     "render_stale",
     "render_text_modal",

@@ -35,7 +35,7 @@ from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
-__all__ = ["MIN_ANSWER_TEXT", "answer_summary", "render_final", "render_stale"]
+__all__ = ["MIN_ANSWER_TEXT", "answer_summary", "outcome_line", "render_final", "render_stale"]
 
 MIN_ANSWER_TEXT: Final = MIN_SHOWN
 """The shortest an answer line of a final message is cut to so that the message fits (the
@@ -63,7 +63,7 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
     return pieces or [italic("skipped")]
 
 
-def _outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+def outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
     """The outcome in words (declined feedback is in its own block above), then when, then
     the note, within ``limit`` characters."""
     outcome = outcome_of(record)
@@ -129,7 +129,7 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
     if outcome is not None and outcome.feedback and not outcome.people:
         blocks.append(feedback_block(outcome.feedback, outcome_limit(limit)))
     # The outcome line and the asker's page (one click away) come last, always.
-    tail = [context(_outcome_line(record, outcome_limit(limit))), *link_blocks(record)]
+    tail = [context(outcome_line(record, outcome_limit(limit))), *link_blocks(record)]
     return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
 
 

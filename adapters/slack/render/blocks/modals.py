@@ -1,5 +1,5 @@
-"""The modals a question opens: free text (Other…, Answer…, plan feedback) and the
-confirmation an empty Submit asks for (pure)."""
+"""The modals a question opens: free text (Other…, Answer…, plan feedback), an empty
+Submit's confirmation, the whole plan (pure)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,25 @@ import re
 from typing import Final
 
 from adapters.slack.blockkit import (
+    MAX_BLOCKS_MODAL,
     MAX_INPUT_LABEL,
     MAX_INPUT_LENGTH,
     MAX_MODAL_CLOSE,
     MAX_MODAL_SUBMIT,
     MAX_MODAL_TITLE,
+    MAX_SECTION_TEXT,
 )
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.parts import label, question_block
+from adapters.slack.render.blocks.final import outcome_line
+from adapters.slack.render.blocks.open_message import plan_actions
+from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
+from adapters.slack.render.blocks.parts import context, label, question_block, section, tally_blocks
 from adapters.slack.render.blocks.rendered import Block
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten
 
-__all__ = ["MODAL_DETAIL", "render_skip_modal", "render_text_modal"]
+__all__ = ["MODAL_DETAIL", "render_plan_modal", "render_skip_modal", "render_text_modal"]
 
 MODAL_DETAIL: Final = 1500
 """Characters of a question's detail shown in its modal (the message has all of it)."""
@@ -98,6 +103,40 @@ def render_text_modal(
     return _carrying(view, reply_url)
 
 
+_FENCES: Final = 8
+"""What a part's reopened and closed code fence add at most (``plan_mrkdwn``'s fences)."""
+
+
+def render_plan_modal(record: PendingRecord, note: str | None = None) -> Block:
+    """The plan whole, a section per 3,000 characters, then Approve and Decline (once
+    decided, its outcome); ``note``: why a click in it changed nothing (escaped mrkdwn). A
+    plan longer than a modal's 100 blocks hold says how much more is in the thread."""
+    question, plan = record.questions[0], record.questions[0].detail or ""
+    tail = [*([context(note)] if note else []), *tally_blocks(record)]
+    ended = not record.is_open
+    tail.append(context(outcome_line(record)) if ended else plan_actions(record, whole=True))
+    parts = split_text(plan, MAX_SECTION_TEXT - _FENCES, escaped=True)
+    room = MAX_BLOCKS_MODAL - 1 - len(tail)
+    parts = parts if len(parts) <= room else parts[: room - 1]
+    blocks, carry, done = [question_block(question, 0, 1)], "", 0
+    for part in parts:
+        drawn = reopened(carry, part)
+        blocks.append(section(plan_mrkdwn(drawn, len(drawn))))
+        fence, done = open_fence(carry + part), done + len(part)
+        carry = f"{fence[0]}{fence[1]}\n" if fence else ""  # the fence the next part is in
+    if done < len(plan):
+        rest = len(plan) - done
+        blocks.append(context(f"_… {rest:,} more characters, more than a modal holds, "
+                              "are in the thread of the plan's message._"))  # fmt: skip
+    return {
+        "type": "modal",
+        "private_metadata": ids.private_metadata(record.id, 0),
+        "title": plain("The whole plan", MAX_MODAL_TITLE),
+        "close": plain("Close", MAX_MODAL_CLOSE),
+        "blocks": [*blocks, *tail],
+    }
+
+
 _HEADING: Final = re.compile(r" {0,3}#{1,6} +(.*?)(?: +#+)? *")
 _BULLET: Final = re.compile(r"^( *)[-*+] ")
 _STRONG: Final = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
@@ -122,14 +161,8 @@ def plan_mrkdwn(plan: str, limit: int) -> str:
     return "\n".join(lines) + ("\n```" if fence else "") + rest
 
 
-def _bold(found: re.Match[str]) -> str:
-    return f"*{found.group(1) or found.group(2)}*"
-
-
 def _carrying(view: Block, reply_url: str | None) -> Block:
-    """``view`` with ``reply_url`` in its ``external_id`` (a field releases before this one
-    ignore, so its ``private_metadata`` stays in the form they parse); none when there is
-    no URL or it would not fit."""
+    """``view`` with ``reply_url`` in its ``external_id`` (when there is one, and it fits)."""
     external = ids.external_id(reply_url)
     if external is not None:
         view["external_id"] = external

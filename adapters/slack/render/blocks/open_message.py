@@ -58,7 +58,7 @@ from adapters.slack.render.review_view import revision_blocks
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["render_open", "shown_details"]
+__all__ = ["plan_actions", "render_open", "shown_details"]
 
 _Revised = tuple[list[Block], list[list[Block]]]
 """A revised plan's blocks above it, and its diff's thread replies (both empty if none)."""
@@ -104,8 +104,7 @@ def _revision(record: PendingRecord, layout: Layout) -> _Revised:
 
 
 def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tuple[bool, list[str]]:
-    """Whether the options' full texts are listed in the message (else in the thread), and
-    the part of each detail the message shows."""
+    """Whether options' full texts are in the message (else the thread), and what it shows."""
     fulls = [question.detail or "" for question in record.questions]
     nothing = [""] * len(fulls)
     listed = any(options_blocks(question, layout, False) for question in record.questions)
@@ -138,8 +137,7 @@ def _broken(blocks: list[Block]) -> bool:
 
 
 def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
-    """The parts of the details whose markdown blocks (with their "continued" line) take at
-    most ``room`` characters."""
+    """The parts of the details whose blocks (and "continued" lines) take at most ``room``."""
     budget = room - CONTINUED_ROOM * sum(1 for full in fulls if full)
     for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
         shown = detail_shares(record, budget)
@@ -221,15 +219,15 @@ def _open_blocks(
         blocks.extend(detail_blocks(shown[0], question.detail or ""))
         blocks.extend(options_blocks(question, layout, inline))
         blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
-        blocks.extend([_plan_actions(record), context(_plan_buttons_say(record))])
+        read = len(shown[0]) < len(question.detail or "")  # "Read the whole plan"
+        blocks.extend([plan_actions(record, read=read), context(_plan_buttons_say(record))])
     else:
         for index in range(count):
             blocks.extend(
                 _question_blocks(record, layout, index, shown[index], count, inline, limit)
             )
         if layout == "form":
-            submit = button("Submit", "submit", "0")
-            submit["style"] = "primary"
+            submit = button("Submit", "submit", "0", style="primary")
             blocks.append(
                 {
                     "type": "actions",
@@ -260,20 +258,17 @@ def _words_of(questions: list[AskUserQuestionItem]) -> list[str | None]:
     return texts
 
 
-def _plan_actions(record: PendingRecord) -> Block:
-    """A plan review's buttons: approve, decline (if the plan has one), feedback, dismiss."""
+def plan_actions(record: PendingRecord, *, read: bool = False, whole: bool = False) -> Block:
+    """A plan review's buttons (``read``: Read the whole plan first; ``whole``: no Dismiss)."""
     review = plan_review_of(record.questions)
     assert review is not None
     texts = button_labels(record.questions[0])
-    approve = button(texts[review.approve], "pick", ids.option_value(review.approve), 0)
-    approve["style"] = "primary"
-    buttons = [approve]
-    if review.decline is not None:
-        decline = button(texts[review.decline], "pick", ids.option_value(review.decline), 1)
-        decline["style"] = "danger"
-        buttons.append(decline)
+    buttons = [button("Read the whole plan", "read", "0")] * read
+    for n, (option, style) in enumerate(((review.approve, "primary"), (review.decline, "danger"))):
+        if option is not None:
+            buttons.append(button(texts[option], "pick", ids.option_value(option), n, style))
     buttons.append(button("Decline with feedback…", "text", "0"))
-    buttons.append(dismiss_button())
+    buttons += [] if whole else [dismiss_button()]
     block_id = ids.block_id(record.id, 0, f"a{record.version}")
     return {"type": "actions", "block_id": block_id, "elements": buttons}
 
@@ -325,9 +320,7 @@ def _question_blocks(
         }
         elements = [menu, button("Other…", "text", str(index)), dismiss_button()]
     elif layout == "text":
-        answer = button("Answer…", "text", str(index))
-        answer["style"] = "primary"
-        elements = [answer, dismiss_button()]
+        elements = [button("Answer…", "text", str(index), style="primary"), dismiss_button()]
     else:
         draft = record.draft(index)
         if options:

@@ -31,27 +31,21 @@ __all__ = [
     "fitted",
     "label_within",
     "outcome_limit",
+    "reopened",
     "sections_within",
     "split_text",
     "thread_parts",
 ]
 
 DETAIL_BUDGET: Final = 9000
-"""Characters of detail/plan shown in the message itself at most; the rest goes to the thread.
-
-Less when the rest of the message needs it: the details get what the rest leaves of
-``MESSAGE_TEXT_BUDGET`` (``open_message``). Below the cap, this keeps a margin against
-Slack's undocumented count (slack-platform.md: refused at 11.3k-13.3k in reports).
-"""
+"""Most characters of detail shown in the message (less when the rest needs the room);
+a margin under Slack's undocumented count (refused at 11.3k-13.3k in reports)."""
 MIN_SHOWN: Final = 100
-"""The shortest an answer line, the asker's label, a note or a draft's text is cut to when
-the message is short of room (the room for this much is kept whenever there are details)."""
+"""The shortest an answer line, label, note or draft's text is cut to (room always kept)."""
 MIN_OUTCOME: Final = 300
-"""The shortest the outcome line (with its date) and a team review's tally are cut to when
-the room was kept: three times an answer line's (``outcome_limit``)."""
+"""The shortest the outcome line and a review's tally are cut to (``outcome_limit``)."""
 _OUTCOME_LEAST: Final = 150
-"""Below that (a request whose unchanging parts left no room): still the outcome's words,
-who, and the date (``<!date^…>``, about 70 characters), never dropped."""
+"""With no room at all: still the outcome's words, who and the date, never dropped."""
 PIECE_WORDS: Final = 20
 """Room kept for the words around each of those parts (``Asked by``, ``:warning:``, ...)."""
 THREAD_PART: Final = 10_000
@@ -90,8 +84,7 @@ def _escaped_fit(text: str, limit: int) -> int:
 
 
 def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
-    """Split ``text`` into parts of at most ``limit`` characters, at paragraph, line or
-    word boundaries where possible; ``"".join(parts) == text``."""
+    """``text`` in parts of at most ``limit``, cut between paragraphs, lines or words."""
     least = max(_ESCAPED_SIZE.values()) if escaped else 1
     if limit < least:
         raise ValueError(f"a split limit must be at least {least}, not {limit}")
@@ -110,8 +103,7 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
 
 
 def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
-    """Where the first part of ``rest`` (longer than ``limit``) ends: at a paragraph, line
-    or word boundary in its second half, else at the limit."""
+    """Where the first part of ``rest`` ends: a boundary in its second half, else ``limit``."""
     fit = _escaped_fit(rest, limit) if escaped else limit
     window = rest[:fit]
     for separator in ("\n\n", "\n", " "):
@@ -122,8 +114,7 @@ def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
 
 
 def _fair_shares(sizes: list[int], budget: int) -> list[int]:
-    """``budget`` split between texts of ``sizes``: a short one keeps its whole size, and
-    what it leaves goes to the longer ones, equally."""
+    """``budget`` split between texts of ``sizes``: short ones whole, longer ones equally."""
     shares = [0] * len(sizes)
     left = budget
     order = sorted(range(len(sizes)), key=sizes.__getitem__)
@@ -134,8 +125,7 @@ def _fair_shares(sizes: list[int], budget: int) -> list[int]:
 
 
 def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[str]:
-    """The part of each question's detail shown in the message itself, in ``budget``
-    escaped characters (as Slack receives them) in all."""
+    """The part of each detail the message shows, in ``budget`` escaped characters in all."""
     details = [question.detail or "" for question in record.questions]
     sizes = [_escaped_length(detail) for detail in details]
     budget = min(budget, DETAIL_BUDGET)
@@ -149,8 +139,7 @@ def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[st
 
 
 def _first_part(text: str, limit: int) -> str:
-    """The first part ``split_text(text, limit, escaped=True)`` would give, without the rest
-    (empty when ``limit`` is below one escaped character)."""
+    """The first part ``split_text(text, limit, escaped=True)`` would give, alone."""
     if limit < max(_ESCAPED_SIZE.values()):
         return ""
     return text[: _first_cut(text[: 5 * limit], limit, escaped=True)]
@@ -180,7 +169,7 @@ def open_fence(text: str) -> tuple[str, str] | None:
     return fence
 
 
-def _reopened(before: str, part: str) -> str:
+def reopened(before: str, part: str) -> str:
     """``part`` of a text that follows ``before``, drawn on its own: the code fence open
     where it starts opened again (its run and info string), and the one open where it ends
     closed, so a cut inside a code block never turns code into prose or prose into code."""
@@ -195,20 +184,18 @@ def _reopened(before: str, part: str) -> str:
 
 
 def detail_blocks(shown: str, full: str) -> list[Block]:
-    """The shown part of a detail, saying so when the rest is in the thread (a code block
-    the cut falls inside is closed before that line, and reopened in the thread)."""
+    """The shown part of a detail, saying so when the rest is in the thread."""
     if not full:
         return []
     if not shown:
         return [markdown(IN_THREAD)]
     if len(shown) < len(full):
-        return [markdown(markdown_text(_reopened("", shown)) + continued(full[len(shown) :]))]
+        return [markdown(markdown_text(reopened("", shown)) + continued(full[len(shown) :]))]
     return [markdown(markdown_text(shown))]
 
 
 def continued(rest: str) -> str:
-    """The line saying exactly how much is not on screen: the numbered steps it holds, and
-    its characters (``CONTINUED`` matches it)."""
+    """The line saying which steps and how many characters are not on screen (``CONTINUED``)."""
     steps = [found.group(1) for found in _STEP.finditer(rest)]
     much = f"{len(rest):,} more character{'' if len(rest) == 1 else 's'}"
     if len(steps) > 1:
@@ -220,8 +207,7 @@ def continued(rest: str) -> str:
 
 
 def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
-    """``render(limit)`` with the largest ``limit`` (up to a section's 3,000) that keeps the
-    message within ``MESSAGE_TEXT_BUDGET``; the smallest tried when none does."""
+    """``render(limit)`` with the largest ``limit`` that keeps within ``MESSAGE_TEXT_BUDGET``."""
     blocks = render(MAX_SECTION_TEXT) if first is None else first
     if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
         return blocks
@@ -240,8 +226,7 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
 
 
 def outcome_limit(limit: int) -> int:
-    """How long the outcome line and a tally may be when the other changing parts may be
-    ``limit``: three times as long (``MIN_OUTCOME`` at ``MIN_SHOWN``), up to a section."""
+    """How long the outcome line and a tally may be: three times ``limit``, up to a section."""
     return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * MIN_OUTCOME // MIN_SHOWN))
 
 
@@ -303,7 +288,7 @@ def thread_parts(
         for n, chunk in enumerate(chunks, start=1):
             title = f"{what} of question {index + 1}" if count > 1 else what
             caption = f"{title}, continued ({n}/{len(chunks)})"
-            drawn = markdown_text(_reopened(before, chunk))
+            drawn = markdown_text(reopened(before, chunk))
             messages.append([context(caption), markdown(drawn)])
             before += chunk
     return messages, []

@@ -48,8 +48,7 @@ __all__ = [
 
 
 def hidden_notice(*texts: str | None) -> list[Block]:
-    """A warning line when ``texts`` hold characters that hide text or turn its direction
-    (shown as ``⟨U+202E⟩``), so nobody reads them as the text they disguise it as."""
+    """A warning when ``texts`` hold characters that hide text or turn it (shown ``⟨U+202E⟩``)."""
     found = hidden_characters(*texts)
     if not found:
         return []
@@ -68,10 +67,8 @@ def label(text: str, limit: int) -> str:
 
 
 def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
-    """What each option shows in ``limit`` characters, and whether options carry their numbers
-    (``"2. "``, the line's in the full list): a label that fits reads as typed, a longer one
-    is numbered and cut between words (all are, if one is typed like a numbered one).
-    Measured as shown: hiding characters already made visible (``reveal``)."""
+    """What each option shows in ``limit`` characters (as shown: ``reveal``), and whether they
+    are numbered (a longer label is, cut between words; all are if one reads numbered)."""
     labels = [reveal(text) for text in labels]
     texts = [label(text, limit) for text in labels]
     cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
@@ -105,10 +102,8 @@ _WORD: Final = 16
 
 
 def _middle(text: str, limit: int) -> str:
-    """``text`` (longer than ``limit``) as its beginning, ``…`` and its end: the end, where
-    options sharing a beginning usually differ, gets two fifths of the room and the
-    beginning the rest. Cuts fall between words where one is near, never inside a
-    character as shown (an emoji, an accent)."""
+    """``text`` as its beginning, ``…`` and its end (two fifths: where options usually
+    differ), cut between words where one is near, never inside a character as shown."""
     if limit < 8:
         return shorten(text, limit)
     room = limit - 2  # the ellipsis and a space after it
@@ -128,9 +123,8 @@ def _middle(text: str, limit: int) -> str:
 
 
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
-    """The beginning and the end of ``text`` whose ``measure`` together is at most ``limit``
-    (the end, where a command or a question usually says what it does, gets two fifths),
-    with every character between them left out: ``text`` when it fits whole (and ``""``)."""
+    """The beginning and the end (two fifths) of ``text`` within ``limit`` by ``measure``;
+    ``text`` and ``""`` when it fits whole."""
     if measure(text) <= limit:
         return text, ""
     tail_room = limit * 2 // 5
@@ -178,9 +172,8 @@ def left_out(count: int) -> str:
 
 
 def _clean_cut(text: str, at: int, *, back: bool) -> int:
-    """``at`` moved back (or on) until it falls between two characters as shown: not
-    before a combining mark, a variation selector, a skin tone or a zero-width joiner, nor
-    after a joiner, nor inside a run of flags."""
+    """``at`` moved back (or on) until it falls between two characters as shown (not inside
+    an accent, a joined emoji, a skin tone or a flag)."""
     while 0 < at < len(text) and _joined(text, at):
         at += -1 if back else 1
     return at
@@ -282,8 +275,7 @@ def link_blocks(record: PendingRecord) -> list[Block]:
 
 
 def byline_blocks(record: PendingRecord, *, mention: bool = True) -> list[Block]:
-    """Who is asked (the configured mention), who asks (the label, else the API token's
-    name) and, while it is open, who may answer (ids only: settings or a policy)."""
+    """Who is asked (the mention), who asks, and while open who may answer (ids only)."""
     elements: list[Block] = []
     if record.mention and mention:
         # validated by the configuration, never asker text

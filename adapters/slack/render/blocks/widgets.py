@@ -1,5 +1,4 @@
-"""The widgets a question is answered with: option buttons, menus, radio buttons and
-checkboxes, the Dismiss button (pure)."""
+"""The widgets a question is answered with: buttons, menus, radio buttons, checkboxes (pure)."""
 
 from __future__ import annotations
 
@@ -81,14 +80,19 @@ def menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
     return {"option_groups": groups}
 
 
-def button(text: str, kind: ids.ActionKind, value: str, n: int | None = None) -> Block:
+def button(
+    text: str, kind: ids.ActionKind, value: str, n: int | None = None, style: str | None = None
+) -> Block:
     """A button of ours: ``kind`` (and ``n``) in its action id, ``value`` what it sends."""
-    return {
+    built: Block = {
         "type": "button",
         "text": plain(label(text, MAX_BUTTON_TEXT)),
         "action_id": ids.action_id(kind, n),
         "value": value,
     }
+    if style:
+        built["style"] = style
+    return built
 
 
 def dismiss_button() -> Block:

@@ -640,10 +640,6 @@
     button.addEventListener("click", async () => {
       if (element.confirm && !(await confirmDialog(element.confirm))) return;
       if (element.url) window.open(element.url, "_blank", "noopener,noreferrer");
-      if (ctx.kind !== "message" && ctx.kind !== "home") {
-        toast("Buttons inside modals are not part of the sandbox.", "info");
-        return;
-      }
       dispatch(ctx, block, element, button);
     });
     return button;
@@ -869,8 +865,8 @@
     const values = collectValues(ctx.root);
     if (element.type === "overflow") values.push([block.block_id, element.action_id, readValue(node)]);
     const body =
-      ctx.kind === "home"
-        ? { user: S.me, home: true, block_id: block.block_id, action_id: element.action_id }
+      ctx.kind === "home" || ctx.kind === "view"
+        ? { user: S.me, home: ctx.kind === "home", view_id: ctx.viewId, block_id: block.block_id, action_id: element.action_id }
         : {
             user: S.me,
             channel: ctx.channel,
