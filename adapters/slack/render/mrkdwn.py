@@ -65,9 +65,7 @@ opens one."""
 
 _URL_CHAR: Final = r"[^\s()\[\]\\`<>\ue000\ue001]"
 _KEEPABLE: Final = re.compile(rf"{_URL_CHAR}+(?:\({_URL_CHAR}*\){_URL_CHAR}*)*")
-"""A URL that may stay a link showing itself: nothing in it can pair with syntax outside
-the link (a code span's backtick, an autolink's angle bracket, a bracket, an escape, a
-masked piece of code)."""
+"""A URL that may stay a link showing itself: nothing in it can pair with syntax outside."""
 
 _OPENING: Final = re.compile(rf"{_ESCAPED}|!?\[(?P<kept>{_KEEPABLE.pattern})\]\((?P=kept)\)|\]\(")
 """What could still close a link: a link that shows its own URL (kept), or any ``](``."""
@@ -77,8 +75,7 @@ _DEFINITION: Final = re.compile(
     r"\[(?P<label>(?:[^\[\]\\]|\\[\s\S])+)\]:",
     re.MULTILINE,
 )
-"""A reference definition, after any block quote and list markers and indentation (a
-definition in a quote or a list item defines its label for the whole text)."""
+"""A reference definition, after any quote or list markers (it defines for the whole text)."""
 
 _BROKEN: Final = "]\N{FULLWIDTH LEFT PARENTHESIS}"
 """What a ``](`` that could still close a link becomes: no longer, and read the same."""
@@ -146,8 +143,7 @@ def _closes(line: str, fence: str) -> bool:
 
 
 def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
-    """Which ``lines`` surely belong to a fenced or an indented code block (CommonMark), and
-    the opener of the fence still open after the last line (``None`` if none is)."""
+    """Which ``lines`` surely belong to a code block (CommonMark), and the fence left open."""
     code = [False] * len(lines)
     top = True  # no list or block quote can be open
     after_paragraph = False  # an indented line would continue a paragraph
@@ -181,10 +177,8 @@ def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
 
 
 def _code_spans(line: str) -> tuple[list[tuple[int, int]], bool] | None:
-    """The code spans of one line read on its own (backslash escapes and CommonMark's
-    matching: the next run of exactly as many backticks) and whether every run was read
-    (a run left open could close a span on a later line of the paragraph); ``None`` when
-    the line could read otherwise (an autolink, a table cell)."""
+    """The code spans of one line read on its own (CommonMark's matching), and whether every
+    run was read; ``None`` when the line could read otherwise (an autolink, a table cell)."""
     if _AUTOLINK_LIKE.search(line):
         return None
     runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]

@@ -143,8 +143,7 @@ _STRONG: Final = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__"
 
 
 def plan_mrkdwn(plan: str, limit: int) -> str:
-    """A Markdown plan as escaped mrkdwn for a modal (no ``markdown`` block there): headings
-    and ``**bold**`` bold, bullets as ``•``, code left as written; cut at ``limit``."""
+    """A Markdown plan as escaped mrkdwn for a modal (bold headings, • bullets), cut at limit."""
     cut = len(plan) > limit
     lines, fence = [], False
     for line in escape(shorten(plan, limit) if cut else plan).split("\n"):

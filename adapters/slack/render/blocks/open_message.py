@@ -167,8 +167,7 @@ def _kept(record: PendingRecord, layout: Layout) -> int:
 
 
 def _chosen_room(question: AskUserQuestionItem) -> int:
-    """The most text a form question's chosen options add (``initial_options`` repeat
-    their texts): all of them for a multi-select, the longest for a single choice."""
+    """The most text a form question's chosen options add (``initial_options`` repeat them)."""
     if not question.options:
         return 0
     widget = draft_widget(question, Draft())
