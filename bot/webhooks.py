@@ -14,7 +14,7 @@ import logging
 import random
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -132,9 +132,10 @@ class Webhooks:
         self._view, self._wait_ended, self._secrets = view, wait_ended, secrets
         self.hosts, self._allow_private = hosts, allow_private
         self._poll, self._clock = poll, clock
-        self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watched: set[str] = set()
+        self._attempting: set[str] = set()
+        self._stopping = False
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
         self.delivered = 0
@@ -174,6 +175,7 @@ class Webhooks:
         self._loop = asyncio.ensure_future(self._run())
 
     async def stop(self) -> None:
+        self._stopping = True  # a cancel a Redis read swallows must not keep the loop going
         for task in [self._loop, *self._tasks]:
             if task is not None:
                 task.cancel()
@@ -182,7 +184,10 @@ class Webhooks:
             await self._session.close()
         await self.outbox.close()
 
-    def _spawn(self, work: Awaitable[Any]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        if self._stopping:
+            work.close()
+            return
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -195,26 +200,40 @@ class Webhooks:
 
     async def _when_ended(self, request_id: str) -> None:
         try:
-            await self._wait_ended(request_id)
-            await self._attempt(request_id)
+            try:
+                await self._wait_ended(request_id)
+            finally:
+                self._watched.discard(request_id)  # an attempt finding it open watches again
+            if self._take(request_id):
+                await self._attempt(request_id)
         except Exception as exc:  # the periodic look delivers it then
             _log.info("webhook watch of %s ended: %s", request_id, exc)
-        finally:
-            self._watched.discard(request_id)
 
     async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll * random.uniform(0.5, 1.5)):
-                    await self._wake.wait()
-            self._wake.clear()
+        while not self._stopping:
+            await asyncio.sleep(self._poll * random.uniform(0.5, 1.5))
             try:
                 for delivery in await self.outbox.due(self._clock()):
-                    self._spawn(self._attempt(delivery.id))
+                    if self._take(delivery.id):
+                        self._spawn(self._attempt(delivery.id))
             except Exception as exc:  # the store down: looked at again next time
                 _log.warning("webhook outbox unavailable: %s", exc)
 
+    def _take(self, delivery_id: str) -> bool:
+        """Whether this process may start an attempt at ``delivery_id``: not while it makes one
+        (a slow store or receiver would otherwise see every periodic look start another)."""
+        taken = delivery_id not in self._attempting
+        self._attempting.add(delivery_id)
+        return taken
+
     async def _attempt(self, delivery_id: str) -> None:
+        """Make the attempt ``_take`` let this process start."""
+        try:
+            await self._claim_and_send(delivery_id)
+        finally:
+            self._attempting.discard(delivery_id)
+
+    async def _claim_and_send(self, delivery_id: str) -> None:
         """Claim the delivery (one process per attempt) and make the attempt."""
         now = self._clock()
         kept = await self.outbox.get(delivery_id)

@@ -47,12 +47,12 @@ __all__ = [
     "Questions",
     "aborted",
     "ask_options",
+    "callback_refused",
     "consumed",
     "ended_view",
     "failed_unshown",
     "located",
     "log_end",
-    "owed",
     "question_request",
     "read_post",
     "replayed",
@@ -184,19 +184,18 @@ def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
     return response
 
 
-async def owed(
-    webhooks: Webhooks | None, request_id: str, url: str | None, asker: str | None
+def callback_refused(
+    webhooks: Webhooks | None, url: str | None, asker: str | None
 ) -> web.Response | None:
-    """Owe ``url`` a delivery when the question ends, or the 422 refusing it."""
+    """The 422 refusing ``url`` as a question's callback, or ``None`` when it may be one (the
+    provider owes it the delivery when it asks)."""
     if url is None:
         return None
     why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
-    if why is not None:
-        error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
-        return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
-    assert webhooks is not None
-    await webhooks.add(request_id, url, asker)
-    return None
+    if why is None:
+        return None
+    error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
+    return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
 
 
 def unready(

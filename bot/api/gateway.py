@@ -33,10 +33,10 @@ from bot.api.asking import (
     Questions,
     aborted,
     ask_options,
+    callback_refused,
     consumed,
     located,
     log_end,
-    owed,
     question_request,
     read_post,
     replayed,
@@ -241,7 +241,7 @@ class Gateway:
             replay = replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
-            refused = fresh() or await owed(self.webhooks, request_id, post.callback, asker)
+            refused = fresh() or callback_refused(self.webhooks, post.callback, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up

@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 
 import bot.webhooks
 from bot.mcp import TOOL_NAME
-from bot.webhook_outbox import Delivery, RedisOutbox, SqliteOutbox, claimed
+from bot.webhook_outbox import Delivery, MemoryOutbox, RedisOutbox, SqliteOutbox, claimed
 from bot.webhooks import Webhooks, signing_secret, verify
 from tests.api.test_api_body_checks import PLAN
 from tests.api.test_gateway import API_TOKEN, DEPLOY, Bed, another_bot, running
@@ -147,6 +147,26 @@ async def test_a_receiver_that_fails_stalls_and_comes_back_gets_it_with_one_id(
 
 
 @pytest.mark.slow
+async def test_an_api_question_owes_its_callback_one_delivery_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gateway only checks the callback; the provider owes it when it asks (it was owed by
+    both, the second write a no-op)."""
+    added: list[str] = []
+    add = Webhooks.add
+
+    async def counted(self: Webhooks, request_id: str, url: str, asker: str | None) -> None:
+        added.append(request_id)
+        await add(self, request_id, url, asker)
+
+    monkeypatch.setattr(Webhooks, "add", counted)
+    async with receiving() as hook, running(**ALLOW) as bed:
+        asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
+        await until(lambda: hook.seen, within=10, what="the delivery")
+    assert added == [asked["id"]]
+
+
+@pytest.mark.slow
 async def test_a_redirect_is_not_followed() -> None:
     async with receiving("redirect") as hook, running(**ALLOW) as bed:
         await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
@@ -202,6 +222,74 @@ async def test_two_processes_deliver_each_attempt_once(
     assert len(attempts) == len(set(attempts)), attempts
     assert {h["X-Webhook-Id"] for h, _ in hook.seen} == {a["id"] for a in asked}
     assert sum(delivered) == count, delivered
+
+
+async def test_a_slow_outbox_sees_one_attempt_at_a_time_per_delivery() -> None:
+    """A store slower than the periodic look: each look used to start another attempt at
+    every due delivery (a herd of reads and connections growing with the delay)."""
+    reading = 0
+    most = 0
+
+    class Slow(MemoryOutbox):
+        async def get(self, delivery_id: str) -> Delivery | None:
+            nonlocal reading, most
+            reading += 1
+            most = max(most, reading)
+            try:
+                await asyncio.sleep(0.2)
+                return await super().get(delivery_id)
+            finally:
+                reading -= 1
+
+    async def ended(request_id: str) -> dict[str, Any]:
+        return {"id": request_id, "state": "answered"}
+
+    async with receiving() as hook:
+        webhooks = Webhooks(
+            Slow(),
+            ended,
+            asyncio.Event().wait,
+            {"default": API_TOKEN},
+            hosts=frozenset({"127.0.0.1"}),
+            allow_private=True,
+            poll=0.01,
+        )
+        now = time.time()
+        await webhooks.outbox.add(Delivery("q", hook.url, "default", now, now))
+        webhooks.start()
+        try:
+            await until(lambda: hook.seen, within=10, what="the delivery")
+        finally:
+            await asyncio.wait_for(webhooks.stop(), 10)
+    assert len(hook.seen) == 1 and most == 1, most
+
+
+async def test_stop_ends_the_deliverer_even_if_a_store_read_swallows_its_cancel() -> None:
+    """A cancel landing in a store read that swallows it (seen with Redis under load) left
+    the periodic look running, so ``stop()`` never returned."""
+
+    class Swallowing(MemoryOutbox):
+        async def due(self, now: float, limit: int = 100) -> list[Delivery]:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)
+            return []
+
+    async def ended(request_id: str) -> dict[str, Any]:
+        return {}
+
+    webhooks = Webhooks(
+        Swallowing(),
+        ended,
+        asyncio.Event().wait,
+        {},
+        hosts=frozenset(),
+        poll=0.001,
+    )
+    webhooks.start()
+    await asyncio.sleep(0.1)
+    stopping = asyncio.ensure_future(webhooks.stop())
+    done, _ = await asyncio.wait({stopping}, timeout=5)
+    assert stopping in done, "stop() did not return"
 
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
