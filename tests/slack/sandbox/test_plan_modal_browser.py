@@ -15,6 +15,7 @@ from bot.questions.models import AskOptions
 from tests.slack.render.test_long_plan_unseen import STEPS
 from tests.slack.sandbox.test_look_browser import PHONE, asked
 from tests.slack.sandbox.test_sandbox_browser import (
+    STEP_TIMEOUT_MS,
     TEST_BUDGET,
     browser,
     open_page,
@@ -44,7 +45,7 @@ async def test_on_a_phone_the_whole_plan_is_read_in_a_modal_and_approved_there(
         await page.screenshot(path=tmp_path / "plan-modal-00-message-phone.png")
         await read.tap()
         modal = page.get_by_test_id("modal")
-        await expect(modal).to_contain_text("The whole plan")
+        await expect(modal).to_contain_text("The whole plan", timeout=STEP_TIMEOUT_MS)
         await expect(modal).to_contain_text("1. Step 1: migrate shard 1")
         await page.screenshot(path=tmp_path / "plan-modal-01-top-phone.png")
         last = modal.get_by_text("40. Step 40: migrate shard 40", exact=False)
@@ -59,7 +60,7 @@ async def test_on_a_phone_the_whole_plan_is_read_in_a_modal_and_approved_there(
         await page.screenshot(path=tmp_path / "plan-modal-03-approved-phone.png")
         assert (await task).answers[0].selected == ["Approve"]  # type: ignore[attr-defined]
         await page.get_by_test_id("modal-close").tap()
-        await expect(review).to_contain_text("Approved by")
+        await expect(review).to_contain_text("Approved by", timeout=STEP_TIMEOUT_MS)
         await expect(review).to_contain_text("after opening the whole plan")
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
         assert errors == []
