@@ -747,6 +747,12 @@ _REPLAY = [
         '                    f"{value.event_id}@{self._link.client_id}",\n                    value.session_id,',
     ),
     Mutant(
+        "0.1.1 ask keyed by session",
+        "adapters/dsh/inbox.py",
+        "ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))",
+        "ask = HostAsk(payload.session_id, payload.session_id, list(payload.questions))",
+    ),
+    Mutant(
         "question keyed by session",
         "adapters/dsh/questions.py",
         "key, label = ask_key(ask.rpc_id), session_label(ask.session_id)",

@@ -30,6 +30,8 @@ from adapters.dsh.link import MuxLink
 from adapters.dsh.open_requests import OpenRequests
 from adapters.dsh.uplink import Host, host_asker
 from adapters.slack.model.ids import key_request_id
+from bot.questions.models import AskUserQuestionItem
+from tests.dsh_wire import question_requested_frame
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -62,6 +64,12 @@ def approval_frame(event_id: str) -> str:
         "request": request,
     }
     return json.dumps({"type": "item", "streamId": "ev", "value": value})
+
+
+def legacy_frame(rpc_id: str) -> str:
+    """A 0.1.1 ``question/requested`` frame (the same on every replay)."""
+    item = AskUserQuestionItem.model_validate(QUESTION)
+    return json.dumps(question_requested_frame(rpc_id, SESSION, [item]))
 
 
 def ready_frame(client_id: str) -> str:
@@ -127,7 +135,7 @@ class Records:
 class Downlink:
     """The host's side of the sockets, the bot's parts behind them, and a fake clock."""
 
-    def __init__(self, *, max_open: int = 20) -> None:
+    def __init__(self, *, max_open: int = 20, dialect: str = "0.2") -> None:
         self.loop = asyncio.get_running_loop()
         self.now = self.loop.time()
         self.loop.time = lambda: self.now  # type: ignore[method-assign]
@@ -142,7 +150,8 @@ class Downlink:
             self.records, self._serve, host, max_open=max_open, replay_window=WINDOW, asker=ASKER
         )
         self.link = MuxLink(host, None)
-        self.inbox = Inbox(self.requests, self.link, lambda: "0.2", _log)
+        self.dialect = dialect
+        self.inbox = Inbox(self.requests, self.link, lambda: self.dialect, _log)
         self._sockets = 0
 
     async def _serve(self, ask: HostAsk) -> None:
@@ -160,7 +169,8 @@ class Downlink:
         """A new socket: ``ready``, then the host's replay (``frames``)."""
         self._sockets += 1
         self.requests.opened()
-        self.inbox.on_message(ready_frame(f"client-{self._sockets}"))
+        if self.dialect == "0.2":
+            self.inbox.on_message(ready_frame(f"client-{self._sockets}"))
         await self.send(*frames)
 
     async def send(self, *frames: str) -> None:
@@ -187,13 +197,18 @@ class Downlink:
     def gone(self) -> list[str]:
         return [rpc for rpc, note in self.records.ended]
 
-    def restore(self) -> None:
+    async def close(self) -> None:
+        """Put the loop's clock back and end what is still open."""
         del self.loop.time
+        for ask in list(self.requests._asks.values()):
+            ask.controller.abort("test over")
+        await turns()
 
 
 def _event_ids(frame: str) -> list[str]:
-    value: dict[str, Any] = json.loads(frame)["value"]
-    return [value["eventId"]] if "eventId" in value else []
+    data: dict[str, Any] = json.loads(frame)
+    found = data.get("value", {}).get("eventId") or data.get("rpcId")
+    return [found] if found else []
 
 
 async def turns() -> None:
@@ -206,10 +221,7 @@ async def turns() -> None:
 async def host() -> AsyncIterator[Downlink]:
     downlink = Downlink()
     yield downlink
-    downlink.restore()
-    for ask in list(downlink.requests._asks.values()):
-        ask.controller.abort("test over")
-    await asyncio.sleep(0)
+    await downlink.close()
 
 
 async def first_socket(host: Downlink, *frames: str) -> None:
@@ -291,7 +303,7 @@ async def test_a_waiting_request_the_replay_leaves_out_is_never_asked() -> None:
         await host.answer("a")
         assert host.served == [("a", False), ("c", False)]
     finally:
-        host.restore()
+        await host.close()
 
 
 async def test_a_replay_while_its_request_is_being_closed_asks_it_again_after(
@@ -364,3 +376,15 @@ async def test_a_released_request_replayed_while_being_closed_is_reopened_after(
     await host.answer("x")
     await host.advance(WINDOW + 0.1)
     assert host.served == [("x", True)] and not host.requests.holds("x")
+
+
+async def test_on_0_1_1_the_replay_is_keyed_by_rpc_id_too() -> None:
+    host = Downlink(dialect="0.1")
+    try:
+        await first_socket(host, legacy_frame("r1"), legacy_frame("r2"))
+        await host.connect(legacy_frame("r1"))
+        await host.advance(WINDOW + 0.1)
+        assert host.records.ended == [("r2", GONE_NOTE)]
+        assert host.served == [("r1", False), ("r2", False)]
+    finally:
+        await host.close()
