@@ -313,10 +313,3 @@ class Receipt(_Lenient):
 
     accepted: bool
     reason: ReceiptReason | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """``{"accepted": …}`` plus ``reason`` when there is one."""
-        wire: dict[str, Any] = {"accepted": self.accepted}
-        if self.reason is not None:
-            wire["reason"] = self.reason
-        return wire

@@ -288,16 +288,10 @@ _PRODUCTION: Final = (
 
 
 def choose_mode(
-    given: Mapping[str, Any],
-    problems: list[tuple[str, str]],
-    notes: list[str],
-    *,
-    serves: bool = True,
-) -> Literal["socket", "http", "sandbox"] | None:
-    """The mode the credentials present in ``given`` choose, or ``None`` (with a problem).
-
-    ``problems`` gets (field, sentence) pairs; ``notes`` what is worth a line in the log.
-    """
+    given: Mapping[str, Any], notes: list[str], *, serves: bool = True
+) -> Literal["socket", "http", "sandbox"]:
+    """The mode the credentials present in ``given`` choose (``ValueError``: why
+    SLACK_BOT_TOKEN is wrong); ``notes`` gets what is worth a line in the log."""
     bot, app, secret = (
         given.get(name) is not None
         for name in ("slack_bot_token", "slack_app_token", "slack_signing_secret")
@@ -321,38 +315,26 @@ def choose_mode(
         production = [n.upper() for n in _PRODUCTION if given.get(n) not in (None, "", ())]
         if str(given.get("mode", "")).lower() == "sandbox" or not production or not serves:
             return "sandbox"
-        problems.append(
-            (
-                "slack_bot_token",
-                f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
-                " set: that is a production setup, so the local sandbox (whose page anyone on "
-                "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
-                "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
-                "sandbox on purpose.",
-            )
+        raise ValueError(
+            f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
+            " set: that is a production setup, so the local sandbox (whose page anyone on "
+            "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
+            "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
+            "sandbox on purpose."
         )
-        return None
     if bot:
-        problems.append(
-            (
-                "slack_bot_token",
-                "set alone, so Slack has no way to deliver clicks. Either set SLACK_APP_TOKEN "
-                "(xapp-…, scope connections:write) for Socket Mode, no public URL needed; or set "
-                "SLACK_SIGNING_SECRET for HTTP mode, where Slack posts to "
-                "https://YOUR-HOST/slack/events. Unset it to run the local sandbox.",
-            )
+        raise ValueError(
+            "set alone, so Slack has no way to deliver clicks. Either set SLACK_APP_TOKEN "
+            "(xapp-…, scope connections:write) for Socket Mode, no public URL needed; or set "
+            "SLACK_SIGNING_SECRET for HTTP mode, where Slack posts to "
+            "https://YOUR-HOST/slack/events. Unset it to run the local sandbox."
         )
-        return None
     named = [n for n, ok in (("SLACK_APP_TOKEN", app), ("SLACK_SIGNING_SECRET", secret)) if ok]
-    problems.append(
-        (
-            "slack_bot_token",
-            f"missing, but {' and '.join(named)} {'is' if len(named) == 1 else 'are'} set; the "
-            "bot posts with a bot token (xoxb-…, from OAuth & Permissions). Set it, or unset "
-            f"{' and '.join(named)} to run the local sandbox.",
-        )
+    raise ValueError(
+        f"missing, but {' and '.join(named)} {'is' if len(named) == 1 else 'are'} set; the "
+        "bot posts with a bot token (xoxb-…, from OAuth & Permissions). Set it, or unset "
+        f"{' and '.join(named)} to run the local sandbox."
     )
-    return None
 
 
 def plain_http_elsewhere(address: str) -> bool:

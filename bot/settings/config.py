@@ -114,7 +114,12 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         given = {k: v for k, v in given.items() if v != ""}  # None stays: it may be invalid
         problems: list[tuple[str, str]] = []
         notes = [*given.pop("notes", ())]
-        mode = choose_mode(given, problems, notes, serves=given.pop("serves", True) is not False)
+        serves = given.pop("serves", True) is not False
+        try:
+            mode: Mode | None = choose_mode(given, notes, serves=serves)
+        except ValueError as exc:
+            mode = None
+            problems.append(("slack_bot_token", str(exc)))
         if mode is not None and given.setdefault("mode", mode) != mode:
             problems.append(("mode", f"{given['mode']!r}, but the credentials choose {mode}."))
         if str(given.get("store")).lower() == "auto":  # the default --help shows
