@@ -152,20 +152,14 @@ class ApprovalRunner(HostRunner):
             ask.phase = "responding"
             body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
             receipt = await self._send(ask, body, functools.partial(operator.eq, outcome))
-            extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "outcome": outcome}
             if receipt is None:
                 return
+            self._log_receipt("approval decision", ask, receipt)
             if receipt.accepted:
-                self._logger.info("dsh host: approval decision accepted", extra=extra)
                 return
             if receipt.reason == "not-pending":
-                self._logger.info(
-                    "dsh host: approval decision not taken (not-pending)", extra=extra
-                )
                 await self._desk.add_note(ask.request_id, APPROVAL_SETTLED_ELSEWHERE)
                 return
-            # The envelope is fixed and checked: a refusal is a bug on one side or the other.
-            self._logger.error("dsh host: approval decision refused (bad-response)", extra=extra)
             note, refused = APPROVAL_REFUSED, True
         await self._desk.add_note(
             ask.request_id, "The harness kept refusing decisions; decide in the harness instead."

@@ -291,6 +291,17 @@ class HostRunner:
                 await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
         return receipt
 
+    def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
+        reason = receipt.reason
+        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
+        if receipt.accepted:
+            self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        elif reason == "bad-response":
+            # Answers are checked and decisions fixed before they are sent: a refusal is a bug.
+            self._logger.error(f"dsh host: {what} refused (bad-response)", extra=extra)
+        else:
+            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
+
     async def _decline(self, ask: HostAsk, why: str) -> None:
         """Tell the host the request cannot be asked here (the seam's dismissal or rejection,
         so its agent gets an error to act on) and say so in the channel."""

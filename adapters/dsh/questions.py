@@ -22,7 +22,7 @@ from adapters.dsh.asks import (
     session_label,
 )
 from adapters.dsh.matching import answer_problem
-from adapters.dsh.protocol import Receipt, answer_response, cancel_response
+from adapters.dsh.protocol import answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import plan_review_of
 from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
@@ -164,17 +164,6 @@ class QuestionRunner(HostRunner):
             self._declined_reviews.pop(ask.session_id, None)
         else:
             self._declined_reviews[ask.session_id] = ask.request_id
-
-    def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
-        reason = receipt.reason
-        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
-        if receipt.accepted:
-            self._logger.info(f"dsh host: {what} accepted", extra=extra)
-        elif reason == "bad-response":
-            # The bot checked the answer before sending it: a refusal is a bug to look at.
-            self._logger.warning(f"dsh host: {what} refused (bad-response)", extra=extra)
-        else:
-            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
 
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         if error.code in _DISMISSED:
