@@ -65,23 +65,17 @@ def login_path(token: str) -> str:
 
 def open_events_frame() -> dict[str, Any]:
     """The ``open`` frame of the ``$events`` stream."""
-    return {
-        "type": "open",
-        "streamId": EVENTS_STREAM,
-        "endpoint": "$events",
-        "payload": {"args": {}},
-    }
+    return _open(EVENTS_STREAM, "$events", {})
+
+
+def _open(stream_id: str, endpoint: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "open", "streamId": stream_id, "endpoint": endpoint, "payload": {"args": args}}
 
 
 def follow_frame(session_id: str) -> dict[str, Any]:
     """The ``open`` frame following a session's log (stream ``log:<sessionId>``)."""
     address = {"kind": "session", "sessionId": session_id}
-    return {
-        "type": "open",
-        "streamId": LOG_PREFIX + session_id,
-        "endpoint": "session/follow",
-        "payload": {"args": {"request": {"address": address}}},
-    }
+    return _open(LOG_PREFIX + session_id, "session/follow", {"request": {"address": address}})
 
 
 @dataclass(frozen=True, slots=True)

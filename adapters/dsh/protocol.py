@@ -179,14 +179,12 @@ def approval_response(
     rpc_id: str, session_id: str, approval_id: str, outcome: ApprovalOutcome
 ) -> dict[str, Any]:
     """The ok ``ClientResponse`` answering approval ``approval_id``."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": True,
-            "value": {"sessionId": session_id, "approvalId": approval_id, "outcome": outcome},
-        },
-    }
+    value = {"sessionId": session_id, "approvalId": approval_id, "outcome": outcome}
+    return _response(rpc_id, {"ok": True, "value": value})
+
+
+def _response(rpc_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "client-response", "rpcId": rpc_id, "result": result}
 
 
 class OtherPayload(WireModel):
@@ -283,29 +281,15 @@ def _answer_item_wire(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
 
 def answer_response(rpc_id: str, session_id: str, answer: AskUserQuestionAnswer) -> dict[str, Any]:
     """The ok ``ClientResponse`` carrying one whole answer batch (``custom`` omitted if absent)."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": True,
-            "value": {
-                "sessionId": session_id,
-                "answer": {"answers": [_answer_item_wire(item) for item in answer.answers]},
-            },
-        },
-    }
+    answers = [_answer_item_wire(item) for item in answer.answers]
+    value = {"sessionId": session_id, "answer": {"answers": answers}}
+    return _response(rpc_id, {"ok": True, "value": value})
 
 
 def cancel_response(rpc_id: str) -> dict[str, Any]:
     """The cancelled ``ClientResponse``: the user dismissed the ask (host → ``ASK_CANCELLED``)."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": False,
-            "error": {"code": CANCELLED_CODE, "message": CANCEL_MESSAGE, "details": {}},
-        },
-    }
+    error = {"code": CANCELLED_CODE, "message": CANCEL_MESSAGE, "details": {}}
+    return _response(rpc_id, {"ok": False, "error": error})
 
 
 class Receipt(_Lenient):
