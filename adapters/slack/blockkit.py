@@ -4,12 +4,18 @@ Every other rule Slack documents is the sandbox's (``sandbox.blockcheck``), as S
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from slack_sdk.errors import SlackObjectFormationError
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.basic_objects import JsonObject
+from slack_sdk.models.blocks import (
+    Block,
+    BlockElement,
+    MarkdownTextObject,
+    PlainTextObject,
+)
 
 MAX_BLOCKS_MESSAGE: Final = 50
 MAX_BLOCKS_MODAL: Final = 100
@@ -80,23 +86,63 @@ def message_problems(blocks: list[dict[str, Any]], text: str | None = None) -> l
         if block.get("type") in _UNCHECKED:
             continue
         try:
-            parsed = Block.parse(block)
-            if parsed is not None:  # an unknown type: the sandbox names it
-                parsed.to_dict()  # validates the block and every element in it
+            _validate(Block.parse(_with_elements(block)))
         except SlackObjectFormationError as exc:
             problems.append(Problem(f"blocks[{i}]", str(exc)))
     return problems + totals(blocks, text)
+
+
+def _element_types() -> dict[str, type[JsonObject]]:
+    found: dict[str, type[JsonObject]] = {
+        "plain_text": PlainTextObject,
+        "mrkdwn": MarkdownTextObject,
+    }
+    for cls in BlockElement._get_sub_block_elements():
+        kind = getattr(cls, "type", None)
+        if isinstance(kind, str):
+            found.setdefault(kind, cls)  # the first, as ``BlockElement.parse`` finds it
+    return found
+
+
+_ELEMENT_TYPES: Final = _element_types()
+"""slack_sdk's element model of each type, looked up once (``BlockElement.parse`` walks
+every subclass for each element)."""
+
+
+def _with_elements(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` with its elements as slack_sdk's models, for ``Block.parse``."""
+
+    def model(element: object) -> object:
+        if not isinstance(element, dict) or element.get("type") not in _ELEMENT_TYPES:
+            return element
+        fields = {k: v for k, v in element.items() if k != "type"}
+        return _ELEMENT_TYPES[element["type"]](**fields)
+
+    built = dict(block)
+    for key in ("elements", "accessory", "element"):
+        value = block.get(key)
+        if value is not None:
+            built[key] = [model(e) for e in value] if isinstance(value, list) else model(value)
+    return built
+
+
+def _validate(model: JsonObject | None) -> None:
+    """slack_sdk's checks of ``model`` and every object in it (``to_dict``'s, without
+    building the dict again); ``None`` is an unknown type, the sandbox's to name."""
+    if model is None:
+        return
+    model.validate_json()
+    for value in vars(model).values():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(item, JsonObject):
+                _validate(item)
 
 
 def totals(blocks: object, text: object = None) -> list[Problem]:
     """The limits of a whole message: markdown in all blocks, text in all blocks, ``text``."""
     problems = []
     listed = blocks if isinstance(blocks, list) else []
-    markdown = sum(
-        len(b["text"])
-        for b in listed
-        if isinstance(b, Mapping) and b.get("type") == "markdown" and isinstance(b.get("text"), str)
-    )
+    markdown = markdown_length(listed)
     if markdown > MAX_MARKDOWN_TOTAL:
         said = f"{markdown} characters in markdown blocks, Slack allows at most"
         problems.append(Problem("blocks", f"{said} {MAX_MARKDOWN_TOTAL} in one message"))
@@ -118,6 +164,16 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
     return problems
 
 
+def markdown_length(blocks: list[Any]) -> int:
+    """Characters in the ``markdown`` blocks of ``blocks``, as counted against
+    ``MAX_MARKDOWN_TOTAL``."""
+    return sum(
+        len(b["text"])
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "markdown" and isinstance(b.get("text"), str)
+    )
+
+
 def block_text_length(blocks: Iterable[object]) -> int:
     """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``."""
     return sum(_display_text(block) for block in blocks)
@@ -126,13 +182,8 @@ def block_text_length(blocks: Iterable[object]) -> int:
 def _display_text(node: object) -> int:
     if isinstance(node, list):
         return sum(_display_text(n) for n in node)
-    if not isinstance(node, Mapping):
+    if not isinstance(node, dict):
         return 0
-    total = 0
     text = node.get("text")
-    if isinstance(text, str) and node.get("type") in _DISPLAY_TYPES:
-        total += len(text)
-    for key, value in node.items():
-        if key != "text" or not isinstance(value, str):
-            total += _display_text(value)
-    return total
+    own = len(text) if isinstance(text, str) and node.get("type") in _DISPLAY_TYPES else 0
+    return own + sum(_display_text(v) for v in node.values() if isinstance(v, dict | list))

@@ -730,6 +730,8 @@ def test_the_check_before_a_post_passes_each_limit_met(blocks: list[Json]) -> No
         ([actions(button("x" * 76))], "blocks[0]"),
         ([actions(button(confirm=confirm(text=md("x" * 301))))], "blocks[0]"),
         ([actions(select(101))], "blocks[0]"),
+        ([section(accessory=button("x" * 76))], "blocks[0]"),
+        ([{"type": "context", "elements": [md("x")] * 11}], "blocks[0]"),
         ([section(), {"type": "header", "text": plain("x" * 151)}], "blocks[1]"),
         ([{"type": "divider"}] * 51, "blocks"),
         ([{"type": "markdown", "text": "x" * 6001}] * 2, "blocks"),

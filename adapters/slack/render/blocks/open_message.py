@@ -7,12 +7,12 @@ from typing import Any
 from adapters.slack.blockkit import (
     MAX_BLOCKS_MESSAGE,
     MAX_HEADER_TEXT,
+    MAX_MARKDOWN_TOTAL,
     MAX_SECTION_TEXT,
     MESSAGE_TEXT_BUDGET,
-    MSG_BLOCKS_TOO_LONG,
     block_text_length,
     check_message,
-    message_problems,
+    markdown_length,
 )
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
@@ -129,11 +129,9 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
 
 
 def _broken(blocks: list[Block]) -> bool:
-    """Whether ``blocks`` break a limit other than the total text (which ``_placing`` sizes)."""
-    return any(
-        not problem.warning and problem.code != MSG_BLOCKS_TOO_LONG
-        for problem in message_problems(blocks)
-    )
+    """Whether ``blocks`` break a whole message's limit other than the total text (which
+    ``_placing`` sizes); each block's own are checked once, on the message as rendered."""
+    return markdown_length(blocks) > MAX_MARKDOWN_TOTAL
 
 
 def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
