@@ -237,7 +237,7 @@ async def test_threads(slack: SlackStandIn, client: AsyncWebClient, general: Cha
     assert [m["text"] for m in history["messages"]] == ["question"]
 
 
-async def test_blocks_are_checked_with_the_blockkit_checker(
+async def test_blocks_are_checked_with_the_sandbox_block_checker(
     client: AsyncWebClient, general: Channel
 ) -> None:
     bad = [{"type": "actions", "elements": [button("x" * 76, "a")]}]
