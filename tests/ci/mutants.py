@@ -260,6 +260,19 @@ _BLOCKS = [
         "if len(blocks) >= MAX_BLOCKS_MESSAGE:",
     ),
     Mutant(
+        "markdown total at the limit refused",
+        LIMITS,
+        "if markdown > MAX_MARKDOWN_TOTAL:",
+        "if markdown >= MAX_MARKDOWN_TOTAL:",
+    ),
+    Mutant(
+        "text budget at the limit refused",
+        LIMITS,
+        "if total > MESSAGE_TEXT_BUDGET:",
+        "if total >= MESSAGE_TEXT_BUDGET:",
+    ),
+    Mutant("elements unchecked", LIMITS, "                _validate(item)", "                pass"),
+    Mutant(
         "button not listed",
         "adapters/slack/render/blocks/full_labels.py",
         "if len(o.label) > MAX_BUTTON_TEXT or o.description]",
