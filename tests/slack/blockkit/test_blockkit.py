@@ -707,7 +707,7 @@ def test_the_checker_flags_what_slack_sdk_rejects(blocks: list[Json], expected: 
 
 
 def test_limits_are_exported_with_slacks_numbers() -> None:
-    assert (bk.MAX_BLOCKS_MESSAGE, lim.MAX_BLOCKS_MODAL) == (50, 100)
+    assert (bk.MAX_BLOCKS_MESSAGE, bk.MAX_BLOCKS_MODAL) == (50, 100)
     assert (bk.MAX_BUTTON_TEXT, bk.MAX_OPTION_TEXT, lim.MAX_OPTION_VALUE) == (75, 75, 150)
     assert (bk.MAX_OPTIONS, bk.MAX_CHECKBOX_OPTIONS, lim.MAX_ACTIONS_ELEMENTS) == (100, 10, 25)
     assert (bk.MAX_SECTION_TEXT, bk.MAX_HEADER_TEXT, bk.MAX_MARKDOWN_TOTAL) == (3000, 150, 12000)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Final
-
 from adapters.slack.blockkit import MAX_BLOCKS_MESSAGE, MAX_HEADER_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.open_message import shown_details
 from adapters.slack.render.blocks.overflow import (
-    MIN_SHOWN,
     detail_blocks,
     detail_shares,
     fitted,
@@ -35,11 +32,7 @@ from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
-__all__ = ["MIN_ANSWER_TEXT", "answer_summary", "outcome_line", "render_final", "render_stale"]
-
-MIN_ANSWER_TEXT: Final = MIN_SHOWN
-"""The shortest an answer line of a final message is cut to so that the message fits (the
-open message keeps room for this much when it has details; without, it may go shorter)."""
+__all__ = ["answer_summary", "outcome_line", "render_final", "render_stale"]
 
 
 def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:

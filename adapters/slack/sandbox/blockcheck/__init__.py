@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.slack.blockkit import MAX_BLOCKS_MESSAGE, Problem, totals
+from adapters.slack.blockkit import MAX_BLOCKS_MESSAGE, MAX_BLOCKS_MODAL, Problem, totals
 from adapters.slack.sandbox.blockcheck.checker import Checker
 from adapters.slack.sandbox.blockcheck.rules import kind_of
-from adapters.slack.sandbox.blockcheck.table import HOME_VIEW, MAX_BLOCKS_MODAL, VIEW
+from adapters.slack.sandbox.blockcheck.table import HOME_VIEW, VIEW
 
 __all__ = ["check_message", "check_view", "message_problems", "view_problems"]
 

@@ -38,7 +38,6 @@ from adapters.slack.sandbox.blockcheck.rules import (
     Text,
 )
 
-MAX_BLOCKS_MODAL: Final = 100
 MAX_TEXT: Final = 3000
 MAX_SECTION_FIELDS: Final = 10
 MAX_SECTION_FIELD_TEXT: Final = 2000
