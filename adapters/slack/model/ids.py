@@ -118,9 +118,8 @@ class BlockRef:
 
 @dataclass(frozen=True, slots=True)
 class ModalRef:
-    """What a modal's ``private_metadata`` names: the request, the question, and, in a
-    7857283 build's modal only, the ``response_url`` of the click that opened it
-    (unchecked: ``interactions`` checks it)."""
+    """What a modal's ``private_metadata`` names: the request, the question and, in a modal
+    an earlier release opened, the click's ``response_url`` (``interactions`` checks it)."""
 
     request_id: str
     question: int

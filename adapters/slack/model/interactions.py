@@ -280,7 +280,7 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
     if ref is None or user is None:
         return None
     # No response_url of its own: the one of the click that opened the modal, carried in
-    # its external_id (a 7857283 build's modal: in its metadata), checked again.
+    # its external_id (an earlier release's modal: in its metadata), checked again.
     carried = ids.parse_external_id(view.get("external_id")) or ref.reply_url
     reply = response_url({"response_url": carried})
     if kind == "skip":
