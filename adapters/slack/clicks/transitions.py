@@ -25,8 +25,6 @@ from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import (
     ALREADY_VOTED,
     ENTER_AN_ANSWER,
-    draft_cleared,
-    draft_saved,
 )
 from adapters.slack.render.outcomes import refusal
 from bot.questions.models import (
@@ -139,10 +137,10 @@ def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
     return drafts
 
 
-def _save(record: PendingRecord, user: str, drafts: list[Draft], note: str | None = None) -> Save:
+def _save(record: PendingRecord, user: str, drafts: list[Draft]) -> Save:
     # Nothing in the shared message shows a draft: re-rendering it would reset the widgets
     # everyone else is still filling in.
-    return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False, note)
+    return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False)
 
 
 def _is_empty(drafts: list[Draft]) -> bool:
@@ -155,8 +153,7 @@ def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Dra
     if not (draft.custom or "").strip():
         return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
     draft.custom = None
-    user, count = interaction.origin.user, len(record.questions)
-    return _save(record, user, drafts, draft_cleared(interaction.question, count))
+    return _save(record, interaction.origin.user, drafts)
 
 
 def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Finish:
@@ -263,7 +260,7 @@ def decide(
     drafts[interaction.question].custom = text
     if not question.is_multi_select:
         drafts[interaction.question].selected = []
-    return _save(record, origin.user, drafts, draft_saved(interaction.question, count, text))
+    return _save(record, origin.user, drafts)  # the modal said what Save does: no note
 
 
 def vote_of(

@@ -6,7 +6,6 @@ from typing import Final
 
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.mrkdwn import escape
 from bot.questions.service import ABORTED_MESSAGE
 
 __all__ = [
@@ -31,8 +30,6 @@ __all__ = [
     "UNDELIVERED",
     "UNDELIVERED_REST",
     "already_ended",
-    "draft_cleared",
-    "draft_saved",
     "names_of",
     "no_answer_within",
     "not_recorded",
@@ -154,22 +151,3 @@ def already_ended(verb: str, who: str | None) -> str:
     if said is None:
         return NO_LONGER_OPEN
     return f"{said} by {who}." if who else f"{said}."
-
-
-def draft_cleared(question: int, count: int) -> str:
-    """The private note confirming a form question's free text was taken back."""
-    which = f" to question {question + 1}" if count > 1 else ""
-    return (
-        f"Cleared your text answer{which}. Press *Submit* to send your choices; "
-        "only you see this draft."
-    )
-
-
-def draft_saved(question: int, count: int, text: str) -> str:
-    """The private note confirming free text kept for a form's question until Submit."""
-    which = f" to question {question + 1}" if count > 1 else ""
-    shown = text if len(text) <= 200 else text[:199] + "…"
-    return (
-        f"Saved your answer{which}: “{escape(shown)}”. Press *Submit* to send your "
-        "choices; only you see this draft."
-    )

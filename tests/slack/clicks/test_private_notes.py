@@ -160,21 +160,35 @@ async def test_a_modal_submission_refusal_in_an_uninvited_channel_is_told() -> N
         assert not task.done()
 
 
-async def test_a_draft_saved_from_a_modal_is_told_by_the_opening_clicks_response_url() -> None:
+def answerable_by_a_group(h: SlackHarness) -> None:
+    """Only the group holding alice may answer: an empty Submit from anyone else opens its
+    confirmation before the group is read (see the test above), which is then refused."""
+    group = h.slack.workspace.add_usergroup("oncall", [h.alice])
+    h.provider.defaults.allowed_users = None
+    h.provider.defaults.allowed_usergroups = [group.id]
+
+
+async def skip_modal(h: SlackHarness, message: Any, user: str) -> Any:
+    """``user``'s empty Submit on ``message``: the confirmation modal it opens."""
+    await h.click(message, user, text="Submit", values={"aq1.draft": []})
+    return await h.modal(user)
+
+
+async def test_a_saved_draft_leaves_no_note_the_modal_says_what_save_does() -> None:
     async with SlackHarness() as h:
-        public = uninvited(h)
-        h.ask(
-            one("Which targets?", ["Code", "Docs"], multiSelect=True),
-            options=AskOptions(channel=public),
-        )
-        message = await h.posted(channel=public)
+        task = h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
+        message = await h.posted()
         await h.click(message, h.alice, text="Other…")
-        await h.type_into_modal(h.alice, "Release notes")
-        note = await note_for(h, h.alice)
-        assert "Saved your answer" in note.text and "Release notes" in note.text
-        assert note.channel == public
-        assert [c["status"] for c in hook_calls(h)] == [200]
-        assert h.slack.calls.count("chat.postEphemeral") == 0
+        view = await h.modal(h.alice)
+        assert view.definition["submit"]["text"] == "Save"
+        said = view.definition["blocks"][-1]["hint"]["text"]
+        assert said.startswith("Only you see this until you press Submit on the message")
+        status, body = await h.type_into_modal(h.alice, "Release notes")
+        assert status == 200 and "errors" not in body
+        await asyncio.sleep(0.1)
+        assert h.ephemerals(h.alice) == [] and hook_calls(h) == []  # nothing left to go stale
+        await h.click(message, h.alice, text="Submit", values={"aq1.draft": ["0"]})
+        assert (await task).answers[0].custom == "Release notes"
 
 
 async def test_a_failing_response_url_after_a_modal_falls_back_to_chat_post_ephemeral() -> None:
@@ -182,38 +196,34 @@ async def test_a_failing_response_url_after_a_modal_falls_back_to_chat_post_ephe
     minutes): the note goes by ``chat.postEphemeral`` in the message's channel (the bot is
     in it)."""
     async with SlackHarness() as h:
+        answerable_by_a_group(h)
         h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
-        message = await h.posted()
-        await h.click(message, h.alice, text="Other…")
-        view = await h.modal(h.alice)
+        view = await skip_modal(h, await h.posted(), h.bob)
         h.slack.faults.add(method="response_url", kind="server_error", status=503)
-        payload = h.slack.submission(view.id, values={"aq1.text": "Release notes"})
-        await h.slack.deliver(payload)
-        note = await note_for(h, h.alice)
-        assert "Saved your answer" in note.text and note.channel == h.channel
+        await h.slack.deliver(h.slack.submission(view.id, values={}))
+        note = await note_for(h, h.bob)
+        assert note.text.startswith(NOT_ALLOWED[:-1]) and note.channel == h.channel
         assert [c["status"] for c in hook_calls(h)] == [503]
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
 
 async def test_a_submission_of_an_older_releases_modal_falls_back_to_chat_post_ephemeral() -> None:
     """A modal opened by a release that put no ``external_id`` on it (Slack sends ``""``):
-    the typed answer is kept, and the note goes by ``chat.postEphemeral``."""
+    the submission is handled, and the note goes by ``chat.postEphemeral``."""
     async with SlackHarness() as h:
+        answerable_by_a_group(h)
         h.ask(one("Which targets?", ["Code", "Docs"], multiSelect=True))
-        message = await h.posted()
-        await h.click(message, h.alice, text="Other…")
-        view = await h.modal(h.alice)
+        view = await skip_modal(h, await h.posted(), h.bob)
         # as the release before opened it: three-field metadata, no external_id
         opened = view.definition
         opened["private_metadata"] = ids.SEP.join(opened["private_metadata"].split(ids.SEP)[:3])
         opened.pop("external_id", None)
-        payload = h.slack.submission(view.id, values={"aq1.text": "Release notes"})
+        payload = h.slack.submission(view.id, values={})
         assert payload["view"]["external_id"] == ""
         status, _ = await h.slack.deliver(payload)
         assert status == 200
-        note = await note_for(h, h.alice)
-        assert "Saved your answer" in note.text and "Release notes" in note.text
-        assert note.channel == h.channel
+        note = await note_for(h, h.bob)
+        assert note.text.startswith(NOT_ALLOWED[:-1]) and note.channel == h.channel
         assert hook_calls(h) == []
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
@@ -223,23 +233,27 @@ async def test_modals_open_at_once_each_carry_their_own_clicks_response_url() ->
     (``duplicate_external_id``): each modal has its own, and each note goes to the
     ``response_url`` of the click that opened that modal, where the bot was not invited."""
     async with SlackHarness() as h:
+        answerable_by_a_group(h)
         public = uninvited(h)
         h.ask(
             one("Which targets?", ["Code", "Docs"], multiSelect=True),
             options=AskOptions(channel=public),
         )
         message = await h.posted(channel=public)
-        await h.click(message, h.alice, text="Other…")
-        await h.click(message, h.bob, text="Other…")
-        alices, bobs = await h.modal(h.alice), await h.modal(h.bob)
-        assert alices.external_id and bobs.external_id
-        assert alices.external_id != bobs.external_id
-        assert h.slack.calls.count("views.open") == 2
-        await h.type_into_modal(h.bob, "Docs site")
-        await h.type_into_modal(h.alice, "Release notes")
-        assert "Docs site" in (await note_for(h, h.bob)).text
-        assert "Release notes" in (await note_for(h, h.alice)).text
-        hooks = {ids.parse_external_id(v.external_id) for v in (alices, bobs)}
+        # Both before the group is read (it is kept once read: a later Submit is refused).
+        empty = {"aq1.draft": []}
+        await asyncio.gather(
+            *(h.click(message, u, text="Submit", values=empty) for u in (h.bob, h.carol))
+        )
+        bobs, carols = await h.modal(h.bob), await h.modal(h.carol)
+        assert bobs.external_id and carols.external_id
+        assert bobs.external_id != carols.external_id
+        await h.slack.deliver(h.slack.submission(carols.id, values={}))
+        await h.slack.deliver(h.slack.submission(bobs.id, values={}))
+        for user in (h.bob, h.carol):
+            note = await note_for(h, user)
+            assert note.text.startswith(NOT_ALLOWED[:-1]) and note.channel == public
+        hooks = {ids.parse_external_id(v.external_id) for v in (bobs, carols)}
         assert len(hooks) == 2
         assert [c["status"] for c in hook_calls(h)] == [200, 200]
         assert h.slack.calls.count("chat.postEphemeral") == 0

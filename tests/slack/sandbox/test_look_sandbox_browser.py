@@ -150,3 +150,30 @@ async def test_on_a_phone_a_long_menu_filters_as_you_type(
         await search.press("Enter")
         assert (await task).answers[0].selected == ["us-west-2"]  # type: ignore[attr-defined]
         assert errors == []
+
+
+async def test_on_a_phone_a_saved_draft_leaves_no_note_behind_the_submit(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime, **PHONE)
+        options = [{"label": "Unit tests"}, {"label": "Lint"}]
+        item = {"id": "q", "question": "Which checks?", "multiSelect": True, "options": options}
+        task = asked(runtime, {"questions": [item]}, AskOptions())
+        checks = await pinned(page, "Which checks?")
+        await checks.get_by_label("Unit tests").check()
+        await checks.get_by_role("button", name="Other…").tap()
+        modal = page.get_by_test_id("modal")
+        await expect(modal).to_contain_text("Only you see this until you press Submit")
+        await expect(modal.get_by_test_id("modal-submit")).to_have_text("Save")
+        await modal.locator("textarea").fill("Smoke test on staging")
+        await page.screenshot(path=tmp_path / "look-12-draft-modal-phone.png")
+        await modal.get_by_test_id("modal-submit").tap()
+        await expect(modal).to_have_count(0)
+        await checks.get_by_role("button", name="Submit", exact=True).tap()
+        await expect(checks).to_contain_text("“Smoke test on staging”")
+        assert (await task).answers[0].custom == "Smoke test on staging"  # type: ignore[attr-defined]
+        await expect(page.get_by_test_id("only-you")).to_have_count(0)  # no note left behind
+        await expect(page.locator("#messages")).not_to_contain_text("Press Submit")
+        await page.screenshot(path=tmp_path / "look-13-form-sent-phone.png", full_page=True)
+        assert errors == []

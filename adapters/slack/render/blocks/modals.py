@@ -30,8 +30,13 @@ __all__ = ["MODAL_DETAIL", "render_plan_modal", "render_skip_modal", "render_tex
 MODAL_DETAIL: Final = 1500
 """Characters of a question's detail shown in its modal (the message has all of it)."""
 
-TAKE_BACK_HINT: Final = "Leave it empty and press Send to take your text back."
+TAKE_BACK_HINT: Final = "Leave it empty and press Save to take your text back."
 """Under a form question's saved text: how to take it back."""
+FORM_DRAFT: Final = (
+    "Only you see this until you press Submit on the message, which sends it with your "
+    "other choices."
+)
+"""What a form question's Save does (a draft of the person's own, not an answer yet)."""
 
 
 def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
@@ -85,11 +90,14 @@ def render_text_modal(
         "label": plain(label(prompt, MAX_INPUT_LABEL)),
         "element": element,
     }
+    if layout == "form":  # saved, not sent: said here, so no note is left to go stale
+        submit = "Save"
+        field["hint"] = plain(FORM_DRAFT)
     if current and layout == "form":
         # Slack sends no empty required input: left optional, emptying the box and
-        # pressing Send takes the saved text back (one form question among several).
+        # pressing Save takes the saved text back (one form question among several).
         field["optional"] = True
-        field["hint"] = plain(TAKE_BACK_HINT)
+        field["hint"] = plain(f"{FORM_DRAFT} {TAKE_BACK_HINT}")
     blocks.insert(1 if feedback else len(blocks), field)  # feedback: the box before the plan
     view: Block = {
         "type": "modal",
