@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 from adapters.slack.asks.authorize import Gatekeeper
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model import ids
+from adapters.slack.model.audience import who_may
 from adapters.slack.model.interactions import Origin, origin_of
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import NOT_AN_APPROVER, not_recorded, not_yours
@@ -85,8 +86,7 @@ class ApprovalHandler:
         if record is None or record.approval is None:
             self._sync.note(click.origin, None, NO_LONGER_OPEN_APPROVAL)
             return
-        users, groups = record.allowed_users, record.allowed_usergroups
-        allowed = self._gate.decide_cached(click.origin.user, users, groups)
+        allowed = self._gate.decide_cached(click.origin.user, *who_may(record))
         if allowed is None:  # needs a Web API call: off the ack path
             later = self._recording(click, self._authorize_then_apply(click, record))
             self._sync.spawn(later, "authorize approval click")
@@ -94,9 +94,7 @@ class ApprovalHandler:
         await self._apply(click, record, allowed)
 
     async def _authorize_then_apply(self, click: ApprovalClick, record: PendingRecord) -> None:
-        allowed = await self._gate.allowed(
-            click.origin.user, record.allowed_users, record.allowed_usergroups
-        )
+        allowed = await self._gate.allowed(click.origin.user, *who_may(record))
         await self._apply(click, record, allowed)
 
     async def _apply(self, click: ApprovalClick, record: PendingRecord, allowed: bool) -> None:

@@ -35,7 +35,7 @@ from adapters.slack.model.interactions import (
     parse_view_submission,
 )
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_plan_modal
+from adapters.slack.render.blocks import plan_review_of, render_plan_modal
 from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
@@ -77,12 +77,14 @@ class InteractionHandler(ClickAuthority):
         if record is None:
             self._sync.stale(interaction.origin)
             return
+        reading = isinstance(interaction, ReadPlan)  # whoever sees the message may read it
+        if reading and plan_review_of(record.questions) is None:
+            return  # not a plan: a click no message of ours carries
         outside = home or outside_message(record, interaction.origin)
         user = interaction.origin.user
         who = self._outside_cached(record) if outside else who_may_act(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
-        reading = isinstance(interaction, ReadPlan)  # whoever sees the message may read it
         if reading or allowed is None or member is None:  # a Web API call: off the ack path
             view = render_plan_modal(record) if reading else _modal_first(record, interaction)
             if view is None:

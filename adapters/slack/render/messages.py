@@ -100,9 +100,8 @@ NOT_AN_APPROVER: Final = "You are not one of the people who can decide this tool
 def not_yours(record: PendingRecord, *, plain: bool = False) -> str:
     """The note for someone who may not act on ``record`` (a question, a plan review, a tool
     approval), naming who can (``plain``: a modal's plain-text error, which shows no mentions)."""
-    reviewers = record.review.reviewers if record.review is not None else None
-    note = NOT_A_REVIEWER if reviewers is not None else NOT_ALLOWED
-    note = NOT_AN_APPROVER if record.approval is not None else note
+    reviewing = record.review is not None and record.review.reviewers is not None
+    note = NOT_AN_APPROVER if record.approval else NOT_A_REVIEWER if reviewing else NOT_ALLOWED
     return note if plain else refused(note, *who_may(record))
 
 

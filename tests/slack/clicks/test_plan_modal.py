@@ -181,3 +181,15 @@ async def test_a_team_reviewers_vote_from_the_modal_says_they_opened_it() -> Non
         text = all_text((await finished(h, message)).blocks)
     assert f"<@{h.alice}> approved after opening the whole plan · " in text
     assert f"<@{h.bob}> approved without opening the whole plan · " in text
+
+
+async def test_a_read_click_on_a_question_that_is_not_a_plan_opens_nothing() -> None:
+    async with asyncio.timeout(30), SlackHarness() as h:
+        h.ask({"questions": [{"id": "q", "question": "Ship?", "options": [{"label": "Yes"}]}]})
+        message = await h.posted()
+        payload = h.slack.click(h.current(message), user=h.alice, text="Yes")
+        payload["actions"][0]["action_id"] = "aq1.read"  # signed as Slack would, yet no plan
+        status, _ = await h.slack.deliver(payload)
+        assert status == 200
+        await asyncio.sleep(0.2)
+        assert not h.slack.workspace.views and h.slack.calls.count("views.open") == 0
