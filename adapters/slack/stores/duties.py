@@ -27,25 +27,16 @@ __all__ = [
     "OrphanSweep",
     "RepeatedFailures",
     "default_process_id",
-    "fail_orphans",
-    "landed",
-    "log_orphans",
     "run_heartbeats",
     "run_purges",
     "stop_tasks",
+    "sweep_pass",
 ]
 
 
 def default_process_id() -> str:
     """An id unique to this process: host, pid and a random part."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-
-
-async def fail_orphans(store: PendingStore, owner: str) -> list[PendingRecord]:
-    """Fail the pending records of the lost process ``owner``; the records written."""
-    sweep = OrphanSweep(store)
-    await sweep.owner(owner)
-    return sweep.written
 
 
 class OrphanSweep:
@@ -135,11 +126,39 @@ class OrphanSweep:
             self.written.append(written)
 
 
-async def landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
-    """Of the sweep's writes whose answer never came, those made, as stored now (same
-    version or later, owner, state and ending)."""
-    if not sent:
-        return []
+async def sweep_pass(
+    sweep: OrphanSweep, carried: list[PendingRecord], body: Callable[[], Awaitable[None]]
+) -> list[PendingRecord]:
+    """One pass: report the writes of earlier passes whose answer never came (``carried``)
+    if they were made, then ``body``; this pass's unsure writes are carried to the next.
+    A store error is raised if nothing was written yet, else logged (the pass reports)."""
+    unsure = carried[:]
+    carried.clear()
+    sweep.unsure = unsure  # carried on unless read now
+    try:
+        if unsure:
+            sweep.written += await _landed(sweep.store, unsure)
+            sweep.unsure = []
+        await body()
+    except UserQuestionError as exc:
+        if not sweep.written:
+            raise
+        sweep.log.warning("pending store sweep stopped early: %s", exc)
+    finally:
+        carried += sweep.unsure
+        sweep.unsure = []
+        failed = [record for record in sweep.written if not record.is_open]  # not taken up
+        if failed:
+            lost = ", ".join(sorted({str(record.owner) for record in failed}))
+            sweep.log.warning(
+                "pending store failed %d question(s) of lost process(es) %s", len(failed), lost
+            )
+    return sweep.written
+
+
+async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
+    """Of the writes whose answer never came, those made, as stored now (same version or
+    later, owner, state and ending)."""
     stored = await store.get_many([record.id for record in sent])
     return [
         now
@@ -149,14 +168,6 @@ async def landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[Pen
         and (now.owner, now.state, now.error_code, now.finished_at)
         == (record.owner, record.state, record.error_code, record.finished_at)
     ]
-
-
-def log_orphans(log: logging.Logger, failed: Sequence[PendingRecord]) -> None:
-    """Say (once per sweep) how many questions of which lost processes were failed."""
-    failed = [record for record in failed if not record.is_open]  # not the ones taken up
-    if failed:
-        lost = ", ".join(sorted({str(record.owner) for record in failed}))
-        log.warning("pending store failed %d question(s) of lost process(es) %s", len(failed), lost)
 
 
 FAILURE_LOG_EVERY: Final = 60.0

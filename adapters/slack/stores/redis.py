@@ -105,7 +105,6 @@ class RedisPendingStore(KeepsTrail):
 
     @property
     def process_id(self) -> str:
-        """This process's id; records it creates name it as their owner."""
         return self._keys.process_id
 
     @property
@@ -120,11 +119,10 @@ class RedisPendingStore(KeepsTrail):
 
     @property
     def watch_count(self) -> int:
-        """How many watches are registered in this process."""
         return self._notices.watches.count
 
     async def start(self) -> None:
-        """Connect, beat, subscribe, purge the audit stream (``StoreUnavailable``: unreachable)."""
+        """``StoreUnavailable`` when Redis cannot be reached."""
         if self._link.closed:
             raise RuntimeError("a closed RedisPendingStore cannot be started again")
         if self._started:
@@ -187,7 +185,6 @@ class RedisPendingStore(KeepsTrail):
         self._link.mark_ok()
 
     async def close(self) -> None:
-        """Stop the subscriber and heartbeat, delete this process's heartbeat, disconnect."""
         if self._link.closed:
             return
         self._link.closed = True  # the loops also check this, should a cancellation get lost
@@ -206,35 +203,27 @@ class RedisPendingStore(KeepsTrail):
         self._log.info("pending store closed (process %s)", self.process_id)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one script); ``False`` if its id exists already."""
         return await self._records.create(record, event, self._new_token())
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        """The record with this id, or ``None``."""
         return await self._records.get(request_id)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in order (``None`` for each unknown): one ``MGET``."""
         return await self._records.get_many(request_ids)
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Write ``record`` if stored at ``record.version - 1``, and ``event``, in one script."""
         return await self._records.compare_and_set(record, event, self._new_token())
 
     def watch(self, request_id: str) -> Watch:
-        """Register interest in this request's ending (before posting, so no click is missed)."""
         return self._notices.watches.watch(request_id)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
-        """Every pending record (of ``owner``, when given)."""
         return await self._records.open_records(owner)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question, from the scripts' ``p:audiences`` hash."""
         return await self._records.open_audiences()
 
     async def open_count(self) -> OpenCount:
-        """How many records are pending: in all, this process's, and owned by none."""
         return await self._records.open_count()
 
     # -- retention and owner liveness -----------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.record import PendingRecord
@@ -23,98 +22,41 @@ def px(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
-@dataclass(frozen=True, slots=True)
 class RedisKeys:
     """The names of every key and channel of one store (``prefix``) and process."""
 
-    prefix: str
-    process_id: str
-
-    def key(self, kind: str, name: str) -> str:
-        """``prefix:kind:name``."""
-        return f"{self.prefix}:{kind}:{name}"
+    def __init__(self, prefix: str, process_id: str) -> None:
+        self.prefix, self.process_id = prefix, process_id
+        self.record_prefix = f"{prefix}:req:"  # + id: a record
+        self.owner_prefix = f"{prefix}:owner:"  # + process id: the pending records it owns
+        self.events_prefix = f"{prefix}:events:"  # + id: the stream of a question's events
+        self.open = f"{prefix}:open"  # the ids of every pending record
+        self.audiences = f"{prefix}:audiences"  # who may answer each open question
+        self.owners = f"{prefix}:owners"  # the processes that own (or owned) pending records
+        self.sweep = f"{prefix}:sweep"  # the lock held while one process sweeps
+        self.done = f"{prefix}:done"  # the channel of the ids of records that just ended
+        self.audit = f"{prefix}:audit"  # the stream of every audit event
+        self.audit_head = f"{prefix}:audit:head"  # the chain's head: "seq hash"
+        self.audit_purged = f"{prefix}:audit:purged"  # each purged event's "at hash" by seq
+        self.my_alive = self.alive(process_id)  # this process's heartbeat
 
     def record(self, request_id: str) -> str:
-        """The record's key."""
-        return self.key("req", request_id)
-
-    @property
-    def record_prefix(self) -> str:
-        """What a record's key is its id prefixed with."""
-        return f"{self.prefix}:req:"
+        return self.record_prefix + request_id
 
     def owner(self, process_id: str) -> str:
-        """The set of the pending records ``process_id`` owns."""
-        return self.key("owner", process_id)
-
-    @property
-    def owner_prefix(self) -> str:
-        """What an owner set's key is the owner prefixed with."""
-        return f"{self.prefix}:owner:"
+        return self.owner_prefix + process_id
 
     def alive(self, process_id: str) -> str:
-        """A process's heartbeat."""
-        return self.key("alive", process_id)
+        return f"{self.prefix}:alive:{process_id}"
 
     def events(self, request_id: str) -> str:
-        """The stream of one question's audit events."""
-        return self.key("events", request_id)
-
-    @property
-    def events_prefix(self) -> str:
-        """What a question's stream's key is its id prefixed with."""
-        return f"{self.prefix}:events:"
-
-    @property
-    def open(self) -> str:
-        """The set of the ids of every pending record."""
-        return f"{self.prefix}:open"
-
-    @property
-    def audiences(self) -> str:
-        """The hash of who may answer each open question."""
-        return f"{self.prefix}:audiences"
-
-    @property
-    def owners(self) -> str:
-        """The set of the processes that own (or owned) pending records."""
-        return f"{self.prefix}:owners"
-
-    @property
-    def sweep(self) -> str:
-        """The lock held while one process sweeps."""
-        return f"{self.prefix}:sweep"
-
-    @property
-    def done(self) -> str:
-        """The channel of the ids of records that just ended."""
-        return f"{self.prefix}:done"
-
-    @property
-    def audit(self) -> str:
-        """The stream of every audit event."""
-        return f"{self.prefix}:audit"
-
-    @property
-    def audit_head(self) -> str:
-        """The audit chain's head: the newest event's position and hash (``"seq hash"``)."""
-        return f"{self.prefix}:audit:head"
-
-    @property
-    def audit_purged(self) -> str:
-        """Each purged audit event's position: its time and hash (``"at hash"``)."""
-        return f"{self.prefix}:audit:purged"
-
-    @property
-    def my_alive(self) -> str:
-        """This process's heartbeat."""
-        return self.alive(self.process_id)
+        return self.events_prefix + request_id
 
     def of_record(self, record: PendingRecord) -> list[str]:
         """The keys a record's scripts touch (record, token, indexes, audit, audiences)."""
         return [
             self.record(record.id),
-            self.key("tok", record.id),
+            f"{self.prefix}:tok:{record.id}",
             self.open,
             self.owner(record.owner or "-"),
             self.owners,

@@ -14,7 +14,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.lost import fail_lost, waiting_ids
 from adapters.slack.stores.redis_layout import RedisKeys
 from adapters.slack.stores.redis_link import FAILURES, RedisLink, reraise_cancellation
 from adapters.slack.stores.watches import WatchRegistry
@@ -98,17 +97,10 @@ class RedisNotices:
                 record = PendingRecord.load(raw, of=request_id)
             except UserQuestionError as exc:  # and will not become readable here
                 self._log.error("%s; its waits in this process end", exc.message)
-                self._fail(request_id, exc)
+                self.watches.fail(request_id, exc)
                 continue
             if record.state in TERMINAL_STATES:
                 self.watches.resolve(record)
-
-    def _fail(self, request_id: str, error: UserQuestionError) -> None:
-        """End every wait on ``request_id`` still pending with ``error``."""
-        for watch in self.watches.groups.get(request_id, ()):
-            if not watch.future.done():
-                watch.future.set_exception(error)
-                watch.future.exception()  # retrieved: the waiter re-raises it
 
     async def listen(self) -> None:
         """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""
@@ -157,7 +149,7 @@ class RedisNotices:
 
     async def check_lost(self) -> None:
         """Fail the waits on records that vanished (Redis flushed): ``RECORD_LOST``."""
-        ids = waiting_ids(self.watches.groups)
+        ids = self.watches.waiting_ids()
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
 
@@ -171,7 +163,7 @@ class RedisNotices:
             for request_id, present in zip(chunk, found, strict=True):
                 if not present:
                     self._log.error("pending store lost record %s (was Redis flushed?)", request_id)
-                    fail_lost(self.watches.groups.get(request_id, ()), request_id)
+                    self.watches.lost(request_id)
 
     def give_up_if_lost(self) -> None:
         """Fail every local wait once Redis has been gone for ``outage_limit`` seconds."""

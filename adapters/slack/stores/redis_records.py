@@ -42,7 +42,6 @@ class RedisRecords:
         self._audiences_script = client.register_script(AUDIENCES)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
-        """Store a new record and ``event``; ``False`` if one with its id exists already."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [
             record.dump(),
@@ -62,13 +61,11 @@ class RedisRecords:
         return bool(await chained(self._link, self._keys, event, run))
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        """The record with this id, or ``None``; ``UserQuestionError`` when it cannot be read."""
         key = self._keys.record(request_id)
         raw = await self._link.op("get", lambda: self._link.client.get(key))
         return None if raw is None else PendingRecord.load(raw, of=request_id)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in order (``None`` for each unknown): one ``MGET``."""
         if not request_ids:
             return []
         keys = [self._keys.record(request_id) for request_id in request_ids]
@@ -81,7 +78,6 @@ class RedisRecords:
     async def compare_and_set(
         self, record: PendingRecord, event: AuditEvent | None, token: str
     ) -> bool:
-        """Write ``record`` if the stored version is ``record.version - 1``, and ``event``."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [
             record.dump(),
@@ -105,7 +101,6 @@ class RedisRecords:
         return bool(await chained(self._link, self._keys, event, run))
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
-        """Every pending record (of ``owner``, when given)."""
         index = self._keys.open if owner is None else self._keys.owner(owner)
         prefix = self._keys.record_prefix
         raws = await self._link.op(
@@ -150,7 +145,6 @@ class RedisRecords:
             await pipe.execute()
 
     async def open_count(self) -> OpenCount:
-        """How many records are pending: in all, this process's, and owned by none."""
         keys = [self._keys.open, self._keys.owners, self._keys.owner(self._keys.process_id)]
         owners = self._keys.owner_prefix
         total, mine, unowned = await self._link.op(

@@ -12,7 +12,7 @@ from redis.exceptions import LockError
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
-from adapters.slack.stores.duties import OrphanSweep, landed, log_orphans
+from adapters.slack.stores.duties import OrphanSweep, sweep_pass
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import RedisKeys, px
 from adapters.slack.stores.redis_link import RedisLink, as_text
@@ -61,7 +61,6 @@ class RedisUpkeep:
         """One heartbeat: give up on a long outage, beat, check for lost records, one pass
         of the sweep (the purge runs beside it: ``duties.run_purges``)."""
         self._notices.give_up_if_lost()
-        sweep = self._new_sweep()
         try:
             await self._link.op("heartbeat", self.beat)
             await self._notices.check_lost()
@@ -69,11 +68,9 @@ class RedisUpkeep:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
                 return []
-            await self._sweep_pass(sweep)
-        except UserQuestionError as exc:  # an outage is logged once by the health tracking
-            if sweep.written:  # reported all the same
-                self._log.warning("pending store sweep stopped early: %s", exc)
-        return sweep.written
+            return await self.sweep_orphans()
+        except UserQuestionError:  # an outage is logged once by the health tracking
+            return []
 
     async def purge(self, now: float | None = None) -> int:
         """Purge the audit stream (``RedisAudit.purge``); how many entries went."""
@@ -85,52 +82,28 @@ class RedisUpkeep:
         return await self._audit.purge()
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), writing for ``heartbeat_ttl / 3`` at most."""
-        sweep = self._new_sweep()
-        try:
-            await self._sweep_pass(sweep)
-        except UserQuestionError as exc:
-            if not sweep.written:
-                raise
-            self._log.warning("pending store sweep stopped early: %s", exc)
-        return sweep.written
-
-    def _new_sweep(self) -> OrphanSweep:
-        """A pass writing for a third of the heartbeat's TTL at most, counted from its first
-        record (listing may take longer); it beats between records (``_keep_up``)."""
-        return OrphanSweep(self._store, budget=self._heartbeat_ttl / 3, log=self._log)
-
-    async def _sweep_pass(self, sweep: OrphanSweep) -> None:
-        """Report the earlier writes that landed after all, then sweep under the lock."""
-        unsure, self._unsure = self._unsure, []
-        sweep.unsure = unsure  # kept for next time unless read now
-        try:
-            if unsure:
-                sweep.written += await landed(self._store, unsure)
-                sweep.unsure = []
-            await self._locked_sweep(sweep)
-        finally:
-            self._unsure += sweep.unsure  # looked at again next time
-            sweep.unsure = []
-            log_orphans(self._log, sweep.written)
-
-    async def _locked_sweep(self, sweep: OrphanSweep) -> None:
-        """``_sweep`` if no other process is sweeping (``p:sweep``)."""
+        """One pass of the sweep under ``p:sweep`` (skipped while another process holds it):
+        fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``),
+        writing for ``heartbeat_ttl / 3`` at most, counted from its first record."""
+        sweep = OrphanSweep(self._store, budget=self._heartbeat_ttl / 3, log=self._log)
         lock = self._link.client.lock(
             self._keys.sweep,
             timeout=max(self._heartbeat_ttl, 2 * self._link.op_timeout),
             blocking=False,
             thread_local=False,
         )
-        if not await self._link.op("take the sweep lock", lambda: lock.acquire(blocking=False)):
-            return
-        try:
-            sweep.between = functools.partial(self._keep_up, lock)
-            await self._sweep(sweep)
-        finally:
-            with contextlib.suppress(LockError, UserQuestionError):  # else it expires
-                await self._link.op("release the sweep lock", lock.release)
+
+        async def locked() -> None:
+            if not await self._link.op("take the sweep lock", lambda: lock.acquire(blocking=False)):
+                return
+            try:
+                sweep.between = functools.partial(self._keep_up, lock)
+                await self._sweep(sweep)
+            finally:
+                with contextlib.suppress(LockError, UserQuestionError):  # else it expires
+                    await self._link.op("release the sweep lock", lock.release)
+
+        return await sweep_pass(sweep, self._unsure, locked)
 
     async def _keep_up(self, lock: Lock) -> None:
         """Between two records of a sweep: beat, and keep the lock, every third of the

@@ -86,7 +86,6 @@ class SqlitePendingStore(KeepsTrail):
 
     @property
     def process_id(self) -> str:
-        """This process's id; records it creates name it as their owner."""
         return self._process_id
 
     @property
@@ -96,11 +95,9 @@ class SqlitePendingStore(KeepsTrail):
 
     @property
     def watch_count(self) -> int:
-        """How many watches are registered in this process."""
         return self._watches.count
 
     async def start(self) -> None:
-        """Open the file (creating it), switch to WAL, upgrade the schema, start polling."""
         if self._closed:
             raise RuntimeError("a closed SqlitePendingStore cannot be started again")
         if self._file.is_open:
@@ -137,8 +134,7 @@ class SqlitePendingStore(KeepsTrail):
             await self._file.close()
 
     async def close(self) -> None:
-        """Stop polling, end waits still pending (``STORE_UNAVAILABLE``), close the file (cut
-        short, as by a stop's deadline, it abandons the file: ``SqliteFile.abandon``)."""
+        """Cut short (a stop's deadline), it abandons the file: ``SqliteFile.abandon``."""
         if self._closed:
             return
         self._closed = True
@@ -158,7 +154,6 @@ class SqlitePendingStore(KeepsTrail):
             raise
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Store a new record and ``event`` (one transaction); ``False`` if its id exists."""
         rows = await self._trail.write(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
@@ -175,12 +170,10 @@ class SqlitePendingStore(KeepsTrail):
         return bool(rows)
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        """The record with this id, or ``None``."""
         rows = await self._file.inline("SELECT json FROM records WHERE id = ?", (request_id,))
         return PendingRecord.load(rows[0][0]) if rows else None
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in their order (``None`` for each unknown)."""
         unique = list(dict.fromkeys(request_ids))
         sql = "SELECT id, json FROM records WHERE id IN ({ids})"
         found: dict[str, str] = dict(await self._file.rows_in(sql, unique))
@@ -188,7 +181,6 @@ class SqlitePendingStore(KeepsTrail):
         return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        """Write ``record`` if stored at ``record.version - 1``, and ``event`` (one transaction)."""
         dumped = record.dump()
         wrote = await self._trail.write(
             "UPDATE records SET version = :v, state = :s, owner = :o, finished_at = :f, json = :j"
@@ -205,11 +197,9 @@ class SqlitePendingStore(KeepsTrail):
         return True
 
     def watch(self, request_id: str) -> Watch:
-        """Register interest in this request's ending (before posting, so no click is missed)."""
         return self._watches.watch(request_id)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
-        """Every pending record (of ``owner``, when given)."""
         if owner is None:
             rows = await self._file.rows("SELECT json FROM records WHERE state = 'pending'")
         else:
@@ -219,7 +209,6 @@ class SqlitePendingStore(KeepsTrail):
         return [PendingRecord.load(raw) for (raw,) in rows]
 
     async def open_count(self) -> OpenCount:
-        """How many records are pending: in all, this process's, and owned by none."""
         ((total, mine, unowned),) = await self._file.rows(
             "SELECT count(*), coalesce(sum(owner = ?), 0), coalesce(sum(owner IS NULL), 0)"
             " FROM records WHERE state = 'pending'",
@@ -228,8 +217,7 @@ class SqlitePendingStore(KeepsTrail):
         return OpenCount(total, mine, unowned)
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question (``audience.who_may``), its fields taken out of
-        the records' JSON by SQLite (no record is parsed on the loop)."""
+        """Taken out of the records' JSON by SQLite: no record is parsed on the loop."""
         rows = await self._file.rows(_AUDIENCES)
         audiences: list[Audience] = []
         async for batch in batches(rows):  # 10,000 at once would hold the loop

@@ -7,9 +7,8 @@ import logging
 import time
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.lost import LOST_CHECK_INTERVAL, fail_lost, waiting_ids
 from adapters.slack.stores.sqlite_file import SqliteFile
-from adapters.slack.stores.watches import WatchRegistry
+from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["SqliteEndings"]
@@ -74,13 +73,13 @@ class SqliteEndings:
     async def _check_lost(self) -> None:
         """Fail the waits on records another process deleted (``RECORD_LOST``); resolve those
         on records stored ended by an insert (put back failed), which feeds no ending."""
-        ids = waiting_ids(self._watches.groups)
+        ids = self._watches.waiting_ids()
         rows = await self._file.rows_in("SELECT id, state FROM records WHERE id IN ({ids})", ids)
         states: dict[str, str] = dict(rows)
         for request_id in ids:
             if request_id not in states:
                 self._log.error("pending store lost record %s (deleted)", request_id)
-                fail_lost(self._watches.groups.get(request_id, ()), request_id)
+                self._watches.lost(request_id)
         ended = [request_id for request_id, state in states.items() if state != "pending"]
         # (one reopened since the look at its state is not ended: ``_resolve`` leaves it)
         self._resolve(
@@ -95,14 +94,7 @@ class SqliteEndings:
                 record = PendingRecord.load(raw, of=request_id)
             except UserQuestionError as exc:
                 self._log.error("%s; its waits in this process end", exc.message)
-                self._fail(request_id, exc)
+                self._watches.fail(request_id, exc)
                 continue
             if not record.is_open:
                 self._watches.resolve(record, raw)
-
-    def _fail(self, request_id: str, error: UserQuestionError) -> None:
-        """End every wait on ``request_id`` still pending with ``error``."""
-        for watch in self._watches.groups.get(request_id, ()):
-            if not watch.future.done():
-                watch.future.set_exception(error)
-                watch.future.exception()  # retrieved: the waiter re-raises it

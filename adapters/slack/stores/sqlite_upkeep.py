@@ -13,13 +13,7 @@ from typing import Final
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import duties
 from adapters.slack.stores.contract import PendingStore, ReportsOrphans
-from adapters.slack.stores.duties import (
-    OrphanSweep,
-    landed,
-    log_orphans,
-    run_heartbeats,
-    run_purges,
-)
+from adapters.slack.stores.duties import OrphanSweep, run_heartbeats, run_purges, sweep_pass
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
@@ -62,7 +56,7 @@ class SqliteUpkeep:
         self._audit = audit
         self._retention = retention
         self._heartbeat_interval = heartbeat_interval
-        self._heartbeat_ttl = heartbeat_ttl
+        self._ttl = heartbeat_ttl
         self._log = log
         self._beaten_at = 0.0
         """When (monotonic) this process's last beat was written."""
@@ -95,7 +89,7 @@ class SqliteUpkeep:
 
     def hold_sweep(self) -> None:
         """Judge nobody lost for one TTL: this beat waited (or failed), so others' did too."""
-        self._sweep_from = time.monotonic() + self._heartbeat_ttl
+        self._sweep_from = time.monotonic() + self._ttl
 
     async def stop_beating(self) -> None:
         """Delete this process's heartbeat (at close; a failure is logged)."""
@@ -140,31 +134,17 @@ class SqliteUpkeep:
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
         gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next)."""
-        # (the deadline is set at the first record: ``_keep_beating``)
         sweep = OrphanSweep(self._store, log=self._log)
         sweep.between = functools.partial(self._keep_beating, sweep)
-        unsure, self._unsure = self._unsure, []
-        sweep.unsure = unsure  # kept for next time unless read now
-        try:
-            if unsure:
-                sweep.written += await landed(self._store, unsure)
-                sweep.unsure = []
-            owners = await self._file.rows(
-                _LOST_OWNERS, (self._store.process_id, self._heartbeat_ttl)
-            )
-            for (owner,) in owners:
+
+        async def owners() -> None:
+            lost = await self._file.rows(_LOST_OWNERS, (self._store.process_id, self._ttl))
+            for (owner,) in lost:
                 await sweep.owner(owner)
                 if sweep.cut:
-                    break
-        except UserQuestionError as exc:
-            if not sweep.written:
-                raise
-            self._log.warning("pending store sweep stopped early: %s", exc)
-        finally:
-            self._unsure += sweep.unsure  # looked at again next time
-            sweep.unsure = []
-            log_orphans(self._log, sweep.written)
-        return sweep.written
+                    return
+
+        return await sweep_pass(sweep, self._unsure, owners)
 
     async def _beat_or_hold(self) -> bool:
         """Beat; whether it was on time (one late or failed holds the sweep for one TTL)."""
@@ -183,7 +163,7 @@ class SqliteUpkeep:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
         longer than that ends the pass (and holds the next: ``hold_sweep``)."""
         if sweep.deadline is None:
-            sweep.deadline = time.monotonic() + self._heartbeat_ttl / 3
+            sweep.deadline = time.monotonic() + self._ttl / 3
         if time.monotonic() - self._beaten_at < self._heartbeat_interval:
             return
         if not await self._beat_or_hold():

@@ -7,15 +7,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+from adapters.slack.render.messages import RECORD_LOST_NOTE
+from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["LocalWatch", "WatchRegistry"]
+__all__ = ["LOST_CHECK_INTERVAL", "LocalWatch", "WatchRegistry"]
 
 Refresh = Callable[[str], Awaitable[None]]
 """Look at one watched record now and ``resolve`` it if it has ended."""
 
 REFRESH_RETRY: Final = 0.5
 """Seconds between looks when the store cannot be read as a wait begins."""
+LOST_CHECK_INTERVAL: Final = 2.0
+"""Seconds between two checks that the records being waited on still exist."""
 
 
 class LocalWatch:
@@ -117,6 +120,26 @@ class WatchRegistry:
         raw = record.dump() if dumped is None else dumped
         for watch in waiting:
             watch.future.set_result(raw)
+
+    def waiting_ids(self) -> list[str]:
+        """The ids whose watches are being waited on and have not ended."""
+        return sorted(
+            request_id
+            for request_id, group in self._groups.items()
+            if any(w.waiting and not w.future.done() for w in group)
+        )
+
+    def fail(self, request_id: str, error: UserQuestionError) -> None:
+        """End every wait on ``request_id`` still pending with ``error``."""
+        for watch in self._groups.get(request_id, ()):
+            _fail(watch, error)
+
+    def lost(self, request_id: str) -> None:
+        """End every wait on ``request_id`` with ``RECORD_LOST`` (its record is gone)."""
+        error = UserQuestionError(f"{RECORD_LOST_NOTE} (request {request_id})", RECORD_LOST)
+        for watch in self._groups.get(request_id, ()):
+            if watch.waiting:
+                _fail(watch, error)
 
     def fail_all(self, error: UserQuestionError) -> None:
         """End every wait still pending with ``error`` (the watches stay registered)."""
