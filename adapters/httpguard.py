@@ -172,35 +172,33 @@ class RefusalLog:
         self.counts: dict[str, int] = {}
         """Refusals per cause since start."""
 
-    def due(self, cause: str) -> bool:
-        """Count one more of ``cause``; whether it is time to log it."""
+    def due(self, cause: str) -> int:
+        """Count one more of ``cause``; when it is time to log it, how many came since it
+        was last logged (this one included), else 0."""
         self.counts[cause] = self.counts.get(cause, 0) + 1
         self._since[cause] = self._since.get(cause, 0) + 1
         now = self._clock()
         last = self._last.get(cause)
         if last is not None and now - last < self._interval:
-            return False
+            return 0
         self._last[cause] = now
-        return True
+        return self._since.pop(cause)
 
     def refused(self, cause: str, message: str, **facts: Any) -> None:
         """Count a refusal; log it unless this cause was logged within the interval."""
-        if self.due(cause):
-            count = self._since.pop(cause)
+        if count := self.due(cause):
             self._logger.warning(
                 f"refused: {message}", extra={"cause": cause, "refused": count, **facts}
             )
 
     def failed(self, cause: str, error: BaseException) -> None:
         """Log an unexpected error with its traceback, at most once per interval per cause."""
-        if not self.due(cause):
-            return
-        self._since.pop(cause, None)
-        self._logger.error(
-            "the server could not handle a request",
-            exc_info=(type(error), error, error.__traceback__),
-            extra={"cause": cause},
-        )
+        if self.due(cause):
+            self._logger.error(
+                "the server could not handle a request",
+                exc_info=(type(error), error, error.__traceback__),
+                extra={"cause": cause},
+            )
 
 
 def guard_middleware(
@@ -213,19 +211,17 @@ def guard_middleware(
     max_body: Callable[[web.Request], int | None] | None = None,
     body_budget: BodyBudget | None = None,
 ) -> Any:
-    """An ``aiohttp`` middleware: Host check, body read timeout, no uncaught tracebacks.
+    """An ``aiohttp`` middleware: Host check (``hosts``; ``None``: any), body read in full
+    within ``body_timeout`` before the handler (not for ``streamed`` requests), body limits
+    (``max_body``, a route's ``BodyRule``: refused before any byte is read when the length
+    says so), ``body_budget`` for routes without a token, and no uncaught tracebacks."""
 
-    ``hosts`` says whether a host name is served (``None``: any is). A body is read in full,
-    within ``body_timeout`` seconds, before the handler runs (handlers read it from memory),
-    except on requests ``streamed`` picks out: their handlers read the stream themselves.
-    ``max_body`` may give a request a smaller limit than the server's (``None``: the
-    server's): a body whose ``Content-Length`` is over it is refused before it is read, and
-    one sent without (chunked) once it runs over, the rest never waited for. A route's
-    ``BodyRule`` (``with_body_rule``) is applied before that: its refusal is the answer
-    (nothing of the body read), and its limit counts as ``max_body``'s. The body of a
-    request no route takes (404, 405) is never read. ``body_budget`` bounds the bytes of
-    bodies read at once on routes without a token (``/slack/events``, checked only after).
-    """
+    def closing(cause: str, why: str, status: int, code: str, text: str) -> web.StreamResponse:
+        """A refusal counted under ``cause``, its connection closed (the body left unread)."""
+        refusals.refused(cause, why)
+        response = refuse(status, code, text)
+        response.force_close()
+        return response
 
     @web.middleware
     async def guard(
@@ -250,18 +246,17 @@ def guard_middleware(
             None if rule is None else rule.max_body,
         )
         if _over(request.content_length, limit):
-            refusals.refused("too_large", "a request body over its route's limit")
-            response = refuse(413, "TOO_LARGE", f"the request body is over {limit} bytes")
-            response.force_close()
-            return response
+            why = "a request body over its route's limit"
+            return closing(
+                "too_large", why, 413, "TOO_LARGE", f"the request body is over {limit} bytes"
+            )
         # Nobody is authenticated yet (no token on the route): the body counts in the budget.
         budget = body_budget if reads_body and not (rule and rule.admit) else None
         charge = 0 if budget is None else budget.take(request.content_length, limit)
         if budget is not None and not charge:
-            refusals.refused("bodies_busy", "unauthenticated bodies over their budget")
-            response = refuse(503, "BUSY", "too many request bodies are arriving; retry")
+            why, message = "unauthenticated bodies over their budget", "too many request bodies"
+            response = closing("bodies_busy", why, 503, "BUSY", f"{message} are arriving; retry")
             response.headers["Retry-After"] = "1"
-            response.force_close()
             return response
         try:
             if limit is not None and reads_body:
@@ -272,23 +267,19 @@ def guard_middleware(
                     async with asyncio.timeout(body_timeout):
                         await request.read()
                 except TimeoutError:
-                    refusals.refused("slow_body", "a request body not sent in time")
                     message = f"the request body did not arrive within {body_timeout:g} s"
-                    response = refuse(408, "BODY_TIMEOUT", message)
-                    response.force_close()
-                    return response
+                    why = "a request body not sent in time"
+                    return closing("slow_body", why, 408, "BODY_TIMEOUT", message)
                 except web.HTTPRequestEntityTooLarge:
-                    refusals.refused("too_large", "a request body over the server's limit")
-                    response = refuse(413, "TOO_LARGE", "the request body is too large")
-                    response.force_close()
-                    return response
+                    why = "a request body over the server's limit"
+                    return closing(
+                        "too_large", why, 413, "TOO_LARGE", "the request body is too large"
+                    )
                 except web.RequestPayloadError:
-                    refusals.refused("bad_body", "a body that does not decode as its headers say")
+                    why = "a body that does not decode as its headers say"
                     message = "the body does not decode as its Content-Encoding says"
                     request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
-                    response = refuse(400, "BAD_BODY", message)
-                    response.force_close()
-                    return response
+                    return closing("bad_body", why, 400, "BAD_BODY", message)
             try:
                 return await handler(request)
             except web.HTTPException:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
+from adapters.httpguard import RefusalLog
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
@@ -48,13 +49,12 @@ class OrphanSweep:
         store: PendingStore,
         *,
         budget: float | None = None,
-        deadline: float | None = None,
         between: Callable[[], Awaitable[None]] | None = None,
         log: logging.Logger | None = None,
     ) -> None:
         self.store = store
         self.budget = budget
-        self.deadline = deadline
+        self.deadline: float | None = None
         self.between = between
         self.log = log or logging.getLogger(__name__)
         self.written: list[PendingRecord] = []
@@ -175,7 +175,8 @@ FAILURE_LOG_EVERY: Final = 60.0
 
 
 class RepeatedFailures:
-    """The log of a duty that may fail at every round while the store is unavailable."""
+    """The log of a duty that may fail at every round while the store is unavailable: a
+    cause at most once per ``every`` seconds, and once when the duty works again."""
 
     def __init__(
         self,
@@ -187,28 +188,19 @@ class RepeatedFailures:
     ) -> None:
         self._log = log
         self._what = what
-        self._every = every
-        self._clock = clock
-        self._logged_at: dict[str, float] = {}
-        self._unlogged: dict[str, int] = {}
-        self._failed = 0
-        """Failures since the last success."""
-        self._reported = False
-        """Whether one of them was logged."""
+        self._throttle = RefusalLog(log, interval=every, clock=clock)
+        self._failed = 0  # since the last success
+        self._reported = False  # whether one of them was logged
 
     def failed(self, exc: Exception) -> None:
         """Count ``exc``; log it unless its cause was logged less than ``every`` ago."""
         self._failed += 1
         cause = exc.code if isinstance(exc, UserQuestionError) else type(exc).__name__
-        now = self._clock()
-        last = self._logged_at.get(cause)
-        if last is not None and now - last < self._every:
-            self._unlogged[cause] = self._unlogged.get(cause, 0) + 1
+        count = self._throttle.due(cause)
+        if not count:
             return
-        self._logged_at[cause] = now
         self._reported = True
-        unlogged = self._unlogged.pop(cause, 0)
-        more = f" ({unlogged} more since the last report)" if unlogged else ""
+        more = f" ({count - 1} more since the last report)" if count > 1 else ""
         if isinstance(exc, UserQuestionError):  # the store cannot answer: its message says why
             self._log.warning("%s failed: %s%s", self._what, exc.message, more)
         else:

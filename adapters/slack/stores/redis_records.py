@@ -6,6 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import cast
 
+from redis.commands.core import AsyncScript
+
 from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
@@ -42,23 +44,10 @@ class RedisRecords:
         self._audiences_script = client.register_script(AUDIENCES)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
-        keys = self._keys.of_record(record)
-        args: list[str | int] = [
-            record.dump(),
-            record.id,
-            record.state,
-            px(self._finished_ttl),
-            token,
-            record.owner or "",
-            dump_audience(record),
-            self._keys.done,
-        ]
-
-        async def run(chain: list[str | int]) -> object:
-            every = args + chain
-            return await self._link.op("create", lambda: self._create_script(keys=keys, args=every))
-
-        return bool(await chained(self._link, self._keys, event, run))
+        ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
+        args: list[str | int] = [record.dump(), record.id, record.state, ttl, token, owner]
+        args += [audience, self._keys.done]
+        return await self._write("create", self._create_script, record, args, event)
 
     async def get(self, request_id: str) -> PendingRecord | None:
         key = self._keys.record(request_id)
@@ -78,25 +67,24 @@ class RedisRecords:
     async def compare_and_set(
         self, record: PendingRecord, event: AuditEvent | None, token: str
     ) -> bool:
+        ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
+        args: list[str | int] = [record.dump(), record.id, record.version, record.state, ttl]
+        args += [self._keys.owner_prefix, self._keys.done, token, owner, audience]
+        return await self._write("compare-and-set", self._cas_script, record, args, event)
+
+    async def _write(
+        self,
+        what: str,
+        script: AsyncScript,
+        record: PendingRecord,
+        args: list[str | int],
+        event: AuditEvent | None,
+    ) -> bool:
+        """Run a record's write ``script`` with ``args``, then ``event`` and its chain."""
         keys = self._keys.of_record(record)
-        args: list[str | int] = [
-            record.dump(),
-            record.id,
-            record.version,
-            record.state,
-            px(self._finished_ttl),
-            self._keys.owner_prefix,
-            self._keys.done,
-            token,
-            record.owner or "",
-            dump_audience(record),
-        ]
 
         async def run(chain: list[str | int]) -> object:
-            every = args + chain
-            return await self._link.op(
-                "compare-and-set", lambda: self._cas_script(keys=keys, args=every)
-            )
+            return await self._link.op(what, lambda: script(keys=keys, args=args + chain))
 
         return bool(await chained(self._link, self._keys, event, run))
 

@@ -134,7 +134,7 @@ class SqliteUpkeep:
     async def sweep_orphans(self) -> list[PendingRecord]:
         """One pass of the sweep: fail the pending records of processes whose heartbeat is
         gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next)."""
-        sweep = OrphanSweep(self._store, log=self._log)
+        sweep = OrphanSweep(self._store, budget=self._ttl / 3, log=self._log)
         sweep.between = functools.partial(self._keep_beating, sweep)
 
         async def owners() -> None:
@@ -162,8 +162,6 @@ class SqliteUpkeep:
     async def _keep_beating(self, sweep: OrphanSweep) -> None:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
         longer than that ends the pass (and holds the next: ``hold_sweep``)."""
-        if sweep.deadline is None:
-            sweep.deadline = time.monotonic() + self._ttl / 3
         if time.monotonic() - self._beaten_at < self._heartbeat_interval:
             return
         if not await self._beat_or_hold():
