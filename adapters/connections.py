@@ -136,7 +136,7 @@ class _ServerLog(logging.Filter):
             reason = str(error.message).strip().splitlines()[0] if error.message else "malformed"
             self._refusals.refused("bad_http", f"malformed HTTP ({reason})")
             return False
-        return self._refusals.due(f"server: {record.msg}")
+        return bool(self._refusals.due(f"server: {record.msg}"))
 
 
 def _server_logger(refusals: RefusalLog) -> logging.Logger:
