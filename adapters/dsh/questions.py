@@ -33,13 +33,8 @@ from bot.questions.service import UserQuestionService
 __all__ = ["QuestionRunner"]
 
 _DISMISSED: Final = frozenset({ASK_CANCELLED, ASK_TIMEOUT})
-"""Endings in Slack the host is told of as a dismissal (its agent gets ``ASK_CANCELLED``).
-
-The host has no timeout for questions (dsh-user-questions.md §6.1) and no response that
-says "timed out": a question that ended at its Slack deadline (``QUESTION_TIMEOUT``) and
-that the host were not told of would stay pending there, the agent's turn blocked on a
-message nobody can answer any more. Its message says "Timed out"; the host hears "closed".
-"""
+"""Endings in Slack the host hears as a dismissal: it has no timeout of its own, so a question
+past ``QUESTION_TIMEOUT`` would otherwise block the agent's turn for good."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,13 +92,11 @@ def _may_have_reached(exc: BaseException) -> bool:
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """How sending a response went: the host's ``receipt`` (or ``None``), whether a lost-receipt
-    attempt may have ``reached`` it, whether the host ``settled`` it meanwhile, and whether it
-    went out ``late`` (after ``retry_for``)."""
+    attempt may have ``reached`` it, whether the host ``settled`` it meanwhile."""
 
     receipt: Receipt | None
     reached: bool = False
     settled: bool = False
-    late: bool = False
 
 
 class HostUplink:
@@ -147,7 +145,7 @@ class HostUplink:
                     "dsh host: request settled while its response was being sent",
                     extra={"rpc_id": rpc_id},
                 )
-                return Delivery(None, reached, settled=True, late=late)
+                return Delivery(None, reached, settled=True)
             try:
                 async with self._host.http().post(
                     url, json=body, headers=self._headers, timeout=_POST_TIMEOUT
@@ -158,14 +156,14 @@ class HostUplink:
                             raise _Unavailable(detail, response.status)
                         raise _Refused(detail)
                     receipt = Receipt.model_validate(await response.json(content_type=None))
-                    return Delivery(receipt, reached, late=late)
+                    return Delivery(receipt, reached)
             except (_Refused, ValueError, ValidationError) as exc:
                 # The host is up and answered, but not with a receipt: retrying will not help.
                 self._logger.error(
                     "dsh host: response not taken",
                     extra={"rpc_id": rpc_id, "error": str(exc)[:300]},
                 )
-                return Delivery(None, reached, late=late)
+                return Delivery(None, reached)
             except (_Unavailable, *HTTP_FAILURES) as exc:
                 reached = reached or _may_have_reached(exc)
                 past = loop.time() + delay > deadline
@@ -174,7 +172,7 @@ class HostUplink:
                         "dsh host: gave up sending a response",
                         extra={"rpc_id": rpc_id, "error": describe(exc)},
                     )
-                    return Delivery(None, reached, late=late)
+                    return Delivery(None, reached)
                 if past and not late:
                     late = True
                     self._logger.error(
