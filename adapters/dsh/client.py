@@ -17,13 +17,9 @@ from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import LoginRefused, MuxLink
-from adapters.dsh.mux import (
-    split_host_url,
-)
+from adapters.dsh.mux import split_host_url
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
-from adapters.dsh.protocol import (
-    EVENTS_MUX_PATH,
-)
+from adapters.dsh.protocol import EVENTS_MUX_PATH
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.urls import redact_url
@@ -101,7 +97,7 @@ class DshHostClient:
             on_open=self._opened,
             on_text=lambda text: self._inbox.on_message(text),
             on_close=self._closed,
-            on_too_big=lambda head: self._inbox.too_big(head),
+            on_too_big=lambda text: self._inbox.too_big(text),
         )
         self._uplink = HostUplink(
             host,
@@ -118,7 +114,9 @@ class DshHostClient:
             logger=self._logger,
             review=review,
         )
-        self._inbox = Inbox(self._requests, self._link, lambda: self.dialect, self._logger)
+        self._inbox = Inbox(
+            self._requests, self._link, lambda: self.dialect, self._logger, max_frame_bytes
+        )
         self.skips = self._inbox.skips
         """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._approvals = ApprovalRunner(

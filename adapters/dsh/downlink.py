@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Literal
 
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
@@ -27,8 +26,6 @@ then it counts as failed (backoff, retry). Read at each attempt (tests set it sm
 REPEAT_WARNING = 60.0
 """Seconds between warnings while the host stays out of reach (tests set it small)."""
 
-_RPC_ID: Final = re.compile(r'"(?:rpcId|eventId)"\s*:\s*"([^"\\]{1,100})"')
-_METHOD: Final = re.compile(r'"(?:method|event)"\s*:\s*"([^"\\]{1,100})"')
 
 
 class _Failed(Exception):
@@ -52,7 +49,7 @@ class Downlink:
         on_open: Callable[[aiohttp.ClientWebSocketResponse], Awaitable[None]],
         on_text: Callable[[str], None],
         on_close: Callable[[], None],
-        on_too_big: Callable[[str], None] | None = None,
+        on_too_big: Callable[[str], None],
     ) -> None:
         self._host = host
         self._login = login
@@ -63,7 +60,7 @@ class Downlink:
         self._on_text = on_text
         self._on_close = on_close
         self._on_too_big = on_too_big
-        """Told the head of each message skipped as too big (what it was about matters)."""
+        """Told each message over ``max_frame`` bytes, which is skipped."""
         self._logger = host.logger
         self.state: ConnectionState = "connecting"
         self.problem: str | None = None
@@ -179,8 +176,11 @@ class Downlink:
             await self._on_open(ws)
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.TEXT:
-                    if not self._too_big(message.data):
-                        self._on_text(message.data)
+                    text, limit = message.data, self._max_frame
+                    fits = 4 * len(text) <= limit or (  # (at most 4 bytes a character)
+                        len(text) <= limit and len(text.encode()) <= limit
+                    )
+                    (self._on_text if fits else self._on_too_big)(text)
                 elif message.type is aiohttp.WSMsgType.ERROR:
                     break
                 else:
@@ -190,23 +190,3 @@ class Downlink:
                     )
         finally:
             self._on_close()
-
-    def _too_big(self, text: str) -> bool:
-        """Whether ``text`` is over the size limit (then logged, and skipped by the caller)."""
-        limit = self._max_frame
-        if len(text) <= limit and (4 * len(text) <= limit or len(text.encode()) <= limit):
-            return False
-        head = text[:2000]
-        rpc, method = _RPC_ID.search(head), _METHOD.search(head)
-        self._logger.warning(
-            "dsh host: skipped a downlink message over the size limit",
-            extra={
-                "bytes": len(text.encode("utf-8")),
-                "limit": limit,
-                "method": method.group(1) if method else None,
-                "rpc_id": rpc.group(1) if rpc else None,
-            },
-        )
-        if self._on_too_big is not None:
-            self._on_too_big(head)
-        return True

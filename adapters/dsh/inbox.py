@@ -7,7 +7,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
-from typing import Final
 
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.events import SESSION_EVENT, session_event
@@ -32,9 +31,6 @@ from adapters.dsh.protocol import (
 )
 from adapters.httpguard import RefusalLog
 
-_SESSION_ID: Final = re.compile(r'"sessionId"\s*:\s*"([^"\\]{1,200})"')
-_CALL_ID: Final = re.compile(r'"callId"\s*:\s*"([^"\\]{1,200})"')
-"""A session's and a tool call's ids, read from the head of a message too big to parse."""
 _CANCEL_WAIT = 1.0
 """Seconds a ``cancel`` waits for its outcome in the session log (it may come just after)."""
 
@@ -48,20 +44,32 @@ class Inbox:
         link: MuxLink,
         dialect: Callable[[], str | None],
         logger: logging.Logger,
+        max_frame: int = 8 * 1024 * 1024,
     ) -> None:
         self._requests = requests
         self._link = link
         self._dialect = dialect
         self._logger = logger
+        self._max_frame = max_frame
         self.skips = RefusalLog(logger)
         """Malformed frames skipped, counted (``counts``) and logged once a minute."""
 
-    def too_big(self, head: str) -> None:
-        """A message skipped as too big: if it was a ``tool/call``, no earlier call of its
+    def too_big(self, text: str) -> None:
+        """Log a message skipped as too big; if it was a ``tool/call``, no earlier call of its
         callId may be shown for it (its approval says the command could not be read)."""
-        session, call = _SESSION_ID.search(head), _CALL_ID.search(head)
+        head = text[:2000]
+        self._logger.warning(
+            "dsh host: skipped a downlink message over the size limit",
+            extra={
+                "bytes": len(text.encode("utf-8")),
+                "limit": self._max_frame,
+                "method": _head_field(head, "method|event"),
+                "rpc_id": _head_field(head, "rpcId|eventId"),
+            },
+        )
+        session, call = _head_field(head, "sessionId"), _head_field(head, "callId")
         if '"tool/call"' in head and session is not None and call is not None:
-            self._link.log.unreadable(session.group(1), call.group(1))
+            self._link.log.unreadable(session, call)
 
     def _skipped(self, error: Exception) -> None:
         """Log a malformed frame, at most once a minute (a host could send millions)."""
@@ -158,6 +166,12 @@ class Inbox:
         while (outcome := self._link.log.outcome(event_id)) is None and loop.time() < until:
             await self._link.log.changed(until - loop.time())
         self._requests.resolved(event_id, outcome or "cancelled")
+
+
+def _head_field(head: str, keys: str) -> str | None:
+    """A string field (one of ``keys``, ``|``-separated) read from the head of a message."""
+    found = re.search(rf'"(?:{keys})"\s*:\s*"([^"\\]{{1,200}})"', head)
+    return found.group(1) if found else None
 
 
 def _parse_error(exc: Exception) -> str:
