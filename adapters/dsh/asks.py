@@ -179,6 +179,11 @@ class HostAsk:
         self.settled.set()
 
     @property
+    def open(self) -> bool:
+        """Still asking in Slack, and not ending already."""
+        return self.phase == "asking" and not self.controller.signal.aborted
+
+    @property
     def request_id(self) -> str:
         """The provider's request id for this host request."""
         return key_request_id(ask_key(self.rpc_id))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -132,7 +132,7 @@ class OpenRequests:
         replay.over = True
         self._waiting.remove(lambda ask: ask.rpc_id not in replay.seen)
         self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}
-        for ask in unreplayed(self._asks.values(), replay.seen):
+        for ask in [a for a in self._asks.values() if a.open and a.rpc_id not in replay.seen]:
             self._logger.info(
                 "dsh host: request no longer pending after reconnect",
                 extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
@@ -297,7 +297,15 @@ class OpenRequests:
         self._late.clear()
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
-        await release_asks(list(self._asks.values()), self._notes, self._logger)
+        for ask in [ask for ask in self._asks.values() if ask.open]:
+            try:
+                await self._notes.release(ask.request_id, RESTARTING_NOTE)
+            except Exception as exc:  # the store is down: the sweep settles it later
+                self._logger.warning(
+                    "dsh host: could not release a request",
+                    extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+                )
+            ask.controller.abort(Released())
         await drain(self._running, grace)
 
     def _running(self) -> set[asyncio.Task[None]]:
@@ -344,26 +352,3 @@ async def close_ended(
             "dsh host: could not close an ended request",
             extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
         )
-
-
-async def release_asks(asks: list[HostAsk], notes: QuestionNotes, logger: logging.Logger) -> None:
-    """Release the asks still asking in the store, for a later bot, and end them here."""
-    for ask in asks:
-        if ask.phase == "asking" and not ask.controller.signal.aborted:
-            try:
-                await notes.release(ask.request_id, RESTARTING_NOTE)
-            except Exception as exc:  # the store is down: the sweep settles it later
-                logger.warning(
-                    "dsh host: could not release a request",
-                    extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-                )
-            ask.controller.abort(Released())
-
-
-def unreplayed(asks: Iterable[HostAsk], seen: set[str]) -> list[HostAsk]:
-    """The asks still asking, and not ending already, that a replay (``seen``) left out."""
-    return [
-        ask
-        for ask in asks
-        if ask.phase == "asking" and ask.rpc_id not in seen and not ask.controller.signal.aborted
-    ]
