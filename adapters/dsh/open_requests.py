@@ -298,14 +298,7 @@ class OpenRequests:
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
         for ask in [ask for ask in self._asks.values() if ask.open]:
-            try:
-                await self._notes.release(ask.request_id, RESTARTING_NOTE)
-            except Exception as exc:  # the store is down: the sweep settles it later
-                self._logger.warning(
-                    "dsh host: could not release a request",
-                    extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-                )
-            ask.controller.abort(Released())
+            await _release_ask(ask, self._notes, self._logger)
         await drain(self._running, grace)
 
     def _running(self) -> set[asyncio.Task[None]]:
@@ -352,3 +345,15 @@ async def close_ended(
             "dsh host: could not close an ended request",
             extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
         )
+
+
+async def _release_ask(ask: HostAsk, notes: QuestionNotes, logger: logging.Logger) -> None:
+    """Release ``ask`` in the store, for a later bot, and end it here."""
+    try:
+        await notes.release(ask.request_id, RESTARTING_NOTE)
+    except Exception as exc:  # the store is down: the sweep settles it later
+        logger.warning(
+            "dsh host: could not release a request",
+            extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
+        )
+    ask.controller.abort(Released())
