@@ -1,10 +1,11 @@
-"""URLs shown without their secrets, for logs and error messages; imports nothing else."""
+"""URLs without their secrets: shown in logs and messages (``redact_url``), or split from
+the token they carry (``split_token``); imports nothing else."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["redact_url"]
+__all__ = ["redact_url", "split_token"]
 
 
 def redact_url(url: str) -> str:
@@ -33,3 +34,15 @@ def _masked_userinfo(userinfo: str) -> str:
     """``user:password`` as ``***:***``, each part masked unless empty."""
     user, colon, _password = userinfo.partition(":")
     return ("***" if user else "") + (":***" if colon else "")
+
+
+def split_token(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``token`` query parameter, and that token (``None`` if empty): the
+    URL ``dsh web`` prints (``http://127.0.0.1:PORT/?token=…``) carries the launch token."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if all(key != "token" for key, _ in query):
+        return url, None
+    token = next((value for key, value in query if key == "token" and value), None)
+    rest = urlencode([(key, value) for key, value in query if key != "token"])
+    return urlunsplit(parts._replace(query=rest)), token

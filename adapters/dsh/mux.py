@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from adapters.dsh.protocol import ApprovalRequested, QuestionRequested
 from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
+from adapters.urls import split_token
 
 __all__ = [
     "CONNECT_PATH",
@@ -48,14 +49,10 @@ APPROVAL_EVENT: Final = "approval/request"
 
 
 def split_host_url(url: str) -> tuple[str, str | None]:
-    """``(base, token)`` from ``DSH_HOST_URL``: the URL the host prints
-    (``http://127.0.0.1:PORT/?token=…``) carries the launch token in its query."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    token = next((value for key, value in query if key == "token" and value), None)
-    rest = urlencode([(key, value) for key, value in query if key != "token"])
-    base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), rest, ""))
-    return base, token
+    """``(base, token)`` from ``DSH_HOST_URL``: no token, fragment or trailing ``/``."""
+    rest, token = split_token(url)
+    parts = urlsplit(rest)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/"), fragment="")), token
 
 
 def login_path(token: str) -> str:

@@ -1,2 +1,2 @@
 """The bot's settings: ``config.Settings``, one part per concern, and their checks. It imports
-the seam and ``bot.logs`` only."""
+the seam, ``bot.logs`` and ``adapters.urls`` only."""

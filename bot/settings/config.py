@@ -26,9 +26,10 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from adapters.urls import split_token
 from bot.logs import redact_url
 from bot.settings.checks import choose_mode, one_of, plain_http_elsewhere
-from bot.settings.dsh import DshSettings, split_token
+from bot.settings.dsh import DshSettings
 from bot.settings.http_server import ServerSettings
 from bot.settings.slack import SlackSettings
 from bot.settings.sources import DotEnvFile, Environment

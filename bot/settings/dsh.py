@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -11,19 +10,7 @@ from bot.questions.review import ReviewPolicy
 from bot.settings.checks import json_object, url
 from bot.settings.types import HidesSecrets, Secret, UsergroupIds, UserIds
 
-__all__ = ["DshSettings", "split_token"]
-
-
-def split_token(url: str) -> tuple[str, str | None]:
-    """``DSH_HOST_URL`` without its ``token`` query parameter, and that token (the URL
-    ``dsh web`` prints carries it): the token is kept as the secret ``DSH_HOST_TOKEN``."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    token = next((value for key, value in query if key == "token" and value), None)
-    if token is None:
-        return url, None
-    rest = urlencode([(key, value) for key, value in query if key != "token"])
-    return urlunsplit(parts._replace(query=rest)), token
+__all__ = ["DshSettings"]
 
 
 class DshSettings(HidesSecrets):

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from adapters.dsh.mux import split_host_url
 from adapters.dsh.protocol import (
     OtherPayload,
     Outcome,
@@ -18,6 +19,7 @@ from adapters.dsh.protocol import (
     cancel_response,
     parse_frame,
 )
+from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.dsh_wire import (
     ErrorResult,
@@ -559,3 +561,19 @@ def test_plan_review_answers() -> None:
     assert answer_problem(questions, with_feedback) is not None  # single-select
     both = answer({"id": "plan-review", "selected": ["Approve", "Keep planning"]})
     assert answer_problem(questions, both) is not None
+
+
+@pytest.mark.parametrize(
+    ("url", "setting", "base", "token"),
+    [
+        ("http://127.0.0.1:80/?token=abc", "http://127.0.0.1:80/", "http://127.0.0.1:80", "abc"),
+        ("http://h:1/x/?a=1&token=t#f", "http://h:1/x/?a=1#f", "http://h:1/x?a=1", "t"),
+        ("http://h:1/?token=", "http://h:1/", "http://h:1", None),
+        ("http://h:1/", "http://h:1/", "http://h:1", None),
+    ],
+)
+def test_the_host_url_gives_up_its_token_once_for_the_settings_and_the_client(
+    url: str, setting: str, base: str, token: str | None
+) -> None:
+    assert split_token(url) == (setting, token)  # DSH_HOST_URL as the settings keep it
+    assert split_host_url(url) == (base, token)  # the base the client joins paths to
