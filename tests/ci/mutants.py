@@ -299,7 +299,12 @@ _CLICK_TESTS = [
     "tests/slack/clicks/test_slack_transitions.py",
 ]
 _TRANSITIONS = [
-    Mutant("single-select two labels", TRANSITIONS, "for i in chosen[:1]])", "for i in chosen])"),
+    Mutant(
+        "single-select two labels",
+        TRANSITIONS,
+        "chosen = [] if custom else chosen[:1]",
+        "chosen = [] if custom else chosen",
+    ),
     Mutant(
         "submit past the last",
         TRANSITIONS,
@@ -315,8 +320,8 @@ _TRANSITIONS = [
     Mutant(
         "negative selection",
         TRANSITIONS,
-        "chosen = sorted({i for i in draft.selected if 0 <= i < len(labels)})",
-        "chosen = sorted({i for i in draft.selected if i < len(labels)})",
+        "for i in draft.selected if 0 <= i < len(labels)})]",
+        "for i in draft.selected if i < len(labels)})]",
     ),
     Mutant(
         "choice keeps free text",
@@ -333,8 +338,8 @@ _TRANSITIONS = [
     Mutant(
         "custom drops multi ticks",
         TRANSITIONS,
-        "        return AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=custom)",
-        "        return AskUserQuestionAnswerItem(id=question.id, selected=[], custom=custom)",
+        "    return AskUserQuestionAnswerItem(id=question.id, selected=chosen, custom=custom)",
+        "    return AskUserQuestionAnswerItem(id=question.id, selected=[] if custom else chosen, custom=custom)",
     ),
     Mutant(
         "empty submit finishes", TRANSITIONS, "        if _is_empty(drafts):", "        if False:"

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import functools
 import logging
+from collections.abc import Callable
+from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -30,7 +32,7 @@ from adapters.slack.render.messages import (
 )
 from adapters.slack.stores import PendingStore, Watch, append_quietly, settle
 from bot.questions import UserQuestionError
-from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT
+from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
 
 __all__ = ["Poster"]
 
@@ -40,6 +42,10 @@ _Place = tuple[str, str | None]
 def _handed_over() -> UserQuestionError:
     """What the waiter of a post handed over at a stop gets (its request stays open)."""
     return UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
+
+
+PLACE_RETRIES: Final = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 30.0)
+"""Pauses between tries at writing a posted message's place while the store is down."""
 
 
 class Poster:
@@ -171,7 +177,7 @@ class Poster:
             )
 
         # The asked event goes in with the message's place.
-        _, written = await settle(self._store, record.id, placed, event=self.asked)
+        written = await _place(self._store, record.id, placed, self.asked)
         if written is not None and written.version != record.version + 1:
             # Written to since it was rendered (a click, an abort, a note, a release): the
             # message shows the record as it is now.
@@ -289,3 +295,21 @@ class Poster:
         error = question_error(exc, what)
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
+
+
+async def _place(
+    store: PendingStore,
+    request_id: str,
+    placed: Callable[[PendingRecord], PendingRecord],
+    asked: Callable[[PendingRecord, PendingRecord], AuditEvent],
+) -> PendingRecord | None:
+    """Write where Slack put the message, waiting out a store outage: the message is live
+    now, and a record that does not know it could never close it."""
+    for delay in PLACE_RETRIES:
+        try:
+            return (await settle(store, request_id, placed, event=asked))[1]
+        except UserQuestionError as exc:
+            if exc.code != STORE_UNAVAILABLE:
+                raise
+        await asyncio.sleep(delay)
+    return (await settle(store, request_id, placed, event=asked))[1]

@@ -20,6 +20,7 @@ from adapters.slack.stores import SqlitePendingStore
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack.asks.test_slack_provider import one
+from tests.slack.clicks.test_click_store_outage import message_ts_kept
 from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
 
 pytestmark = pytest.mark.timeout(60)
@@ -102,5 +103,35 @@ async def test_a_failure_the_outage_caused_reads_a_fixed_sentence(sqlite_path: P
             assert ended is not None and ended.error_code == STORE_UNAVAILABLE
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await store.close()
+
+
+async def test_a_post_whose_place_the_store_cannot_take_at_once_is_still_answered(
+    sqlite_path: Path,
+) -> None:
+    """Slack took the message and the store failed the write of where: the ask failed and
+    left a live message no ending could close. The write is tried again once the store is back."""
+
+    class FailsThePlacement(Outage):
+        failed = 0
+
+        async def compare_and_set(self, record: PendingRecord, event: Any = None) -> bool:
+            if record.message_ts and not self.failed:
+                self.failed += 1
+                raise UserQuestionError("the pending store failed", STORE_UNAVAILABLE)
+            return await super().compare_and_set(record, event)
+
+    store = FailsThePlacement(path=sqlite_path, process_id="p")
+    await store.start()
+    try:
+        async with SlackHarness(store=store) as h:
+            task = h.ask(one(options=["Deploy", "Wait"]))
+            message = await h.posted()
+            await message_ts_kept(store)
+            await h.click(message, h.alice, text="Deploy")
+            answer = await asyncio.wait_for(task, 10)
+            assert answer.answers[0].selected == ["Deploy"] and store.failed == 1
+            await _closed(h, message)
     finally:
         await store.close()
