@@ -236,19 +236,8 @@ async def _post(
     except BaseException as exc:
         retried = retrying.statistics.get("attempt_number", 1) > 1
         if retried or not (isinstance(exc, AskFailed) and exc.refused):
-            await _abort_asked(client, body, key, route)
+            await _abort(client, None, body=body, key=key, route=route)
         raise
-
-
-async def _abort_asked(client: BotClient, body: dict[str, Any], key: str, route: str) -> None:
-    """Abort the question ``key`` asked, if it asked one; shielded and best effort."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(40):
-        try:
-            asked = await client.asked(body, key=key, route=route)
-            if asked is not None:
-                await client.abort(asked["id"])
-        except AskFailed as failure:
-            _log.warning("could not abort the question of a post given up: %s", failure)
 
 
 async def _outcome(
@@ -311,10 +300,15 @@ def _progress(state: Any, waited: float | None) -> str:
     return f"Still waiting for an answer in Slack ({waited:.0f} s)."
 
 
-async def _abort(client: BotClient, request_id: str) -> None:
-    """Abort the question, shielded from cancellation and best effort: a failure is logged."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+async def _abort(client: BotClient, request_id: str | None, **asked: Any) -> None:
+    """Abort the question (``None``: the one a post's ``asked`` body, key and route asked,
+    if it did), shielded from cancellation and best effort: a failure is logged."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(10 if request_id else 40):
         try:
-            await client.abort(request_id)
+            if request_id is None and (found := await client.asked(**asked)) is not None:
+                request_id = found["id"]
+            if request_id is not None:
+                await client.abort(request_id)
         except AskFailed as failure:
-            _log.warning("could not abort %s: %s (%s)", request_id, failure, failure.code)
+            shown = request_id or "the question of a post given up"
+            _log.warning("could not abort %s: %s (%s)", shown, failure, failure.code)

@@ -166,7 +166,6 @@ class LocalBudget:
         self._since_sweep = 0
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
-        """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
         now = self._clock()
         self._tidy(now)
         wait, full = 0.0, 0
@@ -186,7 +185,6 @@ class LocalBudget:
         return 0.0, 0
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
-        """Grant nothing from ``bucket`` for ``seconds``."""
         if seconds <= 0:
             return
         until = self._clock() + seconds
@@ -278,7 +276,6 @@ class RedisBudget:
         return cls(aioredis.Redis.from_pool(pool), prefix=f"{prefix}:ratelimit")
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
-        """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
         keys = self._keys([b.key for b in buckets])
         args = [x for b in buckets for x in (b.limit, round(b.window * _MICROS))]
         try:

@@ -32,6 +32,7 @@ __all__ = [
     "run_purges",
     "stop_tasks",
     "sweep_pass",
+    "upkeep_tasks",
 ]
 
 
@@ -255,6 +256,25 @@ async def run_purges(
             await purge()
         except Exception as exc:  # never let one failure stop the purges
             log.warning("pending store purge failed: %s", exc)
+
+
+def upkeep_tasks(
+    kind: str,
+    store: ReportsOrphans,
+    interval: float,
+    stopped: Callable[[], bool],
+    duty: Callable[[], Awaitable[list[PendingRecord]]],
+    purge: Callable[[], Awaitable[int]],
+    log: logging.Logger,
+) -> list[asyncio.Task[None]]:
+    """A durable store's heartbeat and purge loops, apart (a long purge delays no beat)."""
+    loop = asyncio.get_running_loop()
+    beats = run_heartbeats(interval, stopped, duty, store, log)
+    purges = run_purges(PURGE_EVERY, stopped, purge, log)
+    return [
+        loop.create_task(beats, name=f"{kind}-store-heartbeat"),
+        loop.create_task(purges, name=f"{kind}-store-purge"),
+    ]
 
 
 async def stop_tasks(

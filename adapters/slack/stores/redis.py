@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores import duties
 from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
     RETENTION,
@@ -22,12 +21,7 @@ from adapters.slack.stores.contract import (
     StoreUnavailable,
     Watch,
 )
-from adapters.slack.stores.duties import (
-    default_process_id,
-    run_heartbeats,
-    run_purges,
-    stop_tasks,
-)
+from adapters.slack.stores.duties import default_process_id, stop_tasks, upkeep_tasks
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_layout import RedisKeys
 from adapters.slack.stores.redis_link import FAILURES, RedisLink, closed_error, reraise_cancellation
@@ -137,24 +131,15 @@ class RedisPendingStore(KeepsTrail):
         )
         try:
             await self._upkeep.first_purge()
-        except UserQuestionError as exc:  # tried again in an hour (run_purges)
+        except UserQuestionError as exc:  # tried again in an hour (upkeep_tasks)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
-        loop = asyncio.get_running_loop()
-        beats = run_heartbeats(
-            self._heartbeat_interval,
-            lambda: self._link.closed,
-            self._upkeep.duty,
-            self,
-            self._log,
-        )
+        closed, upkeep, log = (lambda: self._link.closed), self._upkeep, self._log
         self._tasks = [
-            loop.create_task(self._notices.listen(), name="redis-store-subscriber"),
-            loop.create_task(beats, name="redis-store-heartbeat"),
-            loop.create_task(  # beside the heartbeat: a long purge must not delay a beat
-                run_purges(
-                    duties.PURGE_EVERY, lambda: self._link.closed, self._upkeep.purge, self._log
-                ),
-                name="redis-store-purge",
+            asyncio.get_running_loop().create_task(
+                self._notices.listen(), name="redis-store-subscriber"
+            ),
+            *upkeep_tasks(
+                "redis", self, self._heartbeat_interval, closed, upkeep.duty, upkeep.purge, log
             ),
         ]
 

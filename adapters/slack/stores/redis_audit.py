@@ -20,11 +20,6 @@ _PAGE: Final = 500
 """Entries read per XRANGE."""
 
 
-def _stream_lines(entries: object) -> list[tuple[str, str]]:
-    """``(entry id, event JSON)`` of each entry XRANGE returned (field ``e``)."""
-    return [(entry_id, fields["e"]) for entry_id, fields in _entries(entries)]
-
-
 def _entries(entries: object) -> list[tuple[str, dict[str, str]]]:
     """``(entry id, fields)`` of each entry XRANGE returned, as text."""
     return [
@@ -151,7 +146,7 @@ class RedisAudit:
         """The trail of one question, in the order it was appended."""
         trail = self._keys.events(request_id)
         entries = await self._link.op("read a trail", lambda: self._link.client.xrange(trail))
-        return [AuditEvent.load(line) for _, line in _stream_lines(entries)]
+        return [AuditEvent.load(fields["e"]) for _, fields in _entries(entries)]
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain, the audit stream read in pages."""
@@ -184,9 +179,9 @@ class RedisAudit:
         client = self._link.client
         while True:
             read = functools.partial(client.xrange, self._keys.audit, low, high, count=_PAGE)
-            entries = _stream_lines(await self._link.op("read the audit stream", read))
-            for _, line in entries:
-                event = AuditEvent.load(line)
+            entries = _entries(await self._link.op("read the audit stream", read))
+            for _, fields in entries:
+                event = AuditEvent.load(fields["e"])
                 if event.at >= since and (until is None or event.at < until):
                     yield event
             if len(entries) < _PAGE:

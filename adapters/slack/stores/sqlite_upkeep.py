@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores import duties
 from adapters.slack.stores.contract import PendingStore, ReportsOrphans
-from adapters.slack.stores.duties import OrphanSweep, run_heartbeats, run_purges, sweep_pass
+from adapters.slack.stores.duties import OrphanSweep, sweep_pass, upkeep_tasks
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
@@ -68,14 +67,12 @@ class SqliteUpkeep:
     def loops(
         self, stopped: Callable[[], bool], checkpoint_every: float, reports: ReportsOrphans
     ) -> list[Task[None]]:
-        """Start the heartbeat, checkpoint and purge loops (a long purge delays no beat)."""
-        loop, log = asyncio.get_running_loop(), self._log
-        beats = run_heartbeats(self._heartbeat_interval, stopped, self.duty, reports, log)
-        purges = run_purges(duties.PURGE_EVERY, stopped, self.purge, log)
+        """Start the heartbeat, checkpoint and purge loops."""
+        every, log = self._heartbeat_interval, self._log
+        checkpoints = self.checkpoints(checkpoint_every)
         return [
-            loop.create_task(beats, name="sqlite-store-heartbeat"),
-            loop.create_task(self.checkpoints(checkpoint_every), name="sqlite-store-checkpoint"),
-            loop.create_task(purges, name="sqlite-store-purge"),
+            asyncio.get_running_loop().create_task(checkpoints, name="sqlite-store-checkpoint"),
+            *upkeep_tasks("sqlite", reports, every, stopped, self.duty, self.purge, log),
         ]
 
     async def beat(self) -> None:
