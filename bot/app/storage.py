@@ -14,8 +14,8 @@ from bot.settings.config import Settings
 from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
 
 if TYPE_CHECKING:
+    from adapters.slack.stores.contract import TrailReader
     from adapters.slack.stores.redis import RedisPendingStore
-    from adapters.slack.stores.trail import TrailReader
 
 __all__ = ["budget", "open_store", "outbox", "read_trail"]
 

@@ -5,36 +5,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from adapters.slack.model.audience import Audience
-from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
     RETENTION,
-    OpenCount,
+    KeepsTrail,
     OrphanHandler,
     PendingStore,
     StoreUnavailable,
+    TrailReader,
     Watch,
 )
 from adapters.slack.stores.duties import default_process_id, stop_tasks, upkeep_tasks
 from adapters.slack.stores.redis_audit import RedisAudit
-from adapters.slack.stores.redis_layout import RedisKeys
-from adapters.slack.stores.redis_link import FAILURES, RedisLink, closed_error, reraise_cancellation
+from adapters.slack.stores.redis_link import (
+    FAILURES,
+    RedisKeys,
+    RedisLink,
+    closed_error,
+    reraise_cancellation,
+)
 from adapters.slack.stores.redis_notices import RedisNotices
 from adapters.slack.stores.redis_records import RedisRecords
 from adapters.slack.stores.redis_upkeep import RedisUpkeep
-from adapters.slack.stores.trail import KeepsTrail, TrailReader
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
 
-class RedisPendingStore(KeepsTrail):
+class RedisPendingStore(RedisRecords, KeepsTrail):
     """A ``PendingStore`` in Redis, shared by every bot process that can receive a click."""
 
     def __init__(
@@ -59,21 +61,19 @@ class RedisPendingStore(KeepsTrail):
             raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         if op_timeout <= 0:
             raise ValueError("op_timeout must be positive")
-        self._keys = RedisKeys(prefix, process_id or default_process_id())
-        self._heartbeat_interval = heartbeat_interval
-        self._log = logger or logging.getLogger("adapters.slack.stores.redis")
-        self.on_orphans: OrphanHandler | None = None
-        """Called with the records a periodic sweep failed (set by the provider)."""
-        self._link = RedisLink(
+        keys = RedisKeys(prefix, process_id or default_process_id())
+        log = logger or logging.getLogger("adapters.slack.stores.redis")
+        link = RedisLink(
             url,
-            client_name=f"{prefix}:{self._keys.process_id}",
+            client_name=f"{prefix}:{keys.process_id}",
             op_timeout=op_timeout,
             max_connections=max_connections,
-            log=self._log,
+            log=log,
         )
-        self._records = RedisRecords(
-            self._link, self._keys, finished_ttl=finished_ttl, log=self._log
-        )
+        super().__init__(link, keys, finished_ttl=finished_ttl, log=log)
+        self._heartbeat_interval = heartbeat_interval
+        self.on_orphans: OrphanHandler | None = None
+        """Called with the records a periodic sweep failed (set by the provider)."""
         self._notices = RedisNotices(
             self._link,
             self._keys,
@@ -187,29 +187,8 @@ class RedisPendingStore(KeepsTrail):
         await self._release()
         self._log.info("pending store closed (process %s)", self.process_id)
 
-    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        return await self._records.create(record, event, self._new_token())
-
-    async def get(self, request_id: str) -> PendingRecord | None:
-        return await self._records.get(request_id)
-
-    async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        return await self._records.get_many(request_ids)
-
-    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        return await self._records.compare_and_set(record, event, self._new_token())
-
     def watch(self, request_id: str) -> Watch:
         return self._notices.watches.watch(request_id)
-
-    async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
-        return await self._records.open_records(owner)
-
-    async def open_audiences(self) -> list[Audience]:
-        return await self._records.open_audiences()
-
-    async def open_count(self) -> OpenCount:
-        return await self._records.open_count()
 
     # -- retention and owner liveness -----------------------------------------------------
 
@@ -221,11 +200,6 @@ class RedisPendingStore(KeepsTrail):
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
         return await self._upkeep.sweep_orphans()
-
-    @staticmethod
-    def _new_token() -> str:
-        """A fresh token per write (the same across redis-py's retries of that write)."""
-        return secrets.token_hex(8)
 
     async def _release(self) -> None:
         await self._notices.unsubscribe()

@@ -9,8 +9,7 @@ from typing import Final, cast
 
 from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.stores.redis_layout import RedisKeys, px
-from adapters.slack.stores.redis_link import RedisLink, as_text
+from adapters.slack.stores.redis_link import RedisKeys, RedisLink, as_text, px
 from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 

@@ -1,4 +1,4 @@
-"""The Redis store's connection: the pool, bounded operations and the health they show."""
+"""The Redis store's connection: its keys, the pool, bounded operations and the health they show."""
 
 from __future__ import annotations
 
@@ -17,17 +17,76 @@ from redis.exceptions import AuthenticationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import StoreUnavailable
 from adapters.urls import redact_url
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["FAILURES", "RedisLink", "as_text", "closed_error", "reraise_cancellation"]
+__all__ = [
+    "FAILURES",
+    "RedisKeys",
+    "RedisLink",
+    "as_text",
+    "closed_error",
+    "px",
+    "reraise_cancellation",
+]
 
 T = TypeVar("T")
 
 FAILURES: Final = (RedisError, OSError, TimeoutError)
 """What a Redis call raises when Redis cannot answer (or refuses)."""
 _CONNECTION_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError)
+
+
+def px(seconds: float) -> int:
+    """``seconds`` in whole milliseconds (at least one), as ``PX`` takes them."""
+    return max(1, round(seconds * 1000))
+
+
+class RedisKeys:
+    """The names of every key and channel of one store (``prefix``) and process."""
+
+    def __init__(self, prefix: str, process_id: str) -> None:
+        self.prefix, self.process_id = prefix, process_id
+        self.record_prefix = f"{prefix}:req:"  # + id: a record
+        self.owner_prefix = f"{prefix}:owner:"  # + process id: the pending records it owns
+        self.events_prefix = f"{prefix}:events:"  # + id: the stream of a question's events
+        self.open = f"{prefix}:open"  # the ids of every pending record
+        self.audiences = f"{prefix}:audiences"  # who may answer each open question
+        self.owners = f"{prefix}:owners"  # the processes that own (or owned) pending records
+        self.sweep = f"{prefix}:sweep"  # the lock held while one process sweeps
+        self.done = f"{prefix}:done"  # the channel of the ids of records that just ended
+        self.audit = f"{prefix}:audit"  # the stream of every audit event
+        self.audit_head = f"{prefix}:audit:head"  # the chain's head: "seq hash"
+        self.audit_purged = f"{prefix}:audit:purged"  # each purged event's "at hash" by seq
+        self.my_alive = self.alive(process_id)  # this process's heartbeat
+
+    def record(self, request_id: str) -> str:
+        return self.record_prefix + request_id
+
+    def owner(self, process_id: str) -> str:
+        return self.owner_prefix + process_id
+
+    def alive(self, process_id: str) -> str:
+        return f"{self.prefix}:alive:{process_id}"
+
+    def events(self, request_id: str) -> str:
+        return self.events_prefix + request_id
+
+    def of_record(self, record: PendingRecord) -> list[str]:
+        """The keys a record's scripts touch (record, token, indexes, audit, audiences)."""
+        return [
+            self.record(record.id),
+            f"{self.prefix}:tok:{record.id}",
+            self.open,
+            self.owner(record.owner or "-"),
+            self.owners,
+            self.audit,
+            self.events(record.id),
+            self.audiences,
+            self.audit_head,
+        ]
 
 
 def reraise_cancellation(exc: BaseException) -> None:

@@ -14,8 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.redis_layout import RedisKeys
-from adapters.slack.stores.redis_link import FAILURES, RedisLink, reraise_cancellation
+from adapters.slack.stores.redis_link import FAILURES, RedisKeys, RedisLink, reraise_cancellation
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 

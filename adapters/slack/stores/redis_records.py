@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
 from typing import cast
 
@@ -13,21 +14,15 @@ from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import OpenCount
 from adapters.slack.stores.redis_audit import chained
-from adapters.slack.stores.redis_layout import (
-    RedisKeys,
-    dump_audience,
-    load_audience,
-    load_record,
-    px,
-)
-from adapters.slack.stores.redis_link import RedisLink
+from adapters.slack.stores.redis_link import RedisKeys, RedisLink, px
 from adapters.slack.stores.redis_lua import AUDIENCES, COMPARE_AND_SET, CREATE, INDEXED, OPEN_COUNT
+from bot.questions.errors import UserQuestionError
 
-__all__ = ["RedisRecords"]
+__all__ = ["RedisRecords", "dump_audience", "load_audience"]
 
 
 class RedisRecords:
-    """The records of one store, kept by its scripts."""
+    """The records of one store, kept by its scripts: ``RedisPendingStore``'s record half."""
 
     def __init__(
         self, link: RedisLink, keys: RedisKeys, *, finished_ttl: float, log: logging.Logger
@@ -43,8 +38,9 @@ class RedisRecords:
         self._count_script = client.register_script(OPEN_COUNT)
         self._audiences_script = client.register_script(AUDIENCES)
 
-    async def create(self, record: PendingRecord, event: AuditEvent | None, token: str) -> bool:
+    async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
+        token = self._new_token()
         args: list[str | int] = [record.dump(), record.id, record.state, ttl, token, owner]
         args += [audience, self._keys.done]
         return await self._write("create", self._create_script, record, args, event)
@@ -64,13 +60,17 @@ class RedisRecords:
             for request_id, raw in zip(request_ids, raws, strict=True)
         ]
 
-    async def compare_and_set(
-        self, record: PendingRecord, event: AuditEvent | None, token: str
-    ) -> bool:
+    async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
+        token = self._new_token()
         args: list[str | int] = [record.dump(), record.id, record.version, record.state, ttl]
         args += [self._keys.owner_prefix, self._keys.done, token, owner, audience]
         return await self._write("compare-and-set", self._cas_script, record, args, event)
+
+    @staticmethod
+    def _new_token() -> str:
+        """A fresh token per write (the same across redis-py's retries of that write)."""
+        return secrets.token_hex(8)
 
     async def _write(
         self,
@@ -140,3 +140,37 @@ class RedisRecords:
             lambda: self._count_script(keys=keys, args=[owners, self._keys.record_prefix]),
         )
         return OpenCount(int(total), int(mine), int(unowned))
+
+
+def load_record(
+    raw: str | bytes | None, request_id: str, log: logging.Logger
+) -> PendingRecord | None:
+    """A stored record, or ``None`` when it is missing or this version cannot read it at
+    all (logged; fields it does not know are only ignored: ``PendingRecord.load``)."""
+    if raw is None:
+        return None
+    try:
+        return PendingRecord.load(raw, of=request_id)
+    except UserQuestionError as exc:
+        log.error("%s", exc.message)
+        return None
+
+
+def dump_audience(record: PendingRecord) -> str:
+    """What ``p:audiences`` keeps for ``record``: time asked, users and groups named
+    (space-joined) and, when nobody is, the conversation, tab-separated; ``''``: none."""
+    audience = Audience.of(record)
+    if audience is None:
+        return ""
+    users, groups = " ".join(audience.users), " ".join(audience.usergroups)
+    line = f"{audience.created_at!r}\t{users}\t{groups}"
+    return line if audience.channel is None else f"{line}\t{audience.channel}"
+
+
+def load_audience(line: str) -> Audience:
+    """The ``Audience`` of a line (the id, a tab, what ``dump_audience`` kept); one of an
+    earlier version naming nobody and no conversation is on no Home tab (``""``)."""
+    request_id, created_at, users, groups, *rest = line.split("\t")
+    named, usergroups = tuple(users.split()), tuple(groups.split())
+    channel = rest[0] if rest else (None if named or usergroups else "")
+    return Audience(request_id, float(created_at), named, usergroups, channel)

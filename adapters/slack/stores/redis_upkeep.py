@@ -14,8 +14,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, sweep_pass
 from adapters.slack.stores.redis_audit import RedisAudit
-from adapters.slack.stores.redis_layout import RedisKeys, px
-from adapters.slack.stores.redis_link import RedisLink, as_text
+from adapters.slack.stores.redis_link import RedisKeys, RedisLink, as_text, px
 from adapters.slack.stores.redis_lua import FORGET_OWNER
 from adapters.slack.stores.redis_notices import RedisNotices
 from bot.questions.errors import UserQuestionError

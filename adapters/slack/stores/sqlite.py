@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Final
 from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.contract import RETENTION, OpenCount, OrphanHandler, PendingStore, Watch
+from adapters.slack.stores.contract import (
+    RETENTION,
+    KeepsTrail,
+    OpenCount,
+    OrphanHandler,
+    PendingStore,
+    TrailReader,
+    Watch,
+)
 from adapters.slack.stores.duties import (
     default_process_id,
     stop_tasks,
@@ -24,7 +32,6 @@ from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
-from adapters.slack.stores.trail import KeepsTrail, TrailReader
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 

@@ -448,7 +448,7 @@ async def test_open_audiences_give_other_tasks_turns_while_they_make_many(
         target, name, ours = (
             (store._file, "rows", lambda args: "json_each" in args[0])
             if isinstance(store, SqlitePendingStore)
-            else (store._records._link, "op", lambda args: args[0] == "list audiences")
+            else (store._link, "op", lambda args: args[0] == "list audiences")
         )
         real = getattr(target, name)
         other = OtherTask()
