@@ -190,19 +190,15 @@ class KeepsTrail:
     _trail: Trail
 
     async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail (kept for the retention period)."""
         await self._trail.append_event(event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
-        """The trail of one question, in the order it was appended."""
         return await self._trail.events(request_id)
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         return self._trail.audit(since, until)
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """The breaks of the trail's hash chain, each naming its position (``None``: none kept)."""
         return await self._trail.check_chain(kept_since)
 
 

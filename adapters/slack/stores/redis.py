@@ -28,9 +28,8 @@ from adapters.slack.stores.redis_link import (
     closed_error,
     reraise_cancellation,
 )
-from adapters.slack.stores.redis_notices import RedisNotices
 from adapters.slack.stores.redis_records import RedisRecords
-from adapters.slack.stores.redis_upkeep import RedisUpkeep
+from adapters.slack.stores.redis_upkeep import RedisNotices, RedisUpkeep
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]

@@ -1,25 +1,196 @@
-"""The Redis store's upkeep: the heartbeat, the sweep of lost processes, the audit purge."""
+"""The Redis store's background work: this process's watches woken from ``p:done``, the
+heartbeat, the sweep of lost processes, the audit purge."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
 import time
+from collections.abc import Iterable
+from typing import Final, cast
 
+from redis.asyncio.client import PubSub
 from redis.asyncio.lock import Lock
-from redis.exceptions import LockError
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import LockError, RedisError
 
-from adapters.slack.model.record import PendingRecord
+from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, sweep_pass
 from adapters.slack.stores.redis_audit import RedisAudit
-from adapters.slack.stores.redis_link import RedisKeys, RedisLink, as_text, px
+from adapters.slack.stores.redis_link import (
+    FAILURES,
+    RedisKeys,
+    RedisLink,
+    as_text,
+    px,
+    reraise_cancellation,
+)
 from adapters.slack.stores.redis_lua import FORGET_OWNER
-from adapters.slack.stores.redis_notices import RedisNotices
-from bot.questions.errors import UserQuestionError
+from adapters.slack.stores.watches import WatchRegistry
+from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["RedisUpkeep"]
+__all__ = ["RedisNotices", "RedisUpkeep"]
+
+_CHUNK: Final = 500
+"""Records checked for existence per pipeline."""
+
+
+class RedisNotices:
+    """This process's watches and the subscriber that resolves them."""
+
+    def __init__(
+        self,
+        link: RedisLink,
+        keys: RedisKeys,
+        *,
+        heartbeat_interval: float,
+        heartbeat_ttl: float,
+        outage_limit: float,
+        log: logging.Logger,
+    ) -> None:
+        self._link = link
+        self._keys = keys
+        self._heartbeat_interval = heartbeat_interval
+        self._heartbeat_ttl = heartbeat_ttl
+        self._outage_limit = outage_limit
+        self._tick = min(1.0, heartbeat_interval)
+        self._log = log
+        self._retry: set[str] = set()
+        self._pubsub: PubSub | None = None
+        self.watches = WatchRegistry(self.check, shielded=True, on_unwatched=self._retry.discard)
+
+    async def subscribe(self) -> None:
+        """Subscribe to ``p:done`` and wait for the confirmation: publishes reach us from now."""
+        pubsub = self._link.client.pubsub()
+        self._pubsub = pubsub
+        await pubsub.subscribe(self._keys.done)
+        while True:
+            message = await pubsub.get_message(timeout=self._link.op_timeout)
+            if message is not None and message["type"] == "subscribe":
+                return
+
+    async def unsubscribe(self) -> None:
+        """Close the subscription (a failure is only logged)."""
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            try:
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
+            except (RedisError, OSError) as exc:
+                self._log.debug("closing pub/sub: %s", exc)
+
+    def close(self, error: UserQuestionError) -> None:
+        """End every wait with ``error``; forget the watches."""
+        self.watches.close(error)
+        self._retry.clear()
+
+    async def check(self, request_id: str) -> None:
+        """Re-read one watched record (bounded); on failure the subscriber retries it."""
+        await self._reread([request_id])
+
+    async def _reread(self, ids: Iterable[str]) -> None:
+        wanted = sorted({i for i in ids if i in self.watches})
+        if not wanted:
+            return
+        try:
+            raws = await self._link.op(
+                "re-read watched records",
+                lambda: self._link.client.mget([self._keys.record(i) for i in wanted]),
+            )
+        except UserQuestionError:
+            self._retry.update(wanted)
+            return
+        for request_id, raw in zip(wanted, raws, strict=True):
+            self._retry.discard(request_id)
+            if raw is None:
+                continue  # gone: ``check_lost`` fails its waits
+            try:
+                record = PendingRecord.load(raw, of=request_id)
+            except UserQuestionError as exc:  # and will not become readable here
+                self._log.error("%s; its waits in this process end", exc.message)
+                self.watches.fail(request_id, exc)
+                continue
+            if record.state in TERMINAL_STATES:
+                self.watches.resolve(record)
+
+    async def listen(self) -> None:
+        """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""
+        pubsub = self._pubsub
+        assert pubsub is not None
+        backoff = ExponentialBackoff(cap=2.0, base=0.1)
+        failures = 0
+        last_ping = last_heard = last_retry = time.monotonic()
+        while not self._link.closed:
+            started = time.monotonic()
+            try:
+                if started - last_heard > self._heartbeat_ttl and pubsub.connection is not None:
+                    # Nothing (not even our pings' pongs) for too long: the connection is
+                    # half-open. Drop it; the next read reconnects and resubscribes.
+                    last_heard = started
+                    await pubsub.connection.disconnect()
+                    raise RedisConnectionError("no answer to pub/sub pings")
+                if started - last_ping >= self._heartbeat_interval:
+                    last_ping = started
+                    await pubsub.ping()
+                message = await pubsub.get_message(timeout=self._tick)
+            except FAILURES as exc:
+                reraise_cancellation(exc)
+                self._link.mark_lost(exc, started)
+                failures += 1
+                await asyncio.sleep(backoff.compute(failures))
+                last_heard = time.monotonic()  # judge silence on the next connection afresh
+                continue
+            now = time.monotonic()
+            if message is not None:
+                last_heard = now
+                failures = 0
+                self._link.mark_ok()
+            try:
+                if message is not None and message["type"] == "subscribe":
+                    # a resubscription after a reconnect: anything may have ended meanwhile
+                    self._log.info("pending store resubscribed to %s", self._keys.done)
+                    await self._reread(list(self.watches.groups))
+                elif message is not None and message["type"] == "message":
+                    await self._reread([str(message["data"])])
+                if self._retry and now - last_retry >= self._tick:
+                    last_retry = now
+                    await self._reread(list(self._retry))
+            except Exception:  # never let one bad message stop the notifications
+                self._log.exception("pending store subscriber failed on %r", message)
+
+    async def check_lost(self) -> None:
+        """Fail the waits on records that vanished (Redis flushed): ``RECORD_LOST``."""
+        ids = self.watches.waiting_ids()
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+
+            async def exists(chunk: list[str] = chunk) -> list[int]:
+                pipe = self._link.client.pipeline(transaction=False)
+                for request_id in chunk:
+                    pipe.exists(self._keys.record(request_id))
+                return cast(list[int], await pipe.execute())
+
+            found = await self._link.op("check the watched records", exists)
+            for request_id, present in zip(chunk, found, strict=True):
+                if not present:
+                    self._log.error("pending store lost record %s (was Redis flushed?)", request_id)
+                    self.watches.lost(request_id)
+
+    def give_up_if_lost(self) -> None:
+        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds."""
+        link = self._link
+        if link.healthy is not False or time.monotonic() - link.ok_at < self._outage_limit:
+            return
+        self.watches.fail_all(
+            UserQuestionError(
+                f"the pending store (Redis at {link.shown_url}) has been unreachable for more "
+                f"than {self._outage_limit:g} seconds",
+                STORE_UNAVAILABLE,
+            )
+        )
 
 
 class RedisUpkeep:

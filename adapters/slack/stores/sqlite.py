@@ -28,10 +28,9 @@ from adapters.slack.stores.duties import (
     stop_tasks,
 )
 from adapters.slack.stores.sqlite_audit import SqliteAudit
-from adapters.slack.stores.sqlite_endings import SqliteEndings
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
-from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
+from adapters.slack.stores.sqlite_upkeep import SqliteEndings, SqliteUpkeep
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
