@@ -10,12 +10,7 @@ from typing import Any, Final
 
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.basic_objects import JsonObject
-from slack_sdk.models.blocks import (
-    Block,
-    BlockElement,
-    MarkdownTextObject,
-    PlainTextObject,
-)
+from slack_sdk.models.blocks import Block, BlockElement, MarkdownTextObject, PlainTextObject
 
 MAX_BLOCKS_MESSAGE: Final = 50
 MAX_BLOCKS_MODAL: Final = 100
