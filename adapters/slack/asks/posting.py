@@ -99,9 +99,10 @@ class Poster:
             if not record.detached and self._withdraw(record.id):
                 # Still waiting its turn: never shown, nothing to wait for from Slack.
                 self._unshown.add(record.id)
-            # Let Slack's reply arrive so the message can be marked as cancelled.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(delivery, timeout=10)
+            # Let Slack's reply arrive so the message can be marked as cancelled; a delivery
+            # still writing its place (the store down) finishes in the background.
+            if not (await asyncio.wait({delivery}, timeout=10))[0]:
+                self._sync.spawn(_settled(delivery), "placing a posted message")
             raise
         finally:
             if self._posting.get(record.id) is delivery:
@@ -313,3 +314,9 @@ async def _place(
                 raise
         await asyncio.sleep(delay)
     return (await settle(store, request_id, placed, event=asked))[1]
+
+
+async def _settled(delivery: asyncio.Future[PendingRecord]) -> None:
+    """Wait for ``delivery`` (its failure was the cancelled ask's to report, not a stop's)."""
+    with contextlib.suppress(Exception):
+        await delivery
