@@ -52,6 +52,15 @@ async def until(predicate: Callable[[], Any], *, within: float = 5.0, what: str 
         await asyncio.sleep(0.005)
 
 
+async def message_ts_kept(store: PendingStore, within: float = 5.0) -> None:
+    """Wait until an ask has stored its message's ts (written once Slack answers the post)."""
+    for _ in range(int(within / 0.01)):
+        if any(r.message_ts for r in await store.open_records()):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no message ts stored within {within} s")
+
+
 class SlackHarness:
     """Slack stand-in + bolt ``AsyncApp`` + ``SlackQuestionProvider`` + service."""
 

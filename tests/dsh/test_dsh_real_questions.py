@@ -16,6 +16,7 @@ from tests.dsh.test_dsh_client import eventually, shown
 from tests.dsh_model import ask, exit_plan
 from tests.dsh_real import live_host, real_host
 from tests.dsh_real_rig import RealRig, RealRigFactory, make_real_rig
+from tests.slack.render.test_review_wording import diff_rows
 
 __all__ = ["live_host", "make_real_rig", "real_host"]  # the fixtures
 
@@ -140,7 +141,7 @@ async def test_a_plan_declined_with_feedback_then_revised_and_approved(rig: Real
     assert "Backfill in batches." in await rig.final(message)
     again = await rig.message(2)
     text = shown(again.blocks)
-    assert "Revises" in text and "+ 2. Backfill it in batches." in text
+    assert "Revises" in text and "+ 2. Backfill it in batches." in diff_rows(again.blocks)
     await rig.click(again, "Approve")
     second = await rig.driver.tool_result(sid, call[:-1] + "1")
     assert second["text"].startswith("Plan approved")

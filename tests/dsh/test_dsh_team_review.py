@@ -23,6 +23,7 @@ from tests.dsh.test_dsh_client import (
     make_rig,
     shown,
 )
+from tests.slack.render.test_review_wording import diff_rows
 
 __all__ = ["make_rig"]  # the rig fixture, shared with the dsh client's tests
 
@@ -70,7 +71,8 @@ async def test_the_sessions_next_plan_after_a_decline_shows_what_changed(
         text = shown(again.blocks)
         assert "the previous review>" in text and "Revises" in text
         assert "> Backfill in batches." in text
-        assert "- 2. Backfill it.\n+ 2. Backfill it in batches." in text
+        rows = diff_rows(again.blocks)
+        assert rows[rows.index("− 2. Backfill it.") + 1] == "+ 2. Backfill it in batches."
         await rig.click(again, "Approve")
         assert (await answer_of(second))["answers"][0]["selected"] == ["Approve"]
         # Approved: the session's next plan review is a fresh one again.

@@ -26,6 +26,7 @@ from tests.slack_harness import (
     all_text,
     answering_elements,
     interactive_elements,
+    message_ts_kept,
     until,
 )
 from tests.slack_payloads import click
@@ -976,8 +977,10 @@ async def test_a_release_after_another_process_answered_returns_the_answer(
     async with SlackHarness(store=mine) as h:
         task = h.ask(one(options=["Yes"]), signal=controller.signal)
         await h.posted()
-        # Waiting on the ending or the signal (it listens for the signal only then).
+        # Waiting on the ending or the signal (it listens for the signal only then), its post
+        # placed (a placement written after the answer would write the ending here itself).
         await until(lambda: controller.signal._listeners, what="the ask waiting")
+        await message_ts_kept(mine)
         (record,) = await mine.open_records()
         given = AskUserQuestionAnswer.model_validate({"answers": [{"id": "q", "selected": ["Y"]}]})
         _, written = await mutate(

@@ -30,8 +30,8 @@ from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
 from bot.app.socket_mode import SocketMode
 from bot.questions import AskOptions
-from tests.slack.clicks.test_click_store_outage import FlakySqliteStore, message_ts_kept
-from tests.slack_harness import FAST_LIMITS, SlackHarness, until
+from tests.slack.clicks.test_click_store_outage import FlakySqliteStore
+from tests.slack_harness import FAST_LIMITS, SlackHarness, message_ts_kept, until
 from tests.socket_mode_standin import SocketModeStandIn
 
 VIEW = ApprovalView(tool_name="bash", headline="escalate sandbox", command="rm -rf /srv/x")

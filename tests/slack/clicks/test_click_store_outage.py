@@ -18,7 +18,7 @@ from adapters.slack.stores import SqlitePendingStore
 from bot.questions import AskOptions, UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack.asks.test_slack_provider import one
-from tests.slack_harness import SlackHarness, until
+from tests.slack_harness import SlackHarness, message_ts_kept, until
 
 
 class _Flaky:
@@ -35,15 +35,6 @@ class _Flaky:
             raise UserQuestionError("the pending store (Redis) could not get", STORE_UNAVAILABLE)
         got: PendingRecord | None = await super().get(request_id)  # type: ignore[misc]
         return got
-
-
-async def message_ts_kept(store: SqlitePendingStore, within: float = 5.0) -> None:
-    """Wait until an ask has stored its message's ts (written once Slack answers the post)."""
-    for _ in range(int(within / 0.01)):
-        if any(r.message_ts for r in await store.open_records()):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"no message ts stored within {within} s")
 
 
 class FlakySqliteStore(_Flaky, SqlitePendingStore):

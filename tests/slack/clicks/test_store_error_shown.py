@@ -20,8 +20,7 @@ from adapters.slack.stores import SqlitePendingStore
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack.asks.test_slack_provider import one
-from tests.slack.clicks.test_click_store_outage import message_ts_kept
-from tests.slack_harness import SlackHarness, all_text, interactive_elements, until
+from tests.slack_harness import SlackHarness, all_text, interactive_elements, message_ts_kept, until
 
 pytestmark = pytest.mark.timeout(60)
 

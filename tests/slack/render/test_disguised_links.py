@@ -334,3 +334,28 @@ def test_a_label_that_hiding_characters_lengthen_stays_within_a_buttons_75() -> 
     ]
     assert buttons and all(len(text) <= 75 for text in buttons)
     assert any("⟨U+001F⟩" in text for text in buttons)
+
+
+def test_an_option_description_that_hiding_characters_lengthen_stays_within_75() -> None:
+    """A description was cut to 75 before its hiding characters were shown (``⟨U+200D⟩``, 8
+    more characters each): 16 family emoji showed as 82 and Slack refused the question
+    (found by the random-request property test)."""
+    from bot.questions.models import AskUserQuestionItem
+
+    option = {"label": "", "description": "👩\u200d👩\u200d👧" * 16}
+    questions = [
+        AskUserQuestionItem.model_validate({"id": "q0", "question": "Pick"}),
+        AskUserQuestionItem.model_validate({"id": "q1", "question": "Pick", "options": [option]}),
+    ]
+    record = _record(0, None, "", "").model_copy(update={"questions": questions})
+    rendered = render_open(record)
+    assert check_message(rendered.blocks, rendered.text) == []
+    descriptions = [
+        option["description"]["text"]
+        for block in rendered.blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+        for option in element.get("options", [])
+        if "description" in option
+    ]
+    assert descriptions and all(len(text) <= 75 for text in descriptions)

@@ -17,7 +17,7 @@ from adapters.slack.model import ids
 from adapters.slack.model.record import Draft
 from adapters.slack.render.blocks.parts import label, option_labels
 from adapters.slack.render.blocks.rendered import Block
-from adapters.slack.render.mrkdwn import plain, shorten
+from adapters.slack.render.mrkdwn import plain
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
@@ -52,7 +52,7 @@ def _option(question: AskUserQuestionItem, index: int, texts: list[str]) -> Bloc
         "value": ids.option_value(index),
     }
     if option.description:
-        built["description"] = plain(shorten(option.description, MAX_OPTION_DESCRIPTION))
+        built["description"] = plain(option.description, MAX_OPTION_DESCRIPTION)
     return built
 
 
