@@ -152,6 +152,33 @@ async def test_on_a_phone_a_long_menu_filters_as_you_type(
         assert errors == []
 
 
+async def test_on_a_phone_a_long_multi_select_menu_filters_as_you_type(
+    runtime: Runtime, browser: Browser, tmp_path: Path
+) -> None:
+    async with asyncio.timeout(TEST_BUDGET):
+        page, errors = await open_page(browser, runtime, **PHONE)
+        regions = [f"{area}-{n}" for area in ("eu-west", "us-east", "us-west") for n in (1, 2)]
+        regions += ["eu-central-1", "ap-south-1", "ap-northeast-1", "sa-east-1", "ca-central-1"]
+        options = [{"label": region} for region in regions]
+        question = {"id": "q", "question": "Which regions?", "multiSelect": True}
+        task = asked(runtime, {"questions": [{**question, "options": options}]}, AskOptions())
+        form = await pinned(page, "Which regions?")
+        await form.get_by_test_id("multi-summary").tap()
+        await form.get_by_role("checkbox", name="eu-west-1").check()
+        search = form.get_by_test_id("select-filter")
+        await search.fill("us-")
+        shown = form.locator(".sk-multi-option:not([hidden])")
+        await expect(shown).to_have_text(["us-east-1", "us-east-2", "us-west-1", "us-west-2"])
+        await form.get_by_role("checkbox", name="us-west-2").check()
+        await page.screenshot(path=tmp_path / "look-12-multi-menu-filter-phone.png")
+        await search.fill("")
+        await expect(shown).to_have_count(len(regions))
+        await form.get_by_role("button", name="Submit", exact=True).tap()
+        answer = (await task).answers[0]  # type: ignore[attr-defined]
+        assert answer.selected == ["eu-west-1", "us-west-2"]
+        assert errors == []
+
+
 async def test_on_a_phone_a_saved_draft_leaves_no_note_behind_the_submit(
     runtime: Runtime, browser: Browser, tmp_path: Path
 ) -> None:

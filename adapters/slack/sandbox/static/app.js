@@ -709,6 +709,27 @@
     return el("div", { class: "sk-select-filtered" }, search, select);
   }
 
+  // A long multi-select menu filters as you type, as Slack's does (ticks are kept).
+  function multiFilter(menu) {
+    const search = el("input", {
+      type: "search",
+      class: "sk-select-filter",
+      placeholder: "Type to filter the options…",
+      "aria-label": "Filter the options",
+      "data-testid": "select-filter",
+    });
+    search.addEventListener("input", () => {
+      const wanted = search.value.trim().toLowerCase();
+      const rows = Array.from(menu.querySelectorAll(".sk-multi-option"));
+      for (const row of rows) row.hidden = !row.textContent.toLowerCase().includes(wanted);
+      for (const group of menu.querySelectorAll(".sk-multi-group")) {
+        group.hidden = !group.querySelector(".sk-multi-option:not([hidden])");
+      }
+      search.classList.toggle("no-match", rows.every((row) => row.hidden));
+    });
+    return search;
+  }
+
   function renderMultiSelect(element, block, ctx) {
     const restored = savedSelection(ctx, block, element);
     const chosen = new Set(
@@ -743,6 +764,7 @@
       menu.append(group);
     }
     paint();
+    if (optionsOf(element).length > FILTER_FROM) menu.prepend(multiFilter(menu));
     const details = el("details", { class: "sk-multi-details" }, summary, menu);
     // An opened menu is scrolled into view rather than clipped by the message list.
     details.addEventListener("toggle", () => {
