@@ -5,7 +5,8 @@ in HTTP mode (``bot.app.start``, its default SQLite store in a file, the heap se
 start); the stand-in and the agents holding the long-polls (``bench.longpoll``'s agent) run in
 processes of their own, so only the bot's memory counts. After a warm-up, ``count`` questions
 are POSTed (``batch`` at a time) and the RSS growth per question is taken after a full
-collection; then every one gets a ``GET ?wait=60`` and the growth is taken again.
+collection; then every one gets a ``GET ?wait=60`` and the growth is taken again. The
+warm-up asks ``batch`` at once, so the connections the load opens are in the baseline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ WARMUP = 50
 
 async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]:
     """KiB of RSS per pending API question: with no waiter, and with a long-poll each."""
+    warmup = max(WARMUP, batch)
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(
             mode="http",
@@ -38,7 +40,7 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
             bot_api_token=TOKEN,
             store_path=str(Path(folder) / "store.db"),
             slack_rate_scale=1000.0,
-            max_open_per_token=count + WARMUP,
+            max_open_per_token=count + warmup,
         )
         runtime = await start(settings)
         # One token holds every long-poll here: past its cap (64) they would be refused.
@@ -57,7 +59,7 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
                             raise RuntimeError(f"POST answered {response.status}")
                         return str((await response.json())["id"])
 
-                await asyncio.gather(*(ask() for _ in range(WARMUP)))
+                await asyncio.gather(*(ask() for _ in range(warmup)))
                 heap.settle()  # as python -m bot does once started
                 base = settled_rss_kib()
                 rids: list[str] = []

@@ -56,7 +56,13 @@ from adapters.slack.asks.destination import AskDefaults, Destination, Destinatio
 from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
-from adapters.slack.asks.status import QuestionStatus, status_of, wait_ended
+from adapters.slack.asks.status import (
+    QuestionStatus,
+    Report,
+    report_ending,
+    status_of,
+    wait_ended,
+)
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
@@ -265,6 +271,11 @@ class SlackQuestionProvider:
     async def wait_ended(self, request_id: str) -> QuestionStatus:
         """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
         return await wait_ended(self._store, self._sync, self._endings, request_id)
+
+    async def report_ending(self, request_id: str, report: Report) -> bool:
+        """Report how request ``request_id`` ends to ``report``, no task waiting meanwhile
+        (``asks.status.report_ending``); ``False`` if it is unknown."""
+        return await report_ending(self._store, self._sync, self._endings, request_id, report)
 
     async def ask_approval(
         self,

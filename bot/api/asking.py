@@ -82,6 +82,12 @@ class Questions(Protocol):
         """Wait until a question ends (cancel to stop waiting)."""
         ...
 
+    async def report_ending(
+        self, request_id: str, report: Callable[[str, QuestionStatus | BaseException], None]
+    ) -> bool:
+        """Report how a question ends to ``report``, with no task waiting; ``False`` if unknown."""
+        ...
+
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
     ) -> QuestionStatus | None:

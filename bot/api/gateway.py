@@ -13,10 +13,7 @@ from typing import Any, Final, TypeVar
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import (
-    QuestionStatus,
-    Released,
-)
+from adapters.slack import QuestionStatus, Released, WaitReleased
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.answers import (
     failure,
@@ -50,7 +47,7 @@ from bot.api.body import (
 )
 from bot.api.idempotency import KeyLocks, key_problem, same_request
 from bot.api.openapi import document_text
-from bot.api.taken import TakenUp
+from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
 from bot.questions.errors import (
     NO_PROVIDER,
@@ -118,7 +115,7 @@ class Gateway:
         self._keys = KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
-        self._taken = TakenUp(self._caps, self._tokens, questions.wait_ended, self._logger)
+        self._held = Held(self._caps, self._tokens, questions.report_ending, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes, each with a ``BodyRule`` for the server's guard (the token
@@ -142,19 +139,18 @@ class Gateway:
 
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""
-        self._closing = True
-        self._taken.close()
+        self._closing = self._held.closing = True
         for controller in self._waiting.values():
             controller.abort(Released())
 
     @property
     def taken_up(self) -> int:
         """Questions taken up at start that hold a slot of the caps now."""
-        return self._taken.count
+        return self._held.count(asked=False)
 
     def take_up(self, questions: Iterable[QuestionStatus]) -> int:
         """Hold a cap slot for each open API question among ``questions`` until it ends."""
-        return self._taken.take(questions)
+        return self._held.take(questions)
 
     def end_polls(self) -> None:
         """Answer every long-poll still waiting with its question's current state (shutdown)."""
@@ -167,8 +163,8 @@ class Gateway:
 
     @property
     def running(self) -> int:
-        """Asks started by this process that have not ended yet."""
-        return len(self._asks)
+        """Questions asked by this process that have not ended yet (being posted, or held)."""
+        return sum(1 for i in self._asks if i not in self._held) + self._held.count(asked=True)
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
@@ -259,10 +255,11 @@ class Gateway:
         def on_posted(_: str) -> None:
             if not posted.done():
                 posted.set_result(None)
+                controller.abort(Released())  # nothing waits on it here once posted
 
         options = ask_options(post, request_id, by, on_posted)
         controller = AbortController()
-        task = asyncio.ensure_future(run(options, controller.signal))
+        task = asyncio.ensure_future(self._ask(request_id, run(options, controller.signal)))
         self._asks[request_id] = task
         self._waiting[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
@@ -281,11 +278,21 @@ class Gateway:
         view = view_of(question, self._ttl) if question is not None else pending
         return located(view, 201 if posted.done() else 202, request_id)
 
+    async def _ask(self, request_id: str, asking: Awaitable[Any]) -> None:
+        """Ask until the question is posted; then hold it (``Held``) until it ends."""
+        try:
+            await asking
+        except WaitReleased:
+            if self._closing:
+                raise  # a stop: it stays open for the next process
+            await self._held.hold(request_id, asked=True)
+
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
         self._waiting.pop(request_id, None)
-        self._caps.give_back(request_id)
-        log_end(self._logger, request_id, task)
+        if request_id not in self._held:
+            self._caps.give_back(request_id)
+            log_end(self._logger, request_id, task)
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""

@@ -1,5 +1,6 @@
-"""The API's open questions a starting bot took up from an earlier process: each holds a slot
-of the open-question caps until it ends."""
+"""The API's open questions once posted (or taken up at start from an earlier process): each
+holds a slot of the open-question caps until it ends, watched in the store with no task of
+its own; its end is logged."""
 
 from __future__ import annotations
 
@@ -9,35 +10,41 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 from adapters.slack import QuestionStatus
+from adapters.slack.asks.tasks import BackgroundTasks
 from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
-from bot.questions.errors import HarnessError
 
-__all__ = ["TakenUp"]
+__all__ = ["Held"]
 
 LOOK_AGAIN: Final = 5.0
 """Seconds before a watch that failed (the store unreachable) is set again."""
 
+Report = Callable[[str, QuestionStatus | BaseException | None], None]
+Watch = Callable[[str, Report], Awaitable[bool]]
+"""Reports how a question ends, with no task waiting (the provider's ``report_ending``)."""
 
-class TakenUp:
-    """Slots of the caps held by questions taken up at start, each until it ends."""
+
+class Held:
+    """Open API questions holding a slot of the caps, each until it ends."""
 
     def __init__(
-        self,
-        caps: OpenQuestionCaps,
-        tokens: ApiTokens,
-        wait_ended: Callable[[str], Awaitable[object]],
-        logger: logging.Logger,
+        self, caps: OpenQuestionCaps, tokens: ApiTokens, watch: Watch, logger: logging.Logger
     ) -> None:
         self._caps = caps
         self._tokens = tokens
-        self._wait_ended = wait_ended
+        self._watch = watch
         self._logger = logger
-        self._holding: dict[str, asyncio.Task[None]] = {}
+        self._held: dict[str, bool] = {}
+        """Request id -> whether it was asked here (not taken up at start)."""
+        self._looks = BackgroundTasks(logger)
+        self.closing = False
+        self._report = self._ended  # one bound method for every question held
 
-    @property
-    def count(self) -> int:
-        """Questions taken up that hold a slot now."""
-        return len(self._holding)
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._held
+
+    def count(self, asked: bool) -> int:
+        """Questions held that were asked here (``asked``), or taken up at start."""
+        return sum(1 for here in self._held.values() if here is asked)
 
     def take(self, questions: Iterable[QuestionStatus]) -> int:
         """Take a slot for each open API question of ``questions``; how many were taken."""
@@ -48,28 +55,38 @@ class TakenUp:
             if not question.is_open or not (api or tagged) or self._caps.holds(question.id):
                 continue
             self._caps.take(question.id, tagged or name)
-            task = asyncio.ensure_future(self._hold(question.id))
-            self._holding[question.id] = task
+            self._looks.spawn(self.hold(question.id, asked=False), "hold a question")
             taken += 1
         return taken
 
-    def close(self) -> None:
-        """Stop watching (shutdown): the questions stay open for the next process."""
-        for task in self._holding.values():
-            task.cancel()
-
-    async def _hold(self, request_id: str) -> None:
+    async def hold(self, request_id: str, *, asked: bool) -> None:
+        """Hold ``request_id``'s slot (taken already) until it ends."""
+        self._held[request_id] = asked
         try:
-            while True:
-                try:
-                    await self._wait_ended(request_id)
-                    return
-                except HarnessError as exc:  # the store is unreachable: look again later
-                    self._logger.info(
-                        "cannot watch a question taken up",
-                        extra={"request": request_id, "error": exc.code},
-                    )
-                    await asyncio.sleep(LOOK_AGAIN)
-        finally:
-            self._caps.give_back(request_id)
-            self._holding.pop(request_id, None)
+            if not await self._watch(request_id, self._report):
+                self._ended(request_id, None)  # unknown: nothing holds the slot
+        except Exception as exc:  # the store unreachable: looked at again later
+            self._ended(request_id, exc)
+
+    def _look_again(self, request_id: str) -> None:
+        asked = self._held.get(request_id)
+        if asked is not None and not self.closing:
+            self._looks.spawn(self.hold(request_id, asked=asked), "hold a question")
+
+    def _ended(self, request_id: str, outcome: QuestionStatus | BaseException | None) -> None:
+        asked = self._held.pop(request_id, None)
+        if asked is None:
+            return
+        if isinstance(outcome, BaseException) and not self.closing:
+            self._logger.info(  # the store is unreachable: look again later
+                "cannot watch a question", extra={"request": request_id, "error": repr(outcome)}
+            )
+            self._held[request_id] = asked
+            asyncio.get_running_loop().call_later(LOOK_AGAIN, self._look_again, request_id)
+            return
+        self._caps.give_back(request_id)
+        if isinstance(outcome, BaseException):  # a stop: it stays open for the next process
+            self._logger.info("question released", extra={"request": request_id})
+        elif outcome is not None and outcome.error is not None:
+            extra = {"request": request_id, "code": outcome.error.code}
+            self._logger.info("question ended", extra=extra)

@@ -25,10 +25,10 @@ __all__ = [
     "Event",
     "SystemClock",
     "escalation_text",
-    "keep_deadlines",
     "mention_of",
     "reminder_text",
     "schedule",
+    "send_due",
 ]
 
 TOP_REMINDER: Final = ":alarm_clock: Reminder:"
@@ -71,14 +71,15 @@ class Event:
     """Which reminder (its place in ``record.reminders``)."""
 
 
-def schedule(record: PendingRecord) -> list[Event]:
-    """What is due for ``record``, in time order (the deadline last among equals)."""
+def schedule(record: PendingRecord, late: float = 0.0) -> list[Event]:
+    """What is due for ``record``, in time order (the expiry last among equals, ``late``
+    seconds past the deadline)."""
     events = [Event(at, "remind", i) for i, at in enumerate(record.reminders)]
     if record.escalate_at is not None and record.escalate_to:
         events.append(Event(record.escalate_at, "escalate"))
     if record.deadline is not None:
         events = [e for e in events if e.at < record.deadline]
-        events.append(Event(record.deadline, "expire"))
+        events.append(Event(record.deadline + late, "expire"))
     return sorted(events, key=lambda e: (e.at, e.kind == "expire"))
 
 
@@ -111,34 +112,36 @@ def escalation_text(record: PendingRecord) -> str:
     return f":rotating_light: {target} this question has had no answer yet; can you help?{when}"
 
 
-Expire = Callable[[str], Awaitable[object]]
+Expire = Callable[[PendingRecord], Awaitable[object]]
 """Ends a request as timed out (the lifecycle's ``Endings``)."""
 
 
-async def keep_deadlines(
+async def send_due(
     request_id: str,
+    since: float,
+    late: float,
     store: PendingStore,
     client: AsyncWebClient,
     expire: Expire,
     clock: Clock,
     logger: logging.Logger,
-) -> None:
-    """Send ``request_id``'s reminders and escalation and expire it, until it ends."""
+) -> float | None:
+    """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``
+    seconds past the deadline); when the next of it is due, ``None`` once nothing is left."""
     record = await store.get(request_id)
-    if record is None:
-        return
-    events = schedule(record)
+    if record is None or not record.is_open:
+        return None
+    events = schedule(record, late)
     for event in events:
-        wait = event.at - clock.now()
-        if wait > 0:
-            await clock.sleep(wait)
-        current = await store.get(request_id)
-        if current is None or not current.is_open:
-            return
+        now = clock.now()
+        if event.at < since:
+            continue  # sent before
+        if event.at > now:
+            return event.at
         if event.kind == "expire":
-            await expire(request_id)
-            return
-        if current.message_ts is None or _overtaken(event, events, clock.now()):
+            await expire(record)
+            return None
+        if record.message_ts is None or _overtaken(event, events, now):
             continue  # not in Slack yet, or a later reminder is due as well: send that one
         _, taken = await mutate(store, request_id, functools.partial(_take, event))
         if taken is None:
@@ -155,6 +158,7 @@ async def keep_deadlines(
             logger.warning(
                 "reminder not sent", extra={"request": request_id, "error": type(exc).__name__}
             )
+    return None
 
 
 def _overtaken(event: Event, events: list[Event], now: float) -> bool:

@@ -1,26 +1,26 @@
-"""``DeadlineKeepers``: keeps the deadlines of open requests nobody waits on here (adopted at
-start, or followed as other processes ask them)."""
+"""``DeadlineKeepers``: keeps the deadlines of open requests (waited on here, adopted at start,
+or followed as other processes ask them) on one timer: a heap of when each is next due."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import heapq
 import logging
-from collections import Counter
 from collections.abc import Iterable
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.deadlines import Clock, keep_deadlines, schedule
+from adapters.slack.asks.deadlines import Clock, schedule, send_due
 from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
-from adapters.slack.stores import PendingStore, settle
+from adapters.slack.stores import PendingStore, Watch, settle
 from bot.questions.errors import ASK_TIMEOUT
 
-__all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "DeadlineKeepers"]
+__all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "RETRY", "DeadlineKeepers"]
 
 FOLLOW_EVERY: Final = 5.0
 """Seconds between two looks for requests other processes asked (``Waits.follow``)."""
@@ -31,6 +31,8 @@ already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, 
 the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
+RETRY: Final = 5.0
+"""Seconds before what was due is tried again when it failed (the store out of reach)."""
 RELOOK_OWNED: Final = 6
 """Every how many looks the requests a waiter elsewhere owned are read again: a process
 that stops releases the requests of a host that asks again (``owner`` set to none), which
@@ -38,7 +40,8 @@ from then on are everyone's to keep; the open list alone does not show that."""
 
 
 class DeadlineKeepers:
-    """Keeps the deadlines of the requests it adopts or follows, with no waiter here."""
+    """Keeps the deadlines of the requests waited on, adopted or followed here: no task of
+    their own, one entry each on a heap that one timer task sleeps on."""
 
     def __init__(
         self,
@@ -55,9 +58,15 @@ class DeadlineKeepers:
         self._endings = endings
         self.clock = clock
         self._logger = logger
-        self._keepers: dict[str, asyncio.Task[None]] = {}
-        self._waited: Counter[str] = Counter()
-        """Requests whose deadlines a waiter here keeps (``wait``), and how many wait."""
+        self._due: dict[str, tuple[float, float, float]] = {}
+        """Request id -> when it is next due, from when its schedule is still to send, and
+        how late past its deadline it expires; the heap's entries not in it are stale."""
+        self._heap: list[tuple[float, str]] = []
+        self._timer: asyncio.Task[None] | None = None
+        self._wake: asyncio.Future[None] | None = None
+        self._sending = BackgroundTasks(logger)
+        self._waited: dict[str, list[Watch]] = {}
+        """The waits on each request here: a failure at its due time ends them."""
         self._seen: set[str] = set()
         self._owned: set[str] = set()
         """Among ``_seen``, those a waiter's process owned when read: read again every
@@ -70,8 +79,8 @@ class DeadlineKeepers:
 
     @property
     def keeper_count(self) -> int:
-        """Deadline keepers running for adopted requests (no waiter in this process)."""
-        return len(self._keepers)
+        """Requests whose deadlines are kept here."""
+        return len(self._due)
 
     async def resume(self) -> list[PendingRecord]:
         """Adopt the open requests owned by no process (at start); returns them."""
@@ -116,10 +125,9 @@ class DeadlineKeepers:
         self._seen &= open_ids
         self._owned &= open_ids
         for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
-            if (keeper := self._keepers.get(request_id)) is not None:
-                keeper.cancel()
+            self.forget(request_id)
         self._listed = open_ids  # (one kept since the list was read is not in it: kept on)
-        new = [i for i in open_ids if i not in self._seen and i not in self._keepers]
+        new = [i for i in open_ids if i not in self._seen and i not in self._due]
         started = 0
         for at in range(0, len(new), _READ_AT_ONCE):
             found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
@@ -143,54 +151,89 @@ class DeadlineKeepers:
         return unowned
 
     def keep(self, record: PendingRecord, *, late: float = 0.0) -> bool:
-        """Keep the deadlines of ``record`` (adopted, with no waiter here) from now on,
-        ending it ``late`` seconds past its deadline; whether a keeper started (not: none
-        are due, or they are kept here already)."""
-        if record.id in self._waited or record.id in self._keepers or not schedule(record):
+        """Keep the deadlines of ``record`` from now on, ending it ``late`` seconds past its
+        deadline; whether it was not kept yet (and has something due)."""
+        events = schedule(record, late)
+        kept = self._due.get(record.id)
+        if not events or (kept is not None and kept[2] <= late):
             return False
-        keeper = self._keeper(record, late)
-        self._keepers[record.id] = keeper
-        keeper.add_done_callback(functools.partial(self._kept, record.id))
-        return True
+        self._at(record.id, events[0].at, events[0].at, late)  # (kept later: from the start)
+        return kept is None
 
-    def _kept(self, request_id: str, task: asyncio.Task[None]) -> None:
-        if self._keepers.get(request_id) is task:
-            del self._keepers[request_id]
-        if not task.cancelled() and task.exception() is not None:
-            # Stopped by a failure (the store out of reach at a due time): the next look
-            # reads the request again and keeps it anew, if it is still open.
-            self._seen.discard(request_id)
-            error = task.exception()
-            self._logger.warning(
-                "deadline keeper stopped", extra={"request": request_id, "error": repr(error)}
-            )
+    def forget(self, request_id: str) -> None:
+        """Keep nothing more of ``request_id`` (it ended); its heap entry goes stale."""
+        self._due.pop(request_id, None)
+        if len(self._heap) > 2 * len(self._due) + 64:  # mostly stale: rebuilt
+            self._heap = [(at, rid) for rid, (at, _, _) in self._due.items()]
+            heapq.heapify(self._heap)
+
+    def _at(self, request_id: str, at: float, since: float, late: float) -> None:
+        self._due[request_id] = (at, since, late)
+        heapq.heappush(self._heap, (at, request_id))
+        if self._timer is None or self._timer.done():
+            self._timer = asyncio.ensure_future(self._tick())
+        elif self._heap[0][1] == request_id and self._wake is not None:
+            self._wake.cancel()  # sooner than the timer sleeps for
+
+    async def _tick(self) -> None:
+        """Sleep until the soonest entry is due, then send what is due of it (a task of its
+        own, short-lived) and sleep again; until the heap is empty."""
+        loop = asyncio.get_running_loop()
+        while self._heap:
+            at, request_id = self._heap[0]
+            kept = self._due.get(request_id)
+            if kept is None or kept[0] != at:
+                heapq.heappop(self._heap)  # stale
+                continue
+            wait = at - self.clock.now()
+            if wait > 0:
+                self._wake = loop.create_future()
+                sleeping = asyncio.ensure_future(self.clock.sleep(wait))
+                try:
+                    await asyncio.wait((sleeping, self._wake), return_when="FIRST_COMPLETED")
+                finally:
+                    sleeping.cancel()
+                    self._wake = None
+                continue
+            heapq.heappop(self._heap)
+            self._sending.spawn(self._send(request_id, kept), "deadlines")
+
+    async def _send(self, request_id: str, kept: tuple[float, float, float]) -> None:
+        _, since, late = kept
+        store, client, clock, log = self._store, self._client, self.clock, self._logger
+        after: tuple[float, float] | None = None
+        try:
+            due = await send_due(request_id, since, late, store, client, self._expire, clock, log)
+            after = None if due is None else (due, due)
+        except Exception as exc:  # the store out of reach at the due time
+            extra = {"request": request_id, "error": repr(exc)}
+            log.warning("deadline keeper stopped", extra=extra)
+            for watch in self._waited.get(request_id, ()):  # its waiter ends it (fail_later)
+                watch.fail(exc)
+            if request_id not in self._waited:
+                after = (clock.now() + RETRY, since)  # tried again from the same point
+        if self._due.get(request_id) != kept:
+            return  # forgotten or kept anew meanwhile
+        if after is None:
+            self.forget(request_id)
+        else:
+            self._at(request_id, *after, late)
+
+    async def _expire(self, record: PendingRecord) -> object:
+        # Shielded: a stop cancelling what is due never cuts an ending short between its
+        # write and its refresh.
+        timeout = (record.deadline or 0) - record.created_at
+        return await asyncio.shield(
+            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+        )
 
     async def close(self) -> None:
-        """Stop following and the keepers of adopted requests (the requests stay open)."""
+        """Stop following and keeping deadlines (the requests stay open)."""
         if self._follower is not None:
             self._follower.cancel()
             self._follower = None
-        keepers = list(self._keepers.values())
-        for keeper in keepers:
-            keeper.cancel()
-        if keepers:
-            await asyncio.wait(keepers)
-
-    def _keeper(self, record: PendingRecord, late: float = 0.0) -> asyncio.Task[None]:
-        """A task keeping ``record``'s reminders, escalation and expiry (deadlines.py), the
-        expiry ``late`` seconds past the deadline."""
-
-        timeout = (record.deadline or 0) - record.created_at  # not the record: hours held
-
-        async def expire(rid: str) -> object:
-            if late > 0:
-                await asyncio.sleep(late)  # ended meanwhile: the ending below changes nothing
-            # Shielded: a keeper stopped as its request ends (its wait over, or ``follow_once``
-            # seeing it gone) never cuts the ending short between its write and its refresh.
-            return await asyncio.shield(
-                self._endings.end(rid, "failed", no_answer_within(timeout), ASK_TIMEOUT)
-            )
-
-        return asyncio.ensure_future(
-            keep_deadlines(record.id, self._store, self._client, expire, self.clock, self._logger)
-        )
+        if self._timer is not None:
+            self._timer.cancel()
+        await self._sending.drain(0)
+        self._due.clear()
+        self._heap.clear()

@@ -92,7 +92,6 @@ class AskLifecycle:
             ),
             options,
             request.signal,
-            None,
             functools.partial(self._review, request.questions, options),
         )
         del request, options
@@ -121,7 +120,6 @@ class AskLifecycle:
             ),
             options,
             signal,
-            None,
         )
 
     async def _run(
@@ -129,7 +127,6 @@ class AskLifecycle:
         template: PendingRecord,
         options: AskOptions,
         signal: AbortSignal | None,
-        limit: float | None,
         extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> PendingRecord:
         """Store, post and wait for one request (``template`` gets its id), to its end."""
@@ -144,7 +141,7 @@ class AskLifecycle:
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
-                return await self.waits.rejoin(existing, signal, options.note, limit, owner)
+                return await self.waits.rejoin(existing, signal, options.note, owner)
         record = template.model_copy(
             update={
                 "id": request_id,
@@ -172,7 +169,7 @@ class AskLifecycle:
                 existing = await self._store.get(request_id)
                 if existing is not None:
                     watch.close()
-                    return await self.waits.rejoin(existing, signal, None, limit, owner)
+                    return await self.waits.rejoin(existing, signal, None, owner)
             if record.message_ts is None:
                 placed = await self._post(record, rendered, signal)
             else:  # found again: bring it up to date (open, with live buttons)
@@ -189,7 +186,7 @@ class AskLifecycle:
                 options.on_posted(request_id)
             del options
             try:
-                return await self.waits.wait(request_id, watch, signal, limit, placed=copy)
+                return await self.waits.wait(request_id, watch, signal, placed=copy)
             except UserQuestionError as exc:
                 if exc.code == RECORD_LOST and copy is not None:
                     await self._endings.put_back_lost(copy)

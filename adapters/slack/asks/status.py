@@ -1,10 +1,12 @@
-"""Where a question stands, as callers outside the provider see it (the HTTP API, the dsh client).
-"""
+"""Where a question stands, as callers outside the provider see it (the HTTP API, the dsh
+client), and how one ends."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -17,7 +19,7 @@ from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuesti
 from bot.questions.errors import RECORD_LOST
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["QuestionStatus", "SlackMessage", "status_of"]
+__all__ = ["QuestionStatus", "Report", "SlackMessage", "report_ending", "status_of"]
 
 _UNPOSTED_LOOK: Final = 2.0
 """Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
@@ -155,3 +157,60 @@ async def wait_ended(
         return status_of(await store.get(request_id) or lost_record(before))
     finally:
         watch.close()
+
+
+async def report_ending(
+    store: PendingStore,
+    sync: MessageSynchroniser,
+    endings: Endings,
+    request_id: str,
+    report: Report,
+) -> bool:
+    """Report how request ``request_id`` ends (or the error ending its watch: the store out of
+    reach) to ``report``, with no task waiting meanwhile: a watch, and the record's JSON kept
+    compressed to put it back should the store lose it. ``False`` if it is unknown."""
+    watch = store.watch(request_id)
+    try:
+        record = await store.get(request_id)
+    except BaseException:
+        watch.close()
+        raise
+    if record is None or not record.is_open:
+        watch.close()
+        if record is not None:
+            report(request_id, status_of(record))
+        return record is not None
+    watch.then(_Ending(request_id, zlib.compress(record.dump().encode()), report, sync, endings))
+    return True
+
+
+Report = Callable[[str, "QuestionStatus | BaseException"], None]
+"""Told how a question ended (``report_ending``): its id, and its status or the error."""
+
+
+class _Ending:
+    """What a watch reports a question's ending with (``report_ending``): small, as 10,000
+    open questions may hold one each."""
+
+    __slots__ = ("copy", "endings", "report", "request_id", "sync")
+
+    def __init__(
+        self,
+        request_id: str,
+        copy: bytes,
+        report: Report,
+        sync: MessageSynchroniser,
+        endings: Endings,
+    ) -> None:
+        self.request_id, self.copy, self.report = request_id, copy, report
+        self.sync, self.endings = sync, endings
+
+    def __call__(self, outcome: str | BaseException) -> None:
+        if isinstance(outcome, str):
+            self.report(self.request_id, status_of(PendingRecord.load(outcome)))
+        elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
+            last = zlib.decompress(self.copy).decode()
+            self.sync.spawn(self.endings.put_back_lost(last), "put back")
+            self.report(self.request_id, status_of(lost_record(PendingRecord.load(last))))
+        else:
+            self.report(self.request_id, outcome)

@@ -6,18 +6,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from adapters.slack.asks.deadlines import schedule
 from adapters.slack.asks.endings import Released, WaitReleased
 from adapters.slack.asks.keepers import DeadlineKeepers
 from adapters.slack.model.audit_trail import event_for
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.messages import (
-    CANCELLED_BY_ASKER,
-    no_answer_within,
-)
+from adapters.slack.render.messages import CANCELLED_BY_ASKER
 from adapters.slack.stores import Watch, settle
 from bot.questions import AbortSignal, UserQuestionError
-from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
+from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
 __all__ = ["Waits"]
 
@@ -40,7 +36,6 @@ class Waits(DeadlineKeepers):
         record: PendingRecord,
         signal: AbortSignal | None,
         note: str | None,
-        limit: float | None,
         owner: str | None,
     ) -> PendingRecord:
         """Ask again with a key already used: wait on the open request, or reopen it."""
@@ -83,7 +78,7 @@ class Waits(DeadlineKeepers):
         self._checked.add(record.id)
         watch = self._store.watch(record.id)
         try:
-            return await self.wait(record.id, watch, signal, limit)
+            return await self.wait(record.id, watch, signal)
         finally:
             watch.close()
             if first:
@@ -94,13 +89,11 @@ class Waits(DeadlineKeepers):
         request_id: str,
         watch: Watch,
         signal: AbortSignal | None,
-        limit: float | None,
         *,
         placed: str | None = None,
     ) -> PendingRecord:
-        """Wait for the request's ending, its abort signal or the timeout, whichever is first."""
-        if signal is not None and signal.aborted:
-            return await self._aborted(request_id, signal.reason)
+        """Wait for the request's ending or its abort signal, whichever is first; its
+        deadlines are kept on the shared timer meanwhile (and on, if it is released)."""
         try:
             current = await self._store.get(request_id)
         except UserQuestionError as exc:
@@ -111,34 +104,28 @@ class Waits(DeadlineKeepers):
                 extra={"request": request_id, "error": exc.message},
             )
             current = PendingRecord.load(placed)
-        keeper = None
-        if current is not None and current.is_open and schedule(current):
-            keeper = self._keeper(current)
-            self._waited[request_id] += 1
+        if current is not None and current.is_open:
+            self.keep(current)
+            if signal is not None and isinstance(signal.reason, Released):
+                raise WaitReleased()  # let go once posted: the request stays open
         del current  # not held for the hours a question may wait (10,000 of them at once)
-        if keeper is not None:
-            waiting = self._wait_any(request_id, watch, signal, keeper)
-        elif signal is not None:
-            waiting = self._wait_signalled(request_id, watch, signal)
-        else:
-            waiting = watch.wait()
+        waits = self._waited.setdefault(request_id, [])
+        waits.append(watch)
         try:
-            if limit is None:  # no timeout object held for the hours it may wait
-                record = await waiting
+            if signal is None:
+                record = await watch.wait()
             else:
-                async with asyncio.timeout(limit):
-                    record = await waiting
-        except TimeoutError:
-            assert limit is not None
-            record = await self._endings.end(
-                request_id, "failed", no_answer_within(limit), ASK_TIMEOUT
-            )
+                record = await self._wait_signalled(request_id, watch, signal)
+        except WaitReleased:
+            raise  # open: its deadlines stay kept
+        except BaseException:
+            self.forget(request_id)  # ended, or to be ended by whoever raised (fail_later)
+            raise
         finally:
-            if keeper is not None:
-                keeper.cancel()
-                self._waited[request_id] -= 1
-                if not self._waited[request_id]:
-                    del self._waited[request_id]
+            waits.remove(watch)
+            if not waits:
+                del self._waited[request_id]
+        self.forget(request_id)
         return record
 
     async def _wait_signalled(
@@ -168,47 +155,6 @@ class Waits(DeadlineKeepers):
         finally:
             remove()
         return await self._aborted(request_id, reasons[0])
-
-    async def _wait_any(
-        self,
-        request_id: str,
-        watch: Watch,
-        signal: AbortSignal | None,
-        keeper: asyncio.Task[None] | None,
-    ) -> PendingRecord:
-        """The request's ending, unless its signal aborts it first; a keeper that fails
-        (the store is down when the deadline comes) fails the wait with it."""
-        aborted: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-
-        def on_abort(reason: object) -> None:
-            if not aborted.done():
-                aborted.set_result(reason)
-
-        remove = signal.add_listener(on_abort) if signal is not None else None
-        if signal is not None and signal.aborted:  # aborted since ``wait`` looked (a read)
-            on_abort(signal.reason)
-        waiting: asyncio.Task[PendingRecord] = asyncio.ensure_future(watch.wait())
-        contenders: set[asyncio.Future[Any]] = {waiting, aborted}
-        if keeper is not None:
-            contenders.add(keeper)
-        try:
-            while True:
-                done, _ = await asyncio.wait(contenders, return_when=asyncio.FIRST_COMPLETED)
-                if waiting in done:
-                    return waiting.result()
-                if keeper is not None and keeper in done:
-                    contenders.discard(keeper)
-                    error = keeper.exception()
-                    if error is not None:
-                        raise error
-                    continue  # it expired the request: the watch sees the ending next
-                break
-        finally:
-            if remove is not None:
-                remove()
-            if not waiting.done():
-                waiting.cancel()
-        return await self._aborted(request_id, aborted.result())
 
     async def _aborted(self, request_id: str, reason: object) -> PendingRecord:
         if isinstance(reason, Released):

@@ -68,6 +68,15 @@ class Watch(Protocol):
         """End the wait in progress with ``CancelledError``; an ending that came first stands."""
         ...
 
+    def fail(self, error: Exception) -> None:
+        """End the wait with ``error`` (an ending that came first stands)."""
+        ...
+
+    def then(self, report: Callable[[str | BaseException], None]) -> None:
+        """Report the ended record's JSON, or the error ending the watch, to ``report``
+        once, with no task waiting meanwhile; the watch is closed then."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class OpenCount:

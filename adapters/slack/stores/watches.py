@@ -24,8 +24,11 @@ LOST_CHECK_INTERVAL: Final = 2.0
 class LocalWatch:
     """A waiter in this process for one request's ending."""
 
+    __slots__ = ("_registry", "_report", "future", "request_id", "waiting")
+
     def __init__(self, registry: WatchRegistry, request_id: str) -> None:
         self._registry = registry
+        self._report: Callable[[str | BaseException], None] | None = None
         self.request_id = request_id
         self.future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         """Resolved with the ended record's JSON: each waiter parses its own copy once it
@@ -62,6 +65,24 @@ class LocalWatch:
         asker gave up. An ending that came first stands; the next wait starts afresh."""
         self.future.cancel()
 
+    def fail(self, error: Exception) -> None:
+        """End the wait with ``error`` (an ending that came first stands)."""
+        if not self.future.done():
+            self.future.set_exception(error)
+            self.future.exception()  # retrieved: the waiter re-raises it; never "unretrieved"
+
+    def then(self, report: Callable[[str | BaseException], None]) -> None:
+        """Report the ended record's JSON, or the error ending the watch, to ``report`` once,
+        with no task waiting meanwhile; the watch is closed then."""
+        self.waiting = True
+        self._report = report
+        self.future.add_done_callback(self._reported)
+
+    def _reported(self, future: asyncio.Future[str]) -> None:
+        self.close()
+        if not future.cancelled() and self._report is not None:
+            self._report(future.exception() or future.result())
+
 
 class WatchRegistry:
     """The watches of one store in this process, by request id."""
@@ -76,11 +97,11 @@ class WatchRegistry:
         self.refresh = refresh
         self.shielded = shielded
         self._on_unwatched = on_unwatched
-        self._groups: dict[str, set[LocalWatch]] = {}
+        self._groups: dict[str, list[LocalWatch]] = {}
         self._closed: UserQuestionError | None = None
 
     @property
-    def groups(self) -> Mapping[str, set[LocalWatch]]:
+    def groups(self) -> Mapping[str, list[LocalWatch]]:
         """The watches of each watched request id."""
         return self._groups
 
@@ -96,17 +117,17 @@ class WatchRegistry:
         """A new watch of ``request_id``; after ``close`` one that fails at once."""
         watch = LocalWatch(self, request_id)
         if self._closed is not None:
-            _fail(watch, self._closed)
+            watch.fail(self._closed)
             return watch
-        self._groups.setdefault(request_id, set()).add(watch)
+        self._groups.setdefault(request_id, []).append(watch)  # (a list: smaller than a set)
         return watch
 
     def forget(self, watch: LocalWatch) -> None:
         """Drop ``watch`` (idempotent)."""
         group = self._groups.get(watch.request_id)
-        if group is None:
+        if group is None or watch not in group:
             return
-        group.discard(watch)
+        group.remove(watch)
         if not group:
             del self._groups[watch.request_id]
             if self._on_unwatched is not None:
@@ -132,20 +153,20 @@ class WatchRegistry:
     def fail(self, request_id: str, error: UserQuestionError) -> None:
         """End every wait on ``request_id`` still pending with ``error``."""
         for watch in self._groups.get(request_id, ()):
-            _fail(watch, error)
+            watch.fail(error)
 
     def lost(self, request_id: str) -> None:
         """End every wait on ``request_id`` with ``RECORD_LOST`` (its record is gone)."""
         error = UserQuestionError(f"{RECORD_LOST_NOTE} (request {request_id})", RECORD_LOST)
         for watch in self._groups.get(request_id, ()):
             if watch.waiting:
-                _fail(watch, error)
+                watch.fail(error)
 
     def fail_all(self, error: UserQuestionError) -> None:
         """End every wait still pending with ``error`` (the watches stay registered)."""
         for group in self._groups.values():
             for watch in group:
-                _fail(watch, error)
+                watch.fail(error)
 
     def close(self, error: UserQuestionError) -> None:
         """End every wait with ``error``, forget them all; later watches fail at once."""
@@ -153,8 +174,3 @@ class WatchRegistry:
         self._groups.clear()
         self._closed = error
 
-
-def _fail(watch: LocalWatch, error: UserQuestionError) -> None:
-    if not watch.future.done():
-        watch.future.set_exception(error)
-        watch.future.exception()  # retrieved: the waiter re-raises it; never "unretrieved"

@@ -1,9 +1,8 @@
-"""``Waits.follow_once``: the deadlines of questions other processes asked, kept through a
-store blip and after a release, on a real SQLite store."""
+"""``Waits``: the deadlines of questions other processes asked, kept through a store blip
+and after a release, on a real SQLite store."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from adapters.slack.stores import SqlitePendingStore, mutate
 from bot.questions import UserQuestionError
 from bot.questions.errors import STORE_UNAVAILABLE
 from tests.slack.stores.test_store_contract import make_record
+from tests.slack_harness import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,35 +38,42 @@ def follower(store: SqlitePendingStore) -> Waits:
     return Waits(None, store, None, None, SystemClock(), logging.getLogger("tests.follow"))  # type: ignore[arg-type]
 
 
-async def asked(store: SqlitePendingStore, owner: str | None) -> str:
-    """A posted question due in an hour, owned by ``owner`` (``None``: the HTTP API's)."""
+async def asked(store: SqlitePendingStore, owner: str | None, due_in: float = 3600) -> str:
+    """A posted question due in ``due_in`` s, owned by ``owner`` (``None``: the HTTP API's)."""
     record = make_record("other-bot").model_copy(
-        update={"owner": owner, "deadline": time.time() + 3600, "message_ts": "1.2"}
+        update={"owner": owner, "deadline": time.time() + due_in, "message_ts": "1.2"}
     )
     assert await store.create(record)
     return record.id
 
 
-async def test_a_keeper_a_store_blip_stopped_is_kept_anew(
+async def test_a_deadline_due_in_a_store_blip_is_kept_until_the_store_is_back(
     store: SqlitePendingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await asked(store, None)
-    real = store.get
-    failing = True
+    rid = await asked(store, None, due_in=0.2)
+    record = await store.get(rid)
+    assert record is not None
+    real, failed, ended = store.get, [], []
 
     async def get(request_id: str) -> Any:
-        if failing:
+        if len(failed) < 3:
+            failed.append(request_id)
             raise UserQuestionError("the store is out of reach", STORE_UNAVAILABLE)
         return await real(request_id)
 
+    class Endings:
+        async def end(self, request_id: str, *_: Any) -> None:
+            ended.append(request_id)
+
     monkeypatch.setattr(store, "get", get)
-    waits = follower(store)
+    monkeypatch.setattr(keepers, "RETRY", 0.05)
+    log = logging.getLogger("tests.follow")
+    waits = Waits(None, store, None, Endings(), SystemClock(), log)  # type: ignore[arg-type]
     try:
-        assert await waits.follow_once() == 1
-        await until_no_keepers(waits)  # its first read failed: the keeper stopped
-        failing = False
-        assert await waits.follow_once() == 1  # read again and kept anew
-        assert waits.keeper_count == 1
+        assert waits.keep(record)
+        await until(lambda: ended == [rid], what="the expiry, once the store answers")
+        assert len(failed) == 3  # due, and tried again through the blip
+        await until(lambda: waits.keeper_count == 0, what="nothing left to keep")
     finally:
         await waits.close()
 
@@ -87,10 +94,3 @@ async def test_a_question_released_by_its_owner_is_kept_within_a_few_looks(
     finally:
         await waits.close()
 
-
-async def until_no_keepers(waits: Waits) -> None:
-    for _ in range(100):
-        if waits.keeper_count == 0:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the keeper did not stop")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.asks.deadlines import keep_deadlines
 from adapters.slack.asks.endings import Released
+from adapters.slack.asks.waits import Waits
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import CONTINUED
 from adapters.slack.render.messages import SHUTDOWN_NOTE
@@ -817,16 +817,13 @@ async def test_an_answer_stops_the_reminders() -> None:
         options = AskOptions(timeout=60, reminders=(30,), escalate_after=20, escalate_to="U0ESC")
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
-
-        def keepers() -> list[asyncio.Task[Any]]:
-            return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "keep_deadlines"]
-
-        await until(lambda: keepers() != [], what="the schedule to start")
-        (keeper,) = keepers()
+        waits = h.provider._lifecycle.waits
+        await until(lambda: waits.keeper_count == 1, what="the schedule to start")
         await h.click(message, h.alice, text="Yes")
         assert (await task).answers[0].selected == ["Yes"]
+        assert waits.keeper_count == 0  # forgotten as it ended
         clock.advance(120)  # past the whole schedule: the escalation, the reminder, the deadline
-        await until(keeper.done, what="the schedule to end")
+        await asyncio.sleep(0.2)
         assert replies(h, message) == []
 
 
@@ -879,20 +876,16 @@ async def test_several_keepers_of_one_request_send_each_reminder_once() -> None:
         task = h.ask(one("Deploy?", ["Yes", "No"]), options=options)
         message = await h.posted()
         (record,) = await h.provider.store.open_records()
-
-        async def expire(request_id: str) -> None:
-            return None  # the waiter's own keeper ends it
-
         log = logging.getLogger("tests")
-        client, store = h.provider.client, h.provider.store
-        others = [
-            asyncio.ensure_future(keep_deadlines(record.id, store, client, expire, clock, log))
-            for _ in range(3)
-        ]
+        p = h.provider
+        others = [Waits(p.client, p.store, p._sync, p._endings, clock, log) for _ in range(3)]
+        assert all(other.keep(record) for other in others)
         with pytest.raises(UserQuestionError) as caught:
             await task
         assert caught.value.code == "ASK_TIMEOUT"
-        await asyncio.gather(*others)
+        for other in others:
+            await until(lambda o=other: o.keeper_count == 0, what="every schedule to end")
+            await other.close()
         sent = replies(h, message)
         assert len(sent) == 3, sent  # the escalation and two reminders, once each
         ended = await h.provider.store.get(record.id)

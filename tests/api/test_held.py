@@ -1,0 +1,68 @@
+"""A posted API question costs no task of its own (10,000 may be open for hours): its
+open-question slot, its end's log line and its deadline come from a store watch and the one
+shared timer. In process against the Slack stand-in (``tests.api.test_gateway.running``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tests.api.test_gateway import DEPLOY, running
+from tests.slack_harness import all_text, until
+
+pytestmark = pytest.mark.timeout(60)
+
+ASKED = 20
+
+
+def tasks() -> int:
+    """Tasks running, but for Web API calls on their way (paced: many may wait their turn),
+    Home tab rounds and the HTTP server's connections."""
+    return sum(
+        1
+        for t in asyncio.all_tasks()
+        if not t.get_name().startswith(("chat.", "views."))
+        and "RequestHandler" not in t.get_coro().__qualname__  # type: ignore[union-attr]
+    )
+
+
+@pytest.mark.slow
+async def test_posted_questions_hold_their_slots_with_no_task_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.gateway")
+    async with running() as bed:
+        gateway = bed.runtime.gateway
+        await bed.ask()  # whatever the bot starts once, started now
+        await until(lambda: gateway.running == 1 and bed.runtime.provider.background_count == 0)
+        before = tasks()
+        posted = [(await bed.ask())[1] for _ in range(ASKED)]
+        await until(lambda: bed.runtime.provider.background_count == 0, what="posts settled")
+        assert gateway.running == ASKED + 1  # each holds its slot ...
+        assert tasks() <= before + 4, "a task per posted question"  # ... with no task
+        await bed.click(posted[0], "Deploy")
+        async with bed.http.delete(f"/v1/questions/{posted[1]['id']}") as response:
+            assert response.status == 200
+        await until(lambda: gateway.running == ASKED - 1, what="two slots given back")
+        ended = [r for r in caplog.records if r.getMessage() == "question ended"]
+        assert [(r.request, r.code) for r in ended] == [(posted[1]["id"], "ASK_ABORTED")]  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+async def test_deadlines_of_posted_questions_are_kept_by_one_timer() -> None:
+    async with running() as bed:
+        gateway = bed.runtime.gateway
+        await bed.ask()
+        await until(lambda: bed.runtime.provider.background_count == 0)
+        before = tasks()
+        body = {**DEPLOY, "timeout": 8}
+        posted = [(await bed.ask(body))[1] for _ in range(ASKED)]
+        assert tasks() <= before + 4, "a task per deadline"  # the timer, its sleep
+        await until(lambda: gateway.running == 1, within=30, what="every deadline")
+        for question in posted:
+            _, got = await bed.get(question["id"])
+            assert (got["state"], got["error"]["code"]) == ("failed", "ASK_TIMEOUT")
+        first = bed.message(posted[0])  # (its update paced as Slack's limits say)
+        await until(lambda: "Timed out" in all_text(first.blocks), within=30, what="shown")
