@@ -3,9 +3,7 @@ read as a request, the options it asks with, a retry's answer, how its waiter's 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -16,7 +14,6 @@ from adapters.slack import (
     CONSUME_REFUSALS,
     AuditEvent,
     QuestionStatus,
-    WaitReleased,
     plan_review_of,
     unknown_revised,
 )
@@ -52,7 +49,6 @@ __all__ = [
     "ended_view",
     "failed_unshown",
     "located",
-    "log_end",
     "question_request",
     "read_post",
     "replayed",
@@ -280,20 +276,3 @@ def aborted(error: BaseException) -> bool:
     """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
     return isinstance(error, HarnessError) and error.code == ASK_ABORTED
 
-
-def log_end(
-    logger: logging.Logger,
-    request_id: str,
-    task: asyncio.Task[Any],
-) -> None:
-    """Log how an API question's waiter ended: released at a stop, or the question's end."""
-    if task.cancelled() or task.exception() is None:
-        return
-    error = task.exception()
-    code = error.code if isinstance(error, HarnessError) else type(error).__name__
-    if isinstance(error, WaitReleased):
-        # A stop: the question stays open for the next process (one that ended as the
-        # stop came raised its own outcome, and is logged as ended).
-        logger.info("question released", extra={"request": request_id})
-    else:
-        logger.info("question ended", extra={"request": request_id, "code": code})

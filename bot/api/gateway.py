@@ -13,7 +13,7 @@ from typing import Any, Final, TypeVar
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import QuestionStatus, Released, WaitReleased
+from adapters.slack import QuestionStatus, Released
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.answers import (
     failure,
@@ -33,7 +33,6 @@ from bot.api.asking import (
     callback_refused,
     consumed,
     located,
-    log_end,
     question_request,
     read_post,
     replayed,
@@ -259,7 +258,7 @@ class Gateway:
 
         options = ask_options(post, request_id, by, on_posted)
         controller = AbortController()
-        task = asyncio.ensure_future(self._ask(request_id, run(options, controller.signal)))
+        task = asyncio.ensure_future(self._held.ask(request_id, run(options, controller.signal)))
         self._asks[request_id] = task
         self._waiting[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
@@ -278,21 +277,12 @@ class Gateway:
         view = view_of(question, self._ttl) if question is not None else pending
         return located(view, 201 if posted.done() else 202, request_id)
 
-    async def _ask(self, request_id: str, asking: Awaitable[Any]) -> None:
-        """Ask until the question is posted; then hold it (``Held``) until it ends."""
-        try:
-            await asking
-        except WaitReleased:
-            if self._closing:
-                raise  # a stop: it stays open for the next process
-            await self._held.hold(request_id, asked=True)
-
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
         self._waiting.pop(request_id, None)
-        if request_id not in self._held:
+        if request_id not in self._held:  # ended before it was posted (or at a stop)
             self._caps.give_back(request_id)
-            log_end(self._logger, request_id, task)
+            self._held.log_end(request_id, None if task.cancelled() else task.exception())
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""

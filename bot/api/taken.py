@@ -1,17 +1,16 @@
-"""The API's open questions once posted (or taken up at start from an earlier process): each
-holds a slot of the open-question caps until it ends, watched in the store with no task of
-its own; its end is logged."""
+"""The API's open questions once posted (or taken up at start): each holds a slot of the caps
+until it ends, watched in the store with no task of its own; how it ended is logged."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Final
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, Final
 
-from adapters.slack import QuestionStatus
-from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack import QuestionStatus, WaitReleased
 from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
+from bot.questions.errors import HarnessError
 
 __all__ = ["Held"]
 
@@ -35,7 +34,7 @@ class Held:
         self._logger = logger
         self._held: dict[str, bool] = {}
         """Request id -> whether it was asked here (not taken up at start)."""
-        self._looks = BackgroundTasks(logger)
+        self._looks: set[asyncio.Task[None]] = set()
         self.closing = False
         self._report = self._ended  # one bound method for every question held
 
@@ -55,9 +54,23 @@ class Held:
             if not question.is_open or not (api or tagged) or self._caps.holds(question.id):
                 continue
             self._caps.take(question.id, tagged or name)
-            self._looks.spawn(self.hold(question.id, asked=False), "hold a question")
+            self._look(self.hold(question.id, asked=False))
             taken += 1
         return taken
+
+    async def ask(self, request_id: str, asking: Awaitable[Any]) -> None:
+        """Ask until the question is posted (its waiter let go then); then hold it."""
+        try:
+            await asking
+        except WaitReleased:
+            if self.closing:
+                raise  # a stop: it stays open for the next process
+            await self.hold(request_id, asked=True)
+
+    def _look(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._looks.add(task)
+        task.add_done_callback(self._looks.discard)
 
     async def hold(self, request_id: str, *, asked: bool) -> None:
         """Hold ``request_id``'s slot (taken already) until it ends."""
@@ -71,7 +84,7 @@ class Held:
     def _look_again(self, request_id: str) -> None:
         asked = self._held.get(request_id)
         if asked is not None and not self.closing:
-            self._looks.spawn(self.hold(request_id, asked=asked), "hold a question")
+            self._look(self.hold(request_id, asked=asked))
 
     def _ended(self, request_id: str, outcome: QuestionStatus | BaseException | None) -> None:
         asked = self._held.pop(request_id, None)
@@ -86,7 +99,14 @@ class Held:
             return
         self._caps.give_back(request_id)
         if isinstance(outcome, BaseException):  # a stop: it stays open for the next process
+            self.log_end(request_id, WaitReleased())
+        elif outcome is not None:
+            self.log_end(request_id, outcome.error)
+
+    def log_end(self, request_id: str, error: BaseException | None) -> None:
+        """Log how a question ended: released at a stop, or its error (an answer: nothing)."""
+        if isinstance(error, WaitReleased):
             self._logger.info("question released", extra={"request": request_id})
-        elif outcome is not None and outcome.error is not None:
-            extra = {"request": request_id, "code": outcome.error.code}
-            self._logger.info("question ended", extra=extra)
+        elif error is not None:
+            code = error.code if isinstance(error, HarnessError) else type(error).__name__
+            self._logger.info("question ended", extra={"request": request_id, "code": code})

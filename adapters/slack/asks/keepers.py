@@ -17,7 +17,7 @@ from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
-from adapters.slack.stores import PendingStore, Watch, settle
+from adapters.slack.stores import PendingStore, settle
 from bot.questions.errors import ASK_TIMEOUT
 
 __all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "RETRY", "DeadlineKeepers"]
@@ -65,8 +65,6 @@ class DeadlineKeepers:
         self._timer: asyncio.Task[None] | None = None
         self._wake: asyncio.Future[None] | None = None
         self._sending = BackgroundTasks(logger)
-        self._waited: dict[str, list[Watch]] = {}
-        """The waits on each request here: a failure at its due time ends them."""
         self._seen: set[str] = set()
         self._owned: set[str] = set()
         """Among ``_seen``, those a waiter's process owned when read: read again every
@@ -205,13 +203,9 @@ class DeadlineKeepers:
         try:
             due = await send_due(request_id, since, late, store, client, self._expire, clock, log)
             after = None if due is None else (due, due)
-        except Exception as exc:  # the store out of reach at the due time
-            extra = {"request": request_id, "error": repr(exc)}
-            log.warning("deadline keeper stopped", extra=extra)
-            for watch in self._waited.get(request_id, ()):  # its waiter ends it (fail_later)
-                watch.fail(exc)
-            if request_id not in self._waited:
-                after = (clock.now() + RETRY, since)  # tried again from the same point
+        except Exception as exc:  # the store out of reach: tried again from the same point
+            log.warning("deadline not kept", extra={"request": request_id, "error": repr(exc)})
+            after = (clock.now() + RETRY, since)
         if self._due.get(request_id) != kept:
             return  # forgotten or kept anew meanwhile
         if after is None:

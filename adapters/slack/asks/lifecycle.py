@@ -74,9 +74,7 @@ class AskLifecycle:
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
-        self.poster = Poster(
-            client, store, sync, endings, self.lost, team_url, log, clock=self.clock
-        )
+        self.poster = Poster(client, store, sync, endings, self.lost, team_url, log)
         self.takeup = TakeUp(self.poster, client, store, sync, log)
         sync.on_gone = self.takeup.post_again
         self.waits.take_up = self.takeup.take_up
@@ -170,6 +168,7 @@ class AskLifecycle:
                 if existing is not None:
                     watch.close()
                     return await self.waits.rejoin(existing, signal, None, owner)
+            self.waits.keep(record)  # its deadlines, from now on (while its post waits too)
             if record.message_ts is None:
                 placed = await self._post(record, rendered, signal)
             else:  # found again: bring it up to date (open, with live buttons)

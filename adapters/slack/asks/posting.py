@@ -11,7 +11,6 @@ from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.endings import Endings, ending_error
 from adapters.slack.asks.failures import SLACK_FAILURES, question_error
 from adapters.slack.asks.posted import request_metadata
@@ -28,11 +27,10 @@ from adapters.slack.render.messages import (
     SHUTTING_DOWN,
     UNDELIVERED,
     UNDELIVERED_REST,
-    no_answer_within,
 )
 from adapters.slack.stores import PendingStore, Watch, append_quietly, settle
 from bot.questions import UserQuestionError
-from bot.questions.errors import ASK_ABORTED, ASK_TIMEOUT, STORE_UNAVAILABLE
+from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
 __all__ = ["Poster"]
 
@@ -60,8 +58,6 @@ class Poster:
         lost: LostPosts,
         team_url: str | None,
         logger: logging.Logger,
-        *,
-        clock: Clock | None = None,
     ) -> None:
         self._client = client
         self._store = store
@@ -78,8 +74,6 @@ class Poster:
         """Posts skipped because their question ended first, this process's to record."""
         self._ended: dict[str, PendingRecord] = {}
         """Posts skipped because their question ended unshown: the ending, for the waiter."""
-        self.clock: Clock = clock or SystemClock()
-        """Where the deadlines of questions whose post waits its turn read the time."""
         self.closing = False
 
     # -- posting --------------------------------------------------------------------------
@@ -107,11 +101,8 @@ class Poster:
         finally:
             if self._posting.get(record.id) is delivery:
                 del self._posting[record.id]
-            if keeper is not None:
-                # Its watch is closed before the post returns: a waiter counted after the
-                # post (``watch_count``) is the question's, not this one's.
-                keeper.cancel()
-                await asyncio.wait({keeper})
+            if keeper is not None:  # closed before the post returns: a waiter counted
+                keeper.close()  # after the post (``watch_count``) is the question's
 
     def hand_over(self) -> None:
         """Stop posting (shutdown): detached posts still waiting their turn are never sent
@@ -234,53 +225,22 @@ class Poster:
             return False
         return scheduler.withdraw(POST_MESSAGE, request_id, NotSent(POST_MESSAGE))
 
-    def _keep_while_queued(self, record: PendingRecord) -> asyncio.Task[None] | None:
-        """Keep ``record``'s deadline and watch for its ending while its post waits its
-        turn (``None``: a client without a queue sends at once)."""
+    def _keep_while_queued(self, record: PendingRecord) -> Watch | None:
+        """Watch for the question's ending while its post waits its turn, no task waiting
+        (``None``: a client without a queue sends at once): ended first, its post is taken
+        off the queue (it fails ``NotSent``) and its waiter learns the ending now."""
         scheduler = getattr(self._client, "scheduler", None)
         if not isinstance(scheduler, WebApiScheduler):
             return None
-        return asyncio.ensure_future(self._drop_when_ended(record))
+        watch = self._store.watch(record.id)  # (its deadline: on the shared timer)
+        watch.then(functools.partial(self._dropped, record.id, record.detached))
+        return watch
 
-    async def _drop_when_ended(self, record: PendingRecord) -> None:
-        """Once the question ends before its post went, take the post off the queue (it fails
-        ``NotSent``): its waiter learns the ending now, not when the turn comes."""
-        watch = self._store.watch(record.id)
-        try:
-            ended = await self._ending(record, watch)
-        except UserQuestionError:  # the store out of reach: the turn's own look decides
-            return
-        finally:
-            watch.close()
-        if ended is None or record.id in self._sending:
-            return  # on its way to Slack already: the message shows the ending
-        self._skipped(record.id, ended, record.detached)
-        self._withdraw(record.id)
-
-    async def _ending(self, record: PendingRecord, watch: Watch) -> PendingRecord | None:
-        """The question's ending, or its expiry at its deadline if that comes first
-        (``None`` if the post went out or this process stops meanwhile: the waiter's own
-        deadline keeper, or the next process's, expires it)."""
-        if record.deadline is None:
-            return await watch.wait()
-        waiting = asyncio.ensure_future(watch.wait())
-        left = max(0.0, record.deadline - self.clock.now())
-        due = asyncio.ensure_future(self.clock.sleep(left))
-        try:
-            await asyncio.wait({waiting, due}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            due.cancel()
-            if not waiting.done():
-                waiting.cancel()
-        if waiting.done():
-            return waiting.result()
-        if self.closing or record.id in self._sending:
-            return None
-        timeout = record.deadline - record.created_at
-        # Shielded: a post that ends meanwhile never cuts the ending short.
-        return await asyncio.shield(
-            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
-        )
+    def _dropped(self, request_id: str, detached: bool, ended: str | BaseException) -> None:
+        if isinstance(ended, BaseException) or self.closing or request_id in self._sending:
+            return  # the store out of reach (the turn's own look decides), or on its way
+        self._skipped(request_id, PendingRecord.load(ended), detached)
+        self._withdraw(request_id)
 
     def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
         """Whether a post skipped because its question ended is this process's to record as

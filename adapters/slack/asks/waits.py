@@ -109,8 +109,6 @@ class Waits(DeadlineKeepers):
             if signal is not None and isinstance(signal.reason, Released):
                 raise WaitReleased()  # let go once posted: the request stays open
         del current  # not held for the hours a question may wait (10,000 of them at once)
-        waits = self._waited.setdefault(request_id, [])
-        waits.append(watch)
         try:
             if signal is None:
                 record = await watch.wait()
@@ -121,10 +119,6 @@ class Waits(DeadlineKeepers):
         except BaseException:
             self.forget(request_id)  # ended, or to be ended by whoever raised (fail_later)
             raise
-        finally:
-            waits.remove(watch)
-            if not waits:
-                del self._waited[request_id]
         self.forget(request_id)
         return record
 
