@@ -63,7 +63,6 @@ class DeadlineKeepers:
         how late past its deadline it expires; the heap's entries not in it are stale."""
         self._heap: list[tuple[float, str]] = []
         self._timer: asyncio.Task[None] | None = None
-        self._wake: asyncio.Future[None] | None = None
         self._sending = BackgroundTasks(logger)
         self._seen: set[str] = set()
         self._owned: set[str] = set()
@@ -168,30 +167,22 @@ class DeadlineKeepers:
     def _at(self, request_id: str, at: float, since: float, late: float) -> None:
         self._due[request_id] = (at, since, late)
         heapq.heappush(self._heap, (at, request_id))
-        if self._timer is None or self._timer.done():
+        if self._timer is None or self._timer.done() or self._heap[0][1] == request_id:
+            if self._timer is not None:
+                self._timer.cancel()  # (sooner than it sleeps for: it sleeps anew)
             self._timer = asyncio.ensure_future(self._tick())
-        elif self._heap[0][1] == request_id and self._wake is not None:
-            self._wake.cancel()  # sooner than the timer sleeps for
 
     async def _tick(self) -> None:
         """Sleep until the soonest entry is due, then send what is due of it (a task of its
         own, short-lived) and sleep again; until the heap is empty."""
-        loop = asyncio.get_running_loop()
         while self._heap:
             at, request_id = self._heap[0]
             kept = self._due.get(request_id)
             if kept is None or kept[0] != at:
                 heapq.heappop(self._heap)  # stale
                 continue
-            wait = at - self.clock.now()
-            if wait > 0:
-                self._wake = loop.create_future()
-                sleeping = asyncio.ensure_future(self.clock.sleep(wait))
-                try:
-                    await asyncio.wait((sleeping, self._wake), return_when="FIRST_COMPLETED")
-                finally:
-                    sleeping.cancel()
-                    self._wake = None
+            if at > self.clock.now():
+                await self.clock.sleep(at - self.clock.now())
                 continue
             heapq.heappop(self._heap)
             self._sending.spawn(self._send(request_id, kept), "deadlines")
