@@ -28,7 +28,7 @@ from adapters.slack.render.messages import (
     UNDELIVERED,
     UNDELIVERED_REST,
 )
-from adapters.slack.stores import PendingStore, Watch, append_quietly, settle
+from adapters.slack.stores import PendingStore, StoreConflict, Watch, append_quietly, settle
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
@@ -270,8 +270,8 @@ async def _place(
         try:
             return (await settle(store, request_id, placed, event=asked))[1]
         except UserQuestionError as exc:
-            if exc.code != STORE_UNAVAILABLE:
-                raise
+            if exc.code != STORE_UNAVAILABLE or isinstance(exc.__cause__, StoreConflict):
+                raise  # (a record that keeps changing is no outage to wait out)
         await asyncio.sleep(delay)
     return (await settle(store, request_id, placed, event=asked))[1]
 
