@@ -80,8 +80,10 @@ class InteractionHandler(ClickAuthority):
         reading = isinstance(interaction, ReadPlan)  # whoever sees the message may read it
         if reading and plan_review_of(record.questions) is None:
             return  # not a plan: a click no message of ours carries
-        outside = home or outside_message(record, interaction.origin)
         user = interaction.origin.user
+        # A click in the whole-plan modal is the message's only for whom the read let in.
+        modal = interaction.origin.view_id is not None and user not in record.plan_readers
+        outside = home or modal or outside_message(record, interaction.origin)
         who = self._outside_cached(record) if outside else who_may_act(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
@@ -90,6 +92,11 @@ class InteractionHandler(ClickAuthority):
             if view is None:
                 self._sync.spawn(
                     self._authorize_then_apply(interaction, record, outside), "authorize click"
+                )
+                return
+            if outside and not allowed:  # nothing of it shown before the check
+                self._sync.spawn(
+                    self._authorize_then_adopt(interaction, record, outside, view), "authorize"
                 )
                 return
             # The trigger expires 3 s after the click: open the modal now (nothing private;
@@ -151,12 +158,22 @@ class InteractionHandler(ClickAuthority):
         await self._apply(interaction, record, allowed, member)
 
     async def _authorize_then_adopt(
-        self, interaction: Interaction, record: PendingRecord, outside: bool = False
+        self,
+        interaction: Interaction,
+        record: PendingRecord,
+        outside: bool = False,
+        view: dict[str, Any] | None = None,
     ) -> None:
-        """After a modal opened before its lookup: read the membership (the submission then
-        finds it cached), learn the message's ts from an allowed clicker's click, and keep
-        that they opened the whole plan (their decision's record says so)."""
+        """After a modal opened before its lookup (or, from outside the message, ``view``
+        opened only now, if allowed): read the membership (the submission then finds it
+        cached), learn the message's ts from an allowed clicker's click, and keep that they
+        opened the whole plan (their decision's record says so)."""
         allowed, member = await self._authorize(interaction.origin.user, record, outside)
+        if view is not None:
+            if not allowed:
+                self._sync.note(interaction.origin, record, not_yours(record))
+                return
+            self._sync.open_modal(interaction.origin, record, view)
         if allowed:
             await self._adopt_message(record, interaction.origin)
             if isinstance(interaction, ReadPlan):
