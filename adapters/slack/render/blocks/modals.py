@@ -23,7 +23,7 @@ from adapters.slack.render.blocks.overflow import open_fence, reopened, split_te
 from adapters.slack.render.blocks.parts import context, label, question_block, section, tally_blocks
 from adapters.slack.render.blocks.rendered import Block
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, shorten
+from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 
 __all__ = ["MODAL_DETAIL", "render_plan_modal", "render_skip_modal", "render_text_modal"]
 
@@ -81,6 +81,7 @@ def render_text_modal(
     if detail and feedback:
         blocks.append({"type": "section", "text": mrkdwn(plan_mrkdwn(detail, MODAL_DETAIL))})
     elif detail:
+        detail = reveal(detail)  # measured as shown
         if len(detail) > MODAL_DETAIL:
             detail = shorten(detail, MODAL_DETAIL) + "\n(See the message for the rest.)"
         blocks.append({"type": "section", "text": plain(detail)})
@@ -129,7 +130,7 @@ def render_plan_modal(record: PendingRecord, note: str | None = None) -> Block:
     blocks, carry, done = [question_block(question, 0, 1)], "", 0
     for part in parts:
         drawn = reopened(carry, part)
-        blocks.append(section(plan_mrkdwn(drawn, len(drawn))))
+        blocks.append(section(plan_mrkdwn(drawn)))
         fence, done = open_fence(carry + part), done + len(part)
         carry = f"{fence[0]}{fence[1]}\n" if fence else ""  # the fence the next part is in
     if done < len(plan):
@@ -150,20 +151,28 @@ _BULLET: Final = re.compile(r"^( *)[-*+] ")
 _STRONG: Final = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
 
 
-def plan_mrkdwn(plan: str, limit: int) -> str:
-    """A Markdown plan as escaped mrkdwn for a modal (bold headings, • bullets), cut at limit."""
-    cut = len(plan) > limit
-    lines, fence = [], False
-    for line in escape(shorten(plan, limit) if cut else plan).split("\n"):
+def plan_mrkdwn(plan: str, limit: int | None = None) -> str:
+    """A Markdown plan as escaped mrkdwn for a modal (bold headings, • bullets), cut at
+    ``limit`` characters as shown (escaped, hiding characters revealed), if given."""
+    lines: list[str] = []
+    fence, size, cut = False, 0, False
+    for line in escape(plan).split("\n"):
         if line.lstrip(" ").startswith(("```", "~~~")):
-            fence, line = not fence, "```"
+            opens, line = not fence, "```"
         elif not fence and (heading := _HEADING.fullmatch(line)):
-            line = f"*{heading.group(1)}*"
+            opens, line = fence, f"*{heading.group(1)}*"
         elif not fence:
-            line = _STRONG.sub(
-                lambda m: f"*{m.group(1) or m.group(2)}*", _BULLET.sub(r"\1• ", line)
-            )
+            bullets = _BULLET.sub(r"\1• ", line)
+            opens, line = fence, _STRONG.sub(lambda m: f"*{m.group(1) or m.group(2)}*", bullets)
+        else:
+            opens = fence
+        if limit is not None and size + len(line) > limit:
+            cut = True
+            if limit - size > 1:
+                lines.append(shorten_escaped(line, limit - size))
+            break
         lines.append(line)
+        size, fence = size + len(line) + 1, opens
     rest = "\n_(The rest of the plan is in the message.)_" if cut else ""
     return "\n".join(lines) + ("\n```" if fence else "") + rest
 
