@@ -14,6 +14,7 @@ from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import Released, WaitReleased
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
+from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id, new_request_id
 from adapters.slack.model.record import ApprovalView, PendingRecord
@@ -29,6 +30,7 @@ __all__ = [
     "ApprovalView",
     "AskOptions",
     "AuditEvent",
+    "BackgroundTasks",
     "Destination",
     "MemoryPendingStore",
     "PendingRecord",

@@ -109,8 +109,7 @@ class Gateway:
         self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
         self.polls = PollCaps(*polls)
         self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
-        self._asks: dict[str, asyncio.Task[Any]] = {}
-        self._waiting: dict[str, AbortController] = {}
+        self._asks: dict[str, AbortController] = {}  # asks being posted, by request id
         self._keys = KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
@@ -139,7 +138,7 @@ class Gateway:
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""
         self._closing = self._held.closing = True
-        for controller in self._waiting.values():
+        for controller in self._asks.values():
             controller.abort(Released())
 
     @property
@@ -259,8 +258,7 @@ class Gateway:
         options = ask_options(post, request_id, by, on_posted)
         controller = AbortController()
         task = asyncio.ensure_future(self._held.ask(request_id, run(options, controller.signal)))
-        self._asks[request_id] = task
-        self._waiting[request_id] = controller
+        self._asks[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
             {task, posted}, timeout=POST_DEADLINE, return_when="FIRST_COMPLETED"
@@ -279,7 +277,6 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
-        self._waiting.pop(request_id, None)
         if request_id not in self._held:  # ended before it was posted (or at a stop)
             self._caps.give_back(request_id)
             self._held.log_end(request_id, None if task.cancelled() else task.exception())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from adapters.slack import QuestionStatus, WaitReleased
+from adapters.slack import BackgroundTasks, QuestionStatus, WaitReleased
 from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
 from bot.questions.errors import HarnessError
 
@@ -18,8 +18,7 @@ LOOK_AGAIN: Final = 5.0
 """Seconds before a watch that failed (the store unreachable) is set again."""
 
 Report = Callable[[str, QuestionStatus | BaseException | None], None]
-Watch = Callable[[str, Report], Awaitable[bool]]
-"""Reports how a question ends, with no task waiting (the provider's ``report_ending``)."""
+Watch = Callable[[str, Report], Awaitable[bool]]  # the provider's ``report_ending``
 
 
 class Held:
@@ -32,9 +31,8 @@ class Held:
         self._tokens = tokens
         self._watch = watch
         self._logger = logger
-        self._held: dict[str, bool] = {}
-        """Request id -> whether it was asked here (not taken up at start)."""
-        self._looks: set[asyncio.Task[None]] = set()
+        self._held: dict[str, bool] = {}  # request id -> asked here (not taken up at start)
+        self._looks = BackgroundTasks(logger)
         self.closing = False
         self._report = self._ended  # one bound method for every question held
 
@@ -54,7 +52,7 @@ class Held:
             if not question.is_open or not (api or tagged) or self._caps.holds(question.id):
                 continue
             self._caps.take(question.id, tagged or name)
-            self._look(self.hold(question.id, asked=False))
+            self._looks.spawn(self.hold(question.id, asked=False), "hold")
             taken += 1
         return taken
 
@@ -66,11 +64,6 @@ class Held:
             if self.closing:
                 raise  # a stop: it stays open for the next process
             await self.hold(request_id, asked=True)
-
-    def _look(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._looks.add(task)
-        task.add_done_callback(self._looks.discard)
 
     async def hold(self, request_id: str, *, asked: bool) -> None:
         """Hold ``request_id``'s slot (taken already) until it ends."""
@@ -84,7 +77,7 @@ class Held:
     def _look_again(self, request_id: str) -> None:
         asked = self._held.get(request_id)
         if asked is not None and not self.closing:
-            self._look(self.hold(request_id, asked=asked))
+            self._looks.spawn(self.hold(request_id, asked=asked), "hold")
 
     def _ended(self, request_id: str, outcome: QuestionStatus | BaseException | None) -> None:
         asked = self._held.pop(request_id, None)

@@ -40,8 +40,7 @@ from then on are everyone's to keep; the open list alone does not show that."""
 
 
 class DeadlineKeepers:
-    """Keeps the deadlines of the requests waited on, adopted or followed here: no task of
-    their own, one entry each on a heap that one timer task sleeps on."""
+    """Keeps the deadlines of the requests asked, adopted or followed here (no task each)."""
 
     def __init__(
         self,
@@ -58,9 +57,7 @@ class DeadlineKeepers:
         self._endings = endings
         self.clock = clock
         self._logger = logger
-        self._due: dict[str, tuple[float, float, float]] = {}
-        """Request id -> when it is next due, from when its schedule is still to send, and
-        how late past its deadline it expires; the heap's entries not in it are stale."""
+        self._due: dict[str, tuple[float, float, float]] = {}  # id -> (at, since, late)
         self._heap: list[tuple[float, str]] = []
         self._timer: asyncio.Task[None] | None = None
         self._sending = BackgroundTasks(logger)
@@ -148,8 +145,7 @@ class DeadlineKeepers:
         return unowned
 
     def keep(self, record: PendingRecord, *, late: float = 0.0) -> bool:
-        """Keep the deadlines of ``record`` from now on, ending it ``late`` seconds past its
-        deadline; whether it was not kept yet (and has something due)."""
+        """Keep ``record``'s deadlines, expiring it ``late`` s past; whether it is new here."""
         events = schedule(record, late)
         kept = self._due.get(record.id)
         if not events or (kept is not None and kept[2] <= late):
@@ -173,8 +169,7 @@ class DeadlineKeepers:
             self._timer = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:
-        """Sleep until the soonest entry is due, then send what is due of it (a task of its
-        own, short-lived) and sleep again; until the heap is empty."""
+        """Sleep until the soonest entry is due, send it (a short task); until none is left."""
         while self._heap:
             at, request_id = self._heap[0]
             kept = self._due.get(request_id)
@@ -205,8 +200,7 @@ class DeadlineKeepers:
             self._at(request_id, *after, late)
 
     async def _expire(self, record: PendingRecord) -> object:
-        # Shielded: a stop cancelling what is due never cuts an ending short between its
-        # write and its refresh.
+        # Shielded: a stop never cuts an ending short between its write and its refresh.
         timeout = (record.deadline or 0) - record.created_at
         return await asyncio.shield(
             self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)

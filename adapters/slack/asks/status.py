@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,37 +181,29 @@ async def report_ending(
         if record is not None:
             report(request_id, status_of(record))
         return record is not None
-    watch.then(_Ending(request_id, zlib.compress(record.dump().encode()), report, sync, endings))
+    copy = zlib.compress(record.dump().encode())
+    watch.then(functools.partial(_ended, request_id, copy, report, sync, endings))
     return True
 
 
-Report = Callable[[str, "QuestionStatus | BaseException"], None]
-"""Told how a question ended (``report_ending``): its id, and its status or the error."""
+Report = Callable[[str, "QuestionStatus | BaseException"], None]  # (id, status or error)
 
 
-class _Ending:
-    """What a watch reports a question's ending with (``report_ending``): small, as 10,000
-    open questions may hold one each."""
-
-    __slots__ = ("copy", "endings", "report", "request_id", "sync")
-
-    def __init__(
-        self,
-        request_id: str,
-        copy: bytes,
-        report: Report,
-        sync: MessageSynchroniser,
-        endings: Endings,
-    ) -> None:
-        self.request_id, self.copy, self.report = request_id, copy, report
-        self.sync, self.endings = sync, endings
-
-    def __call__(self, outcome: str | BaseException) -> None:
-        if isinstance(outcome, str):
-            self.report(self.request_id, status_of(PendingRecord.load(outcome)))
-        elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
-            last = zlib.decompress(self.copy).decode()
-            self.sync.spawn(self.endings.put_back_lost(last), "put back")
-            self.report(self.request_id, status_of(lost_record(PendingRecord.load(last))))
-        else:
-            self.report(self.request_id, outcome)
+def _ended(
+    request_id: str,
+    copy: bytes,
+    report: Report,
+    sync: MessageSynchroniser,
+    endings: Endings,
+    outcome: str | BaseException,
+) -> None:
+    """Report ``outcome`` (the ended record's JSON, or the error ending the watch); a lost
+    record is put back from ``copy``."""
+    if isinstance(outcome, str):
+        report(request_id, status_of(PendingRecord.load(outcome)))
+    elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
+        last = zlib.decompress(copy).decode()
+        sync.spawn(endings.put_back_lost(last), "put back")
+        report(request_id, status_of(lost_record(PendingRecord.load(last))))
+    else:
+        report(request_id, outcome)

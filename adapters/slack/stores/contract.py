@@ -73,8 +73,7 @@ class Watch(Protocol):
         ...
 
     def then(self, report: Callable[[str | BaseException], None]) -> None:
-        """Report the ended record's JSON, or the error ending the watch, to ``report``
-        once, with no task waiting meanwhile; the watch is closed then."""
+        """Report the ending (record JSON, or the error) to ``report``, with no task waiting."""
         ...
 
 

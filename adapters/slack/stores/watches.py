@@ -72,8 +72,7 @@ class LocalWatch:
             self.future.exception()  # retrieved: the waiter re-raises it; never "unretrieved"
 
     def then(self, report: Callable[[str | BaseException], None]) -> None:
-        """Report the ended record's JSON, or the error ending the watch, to ``report`` once,
-        with no task waiting meanwhile; the watch is closed then."""
+        """Report the ending (record JSON, or the error) to ``report``, with no task waiting."""
         self.waiting = True
         self._report = report
         self.future.add_done_callback(self._reported)
