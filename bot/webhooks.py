@@ -244,8 +244,8 @@ class Webhooks:
             return  # another process holds this attempt
         view = await self._view(delivery_id)
         if view == {}:  # still open: look again later, and as soon as it ends
-            self._watch(delivery_id)
             await self.outbox.put(held, replace(held, next_at=now + RECHECK, leased=False))
+            self._watch(delivery_id)  # (runs once this attempt has let go of the id)
             return
         if view is not None and await self._post(held, view):
             self.delivered += 1

@@ -224,6 +224,42 @@ async def test_two_processes_deliver_each_attempt_once(
     assert sum(delivered) == count, delivered
 
 
+async def test_a_question_ending_while_an_attempt_found_it_open_is_delivered_at_once() -> None:
+    """The attempt that found the question open watches it again; the watch's attempt was
+    refused while that attempt still held the id, so the delivery waited a minute."""
+    looks = 0
+
+    async def view(request_id: str) -> dict[str, Any]:
+        nonlocal looks
+        looks += 1
+        return {} if looks == 1 else {"id": request_id, "state": "answered"}
+
+    async def ended(request_id: str) -> None:
+        return None
+
+    class Stored(MemoryOutbox):  # a write that waits for its store, as SQLite's and Redis's do
+        async def put(self, before: Delivery, after: Delivery | None) -> bool:
+            await asyncio.sleep(0.01)
+            return await super().put(before, after)
+
+    async with receiving() as hook:
+        webhooks = Webhooks(
+            Stored(),
+            view,
+            ended,
+            {"default": API_TOKEN},
+            hosts=frozenset({"127.0.0.1"}),
+            allow_private=True,
+        )
+        webhooks.start()
+        try:
+            await webhooks.add("q", hook.url, "default")
+            await until(lambda: hook.seen, within=5, what="the delivery")
+        finally:
+            await asyncio.wait_for(webhooks.stop(), 10)
+    assert looks == 2
+
+
 async def test_a_slow_outbox_sees_one_attempt_at_a_time_per_delivery() -> None:
     """A store slower than the periodic look: each look used to start another attempt at
     every due delivery (a herd of reads and connections growing with the delay)."""
