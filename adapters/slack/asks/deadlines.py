@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from adapters.slack.asks.failures import SLACK_FAILURES
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
-from adapters.slack.stores import PendingStore, mutate
 
 __all__ = [
     "ESCALATE_TO_PATTERN",
+    "TOP_REMINDER",
     "Clock",
     "Event",
     "SystemClock",
     "escalation_text",
     "mention_of",
+    "overtaken",
     "reminder_text",
     "schedule",
-    "send_due",
+    "take",
 ]
 
 TOP_REMINDER: Final = ":alarm_clock: Reminder:"
@@ -112,61 +107,12 @@ def escalation_text(record: PendingRecord) -> str:
     return f":rotating_light: {target} this question has had no answer yet; can you help?{when}"
 
 
-Expire = Callable[[PendingRecord], Awaitable[object]]
-"""Ends a request as timed out (the lifecycle's ``Endings``)."""
-
-
-async def send_due(
-    request_id: str,
-    since: float,
-    late: float,
-    store: PendingStore,
-    client: AsyncWebClient,
-    expire: Expire,
-    clock: Clock,
-    logger: logging.Logger,
-) -> float | None:
-    """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``
-    seconds past the deadline); when the next of it is due, ``None`` once nothing is left."""
-    record = await store.get(request_id)
-    if record is None or not record.is_open:
-        return None
-    events = schedule(record, late)
-    for event in events:
-        now = clock.now()
-        if event.at < since:
-            continue  # sent before
-        if event.at > now:
-            return event.at
-        if event.kind == "expire":
-            await expire(record)
-            return None
-        if record.message_ts is None or _overtaken(event, events, now):
-            continue  # not in Slack yet, or a later reminder is due as well: send that one
-        _, taken = await mutate(store, request_id, functools.partial(_take, event))
-        if taken is None:
-            continue  # sent already: by another process, or before a restart
-        text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
-        top = text.startswith(TOP_REMINDER)  # nobody to mention: seen unread
-        try:
-            await client.chat_postMessage(
-                channel=taken.message_channel or taken.channel,
-                thread_ts=None if top else taken.thread_ts or taken.message_ts,
-                text=text,
-            )
-        except SLACK_FAILURES as exc:  # a missed reminder must not end the question
-            logger.warning(
-                "reminder not sent", extra={"request": request_id, "error": type(exc).__name__}
-            )
-    return None
-
-
-def _overtaken(event: Event, events: list[Event], now: float) -> bool:
+def overtaken(event: Event, events: list[Event], now: float) -> bool:
     """Whether a later event of the same kind is due already (``event`` was missed)."""
     return any(e.kind == event.kind and event.at < e.at <= now for e in events)
 
 
-def _take(event: Event, record: PendingRecord) -> PendingRecord | None:
+def take(event: Event, record: PendingRecord) -> PendingRecord | None:
     """``record`` with ``event`` (a reminder or the escalation) taken; ``None`` if it was."""
     if not record.is_open:
         return None

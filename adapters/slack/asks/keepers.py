@@ -4,6 +4,7 @@ or followed as other processes ask them) on one timer: a heap of when each is ne
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 from collections.abc import Iterable
@@ -11,13 +12,22 @@ from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.deadlines import Clock, schedule, send_due
+from adapters.slack.asks.deadlines import (
+    TOP_REMINDER,
+    Clock,
+    escalation_text,
+    overtaken,
+    reminder_text,
+    schedule,
+    take,
+)
 from adapters.slack.asks.endings import Endings
+from adapters.slack.asks.failures import SLACK_FAILURES
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
-from adapters.slack.stores import PendingStore, settle
+from adapters.slack.stores import PendingStore, mutate, settle
 from bot.questions.errors import ASK_TIMEOUT
 
 __all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "RETRY", "DeadlineKeepers"]
@@ -184,20 +194,49 @@ class DeadlineKeepers:
 
     async def _send(self, request_id: str, kept: tuple[float, float, float]) -> None:
         _, since, late = kept
-        store, client, clock, log = self._store, self._client, self.clock, self._logger
-        after: tuple[float, float] | None = None
         try:
-            due = await send_due(request_id, since, late, store, client, self._expire, clock, log)
+            due = await self._send_due(request_id, since, late)
             after = None if due is None else (due, due)
         except Exception as exc:  # the store out of reach: tried again from the same point
-            log.warning("deadline not kept", extra={"request": request_id, "error": repr(exc)})
-            after = (clock.now() + RETRY, since)
-        if self._due.get(request_id) != kept:
-            return  # forgotten or kept anew meanwhile
-        if after is None:
-            self.forget(request_id)
-        else:
-            self._at(request_id, *after, late)
+            extra = {"request": request_id, "error": repr(exc)}
+            self._logger.warning("deadline not kept", extra=extra)
+            after = (self.clock.now() + RETRY, since)
+        if self._due.get(request_id) == kept:  # (not forgotten nor kept anew meanwhile)
+            self.forget(request_id) if after is None else self._at(request_id, *after, late)
+
+    async def _send_due(self, request_id: str, since: float, late: float) -> float | None:
+        """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``
+        s past the deadline); when the next of it is due, ``None`` once nothing is left."""
+        record = await self._store.get(request_id)
+        if record is None or not record.is_open:
+            return None
+        events = schedule(record, late)
+        for event in events:
+            now = self.clock.now()
+            if event.at < since:
+                continue  # sent before
+            if event.at > now:
+                return event.at
+            if event.kind == "expire":
+                await self._expire(record)
+                return None
+            if record.message_ts is None or overtaken(event, events, now):
+                continue  # not in Slack yet, or a later reminder is due as well: send that one
+            _, taken = await mutate(self._store, request_id, functools.partial(take, event))
+            if taken is None:
+                continue  # sent already: by another process, or before a restart
+            text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
+            top = text.startswith(TOP_REMINDER)  # nobody to mention: seen unread
+            try:
+                await self._client.chat_postMessage(
+                    channel=taken.message_channel or taken.channel,
+                    thread_ts=None if top else taken.thread_ts or taken.message_ts,
+                    text=text,
+                )
+            except SLACK_FAILURES as exc:  # a missed reminder must not end the question
+                extra = {"request": request_id, "error": type(exc).__name__}
+                self._logger.warning("reminder not sent", extra=extra)
+        return None
 
     async def _expire(self, record: PendingRecord) -> object:
         # Shielded: a stop never cuts an ending short between its write and its refresh.
