@@ -14,8 +14,7 @@ from bot.questions.errors import HarnessError
 
 __all__ = ["Held"]
 
-LOOK_AGAIN: Final = 5.0
-"""Seconds before a watch that failed (the store unreachable) is set again."""
+LOOK_AGAIN: Final = 5.0  # seconds before a watch that failed (store unreachable) is set again
 
 Report = Callable[[str, QuestionStatus | BaseException | None], None]
 Watch = Callable[[str, Report], Awaitable[bool]]  # the provider's ``report_ending``

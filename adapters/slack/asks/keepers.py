@@ -41,8 +41,7 @@ already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, 
 the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
-RETRY: Final = 5.0
-"""Seconds before what was due is tried again when it failed (the store out of reach)."""
+RETRY: Final = 5.0  # seconds before what was due is tried again (the store out of reach)
 RELOOK_OWNED: Final = 6
 """Every how many looks the requests a waiter elsewhere owned are read again: a process
 that stops releases the requests of a host that asks again (``owner`` set to none), which

@@ -167,9 +167,8 @@ async def report_ending(
     request_id: str,
     report: Report,
 ) -> bool:
-    """Report how request ``request_id`` ends (or the error ending its watch: the store out of
-    reach) to ``report``, with no task waiting meanwhile: a watch, and the record's JSON kept
-    compressed to put it back should the store lose it. ``False`` if it is unknown."""
+    """Report how request ``request_id`` ends (or the error ending its watch) to ``report``,
+    no task waiting (a watch; the record's JSON zipped, put back if lost); ``False``: unknown."""
     watch = store.watch(request_id)
     try:
         record = await store.get(request_id)
@@ -197,8 +196,7 @@ def _ended(
     endings: Endings,
     outcome: str | BaseException,
 ) -> None:
-    """Report ``outcome`` (the ended record's JSON, or the error ending the watch); a lost
-    record is put back from ``copy``."""
+    """Report ``outcome`` (record JSON, or error); a lost record is put back from ``copy``."""
     if isinstance(outcome, str):
         report(request_id, status_of(PendingRecord.load(outcome)))
     elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
