@@ -27,7 +27,6 @@ REPEAT_WARNING = 60.0
 """Seconds between warnings while the host stays out of reach (tests set it small)."""
 
 
-
 class _Failed(Exception):
     """A connection attempt failed; the message says why."""
 

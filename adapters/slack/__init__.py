@@ -12,7 +12,7 @@ stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from `
 
 from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.destination import Destination
-from adapters.slack.asks.endings import Released, WaitReleased
+from adapters.slack.asks.endings import DeadlineUnkept, Released, WaitReleased
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.audit_trail import AuditEvent
@@ -31,6 +31,7 @@ __all__ = [
     "AskOptions",
     "AuditEvent",
     "BackgroundTasks",
+    "DeadlineUnkept",
     "Destination",
     "MemoryPendingStore",
     "PendingRecord",

@@ -275,4 +275,3 @@ def revises_unknown(request_id: str | None) -> UserQuestionError:
 def aborted(error: BaseException) -> bool:
     """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
     return isinstance(error, HarnessError) and error.code == ASK_ABORTED
-

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from adapters.slack import BackgroundTasks, QuestionStatus, WaitReleased
+from adapters.slack import BackgroundTasks, DeadlineUnkept, QuestionStatus, WaitReleased
 from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
 from bot.questions.errors import HarnessError
 
@@ -82,7 +82,8 @@ class Held:
         asked = self._held.pop(request_id, None)
         if asked is None:
             return
-        if isinstance(outcome, BaseException) and not self.closing:
+        unkept = isinstance(outcome, DeadlineUnkept)  # ended at its deadline, the store away
+        if isinstance(outcome, BaseException) and not unkept and not self.closing:
             self._logger.info(  # the store is unreachable: look again later
                 "cannot watch a question", extra={"request": request_id, "error": repr(outcome)}
             )
@@ -91,7 +92,7 @@ class Held:
             return
         self._caps.give_back(request_id)
         if isinstance(outcome, BaseException):  # a stop: it stays open for the next process
-            self.log_end(request_id, WaitReleased())
+            self.log_end(request_id, outcome if unkept else WaitReleased())
         elif outcome is not None:
             self.log_end(request_id, outcome.error)
 

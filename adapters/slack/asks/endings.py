@@ -47,6 +47,16 @@ class Released:
     __slots__ = ()
 
 
+class DeadlineUnkept(UserQuestionError):
+    """``STORE_UNAVAILABLE`` for the waiters of a request whose deadline came while the store
+    was out of reach: they end at their deadline; the request ends so once the store is back."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the pending store could not be reached at the deadline", STORE_UNAVAILABLE
+        )
+
+
 class WaitReleased(UserQuestionError):
     """``ASK_ABORTED`` for a waiter stopped by ``Released()`` while its request stayed open
     (a later process serves it); a request that had ended by then gives its own outcome."""

@@ -35,4 +35,3 @@ def question_error(exc: BaseException, what: str = QUESTION_FAILED) -> UserQuest
     if isinstance(exc, StoreConflict | StoreUnavailable):
         return UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc)
     return UserQuestionError(f"{what}: {describe(exc)}", DELIVERY_FAILED, cause=exc)
-

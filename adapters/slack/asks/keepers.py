@@ -7,6 +7,7 @@ import asyncio
 import functools
 import heapq
 import logging
+import math
 from collections.abc import Iterable
 from typing import Final
 
@@ -21,7 +22,7 @@ from adapters.slack.asks.deadlines import (
     schedule,
     take,
 )
-from adapters.slack.asks.endings import Endings
+from adapters.slack.asks.endings import DeadlineUnkept, Endings
 from adapters.slack.asks.failures import SLACK_FAILURES
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.tasks import BackgroundTasks
@@ -41,6 +42,9 @@ already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, 
 the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
+Kept = tuple[float, float, float, float]
+"""When a request's next event is due, the point its schedule is sent from, how late past its
+deadline it expires here, and when it expires."""
 RETRY: Final = 5.0  # seconds before what was due is tried again (the store out of reach)
 RELOOK_OWNED: Final = 6
 """Every how many looks the requests a waiter elsewhere owned are read again: a process
@@ -66,7 +70,7 @@ class DeadlineKeepers:
         self._endings = endings
         self.clock = clock
         self._logger = logger
-        self._due: dict[str, tuple[float, float, float]] = {}  # id -> (at, since, late)
+        self._due: dict[str, Kept] = {}  # id -> (at, since, late, expires)
         self._heap: list[tuple[float, str]] = []
         self._timer: asyncio.Task[None] | None = None
         self._sending = BackgroundTasks(logger)
@@ -159,19 +163,20 @@ class DeadlineKeepers:
         kept = self._due.get(record.id)
         if not events or (kept is not None and kept[2] <= late):
             return False
-        self._at(record.id, events[0].at, events[0].at, late)  # (kept later: from the start)
+        expires = events[-1].at if events[-1].kind == "expire" else math.inf
+        self._at(record.id, (events[0].at, events[0].at, late, expires))  # (from the start)
         return kept is None
 
     def forget(self, request_id: str) -> None:
         """Keep nothing more of ``request_id`` (it ended); its heap entry goes stale."""
         self._due.pop(request_id, None)
         if len(self._heap) > 2 * len(self._due) + 64:  # mostly stale: rebuilt
-            self._heap = [(at, rid) for rid, (at, _, _) in self._due.items()]
+            self._heap = [(kept[0], rid) for rid, kept in self._due.items()]
             heapq.heapify(self._heap)
 
-    def _at(self, request_id: str, at: float, since: float, late: float) -> None:
-        self._due[request_id] = (at, since, late)
-        heapq.heappush(self._heap, (at, request_id))
+    def _at(self, request_id: str, kept: Kept) -> None:
+        self._due[request_id] = kept
+        heapq.heappush(self._heap, (kept[0], request_id))
         if self._timer is None or self._timer.done() or self._heap[0][1] == request_id:
             if self._timer is not None:
                 self._timer.cancel()  # (sooner than it sleeps for: it sleeps anew)
@@ -191,17 +196,24 @@ class DeadlineKeepers:
             heapq.heappop(self._heap)
             self._sending.spawn(self._send(request_id, kept), "deadlines")
 
-    async def _send(self, request_id: str, kept: tuple[float, float, float]) -> None:
-        _, since, late = kept
+    async def _send(self, request_id: str, kept: Kept) -> None:
+        _, since, late, expires = kept
         try:
             due = await self._send_due(request_id, since, late)
-            after = None if due is None else (due, due)
+            after = None if due is None else (due, due, late, expires)
         except Exception as exc:  # the store out of reach: tried again from the same point
             extra = {"request": request_id, "error": repr(exc)}
             self._logger.warning("deadline not kept", extra=extra)
-            after = (self.clock.now() + RETRY, since)
+            after = (self.clock.now() + RETRY, since, late, expires)
+            if expires <= self.clock.now() and self._store.fail_watches(
+                request_id, DeadlineUnkept()
+            ):
+                # Its waiters here end at their deadline, saying why; so does the question,
+                # once the store is back.
+                self._endings.fail_later(request_id)
+                after = None
         if self._due.get(request_id) == kept:  # (not forgotten nor kept anew meanwhile)
-            self.forget(request_id) if after is None else self._at(request_id, *after, late)
+            self.forget(request_id) if after is None else self._at(request_id, after)
 
     async def _send_due(self, request_id: str, since: float, late: float) -> float | None:
         """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``

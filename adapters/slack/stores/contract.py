@@ -140,6 +140,10 @@ class PendingStore(Protocol):
         """Register interest in this request's ending (before posting, so no click is missed)."""
         ...
 
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        """End this process's waits on ``request_id`` with ``error``; how many there were."""
+        ...
+
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
         ...

@@ -14,6 +14,7 @@ from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, Watch
 from adapters.slack.stores.watches import WatchRegistry
+from bot.questions.errors import UserQuestionError
 
 __all__ = ["MemoryPendingStore"]
 
@@ -89,6 +90,9 @@ class MemoryPendingStore:
 
     def watch(self, request_id: str) -> Watch:
         return self._watches.watch(request_id)
+
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        return self._watches.fail(request_id, error)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         self._expire()

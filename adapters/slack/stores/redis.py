@@ -189,6 +189,9 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
     def watch(self, request_id: str) -> Watch:
         return self._notices.watches.watch(request_id)
 
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        return self._notices.watches.fail(request_id, error)
+
     # -- retention and owner liveness -----------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:

@@ -205,6 +205,9 @@ class SqlitePendingStore(KeepsTrail):
     def watch(self, request_id: str) -> Watch:
         return self._watches.watch(request_id)
 
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        return self._watches.fail(request_id, error)
+
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         if owner is None:
             rows = await self._file.rows("SELECT json FROM records WHERE state = 'pending'")

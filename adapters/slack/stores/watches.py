@@ -149,10 +149,12 @@ class WatchRegistry:
             if any(w.waiting and not w.future.done() for w in group)
         )
 
-    def fail(self, request_id: str, error: UserQuestionError) -> None:
-        """End every wait on ``request_id`` still pending with ``error``."""
-        for watch in self._groups.get(request_id, ()):
+    def fail(self, request_id: str, error: UserQuestionError) -> int:
+        """End every wait on ``request_id`` still pending with ``error``; how many watch it."""
+        watches = self._groups.get(request_id, ())
+        for watch in watches:
             watch.fail(error)
+        return len(watches)
 
     def lost(self, request_id: str) -> None:
         """End every wait on ``request_id`` with ``RECORD_LOST`` (its record is gone)."""
@@ -172,4 +174,3 @@ class WatchRegistry:
         self.fail_all(error)
         self._groups.clear()
         self._closed = error
-
