@@ -41,12 +41,14 @@ import aiohttp
 import slack_bolt
 import slack_sdk
 from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.app.async_server import AsyncSlackAppServer
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.clicks.bolt_app import build_app, close_web_client, events_handler
 from adapters.slack.clicks.bolt_app import web_client as slack_web_client
+from adapters.slack.clicks.bolt_request import to_bolt_request
 from adapters.slack.pacing.budget import Budget
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
@@ -321,15 +323,27 @@ class Served:
         await self.runner.cleanup()
 
 
-async def serve_bolt(app: AsyncApp, *, bolts_adapter: bool = False) -> Served:
+async def serve_bolt(
+    app: AsyncApp, *, bolts_adapter: bool = False, embedded: bool = False
+) -> Served:
     """Serve ``app`` as the bot does in HTTP mode (``bot/app/runtime.py``): aiohttp,
     ``/slack/events``,
     the bot's handler (``events_handler``: verify the signature, build the request bolt
     would, dispatch). ``bolts_adapter``: serve it as bolt itself serves an app on aiohttp
     instead (bolt's ``AsyncSlackAppServer``: its ``to_bolt_request``, its own parsing and
-    signature check): bare bolt."""
+    signature check): bare bolt. ``embedded``: as docs/python.md serves an embedded
+    provider (bolt's dispatch and signature check, ``adapters.slack.to_bolt_request``)."""
     if bolts_adapter:
         web_app = AsyncSlackAppServer(port=0, path="/slack/events", app=app).web_app
+    elif embedded:
+
+        async def events(request: web.Request) -> web.StreamResponse:
+            return await to_aiohttp_response(
+                await app.async_dispatch(await to_bolt_request(request))
+            )
+
+        web_app = web.Application()
+        web_app.router.add_post("/slack/events", events)
     else:
         web_app = web.Application(client_max_size=4 * 1024 * 1024)
         web_app.router.add_post("/slack/events", events_handler(app, SECRET))

@@ -22,9 +22,10 @@ keep-alive connection per app):
   click is a vote (the first keeps the review open and re-renders its tally, the second
   decides it).
 - ``embedded``: the provider as the README embeds it, on ``AsyncApp(token=…,
-  process_before_response=True)`` (bolt's own client and authorization, the provider's paced
-  copy of the client) served by bolt's aiohttp adapter, as the floor is: the same work as
-  ``bot``, through a library user's app.
+  process_before_response=True)`` (bolt's own client, authorization and signature check,
+  the provider's paced copy of the client) served on aiohttp as docs/python.md shows (bolt's
+  dispatch, requests read by ``adapters.slack.to_bolt_request``): the same work as ``bot``,
+  through a library user's app.
 
 The Web API stand-in runs in its own process; with ``--cores split`` (the default on two or
 more cores) it and the load generator share the cores this process (the bot, and the floor
@@ -80,7 +81,7 @@ FLOOR = "bolt process_before_response (ack only)"
 HANDLER = "bare ack, the bot's handler"
 BOT = "bot: verify, parse, authorize, apply, resolve, ack"
 VOTE = "bot: team-review vote (quorum 2)"
-EMBED = "embedded: the README's provider, bolt's adapter"
+EMBED = "embedded: the README's provider, served as docs/python.md shows"
 
 BLOCK = 20
 """Counted clicks an app gets in a row before the next app's turn (at 100/s: 0.2 s)."""
@@ -135,7 +136,9 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
         embed_service.register_provider(embedded)
         apps[EMBED] = embed_app
         served = {
-            name: await serve_bolt(app, bolts_adapter=name in (DEFAULT, FLOOR, EMBED))
+            name: await serve_bolt(
+                app, bolts_adapter=name in (DEFAULT, FLOOR), embedded=name == EMBED
+            )
             for name, app in apps.items()
         }
         heap.settle()  # as the bot does once started (python -m bot)

@@ -15,6 +15,7 @@ from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import DeadlineUnkept, Released, WaitReleased
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack.clicks.bolt_request import to_bolt_request
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id, new_request_id
 from adapters.slack.model.record import ApprovalView, PendingRecord
@@ -46,5 +47,6 @@ __all__ = [
     "key_request_id",
     "new_request_id",
     "plan_review_of",
+    "to_bolt_request",
     "unknown_revised",
 ]

@@ -1,9 +1,10 @@
 """The README's Python example, run as written against a rate-limited stand-in Slack.
 
 Only Slack's address and secrets change (``AsyncApp`` points at the stand-in, which enforces
-Slack's published limits 10 times faster). With the example's app serving clicks, a burst of
-150 more questions is asked into its one channel at once: every one is posted, none fails on
-Slack's limits, and every one is answered; the example prints the answer its comment shows.
+Slack's published limits 10 times faster). With the example's app serving clicks as
+docs/python.md serves them (``adapters.slack.to_bolt_request``), a burst of 150 more
+questions is asked into its one channel at once: every one is posted, none fails on Slack's
+limits, and every one is answered; the example prints the answer its comment shows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 import pytest
 import slack_bolt.async_app
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
 import adapters.slack.provider
 import bot.questions
@@ -35,16 +35,17 @@ SCALE = 10.0
 BURST = 150
 
 
-def example() -> str:
-    """The first Python block that builds a ``SlackQuestionProvider`` (README, else docs/)."""
+def example(marker: str = "SlackQuestionProvider(app") -> str:
+    """The first Python block with ``marker`` (README, else docs/): by default the one that
+    builds a ``SlackQuestionProvider``."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for page in pages:
         if not page.is_file():
             continue
         for block in re.findall(r"```python\n(.*?)```", page.read_text("utf-8"), re.S):
-            if "SlackQuestionProvider(app" in block:
+            if marker in block:
                 return str(block)
-    raise AssertionError("no Python example builds a SlackQuestionProvider")
+    raise AssertionError(f"no Python example has {marker}")
 
 
 @pytest.mark.slow
@@ -131,14 +132,11 @@ async def test_the_readme_example_paces_a_burst_of_150_and_every_question_is_ans
 
 
 async def _serve(app: slack_bolt.async_app.AsyncApp) -> web.AppRunner:
-    """Serve ``app`` over HTTP with bolt's aiohttp adapter, as a user would."""
-
-    async def events(request: web.Request) -> web.StreamResponse:
-        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
-
-    web_app = web.Application()
-    web_app.router.add_post("/slack/events", events)
-    runner = web.AppRunner(web_app, access_log=None)
+    """Serve ``app`` over HTTP as docs/python.md's example does (``web_app``, on aiohttp)."""
+    code = example("from adapters.slack import to_bolt_request")
+    namespace: dict[str, Any] = {"app": app}
+    exec(compile(code, "serving example", "exec"), namespace)
+    runner = web.AppRunner(namespace["web_app"], access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     return runner

@@ -7,12 +7,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from aiohttp import web
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from yarl import URL
 
-__all__ = ["bolt_request", "form_fields"]
+__all__ = ["bolt_request", "form_fields", "to_bolt_request"]
 
 _FORM: Final = re.compile(r"[A-Za-z0-9._~*%+&=-]*")
 """What ``application/x-www-form-urlencoded`` bodies are made of (RFC 3986's unreserved
@@ -41,3 +42,9 @@ def bolt_request(body: str, query: str, headers: Mapping[str, Any]) -> AsyncBolt
     request.body = parsed
     request.context = build_async_context(AsyncBoltContext({}), parsed)
     return request
+
+
+async def to_bolt_request(request: web.Request) -> AsyncBoltRequest:
+    """bolt's ``slack_bolt.adapter.aiohttp.to_bolt_request``, the form decoded in C: an app
+    served on aiohttp reads a click as fast as ``python -m bot`` does."""
+    return bolt_request(await request.text(), request.query_string, request.headers)
