@@ -1,35 +1,9 @@
 """``SlackQuestionProvider``: asks in Slack, resolves the pending ``ask()`` when a person answers.
 
 Constructing it registers its listeners on ``app``; every Web API call goes through
-``app.client``. Options:
-
-- ``channel``: default destination (channel id ``C…``/``G…``, DM id ``D…``, or a user id
-  ``U…``/``W…`` for a direct message); ``thread_ts``: default thread.
-- ``allowed_users`` / ``allowed_usergroups``: who may answer (default: anyone who can
-  see the message); group membership is checked at click time, cached ``usergroup_ttl``.
-- ``mention``: prepended to each question (for example ``<!here>``), from configuration.
-- ``destination``: a hook choosing a destination per request.
-- ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``;
-  ``reminders``: seconds before that deadline to remind who may answer (a thread
-  reply); ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-  mention a user or group id because nobody answered; ``remind``: user or group ids
-  reminders mention besides who may answer. Each is settable per request.
-- ``clock``: where deadlines and App Home's viewers (kept 7 days) read the time
-  (default: the system's; tests go faster).
-- ``store``: where pending records live (default: in this process).
-- ``retry``: add slack_sdk's retry handlers (429, 5xx, dropped connections) to the client.
-- ``paced``: every Web API call waits its turn within Slack's limits (``WebApiScheduler``)
-  and a 429 is waited out, never failing a question: ``app.client`` if it is a
-  ``PacedWebClient``, else a paced copy of it within ``limits`` (default: Slack's
-  published ones). ``False`` only for a client paced already.
-- ``lookups``: seconds after a post that timed out (or lost its connection) at which its
-  message is looked for, should Slack have stored it all the same (reconcile.py).
-
-``webhooks`` (set after construction, by ``bot.app.embedded.embed_webhooks``) delivers the
-``callback`` of a request; without it a request with a callback fails with ``BAD_CALLBACK``.
-
-Per call, a request's ``options`` (``bot.questions.AskOptions``) choose a destination,
-an idempotency key, a label and a note.
+``app.client``, or a paced copy of it within ``limits`` unless it is a ``PacedWebClient``
+(``paced=False``: a client paced already). Options: docs/python.md. ``webhooks`` (set by
+``bot.app.embedded.embed_webhooks``) delivers a request's ``callback`` (else ``BAD_CALLBACK``).
 """
 
 from __future__ import annotations
@@ -89,22 +63,16 @@ __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_re
 
 
 def ensure_retry_handlers(client: AsyncWebClient) -> None:
-    """Give ``client`` slack_sdk's retry handlers for 429s, 5xx and dropped connections."""
-    present = {type(handler) for handler in client.retry_handlers}
-    wanted = [
-        AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        AsyncServerErrorRetryHandler(max_retry_count=2),
-    ]
+    """Give ``client`` slack_sdk's retry handlers: 5xx, dropped connections, 429s if unpaced."""
+    wanted = [AsyncConnectionErrorRetryHandler(2), AsyncServerErrorRetryHandler(2)]
     if getattr(client, "scheduler", None) is None:
-        wanted.append(AsyncRateLimitErrorRetryHandler(max_retry_count=3))
-    for handler in wanted:
-        if type(handler) not in present:
-            client.retry_handlers.append(handler)
+        wanted.append(AsyncRateLimitErrorRetryHandler(3))
+    present = {type(handler) for handler in client.retry_handlers}
+    client.retry_handlers += [h for h in wanted if type(h) not in present]
 
 
 class SlackQuestionProvider:
-    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp`` (options: see
-    the module docstring)."""
+    """A ``UserQuestionProvider`` that asks in Slack through a bolt ``AsyncApp``."""
 
     def __init__(
         self,
@@ -138,16 +106,19 @@ class SlackQuestionProvider:
             raise ValueError("escalate_to must be a user id (U…, W…) or a user group id (S…)")
         if not all(ESCALATE_TO_PATTERN.match(who) for who in remind):
             raise ValueError("remind must hold user ids (U…, W…) or user group ids (S…)")
-        self._client: AsyncWebClient = app.client
+        client: AsyncWebClient = app.client
         self._own_client: PacedWebClient | None = None
-        if paced and not isinstance(app.client, PacedWebClient):
+        if paced and not isinstance(client, PacedWebClient):
             scheduler = WebApiScheduler(limits or SlackLimits(), logger=logger)
-            self._client = self._own_client = paced_copy(app.client, scheduler)
-        self._store: PendingStore = store or MemoryPendingStore()
-        log = logger or logging.getLogger("adapters.slack")
+            client = self._own_client = paced_copy(client, scheduler)
         if retry:
-            ensure_retry_handlers(self._client)
-        self._sync = MessageSynchroniser(self._client, self._store, log)
+            ensure_retry_handlers(client)
+        self.client = client
+        """The Web API client every call goes through (``app.client``, or its paced copy)."""
+        self.store = store = store or MemoryPendingStore()
+        """The pending store (shared with the HTTP API and other processes)."""
+        log = logger or logging.getLogger("adapters.slack")
+        self._sync = sync = MessageSynchroniser(client, store, log)
         defaults = AskDefaults(
             destination=Destination(channel, thread_ts),
             allowed_users=list(allowed_users) if allowed_users else None,
@@ -160,65 +131,36 @@ class SlackQuestionProvider:
             escalate_to=escalate_to,
             remind=tuple(remind),
         )
-        self._endings = Endings(self._store, self._sync)
+        self._endings = Endings(store, sync)
+        lost = LostPosts(client, store, sync, clock=clock, lookups=tuple(lookups), logger=log)
         self._lifecycle = AskLifecycle(
-            self._client,
-            self._store,
-            self._sync,
+            client,
+            store,
+            sync,
             self._endings,
             defaults,
             team_url(app),
             clock=clock,
             logger=log,
-            lost=LostPosts(
-                self._client,
-                self._store,
-                self._sync,
-                clock=clock,
-                lookups=tuple(lookups),
-                logger=log,
-            ),
+            lost=lost,
         )
-        gate = Gatekeeper(self._client, ttl=usergroup_ttl, logger=log)
-        conversations = Conversations(self._client, log)  # the Home tab's and the clicks'
-        self._handler = InteractionHandler(self._store, gate, self._sync, conversations)
-        self._approvals = ApprovalHandler(self._store, gate, self._sync)
-        if isinstance(self._store, ReportsOrphans):
-            # A shared store fails the requests of processes that died; say so in Slack.
-            self._store.on_orphans = self._lifecycle.orphans
-        self._home = HomeTab(
-            self._client,
-            self._store,
-            gate,
-            self._sync,
-            log,
-            viewers=viewers_for(self._store),
-            now=(clock or SystemClock()).now,
-            conversations=conversations,
-        )
-        self._sync.on_change = self._home.changed
-        self.webhooks: Callbacks | None = None  # owes each callback its delivery
-        register_listeners(app, self._handler, self._approvals, self._home)
-
-    @property
-    def store(self) -> PendingStore:
-        """The pending store (shared with the HTTP API and other processes)."""
-        return self._store
-
-    @property
-    def client(self) -> AsyncWebClient:
-        """The Web API client every call goes through (``app.client``, or its paced copy)."""
-        return self._client
-
-    @property
-    def home(self) -> HomeTab:
-        """The App Home tabs ("Waiting for you") this provider publishes."""
-        return self._home
-
-    @property
-    def handler(self) -> InteractionHandler:
+        gate = Gatekeeper(client, ttl=usergroup_ttl, logger=log)
+        conversations = Conversations(client, log)  # the Home tab's and the clicks'
+        self.handler = InteractionHandler(store, gate, sync, conversations)
         """What the listeners hand each interaction to."""
-        return self._handler
+        if isinstance(store, ReportsOrphans):
+            # A shared store fails the requests of processes that died; say so in Slack.
+            store.on_orphans = self._lifecycle.orphans
+        now = (clock or SystemClock()).now
+        viewers = viewers_for(store)
+        self.home = HomeTab(
+            client, store, gate, sync, log, viewers=viewers, now=now, conversations=conversations
+        )
+        """The App Home tabs ("Waiting for you") this provider publishes."""
+        sync.on_change = self.home.changed
+        self.webhooks: Callbacks | None = None  # owes each callback its delivery
+        approvals = ApprovalHandler(store, gate, sync)
+        register_listeners(app, self.handler, approvals, self.home)
 
     @property
     def defaults(self) -> AskDefaults:
@@ -228,7 +170,7 @@ class SlackQuestionProvider:
     @property
     def pending_count(self) -> int:
         """Requests this process is waiting on (zero when nothing leaks)."""
-        return self._store.watch_count
+        return self.store.watch_count
 
     @property
     def lost_posts(self) -> LostPosts:
@@ -260,22 +202,22 @@ class SlackQuestionProvider:
 
     async def status(self, request_id: str) -> QuestionStatus | None:
         """Where request ``request_id`` stands (asked by any process); ``None`` if unknown."""
-        record = await self._store.get(request_id)
+        record = await self.store.get(request_id)
         if record is None:
             return None
         status = status_of(record)
-        if status.is_open and isinstance(self._client, PacedWebClient):
-            return replace(status, queued=self._client.scheduler.is_queued(request_id))
+        if status.is_open and isinstance(self.client, PacedWebClient):
+            return replace(status, queued=self.client.scheduler.is_queued(request_id))
         return status
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
         """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
-        return await wait_ended(self._store, self._sync, self._endings, request_id)
+        return await wait_ended(self.store, self._sync, self._endings, request_id)
 
     async def report_ending(self, request_id: str, report: Report) -> bool:
         """Report how request ``request_id`` ends to ``report``, no task waiting meanwhile
         (``asks.status.report_ending``); ``False`` if it is unknown."""
-        return await report_ending(self._store, self._sync, self._endings, request_id, report)
+        return await report_ending(self.store, self._sync, self._endings, request_id, report)
 
     async def ask_approval(
         self,
@@ -295,11 +237,11 @@ class SlackQuestionProvider:
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The audit trail of request ``request_id``, oldest first."""
-        return await self._store.events(request_id)
+        return await self.store.events(request_id)
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every audit event with ``since <= at < until``, in the order appended."""
-        return self._store.audit(since, until)
+        return self.store.audit(since, until)
 
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
@@ -314,7 +256,7 @@ class SlackQuestionProvider:
         """Consume an answered request's decision once (``asks.consume``): ``(None, status)``,
         or the refusal's code (``asks.consume.REFUSALS``) and the request as it stands."""
         code, record = await consume(
-            self._store, request_id, by=by, now=time.time(), lifetime=lifetime
+            self.store, request_id, by=by, now=time.time(), lifetime=lifetime
         )
         return code, None if record is None else status_of(record)
 

@@ -20,7 +20,6 @@ class Mutant:
 
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
-BUCKETS = "adapters/slack/pacing/buckets.py"
 LANES = "adapters/slack/pacing/lanes.py"
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
@@ -94,15 +93,15 @@ _SCHEDULER = [
     ),
     Mutant(
         "429 holds method not lane",
-        BUCKETS,
+        SCHEDULER,
         "            await self._budget.hold(buckets[-1], seconds)",
         "            await self._budget.hold(buckets[0], seconds)",
     ),
     Mutant(
         "second lane 429 holds lane",
-        BUCKETS,
-        "        if any(other != lane for other in held):",
-        "        if False:",
+        LANES,
+        "        alone = all(other == lane for other in self.held)",
+        "        alone = True",
     ),
 ]
 

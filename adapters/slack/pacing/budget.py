@@ -14,18 +14,18 @@ from typing import Final, Protocol, TypeVar
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from adapters.slack.pacing.rate_limits import Bucket
+
 __all__ = ["Bucket", "Budget", "LocalBudget", "RedisBudget", "Wait"]
 
 T = TypeVar("T")
 _MICROS: Final = 1_000_000
 _CONNECTIONS: Final = 8
-"""Scripts one ``RedisBudget`` runs at once (a worker per method, and holds after 429s);
-more callers wait for a connection instead of failing as if Redis were gone."""
+"""Scripts one ``RedisBudget`` runs at once; more callers wait for a connection."""
 _CONNECTION_WAIT: Final = 10.0
-"""Seconds a caller waits for a connection: twice the socket timeout, so only a Redis that
-answers nobody in time makes it give up."""
+"""Seconds a caller waits for a connection (twice the socket timeout)."""
 _BUSY_WAIT: Final = 0.5
-"""The wait a ``take`` answers when no connection freed up: it grants nothing it cannot count."""
+"""The wait a ``take`` answers when no connection freed up: nothing is granted uncounted."""
 
 # Sets a hold unless a longer one is already running (two 429s from two processes).
 _HOLD: Final = """
@@ -100,15 +100,6 @@ return {0, 0}
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Bucket:
-    """At most ``limit`` calls in any ``window`` seconds under ``key``."""
-
-    key: str
-    limit: int
-    window: float
-
-
 Wait = tuple[float, int]
 """Seconds to wait (0: granted) and the index of the bucket that was full."""
 
@@ -131,8 +122,7 @@ class Budget(Protocol):
 
 @dataclass(slots=True)
 class _Calls:
-    """The grants of one bucket still in its window; the window is kept to prune it when
-    nobody asks for the bucket any more."""
+    """The grants of one bucket still in its window (kept, to prune when nobody asks)."""
 
     window: float
     times: deque[float] = field(default_factory=deque)
@@ -206,8 +196,7 @@ class LocalBudget:
         return handover
 
     def restore(self, handover: Handover) -> None:
-        """Take back what ``drain`` handed over (it could not be written elsewhere), with
-        whatever was granted and held here since."""
+        """Take back what ``drain`` handed over, merged with what was granted here since."""
         for key, calls in handover.calls.items():
             mine = self._calls.get(key)
             if mine is not None:
@@ -227,9 +216,8 @@ class LocalBudget:
         return need
 
     def _tidy(self, now: float) -> None:
-        """Sweep once as many takes went by as there are buckets, or once the longest
-        window passed since the last sweep: each take pays O(1) on average, and a budget
-        idle for longer than its windows forgets everything at its next take."""
+        """Sweep once as many takes went by as there are buckets (O(1) a take on average),
+        or once the longest window passed since the last sweep."""
         self._since_sweep += 1
         if self._since_sweep > self.kept() or now - self._swept_at >= self._longest:
             self._sweep(now)
@@ -244,8 +232,7 @@ class LocalBudget:
 
 
 class _NoConnection(Exception):
-    """No connection freed up in ``_CONNECTION_WAIT``: Redis is slow, not known to be gone,
-    so nothing is granted on this process's word alone."""
+    """No connection freed up in ``_CONNECTION_WAIT``: Redis is slow, not known to be gone."""
 
 
 class RedisBudget:
@@ -268,8 +255,7 @@ class RedisBudget:
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str) -> RedisBudget:
-        """A budget on its own small connection pool to ``url``; a caller finding every
-        connection busy waits for one (a full pool is not an outage)."""
+        """A budget on its own small connection pool to ``url`` (a full pool is no outage)."""
         pool = aioredis.BlockingConnectionPool.from_url(
             url, socket_timeout=5, max_connections=_CONNECTIONS, timeout=_CONNECTION_WAIT
         )
@@ -290,8 +276,8 @@ class RedisBudget:
         return await self._fallback.take(buckets)
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
-        """Grant nothing from ``bucket`` for ``seconds``, in every process (kept here and
-        written to Redis later when it cannot be now)."""
+        """Grant nothing from ``bucket`` for ``seconds``, in every process (kept here until
+        Redis can be told)."""
         if seconds <= 0:
             return
         keys = self._keys([bucket.key])
@@ -316,9 +302,8 @@ class RedisBudget:
         return [f"{self._prefix}:{k}" for k in keys]
 
     async def _synced(self) -> bool:
-        """Whether Redis has everything this process granted and held on its own: what is
-        still in its window is written there first (one attempt, shared by the callers
-        meanwhile), or Redis would grant the window a second time. False while unreachable."""
+        """Whether Redis has what this process granted and held alone (written there first,
+        one attempt shared by the callers meanwhile); False while unreachable."""
         if self._replaying is None:
             if not self._fallback.kept():
                 return True
@@ -333,26 +318,24 @@ class RedisBudget:
             task.exception()  # the callers waiting on it were told
 
     async def _replay(self) -> bool:
-        """Write the fallback's grants (their ages kept, on Redis's clock) and holds still in
-        their windows to Redis, and forget them here; whether Redis took them."""
+        """Write the fallback's grants (their ages kept) and holds to Redis, and forget them
+        here; whether Redis took them."""
         if await self._run(self._redis.ping) is None:
             return False  # still unreachable: nothing is handed over
         handover = self._fallback.drain()
         keys, args = _replay_args(handover)
+        written = False
         try:
-            if not keys or await self._run(
-                lambda: self._replay_script(keys=self._keys(keys), args=args)
-            ):
-                return True
-        except BaseException:
-            self._fallback.restore(handover)
-            raise
-        self._fallback.restore(handover)
-        return False
+            written = not keys or bool(
+                await self._run(lambda: self._replay_script(keys=self._keys(keys), args=args))
+            )
+        finally:
+            if not written:
+                self._fallback.restore(handover)
+        return written
 
     async def _run(self, send: Callable[[], Awaitable[T]]) -> T | None:
-        """``send()``'s answer, or ``None`` if Redis is unreachable (``_NoConnection`` if every
-        connection stays busy)."""
+        """``send()``'s answer; ``None`` if Redis is unreachable (``_NoConnection``: all busy)."""
         try:
             async with asyncio.timeout(_CONNECTION_WAIT):
                 await self._connections.acquire()

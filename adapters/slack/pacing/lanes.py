@@ -47,6 +47,14 @@ class MethodLanes:
     slow: int = 0
     slow_logged_at: float = -math.inf
 
+    def held_alone(self, lane: str, now: float, until: float) -> bool:
+        """Note a 429 holding ``lane`` until ``until``; whether no other lane is held now."""
+        for other in [k for k, end in self.held.items() if end <= now]:
+            del self.held[other]
+        alone = all(other == lane for other in self.held)
+        self.held[lane] = max(self.held.get(lane, now), until)
+        return alone
+
     def note_wait(
         self, waited: float, now: float, slow_after: float, logger: logging.Logger
     ) -> None:

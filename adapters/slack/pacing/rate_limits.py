@@ -1,4 +1,5 @@
-"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share."""
+"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share,
+and the budget buckets a call spends within them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["METHOD_TIERS", "POST_MESSAGE", "TIER_PER_MINUTE", "SlackLimits"]
+__all__ = ["METHOD_TIERS", "POST_MESSAGE", "TIER_PER_MINUTE", "Bucket", "SlackLimits"]
 
 POST_MESSAGE: Final = "chat.postMessage"
 
@@ -36,6 +37,17 @@ METHOD_TIERS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Each rate-limited method's tier; ``chat.postMessage`` has its own rule (see
 ``SlackLimits``), ``auth.test`` and ``blocks.validate`` are special and not limited here."""
+_TRIGGERED: Final = frozenset({"views.open", "views.push"})
+"""Methods whose trigger id expires three seconds after the click: not spread out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """At most ``limit`` calls in any ``window`` seconds under ``key``."""
+
+    key: str
+    limit: int
+    window: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +90,22 @@ class SlackLimits:
     def real(self, slack_seconds: float) -> float:
         """Slack seconds as real seconds at this time scale."""
         return slack_seconds / self.time_scale
+
+    def buckets(self, method: str, lane: str, margin: float) -> list[Bucket]:
+        """The buckets one call of ``method`` in ``lane`` spends, windows stretched by
+        ``margin``: the method's, its pace's (a tenth of the window's calls at most at once)
+        and, for a post, its conversation's."""
+        window = self.real(self.window) * (1.0 + margin)
+        allowed = self.workspace_posts if method == POST_MESSAGE else self.per_window(method)
+        allowed = allowed or 1
+        found = [Bucket(method, allowed, window)]
+        if method in _TRIGGERED:
+            return found  # a trigger id expires in 3 s: the window's whole burst is used
+        burst = max(1, allowed // 10)
+        found.append(Bucket(f"{method}:pace", burst, window * burst / allowed))
+        if method == POST_MESSAGE:
+            # One post per interval per channel, evenly, barely slower than Slack refills
+            # (2 %): Slack's burst allowance is kept in reserve for latency jitter.
+            interval = self.real(self.post_interval) * 1.02
+            found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
+        return found

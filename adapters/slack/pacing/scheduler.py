@@ -13,10 +13,9 @@ from typing import Any, Final, TypeVar
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from adapters.slack.pacing.buckets import RATE_LIMITED, Spending, error_of
 from adapters.slack.pacing.budget import Budget, LocalBudget
 from adapters.slack.pacing.lanes import MethodLanes, QueuedCall
-from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
+from adapters.slack.pacing.rate_limits import POST_MESSAGE, Bucket, SlackLimits
 
 __all__ = [
     "RATE_LIMITED_RETRY_AFTER",
@@ -28,6 +27,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+RATE_LIMITED: Final = "rate_limited"
+"""chat.postMessage's own refusal (HTTP 200), distinct from the 429 ``ratelimited``."""
 _DEFAULT_RETRY_AFTER: Final = 1.0
 RATE_LIMITED_RETRY_AFTER: Final = 60.0
 """Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
@@ -37,15 +38,13 @@ UNPACED: Final = frozenset({"apps.connections.open"})
 Socket Mode's reconnect, without which no click arrives."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
 KNOWN_CONVERSATIONS: Final = 10_000
-"""DMs whose conversation id is remembered (user id -> ``D…``), latest learnt kept: a
-forgotten one is paced under its user id until its next post's answer names it again."""
+"""DMs whose conversation id is remembered (user id -> ``D…``), the latest learnt kept."""
 
 
 @contextlib.contextmanager
 def tagged(tag: str) -> Iterator[None]:
-    """Tag the Web API calls made in this block with ``tag`` (so ``is_queued`` tells while
-    they wait). Only the calls that are ``tag``'s: a task started here copies the tag, so
-    background work is started in ``untagged_context()``."""
+    """Tag the Web API calls made in this block with ``tag`` (``is_queued`` tells while they
+    wait); a task started here copies the tag, so background work uses ``untagged_context()``."""
     token = _TAG.set(tag)
     try:
         yield
@@ -54,11 +53,16 @@ def tagged(tag: str) -> Iterator[None]:
 
 
 def untagged_context() -> contextvars.Context:
-    """A copy of the current context without a tag: for a task that outlives the call that
-    starts it (a republish, a refresh), whose calls are no question's post."""
+    """A copy of the current context without a tag, for a task outliving the call starting it."""
     context = contextvars.copy_context()
     context.run(_TAG.set, None)
     return context
+
+
+def error_of(response: Any) -> object:
+    """The ``error`` of a Web API answer, if it has one."""
+    data = getattr(response, "data", None)
+    return data.get("error") if isinstance(data, dict) else None
 
 
 def retry_after_of(exc: BaseException) -> float | None:
@@ -84,8 +88,9 @@ def retry_after_of(exc: BaseException) -> float | None:
     return default
 
 
-class WebApiScheduler(Spending):
-    """Paces Web API calls within ``limits`` (see the module docstring)."""
+class WebApiScheduler:
+    """Paces Web API calls within ``limits``: per method a worker serves its lanes (one per
+    conversation, or per coalescing ``key``) in turn, each call spending its budget buckets."""
 
     def __init__(
         self,
@@ -96,13 +101,14 @@ class WebApiScheduler(Spending):
         slow_after: float = 10.0,
         logger: logging.Logger | None = None,
     ) -> None:
-        super().__init__(limits or SlackLimits(), budget or LocalBudget(), margin)
+        self.limits = limits or SlackLimits()
+        self._budget: Budget = budget or LocalBudget()
+        self._margin = margin
         self._slow_after = slow_after
         self._logger = logger or logging.getLogger("adapters.slack")
         self._methods: dict[str, MethodLanes] = {}
         self._closed = False
-        self._closing = asyncio.Event()
-        """Set by ``close``: wakes unpaced calls waiting out a ``Retry-After``."""
+        self._closing = asyncio.Event()  # wakes unpaced calls waiting out a Retry-After
         self._sending: set[asyncio.Task[None]] = set()
         self._tags: Counter[str] = Counter()
         self._conversations: dict[str, str] = {}
@@ -110,8 +116,6 @@ class WebApiScheduler(Spending):
         """How many 429 answers came back (each was retried)."""
         self.sent = 0
         """How many calls were sent (retries included)."""
-
-    # -- public surface -------------------------------------------------------------------
 
     async def call(
         self,
@@ -151,16 +155,17 @@ class WebApiScheduler(Spending):
                 entry.future.cancel()
             raise
 
+    def buckets(self, method: str, lane: str) -> list[Bucket]:
+        """The budget buckets one call of ``method`` in ``lane`` spends."""
+        return self.limits.buckets(method, lane, self._margin)
+
     def conversation(self, channel: str) -> str:
-        """The conversation ``channel`` names, as far as Slack's answers told (``learn``);
-        the name itself until then."""
+        """The conversation ``channel`` names, as far as Slack's answers told (``learn``)."""
         return self._conversations.get(channel, channel)
 
     async def learn(self, channel: str, conversation: str) -> None:
-        """A post to ``channel`` landed in ``conversation`` (its answer's ``channel``): a
-        user id names its DM. Calls waiting under the name join the conversation's lane,
-        and that post counts in the conversation's bucket (it was spent under the name),
-        so the conversation gets one post per interval whichever name a call gives."""
+        """A post to ``channel`` (a user id) landed in ``conversation`` (its DM): calls waiting
+        under the name join the conversation's lane, and the post counts in its bucket."""
         if not conversation or channel == conversation or channel in self._conversations:
             return
         self._conversations[channel] = conversation
@@ -180,9 +185,8 @@ class WebApiScheduler(Spending):
         return self._tags.get(tag, 0) > 0
 
     def withdraw(self, method: str, tag: str, error: Exception) -> bool:
-        """Take the calls of ``method`` tagged ``tag`` that still wait off the queue, never
-        to be sent: their callers get ``error``. Whether any was waiting (one on its way
-        already is left to finish)."""
+        """Fail the calls of ``method`` tagged ``tag`` still waiting with ``error``, unsent;
+        whether any was waiting (one on its way is left to finish)."""
         state = self._methods.get(method)
         if state is None or not self._tags.get(tag):
             return False
@@ -208,8 +212,6 @@ class WebApiScheduler(Spending):
                     self._settle(entry, error=closed)
         self._methods.clear()
         await self._budget.close()
-
-    # -- serving --------------------------------------------------------------------------
 
     def _kick(self, state: MethodLanes) -> None:
         if self._closed:
@@ -277,7 +279,18 @@ class WebApiScheduler(Spending):
             self.ratelimited += 1
             if not entry.serial:  # its channel may be known by its conversation meanwhile
                 entry.lane = self.conversation(entry.lane)
-            await self._hold(state, entry.lane, exc, self.limits.real(retry_after))
+            seconds = self.limits.real(retry_after)
+            buckets = self.buckets(state.name, entry.lane)
+            # A post's 429 holds its conversation alone, unless another one is held already.
+            lane_only = (
+                state.name == POST_MESSAGE
+                and error_of(getattr(exc, "response", None)) != RATE_LIMITED
+            )
+            now = asyncio.get_running_loop().time()
+            if lane_only and state.held_alone(entry.lane, now, now + seconds):
+                await self._budget.hold(buckets[-1], seconds)
+            else:
+                await self._budget.hold(buckets[0], seconds)
             state.enqueue(entry, first=True)
         except BaseException as exc:
             self._settle(entry, error=exc)
@@ -293,7 +306,7 @@ class WebApiScheduler(Spending):
 
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
         """A method no limit here covers, or ``UNPACED``: sent at once, retried after any 429
-        until ``close`` (which ends the wait: the call fails with ``SlackClientError``)."""
+        until ``close``."""
         while True:
             if self._closed:
                 raise SlackClientError("the Web API client closed")
@@ -307,8 +320,6 @@ class WebApiScheduler(Spending):
                 self.ratelimited += 1
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closing.wait(), self.limits.real(retry_after))
-
-    # -- bookkeeping ----------------------------------------------------------------------
 
     def _settle(
         self, entry: QueuedCall, *, result: Any = None, error: BaseException | None = None
