@@ -273,19 +273,19 @@ _BLOCKS = [
     Mutant("elements unchecked", LIMITS, "                _validate(item)", "                pass"),
     Mutant(
         "button not listed",
-        "adapters/slack/render/blocks/full_labels.py",
+        "adapters/slack/render/blocks/options.py",
         "if len(o.label) > MAX_BUTTON_TEXT or o.description]",
         "if len(o.label) > MAX_BUTTON_TEXT + 1 or o.description]",
     ),
     Mutant(
         "menu label at 75 listed",
-        "adapters/slack/render/blocks/full_labels.py",
+        "adapters/slack/render/blocks/options.py",
         "if len(o.label) > MAX_OPTION_TEXT or",
         "if len(o.label) >= MAX_OPTION_TEXT or",
     ),
     Mutant(
         "description not listed",
-        "adapters/slack/render/blocks/full_labels.py",
+        "adapters/slack/render/blocks/options.py",
         'or len(o.description or "") > MAX_OPTION_DESCRIPTION',
         "",
     ),

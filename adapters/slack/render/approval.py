@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Final
 
@@ -16,9 +17,16 @@ from adapters.slack.render.blocks import (
     render_open,
     split_text,
 )
-from adapters.slack.render.blocks.parts import context, date, ends, hidden_notice, left_out
+from adapters.slack.render.blocks.parts import (
+    abridged,
+    context,
+    ends,
+    hidden_notice,
+    left_out,
+    size_of,
+)
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
-from adapters.slack.render.outcomes import IN_FLIGHT, code_block, code_text, literal, one_line
+from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
 from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
@@ -35,7 +43,6 @@ REJECT_TEXT: Final = "Reject"
 APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
 _CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
 """Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
-_CONFIRM_TEXT: Final = MAX_CONFIRM_TEXT
 _PER_REPLY: Final = 3
 """Code boxes of ``MAX_RICH_TEXT`` characters per thread reply (well within the budget)."""
 _OUTCOME: Final = {
@@ -44,9 +51,15 @@ _OUTCOME: Final = {
 }
 
 
+_BACKTICK_RUN: Final = re.compile(r"`(?=`)")
+_ZWSP: Final = "\u200b"
+
+
 def _code(text: str) -> str:
-    # Backticks in the text must not end the block early: broken up before measuring.
-    return code_block(code_text(escape(text)))
+    """``text`` escaped in a code block only the bot's own fences open and close: a zero-width
+    space between two backticks, and before (after) a backtick it starts (ends) with."""
+    safe = _BACKTICK_RUN.sub(f"`{_ZWSP}", escape(text))
+    return f"```{_ZWSP * safe.startswith('`')}{safe}{_ZWSP * safe.endswith('`')}```"
 
 
 def _code_length(text: str) -> int:
@@ -91,8 +104,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
     chunks = split_text(text, MAX_RICH_TEXT)
     groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
     if len(groups) > MAX_THREAD_REPLIES:
-        size = f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
-        comment = f"The full {noun} to allow ({len(text):,} characters, {size}), as sent."
+        comment = f"The full {noun} to allow ({len(text):,} characters, {size_of(text)}), as sent."
         return [], [Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
     replies: list[list[dict[str, Any]]] = []
     for n, group in enumerate(groups, start=1):
@@ -138,15 +150,14 @@ def _confirm_text(view: ApprovalView) -> str:
     intro = "Run with wider sandbox rights, this once: "
     target = _target(view)
     if target is None:
-        return shorten(f"{intro}the {view.tool_name} tool", _CONFIRM_TEXT)
+        return shorten(f"{intro}the {view.tool_name} tool", MAX_CONFIRM_TEXT)
     text, noun = reveal(target[0]), target[1]
-    if len(intro) + len(text) <= _CONFIRM_TEXT:
+    if len(intro) + len(text) <= MAX_CONFIRM_TEXT:
         return intro + text
     where = "the thread" if not _whole(view) else "the message"
     note = f" (the full {noun} is in {where})"
-    room = _CONFIRM_TEXT - len(intro) - len(note) - len(left_out(len(text))) - 2
-    head, tail = ends(text, room)
-    return f"{intro}{head} {left_out(len(text) - len(head) - len(tail))} {tail}{note}"
+    head, gap, tail = abridged(text, MAX_CONFIRM_TEXT - len(intro) - len(note))
+    return f"{intro}{head} {gap} {tail}{note}"
 
 
 def _buttons(record: PendingRecord, view: ApprovalView) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,8 +19,7 @@ __all__ = [
     "IN_FLIGHT",
     "Outcome",
     "as_mrkdwn",
-    "code_block",
-    "code_text",
+    "date",
     "literal",
     "one_line",
     "opened_words",
@@ -46,8 +46,16 @@ ICONS: Final = {
 _ZWSP: Final = "\u200b"
 _MARKUP: Final = re.compile(r"[*_~`]")
 _EMOJI_CODE: Final = re.compile(r":(?=[\w+'-]+:)")
-_BACKTICK_RUN: Final = re.compile(r"`(?=`)")
 _FOLD: Final = " / "
+
+
+def date(seconds: float, *, clock: bool = False) -> str:
+    """A time in Slack's date formatting (each reader's own zone; ``clock``: the time of day
+    only), UTC as the fallback."""
+    shown, utc = (
+        ("{time}", "%H:%M") if clock else ("{date_short_pretty} at {time}", "%Y-%m-%d %H:%M")
+    )
+    return f"<!date^{int(seconds)}^{shown}|{time.strftime(utc, time.gmtime(seconds))} UTC>"
 
 
 def one_line(text: str) -> str:
@@ -59,24 +67,6 @@ def literal(text: str) -> str:
     """Asker text escaped for a mrkdwn line of ours, its markup shown as typed."""
     text = _EMOJI_CODE.sub(f":{_ZWSP}", escape(text))
     return _MARKUP.sub(lambda match: f"{_ZWSP}{match[0]}{_ZWSP}", text)
-
-
-def code_text(escaped: str) -> str:
-    """Escaped text with a zero-width space between any two backticks: inside a code block
-    it can never make the three that end the block (measure and shorten it after this)."""
-    return _BACKTICK_RUN.sub(f"`{_ZWSP}", escaped)
-
-
-def code_block(escaped: str) -> str:
-    """Escaped text in a code block that only the bot's own fences open and close: broken
-    up by ``code_text``, and kept off a fence by a zero-width space when it starts or ends
-    with a backtick (at most two characters more than ``code_text``, plus the fences)."""
-    safe = code_text(escaped)
-    if safe.startswith("`"):
-        safe = _ZWSP + safe
-    if safe.endswith("`"):
-        safe += _ZWSP
-    return f"```{safe}```"
 
 
 _WITH_REASON: Final = frozenset({"Cancelled", "Failed", "Timed out", "Sent"})

@@ -1,19 +1,27 @@
-"""Pure rendering of team plan reviews: the live tally, the votes, and what a revision changed."""
+"""Pure rendering of team plan reviews: the live tally, the votes, what a revision changed."""
 
 from __future__ import annotations
 
-import time
+import difflib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.slack.model.tally import Revision, Vote, tally
 from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
-from adapters.slack.render.outcomes import literal, one_line, opened_words
-from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.render.outcomes import date, literal, one_line, opened_words
 from adapters.slack.render.rich import Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
 
-__all__ = ["DIFF_IN_MESSAGE", "feedback_block", "revision_blocks", "tally_line", "vote_lines"]
+__all__ = [
+    "DIFF_IN_MESSAGE",
+    "PlanDiff",
+    "feedback_block",
+    "plan_diff",
+    "revision_blocks",
+    "tally_line",
+    "vote_lines",
+]
 
 Block = dict[str, Any]
 
@@ -96,18 +104,13 @@ def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = Fal
     return line
 
 
-def _when(seconds: float) -> str:
-    fallback = time.strftime("%H:%M UTC", time.gmtime(seconds))
-    return f"<!date^{int(seconds)}^{{time}}|{fallback}>"
-
-
 def vote_lines(votes: Sequence[Vote]) -> list[str]:
     """One escaped mrkdwn line per vote, in the order they were cast."""
     lines = []
     for vote in votes:
         said = ":white_check_mark: {} approved" if vote.approve else ":x: {} declined"
         opened = opened_words(vote.opened_whole_plan)
-        lines.append(f"{said.format(f'<@{vote.user}>')}{opened} · {_when(vote.at)}")
+        lines.append(f"{said.format(f'<@{vote.user}>')}{opened} · {date(vote.at, clock=True)}")
         if not vote.approve and vote.feedback and vote.feedback.strip():
             # Quoted on one line below the vote: it cannot add a vote line of its own.
             lines[-1] += f"\n“{shorten_escaped(literal(one_line(vote.feedback)), _FEEDBACK_SHOWN)}”"
@@ -127,6 +130,45 @@ def feedback_block(feedback: str, limit: int, title: str = "") -> Block:
         if len(body) <= limit or not shown:
             return {"type": "markdown", "text": body}
         shown = shown[: min(len(shown) - 1, len(shown) * (limit - 60) // len(body))].rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDiff:
+    """The changed lines of a plan and how many stayed the same."""
+
+    lines: tuple[str, ...]
+    """``+ line`` / ``- line`` in plan order, with ``… N unchanged lines`` between runs."""
+    added: int
+    removed: int
+    unchanged: int
+
+    @property
+    def text(self) -> str:
+        """The diff as plain text, one line each."""
+        return "\n".join(self.lines)
+
+    @property
+    def summary(self) -> str:
+        """``+A −R, unchanged: N lines``."""
+        return f"+{self.added} −{self.removed}, unchanged: {self.unchanged} lines"
+
+
+def plan_diff(old: str, new: str) -> PlanDiff:
+    """The line diff from ``old`` to ``new``."""
+    before, after = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    lines: list[str] = []
+    added = removed = unchanged = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            unchanged += i2 - i1
+            lines.append(f"… {i2 - i1} unchanged line{'s' if i2 - i1 != 1 else ''}")
+            continue
+        lines.extend(f"- {line}" for line in before[i1:i2])
+        lines.extend(f"+ {line}" for line in after[j1:j2])
+        removed += i2 - i1
+        added += j2 - j1
+    return PlanDiff(tuple(lines), added, removed, unchanged)
 
 
 def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[list[Block]]]:

@@ -22,7 +22,7 @@ from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import CONTINUED, MAX_THREAD_REPLIES, Rendered
 from adapters.slack.render.blocks.overflow import continued
-from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.render.review_view import plan_diff
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import ASK_TIMEOUT, SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.slack.model.tally import Vote, cast, combined_feedback, tally
-from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.render.review_view import plan_diff
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions import ReviewPolicy
 

@@ -16,8 +16,7 @@ from adapters.slack.render.blocks.overflow import (
     THREAD_PART,
     split_text,
 )
-from adapters.slack.render.blocks.parts import answer_by
-from adapters.slack.render.blocks.rendered import Attachment, Rendered
+from adapters.slack.render.blocks.parts import Attachment, Rendered, answer_by
 from adapters.slack.render.layout import (
     MAX_TAP_OPTIONS,
     Layout,

@@ -14,19 +14,21 @@ from adapters.slack.render.blocks.overflow import (
     sections_within,
 )
 from adapters.slack.render.blocks.parts import (
+    MAX_FALLBACK_TEXT,
+    Block,
+    Rendered,
     byline_blocks,
     context,
-    date,
+    fallback,
     header_block,
     link_blocks,
     question_block,
     tally_blocks,
 )
-from adapters.slack.render.blocks.rendered import MAX_FALLBACK_TEXT, Block, Rendered, fallback
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.messages import NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape, plain, shorten_escaped
-from adapters.slack.render.outcomes import ICONS, as_mrkdwn, outcome_of
+from adapters.slack.render.outcomes import ICONS, as_mrkdwn, date, outcome_of
 from adapters.slack.render.review_view import feedback_block, revision_blocks
 from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import UserQuestionError

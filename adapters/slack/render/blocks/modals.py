@@ -19,9 +19,9 @@ from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.final import outcome_line
 from adapters.slack.render.blocks.open_message import plan_actions
+from adapters.slack.render.blocks.options import label
 from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
-from adapters.slack.render.blocks.parts import context, label, question_block, section, tally_blocks
-from adapters.slack.render.blocks.rendered import Block
+from adapters.slack.render.blocks.parts import Block, context, question_block, section, tally_blocks
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 

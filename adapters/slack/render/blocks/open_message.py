@@ -17,7 +17,15 @@ from adapters.slack.blockkit import (
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import Draft, PendingRecord
-from adapters.slack.render.blocks.full_labels import options_blocks, options_thread
+from adapters.slack.render.blocks.options import (
+    button,
+    button_labels,
+    dismiss_button,
+    draft_widget,
+    menu_options,
+    options_blocks,
+    options_thread,
+)
 from adapters.slack.render.blocks.overflow import (
     CONTINUED_ROOM,
     MAX_THREAD_REPLIES,
@@ -34,22 +42,18 @@ from adapters.slack.render.blocks.overflow import (
     thread_parts,
 )
 from adapters.slack.render.blocks.parts import (
+    Attachment,
+    Block,
+    Rendered,
     byline_blocks,
     context,
     deadline_blocks,
+    fallback,
     header_block,
     hidden_notice,
     link_blocks,
     question_block,
     tally_blocks,
-)
-from adapters.slack.render.blocks.rendered import Attachment, Block, Rendered, fallback
-from adapters.slack.render.blocks.widgets import (
-    button,
-    button_labels,
-    dismiss_button,
-    draft_widget,
-    menu_options,
 )
 from adapters.slack.render.layout import Layout, layout_of, plan_review_of
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped

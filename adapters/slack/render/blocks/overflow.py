@@ -8,11 +8,17 @@ from typing import Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET, block_text_length
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.parts import context, markdown
-from adapters.slack.render.blocks.rendered import Attachment, Block
+from adapters.slack.render.blocks.parts import (
+    Attachment,
+    Block,
+    context,
+    largest,
+    markdown,
+    size_of,
+)
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import markdown_text, shorten, shorten_escaped
-from adapters.slack.render.plandiff import plan_diff
+from adapters.slack.render.review_view import plan_diff
 
 __all__ = [
     "CONTINUED",
@@ -30,6 +36,7 @@ __all__ = [
     "diff_file",
     "fitted",
     "label_within",
+    "open_fence",
     "outcome_limit",
     "reopened",
     "sections_within",
@@ -71,18 +78,6 @@ def _escaped_length(text: str) -> int:
     return len(text) + 4 * text.count("&") + 3 * (text.count("<") + text.count(">"))
 
 
-def _escaped_fit(text: str, limit: int) -> int:
-    """The length of the longest prefix of ``text`` whose escaped form fits in ``limit``."""
-    low, high = 0, min(len(text), limit)  # escaping never shortens: the answer is <= limit
-    while low < high:  # binary search: a few ``str.count`` calls instead of a Python loop
-        middle = (low + high + 1) // 2
-        if _escaped_length(text[:middle]) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     """``text`` in parts of at most ``limit``, cut between paragraphs, lines or words."""
     least = max(_ESCAPED_SIZE.values()) if escaped else 1
@@ -104,7 +99,9 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
 
 def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
     """Where the first part of ``rest`` ends: a boundary in its second half, else ``limit``."""
-    fit = _escaped_fit(rest, limit) if escaped else limit
+    fit = limit  # escaping never shortens: the longest prefix that fits is within ``limit``
+    if escaped:
+        fit = largest(0, min(len(rest), limit), lambda n: _escaped_length(rest[:n]) <= limit)
     window = rest[:fit]
     for separator in ("\n\n", "\n", " "):
         found = window.rfind(separator)
@@ -211,18 +208,11 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
     blocks = render(MAX_SECTION_TEXT) if first is None else first
     if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
         return blocks
-    low, high = 1, MAX_SECTION_TEXT - 1
-    best = render(low)
-    if block_text_length(best) > MESSAGE_TEXT_BUDGET:
-        return best  # the parts that never change are over on their own
-    while low < high:  # shorter limits never render longer: a binary search
-        middle = (low + high + 1) // 2
-        attempt = render(middle)
-        if block_text_length(attempt) <= MESSAGE_TEXT_BUDGET:
-            low, best = middle, attempt
-        else:
-            high = middle - 1
-    return best
+    # Shorter limits never render longer; at 1 the parts that never change may be over alone.
+    limit = largest(
+        1, MAX_SECTION_TEXT - 1, lambda n: block_text_length(render(n)) <= MESSAGE_TEXT_BUDGET
+    )
+    return render(limit)
 
 
 def outcome_limit(limit: int) -> int:
@@ -245,15 +235,11 @@ def label_within(record: PendingRecord, limit: int) -> PendingRecord:
     return record.model_copy(update={"label": shorten(record.label, limit)})
 
 
-def _size(text: str) -> str:
-    return f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
-
-
 def diff_file(previous_plan: str, plan: str) -> Attachment:
     """A revision's whole diff as one file: its replies would pass ``MAX_THREAD_REPLIES``."""
     text = plan_diff(previous_plan, plan).text
     title = "What changed in the plan"
-    comment = f"{title}, in full ({_size(text)}): too long for thread replies."
+    comment = f"{title}, in full ({size_of(text)}): too long for thread replies."
     return Attachment("plan-changes.diff", title, text, comment)
 
 
@@ -262,33 +248,31 @@ def thread_parts(
 ) -> tuple[list[list[Block]], list[Attachment]]:
     """The rest of each detail: continuation messages, or one file when they would be many."""
     rests = [(q.detail or "")[len(shown[i]) :] for i, q in enumerate(record.questions)]
-    count = len(record.questions)
     what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
+    several = len(record.questions) > 1
+    titles = [f"{what} of question {i + 1}" if several else what for i in range(len(rests))]
     # At least this many parts (a cheap bound): far past the cap, nothing is split at all.
     least = sum(-(-_escaped_length(rest) // THREAD_PART) for rest in rests)
-    chunked = (
-        [split_text(rest, THREAD_PART, escaped=True) if rest else [] for rest in rests]
-        if least <= MAX_THREAD_REPLIES
-        else []
-    )
-    if least > MAX_THREAD_REPLIES or sum(len(chunks) for chunks in chunked) > MAX_THREAD_REPLIES:
+    chunked = [
+        split_text(rest, THREAD_PART, escaped=True) if rest and least <= MAX_THREAD_REPLIES else []
+        for rest in rests
+    ]
+    if least > MAX_THREAD_REPLIES or sum(map(len, chunked)) > MAX_THREAD_REPLIES:
         files = []
         for index, question in enumerate(record.questions):
-            if not rests[index]:
-                continue
-            full = question.detail or ""
-            title = f"{what} of question {index + 1}" if count > 1 else what
-            name = f"{what.lower()}-{index + 1}.md" if count > 1 else f"{what.lower()}.md"
-            comment = f"{title} in full ({_size(full)}): too long for the message itself."
-            files.append(Attachment(name, title, full, comment))
+            if rests[index]:
+                full = question.detail or ""
+                name = f"{what.lower()}-{index + 1}.md" if several else f"{what.lower()}.md"
+                said = (
+                    f"{titles[index]} in full ({size_of(full)}): too long for the message itself."
+                )
+                files.append(Attachment(name, titles[index], full, said))
         return [], files
     messages: list[list[Block]] = []
     for index, chunks in enumerate(chunked):
         before = shown[index]
         for n, chunk in enumerate(chunks, start=1):
-            title = f"{what} of question {index + 1}" if count > 1 else what
-            caption = f"{title}, continued ({n}/{len(chunks)})"
-            drawn = markdown_text(reopened(before, chunk))
-            messages.append([context(caption), markdown(drawn)])
+            caption = f"{titles[index]}, continued ({n}/{len(chunks)})"
+            messages.append([context(caption), markdown(markdown_text(reopened(before, chunk)))])
             before += chunk
     return messages, []

@@ -1,50 +1,86 @@
-"""The small blocks every rendering of a request shares (pure)."""
+"""What rendering returns, and the small blocks and text cuts every rendering shares (pure)."""
 
 from __future__ import annotations
 
-import time
 import unicodedata
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.rendered import Block
 from adapters.slack.render.messages import names_of
-from adapters.slack.render.mrkdwn import (
-    ELLIPSIS,
-    hidden_characters,
-    mrkdwn,
-    plain,
-    reveal,
-    shorten,
-    shorten_escaped,
-)
+from adapters.slack.render.mrkdwn import escape, hidden_characters, mrkdwn, plain, shorten_escaped
+from adapters.slack.render.outcomes import date
 from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import bold, italic, rich_text
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
+    "MAX_FALLBACK_TEXT",
+    "Attachment",
+    "Block",
+    "Rendered",
+    "abridged",
     "answer_by",
     "asker",
     "byline_blocks",
+    "clean_cut",
     "context",
-    "date",
     "deadline_blocks",
     "ends",
+    "fallback",
     "header_block",
     "hidden_notice",
-    "label",
-    "left_out",
+    "largest",
     "link_blocks",
     "markdown",
-    "option_labels",
     "question_block",
     "section",
+    "size_of",
     "tally_blocks",
 ]
+
+Block = dict[str, Any]
+
+MAX_FALLBACK_TEXT: Final = 3000
+"""The notification text (top-level ``text``), well within Slack's recommended 4,000."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A text uploaded as a file in the message's thread: too long for continuation posts."""
+
+    filename: str
+    title: str
+    content: str
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A message to post: fallback ``text``, ``blocks``, continuation messages and files."""
+
+    text: str
+    blocks: list[Block]
+    thread: list[list[Block]] = field(default_factory=list)
+    files: list[Attachment] = field(default_factory=list)
+
+
+def fallback(record: PendingRecord) -> str:
+    """The notification text: who asks, the first question, and how many more."""
+    first = record.questions[0].question.strip() if record.questions else ""
+    first = first or "A question for you"  # Slack needs notification text
+    more = f" (+{len(record.questions) - 1} more)" if len(record.questions) > 1 else ""
+    who = f"{record.label}: " if record.label else ""
+    return shorten_escaped(escape(f"{who}{first}{more}"), MAX_FALLBACK_TEXT)
+
+
+def size_of(text: str) -> str:
+    """A file's size as a person reads it (``12 KB``)."""
+    return f"{len(text.encode('utf-8')) / 1024:,.0f} KB"
 
 
 def hidden_notice(*texts: str | None) -> list[Block]:
@@ -61,65 +97,16 @@ def hidden_notice(*texts: str | None) -> list[Block]:
     ]
 
 
-def label(text: str, limit: int) -> str:
-    """A widget's label: shortened to ``limit``, ``(blank)`` for a blank one."""
-    return shorten(text, limit) if text.strip() else "(blank)"
+def largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` in ``low..high`` that ``fits`` (which holds up to some ``n``, then not)."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
 
 
-def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
-    """What each option shows in ``limit`` characters (as shown: ``reveal``), and whether they
-    are numbered (a longer label is, cut between words; all are if one reads numbered)."""
-    labels = [reveal(text) for text in labels]
-    texts = [label(text, limit) for text in labels]
-    cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
-    if not cut:
-        return texts, False
-    for i in cut:
-        texts[i] = _numbered(i, labels[i], limit)
-    if _distinct(labels, texts, cut):
-        return texts, True
-    return [_numbered(i, text, limit) for i, text in enumerate(labels)], True
-
-
-def _distinct(labels: Sequence[str], texts: list[str], cut: list[int]) -> bool:
-    """Whether no shortened option reads like an option with a different label."""
-    owners: dict[str, set[str]] = {}
-    for text, full in zip(texts, labels, strict=True):
-        owners.setdefault(text, set()).add(full)
-    return all(len(owners[texts[i]]) == 1 for i in cut)
-
-
-def _numbered(index: int, text: str, limit: int) -> str:
-    """``text`` after its option's number, shortened (``_middle``) to fit ``limit``."""
-    number = f"{index + 1}. "
-    body = text if text.strip() else "(blank)"
-    room = limit - len(number)
-    return number + (body if len(body) <= room else _middle(body, room))
-
-
-_WORD: Final = 16
+WORD: Final = 16
 """A cut moves back (the beginning) or on (the end) at most this far to a space."""
-
-
-def _middle(text: str, limit: int) -> str:
-    """``text`` as its beginning, ``…`` and its end (two fifths: where options usually
-    differ), cut between words where one is near, never inside a character as shown."""
-    if limit < 8:
-        return shorten(text, limit)
-    room = limit - 2  # the ellipsis and a space after it
-    start = _clean_cut(text, len(text) - room * 2 // 5, back=False)
-    if not text[start - 1].isspace():
-        space = text.find(" ", start, start + _WORD)
-        if space != -1:
-            start = space + 1
-    end = text[start:].lstrip()
-    gap = " " if text[start - 1].isspace() else ""
-    head = _clean_cut(text, limit - len(ELLIPSIS) - len(gap) - len(end), back=True)
-    if not text[head].isspace():
-        space = text.rfind(" ", max(0, head - _WORD), head)
-        if space > 0:
-            head = space
-    return f"{text[:head].rstrip()}{ELLIPSIS}{gap}{end}"
 
 
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
@@ -127,34 +114,25 @@ def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[st
     ``text`` and ``""`` when it fits whole."""
     if measure(text) <= limit:
         return text, ""
-    tail_room = limit * 2 // 5
-    low, high = 0, len(text)  # the end: where the longest suffix that fits starts
-    while low < high:
-        middle = (low + high) // 2
-        if measure(text[middle:]) <= tail_room:
-            high = middle
-        else:
-            low = middle + 1
-    start = _clean_cut(text, low, back=False)
-    start = _nearby(text, start, forward=True)
+    tail = largest(0, len(text), lambda n: measure(text[len(text) - n :]) <= limit * 2 // 5)
+    start = _nearby(text, clean_cut(text, len(text) - tail, back=False), forward=True)
     head_room = limit - measure(text[start:])
-    low, high = 0, start
-    while low < high:  # the beginning: the longest prefix that fits what the end left
-        middle = (low + high + 1) // 2
-        if measure(text[:middle]) <= head_room:
-            low = middle
-        else:
-            high = middle - 1
-    head = _clean_cut(text, low, back=True)
-    head = _nearby(text, head, forward=False)
+    head = largest(0, start, lambda n: measure(text[:n]) <= head_room)
+    head = _nearby(text, clean_cut(text, head, back=True), forward=False)
     return text[:head], text[start:]
+
+
+def abridged(text: str, limit: int) -> tuple[str, str, str]:
+    """``text`` in ``limit`` as its beginning, ``left_out`` of the rest, and its end."""
+    head, tail = ends(text, limit - len(left_out(len(text))) - 2)
+    return head, left_out(len(text) - len(head) - len(tail)), tail
 
 
 def _nearby(text: str, at: int, *, forward: bool) -> int:
     """``at`` moved to just after (``forward``) or at a line break, else a space, nearby."""
     if at <= 0 or at >= len(text):
         return at
-    for separator, reach in (("\n", 2 * _WORD), (" ", _WORD)):
+    for separator, reach in (("\n", 2 * WORD), (" ", WORD)):
         if forward:
             found = text.find(separator, at, at + reach)
             if found != -1 and found + 1 < len(text):
@@ -171,7 +149,7 @@ def left_out(count: int) -> str:
     return f"[… {count:,} character{'' if count == 1 else 's'} left out here …]"
 
 
-def _clean_cut(text: str, at: int, *, back: bool) -> int:
+def clean_cut(text: str, at: int, *, back: bool) -> int:
     """``at`` moved back (or on) until it falls between two characters as shown (not inside
     an accent, a joined emoji, a skin tone or a flag)."""
     while 0 < at < len(text) and _joined(text, at):
@@ -187,24 +165,21 @@ def _joined(text: str, at: int) -> bool:
         or after in "\u200d\ufe0e\ufe0f"
         or "\U0001f3fb" <= after <= "\U0001f3ff"
         or before == "\u200d"
-        or (_flag(after) and _halves(text, at) % 2 == 1)
+        or (_flag(after) and _flags_before(text, at) % 2 == 1)
     )
 
 
 def _flag(char: str) -> bool:
-    return _FLAG <= char <= _FLAG_END
+    """A regional indicator: two of them show one flag."""
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
 
 
-def _halves(text: str, at: int) -> int:
+def _flags_before(text: str, at: int) -> int:
     """How many regional indicators run up to ``at`` (a flag is two, from the run's start)."""
     count = 0
     while at - count > 0 and _flag(text[at - count - 1]):
         count += 1
     return count
-
-
-_FLAG, _FLAG_END = "\U0001f1e6", "\U0001f1ff"
-"""Regional indicators: two of them show one flag."""
 
 
 def section(text: str) -> Block:
@@ -232,20 +207,13 @@ def question_block(question: AskUserQuestionItem, index: int, count: int) -> Blo
         return rich_text(bold(text), limit=MAX_SECTION_TEXT)
     # Too long for one block: its beginning and its end (where the question itself usually
     # is), with how much is left out between them in our own words (not bold), never "…".
-    head, tail = ends(text, MAX_SECTION_TEXT - len(left_out(len(text))) - 2)
-    gap = italic(f" {left_out(len(text) - len(head) - len(tail))} ")
-    return rich_text(bold(head), gap, bold(tail), limit=MAX_SECTION_TEXT)
+    head, gap, tail = abridged(text, MAX_SECTION_TEXT)
+    return rich_text(bold(head), italic(f" {gap} "), bold(tail), limit=MAX_SECTION_TEXT)
 
 
 def header_block(header: str) -> Block:
     """A question's short header (chip) as plain text."""
     return {"type": "context", "elements": [plain(header, MAX_SECTION_TEXT)]}
-
-
-def date(seconds: float) -> str:
-    """A time in Slack's date formatting (each reader's own zone), UTC as the fallback."""
-    fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
-    return f"<!date^{int(seconds)}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 def answer_by(deadline: float) -> str:

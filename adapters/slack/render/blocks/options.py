@@ -1,0 +1,257 @@
+"""A question's options: their labels within Slack's limits, the widgets they are chosen
+with, and the full texts of those a widget shortens (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from adapters.slack.blockkit import (
+    MAX_BUTTON_TEXT,
+    MAX_CHECKBOX_OPTIONS,
+    MAX_OPTION_DESCRIPTION,
+    MAX_OPTION_GROUPS,
+    MAX_OPTION_TEXT,
+    MAX_OPTIONS,
+    MAX_RADIO_OPTIONS,
+)
+from adapters.slack.model import ids
+from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks.overflow import THREAD_PART
+from adapters.slack.render.blocks.parts import WORD, Block, clean_cut, context
+from adapters.slack.render.layout import Layout
+from adapters.slack.render.mrkdwn import ELLIPSIS, plain, reveal, shorten
+from adapters.slack.render.rich import Piece, bold, italic, rich_list, words
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
+from bot.questions.models import AskUserQuestionItem
+
+__all__ = [
+    "button",
+    "button_labels",
+    "dismiss_button",
+    "draft_widget",
+    "label",
+    "menu_options",
+    "option_labels",
+    "options_blocks",
+    "options_thread",
+]
+
+MAX_CHOICE_OPTIONS: Final = min(MAX_CHECKBOX_OPTIONS, MAX_RADIO_OPTIONS)
+"""At most this many options are radio buttons or checkboxes in a form; more, a menu."""
+
+
+def label(text: str, limit: int) -> str:
+    """A widget's label: shortened to ``limit``, ``(blank)`` for a blank one."""
+    return shorten(text, limit) if text.strip() else "(blank)"
+
+
+def option_labels(labels: Sequence[str], limit: int) -> tuple[list[str], bool]:
+    """What each option shows in ``limit`` characters (as shown: ``reveal``), and whether they
+    are numbered (a longer label is, cut between words; all are if one reads numbered)."""
+    labels = [reveal(text) for text in labels]
+    texts = [label(text, limit) for text in labels]
+    cut = [i for i, text in enumerate(labels) if text.strip() and len(text) > limit]
+    if not cut:
+        return texts, False
+    for i in cut:
+        texts[i] = _numbered(i, labels[i], limit)
+    owners: dict[str, set[str]] = {}
+    for text, full in zip(texts, labels, strict=True):
+        owners.setdefault(text, set()).add(full)
+    if all(len(owners[texts[i]]) == 1 for i in cut):  # no shortened one reads like another
+        return texts, True
+    return [_numbered(i, text, limit) for i, text in enumerate(labels)], True
+
+
+def _numbered(index: int, text: str, limit: int) -> str:
+    """``text`` after its option's number, shortened (``_middle``) to fit ``limit``."""
+    number = f"{index + 1}. "
+    body = text if text.strip() else "(blank)"
+    room = limit - len(number)
+    return number + (body if len(body) <= room else _middle(body, room))
+
+
+def _middle(text: str, limit: int) -> str:
+    """``text`` as its beginning, ``…`` and its end (two fifths: where options usually
+    differ), cut between words where one is near, never inside a character as shown."""
+    if limit < 8:
+        return shorten(text, limit)
+    room = limit - 2  # the ellipsis and a space after it
+    start = clean_cut(text, len(text) - room * 2 // 5, back=False)
+    if not text[start - 1].isspace():
+        space = text.find(" ", start, start + WORD)
+        if space != -1:
+            start = space + 1
+    end = text[start:].lstrip()
+    gap = " " if text[start - 1].isspace() else ""
+    head = clean_cut(text, limit - len(ELLIPSIS) - len(gap) - len(end), back=True)
+    if not text[head].isspace():
+        space = text.rfind(" ", max(0, head - WORD), head)
+        if space > 0:
+            head = space
+    return f"{text[:head].rstrip()}{ELLIPSIS}{gap}{end}"
+
+
+def button_labels(question: AskUserQuestionItem) -> list[str]:
+    """The text of each option's button: within Slack's limit, shortened ones never alike."""
+    return option_labels(question.option_labels, MAX_BUTTON_TEXT)[0]
+
+
+def _option(question: AskUserQuestionItem, index: int, texts: list[str]) -> Block:
+    option = (question.options or [])[index]
+    built: Block = {"text": plain(texts[index]), "value": ids.option_value(index)}
+    if option.description:
+        built["description"] = plain(option.description, MAX_OPTION_DESCRIPTION)
+    return built
+
+
+def menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
+    """A menu's ``options``, or ``option_groups`` of 100 when there are more."""
+    count = len(question.options or [])
+    texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+    if count <= MAX_OPTIONS:
+        return {"options": [_option(question, i, texts) for i in range(count)]}
+    if count > MAX_OPTION_GROUPS * MAX_OPTIONS:
+        raise UserQuestionError(
+            f"question {question.id} has {count} options; a Slack menu holds at most "
+            f"{MAX_OPTION_GROUPS * MAX_OPTIONS} (100 groups of 100 options)",
+            SLACK_LIMIT,
+        )
+    groups = []
+    for start in range(0, count, MAX_OPTIONS):
+        end = min(start + MAX_OPTIONS, count)
+        options = [_option(question, i, texts) for i in range(start, end)]
+        groups.append({"label": plain(f"Options {start + 1}–{end}"), "options": options})
+    return {"option_groups": groups}
+
+
+def button(
+    text: str, kind: ids.ActionKind, value: str, n: int | None = None, style: str | None = None
+) -> Block:
+    """A button of ours: ``kind`` (and ``n``) in its action id, ``value`` what it sends."""
+    built: Block = {
+        "type": "button",
+        "text": plain(label(text, MAX_BUTTON_TEXT)),
+        "action_id": ids.action_id(kind, n),
+        "value": value,
+    }
+    if style:
+        built["style"] = style
+    return built
+
+
+def dismiss_button() -> Block:
+    """Dismiss, behind a confirmation."""
+    dismiss = button("Dismiss", "dismiss", "0")
+    dismiss["confirm"] = {
+        "title": plain("Dismiss this question?"),
+        "text": plain("The asker is told you chose not to answer."),
+        "confirm": plain("Dismiss"),
+        "deny": plain("Keep it"),
+    }
+    return dismiss
+
+
+def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
+    """A form question's choice: radio buttons or checkboxes, a menu past ten options."""
+    count = len(question.options or [])
+    chosen = [i for i in draft.selected if 0 <= i < count]
+    multi = question.is_multi_select
+    texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+    widget: Block
+    if count <= MAX_CHOICE_OPTIONS:
+        widget = {
+            "type": "checkboxes" if multi else "radio_buttons",
+            "action_id": ids.action_id("draft"),
+            "options": [_option(question, i, texts) for i in range(count)],
+        }
+    else:
+        widget = {
+            "type": "multi_static_select" if multi else "static_select",
+            "action_id": ids.action_id("draft"),
+            "placeholder": plain("Choose options…" if multi else "Choose an option…"),
+            **menu_options(question),
+        }
+    if multi and chosen:
+        widget["initial_options"] = [_option(question, i, texts) for i in chosen]
+    elif not multi and chosen:
+        widget["initial_option"] = _option(question, chosen[0], texts)
+    return widget
+
+
+def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[tuple[int, list[Piece]]]:
+    """The index and the full-text line of each option that a widget shortens."""
+    entries = []
+    for i in _shortened(question, layout):
+        option = (question.options or [])[i]
+        line = [bold(option.label) if option.label.strip() else italic("(blank)")]
+        if option.description:
+            line.append(words(f" — {option.description}"))
+        entries.append((i, line))
+    return entries
+
+
+def _shortened(question: AskUserQuestionItem, layout: Layout) -> list[int]:
+    """The options a widget shows shortened (on buttons: descriptions are not shown at all)."""
+    options = question.options or []
+    if layout in ("tap", "plan"):
+        return [i for i, o in enumerate(options) if len(o.label) > MAX_BUTTON_TEXT or o.description]
+    return [
+        i
+        for i, o in enumerate(options)
+        if len(o.label) > MAX_OPTION_TEXT or len(o.description or "") > MAX_OPTION_DESCRIPTION
+    ]
+
+
+def _listed(
+    question: AskUserQuestionItem,
+    layout: Layout,
+    entries: list[tuple[int, list[Piece]]],
+    ordered: bool,
+) -> Block:
+    """The lines as one list: numbered by their options' numbers when the widget shows them
+    (one numbered list per run of consecutive options), else as ``ordered`` says."""
+    limit = MAX_BUTTON_TEXT if layout in ("tap", "plan") else MAX_OPTION_TEXT
+    if not option_labels(question.option_labels, limit)[1]:
+        lines = [line for _, line in entries]
+        return {"type": "rich_text", "elements": [rich_list(lines, ordered=ordered)]}
+    runs: list[tuple[int, list[list[Piece]]]] = []
+    for index, line in entries:
+        if runs and runs[-1][0] + len(runs[-1][1]) == index:
+            runs[-1][1].append(line)
+        else:
+            runs.append((index, [line]))
+    lists = [rich_list(lines, ordered=True, offset=start) for start, lines in runs]
+    return {"type": "rich_text", "elements": lists}
+
+
+def options_blocks(question: AskUserQuestionItem, layout: Layout, inline: bool) -> list[Block]:
+    """The full list above the widget (``inline``), or a line saying it is in the thread."""
+    entries = _full_options(question, layout)
+    if not entries:
+        return []
+    if not inline:
+        return [context(":thread: The full text of the options is in the thread.")]
+    every = len(entries) == len(question.options or [])
+    return [_listed(question, layout, entries, every)]
+
+
+def options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
+    """Thread messages listing the options' full texts (when the message has no room)."""
+    messages: list[list[Block]] = []
+    for index, question in enumerate(record.questions):
+        chunks: list[list[tuple[int, list[Piece]]]] = []
+        size = 0
+        for entry in _full_options(question, layout):
+            length = sum(len(piece["text"]) for piece in entry[1])
+            if not chunks or size + length > THREAD_PART or len(chunks[-1]) >= MAX_OPTIONS:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(entry)
+            size += length
+        what = f"Options of question {index + 1}" if len(record.questions) > 1 else "Options"
+        for n, part in enumerate(chunks, start=1):
+            caption = f"{what}, in full ({n}/{len(chunks)})"
+            messages.append([context(caption), _listed(question, layout, part, False)])
+    return messages
