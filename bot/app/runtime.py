@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -111,6 +112,11 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     sandbox: SandboxServer | None = None
     signing_secret: str | None = None
     deadline = Deadline(settings.shutdown_grace)
+
+    def closes(what: str, close: Callable[[], Awaitable[None]], doing: str) -> None:
+        """``close`` runs at the stop, bounded by the deadline; ``doing`` names it in the log."""
+        stack.push_async_callback(bounded(what, close, deadline, doing=doing))
+
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
@@ -127,9 +133,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             channel=channel or SANDBOX_CHANNEL,
             limits=listener_limits(settings),
         )
-        stack.push_async_callback(
-            bounded("sandbox", sandbox.stop, deadline, doing="stopping the sandbox")
-        )
+        closes("sandbox", sandbox.stop, "stopping the sandbox")
         # The sandbox has no authentication: loopback only, whatever HOST says.
         api_url = await listening(
             sandbox.start(host=SANDBOX_HOST, port=settings.sandbox_port),
@@ -149,18 +153,9 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         limits=SlackLimits(time_scale=settings.slack_rate_scale),
         budget=budget(settings),
     )
-    stack.push_async_callback(
-        bounded(
-            "web client",
-            lambda: close_web_client(client),
-            deadline,
-            doing="closing the Slack Web API session",
-        )
-    )
+    closes("web client", lambda: close_web_client(client), "closing the Slack Web API session")
     store = await open_store(settings)  # a missing Redis is named before anything else
-    stack.push_async_callback(
-        bounded("store", store.close, deadline, doing="closing the pending store")
-    )
+    closes("store", store.close, "closing the pending store")
     app = await _app(client, settings, signing_secret)
     provider = SlackQuestionProvider(
         app,
@@ -183,9 +178,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         allow_private=settings.webhook_allow_private,
         approval_ttl=settings.approval_ttl,
     )
-    stack.push_async_callback(
-        bounded("webhooks", webhooks.stop, deadline, doing="stopping the webhooks")
-    )
+    closes("webhooks", webhooks.stop, "stopping the webhooks")
     gateway = Gateway(
         service,
         provider,
@@ -220,12 +213,8 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     health = Health(settings.mode, provider)
     health.gateway = gateway
     runner = await serve(settings, gateway, health, app, signing_secret, refusals)
-    stack.push_async_callback(
-        bounded("http server", runner.cleanup, deadline, doing="closing the HTTP server")
-    )
-    port = runner.addresses[0][1]
-    host = settings.host if ":" not in settings.host else f"[{settings.host}]"
-    url = f"http://{host}:{port}"
+    closes("http server", runner.cleanup, "closing the HTTP server")
+    url = f"http://{settings.listen_address.rpartition(':')[0]}:{runner.addresses[0][1]}"
     runtime = Runtime(
         settings=settings,
         service=service,
@@ -246,11 +235,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     if settings.mode == "socket":
         assert settings.slack_app_token is not None
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())
-        stack.push_async_callback(
-            bounded(
-                "socket mode", socket.close, deadline, doing="closing the Socket Mode connection"
-            )
-        )
+        closes("socket mode", socket.close, "closing the Socket Mode connection")
         await socket.connect()
         runtime.socket = health.socket = socket
     if settings.dsh_host_url:
@@ -265,9 +250,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             approvers=settings.dsh_approvers or None,
             approver_groups=settings.dsh_approver_usergroups or None,
         )
-        stack.push_async_callback(
-            bounded("dsh host client", dsh.stop, deadline, doing="stopping the dsh host client")
-        )
+        closes("dsh host client", dsh.stop, "stopping the dsh host client")
         await dsh.start()
         runtime.dsh = health.dsh = dsh
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
@@ -307,9 +290,12 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
     starting = asyncio.ensure_future(start(settings))
     signals = (signal.SIGTERM, signal.SIGINT)
 
-    def on_signal(signum: int) -> None:
+    def unhandle() -> None:
         for handled in signals:
             loop.remove_signal_handler(handled)
+
+    def on_signal(signum: int) -> None:
+        unhandle()
         if not starting.done():
             logger.info(f"{signal.Signals(signum).name} during startup: stopping")
             starting.cancel()
@@ -335,12 +321,10 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
                 ready.set()
             await stop.wait()
         finally:
-            for signum in signals:
-                loop.remove_signal_handler(signum)
+            unhandle()
             await runtime.stop()
     finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
+        unhandle()
 
 
 def _cancelling() -> bool:

@@ -1,7 +1,4 @@
-"""The user-questions seam: every public name in one place.
-
-``from bot.questions import UserQuestionService, AskUserQuestionRequest, ...``
-"""
+"""The user-questions seam: every public name in one place."""
 
 from bot.questions.abort import AbortController, AbortError, AbortSignal
 from bot.questions.errors import HarnessError, UserQuestionError

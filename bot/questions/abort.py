@@ -1,9 +1,5 @@
-"""``AbortController`` / ``AbortSignal`` in the spirit of the web's.
-
-A controller owns a signal; ``controller.abort(reason)`` marks it aborted once and calls
-every listener synchronously. Providers either register a callback with
-``signal.add_listener`` or ``await signal.wait()``.
-"""
+"""``AbortController`` / ``AbortSignal`` as the web's: ``abort(reason)`` marks the signal aborted
+once and calls every listener synchronously; providers listen or ``await signal.wait()``."""
 
 from __future__ import annotations
 
@@ -45,11 +41,8 @@ class AbortSignal:
         return self._reason
 
     def add_listener(self, callback: Callable[[object], None]) -> Callable[[], None]:
-        """Call ``callback(reason)`` once on abort; returns an idempotent remover.
-
-        On an already-aborted signal the callback is not called (as on the web):
-        check ``aborted`` first.
-        """
+        """Call ``callback(reason)`` once on abort; returns an idempotent remover. On an
+        already-aborted signal it is never called (as on the web): check ``aborted`` first."""
         self._listeners.append(callback)
 
         def remove() -> None:

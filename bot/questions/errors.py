@@ -1,13 +1,5 @@
-"""The seam's error taxonomy.
-
-    Exception
-     └── HarnessError            message + stable machine-routable ``code``
-          └── UserQuestionError  every failure of the user-questions seam
-
-Route on ``code``, never parse ``message``. The codes of the original seam are kept
-verbatim; the ones this project adds (Slack delivery and limits, timeouts, store
-outages) are marked below.
-"""
+"""The seam's errors: ``Exception`` > ``HarnessError`` (message + stable ``code``) >
+``UserQuestionError`` (every failure of the seam). Route on ``code``, never parse ``message``."""
 
 from __future__ import annotations
 
@@ -102,6 +94,6 @@ class UserQuestionError(HarnessError):
 
     @property
     def name(self) -> str:
-        """``UserQuestionError``, for a subclass too: the seam sets the name on the class
-        explicitly, so what callers match on (``{name, code}``) is the same for all."""
+        """``UserQuestionError``, for a subclass too (the seam sets it on the class), so what
+        callers match on (``{name, code}``) is the same for all."""
         return "UserQuestionError"

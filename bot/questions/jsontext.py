@@ -1,10 +1,6 @@
-"""JSON text as JavaScript's ``JSON.stringify`` writes it.
-
-The seam's messages and the model tool's output quote values with ``JSON.stringify``: non-ASCII
-kept as it is, and (since ES2019) a lone UTF-16 surrogate written as a ``\\uXXXX`` escape.
-``json.dumps(..., ensure_ascii=False)`` writes a lone surrogate raw, which no UTF-8 encoder
-accepts: such a message could not even be printed or logged.
-"""
+"""JSON text as JavaScript's ``JSON.stringify`` writes it (the seam's messages and the tool's
+output): non-ASCII kept, a lone UTF-16 surrogate escaped (``json.dumps`` writes it raw, which no
+UTF-8 encoder accepts)."""
 
 from __future__ import annotations
 

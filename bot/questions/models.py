@@ -1,9 +1,5 @@
-"""The seam's vocabulary as pydantic models: requests in, answers out.
-
-Attributes are snake_case; the wire JSON is the seam's camelCase (``multiSelect``).
-``model_validate(wire)`` then ``model_dump(mode="json", by_alias=True, exclude_unset=True)``
-gives back exactly the keys that were given: no defaults are injected.
-"""
+"""The seam's vocabulary as pydantic models: requests in, answers out. Attributes are snake_case,
+the wire JSON camelCase (``multiSelect``); ``to_wire()`` gives back exactly the keys given."""
 
 from __future__ import annotations
 
@@ -88,38 +84,22 @@ class AskUserQuestionItem(WireModel):
 
 
 class AskOptions(BaseModel):
-    """How one request is asked, beside its questions; a provider reads what it supports.
+    """How one request is asked, beside its questions; a provider reads what it supports. It
+    travels on the request object (excluded from the wire JSON, like ``signal``).
 
-    Not part of the original seam's wire JSON: it travels on the request object (an
-    excluded field, like ``signal``), so every call states its own options explicitly.
-
-    - ``channel`` / ``thread_ts``: where to ask (default: the provider's destination).
-    - ``key``: idempotency key; asking again with the same key attaches to the open request
-      instead of posting twice (a replayed frame, a retried HTTP POST).
-    - ``request_id``: use this id for the request instead of minting one.
-    - ``label``: who is asking, shown with the question (for example ``session 3f2a9c``).
-    - ``note``: shown with the question; with a ``key`` whose request already ended, the
-      request is reopened with this note (for example: the host refused the answer).
-    - ``on_posted``: called with the request id once the question is in front of people.
-    - ``review``: for a plan review, how a team decides it (``ReviewPolicy``); without one
-      the first approval or decline decides.
-    - ``revises``: the id of an earlier plan review this one revises (shown as what changed).
-    - ``timeout``: seconds to wait for an answer before failing with ``ASK_TIMEOUT``
-      (default: the provider's); the question shows the deadline.
-    - ``reminders``: seconds before the deadline at which to remind the people who may
-      answer; ``escalate_after`` / ``escalate_to``: seconds after asking at which to
-      mention a user or user group id (``U…``, ``S…``) because nobody has answered;
-      ``remind``: user or group ids the reminders mention besides who may answer.
-    - ``link``: an ``http(s)`` URL of the asker's run, pull request or session, shown as a
-      button that opens it.
-    - ``callback``: an ``http(s)`` URL the outcome is POSTed to when the request ends, kept
-      with it; delivered by the bot's webhooks (HTTP API, MCP, and a provider wired with
-      ``bot.app.embedded.embed_webhooks``); an unwired provider refuses it (``BAD_CALLBACK``).
-    - ``asked_by``: who asks, for the audit trail (``api``, an API token's name, a host).
-    - ``detached``: the request is owned by no process (the HTTP API's): it outlives the
-      process whose ``ask()`` waits on it, which may stop waiting (abort with a release
-      reason) and leave it open for any process to serve. Default: the waiter owns it, and
-      it fails if that process dies.
+    ``channel``/``thread_ts``: where (default: the provider's destination). ``key``: asking
+    again with it attaches to the open request (a replayed frame, a retried POST).
+    ``request_id``: the id to use. ``label``: who asks, shown. ``note``: shown; with a ``key``
+    whose request ended, it reopens the request. ``on_posted(request_id)``: called once the
+    question is posted. ``review``: how a team decides a plan review (default: the first
+    approval or decline). ``revises``: the plan review this one revises. ``timeout``: seconds
+    before ``ASK_TIMEOUT``, shown as the deadline. ``reminders``: seconds before the deadline
+    to remind; ``escalate_after``/``escalate_to``: seconds after asking to mention a ``U…``/``S…``
+    id; ``remind``: ids reminders mention. ``link``: an ``http(s)`` URL shown as a button.
+    ``callback``: an ``http(s)`` URL the outcome is POSTed to, by the bot's webhooks
+    (``bot.app.embedded.embed_webhooks`` in process; unwired: ``BAD_CALLBACK``). ``asked_by``:
+    who asks, for the audit trail. ``detached``: owned by no process (the HTTP API's), so it
+    outlives its waiter's process; default: the waiter owns it and it fails if that dies.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -147,11 +127,8 @@ class AskOptions(BaseModel):
 
 
 class AskUserQuestionRequest(WireModel):
-    """A request for a human answer: the questions, and optionally the live agent and a signal.
-
-    ``agent``, ``signal`` and ``options`` are in-process objects and never part of the
-    wire JSON.
-    """
+    """A request for a human answer: the questions; the live ``agent``, a ``signal`` and
+    ``options`` are in-process objects, never part of the wire JSON."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -1,10 +1,5 @@
-"""Review policies: how a plan review is decided when a team reviews it.
-
-A provider-neutral option of a request (``AskOptions.review``), not part of the seam's
-wire JSON: without a policy one approval decides, as the original seam does; with one, a
-provider collects votes until the policy is met. An intent and its policy change how a
-request is presented and decided, never the answer's encoding.
-"""
+"""Review policies: how a team decides a plan review (``AskOptions.review``, not on the wire).
+Without one, one approval decides; with one, a provider collects votes until it is met."""
 
 from __future__ import annotations
 
@@ -49,14 +44,9 @@ class RequiredApprovals(ReviewerSet):
 
 
 class ReviewPolicy(_Wire):
-    """How a plan review is decided by a team.
-
-    ``approvals``: approvals needed. ``reviewers``: who may vote (default: whoever may
-    answer the question); anyone else is refused. ``required``: sets of people some of
-    those approvals must come from ("one of them from @platform-leads"); one approver
-    counts toward every set they belong to. ``declines``: declines that end the review
-    declined (default 1: any one decline does).
-    """
+    """``approvals`` needed; ``reviewers``: who may vote (default: who may answer); ``required``:
+    sets some approvals must come from (an approver counts toward each set they are in);
+    ``declines`` that end the review declined (default 1)."""
 
     approvals: int = Field(default=1, ge=1, le=50)
     reviewers: ReviewerSet | None = None

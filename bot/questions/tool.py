@@ -1,21 +1,12 @@
-"""The model-facing ``ask_user_question`` tool: its schema, and ``execute``.
-
-A model calls the tool with snake_case arguments (``multi_select``); ``execute`` turns them
-into an :class:`~bot.questions.models.AskUserQuestionRequest` (camelCase on the wire, absent
-keys left out), asks the :class:`~bot.questions.service.UserQuestionService`, and renders the
-answer as compact JSON text. Every failure comes back as an error result the model can read,
-never as an exception; only ``asyncio.CancelledError`` (the caller cancelling the call) propagates.
-
-The model can set ``id``, ``question``, ``header``, ``options`` and ``multi_select``. It cannot
-set ``detail`` or ``intent``: extra keys on a question or an option are allowed by the schema
-(as upstream) but are not forwarded, since the seam's request models refuse unknown keys.
-"""
+"""The model-facing ``ask_user_question`` tool: its schema and ``execute``, which maps the
+model's snake_case arguments to a request, asks the service and renders the answer as JSON text;
+every failure is an error result the model can read (only cancellation propagates)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NotRequired
+from typing import Any, ClassVar, Final, NotRequired
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
@@ -50,77 +41,66 @@ DESCRIPTION: Final = (
     "will be echoed in the answer."
 )
 
-# The JSON Schema the model receives, as upstream generates it (docs/tool-catalog.md).
-# No ``minItems`` on ``questions``: an empty batch reaches the service (EMPTY_QUESTIONS).
+
+def _typed(kind: str, description: str, **more: Any) -> dict[str, Any]:
+    return {"type": kind, "description": description, **more}
+
+
+def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """An object the schema describes; keys it does not name are allowed (as upstream)."""
+    return {
+        "type": "object",
+        "additionalProperties": True,
+        "properties": properties,
+        "required": list(required),
+    }
+
+
+_OPTION: Final = _object(
+    {
+        "label": _typed("string", "Short user-facing option label."),
+        "description": _typed("string", "One sentence explaining the tradeoff or impact."),
+    },
+    "label",
+)
+_QUESTION: Final = _object(
+    {
+        "id": _typed("string", "Stable id for this question; echoed in the answer."),
+        "question": _typed("string", "The specific question to ask the user."),
+        "header": _typed(
+            "string",
+            'Optional short heading for the question, such as "Confirm" or "Choose Mode".',
+        ),
+        "options": _typed(
+            "array",
+            "Optional choices to show the user. If you recommend one, put it first and append "
+            '"(Recommended)" to that label.',
+            items=_OPTION,
+        ),
+        "multi_select": _typed(
+            "boolean", "Whether the user may select more than one option. Defaults to false."
+        ),
+    },
+    "id",
+    "question",
+)
+# The JSON Schema the model receives, as upstream generates it (docs/tool-catalog.md); no
+# ``minItems`` on ``questions``: an empty batch reaches the service (EMPTY_QUESTIONS).
 PARAMETERS: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "questions": {
-            "type": "array",
-            "description": "Questions to ask the user before continuing.",
-            "items": {
-                "type": "object",
-                "additionalProperties": True,
-                "properties": {
-                    "id": {
-                        "type": "string",
-                        "description": "Stable id for this question; echoed in the answer.",
-                    },
-                    "question": {
-                        "type": "string",
-                        "description": "The specific question to ask the user.",
-                    },
-                    "header": {
-                        "type": "string",
-                        "description": (
-                            "Optional short heading for the question, "
-                            'such as "Confirm" or "Choose Mode".'
-                        ),
-                    },
-                    "options": {
-                        "type": "array",
-                        "description": (
-                            "Optional choices to show the user. If you recommend one, "
-                            'put it first and append "(Recommended)" to that label.'
-                        ),
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": True,
-                            "properties": {
-                                "label": {
-                                    "type": "string",
-                                    "description": "Short user-facing option label.",
-                                },
-                                "description": {
-                                    "type": "string",
-                                    "description": (
-                                        "One sentence explaining the tradeoff or impact."
-                                    ),
-                                },
-                            },
-                            "required": ["label"],
-                        },
-                    },
-                    "multi_select": {
-                        "type": "boolean",
-                        "description": (
-                            "Whether the user may select more than one option. Defaults to false."
-                        ),
-                    },
-                },
-                "required": ["id", "question"],
-            },
-        },
+        "questions": _typed(
+            "array", "Questions to ask the user before continuing.", items=_QUESTION
+        ),
     },
     "required": ["questions"],
 }
-
-# One entry of a tool list, as a tool registry hands it to a model.
 SCHEMA: Final[dict[str, Any]] = {
     "name": TOOL_NAME,
     "description": DESCRIPTION,
     "parameters": PARAMETERS,
 }
+"""One entry of a tool list, as a tool registry hands it to a model."""
 
 INVALID_ARGS: Final = "INVALID_ARGS"
 INVALID_TOOL_OUTPUT: Final = "INVALID_TOOL_OUTPUT"
@@ -128,29 +108,33 @@ TOOL_CALL_ABORTED: Final = "tool call aborted"
 """The message of the cancellation result a success becomes once the caller aborted."""
 
 
-class ToolArgsError(HarnessError):
+class _SchemaError(HarnessError):
+    """Values that break a schema: ``violations`` lists each ``path: message``."""
+
+    what: ClassVar[str]
+    error_code: ClassVar[str]
+
+    def __init__(self, violations: list[str]) -> None:
+        super().__init__(f"{self.what}: {'; '.join(violations)}", self.error_code)
+        self.violations = violations
+
+
+class ToolArgsError(_SchemaError):
     """The model's arguments do not match ``PARAMETERS`` (code ``INVALID_ARGS``)."""
 
-    def __init__(self, violations: list[str]) -> None:
-        super().__init__(f"invalid arguments: {'; '.join(violations)}", INVALID_ARGS)
-        self.violations = violations
+    what, error_code = "invalid arguments", INVALID_ARGS
 
 
-class ToolOutputError(HarnessError):
+class ToolOutputError(_SchemaError):
     """The provider's answer cannot be rendered as the tool's output (``INVALID_TOOL_OUTPUT``)."""
 
-    def __init__(self, violations: list[str]) -> None:
-        super().__init__(f"invalid tool output: {'; '.join(violations)}", INVALID_TOOL_OUTPUT)
-        self.violations = violations
+    what, error_code = "invalid tool output", INVALID_TOOL_OUTPUT
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What the model gets back: text ``content``, and either ``value`` or ``error``.
-
-    Mirrors upstream ``{content: [{type: 'text', text}], isError, error: {message, info?}}``;
-    ``error["info"]`` (``{name, code}``) is present only for a ``HarnessError``.
-    """
+    """What the model gets back, as upstream's ``{content, isError, error: {message, info?}}``;
+    ``error["info"]`` (``{name, code}``) is present only for a ``HarnessError``."""
 
     is_error: bool
     content: list[dict[str, str]]
@@ -207,6 +191,7 @@ class _Output(TypedDict):
 
 
 _ARGS: Final = TypeAdapter(_Args)
+_WIRE_KEYS: Final = {"multi_select": "multiSelect"}
 _OUTPUT: Final = TypeAdapter(_Output)
 
 
@@ -221,31 +206,19 @@ def _violations(error: ValidationError) -> list[str]:
 def to_request(
     args: object, *, agent: Agent | None = None, signal: AbortSignal | None = None
 ) -> AskUserQuestionRequest:
-    """Map the model's arguments to a request, as upstream does.
-
-    Each question becomes ``{id, question, header?, options?, multiSelect?}`` with only the
-    keys that were given; ``agent`` and ``signal`` are set only when given, and are the very
-    objects passed in. Raises :class:`ToolArgsError` when ``args`` does not match the schema.
-    """
+    """The request the model's arguments make, as upstream maps them: each question with only
+    the keys given (``multiSelect`` on the wire), ``agent`` and ``signal`` only when given;
+    :class:`ToolArgsError` when ``args`` does not match the schema."""
     try:
         parsed = _ARGS.validate_python(args)
     except ValidationError as exc:
         raise ToolArgsError(_violations(exc)) from exc
-    questions = []
-    for question in parsed["questions"]:
-        wire: dict[str, Any] = {"id": question["id"], "question": question["question"]}
-        if "header" in question:
-            wire["header"] = question["header"]
-        if "options" in question:
-            wire["options"] = question["options"]
-        if "multi_select" in question:
-            wire["multiSelect"] = question["multi_select"]
-        questions.append(AskUserQuestionItem.model_validate(wire))
-    extras: dict[str, Any] = {}
-    if agent is not None:
-        extras["agent"] = agent
-    if signal is not None:
-        extras["signal"] = signal
+    questions = [
+        AskUserQuestionItem.model_validate({_WIRE_KEYS.get(k, k): v for k, v in q.items()})
+        for q in parsed["questions"]
+    ]
+    given = (("agent", agent), ("signal", signal))
+    extras: dict[str, Any] = {key: value for key, value in given if value is not None}
     return AskUserQuestionRequest(questions=questions, **extras)
 
 
@@ -273,11 +246,6 @@ def _output(answer: object) -> dict[str, Any]:
     except ValidationError as exc:
         raise ToolOutputError(_violations(exc)) from exc
     return value
-
-
-def _render(value: object) -> str:
-    """Compact JSON, non-ASCII kept as is (``JSON.stringify``)."""
-    return stringify(value)
 
 
 def error_result(error: BaseException) -> ToolResult:
@@ -309,13 +277,9 @@ async def execute(
     agent: Agent | None = None,
     signal: AbortSignal | None = None,
 ) -> ToolResult:
-    """Run ``ask_user_question``: validate ``args``, ask ``service``, render the answer.
-
-    Returns an error result for invalid arguments (``INVALID_ARGS``), for any error the
-    service or its provider raises (passed through unchanged, so a ``UserQuestionError`` keeps
-    its ``code``), and for an answer that breaks the output schema. Only
-    ``asyncio.CancelledError`` (and other non-``Exception`` exits) propagate.
-    """
+    """Run ``ask_user_question``: an error result for invalid arguments, for any error the
+    service or its provider raises (its ``code`` kept) and for an answer breaking the output
+    schema; only ``asyncio.CancelledError`` (and other non-``Exception`` exits) propagates."""
     try:
         request = to_request(args, agent=agent, signal=signal)
         value = _output(await service.ask(request))
@@ -327,6 +291,6 @@ async def execute(
         return aborted_result()
     return ToolResult(
         is_error=False,
-        content=[{"type": "text", "text": _render(value)}],
+        content=[{"type": "text", "text": stringify(value)}],
         value=value,
     )

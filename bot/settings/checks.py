@@ -1,16 +1,17 @@
-"""Checks for setting values that types alone cannot express; each raises ``ValueError`` with
-one sentence quoting a value only through ``show``."""
+"""The types settings are made of, and checks for what types alone cannot express; each raises
+``ValueError`` with one sentence quoting a value only through ``show``."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import SecretStr
+from pydantic import BeforeValidator, Field, SecretStr
+from pydantic_settings import NoDecode
 
 from bot.logs import redact_url
 from bot.settings.secrecy import TOKEN_LIKE, show
@@ -20,13 +21,18 @@ __all__ = [
     "PERSON",
     "USER",
     "USERGROUP",
+    "Mode",
+    "PersonIds",
+    "Seconds",
+    "Secret",
+    "UserIds",
+    "UsergroupIds",
     "check_channel",
     "check_host",
     "check_mention",
     "check_redis_prefix",
     "check_redis_url",
     "check_signing_secret",
-    "choose_mode",
     "host_names",
     "id_list",
     "is_loopback",
@@ -275,68 +281,6 @@ def one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[An
     return check
 
 
-_PRODUCTION: Final = (
-    "redis_url",
-    "dsh_host_url",
-    "dsh_host_token",
-    "slack_allowed_users",
-    "slack_allowed_usergroups",
-    "dsh_approvers",
-    "dsh_approver_usergroups",
-)
-"""Settings only a production setup has: with any of them, no credentials is a mistake."""
-
-
-def choose_mode(
-    given: Mapping[str, Any], notes: list[str], *, serves: bool = True
-) -> Literal["socket", "http", "sandbox"]:
-    """The mode the credentials present in ``given`` choose (``ValueError``: why
-    SLACK_BOT_TOKEN is wrong); ``notes`` gets what is worth a line in the log."""
-    bot, app, secret = (
-        given.get(name) is not None
-        for name in ("slack_bot_token", "slack_app_token", "slack_signing_secret")
-    )
-    if bot and app:
-        if secret:
-            notes.append(
-                "SLACK_APP_TOKEN and SLACK_SIGNING_SECRET are both set: running in Socket Mode "
-                "and ignoring the signing secret (unset SLACK_APP_TOKEN for HTTP mode)."
-            )
-        return "socket"
-    if bot and secret:
-        host = str(given.get("host") or "127.0.0.1").strip("[]")
-        if is_loopback(host):
-            notes.append(
-                f"HTTP mode listening on {host}: Slack reaches /slack/events only through a "
-                "reverse proxy or tunnel on this machine."
-            )
-        return "http"
-    if not (bot or app or secret):
-        production = [n.upper() for n in _PRODUCTION if given.get(n) not in (None, "", ())]
-        if str(given.get("mode", "")).lower() == "sandbox" or not production or not serves:
-            return "sandbox"
-        raise ValueError(
-            f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
-            " set: that is a production setup, so the local sandbox (whose page anyone on "
-            "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
-            "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
-            "sandbox on purpose."
-        )
-    if bot:
-        raise ValueError(
-            "set alone, so Slack has no way to deliver clicks. Either set SLACK_APP_TOKEN "
-            "(xapp-…, scope connections:write) for Socket Mode, no public URL needed; or set "
-            "SLACK_SIGNING_SECRET for HTTP mode, where Slack posts to "
-            "https://YOUR-HOST/slack/events. Unset it to run the local sandbox."
-        )
-    named = [n for n, ok in (("SLACK_APP_TOKEN", app), ("SLACK_SIGNING_SECRET", secret)) if ok]
-    raise ValueError(
-        f"missing, but {' and '.join(named)} {'is' if len(named) == 1 else 'are'} set; the "
-        "bot posts with a bot token (xoxb-…, from OAuth & Permissions). Set it, or unset "
-        f"{' and '.join(named)} to run the local sandbox."
-    )
-
-
 def plain_http_elsewhere(address: str) -> bool:
     """Whether ``address`` is an ``http://`` URL to a host that is not this machine."""
     try:
@@ -344,3 +288,17 @@ def plain_http_elsewhere(address: str) -> bool:
     except ValueError:
         return False
     return parts.scheme.lower() == "http" and not is_loopback(parts.hostname or "")
+
+
+Mode = Literal["socket", "http", "sandbox"]
+Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
+"""A secret setting: never shown; whitespace inside it is refused (a copy-paste slip)."""
+Seconds = Annotated[float, Field(allow_inf_nan=False), "seconds"]
+"""A finite number of seconds (bounds go on the field)."""
+Ids = tuple[str, ...]
+UserIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))]
+UsergroupIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))]
+PersonIds = Annotated[
+    Ids, NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
+]
+"""Comma-separated Slack ids: of users, of user groups, of either."""

@@ -6,6 +6,7 @@ problem's variable, never a secret; the Slack credentials choose the mode (docs/
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,15 +29,12 @@ from pydantic_settings import (
 
 from adapters.urls import split_token
 from bot.logs import redact_url
-from bot.settings.checks import choose_mode, one_of, plain_http_elsewhere
-from bot.settings.dsh import DshSettings
+from bot.settings.checks import Mode, Secret, is_loopback, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
-from bot.settings.slack import SlackSettings
+from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
+from bot.settings.secrecy import hiding, holds_secret, secret_values
 from bot.settings.sources import DotEnvFile, Environment
-from bot.settings.store import StoreSettings
-from bot.settings.text import invalid, problem, render_help
-from bot.settings.timeouts import DeadlineSettings
-from bot.settings.types import Mode, Secret
+from bot.settings.text import invalid, plural, problem, render_help
 
 __all__ = [
     "SETTINGS_HELP",
@@ -61,8 +59,7 @@ class ConfigError(Exception):
         super().__init__(self.problems)
 
     def __str__(self) -> str:
-        count = len(self.problems)
-        lines = [f"{count} problem{'' if count == 1 else 's'} in the settings:"]
+        lines = [f"{plural(len(self.problems), 'problem')} in the settings:"]
         lines += [f"  - {problem}" for problem in self.problems]
         lines.append("Run `python -m bot --help` for the table of settings.")
         return "\n".join(lines)
@@ -108,7 +105,8 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
     @model_validator(mode="wrap")
     @classmethod
     def _check_as_a_whole(cls, data: Any, handler: Any) -> Any:
-        """Empty means unset; the credentials choose the mode; every problem is reported."""
+        """Empty means unset; the credentials choose the mode; every problem is reported, and
+        no message quotes a secret of any setting."""
         if not isinstance(data, dict):
             return handler(data)
         given = {k: v.strip() if isinstance(v, str) else v for k, v in data.items()}
@@ -117,7 +115,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         notes = [*given.pop("notes", ())]
         serves = given.pop("serves", True) is not False
         try:
-            mode: Mode | None = choose_mode(given, notes, serves=serves)
+            mode: Mode | None = _choose_mode(given, notes, serves=serves)
         except ValueError as exc:
             mode = None
             problems.append(("slack_bot_token", str(exc)))
@@ -147,10 +145,15 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
                     "DSH_HOST_URL is plain http to another machine: DSH_HOST_TOKEN travels "
                     "unencrypted."
                 )
+        given["notes"] = tuple(dict.fromkeys(notes))
+        secrets = secret_values(cls.model_fields, given)
         try:
-            settings = handler({**given, "notes": tuple(dict.fromkeys(notes))})
+            with hiding(secrets):
+                settings = handler(given)
         except ValidationError as exc:
-            raise invalid(cls.__name__, exc.errors(include_url=False), problems) from None
+            reported = exc.errors(include_url=False)
+            hidden = functools.partial(holds_secret, secrets=secrets)
+            raise invalid(cls.__name__, reported, problems, hidden) from None
         if problems:
             raise invalid(cls.__name__, [], problems)
         return settings
@@ -164,44 +167,102 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
 
     def describe(self) -> list[tuple[str, str]]:
         """Facts for the startup log, as (label, value) pairs; never contains a secret."""
-        facts: list[tuple[str, str]] = [("mode", self.mode)]
-        facts.append(("channel", self.slack_channel or "the sandbox's channel"))
-        if self.slack_api_url:
-            facts.append(("slack api", redact_url(self.slack_api_url)))
-        facts.append(("answerers", self._answerers()))
-        if self.slack_mention:
-            facts.append(("mention", self.slack_mention))
-        facts.append(("store", self._store()))
-        port = "any free port" if self.port == 0 else str(self.port)
-        facts.append(("listen", f"{self._bracketed_host()}:{port}"))
-        facts.append(("api auth", self._auth()))
-        facts.append(
+
+        def port(number: int) -> str:
+            return "any free port" if number == 0 else str(number)
+
+        dsh = self.dsh_host_url and (
+            f"{redact_url(self.dsh_host_url)} ({'with' if self.dsh_host_token else 'no'} token, "
+            f"protocol {self.dsh_protocol})"
+        )
+        timeout = self.question_timeout
+        facts = [
+            ("mode", self.mode),
+            ("channel", self.slack_channel or "the sandbox's channel"),
+            ("slack api", self.slack_api_url and redact_url(self.slack_api_url)),
+            ("answerers", self._answerers()),
+            ("mention", self.slack_mention),
+            ("store", self._store()),
+            ("listen", f"{self._bracketed_host()}:{port(self.port)}"),
+            ("api auth", self._auth()),
             (
                 "open questions",
                 f"at most {self.max_open_questions} per process, "
                 f"{self.max_open_per_token} per API token",
-            )
-        )
-        facts.append(("hosts served", self._hosts_served()))
-        facts.append(
+            ),
+            ("hosts served", self._hosts_served()),
             (
                 "client limits",
                 f"headers {self.header_timeout:g} s, body {self.body_timeout:g} s, "
                 f"{self.max_connections} connections",
+            ),
+            ("sandbox port", port(self.sandbox_port) if self.mode == "sandbox" else None),
+            ("question timeout", "none" if timeout is None else f"{timeout:g} s"),
+            ("dsh host", dsh),
+            ("log", f"{self.log_level}, {self.log_format}"),
+            *(("note", note) for note in self.notes),
+        ]
+        return [(label, value) for label, value in facts if value]
+
+
+_PRODUCTION: Final = (
+    "redis_url",
+    "dsh_host_url",
+    "dsh_host_token",
+    "slack_allowed_users",
+    "slack_allowed_usergroups",
+    "dsh_approvers",
+    "dsh_approver_usergroups",
+)
+"""Settings only a production setup has: with any of them, no credentials is a mistake."""
+
+
+def _choose_mode(given: Mapping[str, Any], notes: list[str], *, serves: bool = True) -> Mode:
+    """The mode the credentials present in ``given`` choose (``ValueError``: why
+    SLACK_BOT_TOKEN is wrong); ``notes`` gets what is worth a line in the log."""
+    bot, app, secret = (
+        given.get(name) is not None
+        for name in ("slack_bot_token", "slack_app_token", "slack_signing_secret")
+    )
+    if bot and app:
+        if secret:
+            notes.append(
+                "SLACK_APP_TOKEN and SLACK_SIGNING_SECRET are both set: running in Socket Mode "
+                "and ignoring the signing secret (unset SLACK_APP_TOKEN for HTTP mode)."
             )
+        return "socket"
+    if bot and secret:
+        host = str(given.get("host") or "127.0.0.1").strip("[]")
+        if is_loopback(host):
+            notes.append(
+                f"HTTP mode listening on {host}: Slack reaches /slack/events only through a "
+                "reverse proxy or tunnel on this machine."
+            )
+        return "http"
+    if not (bot or app or secret):
+        production = [n.upper() for n in _PRODUCTION if given.get(n) not in (None, "", ())]
+        if str(given.get("mode", "")).lower() == "sandbox" or not production or not serves:
+            return "sandbox"
+        raise ValueError(
+            f"missing, while {', '.join(production)} {'is' if len(production) == 1 else 'are'}"
+            " set: that is a production setup, so the local sandbox (whose page anyone on "
+            "this machine may answer) does not start. Set SLACK_BOT_TOKEN with "
+            "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or set MODE=sandbox to run the "
+            "sandbox on purpose."
         )
-        if self.mode == "sandbox":
-            sandbox = "any free port" if self.sandbox_port == 0 else str(self.sandbox_port)
-            facts.append(("sandbox port", sandbox))
-        timeout = "none" if self.question_timeout is None else f"{self.question_timeout:g} s"
-        facts.append(("question timeout", timeout))
-        if self.dsh_host_url:
-            token = "with token" if self.dsh_host_token else "no token"
-            protocol = f"protocol {self.dsh_protocol}"
-            facts.append(("dsh host", f"{redact_url(self.dsh_host_url)} ({token}, {protocol})"))
-        facts.append(("log", f"{self.log_level}, {self.log_format}"))
-        facts += [("note", note) for note in self.notes]
-        return facts
+    if bot:
+        raise ValueError(
+            "set alone, so Slack has no way to deliver clicks. Either set SLACK_APP_TOKEN "
+            "(xapp-…, scope connections:write) for Socket Mode, no public URL needed; or set "
+            "SLACK_SIGNING_SECRET for HTTP mode, where Slack posts to "
+            "https://YOUR-HOST/slack/events. Unset it to run the local sandbox."
+        )
+    named = [n for n, ok in (("SLACK_APP_TOKEN", app), ("SLACK_SIGNING_SECRET", secret)) if ok]
+    raise ValueError(
+        f"missing, but {' and '.join(named)} {'is' if len(named) == 1 else 'are'} set; the "
+        "bot posts with a bot token (xoxb-…, from OAuth & Permissions). Set it, or unset "
+        f"{' and '.join(named)} to run the local sandbox."
+    )
 
 
 SETTING_NAMES: Final[frozenset[str]] = frozenset(

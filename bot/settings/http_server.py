@@ -15,14 +15,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.settings.checks import (
-    check_host,
-    host_names,
-    is_loopback,
-    is_wildcard,
-)
+from bot.settings.checks import Seconds, Secret, check_host, host_names, is_loopback, is_wildcard
 from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
-from bot.settings.types import Seconds, Secret
+from bot.settings.text import plural
 
 __all__ = ["ServerSettings"]
 
@@ -168,8 +163,7 @@ class ServerSettings(BaseSettings):
             return "off (loopback only)"
         if names == ["default"]:
             return "on (BOT_API_TOKEN)"
-        count = f"{len(names)} token{'' if len(names) == 1 else 's'}"
-        return f"on ({count}: {', '.join(names)})"
+        return f"on ({plural(len(names), 'token')}: {', '.join(names)})"
 
     @property
     def served_hosts(self) -> frozenset[str] | None:

@@ -15,7 +15,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails
 
 from bot.settings.secrecy import show
 
-__all__ = ["hide_inputs", "invalid", "is_secret", "problem", "render_help"]
+__all__ = ["invalid", "is_secret", "plural", "problem", "render_help"]
 
 _INTRO: Final = """\
 Settings are read from the environment, then from KEY=VALUE lines in ./.env
@@ -27,6 +27,11 @@ The Slack credentials choose the mode:
   none of them                            sandbox  a local stand-in for Slack
 """
 _WIDTH: Final = 100
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 token``, ``2 tokens``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _unwrap(field: FieldInfo) -> tuple[Any, list[Any]]:
@@ -165,36 +170,30 @@ def problem(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
     return f"{name.upper()}: {sentence or error['msg'] + '.'}"
 
 
-def _detail(error: ErrorDetails) -> InitErrorDetails:
-    """A reported error, to be raised again beside others."""
-    return InitErrorDetails(
-        type=error["type"], loc=error["loc"], input=error["input"], ctx=error.get("ctx", {})
-    )
-
-
-def hide_inputs(exc: ValidationError, hidden: Callable[[str], bool]) -> ValidationError:
-    """``exc`` with each input ``hidden`` says holds a secret wrapped in ``SecretStr``.
-
-    :func:`problem` quotes an input through ``show``, which never shows a ``SecretStr``.
-    """
-    errors = []
-    for error in exc.errors(include_url=False):
-        detail = _detail(error)
-        if isinstance(error["input"], str) and hidden(error["input"]):
-            detail["input"] = SecretStr(error["input"])
-        errors.append(detail)
-    return ValidationError.from_exception_data(exc.title, errors, hide_input=True)
-
-
 def invalid(
-    title: str, reported: list[ErrorDetails], problems: list[tuple[str, str]]
+    title: str,
+    reported: list[ErrorDetails],
+    problems: list[tuple[str, str]],
+    hidden: Callable[[str], bool] = lambda _: False,
 ) -> ValidationError:
-    """One ``ValidationError`` holding the errors fields reported and the ``problems``."""
-    errors = [_detail(error) for error in reported]
-    for name, message in problems:
+    """One ``ValidationError`` holding the errors fields reported (each input ``hidden`` says
+    holds a secret wrapped in ``SecretStr``, which ``show`` never quotes) and the ``problems``."""
+    errors = []
+    for error in reported:
+        given = error["input"]
+        hide = isinstance(given, str) and hidden(given)
         errors.append(
             InitErrorDetails(
-                type="value_error", loc=(name,), input=None, ctx={"error": ValueError(message)}
+                type=error["type"],
+                loc=error["loc"],
+                input=SecretStr(given) if hide else given,
+                ctx=error.get("ctx", {}),
             )
         )
+    errors += [
+        InitErrorDetails(
+            type="value_error", loc=(name,), input=None, ctx={"error": ValueError(message)}
+        )
+        for name, message in problems
+    ]
     return ValidationError.from_exception_data(title, errors, hide_input=True)
