@@ -43,11 +43,11 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 
-from adapters.dsh.events import SESSION_HISTORY_PATH
 from adapters.dsh.protocol import (
     CANCELLED_CODE,
     EVENTS_MUX_PATH,
     RESPOND_PATH,
+    SESSION_HISTORY_PATH,
     Outcome,
     Receipt,
     ReceiptReason,

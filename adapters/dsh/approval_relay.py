@@ -7,21 +7,20 @@ import functools
 import logging
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from adapters.dsh.asks import (
     REOPENED_NOTE,
+    Asked,
     HostAsk,
     HostRunner,
-    QuestionNotes,
+    Retry,
     ask_key,
     session_label,
 )
 from adapters.dsh.protocol import approval_headline, approval_response
 from adapters.dsh.uplink import HostUplink
-from adapters.slack import ApprovalView, QuestionStatus
-from bot.questions.abort import AbortSignal
-from bot.questions.errors import UserQuestionError
+from adapters.slack import ApprovalView, SlackQuestionProvider
 from bot.questions.models import AskOptions
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "APPROVAL_REFUSED",
     "APPROVAL_SETTLED_ELSEWHERE",
     "COMMAND_UNREAD_NOTE",
-    "ApprovalDesk",
     "ApprovalRunner",
     "resolved_note",
 ]
@@ -37,15 +35,12 @@ __all__ = [
 APPROVAL_SETTLED_ELSEWHERE: Final = (
     "The harness had already settled this approval elsewhere; this decision was not used."
 )
-APPROVAL_REFUSED: Final = "The harness refused that decision (bad-response). Please decide again."
-APPROVAL_NOT_REOPENED: Final = (
-    "The harness refused that decision (bad-response). This message could not be reopened; "
-    "decide in the harness instead."
-)
+_REFUSAL: Final = Retry.of("The harness refused that decision (bad-response).", "decide")
+APPROVAL_REFUSED: Final = _REFUSAL.note
+APPROVAL_NOT_REOPENED: Final = _REFUSAL.stuck
 COMMAND_UNREAD_NOTE: Final = (
     "The bot could not read what this tool will run: check it in the harness before allowing it."
 )
-_MAX_REOPENS: Final = 5
 
 
 def resolved_note(outcome: str) -> str:
@@ -56,31 +51,18 @@ def resolved_note(outcome: str) -> str:
     }.get(outcome, "Cancelled in the harness.")
 
 
-class ApprovalDesk(QuestionNotes, Protocol):
-    """What the relay needs of the Slack provider for approvals."""
-
-    async def ask_approval(
-        self,
-        approval: ApprovalView,
-        *,
-        options: AskOptions,
-        approvers: Sequence[str] | None = None,
-        approver_groups: Sequence[str] | None = None,
-        signal: AbortSignal | None = None,
-    ) -> QuestionStatus:
-        """Post an approval and wait until it ends (``decision`` set when decided)."""
-        ...
-
-
 class ApprovalRunner(HostRunner):
-    """Asks one host approval in Slack and sends the decision back."""
+    """Asks one host approval in Slack and sends the decision back; after a refused decision
+    only one made after the message reopened is sent (resending it would decide for nobody)."""
 
     what = "tool approval"
     done = "rejected it in the harness"
+    refused = _REFUSAL
+    asks_at_most = 5
 
     def __init__(
         self,
-        desk: ApprovalDesk,
+        provider: SlackQuestionProvider,
         uplink: HostUplink,
         *,
         approvers: Sequence[str] | None,
@@ -88,8 +70,7 @@ class ApprovalRunner(HostRunner):
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
     ) -> None:
-        super().__init__(desk, uplink, on_posted=on_posted, logger=logger)
-        self._desk = desk
+        super().__init__(provider, uplink, on_posted=on_posted, logger=logger)
         self._approvers = list(approvers) if approvers else None
         self._groups = list(approver_groups) if approver_groups else None
 
@@ -97,70 +78,45 @@ class ApprovalRunner(HostRunner):
         assert ask.approval is not None
         return approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "rejected")
 
-    async def _serve(self, ask: HostAsk) -> None:
-        """The approval's run: after a refused decision only one made after the message reopened
-        is sent (resending the refused one would be a decision nobody made)."""
-        payload = ask.approval
-        assert payload is not None
+    def _settled_note(self, ask: HostAsk) -> str:
+        return APPROVAL_SETTLED_ELSEWHERE
+
+    async def _opening(self, ask: HostAsk) -> tuple[str | None, Retry | None]:
+        assert ask.approval is not None
         # A replay after a reconnect: the tool/call event is not sent again.
-        call = ask.call if ask.call_known else await self._uplink.call_of(payload)
+        if not ask.call_known:
+            ask.call = await self._uplink.call_of(ask.approval)
+        note = REOPENED_NOTE if await self._reopening(ask) else None
+        if ask.call is None:
+            note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
+        return note, None
+
+    async def _ask(self, ask: HostAsk, note: str | None) -> Asked | None:
+        payload, call = ask.approval, ask.call
+        assert payload is not None
         view = ApprovalView(
             tool_name=payload.tool_name,
             headline=approval_headline(payload),
             command=call.command if call else None,
             path=call.path if call else None,
         )
-        note = REOPENED_NOTE if await self._reopening(ask) else None
-        if call is None:
-            note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
-        label = session_label(ask.session_id)
-        refused = False
-        for _ in range(_MAX_REOPENS):
-            ask.phase = "asking"
-            before = await self._version(ask) if refused else None
-            options = AskOptions(
-                key=ask_key(ask.rpc_id),
-                label=label,
-                note=note,
-                on_posted=lambda _: self._on_posted(ask),
-                asked_by=self._uplink.asker,
-            )
-            try:
-                record = await self._desk.ask_approval(
-                    view,
-                    options=options,
-                    approvers=self._approvers,
-                    approver_groups=self._groups,
-                    signal=ask.controller.signal,
-                )
-            except UserQuestionError as exc:
-                await self._not_asked(ask, exc)
-                return
-            if before is not None and record.version == before:
-                # Nothing was written: the message was not reopened and the refused decision
-                # came back as it was. Sending it again would decide for nobody; stop here.
-                self._logger.error(
-                    "dsh host: could not reopen the approval in Slack",
-                    extra={"rpc_id": ask.rpc_id},
-                )
-                await self._desk.add_note(ask.request_id, APPROVAL_NOT_REOPENED)
-                return
-            outcome = record.decision
-            if record.state != "answered" or outcome is None:
-                self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
-                return
-            ask.phase = "responding"
-            body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
-            receipt = await self._send(ask, body, functools.partial(operator.eq, outcome))
-            if receipt is None:
-                return
-            self._log_receipt("approval decision", ask, receipt)
-            if receipt.accepted:
-                return
-            if receipt.reason == "not-pending":
-                await self._desk.add_note(ask.request_id, APPROVAL_SETTLED_ELSEWHERE)
-                return
-            note, refused = APPROVAL_REFUSED, True
-        await self._desk.add_note(
-            ask.request_id, "The harness kept refusing decisions; decide in the harness instead."
+        options = AskOptions(
+            key=ask_key(ask.rpc_id),
+            label=session_label(ask.session_id),
+            note=note,
+            on_posted=lambda _: self._on_posted(ask),
+            asked_by=self._uplink.asker,
         )
+        record = await self._notes.ask_approval(
+            view,
+            options=options,
+            approvers=self._approvers,
+            approver_groups=self._groups,
+            signal=ask.controller.signal,
+        )
+        outcome = record.decision
+        if record.state != "answered" or outcome is None:
+            self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
+            return None
+        body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
+        return body, functools.partial(operator.eq, outcome), "approval decision"

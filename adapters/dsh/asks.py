@@ -1,21 +1,20 @@
-"""A host's request being asked in Slack (``HostAsk``), and what its runners share: sending
-a response with honest notes, declining what Slack cannot show."""
+"""A host's request being asked in Slack (``HostAsk``), and what its runners share: one
+ask-and-respond loop, honest notes on delivery, declining what Slack cannot show."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from adapters.dsh.events import ToolCall
 from adapters.dsh.protocol import ApprovalRequested, Receipt
+from adapters.dsh.session_log import ToolCall
 from adapters.dsh.uplink import HostUplink, describe
-from adapters.slack import Destination, QuestionStatus, key_request_id
+from adapters.slack import SlackQuestionProvider, key_request_id
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -40,9 +39,10 @@ __all__ = [
     "RETRYING_NOTE",
     "SETTLED_ELSEWHERE",
     "UNCONFIRMED_NOTE",
+    "Asked",
     "HostAsk",
     "HostRunner",
-    "QuestionNotes",
+    "Retry",
     "ask_key",
     "session_label",
 ]
@@ -97,45 +97,6 @@ whether an earlier attempt, its receipt lost, was the one the host took)."""
 _NOTICE_MAX: Final = 300
 
 
-class QuestionNotes(Protocol):
-    """What the client needs of the provider beyond ``ask``: status, notes on messages."""
-
-    async def status(self, request_id: str) -> QuestionStatus | None:
-        """Where request ``request_id`` stands; ``None`` if unknown."""
-        ...
-
-    async def add_note(self, request_id: str, note: str, *, in_flight: bool = False) -> object:
-        """Show ``note`` on the message of request ``request_id`` (open or finished);
-        ``in_flight``: its response is not yet taken by the host."""
-        ...
-
-    async def release(self, request_id: str, note: str | None = None) -> object:
-        """Leave an open request open, owned by no process, for the next asker to adopt."""
-        ...
-
-
-class _Defaults(Protocol):
-    @property
-    def destination(self) -> Destination:
-        """Where requests go unless told otherwise."""
-        ...
-
-
-@runtime_checkable
-class NoticeBoard(Protocol):
-    """What posting a plain notice takes of the provider: its Slack client and channel."""
-
-    @property
-    def client(self) -> AsyncWebClient:
-        """The Slack Web API client."""
-        ...
-
-    @property
-    def defaults(self) -> _Defaults:
-        """The provider's defaults (the channel)."""
-        ...
-
-
 def _plain(text: str) -> str:
     """``text`` safe as Slack message text: no mention, link or markup from host text."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -168,6 +129,8 @@ class HostAsk:
     approval: ApprovalRequested | None = None
     call: ToolCall | None = None
     call_known: bool = False
+    revises: str | None = None
+    """The declined plan review this one revises."""
     sent: bool = False
     """A response to the host went out (it may have been taken): never declined after."""
     settled: asyncio.Event = field(default_factory=asyncio.Event)
@@ -197,6 +160,25 @@ async def _resolution(ask: HostAsk) -> str | None:
     return ask.resolved
 
 
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Why the person is asked again: the note to reopen with, and the one if that fails."""
+
+    note: str
+    stuck: str
+
+    @classmethod
+    def of(cls, what: str, verb: str = "answer") -> Retry:
+        """The notes for a response that was not taken, for the reason ``what``."""
+        where = f"This message could not be reopened; {verb} in the harness instead."
+        return cls(f"{what} Please {verb} again.", f"{what} {where}")
+
+
+Asked = tuple[dict[str, Any], Callable[[str | None], bool], str]
+"""What to send for an outcome in Slack: the body, which resolved outcome it asks for, and
+what the log calls it."""
+
+
 class HostRunner:
     """Asks one kind of host request in Slack and sends the outcome back; a request it cannot
     show, or fails on before a response went out, is declined in the host with a notice in the
@@ -205,25 +187,36 @@ class HostRunner:
     what = "request"
     """What the notice calls the request (``question``, ``tool approval``)."""
     done = "declined it in the harness"
+    refused = Retry.of(REFUSED)
+    asks_at_most = sys.maxsize
 
     def __init__(
         self,
-        notes: QuestionNotes,
+        provider: SlackQuestionProvider,
         uplink: HostUplink,
         *,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
     ) -> None:
-        self._notes = notes
+        self._notes = provider
         self._uplink = uplink
         self._on_posted = on_posted
         self._logger = logger
 
-    async def _serve(self, ask: HostAsk) -> None:
+    async def _opening(self, ask: HostAsk) -> tuple[str | None, Retry | None]:
+        """The note of the first ask, or the retry it is (a reopened message)."""
+        raise NotImplementedError
+
+    async def _ask(self, ask: HostAsk, note: str | None) -> Asked | Retry | None:
+        """Ask in Slack: what to send, a retry at once, or ``None`` (ended, nothing to send)."""
         raise NotImplementedError
 
     def _declined(self, ask: HostAsk) -> dict[str, Any]:
         """The body telling the host the request cannot be asked here."""
+        raise NotImplementedError
+
+    def _settled_note(self, ask: HostAsk) -> str:
+        """What the message says when the host settled the request without this response."""
         raise NotImplementedError
 
     async def serve(self, ask: HostAsk) -> None:
@@ -239,7 +232,60 @@ class HostRunner:
             ask.controller.abort(DECLINED_NOTE)  # its record (if any) is closed with this
             await self._decline(ask, f"the bot failed on it ({describe(exc)[:200]}).")
 
-    async def _not_asked(self, ask: HostAsk, error: UserQuestionError) -> None:
+    async def _serve(self, ask: HostAsk) -> None:
+        note, retry = await self._opening(ask)
+        for _ in range(self.asks_at_most):
+            ask.phase = "asking"
+            before = None if retry is None else await self._version(ask)
+            try:
+                asked = await self._ask(ask, note if retry is None else retry.note)
+            except UserQuestionError as exc:
+                await self._not_answered(ask, exc)
+                return
+            if retry is not None and before is not None and await self._version(ask) == before:
+                # Nothing was written: the message was not reopened and the earlier outcome
+                # came back. Sending it again would loop, or decide for nobody: stop here.
+                self._logger.error(
+                    f"dsh host: could not reopen the {self.what.split()[-1]} in Slack",
+                    extra={"rpc_id": ask.rpc_id},
+                )
+                await self._notes.add_note(ask.request_id, retry.stuck)
+                return
+            if asked is None:
+                return
+            if isinstance(asked, Retry):
+                retry = asked
+                continue
+            receipt = await self._respond(ask, *asked)
+            if receipt is None or receipt.accepted or receipt.reason == "not-pending":
+                return
+            retry = self.refused
+        await self._notes.add_note(
+            ask.request_id, "The harness kept refusing decisions; decide in the harness instead."
+        )
+
+    async def _respond(
+        self, ask: HostAsk, body: dict[str, Any], used: Callable[[str | None], bool], what: str
+    ) -> Receipt | None:
+        """Send ``body`` and log its receipt; the message says when another settled it."""
+        ask.phase = "responding"
+        receipt = await self._send(ask, body, used)
+        if receipt is None:
+            return None
+        reason = receipt.reason
+        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
+        if receipt.accepted:
+            self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        elif reason == "bad-response":
+            # Answers are checked and decisions fixed before they are sent: a refusal is a bug.
+            self._logger.error(f"dsh host: {what} refused (bad-response)", extra=extra)
+        else:
+            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
+        if reason == "not-pending":
+            await self._notes.add_note(ask.request_id, self._settled_note(ask))
+        return receipt
+
+    async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         """Slack did not show ``ask``: declined when asking again cannot fix it; otherwise the
         host keeps it pending for its other clients and replays it on the next downlink."""
         if error.code in PERMANENT_CODES:
@@ -296,17 +342,6 @@ class HostRunner:
                 await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
         return receipt
 
-    def _log_receipt(self, what: str, ask: HostAsk, receipt: Receipt) -> None:
-        reason = receipt.reason
-        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
-        if receipt.accepted:
-            self._logger.info(f"dsh host: {what} accepted", extra=extra)
-        elif reason == "bad-response":
-            # Answers are checked and decisions fixed before they are sent: a refusal is a bug.
-            self._logger.error(f"dsh host: {what} refused (bad-response)", extra=extra)
-        else:
-            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
-
     async def _decline(self, ask: HostAsk, why: str) -> None:
         """Tell the host the request cannot be asked here (the seam's dismissal or rejection,
         so its agent gets an error to act on) and say so in the channel."""
@@ -333,13 +368,9 @@ class HostRunner:
 
     async def _notice(self, text: str) -> None:
         """Post ``text`` as a plain message in the provider's channel (best effort)."""
-        board = self._notes
-        if not isinstance(board, NoticeBoard):
-            self._logger.warning("dsh host: no channel for a notice", extra={"notice": text})
-            return
         try:
-            await board.client.chat_postMessage(
-                channel=board.defaults.destination.channel, text=_plain(text)
+            await self._notes.client.chat_postMessage(
+                channel=self._notes.defaults.destination.channel, text=_plain(text)
             )
         except Exception as exc:  # a notice is best effort: the log line stays
             self._logger.warning(

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import aiohttp
 
-from adapters.dsh.approval_relay import ApprovalDesk, ApprovalRunner
+from adapters.dsh.approval_relay import ApprovalRunner
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.inbox import Inbox
@@ -22,6 +22,7 @@ from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
 from adapters.dsh.protocol import EVENTS_MUX_PATH
 from adapters.dsh.questions import QuestionRunner
 from adapters.dsh.uplink import Host, HostUplink, host_asker
+from adapters.slack import SlackQuestionProvider
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
@@ -43,7 +44,7 @@ class DshHostClient:
         base_url: str,
         service: UserQuestionService,
         *,
-        provider: ApprovalDesk,
+        provider: SlackQuestionProvider,
         token: str | None = None,
         protocol: Protocol = "auto",
         backoff_initial: float = 0.25,

@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable
 
 from adapters.dsh.asks import HostAsk
-from adapters.dsh.events import SESSION_EVENT, session_event
 from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import (
     EVENTS_STREAM,
@@ -29,6 +28,7 @@ from adapters.dsh.protocol import (
     QuestionResolved,
     parse_frame,
 )
+from adapters.dsh.session_log import SESSION_EVENT, session_event
 from adapters.httpguard import RefusalLog
 
 _CANCEL_WAIT = 1.0

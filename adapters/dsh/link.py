@@ -16,7 +16,6 @@ from urllib.parse import urlencode
 import aiohttp
 
 from adapters.dsh.asks import UNCONFIRMED_NOTE
-from adapters.dsh.events import ToolCall
 from adapters.dsh.mux import (
     LOG_PREFIX,
     MUX_PATH,
@@ -29,7 +28,7 @@ from adapters.dsh.mux import (
     result_body,
 )
 from adapters.dsh.protocol import Receipt
-from adapters.dsh.session_log import SessionLog
+from adapters.dsh.session_log import SessionLog, ToolCall
 from adapters.dsh.uplink import HTTP_FAILURES, Delivery, Host, describe
 
 __all__ = ["LoginRefused", "MuxLink"]

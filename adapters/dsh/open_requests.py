@@ -19,13 +19,12 @@ from adapters.dsh.asks import (
     GONE_NOTE,
     RESTARTING_NOTE,
     HostAsk,
-    QuestionNotes,
 )
 from adapters.dsh.protocol import ApprovalResolved
-from adapters.dsh.released import HostRecords, close_released
+from adapters.dsh.released import close_released
 from adapters.dsh.uplink import Host, describe
 from adapters.dsh.waiting import WaitingRoom
-from adapters.slack import Released
+from adapters.slack import Released, SlackQuestionProvider
 
 __all__ = ["QUEUED_NOTE", "OpenRequests"]
 
@@ -60,13 +59,13 @@ class _Replay:
 
 
 class OpenRequests:
-    """The host's requests being asked or answered (``serve`` runs one, as a task), and
-    those waiting; with ``asker`` (who this host's records name) and a provider that is
-    ``HostRecords``, released requests the host no longer has are closed after each replay."""
+    """The host's requests being asked or answered (``serve`` runs one, as a task), and those
+    waiting; with ``asker`` (who this host's records name), released requests the host no
+    longer has are closed after each replay."""
 
     def __init__(
         self,
-        notes: QuestionNotes,
+        provider: SlackQuestionProvider,
         serve: Callable[[HostAsk], Coroutine[Any, Any, None]],
         host: Host,
         *,
@@ -75,8 +74,7 @@ class OpenRequests:
         max_open_host: int = 100,
         asker: str | None = None,
     ) -> None:
-        self._notes = notes
-        self._records = notes if isinstance(notes, HostRecords) else None
+        self._notes = provider
         self._asker = asker
         self._serve = serve
         self._max_open = max_open
@@ -139,11 +137,11 @@ class OpenRequests:
             )
             _remember(self._gone, ask.rpc_id)
             ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)
-        if self._records is not None and self._asker is not None:
+        if self._asker is not None:
             held = partial(self._held, replay=replay)
             sweep = asyncio.get_running_loop().create_task(
                 close_released(
-                    self._records, self._asker, held, self._closing, self._closed, self._logger
+                    self._notes, self._asker, held, self._closing, self._closed, self._logger
                 ),
                 name="dsh released requests",
             )
@@ -225,11 +223,11 @@ class OpenRequests:
                 extra={"rpc_id": ask.rpc_id, "error": describe(error)},
             )
         reason = ask.controller.signal.reason
-        if self._records is not None and not task.cancelled() and isinstance(reason, str):
+        if not task.cancelled() and isinstance(reason, str):
             # Aborted (gone, or settled by the host): the ask stays held until its record
             # is ended, so a late replay waits for that instead of racing it.
             closing = asyncio.get_running_loop().create_task(
-                close_ended(self._records, ask, reason, self._logger),
+                close_ended(self._notes, ask, reason, self._logger),
                 name=f"dsh closing {ask.rpc_id}",
             )
             ask.task = closing
@@ -334,7 +332,7 @@ async def drain(running: Callable[[], set[asyncio.Task[None]]], grace: float) ->
 
 
 async def close_ended(
-    records: HostRecords, ask: HostAsk, note: str, logger: logging.Logger
+    records: SlackQuestionProvider, ask: HostAsk, note: str, logger: logging.Logger
 ) -> None:
     """End the record of an aborted ask with ``note`` if its task left it open (aborted before
     it reached the record, or a released record adopted at start); otherwise a no-op."""
@@ -347,7 +345,7 @@ async def close_ended(
         )
 
 
-async def _release_ask(ask: HostAsk, notes: QuestionNotes, logger: logging.Logger) -> None:
+async def _release_ask(ask: HostAsk, notes: SlackQuestionProvider, logger: logging.Logger) -> None:
     """Release ``ask`` in the store, for a later bot, and end it here."""
     try:
         await notes.release(ask.request_id, RESTARTING_NOTE)

@@ -37,6 +37,7 @@ __all__ = [
     "QUESTION_REQUESTED",
     "QUESTION_RESOLVED",
     "RESPOND_PATH",
+    "SESSION_HISTORY_PATH",
     "ApprovalOutcome",
     "ApprovalRequested",
     "ApprovalResolved",
@@ -62,6 +63,7 @@ __all__ = [
 
 EVENTS_MUX_PATH: Final = "/api/events.mux"
 RESPOND_PATH: Final = "/api/respond"
+SESSION_HISTORY_PATH: Final = "/api/session.history"
 
 APPROVAL_REQUESTED: Final = "approval/requested"
 APPROVAL_RESOLVED: Final = "approval/resolved"

@@ -5,32 +5,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
 from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, ask_key
 from adapters.dsh.uplink import describe
-from adapters.slack import PendingRecord, PendingStore, QuestionStatus
+from adapters.slack import PendingRecord, SlackQuestionProvider
 
-__all__ = ["HostRecords", "close_released", "released_by_a_bot_of"]
+__all__ = ["close_released", "released_by_a_bot_of"]
 
 KEY_PREFIX: Final = ask_key("")
-
-
-@runtime_checkable
-class HostRecords(Protocol):
-    """What ending a request outside its ask takes of the provider (``SlackQuestionProvider``):
-    its store, to list the requests a stopped bot released, and ``abort``."""
-
-    @property
-    def store(self) -> PendingStore:
-        """Where the requests are kept (shared with the bots before this one)."""
-        ...
-
-    async def abort(
-        self, request_id: str, note: str, *, by: str | None = None
-    ) -> QuestionStatus | None:
-        """End an open request ``aborted`` with ``note`` (an ended one stays as it ended)."""
-        ...
 
 
 def released_by_a_bot_of(record: PendingRecord, asker: str) -> str | None:
@@ -45,7 +28,7 @@ def released_by_a_bot_of(record: PendingRecord, asker: str) -> str | None:
 
 
 async def close_released(
-    records: HostRecords,
+    records: SlackQuestionProvider,
     asker: str,
     held: Callable[[str], bool],
     closing: set[str],

@@ -16,9 +16,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from pydantic import ValidationError
 
-from adapters.dsh.events import SESSION_HISTORY_PATH, SessionEvent, ToolCall, history_events
-from adapters.dsh.protocol import RESPOND_PATH, ApprovalRequested, Receipt
-from adapters.dsh.session_log import pair_from_history
+from adapters.dsh.protocol import RESPOND_PATH, SESSION_HISTORY_PATH, ApprovalRequested, Receipt
+from adapters.dsh.session_log import SessionEvent, ToolCall, history_events, pair_from_history
 from adapters.dsh.wire import load_json
 
 if TYPE_CHECKING:

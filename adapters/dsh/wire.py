@@ -44,46 +44,22 @@ def scrub_text(text: str) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
-def _scrub_entries(item: dict[Any, Any] | list[Any], stack: list[Any]) -> None:
-    if isinstance(item, list):
-        for index, child in enumerate(item):
-            if isinstance(child, str):
-                item[index] = scrub_text(child)
-            elif isinstance(child, dict | list):
-                stack.append(child)
-        return
-    fixed: list[tuple[Any, Any]] = []
-    renamed = False
-    for key, child in item.items():
-        new_key = scrub_text(key) if isinstance(key, str) else key
-        renamed = renamed or new_key != key
-        if isinstance(child, str):
-            child = scrub_text(child)
-        elif isinstance(child, dict | list):
-            stack.append(child)
-        fixed.append((new_key, child))
-    if renamed:
-        item.clear()
-    item.update(fixed)
-
-
 def scrub(value: Any) -> Any:
-    """Decoded JSON with every lone surrogate in its strings (keys too) replaced by U+FFFD;
-    lists and dicts are fixed in place (without recursion, whatever their depth)."""
+    """Decoded JSON (nested at most ``MAX_DEPTH`` deep) with every lone surrogate in its
+    strings, keys too, replaced by U+FFFD."""
     if isinstance(value, str):
         return scrub_text(value)
-    stack: list[Any] = [value] if isinstance(value, dict | list) else []
-    while stack:
-        _scrub_entries(stack.pop(), stack)
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
     return value
 
 
-def _scrub_shallow(value: Any) -> Any:
-    if isinstance(value, str):
-        return scrub_text(value)
-    if isinstance(value, list) and any(isinstance(v, str) for v in value):
+def _shallow(value: Any) -> Any:
+    if isinstance(value, list):
         return [scrub_text(v) if isinstance(v, str) else v for v in value]
-    return value
+    return scrub_text(value) if isinstance(value, str) else value
 
 
 class Lenient(WireModel):
@@ -96,9 +72,7 @@ class Lenient(WireModel):
     def _no_lone_surrogates(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        return {
-            (scrub_text(k) if isinstance(k, str) else k): _scrub_shallow(v) for k, v in data.items()
-        }
+        return {scrub_text(k) if isinstance(k, str) else k: _shallow(v) for k, v in data.items()}
 
 
 def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:

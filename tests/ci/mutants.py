@@ -645,7 +645,7 @@ _REPLAY = [
     Mutant(
         "no released sweep",
         OPEN,
-        "        if self._records is not None and self._asker is not None:",
+        "        if self._asker is not None:",
         "        if False:",
     ),
     Mutant(
@@ -691,7 +691,7 @@ _REPLAY = [
     Mutant(
         "aborted ask's record left open",
         OPEN,
-        "        if self._records is not None and not task.cancelled() and isinstance(reason, str):",
+        "        if not task.cancelled() and isinstance(reason, str):",
         "        if False:",
     ),
     Mutant(
@@ -778,8 +778,8 @@ _REPLAY = [
     Mutant(
         "approval keyed by session",
         RELAY,
-        "                key=ask_key(ask.rpc_id),",
-        "                key=ask_key(ask.session_id),",
+        "            key=ask_key(ask.rpc_id),",
+        "            key=ask_key(ask.session_id),",
     ),
     Mutant("seen kept across sockets", LINK, "        self._seen.clear()", "        pass"),
     Mutant("request not seen", LINK, "        self._seen.add(request.event_id)", "        pass"),

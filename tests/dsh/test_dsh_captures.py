@@ -14,7 +14,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.dsh.events import session_event
 from adapters.dsh.protocol import (
     ApprovalRequested,
     ApprovalResolved,
@@ -24,7 +23,7 @@ from adapters.dsh.protocol import (
     ServerRequest,
     parse_frame,
 )
-from adapters.dsh.session_log import SessionLog
+from adapters.dsh.session_log import SessionLog, session_event
 from bot.questions.models import AskUserQuestionItem
 from tests.dsh_captures import captured_frames, captured_lines
 from tests.dsh_host import DshHostStandIn, new_session_id

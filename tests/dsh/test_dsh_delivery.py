@@ -14,8 +14,8 @@ import pytest
 from aiohttp import web
 
 from adapters.dsh.asks import DELIVERED_NOTE, NOT_DELIVERED_NOTE, RETRYING_NOTE
-from adapters.dsh.events import tool_call_of
 from adapters.dsh.protocol import QuestionRequested, parse_frame
+from adapters.dsh.session_log import tool_call_of
 from adapters.slack.render.outcomes import IN_FLIGHT
 from bot.questions.errors import ASK_CANCELLED
 from tests.dsh import test_dsh_client as _rig_module

@@ -6,9 +6,14 @@ import json
 
 import pytest
 
-from adapters.dsh.events import SessionEvent, history_events, tool_call_of
 from adapters.dsh.protocol import parse_frame
-from adapters.dsh.session_log import SessionLog, pair_from_history
+from adapters.dsh.session_log import (
+    SessionEvent,
+    SessionLog,
+    history_events,
+    pair_from_history,
+    tool_call_of,
+)
 from adapters.dsh.wire import MAX_DEPTH, depth_problem
 
 SID = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
