@@ -14,6 +14,7 @@ from adapters.slack.stores.contract import (
     append_quietly,
     mutate,
     settle,
+    until_back,
 )
 from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
@@ -33,4 +34,5 @@ __all__ = [
     "append_quietly",
     "mutate",
     "settle",
+    "until_back",
 ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_chain import ChainCheck
@@ -31,6 +32,7 @@ __all__ = [
     "append_quietly",
     "mutate",
     "settle",
+    "until_back",
 ]
 
 RETENTION: Final = 90 * 86400.0
@@ -259,6 +261,25 @@ async def settle(
         )
     except StoreConflict as exc:
         raise UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc) from exc
+
+
+_T = TypeVar("_T")
+
+
+async def until_back(
+    attempt: Callable[[], Awaitable[_T]], pauses: Iterable[float], *, conflicts: bool = False
+) -> _T:
+    """``attempt``, again after each of ``pauses`` while the store is out of reach (and, with
+    ``conflicts``, while its record keeps changing); the last failure is raised."""
+    for pause in pauses:
+        try:
+            return await attempt()
+        except UserQuestionError as exc:
+            conflict = isinstance(exc.__cause__, StoreConflict)
+            if exc.code != STORE_UNAVAILABLE or (conflict and not conflicts):
+                raise
+        await asyncio.sleep(pause)
+    return await attempt()
 
 
 async def append_quietly(store: PendingStore, event: AuditEvent) -> None:
