@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import time
 
 from adapters.slack.asks.synchroniser import MessageSynchroniser
@@ -17,7 +17,7 @@ from adapters.slack.render.messages import (
     STORE_DOWN_NOTE,
     SUPERSEDED_NOTE,
 )
-from adapters.slack.stores import PendingStore, settle
+from adapters.slack.stores import PendingStore, settle, until_back
 from bot.questions import AskUserQuestionAnswer, UserQuestionError
 from bot.questions.errors import (
     ASK_ABORTED,
@@ -39,6 +39,10 @@ __all__ = [
 
 UNOWNED = None
 """The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
+
+
+_BACK_PAUSES = [min(2.0**i, 30.0) for i in range(59)]
+"""Pauses between tries at an ending that waits for the store (about half an hour)."""
 
 
 class Released:
@@ -185,16 +189,9 @@ class Endings:
     async def _end_when_back(
         self, request_id: str, state: State, note: str, code: str, kinds: dict[str, str | None]
     ) -> None:
-        delay = 1.0
-        for _ in range(60):
-            try:
-                await self.end(request_id, state, note, code, **kinds)
-                return
-            except UserQuestionError as exc:
-                if exc.code != STORE_UNAVAILABLE:
-                    return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 30.0)
+        ending = functools.partial(self.end, request_id, state, note, code, **kinds)
+        with contextlib.suppress(UserQuestionError):
+            await until_back(ending, _BACK_PAUSES, conflicts=True)
 
 
 def lost_record(record: PendingRecord) -> PendingRecord:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -28,13 +27,11 @@ from adapters.slack.render.messages import (
     UNDELIVERED,
     UNDELIVERED_REST,
 )
-from adapters.slack.stores import PendingStore, StoreConflict, Watch, append_quietly, settle
+from adapters.slack.stores import PendingStore, Watch, append_quietly, settle, until_back
 from bot.questions import UserQuestionError
-from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
+from bot.questions.errors import ASK_ABORTED
 
 __all__ = ["Poster"]
-
-_Place = tuple[str, str | None]
 
 
 def _handed_over() -> UserQuestionError:
@@ -168,8 +165,10 @@ class Poster:
                 owner=owner,
             )
 
-        # The asked event goes in with the message's place.
-        written = await _place(self._store, record.id, placed, self.asked)
+        # The asked event goes in with the message's place, waiting out a store outage: the
+        # message is live now, and a record that does not know it could never close it.
+        place = functools.partial(settle, self._store, record.id, placed, event=self.asked)
+        written = (await until_back(place, PLACE_RETRIES))[1]
         if written is not None and written.version != record.version + 1:
             # Written to since it was rendered (a click, an abort, a note, a release): the
             # message shows the record as it is now.
@@ -256,24 +255,6 @@ class Poster:
         error = question_error(exc, what)
         await self._endings.end(request_id, "failed", error.message, error.code)
         return error
-
-
-async def _place(
-    store: PendingStore,
-    request_id: str,
-    placed: Callable[[PendingRecord], PendingRecord],
-    asked: Callable[[PendingRecord, PendingRecord], AuditEvent],
-) -> PendingRecord | None:
-    """Write where Slack put the message, waiting out a store outage: the message is live
-    now, and a record that does not know it could never close it."""
-    for delay in PLACE_RETRIES:
-        try:
-            return (await settle(store, request_id, placed, event=asked))[1]
-        except UserQuestionError as exc:
-            if exc.code != STORE_UNAVAILABLE or isinstance(exc.__cause__, StoreConflict):
-                raise  # (a record that keeps changing is no outage to wait out)
-        await asyncio.sleep(delay)
-    return (await settle(store, request_id, placed, event=asked))[1]
 
 
 async def _settled(delivery: asyncio.Future[PendingRecord]) -> None:
