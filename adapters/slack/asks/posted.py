@@ -16,7 +16,6 @@ __all__ = [
     "REQUEST_EVENT",
     "SEARCHED",
     "Predecessor",
-    "find_posted",
     "posted_in",
     "posted_requests",
     "read_place",
@@ -59,21 +58,6 @@ def posted_requests(messages: object) -> dict[str, str]:
         if request_id is not None:
             found.setdefault(request_id, str(message["ts"]))
     return found
-
-
-async def find_posted(client: AsyncWebClient, channel: str, request_id: str) -> str | None:
-    """The ts of the message already posted for ``request_id`` in ``channel``, if found."""
-    try:
-        response = await client.conversations_history(
-            channel=channel, include_all_metadata=True, limit=SEARCHED
-        )
-    except SLACK_FAILURES as exc:  # not a member, no scope, Slack down: post anew
-        _logger.info(
-            "cannot look for an earlier message of a request; posting it anew",
-            extra={"request_id": request_id, "error": repr(exc)[:200]},
-        )
-        return None
-    return posted_requests(response.get("messages")).get(request_id)
 
 
 async def read_place(client: AsyncWebClient, place: tuple[str, str | None], oldest: float) -> Any:
@@ -123,9 +107,7 @@ class Predecessor:
         """``record`` with the message found for it, if any (top-level requests only)."""
         if record.thread_ts is not None or time.monotonic() - self._started > ADOPT_WITHIN:
             return record
-        if not record.channel.startswith(READABLE):  # a DM: no ``im:history``, nothing to find
-            return record
-        ts = await find_posted(self._client, record.channel, record.id)
+        ts = (await posted_in(self._client, (record.channel, None), 0.0)).get(record.id)
         if ts is None:
             return record
         return record.model_copy(update={"message_ts": ts, "message_channel": record.channel})

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final, Literal
 
 from adapters.slack.asks.endings import Endings, ending_error, lost_record
@@ -87,47 +87,26 @@ class QuestionStatus:
         return self.state == "pending"
 
 
+_SAME: Final = [f.name for f in fields(QuestionStatus) if f.name in PendingRecord.model_fields]
+"""The fields a status copies from its record (lists as tuples)."""
+
+
 def status_of(record: PendingRecord) -> QuestionStatus:
     """The status of a stored request."""
-    answer: AskUserQuestionAnswer | None = None
-    error: UserQuestionError | None = None
-    if record.state == "answered":
-        answer = record.answer
-    elif not record.is_open:
-        error = ending_error(record)  # cancelled, aborted or failed: the waiter's error
+    same = {name: getattr(record, name) for name in _SAME}
+    for name in ("questions", "votes", "reminders", "remind"):
+        same[name] = tuple(same[name] or ())
+    answered = record.state == "answered"
+    same["answer"] = record.answer if answered else None
     message = None
     if record.message_channel and record.message_ts:
         message = SlackMessage(record.message_channel, record.message_ts)
     return QuestionStatus(
-        id=record.id,
-        state=record.state,
-        version=record.version,
-        created_at=record.created_at,
-        questions=tuple(record.questions),
-        label=record.label,
-        channel=record.channel,
-        thread_ts=record.thread_ts,
-        finished_at=record.finished_at,
-        answer=answer,
-        answered_by=record.answered_by,
-        answered_by_name=record.answered_by_name,
-        votes=tuple(record.votes),
-        error=error,
-        note=record.note,
+        **same,
+        error=None if answered or record.is_open else ending_error(record),
         message=message,
         decision=record.approval.outcome if record.approval is not None else None,
-        approval=record.approval,
-        asked_by=record.asked_by,
-        deadline=record.deadline,
-        reminders=tuple(record.reminders),
-        escalate_at=record.escalate_at,
-        escalate_to=record.escalate_to,
-        remind=tuple(record.remind or ()),
-        link=record.link,
-        callback=record.callback,
-        review=record.review,
         revises=record.revision.previous_id if record.revision is not None else None,
-        consumed_at=record.consumed_at,
     )
 
 
