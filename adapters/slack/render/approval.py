@@ -27,7 +27,7 @@ from adapters.slack.render.blocks.parts import (
 )
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
-from adapters.slack.render.rich import MAX_RICH_TEXT, bold, rich_text, words
+from adapters.slack.render.rich import bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
 __all__ = [
@@ -44,7 +44,7 @@ APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
 _CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
 """Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
 _PER_REPLY: Final = 3
-"""Code boxes of ``MAX_RICH_TEXT`` characters per thread reply (well within the budget)."""
+"""Code boxes of ``MAX_SECTION_TEXT`` characters per thread reply (well within the budget)."""
 _OUTCOME: Final = {
     "allowed-once": ":white_check_mark: Allowed once",
     "rejected": ":no_entry_sign: Rejected",
@@ -101,7 +101,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
     if target is None or _whole(view):
         return [], []
     text, noun = reveal(target[0]), target[1]
-    chunks = split_text(text, MAX_RICH_TEXT)
+    chunks = split_text(text, MAX_SECTION_TEXT)
     groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
     if len(groups) > MAX_THREAD_REPLIES:
         comment = f"The full {noun} to allow ({len(text):,} characters, {size_of(text)}), as sent."

@@ -12,7 +12,6 @@ from adapters.slack.render.layout import layout_of
 from adapters.slack.render.messages import NO_LONGER_OPEN, already_ended
 from adapters.slack.render.mrkdwn import escape
 from bot.questions.errors import ASK_TIMEOUT
-from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "ICONS",
@@ -25,7 +24,6 @@ __all__ = [
     "opened_words",
     "outcome_of",
     "person",
-    "plan_verdict",
     "refusal",
 ]
 
@@ -105,14 +103,6 @@ def person(user: str | None, name: str | None, *, mention: bool) -> str:
     return f"@{user}" if user else "someone"
 
 
-def plan_verdict(question: AskUserQuestionItem, selected: list[str]) -> str:
-    """``Approved`` or ``Declined`` for a plan review's answer (free text declines)."""
-    intent = question.intent
-    if intent is not None and selected == [intent.approve]:
-        return "Approved"
-    return "Declined"
-
-
 def _answered(record: PendingRecord) -> Outcome:
     user, name = record.answered_by, record.answered_by_name
     if record.in_flight:
@@ -120,10 +110,11 @@ def _answered(record: PendingRecord) -> Outcome:
     answers = record.answer.answers if record.answer is not None else []
     if layout_of(record.questions) == "plan" and answers:
         item = answers[0]
-        verb = plan_verdict(record.questions[0], list(item.selected))
+        intent = record.questions[0].intent  # free text declines
+        approved = intent is not None and list(item.selected) == [intent.approve]
+        verb = "Approved" if approved else "Declined"
         feedback = item.custom if verb == "Declined" and item.custom else None
         if record.votes:  # a team review: everyone whose vote decided it
-            approved = verb == "Approved"
             people = tuple((v.user, v.name) for v in record.votes if v.approve == approved)
             return Outcome(verb, feedback=feedback, people=people)
         return Outcome(verb, user, name, feedback=feedback, opened=record.opened_whole_plan)

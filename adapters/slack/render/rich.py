@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.render.mrkdwn import reveal, shorten
 
 __all__ = [
-    "MAX_RICH_TEXT",
     "Piece",
     "bold",
     "italic",
@@ -21,9 +20,6 @@ __all__ = [
 
 Block = dict[str, Any]
 Piece = dict[str, Any]
-
-MAX_RICH_TEXT: Final = MAX_SECTION_TEXT
-"""The longest text one rich-text line carries here (the section-text limit, to be safe)."""
 
 
 def words(text: str, **style: bool) -> Piece:
@@ -51,7 +47,7 @@ def rich_line(pieces: Sequence[Piece]) -> Block:
     return {"type": "rich_text_section", "elements": kept or [words(" ")]}
 
 
-def rich_text(*pieces: Piece, limit: int = MAX_RICH_TEXT) -> Block:
+def rich_text(*pieces: Piece, limit: int = MAX_SECTION_TEXT) -> Block:
     """A ``rich_text`` block of one line of pieces, their total cut to ``limit`` characters."""
     return {"type": "rich_text", "elements": [rich_line(_cut(list(pieces), limit))]}
 

@@ -22,7 +22,6 @@ from adapters.slack.render.blocks import (
     CONTINUED,
     MAX_TAP_OPTIONS,
     Rendered,
-    answer_summary,
     layout_of,
     plan_review_of,
     render_final,
@@ -841,12 +840,21 @@ def test_final_plan_keeps_the_plan_and_the_thread_marker() -> None:
     assert [b for b in rendered.blocks if b["type"] == "header"]
 
 
-def test_answer_summary() -> None:
-    question = item(options=opts(2))
-    assert answer_summary(question, None) == "_no answer_"
-    assert answer_summary(question, AskUserQuestionAnswerItem(id="q", selected=[])) == "_skipped_"
-    item_ = AskUserQuestionAnswerItem(id="q", selected=["<a>"], custom="b & c")
-    assert answer_summary(question, item_) == "&lt;a&gt;, “b &amp; c”"
+def test_each_answer_reads_as_chosen_then_typed_or_skipped_or_none() -> None:
+    questions = [item(id=f"q{n}", options=[{"label": "<a>"}, {"label": "b"}]) for n in range(3)]
+    rec = finished(
+        record(*questions),
+        "answered",
+        [{"id": "q0", "selected": ["<a>"], "custom": "b & c"}, {"id": "q1", "selected": []}],
+    )
+    rendered = render_final(rec)
+    assert_final_shape(rendered)
+    answers = [b for b in rendered.blocks if "→" in all_text([b])]
+    assert [all_text([b]) for b in answers] == ["→ <a>, “b & c”", "→ skipped", "→ no answer"]
+    assert [p.get("style") for p in answers[1]["elements"][0]["elements"]] == [
+        None,
+        {"italic": True},
+    ]
 
 
 def test_stale_message_has_no_buttons() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.slack.render.blocks.final import answer_summary, render_final, render_stale
+from adapters.slack.render.blocks.final import render_final, render_stale
 from adapters.slack.render.blocks.modals import (
     render_plan_modal,
     render_skip_modal,
@@ -36,7 +36,6 @@ __all__ = [
     "PlanReview",
     "Rendered",
     "answer_by",
-    "answer_summary",
     "layout_of",
     "plan_review_of",
     "render_final",

@@ -11,7 +11,6 @@ from adapters.slack.render.blocks.overflow import (
     fitted,
     label_within,
     outcome_limit,
-    sections_within,
 )
 from adapters.slack.render.blocks.parts import (
     MAX_FALLBACK_TEXT,
@@ -32,30 +31,17 @@ from adapters.slack.render.outcomes import ICONS, as_mrkdwn, date, outcome_of
 from adapters.slack.render.review_view import feedback_block, revision_blocks
 from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import UserQuestionError
-from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
+from bot.questions.models import AskUserQuestionAnswerItem
 
-__all__ = ["answer_summary", "outcome_line", "render_final", "render_stale"]
-
-
-def answer_summary(question: AskUserQuestionItem, item: AskUserQuestionAnswerItem | None) -> str:
-    """One answer as escaped mrkdwn: the chosen labels and the free text, or *skipped*."""
-    if item is None:
-        return "_no answer_"
-    pieces = [escape(label) for label in item.selected]
-    if item.custom is not None and item.custom != "":
-        pieces.append(f"“{escape(item.custom)}”")
-    return ", ".join(pieces) if pieces else "_skipped_"
+__all__ = ["outcome_line", "render_final", "render_stale"]
 
 
 def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
-    """One answer as typed: the chosen labels and the free text, or *skipped*."""
+    """One answer as typed after ``→``: the chosen labels and the free text, or *skipped*."""
     if item is None:
-        return [italic("no answer")]
-    chosen = ", ".join(item.selected)
-    pieces = [words(chosen)] if chosen else []
-    if item.custom is not None and item.custom != "":
-        pieces.append(words(f"{', ' if chosen else ''}“{item.custom}”"))
-    return pieces or [italic("skipped")]
+        return [words("→ "), italic("no answer")]
+    said = [*item.selected, *([f"“{item.custom}”"] if item.custom else [])]
+    return [words(f"→ {', '.join(said)}")] if said else [words("→ "), italic("skipped")]
 
 
 def outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
@@ -112,14 +98,9 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
         blocks.append(question_block(question, index, count))
         blocks.extend(detail_blocks(shown[index], question.detail or ""))
         if record.state == "answered" and not plan:
-            answer = _answer_pieces(items.get(index))
-            if "style" in answer[0]:
-                answer.insert(0, words("→ "))
-            else:  # one run of text where it can be ("→ Deploy")
-                answer[0] = words(f"→ {answer[0]['text']}")
-            blocks.append(rich_text(*answer, limit=limit))
+            blocks.append(rich_text(*_answer_pieces(items.get(index)), limit=limit))
     if plan:
-        blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+        blocks.extend(tally_blocks(record, outcome_limit(limit)))
     outcome = outcome_of(record)
     if outcome is not None and outcome.feedback and not outcome.people:
         blocks.append(feedback_block(outcome.feedback, outcome_limit(limit)))

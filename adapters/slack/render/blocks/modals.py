@@ -42,19 +42,13 @@ FORM_DRAFT: Final = (
 def render_skip_modal(record: PendingRecord, reply_url: str | None = None) -> Block:
     """The confirmation an empty Submit asks for: "Submit with nothing selected?"."""
     what = "questions were" if len(record.questions) > 1 else "question was"
-    view: Block = {
-        "type": "modal",
-        "callback_id": ids.callback_id("skip"),
-        "private_metadata": ids.private_metadata(record.id, 0),
-        "title": plain("Nothing selected", MAX_MODAL_TITLE),
-        "submit": plain("Submit empty", MAX_MODAL_TITLE),
-        "close": plain("Go back", MAX_MODAL_TITLE),
-        "blocks": [
-            {"type": "section", "text": plain("Submit with nothing selected?")},
-            {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
-        ],
-    }
-    return _carrying(view, reply_url)
+    blocks = [
+        {"type": "section", "text": plain("Submit with nothing selected?")},
+        {"type": "section", "text": plain(f"The asker is told the {what} skipped.")},
+    ]
+    return _modal(
+        record, 0, "Nothing selected", "Go back", blocks, "skip", "Submit empty", reply_url
+    )
 
 
 def render_text_modal(
@@ -100,16 +94,7 @@ def render_text_modal(
         field["optional"] = True
         field["hint"] = plain(f"{FORM_DRAFT} {TAKE_BACK_HINT}")
     blocks.insert(1 if feedback else len(blocks), field)  # feedback: the box before the plan
-    view: Block = {
-        "type": "modal",
-        "callback_id": ids.callback_id("text"),
-        "private_metadata": ids.private_metadata(record.id, index),
-        "title": plain(title, MAX_MODAL_TITLE),
-        "submit": plain(submit, MAX_MODAL_SUBMIT),
-        "close": plain("Cancel", MAX_MODAL_CLOSE),
-        "blocks": blocks,
-    }
-    return _carrying(view, reply_url)
+    return _modal(record, index, title, "Cancel", blocks, "text", submit, reply_url)
 
 
 _FENCES: Final = 8
@@ -137,13 +122,7 @@ def render_plan_modal(record: PendingRecord, note: str | None = None) -> Block:
         rest = len(plan) - done
         blocks.append(context(f"_… {rest:,} more characters, more than a modal holds, "
                               "are in the thread of the plan's message._"))  # fmt: skip
-    return {
-        "type": "modal",
-        "private_metadata": ids.private_metadata(record.id, 0),
-        "title": plain("The whole plan", MAX_MODAL_TITLE),
-        "close": plain("Close", MAX_MODAL_CLOSE),
-        "blocks": [*blocks, *tail],
-    }
+    return _modal(record, 0, "The whole plan", "Close", [*blocks, *tail])
 
 
 _HEADING: Final = re.compile(r" {0,3}#{1,6} +(.*?)(?: +#+)? *")
@@ -177,9 +156,29 @@ def plan_mrkdwn(plan: str, limit: int | None = None) -> str:
     return "\n".join(lines) + ("\n```" if fence else "") + rest
 
 
-def _carrying(view: Block, reply_url: str | None) -> Block:
-    """``view`` with ``reply_url`` in its ``external_id`` (when there is one, and it fits)."""
-    external = ids.external_id(reply_url)
-    if external is not None:
+def _modal(
+    record: PendingRecord,
+    index: int,
+    title: str,
+    close: str,
+    blocks: list[Block],
+    kind: ids.ViewKind | None = None,
+    submit: str | None = None,
+    reply_url: str | None = None,
+) -> Block:
+    """A modal of question ``index`` (``kind``: what its submission is, with ``submit``),
+    carrying ``reply_url`` in its ``external_id`` when there is one and it fits."""
+    view: Block = {
+        "type": "modal",
+        "private_metadata": ids.private_metadata(record.id, index),
+        "title": plain(title, MAX_MODAL_TITLE),
+        "close": plain(close, MAX_MODAL_CLOSE),
+        "blocks": blocks,
+    }
+    if kind is not None:
+        view["callback_id"] = ids.callback_id(kind)
+    if submit is not None:
+        view["submit"] = plain(submit, MAX_MODAL_SUBMIT)
+    if (external := ids.external_id(reply_url)) is not None:
         view["external_id"] = external
     return view

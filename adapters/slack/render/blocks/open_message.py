@@ -38,7 +38,6 @@ from adapters.slack.render.blocks.overflow import (
     fitted,
     label_within,
     outcome_limit,
-    sections_within,
     thread_parts,
 )
 from adapters.slack.render.blocks.parts import (
@@ -63,9 +62,6 @@ from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = ["plan_actions", "render_open", "shown_details"]
-
-_Revised = tuple[list[Block], list[list[Block]]]
-"""A revised plan's blocks above it, and its diff's thread replies (both empty if none)."""
 
 
 def render_open(record: PendingRecord) -> Rendered:
@@ -100,8 +96,8 @@ def shown_details(record: PendingRecord) -> list[str]:
     return _placing(record, layout, _revision(record, layout)[0])[1]
 
 
-def _revision(record: PendingRecord, layout: Layout) -> _Revised:
-    """What a revised plan review shows above its plan, worked out once per rendering."""
+def _revision(record: PendingRecord, layout: Layout) -> tuple[list[Block], list[list[Block]]]:
+    """What a revised plan review shows above its plan, and its diff's thread replies."""
     if layout != "plan" or record.revision is None:
         return [], []
     return revision_blocks(record.revision, record.questions[0].detail or "")
@@ -125,17 +121,12 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
     for inline in (True, False) if listed else (True,):
         rest = _open_blocks(bare, layout, revised, nothing, inline, MAX_SECTION_TEXT)
         room = MESSAGE_TEXT_BUDGET - (block_text_length(rest) - markers) - kept
-        if room >= 0 and not (inline and listed and _broken(rest)):
+        # Each block's own limits are checked once, on the message as rendered.
+        if room >= 0 and not (inline and listed and markdown_length(rest) > MAX_MARKDOWN_TOTAL):
             return inline, _shares(record, fulls, room)
     # The parts that never change leave no room: the details go to the thread whole, and
     # the rendering says whether the rest fits at all.
     return not listed, nothing
-
-
-def _broken(blocks: list[Block]) -> bool:
-    """Whether ``blocks`` break a whole message's limit other than the total text (which
-    ``_placing`` sizes); each block's own are checked once, on the message as rendered."""
-    return markdown_length(blocks) > MAX_MARKDOWN_TOTAL
 
 
 def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
@@ -219,7 +210,7 @@ def _open_blocks(
         blocks.append(question_block(question, 0, 1))
         blocks.extend(detail_blocks(shown[0], question.detail or ""))
         blocks.extend(options_blocks(question, layout, inline))
-        blocks.extend(sections_within(tally_blocks(record), outcome_limit(limit)))
+        blocks.extend(tally_blocks(record, outcome_limit(limit)))
         read = len(shown[0]) < len(question.detail or "")  # "Read the whole plan"
         blocks.extend([plan_actions(record, read=read), context(_plan_buttons_say(record))])
     else:

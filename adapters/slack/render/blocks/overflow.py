@@ -17,7 +17,7 @@ from adapters.slack.render.blocks.parts import (
     size_of,
 )
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.mrkdwn import markdown_text, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import markdown_text, shorten
 from adapters.slack.render.review_view import plan_diff
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "open_fence",
     "outcome_limit",
     "reopened",
-    "sections_within",
     "split_text",
     "thread_parts",
 ]
@@ -218,14 +217,6 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
 def outcome_limit(limit: int) -> int:
     """How long the outcome line and a tally may be: three times ``limit``, up to a section."""
     return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * MIN_OUTCOME // MIN_SHOWN))
-
-
-def sections_within(blocks: list[Block], limit: int) -> list[Block]:
-    """Sections of escaped mrkdwn (a review's tally) with their text cut to ``limit``."""
-    return [
-        {**block, "text": {**block["text"], "text": shorten_escaped(block["text"]["text"], limit)}}
-        for block in blocks
-    ]
 
 
 def label_within(record: PendingRecord, limit: int) -> PendingRecord:

@@ -266,10 +266,10 @@ def asker(record: PendingRecord) -> str | None:
     return f"{name} (HTTP API)" if name and name != "default" else "the HTTP API"
 
 
-def tally_blocks(record: PendingRecord) -> list[Block]:
-    """A team review's live tally and every vote (nothing without a policy)."""
+def tally_blocks(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> list[Block]:
+    """A team review's live tally and every vote within ``limit`` (nothing without a policy)."""
     if record.review is None:
         return []
     ended = not record.is_open  # an ended review short of approval reads not approved
     lines = [tally_line(record.review, record.votes, ended=ended), *vote_lines(record.votes)]
-    return [section("\n".join(lines))]
+    return [{"type": "section", "text": mrkdwn(shorten_escaped("\n".join(lines), limit))}]
