@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,19 +43,9 @@ class GuardedSite(web.BaseSite):
 
     __slots__ = ("_host", "_max", "_open", "_port")
 
-    def __init__(
-        self,
-        runner: web.BaseRunner,
-        host: str,
-        port: int,
-        *,
-        max_connections: int,
-    ) -> None:
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, max_connections: int) -> None:
         super().__init__(runner)
-        self._host = host
-        self._port = port
-        self._max = max_connections
-        self._open = 0
+        self._host, self._port, self._max, self._open = host, port, max_connections, 0
 
     @property
     def name(self) -> str:
@@ -78,10 +67,7 @@ class GuardedSite(web.BaseSite):
         if self._open >= self._max:
             return _Busy()
         self._open += 1
-        return _Counted(server(), self._closed)
-
-    def _closed(self) -> None:
-        self._open -= 1
+        return _Counted(server(), self)
 
 
 class _Busy(asyncio.Protocol):
@@ -94,11 +80,10 @@ class _Busy(asyncio.Protocol):
 
 
 class _Counted(asyncio.Protocol):
-    """Passes everything to aiohttp's handler; tells the site when the connection ends."""
+    """Passes everything to aiohttp's handler; the site counts it open until it is lost."""
 
-    def __init__(self, inner: RequestHandler, on_lost: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_lost: Callable[[], None] | None = on_lost
+    def __init__(self, inner: RequestHandler, site: GuardedSite | None) -> None:
+        self._inner, self._site = inner, site
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._inner.connection_made(transport)
@@ -117,9 +102,9 @@ class _Counted(asyncio.Protocol):
         self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._on_lost is not None:
-            self._on_lost()
-            self._on_lost = None
+        if self._site is not None:
+            self._site._open -= 1
+            self._site = None
         self._inner.connection_lost(exc)
 
 
@@ -167,7 +152,7 @@ async def start_listener(
         logger=_server_logger(refusals),
     )
     await runner.setup()
-    site = GuardedSite(runner, host, port, max_connections=limits.max_connections)
+    site = GuardedSite(runner, host, port, limits.max_connections)
     try:
         await site.start()
     except BaseException:

@@ -6,11 +6,12 @@ import asyncio
 import ipaddress
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aiohttp import HttpVersion11, web
+from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler
 
 __all__ = [
     "LOOPBACK_NAMES",
@@ -19,16 +20,12 @@ __all__ = [
     "RefusalLog",
     "Refuse",
     "guard_middleware",
-    "host_name",
     "is_loopback",
-    "served_hosts",
     "with_body_rule",
 ]
 
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names a loopback-only server answers to."""
-REFUSAL_INTERVAL: Final = 60.0
-"""Seconds between two log lines about refusals of one cause."""
 
 Refuse = Callable[[int, str, str], web.StreamResponse]
 """Builds a refusal in the server's own error shape: ``(status, code, message)``."""
@@ -47,11 +44,9 @@ class BodyRule:
     """What a route checks before the guard reads a request's body (``with_body_rule``)."""
 
     admit: Admit | None = None
-    """Asked first: a refusal (a missing or wrong token) is the answer, no byte of the body
-    read nor waited for; ``None``: every request is admitted."""
+    """Asked first: its refusal (no token) is the answer, no byte of the body read."""
     max_body: int | None = None
-    """The route's body limit, when smaller than the server's: a ``Content-Length`` over
-    it is refused before the body is read, a chunked body once it runs over."""
+    """The route's body limit, when smaller than the server's."""
 
     def admission(self, request: web.Request) -> web.StreamResponse | None:
         """``admit``'s answer for ``request`` (asked once per request)."""
@@ -63,22 +58,14 @@ class BodyRule:
 
     async def expect(self, request: web.Request) -> None:
         """The route's ``expect_handler``: ``100 Continue`` only when the body will be read
-        (admitted, its ``Content-Length`` within the limit); otherwise the client is not
-        asked for its body and the guard answers with the refusal."""
-        if self.admission(request) is not None or _over(request.content_length, self.max_body):
-            return
-        expect = request.headers.get("Expect", "")
-        if request.version != HttpVersion11:
-            return
-        if expect.lower() != "100-continue":
-            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
-        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        request.writer.output_size = 0  # the answer's own bytes are still to come
+        (admitted, within the limit); else the guard answers with the refusal."""
+        if self.admission(request) is None and not _over(request.content_length, self.max_body):
+            await _default_expect_handler(request)
 
 
 class BodyBudget:
-    """Bytes of unauthenticated request bodies being read at once: a body over ``small``
-    takes its length (its limit if chunked) from ``total``, or is refused (503) unread."""
+    """Bytes of unauthenticated bodies read at once: a body over ``small`` takes its length
+    (its limit if chunked) from ``total``, or is refused (503) unread."""
 
     def __init__(self, total: int, small: int = 65_536) -> None:
         self.total, self.small, self.taken = total, small, 0
@@ -120,11 +107,6 @@ def _over(length: int | None, limit: int | None) -> bool:
     return limit is not None and (length or 0) > limit
 
 
-def _smallest(*limits: int | None) -> int | None:
-    given = [limit for limit in limits if limit is not None]
-    return min(given) if given else None
-
-
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (an address or ``localhost``) is a loopback address."""
     if host.lower().rstrip(".") == "localhost":
@@ -161,7 +143,7 @@ class RefusalLog:
         self,
         logger: logging.Logger,
         *,
-        interval: float = REFUSAL_INTERVAL,
+        interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._logger = logger
@@ -223,33 +205,45 @@ def guard_middleware(
         response.force_close()
         return response
 
+    async def read(request: web.Request) -> web.StreamResponse | None:
+        """Read the body within ``body_timeout`` (and its limit); a refusal if it cannot be."""
+        if body_timeout is None:
+            return None
+        try:
+            async with asyncio.timeout(body_timeout):
+                await request.read()
+        except TimeoutError:
+            why, message = "a request body not sent in time", "the request body did not arrive"
+            message += f" within {body_timeout:g} s"
+            return closing("slow_body", why, 408, "BODY_TIMEOUT", message)
+        except web.HTTPRequestEntityTooLarge:
+            why, message = "a request body over the server's limit", "the request body is too large"
+            return closing("too_large", why, 413, "TOO_LARGE", message)
+        except web.RequestPayloadError:
+            why = "a body that does not decode as its headers say"
+            message = "the body does not decode as its Content-Encoding says"
+            request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
+            return closing("bad_body", why, 400, "BAD_BODY", message)
+        return None
+
     @web.middleware
-    async def guard(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if hosts is not None:
             name = host_name(request.headers.get("Host", ""))
             if name is None or not hosts(name):
                 shown = request.headers.get("Host", "")[:80].encode("ascii", "replace").decode()
                 refusals.refused("unknown_host", "a Host this server does not serve", host=shown)
                 return refuse(421, "MISDIRECTED", f"this server does not serve host {shown!r}")
-        routed = request.match_info.http_exception is None  # 404 and 405 read nothing
-        picked = streamed is not None and streamed(request)
-        reads_body = request.body_exists and routed and not picked
         rule = _rule_of(request)
-        if rule is not None:
-            refusal = rule.admission(request)
-            if refusal is not None:  # e.g. no token: answered before any of the body is read
-                return refusal
-        limit = _smallest(
-            None if max_body is None else max_body(request),
-            None if rule is None else rule.max_body,
-        )
+        if rule is not None and (refusal := rule.admission(request)) is not None:
+            return refusal  # e.g. no token: answered before any of the body is read
+        limits = (max_body(request) if max_body else None, rule.max_body if rule else None)
+        limit = min((given for given in limits if given is not None), default=None)
         if _over(request.content_length, limit):
-            why = "a request body over its route's limit"
-            return closing(
-                "too_large", why, 413, "TOO_LARGE", f"the request body is over {limit} bytes"
-            )
+            why, message = "a request body over its route's limit", f"over {limit} bytes"
+            return closing("too_large", why, 413, "TOO_LARGE", f"the request body is {message}")
+        routed = request.match_info.http_exception is None  # 404 and 405 read nothing
+        reads_body = request.body_exists and routed and not (streamed and streamed(request))
         # Nobody is authenticated yet (no token on the route): the body counts in the budget.
         budget = body_budget if reads_body and not (rule and rule.admit) else None
         charge = 0 if budget is None else budget.take(request.content_length, limit)
@@ -262,24 +256,8 @@ def guard_middleware(
             if limit is not None and reads_body:
                 # A chunked body has no length to refuse it by: read up to the limit, no further.
                 request = request.clone(client_max_size=limit)
-            if body_timeout is not None and reads_body:
-                try:
-                    async with asyncio.timeout(body_timeout):
-                        await request.read()
-                except TimeoutError:
-                    message = f"the request body did not arrive within {body_timeout:g} s"
-                    why = "a request body not sent in time"
-                    return closing("slow_body", why, 408, "BODY_TIMEOUT", message)
-                except web.HTTPRequestEntityTooLarge:
-                    why = "a request body over the server's limit"
-                    return closing(
-                        "too_large", why, 413, "TOO_LARGE", "the request body is too large"
-                    )
-                except web.RequestPayloadError:
-                    why = "a body that does not decode as its headers say"
-                    message = "the body does not decode as its Content-Encoding says"
-                    request.content.feed_eof()  # nothing more is read (aiohttp would, and fail)
-                    return closing("bad_body", why, 400, "BAD_BODY", message)
+            if reads_body and (refusal := await read(request)) is not None:
+                return refusal
             try:
                 return await handler(request)
             except web.HTTPException:
@@ -294,9 +272,3 @@ def guard_middleware(
                 budget.give(charge)
 
     return guard
-
-
-def served_hosts(names: Iterable[str]) -> Callable[[str], bool]:
-    """A ``hosts`` check for ``guard_middleware``: exactly these names (any case)."""
-    allowed = frozenset(name.lower().strip("[]").rstrip(".") for name in names)
-    return allowed.__contains__

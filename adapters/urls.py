@@ -9,11 +9,8 @@ __all__ = ["redact_url", "split_token"]
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its user and password each shown as ``***`` and any query as ``?…``.
-
-    The user is masked too: ``https://TOKEN@host`` (or ``TOKEN:x-oauth-basic@``) is how a
-    token is often given. An empty user stays empty (``redis://:***@host``).
-    """
+    """``url`` with its user and password each shown as ``***`` (an empty one stays empty)
+    and any query as ``?…``: ``https://TOKEN@host`` is how a token is often given."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -24,16 +21,12 @@ def redact_url(url: str) -> str:
         # password would be shown as path or query, and nothing says where it ends.
         return f"{scheme}//(an @ after its host part: not shown)"
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    netloc = f"{_masked_userinfo(userinfo)}@{hostport}" if at else hostport
+    user, colon, _password = userinfo.partition(":")
+    masked = ("***" if user else "") + (":***" if colon else "")
+    netloc = f"{masked}@{hostport}" if at else hostport
     query = "?…" if parts.query else ""
     slashes = "//" if url[len(scheme) :].startswith("//") else ""
     return f"{scheme}{slashes}{netloc}{parts.path}{query}"
-
-
-def _masked_userinfo(userinfo: str) -> str:
-    """``user:password`` as ``***:***``, each part masked unless empty."""
-    user, colon, _password = userinfo.partition(":")
-    return ("***" if user else "") + (":***" if colon else "")
 
 
 def split_token(url: str) -> tuple[str, str | None]:

@@ -30,13 +30,7 @@ from adapters.slack.asks.destination import AskDefaults, Destination, Destinatio
 from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
-from adapters.slack.asks.status import (
-    QuestionStatus,
-    Report,
-    report_ending,
-    status_of,
-    wait_ended,
-)
+from adapters.slack.asks.status import QuestionStatus, Report, report_ending, status_of, wait_ended
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
@@ -52,12 +46,7 @@ from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
-from bot.questions import (
-    AbortSignal,
-    AskOptions,
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-)
+from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
 
@@ -274,10 +263,8 @@ class SlackQuestionProvider:
         return None if record is None else status_of(record)
 
     async def resume(self) -> list[QuestionStatus]:
-        """Adopt the open requests owned by no process (at start; the ones adopted): keep
-        their deadlines, reopen a message marked "Interrupted" (waiting.py), post those whose
-        message was never posted (posting.py), and look for the messages of posts that
-        failed just before (reconcile.py)."""
+        """Adopt the open requests owned by no process (at start; the ones adopted): keep their
+        deadlines, reopen "Interrupted" messages, post the unposted, look for lost posts."""
         return [status_of(record) for record in await self._lifecycle.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:

@@ -68,7 +68,12 @@ _SCHEDULER = [
         "_DEFAULT_RETRY_AFTER: Final = 1.0",
         "_DEFAULT_RETRY_AFTER: Final = 2.0",
     ),
-    Mutant("negative retry-after", SCHEDULER, "return max(0.0, float(raw))", "return float(raw)"),
+    Mutant(
+        "negative retry-after",
+        SCHEDULER,
+        "max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))",
+        "float(raw[0] if isinstance(raw, list | tuple) and raw else raw)",
+    ),
     Mutant(
         "rate_limited default",
         SCHEDULER,
@@ -88,8 +93,8 @@ _SCHEDULER = [
     Mutant(
         "turns not rotated",
         LANES,
-        "            self.turns.append(lane)\n            return lane",
-        "            self.turns.appendleft(lane)\n            return lane",
+        "                self.turns.move_to_end(lane)\n                return lane",
+        "                return lane",
     ),
     Mutant(
         "429 holds method not lane",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, TypeVar
+from typing import Final, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -27,25 +28,17 @@ _CONNECTION_WAIT: Final = 10.0
 _BUSY_WAIT: Final = 0.5
 """The wait a ``take`` answers when no connection freed up: nothing is granted uncounted."""
 
-# Sets a hold unless a longer one is already running (two 429s from two processes).
-_HOLD: Final = """
-local function hold(key, micros)
-  local ms = math.ceil(micros / 1000)
-  if redis.call('PTTL', key) < ms then redis.call('SET', key, '1', 'PX', ms) end
-end
-"""
-
 # KEYS: the buckets. ARGV: limit and window (µs) per bucket, then a hold (µs; 0 to take)
-# and a nonce that keeps the members of one call unique.
-_SCRIPT: Final = (
-    _HOLD
-    + """
+# and a nonce that keeps the members of one call unique. A hold is set unless a longer one
+# is already running (two 429s from two processes).
+_SCRIPT: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = #KEYS
 local held_for = tonumber(ARGV[2 * n + 1])
 if held_for > 0 then
-  hold(KEYS[1] .. ':hold', held_for)
+  local key, ms = KEYS[1] .. ':hold', math.ceil(held_for / 1000)
+  if redis.call('PTTL', key) < ms then redis.call('SET', key, '1', 'PX', ms) end
   return {0, 0}
 end
 local wait, full = 0, 0
@@ -70,54 +63,10 @@ for i, key in ipairs(KEYS) do
 end
 return {0, 0}
 """
-)
-
-# Writes back what a process granted and held alone. KEYS: the buckets with grants, then
-# the held ones. ARGV: how many have grants, a nonce; per bucket with grants its window
-# (µs), its number of grants and their ages (µs); per held bucket the hold left (µs).
-_REPLAY: Final = (
-    _HOLD
-    + """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local counted, nonce, a = tonumber(ARGV[1]), ARGV[2], 3
-for i, key in ipairs(KEYS) do
-  if i > counted then
-    hold(key .. ':hold', tonumber(ARGV[a]))
-    a = a + 1
-  else
-    local window, grants = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-    for j = 1, grants do
-      local at = string.format('%d', now - tonumber(ARGV[a + 1 + j]))
-      redis.call('ZADD', key, at, at .. ':' .. nonce .. ':' .. j)
-    end
-    redis.call('PEXPIRE', key, math.ceil(window / 1000) + 1000)
-    a = a + 2 + grants
-  end
-end
-return {0, 0}
-"""
-)
 
 
 Wait = tuple[float, int]
 """Seconds to wait (0: granted) and the index of the bucket that was full."""
-
-
-class Budget(Protocol):
-    """Where the scheduler takes its slots."""
-
-    async def take(self, buckets: Sequence[Bucket]) -> Wait:
-        """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
-        ...
-
-    async def hold(self, bucket: Bucket, seconds: float) -> None:
-        """Grant nothing from ``bucket`` for ``seconds``."""
-        ...
-
-    async def close(self) -> None:
-        """Release connections."""
-        ...
 
 
 @dataclass(slots=True)
@@ -156,6 +105,7 @@ class LocalBudget:
         self._since_sweep = 0
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
+        """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
         now = self._clock()
         self._tidy(now)
         wait, full = 0.0, 0
@@ -175,6 +125,7 @@ class LocalBudget:
         return 0.0, 0
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
+        """Grant nothing from ``bucket`` for ``seconds``."""
         if seconds <= 0:
             return
         until = self._clock() + seconds
@@ -244,7 +195,6 @@ class RedisBudget:
         self._redis = redis
         self._prefix = prefix
         self._script = redis.register_script(_SCRIPT)
-        self._replay_script = redis.register_script(_REPLAY)
         self._connections = asyncio.Semaphore(
             min(_CONNECTIONS, redis.connection_pool.max_connections)
         )
@@ -262,6 +212,7 @@ class RedisBudget:
         return cls(aioredis.Redis.from_pool(pool), prefix=f"{prefix}:ratelimit")
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
+        """Count one call in every bucket in Redis (here while it is unreachable)."""
         keys = self._keys([b.key for b in buckets])
         args = [x for b in buckets for x in (b.limit, round(b.window * _MICROS))]
         try:
@@ -323,16 +274,32 @@ class RedisBudget:
         if await self._run(self._redis.ping) is None:
             return False  # still unreachable: nothing is handed over
         handover = self._fallback.drain()
-        keys, args = _replay_args(handover)
         written = False
         try:
-            written = not keys or bool(
-                await self._run(lambda: self._replay_script(keys=self._keys(keys), args=args))
-            )
+            written = bool(await self._run(lambda: self._write(handover)))
         finally:
             if not written:
                 self._fallback.restore(handover)
         return written
+
+    async def _write(self, handover: Handover) -> bool:
+        """Add ``handover``'s grants at their ages on Redis's clock, and its holds."""
+        seconds, micros = await self._redis.time()
+        now, nonce = seconds * _MICROS + micros, secrets.token_hex(6)
+        pipe = self._redis.pipeline()
+        for key, calls in handover.calls.items():
+            ages = [round((handover.at - at) * _MICROS) for at in calls.times]
+            grants = {f"{now - age}:{nonce}:{j}": now - age for j, age in enumerate(ages)}
+            if grants:
+                (name,) = self._keys([key])
+                pipe.zadd(name, grants)
+                pipe.pexpire(name, math.ceil(calls.window * 1000) + 1000)
+        for key, until in handover.held.items():
+            if until > handover.at:
+                hold = max(1000, round((until - handover.at) * _MICROS))
+                await self._script(keys=self._keys([key]), args=[0, 0, hold, ""], client=pipe)
+        await pipe.execute()
+        return True
 
     async def _run(self, send: Callable[[], Awaitable[T]]) -> T | None:
         """``send()``'s answer; ``None`` if Redis is unreachable (``_NoConnection``: all busy)."""
@@ -359,13 +326,5 @@ class RedisBudget:
         return result
 
 
-def _replay_args(handover: Handover) -> tuple[list[str], list[int | str]]:
-    """The keys and arguments of ``_REPLAY`` for what a ``LocalBudget`` handed over."""
-    counted = [(key, calls) for key, calls in handover.calls.items() if calls.times]
-    held = [(key, until) for key, until in handover.held.items() if until > handover.at]
-    args: list[int | str] = [len(counted), secrets.token_hex(6)]
-    for _, calls in counted:
-        args += [round(calls.window * _MICROS), len(calls.times)]
-        args += [round((handover.at - at) * _MICROS) for at in calls.times]
-    args += [max(1000, round((until - handover.at) * _MICROS)) for _, until in held]
-    return [key for key, _ in counted] + [key for key, _ in held], args
+Budget = LocalBudget | RedisBudget
+"""Where the scheduler takes its slots: in this process, or shared through Redis."""

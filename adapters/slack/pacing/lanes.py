@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +33,8 @@ class MethodLanes:
     name: str
     tags: Counter[str]
     lanes: dict[str, deque[QueuedCall]] = field(default_factory=dict)
-    turns: deque[str] = field(default_factory=deque)
-    in_turns: set[str] = field(default_factory=set)
+    turns: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    """The lanes in the order they take turns (one left empty is dropped when its turn comes)."""
     busy: set[str] = field(default_factory=set)
     not_before: dict[str, float] = field(default_factory=dict)
     closed_until: float = 0.0
@@ -65,19 +65,11 @@ class MethodLanes:
         self.slow += 1
         if now - self.slow_logged_at < slow_after:
             return
+        facts = {"slow": self.slow, "waited": round(waited, 3), "queued": self.waiting}
         logger.warning(
-            "%s: %d call(s) waited over %g s for Slack's rate limit (latest %.1f s), %d waiting",
-            self.name,
-            self.slow,
-            slow_after,
-            waited,
-            self.waiting,
-            extra={
-                "method": self.name,
-                "slow": self.slow,
-                "waited": round(waited, 3),
-                "queued": self.waiting,
-            },
+            f"{self.name}: {self.slow} call(s) waited over {slow_after:g} s for Slack's rate"
+            f" limit (latest {waited:.1f} s), {self.waiting} waiting",
+            extra={"method": self.name, **facts},
         )
         self.slow, self.slow_logged_at = 0, now
 
@@ -91,33 +83,26 @@ class MethodLanes:
         self.waiting += 1
         if entry.tag is not None:
             self.tags[entry.tag] += 1
-        if entry.lane not in self.in_turns:
-            self.in_turns.add(entry.lane)
-            if first:
-                self.turns.appendleft(entry.lane)
-            else:
-                self.turns.append(entry.lane)
+        if entry.lane not in self.turns:
+            self.turns[entry.lane] = None
+            self.turns.move_to_end(entry.lane, last=not first)
         self.wake.set()
 
     def next_turn(self) -> str | None:
         """The next lane with a waiting call, rotated to the back; ``None`` when none is left."""
         while self.turns:
-            lane = self.turns.popleft()
-            if lane not in self.lanes:
-                self.in_turns.discard(lane)
-                self.not_before.pop(lane, None)
-                continue
-            self.turns.append(lane)
-            return lane
+            lane = next(iter(self.turns))
+            if lane in self.lanes:
+                self.turns.move_to_end(lane)
+                return lane
+            del self.turns[lane]
+            self.not_before.pop(lane, None)
         return None
 
     def pop(self, lane: str) -> QueuedCall:
         """The lane's next call, now on its way."""
-        queued = self.lanes[lane]
-        entry = queued.popleft()
-        if not queued:
-            del self.lanes[lane]
-        self._untag(entry)
+        entry = self.lanes[lane].popleft()
+        self._taken(entry)
         if entry.serial:
             self.busy.add(lane)
         return entry
@@ -128,9 +113,7 @@ class MethodLanes:
         if queued is None or entry not in queued:
             return False
         queued.remove(entry)
-        if not queued:
-            del self.lanes[entry.lane]
-        self._untag(entry)
+        self._taken(entry)
         return True
 
     def merge(self, old: str, new: str) -> None:
@@ -146,12 +129,13 @@ class MethodLanes:
         into = self.lanes.get(new)
         merged = moving if into is None else [*into, *moving]
         self.lanes[new] = deque(sorted(merged, key=lambda entry: entry.queued_at))
-        if new not in self.in_turns:
-            self.in_turns.add(new)
-            self.turns.append(new)
+        self.turns.setdefault(new)
         self.wake.set()
 
-    def _untag(self, entry: QueuedCall) -> None:
+    def _taken(self, entry: QueuedCall) -> None:
+        """Count ``entry`` off its lane (forgotten once empty) and off its tag."""
+        if not self.lanes[entry.lane]:
+            del self.lanes[entry.lane]
         self.waiting -= 1
         if entry.tag is not None:
             self.tags[entry.tag] -= 1

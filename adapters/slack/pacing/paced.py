@@ -61,39 +61,18 @@ class PacedWebClient(AsyncWebClient):
         if self._own_session is not None:
             await self._own_session.close()
 
-    async def api_call(
-        self,
-        api_method: str,
-        *,
-        http_verb: str = "POST",
-        files: dict[str, Any] | None = None,
-        data: Any = None,
-        params: dict[str, Any] | None = None,
-        json: dict[str, Any] | None = None,
-        headers: dict[str, Any] | None = None,
-        auth: dict[str, Any] | None = None,
-    ) -> AsyncSlackResponse:
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         """Queue the call in the scheduler; returns Slack's response once sent."""
         self._keep_session()
         args: dict[str, Any] = {}
-        for source in (params, data, json):
-            if isinstance(source, dict):
-                args.update(source)
+        for source in ("params", "data", "json"):
+            if isinstance(kwargs.get(source), dict):
+                args.update(kwargs[source])
         channel = args.get("channel") or args.get("user")
         key = None
         if api_method == "chat.update" and args.get("ts"):
             key = f"{channel}/{args['ts']}"
-        call = functools.partial(
-            super().api_call,
-            api_method,
-            http_verb=http_verb,
-            files=files,
-            data=data,
-            params=params,
-            json=json,
-            headers=headers,
-            auth=auth,
-        )
+        call = functools.partial(super().api_call, api_method, **kwargs)
         guard = _GUARD.get()
 
         async def send() -> AsyncSlackResponse:

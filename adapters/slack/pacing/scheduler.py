@@ -77,15 +77,12 @@ def retry_after_of(exc: BaseException) -> float | None:
         default = RATE_LIMITED_RETRY_AFTER
     else:
         return None
-    headers = getattr(exc.response, "headers", None) or {}
-    for name, value in dict(headers).items():
-        if str(name).lower() == "retry-after":
-            raw = value[0] if isinstance(value, list | tuple) and value else value
-            try:
-                return max(0.0, float(raw))
-            except (TypeError, ValueError):
-                break
-    return default
+    headers = dict(getattr(exc.response, "headers", None) or {})
+    raw: Any = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), default)
+    try:
+        return max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))
+    except (TypeError, ValueError):
+        return default
 
 
 class WebApiScheduler:
@@ -260,7 +257,7 @@ class WebApiScheduler:
                     return lane, None
                 ready_at = now + wait
                 if full < 2:  # the method's own budget: no other lane may go either
-                    state.turns.rotate(1)  # and this lane keeps its turn
+                    state.turns.move_to_end(lane, last=False)  # and this lane keeps its turn
                     state.closed_until = ready_at
                     return None, ready_at
                 state.not_before[lane] = ready_at
@@ -279,14 +276,11 @@ class WebApiScheduler:
             self.ratelimited += 1
             if not entry.serial:  # its channel may be known by its conversation meanwhile
                 entry.lane = self.conversation(entry.lane)
-            seconds = self.limits.real(retry_after)
+            seconds, now = self.limits.real(retry_after), asyncio.get_running_loop().time()
             buckets = self.buckets(state.name, entry.lane)
             # A post's 429 holds its conversation alone, unless another one is held already.
-            lane_only = (
-                state.name == POST_MESSAGE
-                and error_of(getattr(exc, "response", None)) != RATE_LIMITED
-            )
-            now = asyncio.get_running_loop().time()
+            refused = error_of(getattr(exc, "response", None))
+            lane_only = state.name == POST_MESSAGE and refused != RATE_LIMITED
             if lane_only and state.held_alone(entry.lane, now, now + seconds):
                 await self._budget.hold(buckets[-1], seconds)
             else:
