@@ -54,8 +54,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a startup failure: say what, without a traceback
-        from bot.logs import redact
-
         if isinstance(exc, BrokenPipeError):  # e.g. `python -m bot | head -1`: stdout is gone
             _discard_stdout()
         print(f"python -m bot: {redact(str(exc)) or type(exc).__name__}", file=sys.stderr)

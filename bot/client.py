@@ -46,17 +46,17 @@ async def ask(
     key = key or f"py-{uuid.uuid4().hex}"
     url = url or os.environ.get("BOT_URL") or DEFAULT_URL
     token = token if token is not None else os.environ.get("BOT_API_TOKEN") or None
+    call = functools.partial(_call, reconnect_for=reconnect_for)
     async with BotClient(url, token) as client:
-        window = _Window(reconnect_for)
         post = functools.partial(client.ask, body, key=key)
-        request_id = (await window.call(post))["id"]
+        request_id = (await call(post))["id"]
         try:
             while True:
-                view = await window.call(functools.partial(client.wait, request_id, poll))
+                view = await call(functools.partial(client.wait, request_id, poll))
                 if view.get("state") in _ENDED:
                     return _ending(view)
                 if view.get("code") == "NOT_FOUND":  # a bot that lost it: ask it again
-                    request_id = (await window.call(post))["id"]
+                    request_id = (await call(post))["id"]
         except asyncio.CancelledError:
             await asyncio.shield(_abort(client, request_id))
             raise
@@ -88,27 +88,22 @@ def _body(questions: Sequence[Question], options: Mapping[str, Any]) -> dict[str
     return post.to_wire()
 
 
-class _Window:
-    """Retries a call that fails in a way worth retrying (the bot away, or restarting) for
-    ``reconnect_for`` seconds; a failure the bot answered with becomes the seam's error."""
-
-    def __init__(self, reconnect_for: float) -> None:
-        self._reconnect_for = reconnect_for
-
-    async def call(self, make: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        while True:
-            try:
-                result: dict[str, Any] = await reconnecting(self._reconnect_for, from_start=True)(
-                    make
-                )
-                return result
-            except AskFailed as failure:
-                if failure.status == 404 and failure.code == "NOT_FOUND":
-                    return {"code": "NOT_FOUND"}
-                if failure.status == 429:  # over a cap for now: asked again when it says
-                    await asyncio.sleep(float(failure.error.get("retryAfter", 5)))
-                    continue
-                raise UserQuestionError(failure.error["message"], failure.code) from None
+async def _call(
+    make: Callable[[], Awaitable[dict[str, Any]]], reconnect_for: float
+) -> dict[str, Any]:
+    """``make()``, retried while it fails in a way worth retrying (the bot away, or restarting)
+    for ``reconnect_for`` seconds; a failure the bot answered with becomes the seam's error."""
+    while True:
+        try:
+            result: dict[str, Any] = await reconnecting(reconnect_for, from_start=True)(make)
+            return result
+        except AskFailed as failure:
+            if failure.status == 404 and failure.code == "NOT_FOUND":
+                return {"code": "NOT_FOUND"}
+            if failure.status == 429:  # over a cap for now: asked again when it says
+                await asyncio.sleep(float(failure.error.get("retryAfter", 5)))
+                continue
+            raise UserQuestionError(failure.error["message"], failure.code) from None
 
 
 def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:

@@ -34,11 +34,7 @@ def redact(text: str) -> str:
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for key, value in vars(record).items():
-        if key not in _STANDARD and not key.startswith("_"):
-            fields[key] = value
-    return fields
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
 
 
 class TextFormatter(logging.Formatter):

@@ -1,22 +1,78 @@
 """The bot's HTTP listener: ``/healthz``, the API and (HTTP, sandbox modes) ``/slack/events``
-behind one guard (hosts, body limits and timeouts, the connection cap)."""
+behind one guard (hosts, body limits and timeouts, the connection cap); ports that will not open
+are errors naming the setting to change."""
 
 from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from adapters.connections import ListenerLimits, start_listener
+from adapters.dsh.client import DshHostClient
 from adapters.httpguard import BodyBudget, RefusalLog, guard_middleware
+from adapters.slack import SlackQuestionProvider
 from adapters.slack.clicks.bolt_app import SLACK_MAX_BODY, events_handler
 from bot.api.answers import request_problem
 from bot.api.gateway import Gateway
-from bot.app.health import Health
-from bot.app.ports import listening
 from bot.app.shutdown import handler_grace
-from bot.settings.config import Settings
+from bot.settings.config import Mode, Settings
+from bot.settings.secrecy import show
 
-__all__ = ["listener_limits", "serve"]
+if TYPE_CHECKING:
+    from bot.app.socket_mode import SocketMode
+
+__all__ = ["HEALTH_STORE_TIMEOUT", "Health", "PortUnavailable", "listener_limits", "listening"]
+
+T = TypeVar("T")
+HEALTH_STORE_TIMEOUT: Final = 3.0
+"""Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
+
+
+class Health:
+    """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
+    ``unowned``: any process's) and open, the waiters, the Web API queue, each connection."""
+
+    def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
+        self.mode = mode
+        self.provider = provider
+        self.socket: SocketMode | None = None
+        self.dsh: DshHostClient | None = None
+        self.gateway: Gateway | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""
+        store = self.provider.store
+        body: dict[str, object] = {"ok": True, "mode": self.mode}
+        try:
+            async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
+                count = await store.open_count()
+        except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
+            body.update(ok=False, store="unreachable", error=type(exc).__name__)
+        else:
+            body.update(
+                store="ok",
+                pending=count.mine + count.unowned,
+                owned=count.mine,
+                unowned=count.unowned,
+                open=count.total,
+            )
+        body["waiters"] = store.watch_count
+        if self.gateway is not None:
+            body["longPolls"] = self.gateway.long_polls
+        scheduler = getattr(self.provider.client, "scheduler", None)
+        if scheduler is not None:  # Web API calls waiting for Slack's rate limits
+            body["webApiQueue"] = scheduler.depths()
+        if self.socket is not None:
+            body.update(await self.socket.status())
+        if self.dsh is not None:
+            body.update(self.dsh.status())
+        return web.json_response(body, status=200 if body["ok"] else 503)
 
 
 async def serve(
@@ -56,7 +112,7 @@ async def serve(
         limits=limits,
         refusals=refusals,
         # aiohttp waits this twice: for the handler to finish, then for it to be cancelled.
-        shutdown_timeout=handler_grace(settings) / 2,
+        shutdown_timeout=handler_grace(settings.shutdown_grace) / 2,
     )
     # e.g. the port is taken: the error names PORT, and nothing is left open
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
@@ -76,3 +132,40 @@ def listener_limits(settings: Settings) -> ListenerLimits:
         body_timeout=settings.body_timeout,
         max_connections=settings.max_connections,
     )
+
+
+class PortUnavailable(OSError):
+    """A server could not listen on ``host:port``; the message names the setting."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+async def listening(opening: Awaitable[T], *, setting: str, host: str, port: int) -> T:
+    """Await ``opening`` (a server starting on ``host:port``); a refused bind names ``setting``
+    (``PORT``, ``SANDBOX_PORT``), a host name that does not resolve names ``HOST``."""
+    try:
+        return await opening
+    except OSError as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if isinstance(exc, socket.gaierror):  # getaddrinfo: its errno is an EAI_* code
+            message = (
+                f"HOST: {show(host)} does not resolve to an address ({exc.strerror}). Set HOST to "
+                "an IP address of this machine (127.0.0.1, or 0.0.0.0 for all) or a name "
+                "that resolves to one."
+            )
+        elif exc.errno == errno.EADDRINUSE:
+            message = (
+                f"{setting}: {where} is already in use (another bot, or another program). "
+                f"Set {setting} to a free port, or to 0 for any free port."
+            )
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            message = f"HOST: {host} is not an address of this machine, so {where} cannot be used."
+        elif exc.errno == errno.EACCES:
+            message = (
+                f"{setting}: {where} needs privileges this process lacks (ports below 1024). "
+                f"Set {setting} to 1024 or above."
+            )
+        else:
+            raise
+        raise PortUnavailable(exc.errno, message) from exc

@@ -19,11 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
 from adapters.httpguard import RefusalLog
-from adapters.slack.clicks.bolt_app import (
-    build_app,
-    close_web_client,
-    web_client,
-)
+from adapters.slack.clicks.bolt_app import build_app, close_web_client, web_client
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
 from adapters.slack.stores import PendingStore
@@ -31,9 +27,7 @@ from bot.api.access import OpenQuestionCaps
 from bot.api.gateway import Gateway
 from bot.app import heap
 from bot.app.embedded import wired
-from bot.app.health import Health
-from bot.app.listener import listener_limits, serve
-from bot.app.ports import listening
+from bot.app.listener import Health, listener_limits, listening, serve
 from bot.app.shutdown import Deadline, bounded, interrupt
 from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
 from bot.app.storage import budget, open_store, outbox, read_trail
@@ -257,7 +251,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
     dsh_client = runtime.dsh
-    stack.push_async_callback(lambda: interrupt(settings, provider, gateway, deadline, dsh_client))
+    stack.push_async_callback(lambda: interrupt(provider, gateway, deadline, dsh_client))
     return runtime
 
 

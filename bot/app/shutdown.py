@@ -10,18 +10,8 @@ from collections.abc import Awaitable, Callable
 from adapters.dsh.client import DshHostClient
 from adapters.slack import SlackQuestionProvider
 from bot.api.gateway import Gateway
-from bot.settings.config import Settings
 
-__all__ = [
-    "DRAIN_MARGIN",
-    "HANDLER_GRACE",
-    "STEP_FLOOR",
-    "Deadline",
-    "bounded",
-    "handler_grace",
-    "interrupt",
-    "logged",
-]
+__all__ = ["Deadline", "bounded", "handler_grace", "interrupt", "logged"]
 
 logger = logging.getLogger("bot")
 
@@ -93,13 +83,12 @@ def bounded(
     return closing
 
 
-def handler_grace(settings: Settings) -> float:
-    """The part of ``SHUTDOWN_GRACE`` left to requests still being handled at the end."""
-    return min(HANDLER_GRACE, settings.shutdown_grace / 4)
+def handler_grace(grace: float) -> float:
+    """The part of ``grace`` (SHUTDOWN_GRACE) left to requests still handled at the end."""
+    return min(HANDLER_GRACE, grace / 4)
 
 
 async def interrupt(
-    settings: Settings,
     provider: SlackQuestionProvider,
     gateway: Gateway,
     deadline: Deadline,
@@ -109,7 +98,7 @@ async def interrupt(
     the next bot), end the ones this process owns, answer the long-polls; by ``deadline`` less
     the HTTP drain (given up past it: the rest stay as the store has them)."""
     logger.info("shutting down", extra={"pending": provider.pending_count})
-    reserve = handler_grace(settings)
+    reserve = handler_grace(deadline.grace)
     gateway.close()
 
     async def release_and_end() -> None:

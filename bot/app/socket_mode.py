@@ -95,10 +95,8 @@ class SocketMode:
             ) from None
 
     async def _wss_url(self) -> str:
-        """``apps.connections.open``'s URL. Asked here, not with slack_sdk's
-        ``issue_new_wss_url``, which reads the refusal as a dict and fails with an
-        ``AttributeError`` on a non-JSON answer; a ``ratelimited`` refusal is left to it (it
-        waits Retry-After and asks again)."""
+        """``apps.connections.open``'s URL, asked here: slack_sdk's ``issue_new_wss_url`` fails
+        with an ``AttributeError`` on a non-JSON answer (``ratelimited`` is left to it)."""
         client = self.handler.client
         try:
             response = await client.web_client.apps_connections_open(app_token=client.app_token)

@@ -55,29 +55,21 @@ def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore
 
 
 def budget(settings: Settings) -> Budget | None:
-    """Several processes on one Redis share one app's rate-limit budget.
-
-    A ``REDIS_URL`` redis-py cannot use (``?socket_timeout=abc``, an unknown scheme) is a
-    startup error naming the setting, the password masked."""
+    """The app's rate-limit budget, shared by the processes on one Redis; a ``REDIS_URL``
+    redis-py cannot use is a startup error naming the setting, the password masked."""
     if settings.redis_url is None:
         return None
     url = settings.redis_url.get_secret_value()
     try:
         return RedisBudget.from_url(url, prefix=settings.redis_prefix)
     except (ValueError, TypeError) as exc:
-        password = _password(url)
-        reason = str(exc).replace(password, "***") if password else str(exc)
+        reason = str(exc)
+        with contextlib.suppress(ValueError):  # a URL that does not parse has no password
+            if password := urlsplit(url).password:
+                reason = reason.replace(password, "***")
         raise RuntimeError(
             f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
         ) from None
-
-
-def _password(url: str) -> str:
-    """The password in ``url`` ("" when none, or when it does not parse)."""
-    try:
-        return urlsplit(url).password or ""
-    except ValueError:
-        return ""
 
 
 async def outbox(settings: Settings) -> Outbox:

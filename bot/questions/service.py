@@ -101,11 +101,8 @@ class UserQuestionService:
         return self._provider
 
     def register_provider(self, provider: UserQuestionProvider) -> Callable[[], None]:
-        """Make ``provider`` the active one; returns a single-shot disposer.
-
-        Raises ``UserQuestionError`` ``DUPLICATE_PROVIDER`` while another is active (the
-        first stays). The disposer is idempotent and never removes a newer provider.
-        """
+        """Make ``provider`` the active one (``DUPLICATE_PROVIDER`` while another is); returns an
+        idempotent disposer that never removes a newer provider."""
         if self._provider is not None:
             raise UserQuestionError(DUPLICATE_MESSAGE, DUPLICATE_PROVIDER)
         self._provider = provider

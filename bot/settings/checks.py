@@ -17,10 +17,6 @@ from bot.logs import redact_url
 from bot.settings.secrecy import TOKEN_LIKE, show
 
 __all__ = [
-    "CHANNEL",
-    "PERSON",
-    "USER",
-    "USERGROUP",
     "Mode",
     "PersonIds",
     "Seconds",
@@ -54,14 +50,7 @@ _TOKEN_KINDS: Final = (
     ("xoxp-", "a user token (xoxp-…)"),
     ("xapp-", "an app-level token (xapp-…)"),
 )
-CHANNEL: Final = re.compile(r"[CGDUW][A-Z0-9]+")
-"""A conversation a question can go to: channel, private channel, DM or user id."""
-USER: Final = re.compile(r"[UW][A-Z0-9]+")
-"""A Slack user id."""
-USERGROUP: Final = re.compile(r"S[A-Z0-9]+")
-"""A Slack user group id."""
-PERSON: Final = re.compile(r"[UWS][A-Z0-9]+")
-"""A Slack user or user group id."""
+_CHANNEL: Final = re.compile(r"[CGDUW][A-Z0-9]+")  # a channel, private channel, DM or user
 _MENTION: Final = re.compile(r"<!here>|<!channel>|<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?")
 _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
@@ -92,13 +81,7 @@ def host_names(value: Any) -> Any:
         return value
     items = [item.strip().lower().strip("[]").rstrip(".") for item in value.split(",")]
     names = [item for item in items if item]
-    wrong = []
-    for name in names:
-        try:
-            check_host(name)
-        except ValueError:
-            wrong.append(name)
-    if wrong:
+    if wrong := [name for name in names if _host(name) is None]:
         raise ValueError(f"not host names: {', '.join(show(w) for w in wrong)}.")
     return tuple(dict.fromkeys(names))
 
@@ -137,22 +120,26 @@ def check_signing_secret(secret: SecretStr) -> SecretStr:
 
 def check_channel(value: str) -> str:
     """A channel (C…, G…), DM (D…) or user (U…, W…) id."""
-    if CHANNEL.fullmatch(value):
+    if _CHANNEL.fullmatch(value):
         return value
     hint = " Use the channel's id, not its name." if value.startswith("#") else ""
     raise ValueError(f"{show(value)} is not a channel (C…, G…), DM (D…) or user (U…, W…) id.{hint}")
 
 
-def check_host(value: str) -> str:
-    """An IP address (brackets removed, normalised) or a host name."""
+def _host(value: str) -> str | None:
+    """An IP address (brackets removed, normalised) or a host name; ``None``: neither."""
     bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
     try:
         return str(ipaddress.ip_address(bare))
     except ValueError:
-        pass
-    if _HOSTNAME.fullmatch(bare) and len(bare) <= 253:
-        return bare
-    raise ValueError(f"{show(value)} is not an IP address or a host name.")
+        return bare if _HOSTNAME.fullmatch(bare) and len(bare) <= 253 else None
+
+
+def check_host(value: str) -> str:
+    """An IP address (brackets removed, normalised) or a host name."""
+    if (host := _host(value)) is None:
+        raise ValueError(f"{show(value)} is not an IP address or a host name.")
+    return host
 
 
 def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
@@ -176,7 +163,7 @@ def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
     return check
 
 
-def id_list(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
+def id_list(pattern: str, what: str) -> Callable[[Any], Any]:
     """A before-check turning ``"A, B,,A"`` into ``("A", "B")``; blank is unset, and a value
     naming no id (``","``) is refused: an allow-list must not fail open."""
 
@@ -191,7 +178,7 @@ def id_list(pattern: re.Pattern[str], what: str) -> Callable[[Any], Any]:
                 f"{show(value)} names no {what}. Give at least one id, or leave the setting "
                 "empty (unset)."
             )
-        wrong = [item for item in items if not pattern.fullmatch(item)]
+        wrong = [item for item in items if not re.fullmatch(pattern, item)]
         if wrong:
             shown = ", ".join(show(item) for item in wrong)
             raise ValueError(f"not {what}: {shown}. Use ids, not names or @handles.")
@@ -296,9 +283,11 @@ Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
 Seconds = Annotated[float, Field(allow_inf_nan=False), "seconds"]
 """A finite number of seconds (bounds go on the field)."""
 Ids = tuple[str, ...]
-UserIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USER, "user ids (U…, W…)"))]
-UsergroupIds = Annotated[Ids, NoDecode, BeforeValidator(id_list(USERGROUP, "user group ids (S…)"))]
+UserIds = Annotated[Ids, NoDecode, BeforeValidator(id_list("[UW][A-Z0-9]+", "user ids (U…, W…)"))]
+UsergroupIds = Annotated[
+    Ids, NoDecode, BeforeValidator(id_list("S[A-Z0-9]+", "user group ids (S…)"))
+]
 PersonIds = Annotated[
-    Ids, NoDecode, BeforeValidator(id_list(PERSON, "user or user group ids (U…, S…)"))
+    Ids, NoDecode, BeforeValidator(id_list("[UWS][A-Z0-9]+", "user or user group ids (U…, S…)"))
 ]
 """Comma-separated Slack ids: of users, of user groups, of either."""

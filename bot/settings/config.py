@@ -1,8 +1,6 @@
-"""Settings for ``python -m bot``: one pydantic-settings class over the environment and ``.env``.
-
-``load_settings`` validates every variable at once and raises one ``ConfigError`` naming each
-problem's variable, never a secret; the Slack credentials choose the mode (docs/development.md).
-"""
+"""Settings for ``python -m bot`` from the environment and ``.env``: ``load_settings`` validates
+every variable at once and raises one ``ConfigError`` naming each problem's variable, never a
+secret; the Slack credentials choose the mode (docs/development.md)."""
 
 from __future__ import annotations
 

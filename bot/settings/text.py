@@ -94,25 +94,17 @@ def render_help(fields: Mapping[str, FieldInfo], intro: str = _INTRO) -> str:
     return "\n".join(lines)
 
 
-def _bounds(metadata: list[Any]) -> tuple[float | None, float | None, bool]:
-    """(lowest, highest, whether the lowest is excluded) from a field's constraints."""
-    low: float | None = None
-    high: float | None = None
-    exclusive = False
-    for item in metadata:
-        if isinstance(item, Ge):
-            low = float(item.ge)  # type: ignore[arg-type]
-        elif isinstance(item, Gt):
-            low, exclusive = float(item.gt), True  # type: ignore[arg-type]
-        elif isinstance(item, Le):
-            high = float(item.le)  # type: ignore[arg-type]
-    return low, high, exclusive
-
-
 def _number(field: FieldInfo, shown: str) -> str | None:
     """What a whole number or a number of seconds must be, or ``None`` for other fields."""
     kind, metadata = _unwrap(field)
-    low, high, exclusive = _bounds(metadata)
+    limits = {
+        key: float(getattr(item, key))
+        for item in metadata
+        if isinstance(item, Ge | Gt | Le)
+        for key in ("ge", "gt", "le")
+        if hasattr(item, key)
+    }
+    low, high, exclusive = limits.get("gt", limits.get("ge")), limits.get("le"), "gt" in limits
     if kind is int:
         if exclusive and low is not None:
             low += 1
@@ -136,13 +128,9 @@ def _number(field: FieldInfo, shown: str) -> str | None:
 
 def _path(loc: Sequence[int | str]) -> str:
     """Where inside a value an error is, as in ``required[0].count``."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
+    return "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc
+    ).removeprefix(".")
 
 
 def problem(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
