@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Final
+from typing import Final
 
 from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT, check_message
 from adapters.slack.model import ids
@@ -18,11 +18,14 @@ from adapters.slack.render.blocks import (
     split_text,
 )
 from adapters.slack.render.blocks.parts import (
+    Block,
     abridged,
+    actions,
     context,
     ends,
     hidden_notice,
     left_out,
+    section,
     size_of,
 )
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
@@ -81,21 +84,17 @@ def _whole(view: ApprovalView) -> bool:
     return target is None or _code_length(target[0]) <= _CODE_LIMIT
 
 
-def _code_blocks(text: str, noun: str, prefix: str) -> list[dict[str, Any]]:
+def _code_blocks(text: str, noun: str, prefix: str) -> list[Block]:
     """The command (or path) in code: whole, or its ends and how much is in the thread."""
     head, tail = ends(text, _CODE_LIMIT, _code_length)
     if not tail:
-        return [{"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")}]
-    gap = len(text) - len(head) - len(tail)
-    marker = f":warning: _{left_out(gap)}_ The full {noun} is in the thread below."
-    return [
-        {"type": "section", "text": mrkdwn(f"{prefix}{_code(head)}")},
-        context(marker),
-        {"type": "section", "text": mrkdwn(_code(tail))},
-    ]
+        return [section(f"{prefix}{_code(head)}")]
+    gap = left_out(len(text) - len(head) - len(tail))
+    marker = f":warning: _{gap}_ The full {noun} is in the thread below."
+    return [section(f"{prefix}{_code(head)}"), context(marker), section(_code(tail))]
 
 
-def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attachment]]:
+def _thread(view: ApprovalView) -> tuple[list[list[Block]], list[Attachment]]:
     """The whole command (or path) in the thread, when the message shows only its ends."""
     target = _target(view)
     if target is None or _whole(view):
@@ -106,7 +105,7 @@ def _thread(view: ApprovalView) -> tuple[list[list[dict[str, Any]]], list[Attach
     if len(groups) > MAX_THREAD_REPLIES:
         comment = f"The full {noun} to allow ({len(text):,} characters, {size_of(text)}), as sent."
         return [], [Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
-    replies: list[list[dict[str, Any]]] = []
+    replies: list[list[Block]] = []
     for n, group in enumerate(groups, start=1):
         caption = f"The full {noun} to allow, as sent ({n}/{len(groups)}):"
         boxes = [{"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group]
@@ -119,8 +118,8 @@ def _tool(name: str) -> str:
     return escape(shorten(" ".join(name.split()), 200)).replace("`", "\u02cb")
 
 
-def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _facts(record: PendingRecord, view: ApprovalView) -> list[Block]:
+    blocks: list[Block] = []
     byline = []
     if record.is_open:
         byline.append(":lock: *Waiting for approval*")  # as the harness's own panel says
@@ -138,10 +137,8 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[dict[str, Any]]:
         said.append(mrkdwn("*Allow once* runs it this once with wider sandbox rights"))
     blocks.append({"type": "context", "elements": said})
     blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
-    if view.command:
-        blocks.extend(_code_blocks(view.command, "command", ""))
-    elif view.path:
-        blocks.extend(_code_blocks(view.path, "path", "Path: "))
+    if target := _target(view):
+        blocks.extend(_code_blocks(*target, "Path: " if target[1] == "path" else ""))
     return blocks
 
 
@@ -160,48 +157,40 @@ def _confirm_text(view: ApprovalView) -> str:
     return f"{intro}{head} {gap} {tail}{note}"
 
 
-def _buttons(record: PendingRecord, view: ApprovalView) -> dict[str, Any]:
+def _buttons(record: PendingRecord, view: ApprovalView) -> Block:
     confirm = {
         "title": plain("Allow once?"),
         "text": plain(_confirm_text(view)),
         "confirm": plain(ALLOW_TEXT),
         "deny": plain("Cancel"),
     }
-    return {
-        "type": "actions",
-        "block_id": ids.block_id(record.id, None, f"ap{record.version}"),
-        "elements": [
-            {
-                "type": "button",
-                "action_id": ids.approval_action_id("allow"),
-                "text": plain(ALLOW_TEXT),
-                "style": "primary",
-                "value": "allowed-once",
-                "confirm": confirm,
-            },
-            {
-                "type": "button",
-                "action_id": ids.approval_action_id("reject"),
-                "text": plain(REJECT_TEXT),
-                "value": "rejected",
-            },
-        ],
+    allow = {
+        "type": "button",
+        "action_id": ids.approval_action_id("allow"),
+        "text": plain(ALLOW_TEXT),
+        "style": "primary",
+        "value": "allowed-once",
+        "confirm": confirm,
     }
+    reject_id = ids.approval_action_id("reject")
+    reject = {
+        "type": "button",
+        "action_id": reject_id,
+        "text": plain(REJECT_TEXT),
+        "value": "rejected",
+    }
+    return actions(record, None, "ap", [allow, reject])
 
 
 def _ending(record: PendingRecord, view: ApprovalView) -> str:
+    by = f" by <@{record.answered_by}>" if record.answered_by else ""
     if record.state == "answered" and record.in_flight:
-        line = ":outbox_tray: Sent" + (f" by <@{record.answered_by}>" if record.answered_by else "")
-        line += f": {IN_FLIGHT}"
-    elif record.state == "answered" and view.outcome is not None:
-        line = _OUTCOME[view.outcome]
-        if record.answered_by:
-            line += f" by <@{record.answered_by}>"
-    elif record.note:
-        line = f":black_square_for_stop: {escape(record.note)}"
-    else:
-        line = ":warning: Failed" if record.state == "failed" else ":black_square_for_stop: Ended"
-    return line
+        return f":outbox_tray: Sent{by}: {IN_FLIGHT}"
+    if record.state == "answered" and view.outcome is not None:
+        return _OUTCOME[view.outcome] + by
+    if record.note:
+        return f":black_square_for_stop: {escape(record.note)}"
+    return ":warning: Failed" if record.state == "failed" else ":black_square_for_stop: Ended"
 
 
 def render_approval(record: PendingRecord) -> Rendered:

@@ -22,7 +22,7 @@ from adapters.slack.render.blocks.options import (
     button_labels,
     dismiss_button,
     draft_widget,
-    menu_options,
+    menu,
     options_blocks,
     options_thread,
 )
@@ -44,6 +44,7 @@ from adapters.slack.render.blocks.parts import (
     Attachment,
     Block,
     Rendered,
+    actions,
     byline_blocks,
     context,
     deadline_blocks,
@@ -197,7 +198,6 @@ def _open_blocks(
     limit: int,
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
-    rid, rev = record.id, record.version
     blocks: list[Block] = [*byline_blocks(label_within(record, limit)), *deadline_blocks(record)]
     blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
@@ -220,13 +220,7 @@ def _open_blocks(
             )
         if layout == "form":
             submit = button("Submit", "submit", "0", style="primary")
-            blocks.append(
-                {
-                    "type": "actions",
-                    "block_id": ids.block_id(rid, None, f"s{rev}"),
-                    "elements": [submit, dismiss_button()],
-                }
-            )
+            blocks.append(actions(record, None, "s", [submit, dismiss_button()]))
             if count > 1:
                 blocks.append(context("A question left unanswered is sent as skipped."))
     if record.note and record.is_open:
@@ -260,9 +254,7 @@ def plan_actions(record: PendingRecord, *, read: bool = False, whole: bool = Fal
         if option is not None:
             buttons.append(button(texts[option], "pick", ids.option_value(option), n, style))
     buttons.append(button("Decline with feedback…", "text", "0"))
-    buttons += [] if whole else [dismiss_button()]
-    block_id = ids.block_id(record.id, 0, f"a{record.version}")
-    return {"type": "actions", "block_id": block_id, "elements": buttons}
+    return actions(record, 0, "a", buttons + ([] if whole else [dismiss_button()]))
 
 
 def _plan_buttons_say(record: PendingRecord) -> str:
@@ -287,43 +279,23 @@ def _question_blocks(
     limit: int,
 ) -> list[Block]:
     question = record.questions[index]
-    rid, rev = record.id, record.version
-    options = question.options or []
-    blocks: list[Block] = []
-    if question.header:
-        blocks.append(header_block(question.header))
+    blocks = [header_block(question.header)] if question.header else []
     blocks.append(question_block(question, index, count))
     blocks.extend(detail_blocks(shown, question.detail or ""))
     blocks.extend(options_blocks(question, layout, inline))
-    elements: list[Block] = []
+    other, answer = button("Other…", "text", str(index)), button("Answer…", "text", str(index))
     if layout == "tap":
-        elements = [
-            button(text, "pick", ids.option_value(i), i)
-            for i, text in enumerate(button_labels(question))
-        ]
-        elements.append(button("Other…", "text", str(index)))
-        elements.append(dismiss_button())
+        labels = enumerate(button_labels(question))
+        picks = [button(text, "pick", ids.option_value(i), i) for i, text in labels]
+        elements = [*picks, other, dismiss_button()]
     elif layout == "menu":
-        menu = {
-            "type": "static_select",
-            "action_id": ids.action_id("pick"),
-            "placeholder": plain("Choose an option…"),
-            **menu_options(question),
-        }
-        elements = [menu, button("Other…", "text", str(index)), dismiss_button()]
+        elements = [menu(question, "pick"), other, dismiss_button()]
     elif layout == "text":
-        elements = [button("Answer…", "text", str(index), style="primary"), dismiss_button()]
+        elements = [{**answer, "style": "primary"}, dismiss_button()]
     else:
         draft = record.draft(index)
-        if options:
-            elements.append(draft_widget(question, draft))
-            elements.append(button("Other…", "text", str(index)))
-        else:
-            elements.append(button("Answer…", "text", str(index)))
+        elements = [draft_widget(question, draft), other] if question.options else [answer]
         if draft.custom:
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
             blocks.append(context(f":pencil2: {custom}"))
-    blocks.append(
-        {"type": "actions", "block_id": ids.block_id(rid, index, f"c{rev}"), "elements": elements}
-    )
-    return blocks
+    return [*blocks, actions(record, index, "c", elements)]

@@ -4,7 +4,7 @@ with, and the full texts of those a widget shortens (pure)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from adapters.slack.blockkit import (
     MAX_BUTTON_TEXT,
@@ -31,7 +31,7 @@ __all__ = [
     "dismiss_button",
     "draft_widget",
     "label",
-    "menu_options",
+    "menu",
     "option_labels",
     "options_blocks",
     "options_thread",
@@ -106,12 +106,17 @@ def _option(question: AskUserQuestionItem, index: int, texts: list[str]) -> Bloc
     return built
 
 
-def menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
-    """A menu's ``options``, or ``option_groups`` of 100 when there are more."""
+def menu(question: AskUserQuestionItem, kind: ids.ActionKind, multi: bool = False) -> Block:
+    """A menu of the options (``multi``: of several), in groups of 100 when there are more."""
     count = len(question.options or [])
     texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+    built: Block = {
+        "type": "multi_static_select" if multi else "static_select",
+        "action_id": ids.action_id(kind),
+        "placeholder": plain("Choose options…" if multi else "Choose an option…"),
+    }
     if count <= MAX_OPTIONS:
-        return {"options": [_option(question, i, texts) for i in range(count)]}
+        return {**built, "options": [_option(question, i, texts) for i in range(count)]}
     if count > MAX_OPTION_GROUPS * MAX_OPTIONS:
         raise UserQuestionError(
             f"question {question.id} has {count} options; a Slack menu holds at most "
@@ -123,7 +128,7 @@ def menu_options(question: AskUserQuestionItem) -> dict[str, Any]:
         end = min(start + MAX_OPTIONS, count)
         options = [_option(question, i, texts) for i in range(start, end)]
         groups.append({"label": plain(f"Options {start + 1}–{end}"), "options": options})
-    return {"option_groups": groups}
+    return {**built, "option_groups": groups}
 
 
 def button(
@@ -167,12 +172,7 @@ def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
             "options": [_option(question, i, texts) for i in range(count)],
         }
     else:
-        widget = {
-            "type": "multi_static_select" if multi else "static_select",
-            "action_id": ids.action_id("draft"),
-            "placeholder": plain("Choose options…" if multi else "Choose an option…"),
-            **menu_options(question),
-        }
+        widget = menu(question, "draft", multi)
     if multi and chosen:
         widget["initial_options"] = [_option(question, i, texts) for i in chosen]
     elif not multi and chosen:

@@ -24,6 +24,7 @@ __all__ = [
     "Block",
     "Rendered",
     "abridged",
+    "actions",
     "answer_by",
     "asker",
     "byline_blocks",
@@ -228,18 +229,24 @@ def deadline_blocks(record: PendingRecord) -> list[Block]:
     return [context(f":alarm_clock: {answer_by(record.deadline)}")]
 
 
+def actions(record: PendingRecord, index: int | None, tag: str, elements: list[Block]) -> Block:
+    """An actions block of ``record``'s (question ``index``'s), ``tag`` and version in its id."""
+    block_id = ids.block_id(record.id, index, f"{tag}{record.version}")
+    return {"type": "actions", "block_id": block_id, "elements": elements}
+
+
 def link_blocks(record: PendingRecord) -> list[Block]:
     """The asker's link as a button that opens it (a URL button: a click only opens it)."""
     if not record.link:
         return []
+    text = plain("Open the asker's page ↗")
     button = {
         "type": "button",
-        "text": plain("Open the asker's page ↗"),
+        "text": text,
         "url": record.link,
         "action_id": ids.action_id("link"),
     }
-    block_id = ids.block_id(record.id, None, f"l{record.version}")
-    return [{"type": "actions", "block_id": block_id, "elements": [button]}]
+    return [actions(record, None, "l", [button])]
 
 
 def byline_blocks(record: PendingRecord, *, mention: bool = True) -> list[Block]:
