@@ -59,9 +59,15 @@ class Gatekeeper:
         self._reading: dict[str, asyncio.Lock] = {}
 
     def decide_cached(
-        self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
+        self,
+        user: str,
+        users: Sequence[str] | None,
+        groups: Sequence[str] | None,
+        *,
+        stale: bool = False,
     ) -> bool | None:
-        """The decision if it needs no Web API call, else ``None``."""
+        """The decision if it needs no Web API call, else ``None`` (``stale``: by the members
+        last read, however old, for a caller that cannot wait for Slack)."""
         if not users and not groups:
             return True
         if users and user in users:
@@ -70,25 +76,11 @@ class Gatekeeper:
         unknown = False
         for group in groups or ():
             cached = self._members.get(group)
-            if cached is None or cached[0] < now:
+            if cached is None or (not stale and cached[0] < now):
                 unknown = True
             elif user in cached[1]:
                 return True
         return None if unknown else False
-
-    def decide_known(
-        self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
-    ) -> bool:
-        """Whether ``user`` may answer by the members last read, however old: for a caller
-        that cannot wait for Slack (a group never read counts as empty)."""
-        if self.decide_cached(user, users, groups):
-            return True
-        return any(user in self._members.get(g, (0.0, frozenset()))[1] for g in groups or ())
-
-    def groups_known(self, user: str, groups: Iterable[str]) -> Membership | None:
-        """The groups among ``groups`` that ``user`` is in by the members last read, however
-        old; ``None`` if one was never read."""
-        return self._in_groups(user, groups, stale=True)
 
     async def allowed(
         self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
@@ -102,13 +94,11 @@ class Gatekeeper:
                 return True
         return False
 
-    def groups_cached(self, user: str, groups: Iterable[str]) -> Membership | None:
-        """The groups among ``groups`` that ``user`` is in, if no Web API call is needed."""
-        return self._in_groups(user, groups, stale=False)
-
-    def _in_groups(self, user: str, groups: Iterable[str], *, stale: bool) -> Membership | None:
-        """The groups ``user`` is in by the members read (``stale``: however long ago, else
-        only while fresh); ``None`` if one of ``groups`` has no such read."""
+    def groups_cached(
+        self, user: str, groups: Iterable[str], *, stale: bool = False
+    ) -> Membership | None:
+        """The groups among ``groups`` that ``user`` is in, if no Web API call is needed
+        (``stale``: by the members last read, however old); ``None`` if one has no such read."""
         now = time.monotonic()
         asked = list(groups)
         found: set[str] = set()
@@ -306,10 +296,12 @@ class ClickAuthority:
         if done:
             result: tuple[bool, frozenset[str]] = lookup.result()
             return result
-        known = self._gate.groups_known(user, policy)
+        known = self._gate.groups_cached(user, policy, stale=True)
         also = also_allowed(record) or (None, None)
+        gate = self._gate
         if known is None or not (
-            self._gate.decide_known(user, users, groups) and self._gate.decide_known(user, *also)
+            gate.decide_cached(user, users, groups, stale=True)
+            and gate.decide_cached(user, *also, stale=True)
         ):
             _log.warning(
                 "submission not checked: Slack's group lookup is slow", extra={"user": user}
