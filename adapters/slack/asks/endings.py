@@ -148,25 +148,15 @@ class Endings:
 
     async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
         """Leave an open request open but owned by no process (``note`` says why)."""
-        _, written = await settle(
-            self._store,
-            request_id,
-            lambda r: r.next(owner=UNOWNED, note=note) if r.is_open else None,
+        return await self._sync.write(
+            request_id, lambda r: r.next(owner=UNOWNED, note=note) if r.is_open else None
         )
-        if written is not None:
-            self._sync.refresh(request_id)
-        return written
 
     async def add_note(
         self, request_id: str, note: str, *, in_flight: bool = False
     ) -> PendingRecord | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
-        _, written = await settle(
-            self._store, request_id, lambda r: r.next(note=note, in_flight=in_flight)
-        )
-        if written is not None:
-            self._sync.refresh(request_id)
-        return written
+        return await self._sync.write(request_id, lambda r: r.next(note=note, in_flight=in_flight))
 
     async def put_back_lost(self, copy: str) -> None:
         """The store lost an open record (``copy``, its JSON as last seen): put it back as

@@ -28,7 +28,7 @@ from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
-from adapters.slack.stores import PendingStore, mutate, settle
+from adapters.slack.stores import PendingStore, mutate
 from bot.questions.errors import ASK_TIMEOUT
 
 __all__ = ["FOLLOW_EVERY", "FOLLOW_GRACE", "RELOOK_OWNED", "RETRY", "DeadlineKeepers"]
@@ -96,13 +96,10 @@ class DeadlineKeepers:
         adopted = [r for r in found if r.owner is None]
         for record in adopted:
             if record.note == SHUTDOWN_NOTE:
-                _, written = await settle(
-                    self._store,
+                await self._sync.write(
                     record.id,
                     lambda r: r.next(note=None) if r.is_open and r.note == SHUTDOWN_NOTE else None,
                 )
-                if written is not None:
-                    self._sync.refresh(record.id)
             self.keep(record)
         return adopted
 

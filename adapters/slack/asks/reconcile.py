@@ -17,7 +17,7 @@ from adapters.slack.asks.posted import READABLE, posted_requests, read_place
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
-from adapters.slack.stores import PendingStore, settle
+from adapters.slack.stores import PendingStore
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
 __all__ = [
@@ -223,10 +223,9 @@ class LostPosts:
             note = late_note(r.note) if failed else r.note
             return r.next(message_ts=ts, message_channel=channel, note=note)
 
-        _, written = await settle(self._store, request_id, found)
+        written = await self._sync.write(request_id, found)
         if written is None:
             return
-        self._sync.refresh(request_id)
         self._logger.info(
             "found the message of a failed post in Slack; %s",
             "adopted it" if written.is_open else "closed it",

@@ -20,7 +20,7 @@ from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import render_stale
 from adapters.slack.render.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
-from adapters.slack.stores import PendingStore
+from adapters.slack.stores import EventFor, PendingStore, settle
 
 __all__ = ["MessageSynchroniser"]
 
@@ -74,6 +74,19 @@ class MessageSynchroniser:
         """Update the request's message from its latest stored record, in the background."""
         self._tasks.spawn(self._refresh_message(request_id), "chat.update")
         self.changed(request_id)
+
+    async def write(
+        self,
+        request_id: str,
+        change: Callable[[PendingRecord], PendingRecord | None],
+        *,
+        event: EventFor | None = None,
+    ) -> PendingRecord | None:
+        """Change the stored record (``settle``) and, if written, its message; the record."""
+        _, written = await settle(self._store, request_id, change, event=event)
+        if written is not None:
+            self.refresh(request_id)
+        return written
 
     def changed(self, request_id: str) -> None:
         """Tell ``on_change`` that a request was posted, changed or ended."""

@@ -92,9 +92,7 @@ class TakeUp:
                 return None
             return r.next(message_ts=ts, message_channel=record.channel, owner=None)
 
-        _, written = await settle(self._store, record.id, found, event=self._poster.asked)
-        if written is not None:
-            self._sync.refresh(record.id)
+        await self._sync.write(record.id, found, event=self._poster.asked)
 
     async def _post_taken(self, record: PendingRecord) -> None:
         try:
