@@ -10,9 +10,9 @@ clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/tran
 stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from ``ask()``.
 """
 
-from adapters.slack.asks.consume import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.destination import Destination
 from adapters.slack.asks.endings import DeadlineUnkept, Released, WaitReleased
+from adapters.slack.asks.status import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.clicks.bolt_request import to_bolt_request

@@ -23,14 +23,25 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Conversations, Gatekeeper
-from adapters.slack.asks.callbacks import Callbacks, owe_callback
-from adapters.slack.asks.consume import consume
 from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
-from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
+from adapters.slack.asks.destination import (
+    AskDefaults,
+    Callbacks,
+    Destination,
+    DestinationHook,
+    owe_callback,
+)
 from adapters.slack.asks.endings import Endings
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
-from adapters.slack.asks.status import QuestionStatus, Report, report_ending, status_of, wait_ended
+from adapters.slack.asks.status import (
+    QuestionStatus,
+    Report,
+    consume,
+    report_ending,
+    status_of,
+    wait_ended,
+)
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
@@ -242,8 +253,8 @@ class SlackQuestionProvider:
     async def consume(
         self, request_id: str, *, by: str | None, lifetime: float
     ) -> tuple[str | None, QuestionStatus | None]:
-        """Consume an answered request's decision once (``asks.consume``): ``(None, status)``,
-        or the refusal's code (``asks.consume.REFUSALS``) and the request as it stands."""
+        """Consume an answered request's decision once (``asks.status.consume``): ``(None,
+        status)``, or the refusal's code (``REFUSALS``) and the request as it stands."""
         code, record = await consume(
             self.store, request_id, by=by, now=time.time(), lifetime=lifetime
         )

@@ -12,7 +12,7 @@ import pydantic
 import pytest
 
 from adapters.slack import WaitReleased
-from adapters.slack.asks.posted import Predecessor
+from adapters.slack.asks.reconcile import Predecessor
 from adapters.slack.model.record import PendingRecord
 from bot.questions import (
     AgentRegistry,

@@ -1,16 +1,42 @@
-"""Where a request is asked and what it gets by default: ``Destination``, ``AskDefaults``,
-and the pending record a request starts as (its options over the defaults)."""
+"""What a request starts as: where it is asked (``Destination``), what it gets by default
+(``AskDefaults``), its team review and revision, and the callback it is owed."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import approval_digest, shown_digest
 from adapters.slack.model.record import ApprovalView, PendingRecord
-from bot.questions import AskOptions, AskUserQuestionRequest
+from adapters.slack.model.tally import Revision, combined_feedback
+from adapters.slack.render.layout import plan_review_of
+from adapters.slack.render.messages import NOT_A_PLAN_REVIEW, unknown_revised
+from adapters.slack.stores import PendingStore
+from bot.questions import (
+    AskOptions,
+    AskUserQuestionItem,
+    AskUserQuestionRequest,
+    ReviewPolicy,
+    UserQuestionError,
+)
+from bot.questions.errors import BAD_CALLBACK, BAD_REVIEW
 
-__all__ = ["AskDefaults", "Destination", "DestinationHook"]
+__all__ = [
+    "AskDefaults",
+    "Callbacks",
+    "Destination",
+    "DestinationHook",
+    "owe_callback",
+    "review_of",
+]
+
+_log = logging.getLogger("adapters.slack")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +138,73 @@ class AskDefaults:
             callback=options.callback,
             asked_by=options.asked_by,
         )
+
+
+async def review_of(
+    client: AsyncWebClient,
+    store: PendingStore,
+    questions: list[AskUserQuestionItem],
+    options: AskOptions,
+) -> tuple[ReviewPolicy | None, Revision | None]:
+    """The policy and revision a request's record carries (``BAD_REVIEW`` when they cannot
+    apply: not a plan review, or an unknown or unfit earlier review)."""
+    if options.review is None and options.revises is None:
+        return None, None
+    if plan_review_of(questions) is None:
+        raise UserQuestionError(NOT_A_PLAN_REVIEW, BAD_REVIEW)
+    if options.revises is None:
+        return options.review, None
+    earlier = await store.get(options.revises)
+    if earlier is None or plan_review_of(earlier.questions) is None:
+        raise UserQuestionError(unknown_revised(options.revises), BAD_REVIEW)
+    feedback = combined_feedback(earlier.votes)
+    if feedback is None and earlier.answer is not None and earlier.answer.answers:
+        feedback = earlier.answer.answers[0].custom
+    revision = Revision(
+        previous_id=earlier.id,
+        previous_plan=earlier.questions[0].detail or "",
+        previous_link=await _permalink(client, earlier.message_channel, earlier.message_ts),
+        feedback=feedback,
+    )
+    return options.review, revision
+
+
+async def _permalink(client: AsyncWebClient, channel: str | None, ts: str | None) -> str | None:
+    if not channel or not ts:
+        return None
+    try:
+        response = await client.chat_getPermalink(channel=channel, message_ts=ts)
+    except SLACK_FAILURES as exc:
+        _log.warning("no link to the revised review's message", extra={"error": str(exc)})
+        return None
+    link = response.get("permalink")
+    return link if isinstance(link, str) and link.startswith(("https://", "http://")) else None
+
+
+UNWIRED = (
+    "this provider delivers no callbacks: wire webhooks to it first "
+    "(bot.app.embedded.embed_webhooks(provider, secret=..., hosts=[...])), or ask without one"
+)
+
+
+class Callbacks(Protocol):
+    """Owes a question's callback one POST when it ends (``bot.webhooks.Webhooks``)."""
+
+    async def owe(self, request_id: str, url: str, asked_by: str | None) -> str | None:
+        """Keep the delivery owed; or why ``url`` may not be a callback (nothing kept)."""
+        ...
+
+
+async def owe_callback(callbacks: Callbacks | None, options: AskOptions) -> AskOptions:
+    """``options`` with the request id its delivery is owed under; raises ``BAD_CALLBACK``."""
+    if options.callback is None:
+        return options
+    if callbacks is None:
+        raise UserQuestionError(UNWIRED, BAD_CALLBACK)
+    request_id = options.request_id or (
+        ids.key_request_id(options.key) if options.key else ids.new_request_id()
+    )
+    why = await callbacks.owe(request_id, options.callback, options.asked_by)
+    if why is not None:
+        raise UserQuestionError(f"callback refused: {why}", BAD_CALLBACK)
+    return options.model_copy(update={"request_id": request_id})

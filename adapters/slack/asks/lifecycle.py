@@ -11,13 +11,11 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
-from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook
+from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook, review_of
 from adapters.slack.asks.endings import Endings, Released, outcome
 from adapters.slack.asks.failures import question_error
-from adapters.slack.asks.posted import Predecessor
 from adapters.slack.asks.posting import Poster
-from adapters.slack.asks.reconcile import LostPosts
-from adapters.slack.asks.revisions import review_of
+from adapters.slack.asks.reconcile import LostPosts, Predecessor
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.asks.takeup import TakeUp
 from adapters.slack.asks.waits import Waits

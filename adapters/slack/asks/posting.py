@@ -5,23 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import logging
 from typing import Final
 
+import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.endings import Endings, ending_error
 from adapters.slack.asks.failures import SLACK_FAILURES, question_error
-from adapters.slack.asks.posted import request_metadata
-from adapters.slack.asks.reconcile import LostPosts
+from adapters.slack.asks.reconcile import LostPosts, request_metadata
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.asks.uploads import upload_text
 from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
-from adapters.slack.render.blocks import Rendered
+from adapters.slack.render.blocks import Attachment, Rendered
 from adapters.slack.render.messages import (
     SHUTTING_DOWN,
     UNDELIVERED,
@@ -31,7 +31,7 @@ from adapters.slack.stores import PendingStore, Watch, append_quietly, settle, u
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED
 
-__all__ = ["Poster"]
+__all__ = ["Poster", "upload_text"]
 
 
 def _handed_over() -> UserQuestionError:
@@ -261,3 +261,38 @@ async def _settled(delivery: asyncio.Future[PendingRecord]) -> None:
     """Wait for ``delivery`` (its failure was the cancelled ask's to report, not a stop's)."""
     with contextlib.suppress(Exception):
         await delivery
+
+
+_UPLOAD_TIMEOUT = aiohttp.ClientTimeout(total=120.0)
+
+
+async def upload_text(
+    client: AsyncWebClient, attachment: Attachment, *, channel: str, thread_ts: str
+) -> str:
+    """Share ``attachment`` as a file in ``channel``'s thread ``thread_ts``; its file id."""
+    data = attachment.content.encode("utf-8")
+    reserved = await client.files_getUploadURLExternal(
+        filename=attachment.filename, length=len(data)
+    )
+    url, file_id = str(reserved["upload_url"]), str(reserved["file_id"])
+    session = client.session
+    owned = session is None
+    if session is None:
+        session = aiohttp.ClientSession()
+    try:
+        async with session.post(url, data=io.BytesIO(data), timeout=_UPLOAD_TIMEOUT) as response:
+            if response.status != 200:
+                body = (await response.text())[:200]
+                raise aiohttp.ClientResponseError(
+                    response.request_info, (), status=response.status, message=body
+                )
+    finally:
+        if owned:
+            await session.close()
+    await client.files_completeUploadExternal(
+        files=[{"id": file_id, "title": attachment.title}],
+        channel_id=channel,
+        thread_ts=thread_ts,
+        initial_comment=attachment.comment,
+    )
+    return file_id

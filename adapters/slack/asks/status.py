@@ -1,5 +1,5 @@
 """Where a question stands, as callers outside the provider see it (the HTTP API, the dsh
-client), and how one ends."""
+client), how one ends, and its answer consumed once by an executor (``consume``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from adapters.slack.asks.endings import Endings, ending_error, lost_record
 from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.model.audit_trail import AuditEvent, digest_of
 from adapters.slack.model.record import ApprovalView, PendingRecord, State
 from adapters.slack.model.tally import Vote
 from adapters.slack.stores import PendingStore
@@ -20,7 +21,16 @@ from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuesti
 from bot.questions.errors import RECORD_LOST
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["QuestionStatus", "Report", "SlackMessage", "report_ending", "status_of"]
+__all__ = [
+    "REFUSALS",
+    "QuestionStatus",
+    "Report",
+    "SlackMessage",
+    "consume",
+    "expires_at",
+    "report_ending",
+    "status_of",
+]
 
 _UNPOSTED_LOOK: Final = 2.0
 """Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
@@ -184,3 +194,54 @@ def _ended(
         report(request_id, status_of(lost_record(PendingRecord.load(last))))
     else:
         report(request_id, outcome)
+
+
+REFUSALS: Final = {
+    "NOT_FOUND": "no such question",
+    "NOT_DECIDED": "the question is still open: nothing to consume yet",
+    "NOT_ANSWERED": "the question ended without an answer: nothing to consume",
+    "ALREADY_CONSUMED": "this answer was already consumed: an approval is used once",
+    "EXPIRED": "this answer is past its expiresAt: ask again",
+}
+"""The code of each refusal, and what it says."""
+_ROUNDS: Final = 8
+
+
+def expires_at(record: PendingRecord, lifetime: float) -> float | None:
+    """Until when an answered record's decision may be consumed; ``None`` if not answered."""
+    if record.state != "answered" or record.finished_at is None:
+        return None
+    return record.finished_at + lifetime
+
+
+async def consume(
+    store: PendingStore, request_id: str, *, by: str | None, now: float, lifetime: float
+) -> tuple[str | None, PendingRecord | None]:
+    """Consume the answer of ``request_id`` by compare-and-set (of two consumes, in any
+    processes, exactly one succeeds): ``(None, record)``, else the refusal's code
+    (``REFUSALS``) and the record as it stands."""
+    for _ in range(_ROUNDS):
+        record = await store.get(request_id)
+        if record is None:
+            return "NOT_FOUND", None
+        if record.is_open:
+            return "NOT_DECIDED", record
+        ends = expires_at(record, lifetime)
+        if ends is None:
+            return "NOT_ANSWERED", record
+        if record.consumed_at is not None:
+            return "ALREADY_CONSUMED", record
+        if now > ends:
+            return "EXPIRED", record
+        taken = record.model_copy(update={"consumed_at": now, "version": record.version + 1})
+        event = AuditEvent(
+            request_id=request_id,
+            at=now,
+            kind="consumed",
+            version=taken.version,
+            by=by,
+            shown_sha256=digest_of(record),
+        )
+        if await store.compare_and_set(taken, event):
+            return None, taken
+    return "ALREADY_CONSUMED", await store.get(request_id)  # others kept writing: not ours

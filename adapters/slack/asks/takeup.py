@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.posted import posted_in
 from adapters.slack.asks.posting import Poster
+from adapters.slack.asks.reconcile import posted_in
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.approval import render_record

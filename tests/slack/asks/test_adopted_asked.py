@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.asks.posted import request_metadata
+from adapters.slack.asks.reconcile import request_metadata
 from adapters.slack.model import ids
 from adapters.slack.stores import PendingStore
 from bot.questions import AskOptions
