@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.slack.asks import keepers
+from adapters.slack.asks import deadlines
 from adapters.slack.sandbox.records import Message
 from bot.app.runtime import Runtime
 from tests.api.test_gateway import (
@@ -43,12 +43,12 @@ TIMEOUT = 6.0
 """The question's timeout (seconds): its reminder 2 s before, its escalation 4.5 s after."""
 GRACE = 1.0
 """How long past the deadline bot B waits for the asking process to end the question
-(``keepers.FOLLOW_GRACE``, 30 s in a bot): shortened so a test takes seconds."""
+(``deadlines.FOLLOW_GRACE``, 30 s in a bot): shortened so a test takes seconds."""
 
 
 @pytest.fixture(autouse=True)
 def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(keepers, "FOLLOW_GRACE", GRACE)
+    monkeypatch.setattr(deadlines, "FOLLOW_GRACE", GRACE)
 
 
 @pytest.fixture(params=["sqlite", "redis"])

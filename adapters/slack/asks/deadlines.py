@@ -1,30 +1,34 @@
-"""Deadlines, reminders and escalation of one request, on an injectable clock."""
+"""Deadlines, reminders and escalation of requests, on an injectable clock: each request's
+schedule, and ``DeadlineKeepers``, which keeps them all (waited on here, adopted at start, or
+followed as other processes ask them) on one timer: a heap of when each is next due."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import heapq
+import logging
+import math
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.asks.endings import DeadlineUnkept, Endings
+from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by
+from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
+from adapters.slack.stores import PendingStore, mutate
+from bot.questions.errors import ASK_TIMEOUT
 
-__all__ = [
-    "ESCALATE_TO_PATTERN",
-    "TOP_REMINDER",
-    "Clock",
-    "Event",
-    "SystemClock",
-    "escalation_text",
-    "mention_of",
-    "overtaken",
-    "reminder_text",
-    "schedule",
-    "take",
-]
+__all__ = ["ESCALATE_TO_PATTERN", "Clock", "DeadlineKeepers", "SystemClock"]
 
 TOP_REMINDER: Final = ":alarm_clock: Reminder:"
 """How a reminder that mentions nobody starts (it is posted at the top level)."""
@@ -119,3 +123,235 @@ def take(event: Event, record: PendingRecord) -> PendingRecord | None:
     if event.kind == "remind":
         return record.next(reminded=event.index + 1) if record.reminded <= event.index else None
     return None if record.escalated else record.next(escalated=True)
+
+
+FOLLOW_EVERY: Final = 5.0
+"""Seconds between two looks for requests other processes asked (``Waits.follow``)."""
+FOLLOW_GRACE = 30.0
+"""Seconds past a followed request's deadline before this process ends it ``ASK_TIMEOUT``:
+the process that asked, when alive, ends it at the deadline itself, or with the reason it
+already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, written once
+the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
+_READ_AT_ONCE: Final = 500
+"""Records read in one ``get_many`` while following (the loop runs between two)."""
+Kept = tuple[float, float, float, float]
+"""When a request's next event is due, the point its schedule is sent from, how late past its
+deadline it expires here, and when it expires."""
+RETRY: Final = 5.0  # seconds before what was due is tried again (the store out of reach)
+RELOOK_OWNED: Final = 6
+"""Every how many looks the requests a waiter elsewhere owned are read again: a process
+that stops releases the requests of a host that asks again (``owner`` set to none), which
+from then on are everyone's to keep; the open list alone does not show that."""
+
+
+class DeadlineKeepers:
+    """Keeps the deadlines of the requests asked, adopted or followed here (no task each)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        endings: Endings,
+        clock: Clock,
+        logger: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._endings = endings
+        self.clock = clock
+        self._logger = logger
+        self._due: dict[str, Kept] = {}  # id -> (at, since, late, expires)
+        self._heap: list[tuple[float, str]] = []
+        self._timer: asyncio.Task[None] | None = None
+        self._sending = BackgroundTasks(logger)
+        self._seen: set[str] = set()
+        self._owned: set[str] = set()
+        """Among ``_seen``, those a waiter's process owned when read: read again every
+        ``RELOOK_OWNED`` looks."""
+        self._looks = 0
+        """Open requests already looked at while following: kept here, or none of ours."""
+        self._listed: set[str] = set()
+        """The open questions the last look listed."""
+        self._follower: asyncio.Task[None] | None = None
+
+    @property
+    def keeper_count(self) -> int:
+        """Requests whose deadlines are kept here."""
+        return len(self._due)
+
+    async def resume(self) -> list[PendingRecord]:
+        """Adopt the open requests owned by no process (at start); returns them."""
+        found = await self._store.open_records()
+        self._note(found)
+        adopted = [r for r in found if r.owner is None]
+        for record in adopted:
+            if record.note == SHUTDOWN_NOTE:
+                await self._sync.write(
+                    record.id,
+                    lambda r: r.next(note=None) if r.is_open and r.note == SHUTDOWN_NOTE else None,
+                )
+            self.keep(record)
+        return adopted
+
+    def follow(self, every: float = FOLLOW_EVERY) -> None:
+        """Look for requests other processes ask from now on, every ``every`` seconds, and
+        keep their deadlines (``follow_once``); until ``close``."""
+        if self._follower is None or self._follower.done():
+            self._follower = asyncio.ensure_future(self._follow(every))
+
+    async def _follow(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.follow_once()
+            except Exception as exc:  # the store down for a moment: look again next time
+                self._logger.warning("could not look for other processes' questions: %s", exc)
+
+    async def follow_once(self) -> int:
+        """Keep the deadlines of the open requests owned by no process that are neither kept
+        nor waited on here yet (asked by another process, which may stop or die unreplaced);
+        stop the keepers of requests that ended. How many keepers it started."""
+        open_ids = {audience.request_id for audience in await self._store.open_audiences()}
+        self._looks += 1
+        if self._looks % RELOOK_OWNED == 0:  # released meanwhile? read them again
+            self._seen -= self._owned
+            self._owned.clear()
+        self._seen &= open_ids
+        self._owned &= open_ids
+        for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
+            self.forget(request_id)
+        self._listed = open_ids  # (one kept since the list was read is not in it: kept on)
+        new = [i for i in open_ids if i not in self._seen and i not in self._due]
+        started = 0
+        for at in range(0, len(new), _READ_AT_ONCE):
+            found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
+            for record in self._note(r for r in found if r is not None and r.is_open):
+                started += self.keep(record, late=FOLLOW_GRACE)
+        return started
+
+    def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
+        """Note ``records`` (open) as looked at; those owned by no process, to keep. One
+        whose post waits in its process's queue (detached, owned until posted) is looked
+        at again next time; one owned by a waiter's process is that process's to keep."""
+        unowned: list[PendingRecord] = []
+        for record in records:
+            if record.owner is not None and record.detached:
+                continue
+            self._seen.add(record.id)
+            if record.owner is None:
+                unowned.append(record)
+            elif record.owner != self._store.process_id:  # this one's: released at its stop
+                self._owned.add(record.id)
+        return unowned
+
+    def keep(self, record: PendingRecord, *, late: float = 0.0) -> bool:
+        """Keep ``record``'s deadlines, expiring it ``late`` s past; whether it is new here."""
+        events = schedule(record, late)
+        kept = self._due.get(record.id)
+        if not events or (kept is not None and kept[2] <= late):
+            return False
+        expires = events[-1].at if events[-1].kind == "expire" else math.inf
+        self._at(record.id, (events[0].at, events[0].at, late, expires))  # (from the start)
+        return kept is None
+
+    def forget(self, request_id: str) -> None:
+        """Keep nothing more of ``request_id`` (it ended); its heap entry goes stale."""
+        self._due.pop(request_id, None)
+        if len(self._heap) > 2 * len(self._due) + 64:  # mostly stale: rebuilt
+            self._heap = [(kept[0], rid) for rid, kept in self._due.items()]
+            heapq.heapify(self._heap)
+
+    def _at(self, request_id: str, kept: Kept) -> None:
+        self._due[request_id] = kept
+        heapq.heappush(self._heap, (kept[0], request_id))
+        if self._timer is None or self._timer.done() or self._heap[0][1] == request_id:
+            if self._timer is not None:
+                self._timer.cancel()  # (sooner than it sleeps for: it sleeps anew)
+            self._timer = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        """Sleep until the soonest entry is due, send it (a short task); until none is left."""
+        while self._heap:
+            at, request_id = self._heap[0]
+            kept = self._due.get(request_id)
+            if kept is None or kept[0] != at:
+                heapq.heappop(self._heap)  # stale
+                continue
+            if at > self.clock.now():
+                await self.clock.sleep(at - self.clock.now())
+                continue
+            heapq.heappop(self._heap)
+            self._sending.spawn(self._send(request_id, kept), "deadlines")
+
+    async def _send(self, request_id: str, kept: Kept) -> None:
+        _, since, late, expires = kept
+        try:
+            due = await self._send_due(request_id, since, late)
+            after = None if due is None else (due, due, late, expires)
+        except Exception as exc:  # the store out of reach: tried again from the same point
+            extra = {"request": request_id, "error": repr(exc)}
+            self._logger.warning("deadline not kept", extra=extra)
+            after = (self.clock.now() + RETRY, since, late, expires)
+            if expires <= self.clock.now() and self._store.fail_watches(
+                request_id, DeadlineUnkept()
+            ):
+                # Its waiters here end at their deadline, saying why; so does the question,
+                # once the store is back.
+                self._endings.fail_later(request_id)
+                after = None
+        if self._due.get(request_id) == kept:  # (not forgotten nor kept anew meanwhile)
+            self.forget(request_id) if after is None else self._at(request_id, after)
+
+    async def _send_due(self, request_id: str, since: float, late: float) -> float | None:
+        """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``
+        s past the deadline); when the next of it is due, ``None`` once nothing is left."""
+        record = await self._store.get(request_id)
+        if record is None or not record.is_open:
+            return None
+        events = schedule(record, late)
+        for event in events:
+            now = self.clock.now()
+            if event.at < since:
+                continue  # sent before
+            if event.at > now:
+                return event.at
+            if event.kind == "expire":
+                await self._expire(record)
+                return None
+            if record.message_ts is None or overtaken(event, events, now):
+                continue  # not in Slack yet, or a later reminder is due as well: send that one
+            _, taken = await mutate(self._store, request_id, functools.partial(take, event))
+            if taken is None:
+                continue  # sent already: by another process, or before a restart
+            text = reminder_text(taken) if event.kind == "remind" else escalation_text(taken)
+            top = text.startswith(TOP_REMINDER)  # nobody to mention: seen unread
+            try:
+                await self._client.chat_postMessage(
+                    channel=taken.message_channel or taken.channel,
+                    thread_ts=None if top else taken.thread_ts or taken.message_ts,
+                    text=text,
+                )
+            except SLACK_FAILURES as exc:  # a missed reminder must not end the question
+                extra = {"request": request_id, "error": type(exc).__name__}
+                self._logger.warning("reminder not sent", extra=extra)
+        return None
+
+    async def _expire(self, record: PendingRecord) -> object:
+        # Shielded: a stop never cuts an ending short between its write and its refresh.
+        timeout = (record.deadline or 0) - record.created_at
+        return await asyncio.shield(
+            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
+        )
+
+    async def close(self) -> None:
+        """Stop following and keeping deadlines (the requests stay open)."""
+        if self._follower is not None:
+            self._follower.cancel()
+            self._follower = None
+        if self._timer is not None:
+            self._timer.cancel()
+        await self._sending.drain(0)
+        self._due.clear()
+        self._heap.clear()

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from adapters.slack.asks.deadlines import DeadlineKeepers
 from adapters.slack.asks.endings import Released, WaitReleased
-from adapters.slack.asks.keepers import DeadlineKeepers
 from adapters.slack.model.audit_trail import event_for
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import CANCELLED_BY_ASKER

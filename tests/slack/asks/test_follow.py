@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.asks import keepers
+from adapters.slack.asks import deadlines
 from adapters.slack.asks.deadlines import SystemClock
 from adapters.slack.asks.waits import Waits
 from adapters.slack.stores import SqlitePendingStore, mutate
@@ -66,7 +66,7 @@ async def test_a_deadline_due_in_a_store_blip_is_kept_until_the_store_is_back(
             ended.append(request_id)
 
     monkeypatch.setattr(store, "get", get)
-    monkeypatch.setattr(keepers, "RETRY", 0.05)
+    monkeypatch.setattr(deadlines, "RETRY", 0.05)
     log = logging.getLogger("tests.follow")
     waits = Waits(None, store, None, Endings(), SystemClock(), log)  # type: ignore[arg-type]
     try:
@@ -87,10 +87,9 @@ async def test_a_question_released_by_its_owner_is_kept_within_a_few_looks(
     try:
         assert await waits.follow_once() == 0  # its owner's waiter keeps it
         await mutate(store, rid, lambda r: r.next(owner=None))  # that bot stopped: released
-        started = [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)]
+        started = [await waits.follow_once() for _ in range(deadlines.RELOOK_OWNED)]
         assert sum(started) == 1 and waits.keeper_count == 1
         await mutate(store, mine, lambda r: r.next(owner=None))
-        assert [await waits.follow_once() for _ in range(keepers.RELOOK_OWNED)] == [0] * 6
+        assert [await waits.follow_once() for _ in range(deadlines.RELOOK_OWNED)] == [0] * 6
     finally:
         await waits.close()
-
