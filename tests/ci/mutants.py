@@ -259,7 +259,7 @@ _BLOCKS = [
     ),
     Mutant(
         "50 blocks refused",
-        "adapters/slack/render/blocks/open_message.py",
+        "adapters/slack/render/blocks/message.py",
         "if len(blocks) > MAX_BLOCKS_MESSAGE:",
         "if len(blocks) >= MAX_BLOCKS_MESSAGE:",
     ),

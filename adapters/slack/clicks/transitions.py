@@ -20,7 +20,7 @@ from adapters.slack.model.interactions import (
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.model.tally import Membership, Vote, cast, combined_feedback, tally
 from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
-from adapters.slack.render.blocks.open_message import shown_details
+from adapters.slack.render.blocks.message import shown_details
 from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import (
     ALREADY_VOTED,

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from adapters.slack.render.blocks.final import render_final, render_stale
+from adapters.slack.render.blocks.message import render_final, render_open, render_stale
 from adapters.slack.render.blocks.modals import (
     render_plan_modal,
     render_skip_modal,
     render_text_modal,
 )
-from adapters.slack.render.blocks.open_message import render_open
 from adapters.slack.render.blocks.overflow import (
     CONTINUED,
-    DETAIL_BUDGET,
     MAX_THREAD_REPLIES,
     THREAD_PART,
     split_text,
@@ -27,7 +25,6 @@ from adapters.slack.render.layout import (
 
 __all__ = [
     "CONTINUED",
-    "DETAIL_BUDGET",
     "MAX_TAP_OPTIONS",
     "MAX_THREAD_REPLIES",
     "THREAD_PART",

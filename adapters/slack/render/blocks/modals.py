@@ -17,8 +17,7 @@ from adapters.slack.blockkit import (
 )
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.final import outcome_line
-from adapters.slack.render.blocks.open_message import plan_actions
+from adapters.slack.render.blocks.message import outcome_line, plan_actions
 from adapters.slack.render.blocks.options import label
 from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
 from adapters.slack.render.blocks.parts import Block, context, question_block, section, tally_blocks

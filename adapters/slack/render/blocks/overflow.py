@@ -16,29 +16,27 @@ from adapters.slack.render.blocks.parts import (
     markdown,
     size_of,
 )
-from adapters.slack.render.layout import layout_of
+from adapters.slack.render.layout import Layout, layout_of
 from adapters.slack.render.mrkdwn import markdown_text, shorten
 from adapters.slack.render.review_view import plan_diff
 
 __all__ = [
     "CONTINUED",
-    "CONTINUED_ROOM",
     "DETAIL_BUDGET",
     "IN_THREAD",
     "MAX_THREAD_REPLIES",
-    "MIN_OUTCOME",
-    "MIN_SHOWN",
-    "PIECE_WORDS",
     "THREAD_PART",
     "continued",
     "detail_blocks",
     "detail_shares",
     "diff_file",
     "fitted",
+    "kept_room",
     "label_within",
     "open_fence",
     "outcome_limit",
     "reopened",
+    "shares_within",
     "split_text",
     "thread_parts",
 ]
@@ -46,13 +44,13 @@ __all__ = [
 DETAIL_BUDGET: Final = 9000
 """Most characters of detail shown in the message (less when the rest needs the room);
 a margin under Slack's undocumented count (refused at 11.3k-13.3k in reports)."""
-MIN_SHOWN: Final = 100
+_MIN_SHOWN: Final = 100
 """The shortest an answer line, label, note or draft's text is cut to (room always kept)."""
-MIN_OUTCOME: Final = 300
+_MIN_OUTCOME: Final = 300
 """The shortest the outcome line and a review's tally are cut to (``outcome_limit``)."""
 _OUTCOME_LEAST: Final = 150
 """With no room at all: still the outcome's words, who and the date, never dropped."""
-PIECE_WORDS: Final = 20
+_PIECE_WORDS: Final = 20
 """Room kept for the words around each of those parts (``Asked by``, ``:warning:``, ...)."""
 THREAD_PART: Final = 10_000
 """Characters per continuation message in the thread."""
@@ -62,7 +60,7 @@ MAX_THREAD_REPLIES: Final = 10
 
 CONTINUED: Final = re.compile(r"\n\n_… [^\n]* (?:is|are) in the thread below\._\Z")
 """The line ending a detail's shown part that says how much of it is in the thread."""
-CONTINUED_ROOM: Final = 100
+_CONTINUED_ROOM: Final = 100
 """The most that line takes (``continued``), kept when the message is sized."""
 _STEP: Final = re.compile(r"^ {0,3}(\d{1,6})[.)] ", re.MULTILINE)
 IN_THREAD: Final = "_In full in the thread below._"
@@ -202,6 +200,33 @@ def continued(rest: str) -> str:
     return f"\n\n_… {much} {verb} in the thread below._"
 
 
+def shares_within(record: PendingRecord, room: int) -> list[str]:
+    """The parts of the details whose blocks (and "continued" lines) take at most ``room``."""
+    fulls = [question.detail or "" for question in record.questions]
+    budget = room - _CONTINUED_ROOM * sum(1 for full in fulls if full)
+    for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
+        shown = detail_shares(record, budget)
+        parts = zip(shown, fulls, strict=True)
+        used = block_text_length([block for p, full in parts for block in detail_blocks(p, full)])
+        if used <= room:
+            return shown
+        budget -= used - room
+    return [""] * len(fulls)
+
+
+def kept_room(record: PendingRecord, layout: Layout, chosen: int) -> int:
+    """Room the details leave for the parts that change after the post, at their shortest
+    (``chosen``: the most text a form's chosen options add)."""
+    piece = _MIN_SHOWN + _PIECE_WORDS
+    tally = _MIN_OUTCOME + _PIECE_WORDS if record.review is not None else 0
+    opened = 2 * piece + tally
+    if layout == "form":
+        opened += piece * len(record.questions) + chosen
+    answers = 0 if layout == "plan" else piece * len(record.questions)
+    final = piece + tally + answers + _MIN_OUTCOME + _PIECE_WORDS
+    return max(opened, final)
+
+
 def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
     """``render(limit)`` with the largest ``limit`` that keeps within ``MESSAGE_TEXT_BUDGET``."""
     blocks = render(MAX_SECTION_TEXT) if first is None else first
@@ -216,7 +241,7 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
 
 def outcome_limit(limit: int) -> int:
     """How long the outcome line and a tally may be: three times ``limit``, up to a section."""
-    return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * MIN_OUTCOME // MIN_SHOWN))
+    return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * _MIN_OUTCOME // _MIN_SHOWN))
 
 
 def label_within(record: PendingRecord, limit: int) -> PendingRecord:

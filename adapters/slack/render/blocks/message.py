@@ -1,4 +1,5 @@
-"""The open question message: the questions, their widgets, Submit and Dismiss (pure)."""
+"""The question message: open (the questions, their widgets, Submit and Dismiss), then as a
+record of its outcome, who answered what and when (pure)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from adapters.slack.blockkit import (
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.render.blocks import overflow
 from adapters.slack.render.blocks.options import (
     button,
     button_labels,
@@ -26,21 +28,8 @@ from adapters.slack.render.blocks.options import (
     options_blocks,
     options_thread,
 )
-from adapters.slack.render.blocks.overflow import (
-    CONTINUED_ROOM,
-    MAX_THREAD_REPLIES,
-    MIN_OUTCOME,
-    MIN_SHOWN,
-    PIECE_WORDS,
-    detail_blocks,
-    detail_shares,
-    diff_file,
-    fitted,
-    label_within,
-    outcome_limit,
-    thread_parts,
-)
 from adapters.slack.render.blocks.parts import (
+    MAX_FALLBACK_TEXT,
     Attachment,
     Block,
     Rendered,
@@ -56,13 +45,22 @@ from adapters.slack.render.blocks.parts import (
     tally_blocks,
 )
 from adapters.slack.render.layout import Layout, layout_of, plan_review_of
+from adapters.slack.render.messages import NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
-from adapters.slack.render.outcomes import one_line
-from adapters.slack.render.review_view import revision_blocks
+from adapters.slack.render.outcomes import ICONS, as_mrkdwn, date, one_line, outcome_of
+from adapters.slack.render.review_view import feedback_block, revision_blocks
+from adapters.slack.render.rich import Piece, italic, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
-from bot.questions.models import AskUserQuestionItem
+from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
-__all__ = ["plan_actions", "render_open", "shown_details"]
+__all__ = [
+    "outcome_line",
+    "plan_actions",
+    "render_final",
+    "render_open",
+    "render_stale",
+    "shown_details",
+]
 
 
 def render_open(record: PendingRecord) -> Rendered:
@@ -78,7 +76,7 @@ def render_open(record: PendingRecord) -> Rendered:
     blocks = render(MAX_SECTION_TEXT)
     problems: list[Any] = check_message(blocks, text)
     if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
-        blocks = fitted(render, blocks)
+        blocks = overflow.fitted(render, blocks)
         problems = check_message(blocks, text)
     thread, files = _thread(record, layout, shown, revised[1], inline)
     rendered = Rendered(text, blocks, thread, files)
@@ -117,47 +115,18 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
     users, groups = who_may(record)
     same = {"state": "pending", "allowed_users": users, "allowed_usergroups": groups}
     bare = record.model_copy(update={**changing, **same, "drafts": [], "version": 0})
-    markers = sum(block_text_length(detail_blocks("", full)) for full in fulls)
-    kept = _kept(record, layout)
+    markers = sum(block_text_length(overflow.detail_blocks("", full)) for full in fulls)
+    chosen = sum(map(_chosen_room, record.questions)) if layout == "form" else 0
+    kept = overflow.kept_room(record, layout, chosen)
     for inline in (True, False) if listed else (True,):
         rest = _open_blocks(bare, layout, revised, nothing, inline, MAX_SECTION_TEXT)
         room = MESSAGE_TEXT_BUDGET - (block_text_length(rest) - markers) - kept
         # Each block's own limits are checked once, on the message as rendered.
         if room >= 0 and not (inline and listed and markdown_length(rest) > MAX_MARKDOWN_TOTAL):
-            return inline, _shares(record, fulls, room)
+            return inline, overflow.shares_within(record, room)
     # The parts that never change leave no room: the details go to the thread whole, and
     # the rendering says whether the rest fits at all.
     return not listed, nothing
-
-
-def _shares(record: PendingRecord, fulls: list[str], room: int) -> list[str]:
-    """The parts of the details whose blocks (and "continued" lines) take at most ``room``."""
-    budget = room - CONTINUED_ROOM * sum(1 for full in fulls if full)
-    for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
-        shown = detail_shares(record, budget)
-        used = block_text_length(
-            [
-                block
-                for part, full in zip(shown, fulls, strict=True)
-                for block in detail_blocks(part, full)
-            ]
-        )
-        if used <= room:
-            return shown
-        budget -= used - room
-    return [""] * len(fulls)
-
-
-def _kept(record: PendingRecord, layout: Layout) -> int:
-    """Room the details leave for the parts that change after the post, at their shortest."""
-    piece = MIN_SHOWN + PIECE_WORDS
-    tally = MIN_OUTCOME + PIECE_WORDS if record.review is not None else 0
-    opened = 2 * piece + tally
-    if layout == "form":
-        opened += sum(piece + _chosen_room(question) for question in record.questions)
-    answers = 0 if layout == "plan" else piece * len(record.questions)
-    final = piece + tally + answers + MIN_OUTCOME + PIECE_WORDS
-    return max(opened, final)
 
 
 def _chosen_room(question: AskUserQuestionItem) -> int:
@@ -178,10 +147,12 @@ def _thread(
     inline: bool,
 ) -> tuple[list[list[Block]], list[Attachment]]:
     """The thread: the details' rest, a revision's long diff, the options' full texts."""
-    thread, files = thread_parts(record, shown)
-    if diff_replies and len(thread) + len(diff_replies) > MAX_THREAD_REPLIES:
+    thread, files = overflow.thread_parts(record, shown)
+    if diff_replies and len(thread) + len(diff_replies) > overflow.MAX_THREAD_REPLIES:
         assert record.revision is not None
-        files.append(diff_file(record.revision.previous_plan, record.questions[0].detail or ""))
+        files.append(
+            overflow.diff_file(record.revision.previous_plan, record.questions[0].detail or "")
+        )
     else:
         thread.extend(diff_replies)
     if not inline:
@@ -198,19 +169,18 @@ def _open_blocks(
     limit: int,
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
-    blocks: list[Block] = [*byline_blocks(label_within(record, limit)), *deadline_blocks(record)]
+    blocks: list[Block] = [
+        *byline_blocks(overflow.label_within(record, limit)),
+        *deadline_blocks(record),
+    ]
     blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
 
     if layout == "plan":
         question = record.questions[0]
-        header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
-        blocks.append({"type": "header", "text": header})
-        blocks.extend(revised)
-        blocks.append(question_block(question, 0, 1))
-        blocks.extend(detail_blocks(shown[0], question.detail or ""))
+        blocks.extend(_asked(record, 0, shown[0], revised))
         blocks.extend(options_blocks(question, layout, inline))
-        blocks.extend(tally_blocks(record, outcome_limit(limit)))
+        blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))
         read = len(shown[0]) < len(question.detail or "")  # "Read the whole plan"
         blocks.extend([plan_actions(record, read=read), context(_plan_buttons_say(record))])
     else:
@@ -279,10 +249,7 @@ def _question_blocks(
     limit: int,
 ) -> list[Block]:
     question = record.questions[index]
-    blocks = [header_block(question.header)] if question.header else []
-    blocks.append(question_block(question, index, count))
-    blocks.extend(detail_blocks(shown, question.detail or ""))
-    blocks.extend(options_blocks(question, layout, inline))
+    blocks = [*_asked(record, index, shown, None), *options_blocks(question, layout, inline)]
     other, answer = button("Other…", "text", str(index)), button("Answer…", "text", str(index))
     if layout == "tap":
         labels = enumerate(button_labels(question))
@@ -299,3 +266,89 @@ def _question_blocks(
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
             blocks.append(context(f":pencil2: {custom}"))
     return [*blocks, actions(record, index, "c", elements)]
+
+
+def _asked(
+    record: PendingRecord, index: int, shown: str, revised: list[Block] | None
+) -> list[Block]:
+    """Question ``index`` as asked: its header (``revised``: a plan's, above what its revision
+    changed), its text, and the part of its detail ``shown``."""
+    question = record.questions[index]
+    if revised is not None:
+        header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
+        head = [{"type": "header", "text": header}, *revised]
+    else:
+        head = [header_block(question.header)] if question.header else []
+    detail = overflow.detail_blocks(shown, question.detail or "")
+    return [*head, question_block(question, index, len(record.questions)), *detail]
+
+
+def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
+    """One answer as typed after ``→``: the chosen labels and the free text, or *skipped*."""
+    if item is None:
+        return [words("→ "), italic("no answer")]
+    said = [*item.selected, *([f"“{item.custom}”"] if item.custom else [])]
+    return [words(f"→ {', '.join(said)}")] if said else [words("→ "), italic("skipped")]
+
+
+def outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+    """The outcome in words (declined feedback is in its own block above), then when, then
+    the note, within ``limit`` characters."""
+    outcome = outcome_of(record)
+    if outcome is None:
+        return escape(record.state)
+    said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
+    if record.replaced_by:
+        said += f" <{record.replaced_by}|See the revised plan.>"
+    when = f" · {date(record.finished_at)}" if record.finished_at else ""
+    note = ""
+    if record.note and record.state in ("answered", "cancelled"):
+        note = shorten_escaped(f"\n{escape(record.note)}", max(0, (limit - len(when)) // 3))
+    return shorten_escaped(said, max(1, limit - len(when) - len(note))) + when + note
+
+
+def render_final(record: PendingRecord) -> Rendered:
+    """The message as a record of its outcome: who answered what, and when."""
+    shown = _shown(record)
+    blocks = overflow.fitted(lambda limit: _final_blocks(record, shown, limit))
+    outcome = outcome_of(record)
+    # The notification says what the body says ("Declined by @bob — «…»", "Answered in
+    # another client"), without a sentence's full stop before the question.
+    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
+    return Rendered(text, blocks)
+
+
+def _shown(record: PendingRecord) -> list[str]:
+    """The part of each detail the open message showed."""
+    try:
+        return shown_details(record)
+    except UserQuestionError:  # a request that could never be shown still gets its record
+        return overflow.detail_shares(record)
+
+
+def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
+    """The record's blocks, the parts that change (answers, label, tally, outcome) cut to
+    ``limit`` (the outcome line and the tally to ``overflow.outcome_limit``, never dropped)."""
+    blocks: list[Block] = [*byline_blocks(overflow.label_within(record, limit), mention=False)]
+    layout = layout_of(record.questions)
+    plan = layout == "plan"
+    revised = _revision(record, layout)[0] if plan else None  # its long diff stays in the thread
+    items = dict(enumerate(record.answer.answers)) if record.answer is not None else {}
+    for index in range(len(record.questions)):
+        blocks.extend(_asked(record, index, shown[index], revised))
+        if record.state == "answered" and not plan:
+            blocks.append(rich_text(*_answer_pieces(items.get(index)), limit=limit))
+    if plan:
+        blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))
+    outcome = outcome_of(record)
+    if outcome is not None and outcome.feedback and not outcome.people:
+        blocks.append(feedback_block(outcome.feedback, overflow.outcome_limit(limit)))
+    # The outcome line and the asker's page (one click away) come last, always.
+    tail = [context(outcome_line(record, overflow.outcome_limit(limit))), *link_blocks(record)]
+    return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
+
+
+def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
+    """What a message of an unknown (expired) request is turned into."""
+    return Rendered(text, [context(f":hourglass: {text}")])
