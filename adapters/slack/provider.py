@@ -43,7 +43,6 @@ from adapters.slack.asks.status import (
     wait_ended,
 )
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.bolt_app import team_url
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.clicks.listeners import register_listeners
@@ -159,8 +158,7 @@ class SlackQuestionProvider:
         """The App Home tabs ("Waiting for you") this provider publishes."""
         sync.on_change = self.home.changed
         self.webhooks: Callbacks | None = None  # owes each callback its delivery
-        approvals = ApprovalHandler(store, gate, sync)
-        register_listeners(app, self.handler, approvals, self.home)
+        register_listeners(app, self.handler, self.home)
 
     @property
     def defaults(self) -> AskDefaults:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER
+from adapters.slack.render.messages import NOT_AN_APPROVER
 from tests.api.test_gateway import Bed, running
 from tests.slack_harness import all_text, interactive_elements, until
 

@@ -336,7 +336,7 @@ _TRANSITIONS = [
     Mutant(
         "text keeps the choice",
         TRANSITIONS,
-        "    if not question.is_multi_select:\n        drafts[interaction.question].selected = []",
+        "    if text and not question.is_multi_select:\n        drafts[interaction.question].selected = []",
         "    if False:\n        drafts[interaction.question].selected = []",
     ),
     Mutant(
@@ -447,8 +447,8 @@ _VOTING = [
     Mutant(
         "feedback dropped",
         TRANSITIONS,
-        "    elif (feedback := combined_feedback(votes)) is not None:",
-        "    elif False and (feedback := combined_feedback(votes)) is not None:",
+        "    if not approved and (feedback := combined_feedback(votes)) is not None:",
+        "    if False and (feedback := combined_feedback(votes)) is not None:",
     ),
 ]
 

@@ -21,8 +21,8 @@ from adapters.dsh.approval_relay import (
 )
 from adapters.dsh.asks import ask_key
 from adapters.dsh.uplink import host_asker
-from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER
 from adapters.slack.model.ids import key_request_id
+from adapters.slack.render.messages import NOT_AN_APPROVER
 from adapters.slack.render.mrkdwn import escape
 from tests.dsh import test_dsh_client as _rig_module
 from tests.dsh.test_dsh_client import (

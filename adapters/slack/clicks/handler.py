@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper, who_may_act
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.transitions import (
+    NO_LONGER_OPEN_APPROVAL,
     Decision,
     Finish,
     Ignore,
@@ -19,11 +20,9 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
 )
-from adapters.slack.model.audience import (
-    outside_message,
-    policy_groups,
-)
+from adapters.slack.model.audience import outside_message, policy_groups
 from adapters.slack.model.interactions import (
+    Approve,
     ConfirmSkip,
     Interaction,
     OpenText,
@@ -46,7 +45,8 @@ _log = logging.getLogger("adapters.slack")
 
 
 class InteractionHandler(ClickAuthority):
-    """Applies Slack interactions to pending records; the listeners' only counterpart."""
+    """Applies Slack interactions (a tool approval's too) to pending records; the listeners'
+    only counterpart."""
 
     def __init__(
         self,
@@ -61,21 +61,28 @@ class InteractionHandler(ClickAuthority):
     async def handle_action(self, body: Mapping[str, Any]) -> None:
         """Handle a ``block_actions`` payload (already acked)."""
         interaction = parse_block_actions(body)
-        if interaction is None:
-            return  # not ours
-        view = body.get("view")
-        home = isinstance(view, Mapping) and view.get("type") == "home"
+        if interaction is not None:
+            view = body.get("view")
+            home = isinstance(view, Mapping) and view.get("type") == "home"
+            await self._recorded(interaction, self._handle_action(interaction, home=home))
+
+    async def _recorded(self, interaction: Interaction, work: Awaitable[None]) -> None:
+        """Run ``work``; a store that cannot take the click tells the person, not Slack (a 500)."""
         try:
-            await self._handle_action(interaction, home=home)
+            await work
         except UserQuestionError as exc:
             # The store's words (its address, its path) go to the log only, not to the clicker.
-            _log.warning("click not recorded", extra={"error": exc.message, "code": exc.code})
+            what = "approval click" if isinstance(interaction, Approve) else "click"
+            _log.warning(f"{what} not recorded", extra={"error": exc.message, "code": exc.code})
             self._sync.note(interaction.origin, None, not_recorded())
 
     async def _handle_action(self, interaction: Interaction, *, home: bool = False) -> None:
         record = await self._store.get(interaction.request_id)
         if record is None:
-            self._sync.stale(interaction.origin)
+            if isinstance(interaction, Approve):
+                self._sync.note(interaction.origin, None, NO_LONGER_OPEN_APPROVAL)
+            else:
+                self._sync.stale(interaction.origin)
             return
         reading = isinstance(interaction, ReadPlan)  # whoever sees the message may read it
         if reading and plan_review_of(record.questions) is None:
@@ -87,27 +94,22 @@ class InteractionHandler(ClickAuthority):
         who = self._outside_cached(record) if outside else who_may_act(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
-        if reading or allowed is None or member is None:  # a Web API call: off the ack path
-            view = render_plan_modal(record) if reading else _modal_first(record, interaction)
-            if view is None:
-                self._sync.spawn(
-                    self._authorize_then_apply(interaction, record, outside), "authorize click"
-                )
-                return
-            if outside and not allowed:  # nothing of it shown before the check
-                self._sync.spawn(
-                    self._authorize_then_adopt(interaction, record, outside, view), "authorize"
-                )
-                return
-            # The trigger expires 3 s after the click: open the modal now (nothing private;
-            # its submission is authorized again), reading the membership meanwhile.
-            self._sync.open_modal(interaction.origin, record, view)
-            self._sync.spawn(
-                self._authorize_then_adopt(interaction, record, outside), "authorize click"
-            )
+        if not (reading or allowed is None or member is None):
+            # Decided on the record just read (a stale one loses the compare-and-set).
+            await self._apply(interaction, record, allowed, member, fresh=True)
             return
-        # Decided on the record just read (a stale one loses the compare-and-set).
-        await self._apply(interaction, record, allowed, member, fresh=True)
+        # A Web API call is needed: off the ack path.
+        view = render_plan_modal(record) if reading else _modal_first(record, interaction)
+        if view is None:
+            later = self._authorize_then_apply(interaction, record, outside)
+        else:
+            if not outside or allowed:  # else nothing of it is shown before the check
+                # The trigger expires 3 s after the click: open the modal now (nothing
+                # private; its submission is authorized again), reading the membership meanwhile.
+                self._sync.open_modal(interaction.origin, record, view)
+                view = None
+            later = self._authorize_then_adopt(interaction, record, outside, view)
+        self._sync.spawn(self._recorded(interaction, later), "authorize click")
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
         """Handle a ``view_submission``; returns input errors to show in the modal, if any."""
@@ -146,8 +148,6 @@ class InteractionHandler(ClickAuthority):
             return refuse(decision.plain or readable, decision.text)
         if isinstance(decision, Invalid):
             return decision.errors
-        if isinstance(decision, Save) and decision.note:
-            self._sync.note(interaction.origin, record, decision.note)
         self._reshow(interaction.origin, record.id)
         return None
 
@@ -164,10 +164,8 @@ class InteractionHandler(ClickAuthority):
         outside: bool = False,
         view: dict[str, Any] | None = None,
     ) -> None:
-        """After a modal opened before its lookup (or, from outside the message, ``view``
-        opened only now, if allowed): read the membership (the submission then finds it
-        cached), learn the message's ts from an allowed clicker's click, and keep that they
-        opened the whole plan (their decision's record says so)."""
+        """After a modal opened before its lookup (or ``view``, opened now if allowed): cache
+        the membership for its submission, learn the message's ts, keep that they read the plan."""
         allowed, member = await self._authorize(interaction.origin.user, record, outside)
         if view is not None:
             if not allowed:
@@ -243,7 +241,9 @@ class InteractionHandler(ClickAuthority):
             known=known,
         )
         if seen is None:
-            return Refuse(NO_LONGER_OPEN)
+            return Refuse(
+                NO_LONGER_OPEN_APPROVAL if isinstance(interaction, Approve) else NO_LONGER_OPEN
+            )
         if written is not None and (
             isinstance(decision, Finish) or (isinstance(decision, Save) and decision.rerender)
         ):

@@ -6,7 +6,6 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from adapters.slack.clicks.approval_clicks import ApprovalHandler
 from adapters.slack.clicks.handler import InteractionHandler
 from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids
@@ -15,12 +14,10 @@ __all__ = ["register_listeners"]
 
 
 def register_listeners(
-    app: AsyncApp,
-    handler: InteractionHandler,
-    approvals: ApprovalHandler | None = None,
-    home: HomeTab | None = None,
+    app: AsyncApp, handler: InteractionHandler, home: HomeTab | None = None
 ) -> None:
-    """Route our actions and submissions to ``handler``, approvals, ``app_home_opened``."""
+    """Route our actions (a tool approval's too) and submissions to ``handler``, and
+    ``app_home_opened`` to ``home``."""
 
     async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -31,14 +28,8 @@ def register_listeners(
         await (ack(response_action="errors", errors=errors) if errors else ack())
 
     app.action(ids.ACTION_PATTERN)(on_action)
+    app.action(ids.APPROVAL_ACTION_PATTERN)(on_action)
     app.view_submission(ids.CALLBACK_PATTERN)(on_submission)
-    if approvals is not None:
-
-        async def on_approval(ack: AsyncAck, body: dict[str, Any]) -> None:
-            await ack()
-            await approvals.handle_action(body)
-
-        app.action(ids.APPROVAL_ACTION_PATTERN)(on_approval)
     if home is not None:
 
         async def on_home(event: dict[str, Any]) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from adapters.slack.model.interactions import (
+    Approve,
     ConfirmSkip,
     Dismiss,
     DraftChange,
@@ -22,10 +23,7 @@ from adapters.slack.model.tally import Membership, Vote, cast, combined_feedback
 from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
 from adapters.slack.render.blocks.message import shown_details
 from adapters.slack.render.layout import plan_review_of
-from adapters.slack.render.messages import (
-    ALREADY_VOTED,
-    ENTER_AN_ANSWER,
-)
+from adapters.slack.render.messages import ALREADY_VOTED, ENTER_AN_ANSWER
 from adapters.slack.render.outcomes import refusal
 from bot.questions.models import (
     AskUserQuestionAnswer,
@@ -34,6 +32,7 @@ from bot.questions.models import (
 )
 
 __all__ = [
+    "NO_LONGER_OPEN_APPROVAL",
     "Decision",
     "Finish",
     "Ignore",
@@ -44,9 +43,9 @@ __all__ = [
     "apply_vote",
     "decide",
     "encode_answer",
-    "review_answer",
-    "vote_of",
 ]
+
+NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +57,10 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Write this record; re-render the message when ``rerender``; tell the person ``note``."""
+    """Write this record; re-render the message when ``rerender``."""
 
     record: PendingRecord
     rerender: bool
-    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +119,7 @@ def _vote(
     """A team review's vote: kept on the open record, or the one that ends the review."""
     if isinstance(interaction, TextAnswer) and not interaction.text.strip():
         return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
-    vote = vote_of(record, interaction, now, groups)
+    vote = _vote_of(record, interaction, now, groups)
     if vote is None:
         return Ignore()
     after = apply_vote(record, vote)
@@ -147,19 +145,17 @@ def _is_empty(drafts: list[Draft]) -> bool:
     return all(not draft.selected and not (draft.custom or "").strip() for draft in drafts)
 
 
-def _clear_text(record: PendingRecord, interaction: TextAnswer, drafts: list[Draft]) -> Decision:
-    """A form's emptied text box takes the question's free text back (§6.2), if any."""
-    draft = drafts[interaction.question]
-    if not (draft.custom or "").strip():
-        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
-    draft.custom = None
-    return _save(record, interaction.origin.user, drafts)
-
-
 def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Finish:
     """``record`` ended by who acted, at ``now``."""
-    who = {"answered_by": origin.user, "answered_by_name": origin.name, "finished_at": now}
-    return Finish(record.next(**who, note=None, **changes))
+    return Finish(_by(record, origin.user, origin.name, now, **changes))
+
+
+def _by(
+    record: PendingRecord, user: str, name: str | None, at: float, **changes: Any
+) -> PendingRecord:
+    return record.next(
+        answered_by=user, answered_by_name=name, finished_at=at, note=None, **changes
+    )
 
 
 def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
@@ -185,6 +181,11 @@ def decide(
     groups: frozenset[str] = frozenset(),
 ) -> Decision:
     """What ``interaction`` does to ``record`` (already authorized)."""
+    if isinstance(interaction, Approve):  # the first allowed click on an open approval wins
+        if not record.is_open or record.approval is None:
+            return Refuse(NO_LONGER_OPEN_APPROVAL)
+        view = record.approval.model_copy(update={"outcome": interaction.outcome})
+        return _ended(record, interaction.origin, now, state="answered", approval=view)
     if not record.is_open:
         return Refuse(refusal(record, mention=True), refusal(record, mention=False))
     layout = layout_of(record.questions)
@@ -246,24 +247,21 @@ def decide(
             render_text_modal(record, interaction.question, origin.user, origin.response_url)
         )
 
-    # TextAnswer
+    # TextAnswer: in a form, an emptied text box takes the question's free text back (§6.2)
     text = interaction.text.strip()
-    if layout != "form":  # one question
-        if not text:  # the text is the answer
-            return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
-        drafts = [Draft() for _ in record.questions]
-        drafts[interaction.question].custom = text
+    form = layout == "form"
+    drafts = _drafts_of(record, origin.user) if form else [Draft() for _ in record.questions]
+    if not text and not (form and (drafts[interaction.question].custom or "").strip()):
+        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+    drafts[interaction.question].custom = text or None
+    if not form:  # one question: the text is the answer
         return _finish(record, origin, now, drafts)
-    drafts = _drafts_of(record, origin.user)
-    if not text:
-        return _clear_text(record, interaction, drafts)
-    drafts[interaction.question].custom = text
-    if not question.is_multi_select:
+    if text and not question.is_multi_select:
         drafts[interaction.question].selected = []
-    return _save(record, origin.user, drafts)  # the modal said what Save does: no note
+    return _save(record, origin.user, drafts)
 
 
-def vote_of(
+def _vote_of(
     record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
 ) -> Vote | None:
     """The vote this click casts (``None``: not a vote, such as a stale option index)."""
@@ -291,22 +289,17 @@ def vote_of(
     )
 
 
-def review_answer(
+def _review_answer(
     record: PendingRecord, votes: list[Vote], approved: bool
 ) -> AskUserQuestionAnswer:
     """A decided review's answer: the approve label, or every decliner's feedback (or decline)."""
-    question = record.questions[0]
-    review = plan_review_of(record.questions)
+    question, review = record.questions[0], plan_review_of(record.questions)
     assert review is not None  # a review record is a plan review
-    labels = question.option_labels
-    if approved:
-        item = AskUserQuestionAnswerItem(id=question.id, selected=[labels[review.approve]])
-    elif (feedback := combined_feedback(votes)) is not None:
-        item = AskUserQuestionAnswerItem(id=question.id, selected=[], custom=feedback)
-    elif review.decline is not None:
-        item = AskUserQuestionAnswerItem(id=question.id, selected=[labels[review.decline]])
-    else:
-        item = AskUserQuestionAnswerItem(id=question.id, selected=[])
+    chosen, feedback = review.approve if approved else review.decline, None
+    if not approved and (feedback := combined_feedback(votes)) is not None:
+        chosen = None
+    selected = [] if chosen is None else [question.option_labels[chosen]]
+    item = AskUserQuestionAnswerItem(id=question.id, selected=selected, custom=feedback)
     return AskUserQuestionAnswer(answers=[item])
 
 
@@ -321,12 +314,5 @@ def apply_vote(record: PendingRecord, vote: Vote) -> PendingRecord | None:
     outcome = tally(policy, votes).outcome
     if outcome is None:
         return record.next(votes=votes)
-    return record.next(
-        state="answered",
-        votes=votes,
-        answer=review_answer(record, votes, outcome == "approved"),
-        answered_by=vote.user,
-        answered_by_name=vote.name,
-        finished_at=vote.at,
-        note=None,
-    )
+    answer = _review_answer(record, votes, outcome == "approved")
+    return _by(record, vote.user, vote.name, vote.at, state="answered", votes=votes, answer=answer)

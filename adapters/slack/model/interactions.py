@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from adapters.httpguard import is_loopback
 from adapters.slack.model import ids
 
 __all__ = [
+    "Approve",
     "ConfirmSkip",
     "Dismiss",
     "DraftChange",
@@ -44,9 +45,8 @@ class Origin:
     trigger_id: str | None = None
     name: str | None = None
     response_url: str | None = field(default=None, compare=False)
-    """Where Slack takes a reply to this click (``response_url``): Slack's hook host, or a
-    loopback stand-in's; ``None`` for a modal submission. Not compared: it says how to
-    answer the person, not who acted where."""
+    """Where Slack takes a reply to this click (checked by ``response_url``); not compared:
+    it says how to answer the person, not who acted where."""
     view_id: str | None = None
     """The whole-plan modal the person acted in (or on top of): shown again once decided."""
 
@@ -124,7 +124,18 @@ class ConfirmSkip:
     origin: Origin
 
 
-Interaction = Pick | DraftChange | OpenText | ReadPlan | Submit | Dismiss | TextAnswer | ConfirmSkip
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Allow once or Reject, clicked on a tool-permission approval."""
+
+    request_id: str
+    outcome: Literal["allowed-once", "rejected"]
+    origin: Origin
+
+
+Interaction = (
+    Pick | DraftChange | OpenText | ReadPlan | Submit | Dismiss | TextAnswer | ConfirmSkip | Approve
+)
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -236,12 +247,15 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
     if not isinstance(actions, list) or not actions:
         return None
     action = _dict(actions[0])
-    kind = ids.parse_action_id(action.get("action_id"))
-    ref = ids.parse_block_id(action.get("block_id"))
-    origin = origin_of(body)
-    if kind is None or ref is None or origin is None:
+    ref, origin = ids.parse_block_id(action.get("block_id")), origin_of(body)
+    if ref is None or origin is None:
         return None
-    rid = ref.request_id
+    rid, kind = ref.request_id, ids.parse_action_id(action.get("action_id"))
+    if kind is None:
+        approval = ids.APPROVAL_ACTION_PATTERN.match(str(action.get("action_id")))
+        if approval is None:
+            return None
+        return Approve(rid, "allowed-once" if approval.group(1) == "allow" else "rejected", origin)
     if kind == "link":
         return None  # Slack opens the URL; nothing for us to do
     if kind == "submit":

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from adapters.slack.asks.status import QuestionStatus
-from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER
 from adapters.slack.clicks.bolt_app import build_app, close_web_client, web_client
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.provider import SlackQuestionProvider
+from adapters.slack.render.messages import NOT_AN_APPROVER
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.webapi import ACK_DEADLINE, ACK_TIMEOUT, SlackStandIn
 from bot.app.socket_mode import SocketMode

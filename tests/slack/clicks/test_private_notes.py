@@ -21,12 +21,17 @@ import pytest
 from aiohttp import web
 
 from adapters.slack.blockkit import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
-from adapters.slack.clicks.approval_clicks import NOT_AN_APPROVER, parse_approval_click
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.model.record import ApprovalView
 from adapters.slack.render.blocks import render_skip_modal, render_text_modal
-from adapters.slack.render.messages import MODAL_NOT_OPENED, NOT_ALLOWED, NOT_CHECKED, refused
+from adapters.slack.render.messages import (
+    MODAL_NOT_OPENED,
+    NOT_ALLOWED,
+    NOT_AN_APPROVER,
+    NOT_CHECKED,
+    refused,
+)
 from adapters.slack.sandbox.blockcheck import check_view
 from adapters.slack.sandbox.records import Ephemeral
 from bot.questions import AskOptions
@@ -464,7 +469,7 @@ def test_a_response_url_that_cannot_be_slacks_is_dropped_where_it_enters(url: ob
     parsed = parse_block_actions(payload)
     assert parsed is not None and parsed.origin.response_url is None
     approval = approval_payload(url)
-    clicked = parse_approval_click(approval)
+    clicked = parse_block_actions(approval)
     assert clicked is not None and clicked.origin.response_url is None
 
 
@@ -472,7 +477,7 @@ def test_a_response_url_that_cannot_be_slacks_is_dropped_where_it_enters(url: ob
 def test_slacks_response_url_is_carried_on_the_origin(url: str) -> None:
     parsed = parse_block_actions(click_payload(url))
     assert parsed is not None and parsed.origin.response_url == url
-    clicked = parse_approval_click(approval_payload(url))
+    clicked = parse_block_actions(approval_payload(url))
     assert clicked is not None and clicked.origin.response_url == url
 
 
