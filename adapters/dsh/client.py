@@ -1,6 +1,5 @@
 """``DshHostClient``: the bot as a connected client of a running dsh web host (0.2 or 0.1.1,
-found at each connection unless told); each question or approval becomes one ask keyed by its
-id, so a replay attaches to the message already open."""
+found at each connection unless told); each request becomes one ask keyed by its id."""
 
 from __future__ import annotations
 
@@ -34,10 +33,8 @@ Protocol = Literal["auto", "0.2", "0.1"]
 
 
 class DshHostClient:
-    """Answers a running dsh web host's questions and approvals in Slack.
-
-    ``base_url`` may carry the host's ``?token=``; ``respond_retry_for`` bounds POST retries
-    while the host is unreachable (past it they go on while the downlink stays connected)."""
+    """Answers a running dsh web host's questions and approvals in Slack (``base_url`` may
+    carry the host's ``?token=``)."""
 
     def __init__(
         self,
@@ -129,8 +126,6 @@ class DshHostClient:
             logger=self._logger,
         )
 
-    # -- public surface -------------------------------------------------------------------
-
     @property
     def state(self) -> ConnectionState:
         """The downlink's state."""
@@ -138,7 +133,7 @@ class DshHostClient:
 
     @property
     def in_flight(self) -> int:
-        """Requests of the host this client is asking or answering now (queued ones too)."""
+        """Requests of the host being asked or answered now, queued ones too."""
         return self._requests.in_flight
 
     @property
@@ -183,8 +178,6 @@ class DshHostClient:
             await self._session.close()
         self._downlink.state = "disconnected"
         self._logger.info("dsh host: stopped", extra={"url": self._shown_url})
-
-    # -- the downlink ---------------------------------------------------------------------
 
     def _stopped(self) -> bool:
         return self._stopping

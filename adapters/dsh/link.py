@@ -1,8 +1,5 @@
 """The bot's side of a dsh 0.2 host: login (``/connect``, its cookies), the mux's streams,
-answers and their delivery.
-
-The host gives no receipts: an answer counts as delivered only once its session's log shows
-the request's outcome (and whether it was this answer or another client's)."""
+answers and their delivery (no receipts: delivered once its session's log shows it)."""
 
 from __future__ import annotations
 
@@ -40,6 +37,10 @@ _REPLAY_WAIT: Final = 2.0
 _MAX_FOLLOWED: Final = 256
 _Post = Literal["taken", "stale", "failed", "refused"]
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
+
+
+def _delivered(verdict: bool) -> Delivery:
+    return Delivery(Receipt(accepted=verdict, reason=None if verdict else "not-pending"))
 
 
 class LoginRefused(Exception):
@@ -215,9 +216,7 @@ class MuxLink:
         delay = 0.25
         while True:
             if (verdict := self.log.verdict(event_id, outcome)) is not None:
-                return Delivery(
-                    Receipt(accepted=verdict, reason=None if verdict else "not-pending")
-                )
+                return _delivered(verdict)
             if settled is not None and settled():
                 return Delivery(Receipt(accepted=False, reason="not-pending"))
             if self._host.stopping():
@@ -258,7 +257,7 @@ class MuxLink:
             if loop.time() - since > _CONFIRM_WAIT:
                 await note(UNCONFIRMED_NOTE)
             await self.log.changed(0.25)
-        return Delivery(Receipt(accepted=verdict, reason=None if verdict else "not-pending"))
+        return _delivered(verdict)
 
     def _gone(self, event_id: str) -> bool:
         """Whether this socket's replay is over without request ``event_id``."""
@@ -277,11 +276,7 @@ class MuxLink:
                 if response.status in (401, 403):
                     return "stale"
                 if response.status != 200:
-                    self._logger.warning(
-                        "dsh host: could not send a response; retrying",
-                        extra={"rpc_id": event_id, "error": f"HTTP {response.status}"},
-                    )
-                    return "failed"
+                    raise ValueError(f"HTTP {response.status}")
                 reply = await response.json(content_type=None)
         except (ValueError, *HTTP_FAILURES) as exc:
             self._logger.warning(

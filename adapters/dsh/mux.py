@@ -130,37 +130,25 @@ def _text(value: Any, what: str) -> str:
 def _waterfall(value: dict[str, Any]) -> Waterfall | None:
     event_id, session_id = _text(value.get("eventId"), "eventId"), value.get("agentId")
     session_id = _text(session_id, "agentId")
-    request = value.get("request")
+    request, event = value.get("request"), value.get("event")
     if not isinstance(request, dict):
         raise ValueError("waterfall request must be an object")
+    raw = {"sessionId": session_id, **request}
     try:
-        if value.get("event") == QUESTION_EVENT:
-            raw = {"type": "question/requested", "sessionId": session_id, **request}
-            questions = request.get("questions")
-            intent = (
-                questions[0].get("intent")
-                if isinstance(questions, list) and questions and isinstance(questions[0], dict)
-                else None
-            )
+        if event == QUESTION_EVENT:
+            question = QuestionRequested.model_validate({"type": "question/requested", **raw})
+            intent = request["questions"][0].get("intent")  # valid: a list of objects
             call = intent.get("callId") if isinstance(intent, dict) else None
             call_id = scrub_text(call) if isinstance(call, str) else None
-            return Waterfall(
-                event_id, session_id, QuestionRequested.model_validate(raw), call_id=call_id
-            )
-        if value.get("event") == APPROVAL_EVENT:
+            return Waterfall(event_id, session_id, question, call_id=call_id)
+        if event == APPROVAL_EVENT:
             call = request.get("callId")
-            raw = {
-                "type": "approval/requested",
-                "sessionId": session_id,
-                **request,
-                "approvalId": call if isinstance(call, str) and call else event_id,
-            }
+            approval_id = call if isinstance(call, str) and call else event_id
+            raw = {"type": "approval/requested", **raw, "approvalId": approval_id}
             approval = ApprovalRequested.model_validate(raw)
             return Waterfall(event_id, session_id, approval=approval, call_id=approval.call_id)
     except ValidationError as exc:
-        raise ValueError(
-            f"bad {value.get('event')} waterfall: {describe_validation_error(exc)}"
-        ) from None
+        raise ValueError(f"bad {event} waterfall: {describe_validation_error(exc)}") from None
     return None  # another kind of waterfall: not ours to answer
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -59,9 +59,8 @@ class _Replay:
 
 
 class OpenRequests:
-    """The host's requests being asked or answered (``serve`` runs one, as a task), and those
-    waiting; with ``asker`` (who this host's records name), released requests the host no
-    longer has are closed after each replay."""
+    """The host's requests being asked or answered (``serve`` runs each), and those waiting;
+    with ``asker``, the released requests the host no longer has are closed after each replay."""
 
     def __init__(
         self,
@@ -86,10 +85,8 @@ class OpenRequests:
         self._asks: dict[str, HostAsk] = {}
         self._waiting = WaitingRoom()
         self._gone: set[str] = set()
-        self._closing: set[str] = set()
-        """rpcIds of released requests being closed as gone (no ask of this bot holds them)."""
-        self._late: dict[str, HostAsk] = {}
-        """Replays that came while their request was being closed as gone: asked once it is."""
+        self._closing: set[str] = set()  # released requests being closed as gone
+        self._late: dict[str, HostAsk] = {}  # replayed while being closed: asked after
         self._sweeps: set[asyncio.Task[None]] = set()
 
     @property
@@ -123,8 +120,7 @@ class OpenRequests:
             self._replay.timer.cancel()
 
     def _settle(self, replay: _Replay) -> None:
-        """The replay is over: end the asks of earlier connections the host did not replay,
-        and the requests earlier bots released that it did not replay either."""
+        """The replay is over: end the asks, and earlier bots' released requests, not in it."""
         if replay.over:
             return
         replay.over = True
@@ -214,7 +210,7 @@ class OpenRequests:
             return
         note = QUEUED_NOTE.format(limit=self._max_open)
         task = asyncio.get_running_loop().create_task(self._notes.add_note(latest.request_id, note))
-        task.add_done_callback(_ignore_result)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     def _finished(self, ask: HostAsk, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and (error := task.exception()) is not None:
@@ -227,7 +223,12 @@ class OpenRequests:
             # Aborted (gone, or settled by the host): the ask stays held until its record
             # is ended, so a late replay waits for that instead of racing it.
             closing = asyncio.get_running_loop().create_task(
-                close_ended(self._notes, ask, reason, self._logger),
+                _store(
+                    self._logger,
+                    ask,
+                    "close an ended request",
+                    self._notes.abort(ask.request_id, reason),
+                ),
                 name=f"dsh closing {ask.rpc_id}",
             )
             ask.task = closing
@@ -289,14 +290,19 @@ class OpenRequests:
             )
 
     async def release(self, grace: float) -> None:
-        """Leave the open requests to a later bot (released in the store, asks ended; those already
-        ending finish); waits ``grace`` seconds, then cancels the late tasks."""
+        """Leave the open requests to a later bot; after ``grace`` s, cancel the tasks left."""
         self._waiting.clear()
         self._late.clear()
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
         for ask in [ask for ask in self._asks.values() if ask.open]:
-            await _release_ask(ask, self._notes, self._logger)
+            await _store(
+                self._logger,
+                ask,
+                "release a request",
+                self._notes.release(ask.request_id, RESTARTING_NOTE),
+            )
+            ask.controller.abort(Released())
         await drain(self._running, grace)
 
     def _running(self) -> set[asyncio.Task[None]]:
@@ -304,16 +310,22 @@ class OpenRequests:
         return {task for task in asks | self._sweeps if not task.done()}
 
 
+async def _store(logger: logging.Logger, ask: HostAsk, what: str, write: Awaitable[object]) -> None:
+    """Write ``ask``'s record; a store that is down is logged (the sweep, or the next bot's
+    or replay's, settles it later)."""
+    try:
+        await write
+    except Exception as exc:
+        logger.warning(
+            f"dsh host: could not {what}", extra={"rpc_id": ask.rpc_id, "error": describe(exc)}
+        )
+
+
 def _remember(gone: set[str], rpc_id: str) -> None:
     """Add ``rpc_id`` to ``gone``, forgetting one when it holds ``_GONE_REMEMBERED``."""
     if len(gone) >= _GONE_REMEMBERED:
         gone.pop()
     gone.add(rpc_id)
-
-
-def _ignore_result(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 async def drain(running: Callable[[], set[asyncio.Task[None]]], grace: float) -> None:
@@ -329,29 +341,3 @@ async def drain(running: Callable[[], set[asyncio.Task[None]]], grace: float) ->
             await asyncio.wait(tasks)
             return
         await asyncio.wait(tasks, timeout=remaining)
-
-
-async def close_ended(
-    records: SlackQuestionProvider, ask: HostAsk, note: str, logger: logging.Logger
-) -> None:
-    """End the record of an aborted ask with ``note`` if its task left it open (aborted before
-    it reached the record, or a released record adopted at start); otherwise a no-op."""
-    try:
-        await records.abort(ask.request_id, note)
-    except Exception as exc:  # the store is down: the orphan sweep or next replay ends it
-        logger.warning(
-            "dsh host: could not close an ended request",
-            extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-        )
-
-
-async def _release_ask(ask: HostAsk, notes: SlackQuestionProvider, logger: logging.Logger) -> None:
-    """Release ``ask`` in the store, for a later bot, and end it here."""
-    try:
-        await notes.release(ask.request_id, RESTARTING_NOTE)
-    except Exception as exc:  # the store is down: the sweep settles it later
-        logger.warning(
-            "dsh host: could not release a request",
-            extra={"rpc_id": ask.rpc_id, "error": describe(exc)},
-        )
-    ask.controller.abort(Released())

@@ -20,8 +20,7 @@ from adapters.dsh.asks import (
     ask_key,
     session_label,
 )
-from adapters.dsh.matching import answer_problem
-from adapters.dsh.protocol import answer_response, cancel_response
+from adapters.dsh.protocol import answer_problem, answer_response, cancel_response
 from adapters.dsh.uplink import HostUplink
 from adapters.slack import SlackQuestionProvider, plan_review_of
 from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError

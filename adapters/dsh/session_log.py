@@ -281,43 +281,37 @@ class SessionLog:
         asked = _Asked(request.session_id, request.call_id, questions)
         self._put(self._requests, request.event_id, asked)
 
-    def _ending(self, event_id: str) -> tuple[_Asked, tuple[str, str]] | None:
-        """The request and the (session, callId) whose events say how it ended."""
+    def _ending(self, event_id: str) -> str | CallResult | None:
+        """How request ``event_id`` ended, once logged: its decision or its tool result."""
         asked = self._requests.get(event_id)
         if asked is None:
             return None
         call_id = asked.call_id
         if call_id is None and asked.questions:
             call_id = self.question_call(asked.session_id, asked.questions)
-        return None if call_id is None else (asked, (asked.session_id, call_id))
+        if call_id is None:
+            return None
+        key = (asked.session_id, call_id)
+        return self._results.get(key) if asked.questions else self._decided.get(key)
 
     def outcome(self, event_id: str) -> str | None:
         """How request ``event_id`` ended: ``answered``, ``cancelled``, or an approval's
         outcome; ``None`` while the log does not say."""
-        if (found := self._ending(event_id)) is None:
-            return None
-        asked, key = found
-        if not asked.questions:
-            return self._decided.get(key)
-        result = self._results.get(key)
-        return None if result is None else "cancelled" if result.is_error else "answered"
+        found = self._ending(event_id)
+        if found is None or isinstance(found, str):
+            return found
+        return "cancelled" if found.is_error else "answered"
 
     def verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
         """Whether the log shows ``outcome`` (a 0.2 outcome) as the request's; ``None``: not
         yet."""
-        if (found := self._ending(event_id)) is None:
-            return None
-        asked, key = found
-        if not asked.questions:
-            decided = self._decided.get(key)
-            return None if decided is None else decided == outcome.get("value")
-        result = self._results.get(key)
-        if result is None:
-            return None
+        found = self._ending(event_id)
+        if found is None or isinstance(found, str):
+            return None if found is None else found == outcome.get("value")
         if outcome["kind"] == "rejected":
-            return result.code == "ASK_CANCELLED"
-        answers = result.answers
-        return not result.is_error and (answers is None or answers == outcome["value"]["answers"])
+            return found.code == "ASK_CANCELLED"
+        answers = found.answers
+        return not found.is_error and (answers is None or answers == outcome["value"]["answers"])
 
     async def changed(self, wait: float) -> None:
         """Wait up to ``wait`` s for the next event noted."""

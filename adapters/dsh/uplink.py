@@ -1,7 +1,5 @@
-"""The HTTP side of the dsh host: answers with retries, and what an approval's tool will run.
-
-0.1.1: ``POST /api/respond`` (receipts) and ``session.history``; 0.2: through ``MuxLink``.
-"""
+"""The HTTP side of the dsh host: answers with retries, and what an approval's tool will run
+(0.1.1: ``POST /api/respond`` and ``session.history``; 0.2: through ``MuxLink``)."""
 
 from __future__ import annotations
 

@@ -512,7 +512,7 @@ _CAPS = [
     Mutant("tab in key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x09-\\x7e]{1,255}"'),
 ]
 RELAY = "adapters/dsh/approval_relay.py"
-MATCHING = "adapters/dsh/matching.py"
+MATCHING = "adapters/dsh/protocol.py"
 _DSH_RULES = [
     Mutant(
         "count unchecked",
