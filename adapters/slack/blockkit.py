@@ -88,6 +88,8 @@ def message_problems(blocks: list[dict[str, Any]], text: str | None = None) -> l
 
 
 def _element_types() -> dict[str, type[JsonObject]]:
+    """slack_sdk's element model of each type, looked up once (``BlockElement.parse`` walks
+    every subclass for each element)."""
     found: dict[str, type[JsonObject]] = {
         "plain_text": PlainTextObject,
         "mrkdwn": MarkdownTextObject,
@@ -100,8 +102,6 @@ def _element_types() -> dict[str, type[JsonObject]]:
 
 
 _ELEMENT_TYPES: Final = _element_types()
-"""slack_sdk's element model of each type, looked up once (``BlockElement.parse`` walks
-every subclass for each element)."""
 
 
 def _with_elements(block: dict[str, Any]) -> dict[str, Any]:
@@ -143,12 +143,10 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
         problems.append(Problem("blocks", f"{said} {MAX_MARKDOWN_TOTAL} in one message"))
     total = block_text_length(listed)
     if total > MESSAGE_TEXT_BUDGET:
-        said = f"{total} characters of text in all blocks, Slack allows at most"
-        problems.append(
-            Problem(
-                "blocks", f"{said} {MESSAGE_TEXT_BUDGET} (msg_blocks_too_long)", MSG_BLOCKS_TOO_LONG
-            )
+        said = (
+            f"{total} characters of text in all blocks, Slack allows at most {MESSAGE_TEXT_BUDGET}"
         )
+        problems.append(Problem("blocks", f"{said} (msg_blocks_too_long)", MSG_BLOCKS_TOO_LONG))
     if text is not None and not isinstance(text, str):
         problems.append(Problem("text", "must be a string"))
     elif text is not None and len(text) > MAX_MESSAGE_TEXT:
@@ -160,8 +158,7 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
 
 
 def markdown_length(blocks: list[Any]) -> int:
-    """Characters in the ``markdown`` blocks of ``blocks``, as counted against
-    ``MAX_MARKDOWN_TOTAL``."""
+    """Characters in the ``markdown`` blocks of ``blocks`` (``MAX_MARKDOWN_TOTAL``)."""
     return sum(
         len(b["text"])
         for b in blocks
@@ -170,7 +167,7 @@ def markdown_length(blocks: list[Any]) -> int:
 
 
 def block_text_length(blocks: Iterable[object]) -> int:
-    """Characters of text in ``blocks``, as counted against ``MESSAGE_TEXT_BUDGET``."""
+    """Characters of text in ``blocks`` (``MESSAGE_TEXT_BUDGET``)."""
     return sum(_display_text(block) for block in blocks)
 
 

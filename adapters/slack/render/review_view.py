@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.model.tally import Revision, Vote, tally
 from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
 from adapters.slack.render.outcomes import date, literal, one_line, opened_words
@@ -27,13 +28,12 @@ Block = dict[str, Any]
 
 DIFF_IN_MESSAGE: Final = 2500
 """Characters of diff shown in the message; a longer diff goes to the thread."""
-_SECTION: Final = 3000
 _FEEDBACK_SHOWN: Final = 500
 
 
-_NO_SUCH_GROUP: Final = frozenset({"no_such_subteam", "subteam_not_found"})
 _WHY_UNREADABLE: Final = {
-    **dict.fromkeys(_NO_SUCH_GROUP, "Slack has no such user group"),
+    "no_such_subteam": "Slack has no such user group",
+    "subteam_not_found": "Slack has no such user group",
     "missing_scope": "the bot lacks the usergroups:read scope",
     "plan_upgrade_required": "this Slack plan has no user groups",
 }
@@ -183,7 +183,7 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
         {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
     ]
     if revision.feedback and revision.feedback.strip():
-        blocks.append(feedback_block(revision.feedback, _SECTION, "**Feedback**"))
+        blocks.append(feedback_block(revision.feedback, MAX_SECTION_TEXT, "**Feedback**"))
     diff = plan_diff(revision.previous_plan, plan)
     title = f"*What changed* ({escape(diff.summary)})"
     if not diff.lines:
@@ -193,8 +193,8 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
     parts: list[list[str]] = [[]]
     size = 0
     for line in diff.lines:
-        line = shorten(line, _SECTION - 100)
-        if parts[-1] and size + len(line) + 1 > _SECTION - 100:
+        line = shorten(line, MAX_SECTION_TEXT - 100)
+        if parts[-1] and size + len(line) + 1 > MAX_SECTION_TEXT - 100:
             parts.append([])
             size = 0
         parts[-1].append(line)

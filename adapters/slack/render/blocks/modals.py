@@ -57,9 +57,8 @@ def render_text_modal(
     question = record.questions[index]
     layout = layout_of(record.questions)
     feedback = layout == "plan"
-    prompt = "What should change?" if feedback else "Your answer"
-    title = "Plan feedback" if feedback else "Your answer"
-    submit = "Decline" if feedback else "Send"
+    words = ("What should change?", "Plan feedback", "Decline")
+    prompt, title, submit = words if feedback else ("Your answer", "Your answer", "Send")
     element: Block = {
         "type": "plain_text_input",
         "action_id": ids.action_id("text"),
@@ -86,12 +85,11 @@ def render_text_modal(
     }
     if layout == "form":  # saved, not sent: said here, so no note is left to go stale
         submit = "Save"
-        field["hint"] = plain(FORM_DRAFT)
-    if current and layout == "form":
-        # Slack sends no empty required input: left optional, emptying the box and
-        # pressing Save takes the saved text back (one form question among several).
-        field["optional"] = True
-        field["hint"] = plain(f"{FORM_DRAFT} {TAKE_BACK_HINT}")
+        field["hint"] = plain(f"{FORM_DRAFT} {TAKE_BACK_HINT}" if current else FORM_DRAFT)
+        # Slack sends no empty required input: left optional, emptying the box and pressing
+        # Save takes the saved text back (one form question among several).
+        if current:
+            field["optional"] = True
     blocks.insert(1 if feedback else len(blocks), field)  # feedback: the box before the plan
     return _modal(record, index, title, "Cancel", blocks, "text", submit, reply_url)
 
