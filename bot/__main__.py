@@ -26,21 +26,17 @@ Settings come from the environment and an optional .env file in the current dire
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(
-        prog="python -m bot",
-        description=DESCRIPTION,
-        epilog=SETTINGS_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, load settings, run until SIGTERM/SIGINT; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["audit"]:
         return audit_main(args[1:])
-    _parser().parse_args(args)
+    argparse.ArgumentParser(
+        prog="python -m bot",
+        description=DESCRIPTION,
+        epilog=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args(args)
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -121,10 +121,11 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
         # SLACK_CHANNEL, when set, is the id of the sandbox's channel: the default
         # destination and the page's channel are one conversation.
+        channel = channel or SANDBOX_CHANNEL
         sandbox = SandboxServer(
             signing_secret=signing_secret,
             bot_token=token,
-            channel=channel or SANDBOX_CHANNEL,
+            channel=channel,
             limits=listener_limits(settings),
         )
         closes("sandbox", sandbox.stop, "stopping the sandbox")
@@ -135,7 +136,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             host=SANDBOX_HOST,
             port=settings.sandbox_port,
         )
-        channel = channel or SANDBOX_CHANNEL
     elif settings.mode == "http" and settings.slack_signing_secret is not None:
         signing_secret = settings.slack_signing_secret.get_secret_value()
     assert token is not None and channel is not None

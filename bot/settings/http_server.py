@@ -113,10 +113,10 @@ class ServerSettings(BaseSettings):
         cls, value: SecretStr | None, info: ValidationInfo
     ) -> SecretStr | None:
         host, tokens = info.data.get("host"), _tokens(value, info.data)
-        distinct_tokens([(name, secret) for name, secret in tokens if secret is not None])
+        distinct_tokens(tokens)
         if host is None or is_loopback(host):
             return value
-        if all(secret is None for _, secret in tokens):
+        if not tokens:
             raise ValueError(
                 f"required because HOST={show(host)} is not a loopback address; without it anyone "
                 "who reaches the port could ask questions and read answers. Set BOT_API_TOKEN "
@@ -131,7 +131,7 @@ class ServerSettings(BaseSettings):
         cls, value: tuple[str, ...], info: ValidationInfo
     ) -> tuple[str, ...]:
         tokens = _tokens(info.data.get("bot_api_token"), info.data)
-        if value and "bot_api_token" in info.data and all(s is None for _, s in tokens):
+        if value and "bot_api_token" in info.data and not tokens:
             raise ValueError(
                 "names hosts beyond loopback (a public name a reverse proxy passes on), so "
                 "the API needs BOT_API_TOKEN or BOT_API_TOKENS: without one, anyone who "
@@ -186,17 +186,17 @@ MIN_TOKEN = 16
 """The shortest API token taken while the API is reachable beyond loopback."""
 
 
-def _tokens(default: SecretStr | None, data: dict[str, Any]) -> list[tuple[str, SecretStr | None]]:
-    """The API's tokens validated so far, by name: ``default`` first, then the named ones."""
+def _tokens(default: SecretStr | None, data: dict[str, Any]) -> list[tuple[str, SecretStr]]:
+    """The API's tokens validated so far, by name: ``default`` (if set), then the named ones."""
     named = [*(data.get("bot_api_tokens") or ()), *(data.get("bot_api_tokens_file") or ())]
-    return [("default", default), *named]
+    return named if default is None else [("default", default), *named]
 
 
-def _long_enough(tokens: list[tuple[str, SecretStr | None]], why: str) -> None:
+def _long_enough(tokens: list[tuple[str, SecretStr]], why: str) -> None:
     """A ``ValueError`` naming the first token (by name, never its value) shorter than
     ``MIN_TOKEN`` characters: off loopback a short token can be guessed."""
     for name, secret in tokens:
-        if secret is not None and len(secret.get_secret_value()) < MIN_TOKEN:
+        if len(secret.get_secret_value()) < MIN_TOKEN:
             raise ValueError(
                 f"the token named {name!r} is shorter than {MIN_TOKEN} characters, and {why}: "
                 "anyone who reaches the port could guess it. Use a long random string, e.g. "
