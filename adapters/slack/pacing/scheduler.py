@@ -197,27 +197,20 @@ class WebApiScheduler:
         """Stop serving; calls still waiting or in flight fail with ``SlackClientError``."""
         self._closed = True
         self._closing.set()
-        tasks = [s.worker for s in self._methods.values() if s.worker is not None]
-        tasks += self._sending
+        tasks = [*(s.worker for s in self._methods.values() if s.worker), *self._sending]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         closed = SlackClientError("the Web API client closed")
-        for state in self._methods.values():
-            for queued in state.lanes.values():
-                for entry in queued:
-                    self._settle(entry, error=closed)
+        for entry in (e for s in self._methods.values() for q in s.lanes.values() for e in q):
+            self._settle(entry, error=closed)
         self._methods.clear()
         await self._budget.close()
 
     def _kick(self, state: MethodLanes) -> None:
-        if self._closed:
-            return
-        if state.worker is None or state.worker.done():
-            task = asyncio.get_running_loop().create_task(
-                self._serve(state), name=state.name, context=untagged_context()
-            )
-            state.worker = task
+        if not self._closed and (state.worker is None or state.worker.done()):
+            loop, serve = asyncio.get_running_loop(), self._serve(state)
+            state.worker = loop.create_task(serve, name=state.name, context=untagged_context())
 
     async def _serve(self, state: MethodLanes) -> None:
         loop = asyncio.get_running_loop()
