@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import secrets
@@ -10,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -213,33 +214,25 @@ class RedisBudget:
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
         """Count one call in every bucket in Redis (here while it is unreachable)."""
-        keys = self._keys([b.key for b in buckets])
         args = [x for b in buckets for x in (b.limit, round(b.window * _MICROS))]
         try:
-            if await self._synced():
-                answer = await self._run(
-                    lambda: self._script(keys=keys, args=[*args, 0, secrets.token_hex(6)])
-                )
-                if answer is not None:
-                    return int(answer[0]) / _MICROS, int(answer[1])
+            answer = await self._scripted(
+                [b.key for b in buckets], [*args, 0, secrets.token_hex(6)]
+            )
         except _NoConnection:
             return _BUSY_WAIT, 0
-        return await self._fallback.take(buckets)
+        if answer is None:
+            return await self._fallback.take(buckets)
+        return int(answer[0]) / _MICROS, int(answer[1])
 
     async def hold(self, bucket: Bucket, seconds: float) -> None:
         """Grant nothing from ``bucket`` for ``seconds``, in every process (kept here until
         Redis can be told)."""
         if seconds <= 0:
             return
-        keys = self._keys([bucket.key])
-        args = [bucket.limit, round(bucket.window * _MICROS), max(1000, round(seconds * _MICROS))]
-        try:
-            if await self._synced() and await self._run(
-                lambda: self._script(keys=keys, args=[*args, ""])
-            ):
+        with contextlib.suppress(_NoConnection):
+            if await self._scripted([bucket.key], [0, 0, max(1000, round(seconds * _MICROS)), ""]):
                 return
-        except _NoConnection:
-            pass
         await self._fallback.hold(bucket, seconds)
 
     async def close(self) -> None:
@@ -252,21 +245,22 @@ class RedisBudget:
     def _keys(self, keys: list[str]) -> list[str]:
         return [f"{self._prefix}:{k}" for k in keys]
 
+    async def _scripted(self, keys: list[str], args: list[int | str]) -> Any:
+        """The script's answer from Redis; ``None`` while it is unreachable or not synced."""
+        if not await self._synced():
+            return None
+        return await self._run(lambda: self._script(keys=self._keys(keys), args=args))
+
     async def _synced(self) -> bool:
         """Whether Redis has what this process granted and held alone (written there first,
         one attempt shared by the callers meanwhile); False while unreachable."""
-        if self._replaying is None:
+        if self._replaying is None or self._replaying.done():
             if not self._fallback.kept():
                 return True
             self._replaying = asyncio.ensure_future(self._replay())
-            self._replaying.add_done_callback(self._replayed)
+            # Its callers were told of any error (or all of them cancelled): retrieved here.
+            self._replaying.add_done_callback(lambda task: task.cancelled() or task.exception())
         return await asyncio.shield(self._replaying)
-
-    def _replayed(self, task: asyncio.Task[bool]) -> None:
-        if self._replaying is task:
-            self._replaying = None
-        if not task.cancelled():
-            task.exception()  # the callers waiting on it were told
 
     async def _replay(self) -> bool:
         """Write the fallback's grants (their ages kept) and holds to Redis, and forget them
