@@ -108,27 +108,21 @@ class _Counted(asyncio.Protocol):
         self._inner.connection_lost(exc)
 
 
-class _ServerLog(logging.Filter):
-    """aiohttp's own log of requests it could not parse, as counted refusals."""
+def _server_logger(refusals: RefusalLog) -> logging.Logger:
+    """A logger for one listener's aiohttp handlers, under ``aiohttp.server``: requests it
+    could not parse are counted refusals, other lines logged as ``refusals`` throttles them."""
 
-    def __init__(self, refusals: RefusalLog) -> None:
-        super().__init__()
-        self._refusals = refusals
-
-    def filter(self, record: logging.LogRecord) -> bool:
+    def counted(record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, HttpProcessingError):
             reason = str(error.message).strip().splitlines()[0] if error.message else "malformed"
-            self._refusals.refused("bad_http", f"malformed HTTP ({reason})")
+            refusals.refused("bad_http", f"malformed HTTP ({reason})")
             return False
-        return bool(self._refusals.due(f"server: {record.msg}"))
+        return bool(refusals.due(f"server: {record.msg}"))
 
-
-def _server_logger(refusals: RefusalLog) -> logging.Logger:
-    """A logger for one listener's aiohttp handlers, under ``aiohttp.server``."""
     log = logging.Logger("aiohttp.server")  # not registered: dropped with the listener
     log.parent = logging.getLogger("aiohttp.server")
-    log.addFilter(_ServerLog(refusals))
+    log.addFilter(counted)
     return log
 
 
