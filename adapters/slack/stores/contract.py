@@ -1,4 +1,5 @@
-"""The pending store protocol: what every store (memory, SQLite, Redis) does."""
+"""The pending store protocol: what every store (memory, SQLite, Redis) does, and the part
+all three share (this process's watches, the audit trail's delegation)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,20 @@ from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent, event_for
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import STORE_BUSY
+from adapters.slack.stores.watches import LocalWatch, WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 __all__ = [
     "OWNER_LOST_NOTE",
     "RETENTION",
     "EventFor",
-    "KeepsTrail",
     "OpenCount",
     "OrphanHandler",
     "PendingStore",
     "ReportsOrphans",
     "StoreConflict",
+    "StoreCore",
     "StoreUnavailable",
-    "Trail",
     "TrailReader",
     "Watch",
     "append_quietly",
@@ -38,9 +39,11 @@ __all__ = [
 RETENTION: Final = 90 * 86400.0
 """How long finished records (and their audit trail) are kept by default: 90 days."""
 
-
 OWNER_LOST_NOTE: Final = "The bot process that asked this question stopped before it was answered."
 """The note on a record a sweep failed because its owner's heartbeat stopped."""
+
+Watch = LocalWatch
+"""A registered interest in one request's ending."""
 
 
 class StoreConflict(Exception):
@@ -55,40 +58,14 @@ class StoreUnavailable(ConnectionError):
         self.url = url
 
 
-class Watch(Protocol):
-    """A registered interest in one request's ending."""
-
-    async def wait(self) -> PendingRecord:
-        """Return the record once it is terminal."""
-        ...
-
-    def close(self) -> None:
-        """Stop watching (idempotent); the store forgets the waiter."""
-        ...
-
-    def interrupt(self) -> None:
-        """End the wait in progress with ``CancelledError``; an ending that came first stands."""
-        ...
-
-    def fail(self, error: Exception) -> None:
-        """End the wait with ``error`` (an ending that came first stands)."""
-        ...
-
-    def then(self, report: Callable[[str | BaseException], None]) -> None:
-        """Report the ending (record JSON, or the error) to ``report``, with no task waiting."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class OpenCount:
-    """How many records are pending, counted by the store without reading them."""
+    """How many records are pending: in all, this process's (an in-process ``ask()`` waits
+    on each), and owned by no process (the HTTP API's: any process serves them)."""
 
     total: int
-    """Every pending record (whichever process asked it)."""
     mine: int
-    """Owned by this process: an in-process ``ask()`` here waits on each."""
     unowned: int
-    """Owned by no process (the HTTP API's, released dsh host requests): any serves them."""
 
 
 OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
@@ -105,12 +82,41 @@ class ReportsOrphans(Protocol):
     on_orphans: OrphanHandler | None
 
 
-class PendingStore(Protocol):
+class TrailReader(Protocol):
+    """The reading half of a store's audit trail."""
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order it was appended."""
+        ...
+
+    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order they were appended."""
+        ...
+
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
+        """What ``audit_chain.verify`` finds; ``None`` when this store keeps no chain."""
+        ...
+
+
+class Trail(TrailReader, Protocol):
+    """A store's audit trail (``SqliteAudit``, ``RedisAudit``)."""
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` (one that goes with no write of its record) to its trail."""
+        ...
+
+
+class PendingStore(TrailReader, Protocol):
     """The records of open requests, shared by every process that can receive a click."""
 
     @property
     def process_id(self) -> str:
         """This process's id; records it creates name it as their owner."""
+        ...
+
+    @property
+    def watch_count(self) -> int:
+        """How many watches are registered in this process (zero when nothing leaks)."""
         ...
 
     async def start(self) -> None:
@@ -130,8 +136,7 @@ class PendingStore(Protocol):
         ...
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
-        """The records with these ids, in their order (``None`` for each unknown), read in
-        one round trip where the store has one to save (Redis: ``MGET``)."""
+        """The records with these ids, in their order (``None`` for each unknown)."""
         ...
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
@@ -151,55 +156,50 @@ class PendingStore(Protocol):
         ...
 
     async def open_count(self) -> OpenCount:
-        """How many records are pending: in all, this process's own, and owned by none
-        (counted in the store: no record is read into the bot, nor parsed)."""
+        """How many records are pending, counted in the store (no record is parsed)."""
         ...
 
     async def open_audiences(self) -> list[Audience]:
-        """Who may answer each open question (tool approvals left out), in no order: what
-        the Home tabs are built from, read without parsing the records where the store
-        can (SQLite, memory)."""
-        ...
-
-    @property
-    def watch_count(self) -> int:
-        """How many watches are registered in this process (zero when nothing leaks)."""
+        """Who may answer each open question (tool approvals left out), in no order."""
         ...
 
     async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail (kept for the retention period), for an
-        event that goes with no write of its record (a change passes its event to the write)."""
-        ...
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        """The trail of one question, in the order it was appended."""
-        ...
-
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order they were appended."""
+        """Append ``event`` (one that goes with no write of its record) to its trail."""
         ...
 
 
-class TrailReader(Protocol):
-    """The reading half of a store's audit part."""
+class StoreCore:
+    """What every store does alike: its process id and this process's watches."""
 
-    async def events(self, request_id: str) -> list[AuditEvent]: ...
+    _process_id: str
+    _watches: WatchRegistry
 
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]: ...
+    @property
+    def process_id(self) -> str:
+        return self._process_id
 
-    async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """What ``audit_chain.verify`` finds; ``None`` when this store keeps no chain."""
-        ...
+    @property
+    def watch_count(self) -> int:
+        return self._watches.count
+
+    def watch(self, request_id: str) -> Watch:
+        return self._watches.watch(request_id)
+
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        return self._watches.fail(request_id, error)
+
+    async def get(self, request_id: str) -> PendingRecord | None:
+        raise NotImplementedError
+
+    async def _refresh(self, request_id: str) -> None:
+        """A watch starts waiting: its record may have ended already."""
+        record = await self.get(request_id)
+        if record is not None and not record.is_open:
+            self._watches.resolve(record)
 
 
-class Trail(TrailReader, Protocol):
-    """What a store's audit part does (``SqliteAudit``, ``RedisAudit``)."""
-
-    async def append_event(self, event: AuditEvent) -> None: ...
-
-
-class KeepsTrail:
-    """The audit methods of ``PendingStore``, passed to ``self._trail``."""
+class KeepsTrail(StoreCore):
+    """A ``StoreCore`` whose audit methods are passed to its trail, ``self._trail``."""
 
     _trail: Trail
 

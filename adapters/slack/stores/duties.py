@@ -22,18 +22,10 @@ from adapters.slack.stores.contract import (
 )
 from bot.questions.errors import OWNER_LOST, UserQuestionError
 
-__all__ = [
-    "FAILURE_LOG_EVERY",
-    "PURGE_EVERY",
-    "OrphanSweep",
-    "RepeatedFailures",
-    "default_process_id",
-    "run_heartbeats",
-    "run_purges",
-    "stop_tasks",
-    "sweep_pass",
-    "upkeep_tasks",
-]
+FAILURE_LOG_EVERY: Final = 60.0
+"""Seconds between two log lines of a failure that keeps repeating (``RepeatedFailures``)."""
+PURGE_EVERY = 3600.0
+"""Seconds between two purges while a store runs (read when it starts)."""
 
 
 def default_process_id() -> str:
@@ -45,40 +37,21 @@ class OrphanSweep:
     """One pass of a sweep, kept as it goes: the records it wrote (``written``) and the
     writes whose answer never came (``unsure``), both reported however the pass ends."""
 
-    def __init__(
-        self,
-        store: PendingStore,
-        *,
-        budget: float | None = None,
-        between: Callable[[], Awaitable[None]] | None = None,
-        log: logging.Logger | None = None,
-    ) -> None:
+    def __init__(self, store: PendingStore, *, budget: float, log: logging.Logger) -> None:
         self.store = store
         self.budget = budget
-        self.deadline: float | None = None
-        self.between = between
-        self.log = log or logging.getLogger(__name__)
+        self.deadline: float | None = None  # set by the first record (or to stop the pass)
+        self.between: Callable[[], Awaitable[None]] | None = None
+        self.log = log
         self.written: list[PendingRecord] = []
         self.unsure: list[PendingRecord] = []
         self.cut = False
-        self.begun = False
-        """Whether the pass reached its first record (its time runs from then)."""
 
     def out_of_time(self) -> bool:
         """Whether the pass is over its deadline (then it stops); never before its first record."""
-        if not self.begun:
-            return False
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.cut = True
         return self.cut
-
-    def _begin(self) -> None:
-        """At a record: the first one starts the pass's time (``budget``)."""
-        if self.begun:
-            return
-        self.begun = True
-        if self.deadline is None and self.budget is not None:
-            self.deadline = time.monotonic() + self.budget
 
     async def owner(self, owner: str) -> None:
         """Fail (or take up) the open records of the lost process ``owner`` until the
@@ -86,7 +59,8 @@ class OrphanSweep:
         for record in await self.store.open_records(owner=owner):
             if self.out_of_time():
                 return
-            self._begin()
+            if self.deadline is None:
+                self.deadline = time.monotonic() + self.budget
             if self.between is not None:
                 await self.between()
             try:
@@ -127,34 +101,80 @@ class OrphanSweep:
             self.written.append(written)
 
 
-async def sweep_pass(
-    sweep: OrphanSweep, carried: list[PendingRecord], body: Callable[[], Awaitable[None]]
-) -> list[PendingRecord]:
-    """One pass: report the writes of earlier passes whose answer never came (``carried``)
-    if they were made, then ``body``; this pass's unsure writes are carried to the next.
-    A store error is raised if nothing was written yet, else logged (the pass reports)."""
-    unsure = carried[:]
-    carried.clear()
-    sweep.unsure = unsure  # carried on unless read now
-    try:
-        if unsure:
-            sweep.written += await _landed(sweep.store, unsure)
-            sweep.unsure = []
-        await body()
-    except UserQuestionError as exc:
-        if not sweep.written:
-            raise
-        sweep.log.warning("pending store sweep stopped early: %s", exc)
-    finally:
-        carried += sweep.unsure
-        sweep.unsure = []
-        failed = [record for record in sweep.written if not record.is_open]  # not taken up
-        if failed:
-            lost = ", ".join(sorted({str(record.owner) for record in failed}))
-            sweep.log.warning(
-                "pending store failed %d question(s) of lost process(es) %s", len(failed), lost
-            )
-    return sweep.written
+class Upkeep:
+    """A durable store's duties: its heartbeat with a pass of the sweep (``duty``), beside
+    it the hourly ``purge``."""
+
+    def __init__(
+        self, store: PendingStore, *, interval: float, ttl: float, log: logging.Logger
+    ) -> None:
+        self._store = store
+        self._interval = interval
+        self._ttl = ttl
+        self._log = log
+        self._beaten_at = 0.0
+        """When (monotonic) this process's last beat was written."""
+        self._unsure: list[PendingRecord] = []
+        """Writes of a sweep whose answer never came: reported next time if they were made."""
+
+    async def duty(self) -> list[PendingRecord]:
+        """One heartbeat: beat, and a pass of the sweep; the records it failed."""
+        raise NotImplementedError
+
+    async def purge(self, now: float | None = None) -> int:
+        """Delete what the retention no longer keeps; how many records (or entries) went."""
+        raise NotImplementedError
+
+    async def _sweep(self, sweep: OrphanSweep) -> None:
+        """Give ``sweep`` the lost processes, one by one."""
+        raise NotImplementedError
+
+    async def sweep_orphans(self) -> list[PendingRecord]:
+        """One pass of the sweep: fail the pending records of processes whose heartbeat is
+        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest next time).
+        The unsure writes of earlier passes are reported first if they were made; a store
+        error is raised if nothing was written yet, else logged (the pass reports)."""
+        sweep = OrphanSweep(self._store, budget=self._ttl / 3, log=self._log)
+        sweep.unsure, self._unsure = self._unsure, []  # carried on unless read now
+        try:
+            if sweep.unsure:
+                sweep.written += await _landed(self._store, sweep.unsure)
+                sweep.unsure = []
+            await self._sweep(sweep)
+        except UserQuestionError as exc:
+            if not sweep.written:
+                raise
+            self._log.warning("pending store sweep stopped early: %s", exc)
+        finally:
+            self._unsure += sweep.unsure
+            failed = [record for record in sweep.written if not record.is_open]  # not taken up
+            if failed:
+                lost = ", ".join(sorted({str(record.owner) for record in failed}))
+                self._log.warning(
+                    "pending store failed %d question(s) of lost process(es) %s", len(failed), lost
+                )
+        return sweep.written
+
+    def loops(
+        self, kind: str, stopped: Callable[[], bool], store: ReportsOrphans
+    ) -> list[asyncio.Task[None]]:
+        """The heartbeat and purge loops, apart (a long purge delays no beat)."""
+        loop, log = asyncio.get_running_loop(), self._log
+        beats = run_heartbeats(self._interval, stopped, lambda: self.duty(), store, log)
+        return [
+            loop.create_task(beats, name=f"{kind}-store-heartbeat"),
+            loop.create_task(self._purges(stopped), name=f"{kind}-store-purge"),
+        ]
+
+    async def _purges(self, stopped: Callable[[], bool]) -> None:
+        """Every ``PURGE_EVERY`` until ``stopped()``: ``purge`` (a failure is tried next time)."""
+        every = PURGE_EVERY
+        while not stopped():
+            await asyncio.sleep(every)
+            try:
+                await self.purge()
+            except Exception as exc:  # never let one failure stop the purges
+                self._log.warning("pending store purge failed: %s", exc)
 
 
 async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
@@ -169,10 +189,6 @@ async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[Pe
         and (now.owner, now.state, now.error_code, now.finished_at)
         == (record.owner, record.state, record.error_code, record.finished_at)
     ]
-
-
-FAILURE_LOG_EVERY: Final = 60.0
-"""Seconds between two log lines of a failure that keeps repeating (``RepeatedFailures``)."""
 
 
 class RepeatedFailures:
@@ -237,44 +253,6 @@ async def run_heartbeats(
                 await store.on_orphans(orphans)
             except Exception:
                 log.exception("on_orphans failed")
-
-
-PURGE_EVERY = 3600.0
-"""Seconds between two purges while a store runs (read when it starts)."""
-
-
-async def run_purges(
-    every: float,
-    stopped: Callable[[], bool],
-    purge: Callable[[], Awaitable[int]],
-    log: logging.Logger,
-) -> None:
-    """Every ``every`` until ``stopped()``: ``purge`` (a failure is logged, tried next time)."""
-    while not stopped():
-        await asyncio.sleep(every)
-        try:
-            await purge()
-        except Exception as exc:  # never let one failure stop the purges
-            log.warning("pending store purge failed: %s", exc)
-
-
-def upkeep_tasks(
-    kind: str,
-    store: ReportsOrphans,
-    interval: float,
-    stopped: Callable[[], bool],
-    duty: Callable[[], Awaitable[list[PendingRecord]]],
-    purge: Callable[[], Awaitable[int]],
-    log: logging.Logger,
-) -> list[asyncio.Task[None]]:
-    """A durable store's heartbeat and purge loops, apart (a long purge delays no beat)."""
-    loop = asyncio.get_running_loop()
-    beats = run_heartbeats(interval, stopped, duty, store, log)
-    purges = run_purges(PURGE_EVERY, stopped, purge, log)
-    return [
-        loop.create_task(beats, name=f"{kind}-store-heartbeat"),
-        loop.create_task(purges, name=f"{kind}-store-purge"),
-    ]
 
 
 async def stop_tasks(

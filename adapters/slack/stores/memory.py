@@ -12,14 +12,13 @@ from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, Watch
+from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, StoreCore
 from adapters.slack.stores.watches import WatchRegistry
-from bot.questions.errors import UserQuestionError
 
 __all__ = ["MemoryPendingStore"]
 
 
-class MemoryPendingStore:
+class MemoryPendingStore(StoreCore):
     """The default store: a dict in this process. Right for exactly one bot process."""
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
@@ -33,14 +32,6 @@ class MemoryPendingStore:
         self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
         self._events: list[_Event] = []  # every kept event, in the order appended
         self._trails: dict[str, list[_Event]] = {}  # the same events, by request id
-
-    @property
-    def process_id(self) -> str:
-        return self._process_id
-
-    @property
-    def watch_count(self) -> int:
-        return self._watches.count
 
     async def start(self) -> None:
         return None
@@ -59,9 +50,7 @@ class MemoryPendingStore:
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        self._expire()
-        stored = self._records.get(request_id)
-        return None if stored is None else PendingRecord.load(stored.json)
+        return (await self.get_many([request_id]))[0]
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         self._expire()
@@ -87,12 +76,6 @@ class MemoryPendingStore:
         deadline = time.monotonic() + self._finished_ttl
         self._deadlines[request_id] = deadline
         self._expiry.append((deadline, request_id))
-
-    def watch(self, request_id: str) -> Watch:
-        return self._watches.watch(request_id)
-
-    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
-        return self._watches.fail(request_id, error)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         self._expire()
@@ -134,12 +117,6 @@ class MemoryPendingStore:
             kept = _Event(event.at, event.request_id, event.dump())
             self._events.append(kept)
             self._trails.setdefault(event.request_id, []).append(kept)
-
-    async def _refresh(self, request_id: str) -> None:
-        """A watch starts waiting late: resolve it if its record has ended meanwhile."""
-        stored = self._records.get(request_id)
-        if stored is not None and stored.state in TERMINAL_STATES:
-            self._watches.resolve(PendingRecord.load(stored.json), stored.json)
 
     def _expire(self) -> None:
         """Drop the records that ended ``finished_ttl`` ago, each with its trail (a trail

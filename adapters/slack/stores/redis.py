@@ -17,9 +17,8 @@ from adapters.slack.stores.contract import (
     PendingStore,
     StoreUnavailable,
     TrailReader,
-    Watch,
 )
-from adapters.slack.stores.duties import default_process_id, stop_tasks, upkeep_tasks
+from adapters.slack.stores.duties import default_process_id, stop_tasks
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_link import (
     FAILURES,
@@ -70,7 +69,7 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             log=log,
         )
         super().__init__(link, keys, finished_ttl=finished_ttl, log=log)
-        self._heartbeat_interval = heartbeat_interval
+        self._process_id = keys.process_id
         self.on_orphans: OrphanHandler | None = None
         """Called with the records a periodic sweep failed (set by the provider)."""
         self._notices = RedisNotices(
@@ -81,6 +80,7 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             outage_limit=outage_limit,
             log=self._log,
         )
+        self._watches = self._notices.watches
         self._trail = RedisAudit(self._link, self._keys, retention=finished_ttl)
         self._upkeep = RedisUpkeep(
             self._link,
@@ -88,17 +88,12 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             self,
             self._notices,
             self._trail,
+            heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
             log=self._log,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-
-    # -- PendingStore ---------------------------------------------------------------------
-
-    @property
-    def process_id(self) -> str:
-        return self._keys.process_id
 
     @property
     def prefix(self) -> str:
@@ -109,10 +104,6 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
     def link(self) -> RedisLink:
         """This store's connection, for state kept beside it (App Home's viewers)."""
         return self._link
-
-    @property
-    def watch_count(self) -> int:
-        return self._notices.watches.count
 
     async def start(self) -> None:
         """``StoreUnavailable`` when Redis cannot be reached."""
@@ -132,14 +123,11 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             await self._upkeep.first_purge()
         except UserQuestionError as exc:  # tried again in an hour (upkeep_tasks)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
-        closed, upkeep, log = (lambda: self._link.closed), self._upkeep, self._log
         self._tasks = [
             asyncio.get_running_loop().create_task(
                 self._notices.listen(), name="redis-store-subscriber"
             ),
-            *upkeep_tasks(
-                "redis", self, self._heartbeat_interval, closed, upkeep.duty, upkeep.purge, log
-            ),
+            *self._upkeep.loops("redis", lambda: self._link.closed, self),
         ]
 
     @contextlib.asynccontextmanager
@@ -185,14 +173,6 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
                 )
         await self._release()
         self._log.info("pending store closed (process %s)", self.process_id)
-
-    def watch(self, request_id: str) -> Watch:
-        return self._notices.watches.watch(request_id)
-
-    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
-        return self._notices.watches.fail(request_id, error)
-
-    # -- retention and owner liveness -----------------------------------------------------
 
     async def purge(self, now: float | None = None) -> int:
         """Delete the audit stream's entries older than the retention whose question has no

@@ -17,9 +17,9 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, RedisError
 
-from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
-from adapters.slack.stores.duties import OrphanSweep, sweep_pass
+from adapters.slack.stores.duties import OrphanSweep, Upkeep
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_link import (
     FAILURES,
@@ -105,16 +105,8 @@ class RedisNotices:
             return
         for request_id, raw in zip(wanted, raws, strict=True):
             self._retry.discard(request_id)
-            if raw is None:
-                continue  # gone: ``check_lost`` fails its waits
-            try:
-                record = PendingRecord.load(raw, of=request_id)
-            except UserQuestionError as exc:  # and will not become readable here
-                self._log.error("%s; its waits in this process end", exc.message)
-                self.watches.fail(request_id, exc)
-                continue
-            if record.state in TERMINAL_STATES:
-                self.watches.resolve(record)
+            if raw is not None:  # (gone: ``check_lost`` fails its waits)
+                self.watches.ended(request_id, as_text(raw), self._log)
 
     async def listen(self) -> None:
         """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""
@@ -193,7 +185,7 @@ class RedisNotices:
         )
 
 
-class RedisUpkeep:
+class RedisUpkeep(Upkeep):
     """Beats for this process and sweeps for the others (one heartbeat at a time)."""
 
     def __init__(
@@ -204,37 +196,30 @@ class RedisUpkeep:
         notices: RedisNotices,
         audit: RedisAudit,
         *,
+        heartbeat_interval: float,
         heartbeat_ttl: float,
         log: logging.Logger,
     ) -> None:
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=log)
         self._link = link
         self._keys = keys
-        self._store = store
         self._notices = notices
         self._audit = audit
-        self._heartbeat_ttl = heartbeat_ttl
-        self._log = log
         self._forget_owner = link.client.register_script(FORGET_OWNER)
-        self._beaten_at = 0.0
-        """When (monotonic) this process last beat."""
-        self._unsure: list[PendingRecord] = []
-        """Writes of a sweep whose answer never came: reported next time if they were made."""
 
     async def beat(self) -> None:
         """Say this process is alive for ``heartbeat_ttl`` (unbounded: the caller bounds it)."""
-        await self._link.client.set(
-            self._keys.my_alive, f"{time.time():.3f}", px=px(self._heartbeat_ttl)
-        )
+        await self._link.client.set(self._keys.my_alive, f"{time.time():.3f}", px=px(self._ttl))
         self._beaten_at = time.monotonic()
 
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: give up on a long outage, beat, check for lost records, one pass
-        of the sweep (the purge runs beside it: ``duties.run_purges``)."""
+        of the sweep (the purge runs beside it)."""
         self._notices.give_up_if_lost()
         try:
             await self._link.op("heartbeat", self.beat)
             await self._notices.check_lost()
-            if time.monotonic() - self._link.healthy_since < self._heartbeat_ttl:
+            if time.monotonic() - self._link.healthy_since < self._ttl:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
                 return []
@@ -251,39 +236,32 @@ class RedisUpkeep:
         await self._audit.keep_open_trails()
         return await self._audit.purge()
 
-    async def sweep_orphans(self) -> list[PendingRecord]:
-        """One pass of the sweep under ``p:sweep`` (skipped while another process holds it):
-        fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``),
-        writing for ``heartbeat_ttl / 3`` at most, counted from its first record."""
-        sweep = OrphanSweep(self._store, budget=self._heartbeat_ttl / 3, log=self._log)
+    async def _sweep(self, sweep: OrphanSweep) -> None:
+        """Under ``p:sweep`` (skipped while another process holds it)."""
         lock = self._link.client.lock(
             self._keys.sweep,
-            timeout=max(self._heartbeat_ttl, 2 * self._link.op_timeout),
+            timeout=max(self._ttl, 2 * self._link.op_timeout),
             blocking=False,
             thread_local=False,
         )
-
-        async def locked() -> None:
-            if not await self._link.op("take the sweep lock", lambda: lock.acquire(blocking=False)):
-                return
-            try:
-                sweep.between = functools.partial(self._keep_up, lock)
-                await self._sweep(sweep)
-            finally:
-                with contextlib.suppress(LockError, UserQuestionError):  # else it expires
-                    await self._link.op("release the sweep lock", lock.release)
-
-        return await sweep_pass(sweep, self._unsure, locked)
+        if not await self._link.op("take the sweep lock", lambda: lock.acquire(blocking=False)):
+            return
+        try:
+            sweep.between = functools.partial(self._keep_up, lock)
+            await self._sweep_owners(sweep)
+        finally:
+            with contextlib.suppress(LockError, UserQuestionError):  # else it expires
+                await self._link.op("release the sweep lock", lock.release)
 
     async def _keep_up(self, lock: Lock) -> None:
         """Between two records of a sweep: beat, and keep the lock, every third of the
         heartbeat's TTL (a lost lock stops the pass: another process sweeps)."""
-        if time.monotonic() - self._beaten_at < self._heartbeat_ttl / 3:
+        if time.monotonic() - self._beaten_at < self._ttl / 3:
             return
         await self._link.op("heartbeat", self.beat)
         await self._link.op("keep the sweep lock", lock.reacquire)
 
-    async def _sweep(self, sweep: OrphanSweep) -> None:
+    async def _sweep_owners(self, sweep: OrphanSweep) -> None:
         client = self._link.client
         owners = await self._link.op("list owners", lambda: client.smembers(self._keys.owners))
         me = self._keys.process_id

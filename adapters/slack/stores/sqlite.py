@@ -21,12 +21,8 @@ from adapters.slack.stores.contract import (
     OrphanHandler,
     PendingStore,
     TrailReader,
-    Watch,
 )
-from adapters.slack.stores.duties import (
-    default_process_id,
-    stop_tasks,
-)
+from adapters.slack.stores.duties import default_process_id, stop_tasks
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
@@ -88,20 +84,10 @@ class SqlitePendingStore(KeepsTrail):
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
 
-    # -- PendingStore ---------------------------------------------------------------------
-
-    @property
-    def process_id(self) -> str:
-        return self._process_id
-
     @property
     def path(self) -> Path:
         """The database file."""
         return self._file.path
-
-    @property
-    def watch_count(self) -> int:
-        return self._watches.count
 
     async def start(self) -> None:
         if self._closed:
@@ -125,7 +111,7 @@ class SqlitePendingStore(KeepsTrail):
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._endings.poll(), name="sqlite-store-poll"),
-            *self._upkeep.loops(lambda: self._closed, self._checkpoint_interval, self),
+            *self._upkeep.tasks(lambda: self._closed, self._checkpoint_interval, self),
         ]
 
     @contextlib.asynccontextmanager
@@ -202,12 +188,6 @@ class SqlitePendingStore(KeepsTrail):
             self._watches.resolve(record, dumped)  # the waiters' copies: no second dump
         return True
 
-    def watch(self, request_id: str) -> Watch:
-        return self._watches.watch(request_id)
-
-    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
-        return self._watches.fail(request_id, error)
-
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         if owner is None:
             rows = await self._file.rows("SELECT json FROM records WHERE state = 'pending'")
@@ -245,8 +225,6 @@ class SqlitePendingStore(KeepsTrail):
             )  # fmt: skip
         return audiences
 
-    # -- retention and liveness -----------------------------------------------------------
-
     async def purge(self, now: float | None = None) -> int:
         """Delete the records that ended longer than the retention ago, and their trails."""
         return await self._upkeep.purge(now)
@@ -254,12 +232,6 @@ class SqlitePendingStore(KeepsTrail):
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
         return await self._upkeep.sweep_orphans()
-
-    async def _refresh(self, request_id: str) -> None:
-        """A watch starts waiting: its record may have ended already."""
-        record = await self.get(request_id)
-        if record is not None and not record.is_open:
-            self._watches.resolve(record)
 
     def __repr__(self) -> str:
         return f"SqlitePendingStore({str(self.path)!r}, process_id={self._process_id!r})"

@@ -13,7 +13,7 @@ from typing import Final
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore, ReportsOrphans
-from adapters.slack.stores.duties import OrphanSweep, sweep_pass, upkeep_tasks
+from adapters.slack.stores.duties import OrphanSweep, Upkeep
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
@@ -74,9 +74,7 @@ class SqliteEndings:
             return
         self._seen_seq = int(rows[-1][0])
         wanted = sorted({request_id for _, request_id in rows if request_id in self._watches})
-        self._resolve(
-            await self._file.rows_in("SELECT id, json FROM records WHERE id IN ({ids})", wanted)
-        )
+        await self._resolve(wanted)
 
     async def _check_lost(self) -> None:
         """Fail the waits on records another process deleted (``RECORD_LOST``); resolve those
@@ -89,23 +87,13 @@ class SqliteEndings:
                 self._log.error("pending store lost record %s (deleted)", request_id)
                 self._watches.lost(request_id)
         ended = [request_id for request_id, state in states.items() if state != "pending"]
-        # (one reopened since the look at its state is not ended: ``_resolve`` leaves it)
-        self._resolve(
-            await self._file.rows_in("SELECT id, json FROM records WHERE id IN ({ids})", ended)
-        )
+        await self._resolve(ended)  # (one reopened since is not ended: left waiting)
 
-    def _resolve(self, rows: list[tuple[str, str]]) -> None:
-        """Resolve the watches of the ended records in ``rows`` (id, JSON); one this version
-        cannot read fails its own waits (``STORE_UNAVAILABLE``)."""
-        for request_id, raw in rows:
-            try:
-                record = PendingRecord.load(raw, of=request_id)
-            except UserQuestionError as exc:
-                self._log.error("%s; its waits in this process end", exc.message)
-                self._watches.fail(request_id, exc)
-                continue
-            if not record.is_open:
-                self._watches.resolve(record, raw)
+    async def _resolve(self, ids: list[str]) -> None:
+        """Resolve the watches of those of ``ids`` whose records have ended."""
+        sql = "SELECT id, json FROM records WHERE id IN ({ids})"
+        for request_id, raw in await self._file.rows_in(sql, ids):
+            self._watches.ended(request_id, raw, self._log)
 
 
 _ENDINGS_KEPT: Final = 3600.0
@@ -125,7 +113,7 @@ _LOST_OWNERS: Final = (
 """The owners of pending records whose heartbeat is gone or older than the TTL."""
 
 
-class SqliteUpkeep:
+class SqliteUpkeep(Upkeep):
     """This process's heartbeat, the sweep for other processes' orphans, the retention."""
 
     def __init__(
@@ -139,29 +127,21 @@ class SqliteUpkeep:
         heartbeat_ttl: float,
         log: logging.Logger,
     ) -> None:
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=log)
         self._file = file
-        self._store = store
         self._audit = audit
         self._retention = retention
-        self._heartbeat_interval = heartbeat_interval
-        self._ttl = heartbeat_ttl
-        self._log = log
-        self._beaten_at = 0.0
-        """When (monotonic) this process's last beat was written."""
         self._sweep_from = 0.0
         """No sweep before this (monotonic): ``hold_sweep``."""
-        self._unsure: list[PendingRecord] = []
-        """Writes of a sweep whose answer never came: reported next time if they were made."""
 
-    def loops(
+    def tasks(
         self, stopped: Callable[[], bool], checkpoint_every: float, reports: ReportsOrphans
     ) -> list[Task[None]]:
         """Start the heartbeat, checkpoint and purge loops."""
-        every, log = self._heartbeat_interval, self._log
         checkpoints = self.checkpoints(checkpoint_every)
         return [
             asyncio.get_running_loop().create_task(checkpoints, name="sqlite-store-checkpoint"),
-            *upkeep_tasks("sqlite", reports, every, stopped, self.duty, self.purge, log),
+            *self.loops("sqlite", stopped, reports),
         ]
 
     async def beat(self) -> None:
@@ -217,20 +197,12 @@ class SqliteUpkeep:
         await self._audit.purge(now - self._retention)
         return purged
 
-    async def sweep_orphans(self) -> list[PendingRecord]:
-        """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest in the next)."""
-        sweep = OrphanSweep(self._store, budget=self._ttl / 3, log=self._log)
+    async def _sweep(self, sweep: OrphanSweep) -> None:
         sweep.between = functools.partial(self._keep_beating, sweep)
-
-        async def owners() -> None:
-            lost = await self._file.rows(_LOST_OWNERS, (self._store.process_id, self._ttl))
-            for (owner,) in lost:
-                await sweep.owner(owner)
-                if sweep.cut:
-                    return
-
-        return await sweep_pass(sweep, self._unsure, owners)
+        for (owner,) in await self._file.rows(_LOST_OWNERS, (self._store.process_id, self._ttl)):
+            await sweep.owner(owner)
+            if sweep.cut:
+                return
 
     async def _beat_or_hold(self) -> bool:
         """Beat; whether it was on time (one late or failed holds the sweep for one TTL)."""
@@ -240,7 +212,7 @@ class SqliteUpkeep:
         except BaseException:
             self.hold_sweep()
             raise
-        if time.monotonic() - began > self._heartbeat_interval:
+        if time.monotonic() - began > self._interval:
             self.hold_sweep()
             return False
         return True
@@ -248,7 +220,7 @@ class SqliteUpkeep:
     async def _keep_beating(self, sweep: OrphanSweep) -> None:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
         longer than that ends the pass (and holds the next: ``hold_sweep``)."""
-        if time.monotonic() - self._beaten_at < self._heartbeat_interval:
+        if time.monotonic() - self._beaten_at < self._interval:
             return
         if not await self._beat_or_hold():
             sweep.deadline = time.monotonic()  # the next record waits for another pass

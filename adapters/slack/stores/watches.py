@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
@@ -30,9 +31,8 @@ class LocalWatch:
         self._registry = registry
         self._report: Callable[[str | BaseException], None] | None = None
         self.request_id = request_id
+        # the ended record's JSON: each waiter parses its own copy (after the click's ack)
         self.future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        """Resolved with the ended record's JSON: each waiter parses its own copy once it
-        runs (after the click that ended it has been acked), not the writer."""
         self.waiting = False  # set once waited on: the record existed (checked for loss)
 
     async def wait(self) -> PendingRecord:
@@ -61,8 +61,8 @@ class LocalWatch:
         self._registry.forget(self)
 
     def interrupt(self) -> None:
-        """End the wait in progress with ``CancelledError`` (its task is not cancelled): its
-        asker gave up. An ending that came first stands; the next wait starts afresh."""
+        """End the wait in progress with ``CancelledError`` (its asker gave up; its task is
+        not cancelled); an ending that came first stands, the next wait starts afresh."""
         self.future.cancel()
 
     def fail(self, error: Exception) -> None:
@@ -140,6 +140,18 @@ class WatchRegistry:
         raw = record.dump() if dumped is None else dumped
         for watch in waiting:
             watch.future.set_result(raw)
+
+    def ended(self, request_id: str, raw: str, log: logging.Logger) -> None:
+        """Resolve the waits on ``request_id`` if its stored JSON ``raw`` has ended; a record
+        this version cannot read fails them."""
+        try:
+            record = PendingRecord.load(raw, of=request_id)
+        except UserQuestionError as exc:
+            log.error("%s; its waits in this process end", exc.message)
+            self.fail(request_id, exc)
+            return
+        if not record.is_open:
+            self.resolve(record, raw)
 
     def waiting_ids(self) -> list[str]:
         """The ids whose watches are being waited on and have not ended."""
