@@ -7,7 +7,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
 
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_chain import ChainCheck
@@ -16,6 +16,9 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import STORE_BUSY
 from adapters.slack.stores.watches import LocalWatch, WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
+
+if TYPE_CHECKING:
+    from adapters.slack.stores.duties import Upkeep
 
 __all__ = [
     "OWNER_LOST_NOTE",
@@ -26,7 +29,6 @@ __all__ = [
     "PendingStore",
     "ReportsOrphans",
     "StoreConflict",
-    "StoreCore",
     "StoreUnavailable",
     "TrailReader",
     "Watch",
@@ -198,10 +200,22 @@ class StoreCore:
             self._watches.resolve(record)
 
 
-class KeepsTrail(StoreCore):
-    """A ``StoreCore`` whose audit methods are passed to its trail, ``self._trail``."""
+class DurableStore(StoreCore):
+    """What the durable stores do alike: the audit trail's methods passed to ``_trail``, the
+    retention and the sweep to ``_upkeep``, which reports the records it failed."""
 
     _trail: Trail
+    _upkeep: Upkeep
+    on_orphans: OrphanHandler | None = None
+    """Called with the records a periodic sweep failed (set by the provider)."""
+
+    async def purge(self, now: float | None = None) -> int:
+        """Delete what ended longer than the retention ago; how many records (or entries)."""
+        return await self._upkeep.purge(now)
+
+    async def sweep_orphans(self) -> list[PendingRecord]:
+        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
+        return await self._upkeep.sweep_orphans()
 
     async def append_event(self, event: AuditEvent) -> None:
         await self._trail.append_event(event)

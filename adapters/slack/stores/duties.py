@@ -108,6 +108,8 @@ class Upkeep:
     def __init__(
         self, store: PendingStore, *, interval: float, ttl: float, log: logging.Logger
     ) -> None:
+        if interval <= 0 or ttl <= interval:
+            raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         self._store = store
         self._interval = interval
         self._ttl = ttl

@@ -6,13 +6,12 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore, StoreCore
+from adapters.slack.stores.contract import RETENTION, OpenCount, StoreCore
 from adapters.slack.stores.watches import WatchRegistry
 
 __all__ = ["MemoryPendingStore"]
@@ -159,9 +158,3 @@ class _Stored:
     @classmethod
     def of(cls, record: PendingRecord) -> _Stored:
         return cls(record.version, record.state, record.owner, record.dump(), Audience.of(record))
-
-
-if TYPE_CHECKING:
-
-    def _conforms(store: MemoryPendingStore) -> PendingStore:
-        return store

@@ -6,15 +6,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
 
-from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
     RETENTION,
-    KeepsTrail,
+    DurableStore,
     OrphanHandler,
-    PendingStore,
     StoreUnavailable,
     TrailReader,
 )
@@ -34,8 +31,10 @@ from bot.questions.errors import UserQuestionError
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
 
-class RedisPendingStore(RedisRecords, KeepsTrail):
+class RedisPendingStore(RedisRecords, DurableStore):
     """A ``PendingStore`` in Redis, shared by every bot process that can receive a click."""
+
+    _upkeep: RedisUpkeep
 
     def __init__(
         self,
@@ -55,8 +54,6 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             raise ValueError("prefix must not be empty")
         if finished_ttl <= 0:
             raise ValueError("finished_ttl must be positive")
-        if heartbeat_interval <= 0 or heartbeat_ttl <= heartbeat_interval:
-            raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         if op_timeout <= 0:
             raise ValueError("op_timeout must be positive")
         keys = RedisKeys(prefix, process_id or default_process_id())
@@ -70,8 +67,6 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
         )
         super().__init__(link, keys, finished_ttl=finished_ttl, log=log)
         self._process_id = keys.process_id
-        self.on_orphans: OrphanHandler | None = None
-        """Called with the records a periodic sweep failed (set by the provider)."""
         self._notices = RedisNotices(
             self._link,
             self._keys,
@@ -174,15 +169,6 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
         await self._release()
         self._log.info("pending store closed (process %s)", self.process_id)
 
-    async def purge(self, now: float | None = None) -> int:
-        """Delete the audit stream's entries older than the retention whose question has no
-        record left (done at start and hourly; records and question streams expire by TTL)."""
-        return await self._upkeep.purge(now)
-
-    async def sweep_orphans(self) -> list[PendingRecord]:
-        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
-        return await self._upkeep.sweep_orphans()
-
     async def _release(self) -> None:
         await self._notices.unsubscribe()
         await self._link.aclose()
@@ -192,9 +178,3 @@ class RedisPendingStore(RedisRecords, KeepsTrail):
             f"RedisPendingStore({self._link.shown_url!r}, prefix={self.prefix!r},"
             f" process_id={self.process_id!r})"
         )
-
-
-if TYPE_CHECKING:
-
-    def _conforms(store: RedisPendingStore) -> PendingStore:
-        return store

@@ -14,6 +14,7 @@ __all__ = [
     "KEEP_OPEN_TRAILS",
     "OPEN_COUNT",
     "PURGE_AUDIT",
+    "WRITE",
     "WRITE_TOKENS_KEPT",
 ]
 
@@ -119,68 +120,36 @@ _APPEND_EVENT: Final = f"""{_chain_append("KEYS[6]", "KEYS[7]", "KEYS[9]")}
 return 1
 """
 
-# KEYS: record, token, open set, owner set, owners set, audit stream, question stream,
-#       audiences hash, chain head
-# ARGV: json, id, state, finished ttl ms, token, owner ('' for none), audience ('' for on
-#       no list), done channel, event and its chain
+# KEYS: record, token, open set, owner set of the record's owner, owners set, audit stream,
+#       question stream, audiences hash, chain head
+# ARGV: json, id, version ('' to create), state, finished ttl ms, owner-set prefix, done
+#       channel, token, owner ('' for none), audience ('' for on no list), event and its chain
 # A pending record has no TTL: it stays until it ends (then it is kept ``finished_ttl``).
-# One stored already ended (a lost record put back as failed) is published on the done
-# channel, as an ending by compare-and-set is: another process's waiters on it wake.
-CREATE: Final = (
-    _TOKENS
-    + """
-local kept = redis.call('GET', KEYS[2])
-if wrote(kept, ARGV[5]) then return 1 end
-local keep = ARGV[4]
-"""
-    + _chain_ready(9, "KEYS[6]", "KEYS[7]", "KEYS[9]")
-    + """
-if ARGV[3] == 'pending' then
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
-  redis.call('SET', KEYS[2], remember(kept, ARGV[5]))
-  redis.call('SADD', KEYS[3], ARGV[2])
-  if ARGV[6] ~= '' then
-    redis.call('SADD', KEYS[4], ARGV[2])
-    redis.call('SADD', KEYS[5], ARGV[6])
-  end
-  if ARGV[7] ~= '' then redis.call('HSET', KEYS[8], ARGV[2], ARGV[7]) end
-else
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then return 0 end
-  redis.call('SET', KEYS[2], remember(kept, ARGV[5]), 'PX', ARGV[4])
-  -- Not open: in no index (a lost record put back finished leaves its id there).
-  redis.call('SREM', KEYS[3], ARGV[2])
-  if ARGV[6] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
-  redis.call('HDEL', KEYS[8], ARGV[2])
-  redis.call('PUBLISH', ARGV[8], ARGV[2])
-end
-"""
-    + _APPEND_EVENT
-)
-
-# KEYS: record, token, open set, owner set of the new record's owner, owners set, audit
-#       stream, question stream, audiences hash, chain head
-# ARGV: json, id, version, state, finished ttl ms, owner-set prefix, done channel, token,
-#       owner ('' for none), audience ('' for on no list), event and its chain
-COMPARE_AND_SET: Final = (
+# An ending (or a record created ended: a lost record put back failed) is published on the
+# done channel: other processes' waiters on it wake.
+WRITE: Final = (
     _TOKENS
     + """
 local kept = redis.call('GET', KEYS[2])
 if wrote(kept, ARGV[8]) then return 1 end
 local raw = redis.call('GET', KEYS[1])
-if not raw then return 0 end
-local stored = cjson.decode(raw)
-if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
-local was_open = stored['state'] == 'pending'
-local now_open = ARGV[4] == 'pending'
-if not was_open and not now_open and stored['state'] ~= ARGV[4] then return 0 end
+local creating, was_open, old_owner = ARGV[3] == '', false, ''
+if creating then
+  if raw then return 0 end
+else
+  if not raw then return 0 end
+  local stored = cjson.decode(raw)
+  if tonumber(stored['version']) ~= tonumber(ARGV[3]) - 1 then return 0 end
+  was_open = stored['state'] == 'pending'
+  if not was_open and ARGV[4] ~= 'pending' and stored['state'] ~= ARGV[4] then return 0 end
+  if type(stored['owner']) == 'string' then old_owner = stored['owner'] end
+end
 local keep = ARGV[5]
 """
     + _chain_ready(11, "KEYS[6]", "KEYS[7]", "KEYS[9]")
     + """
-local old_owner = stored['owner']
-if type(old_owner) ~= 'string' then old_owner = '' end
 local old_owner_set = ARGV[6] .. old_owner
-if now_open then
+if ARGV[4] == 'pending' then
   redis.call('SET', KEYS[1], ARGV[1])
   redis.call('SET', KEYS[2], remember(kept, ARGV[8]))
   if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
@@ -194,7 +163,7 @@ if now_open then
   else
     redis.call('HDEL', KEYS[8], ARGV[2])
   end
-elseif was_open then
+elseif was_open or creating then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
   redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'PX', ARGV[5])
   redis.call('SREM', KEYS[3], ARGV[2])
@@ -209,6 +178,8 @@ end
 """
     + _APPEND_EVENT
 )
+CREATE: Final = WRITE
+COMPARE_AND_SET: Final = WRITE
 
 # KEYS: audit stream, question stream, record, chain head; ARGV: keep (ms), the event and
 # its chain. An event that goes

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Sequence
+from functools import partial
 from typing import cast
-
-from redis.commands.core import AsyncScript
 
 from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent
@@ -15,7 +14,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import OpenCount
 from adapters.slack.stores.redis_audit import chained
 from adapters.slack.stores.redis_link import RedisKeys, RedisLink, px
-from adapters.slack.stores.redis_lua import AUDIENCES, COMPARE_AND_SET, CREATE, INDEXED, OPEN_COUNT
+from adapters.slack.stores.redis_lua import AUDIENCES, INDEXED, OPEN_COUNT, WRITE
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["RedisRecords", "dump_audience", "load_audience"]
@@ -32,18 +31,13 @@ class RedisRecords:
         self._finished_ttl = finished_ttl
         self._log = log
         client = link.client
-        self._create_script = client.register_script(CREATE)
-        self._cas_script = client.register_script(COMPARE_AND_SET)
+        self._write_script = client.register_script(WRITE)
         self._indexed_script = client.register_script(INDEXED)
         self._count_script = client.register_script(OPEN_COUNT)
         self._audiences_script = client.register_script(AUDIENCES)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
-        token = self._new_token()
-        args: list[str | int] = [record.dump(), record.id, record.state, ttl, token, owner]
-        args += [audience, self._keys.done]
-        return await self._write("create", self._create_script, record, args, event)
+        return await self._write("create", record, "", event)
 
     async def get(self, request_id: str) -> PendingRecord | None:
         key = self._keys.record(request_id)
@@ -61,11 +55,7 @@ class RedisRecords:
         ]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        ttl, owner, audience = px(self._finished_ttl), record.owner or "", dump_audience(record)
-        token = self._new_token()
-        args: list[str | int] = [record.dump(), record.id, record.version, record.state, ttl]
-        args += [self._keys.owner_prefix, self._keys.done, token, owner, audience]
-        return await self._write("compare-and-set", self._cas_script, record, args, event)
+        return await self._write("compare-and-set", record, record.version, event)
 
     @staticmethod
     def _new_token() -> str:
@@ -73,18 +63,16 @@ class RedisRecords:
         return secrets.token_hex(8)
 
     async def _write(
-        self,
-        what: str,
-        script: AsyncScript,
-        record: PendingRecord,
-        args: list[str | int],
-        event: AuditEvent | None,
+        self, what: str, record: PendingRecord, version: int | str, event: AuditEvent | None
     ) -> bool:
-        """Run a record's write ``script`` with ``args``, then ``event`` and its chain."""
+        """Run the write script (``version`` ``''``: a create), then ``event`` and its chain."""
         keys = self._keys.of_record(record)
+        args: list[str | int] = [record.dump(), record.id, version, record.state]
+        args += [px(self._finished_ttl), self._keys.owner_prefix, self._keys.done]
+        args += [self._new_token(), record.owner or "", dump_audience(record)]
 
         async def run(chain: list[str | int]) -> object:
-            return await self._link.op(what, lambda: script(keys=keys, args=args + chain))
+            return await self._link.op(what, partial(self._write_script, keys, args + chain))
 
         return bool(await chained(self._link, self._keys, event, run))
 

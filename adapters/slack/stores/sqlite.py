@@ -9,17 +9,15 @@ import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import (
     RETENTION,
-    KeepsTrail,
+    DurableStore,
     OpenCount,
-    OrphanHandler,
-    PendingStore,
     TrailReader,
 )
 from adapters.slack.stores.duties import default_process_id, stop_tasks
@@ -36,10 +34,11 @@ DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
 
 
-class SqlitePendingStore(KeepsTrail):
+class SqlitePendingStore(DurableStore):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
 
     _trail: SqliteAudit
+    _upkeep: SqliteUpkeep
 
     def __init__(
         self,
@@ -58,14 +57,10 @@ class SqlitePendingStore(KeepsTrail):
             raise ValueError(
                 "retention, poll_interval, busy_timeout and checkpoint_interval must be positive"
             )
-        if heartbeat_interval <= 0 or heartbeat_ttl <= heartbeat_interval:
-            raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
         self._process_id = process_id or default_process_id()
         self._heartbeat_interval = heartbeat_interval
         self._checkpoint_interval = checkpoint_interval
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
-        self.on_orphans: OrphanHandler | None = None
-        """Called with the records a periodic sweep failed (set by the provider)."""
         self._file = SqliteFile(Path(path), busy_timeout=busy_timeout, log=self._log)
         self._watches = WatchRegistry(self._refresh)
         self._endings = SqliteEndings(
@@ -225,14 +220,6 @@ class SqlitePendingStore(KeepsTrail):
             )  # fmt: skip
         return audiences
 
-    async def purge(self, now: float | None = None) -> int:
-        """Delete the records that ended longer than the retention ago, and their trails."""
-        return await self._upkeep.purge(now)
-
-    async def sweep_orphans(self) -> list[PendingRecord]:
-        """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
-        return await self._upkeep.sweep_orphans()
-
     def __repr__(self) -> str:
         return f"SqlitePendingStore({str(self.path)!r}, process_id={self._process_id!r})"
 
@@ -265,9 +252,3 @@ def _who(
 def _names(joined: str | None) -> tuple[str, ...]:
     """The ids SQLite joined with spaces (Slack ids have none); ``None``: nobody named."""
     return () if joined is None else tuple(joined.split(" "))
-
-
-if TYPE_CHECKING:
-
-    def _conforms(store: SqlitePendingStore) -> PendingStore:
-        return store

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from queue import Empty, Queue, SimpleQueue
+from queue import Empty
 from typing import Any, Final
 
 import aiosqlite
@@ -18,22 +18,11 @@ import aiosqlite
 from adapters.slack.stores.sqlite_schema import check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = [
-    "CHUNK",
-    "RUN",
-    "UPGRADE_WAIT",
-    "WAL_LIMIT",
-    "SqliteFile",
-    "batch_delete",
-    "private_file",
-]
-
 _BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Error codes of a statement that would have to wait."""
 
 _WAL_PAGES: Final = 20_000
-"""A commit checkpoints the WAL past this many pages (80 MB; SQLite's default is 1,000):
-only should the store's own checkpoints fall behind."""
+"""A commit checkpoints the WAL past this many pages (80 MB): only should ours fall behind."""
 
 WAL_LIMIT = 64 * 1024 * 1024
 """Bytes the WAL is truncated back to once checkpointed (``journal_size_limit``)."""
@@ -45,7 +34,7 @@ _JOIN_WAIT: Final = 2.0
 """Seconds a failed connect waits for aiosqlite's thread to end."""
 
 _CANNOT_WRITE_BESIDE: Final = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
-"""Primary error codes of a read-only open that needed to create the WAL's side files."""
+"""Error codes of a read-only open that needed to create the WAL's side files."""
 
 RUN: Final = 4
 """In-loop statements in a row before other tasks get a turn (about a millisecond)."""
@@ -110,15 +99,12 @@ class SqliteFile:
                 f" put it in WAL mode (it stays in {mode} mode): give STORE_PATH a file on a"
                 " local disk"
             )
-        limit = int(WAL_LIMIT)
-        pragmas = ["synchronous = NORMAL", f"wal_autocheckpoint = {_WAL_PAGES}"]
-        pragmas.append(f"journal_size_limit = {limit}")
+        limit = f"journal_size_limit = {int(WAL_LIMIT)}"
+        pragmas = ["synchronous = NORMAL", f"wal_autocheckpoint = {_WAL_PAGES}", limit]
         for pragma in pragmas:
             await db.execute(f"PRAGMA {pragma}")
         if await migrate(db, self.path, self._log, wait=UPGRADE_WAIT):
-            # The upgrade's copy of every record sits in the WAL: copy it into the file and
-            # empty the WAL now (``TRUNCATE``; a reader still on it makes this a no-op, and
-            # ``journal_size_limit`` bounds it after the next checkpoint instead).
+            # The upgrade's copy of every record sits in the WAL: into the file, and empty it.
             try:
                 await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # the upgrade is made: the next checkpoints do it
@@ -130,11 +116,11 @@ class SqliteFile:
         self._checkpointer = await _connect(
             self.path, isolation_level=None, timeout=self._busy_timeout
         )
-        await self._checkpointer.execute(f"PRAGMA journal_size_limit = {limit}")
+        await self._checkpointer.execute(f"PRAGMA {limit}")
 
     async def open_to_read(self) -> None:
         """Open the file for reading only (``mode=ro``): nothing created, upgraded or written
-        (but the WAL's side files should they be missing); only ``rows`` works then."""
+        (but the WAL's missing side files); only ``rows`` works then."""
         if not self.path.is_file():
             reason = "a folder, not a file" if self.path.is_dir() else "no such file"
             raise OSError(f"cannot read the pending store STORE_PATH={self.path}: {reason}")
@@ -188,7 +174,6 @@ class SqliteFile:
         """Close the file without waiting (idempotent; a close cut short at a stop's
         deadline): aiosqlite's threads end and the loop waits for them (``_abandon``)."""
         for connection in self._take():
-            # its statement in hand may wait twice for the busy timeout (read, then write)
             _abandon(connection, _raw(connection), 2 * self._busy_timeout + _JOIN_WAIT)
 
     def _take(self) -> list[aiosqlite.Connection]:
@@ -215,7 +200,7 @@ class SqliteFile:
 
     async def run(self, work: Callable[..., list[Any]], *args: Any) -> list[Any]:
         """``work(connection, *args)``: in this thread when the file need not be waited for,
-        else in aiosqlite's (one hand-over: none of our other statements runs within it)."""
+        else in aiosqlite's (one hand-over)."""
         if self._inline is not None:
             try:
                 rows = work(self._inline, *args)
@@ -238,11 +223,10 @@ class SqliteFile:
             raise self._failed(exc) from exc
 
     async def _turn(self) -> None:
-        """Give other tasks their turn after ``RUN`` statements in a row: a run of them (a
-        stop ending 10,000 questions) never holds the loop; a click's run straight through."""
+        """Give other tasks their turn after ``RUN`` statements in a row (a stop ending 10,000
+        questions never holds the loop); the loop's next turn, whoever takes it, ends a run."""
         self._run += 1
         if self._run == 1:
-            # The loop's next turn, whoever takes it, ends the run.
             asyncio.get_running_loop().call_soon(self._turned)
         if self._run >= RUN:
             await asyncio.sleep(0)
@@ -267,7 +251,7 @@ class SqliteFile:
 
     async def delete_batches(self, statement: str, params: Sequence[Any] = ()) -> int:
         """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK`` rows (what is
-        queued meanwhile waits for one batch, not the whole purge); how many went."""
+        queued meanwhile waits for one batch); how many went."""
         deleted = 0
         while True:
             gone = len(await self.rows(statement, params))
@@ -320,24 +304,19 @@ def _abandon(connection: aiosqlite.Connection, raw: sqlite3.Connection | None, w
     """Stop ``connection``'s thread without waiting: fail what is queued, have it close
     ``raw`` and end, the loop's executor waiting up to ``wait`` s for it (as ``asyncio.run``
     waits for that executor, no future of the thread's is answered on a closed loop)."""
-    # aiosqlite before 0.22 is its own thread, its queue a ``Queue``.
-    thread = connection if isinstance(connection, threading.Thread) else None
-    thread = getattr(connection, "_thread", thread)
+    thread = getattr(connection, "_thread", None)
     if not isinstance(thread, threading.Thread) or not thread.is_alive():
         return
-    queue = getattr(connection, "_tx", None)
-    if isinstance(queue, Queue | SimpleQueue):
-        while True:
-            try:
-                future, _ = queue.get_nowait()
-            except Empty:
-                break
-            if future is not None and not future.done():
-                future.set_exception(
-                    sqlite3.ProgrammingError("Cannot operate on a closed database.")
-                )
-        if raw is not None:
-            queue.put_nowait((None, raw.close))
+    queue = connection._tx
+    while True:
+        try:
+            future, _ = queue.get_nowait()
+        except Empty:
+            break
+        if future is not None and not future.done():
+            future.set_exception(sqlite3.ProgrammingError("Cannot operate on a closed database."))
+    if raw is not None:
+        queue.put_nowait((None, raw.close))
     connection.stop()  # its future is answered before the thread ends, loop still open
     loop = asyncio.get_running_loop()
     with contextlib.suppress(RuntimeError):  # the executor is shut down already

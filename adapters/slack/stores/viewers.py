@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import aiosqlite
 
@@ -198,11 +198,3 @@ def viewers_for(
 def _check(max_viewers: int, ttl: float) -> None:
     if max_viewers < 1 or ttl <= 0:
         raise ValueError("max_viewers and ttl must be positive")
-
-
-if TYPE_CHECKING:
-
-    def _conforms(
-        memory: MemoryHomeViewers, sqlite: SqliteHomeViewers, redis: RedisHomeViewers
-    ) -> list[HomeViewers]:
-        return [memory, sqlite, redis]
