@@ -147,16 +147,20 @@ class RedisAudit:
         entries = await self._link.op("read a trail", lambda: self._link.client.xrange(trail))
         return [AuditEvent.load(fields["e"]) for _, fields in _entries(entries)]
 
+    async def _pages(self, low: str, high: str) -> AsyncIterator[list[tuple[str, dict[str, str]]]]:
+        """The audit stream's entries from ``low`` to ``high``, a page at a time."""
+        while True:
+            read = functools.partial(self._link.client.xrange, self._keys.audit, low, high, _PAGE)
+            entries = _entries(await self._link.op("read the audit stream", read))
+            yield entries
+            if len(entries) < _PAGE:
+                return
+            low = f"({entries[-1][0]}"
+
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain, the audit stream read in pages."""
-        client, rows, low = self._link.client, [], "-"
-        while True:
-            read = functools.partial(client.xrange, self._keys.audit, low, "+", count=_PAGE)
-            entries = _entries(await self._link.op("read the audit stream", read))
-            rows += [_row(entry_id, fields) for entry_id, fields in entries]
-            if len(entries) < _PAGE:
-                break
-            low = f"({entries[-1][0]}"
+        rows = [_row(*entry) async for page in self._pages("-", "+") for entry in page]
+        client = self._link.client
         head_raw = await self._link.op("read the chain", lambda: client.get(self._keys.audit_head))
         purged = await self._link.op(
             "read the chain", lambda: client.hgetall(self._keys.audit_purged)
@@ -175,14 +179,8 @@ class RedisAudit:
         """Every event with ``since <= at < until``, in the order appended (read in pages)."""
         low = f"{max(0, int((since - 60) * 1000))}"
         high = "+" if until is None else f"{int((until + 60) * 1000)}"
-        client = self._link.client
-        while True:
-            read = functools.partial(client.xrange, self._keys.audit, low, high, count=_PAGE)
-            entries = _entries(await self._link.op("read the audit stream", read))
-            for _, fields in entries:
+        async for page in self._pages(low, high):
+            for _, fields in page:
                 event = AuditEvent.load(fields["e"])
                 if event.at >= since and (until is None or event.at < until):
                     yield event
-            if len(entries) < _PAGE:
-                return
-            low = f"({entries[-1][0]}"

@@ -27,11 +27,7 @@ recognised as done; an older one is refused as stale (``mutate`` decides again).
 # ``kept``, at most WRITE_TOKENS_KEPT in all (tokens are hex: no spaces).
 _TOKENS: Final = f"""
 local function wrote(kept, token)
-  if not kept then return false end
-  for one in string.gmatch(kept, '%S+') do
-    if one == token then return true end
-  end
-  return false
+  return kept and string.find(' ' .. kept .. ' ', ' ' .. token .. ' ', 1, true) ~= nil
 end
 local function remember(kept, token)
   local tokens = {{token}}
@@ -45,12 +41,9 @@ local function remember(kept, token)
 end
 """
 
-# Both scripts take the write's audit event (its JSON, '' for none) and its chain as their
-# last six ARGV, the two streams as KEYS[6] (p:audit) and KEYS[7] (p:events:{id}) and the
-# chain's head as KEYS[9]; -1: the head moved, compute the chain again. The event is
-# appended by the script that makes the change, so both are kept or neither and a watch
-# woken by the change finds the event. The streams are checked before anything is
-# written: a script that fails half-way is not rolled back.
+# A write's audit event (its JSON, '' for none) and chain are its last six ARGV, appended by
+# the script that makes the change (both kept or neither); -1: the head moved, chain again.
+# Everything is checked before anything is written: a script failing half-way is not undone.
 
 
 def _streams_ready(audit: str, trail: str) -> str:

@@ -14,12 +14,7 @@ from typing import Final
 from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.contract import (
-    RETENTION,
-    DurableStore,
-    OpenCount,
-    TrailReader,
-)
+from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
 from adapters.slack.stores.duties import default_process_id, stop_tasks
 from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections import OrderedDict
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final
 
 import aiosqlite
 
@@ -32,30 +32,35 @@ VIEWER_TTL: Final = 7 * 86400.0
 """Seconds a Home tab is kept up to date after its person last opened it: 7 days."""
 
 
-class HomeViewers(Protocol):
-    """The people whose Home tab is kept current, shared by every process of a store."""
+class HomeViewers:
+    """The people whose Home tab is kept current (the ``max_viewers`` latest within ``ttl``
+    seconds), shared by every process of a store."""
+
+    def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
+        if max_viewers < 1 or ttl <= 0:
+            raise ValueError("max_viewers and ttl must be positive")
+        self._max = max_viewers
+        self._ttl = ttl
 
     async def opened(self, user: str, at: float) -> None:
         """``user`` opened their Home tab at ``at``; the oldest beyond the bound go."""
-        ...
+        raise NotImplementedError
 
     async def current(self, now: float) -> list[str]:
         """Who opened their Home tab within the time limit before ``now``, oldest first."""
-        ...
+        raise NotImplementedError
 
     def known_empty(self) -> bool:
         """Whether this handle knows, without asking the store, that nobody is kept (only
-        a set in this process's memory can; a shared one says ``False``)."""
-        ...
+        a set in this process's memory can)."""
+        return False
 
 
-class MemoryHomeViewers:
+class MemoryHomeViewers(HomeViewers):
     """The viewers in this process's memory (for the memory store)."""
 
     def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
-        _check(max_viewers, ttl)
-        self._max = max_viewers
-        self._ttl = ttl
+        super().__init__(max_viewers=max_viewers, ttl=ttl)
         self._seen: OrderedDict[str, float] = OrderedDict()
 
     async def opened(self, user: str, at: float) -> None:
@@ -81,7 +86,7 @@ _TABLE: Final = (
 )
 
 
-class SqliteHomeViewers:
+class SqliteHomeViewers(HomeViewers):
     """The viewers in the SQLite store's file, table ``home_viewers`` (user_id, opened_at)."""
 
     def __init__(
@@ -92,10 +97,8 @@ class SqliteHomeViewers:
         ttl: float = VIEWER_TTL,
         busy_timeout: float = 5.0,
     ) -> None:
-        _check(max_viewers, ttl)
+        super().__init__(max_viewers=max_viewers, ttl=ttl)
         self._path = Path(path)
-        self._max = max_viewers
-        self._ttl = ttl
         self._busy_timeout = busy_timeout
         self._ready = False
 
@@ -123,9 +126,6 @@ class SqliteHomeViewers:
         )
         return [str(row[0]) for row in reversed(rows)]
 
-    def known_empty(self) -> bool:
-        return False
-
     async def _run(self, *statements: tuple[str, tuple[object, ...]]) -> list[sqlite3.Row]:
         """Run ``statements`` in one transaction; the last one's rows."""
         rows: list[sqlite3.Row] = []
@@ -151,15 +151,13 @@ class SqliteHomeViewers:
         return rows
 
 
-class RedisHomeViewers:
+class RedisHomeViewers(HomeViewers):
     """The viewers in a sorted set shared by every process on the same Redis and prefix."""
 
     def __init__(self, link: RedisLink, prefix: str, *, max_viewers: int, ttl: float) -> None:
-        _check(max_viewers, ttl)
+        super().__init__(max_viewers=max_viewers, ttl=ttl)
         self._link = link
         self._key = f"{prefix}:home:viewers"
-        self._max = max_viewers
-        self._ttl = ttl
 
     async def opened(self, user: str, at: float) -> None:
         async def write() -> None:
@@ -180,9 +178,6 @@ class RedisHomeViewers:
 
         return await self._link.op("read the Home tab viewers", read)
 
-    def known_empty(self) -> bool:
-        return False
-
 
 def viewers_for(
     store: PendingStore, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL
@@ -193,8 +188,3 @@ def viewers_for(
     if isinstance(store, RedisPendingStore):
         return RedisHomeViewers(store.link, store.prefix, max_viewers=max_viewers, ttl=ttl)
     return MemoryHomeViewers(max_viewers=max_viewers, ttl=ttl)
-
-
-def _check(max_viewers: int, ttl: float) -> None:
-    if max_viewers < 1 or ttl <= 0:
-        raise ValueError("max_viewers and ttl must be positive")
