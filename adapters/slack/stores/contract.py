@@ -109,17 +109,35 @@ class Trail(TrailReader, Protocol):
 
 
 class PendingStore(TrailReader, Protocol):
-    """The records of open requests, shared by every process that can receive a click."""
+    """The records of open requests, shared by every process that can receive a click: the
+    base of every store, holding what they do alike (its process id, its watches)."""
+
+    _process_id: str
+    _watches: WatchRegistry
 
     @property
     def process_id(self) -> str:
         """This process's id; records it creates name it as their owner."""
-        ...
+        return self._process_id
 
     @property
     def watch_count(self) -> int:
         """How many watches are registered in this process (zero when nothing leaks)."""
-        ...
+        return self._watches.count
+
+    def watch(self, request_id: str) -> Watch:
+        """Register interest in this request's ending (before posting, so no click is missed)."""
+        return self._watches.watch(request_id)
+
+    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
+        """End this process's waits on ``request_id`` with ``error``; how many there were."""
+        return self._watches.fail(request_id, error)
+
+    async def _refresh(self, request_id: str) -> None:
+        """A watch starts waiting: its record may have ended already."""
+        record = await self.get(request_id)
+        if record is not None and not record.is_open:
+            self._watches.resolve(record)
 
     async def start(self) -> None:
         """Connect and start background duties (heartbeats, notifications)."""
@@ -145,14 +163,6 @@ class PendingStore(TrailReader, Protocol):
         """Write ``record`` if stored at ``record.version - 1``, and ``event`` (both or neither)."""
         ...
 
-    def watch(self, request_id: str) -> Watch:
-        """Register interest in this request's ending (before posting, so no click is missed)."""
-        ...
-
-    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
-        """End this process's waits on ``request_id`` with ``error``; how many there were."""
-        ...
-
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
         ...
@@ -170,37 +180,7 @@ class PendingStore(TrailReader, Protocol):
         ...
 
 
-class StoreCore:
-    """What every store does alike: its process id and this process's watches."""
-
-    _process_id: str
-    _watches: WatchRegistry
-
-    @property
-    def process_id(self) -> str:
-        return self._process_id
-
-    @property
-    def watch_count(self) -> int:
-        return self._watches.count
-
-    def watch(self, request_id: str) -> Watch:
-        return self._watches.watch(request_id)
-
-    def fail_watches(self, request_id: str, error: UserQuestionError) -> int:
-        return self._watches.fail(request_id, error)
-
-    async def get(self, request_id: str) -> PendingRecord | None:
-        raise NotImplementedError
-
-    async def _refresh(self, request_id: str) -> None:
-        """A watch starts waiting: its record may have ended already."""
-        record = await self.get(request_id)
-        if record is not None and not record.is_open:
-            self._watches.resolve(record)
-
-
-class DurableStore(StoreCore):
+class DurableStore(PendingStore):
     """What the durable stores do alike: the audit trail's methods passed to ``_trail``, the
     retention and the sweep to ``_upkeep``, which reports the records it failed."""
 

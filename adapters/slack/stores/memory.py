@@ -11,13 +11,13 @@ from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
-from adapters.slack.stores.contract import RETENTION, OpenCount, StoreCore
+from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore
 from adapters.slack.stores.watches import WatchRegistry
 
 __all__ = ["MemoryPendingStore"]
 
 
-class MemoryPendingStore(StoreCore):
+class MemoryPendingStore(PendingStore):
     """The default store: a dict in this process. Right for exactly one bot process."""
 
     def __init__(self, *, process_id: str = "local", finished_ttl: float = RETENTION) -> None:
