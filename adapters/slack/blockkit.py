@@ -1,6 +1,5 @@
-"""Slack's Block Kit limits the renderer sizes with, and the check a message passes before it
-is posted: slack_sdk's models check each block's own limits, ``totals`` what no block shows.
-Every other rule Slack documents is the sandbox's (``sandbox.blockcheck``), as Slack's is."""
+"""Slack's Block Kit limits, and the check before a post: slack_sdk's models check each block's
+own limits, ``totals`` what no block shows; Slack's other rules are the sandbox's to check."""
 
 from __future__ import annotations
 

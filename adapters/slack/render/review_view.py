@@ -58,10 +58,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
-    """Slack's word on the policy's groups it would not list, as the latest vote kept it
-    (every vote reads all of the policy's groups, so a later vote whose read worked clears
-    an earlier one's word: the scope added, the group created); groups outside the policy
-    are left out, so only ids the policy validated are shown."""
+    """Slack's word on the policy's groups it would not list, as the latest vote (which read
+    them all) kept it; only groups of the policy, so only ids it validated are shown."""
     said = votes[-1].unreadable if votes else {}
     return {g: error for g, error in said.items() if g in policy.usergroups}
 

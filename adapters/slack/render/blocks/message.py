@@ -170,7 +170,7 @@ def _open_blocks(
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
     blocks: list[Block] = [
-        *byline_blocks(overflow.label_within(record, limit)),
+        *byline_blocks(record, limit),
         *deadline_blocks(record),
     ]
     blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
@@ -330,7 +330,7 @@ def _shown(record: PendingRecord) -> list[str]:
 def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
     """The record's blocks, the parts that change (answers, label, tally, outcome) cut to
     ``limit`` (the outcome line and the tally to ``overflow.outcome_limit``, never dropped)."""
-    blocks: list[Block] = [*byline_blocks(overflow.label_within(record, limit), mention=False)]
+    blocks: list[Block] = [*byline_blocks(record, limit, mention=False)]
     layout = layout_of(record.questions)
     plan = layout == "plan"
     revised = _revision(record, layout)[0] if plan else None  # its long diff stays in the thread

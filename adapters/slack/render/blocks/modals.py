@@ -99,9 +99,8 @@ _FENCES: Final = 8
 
 
 def render_plan_modal(record: PendingRecord, note: str | None = None) -> Block:
-    """The plan whole, a section per 3,000 characters, then Approve and Decline (once
-    decided, its outcome); ``note``: why a click in it changed nothing (escaped mrkdwn). A
-    plan longer than a modal's 100 blocks hold says how much more is in the thread."""
+    """The plan whole in sections (as many as a modal holds), then Approve and Decline or its
+    outcome; ``note``: why a click in it changed nothing (escaped mrkdwn)."""
     question, plan = record.questions[0], record.questions[0].detail or ""
     tail = [*([context(note)] if note else []), *tally_blocks(record)]
     ended = not record.is_open

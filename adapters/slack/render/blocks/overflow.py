@@ -17,7 +17,7 @@ from adapters.slack.render.blocks.parts import (
     size_of,
 )
 from adapters.slack.render.layout import Layout, layout_of
-from adapters.slack.render.mrkdwn import markdown_text, shorten
+from adapters.slack.render.mrkdwn import markdown_text
 from adapters.slack.render.review_view import plan_diff
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "diff_file",
     "fitted",
     "kept_room",
-    "label_within",
     "open_fence",
     "outcome_limit",
     "reopened",
@@ -42,8 +41,7 @@ __all__ = [
 ]
 
 DETAIL_BUDGET: Final = 9000
-"""Most characters of detail shown in the message (less when the rest needs the room);
-a margin under Slack's undocumented count (refused at 11.3k-13.3k in reports)."""
+"""Most characters of detail shown in the message: under Slack's undocumented count."""
 _MIN_SHOWN: Final = 100
 """The shortest an answer line, label, note or draft's text is cut to (room always kept)."""
 _MIN_OUTCOME: Final = 300
@@ -146,9 +144,7 @@ _INFO_ROOM: Final = 100
 
 def open_fence(text: str) -> tuple[str, str] | None:
     """The code fence ``text`` ends inside of, as its run (```` ``` ````, ``~~~~``) and info
-    string; ``None`` when it ends outside any. Fences as CommonMark reads them outside lists
-    and quotes: up to three spaces before the run, closed by a run of the same character at
-    least as long with nothing after it."""
+    string, as CommonMark reads fences outside lists and quotes; ``None`` outside any."""
     fence: tuple[str, str] | None = None
     for line in text.split("\n"):
         found = _FENCE_LINE.fullmatch(line)
@@ -164,9 +160,8 @@ def open_fence(text: str) -> tuple[str, str] | None:
 
 
 def reopened(before: str, part: str) -> str:
-    """``part`` of a text that follows ``before``, drawn on its own: the code fence open
-    where it starts opened again (its run and info string), and the one open where it ends
-    closed, so a cut inside a code block never turns code into prose or prose into code."""
+    """``part`` of a text after ``before``, drawn on its own: a code fence open where it starts
+    opened again, one open where it ends closed (a cut never turns code into prose)."""
     opening = open_fence(before)
     drawn = part
     if opening is not None:
@@ -242,13 +237,6 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
 def outcome_limit(limit: int) -> int:
     """How long the outcome line and a tally may be: three times ``limit``, up to a section."""
     return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * _MIN_OUTCOME // _MIN_SHOWN))
-
-
-def label_within(record: PendingRecord, limit: int) -> PendingRecord:
-    """``record`` with its label (who asks, shown on every rendering) cut to ``limit``."""
-    if record.label is None or len(record.label) <= limit:
-        return record
-    return record.model_copy(update={"label": shorten(record.label, limit)})
 
 
 def diff_file(previous_plan: str, plan: str) -> Attachment:

@@ -12,7 +12,14 @@ from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import names_of
-from adapters.slack.render.mrkdwn import escape, hidden_characters, mrkdwn, plain, shorten_escaped
+from adapters.slack.render.mrkdwn import (
+    escape,
+    hidden_characters,
+    mrkdwn,
+    plain,
+    shorten,
+    shorten_escaped,
+)
 from adapters.slack.render.outcomes import date
 from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import bold, italic, rich_text
@@ -249,13 +256,16 @@ def link_blocks(record: PendingRecord) -> list[Block]:
     return [actions(record, None, "l", [button])]
 
 
-def byline_blocks(record: PendingRecord, *, mention: bool = True) -> list[Block]:
-    """Who is asked (the mention), who asks, and while open who may answer (ids only)."""
+def byline_blocks(
+    record: PendingRecord, limit: int = MAX_SECTION_TEXT, *, mention: bool = True
+) -> list[Block]:
+    """Who is asked (the mention), who asks (a label cut to ``limit``), and while open who may
+    answer (ids only)."""
     elements: list[Block] = []
     if record.mention and mention:
         # validated by the configuration, never asker text
         elements.append(mrkdwn(record.mention))
-    who = asker(record)
+    who = shorten(record.label, limit) if record.label else asker(record)
     if who:
         elements.append(plain(f"Asked by {who}", MAX_SECTION_TEXT))
     if record.is_open and record.questions:
