@@ -92,8 +92,7 @@ _Phase = Literal["asking", "responding"]
 PERMANENT_CODES: Final = frozenset({SLACK_LIMIT, BAD_REVIEW, BAD_INTENT, EMPTY_QUESTIONS})
 """Why Slack could not show a request that asking again cannot fix: the host is told."""
 _RESOLVED_WAIT: Final = 2.0
-"""How long a not-pending receipt waits for the host's ``*/resolved`` frame (which says
-whether an earlier attempt, its receipt lost, was the one the host took)."""
+"""Seconds a not-pending receipt waits for the ``*/resolved`` frame (was a lost one ours?)."""
 _NOTICE_MAX: Final = 300
 
 
@@ -108,8 +107,7 @@ def ask_key(rpc_id: str) -> str:
 
 
 def session_label(session_id: str) -> str:
-    """Who is asking, as Slack shows it: ``session 3f2a9c1e`` (the uuid's first 8 characters,
-    without the ``session-`` prefix)."""
+    """Who is asking, as Slack shows it: ``session 3f2a9c1e`` (the uuid's first 8 characters)."""
     short = session_id.removeprefix("session-").strip() or session_id
     return f"session {short[:8]}"
 
@@ -175,8 +173,7 @@ class Retry:
 
 
 Asked = tuple[dict[str, Any], Callable[[str | None], bool], str]
-"""What to send for an outcome in Slack: the body, which resolved outcome it asks for, and
-what the log calls it."""
+"""What to send: the body, which resolved outcome it asks for, and what the log calls it."""
 
 
 class HostRunner:
@@ -311,9 +308,8 @@ class HostRunner:
     async def _send(
         self, ask: HostAsk, body: dict[str, Any], used: Callable[[str | None], bool]
     ) -> Receipt | None:
-        """Send ``body``; the receipt to act on, ``None`` if not delivered (the message says
-        so). ``used(outcome)`` tells whether a resolved outcome is what ``body`` asked for, so
-        an attempt whose receipt was lost but which the host took counts as accepted."""
+        """Send ``body``; the receipt to act on, ``None`` if not delivered (the message says so);
+        a lost receipt counts as accepted when the resolved outcome is one ``used`` by it."""
 
         async def overdue(note: str) -> None:
             await self._notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
@@ -343,8 +339,7 @@ class HostRunner:
         return receipt
 
     async def _decline(self, ask: HostAsk, why: str) -> None:
-        """Tell the host the request cannot be asked here (the seam's dismissal or rejection,
-        so its agent gets an error to act on) and say so in the channel."""
+        """Dismiss or reject the request in the host, so its agent can act, and say so in Slack."""
         self._logger.warning(
             f"dsh host: declining a {self.what} that cannot be asked in Slack",
             extra={"rpc_id": ask.rpc_id, "session": ask.session_id, "error": why},

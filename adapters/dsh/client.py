@@ -163,8 +163,7 @@ class DshHostClient:
         )
 
     async def stop(self) -> None:
-        """Stop reconnecting, release the open requests, close the HTTP session: the host's
-        requests stay open in the store and in Slack for a later bot to adopt on replay."""
+        """Stop reconnecting, release the open requests (a later bot adopts them), close HTTP."""
         if self._stopping:
             return
         self._stopping = True

@@ -20,8 +20,7 @@ ConnectionState = Literal["connecting", "connected", "disconnected"]
 """What ``status()`` reports about the downlink."""
 
 HANDSHAKE_TIMEOUT = 15.0
-"""Seconds a connection attempt may take, up to the host's answer to the WebSocket upgrade;
-then it counts as failed (backoff, retry). Read at each attempt (tests set it small)."""
+"""Seconds a connection attempt may take, up to the upgrade's answer (tests set it small)."""
 
 REPEAT_WARNING = 60.0
 """Seconds between warnings while the host stays out of reach (tests set it small)."""
@@ -29,10 +28,6 @@ REPEAT_WARNING = 60.0
 
 class _Failed(Exception):
     """A connection attempt failed; the message says why."""
-
-
-class _HandshakeTimedOut(Exception):
-    """The host did not answer the downlink's upgrade within ``HANDSHAKE_TIMEOUT``."""
 
 
 class Downlink:
@@ -82,13 +77,9 @@ class Downlink:
                 ),
                 reraise=True,
             )
-            try:
-                async for attempt in retrying:
-                    with attempt:
-                        ws = await self._attempt()
-            except _Failed as exc:  # not retried: never happens with stop=never
-                self._lost(str(exc))
-                continue
+            async for attempt in retrying:  # never stops: every failure is retried
+                with attempt:
+                    ws = await self._attempt()
             reason = "the host closed the downlink"
             try:
                 async with ws:
@@ -106,12 +97,22 @@ class Downlink:
 
     async def _attempt(self) -> aiohttp.ClientWebSocketResponse:
         """One connection attempt; ``_Failed`` says why it failed."""
+        bound = asyncio.timeout(HANDSHAKE_TIMEOUT)
         try:
-            return await self._open()
-        except _HandshakeTimedOut:
-            reason = (
-                f"the host did not answer the downlink's upgrade within {HANDSHAKE_TIMEOUT:g} s"
-            )
+            # Bounded up to the upgrade's answer: a host that takes the TCP connection and
+            # never answers cannot hold the client at "connecting" for good.
+            async with bound:
+                url, headers = await self._login()
+                return await self._host.http().ws_connect(
+                    url,
+                    headers=headers,
+                    heartbeat=self._heartbeat,
+                    timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
+                    max_msg_size=4 * self._max_frame,
+                )
+        except TimeoutError as exc:
+            late = f"the host did not answer the downlink's upgrade within {HANDSHAKE_TIMEOUT:g} s"
+            reason = late if bound.expired() else describe(exc)
         except aiohttp.WSServerHandshakeError as exc:
             reason = f"the host refused the downlink: HTTP {exc.status}"
             if exc.status in (401, 403):
@@ -125,25 +126,6 @@ class Downlink:
                 self._logger.exception("dsh host: connection attempt failed")
             reason = str(exc) or describe(exc)
         raise _Failed(reason)
-
-    async def _open(self) -> aiohttp.ClientWebSocketResponse:
-        """Log in and open the downlink within ``HANDSHAKE_TIMEOUT``, so a host that takes the TCP
-        connection and never answers the upgrade cannot hold it at "connecting" for good."""
-        bound = asyncio.timeout(HANDSHAKE_TIMEOUT)
-        try:
-            async with bound:
-                url, headers = await self._login()
-                return await self._host.http().ws_connect(
-                    url,
-                    headers=headers,
-                    heartbeat=self._heartbeat,
-                    timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
-                    max_msg_size=4 * self._max_frame,
-                )
-        except TimeoutError:
-            if bound.expired():
-                raise _HandshakeTimedOut from None
-            raise
 
     def _connected(self) -> None:
         again = self._ever_connected

@@ -175,7 +175,6 @@ def _head_field(head: str, keys: str) -> str | None:
 
 
 def _parse_error(exc: Exception) -> str:
-    """Why a frame was skipped, in one line: a ``ValueError`` (the parser's word) says it; any
-    other exception is a parser gap, named by its type."""
+    """Why a frame was skipped: the parser's ``ValueError``, or a parser gap named by its type."""
     error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
     return error[:500]

@@ -1,7 +1,6 @@
-"""The dsh 0.2 wire: login, ``remote.mux`` streams, ``$events``; pure, no I/O.
-
-One WebSocket carries streams (``open`` out; ``item`` / ``end`` / ``error`` back): ``$events``
-gives ``ready``, ``waterfall`` requests and ``cancel``; ``session/follow`` a session's log."""
+"""The dsh 0.2 wire, pure: one WebSocket carries streams (``open`` out; ``item`` / ``end`` /
+``error`` back): ``$events`` gives ``ready``, ``waterfall`` and ``cancel``; ``session/follow``
+a session's log."""
 
 from __future__ import annotations
 
@@ -167,15 +166,12 @@ def events_value(value: Any) -> Ready | Waterfall | Cancel | None:
 
 
 def outcome_of(body: dict[str, Any]) -> dict[str, Any]:
-    """The 0.2 outcome of a 0.1 ``ClientResponse``: an answer → ``result`` ``{answers}``, an
-    approval → the bare outcome, a dismissal → ``rejected`` with ``ASK_CANCELLED``."""
+    """The 0.2 outcome of a 0.1 ``ClientResponse`` (a dismissal: ``ASK_CANCELLED``)."""
     result = body["result"]
     if not result["ok"]:
         return {"kind": "rejected", "error": DISMISSAL}
     value = result["value"]
-    if "outcome" in value:
-        return {"kind": "result", "value": value["outcome"]}
-    return {"kind": "result", "value": value["answer"]}
+    return {"kind": "result", "value": value["outcome"] if "outcome" in value else value["answer"]}
 
 
 def result_body(

@@ -1,12 +1,12 @@
-"""The host's requests this client holds open in Slack, from their frame to their end: one
-``HostAsk`` per id, capped per session and per host (the rest wait in order), and what a
-replay leaves out closed as gone."""
+"""The host's requests held open in Slack, one ``HostAsk`` per id, capped per session and per
+host (the rest wait in order); what a replay leaves out is closed as gone."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -23,7 +23,6 @@ from adapters.dsh.asks import (
 from adapters.dsh.protocol import ApprovalResolved
 from adapters.dsh.released import close_released
 from adapters.dsh.uplink import Host, describe
-from adapters.dsh.waiting import WaitingRoom
 from adapters.slack import Released, SlackQuestionProvider
 
 __all__ = ["QUEUED_NOTE", "OpenRequests"]
@@ -56,6 +55,55 @@ class _Replay:
         if self.timer is not None:
             self.timer.cancel()
         self.timer = asyncio.get_running_loop().call_later(self.window, self.settle, self)
+
+
+class WaitingRoom:
+    """Per session, the requests not shown yet in Slack, oldest first."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, OrderedDict[str, HostAsk]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(waiting) for waiting in self._sessions.values())
+
+    def __iter__(self) -> Iterator[HostAsk]:
+        for waiting in self._sessions.values():
+            yield from waiting.values()
+
+    def __contains__(self, rpc_id: object) -> bool:
+        return any(rpc_id in waiting for waiting in self._sessions.values())
+
+    def add(self, ask: HostAsk) -> bool:
+        """Queue ``ask`` last in its session; ``True`` if its session had none waiting."""
+        waiting = self._sessions.setdefault(ask.session_id, OrderedDict())
+        waiting[ask.rpc_id] = ask
+        return len(waiting) == 1
+
+    def next_of(self, first: str, room: Callable[[str], bool]) -> HostAsk | None:
+        """Take the oldest waiting request of ``first``, else of the first session to queue
+        that ``room`` says may show one more."""
+        for session in (first, *self._sessions):
+            if room(session) and (waiting := self._sessions.get(session)):
+                _, ask = waiting.popitem(last=False)
+                if not waiting:
+                    del self._sessions[session]
+                return ask
+        return None
+
+    def has_waiting(self, session_id: str) -> bool:
+        """Whether requests of ``session_id`` wait."""
+        return bool(self._sessions.get(session_id))
+
+    def remove(self, matches: Callable[[HostAsk], bool]) -> int:
+        """Drop the waiting requests ``matches`` picks; how many were dropped."""
+        dropped = 0
+        for session_id, waiting in list(self._sessions.items()):
+            for rpc_id in [r for r, ask in waiting.items() if matches(ask)]:
+                del waiting[rpc_id]
+                dropped += 1
+            if not waiting:
+                del self._sessions[session_id]
+        return dropped
 
 
 class OpenRequests:
@@ -291,7 +339,7 @@ class OpenRequests:
 
     async def release(self, grace: float) -> None:
         """Leave the open requests to a later bot; after ``grace`` s, cancel the tasks left."""
-        self._waiting.clear()
+        self._waiting = WaitingRoom()
         self._late.clear()
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
@@ -311,8 +359,7 @@ class OpenRequests:
 
 
 async def _store(logger: logging.Logger, ask: HostAsk, what: str, write: Awaitable[object]) -> None:
-    """Write ``ask``'s record; a store that is down is logged (the sweep, or the next bot's
-    or replay's, settles it later)."""
+    """Write ``ask``'s record; a store that is down is logged (a later sweep settles it)."""
     try:
         await write
     except Exception as exc:
@@ -329,8 +376,7 @@ def _remember(gone: set[str], rpc_id: str) -> None:
 
 
 async def drain(running: Callable[[], set[asyncio.Task[None]]], grace: float) -> None:
-    """Wait up to ``grace`` seconds for the asks' tasks (an ask that ends aborted closes
-    its record in a task of its own, started as its first one ends), then cancel."""
+    """Wait up to ``grace`` s for the tasks ``running`` gives (it may add some), then cancel."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace
     while tasks := running():

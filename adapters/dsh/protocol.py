@@ -1,8 +1,5 @@
-"""The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``): pure, no I/O.
-
-Frames parse to typed payloads (any other method is an ``OtherPayload``); unknown keys are
-dropped (zod's strip), as the host does. An approval's command is in the ``tool/call``
-session event sent just before it; a client answers it ``allowed-once`` or ``rejected``."""
+"""The dsh 0.1.1-rc.2 wire (``GET /api/events.mux``, ``POST /api/respond``), pure: frames
+parse to typed payloads (other methods: ``OtherPayload``), unknown keys dropped as the host does."""
 
 from __future__ import annotations
 
@@ -23,7 +20,6 @@ from adapters.dsh.wire import Lenient as _Lenient
 from adapters.dsh.wire import describe_validation_error, load_json
 from bot.questions.models import (
     AskUserQuestionAnswer,
-    AskUserQuestionAnswerItem,
     AskUserQuestionItem,
     WireModel,
 )
@@ -274,17 +270,9 @@ def parse_frame(text: str | bytes) -> ServerRequest:
 # --------------------------------------------------------------------------- uplink
 
 
-def _answer_item_wire(item: AskUserQuestionAnswerItem) -> dict[str, Any]:
-    wire: dict[str, Any] = {"id": item.id, "selected": list(item.selected)}
-    if item.custom is not None:
-        wire["custom"] = item.custom
-    return wire
-
-
 def answer_response(rpc_id: str, session_id: str, answer: AskUserQuestionAnswer) -> dict[str, Any]:
     """The ok ``ClientResponse`` carrying one whole answer batch (``custom`` omitted if absent)."""
-    answers = [_answer_item_wire(item) for item in answer.answers]
-    value = {"sessionId": session_id, "answer": {"answers": answers}}
+    value = {"sessionId": session_id, "answer": answer.to_wire()}
     return _response(rpc_id, {"ok": True, "value": value})
 
 

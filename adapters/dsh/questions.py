@@ -1,6 +1,5 @@
-"""One question of the host, asked in Slack until the host takes an answer, under the
-idempotency key ``dsh:<id>`` so a replay, reconnect or restart attaches instead of posting
-twice."""
+"""One question of the host, asked in Slack until the host takes an answer, keyed ``dsh:<id>``
+so a replay, reconnect or restart attaches instead of posting twice."""
 
 from __future__ import annotations
 

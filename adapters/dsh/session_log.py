@@ -226,8 +226,7 @@ class SessionLog:
         self._changed = asyncio.Event()
 
     def item(self, session_id: str, value: Any) -> bool:
-        """Take an item of a ``session/follow`` stream: a snapshot's records (``True``) or one
-        event."""
+        """Take a ``session/follow`` item: a snapshot's records (``True``) or one event."""
         if not isinstance(value, dict):
             return False
         if value.get("type") == "snapshot":
@@ -235,7 +234,6 @@ class SessionLog:
             for record in records if isinstance(records, list) else []:
                 if isinstance(record, dict):
                     self._take(session_id, record.get("event"))
-            self.observe(SessionEvent(session_id, "snapshot", None, {}))
             return True
         if value.get("type") == "event":
             self._take(session_id, value.get("event"))
@@ -303,8 +301,7 @@ class SessionLog:
         return "cancelled" if found.is_error else "answered"
 
     def verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
-        """Whether the log shows ``outcome`` (a 0.2 outcome) as the request's; ``None``: not
-        yet."""
+        """Whether the log shows ``outcome`` (0.2) as the request's; ``None``: not yet."""
         found = self._ending(event_id)
         if found is None or isinstance(found, str):
             return None if found is None else found == outcome.get("value")

@@ -188,8 +188,7 @@ class HostUplink:
             delay = min(delay * 2, self._host.backoff_max)
 
     async def _pause(self, delay: float, settled: Callable[[], bool] | None) -> None:
-        """Sleep ``delay`` s between attempts, waking early when the request is settled or
-        the client stops."""
+        """Sleep ``delay`` s, waking early when the request is settled or the client stops."""
         loop = asyncio.get_running_loop()
         until = loop.time() + delay
         while (left := until - loop.time()) > 0:
@@ -206,8 +205,7 @@ class HostUplink:
         return pair_from_history(events, approval.approval_id)
 
     async def history(self, session_id: str) -> list[SessionEvent]:
-        """The session's events from ``POST /api/session.history`` (none if it fails); the body is a
-        ``client-request`` envelope, as the host refuses a bare ``{sessionId}``."""
+        """The session's events from ``POST /api/session.history`` (none if it fails)."""
         body = {
             "type": "client-request",
             "rpcId": str(uuid.uuid4()),
