@@ -24,7 +24,7 @@ from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.pacing.scheduler import WebApiScheduler
 
 __all__ = [
-    "EventsHandler",
+    "SLACK_MAX_BODY",
     "build_app",
     "close_web_client",
     "events_handler",
@@ -33,12 +33,10 @@ __all__ = [
 ]
 
 
-class _IgnoredTokenNotice(logging.Filter):
+def _not_token_notice(record: logging.LogRecord) -> bool:
     """Drops bolt's notices that a token is ignored: ours is the client's, on purpose."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return "will be ignored" not in message and "will be unused" not in message
+    message = record.getMessage()
+    return "will be ignored" not in message and "will be unused" not in message
 
 
 def web_client(
@@ -89,8 +87,7 @@ async def build_app(
         )
 
     bolt_logger = logger or logging.getLogger("slack_bolt")
-    quiet = _IgnoredTokenNotice()
-    bolt_logger.addFilter(quiet)
+    bolt_logger.addFilter(_not_token_notice)
     try:
         app = AsyncApp(
             client=client,
@@ -101,7 +98,7 @@ async def build_app(
             logger=bolt_logger,
         )
     finally:
-        bolt_logger.removeFilter(quiet)
+        bolt_logger.removeFilter(_not_token_notice)
     url = identity.get("url")
     if isinstance(url, str) and url.startswith("https://"):
         _team_urls[app] = url
@@ -114,9 +111,6 @@ _team_urls: weakref.WeakKeyDictionary[AsyncApp, str] = weakref.WeakKeyDictionary
 def team_url(app: AsyncApp) -> str | None:
     """The workspace's URL (``https://team.slack.com/``) that ``auth.test`` gave ``build_app``."""
     return _team_urls.get(app)
-
-
-EventsHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 _TIMESTAMP: Final = re.compile(r"[0-9]{1,12}")
@@ -146,8 +140,7 @@ def _dispatchable(body: Any) -> bool:
 
 
 SLACK_MAX_BODY: Final = 1_048_576
-"""The largest body ``/slack/events`` takes (Slack's payloads fit well within), whatever the
-server allows other routes (``bot.app.runtime`` has its guard refuse a longer one unread)."""
+"""The largest body ``/slack/events`` takes (Slack's payloads fit well within)."""
 
 
 def events_handler(
@@ -156,7 +149,7 @@ def events_handler(
     *,
     refusals: RefusalLog | None = None,
     max_body: int = SLACK_MAX_BODY,
-) -> EventsHandler:
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch."""
     verifier = SignatureVerifier(signing_secret)
     log = refusals or RefusalLog(logging.getLogger("adapters.slack.events"))

@@ -20,13 +20,7 @@ from adapters.slack.stores import PendingStore
 from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
 from bot.questions.errors import UserQuestionError
 
-__all__ = [
-    "MAX_VIEWERS",
-    "SETTLE",
-    "VIEWER_TTL",
-    "HomeTab",
-    "ListingRound",
-]
+__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab", "ListingRound"]
 
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
@@ -50,13 +44,8 @@ class HomeTab:
         now: Callable[[], float] = time.time,
         conversations: Conversations | None = None,
     ) -> None:
-        self._client = client
-        self._store = store
-        self._gate = gate
-        self._sync = sync
-        self._logger = logger
-        self._viewers = viewers
-        self._now = now
+        self._client, self._store, self._gate, self._sync = client, store, gate, sync
+        self._logger, self._viewers, self._now = logger, viewers, now
         self._changed: set[str] = set()
         self._working = False
         # (the click path decides a Home button's click on the same reads: pass it both)
@@ -81,15 +70,13 @@ class HomeTab:
         await self.publish(user)
 
     async def publish(self, user: str, round_: ListingRound | None = None) -> None:
-        """Publish ``user``'s list of the open questions they may answer (from ``round_``'s
-        audiences, or the store's now)."""
+        """Publish ``user``'s list of the open questions they may answer (from ``round_``)."""
         if round_ is None:
             round_ = await ListingRound.read(self._store, self._conversations)
         groups = await self._gate.groups_of(user, round_.audiences.usergroups)
         shown, total = await round_.listed(user, groups)
-        view = render_home(shown, total=total)
         try:
-            await self._client.views_publish(user_id=user, view=view)
+            await self._client.views_publish(user_id=user, view=render_home(shown, total=total))
         except SLACK_FAILURES as exc:
             self._logger.warning(
                 "home tab not published", extra={"user": user, "error": type(exc).__name__}
@@ -97,7 +84,7 @@ class HomeTab:
 
     def changed(self, request_id: str | None = None) -> None:
         """A question opened, changed or closed: republish the kept Home tabs it concerns
-        (coalesced: one round of publishes at a time)."""
+        (one round at a time)."""
         if self._viewers.known_empty():
             return  # nobody has opened a Home tab (and no other process shares the set)
         self._changed.add(request_id or _EVERYTHING)
@@ -121,27 +108,17 @@ class HomeTab:
             if not viewers:
                 return
             round_ = await ListingRound.read(self._store, self._conversations)
-            touched = await self._touched(changed)
+            # the changed records (one round trip); one unknown concerns everyone
+            touched = [] if _EVERYTHING in changed else await self._store.get_many(sorted(changed))
+            everyone = not touched or None in touched
             for user in viewers:
-                if touched is None or [r for r in touched if await self._concerns(user, r)]:
+                if everyone or [r for r in touched if r and await self._concerns(user, r)]:
                     await self.publish(user, round_)
         except UserQuestionError as exc:
             self._logger.warning("home tabs not republished", extra={"error": exc.code})
 
-    async def _touched(self, changed: set[str]) -> list[PendingRecord] | None:
-        """The changed records; ``None`` when any is unknown (everyone is concerned)."""
-        if _EVERYTHING in changed:
-            return None
-        touched: list[PendingRecord] = []
-        for record in await self._store.get_many(sorted(changed)):  # one round trip
-            if record is None:
-                return None
-            touched.append(record)
-        return touched
-
     async def _concerns(self, user: str, record: PendingRecord) -> bool:
-        """Whether ``record`` is on ``user``'s list (questions only: tool approvals have
-        their own panel) when it is open: by the same rule as the round's audiences."""
+        """Whether ``record`` is on ``user``'s list when open (the round's audiences' rule)."""
         audience = Audience.of(record, closed=True)
         if audience is not None and audience.channel is not None:
             audience = audience.resolved(await self._conversations.seen_by(audience.channel))
@@ -154,7 +131,7 @@ class HomeTab:
 
 class ListingRound:
     """One round's view of the store: the open questions' audiences, and the records listed
-    so far (the oldest questions open to anyone head most lists: each is read once)."""
+    so far (each read once: the oldest head most lists)."""
 
     def __init__(self, store: PendingStore, audiences: Audiences) -> None:
         self._store = store
@@ -165,9 +142,8 @@ class ListingRound:
     async def read(
         cls, store: PendingStore, conversations: Conversations | None = None
     ) -> ListingRound:
-        """A round over the open questions' audiences as ``store`` holds them now; those
-        naming nobody listed by who sees their conversation (without ``conversations``: on
-        no list, but a DM's for its user)."""
+        """A round over the open questions' audiences in ``store`` now; those naming nobody
+        listed by who sees their conversation (without ``conversations``: only a DM's)."""
         audiences = Audiences()
         async for batch in batches(await store.open_audiences()):  # not all at once
             audiences.extend(batch)
@@ -178,15 +154,14 @@ class ListingRound:
         return cls(store, audiences)
 
     async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:
-        """``user``'s oldest open questions (at most ``MAX_HOME_ENTRIES``), given the user
-        groups they are in, and how many are open to them in all."""
+        """``user``'s oldest open questions (``MAX_HOME_ENTRIES`` at most), given their user
+        groups, and how many are open to them in all."""
         ids, total = self.audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
         shown = [r for r in await self.records(ids) if r.is_open]
         return shown, total - (len(ids) - len(shown))
 
     async def records(self, ids: Sequence[str]) -> list[PendingRecord]:
-        """The records with ``ids``, in order (those gone since left out): the ones not read
-        yet this round in one read of the store."""
+        """The records with ``ids``, in order (those gone left out), unread ones in one read."""
         unread = [request_id for request_id in ids if request_id not in self._read]
         if unread:
             self._read.update(zip(unread, await self._store.get_many(unread), strict=True))

@@ -50,10 +50,9 @@ def _ago(seconds: float) -> str:
 
 
 def _facts(record: PendingRecord) -> str:
-    """Where the question was asked, by whom, when, its deadline and its link, as one
-    context line. The asker's label has no length limit (an in-process caller sets any), so
-    it gets what the rest leaves of the line: the link to the question always shows, and
-    one long label cannot make Slack refuse the whole tab (for everyone it is listed for)."""
+    """Where, by whom, when, the deadline and the link, as one context line. The asker's
+    label (of any length) gets what the rest leaves: one long label cannot make Slack
+    refuse the whole tab, and the link always shows."""
     where = record.message_channel or record.channel
     before = [f"<#{where}>"] if where.startswith(("C", "G")) else []
     after = [_ago(record.created_at)]
@@ -76,7 +75,8 @@ def _entry(record: PendingRecord) -> list[Block]:
     if record.approval is not None:  # a tool approval: its headline is its question
         text = record.approval.headline.strip()
     pieces = [bold(shorten(text, _QUESTION_ROOM))] if text else [italic("(no question text)")]
-    kind = "Tool approval" if record.approval else "Plan review" if _is_plan(record) else None
+    plan = first is not None and layout_of(record.questions) == "plan"
+    kind = "Tool approval" if record.approval else "Plan review" if plan else None
     if kind:
         pieces.insert(0, italic(f"{kind}: "))
     if more > 0:
@@ -98,14 +98,9 @@ def _entry(record: PendingRecord) -> list[Block]:
     return blocks
 
 
-def _is_plan(record: PendingRecord) -> bool:
-    return bool(record.questions) and layout_of(record.questions) == "plan"
-
-
 def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> bool:
     """Whether the entry may answer with one tap: only when it shows all the message shows
-    before anyone chooses (the question whole, no detail, no option descriptions, every
-    label in full). Otherwise "Open the question" leads to the message, where they are."""
+    before anyone chooses (the question whole; no detail nor descriptions; labels in full)."""
     if layout_of(record.questions) != "tap" or first.detail or len(text) > _QUESTION_ROOM:
         return False
     options = first.options or []
@@ -115,8 +110,8 @@ def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> b
 
 
 def render_home(records: Sequence[PendingRecord], total: int | None = None) -> Block:
-    """The Home tab view listing ``records`` (already filtered for the person), oldest first;
-    ``total``: how many they may answer in all, when ``records`` are only the oldest."""
+    """The Home tab listing ``records`` (filtered for the person), oldest first; ``total``:
+    how many they may answer in all, when ``records`` are only the oldest."""
     waiting = sorted((r for r in records if r.is_open), key=lambda r: r.created_at)
     blocks: list[Block] = [{"type": "header", "text": plain("Waiting for you")}]
     if not waiting:

@@ -28,8 +28,7 @@ __all__ = [
 ]
 
 ANYONE: Final = "*"
-"""What ``Audiences.resolve`` is told of a conversation anyone may see (a public channel)."""
-
+"""Who sees a public channel, for ``Audiences.resolve``."""
 BATCH: Final = 500
 """Audiences made or bucketed between two turns of the loop (a fraction of a millisecond)."""
 
@@ -45,8 +44,8 @@ async def batches(items: Sequence[_T], size: int = BATCH) -> AsyncIterator[Seque
 
 
 def who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
-    """Who may act on ``record``: a team review's reviewers, else who may answer (the
-    users and the user groups named; neither: whoever sees the message)."""
+    """Who may act on ``record``: a team review's reviewers, else who may answer (users and
+    user groups; neither: whoever sees the message)."""
     reviewers = record.review.reviewers if record.review is not None else None
     if reviewers is not None:
         return list(reviewers.users), list(reviewers.usergroups)
@@ -54,8 +53,8 @@ def who_may(record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
 
 
 def also_allowed(record: PendingRecord) -> tuple[list[str] | None, list[str] | None] | None:
-    """The operator's allow-list a team review's reviewers must be on as well (reviewers
-    narrow it, never widen it); ``None`` when ``who_may`` alone decides."""
+    """The operator's allow-list a team review's reviewers must be on too; ``None`` when
+    ``who_may`` alone decides."""
     if record.review is None or record.review.reviewers is None:
         return None
     if not record.allowed_users and not record.allowed_usergroups:
@@ -64,9 +63,8 @@ def also_allowed(record: PendingRecord) -> tuple[list[str] | None, list[str] | N
 
 
 def outside_message(record: PendingRecord, origin: Origin) -> bool:
-    """Whether a click names a message other than the question's (a button copied onto a
-    Home tab, or a forged payload): only the question's own message is seen by exactly the
-    people who may click it. A click with no message (in a modal) is the message's."""
+    """Whether a click names a message other than the question's (a Home tab's button, a
+    forged payload); one with no message (in a modal) is the message's."""
     if origin.channel is None:
         return False
     if origin.channel != (record.message_channel or record.channel):
@@ -88,9 +86,8 @@ def narrowed(
     allowed_users: Sequence[str] | None,
     allowed_groups: Sequence[str] | None,
 ) -> tuple[list[str], list[str]]:
-    """A team review's reviewers within the operator's allow-list as far as names tell:
-    users only on both sides, exactly those on both (``[""]``: nobody); else the reviewers
-    (the click path checks both lists)."""
+    """A team review's reviewers within the operator's allow-list as far as names tell
+    (users only on both sides: those on both, ``[""]`` for nobody); else the reviewers."""
     if (allowed_users or allowed_groups) and not groups and not allowed_groups:
         return [u for u in users if u in (allowed_users or ())] or [""], []
     return list(users), list(groups)
@@ -98,9 +95,8 @@ def narrowed(
 
 @dataclass(frozen=True, slots=True)
 class Audience:
-    """An open question and who may answer it: the ``users`` and ``usergroups`` named, or,
-    when none is, whoever can see ``channel`` (the conversation of its message). Neither
-    named nor ``channel``: anyone (a question resolved as in a public channel)."""
+    """An open question and who may answer it: the ``users`` and ``usergroups`` named, else
+    whoever sees ``channel``; neither: anyone."""
 
     request_id: str
     created_at: float
@@ -110,8 +106,8 @@ class Audience:
 
     @classmethod
     def of(cls, record: PendingRecord, *, closed: bool = False) -> Audience | None:
-        """``record``'s audience; ``None`` when it is on nobody's list (it is closed, unless
-        ``closed``, or a tool approval, which has no questions and a panel of its own)."""
+        """``record``'s audience; ``None`` when on nobody's list (closed, unless ``closed``,
+        or a tool approval)."""
         if not (record.is_open or closed) or not record.questions:
             return None
         users, groups = who_may(record)
@@ -138,27 +134,23 @@ class Audience:
         channel: str,
         message_channel: str | None = None,
     ) -> Audience:
-        """The audience of a question naming ``users`` and ``usergroups`` (by ``who_may``)
-        asked in ``channel`` (posted in ``message_channel``): a DM's user (asked by user
-        id), else those named among whoever sees the conversation it is in."""
+        """The audience of a question naming ``users`` and ``usergroups`` asked in ``channel``
+        (posted in ``message_channel``): a DM's user, else those named among who sees it."""
         named, groups = tuple(users), tuple(usergroups)
         if channel.startswith(("U", "W")):  # a DM: its user only, if named (or none is)
             dm = not (named or groups) or channel in named or bool(groups)
             return cls(request_id, created_at, (channel,) if dm else ("",))
-        # Named or not, it waits on who sees its conversation (a private channel's
-        # question is on no Home tab, however many are allowed to answer).
+        # Named or not, it waits on who sees its conversation (a private channel's: no list).
         return cls(request_id, created_at, named, groups, message_channel or channel)
 
     @property
     def anyone(self) -> bool:
-        """Whether anyone may answer (no user nor user group is named, nor a conversation
-        that only its members see)."""
+        """Whether anyone may answer (nobody named, no conversation to see)."""
         return not self.users and not self.usergroups and self.channel is None
 
     def resolved(self, seen_by: str | None) -> Audience | None:
-        """This audience once its conversation is known: ``seen_by`` ``ANYONE`` (a public
-        channel), a user id (their DM) or ``None`` (members only, or unknown: nobody's
-        list)."""
+        """This audience once its conversation is known: ``seen_by`` ``ANYONE``, a user id (a
+        DM) or ``None`` (members only, or unknown: nobody's list)."""
         if self.channel is None:
             return self
         if seen_by is None:
@@ -186,7 +178,7 @@ class Audiences:
         self.extend(audiences)
 
     def extend(self, audiences: Iterable[Audience]) -> None:
-        """Add more open questions' audiences (a round adds them in ``batches``)."""
+        """Add more open questions' audiences."""
         anyone = self._anyone
         size = len(anyone)
         for audience in audiences:
@@ -203,12 +195,11 @@ class Audiences:
 
     @property
     def channels(self) -> frozenset[str]:
-        """The conversations whose questions wait on ``resolve`` (none is listed before)."""
+        """The conversations whose questions wait on ``resolve``."""
         return frozenset(self._by_channel)
 
     def resolve(self, seen_by: Mapping[str, str | None]) -> None:
-        """List the questions waiting on their conversation, by who sees each (``ANYONE``,
-        a DM's user, ``None`` or missing: nobody's list)."""
+        """List the questions waiting on their conversation, by who sees each."""
         waiting, self._by_channel = self._by_channel, {}
         for channel, audiences in waiting.items():
             seen = seen_by.get(channel)
@@ -216,14 +207,14 @@ class Audiences:
 
     @property
     def usergroups(self) -> frozenset[str]:
-        """Every user group an open question names (whose members a list depends on)."""
+        """Every user group an open question names."""
         return frozenset(self._by_group)
 
     def waiting_for(
         self, user: str, usergroups: Iterable[str], limit: int
     ) -> tuple[Sequence[str], int]:
-        """The ids of the ``limit`` oldest questions ``user`` (a member of ``usergroups``)
-        may answer, oldest first, and how many they may answer in all."""
+        """The ids of the ``limit`` oldest questions ``user`` (in ``usergroups``) may answer,
+        and how many they may answer in all."""
         if not self._sorted:
             self._anyone.sort(key=_order)
             self._sorted = True

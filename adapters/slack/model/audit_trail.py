@@ -68,9 +68,8 @@ def shown_digest(questions: Sequence[AskUserQuestionItem]) -> str:
 
 
 def approval_digest(view: ApprovalView) -> str:
-    """SHA-256 (hex) of a tool-permission approval as shown: the tool, the headline and the
-    command or path (``ApprovalView``'s JSON without the decision, keys sorted, no spaces),
-    so an "Allow once" is bound to the command it allowed."""
+    """SHA-256 (hex) of a tool approval as shown (``ApprovalView`` without the decision): an
+    "Allow once" is bound to the command it allowed."""
     return _sha256(view.model_dump(exclude={"outcome"}, exclude_none=True, mode="json"))
 
 
@@ -80,9 +79,8 @@ def _sha256(shown: Any) -> str:
 
 
 def digest_of(record: PendingRecord) -> str:
-    """What ``record`` shows, hashed: an approval's ``approval_digest`` (small: computed
-    each time, so records made before approvals were hashed get it too), else the
-    questions' digest it was made with, if kept, or ``shown_digest`` of them."""
+    """What ``record`` shows, hashed: an approval's ``approval_digest`` (computed each time),
+    else the questions' digest it was made with, if kept, or ``shown_digest`` of them."""
     if record.approval is not None:
         return approval_digest(record.approval)
     return record.shown_sha256 or shown_digest(record.questions)
@@ -103,25 +101,16 @@ def asked_event(
     record: PendingRecord, *, by: str | None, link: str | None, at: float | None = None
 ) -> AuditEvent:
     """The ``asked`` event of a record whose message was just posted."""
-    detail: dict[str, Any] = {"channel": record.message_channel or record.channel}
-    for name, value in (
-        ("threadTs", record.thread_ts),
-        ("messageTs", record.message_ts),
-        ("permalink", link),
-        ("label", record.label),
-        ("owner", record.owner),
-    ):
-        if value is not None:
-            detail[name] = value
-    return AuditEvent(
-        request_id=record.id,
-        at=time.time() if at is None else at,
-        kind="asked",
-        version=record.version,
-        by=by or record.label,
-        shown_sha256=digest_of(record),
-        detail=detail,
-    )
+    detail = {
+        "channel": record.message_channel or record.channel,
+        "threadTs": record.thread_ts,
+        "messageTs": record.message_ts,
+        "permalink": link,
+        "label": record.label,
+        "owner": record.owner,
+    }
+    kept = {name: value for name, value in detail.items() if value is not None}
+    return _event(record, "asked", by or record.label, None, at, kept)
 
 
 def event_for(
@@ -170,22 +159,32 @@ def event_for(
             detail["votes"] = _votes(after)
     else:
         return None
+    return _event(after, kind, by, by_name, at, detail)
+
+
+def _event(
+    record: PendingRecord,
+    kind: AuditKind,
+    by: str | None,
+    by_name: str | None,
+    at: float | None,
+    detail: dict[str, Any],
+) -> AuditEvent:
     return AuditEvent(
-        request_id=after.id,
+        request_id=record.id,
         at=time.time() if at is None else at,
         kind=kind,
-        version=after.version,
+        version=record.version,
         by=by,
         by_name=by_name,
-        shown_sha256=digest_of(after),
+        shown_sha256=digest_of(record),
         detail=detail,
     )
 
 
 def _ticked(before: PendingRecord, after: PendingRecord, by: str | None) -> list[Draft] | None:
-    """The drafts a write changed: a click saves the clicking person's own
-    (``user_drafts``, ``by``'s); records from before per-person drafts kept one shared list
-    (``drafts``). ``None``: no draft changed."""
+    """The drafts a write changed: ``by``'s own (``user_drafts``), or an older record's
+    shared ``drafts``; ``None``: none changed."""
     if after.drafts != before.drafts:
         return after.drafts
     changed = {
@@ -199,6 +198,5 @@ def _ticked(before: PendingRecord, after: PendingRecord, by: str | None) -> list
 
 
 def _votes(record: PendingRecord) -> list[dict[str, Any]]:
-    """A team review's votes as they stand after the write (who, approve or not, feedback,
-    when), in the order cast."""
+    """A team review's votes after the write, in the order cast."""
     return [vote.model_dump(by_alias=True, exclude_none=True) for vote in record.votes]

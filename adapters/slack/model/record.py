@@ -48,13 +48,11 @@ class PendingRecord(BaseModel):
     version: int = 0
     state: State = "pending"
     owner: str | None = None
-    """The process whose in-process ``ask()`` waits on this record; ``None``: owned by no
-    process (HTTP API and dsh host questions), so no process's end can fail it. A
-    ``detached`` record names the process that is to post its message until it is posted."""
+    """The process whose ``ask()`` waits on it (``None``: no process's end can fail it); a
+    ``detached`` record's, the process to post its message until it is posted."""
     detached: bool = False
-    """Asked detached (the HTTP API's): owned by no process once its message is posted.
-    Until then ``owner`` is the process that posts it; a stop leaves it to the next
-    process and an orphan sweep takes it up for its own process, never fails it."""
+    """Asked detached (the HTTP API's): owned by no process once posted; until then a stop
+    leaves it to the next process and an orphan sweep takes it up, never fails it."""
     questions: list[AskUserQuestionItem]
     channel: str
     thread_ts: str | None = None
@@ -76,9 +74,9 @@ class PendingRecord(BaseModel):
     review: ReviewPolicy | None = None
     votes: list[Vote] = Field(default_factory=list)
     plan_readers: list[str] = Field(default_factory=list)
-    """Who may decide and opened the whole plan ("Read the whole plan"), first one first."""
+    """Who may decide and opened the whole plan, first one first."""
     opened_whole_plan: bool | None = None
-    """Whether who decided a plan longer than its message had opened it whole, else ``None``."""
+    """Whether who decided a plan longer than its message had opened it whole."""
     revision: Revision | None = None
     approval: ApprovalView | None = None
     asked_by: str | None = None
@@ -90,23 +88,21 @@ class PendingRecord(BaseModel):
     escalate_at: float | None = None
     escalate_to: str | None = None
     remind: list[str] | None = None
-    """Who reminders mention besides who may answer (the question's ``remind`` or the bot's)."""
+    """Who reminders mention besides who may answer."""
     reminded: int = 0
-    """How many of ``reminders`` were sent (each taken by compare-and-set before it is
-    posted, so no process and no restart sends one twice)."""
+    """How many of ``reminders`` were taken (by compare-and-set, before posting: never twice)."""
     escalated: bool = False
-    """Whether the escalation was sent (taken as ``reminded`` is)."""
+    """Whether the escalation was taken (as ``reminded``)."""
     link: str | None = None
     replaced_by: str | None = None
     """The link to the revised plan review that superseded this one."""
     callback: str | None = None
-    """Where the outcome is POSTed when the request ends (the HTTP API's webhooks)."""
+    """Where the outcome is POSTed when the request ends."""
     finished_at: float | None = None
     consumed_at: float | None = None
     """When the answer was consumed by its executor (``POST …/consume``): once only."""
     shown_sha256: str | None = None
-    """``audit.shown_digest`` of ``questions``, taken once when the record is made (every
-    audit event carries it); ``None`` in a record from before it was kept."""
+    """``shown_digest`` of ``questions``, taken when the record is made (``None``: not kept)."""
 
     @property
     def is_open(self) -> bool:
@@ -115,16 +111,11 @@ class PendingRecord(BaseModel):
 
     def draft_of(self, user: str | None, question: int) -> Draft:
         """``user``'s own draft of question ``question`` (empty when they made none)."""
-        drafts = self.user_drafts.get(user, []) if user else []
-        if 0 <= question < len(drafts):
-            return drafts[question]
-        return Draft()
+        return _nth(self.user_drafts.get(user, []) if user else [], question)
 
     def draft(self, question: int) -> Draft:
         """The draft of question ``question`` (empty when none was made)."""
-        if 0 <= question < len(self.drafts):
-            return self.drafts[question]
-        return Draft()
+        return _nth(self.drafts, question)
 
     def next(self, **changes: object) -> PendingRecord:
         """A copy with ``changes`` applied and the version bumped (for compare-and-set)."""
@@ -139,8 +130,7 @@ class PendingRecord(BaseModel):
 
     @classmethod
     def load(cls, data: str | bytes, *, of: str | None = None) -> PendingRecord:
-        """Parse a stored record (written by ``dump``, of this version or another one);
-        ``of``: its id, for the error."""
+        """Parse a stored record (of this version or another); ``of``: its id, for the error."""
         try:
             return cls.model_validate_json(data, extra="ignore")
         except ValidationError as exc:
@@ -155,3 +145,7 @@ class PendingRecord(BaseModel):
                 STORE_UNAVAILABLE,
                 cause=exc,
             ) from exc
+
+
+def _nth(drafts: list[Draft], question: int) -> Draft:
+    return drafts[question] if 0 <= question < len(drafts) else Draft()

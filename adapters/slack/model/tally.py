@@ -42,15 +42,14 @@ class Vote(_Wire):
     required: list[int] = Field(default_factory=list)
     """Indices of the policy's ``required`` sets the voter belonged to when voting."""
     unreadable: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
-    """The policy's user groups Slack would not list when this vote was cast, with Slack's
-    error (``no_such_subteam``, ``missing_scope``…); left out of the wire when empty."""
+    """The policy's user groups Slack would not list when this vote was cast, with its error."""
     opened_whole_plan: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     """As ``PendingRecord.opened_whole_plan``, for this vote."""
 
 
 class Membership(frozenset[str]):
-    """The user groups a person is in, as read from Slack, and Slack's lasting error for
-    each group among those asked about that it would not list (``unreadable``)."""
+    """The user groups a person is in, as read from Slack, and Slack's lasting error for each
+    group asked about that it would not list (``unreadable``)."""
 
     unreadable: Mapping[str, str]
 
