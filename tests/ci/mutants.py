@@ -378,8 +378,8 @@ _HANDLER = [
     Mutant(
         "submit outside a form",
         TRANSITIONS,
-        '        if layout != "form":\n            return Ignore()\n        # The submitter',
-        "        if False:\n            return Ignore()\n        # The submitter",
+        '    if isinstance(interaction, Submit | ConfirmSkip | DraftChange) and layout != "form":',
+        "    if False:",
     ),
 ]
 _VOTING = [

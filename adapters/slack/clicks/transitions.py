@@ -203,9 +203,10 @@ def decide(
     if isinstance(interaction, Dismiss):
         return _ended(record, origin, now, state="cancelled")
 
+    if isinstance(interaction, Submit | ConfirmSkip | DraftChange) and layout != "form":
+        return Ignore()  # a form's widget, on a message that is no form
+
     if isinstance(interaction, Submit):
-        if layout != "form":
-            return Ignore()
         # The submitter's own choices: what their Submit payload shows, over their drafts.
         drafts = _drafts_of(record, origin.user)
         for index, chosen in interaction.selections.items():
@@ -216,8 +217,6 @@ def decide(
         return _finish(record, origin, now, drafts)
 
     if isinstance(interaction, ConfirmSkip):
-        if layout != "form":
-            return Ignore()
         return _finish(record, origin, now, [Draft() for _ in record.questions])
 
     if not 0 <= interaction.question < count:
@@ -233,8 +232,6 @@ def decide(
         return _finish(record, origin, now, drafts)
 
     if isinstance(interaction, DraftChange):
-        if layout != "form":
-            return Ignore()
         drafts = _drafts_of(record, origin.user)
         draft = drafts[interaction.question]
         draft.selected = list(interaction.options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -50,10 +50,6 @@ class HomeTab:
         self._working = False
         # (the click path decides a Home button's click on the same reads: pass it both)
         self._conversations = conversations or Conversations(client, logger)
-
-    async def viewers(self) -> list[str]:
-        """People whose Home tab is kept current (any process's openers), oldest first."""
-        return await self._viewers.current(self._now())
 
     def open_later(self, user: str) -> None:
         """``opened``, in a tracked background task (the listener returns at once)."""
@@ -157,12 +153,8 @@ class ListingRound:
         """``user``'s oldest open questions (``MAX_HOME_ENTRIES`` at most), given their user
         groups, and how many are open to them in all."""
         ids, total = self.audiences.waiting_for(user, groups, MAX_HOME_ENTRIES)
-        shown = [r for r in await self.records(ids) if r.is_open]
-        return shown, total - (len(ids) - len(shown))
-
-    async def records(self, ids: Sequence[str]) -> list[PendingRecord]:
-        """The records with ``ids``, in order (those gone left out), unread ones in one read."""
         unread = [request_id for request_id in ids if request_id not in self._read]
-        if unread:
+        if unread:  # in one read of the store
             self._read.update(zip(unread, await self._store.get_many(unread), strict=True))
-        return [r for r in (self._read[i] for i in ids) if r is not None]
+        shown = [r for r in (self._read[i] for i in ids) if r is not None and r.is_open]
+        return shown, total - (len(ids) - len(shown))

@@ -198,12 +198,8 @@ def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
         options = [one] if isinstance(one, dict) else []
     else:
         return None
-    indices = []
-    for option in options:
-        index = ids.parse_index(_dict(option).get("value"))
-        if index is not None and index not in indices:
-            indices.append(index)
-    return tuple(indices)
+    found = (ids.parse_index(_dict(option).get("value")) for option in options)
+    return tuple(dict.fromkeys(index for index in found if index is not None))
 
 
 def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int, ...]]:
@@ -214,9 +210,7 @@ def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int
         if ref is None or ref.request_id != request_id or ref.question is None:
             continue
         for action, state in _dict(actions).items():
-            if ids.parse_action_id(action) != "draft":
-                continue
-            chosen = _chosen(_dict(state))
+            chosen = _chosen(_dict(state)) if ids.parse_action_id(action) == "draft" else None
             if chosen is not None:
                 selections[ref.question] = chosen
     return selections

@@ -77,12 +77,6 @@ class Tally:
     """Required sets still short of approvals, with how many each still needs."""
     outcome: Outcome | None
 
-    @property
-    def still_needed(self) -> int:
-        """Approvals still needed in all (at least the largest shortfall of a set)."""
-        shortfall = max((n for _, n in self.waiting), default=0)
-        return max(self.needed - self.approvals, shortfall)
-
 
 def tally(policy: ReviewPolicy, votes: Sequence[Vote]) -> Tally:
     """Count ``votes`` under ``policy``; ``outcome`` is set once the review is decided."""

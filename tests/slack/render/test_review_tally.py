@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.slack.model.tally import Vote, cast, combined_feedback, tally
-from adapters.slack.render.review_view import plan_diff
+from adapters.slack.render.review_view import plan_diff, tally_line
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions import ReviewPolicy
 
@@ -60,7 +60,7 @@ def test_quorum_two_of_three() -> None:
     policy = ReviewPolicy(approvals=2)
     votes = cast([], vote("U1"))
     assert tally(policy, votes).outcome is None
-    assert tally(policy, votes).still_needed == 1
+    assert tally_line(policy, votes).endswith("still needs 1 more approval")
     votes = cast(votes, vote("U2"))
     assert tally(policy, votes).outcome == "approved"
 
@@ -97,7 +97,7 @@ def test_required_group_must_approve() -> None:
     assert result.outcome is None
     assert result.approvals == 2
     assert [n for _, n in result.waiting] == [1]
-    assert result.still_needed == 1
+    assert tally_line(policy, votes).endswith("still needs 1 from <!subteam^SLEADS>")
     votes = cast(votes, vote("U3", required=[0]))
     assert tally(policy, votes).outcome == "approved"
 
