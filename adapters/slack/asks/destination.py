@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,7 +22,6 @@ from bot.questions import (
     AskOptions,
     AskUserQuestionItem,
     AskUserQuestionRequest,
-    ReviewPolicy,
     UserQuestionError,
 )
 from bot.questions.errors import BAD_CALLBACK, BAD_REVIEW
@@ -145,15 +144,15 @@ async def review_of(
     store: PendingStore,
     questions: list[AskUserQuestionItem],
     options: AskOptions,
-) -> tuple[ReviewPolicy | None, Revision | None]:
-    """The policy and revision a request's record carries (``BAD_REVIEW`` when they cannot
-    apply: not a plan review, or an unknown or unfit earlier review)."""
+) -> dict[str, Any]:
+    """The ``review`` and ``revision`` a request's record carries (``BAD_REVIEW`` when they
+    cannot apply: not a plan review, or an unknown or unfit earlier review)."""
     if options.review is None and options.revises is None:
-        return None, None
+        return {}
     if plan_review_of(questions) is None:
         raise UserQuestionError(NOT_A_PLAN_REVIEW, BAD_REVIEW)
     if options.revises is None:
-        return options.review, None
+        return {"review": options.review}
     earlier = await store.get(options.revises)
     if earlier is None or plan_review_of(earlier.questions) is None:
         raise UserQuestionError(unknown_revised(options.revises), BAD_REVIEW)
@@ -166,7 +165,7 @@ async def review_of(
         previous_link=await _permalink(client, earlier.message_channel, earlier.message_ts),
         feedback=feedback,
     )
-    return options.review, revision
+    return {"review": options.review, "revision": revision}
 
 
 async def _permalink(client: AsyncWebClient, channel: str | None, ts: str | None) -> str | None:

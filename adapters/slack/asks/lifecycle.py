@@ -34,7 +34,6 @@ from bot.questions import (
     AbortSignal,
     AskOptions,
     AskUserQuestionAnswer,
-    AskUserQuestionItem,
     AskUserQuestionRequest,
     UserQuestionError,
 )
@@ -88,17 +87,10 @@ class AskLifecycle:
             ),
             options,
             request.signal,
-            functools.partial(self._review, request.questions, options),
+            functools.partial(review_of, self._client, self._store, request.questions, options),
         )
         del request, options
         return outcome(await running)
-
-    async def _review(
-        self, questions: list[AskUserQuestionItem], options: AskOptions
-    ) -> dict[str, Any]:
-        """The team review a new question gets, and its revision of an earlier one."""
-        found = await review_of(self._client, self._store, questions, options)
-        return {"review": found[0], "revision": found[1]}
 
     async def ask_approval(
         self,
