@@ -71,8 +71,7 @@ class Event:
 
 
 def schedule(record: PendingRecord, late: float = 0.0) -> list[Event]:
-    """What is due for ``record``, in time order (the expiry last among equals, ``late``
-    seconds past the deadline)."""
+    """What is due for ``record``, in time order (the expiry ``late`` s past the deadline)."""
     events = [Event(at, "remind", i) for i, at in enumerate(record.reminders)]
     if record.escalate_at is not None and record.escalate_to:
         events.append(Event(record.escalate_at, "escalate"))
@@ -88,9 +87,8 @@ def mention_of(target: str) -> str:
 
 
 def reminder_text(record: PendingRecord) -> str:
-    """The reminder: who may answer (a review's reviewers, the allowed users and groups) and
-    whom ``remind`` names, mentioned; with nobody to mention, a top-level line linking the
-    question (a thread reply mentioning nobody notifies nobody)."""
+    """The reminder, mentioning who may answer and whom ``remind`` names; with nobody to
+    mention, a top-level line linking the question (a reply mentioning nobody notifies nobody)."""
     reviewers = record.review.reviewers if record.review else None
     who = [*reviewers.users, *reviewers.usergroups] if reviewers else []
     who += [*(record.allowed_users or []), *(record.allowed_usergroups or [])]
@@ -128,15 +126,12 @@ def take(event: Event, record: PendingRecord) -> PendingRecord | None:
 FOLLOW_EVERY: Final = 5.0
 """Seconds between two looks for requests other processes asked (``Waits.follow``)."""
 FOLLOW_GRACE = 30.0
-"""Seconds past a followed request's deadline before this process ends it ``ASK_TIMEOUT``:
-the process that asked, when alive, ends it at the deadline itself, or with the reason it
-already gave its waiter (a store outage at the deadline: ``STORE_UNAVAILABLE``, written once
-the store is back). Reminders and escalation are on time (taken by compare-and-set)."""
+"""Seconds past a followed request's deadline before this process ends it ``ASK_TIMEOUT``
+(the process that asked, when alive, ends it at the deadline itself)."""
 _READ_AT_ONCE: Final = 500
 """Records read in one ``get_many`` while following (the loop runs between two)."""
 Kept = tuple[float, float, float, float]
-"""When a request's next event is due, the point its schedule is sent from, how late past its
-deadline it expires here, and when it expires."""
+"""When the next event is due, the point the schedule is sent from, how late it expires, when."""
 RETRY: Final = 5.0  # seconds before what was due is tried again (the store out of reach)
 RELOOK_OWNED: Final = 6
 """Every how many looks the requests a waiter elsewhere owned are read again: a process
@@ -166,14 +161,10 @@ class DeadlineKeepers:
         self._heap: list[tuple[float, str]] = []
         self._timer: asyncio.Task[None] | None = None
         self._sending = BackgroundTasks(logger)
-        self._seen: set[str] = set()
-        self._owned: set[str] = set()
-        """Among ``_seen``, those a waiter's process owned when read: read again every
-        ``RELOOK_OWNED`` looks."""
+        self._seen: set[str] = set()  # open requests looked at while following
+        self._owned: set[str] = set()  # among them, those a waiter's process owned
         self._looks = 0
-        """Open requests already looked at while following: kept here, or none of ours."""
-        self._listed: set[str] = set()
-        """The open questions the last look listed."""
+        self._listed: set[str] = set()  # the open questions the last look listed
         self._follower: asyncio.Task[None] | None = None
 
     @property
@@ -196,8 +187,7 @@ class DeadlineKeepers:
         return adopted
 
     def follow(self, every: float = FOLLOW_EVERY) -> None:
-        """Look for requests other processes ask from now on, every ``every`` seconds, and
-        keep their deadlines (``follow_once``); until ``close``."""
+        """Keep the deadlines of requests other processes ask, looking every ``every`` s."""
         if self._follower is None or self._follower.done():
             self._follower = asyncio.ensure_future(self._follow(every))
 
@@ -210,9 +200,8 @@ class DeadlineKeepers:
                 self._logger.warning("could not look for other processes' questions: %s", exc)
 
     async def follow_once(self) -> int:
-        """Keep the deadlines of the open requests owned by no process that are neither kept
-        nor waited on here yet (asked by another process, which may stop or die unreplaced);
-        stop the keepers of requests that ended. How many keepers it started."""
+        """Keep the deadlines of open requests owned by no process not kept here yet, forget
+        those that ended; how many it started keeping."""
         open_ids = {audience.request_id for audience in await self._store.open_audiences()}
         self._looks += 1
         if self._looks % RELOOK_OWNED == 0:  # released meanwhile? read them again
@@ -232,9 +221,8 @@ class DeadlineKeepers:
         return started
 
     def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
-        """Note ``records`` (open) as looked at; those owned by no process, to keep. One
-        whose post waits in its process's queue (detached, owned until posted) is looked
-        at again next time; one owned by a waiter's process is that process's to keep."""
+        """Note ``records`` (open) as looked at; those owned by no process, to keep (one whose
+        post waits in its process's queue is looked at again next time)."""
         unowned: list[PendingRecord] = []
         for record in records:
             if record.owner is not None and record.detached:
@@ -305,8 +293,8 @@ class DeadlineKeepers:
             self.forget(request_id) if after is None else self._at(request_id, after)
 
     async def _send_due(self, request_id: str, since: float, late: float) -> float | None:
-        """Send what of ``request_id``'s schedule is due from ``since`` on (the expiry ``late``
-        s past the deadline); when the next of it is due, ``None`` once nothing is left."""
+        """Send what of ``request_id``'s schedule is due from ``since`` on; when the next of it
+        is due, ``None`` once nothing is left."""
         record = await self._store.get(request_id)
         if record is None or not record.is_open:
             return None
@@ -317,8 +305,9 @@ class DeadlineKeepers:
                 continue  # sent before
             if event.at > now:
                 return event.at
-            if event.kind == "expire":
-                await self._expire(record)
+            if event.kind == "expire":  # shielded: a stop never cuts an ending short
+                note = no_answer_within((record.deadline or 0) - record.created_at)
+                await asyncio.shield(self._endings.end(request_id, "failed", note, ASK_TIMEOUT))
                 return None
             if record.message_ts is None or overtaken(event, events, now):
                 continue  # not in Slack yet, or a later reminder is due as well: send that one
@@ -337,13 +326,6 @@ class DeadlineKeepers:
                 extra = {"request": request_id, "error": type(exc).__name__}
                 self._logger.warning("reminder not sent", extra=extra)
         return None
-
-    async def _expire(self, record: PendingRecord) -> object:
-        # Shielded: a stop never cuts an ending short between its write and its refresh.
-        timeout = (record.deadline or 0) - record.created_at
-        return await asyncio.shield(
-            self._endings.end(record.id, "failed", no_answer_within(timeout), ASK_TIMEOUT)
-        )
 
     async def close(self) -> None:
         """Stop following and keeping deadlines (the requests stay open)."""
