@@ -71,7 +71,7 @@ class AskLifecycle:
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
-        self.poster = Poster(client, store, sync, endings, self.lost, team_url, log)
+        self.poster = Poster(client, store, sync, endings, self.lost, team_url)
         self.takeup = TakeUp(self.poster, client, store, sync, log)
         sync.on_gone = self.takeup.post_again
         self.waits.take_up = self.takeup.take_up
