@@ -21,7 +21,6 @@ from adapters.slack.model.tally import Membership
 
 __all__ = [
     "RETRY",
-    "SUBMISSION_LOOKUP",
     "ClickAuthority",
     "Conversations",
     "Gatekeeper",
@@ -34,8 +33,7 @@ LASTING_ERRORS: Final = frozenset(
 )  # fmt: skip
 """Slack's errors that asking again a few seconds later would not change."""
 RETRY = 5.0
-"""Seconds before a group whose lookup failed is asked again (Slack allows this method
-about 20 calls a minute: every click during an outage must not call it)."""
+"""Seconds before a failed lookup is tried again (Slack allows about 20 a minute)."""
 
 
 class Gatekeeper:
@@ -54,8 +52,7 @@ class Gatekeeper:
         self._retry = retry
         self._logger = logger
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
-        self._unreadable: dict[str, str] = {}
-        """Slack's lasting error for each group it would not list, until a read succeeds."""
+        self._unreadable: dict[str, str] = {}  # Slack's lasting error per group not listed
         self._reading: dict[str, asyncio.Lock] = {}
 
     def decide_cached(
@@ -146,9 +143,8 @@ class Gatekeeper:
                 else frozenset()
             )
         except SLACK_FAILURES as exc:
-            # A passing failure is not kept for the whole ttl (one would shut the group out
-            # for a minute): the members last read (none if never) stand until it is asked
-            # again. Slack's word that the group or the scope is missing is kept the ttl.
+            # A passing failure keeps the members last read (none if never) until the retry;
+            # Slack's word that the group or the scope is missing is kept the ttl.
             lasting = isinstance(exc, SlackApiError) and describe(exc) in LASTING_ERRORS
             members = frozenset() if cached is None or lasting else cached[1]
             wait = self._ttl if lasting else self._retry
@@ -168,14 +164,12 @@ class Gatekeeper:
 
 
 CONVERSATION_TTL: Final = 60.0
-"""Seconds a channel's kind (public or private) is kept: a channel made private stops being
-listed for non-members within this. A DM's or group DM's never changes: kept for good."""
+"""Seconds a channel's kind (public or private) is kept (a DM's never changes: for good)."""
 
 
 class Conversations:
-    """Who can see each conversation a question naming nobody is in: ``ANYONE`` (a public
-    channel), a DM's user, or ``None`` (a private channel or a group DM: its members only,
-    or Slack would not say: on nobody's Home tab)."""
+    """Who sees each conversation: ``ANYONE`` (a public channel), a DM's user, or ``None``
+    (a private channel or group DM, or Slack would not say: on nobody's Home tab)."""
 
     def __init__(
         self,
@@ -244,10 +238,8 @@ class Conversations:
 _log = logging.getLogger("adapters.slack")
 
 SUBMISSION_LOOKUP: Final = 1.5
-"""Seconds a modal submission waits for Slack's group lookup. Slack wants the ack within
-3 s, and with ``process_before_response`` nothing reaches it before the listener returns:
-the store's read and write need the rest. A lookup that takes longer goes on in the
-background (it fills the cache for the person's next try)."""
+"""Seconds a modal submission waits for Slack's group lookup (the ack is due within 3 s; a
+longer lookup goes on in the background, filling the cache for the person's next try)."""
 
 
 class ClickAuthority:
@@ -261,16 +253,13 @@ class ClickAuthority:
     ) -> None:
         self._gate = gate
         self._sync = sync
-        self._conversations = conversations
-        """Who sees each conversation (``None``: no Home tab; outside clicks naming nobody
-        are refused)."""
+        self._conversations = conversations  # None: outside clicks naming nobody are refused
 
     async def _authorize(
         self, user: str, record: PendingRecord, outside: bool = False
     ) -> tuple[bool, frozenset[str]]:
-        """Whether ``user`` may act on ``record``, and their team-review policy groups
-        (reading cold group memberships from Slack); ``outside``: the click came from
-        elsewhere than the question's message (a Home tab)."""
+        """Whether ``user`` may act on ``record`` (``outside`` its message: from a Home tab),
+        and their team-review policy groups."""
         who = await self._outside(record) if outside else who_may_act(record)
         allowed = await self._gate.allowed(user, *who)
         also = also_allowed(record)
@@ -335,9 +324,8 @@ class ClickAuthority:
         return _listed(audience.resolved(seen), record) if known else None
 
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
-        """Who may act on ``record`` from outside its message (a Home tab's buttons): whom
-        its Home tab entry is listed for (``model/audience.py``). Its message's own buttons need
-        no more than ``who_may_act``: only people who see the message can click them."""
+        """Who may act on ``record`` from outside its message: whom its Home tab entry is
+        listed for (its message's own buttons need only ``who_may_act``)."""
         known = self._outside_cached(record)
         if known is not None:
             return known

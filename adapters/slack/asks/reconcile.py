@@ -36,8 +36,7 @@ SEARCHED: Final = 200
 ADOPT_WITHIN: Final = 60.0
 """Seconds after start during which a keyed request looks for its earlier message."""
 READABLE: Final = ("C", "G")
-"""Conversations whose history the app's scopes can read: channels, not DMs (a DM's history
-needs ``im:history``, which the manifest does not request)."""
+"""Conversations whose history the app can read: channels, not DMs (no ``im:history``)."""
 
 _logger = logging.getLogger("adapters.slack")
 
@@ -47,29 +46,22 @@ def request_metadata(request_id: str) -> dict[str, Any]:
     return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
 
 
-def _request_of(message: Any) -> str | None:
-    """The request id a message's metadata names, if it is one of this bot's questions."""
-    metadata = message.get("metadata") if isinstance(message, dict) else None
-    if not isinstance(metadata, dict) or metadata.get("event_type") != REQUEST_EVENT:
-        return None
-    payload = metadata.get("event_payload")
-    found = payload.get("request_id") if isinstance(payload, dict) else None
-    return found if isinstance(found, str) and isinstance(message.get("ts"), str) else None
-
-
 def posted_requests(messages: object) -> dict[str, str]:
     """Request id -> ts of this bot's questions among ``messages`` (a history's list)."""
     found: dict[str, str] = {}
     for message in messages if isinstance(messages, list) else []:
-        request_id = _request_of(message)
-        if request_id is not None:
-            found.setdefault(request_id, str(message["ts"]))
+        metadata = message.get("metadata") if isinstance(message, dict) else None
+        if isinstance(metadata, dict) and metadata.get("event_type") == REQUEST_EVENT:
+            payload = metadata.get("event_payload")
+            request_id = payload.get("request_id") if isinstance(payload, dict) else None
+            if isinstance(request_id, str) and isinstance(message.get("ts"), str):
+                found.setdefault(request_id, message["ts"])
     return found
 
 
 async def read_place(client: AsyncWebClient, place: tuple[str, str | None], oldest: float) -> Any:
     """The latest messages of ``place`` (a channel, and a thread in it or ``None``), with
-    their metadata; a thread's replies since ``oldest`` (they come oldest first)."""
+    their metadata; a thread's replies since ``oldest``."""
     channel, thread_ts = place
     if thread_ts is None:
         return await client.conversations_history(
@@ -88,8 +80,7 @@ async def posted_in(
     client: AsyncWebClient, place: tuple[str, str | None], since: float
 ) -> dict[str, str]:
     """Request id -> ts of this bot's questions in ``place`` posted since ``since`` at most;
-    ``{}`` when its history cannot be read (a DM needs ``im:history``, which the app does
-    not request; no scope; Slack down)."""
+    ``{}`` when its history cannot be read (a DM, no scope, Slack down)."""
     if not place[0].startswith(READABLE):
         return {}
     try:
@@ -136,8 +127,8 @@ _Place = tuple[str, str | None]
 
 
 def may_be_stored(exc: BaseException) -> bool:
-    """Whether Slack may have stored a post that failed with ``exc``: it timed out or lost
-    its connection after the request went out (not: refused, or never connected)."""
+    """Whether Slack may have stored a post that failed with ``exc`` (it timed out or lost its
+    connection after the request went out)."""
     if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
         return False  # never reached Slack
     return isinstance(
@@ -205,8 +196,7 @@ class LostPosts:
 
     async def resume(self) -> int:
         """At start: look (again) for the messages of the posts that failed in the last
-        ``RECENT`` seconds and are still without one (another process, or this one before
-        a restart, may have been stopped mid-lookup); how many are looked for."""
+        ``RECENT`` seconds, still without one (a lookup may have been stopped); how many."""
         now = self._clock.now()
         since = now - RECENT
         failed: dict[str, float] = {}
@@ -230,8 +220,7 @@ class LostPosts:
         return started
 
     def _start(self, record: PendingRecord, failed_at: float) -> bool:
-        """Look for ``record``'s message ``lookups`` seconds after ``failed_at`` (once at
-        once if every one is past); whether a lookup started."""
+        """Look for ``record``'s message ``lookups`` s after ``failed_at``; whether it started."""
         if not self.lookups or not record.channel.startswith(READABLE):
             return False
         if len(self._looking) >= MOST:

@@ -62,8 +62,7 @@ class MessageSynchroniser:
         return len(self._refreshing)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
-        """Run ``coro`` as a tracked background task (``what`` names it in logs; a failure
-        is logged, and a stop waits for it)."""
+        """Run ``coro`` as a tracked background task (``what`` names it in logs)."""
         return self._tasks.spawn(coro, what)
 
     async def drain(self, grace: float) -> None:
@@ -123,8 +122,8 @@ class MessageSynchroniser:
             await self._client.chat_postEphemeral(channel=channel, user=user, text=text)
 
     async def _respond(self, user: str, hook: str, text: str) -> bool:
-        """POST the note to ``hook`` (ephemeral, leaving the clicked message as it is);
-        whether Slack took it. The URL is not logged: it lets anyone post for 30 minutes."""
+        """POST the note to ``hook`` (ephemeral); whether Slack took it. The URL is never
+        logged: it lets anyone post for 30 minutes."""
         client = AsyncWebhookClient(
             hook, timeout=self._client.timeout, session=self._client.session
         )
@@ -140,9 +139,8 @@ class MessageSynchroniser:
         return False
 
     def open_modal(self, origin: Origin, record: PendingRecord, view: dict[str, Any]) -> None:
-        """Open a modal now with the click's trigger (it expires three seconds after the
-        click; pushed on top of the modal clicked in); when Slack does not take it, the
-        person is told privately instead of being left with nothing."""
+        """Open a modal now with the click's trigger (it expires 3 s after the click), on top
+        of the modal clicked in; if Slack refuses, the person is told privately."""
         if origin.trigger_id:
             self._tasks.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
 
@@ -206,8 +204,8 @@ class MessageSynchroniser:
     async def _refresh_paced(
         self, client: PacedWebClient, request_id: str, entry: _Refresh
     ) -> None:
-        """The same through the scheduler: the message is rendered when its update's turn
-        comes, from the record stored then, and a newer refresh replaces a waiting one."""
+        """The same through the scheduler: rendered from the record stored when its turn
+        comes; a newer refresh replaces a waiting one."""
         first = await self._store.get(request_id)
         if first is None or first.message_ts is None:
             return
