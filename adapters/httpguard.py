@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Admit = Callable[[web.Request], web.StreamResponse | None]
 """A route's answer to a request it refuses whatever its body says; ``None``: admitted."""
 
+_HOST: Final = re.compile(r"(?:\[(?P<bracketed>[^\]]*)\]|(?P<name>[^:\[][^:]*)?)(?::\d{1,5})?")
+"""A ``Host`` header: a name or a bracketed address, then maybe a port."""
 _RULE: Final = "_httpguard_body_rule"
 """The attribute of a handler ``with_body_rule`` made that holds its rule."""
 _ADMISSION: Final = web.RequestKey[web.StreamResponse | None]("httpguard_admission")
@@ -121,19 +124,9 @@ def host_name(header: str) -> str | None:
     """The host name of a ``Host`` header (lower case, no port, no brackets); ``None`` if
     it is not a well-formed ``host[:port]``."""
     value = header.strip().lower()
-    if not value or not value.isascii():
-        return None
-    if value.startswith("["):
-        end = value.find("]")
-        if end == -1:
-            return None
-        name, rest = value[1:end], value[end + 1 :]
-    else:
-        name, colon, port = value.partition(":")
-        rest = colon + port
-    if rest and not (rest.startswith(":") and rest[1:].isdigit() and len(rest) <= 6):
-        return None
-    return name.rstrip(".") or None
+    match = _HOST.fullmatch(value) if value.isascii() else None
+    name = match and (match["bracketed"] if match["bracketed"] is not None else match["name"])
+    return (name or "").rstrip(".") or None
 
 
 class RefusalLog:
