@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import aiohttp
 
-from adapters.dsh.approval_relay import ApprovalRunner
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.inbox import Inbox
@@ -19,7 +18,7 @@ from adapters.dsh.link import LoginRefused, MuxLink
 from adapters.dsh.mux import split_host_url
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
 from adapters.dsh.protocol import EVENTS_MUX_PATH
-from adapters.dsh.questions import QuestionRunner
+from adapters.dsh.runners import ApprovalRunner, QuestionRunner
 from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.slack import SlackQuestionProvider
 from adapters.urls import redact_url

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from adapters.dsh.approval_relay import resolved_note
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     APPROVAL_GONE_NOTE,
@@ -22,6 +21,7 @@ from adapters.dsh.asks import (
 )
 from adapters.dsh.protocol import ApprovalResolved
 from adapters.dsh.released import close_released
+from adapters.dsh.runners import resolved_note
 from adapters.dsh.uplink import Host, describe
 from adapters.slack import Released, SlackQuestionProvider
 

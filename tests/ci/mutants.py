@@ -511,7 +511,7 @@ _CAPS = [
     Mutant("empty key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x20-\\x7e]{0,255}"'),
     Mutant("tab in key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x09-\\x7e]{1,255}"'),
 ]
-RELAY = "adapters/dsh/approval_relay.py"
+RELAY = "adapters/dsh/runners.py"
 MATCHING = "adapters/dsh/protocol.py"
 _DSH_RULES = [
     Mutant(
@@ -776,7 +776,7 @@ _REPLAY = [
     ),
     Mutant(
         "question keyed by session",
-        "adapters/dsh/questions.py",
+        "adapters/dsh/runners.py",
         "key, label = ask_key(ask.rpc_id), session_label(ask.session_id)",
         "key, label = ask_key(ask.session_id), session_label(ask.session_id)",
     ),

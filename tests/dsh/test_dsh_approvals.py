@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from adapters.dsh.approval_relay import (
+from adapters.dsh.asks import ask_key
+from adapters.dsh.runners import (
     APPROVAL_REFUSED,
     APPROVAL_SETTLED_ELSEWHERE,
     COMMAND_UNREAD_NOTE,
 )
-from adapters.dsh.asks import ask_key
 from adapters.dsh.uplink import host_asker
 from adapters.slack.model.ids import key_request_id
 from adapters.slack.render.messages import NOT_AN_APPROVER

@@ -32,7 +32,7 @@ from adapters.dsh.asks import (
     ask_key,
 )
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.questions import QuestionRunner
+from adapters.dsh.runners import QuestionRunner
 from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.slack import Released, WaitReleased
 from adapters.slack.model.ids import key_request_id
