@@ -28,7 +28,6 @@ from bot.questions.errors import (
 )
 
 __all__ = [
-    "UNOWNED",
     "Endings",
     "Released",
     "WaitReleased",
@@ -36,10 +35,6 @@ __all__ = [
     "lost_record",
     "outcome",
 ]
-
-UNOWNED = None
-"""The owner of a released request: no process (no sweep ends it); whoever asks adopts it."""
-
 
 _BACK_PAUSES = [min(2.0**i, 30.0) for i in range(59)]
 """Pauses between tries at an ending that waits for the store (about half an hour)."""
@@ -115,8 +110,7 @@ class Endings:
 
     async def supersede(self, earlier: str, revision: PendingRecord) -> None:
         """``revision`` is posted: the review it revises, if still open, ends aborted (its
-        waiter gets ``ASK_ABORTED``, its message links to ``revision``), so that nobody
-        approves the plan it replaced; once the store is back, if it is down now."""
+        message links to ``revision``), so that nobody approves the plan it replaced."""
         link = permalink(SLACK_URL, revision.message_channel, revision.message_ts)
         by = f"revision {revision.id}"
         await self.end_or_later(
@@ -147,9 +141,10 @@ class Endings:
             return None  # it vanished meanwhile (expired)
 
     async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
-        """Leave an open request open but owned by no process (``note`` says why)."""
+        """Leave an open request open but owned by no process (no sweep ends it; whoever asks
+        next adopts it); ``note`` says why."""
         return await self._sync.write(
-            request_id, lambda r: r.next(owner=UNOWNED, note=note) if r.is_open else None
+            request_id, lambda r: r.next(owner=None, note=note) if r.is_open else None
         )
 
     async def add_note(

@@ -186,12 +186,12 @@ class AskLifecycle:
             raise
         except Exception as exc:
             error = question_error(exc)
-            if error is not exc:  # not ours yet: the record says why it failed
-                await self._endings.end_or_later(request_id, "failed", error.message, error.code)
-            elif error.code == STORE_UNAVAILABLE:
-                self._endings.fail_later(request_id)
             if error is exc:
+                if error.code == STORE_UNAVAILABLE:
+                    self._endings.fail_later(request_id)
                 raise
+            # not ours yet: the record says why it failed
+            await self._endings.end_or_later(request_id, "failed", error.message, error.code)
             raise error from exc
         finally:
             watch.close()
@@ -201,8 +201,8 @@ class AskLifecycle:
     async def _post(
         self, record: PendingRecord, rendered: Rendered, signal: AbortSignal | None
     ) -> PendingRecord:
-        """Post ``record``; an abort while the post waits its turn ends the question now (the
-        post is never shown). ``Released()`` only stops the wait: the post goes on."""
+        """Post ``record``; an abort while the post waits its turn ends the question now
+        (``Released()`` only stops the wait: the post goes on)."""
         if signal is None:
             return await self.poster.post(record, rendered)
         endings: list[asyncio.Task[PendingRecord]] = []
@@ -231,8 +231,8 @@ class AskLifecycle:
         return self.waits.clock
 
     def _owner(self, options: AskOptions) -> str | None:
-        """Who owns a request asked with ``options``: the waiter's process, or no process
-        for a detached one (but a store that dies with this process has nobody else)."""
+        """Who owns a request asked with ``options``: the waiter's process, or none for a
+        detached one (unless the store dies with this process)."""
         if options.detached and not self._in_process:
             return None
         return self._store.process_id
@@ -244,7 +244,7 @@ class AskLifecycle:
 
     async def resume(self) -> list[PendingRecord]:
         """At start: adopt the open requests owned by no process and follow those asked from
-        now on (keepers.py); post the unposted (takeup.py); look for failed posts (reconcile.py)."""
+        now on; post the unposted; look for failed posts."""
         await self.lost.resume()
         adopted = await self.waits.resume()
         if not self._in_process:  # a store of this process only: nobody else asks

@@ -126,8 +126,7 @@ class Waits(DeadlineKeepers):
         self, request_id: str, watch: Watch, signal: AbortSignal
     ) -> PendingRecord:
         """The request's ending, unless its signal aborts it first, with no task or future of
-        its own (10,000 questions may wait at once, for hours): an abort interrupts the
-        watch's wait, which then raises ``CancelledError`` in a task nobody cancelled."""
+        its own: an abort interrupts the watch's wait (``CancelledError``, nobody cancelling)."""
         reasons: list[object] = []
 
         def on_abort(reason: object) -> None:
@@ -164,7 +163,7 @@ class Waits(DeadlineKeepers):
         return await self.end_aborted(request_id, reason)
 
     async def end_aborted(self, request_id: str, reason: object) -> PendingRecord:
-        """End ``request_id`` ``aborted`` by its asker's abort signal (``reason``, when it
-        is text, is the note); the record as ended (one ended first stands)."""
+        """End ``request_id`` ``aborted`` by its asker's signal (a text ``reason`` is the note);
+        the record as ended."""
         note = reason if isinstance(reason, str) and reason else CANCELLED_BY_ASKER
         return await self._endings.end(request_id, "aborted", note, ASK_ABORTED)
