@@ -65,11 +65,11 @@ class AskDefaults:
     escalate_to: str | None = None
     remind: tuple[str, ...] = ()
 
-    def where(self, request: AskUserQuestionRequest, options: AskOptions) -> Destination:
-        """The request's destination: its options, else the hook, else the default."""
+    def where(self, options: AskOptions, request: AskUserQuestionRequest | None) -> Destination:
+        """A request's destination: its options, else the hook (a question), else the default."""
         if options.channel:
             return Destination(options.channel, options.thread_ts)
-        if self.choose is not None:
+        if self.choose is not None and request is not None:
             chosen = self.choose(request)
             if chosen is not None:
                 return chosen
@@ -80,7 +80,7 @@ class AskDefaults:
     ) -> PendingRecord:
         """The record a question starts as (its id still to be given): where, who may
         answer, and its deadline, reminders and escalation, from ``options`` over these."""
-        where = self.where(request, options)
+        where = self.where(options, request)
         timeout = options.timeout or self.timeout
         deadline = now + timeout if timeout else None
         before = options.reminders or self.reminders
@@ -116,9 +116,7 @@ class AskDefaults:
         owner: str | None,
     ) -> PendingRecord:
         """The record a tool-permission approval starts as (no deadline of its own)."""
-        where = self.destination
-        if options.channel:
-            where = Destination(options.channel, options.thread_ts)
+        where = self.where(options, None)
         users, groups = self.allowed_users, self.allowed_usergroups
         if approvers or approver_groups:
             users = list(approvers) if approvers else None

@@ -41,7 +41,7 @@ class BackgroundTasks:
                 extra={"task": task.get_name(), "error": f"{type(error).__name__}: {error}"},
             )
 
-    async def drain(self, grace: float) -> int:
+    async def drain(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for every task (new ones too); cancel the rest."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
@@ -55,4 +55,3 @@ class BackgroundTasks:
             task.cancel()
         if leftover:
             await asyncio.wait(leftover)
-        return len(leftover)
