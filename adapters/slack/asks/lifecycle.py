@@ -258,11 +258,10 @@ class AskLifecycle:
         """A sweep took these for this process from a lost one (``stores.duties``): the
         detached ones, open, are posted here; the others, failed, say so in Slack."""
         taken = [record for record in records if record.is_open]
-        for record in taken:
-            self.waits.keep(record)
+        for record in records:
+            self.waits.keep(record) if record.is_open else self._sync.refresh(record.id)
         if taken:
             self.takeup.take_up(taken)
-        await self._sync.on_orphans([record for record in records if not record.is_open])
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, let asks finish."""

@@ -97,11 +97,6 @@ class MessageSynchroniser:
         if record.message_ts is not None:
             self._tasks.spawn(self._update(record, record.message_ts), "chat.update (lost)")
 
-    async def on_orphans(self, records: list[PendingRecord]) -> None:
-        """A shared store failed these (their process died): show it on their messages."""
-        for record in records:
-            self.refresh(record.id)
-
     def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
         """Tell the person who clicked, privately, in the message's channel, in the background."""
         channel = origin.channel or (record.message_channel if record else None)
