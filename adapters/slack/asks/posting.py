@@ -209,12 +209,15 @@ class Poster:
         return True
 
     def _skipped(self, request_id: str, current: PendingRecord | None, detached: bool) -> None:
-        """Note a post skipped because its question ended (``current``): whether its asked
-        event is this process's to record, and the ending its waiter is to get."""
-        if self._ended_unshown(current, detached):
+        """Note a post skipped because its question ended (``current``): the ending its waiter
+        is to get, and whether its asked event is this process's to record (not if posted or
+        adopted: that write carried it; nor if taken up elsewhere)."""
+        if current is None:
             self._unshown.add(request_id)
-        if current is not None and current.message_ts is None:
+        elif current.message_ts is None:
             self._ended[request_id] = current
+            if not detached or current.owner in (None, self._store.process_id):
+                self._unshown.add(request_id)
 
     # -- while a post waits its turn ------------------------------------------------------
 
@@ -242,15 +245,6 @@ class Poster:
             return  # the store out of reach (the turn's own look decides), or on its way
         self._skipped(request_id, PendingRecord.load(ended), detached)
         self._withdraw(request_id)
-
-    def _ended_unshown(self, current: PendingRecord | None, detached: bool) -> bool:
-        """Whether a post skipped because its question ended is this process's to record as
-        ``asked``: not if posted or adopted (that write carried it), nor taken up elsewhere."""
-        if current is None:
-            return True
-        if current.message_ts is not None:
-            return False
-        return not detached or current.owner in (None, self._store.process_id)
 
     async def _failed(self, request_id: str, exc: BaseException, what: str) -> UserQuestionError:
         """Record a Slack failure on the request; the error for its waiter."""
