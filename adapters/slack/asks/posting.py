@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 from typing import Final
 
+import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.endings import Endings, ending_error
@@ -18,7 +20,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
-from adapters.slack.render.blocks import Rendered
+from adapters.slack.render.blocks import Attachment, Rendered
 from adapters.slack.render.messages import (
     SHUTTING_DOWN,
     UNDELIVERED,
@@ -176,15 +178,8 @@ class Poster:
                 await self._client.chat_postMessage(
                     channel=channel, thread_ts=thread, text="(continued)", blocks=part
                 )
-            for file in rendered.files:  # (too long for a post: shared as a file)
-                await self._client.files_upload_v2(
-                    content=file.content,
-                    filename=file.filename,
-                    title=file.title,
-                    channel=channel,
-                    thread_ts=thread,
-                    initial_comment=file.comment,
-                )
+            for attachment in rendered.files:
+                await upload_text(self._client, attachment, channel=channel, thread_ts=thread)
         except SLACK_FAILURES as exc:
             raise await self._failed(record.id, exc, UNDELIVERED_REST) from exc
         return written or record
@@ -257,3 +252,39 @@ async def _settled(delivery: asyncio.Future[PendingRecord]) -> None:
     """Wait for ``delivery`` (its failure was the cancelled ask's to report, not a stop's)."""
     with contextlib.suppress(Exception):
         await delivery
+
+
+_UPLOAD_TIMEOUT = aiohttp.ClientTimeout(total=120.0)
+
+
+async def upload_text(
+    client: AsyncWebClient, attachment: Attachment, *, channel: str, thread_ts: str
+) -> str:
+    """Share ``attachment`` as a file in ``channel``'s thread ``thread_ts``; its file id (not
+    slack_sdk's ``files_upload_v2``: it sends raw bytes, which block the loop on a large file)."""
+    data = attachment.content.encode("utf-8")
+    reserved = await client.files_getUploadURLExternal(
+        filename=attachment.filename, length=len(data)
+    )
+    url, file_id = str(reserved["upload_url"]), str(reserved["file_id"])
+    session = client.session
+    owned = session is None
+    if session is None:
+        session = aiohttp.ClientSession()
+    try:
+        async with session.post(url, data=io.BytesIO(data), timeout=_UPLOAD_TIMEOUT) as response:
+            if response.status != 200:
+                body = (await response.text())[:200]
+                raise aiohttp.ClientResponseError(
+                    response.request_info, (), status=response.status, message=body
+                )
+    finally:
+        if owned:
+            await session.close()
+    await client.files_completeUploadExternal(
+        files=[{"id": file_id, "title": attachment.title}],
+        channel_id=channel,
+        thread_ts=thread_ts,
+        initial_comment=attachment.comment,
+    )
+    return file_id
