@@ -166,10 +166,8 @@ class RedisNotices:
                 return cast(list[int], await pipe.execute())
 
             found = await self._link.op("check the watched records", exists)
-            for request_id, present in zip(chunk, found, strict=True):
-                if not present:
-                    self._log.error("pending store lost record %s (was Redis flushed?)", request_id)
-                    self.watches.lost(request_id)
+            gone = [i for i, present in zip(chunk, found, strict=True) if not present]
+            self.watches.lost(gone, self._log, "was Redis flushed?")
 
     def give_up_if_lost(self) -> None:
         """Fail every local wait once Redis has been gone for ``outage_limit`` seconds."""

@@ -179,12 +179,11 @@ class SqlitePendingStore(DurableStore):
         return True
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
+        sql = "SELECT json FROM records WHERE state = 'pending'"
         if owner is None:
-            rows = await self._file.rows("SELECT json FROM records WHERE state = 'pending'")
+            rows = await self._file.rows(sql)
         else:
-            rows = await self._file.rows(
-                "SELECT json FROM records WHERE state = 'pending' AND owner = ?", (owner,)
-            )
+            rows = await self._file.rows(f"{sql} AND owner = ?", (owner,))
         return [PendingRecord.load(raw) for (raw,) in rows]
 
     async def open_count(self) -> OpenCount:

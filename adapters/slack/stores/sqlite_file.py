@@ -15,11 +15,8 @@ from typing import Any, Final
 
 import aiosqlite
 
-from adapters.slack.stores.sqlite_schema import check_readable, migrate
+from adapters.slack.stores.sqlite_schema import BUSY, check_readable, migrate
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
-
-_BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-"""Error codes of a statement that would have to wait."""
 
 _WAL_PAGES: Final = 20_000
 """A commit checkpoints the WAL past this many pages (80 MB): only should ours fall behind."""
@@ -205,7 +202,7 @@ class SqliteFile:
             try:
                 rows = work(self._inline, *args)
             except sqlite3.Error as exc:
-                if getattr(exc, "sqlite_errorcode", None) not in _BUSY:
+                if getattr(exc, "sqlite_errorcode", None) not in BUSY:
                     raise self._failed(exc) from exc
             else:
                 await self._turn()

@@ -10,7 +10,7 @@ from typing import Final
 
 import aiosqlite
 
-__all__ = ["SCHEMA_VERSION", "TRAIL_SINCE", "check_readable", "migrate"]
+__all__ = ["BUSY", "SCHEMA_VERSION", "TRAIL_SINCE", "check_readable", "migrate"]
 
 _APPEND: Final = (
     "INSERT INTO events (request_id, at, json) VALUES"
@@ -117,6 +117,8 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         _EVENT_PURGED,
     ),
 )
+BUSY: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+"""Error codes of a statement that would have to wait."""
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 """The schema this code writes; older files are upgraded at start."""
 TRAIL_SINCE: Final = 2
@@ -190,11 +192,7 @@ async def _begin(db: aiosqlite.Connection, path: Path, log: logging.Logger, wait
             await db.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.Error as exc:
-            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF in (
-                sqlite3.SQLITE_BUSY,
-                sqlite3.SQLITE_LOCKED,
-            )
-            if not busy:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in BUSY:
                 raise OSError(f"cannot open the pending store STORE_PATH={path}: {exc}") from exc
             if time.monotonic() >= deadline:
                 raise OSError(

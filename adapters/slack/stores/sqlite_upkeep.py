@@ -82,10 +82,7 @@ class SqliteEndings:
         ids = self._watches.waiting_ids()
         rows = await self._file.rows_in("SELECT id, state FROM records WHERE id IN ({ids})", ids)
         states: dict[str, str] = dict(rows)
-        for request_id in ids:
-            if request_id not in states:
-                self._log.error("pending store lost record %s (deleted)", request_id)
-                self._watches.lost(request_id)
+        self._watches.lost([i for i in ids if i not in states], self._log, "deleted")
         ended = [request_id for request_id, state in states.items() if state != "pending"]
         await self._resolve(ended)  # (one reopened since is not ended: left waiting)
 

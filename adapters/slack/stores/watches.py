@@ -168,12 +168,14 @@ class WatchRegistry:
             watch.fail(error)
         return len(watches)
 
-    def lost(self, request_id: str) -> None:
-        """End every wait on ``request_id`` with ``RECORD_LOST`` (its record is gone)."""
-        error = UserQuestionError(f"{RECORD_LOST_NOTE} (request {request_id})", RECORD_LOST)
-        for watch in self._groups.get(request_id, ()):
-            if watch.waiting:
-                watch.fail(error)
+    def lost(self, request_ids: list[str], log: logging.Logger, how: str) -> None:
+        """End every wait on each of ``request_ids`` with ``RECORD_LOST`` (its record is gone)."""
+        for request_id in request_ids:
+            log.error("pending store lost record %s (%s)", request_id, how)
+            error = UserQuestionError(f"{RECORD_LOST_NOTE} (request {request_id})", RECORD_LOST)
+            for watch in self._groups.get(request_id, ()):
+                if watch.waiting:
+                    watch.fail(error)
 
     def fail_all(self, error: UserQuestionError) -> None:
         """End every wait still pending with ``error`` (the watches stay registered)."""
