@@ -1,5 +1,4 @@
-"""The pending store protocol: what every store (memory, SQLite, Redis) does, and the part
-all three share (this process's watches, the audit trail's delegation)."""
+"""The pending store protocol, the base of every store (memory, SQLite, Redis), and ``settle``."""
 
 from __future__ import annotations
 

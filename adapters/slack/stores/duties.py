@@ -132,10 +132,9 @@ class Upkeep:
         raise NotImplementedError
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """One pass of the sweep: fail the pending records of processes whose heartbeat is
-        gone (``OWNER_LOST``), writing for a third of the TTL at most (the rest next time).
-        The unsure writes of earlier passes are reported first if they were made; a store
-        error is raised if nothing was written yet, else logged (the pass reports)."""
+        """One pass of the sweep (``OWNER_LOST``), writing for a third of the TTL at most, after
+        the unsure writes of earlier passes that were made; a store error is raised, or only
+        logged once something was written (the pass reports it)."""
         sweep = OrphanSweep(self._store, budget=self._ttl / 3, log=self._log)
         sweep.unsure, self._unsure = self._unsure, []  # carried on unless read now
         try:

@@ -1,5 +1,4 @@
-"""``RedisPendingStore``: the pending store shared by several bot processes through Redis,
-its records kept by the scripts of ``redis_lua``."""
+"""``RedisPendingStore``: the pending store shared by several bot processes through Redis."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The Redis store's background work: this process's watches woken from ``p:done``, the
-heartbeat, the sweep of lost processes, the audit purge."""
+"""The Redis store's background work: watches woken from ``p:done``, heartbeat, sweep, purge."""
 
 from __future__ import annotations
 
@@ -144,7 +143,7 @@ class RedisNotices:
                 if message is not None and message["type"] == "subscribe":
                     # a resubscription after a reconnect: anything may have ended meanwhile
                     self._log.info("pending store resubscribed to %s", self._keys.done)
-                    await self._reread(list(self.watches.groups))
+                    await self._reread(list(self.watches))
                 elif message is not None and message["type"] == "message":
                     await self._reread([str(message["data"])])
                 if self._retry and now - last_retry >= self._tick:

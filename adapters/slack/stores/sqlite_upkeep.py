@@ -1,5 +1,4 @@
-"""The SQLite store's background work: wake-ups from other processes' endings, heartbeats,
-the sweep, retention, the WAL's checkpoints."""
+"""The SQLite store's background work: others' endings, heartbeat, sweep, purge, checkpoints."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
@@ -100,17 +100,15 @@ class WatchRegistry:
         self._closed: UserQuestionError | None = None
 
     @property
-    def groups(self) -> Mapping[str, list[LocalWatch]]:
-        """The watches of each watched request id."""
-        return self._groups
-
-    @property
     def count(self) -> int:
         """How many watches are registered (zero when nothing leaks)."""
         return sum(len(group) for group in self._groups.values())
 
     def __contains__(self, request_id: object) -> bool:
         return request_id in self._groups
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups)
 
     def watch(self, request_id: str) -> LocalWatch:
         """A new watch of ``request_id``; after ``close`` one that fails at once."""
