@@ -250,7 +250,7 @@ def _question_blocks(
 ) -> list[Block]:
     question = record.questions[index]
     blocks = [*_asked(record, index, shown, None), *options_blocks(question, layout, inline)]
-    other, answer = button("Other…", "text", str(index)), button("Answer…", "text", str(index))
+    other = button("Other…", "text", str(index))
     if layout == "tap":
         labels = enumerate(button_labels(question))
         picks = [button(text, "pick", ids.option_value(i), i) for i, text in labels]
@@ -258,10 +258,11 @@ def _question_blocks(
     elif layout == "menu":
         elements = [menu(question, "pick"), other, dismiss_button()]
     elif layout == "text":
-        elements = [{**answer, "style": "primary"}, dismiss_button()]
+        elements = [button("Answer…", "text", str(index), style="primary"), dismiss_button()]
     else:
         draft = record.draft(index)
-        elements = [draft_widget(question, draft), other] if question.options else [answer]
+        answer = [button("Answer…", "text", str(index))]
+        elements = [draft_widget(question, draft), other] if question.options else answer
         if draft.custom:
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
             blocks.append(context(f":pencil2: {custom}"))

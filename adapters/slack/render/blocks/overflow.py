@@ -227,8 +227,10 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
     blocks = render(MAX_SECTION_TEXT) if first is None else first
     if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
         return blocks
-    # Shorter limits never render longer; at 1 the parts that never change may be over alone.
-    limit = largest(
+    least = render(1)
+    if block_text_length(least) > MESSAGE_TEXT_BUDGET:
+        return least  # the parts that never change are over on their own
+    limit = largest(  # shorter limits never render longer
         1, MAX_SECTION_TEXT - 1, lambda n: block_text_length(render(n)) <= MESSAGE_TEXT_BUDGET
     )
     return render(limit)
