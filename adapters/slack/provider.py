@@ -131,7 +131,11 @@ class SlackQuestionProvider:
             remind=tuple(remind),
         )
         self._endings = Endings(store, sync)
+        self.defaults = defaults
+        """Destination, who may answer, mention and timeout for requests asked from now on."""
         lost = LostPosts(client, store, sync, clock=clock, lookups=tuple(lookups), logger=log)
+        self.lost_posts = lost
+        """Looks for the messages of failed posts that Slack stored all the same."""
         self._lifecycle = AskLifecycle(
             client,
             store,
@@ -161,19 +165,9 @@ class SlackQuestionProvider:
         register_listeners(app, self.handler, self.home)
 
     @property
-    def defaults(self) -> AskDefaults:
-        """Destination, who may answer, mention and timeout for requests asked from now on."""
-        return self._lifecycle.defaults
-
-    @property
     def pending_count(self) -> int:
         """Requests this process is waiting on (zero when nothing leaks)."""
         return self.store.watch_count
-
-    @property
-    def lost_posts(self) -> LostPosts:
-        """Looks for the messages of failed posts that Slack stored all the same."""
-        return self._lifecycle.lost
 
     @property
     def background_count(self) -> int:
@@ -282,7 +276,7 @@ class SlackQuestionProvider:
         released ones) stay open for the next process."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
-        await self._lifecycle.lost.aclose()
+        await self.lost_posts.aclose()
         await self._lifecycle.aclose(grace=grace, note=note)
         await self._sync.drain(max(0.0, deadline - loop.time()))
         if self._own_client is not None:
