@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -72,23 +71,21 @@ class PacedWebClient(AsyncWebClient):
         key = None
         if api_method == "chat.update" and args.get("ts"):
             key = f"{channel}/{args['ts']}"
-        call = functools.partial(super().api_call, api_method, **kwargs)
         guard = _GUARD.get()
 
         async def send() -> AsyncSlackResponse:
             if guard is not None and not await guard():
                 raise NotSent(api_method)
-            response: AsyncSlackResponse = await call()
+            response = await super(PacedWebClient, self).api_call(api_method, **kwargs)
             if api_method == POST_MESSAGE and channel:
                 # Learnt before the caller resumes: its next post (a thread part to the
                 # D… id) and the calls still waiting go in the conversation's lane.
                 await self.scheduler.learn(str(channel), str(response.get("channel") or ""))
             return response
 
-        response: AsyncSlackResponse = await self.scheduler.call(
+        return await self.scheduler.call(
             api_method, send, channel=str(channel) if channel else None, key=key
         )
-        return response
 
     async def update_latest(
         self,
@@ -102,16 +99,14 @@ class PacedWebClient(AsyncWebClient):
         self._keep_session()
 
         async def send() -> AsyncSlackResponse | None:
-            fields = await latest()
-            if fields is None:
+            if (fields := await latest()) is None:
                 return None
             body = {"channel": channel, "ts": ts, **fields}
             return await super(PacedWebClient, self).api_call("chat.update", json=body)
 
-        response: AsyncSlackResponse | None = await self.scheduler.call(
+        return await self.scheduler.call(
             "chat.update", send, channel=channel, key=f"{channel}/{ts}"
         )
-        return response
 
 
 def paced_copy(client: AsyncWebClient, scheduler: WebApiScheduler) -> PacedWebClient:
