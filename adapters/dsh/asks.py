@@ -204,8 +204,12 @@ class HostRunner:
         """The note of the first ask, or the retry it is (a reopened message)."""
         raise NotImplementedError
 
-    async def _ask(self, ask: HostAsk, note: str | None) -> Asked | Retry | None:
-        """Ask in Slack: what to send, a retry at once, or ``None`` (ended, nothing to send)."""
+    async def _ask(self, ask: HostAsk, note: str | None) -> Any:
+        """Ask in Slack; what the person's outcome is (raises the seam's error if none)."""
+        raise NotImplementedError
+
+    def _outcome(self, ask: HostAsk, got: Any) -> Asked | Retry | None:
+        """What to send for an outcome, a retry at once, or ``None`` (ended, nothing to send)."""
         raise NotImplementedError
 
     def _declined(self, ask: HostAsk) -> dict[str, Any]:
@@ -235,7 +239,7 @@ class HostRunner:
             ask.phase = "asking"
             before = None if retry is None else await self._version(ask)
             try:
-                asked = await self._ask(ask, note if retry is None else retry.note)
+                got = await self._ask(ask, note if retry is None else retry.note)
             except UserQuestionError as exc:
                 await self._not_answered(ask, exc)
                 return
@@ -248,7 +252,7 @@ class HostRunner:
                 )
                 await self._notes.add_note(ask.request_id, retry.stuck)
                 return
-            if asked is None:
+            if (asked := self._outcome(ask, got)) is None:
                 return
             if isinstance(asked, Retry):
                 retry = asked

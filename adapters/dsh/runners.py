@@ -30,7 +30,7 @@ from adapters.dsh.protocol import (
     cancel_response,
 )
 from adapters.dsh.uplink import HostUplink
-from adapters.slack import ApprovalView, SlackQuestionProvider, plan_review_of
+from adapters.slack import ApprovalView, QuestionStatus, SlackQuestionProvider, plan_review_of
 from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 from bot.questions.review import ReviewPolicy
@@ -104,7 +104,7 @@ class QuestionRunner(HostRunner):
         ask.revises = await self._revises(ask)
         return None, Retry(REOPENED_NOTE, GONE_NOTE) if await self._reopening(ask) else None
 
-    async def _ask(self, ask: HostAsk, note: str | None) -> Asked | Retry:
+    async def _ask(self, ask: HostAsk, note: str | None) -> AskUserQuestionAnswer:
         key, label = ask_key(ask.rpc_id), session_label(ask.session_id)
         options = AskOptions(
             key=key,
@@ -118,7 +118,9 @@ class QuestionRunner(HostRunner):
         request = AskUserQuestionRequest(
             questions=ask.questions, signal=ask.controller.signal, options=options
         )
-        answer = await self._service.ask(request)
+        return await self._service.ask(request)
+
+    def _outcome(self, ask: HostAsk, answer: AskUserQuestionAnswer) -> Asked | Retry:
         problem = answer_problem(ask.questions, answer)
         if problem is not None:
             # The host would refuse it: do not send it, ask the person again at once.
@@ -201,7 +203,7 @@ class ApprovalRunner(HostRunner):
             note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
         return note, None
 
-    async def _ask(self, ask: HostAsk, note: str | None) -> Asked | None:
+    async def _ask(self, ask: HostAsk, note: str | None) -> QuestionStatus:
         payload, call = ask.approval, ask.call
         assert payload is not None
         view = ApprovalView(
@@ -217,14 +219,17 @@ class ApprovalRunner(HostRunner):
             on_posted=lambda _: self._on_posted(ask),
             asked_by=self._uplink.asker,
         )
-        record = await self._notes.ask_approval(
+        return await self._notes.ask_approval(
             view,
             options=options,
             approvers=self._approvers,
             approver_groups=self._groups,
             signal=ask.controller.signal,
         )
-        outcome = record.decision
+
+    def _outcome(self, ask: HostAsk, record: QuestionStatus) -> Asked | None:
+        payload, outcome = ask.approval, record.decision
+        assert payload is not None
         if record.state != "answered" or outcome is None:
             self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
             return None
