@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.stores.sqlite_file import CHUNK, SqliteFile, batch_delete
+from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["SqliteAudit", "chained_write"]
@@ -102,14 +102,10 @@ class SqliteAudit:
         ((first, last),) = await self._file.rows(_RANGE, (since, end))
         if first is None:
             return
-        after, upto = int(first) - 1, _NEWEST if until is None else int(last)
-        while True:
-            rows = await self._file.rows(_PAGE, (after, upto, since, end, CHUNK))
+        upto = _NEWEST if until is None else int(last)
+        async for rows in self._file.pages(_PAGE, int(first) - 1, upto, since, end):
             for _, raw in rows:
                 yield AuditEvent.load(raw)
-            if len(rows) < CHUNK:
-                return
-            after = int(rows[-1][0])
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
@@ -120,14 +116,7 @@ class SqliteAudit:
             if isinstance(exc.cause, sqlite3.OperationalError):
                 return None  # a file from before the chain
             raise
-        rows: list[ChainRow] = []
-        after = 0
-        while True:
-            page = await self._file.rows(_CHAIN_PAGE, (after, CHUNK))
-            rows += [ChainRow(*row) for row in page]
-            if len(page) < CHUNK:
-                break
-            after = int(page[-1][0])
+        rows = [ChainRow(*row) async for page in self._file.pages(_CHAIN_PAGE, 0) for row in page]
         found = (int(head[0][0]), str(head[0][1])) if head else None
         gone = {int(seq): (float(at), str(h)) for seq, at, h in purged}
         return verify(rows, found, gone, kept_since)

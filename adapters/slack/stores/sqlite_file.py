@@ -8,7 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from queue import Empty
 from typing import Any, Final
@@ -255,6 +255,15 @@ class SqliteFile:
             deleted += gone
             if gone < CHUNK:
                 return deleted
+
+    async def pages(self, sql: str, after: int, *params: Any) -> AsyncIterator[list[Any]]:
+        """The rows of ``sql`` (``seq > ?``, ``params``, ``LIMIT ?``), ``CHUNK`` at a time."""
+        while True:
+            rows = await self.rows(sql, (after, *params, CHUNK))
+            yield rows
+            if len(rows) < CHUNK:
+                return
+            after = int(rows[-1][0])
 
     async def rows_in(self, sql: str, ids: Sequence[str]) -> list[Any]:
         """The rows of ``sql`` (its ``{ids}`` a list of marks) for ``ids``, ``CHUNK`` at a time."""
