@@ -78,8 +78,7 @@ class AskDefaults:
     def question_record(
         self, request: AskUserQuestionRequest, options: AskOptions, *, owner: str | None, now: float
     ) -> PendingRecord:
-        """The record a question starts as (its id still to be given): where, who may
-        answer, and its deadline, reminders and escalation, from ``options`` over these."""
+        """The record a question starts as (its id still to be given), ``options`` over these."""
         where = self.where(options, request)
         timeout = options.timeout or self.timeout
         deadline = now + timeout if timeout else None

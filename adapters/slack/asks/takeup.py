@@ -39,8 +39,7 @@ class TakeUp:
         self._logger = logger
 
     async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
-        """Take for this process, by compare-and-set, each of ``records`` that is still
-        open, owned by no process and without a message; the records taken."""
+        """Take for this process those of ``records`` still open, unowned and unposted."""
         me = self._store.process_id
         claimed: list[PendingRecord] = []
         for record in records:
@@ -58,8 +57,7 @@ class TakeUp:
         return claimed
 
     def take_up(self, records: list[PendingRecord]) -> None:
-        """Post (or find in Slack) the messages of ``records``, taken by this process, in
-        the background: one search per channel or thread, then one post per record."""
+        """Post (or find in Slack) the messages of ``records``, in the background."""
         if self._poster.closing:
             return  # stopping: they stay this process's until its heartbeat is gone
         places: dict[_Place, list[PendingRecord]] = defaultdict(list)
@@ -104,8 +102,7 @@ class TakeUp:
             )
 
     async def post_again(self, record: PendingRecord) -> None:
-        """Post an open request again whose message is gone (deleted while no bot ran):
-        its waiter (a host's agent) would otherwise wait on a message nobody can see."""
+        """Post an open request again whose message is gone (deleted while no bot ran)."""
         gone = record.message_ts
 
         def unplaced(r: PendingRecord) -> PendingRecord | None:

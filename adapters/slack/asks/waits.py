@@ -92,8 +92,7 @@ class Waits(DeadlineKeepers):
         *,
         placed: str | None = None,
     ) -> PendingRecord:
-        """Wait for the request's ending or its abort signal, whichever is first; its
-        deadlines are kept on the shared timer meanwhile (and on, if it is released)."""
+        """Wait for the request's ending or its abort signal, keeping its deadlines meanwhile."""
         try:
             current = await self._store.get(request_id)
         except UserQuestionError as exc:
