@@ -75,16 +75,12 @@ async def build_app(
 ) -> AsyncApp:
     """An ``AsyncApp`` on ``client`` with ``process_before_response=True``."""
     identity = await client.auth_test()
-    token = client.token or ""
+    known = AuthorizeResult.from_auth_test_response(
+        bot_token=client.token or "", auth_test_response=identity
+    )
 
     async def authorize(**_: Any) -> AuthorizeResult:
-        return AuthorizeResult(
-            enterprise_id=identity.get("enterprise_id"),
-            team_id=identity.get("team_id"),
-            bot_user_id=identity.get("user_id"),
-            bot_id=identity.get("bot_id"),
-            bot_token=token,
-        )
+        return known
 
     bolt_logger = logger or logging.getLogger("slack_bolt")
     bolt_logger.addFilter(_not_token_notice)

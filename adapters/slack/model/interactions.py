@@ -250,16 +250,12 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
         if approval is None:
             return None
         return Approve(rid, "allowed-once" if approval.group(1) == "allow" else "rejected", origin)
-    if kind == "link":
-        return None  # Slack opens the URL; nothing for us to do
     if kind == "submit":
         return Submit(rid, origin, _selections(body, rid))
-    if kind == "dismiss":
-        return Dismiss(rid, origin)
-    if kind == "read":
-        return ReadPlan(rid, origin)
-    if ref.question is None:
-        return None
+    if kind in ("dismiss", "read"):
+        return (Dismiss if kind == "dismiss" else ReadPlan)(rid, origin)
+    if kind == "link" or ref.question is None:
+        return None  # a link: Slack opens the URL, nothing for us to do
     if kind == "text":
         return OpenText(rid, ref.question, origin)
     if kind == "draft":
@@ -275,8 +271,7 @@ def parse_block_actions(body: Mapping[str, Any]) -> Interaction | None:
 
 
 def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip | None:
-    """What a ``view_submission`` of our modal carries (free text, a confirmed skip), or
-    ``None``."""
+    """What a ``view_submission`` of our modal carries (free text, a skip), or ``None``."""
     if not isinstance(body, Mapping) or body.get("type") != "view_submission":
         return None
     view = _dict(body.get("view"))
