@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 from adapters.slack.home.tab import ListingRound
-from adapters.slack.home.view import may_answer, render_home
+from adapters.slack.home.view import render_home
 from adapters.slack.model.audience import ANYONE
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
@@ -101,6 +101,15 @@ async def _audiences_round(store: PendingStore, people: Sequence[str]) -> None:
         groups = [g for g in round_.audiences.usergroups if g == GROUPS[0]]
         listed, total = await round_.listed(person, groups)
         render_home(listed, total=total)
+
+
+def may_answer(record: PendingRecord, user: str, groups: Sequence[str]) -> bool:
+    """Whether ``user`` (in ``groups``) is on ``record``'s allow-lists (none: anyone)."""
+    if not record.allowed_users and not record.allowed_usergroups:
+        return True
+    return user in (record.allowed_users or []) or bool(
+        set(groups) & set(record.allowed_usergroups or [])
+    )
 
 
 async def _every_record_round(store: PendingStore, people: Sequence[str]) -> None:

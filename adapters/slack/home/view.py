@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from adapters.slack.blockkit import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
@@ -18,7 +18,7 @@ from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten,
 from adapters.slack.render.rich import bold, italic, rich_text, words
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["MAX_HOME_ENTRIES", "may_answer", "message_link", "render_home"]
+__all__ = ["MAX_HOME_ENTRIES", "message_link", "render_home"]
 
 Block = dict[str, Any]
 
@@ -28,15 +28,6 @@ _SEPARATOR: Final = " · "
 _ASKED_BY: Final = "Asked by "
 _QUESTION_ROOM: Final = 2900
 """The most of a question's text an entry shows (a longer one is shortened: no one-tap answer)."""
-
-
-def may_answer(record: PendingRecord, user: str, groups: Iterable[str] = ()) -> bool:
-    """Whether ``user`` (a member of ``groups``) may answer ``record``."""
-    if not record.allowed_users and not record.allowed_usergroups:
-        return True
-    if user in (record.allowed_users or []):
-        return True
-    return bool(set(groups) & set(record.allowed_usergroups or []))
 
 
 def message_link(record: PendingRecord) -> str | None:

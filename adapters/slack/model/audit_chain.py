@@ -1,11 +1,7 @@
 """The audit trail's hash chain: each event's hash binds it to the one before it (in the
-whole trail and in its question's), so an edited, removed or reordered event shows.
-
-``chain_hash`` is what a store's writer computes in the write's own transaction; the
-store also keeps the newest event's position and hash (the head) and, for each event its
-retention purged, that event's hash. ``verify`` walks the rows in the order appended and
-names every break with its position. Pure: no I/O.
-"""
+whole trail and in its question's), so an edited, removed or reordered event shows. Stores
+keep the head (the newest position and hash) and each purged event's hash; ``verify``
+names every break with its position."""
 
 from __future__ import annotations
 
@@ -51,10 +47,9 @@ def verify(
     purged: Mapping[int, tuple[float, str]],
     kept_since: float,
 ) -> ChainCheck:
-    """Check the chain of ``rows`` (``seq`` order) against the checkpointed ``head``
-    (position, hash) and the time and hash (``""``: unchained) of each position purged (a
-    purge newer than ``kept_since`` was someone else's). Unchained events are stepped over.
-    """
+    """Check the chain of ``rows`` (``seq`` order) against the ``head`` (position, hash) and
+    each purged position's time and hash (``""``: unchained; purged after ``kept_since``:
+    someone else's). Unchained events are stepped over."""
     breaks: list[str] = []
     runs: list[tuple[int, int, int, int]] = []  # unchained: count, first, last, after
     last: tuple[int, str] | None = None  # position and hash of the chained event before
@@ -109,9 +104,8 @@ def _gap(
     kept_since: float,
     bare: set[int],
 ) -> list[str]:
-    """The breaks between the chained event at ``last`` and ``row``: each position between
-    holds an unchained event or was purged by the retention, and ``row`` follows the last
-    chained one of them."""
+    """The breaks between the chained event at ``last`` and ``row`` (each position between
+    unchained or purged, and ``row`` following the last chained one)."""
     prev_hash = last[1]
     for seq in range(last[0] + 1, row.seq):
         gone = purged.get(seq)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.home.view import MAX_HOME_ENTRIES, may_answer, message_link, render_home
+from adapters.slack.home.view import MAX_HOME_ENTRIES, message_link, render_home
 from adapters.slack.model import ids
+from adapters.slack.model.audience import ANYONE, Audience, Audiences
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.sandbox.blockcheck import check_view
 from bot.questions.models import AskUserQuestionItem
@@ -19,12 +20,20 @@ def record(rid: str, question: str = "Deploy?", **fields: Any) -> PendingRecord:
     return PendingRecord(id=rid, questions=[item], **fields)
 
 
+def may_answer(rec: PendingRecord, user: str, groups: tuple[str, ...] = ()) -> bool:
+    """Whether ``rec``, asked in a public channel, is on ``user``'s Home tab list."""
+    audience = Audience.of(rec)
+    resolved = audience.resolved(ANYONE) if audience is not None else None
+    assert resolved is not None
+    return list(Audiences([resolved]).waiting_for(user, groups, 20)[0]) == [rec.id]
+
+
 def test_who_may_answer() -> None:
     anyone = record("r" * 20)
     assert may_answer(anyone, "U1")
     only = record("s" * 20, allowed_users=["U1"], allowed_usergroups=["S1"])
     assert may_answer(only, "U1") and not may_answer(only, "U2")
-    assert may_answer(only, "U2", groups=["S1"])
+    assert may_answer(only, "U2", groups=("S1",))
 
 
 def test_home_lists_open_questions_with_where_who_age_deadline_link_and_taps() -> None:
