@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 from urllib.parse import urlencode
@@ -122,7 +121,7 @@ class MuxLink:
         self._ready_at: float | None = None
         self._seen: set[str] = set()
         """The requests this socket's ``$events`` sent (its replay, then new ones)."""
-        self._followed: OrderedDict[str, bool] = OrderedDict()  # session → snapshot seen
+        self._followed: dict[str, bool] = {}  # session → snapshot seen
 
     @property
     def url(self) -> str:

@@ -270,15 +270,9 @@ class OpenRequests:
         if not task.cancelled() and isinstance(reason, str):
             # Aborted (gone, or settled by the host): the ask stays held until its record
             # is ended, so a late replay waits for that instead of racing it.
-            closing = asyncio.get_running_loop().create_task(
-                _store(
-                    self._logger,
-                    ask,
-                    "close an ended request",
-                    self._notes.abort(ask.request_id, reason),
-                ),
-                name=f"dsh closing {ask.rpc_id}",
-            )
+            ended = self._notes.abort(ask.request_id, reason)
+            end = _store(self._logger, ask, "close an ended request", ended)
+            closing = asyncio.get_running_loop().create_task(end, name=f"dsh closing {ask.rpc_id}")
             ask.task = closing
             closing.add_done_callback(lambda _: self._done(ask))
             return
@@ -344,12 +338,8 @@ class OpenRequests:
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again
         for ask in [ask for ask in self._asks.values() if ask.open]:
-            await _store(
-                self._logger,
-                ask,
-                "release a request",
-                self._notes.release(ask.request_id, RESTARTING_NOTE),
-            )
+            release = self._notes.release(ask.request_id, RESTARTING_NOTE)
+            await _store(self._logger, ask, "release a request", release)
             ask.controller.abort(Released())
         await drain(self._running, grace)
 
