@@ -45,7 +45,7 @@ ALLOW_TEXT: Final = "Allow once"
 REJECT_TEXT: Final = "Reject"
 APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
 _CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
-"""Room for the fences, their two guards (``code_block``) and ``Path: `` in one section."""
+"""Room for the fences, their two guards (``_code``) and ``Path: `` in one section."""
 _PER_REPLY: Final = 3
 """Code boxes of ``MAX_SECTION_TEXT`` characters per thread reply (well within the budget)."""
 _OUTCOME: Final = {

@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.model.tally import Revision, Vote, tally
 from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
 from adapters.slack.render.outcomes import date, literal, one_line, opened_words
-from adapters.slack.render.rich import Piece, bold, italic, rich_line, rich_list, words
+from adapters.slack.render.rich import Block, Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
 
 __all__ = [
@@ -23,8 +23,6 @@ __all__ = [
     "tally_line",
     "vote_lines",
 ]
-
-Block = dict[str, Any]
 
 DIFF_IN_MESSAGE: Final = 2500
 """Characters of diff shown in the message; a longer diff goes to the thread."""

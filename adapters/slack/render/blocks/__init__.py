@@ -1,4 +1,4 @@
-"""A pending record as Block Kit: the open message, its modal, its final form (pure)."""
+"""A pending record as Block Kit: the open message, its modals, its final form (pure)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,7 @@ from adapters.slack.render.blocks.overflow import (
     split_text,
 )
 from adapters.slack.render.blocks.parts import Attachment, Rendered, answer_by
-from adapters.slack.render.layout import (
-    MAX_TAP_OPTIONS,
-    Layout,
-    PlanReview,
-    layout_of,
-    plan_review_of,
-)
+from adapters.slack.render.layout import MAX_TAP_OPTIONS, layout_of, plan_review_of
 
 __all__ = [
     "CONTINUED",
@@ -29,8 +23,6 @@ __all__ = [
     "MAX_THREAD_REPLIES",
     "THREAD_PART",
     "Attachment",
-    "Layout",
-    "PlanReview",
     "Rendered",
     "answer_by",
     "layout_of",

@@ -169,10 +169,7 @@ def _open_blocks(
     limit: int,
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
-    blocks: list[Block] = [
-        *byline_blocks(record, limit),
-        *deadline_blocks(record),
-    ]
+    blocks: list[Block] = [*byline_blocks(record, limit), *deadline_blocks(record)]
     blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.model import ids
@@ -22,7 +22,7 @@ from adapters.slack.render.mrkdwn import (
 )
 from adapters.slack.render.outcomes import date
 from adapters.slack.render.review_view import tally_line, vote_lines
-from adapters.slack.render.rich import bold, italic, rich_text
+from adapters.slack.render.rich import Block, bold, italic, rich_text
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
@@ -50,8 +50,6 @@ __all__ = [
     "size_of",
     "tally_blocks",
 ]
-
-Block = dict[str, Any]
 
 MAX_FALLBACK_TEXT: Final = 3000
 """The notification text (top-level ``text``), well within Slack's recommended 4,000."""
