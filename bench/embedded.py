@@ -1,13 +1,17 @@
 """A callback asked in process: click -> webhook received, for a provider embedded in a bolt
 app (``embed_webhooks``), over ``--n`` questions asked and answered one after another.
 
-``python -m bench.embedded [--n 100]`` (the Slack stand-in and a receiver on loopback)."""
+``python -m bench.embedded [--n 100]`` (the Slack stand-in and a receiver on loopback);
+``--pending 1000``: what a callback costs a question left pending (tasks, traced KiB), as the
+difference between that many pending with a callback and as many without."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import time
+import tracemalloc
 
 from adapters.slack import key_request_id
 from bench.common import fmt_ms, machine_line, print_table, summarize
@@ -41,10 +45,49 @@ async def run(n: int) -> list[float]:
     return [arrived[k] - clicked[k] for k in clicked]
 
 
+async def pending(n: int, callback: bool) -> tuple[int, float]:
+    """Tasks and traced KiB added by ``n`` questions left pending (with a ``callback``)."""
+    async with receiving() as hook, SlackHarness() as h:
+        webhooks = embed_webhooks(
+            h.provider, secret="bench-secret-0123456789", hosts=["127.0.0.1"], allow_private=True
+        )
+        try:
+            await asyncio.sleep(0.5)
+            gc.collect()
+            tasks, traced = len(asyncio.all_tasks()), tracemalloc.get_traced_memory()[0]
+            asks = []
+            for i in range(n):
+                options = AskOptions(callback=hook.url if callback else None, key=f"p-{i}")
+                asks.append(h.ask(QUESTION, options=options))
+            await asyncio.sleep(3.0)  # every question stored, its watch set (posts: paced)
+            gc.collect()
+            added = len(asyncio.all_tasks()) - tasks, tracemalloc.get_traced_memory()[0] - traced
+            for ask in asks:
+                ask.cancel()
+            await asyncio.gather(*asks, return_exceptions=True)
+        finally:
+            await webhooks.stop()
+    return added[0], added[1] / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100)
-    stats = summarize(asyncio.run(run(parser.parse_args().n)))
+    parser.add_argument("--pending", type=int, default=0)
+    args = parser.parse_args()
+    if args.pending:
+        tracemalloc.start()
+        (tasks, kib), (bare_tasks, bare_kib) = (
+            asyncio.run(pending(args.pending, callback)) for callback in (True, False)
+        )
+        n = args.pending
+        print_table(
+            f"what a callback costs a pending question ({n} pending, in process)",
+            ["tasks per question", "traced KiB per question"],
+            [[f"{(tasks - bare_tasks) / n:.2f}", f"{(kib - bare_kib) / n:.2f}"]],
+        )
+        return
+    stats = summarize(asyncio.run(run(args.n)))
     print_table(
         "click -> webhook received, provider embedded in a bolt app",
         ["n", "p50 ms", "p99 ms", "max ms"],

@@ -111,16 +111,20 @@ class _PublicResolver(AbstractResolver):
 
 Status = Callable[[str], Awaitable[dict[str, Any] | None]]
 """The body ``GET /v1/questions/{id}`` answers with, ``{}`` while open, ``None`` if unknown."""
+Report = Callable[[str, Any], None]
+Watch = Callable[[str, Report], Awaitable[bool]]
+"""The provider's ``report_ending``: a question's ending reported with no task waiting."""
 
 
 class Webhooks:
-    """Keeps the outbox and delivers from it, in every process that runs one."""
+    """Keeps the outbox and delivers from it, in every process that runs one: one task
+    watches every owed question (a store watch each, no task) and looks at what is due."""
 
     def __init__(
         self,
         outbox: Outbox,
         view: Status,
-        wait_ended: Callable[[str], Awaitable[Any]],
+        watch: Watch,
         secrets: Mapping[str, str],
         *,
         hosts: frozenset[str],
@@ -129,12 +133,14 @@ class Webhooks:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.outbox = outbox
-        self._view, self._wait_ended, self._secrets = view, wait_ended, secrets
+        self._view, self._report_ending, self._secrets = view, watch, secrets
         self.hosts, self._allow_private = hosts, allow_private
         self._poll, self._clock = poll, clock
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._watched: set[str] = set()
+        self._watched: set[str] = set()  # a store watch reports their ending
+        self._unwatched: dict[str, float] = {}  # to watch (unknown yet, or the store away): since
         self._attempting: set[str] = set()
+        self._wake = asyncio.Event()
         self._stopping = False
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.Task[None] | None = None
@@ -195,29 +201,55 @@ class Webhooks:
     def _watch(self, request_id: str) -> None:
         """Deliver as soon as the question ends (seen through the store, from any process)."""
         if request_id not in self._watched:
-            self._watched.add(request_id)
-            self._spawn(self._when_ended(request_id))
+            self._unwatched.setdefault(request_id, self._clock())
+            self._wake.set()
 
-    async def _when_ended(self, request_id: str) -> None:
-        try:
+    async def _watch_owed(self) -> bool:
+        """Set a store watch on each question owed one; whether one not stored yet (the ask
+        stores it right after owing) is to be tried again soon (after ``RECHECK``: never)."""
+        soon = False
+        for request_id, since in list(self._unwatched.items()):
+            del self._unwatched[request_id]
+            self._watched.add(request_id)  # (a watch may report before this returns)
+            age = 0.0
             try:
-                await self._wait_ended(request_id)
-            finally:
-                self._watched.discard(request_id)  # an attempt finding it open watches again
-            if self._take(request_id):
-                await self._attempt(request_id)
-        except Exception as exc:  # the periodic look delivers it then
-            _log.info("webhook watch of %s ended: %s", request_id, exc)
+                if await self._report_ending(request_id, self._ended):
+                    continue
+                age = self._clock() - since
+                soon = soon or age < 1.0
+            except Exception as exc:  # the store down: tried again next time
+                _log.info("webhook watch of %s not set: %s", request_id, exc)
+            self._watched.discard(request_id)
+            if age <= RECHECK:
+                self._unwatched.setdefault(request_id, since)
+        return soon
+
+    def _ended(self, request_id: str, outcome: Any) -> None:
+        """A watch reported: attempt the delivery, or watch again (the store was away)."""
+        self._watched.discard(request_id)
+        if isinstance(outcome, BaseException):
+            if not self._stopping:
+                self._watch(request_id)
+        elif self._take(request_id):
+            self._spawn(self._attempt(request_id))
 
     async def _run(self) -> None:
+        due_at = 0.0
         while not self._stopping:
-            await asyncio.sleep(self._poll * random.uniform(0.5, 1.5))
+            soon = False
             try:
-                for delivery in await self.outbox.due(self._clock()):
-                    if self._take(delivery.id):
-                        self._spawn(self._attempt(delivery.id))
+                soon = await self._watch_owed()
+                if time.monotonic() >= due_at:
+                    due_at = time.monotonic() + self._poll * random.uniform(0.5, 1.5)
+                    for delivery in await self.outbox.due(self._clock()):
+                        if self._take(delivery.id):
+                            self._spawn(self._attempt(delivery.id))
             except Exception as exc:  # the store down: looked at again next time
                 _log.warning("webhook outbox unavailable: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.01 if soon else due_at - time.monotonic()):
+                    await self._wake.wait()
+            self._wake.clear()
 
     def _take(self, delivery_id: str) -> bool:
         """Whether this process may start an attempt at ``delivery_id``: not while it makes one

@@ -29,7 +29,7 @@ def wired(
     webhooks = Webhooks(
         outbox,
         lambda request_id: ended_view(provider, request_id, approval_ttl),
-        provider.wait_ended,
+        provider.report_ending,
         secrets,
         hosts=frozenset(hosts),
         allow_private=allow_private,

@@ -224,6 +224,11 @@ async def test_two_processes_deliver_each_attempt_once(
     assert sum(delivered) == count, delivered
 
 
+async def never_ends(request_id: str, report: Any) -> bool:
+    """A provider's ``report_ending`` for a question that never ends."""
+    return True
+
+
 async def test_a_question_ending_while_an_attempt_found_it_open_is_delivered_at_once() -> None:
     """The attempt that found the question open watches it again; the watch's attempt was
     refused while that attempt still held the id, so the delivery waited a minute."""
@@ -234,8 +239,9 @@ async def test_a_question_ending_while_an_attempt_found_it_open_is_delivered_at_
         looks += 1
         return {} if looks == 1 else {"id": request_id, "state": "answered"}
 
-    async def ended(request_id: str) -> None:
-        return None
+    async def ended(request_id: str, report: Any) -> bool:
+        report(request_id, "ended")  # the provider's report_ending: ended already
+        return True
 
     class Stored(MemoryOutbox):  # a write that waits for its store, as SQLite's and Redis's do
         async def put(self, before: Delivery, after: Delivery | None) -> bool:
@@ -284,7 +290,7 @@ async def test_a_slow_outbox_sees_one_attempt_at_a_time_per_delivery() -> None:
         webhooks = Webhooks(
             Slow(),
             ended,
-            asyncio.Event().wait,
+            never_ends,
             {"default": API_TOKEN},
             hosts=frozenset({"127.0.0.1"}),
             allow_private=True,
@@ -316,7 +322,7 @@ async def test_stop_ends_the_deliverer_even_if_a_store_read_swallows_its_cancel(
     webhooks = Webhooks(
         Swallowing(),
         ended,
-        asyncio.Event().wait,
+        never_ends,
         {},
         hosts=frozenset(),
         poll=0.001,
@@ -348,7 +354,7 @@ async def test_two_processes_racing_for_every_due_delivery_send_each_once(
             Webhooks(
                 outboxes,
                 ended,
-                asyncio.Event().wait,
+                never_ends,
                 {"default": API_TOKEN},
                 hosts=frozenset({"127.0.0.1"}),
                 allow_private=True,
