@@ -46,7 +46,8 @@ async def run(n: int) -> list[float]:
 
 
 async def pending(n: int, callback: bool) -> tuple[int, float]:
-    """Tasks and traced KiB added by ``n`` questions left pending (with a ``callback``)."""
+    """Tasks and traced KiB (the bot's: not the Slack stand-in's) added by ``n`` questions left
+    pending (with a ``callback``)."""
     async with receiving() as hook, SlackHarness() as h:
         webhooks = embed_webhooks(
             h.provider, secret="bench-secret-0123456789", hosts=["127.0.0.1"], allow_private=True
@@ -54,20 +55,23 @@ async def pending(n: int, callback: bool) -> tuple[int, float]:
         try:
             await asyncio.sleep(0.5)
             gc.collect()
-            tasks, traced = len(asyncio.all_tasks()), tracemalloc.get_traced_memory()[0]
+            tasks, before = len(asyncio.all_tasks()), tracemalloc.take_snapshot()
             asks = []
             for i in range(n):
                 options = AskOptions(callback=hook.url if callback else None, key=f"p-{i}")
                 asks.append(h.ask(QUESTION, options=options))
-            await asyncio.sleep(3.0)  # every question stored, its watch set (posts: paced)
+            await until(lambda: len(h.top_messages()) >= n, within=900, what="every post")
+            await asyncio.sleep(1.0)
             gc.collect()
-            added = len(asyncio.all_tasks()) - tasks, tracemalloc.get_traced_memory()[0] - traced
+            tasks, after = len(asyncio.all_tasks()) - tasks, tracemalloc.take_snapshot()
+            bot = [tracemalloc.Filter(False, "*/sandbox/*", all_frames=True)]  # not Slack's
+            grown = after.filter_traces(bot).compare_to(before.filter_traces(bot), "filename")
             for ask in asks:
                 ask.cancel()
             await asyncio.gather(*asks, return_exceptions=True)
         finally:
             await webhooks.stop()
-    return added[0], added[1] / 1024
+    return tasks, sum(stat.size_diff for stat in grown) / 1024
 
 
 def main() -> None:
@@ -76,7 +80,7 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=0)
     args = parser.parse_args()
     if args.pending:
-        tracemalloc.start()
+        tracemalloc.start(30)
         (tasks, kib), (bare_tasks, bare_kib) = (
             asyncio.run(pending(args.pending, callback)) for callback in (True, False)
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from operator import attrgetter
 from typing import Any, Final, Protocol
 
 import aiosqlite
@@ -39,17 +40,14 @@ class Outbox(Protocol):
 
     async def add(self, delivery: Delivery) -> None:
         """Keep ``delivery`` unless one with its id is kept already."""
-        ...
 
     async def get(self, delivery_id: str) -> Delivery | None: ...
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
         """Deliveries whose ``next_at`` has come, soonest first."""
-        ...
 
     async def put(self, before: Delivery, after: Delivery | None) -> bool:
         """Replace ``before`` (still at its version) with ``after`` (``None``: delete)."""
-        ...
 
     async def close(self) -> None: ...
 
@@ -72,25 +70,20 @@ class MemoryOutbox:
         return self._kept.get(delivery_id)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
-        ready = sorted((d for d in self._kept.values() if d.next_at <= now), key=_soonest)
-        return ready[:limit]
+        ready = (d for d in self._kept.values() if d.next_at <= now)
+        return sorted(ready, key=attrgetter("next_at"))[:limit]
 
     async def put(self, before: Delivery, after: Delivery | None) -> bool:
         kept = self._kept.get(before.id)
         if kept is None or kept.version != before.version:
             return False
-        if after is None:
-            del self._kept[before.id]
-        else:
+        self._kept.pop(before.id)
+        if after is not None:
             self._kept[before.id] = after
         return True
 
     async def close(self) -> None:
         return None
-
-
-def _soonest(delivery: Delivery) -> float:
-    return delivery.next_at
 
 
 _TABLE: Final = (

@@ -76,16 +76,6 @@ def verify(
     return hmac.compare_digest(given, sign(secret, timestamp, body))
 
 
-def host_problem(url: str, hosts: frozenset[str]) -> str | None:
-    """Why ``url`` may not be a callback (``None``: it may): its host must be one of ``hosts``."""
-    host = (urlsplit(url).hostname or "").rstrip(".")
-    if not hosts:
-        return "this bot takes no callbacks (the operator allows no host: WEBHOOK_HOSTS)"
-    if host not in hosts:
-        return f"the callback's host {host!r} is not one the operator allows (WEBHOOK_HOSTS)"
-    return None
-
-
 def _public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%")[0])
     return ip.is_global and not ip.is_multicast
@@ -146,18 +136,19 @@ class Webhooks:
         self._loop: asyncio.Task[None] | None = None
         self.delivered = 0
 
-    def refusal(self, url: str | None, asker: str | None) -> str | None:
+    def refusal(self, url: str, asker: str | None) -> str | None:
         """Why a question may not have ``url`` as its callback; ``None`` when it may."""
-        if url is None:
-            return None
+        host = (urlsplit(url).hostname or "").rstrip(".")
         if asker is None or asker not in self._secrets:
             return "a callback needs an API token (its deliveries are signed with it)"
-        problem = host_problem(url, self.hosts)
-        literal = (urlsplit(url).hostname or "").strip("[]")
-        with contextlib.suppress(ValueError):
-            if problem is None and not self._allow_private and not _public(literal):
-                problem = "the callback's address is private (WEBHOOK_ALLOW_PRIVATE is off)"
-        return problem
+        if not self.hosts:
+            return "this bot takes no callbacks (the operator allows no host: WEBHOOK_HOSTS)"
+        if host not in self.hosts:
+            return f"the callback's host {host!r} is not one the operator allows (WEBHOOK_HOSTS)"
+        with contextlib.suppress(ValueError):  # a name, not an address: resolved when posting
+            if not self._allow_private and not _public(host.strip("[]")):
+                return "the callback's address is private (WEBHOOK_ALLOW_PRIVATE is off)"
+        return None
 
     async def owe(self, request_id: str, url: str, asked_by: str | None) -> str | None:
         """Owe ``url`` a delivery for a question asked by ``asked_by`` (an API token's
@@ -230,8 +221,8 @@ class Webhooks:
         if isinstance(outcome, BaseException):
             if not self._stopping:
                 self._watch(request_id)
-        elif self._take(request_id):
-            self._spawn(self._attempt(request_id))
+        else:
+            self._try(request_id)
 
     async def _run(self) -> None:
         due_at = 0.0
@@ -242,8 +233,7 @@ class Webhooks:
                 if time.monotonic() >= due_at:
                     due_at = time.monotonic() + self._poll * random.uniform(0.5, 1.5)
                     for delivery in await self.outbox.due(self._clock()):
-                        if self._take(delivery.id):
-                            self._spawn(self._attempt(delivery.id))
+                        self._try(delivery.id)
             except Exception as exc:  # the store down: looked at again next time
                 _log.warning("webhook outbox unavailable: %s", exc)
             with contextlib.suppress(TimeoutError):
@@ -251,46 +241,39 @@ class Webhooks:
                     await self._wake.wait()
             self._wake.clear()
 
-    def _take(self, delivery_id: str) -> bool:
-        """Whether this process may start an attempt at ``delivery_id``: not while it makes one
-        (a slow store or receiver would otherwise see every periodic look start another)."""
-        taken = delivery_id not in self._attempting
-        self._attempting.add(delivery_id)
-        return taken
+    def _try(self, delivery_id: str) -> None:
+        """Start an attempt at ``delivery_id``, unless this process makes one already (a slow
+        store or receiver would otherwise see every periodic look start another)."""
+        if delivery_id not in self._attempting:
+            self._attempting.add(delivery_id)
+            self._spawn(self._attempt(delivery_id))
 
     async def _attempt(self, delivery_id: str) -> None:
-        """Make the attempt ``_take`` let this process start."""
+        """Claim the delivery (one process per attempt) and make the attempt."""
+        now, view = self._clock(), None
         try:
-            await self._claim_and_send(delivery_id)
+            kept = await self.outbox.get(delivery_id)
+            if kept is None or not claimable(kept, now):
+                return
+            held = claimed(kept, now + LEASE)
+            if not await self.outbox.put(kept, held):
+                return  # another process holds this attempt
+            view = await self._view(delivery_id)
+            after: Delivery | None = None  # delivered, or given up
+            if view == {}:  # still open: look again later, and as soon as it ends
+                after = replace(held, next_at=now + RECHECK, leased=False)
+            elif view is not None and await self._post(held, view):
+                self.delivered += 1
+            elif view is not None and now - held.created_at <= GIVE_UP_AFTER:
+                pause = min(3600.0, 2.0**held.tries)
+                after = replace(held, next_at=now + pause, leased=False, tries=held.tries + 1)
+            else:
+                _log.warning("webhook of %s given up after %d tries", delivery_id, held.tries + 1)
+            await self.outbox.put(held, after)
         finally:
             self._attempting.discard(delivery_id)
-
-    async def _claim_and_send(self, delivery_id: str) -> None:
-        """Claim the delivery (one process per attempt) and make the attempt."""
-        now = self._clock()
-        kept = await self.outbox.get(delivery_id)
-        if kept is None or not claimable(kept, now):
-            return
-        held = claimed(kept, now + LEASE)
-        if not await self.outbox.put(kept, held):
-            return  # another process holds this attempt
-        view = await self._view(delivery_id)
-        if view == {}:  # still open: look again later, and as soon as it ends
-            await self.outbox.put(held, replace(held, next_at=now + RECHECK, leased=False))
-            self._watch(delivery_id)  # (runs once this attempt has let go of the id)
-            return
-        if view is not None and await self._post(held, view):
-            self.delivered += 1
-            await self.outbox.put(held, None)
-            return
-        if view is None or now - held.created_at > GIVE_UP_AFTER:
-            _log.warning("webhook of %s given up after %d tries", delivery_id, held.tries + 1)
-            await self.outbox.put(held, None)
-            return
-        pause = min(3600.0, 2.0**held.tries)
-        await self.outbox.put(
-            held, replace(held, next_at=now + pause, leased=False, tries=held.tries + 1)
-        )
+        if view == {}:
+            self._watch(delivery_id)  # once this attempt has let go of the id
 
     async def _post(self, delivery: Delivery, view: dict[str, Any]) -> bool:
         """One attempt; whether the receiver took it (2xx)."""

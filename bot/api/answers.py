@@ -175,37 +175,35 @@ def error_answer(error: HarnessError) -> web.Response:
 def view_of(status: QuestionStatus, ttl: float = 900.0) -> dict[str, Any]:
     """A question as the API shows it (``queued``: its post waits for Slack's rate limits;
     an answer with when it was decided and until when it may be consumed, ``ttl`` after)."""
-    view: dict[str, Any] = {"id": status.id, "state": "queued" if status.queued else status.state}
-    if status.answer is not None:
-        view["answer"] = status.answer.to_wire()
-    if status.state == "answered" and status.finished_at is not None:
-        view["decidedAt"] = status.finished_at  # an answer, or a tool approval's decision
-        view["expiresAt"] = status.finished_at + ttl
-        if status.consumed_at is not None:
-            view["consumedAt"] = status.consumed_at
-    if status.answered_by:
-        view["answeredBy"] = status.answered_by
-    if status.answered_by_name:
-        view["answeredByName"] = status.answered_by_name
-    if status.votes:
-        view["votes"] = [vote.model_dump(mode="json", by_alias=True) for vote in status.votes]
-    if status.error is not None:
-        shown = status.error.to_dict()
-        view["error"] = {**shown, "message": _shown(shown["code"], shown["message"])}
-    if status.approval is not None:  # a tool approval: what was asked, and the decision
-        what = status.approval
-        asked = {"tool": what.tool_name, "reason": what.headline, "command": what.command}
-        view["approval"] = {k: v for k, v in (asked | {"path": what.path}).items() if v}
-        if status.decision is not None:
-            view["decision"] = status.decision
-    if status.note:
-        view["note"] = status.note
-    if status.message is not None:
-        view["message"] = {"channel": status.message.channel, "ts": status.message.ts}
-    view["createdAt"] = status.created_at
-    if status.finished_at is not None:
-        view["finishedAt"] = status.finished_at
-    return view
+    decided = status.finished_at if status.state == "answered" else None
+    error = status.error.to_dict() if status.error is not None else None
+    where = status.message
+    approval = status.approval  # a tool approval: what was asked, and the decision
+    asked = approval and {
+        "tool": approval.tool_name,
+        "reason": approval.headline,
+        "command": approval.command,
+        "path": approval.path,
+    }
+    view = {
+        "id": status.id,
+        "state": "queued" if status.queued else status.state,
+        "answer": status.answer and status.answer.to_wire(),
+        "decidedAt": decided,  # an answer, or a tool approval's decision
+        "expiresAt": None if decided is None else decided + ttl,
+        "consumedAt": None if decided is None else status.consumed_at,
+        "answeredBy": status.answered_by or None,
+        "answeredByName": status.answered_by_name or None,
+        "votes": [v.model_dump(mode="json", by_alias=True) for v in status.votes] or None,
+        "error": error and {**error, "message": _shown(error["code"], error["message"])},
+        "approval": asked and {key: value for key, value in asked.items() if value},
+        "decision": approval and status.decision,
+        "note": status.note or None,
+        "message": where and {"channel": where.channel, "ts": where.ts},
+        "createdAt": status.created_at,
+        "finishedAt": status.finished_at,
+    }
+    return {key: value for key, value in view.items() if value is not None}
 
 
 def _shown(code: str, message: str) -> str:

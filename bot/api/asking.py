@@ -1,25 +1,25 @@
 """The POSTs that ask (``/v1/questions``, ``/v1/approvals``) apart from their routes: the body
-read as a request, the options it asks with, a retry's answer, how its waiter's end is logged."""
+read as a request, a retry's answer, the options it asks with."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.slack import (
     CONSUME_REFUSALS,
-    AuditEvent,
     QuestionStatus,
+    SlackQuestionProvider,
     plan_review_of,
     unknown_revised,
 )
 from bot.api.answers import error_answer, not_found, problem, view_of, view_with_events
-from bot.api.approvals import ApprovalPost
 from bot.api.body import (
+    ApprovalPost,
     DeadlineDefaults,
     QuestionPost,
     body_problems,
@@ -41,71 +41,23 @@ from bot.webhooks import Webhooks
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
-    "Questions",
     "aborted",
     "ask_options",
     "callback_refused",
     "consumed",
     "ended_view",
-    "failed_unshown",
     "located",
     "question_request",
     "read_post",
     "replayed",
-    "revises_unknown",
     "shutting_down",
     "unready",
 ]
 
 
-class Questions(Protocol):
-    """What the API needs of whoever holds the questions (``SlackQuestionProvider``)."""
-
-    def request_id_for(self, key: str | None = None) -> str:
-        """The id of the request asked with idempotency ``key``; a new id without a key."""
-        ...
-
-    @property
-    def defaults(self) -> DeadlineDefaults:
-        """The deadline a question gets where its request says nothing (``QUESTION_TIMEOUT``)."""
-        ...
-
-    async def status(self, request_id: str) -> QuestionStatus | None:
-        """Where a question stands (asked by any process); ``None`` if unknown."""
-        ...
-
-    async def wait_ended(self, request_id: str) -> QuestionStatus:
-        """Wait until a question ends (cancel to stop waiting)."""
-        ...
-
-    async def report_ending(
-        self, request_id: str, report: Callable[[str, QuestionStatus | BaseException], None]
-    ) -> bool:
-        """Report how a question ends to ``report``, with no task waiting; ``False`` if unknown."""
-        ...
-
-    async def abort(
-        self, request_id: str, note: str, *, by: str | None = None
-    ) -> QuestionStatus | None:
-        """Abort an open question (``by``: who, for the audit trail); ``None`` if unknown."""
-        ...
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        """A question's audit trail, oldest first."""
-        ...
-
-    async def consume(
-        self, request_id: str, *, by: str | None, lifetime: float
-    ) -> tuple[str | None, QuestionStatus | None]:
-        """Consume an answered question's decision once; the refusal's code otherwise."""
-        ...
-
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every audit event with ``since <= at < until``, in the order appended."""
-        ...
-
-
-async def ended_view(questions: Questions, request_id: str, ttl: float) -> dict[str, Any] | None:
+async def ended_view(
+    questions: SlackQuestionProvider, request_id: str, ttl: float
+) -> dict[str, Any] | None:
     """``GET``'s body once the question has ended, ``{}`` while it is open, ``None`` if unknown."""
     question = await questions.status(request_id)
     if question is None or question.is_open:
@@ -113,7 +65,9 @@ async def ended_view(questions: Questions, request_id: str, ttl: float) -> dict[
     return view_with_events(question, await questions.events(request_id), ttl)
 
 
-async def consumed(questions: Questions, request_id: str, by: str, ttl: float) -> web.Response:
+async def consumed(
+    questions: SlackQuestionProvider, request_id: str, by: str, ttl: float
+) -> web.Response:
     """Consume an answered question's decision (once, within ``ttl`` of it): its view, or the
     refusal (410 when expired, 409 otherwise; 404 for an unknown question)."""
     code, question = await questions.consume(request_id, by=by, lifetime=ttl)
@@ -125,6 +79,10 @@ async def consumed(questions: Questions, request_id: str, by: str, ttl: float) -
     return web.json_response(view_of(question, ttl))
 
 
+def _invalid(message: str, errors: list[dict[str, Any]]) -> web.Response:
+    return problem(422, "ValidationError", "INVALID_REQUEST", message, errors=errors)
+
+
 def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
     """The body as ``model`` (wire names only: ``multi_select`` is an unknown key), or the 422
     that refuses it."""
@@ -133,17 +91,10 @@ def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
     except ValidationError as exc:
         what = model.__name__.removesuffix("Post").lower()
         count = error_count(exc.error_count())
-        return problem(
-            422,
-            "ValidationError",
-            "INVALID_REQUEST",
-            f"the request body is not a valid {what} request ({count})",
-            errors=validation_errors(exc),
-        )
+        message = f"the request body is not a valid {what} request ({count})"
+        return _invalid(message, validation_errors(exc))
     refused = body_problems(json.loads(raw), post)
-    if refused:
-        return problem(422, "ValidationError", "INVALID_REQUEST", refused[0]["msg"], errors=refused)
-    return post
+    return _invalid(refused[0]["msg"], refused) if refused else post
 
 
 def replayed(
@@ -167,9 +118,10 @@ def replayed(
             "use a new key"
         )
         return problem(409, "RequestError", "IDEMPOTENCY_KEY_REUSED", message)
-    unshown = failed_unshown(existing)  # not a 200 that reads as success
-    if unshown is not None:
-        return error_answer(unshown)
+    error = existing.error  # a DELIVERY_FAILED Slack never showed: not a 200 read as success
+    unshown = existing.state == "failed" and existing.message is None
+    if unshown and error is not None and error.code == DELIVERY_FAILED:
+        return error_answer(error)
     if existing.consumed_at is not None:  # not a new approval: it was used
         message = (
             f"the answer asked with Idempotency-Key {key!r} was already consumed: it is not "
@@ -196,8 +148,7 @@ def callback_refused(
     why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
     if why is None:
         return None
-    error = {"loc": ["callback"], "msg": why, "type": "callback_refused"}
-    return problem(422, "ValidationError", "INVALID_REQUEST", why, errors=[error])
+    return _invalid(why, [{"loc": ["callback"], "msg": why, "type": "callback_refused"}])
 
 
 def unready(
@@ -207,10 +158,11 @@ def unready(
     defaults (422), or a plan review revising one the token may not see (as if unknown)."""
     never = never_applied(post, defaults)
     if never:
-        return problem(422, "ValidationError", "INVALID_REQUEST", never[0]["msg"], errors=never)
+        return _invalid(never[0]["msg"], never)
     revised = post.revises
     if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
-        raise revises_unknown(revised)  # answered by failure(), in the gateway's guard
+        # the provider's own BAD_REVIEW, answered by failure(), in the gateway's guard
+        raise UserQuestionError(unknown_revised(revised), BAD_REVIEW)
     return None
 
 
@@ -254,22 +206,6 @@ def shutting_down() -> web.Response:
     """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
     or this one restarted, takes it)."""
     return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
-
-
-def failed_unshown(question: QuestionStatus) -> HarnessError | None:
-    """The ``DELIVERY_FAILED`` a question failed with before Slack showed it, which its retries
-    get again (nothing is posted under an ended key); ``None`` otherwise, also for a store
-    failure: its message may have landed, so its retry gets the question as it ended."""
-    error = question.error
-    if question.state != "failed" or question.message is not None or error is None:
-        return None
-    return error if error.code == DELIVERY_FAILED else None
-
-
-def revises_unknown(request_id: str | None) -> UserQuestionError:
-    """The provider's ``BAD_REVIEW`` for a ``revises`` naming no known plan review (its
-    own words: ``unknown_revised``)."""
-    return UserQuestionError(unknown_revised(request_id or ""), BAD_REVIEW)
 
 
 def aborted(error: BaseException) -> bool:

@@ -1,31 +1,43 @@
-"""What the HTTP API accepts: the body of ``POST /v1/questions`` and the checks beyond its
-model (wire names only, empty texts, repeated labels, deadlines that could never apply)."""
+"""What the HTTP API accepts: the bodies of ``POST /v1/questions`` and ``/v1/approvals`` and the
+checks beyond their models (wire names only, empty texts, repeated labels, deadlines that could
+never apply)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Protocol
+from typing import Annotated, Any, Final, Protocol, Self
 
 from aiohttp import web
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import (
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
+from adapters.slack import ApprovalView
 from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
 __all__ = [
-    "Callback",
+    "ApprovalPost",
     "DeadlineDefaults",
-    "Destination",
-    "Label",
-    "Link",
     "QuestionPost",
-    "Where",
     "body_problems",
     "error_count",
     "never_applied",
     "read_body",
     "validation_errors",
 ]
+
+MAX_TIMEOUT: Final = 7 * 24 * 3600.0
+"""The longest a question may wait for its answer (and the latest reminder), in seconds."""
+LINK_MESSAGE: Final = (
+    "must be an http:// or https:// URL without spaces (nor <, > or |), at most 3000 characters"
+)
+_URL: Final = r"^https?://[^\s<>|]+$"
+_WHO: Final = r"^[UWS][A-Z0-9]{2,20}$"
 
 
 class Destination(WireModel):
@@ -35,21 +47,16 @@ class Destination(WireModel):
     thread_ts: str | None = Field(default=None, pattern=r"^\d{1,12}\.\d{1,8}$")
 
 
-MAX_TIMEOUT: Final = 7 * 24 * 3600.0
-"""The longest a question may wait for its answer (and the latest reminder), in seconds."""
-
-
-LINK_MESSAGE: Final = (
-    "must be an http:// or https:// URL without spaces (nor <, > or |), at most 3000 characters"
-)
-
-
 def _plain_link(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """The checks of ``link``, with one plain message naming the argument."""
     try:
         return handler(value)
     except ValidationError:
         raise PydanticCustomError("link", LINK_MESSAGE) from None
+
+
+def _seconds(description: str) -> Any:
+    return Field(default=None, gt=0, le=MAX_TIMEOUT, description=description)
 
 
 Where = Annotated[
@@ -66,7 +73,7 @@ Link = Annotated[
     str | None,
     Field(
         max_length=3000,
-        pattern=r"^https?://[^\s<>|]+$",
+        pattern=_URL,
         description="A URL back to where the question comes from (a pull request, a run), "
         "shown as a link button: http:// or https://, without spaces.",
     ),
@@ -76,7 +83,7 @@ Callback = Annotated[
     str | None,
     Field(
         max_length=2000,
-        pattern=r"^https?://[^\s<>|]+$",
+        pattern=_URL,
         description="A URL the bot POSTs the question's outcome to when it ends (the body of "
         "GET /v1/questions/{id}, signed with the asking token's secret); its host must be one "
         "the operator allows (WEBHOOK_HOSTS). Each delivery carries X-Webhook-Timestamp, "
@@ -85,12 +92,6 @@ Callback = Annotated[
         "retried with backoff for a day; redirects are not followed.",
     ),
 ]
-"""The options a question and a tool approval share: where, who asks, a link back, a
-callback."""
-
-
-def _seconds(description: str) -> Any:
-    return Field(default=None, gt=0, le=MAX_TIMEOUT, description=description)
 
 
 class QuestionPost(WireModel):
@@ -129,11 +130,11 @@ class QuestionPost(WireModel):
     )
     escalate_to: str | None = Field(
         default=None,
-        pattern=r"^[UWS][A-Z0-9]{2,20}$",
+        pattern=_WHO,
         description="A user (U…, W…) or user group id (S…) to mention on escalation; needs "
         "escalateAfter.",
     )
-    remind: list[Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")]] | None = Field(
+    remind: list[Annotated[str, Field(pattern=_WHO)]] | None = Field(
         default=None,
         max_length=20,
         description="User (U…, W…) or user group ids (S…) each reminder mentions besides who "
@@ -144,15 +145,47 @@ class QuestionPost(WireModel):
     callback: Callback = None
 
 
+class ApprovalPost(WireModel):
+    """The body of ``POST /v1/approvals``: what an agent asks to run, and why; decided once."""
+
+    tool: str = Field(
+        min_length=1, max_length=200, description="The tool that would run (e.g. bash, write)."
+    )
+    command: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100_000,
+        description="The command the tool would run, shown whole (long ones in the thread).",
+    )
+    path: str | None = Field(
+        default=None, min_length=1, max_length=4096, description="The file the tool would touch."
+    )
+    reason: str = Field(
+        min_length=1, max_length=2000, description="Why the agent asks: the panel's headline."
+    )
+    destination: Where = None
+    label: Label = None
+    link: Link = None
+    callback: Callback = None
+
+    @model_validator(mode="after")
+    def _names_what(self) -> Self:
+        if self.command is None and self.path is None:
+            raise ValueError("name the command or the path the tool would act on")
+        return self
+
+    def view(self) -> ApprovalView:
+        """The panel this approval is shown as."""
+        return ApprovalView(
+            tool_name=self.tool, headline=self.reason, command=self.command, path=self.path
+        )
+
+
 class DeadlineDefaults(Protocol):
-    """What a question gets when its body says nothing (the provider's ``AskDefaults``):
-    ``timeout`` is ``QUESTION_TIMEOUT``; ``reminders`` seconds before the deadline."""
+    """What a question gets when its body says nothing (the provider's ``AskDefaults``)."""
 
     @property
     def timeout(self) -> float | None: ...
-
-    @property
-    def reminders(self) -> tuple[float, ...]: ...
 
     @property
     def escalate_after(self) -> float | None: ...
@@ -176,14 +209,12 @@ def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as the API reports them: ``{loc, msg, type}``, no input echoed."""
     errors = []
     for error in exc.errors(include_url=False, include_input=False):
-        loc = tuple(str(part) for part in error["loc"])
+        loc = [str(part) for part in error["loc"]]
         message = error["msg"]
         if error["type"] == "string_pattern_mismatch":
-            message = next(
-                (help for tail, help in _PATTERN_HELP.items() if loc[-len(tail) :] == tail),
-                message,
-            )
-        errors.append({"loc": list(loc), "msg": message, "type": error["type"]})
+            said = (help for end, help in _PATTERN_HELP.items() if tuple(loc[-len(end) :]) == end)
+            message = next(said, message)
+        errors.append(_refused(loc, message, error["type"]))
     return errors
 
 
@@ -192,26 +223,32 @@ def error_count(count: int) -> str:
     return f"{count} error" if count == 1 else f"{count} errors"
 
 
+def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": loc, "msg": msg, "type": kind}
+
+
 def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Keys validation dropped: attribute names (``multi_select``) where the API takes only wire
     names, though the models accept both for Python callers."""
+    if isinstance(given, list) and isinstance(kept, list):
+        pairs = [
+            (str(n), value, item) for n, (value, item) in enumerate(zip(given, kept, strict=False))
+        ]
+    elif isinstance(given, dict) and isinstance(kept, dict):
+        pairs = [(key, value, kept.get(key, _UNKNOWN)) for key, value in given.items()]
+    else:
+        return []
     errors: list[dict[str, Any]] = []
-    if isinstance(given, dict) and isinstance(kept, dict):
-        for key, value in given.items():
-            if key not in kept:
-                errors.append(
-                    {
-                        "loc": [*loc, key],
-                        "msg": f"unknown key {key!r} (the API takes the seam's wire names)",
-                        "type": "extra_forbidden",
-                    }
-                )
-            else:
-                errors.extend(_unknown_keys(value, kept[key], (*loc, key)))
-    elif isinstance(given, list) and isinstance(kept, list):
-        for index, (value, item) in enumerate(zip(given, kept, strict=False)):
-            errors.extend(_unknown_keys(value, item, (*loc, str(index))))
+    for key, value, item in pairs:
+        if item is _UNKNOWN:
+            why = f"unknown key {key!r} (the API takes the seam's wire names)"
+            errors.append(_refused([*loc, key], why, "extra_forbidden"))
+        else:
+            errors.extend(_unknown_keys(value, item, (*loc, key)))
     return errors
+
+
+_UNKNOWN: Final = object()
 
 
 def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
@@ -219,32 +256,21 @@ def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
     two options with one label are ambiguous (an answer names options by label)."""
     errors: list[dict[str, Any]] = []
     for index, question in enumerate(questions):
+        at = ["questions", str(index)]
         if not question.question.strip():
-            errors.append(
-                {
-                    "loc": ["questions", str(index), "question"],
-                    "msg": f"question {question.id!r} has no text",
-                    "type": "empty_question",
-                }
-            )
+            why = f"question {question.id!r} has no text"
+            errors.append(_refused([*at, "question"], why, "empty_question"))
         first: dict[str, int] = {}
         for n, label in enumerate(question.option_labels):
             if label in first:
-                errors.append(
-                    {
-                        "loc": ["questions", str(index), "options", str(n), "label"],
-                        "msg": f"question {question.id!r} has the option label {label!r} "
-                        f"twice (options {first[label] + 1} and {n + 1}); answers name "
-                        "options by label, so each label must be unique",
-                        "type": "duplicate_label",
-                    }
+                why = (
+                    f"question {question.id!r} has the option label {label!r} twice (options "
+                    f"{first[label] + 1} and {n + 1}); answers name options by label, so each "
+                    "label must be unique"
                 )
+                errors.append(_refused([*at, "options", str(n), "label"], why, "duplicate_label"))
             first.setdefault(label, n)
     return errors
-
-
-def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
-    return {"loc": loc, "msg": msg, "type": kind}
 
 
 def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
@@ -253,15 +279,11 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
     each counts with the default it falls back to."""
     errors: list[dict[str, Any]] = []
     timeout = post.timeout or defaults.timeout
+    after, whom = post.escalate_after, post.escalate_to
     if post.reminders and timeout is None:
-        errors.append(
-            _refused(
-                ["reminders"],
-                "reminders are seconds before the deadline: give a timeout "
-                "(there is no QUESTION_TIMEOUT)",
-                "reminders_without_timeout",
-            )
-        )
+        why = "reminders are seconds before the deadline: give a timeout (there is no "
+        why += "QUESTION_TIMEOUT)"
+        errors.append(_refused(["reminders"], why, "reminders_without_timeout"))
     elif post.reminders and timeout is not None:
         errors += [
             _refused(
@@ -273,31 +295,16 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
             for n, before in enumerate(post.reminders)
             if before >= timeout
         ]
-    if post.escalate_after is not None and (post.escalate_to or defaults.escalate_to) is None:
-        errors.append(
-            _refused(
-                ["escalateAfter"],
-                "escalateAfter needs escalateTo (whom to mention)",
-                "escalation_without_whom",
-            )
-        )
-    elif post.escalate_to is not None and (post.escalate_after or defaults.escalate_after) is None:
-        errors.append(
-            _refused(
-                ["escalateTo"],
-                "escalateTo needs escalateAfter (when to mention them)",
-                "escalation_without_when",
-            )
-        )
-    elif post.escalate_after is not None and timeout is not None and post.escalate_after >= timeout:
-        errors.append(
-            _refused(
-                ["escalateAfter"],
-                f"escalateAfter ({post.escalate_after:g} s) is not before the deadline "
-                f"(its timeout is {timeout:g} s)",
-                "escalation_after_deadline",
-            )
-        )
+    if after is not None and (whom or defaults.escalate_to) is None:
+        why = "escalateAfter needs escalateTo (whom to mention)"
+        errors.append(_refused(["escalateAfter"], why, "escalation_without_whom"))
+    elif whom is not None and (after or defaults.escalate_after) is None:
+        why = "escalateTo needs escalateAfter (when to mention them)"
+        errors.append(_refused(["escalateTo"], why, "escalation_without_when"))
+    elif after is not None and timeout is not None and after >= timeout:
+        why = f"escalateAfter ({after:g} s) is not before the deadline (its timeout is "
+        why += f"{timeout:g} s)"
+        errors.append(_refused(["escalateAfter"], why, "escalation_after_deadline"))
     return errors
 
 
@@ -319,6 +326,4 @@ async def read_body(request: web.Request, limit: int | None) -> bytes | None:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
         return None
-    if limit is not None and len(body) > limit:
-        return None
-    return body
+    return None if limit is not None and len(body) > limit else body

@@ -13,52 +13,21 @@ from typing import Any, Final, TypeVar
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import QuestionStatus, Released
+from adapters.slack import ApprovalView, QuestionStatus, Released, SlackQuestionProvider
+from bot.api import answers, asking
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
-from bot.api.answers import (
-    failure,
-    not_found,
-    problem,
-    too_many,
-    unauthorized,
-    view_of,
-    view_with_events,
-    wait_of,
-)
-from bot.api.approvals import ApprovalPost, Approve, same_approval
-from bot.api.asking import (
-    Questions,
-    aborted,
-    ask_options,
-    callback_refused,
-    consumed,
-    located,
-    question_request,
-    read_post,
-    replayed,
-    shutting_down,
-    unready,
-)
 from bot.api.audit import audit_handler
-from bot.api.body import (
-    QuestionPost,
-    read_body,
-)
-from bot.api.idempotency import KeyLocks, key_problem, same_request
+from bot.api.body import ApprovalPost, QuestionPost, read_body
+from bot.api.idempotency import KeyLocks, key_problem, same_approval, same_request
 from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
-from bot.questions.errors import (
-    NO_PROVIDER,
-    UserQuestionError,
-)
-from bot.questions.models import (
-    AskOptions,
-)
+from bot.questions.errors import NO_PROVIDER, UserQuestionError
+from bot.questions.models import AskOptions
 from bot.questions.service import UserQuestionService
 from bot.webhooks import Webhooks
 
-__all__ = ["ASKER", "MAX_WAIT", "Gateway", "Questions"]
+__all__ = ["ASKER", "MAX_WAIT", "Gateway"]
 
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
@@ -71,10 +40,14 @@ POST_DEADLINE: Final = 30.0
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Admit = Callable[[web.Request], web.Response | None]
+Owns = Callable[[web.Request, str], bool]
 Post = QuestionPost | ApprovalPost
 Run = Callable[[AskOptions, AbortSignal], Awaitable[Any]]
 """Asks what a POST asks with the options every POST shares."""
 _Post = TypeVar("_Post", QuestionPost, ApprovalPost)
+Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
+"""Asks a tool approval (the provider's ``ask_approval`` with the operator's approvers)."""
 
 
 class Gateway:
@@ -83,7 +56,7 @@ class Gateway:
     def __init__(
         self,
         service: UserQuestionService,
-        questions: Questions,
+        questions: SlackQuestionProvider,
         *,
         tokens: Mapping[str, str] | None = None,
         caps: OpenQuestionCaps | None = None,
@@ -122,7 +95,7 @@ class Gateway:
         rule = BodyRule(admit=admit, max_body=self._max_body)
 
         def ruled(handler: Handler) -> Handler:
-            return with_body_rule(_guarded(handler, admit, self._failures), rule)
+            return with_body_rule(_guarded(handler, admit, self._owns, self._failures), rule)
 
         router, expect = app.router, rule.expect
         router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
@@ -176,10 +149,10 @@ class Gateway:
 
         def fresh() -> web.Response | None:
             owns = functools.partial(self._owns, request)
-            return unready(post, self._questions.defaults, owns)
+            return asking.unready(post, self._questions.defaults, owns)
 
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
-            return self._service.ask(question_request(post, options, signal))
+            return self._service.ask(asking.question_request(post, options, signal))
 
         same = functools.partial(same_request, post=post, default_channel=self._default_channel)
         return await self._take(request, post, same, fresh, run)
@@ -202,13 +175,13 @@ class Gateway:
     async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
         """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
         if self._closing:
-            return shutting_down()
+            return asking.shutting_down()
         if request.content_type != "application/json":
-            return problem(415, "RequestError", "UNSUPPORTED_MEDIA_TYPE", "send application/json")
+            return answers.request_problem(415, "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         raw = await read_body(request, self._max_body)
         if raw is None:
-            return problem(413, "RequestError", "TOO_LARGE", "the request body is too large")
-        return read_post(raw, model)
+            return answers.request_problem(413, "TOO_LARGE", "the request body is too large")
+        return asking.read_post(raw, model)
 
     async def _take(
         self,
@@ -224,7 +197,7 @@ class Gateway:
         bad_key = key_problem(key)
         if bad_key is not None:
             self.refusals.refused("bad_idempotency_key", f"/v1: {bad_key}")
-            return problem(400, "RequestError", "BAD_IDEMPOTENCY_KEY", bad_key)
+            return answers.request_problem(400, "BAD_IDEMPOTENCY_KEY", bad_key)
         asker = request[ASKER]
         request_id = self._tokens.tagged_id(asker, key) or self._questions.request_id_for(
             f"api:{key}" if key else None
@@ -232,18 +205,18 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
-            replay = replayed(existing, same, key, request_id, lookup, self._ttl)
+            replay = asking.replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
-            refused = fresh() or callback_refused(self.webhooks, post.callback, asker)
+            refused = fresh() or asking.callback_refused(self.webhooks, post.callback, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up
-                return shutting_down()
+                return asking.shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
-                return too_many(refusal, RETRY_AFTER)
+                return answers.too_many(refusal, RETRY_AFTER)
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker), run)
 
@@ -255,7 +228,7 @@ class Gateway:
                 posted.set_result(None)
                 controller.abort(Released())  # nothing waits on it here once posted
 
-        options = ask_options(post, request_id, by, on_posted)
+        options = asking.ask_options(post, request_id, by, on_posted)
         controller = AbortController()
         task = asyncio.ensure_future(self._held.ask(request_id, run(options, controller.signal)))
         self._asks[request_id] = controller
@@ -268,12 +241,12 @@ class Gateway:
             error = task.exception()
             # Handed over at a stop, its post not sent yet: open, posted by the next process.
             if error is not None and (question is None or not question.is_open):
-                if question is None and self._closing and aborted(error):
-                    return shutting_down()  # refused by the stop before it was stored
+                if question is None and self._closing and asking.aborted(error):
+                    return asking.shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
-        pending = {"id": request_id, "state": "pending"}
-        view = view_of(question, self._ttl) if question is not None else pending
-        return located(view, 201 if posted.done() else 202, request_id)
+        view = {"id": request_id, "state": "pending"}
+        view = answers.view_of(question, self._ttl) if question is not None else view
+        return asking.located(view, 201 if posted.done() else 202, request_id)
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
@@ -284,45 +257,43 @@ class Gateway:
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
         request_id = request.match_info["id"]
-        if not self._owns(request, request_id):
-            return not_found(request_id)
-        wait = wait_of(request, MAX_WAIT)
+        wait = answers.wait_of(request, MAX_WAIT)
         if isinstance(wait, web.Response):
             return wait
         question = await self._questions.status(request_id)
         if question is None:
-            return not_found(request_id)
+            return answers.not_found(request_id)
         if question.is_open and wait > 0 and not self._polls_ended.is_set():
             asker = request[ASKER]
             held = self.polls.refusal(asker)
             if held is not None:
                 self.refusals.refused("too_many_waits", "/v1: long-polls over their cap")
-                return _waits_refused(held)
+                refused = answers.too_many(
+                    f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS"
+                )
+                refused.force_close()  # the connection too
+                return refused
             with self.polls.held(asker):
                 question = await _long_poll(self._questions, question, wait, self._polls_ended)
         return web.json_response(
-            view_with_events(question, await self._questions.events(request_id), self._ttl)
+            answers.view_with_events(question, await self._questions.events(request_id), self._ttl)
         )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
         """Abort an open question (``ASK_ABORTED``); the Slack message says so."""
         request_id = request.match_info["id"]
-        if not self._owns(request, request_id):
-            return not_found(request_id)
         by = asked_by(request[ASKER])
         question = await self._questions.abort(request_id, "Cancelled by the asker.", by=by)
         if question is None:
-            return not_found(request_id)
+            return answers.not_found(request_id)
         status = 200 if question.state == "aborted" else 409
-        return web.json_response(view_of(question, self._ttl), status=status)
+        return web.json_response(answers.view_of(question, self._ttl), status=status)
 
     async def consume_question(self, request: web.Request) -> web.StreamResponse:
         """Consume an answered question's decision, once and before its ``expiresAt``."""
         request_id = request.match_info["id"]
-        if not self._owns(request, request_id):
-            return not_found(request_id)
         by = asked_by(request[ASKER])
-        return await consumed(self._questions, request_id, by, self._ttl)
+        return await asking.consumed(self._questions, request_id, by, self._ttl)
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:
@@ -331,7 +302,7 @@ async def _openapi(request: web.Request) -> web.StreamResponse:
 
 
 async def _long_poll(
-    questions: Questions, question: QuestionStatus, wait: float, released: asyncio.Event
+    questions: SlackQuestionProvider, question: QuestionStatus, wait: float, released: asyncio.Event
 ) -> QuestionStatus:
     """``question`` once it ends, or as it stands after ``wait`` seconds or once ``released``."""
     ended = asyncio.ensure_future(questions.wait_ended(question.id))
@@ -346,32 +317,6 @@ async def _long_poll(
     return await questions.status(question.id) or question
 
 
-def _guarded(
-    handler: Handler, admit: Callable[[web.Request], web.Response | None], failures: RefusalLog
-) -> Handler:
-    """``handler`` behind the token check and the API's one error boundary (``failure``)."""
-
-    async def guarded(request: web.Request) -> web.StreamResponse:
-        refused = admit(request)
-        if refused is not None:
-            return refused
-        try:
-            return await handler(request)
-        except web.HTTPException:  # aiohttp's own answers
-            raise
-        except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-            return failure(error, failures)
-
-    return guarded
-
-
-def _waits_refused(held: str) -> web.Response:
-    """``429 TOO_MANY_WAITS`` for a long-poll over ``held`` cap; the connection is closed."""
-    refused = too_many(f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS")
-    refused.force_close()
-    return refused
-
-
 def _admitted(
     request: web.Request, *, tokens: ApiTokens, refusals: RefusalLog
 ) -> web.Response | None:
@@ -380,6 +325,27 @@ def _admitted(
     named = tokens.bearer(request.headers.get("Authorization", ""))
     if isinstance(named, tuple):
         refusals.refused(named[0], f"/v1: {named[1]}")
-        return unauthorized(named[1])
+        return answers.unauthorized(named[1])
     request[ASKER] = named
     return None
+
+
+def _guarded(handler: Handler, admit: Admit, owns: Owns, failures: RefusalLog) -> Handler:
+    """``handler`` behind the token check, a question id the token may see (404 for one it
+    may not), and the API's one error boundary (``failure``)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        refused = admit(request)
+        if refused is not None:
+            return refused
+        request_id = request.match_info.get("id")
+        if request_id is not None and not owns(request, request_id):
+            return answers.not_found(request_id)
+        try:
+            return await handler(request)
+        except web.HTTPException:  # aiohttp's own answers
+            raise
+        except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+            return answers.failure(error, failures)
+
+    return guarded

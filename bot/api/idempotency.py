@@ -1,5 +1,5 @@
-"""``Idempotency-Key`` on ``POST /v1/questions``: one question per key, however often retried
-(a default stated explicitly counts as left out)."""
+"""``Idempotency-Key`` on the POSTs that ask: one question per key, however often retried (a
+default stated explicitly counts as left out)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 from adapters.slack import QuestionStatus
-from bot.api.body import QuestionPost
+from bot.api.body import ApprovalPost, QuestionPost
 from bot.questions.models import AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["KeyLocks", "key_problem", "same_request"]
+__all__ = ["KeyLocks", "key_problem", "same_approval", "same_request"]
 
 _IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
 
@@ -52,24 +52,31 @@ class KeyLocks:
                 self._locks[request_id] = (lock, users - 1)
 
 
-def same_request(
-    question: QuestionStatus,
-    post: QuestionPost,
-    default_channel: str | None,
+def _same_place(
+    question: QuestionStatus, post: QuestionPost | ApprovalPost, default_channel: str | None
 ) -> bool:
+    """Whether ``post`` asks where ``question`` was asked, its label, link and callback."""
+    where = post.destination
+    channel = where.channel if where else default_channel
+    place = (channel, where.thread_ts if where else None)
+    same = all(getattr(question, f) == getattr(post, f) for f in ("label", "link", "callback"))
+    return same and (channel is None or (question.channel, question.thread_ts) == place)
+
+
+def same_approval(asked: QuestionStatus, post: ApprovalPost, default_channel: str | None) -> bool:
+    """Whether ``post`` asks what ``asked`` asked (a retry with its key, not a new request)."""
+    shown = asked.approval.model_copy(update={"outcome": None}) if asked.approval else None
+    return shown == post.view() and _same_place(asked, post, default_channel)
+
+
+def same_request(question: QuestionStatus, post: QuestionPost, default_channel: str | None) -> bool:
     """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
     body states counts as what it makes of the question (deadlines as offsets from asking); a
     deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""
-    destination = post.destination
-    channel = destination.channel if destination else default_channel
-    thread_ts = destination.thread_ts if destination else None
     return (
         _items(question.questions) == _items(post.questions)
-        and question.label == post.label
-        and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))
-        and question.link == post.link
-        and question.callback == post.callback
-        and _policy(question.review) == _policy(post.review)
+        and _same_place(question, post, default_channel)
+        and _dumped(question.review) == _dumped(post.review)
         and question.revises == post.revises
         and (post.remind is None or list(question.remind) == post.remind)
         and _same_times(_asked_times(question), post)
@@ -90,7 +97,7 @@ def _items(questions: Sequence[AskUserQuestionItem]) -> list[dict[str, Any]]:
     ]
 
 
-def _policy(review: ReviewPolicy | None) -> dict[str, Any] | None:
+def _dumped(review: ReviewPolicy | None) -> dict[str, Any] | None:
     """A review policy in one form, whether its defaults were said or not."""
     return None if review is None else review.model_dump(mode="json")
 

@@ -13,8 +13,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from bot.api.answers import Problem, Question
-from bot.api.approvals import ApprovalPost
-from bot.api.body import QuestionPost
+from bot.api.body import ApprovalPost, QuestionPost
 
 __all__ = ["document", "document_text", "openapi_paths"]
 

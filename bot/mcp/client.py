@@ -1,8 +1,6 @@
-"""A thin client of a running bot's HTTP API: ask, long-poll, abort.
-
-Every failure is an ``AskFailed`` with the seam's ``{name, code, message}``; ``retryable``
-tells those worth retrying (the bot out of reach, or answering 503).
-"""
+"""A thin client of a running bot's HTTP API: ask, long-poll, abort. Every failure is an
+``AskFailed`` with the seam's ``{name, code, message}``; ``retryable`` tells those worth
+retrying (the bot out of reach, or answering 503)."""
 
 from __future__ import annotations
 
@@ -182,10 +180,10 @@ class BotClient:
             retry_after = body.get("retryAfter")
             if isinstance(retry_after, int | float) and not isinstance(retry_after, bool):
                 error["retryAfter"] = retry_after  # 429: when to ask again
-            raise AskFailed(error, status)
-        failed = _failure(f"HTTP_{status}", f"the bot answered {method} {path} with {status}")
-        failed.status = status
-        raise failed
+        else:
+            message = f"the bot answered {method} {path} with {status}"
+            error = {"name": "UserQuestionError", "code": f"HTTP_{status}", "message": message}
+        raise AskFailed(error, status)
 
 
 def _json(raw: bytes) -> dict[str, Any] | None:

@@ -19,8 +19,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
-from bot.api.approvals import ApprovalPost
-from bot.api.body import QuestionPost, body_problems, error_count, validation_errors
+from bot.api.body import ApprovalPost, QuestionPost, body_problems, error_count, validation_errors
 from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
 __all__ = [
@@ -109,52 +108,34 @@ def build_server(
     """The MCP server, asking through ``client``: progress every ``progress_every`` seconds, a
     bot that stops answering retried for ``reconnect_for`` seconds."""
 
-    async def call(ctx: Context, model: type[QuestionPost | ApprovalPost]) -> CallToolResult:
-        # Validated as they came on the wire, not as the SDK passes them (it drops unknown
-        # arguments and re-types strings holding JSON text), so every malformed argument
-        # is the seam's INVALID_REQUEST, as the bot's own 422 is.
+    def tool(model: type[QuestionPost | ApprovalPost], name: str, title: str, says: str) -> Tool:
         route = "/v1/approvals" if model is ApprovalPost else "/v1/questions"
-        try:
-            body = _arguments(model, _raw_arguments(ctx))
-            answer = await _ask(client, body, ctx, progress_every, reconnect_for, route)
-        except AskFailed as failure:
-            _log.info("%s failed: %s", route, failure.code)
-            return CallToolResult(
-                content=[TextContent(type="text", text=failure.to_json())],
-                structured_content=failure.error,
-                is_error=True,
-            )
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))],
-            structured_content=answer,
+
+        async def run(ctx: Context) -> CallToolResult:
+            # Validated as they came on the wire, not as the SDK passes them (it drops unknown
+            # arguments and re-types strings holding JSON text), so every malformed argument
+            # is the seam's INVALID_REQUEST, as the bot's own 422 is.
+            try:
+                body = _arguments(model, ctx)
+                answer = await _ask(client, body, ctx, progress_every, reconnect_for, route)
+            except AskFailed as failure:
+                _log.info("%s failed: %s", route, failure.code)
+                text = [TextContent(type="text", text=failure.to_json())]
+                return CallToolResult(content=text, structured_content=failure.error, is_error=True)
+            text = [TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))]
+            return CallToolResult(content=text, structured_content=answer)
+
+        annotations = ToolAnnotations(read_only_hint=False, open_world_hint=True)
+        made = Tool.from_function(
+            run, name=name, title=title, description=says, annotations=annotations
         )
+        made.parameters = input_schema(model, name)  # advertised typed, validated in the tool
+        return made
 
-    async def ask_user_question(ctx: Context) -> CallToolResult:
-        return await call(ctx, QuestionPost)
-
-    async def ask_tool_approval(ctx: Context) -> CallToolResult:
-        return await call(ctx, ApprovalPost)
-
-    tools = []
-    for function, name, title, description, model in (
-        (ask_user_question, TOOL_NAME, "Ask a person in Slack", DESCRIPTION, QuestionPost),
-        (
-            ask_tool_approval,
-            APPROVAL_TOOL_NAME,
-            "Ask to allow a tool call",
-            APPROVAL_DESCRIPTION,
-            ApprovalPost,
-        ),
-    ):
-        tool = Tool.from_function(
-            function,
-            name=name,
-            title=title,
-            description=description,
-            annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
-        )
-        tool.parameters = input_schema(model, name)  # advertised typed, validated in the tool
-        tools.append(tool)
+    tools = [
+        tool(QuestionPost, TOOL_NAME, "Ask a person in Slack", DESCRIPTION),
+        tool(ApprovalPost, APPROVAL_TOOL_NAME, "Ask to allow a tool call", APPROVAL_DESCRIPTION),
+    ]
     return MCPServer(
         "slack-user-questions",
         instructions="ask_user_question asks a person in Slack and returns their answer; "
@@ -163,19 +144,12 @@ def build_server(
     )
 
 
-def _raw_arguments(ctx: Context) -> dict[str, Any]:
-    """The call's ``arguments`` as the host sent them (``tools/call``'s raw params)."""
-    params = ctx.request_context.params or {}
-    arguments = params.get("arguments")
-    return dict(arguments) if isinstance(arguments, Mapping) else {}
-
-
-def _arguments(
-    model: type[QuestionPost | ApprovalPost], given: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The body the arguments make, checked as the bot checks a body (``null`` is not given, an
-    unknown argument refused), or ``INVALID_REQUEST`` with ``errors``."""
-    given = {name: value for name, value in given.items() if value is not None}
+def _arguments(model: type[QuestionPost | ApprovalPost], ctx: Context) -> dict[str, Any]:
+    """The body the call's arguments make as the host sent them (``tools/call``'s raw params),
+    checked as the bot checks a body (``null`` is not given, an unknown argument refused), or
+    ``INVALID_REQUEST`` with ``errors``."""
+    given = (ctx.request_context.params or {}).get("arguments")
+    given = {k: v for k, v in given.items() if v is not None} if isinstance(given, Mapping) else {}
     try:
         post = model.model_validate(given, by_alias=True, by_name=False)
         errors = body_problems(given, post)
@@ -183,17 +157,12 @@ def _arguments(
         errors = validation_errors(exc)
     if not errors:
         return post.to_wire()
-    first = errors[0]
-    where = ".".join(first["loc"]) or "arguments"
-    raise AskFailed(
-        {
-            "name": "ValidationError",
-            "code": "INVALID_REQUEST",
-            "message": f"the arguments are not a valid question request "
-            f"({error_count(len(errors))}); {where}: {first['msg']}",
-            "errors": errors,
-        }
-    )
+    where = ".".join(errors[0]["loc"]) or "arguments"
+    count = error_count(len(errors))
+    message = f"the arguments are not a valid question request ({count}); {where}: "
+    message += errors[0]["msg"]
+    error = {"name": "ValidationError", "code": "INVALID_REQUEST", "message": message}
+    raise AskFailed({**error, "errors": errors})
 
 
 async def _ask(
@@ -279,15 +248,13 @@ def _ending(view: dict[str, Any], review: bool) -> dict[str, Any] | AskFailed:
         if not isinstance(answer, dict) or not isinstance(answer.get("answers"), list):
             raise bad_response("an answered question without its answer")
         return {**answer, **when} if review else answer  # else the seam's answer as it is
-    error = view.get("error")
-    error = error if isinstance(error, dict) else {}
-    return AskFailed(
-        {
-            "name": str(error.get("name", "UserQuestionError")),
-            "code": str(error.get("code", "ASK_FAILED")),
-            "message": str(error.get("message", f"the question ended: {state}")),
-        }
-    )
+    error = view["error"] if isinstance(view.get("error"), dict) else {}
+    said = {
+        "name": "UserQuestionError",
+        "code": "ASK_FAILED",
+        "message": f"the question ended: {state}",
+    }
+    return AskFailed({key: str(error.get(key, default)) for key, default in said.items()})
 
 
 def _progress(state: Any, waited: float | None) -> str:

@@ -482,8 +482,8 @@ _HTTP = [
     Mutant(
         "api body at the limit",
         BODY,
-        "    if limit is not None and len(body) > limit:",
-        "    if limit is not None and len(body) >= limit:",
+        "    return None if limit is not None and len(body) > limit else body",
+        "    return None if limit is not None and len(body) >= limit else body",
     ),
 ]
 ACCESS = "bot/api/access.py"
@@ -875,32 +875,30 @@ _API_KEY_TESTS = [
     "tests/api/test_consume_once.py",
 ]
 _API_KEYS = [
-    Mutant(
-        "label not compared", KEYS, "        and question.label == post.label", "        and True"
-    ),
+    Mutant("label not compared", KEYS, '("label", "link", "callback")', '("link", "callback")'),
     Mutant(
         "channel not compared",
         KEYS,
-        "        and (channel is None or (question.channel, question.thread_ts) == (channel, thread_ts))",
-        "        and True",
+        "    return same and (channel is None or (question.channel, question.thread_ts) == place)",
+        "    return same",
     ),
     Mutant(
         "thread not compared",
         KEYS,
-        "(question.channel, question.thread_ts) == (channel, thread_ts))",
+        "(question.channel, question.thread_ts) == place)",
         "question.channel == channel)",
     ),
-    Mutant("link not compared", KEYS, "        and question.link == post.link", "        and True"),
+    Mutant("link not compared", KEYS, '("label", "link", "callback")', '("label", "callback")'),
     Mutant(
         "callback not compared",
         KEYS,
-        "        and question.callback == post.callback",
-        "        and True",
+        '("label", "link", "callback")',
+        '("label", "link")',
     ),
     Mutant(
         "review not compared",
         KEYS,
-        "        and _policy(question.review) == _policy(post.review)",
+        "        and _dumped(question.review) == _dumped(post.review)",
         "        and True",
     ),
     Mutant(
@@ -995,8 +993,8 @@ _API_KEYS = [
     Mutant(
         "unshown called success",
         ASKING,
-        "    if unshown is not None:\n        return error_answer(unshown)",
-        "    if False:\n        return error_answer(unshown)",
+        "    if unshown and error is not None and error.code == DELIVERY_FAILED:",
+        "    if False:",
     ),
     Mutant(
         "consumed answer replayed",

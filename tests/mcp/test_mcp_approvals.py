@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.approvals import ApprovalPost
+from bot.api.body import ApprovalPost
 from bot.mcp import APPROVAL_TOOL_NAME, TOOL_NAME
 from tests.api.test_api_approvals import HOSTILE, RM, WRITE, decide, post
 from tests.api.test_api_body_checks import PLAN
