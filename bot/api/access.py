@@ -25,33 +25,22 @@ class ApiTokens:
         self._secrets = dict(self._tokens)
 
     @property
-    def required(self) -> bool:
-        """Whether requests must carry a token at all."""
-        return bool(self._tokens)
-
-    @property
     def separated(self) -> bool:
         """Whether questions are kept apart per token (several tokens)."""
         return len(self._tokens) > 1
 
-    def identify(self, given: str) -> str | None:
-        """The name of the token ``given`` is; ``None`` when it is none of them."""
-        raw = given.encode()
-        found = None
-        for name, secret in self._tokens:  # every token compared: no early exit to time
-            if hmac.compare_digest(raw, secret):
-                found = name
-        return found
-
     def bearer(self, header: str) -> str | tuple[str, str] | None:
         """The token name an ``Authorization`` header carries (``None`` when no token is
         required), or the refusal: (cause, message)."""
-        if not self.required:
+        if not self._tokens:
             return None
         scheme, _, given = header.partition(" ")
         if not header.isascii():
             return "bad_authorization", "Authorization is not ASCII"
-        name = self.identify(given.strip())
+        raw, name = given.strip().encode(), None
+        for token, secret in self._tokens:  # every token compared: no early exit to time
+            if hmac.compare_digest(raw, secret):
+                name = token
         if scheme.lower() != "bearer" or name is None:
             return "unauthorized", "a valid bearer token is required"
         return name
@@ -97,11 +86,6 @@ class OpenQuestionCaps:
         self._open: dict[str, str | None] = {}  # request id -> token name
         self._by_token: Counter[str | None] = Counter()
 
-    @property
-    def open(self) -> int:
-        """Slots taken."""
-        return len(self._open)
-
     def refusal(self, name: str | None) -> str | None:
         """Why one more question for token ``name`` is refused now; ``None`` if it is not."""
         if len(self._open) >= self.per_process:
@@ -122,10 +106,7 @@ class OpenQuestionCaps:
     def give_back(self, request_id: str) -> None:
         """The question ended: free its slot (idempotent)."""
         if request_id in self._open:
-            name = self._open.pop(request_id)
-            self._by_token[name] -= 1
-            if not self._by_token[name]:
-                del self._by_token[name]
+            self._by_token -= Counter([self._open.pop(request_id)])
 
 
 class PollCaps:
@@ -153,9 +134,7 @@ class PollCaps:
         try:
             yield
         finally:
-            self._held[name] -= 1
-            if not self._held[name]:
-                del self._held[name]
+            self._held -= Counter([name])
 
 
 def asker_of(asked: str | None) -> tuple[bool, str | None]:

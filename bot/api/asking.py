@@ -1,11 +1,16 @@
 """The POSTs that ask (``/v1/questions``, ``/v1/approvals``) apart from their routes: the body
-read as a request, a retry's answer, the options it asks with."""
+read as a request, the options it asks with, and ``Idempotency-Key``: one question per key,
+however often retried (a default stated explicitly counts as left out)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+import math
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -35,21 +40,26 @@ from bot.questions.errors import (
     HarnessError,
     UserQuestionError,
 )
-from bot.questions.models import AskOptions, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.review import ReviewPolicy
 from bot.webhooks import Webhooks
 
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
+    "KeyLocks",
     "aborted",
     "ask_options",
     "callback_refused",
     "consumed",
     "ended_view",
+    "key_problem",
     "located",
     "question_request",
     "read_post",
     "replayed",
+    "same_approval",
+    "same_request",
     "shutting_down",
     "unready",
 ]
@@ -170,17 +180,10 @@ def question_request(
     post: QuestionPost, options: AskOptions, signal: AbortSignal
 ) -> AskUserQuestionRequest:
     """The seam's request ``post`` asks, with the options every POST shares."""
-    options = options.model_copy(
-        update={
-            "review": post.review,
-            "revises": post.revises,
-            "timeout": post.timeout,
-            "reminders": tuple(post.reminders or ()),
-            "escalate_after": post.escalate_after,
-            "escalate_to": post.escalate_to,
-            "remind": tuple(post.remind or ()),
-        }
-    )
+    said = ("review", "revises", "timeout", "escalate_after", "escalate_to")
+    update = {name: getattr(post, name) for name in said}
+    update |= {"reminders": tuple(post.reminders or ()), "remind": tuple(post.remind or ())}
+    options = options.model_copy(update=update)
     return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
 
 
@@ -211,3 +214,118 @@ def shutting_down() -> web.Response:
 def aborted(error: BaseException) -> bool:
     """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
     return isinstance(error, HarnessError) and error.code == ASK_ABORTED
+
+
+_IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")
+
+
+def key_problem(key: str | None) -> str | None:
+    """Why ``key`` (the header's value; ``None`` when absent) is refused, or ``None``."""
+    if key is None or _IDEMPOTENCY_KEY.fullmatch(key):
+        return None
+    return "Idempotency-Key is 1–255 printable ASCII characters"
+
+
+class KeyLocks:
+    """One lock per question id while any request for it is in flight."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @contextlib.asynccontextmanager
+    async def held(self, request_id: str) -> AsyncIterator[None]:
+        """Hold ``request_id``'s lock (queued behind earlier requests for it)."""
+        lock, users = self._locks.get(request_id, (asyncio.Lock(), 0))
+        self._locks[request_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[request_id]
+            if users == 1:
+                del self._locks[request_id]
+            else:
+                self._locks[request_id] = (lock, users - 1)
+
+
+def _same_place(
+    question: QuestionStatus, post: QuestionPost | ApprovalPost, default_channel: str | None
+) -> bool:
+    """Whether ``post`` asks where ``question`` was asked, its label, link and callback."""
+    where = post.destination
+    channel = where.channel if where else default_channel
+    place = (channel, where.thread_ts if where else None)
+    same = all(getattr(question, f) == getattr(post, f) for f in ("label", "link", "callback"))
+    return same and (channel is None or (question.channel, question.thread_ts) == place)
+
+
+def same_approval(asked: QuestionStatus, post: ApprovalPost, default_channel: str | None) -> bool:
+    """Whether ``post`` asks what ``asked`` asked (a retry with its key, not a new request)."""
+    shown = asked.approval.model_copy(update={"outcome": None}) if asked.approval else None
+    return shown == post.view() and _same_place(asked, post, default_channel)
+
+
+def same_request(question: QuestionStatus, post: QuestionPost, default_channel: str | None) -> bool:
+    """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
+    body states counts as what it makes of the question (deadlines as offsets from asking); a
+    deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""
+    return (
+        _items(question.questions) == _items(post.questions)
+        and _same_place(question, post, default_channel)
+        and _dumped(question.review) == _dumped(post.review)
+        and question.revises == post.revises
+        and (post.remind is None or list(question.remind) == post.remind)
+        and _same_times(question, post)
+    )
+
+
+def _items(questions: Sequence[AskUserQuestionItem]) -> list[dict[str, Any]]:
+    """The questions in one form, whether their defaults were said or not: a question is
+    single-select unless ``multiSelect`` is true, and ``"options": []`` shows what no
+    options show (their descriptions, details and headers are ``null`` when left out)."""
+    return [
+        {
+            **item.model_dump(mode="json"),
+            "multi_select": item.is_multi_select,
+            "options": [o.model_dump(mode="json") for o in item.options or ()] or None,
+        }
+        for item in questions
+    ]
+
+
+def _dumped(review: ReviewPolicy | None) -> dict[str, Any] | None:
+    """A review policy in one form, whether its defaults were said or not."""
+    return None if review is None else review.model_dump(mode="json")
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    """Equal to the millisecond (stored as absolute times, compared as offsets)."""
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-3)
+
+
+def _same_times(question: QuestionStatus, post: QuestionPost) -> bool:
+    """Whether the deadline fields ``post`` states are what the question got (its deadlines
+    as seconds from when it was asked; reminders before the deadline, sorted)."""
+    asked = question.created_at
+    deadline = question.deadline
+    timeout = None if deadline is None else deadline - asked
+    before = sorted(deadline - at for at in question.reminders) if deadline is not None else []
+    after = None if question.escalate_at is None else question.escalate_at - asked
+    reminders = sorted(post.reminders) if post.reminders else None  # []: the defaults too
+    return (
+        (post.timeout is None or _close(timeout, post.timeout))
+        and (
+            reminders is None
+            or (
+                len(before) == len(reminders)
+                and all(_close(x, y) for x, y in zip(before, reminders, strict=True))
+            )
+        )
+        and (post.escalate_after is None or _close(after, post.escalate_after))
+        and (post.escalate_to is None or question.escalate_to == post.escalate_to)
+    )

@@ -84,39 +84,29 @@ Visible = Callable[[web.Request, str], bool]
 """Whether a request may see the trail of the question with this id."""
 
 
-async def _visible_only(
-    events: AsyncIterator[AuditEvent], request: web.Request, visible: Visible
-) -> AsyncIterator[AuditEvent]:
-    async for event in events:
-        if visible(request, event.request_id):
-            yield event
-
-
-def audit_handler(audit: AuditSource, visible: Visible | None = None) -> Handler:
+def audit_handler(audit: AuditSource, visible: Visible) -> Handler:
     """``GET /v1/audit?since=…&until=…``: the events of that range as JSON lines (only
-    those of questions ``visible`` to the request, when given)."""
+    those of questions ``visible`` to the request)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if "since" not in request.query:
-            return _bad("since is required (e.g. since=24h or since=2026-12-01)")
         try:
+            if "since" not in request.query:
+                raise ValueError("since is required (e.g. since=24h or since=2026-12-01)")
             since, until = parse_range(request.query["since"], request.query.get("until"))
         except ValueError as exc:
-            return _bad(str(exc))
-        events = audit(since, until)
-        if visible is not None:
-            events = _visible_only(events, request, visible)
-        first = await anext(events, None)  # a store outage is still a clean 503 here
+            body = {"name": "RequestError", "code": "BAD_TIME", "message": str(exc)}
+            return web.json_response(body, status=400)
+        found = audit(since, until)
+        events = (e async for e in found if visible(request, e.request_id))
+        event = await anext(events, None)  # a store outage is still a clean 503 here
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
         sent = 0
         try:
-            if first is not None:
-                await response.write(f"{first.dump()}\n".encode())
-                sent = 1
-                async for event in events:
-                    await response.write(f"{event.dump()}\n".encode())
-                    sent += 1
+            while event is not None:
+                await response.write(f"{event.dump()}\n".encode())
+                sent += 1
+                event = await anext(events, None)
         except ConnectionError:  # the caller hung up: nothing to answer
             _log.info("GET /v1/audit: the caller left after %d events", sent)
             return response
@@ -132,8 +122,3 @@ def audit_handler(audit: AuditSource, visible: Visible | None = None) -> Handler
         return response
 
     return handle
-
-
-def _bad(message: str) -> web.Response:
-    body = {"name": "RequestError", "code": "BAD_TIME", "message": message}
-    return web.json_response(body, status=400)

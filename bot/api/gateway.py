@@ -18,7 +18,6 @@ from bot.api import answers, asking
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.audit import audit_handler
 from bot.api.body import ApprovalPost, QuestionPost, read_body
-from bot.api.idempotency import KeyLocks, key_problem, same_approval, same_request
 from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
@@ -83,7 +82,7 @@ class Gateway:
         self.polls = PollCaps(*polls)
         self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
         self._asks: dict[str, AbortController] = {}  # asks being posted, by request id
-        self._keys = KeyLocks()
+        self._keys = asking.KeyLocks()
         self._closing = False
         self._polls_ended = asyncio.Event()
         self._held = Held(self._caps, self._tokens, questions.report_ending, self._logger)
@@ -104,7 +103,7 @@ class Gateway:
         router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
         consume = ruled(self.consume_question)
         router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
-        trail = audit_handler(self._questions.audit, visible=self._owns)
+        trail = audit_handler(self._questions.audit, self._owns)
         router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
         router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
 
@@ -154,7 +153,9 @@ class Gateway:
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
             return self._service.ask(asking.question_request(post, options, signal))
 
-        same = functools.partial(same_request, post=post, default_channel=self._default_channel)
+        same = functools.partial(
+            asking.same_request, post=post, default_channel=self._default_channel
+        )
         return await self._take(request, post, same, fresh, run)
 
     async def post_approval(self, request: web.Request) -> web.StreamResponse:
@@ -169,7 +170,9 @@ class Gateway:
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
             return approve(post.view(), options, signal)
 
-        same = functools.partial(same_approval, post=post, default_channel=self._default_channel)
+        same = functools.partial(
+            asking.same_approval, post=post, default_channel=self._default_channel
+        )
         return await self._take(request, post, same, lambda: None, run)
 
     async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
@@ -194,7 +197,7 @@ class Gateway:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (``same``
         tells a retry from a reuse), or a new one ``fresh`` lets through and ``run`` asks."""
         key = request.headers.get("Idempotency-Key")
-        bad_key = key_problem(key)
+        bad_key = asking.key_problem(key)
         if bad_key is not None:
             self.refusals.refused("bad_idempotency_key", f"/v1: {bad_key}")
             return answers.request_problem(400, "BAD_IDEMPOTENCY_KEY", bad_key)

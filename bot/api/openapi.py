@@ -1,4 +1,4 @@
-"""The OpenAPI document of ``/v1``, served at ``/v1/openapi.json``: the routes' words from
+"""The OpenAPI document of ``/v1``, served at ``/v1/openapi.json``: its words from
 ``routes.yaml``, every schema generated from the pydantic models the API reads and writes."""
 
 from __future__ import annotations
@@ -32,19 +32,6 @@ _EVERY_ROUTE: Final[dict[int, Any]] = {
     401: "Missing or wrong bearer token; answered before any of the body is read",
     421: {"$ref": "#/components/responses/Misdirected"},
     500: {"$ref": "#/components/responses/Internal"},
-}
-_SHARED: Final = {
-    "Misdirected": "The Host header names a host this server does not serve "
-    "(MISDIRECTED; DNS rebinding)",
-    "Internal": "The bot failed to handle the request (INTERNAL; a bug, logged)",
-}
-_INFO: Final = {
-    "title": "slack-user-questions bot API",
-    "version": "1",
-    "description": "Ask people questions in Slack on behalf of agents outside the bot process. "
-    "Every route requires `Authorization: Bearer <BOT_API_TOKEN>` when a token is configured; "
-    "it is checked before any of the request's body is read (a request without it is answered "
-    "401 at once), and a body is read up to MAX_BODY_BYTES only.",
 }
 
 
@@ -81,27 +68,16 @@ def _operation(operation: dict[str, Any]) -> dict[str, Any]:
 @functools.cache
 def document() -> dict[str, Any]:
     """The whole document (built once)."""
-    routes = yaml.safe_load(resources.files("bot.api").joinpath("routes.yaml").read_text())
-    paths = {
-        path: {
-            method: value if method == "parameters" else _operation(value)
-            for method, value in item.items()
-        }
-        for path, item in routes.items()
-    }
+    made: dict[str, Any] = yaml.safe_load(
+        resources.files("bot.api").joinpath("routes.yaml").read_text()
+    )
+    for item in made["paths"].values():
+        item.update({m: _operation(op) for m, op in item.items() if m != "parameters"})
     _, schemas = models_json_schema(_MODELS, by_alias=True, ref_template=_REF)
-    return {
-        "openapi": "3.1.0",
-        "info": _INFO,
-        "servers": [{"url": "http://127.0.0.1:3000"}],
-        "security": [{"bearer": []}],
-        "paths": paths,
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": schemas["$defs"],
-            "responses": {name: _response(words) for name, words in _SHARED.items()},
-        },
-    }
+    parts = made["components"]
+    parts["schemas"] = schemas["$defs"]
+    parts["responses"] = {name: _response(words) for name, words in parts["responses"].items()}
+    return made
 
 
 @functools.cache

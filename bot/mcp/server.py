@@ -10,9 +10,11 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any, Final
 
 import anyio
+import yaml
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -22,75 +24,22 @@ from pydantic import ValidationError
 from bot.api.body import ApprovalPost, QuestionPost, body_problems, error_count, validation_errors
 from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
-__all__ = [
-    "APPROVAL_DESCRIPTION",
-    "APPROVAL_TOOL_NAME",
-    "DESCRIPTION",
-    "TOOL_NAME",
-    "build_server",
-]
+__all__ = ["APPROVAL_DESCRIPTION", "APPROVAL_TOOL_NAME", "DESCRIPTION", "TOOL_NAME", "build_server"]
 
 TOOL_NAME: Final = "ask_user_question"
-"""The one tool's name."""
+"""The tool asking a person questions."""
 _log = logging.getLogger("bot.mcp")
 _OPEN: Final = frozenset({"queued", "pending"})
 """States of a question still open (``queued``: its post waits for Slack's rate limits)."""
 _ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
 """States in which a question has ended by itself: nothing left to abort."""
 
-DESCRIPTION: Final = """\
-Ask a person in Slack and wait for their answer.
-
-Use it when only a person can decide or know: approval before an irreversible or risky \
-action (deploying, deleting data, spending money, sending messages on someone's behalf), \
-a choice between options you cannot settle from the code, documents or tools you have, \
-facts only they know, or a review of your plan before you carry it out. Do not ask what \
-you can find out yourself, and ask related questions together in one call.
-
-Each question has an `id` (echoed in its answer), the `question`, optionally a short \
-`header`, a markdown `detail` with the context, `options` (each a `label`, returned \
-exactly as written, and an optional `description`) and `multiSelect`. A question without \
-options gets a free-text answer. For a plan review send one question whose `detail` is \
-the plan, with two options (approve, decline) and `intent: {"kind": "plan-review", \
-"approve": "<the approving label>"}`.
-
-Optional, as the bot's HTTP API takes them (the schema documents each): `destination` \
-({channel, threadTs}), `label`, `link`, `timeout` and `reminders` (seconds), \
-`escalateAfter` with `escalateTo`, a team `review` policy, and `revises` (the id of the \
-plan review this one revises).
-
-The call blocks until someone answers, which can take minutes; progress notifications \
-are sent while it waits. The result is JSON: {"answers": [{"id": …, "selected": \
-[labels…], "custom": "free text, when typed"}]}, one item per question in order; \
-`selected: []` means skipped or answered in free text only. A plan review's result also \
-has its `id`, `decidedAt` and `expiresAt`: act on an approved plan only before then.
-
-On failure the tool returns an error whose text is JSON {name, code, message}: \
-ASK_CANCELLED means the person dismissed the question (do not ask it again; continue \
-without it or stop), ASK_TIMEOUT that nobody answered in time, INVALID_REQUEST (with \
-`errors`, each {loc, msg}), EMPTY_QUESTIONS, BAD_INTENT, BAD_REVIEW or SLACK_LIMIT that \
-the request must be fixed, TOO_MANY_QUESTIONS that too many of your questions are open \
-(ask again after `retryAfter` seconds), ASK_ABORTED that the question was withdrawn, \
-BOT_UNREACHABLE that the Slack bot is not running, STORE_UNAVAILABLE that its store is \
-down (both retried for a while first; ask again later), DELIVERY_FAILED that Slack \
-refused the message. Other codes (BAD_RESPONSE, HTTP_<status>, UNAUTHORIZED) mean the \
-server is misconfigured: tell the user."""
-
-
+_TOOLS: Final = yaml.safe_load(resources.files("bot.mcp").joinpath("tools.yaml").read_text())
+DESCRIPTION: Final[str] = _TOOLS[TOOL_NAME]["description"]
+"""What ``ask_user_question`` tells the host: when to ask, how, and what each failure means."""
 APPROVAL_TOOL_NAME: Final = "ask_tool_approval"
 """The tool asking a person to allow one tool call."""
-APPROVAL_DESCRIPTION: Final = """\
-Ask a person in Slack to allow one tool call before you make it, and wait for the decision.
-
-Use it before a command or a file change that is risky or irreversible (deleting data, \
-deploying, touching production, spending money). Give the `tool` (e.g. bash, write), the \
-`command` it would run or the `path` it would touch (shown whole, exactly as given), and \
-the `reason` (the panel's headline); optionally `label`, `link`, `destination`. The \
-people the operator named as approvers see Allow once / Reject.
-
-The result is JSON {"decision": "allowed-once"} or {"decision": "rejected"}. Allowed \
-once means this one call, now: ask again for the next one. Errors are JSON {name, code, \
-message}, with the codes of ask_user_question."""
+APPROVAL_DESCRIPTION: Final[str] = _TOOLS[APPROVAL_TOOL_NAME]["description"]
 
 
 def input_schema(
@@ -108,7 +57,7 @@ def build_server(
     """The MCP server, asking through ``client``: progress every ``progress_every`` seconds, a
     bot that stops answering retried for ``reconnect_for`` seconds."""
 
-    def tool(model: type[QuestionPost | ApprovalPost], name: str, title: str, says: str) -> Tool:
+    def tool(model: type[QuestionPost | ApprovalPost], name: str) -> Tool:
         route = "/v1/approvals" if model is ApprovalPost else "/v1/questions"
 
         async def run(ctx: Context) -> CallToolResult:
@@ -126,22 +75,19 @@ def build_server(
             return CallToolResult(content=text, structured_content=answer)
 
         annotations = ToolAnnotations(read_only_hint=False, open_world_hint=True)
+        words = _TOOLS[name]
         made = Tool.from_function(
-            run, name=name, title=title, description=says, annotations=annotations
+            run,
+            name=name,
+            title=words["title"],
+            description=words["description"],
+            annotations=annotations,
         )
         made.parameters = input_schema(model, name)  # advertised typed, validated in the tool
         return made
 
-    tools = [
-        tool(QuestionPost, TOOL_NAME, "Ask a person in Slack", DESCRIPTION),
-        tool(ApprovalPost, APPROVAL_TOOL_NAME, "Ask to allow a tool call", APPROVAL_DESCRIPTION),
-    ]
-    return MCPServer(
-        "slack-user-questions",
-        instructions="ask_user_question asks a person in Slack and returns their answer; "
-        "ask_tool_approval asks them to allow one tool call.",
-        tools=tools,
-    )
+    tools = [tool(QuestionPost, TOOL_NAME), tool(ApprovalPost, APPROVAL_TOOL_NAME)]
+    return MCPServer("slack-user-questions", instructions=_TOOLS["instructions"], tools=tools)
 
 
 def _arguments(model: type[QuestionPost | ApprovalPost], ctx: Context) -> dict[str, Any]:

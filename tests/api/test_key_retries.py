@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.idempotency import KeyLocks
+from bot.api.asking import KeyLocks
 from tests.api.test_gateway import DEPLOY, Bed, running
 
 pytestmark = pytest.mark.timeout(60)

@@ -487,7 +487,7 @@ _HTTP = [
     ),
 ]
 ACCESS = "bot/api/access.py"
-KEYS = "bot/api/idempotency.py"
+KEYS = "bot/api/asking.py"
 _CAPS = [
     Mutant(
         "process cap one late",
@@ -504,8 +504,8 @@ _CAPS = [
     Mutant(
         "slot never freed",
         ACCESS,
-        "        if request_id in self._open:\n            name = self._open.pop(request_id)",
-        "        if False:\n            name = self._open.pop(request_id)",
+        "        if request_id in self._open:\n            self._by_token -= Counter",
+        "        if False:\n            self._by_token -= Counter",
     ),
     Mutant("key of 256", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x20-\\x7e]{1,256}"'),
     Mutant("empty key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x20-\\x7e]{0,255}"'),
@@ -922,7 +922,7 @@ _API_KEYS = [
     Mutant(
         "times not compared",
         KEYS,
-        "        and _same_times(_asked_times(question), post)",
+        "        and _same_times(question, post)",
         "        and True",
     ),
     Mutant("multiSelect default", KEYS, '            "multi_select": item.is_multi_select,', ""),
@@ -967,7 +967,7 @@ _API_KEYS = [
     Mutant(
         "escalation target not compared",
         KEYS,
-        "        and (post.escalate_to is None or whom == post.escalate_to)",
+        "        and (post.escalate_to is None or question.escalate_to == post.escalate_to)",
         "        and True",
     ),
     Mutant(

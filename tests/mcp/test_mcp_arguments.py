@@ -15,7 +15,7 @@ import pytest
 
 from bot.api.body import QuestionPost
 from bot.mcp import DESCRIPTION, TOOL_NAME
-from bot.mcp.settings import load_mcp_settings
+from bot.mcp.__main__ import load_mcp_settings
 from tests.api.test_gateway import API_TOKEN, DEPLOY, running
 from tests.mcp.test_mcp_endings import error_of, replying, session, text_of
 from tests.mcp.test_mcp_posts import ANSWER, SECOND, posting_bot
