@@ -14,7 +14,7 @@ import logging
 import random
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -23,6 +23,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
+from adapters.slack import BackgroundTasks
 from bot.api.access import asker_of
 from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
 
@@ -126,14 +127,13 @@ class Webhooks:
         self._view, self._report_ending, self._secrets = view, watch, secrets
         self.hosts, self._allow_private = hosts, allow_private
         self._poll, self._clock = poll, clock
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = BackgroundTasks(_log)  # the watcher, and each attempt while it runs
         self._watched: set[str] = set()  # a store watch reports their ending
         self._unwatched: dict[str, float] = {}  # to watch (unknown yet, or the store away): since
         self._attempting: set[str] = set()
         self._wake = asyncio.Event()
         self._stopping = False
         self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.Task[None] | None = None
         self.delivered = 0
 
     def refusal(self, url: str, asker: str | None) -> str | None:
@@ -169,25 +169,14 @@ class Webhooks:
     def start(self) -> None:
         resolver = None if self._allow_private else _PublicResolver()
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
-        self._loop = asyncio.ensure_future(self._run())
+        self._tasks.spawn(self._run(), "webhook watcher")
 
     async def stop(self) -> None:
         self._stopping = True  # a cancel a Redis read swallows must not keep the loop going
-        for task in [self._loop, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*(t for t in [self._loop, *self._tasks] if t), return_exceptions=True)
+        await self._tasks.drain(0.0)
         if self._session is not None:
             await self._session.close()
         await self.outbox.close()
-
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        if self._stopping:
-            work.close()
-            return
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def _watch(self, request_id: str) -> None:
         """Deliver as soon as the question ends (seen through the store, from any process)."""
@@ -244,9 +233,9 @@ class Webhooks:
     def _try(self, delivery_id: str) -> None:
         """Start an attempt at ``delivery_id``, unless this process makes one already (a slow
         store or receiver would otherwise see every periodic look start another)."""
-        if delivery_id not in self._attempting:
+        if delivery_id not in self._attempting and not self._stopping:
             self._attempting.add(delivery_id)
-            self._spawn(self._attempt(delivery_id))
+            self._tasks.spawn(self._attempt(delivery_id), "webhook")
 
     async def _attempt(self, delivery_id: str) -> None:
         """Claim the delivery (one process per attempt) and make the attempt."""

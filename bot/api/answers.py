@@ -39,7 +39,6 @@ __all__ = [
     "too_many",
     "unauthorized",
     "view_of",
-    "view_with_events",
     "wait_of",
 ]
 
@@ -172,9 +171,12 @@ def error_answer(error: HarnessError) -> web.Response:
     return problem(status, error.name, error.code, _shown(error.code, error.message))
 
 
-def view_of(status: QuestionStatus, ttl: float = 900.0) -> dict[str, Any]:
+def view_of(
+    status: QuestionStatus, ttl: float = 900.0, events: Sequence[AuditEvent] | None = None
+) -> dict[str, Any]:
     """A question as the API shows it (``queued``: its post waits for Slack's rate limits;
-    an answer with when it was decided and until when it may be consumed, ``ttl`` after)."""
+    an answer with when it was decided and until when it may be consumed, ``ttl`` after),
+    with its audit trail when given (``events``, oldest first)."""
     decided = status.finished_at if status.state == "answered" else None
     error = status.error.to_dict() if status.error is not None else None
     where = status.message
@@ -202,24 +204,20 @@ def view_of(status: QuestionStatus, ttl: float = 900.0) -> dict[str, Any]:
         "message": where and {"channel": where.channel, "ts": where.ts},
         "createdAt": status.created_at,
         "finishedAt": status.finished_at,
+        "events": None
+        if events is None
+        else [e.model_dump(by_alias=True, exclude_none=True, mode="json") for e in events],
     }
     return {key: value for key, value in view.items() if value is not None}
+
+
+def _dumped(event: AuditEvent) -> dict[str, Any]:
+    return event.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def _shown(code: str, message: str) -> str:
     """An error's message as a client is shown it: ``STORE_DOWN`` for a store outage."""
     return STORE_DOWN if code == STORE_UNAVAILABLE else message
-
-
-def view_with_events(
-    status: QuestionStatus, events: Sequence[AuditEvent], ttl: float = 900.0
-) -> dict[str, Any]:
-    """A question's view with its audit trail (``events``, oldest first)."""
-    view = view_of(status, ttl)
-    view["events"] = [
-        event.model_dump(by_alias=True, exclude_none=True, mode="json") for event in events
-    ]
-    return view
 
 
 def wait_of(request: web.Request, most: float) -> float | web.Response:

@@ -22,7 +22,7 @@ from adapters.slack import (
     plan_review_of,
     unknown_revised,
 )
-from bot.api.answers import error_answer, not_found, problem, view_of, view_with_events
+from bot.api.answers import error_answer, not_found, problem, view_of
 from bot.api.body import (
     ApprovalPost,
     DeadlineDefaults,
@@ -72,7 +72,7 @@ async def ended_view(
     question = await questions.status(request_id)
     if question is None or question.is_open:
         return None if question is None else {}
-    return view_with_events(question, await questions.events(request_id), ttl)
+    return view_of(question, ttl, await questions.events(request_id))
 
 
 async def consumed(

@@ -279,7 +279,7 @@ class Gateway:
             with self.polls.held(asker):
                 question = await _long_poll(self._questions, question, wait, self._polls_ended)
         return web.json_response(
-            answers.view_with_events(question, await self._questions.events(request_id), self._ttl)
+            answers.view_of(question, self._ttl, await self._questions.events(request_id))
         )
 
     async def delete_question(self, request: web.Request) -> web.StreamResponse:
