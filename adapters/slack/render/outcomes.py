@@ -142,11 +142,8 @@ def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
     """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback
     on one line, as typed)."""
     line = outcome.verb
-    if outcome.people:
-        line += " by " + ", ".join(person(u, n, mention=True) for u, n in outcome.people)
-    elif outcome.user or outcome.name:
-        line += f" by {person(outcome.user, outcome.name, mention=True)}"
-        line += opened_words(outcome.opened)
+    if who := _deciders(outcome, mention=True):
+        line += f" by {who}" + ("" if outcome.people else opened_words(outcome.opened))
     if outcome.feedback and feedback:
         line += f" — «{literal(one_line(outcome.feedback))}»"
     if outcome.reason and outcome.verb in _WITH_REASON:
@@ -165,8 +162,10 @@ def refusal(record: PendingRecord, *, mention: bool) -> str:
     outcome = outcome_of(record)
     if outcome is None:
         return NO_LONGER_OPEN
-    if outcome.people:
-        who = ", ".join(person(u, n, mention=mention) for u, n in outcome.people)
-        return already_ended(outcome.verb, who)
-    who = person(outcome.user, outcome.name, mention=mention)
-    return already_ended(outcome.verb, who if outcome.user or outcome.name else None)
+    return already_ended(outcome.verb, _deciders(outcome, mention=mention))
+
+
+def _deciders(outcome: Outcome, *, mention: bool) -> str | None:
+    """Who decided ``outcome`` (everyone, for a team review), or ``None`` when no person did."""
+    single = ((outcome.user, outcome.name),) if outcome.user or outcome.name else ()
+    return ", ".join(person(u, n, mention=mention) for u, n in outcome.people or single) or None
