@@ -541,3 +541,15 @@ async def test_the_export_of_a_file_sqlite_cannot_open_prints_one_line_only(
         )
     finally:
         path.chmod(0o644)
+
+
+async def test_each_connection_keeps_a_small_page_cache(
+    sqlite_store_factory: SqliteStoreFactory,
+) -> None:
+    """The page cache is bounded to 256 KiB per connection (not SQLite's 2 MB): the pages
+    come back from the OS's cache, and the default cost RSS per pending question."""
+    store = await sqlite_store_factory()
+    file = store._file
+    assert await file.scalar("PRAGMA cache_size") == -256
+    assert file._inline is not None
+    assert file._inline.execute("PRAGMA cache_size").fetchone()[0] == -256
