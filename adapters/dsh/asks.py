@@ -306,7 +306,11 @@ class HostRunner:
         return status is not None and status.state in ("aborted", "failed")
 
     async def _version(self, ask: HostAsk) -> int | None:
-        status = await self._notes.status(ask.request_id)
+        """The record's version; ``None`` (not checked) when it or the store is not there."""
+        try:
+            status = await self._notes.status(ask.request_id)
+        except UserQuestionError:
+            return None
         return None if status is None else status.version
 
     async def _send(

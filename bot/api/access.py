@@ -63,7 +63,7 @@ class ApiTokens:
         if name is None or len(request_id) != 2 * _NONCE:
             return False
         nonce, tag = request_id[:_NONCE], request_id[_NONCE:]
-        return hmac.compare_digest(tag, self._tag(name, nonce))
+        return hmac.compare_digest(tag.encode(), self._tag(name, nonce).encode())
 
     def owner_of(self, request_id: str) -> str | None:
         """The token whose tag question ``request_id`` carries; ``None`` when it carries

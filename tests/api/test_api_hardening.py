@@ -431,3 +431,16 @@ async def test_explicit_empty_options_are_the_same_as_none_and_true_is_not_false
         assert status == 201
         status, problem = await bed.ask(with_defaults_said(DEPLOY, multiSelect=True), headers=key)
         assert (status, problem["code"]) == (409, "IDEMPOTENCY_KEY_REUSED")
+
+
+async def test_an_id_of_the_right_length_with_non_ascii_characters_is_an_unknown_id() -> None:
+    """Ids are compared as bytes: a 32-character id with non-ASCII characters is a 404,
+    as any id the token does not own, not a failure of the comparison."""
+    assert not ApiTokens({"alpha": ALPHA, "beta": BETA}).owns("alpha", "é" * 32)
+    async with running(**TWO_TOKENS) as bed:
+        headers = {"Authorization": f"Bearer {ALPHA}"}
+        for rid in ("é" * 32, "f" * 32):
+            async with bed.http.get(f"/v1/questions/{rid}", headers=headers) as response:
+                problem = await response.json()
+                assert response.status == 404, problem
+                assert problem["code"] == "NOT_FOUND", problem
