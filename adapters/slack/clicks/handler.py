@@ -73,7 +73,14 @@ class InteractionHandler(ClickAuthority):
         except UserQuestionError as exc:
             # The store's words (its address, its path) go to the log only, not to the clicker.
             what = "approval click" if isinstance(interaction, Approve) else "click"
-            _log.warning(f"{what} not recorded", extra={"error": exc.message, "code": exc.code})
+            _log.warning(
+                f"{what} not recorded",
+                extra={
+                    "request_id": interaction.request_id,
+                    "error": exc.message,
+                    "code": exc.code,
+                },
+            )
             self._sync.note(interaction.origin, None, not_recorded())
 
     async def _handle_action(self, interaction: Interaction, *, home: bool = False) -> None:
@@ -188,6 +195,11 @@ class InteractionHandler(ClickAuthority):
     ) -> None:
         """``fresh``: ``record`` was just read here, so the decision starts from it."""
         if not allowed:
+            if record.approval is not None:  # who tried to allow a command is an operator's concern
+                _log.info(
+                    "approval click refused: not an approver",
+                    extra={"request_id": record.id, "user": interaction.origin.user},
+                )
             self._sync.note(interaction.origin, record, not_yours(record))
             self._reshow(interaction.origin, record.id, not_yours(record))
             return

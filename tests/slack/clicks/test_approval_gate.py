@@ -137,6 +137,20 @@ async def test_a_click_needing_a_slow_group_lookup_is_acked_in_time(member: bool
         assert slow.fired == 1  # the decision did wait for Slack's slow answer
 
 
+async def test_a_refused_approval_click_is_logged_with_who_and_which(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with SlackHarness() as h:
+        people = People(h)
+        task, message = await _ask(h, 1, [people.approver])
+        with caplog.at_level(logging.INFO, logger="adapters.slack"):
+            await _refused(h, task, message, people.outsider)
+        refused = [r for r in caplog.records if r.getMessage().startswith("approval click refused")]
+        assert [r.user for r in refused] == [people.outsider]  # type: ignore[attr-defined]
+        asked = await h.provider.store.get(refused[0].request_id)  # type: ignore[attr-defined]
+        assert asked is not None and asked.approval is not None
+
+
 def _not_recorded(text: str) -> None:
     """The note for a click not recorded: says so, and nothing of the store's internals."""
     assert "not recorded" in text and "try again" in text, text

@@ -1248,3 +1248,14 @@ def test_a_shortened_outcome_line_never_cuts_a_date_or_a_mention_in_half() -> No
     line = rendered.blocks[-1]["elements"][0]["text"]
     assert line.startswith(f":x: Declined by <@{ALICE}>")
     assert line.endswith("|2023-11-14 22:13 UTC>")
+
+
+def test_an_answer_choosing_a_blank_label_reads_as_skipped_or_as_its_text() -> None:
+    questions = [item(id=f"q{n}", options=[{"label": ""}, {"label": "b"}]) for n in range(2)]
+    rec = finished(
+        record(*questions),
+        "answered",
+        [{"id": "q0", "selected": [""]}, {"id": "q1", "selected": [""], "custom": "why"}],
+    )
+    answers = [b for b in render_final(rec).blocks if "→" in all_text([b])]
+    assert [all_text([b]) for b in answers] == ["→ skipped", "→ “why”"]

@@ -285,8 +285,9 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
     """One answer as typed after ``→``: the chosen labels and the free text, or *skipped*."""
     if item is None:
         return [words("→ "), italic("no answer")]
-    said = [*item.selected, *([f"“{item.custom}”"] if item.custom else [])]
-    return [words(f"→ {', '.join(said)}")] if said else [words("→ "), italic("skipped")]
+    typed = f"“{item.custom}”" if item.custom else ""
+    said = ", ".join(filter(None, (", ".join(item.selected), typed)))  # a blank label says nothing
+    return [words(f"→ {said}")] if said else [words("→ "), italic("skipped")]
 
 
 def outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
