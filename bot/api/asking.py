@@ -58,7 +58,6 @@ __all__ = [
     "question_request",
     "read_post",
     "replayed",
-    "same_approval",
     "same_request",
     "shutting_down",
     "unready",
@@ -162,10 +161,12 @@ def callback_refused(
 
 
 def unready(
-    post: QuestionPost, defaults: DeadlineDefaults, owns: Callable[[str], bool]
+    post: QuestionPost | ApprovalPost, defaults: DeadlineDefaults, owns: Callable[[str], bool]
 ) -> web.Response | None:
     """What refuses a new question: deadline settings it cannot act on with this process's
     defaults (422), or a plan review revising one the token may not see (as if unknown)."""
+    if isinstance(post, ApprovalPost):
+        return None
     never = never_applied(post, defaults)
     if never:
         return _invalid(never[0]["msg"], never)
@@ -262,16 +263,15 @@ def _same_place(
     return same and (channel is None or (question.channel, question.thread_ts) == place)
 
 
-def same_approval(asked: QuestionStatus, post: ApprovalPost, default_channel: str | None) -> bool:
-    """Whether ``post`` asks what ``asked`` asked (a retry with its key, not a new request)."""
-    shown = asked.approval.model_copy(update={"outcome": None}) if asked.approval else None
-    return shown == post.view() and _same_place(asked, post, default_channel)
-
-
-def same_request(question: QuestionStatus, post: QuestionPost, default_channel: str | None) -> bool:
+def same_request(
+    question: QuestionStatus, post: QuestionPost | ApprovalPost, default_channel: str | None
+) -> bool:
     """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
     body states counts as what it makes of the question (deadlines as offsets from asking); a
     deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""
+    if isinstance(post, ApprovalPost):
+        shown = question.approval and question.approval.model_copy(update={"outcome": None})
+        return shown == post.view() and _same_place(question, post, default_channel)
     return (
         _items(question.questions) == _items(post.questions)
         and _same_place(question, post, default_channel)

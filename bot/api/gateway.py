@@ -146,17 +146,10 @@ class Gateway:
         if isinstance(post, web.Response):
             return post
 
-        def fresh() -> web.Response | None:
-            owns = functools.partial(self._owns, request)
-            return asking.unready(post, self._questions.defaults, owns)
-
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
             return self._service.ask(asking.question_request(post, options, signal))
 
-        same = functools.partial(
-            asking.same_request, post=post, default_channel=self._default_channel
-        )
-        return await self._take(request, post, same, fresh, run)
+        return await self._take(request, post, run)
 
     async def post_approval(self, request: web.Request) -> web.StreamResponse:
         """Ask for a tool approval (Allow once / Reject); 201 once Slack has the panel."""
@@ -170,10 +163,7 @@ class Gateway:
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
             return approve(post.view(), options, signal)
 
-        same = functools.partial(
-            asking.same_approval, post=post, default_channel=self._default_channel
-        )
-        return await self._take(request, post, same, lambda: None, run)
+        return await self._take(request, post, run)
 
     async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
         """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
@@ -186,16 +176,9 @@ class Gateway:
             return answers.request_problem(413, "TOO_LARGE", "the request body is too large")
         return asking.read_post(raw, model)
 
-    async def _take(
-        self,
-        request: web.Request,
-        post: Post,
-        same: Callable[[QuestionStatus], bool],
-        fresh: Callable[[], web.Response | None],
-        run: Run,
-    ) -> web.StreamResponse:
-        """Ask ``post`` under the request's Idempotency-Key: the question it asked (``same``
-        tells a retry from a reuse), or a new one ``fresh`` lets through and ``run`` asks."""
+    async def _take(self, request: web.Request, post: Post, run: Run) -> web.StreamResponse:
+        """Ask ``post`` under the request's Idempotency-Key: the question it asked (if it asks
+        the same: a retry, not a reuse), or a new one that ``run`` asks."""
         key = request.headers.get("Idempotency-Key")
         bad_key = asking.key_problem(key)
         if bad_key is not None:
@@ -208,10 +191,14 @@ class Gateway:
         async with self._keys.held(request_id):  # retries with one key: only the first posts
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
+            channel = self._default_channel
+            same = functools.partial(asking.same_request, post=post, default_channel=channel)
             replay = asking.replayed(existing, same, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
-            refused = fresh() or asking.callback_refused(self.webhooks, post.callback, asker)
+            owns = functools.partial(self._owns, request)
+            refused = asking.unready(post, self._questions.defaults, owns)
+            refused = refused or asking.callback_refused(self.webhooks, post.callback, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up

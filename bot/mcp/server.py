@@ -119,18 +119,28 @@ async def _ask(
     reconnect_for: float,
     route: str = "/v1/questions",
 ) -> dict[str, Any]:
-    """Post to ``route``, then long-poll until the question (or approval) ends; any other way
-    out aborts it first: nobody would be waiting for its answer."""
-    key = f"mcp-{uuid.uuid4().hex}"
-    posted = await _post(client, body, key, reconnect_for, route)
-    request_id: str = posted["id"]
+    """Post to ``route``, then long-poll until the question (or approval) ends, a poll back
+    sooner than ``progress_every`` followed by a pause; any other way out aborts it first:
+    nobody would be waiting for its answer."""
+    posted = await _post(client, body, f"mcp-{uuid.uuid4().hex}", reconnect_for, route)
+    request_id, state, started = posted["id"], posted.get("state"), time.monotonic()
     intents = (q.get("intent") or {} for q in body.get("questions", ()))
     review = any(i.get("kind") == "plan-review" for i in intents)
     try:
-        view = await _outcome(
-            client, request_id, posted.get("state"), ctx, progress_every, reconnect_for
-        )
-        outcome = _ending(view, review)
+        await ctx.report_progress(0, None, _progress(state, None))
+        while True:
+            polled = time.monotonic()
+            waiting = reconnecting(reconnect_for)
+            view: dict[str, Any] = await waiting(client.wait, request_id, progress_every)
+            state = view.get("state")
+            if state in _ENDED:
+                outcome = _ending(view, review)
+                break
+            if state not in _OPEN:
+                raise bad_response(f"the question is in no state it documents ({state!r})")
+            await anyio.sleep(max(0.0, progress_every - (time.monotonic() - polled)))
+            waited = round(time.monotonic() - started, 1)
+            await ctx.report_progress(waited, None, _progress(state, waited))
     except BaseException:
         await _abort(client, request_id)
         raise
@@ -153,33 +163,6 @@ async def _post(
         if retried or not (isinstance(exc, AskFailed) and exc.refused):
             await _abort(client, None, body=body, key=key, route=route)
         raise
-
-
-async def _outcome(
-    client: BotClient,
-    request_id: str,
-    state: Any,
-    ctx: Context,
-    progress_every: float,
-    reconnect_for: float,
-) -> dict[str, Any]:
-    """Long-poll until the question ends (its ended view); ``AskFailed`` for anything else. A
-    poll back sooner than ``progress_every`` is followed by a pause."""
-    started = time.monotonic()
-    await ctx.report_progress(0, None, _progress(state, None))
-    while True:
-        polled = time.monotonic()
-        view: dict[str, Any] = await reconnecting(reconnect_for)(
-            client.wait, request_id, progress_every
-        )
-        state = view.get("state")
-        if state in _ENDED:
-            return view
-        if state not in _OPEN:
-            raise bad_response(f"the question is in no state it documents ({state!r})")
-        await anyio.sleep(max(0.0, progress_every - (time.monotonic() - polled)))
-        waited = round(time.monotonic() - started, 1)
-        await ctx.report_progress(waited, None, _progress(state, waited))
 
 
 def _ending(view: dict[str, Any], review: bool) -> dict[str, Any] | AskFailed:
