@@ -121,12 +121,11 @@ class Webhooks:
         hosts: frozenset[str],
         allow_private: bool = False,
         poll: float = 0.5,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self.outbox = outbox
         self._view, self._report_ending, self._secrets = view, watch, secrets
         self.hosts, self._allow_private = hosts, allow_private
-        self._poll, self._clock = poll, clock
+        self._poll = poll
         self._tasks = BackgroundTasks(_log)  # the watcher, and each attempt while it runs
         self._watched: set[str] = set()  # a store watch reports their ending
         self._unwatched: dict[str, float] = {}  # to watch (unknown yet, or the store away): since
@@ -162,7 +161,7 @@ class Webhooks:
 
     async def add(self, request_id: str, url: str, asker: str | None) -> None:
         """Owe ``url`` a delivery when question ``request_id`` ends."""
-        now = self._clock()
+        now = time.time()
         await self.outbox.add(Delivery(request_id, url, asker, now, now + RECHECK))
         self._watch(request_id)
 
@@ -181,7 +180,7 @@ class Webhooks:
     def _watch(self, request_id: str) -> None:
         """Deliver as soon as the question ends (seen through the store, from any process)."""
         if request_id not in self._watched:
-            self._unwatched.setdefault(request_id, self._clock())
+            self._unwatched.setdefault(request_id, time.time())
             self._wake.set()
 
     async def _watch_owed(self) -> bool:
@@ -195,7 +194,7 @@ class Webhooks:
             try:
                 if await self._report_ending(request_id, self._ended):
                     continue
-                age = self._clock() - since
+                age = time.time() - since
                 soon = soon or age < 1.0
             except Exception as exc:  # the store down: tried again next time
                 _log.info("webhook watch of %s not set: %s", request_id, exc)
@@ -221,7 +220,7 @@ class Webhooks:
                 soon = await self._watch_owed()
                 if time.monotonic() >= due_at:
                     due_at = time.monotonic() + self._poll * random.uniform(0.5, 1.5)
-                    for delivery in await self.outbox.due(self._clock()):
+                    for delivery in await self.outbox.due(time.time()):
                         self._try(delivery.id)
             except Exception as exc:  # the store down: looked at again next time
                 _log.warning("webhook outbox unavailable: %s", exc)
@@ -239,7 +238,7 @@ class Webhooks:
 
     async def _attempt(self, delivery_id: str) -> None:
         """Claim the delivery (one process per attempt) and make the attempt."""
-        now, view = self._clock(), None
+        now, view = time.time(), None
         try:
             kept = await self.outbox.get(delivery_id)
             if kept is None or not claimable(kept, now):
@@ -268,7 +267,7 @@ class Webhooks:
         """One attempt; whether the receiver took it (2xx)."""
         assert self._session is not None
         body = json.dumps(view, ensure_ascii=False).encode()
-        stamp = int(self._clock())
+        stamp = int(time.time())
         secret = signing_secret(self._secrets[delivery.asker or ""])
         headers = {
             "Content-Type": "application/json",

@@ -25,7 +25,6 @@ from adapters.slack import (
 from bot.api.answers import error_answer, not_found, problem, view_of
 from bot.api.body import (
     ApprovalPost,
-    DeadlineDefaults,
     QuestionPost,
     body_problems,
     error_count,
@@ -161,13 +160,14 @@ def callback_refused(
 
 
 def unready(
-    post: QuestionPost | ApprovalPost, defaults: DeadlineDefaults, owns: Callable[[str], bool]
+    post: QuestionPost | ApprovalPost, provider: SlackQuestionProvider, owns: Callable[[str], bool]
 ) -> web.Response | None:
     """What refuses a new question: deadline settings it cannot act on with this process's
     defaults (422), or a plan review revising one the token may not see (as if unknown)."""
     if isinstance(post, ApprovalPost):
         return None
-    never = never_applied(post, defaults)
+    said = provider.defaults
+    never = never_applied(post, said.timeout, said.escalate_after, said.escalate_to)
     if never:
         return _invalid(never[0]["msg"], never)
     revised = post.revises

@@ -4,7 +4,7 @@ never apply)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Protocol, Self
+from typing import Annotated, Any, Final, Self
 
 from aiohttp import web
 from pydantic import (
@@ -22,7 +22,6 @@ from bot.questions.review import ReviewPolicy
 
 __all__ = [
     "ApprovalPost",
-    "DeadlineDefaults",
     "QuestionPost",
     "body_problems",
     "error_count",
@@ -181,19 +180,6 @@ class ApprovalPost(WireModel):
         )
 
 
-class DeadlineDefaults(Protocol):
-    """What a question gets when its body says nothing (the provider's ``AskDefaults``)."""
-
-    @property
-    def timeout(self) -> float | None: ...
-
-    @property
-    def escalate_after(self) -> float | None: ...
-
-    @property
-    def escalate_to(self) -> str | None: ...
-
-
 _PATTERN_HELP: Final = {
     ("destination", "channel"): (
         "must be a Slack conversation or user id such as C0123456789, D… or U… (not a "
@@ -273,12 +259,14 @@ def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
     return errors
 
 
-def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[str, Any]]:
+def never_applied(
+    post: QuestionPost, timeout: float | None, escalate_after: float | None, escalate_to: str | None
+) -> list[dict[str, Any]]:
     """Deadline settings the question could never act on (the record would drop them silently):
     reminders at or after the deadline, an escalation without a time or someone to mention;
-    each counts with the default it falls back to."""
+    each counts with the default it falls back to (this process's ``QUESTION_TIMEOUT``…)."""
     errors: list[dict[str, Any]] = []
-    timeout = post.timeout or defaults.timeout
+    timeout = post.timeout or timeout
     after, whom = post.escalate_after, post.escalate_to
     if post.reminders and timeout is None:
         why = "reminders are seconds before the deadline: give a timeout (there is no "
@@ -295,10 +283,10 @@ def never_applied(post: QuestionPost, defaults: DeadlineDefaults) -> list[dict[s
             for n, before in enumerate(post.reminders)
             if before >= timeout
         ]
-    if after is not None and (whom or defaults.escalate_to) is None:
+    if after is not None and (whom or escalate_to) is None:
         why = "escalateAfter needs escalateTo (whom to mention)"
         errors.append(_refused(["escalateAfter"], why, "escalation_without_whom"))
-    elif whom is not None and (after or defaults.escalate_after) is None:
+    elif whom is not None and (after or escalate_after) is None:
         why = "escalateTo needs escalateAfter (when to mention them)"
         errors.append(_refused(["escalateTo"], why, "escalation_without_when"))
     elif after is not None and timeout is not None and after >= timeout:

@@ -197,7 +197,7 @@ class Gateway:
             if replay is not None:
                 return replay
             owns = functools.partial(self._owns, request)
-            refused = asking.unready(post, self._questions.defaults, owns)
+            refused = asking.unready(post, self._questions, owns)
             refused = refused or asking.callback_refused(self.webhooks, post.callback, asker)
             if refused is not None:
                 return refused
