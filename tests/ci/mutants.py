@@ -386,8 +386,8 @@ _VOTING = [
     Mutant(
         "other option declines",
         TRANSITIONS,
-        "        if interaction.option not in (review.approve, review.decline):\n            return None",
-        "        if False:\n            return None",
+        "        if interaction.option not in (review.approve, review.decline):\n            return Ignore()",
+        "        if False:\n            return Ignore()",
     ),
     Mutant(
         "declines one early",
@@ -442,7 +442,7 @@ _VOTING = [
         TALLY,
         "        if not v.approve and v.feedback and v.feedback.strip()",
         "        if v.feedback and v.feedback.strip()",
-        equivalent="an approval never carries feedback: vote_of gives feedback only to a text answer, which is a decline",
+        equivalent="an approval never carries feedback: a vote gets feedback only from a text answer, which is a decline",
     ),
     Mutant(
         "feedback dropped",

@@ -116,12 +116,32 @@ def encode_answer(
 def _vote(
     record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
 ) -> Decision:
-    """A team review's vote: kept on the open record, or the one that ends the review."""
+    """A team review's vote: kept on the open record, or the one that ends the review (none
+    for a click that is no vote, such as a stale option index)."""
     if isinstance(interaction, TextAnswer) and not interaction.text.strip():
         return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
-    vote = _vote_of(record, interaction, now, groups)
-    if vote is None:
+    policy, review = record.review, plan_review_of(record.questions)
+    if policy is None or review is None:
         return Ignore()
+    origin = interaction.origin
+    if isinstance(interaction, Pick):
+        if interaction.option not in (review.approve, review.decline):
+            return Ignore()
+        approve, feedback = interaction.option == review.approve, None
+    else:
+        approve, feedback = False, interaction.text.strip() or None
+    required = [i for i, r in enumerate(policy.required) if r.contains(origin.user, groups)]
+    said = groups.unreadable if isinstance(groups, Membership) else {}
+    vote = Vote(
+        user=origin.user,
+        name=origin.name,
+        approve=approve,
+        feedback=feedback,
+        at=now,
+        required=required,
+        unreadable={g: error for g, error in said.items() if g in policy.usergroups},
+        opened_whole_plan=_opened(record, origin),
+    )
     after = apply_vote(record, vote)
     if after is None:
         return Refuse(ALREADY_VOTED)
@@ -256,34 +276,6 @@ def decide(
     if text and not question.is_multi_select:
         drafts[interaction.question].selected = []
     return _save(record, origin.user, drafts)
-
-
-def _vote_of(
-    record: PendingRecord, interaction: Pick | TextAnswer, now: float, groups: frozenset[str]
-) -> Vote | None:
-    """The vote this click casts (``None``: not a vote, such as a stale option index)."""
-    policy, review = record.review, plan_review_of(record.questions)
-    if policy is None or review is None:
-        return None
-    origin = interaction.origin
-    if isinstance(interaction, Pick):
-        if interaction.option not in (review.approve, review.decline):
-            return None
-        approve, feedback = interaction.option == review.approve, None
-    else:
-        approve, feedback = False, interaction.text.strip() or None
-    required = [i for i, r in enumerate(policy.required) if r.contains(origin.user, groups)]
-    said = groups.unreadable if isinstance(groups, Membership) else {}
-    return Vote(
-        user=origin.user,
-        name=origin.name,
-        approve=approve,
-        feedback=feedback,
-        at=now,
-        required=required,
-        unreadable={g: error for g, error in said.items() if g in policy.usergroups},
-        opened_whole_plan=_opened(record, origin),
-    )
 
 
 def _review_answer(
