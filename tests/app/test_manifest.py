@@ -19,6 +19,7 @@ from jsonschema import Draft7Validator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app.scopes import BOT_SCOPES, METHOD_SCOPES, scopes_for
+from tests.source_tree import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "manifest.yml"
@@ -56,7 +57,7 @@ def web_api_calls(source: str) -> list[tuple[str, int]]:
     slack_sdk's ``AsyncWebClient``, so the scan does not depend on what the client is called.
     """
     found: list[tuple[str, int]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Attribute) and node.attr in CLIENT_METHODS:
             found += [(method, node.lineno) for method in CLIENT_METHODS[node.attr]]
         elif isinstance(node, ast.Call):

@@ -28,6 +28,7 @@ from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions import AskUserQuestionRequest, UserQuestionService
 from tests.slack_harness import until
+from tests.source_tree import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "readme-example-secret"
@@ -82,7 +83,7 @@ async def test_the_readme_example_paces_a_burst_of_150_and_every_question_is_ans
     scaled = functools.partial(SlackLimits, time_scale=SCALE)
     monkeypatch.setattr(adapters.slack.provider, "SlackLimits", scaled)
 
-    tree = ast.parse(code)
+    tree = parse(code)
     tree.body = [node for node in tree.body if "asyncio.run" not in ast.unparse(node)]
     namespace: dict[str, Any] = {}
     exec(compile(tree, "README example", "exec"), namespace)

@@ -20,6 +20,7 @@ from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions import AskOptions, AskUserQuestionRequest
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 from tests.slack_harness import SlackHarness
+from tests.source_tree import parse
 
 QUESTION = {"questions": [{"id": "q", "question": "Deploy?", "options": [{"label": "Yes"}]}]}
 
@@ -104,7 +105,7 @@ def _source(module: str) -> Path:
 def _imports(module: str) -> set[str]:
     """The project modules ``module`` imports at module level (type-checking blocks aside)."""
     path = _source(module)
-    tree = ast.parse(path.read_text())
+    tree = parse(path.read_text())
     found: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module:

@@ -27,6 +27,7 @@ from bot.app.runtime import Runtime
 from bot.questions.models import AskOptions
 from tests.slack.sandbox import test_sandbox_browser as _browser_module
 from tests.slack.sandbox.test_sandbox_browser import TEST_BUDGET, open_page, pinned
+from tests.source_tree import parse
 
 runtime = _browser_module.runtime  # the fixtures of the sandbox browser tests
 browser = _browser_module.browser
@@ -72,7 +73,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def _literals(path: Path) -> Iterator[str]:
     """Every string literal of a module but its docstrings; an f-string's interpolations
     stand as ``X`` (a word character, so ``f"{prefix}:req:"`` is no code)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse(path.read_text(encoding="utf-8"))
     skipped = _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
