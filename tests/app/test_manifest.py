@@ -63,16 +63,17 @@ def web_api_calls(source: str) -> list[tuple[str, int]]:
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "api_call":
-                if not _forwards(func):
-                    found.append((_api_call_method(node), node.lineno))
+                method = _api_call_method(node)
+                if method != DYNAMIC or not _forwards(func):
+                    found.append((method, node.lineno))
             elif isinstance(func, ast.Name) and func.id == "say":
                 found.append(("chat.postMessage", node.lineno))
     return sorted(found, key=lambda item: (item[1], item[0]))
 
 
 def _forwards(func: ast.Attribute) -> bool:
-    """``super().api_call(...)``: a client subclass passing on a call its caller named (the
-    caller's own call is the one scanned)."""
+    """``super().api_call(method, ...)`` with a computed name: a client subclass passing on
+    a call its caller named (the caller's own call is the one scanned)."""
     owner = func.value
     return (
         isinstance(owner, ast.Call)
@@ -119,6 +120,7 @@ async def post(app, client, self, say, respond):
     items.append("chat_postMessage")
     def chat_delete(self): ...
     await super().api_call(api_method, **kwargs)
+    await super().api_call("chat.update", json={})
 """
     assert web_api_calls(snippet) == [
         ("chat.postMessage", 3),
@@ -131,6 +133,7 @@ async def post(app, client, self, say, respond):
         ("files.getUploadURLExternal", 9),
         ("conversations.open", 10),
         ("chat.postMessage", 11),
+        ("chat.update", 17),
     ]
 
 
