@@ -206,6 +206,8 @@ def decide(
             return Refuse(NO_LONGER_OPEN_APPROVAL)
         view = record.approval.model_copy(update={"outcome": interaction.outcome})
         return _ended(record, interaction.origin, now, state="answered", approval=view)
+    if record.approval is not None:  # a question's click naming an approval: forged
+        return Ignore()
     if not record.is_open:
         return Refuse(refusal(record, mention=True), refusal(record, mention=False))
     layout = layout_of(record.questions)

@@ -16,8 +16,17 @@ from adapters.slack.clicks.transitions import (
     decide,
     encode_answer,
 )
-from adapters.slack.model.interactions import DraftChange, Origin, Pick, Submit, TextAnswer
-from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.model.interactions import (
+    ConfirmSkip,
+    Dismiss,
+    DraftChange,
+    Origin,
+    Pick,
+    ReadPlan,
+    Submit,
+    TextAnswer,
+)
+from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
 from bot.questions import ReviewPolicy
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import ALICE, BOB
@@ -196,3 +205,24 @@ def test_a_decline_with_feedback_is_answered_with_it_and_blank_text_is_no_vote()
         approved.record, TextAnswer(RID, 0, "Stage it", Origin(ALICE, name="alice"), "fb"), NOW
     )
     assert answer_of(said) == [{"id": "plan", "selected": [], "custom": "alice: Stage it"}]
+
+
+@pytest.mark.parametrize("kind", ["submit", "skip", "dismiss", "draft", "read"])
+def test_a_questions_click_naming_an_approval_decides_nothing(kind: str) -> None:
+    """An approval ends only by Allow once or Reject: a forged form or Dismiss click naming
+    its id (an empty question list reads as a form) neither answers nor cancels it."""
+    approval = PendingRecord(
+        id="0123456789abcdef0123",
+        questions=[],
+        channel="C0Q",
+        approval=ApprovalView(tool_name="bash", headline="escalate", command="rm -rf /srv/x"),
+    )
+    origin = Origin(user=ALICE)
+    interaction = {
+        "submit": Submit(approval.id, origin),
+        "skip": ConfirmSkip(approval.id, origin),
+        "dismiss": Dismiss(approval.id, origin),
+        "draft": DraftChange(approval.id, 0, (0,), origin),
+        "read": ReadPlan(approval.id, origin),
+    }[kind]
+    assert isinstance(decide(approval, interaction, 1.0), Ignore)
