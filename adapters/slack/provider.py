@@ -172,7 +172,7 @@ class SlackQuestionProvider:
     @property
     def background_count(self) -> int:
         """Background Web API tasks still running."""
-        return self._sync.background_count
+        return len(self._sync)
 
     @property
     def refreshing_count(self) -> int:

@@ -69,15 +69,10 @@ class Gatekeeper:
             return True
         if users and user in users:
             return True
-        now = time.monotonic()
-        unknown = False
-        for group in groups or ():
-            cached = self._members.get(group)
-            if cached is None or (not stale and cached[0] < now):
-                unknown = True
-            elif user in cached[1]:
-                return True
-        return None if unknown else False
+        known = [self._cached(group, stale) for group in groups or ()]
+        if any(members is not None and user in members for members in known):
+            return True
+        return None if None in known else False
 
     async def allowed(
         self, user: str, users: Sequence[str] | None, groups: Sequence[str] | None
@@ -96,16 +91,13 @@ class Gatekeeper:
     ) -> Membership | None:
         """The groups among ``groups`` that ``user`` is in, if no Web API call is needed
         (``stale``: by the members last read, however old); ``None`` if one has no such read."""
-        now = time.monotonic()
         asked = list(groups)
-        found: set[str] = set()
-        for group in asked:
-            cached = self._members.get(group)
-            if cached is None or (not stale and cached[0] < now):
-                return None
-            if user in cached[1]:
-                found.add(group)
-        return self._membership(found, asked)
+        known = [self._cached(group, stale) for group in asked]
+        if None in known:
+            return None
+        return self._membership(
+            [g for g, m in zip(asked, known, strict=True) if m and user in m], asked
+        )
 
     async def groups_of(self, user: str, groups: Iterable[str]) -> Membership:
         """The groups among ``groups`` that ``user`` is in, reading cold ones from Slack."""
@@ -119,17 +111,19 @@ class Gatekeeper:
         return Membership(found, unreadable)
 
     async def _group_members(self, group: str) -> frozenset[str]:
-        cached = self._fresh(group)
+        cached = self._cached(group)
         if cached is not None:
             return cached
         async with self._reading.setdefault(group, asyncio.Lock()):
             # Whoever read the group while this call waited its turn has filled the cache.
-            cached = self._fresh(group)
+            cached = self._cached(group)
             return cached if cached is not None else await self._read(group)
 
-    def _fresh(self, group: str) -> frozenset[str] | None:
+    def _cached(self, group: str, stale: bool = False) -> frozenset[str] | None:
+        """The members of ``group`` last read, if still fresh (``stale``: however old)."""
         cached = self._members.get(group)
-        return cached[1] if cached is not None and cached[0] >= time.monotonic() else None
+        fresh = cached is not None and (stale or cached[0] >= time.monotonic())
+        return cached[1] if cached is not None and fresh else None
 
     async def _read(self, group: str) -> frozenset[str]:
         cached = self._members.get(group)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,8 @@ from adapters.slack.stores import EventFor, PendingStore, settle
 
 __all__ = ["MessageSynchroniser"]
 
-_FINAL_RETRIES = (1.0, 3.0, None)
-"""Pauses between the last attempts at a final update (after slack_sdk's own retries)."""
+_FINAL_RETRIES = (1.0, 3.0)
+"""Pauses before the last two attempts at a final update (after slack_sdk's own retries)."""
 
 
 @dataclass(slots=True)
@@ -36,15 +37,14 @@ class _Refresh:
     sending: PendingRecord | None = None
 
 
-class MessageSynchroniser:
-    """Brings Slack up to date with the store, off the ack path."""
+class MessageSynchroniser(BackgroundTasks):
+    """Brings Slack up to date with the store, off the ack path (its tasks tracked)."""
 
     def __init__(self, client: AsyncWebClient, store: PendingStore, logger: logging.Logger) -> None:
+        super().__init__(logger)
         self._client = client
         self._paced = client if isinstance(client, PacedWebClient) else None
         self._store = store
-        self._logger = logger
-        self._tasks = BackgroundTasks(logger)
         self._refreshing: dict[str, _Refresh] = {}
         self.on_change: Callable[[str], None] | None = None
         """Told the id of every request posted, changed or ended (App Home refreshes)."""
@@ -52,26 +52,13 @@ class MessageSynchroniser:
         """Given an open request whose message is gone (deleted): posts it again."""
 
     @property
-    def background_count(self) -> int:
-        """Background Web API tasks still running."""
-        return len(self._tasks)
-
-    @property
     def refreshing_count(self) -> int:
         """Requests whose message is being refreshed right now."""
         return len(self._refreshing)
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
-        """Run ``coro`` as a tracked background task (``what`` names it in logs)."""
-        return self._tasks.spawn(coro, what)
-
-    async def drain(self, grace: float) -> None:
-        """Wait up to ``grace`` seconds for every background task; cancel the rest."""
-        await self._tasks.drain(grace)
-
     def refresh(self, request_id: str) -> None:
         """Update the request's message from its latest stored record, in the background."""
-        self._tasks.spawn(self._refresh_message(request_id), "chat.update")
+        self.spawn(self._refresh_message(request_id), "chat.update")
         self.changed(request_id)
 
     async def write(
@@ -95,7 +82,13 @@ class MessageSynchroniser:
     def show(self, record: PendingRecord) -> None:
         """Render ``record`` itself (not the store's copy) on its message, in the background."""
         if record.message_ts is not None:
-            self._tasks.spawn(self._update(record, record.message_ts), "chat.update (lost)")
+            channel = record.message_channel or record.channel
+
+            async def fields() -> dict[str, Any]:
+                return _fields(record)
+
+            update = self._update(channel, record.message_ts, fields, lambda: record)
+            self.spawn(update, "chat.update (lost)")
 
     def note(self, origin: Origin, record: PendingRecord | None, text: str) -> None:
         """Tell the person who clicked, privately, in the message's channel, in the background."""
@@ -108,7 +101,7 @@ class MessageSynchroniser:
             hook = None
         if hook is None and channel is None:
             return
-        self._tasks.spawn(self._tell(origin.user, channel, hook, text), "private note")
+        self.spawn(self._tell(origin.user, channel, hook, text), "private note")
 
     async def _tell(self, user: str, channel: str | None, hook: str | None, text: str) -> None:
         if hook is not None and await self._respond(user, hook, text):
@@ -137,7 +130,7 @@ class MessageSynchroniser:
         """Open a modal now with the click's trigger (it expires 3 s after the click), on top
         of the modal clicked in; if Slack refuses, the person is told privately."""
         if origin.trigger_id:
-            self._tasks.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
+            self.spawn(self._show(origin, record, origin.trigger_id, view), "views.open")
 
     async def _show(
         self, origin: Origin, record: PendingRecord, trigger_id: str, view: dict[str, Any]
@@ -153,14 +146,14 @@ class MessageSynchroniser:
 
     def update_modal(self, view_id: str, view: dict[str, Any]) -> None:
         """Show ``view`` in the open modal ``view_id`` instead, in the background."""
-        self._tasks.spawn(self._client.views_update(view_id=view_id, view=view), "views.update")
+        self.spawn(self._client.views_update(view_id=view_id, view=view), "views.update")
 
     def stale(self, origin: Origin) -> None:
         """A click on a request the store no longer knows: say so, and retire the message."""
         self.note(origin, None, NO_LONGER_OPEN)
         if origin.channel and origin.message_ts:
             stale = render_stale(NO_LONGER_OPEN)
-            self._tasks.spawn(
+            self.spawn(
                 self._client.chat_update(
                     channel=origin.channel,
                     ts=origin.message_ts,
@@ -171,84 +164,51 @@ class MessageSynchroniser:
             )
 
     async def _refresh_message(self, request_id: str) -> None:
-        """Bring the Slack message up to date with the latest stored record."""
+        """Bring the Slack message up to date with the record stored when the update's turn
+        comes (a newer refresh replaces a waiting one on the paced client)."""
         entry = self._refreshing.setdefault(request_id, _Refresh())
         entry.users += 1
         try:
-            if self._paced is not None:
-                await self._refresh_paced(self._paced, request_id, entry)
+            first = await self._store.get(request_id)
+            if first is None or first.message_ts is None:
                 return
-            async with entry.lock:
-                while True:
-                    record = await self._store.get(request_id)
-                    if record is None or record.message_ts is None:
-                        return
-                    if entry.rendered == record.version:
-                        return
-                    await self._update(record, record.message_ts)
-                    entry.rendered = record.version
-                    if not record.is_open:
-                        return
-                    # Another process may have finished the request while we rendered a
-                    # draft: look once more so an open render never lands last.
+            channel, ts = first.message_channel or first.channel, first.message_ts
+            start = first
+
+            def shown() -> PendingRecord:
+                return entry.sending or start
+
+            async def latest() -> dict[str, Any] | None:
+                record = await self._store.get(request_id)
+                if record is None or entry.rendered == record.version:
+                    return None
+                entry.sending = record
+                return _fields(record)
+
+            while True:
+                before = entry.sending
+                if not await self._update(channel, ts, latest, shown, entry.lock):
+                    return
+                sent = entry.sending
+                if sent is None or sent is before:
+                    return  # nothing new to show
+                entry.rendered = sent.version
+                if not sent.is_open:
+                    return
+                # Another process may have finished the request while an open render was on
+                # its way: look once more so an open render never lands last.
+                current = await self._store.get(request_id)
+                if current is None or current.version == sent.version:
+                    return
         finally:
             entry.users -= 1
             if entry.users == 0:
                 self._refreshing.pop(request_id, None)
 
-    async def _refresh_paced(
-        self, client: PacedWebClient, request_id: str, entry: _Refresh
-    ) -> None:
-        """The same through the scheduler: rendered from the record stored when its turn
-        comes; a newer refresh replaces a waiting one."""
-        first = await self._store.get(request_id)
-        if first is None or first.message_ts is None:
-            return
-        channel, ts = first.message_channel or first.channel, first.message_ts
-
-        async def latest() -> dict[str, Any] | None:
-            record = await self._store.get(request_id)
-            if record is None or entry.rendered == record.version:
-                return None
-            rendered = render_record(record)
-            entry.sending = record
-            return {"text": rendered.text, "blocks": rendered.blocks}
-
-        while True:
-            before = entry.sending
-            for delay in _FINAL_RETRIES:
-                try:
-                    await client.update_latest(channel, ts, latest)
-                    break
-                except SlackApiError as exc:
-                    if await self._gone(exc, entry.sending or first):
-                        return
-                    if delay is None:
-                        raise
-                    await asyncio.sleep(delay)
-                except SLACK_FAILURES:
-                    tried = entry.sending
-                    final = tried is not None and tried is not before and not tried.is_open
-                    if delay is None or not final:
-                        raise
-                    await asyncio.sleep(delay)
-            sent = entry.sending
-            if sent is None or sent is before:
-                return  # nothing new to show
-            entry.rendered = sent.version
-            if not sent.is_open:
-                return
-            # Another process may have finished the request while an open render was on
-            # its way: look once more so an open render never lands last.
-            current = await self._store.get(request_id)
-            if current is None or current.version == sent.version:
-                return
-
     async def _gone(self, error: SlackApiError, record: PendingRecord) -> bool:
         """Whether ``error`` says the message of open ``record`` is gone (then posted again)."""
-        if error.response.get("error") != "message_not_found" or not record.is_open:
-            return False
-        if self.on_gone is None:
+        gone = error.response.get("error") == "message_not_found"
+        if not gone or not record.is_open or self.on_gone is None:
             return False
         self._logger.warning(
             "message of an open request is gone; posting it again", extra={"request": record.id}
@@ -256,26 +216,37 @@ class MessageSynchroniser:
         await self.on_gone(record)
         return True
 
-    async def _update(self, record: PendingRecord, ts: str) -> None:
-        rendered = render_record(record)
-        # The final record must not keep live buttons: when slack_sdk's own retries are
-        # spent, try twice more, later.
-        for delay in _FINAL_RETRIES if not record.is_open else (None,):
+    async def _update(
+        self,
+        channel: str,
+        ts: str,
+        latest: Callable[[], Awaitable[dict[str, Any] | None]],
+        shown: Callable[[], PendingRecord],
+        lock: asyncio.Lock | None = None,
+    ) -> bool:
+        """``chat.update`` with ``latest()`` (``None``: nothing to send), through the paced
+        client's coalescing when a refresh (``lock``); ``False``: the message was gone."""
+        pauses = iter(_FINAL_RETRIES)
+        while True:
             try:
-                await self._client.chat_update(
-                    channel=record.message_channel or record.channel,
-                    ts=ts,
-                    text=rendered.text,
-                    blocks=rendered.blocks,
-                )
-                return
-            except SlackApiError as exc:
-                if await self._gone(exc, record):
-                    return
-                if delay is None:
+                if lock is not None and self._paced is not None:
+                    await self._paced.update_latest(channel, ts, latest)
+                else:
+                    async with lock or contextlib.nullcontext():
+                        fields = await latest()
+                        if fields is not None:
+                            await self._client.chat_update(channel=channel, ts=ts, **fields)
+                return True
+            except SLACK_FAILURES as exc:
+                record = shown()  # what it tried to show: a final one keeps no live buttons
+                if isinstance(exc, SlackApiError) and await self._gone(exc, record):
+                    return False
+                pause = None if record.is_open else next(pauses, None)
+                if pause is None:
                     raise
-                await asyncio.sleep(delay)
-            except SLACK_FAILURES:
-                if delay is None:
-                    raise
-                await asyncio.sleep(delay)
+                await asyncio.sleep(pause)
+
+
+def _fields(record: PendingRecord) -> dict[str, Any]:
+    rendered = render_record(record)
+    return {"text": rendered.text, "blocks": rendered.blocks}
