@@ -60,10 +60,11 @@ class Poster:
         self._endings = endings
         self._lost = lost
         self._team_url = team_url
+        scheduler = getattr(client, "scheduler", None)
+        self._scheduler = scheduler if isinstance(scheduler, WebApiScheduler) else None
         # Detached posts not stored yet, and those of them let go to Slack.
         self._posting: dict[str, asyncio.Future[PendingRecord]] = {}
         self._sending: set[str] = set()
-        self._handed: set[str] = set()
         self._unshown: set[str] = set()
         """Posts skipped because their question ended first, this process's to record."""
         self._ended: dict[str, PendingRecord] = {}
@@ -82,7 +83,7 @@ class Poster:
         try:
             return await asyncio.shield(delivery)
         except asyncio.CancelledError:
-            if delivery.cancelled() and record.id in self._handed:
+            if delivery.cancelled():  # (shielded: only ``hand_over`` cancels it)
                 raise _handed_over() from None
             if not record.detached and self._withdraw(record.id):
                 # Still waiting its turn: never shown, nothing to wait for from Slack.
@@ -104,7 +105,6 @@ class Poster:
         self.closing = True
         for request_id, delivery in self._posting.items():
             if request_id not in self._sending:
-                self._handed.add(request_id)
                 delivery.cancel()
 
     async def _deliver(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
@@ -192,7 +192,7 @@ class Poster:
     async def _may_post(self, request_id: str, detached: bool) -> bool:
         """Whether a request's post may go now that its turn came (a detached one: while
         this process still holds it, and is not stopping)."""
-        if detached and (self.closing or request_id in self._handed):
+        if detached and self.closing:
             return False
         current = await self._store.get(request_id)
         if current is None or not current.is_open:
@@ -219,17 +219,15 @@ class Poster:
     def _withdraw(self, request_id: str) -> bool:
         """Take ``request_id``'s post off the queue if it still waits its turn (it fails
         ``NotSent``, as when its turn finds the question ended); whether it did."""
-        scheduler = getattr(self._client, "scheduler", None)
-        if not isinstance(scheduler, WebApiScheduler) or request_id in self._sending:
+        if self._scheduler is None or request_id in self._sending:
             return False
-        return scheduler.withdraw(POST_MESSAGE, request_id, NotSent(POST_MESSAGE))
+        return self._scheduler.withdraw(POST_MESSAGE, request_id, NotSent(POST_MESSAGE))
 
     def _keep_while_queued(self, record: PendingRecord) -> Watch | None:
         """Watch for the question's ending while its post waits its turn, no task waiting
         (``None``: a client without a queue sends at once): ended first, its post is taken
         off the queue (it fails ``NotSent``) and its waiter learns the ending now."""
-        scheduler = getattr(self._client, "scheduler", None)
-        if not isinstance(scheduler, WebApiScheduler):
+        if self._scheduler is None:
             return None
         watch = self._store.watch(record.id)  # (its deadline: on the shared timer)
         watch.then(functools.partial(self._dropped, record.id, record.detached))
