@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+from collections.abc import Awaitable
 
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.audit_trail import SLACK_URL, event_for, permalink
@@ -125,20 +126,20 @@ class Endings:
     def _later(
         self, request_id: str, state: State, note: str, code: str, **kinds: str | None
     ) -> None:
-        self._sync.spawn(self._end_when_back(request_id, state, note, code, kinds), "end later")
+        ending = functools.partial(self.end, request_id, state, note, code, **kinds)
+        self._sync.spawn(_quietly(until_back(ending, _BACK_PAUSES, conflicts=True)), "end later")
 
     async def abort(
         self, request_id: str, note: str, *, by: str | None = None
     ) -> PendingRecord | None:
-        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
-        if await self._store.get(request_id) is None:  # a store outage raises, not None
-            return None
+        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``; ``None``
+        if the store does not know it."""
         try:
             return await self.end(request_id, "aborted", note, ASK_ABORTED, by=by)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
                 raise
-            return None  # it vanished meanwhile (expired)
+            return None  # unknown, or it vanished meanwhile (expired)
 
     async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
         """Leave an open request open but owned by no process (no sweep ends it; whoever asks
@@ -171,12 +172,10 @@ class Endings:
                 if stored is not None and stored.message_ts is None:
                     self._sync.show(tomb)
 
-    async def _end_when_back(
-        self, request_id: str, state: State, note: str, code: str, kinds: dict[str, str | None]
-    ) -> None:
-        ending = functools.partial(self.end, request_id, state, note, code, **kinds)
-        with contextlib.suppress(UserQuestionError):
-            await until_back(ending, _BACK_PAUSES, conflicts=True)
+
+async def _quietly(ending: Awaitable[object]) -> None:
+    with contextlib.suppress(UserQuestionError):  # still out of reach after half an hour
+        await ending
 
 
 def lost_record(record: PendingRecord) -> PendingRecord:
