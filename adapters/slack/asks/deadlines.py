@@ -37,26 +37,20 @@ ESCALATE_TO_PATTERN: Final = re.compile(r"^[UWS][A-Z0-9]{2,20}\Z")
 
 
 class Clock(Protocol):
-    """Where a schedule reads the time and waits: wall-clock seconds (epoch)."""
+    """Where a schedule reads the time (seconds since the epoch) and waits."""
 
-    def now(self) -> float:
-        """The current time, in seconds since the epoch."""
-        ...
+    def now(self) -> float: ...
 
-    async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` of this clock's time."""
-        ...
+    async def sleep(self, seconds: float) -> None: ...
 
 
 class SystemClock:
     """The real time: ``time.time`` and ``asyncio.sleep``."""
 
     def now(self) -> float:
-        """The current time, in seconds since the epoch."""
         return time.time()
 
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``."""
         await asyncio.sleep(seconds)
 
 
