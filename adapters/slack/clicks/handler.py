@@ -12,7 +12,6 @@ from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.transitions import (
     NO_LONGER_OPEN_APPROVAL,
     Decision,
-    Finish,
     Ignore,
     Invalid,
     Modal,
@@ -239,7 +238,7 @@ class InteractionHandler(ClickAuthority):
         def change(current: PendingRecord) -> PendingRecord | None:
             nonlocal decision
             decision = decide(current, interaction, time.time(), groups=member)
-            if isinstance(decision, Finish | Save):
+            if isinstance(decision, Save):
                 return decision.record
             return None
 
@@ -256,9 +255,7 @@ class InteractionHandler(ClickAuthority):
             return Refuse(
                 NO_LONGER_OPEN_APPROVAL if isinstance(interaction, Approve) else NO_LONGER_OPEN
             )
-        if written is not None and (
-            isinstance(decision, Finish) or (isinstance(decision, Save) and decision.rerender)
-        ):
+        if written is not None and isinstance(decision, Save) and decision.rerender:
             self._sync.refresh(interaction.request_id)
         return decision
 

@@ -34,7 +34,6 @@ from bot.questions.models import (
 __all__ = [
     "NO_LONGER_OPEN_APPROVAL",
     "Decision",
-    "Finish",
     "Ignore",
     "Invalid",
     "Modal",
@@ -49,18 +48,12 @@ NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
 
 
 @dataclass(frozen=True, slots=True)
-class Finish:
-    """Write this terminal record; the winner resolves the waiter and updates the message."""
-
-    record: PendingRecord
-
-
-@dataclass(frozen=True, slots=True)
 class Save:
-    """Write this record; re-render the message when ``rerender``."""
+    """Write this record (a terminal one: the winner resolves the waiter); re-render the
+    message when ``rerender``."""
 
     record: PendingRecord
-    rerender: bool
+    rerender: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +83,7 @@ class Ignore:
     """Nothing to do (a stale widget, a no-op change)."""
 
 
-Decision = Finish | Save | Modal | Refuse | Invalid | Ignore
+Decision = Save | Modal | Refuse | Invalid | Ignore
 
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
@@ -143,9 +136,7 @@ def _vote(
         opened_whole_plan=_opened(record, origin),
     )
     after = apply_vote(record, vote)
-    if after is None:
-        return Refuse(ALREADY_VOTED)
-    return Finish(after) if not after.is_open else Save(after, True)
+    return Refuse(ALREADY_VOTED) if after is None else Save(after)
 
 
 def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
@@ -161,24 +152,20 @@ def _save(record: PendingRecord, user: str, drafts: list[Draft]) -> Save:
     return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False)
 
 
-def _is_empty(drafts: list[Draft]) -> bool:
-    return all(not draft.selected and not (draft.custom or "").strip() for draft in drafts)
-
-
-def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Finish:
-    """``record`` ended by who acted, at ``now``."""
-    return Finish(_by(record, origin.user, origin.name, now, **changes))
-
-
 def _by(
     record: PendingRecord, user: str, name: str | None, at: float, **changes: Any
 ) -> PendingRecord:
+    """``record`` ended by ``user`` at ``at``."""
     return record.next(
         answered_by=user, answered_by_name=name, finished_at=at, note=None, **changes
     )
 
 
-def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Finish:
+def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Save:
+    return Save(_by(record, origin.user, origin.name, now, **changes))
+
+
+def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Save:
     answer, opened = encode_answer(record.questions, drafts), _opened(record, origin)
     return _ended(record, origin, now, state="answered", answer=answer, drafts=drafts,
                   opened_whole_plan=opened)  # fmt: skip
@@ -234,7 +221,7 @@ def decide(
         for index, chosen in interaction.selections.items():
             if 0 <= index < count:
                 drafts[index].selected = list(chosen)
-        if _is_empty(drafts):
+        if all(not d.selected and not (d.custom or "").strip() for d in drafts):
             return Modal(render_skip_modal(record, origin.response_url))
         return _finish(record, origin, now, drafts)
 

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from adapters.slack.clicks.transitions import (
-    Finish,
     Ignore,
     Invalid,
     Refuse,
@@ -57,7 +56,8 @@ TAP = record({"options": opts("A", "B")})
 
 
 def answer_of(decision: object) -> list[dict[str, Any]]:
-    assert isinstance(decision, Finish), decision
+    assert isinstance(decision, Save) and decision.rerender, decision
+    assert not decision.record.is_open
     assert decision.record.answer is not None
     wire: list[dict[str, Any]] = decision.record.answer.to_wire()["answers"]
     return wire
@@ -113,18 +113,18 @@ def test_selections_outside_the_options_are_dropped() -> None:
 
 def test_a_single_select_choice_replaces_earlier_free_text_and_text_replaces_it() -> None:
     text = decide(FORM, TextAnswer(RID, 0, "my own", Origin(ALICE), "b"), NOW)
-    assert isinstance(text, Save)
+    assert isinstance(text, Save) and text.record.is_open
     chose = decide(text.record, DraftChange(RID, 0, (1,), Origin(ALICE)), NOW)
-    assert isinstance(chose, Save)
+    assert isinstance(chose, Save) and chose.record.is_open
     assert chose.record.user_drafts[ALICE][0] == Draft(selected=[1])
     again = decide(chose.record, TextAnswer(RID, 0, "mine again", Origin(ALICE), "b"), NOW)
-    assert isinstance(again, Save)
+    assert isinstance(again, Save) and again.record.is_open
     assert again.record.user_drafts[ALICE][0] == Draft(selected=[], custom="mine again")
     # A multi-select question keeps both its ticks and its free text.
     ticked = decide(FORM, DraftChange(RID, 1, (0,), Origin(ALICE)), NOW)
-    assert isinstance(ticked, Save)
+    assert isinstance(ticked, Save) and ticked.record.is_open
     noted = decide(ticked.record, TextAnswer(RID, 1, "and Z", Origin(ALICE), "b"), NOW)
-    assert isinstance(noted, Save)
+    assert isinstance(noted, Save) and noted.record.is_open
     assert noted.record.user_drafts[ALICE][1] == Draft(selected=[0], custom="and Z")
     assert answer_of(decide(noted.record, Submit(RID, Origin(ALICE)), NOW))[1] == {
         "id": "q1",
@@ -188,7 +188,7 @@ def test_a_required_set_is_waited_for_whatever_the_count() -> None:
 def test_the_same_vote_twice_is_refused_and_a_changed_vote_counts_once() -> None:
     rec = review(approvals=2, declines=2)
     first = pick(rec, ALICE, 0)
-    assert isinstance(first, Save)
+    assert isinstance(first, Save) and first.record.is_open
     assert isinstance(pick(first.record, ALICE, 0), Refuse)
     changed = pick(first.record, ALICE, 1)
     assert isinstance(changed, Save) and changed.record.is_open
@@ -200,7 +200,7 @@ def test_a_decline_with_feedback_is_answered_with_it_and_blank_text_is_no_vote()
     blank = decide(rec, TextAnswer(RID, 0, "  ", Origin(ALICE), "fb"), NOW)
     assert isinstance(blank, Invalid) and list(blank.errors) == ["fb"]
     approved = pick(rec, BOB, 0)
-    assert isinstance(approved, Save)
+    assert isinstance(approved, Save) and approved.record.is_open
     said = decide(
         approved.record, TextAnswer(RID, 0, "Stage it", Origin(ALICE, name="alice"), "fb"), NOW
     )

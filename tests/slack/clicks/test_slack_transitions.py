@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from adapters.slack.clicks.transitions import (
-    Finish,
     Ignore,
     Invalid,
     Modal,
@@ -72,7 +71,8 @@ def interaction_of(payload: dict[str, Any]) -> Interaction:
 
 
 def finish(decision: object) -> PendingRecord:
-    assert isinstance(decision, Finish), decision
+    assert isinstance(decision, Save) and decision.rerender, decision
+    assert not decision.record.is_open
     return decision.record
 
 
@@ -218,7 +218,7 @@ def mine(*drafts: Draft, user: str = ALICE) -> PendingRecord:
 def test_draft_change_is_saved_not_answered() -> None:
     payload = choose(render_open(FORM).blocks, question=1, labels=["Egg", "Cheese"])
     decision = decide(FORM, interaction_of(payload), NOW)
-    assert isinstance(decision, Save)
+    assert isinstance(decision, Save) and decision.record.is_open
     assert decision.rerender is False  # Slack already shows the person's ticks
     assert decision.record.state == "pending" and decision.record.version == FORM.version + 1
     assert decision.record.draft_of(ALICE, 1).selected == [2, 0]
@@ -237,7 +237,7 @@ def test_a_single_select_choice_clears_earlier_free_text() -> None:
     rec = mine(Draft(custom="XL"))
     payload = choose(render_open(rec).blocks, question=0, labels=["M"])
     decision = decide(rec, interaction_of(payload), NOW)
-    assert isinstance(decision, Save)
+    assert isinstance(decision, Save) and decision.record.is_open
     assert decision.rerender is False  # the shared message never shows a draft
     assert decision.record.draft_of(ALICE, 0) == Draft(selected=[1], custom=None)
 
@@ -272,7 +272,7 @@ def test_two_people_filling_the_form_do_not_overwrite_each_other() -> None:
     for user, labels in ((ALICE, ["Egg"]), (BOB, ["Ham", "Cheese"]), (ALICE, ["Egg", "Ham"])):
         payload = choose(blocks, question=1, labels=labels, user=user)
         decision = decide(rec, interaction_of(payload), NOW)
-        assert isinstance(decision, Save)
+        assert isinstance(decision, Save) and decision.record.is_open
         rec = decision.record
     text = decide(rec, _text(rec, 2, "Bob's note", BOB), NOW)
     assert isinstance(text, Save) and text.record.draft_of(BOB, 2).custom == "Bob's note"
@@ -293,7 +293,8 @@ def test_two_people_filling_the_form_do_not_overwrite_each_other() -> None:
 def test_an_empty_submit_asks_first_and_the_confirmation_skips() -> None:
     blocks = render_open(FORM).blocks
     rec = decide(FORM, interaction_of(choose(blocks, question=1, labels=["Egg"], user=BOB)), NOW)
-    assert isinstance(rec, Save)  # Bob's picks do not make Alice's Submit non-empty
+    # Bob's picks do not make Alice's Submit non-empty
+    assert isinstance(rec, Save) and rec.record.is_open
     submit = click(blocks, button_text="Submit")
     decision = decide(rec.record, interaction_of(submit), NOW)
     # the Submit click's response_url rides along: the confirmation's note goes there
@@ -397,7 +398,7 @@ def test_text_in_a_form_is_a_draft_then_part_of_the_submission() -> None:
     assert isinstance(single, Save) and single.rerender is False
     assert single.record.draft_of(ALICE, 0) == Draft(selected=[], custom="XXL")  # replaces
     multi = decide(single.record, _text(single.record, 1, "Bacon"), NOW)
-    assert isinstance(multi, Save)
+    assert isinstance(multi, Save) and multi.record.is_open
     assert multi.record.draft_of(ALICE, 1) == Draft(selected=[2], custom="Bacon")  # adds
     rec = multi.record
     blocks = render_open(rec).blocks
@@ -491,7 +492,7 @@ async def test_racing_answers_first_writer_wins_and_the_loser_is_refused() -> No
         def change(current: PendingRecord) -> PendingRecord | None:
             decision = decide(current, interaction, NOW)
             decisions[user].append(decision)
-            return decision.record if isinstance(decision, Finish | Save) else None
+            return decision.record if isinstance(decision, Save) else None
 
         _, written = await mutate(store, RID, change)
         return written
@@ -499,7 +500,8 @@ async def test_racing_answers_first_writer_wins_and_the_loser_is_refused() -> No
     alice, bob = await asyncio.gather(answer(ALICE, "Red"), answer(BOB, "Green"))
     assert alice is not None and bob is None
     # Bob decided on the open record too, lost the compare-and-set, decided again: refused.
-    assert isinstance(decisions[BOB][0], Finish)
+    first = decisions[BOB][0]
+    assert isinstance(first, Save) and not first.record.is_open
     assert [d.text for d in decisions[BOB][1:]] == [
         f"This question was already answered by <@{ALICE}>."
     ]
