@@ -49,7 +49,7 @@ from adapters.slack.clicks.listeners import register_listeners
 from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.model.record import ApprovalView
+from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.pacing.paced import PacedWebClient, paced_copy
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.pacing.scheduler import WebApiScheduler
@@ -58,16 +58,11 @@ from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrpha
 from adapters.slack.stores.viewers import viewers_for
 from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
 
-__all__ = ["Destination", "DestinationHook", "SlackQuestionProvider", "ensure_retry_handlers"]
+__all__ = ["Destination", "DestinationHook", "SlackQuestionProvider"]
 
 
-def ensure_retry_handlers(client: AsyncWebClient) -> None:
-    """Give ``client`` slack_sdk's retry handlers: 5xx, dropped connections, 429s if unpaced."""
-    wanted = [AsyncConnectionErrorRetryHandler(2), AsyncServerErrorRetryHandler(2)]
-    if getattr(client, "scheduler", None) is None:
-        wanted.append(AsyncRateLimitErrorRetryHandler(3))
-    present = {type(handler) for handler in client.retry_handlers}
-    client.retry_handlers += [h for h in wanted if type(h) not in present]
+def _status(record: PendingRecord | None) -> QuestionStatus | None:
+    return None if record is None else status_of(record)
 
 
 class SlackQuestionProvider:
@@ -110,8 +105,12 @@ class SlackQuestionProvider:
         if paced and not isinstance(client, PacedWebClient):
             scheduler = WebApiScheduler(limits or SlackLimits(), logger=logger)
             client = self._own_client = paced_copy(client, scheduler)
-        if retry:
-            ensure_retry_handlers(client)
+        if retry:  # slack_sdk's: 5xx, dropped connections, and 429s when unpaced
+            wanted = [AsyncConnectionErrorRetryHandler(2), AsyncServerErrorRetryHandler(2)]
+            if not isinstance(client, PacedWebClient):
+                wanted.append(AsyncRateLimitErrorRetryHandler(3))
+            present = {type(handler) for handler in client.retry_handlers}
+            client.retry_handlers += [h for h in wanted if type(h) not in present]
         self.client = client
         """The Web API client every call goes through (``app.client``, or its paced copy)."""
         self.store = store = store or MemoryPendingStore()
@@ -239,8 +238,7 @@ class SlackQuestionProvider:
         self, request_id: str, note: str, *, by: str | None = None
     ) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
-        record = await self._endings.abort(request_id, note, by=by)
-        return None if record is None else status_of(record)
+        return _status(await self._endings.abort(request_id, note, by=by))
 
     async def consume(
         self, request_id: str, *, by: str | None, lifetime: float
@@ -250,20 +248,18 @@ class SlackQuestionProvider:
         code, record = await consume(
             self.store, request_id, by=by, now=time.time(), lifetime=lifetime
         )
-        return code, None if record is None else status_of(record)
+        return code, _status(record)
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
         """Leave an open request open, owned by no process, for the next asker to adopt."""
-        record = await self._endings.release(request_id, note)
-        return None if record is None else status_of(record)
+        return _status(await self._endings.release(request_id, note))
 
     async def add_note(
         self, request_id: str, note: str, *, in_flight: bool = False
     ) -> QuestionStatus | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown.
         ``in_flight``: its answer is not yet taken by the asker (shown as sent, not answered)."""
-        record = await self._endings.add_note(request_id, note, in_flight=in_flight)
-        return None if record is None else status_of(record)
+        return _status(await self._endings.add_note(request_id, note, in_flight=in_flight))
 
     async def resume(self) -> list[QuestionStatus]:
         """Adopt the open requests owned by no process (at start; the ones adopted): keep their

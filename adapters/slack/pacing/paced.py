@@ -88,10 +88,7 @@ class PacedWebClient(AsyncWebClient):
         )
 
     async def update_latest(
-        self,
-        channel: str,
-        ts: str,
-        latest: Callable[[], Awaitable[Mapping[str, Any] | None]],
+        self, channel: str, ts: str, latest: Callable[[], Awaitable[Mapping[str, Any] | None]]
     ) -> AsyncSlackResponse | None:
         """``chat.update`` of one message with the content ``latest()`` gives when its turn
         comes (``None``: nothing to send). While it waits, a newer update of the message
