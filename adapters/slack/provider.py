@@ -155,9 +155,7 @@ class SlackQuestionProvider:
             store.on_orphans = self._lifecycle.orphans
         now = (clock or SystemClock()).now
         viewers = viewers_for(store)
-        self.home = HomeTab(
-            client, store, gate, sync, log, viewers=viewers, now=now, conversations=conversations
-        )
+        self.home = HomeTab(client, store, gate, sync, log, conversations, viewers=viewers, now=now)
         """The App Home tabs ("Waiting for you") this provider publishes."""
         sync.on_change = self.home.changed
         self.webhooks: Callbacks | None = None  # owes each callback its delivery

@@ -13,28 +13,23 @@ from adapters.slack.model import ids
 __all__ = ["register_listeners"]
 
 
-def register_listeners(
-    app: AsyncApp, handler: InteractionHandler, home: HomeTab | None = None
-) -> None:
+def register_listeners(app: AsyncApp, handler: InteractionHandler, home: HomeTab) -> None:
     """Route our actions (a tool approval's too) and submissions to ``handler``, and
     ``app_home_opened`` to ``home``."""
 
+    @app.action(ids.ACTION_PATTERN)
+    @app.action(ids.APPROVAL_ACTION_PATTERN)
     async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         await handler.handle_action(body)
 
+    @app.view_submission(ids.CALLBACK_PATTERN)
     async def on_submission(ack: AsyncAck, body: dict[str, Any]) -> None:
         errors = await handler.handle_view(body)
         await (ack(response_action="errors", errors=errors) if errors else ack())
 
-    app.action(ids.ACTION_PATTERN)(on_action)
-    app.action(ids.APPROVAL_ACTION_PATTERN)(on_action)
-    app.view_submission(ids.CALLBACK_PATTERN)(on_submission)
-    if home is not None:
-
-        async def on_home(event: dict[str, Any]) -> None:
-            user = event.get("user")
-            if event.get("tab") == "home" and isinstance(user, str) and user:
-                home.open_later(user)  # publishing is a Web API call: off the ack path
-
-        app.event("app_home_opened")(on_home)
+    @app.event("app_home_opened")
+    async def on_home(event: dict[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("tab") == "home" and isinstance(user, str) and user:
+            home.open_later(user)  # publishing is a Web API call: off the ack path

@@ -39,20 +39,19 @@ class HomeTab:
         gate: Gatekeeper,
         sync: MessageSynchroniser,
         logger: logging.Logger,
+        conversations: Conversations,
         *,
         viewers: HomeViewers,
         now: Callable[[], float] = time.time,
-        conversations: Conversations | None = None,
     ) -> None:
         self._client, self._store, self._gate, self._sync = client, store, gate, sync
         self._logger, self._viewers, self._now = logger, viewers, now
+        self._conversations = conversations  # the click path's too: a Home button's reads
         self._changed: set[str] = set()
         self._working = False
-        # (the click path decides a Home button's click on the same reads: pass it both)
-        self._conversations = conversations or Conversations(client, logger)
 
     def open_later(self, user: str) -> None:
-        """``opened``, in a tracked background task (the listener returns at once)."""
+        """``opened`` in a tracked background task: the listener returns at once."""
         self._sync.spawn(self.opened(user), "views.publish")
 
     async def opened(self, user: str) -> None:
@@ -118,11 +117,9 @@ class HomeTab:
         audience = Audience.of(record, closed=True)
         if audience is not None and audience.channel is not None:
             audience = audience.resolved(await self._conversations.seen_by(audience.channel))
-        if audience is None:
-            return False
-        return audience.anyone or await self._gate.allowed(
-            user, audience.users, audience.usergroups
-        )
+        if audience is None or audience.anyone:
+            return audience is not None
+        return await self._gate.allowed(user, audience.users, audience.usergroups)
 
 
 class ListingRound:
