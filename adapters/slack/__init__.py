@@ -4,10 +4,7 @@ Layers, top to bottom: ``provider`` wires ``clicks`` (bolt app, listeners, handl
 ``home`` (App Home) over ``asks`` (one question's life) over ``stores`` over ``render`` (pure
 Block Kit and words) over ``model`` (the record, ids, parsed clicks); ``pacing`` and
 ``blockkit`` sit beside, importing nothing of it; ``sandbox`` is the local Slack.
-
-A click, from the listener to the resolved waiter, reads in eight files: clicks/listeners,
-clicks/handler, model/interactions, asks/authorize, stores/contract, clicks/transitions,
-stores/memory (or sqlite, redis), stores/watches; asks/waits then returns from ``ask()``.
+The README follows a click through them file by file.
 """
 
 from adapters.slack.asks.destination import Destination

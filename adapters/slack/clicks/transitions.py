@@ -152,17 +152,10 @@ def _save(record: PendingRecord, user: str, drafts: list[Draft]) -> Save:
     return Save(record.next(user_drafts={**record.user_drafts, user: drafts}), False)
 
 
-def _by(
-    record: PendingRecord, user: str, name: str | None, at: float, **changes: Any
-) -> PendingRecord:
-    """``record`` ended by ``user`` at ``at``."""
-    return record.next(
-        answered_by=user, answered_by_name=name, finished_at=at, note=None, **changes
-    )
-
-
-def _ended(record: PendingRecord, origin: Origin, now: float, **changes: Any) -> Save:
-    return Save(_by(record, origin.user, origin.name, now, **changes))
+def _ended(record: PendingRecord, by: Origin | Vote, at: float, **changes: Any) -> Save:
+    """``record`` ended by who acted (or voted), at ``at``."""
+    ended = dict(answered_by=by.user, answered_by_name=by.name, finished_at=at, note=None)
+    return Save(record.next(**ended, **changes))
 
 
 def _finish(record: PendingRecord, origin: Origin, now: float, drafts: list[Draft]) -> Save:
@@ -293,4 +286,4 @@ def apply_vote(record: PendingRecord, vote: Vote) -> PendingRecord | None:
     if outcome is None:
         return record.next(votes=votes)
     answer = _review_answer(record, votes, outcome == "approved")
-    return _by(record, vote.user, vote.name, vote.at, state="answered", votes=votes, answer=answer)
+    return _ended(record, vote, vote.at, state="answered", votes=votes, answer=answer).record

@@ -66,18 +66,16 @@ def error_of(response: Any) -> object:
 
 
 def retry_after_of(exc: BaseException) -> float | None:
-    """``Retry-After`` (Slack seconds) of a rate-limit refusal (a 429, or chat.postMessage's
-    ``rate_limited`` error code), or ``None`` for anything else. Without the header: 1 s
-    after a 429, ``RATE_LIMITED_RETRY_AFTER`` after ``rate_limited``."""
-    if not isinstance(exc, SlackApiError) or exc.response is None:
-        return None
-    if getattr(exc.response, "status_code", None) == 429:
+    """``Retry-After`` (Slack seconds) of a 429 or of chat.postMessage's ``rate_limited``
+    (without the header: 1 s, ``RATE_LIMITED_RETRY_AFTER``); ``None`` for anything else."""
+    response = exc.response if isinstance(exc, SlackApiError) else None
+    if getattr(response, "status_code", None) == 429:
         default = _DEFAULT_RETRY_AFTER
-    elif error_of(exc.response) == RATE_LIMITED:
+    elif error_of(response) == RATE_LIMITED:
         default = RATE_LIMITED_RETRY_AFTER
     else:
         return None
-    headers = dict(getattr(exc.response, "headers", None) or {})
+    headers = dict(getattr(response, "headers", None) or {})
     raw: Any = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), default)
     try:
         return max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))
