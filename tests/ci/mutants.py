@@ -83,7 +83,7 @@ _SCHEDULER = [
     Mutant(
         "rate_limited ignored",
         SCHEDULER,
-        "elif error_of(exc.response) == RATE_LIMITED:",
+        "elif error_of(response) == RATE_LIMITED:",
         "elif False:",
     ),
     Mutant("withdraw every tag", SCHEDULER, "if entry.tag == tag]", "]"),
@@ -346,7 +346,10 @@ _TRANSITIONS = [
         "    return AskUserQuestionAnswerItem(id=question.id, selected=[] if custom else chosen, custom=custom)",
     ),
     Mutant(
-        "empty submit finishes", TRANSITIONS, "        if _is_empty(drafts):", "        if False:"
+        "empty submit finishes",
+        TRANSITIONS,
+        '        if all(not d.selected and not (d.custom or "").strip() for d in drafts):',
+        "        if False:",
     ),
 ]
 _HANDLER = [
