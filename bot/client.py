@@ -11,9 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from pydantic import ValidationError
-
-from bot.api.body import QuestionPost, body_problems, validation_errors
+from bot.api.body import QuestionPost, checked
 from bot.mcp.client import AskFailed, BotClient, reconnecting
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
@@ -75,15 +73,11 @@ def _body(questions: Sequence[Question], options: Mapping[str, Any]) -> dict[str
         ],
         **options,
     }
-    try:
-        post = QuestionPost.model_validate(given, by_alias=True, by_name=False)
-        errors = body_problems(given, post)
-    except ValidationError as exc:
-        errors = validation_errors(exc)
-    if errors:
-        where = ".".join(errors[0]["loc"]) or "request"
+    post = checked(QuestionPost, given)
+    if isinstance(post, list):
+        where = ".".join(post[0]["loc"]) or "request"
         raise UserQuestionError(
-            f"not a valid question request: {where}: {errors[0]['msg']}", INVALID_REQUEST
+            f"not a valid question request: {where}: {post[0]['msg']}", INVALID_REQUEST
         )
     return post.to_wire()
 

@@ -4,7 +4,8 @@ never apply)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Self
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Self, TypeVar
 
 from aiohttp import web
 from pydantic import (
@@ -24,6 +25,7 @@ __all__ = [
     "ApprovalPost",
     "QuestionPost",
     "body_problems",
+    "checked",
     "error_count",
     "never_applied",
     "read_body",
@@ -191,6 +193,9 @@ _PATTERN_HELP: Final = {
 """Pydantic's "String should match pattern '…'" for fields a person fills in, said plainly."""
 
 
+_Post = TypeVar("_Post", bound=WireModel)
+
+
 def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as the API reports them: ``{loc, msg, type}``, no input echoed."""
     errors = []
@@ -211,52 +216,6 @@ def error_count(count: int) -> str:
 
 def _refused(loc: list[str], msg: str, kind: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": kind}
-
-
-def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Keys validation dropped: attribute names (``multi_select``) where the API takes only wire
-    names, though the models accept both for Python callers."""
-    if isinstance(given, list) and isinstance(kept, list):
-        pairs = [
-            (str(n), value, item) for n, (value, item) in enumerate(zip(given, kept, strict=False))
-        ]
-    elif isinstance(given, dict) and isinstance(kept, dict):
-        pairs = [(key, value, kept.get(key, _UNKNOWN)) for key, value in given.items()]
-    else:
-        return []
-    errors: list[dict[str, Any]] = []
-    for key, value, item in pairs:
-        if item is _UNKNOWN:
-            why = f"unknown key {key!r} (the API takes the seam's wire names)"
-            errors.append(_refused([*loc, key], why, "extra_forbidden"))
-        else:
-            errors.extend(_unknown_keys(value, item, (*loc, key)))
-    return errors
-
-
-_UNKNOWN: Final = object()
-
-
-def _ambiguities(questions: list[AskUserQuestionItem]) -> list[dict[str, Any]]:
-    """What the API refuses beyond the seam: an empty question cannot be answered knowingly, and
-    two options with one label are ambiguous (an answer names options by label)."""
-    errors: list[dict[str, Any]] = []
-    for index, question in enumerate(questions):
-        at = ["questions", str(index)]
-        if not question.question.strip():
-            why = f"question {question.id!r} has no text"
-            errors.append(_refused([*at, "question"], why, "empty_question"))
-        first: dict[str, int] = {}
-        for n, label in enumerate(question.option_labels):
-            if label in first:
-                why = (
-                    f"question {question.id!r} has the option label {label!r} twice (options "
-                    f"{first[label] + 1} and {n + 1}); answers name options by label, so each "
-                    "label must be unique"
-                )
-                errors.append(_refused([*at, "options", str(n), "label"], why, "duplicate_label"))
-            first.setdefault(label, n)
-    return errors
 
 
 def never_applied(
@@ -296,12 +255,66 @@ def never_applied(
     return errors
 
 
+def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Keys validating JSON dropped: attribute names (``multi_select``) where the API takes only
+    wire names (validating Python refuses them itself)."""
+    if isinstance(given, list) and isinstance(kept, list):
+        pairs = [
+            (str(n), value, item) for n, (value, item) in enumerate(zip(given, kept, strict=False))
+        ]
+    elif isinstance(given, dict) and isinstance(kept, dict):
+        pairs = [(key, value, kept.get(key, _UNKNOWN)) for key, value in given.items()]
+    else:
+        return []
+    errors: list[dict[str, Any]] = []
+    for key, value, item in pairs:
+        if item is _UNKNOWN:
+            why = f"unknown key {key!r} (the API takes the seam's wire names)"
+            errors.append(_refused([*loc, key], why, "extra_forbidden"))
+        else:
+            errors.extend(_unknown_keys(value, item, (*loc, key)))
+    return errors
+
+
+_UNKNOWN: Final = object()
+
+
+def _ambiguities(post: WireModel) -> list[dict[str, Any]]:
+    """What the API refuses beyond the seam in a body that validated as ``post``: an empty
+    question cannot be answered knowingly, and two options with one label are ambiguous (an
+    answer names options by label)."""
+    errors: list[dict[str, Any]] = []
+    for index, question in enumerate(post.questions if isinstance(post, QuestionPost) else []):
+        at = ["questions", str(index)]
+        if not question.question.strip():
+            why = f"question {question.id!r} has no text"
+            errors.append(_refused([*at, "question"], why, "empty_question"))
+        first: dict[str, int] = {}
+        for n, label in enumerate(question.option_labels):
+            if label in first:
+                why = (
+                    f"question {question.id!r} has the option label {label!r} twice (options "
+                    f"{first[label] + 1} and {n + 1}); answers name options by label, so each "
+                    "label must be unique"
+                )
+                errors.append(_refused([*at, "options", str(n), "label"], why, "duplicate_label"))
+            first.setdefault(label, n)
+    return errors
+
+
+def checked(model: type[_Post], given: Mapping[str, Any]) -> _Post | list[dict[str, Any]]:
+    """``given`` (arguments, wire names only) as ``model``, or the errors the API would answer."""
+    try:
+        post = model.model_validate(given, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        return validation_errors(exc)
+    return _ambiguities(post) or post
+
+
 def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
-    """What the API refuses in a body (``given``, parsed JSON) that validated as ``post``; the
-    deadlines are checked apart (``never_applied``: they depend on this process's defaults)."""
+    """What the API refuses in a JSON body (``given``, parsed) that validated as ``post``."""
     kept = post.model_dump(by_alias=True, exclude_unset=True)
-    questions = post.questions if isinstance(post, QuestionPost) else []
-    return _unknown_keys(given, kept) or _ambiguities(questions)
+    return _unknown_keys(given, kept) or _ambiguities(post)
 
 
 async def read_body(request: web.Request, limit: int | None) -> bytes | None:

@@ -19,9 +19,8 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
 
-from bot.api.body import ApprovalPost, QuestionPost, body_problems, error_count, validation_errors
+from bot.api.body import ApprovalPost, QuestionPost, checked, error_count
 from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
 __all__ = ["APPROVAL_DESCRIPTION", "APPROVAL_TOOL_NAME", "DESCRIPTION", "TOOL_NAME", "build_server"]
@@ -96,13 +95,9 @@ def _arguments(model: type[QuestionPost | ApprovalPost], ctx: Context) -> dict[s
     ``INVALID_REQUEST`` with ``errors``."""
     given = (ctx.request_context.params or {}).get("arguments")
     given = {k: v for k, v in given.items() if v is not None} if isinstance(given, Mapping) else {}
-    try:
-        post = model.model_validate(given, by_alias=True, by_name=False)
-        errors = body_problems(given, post)
-    except ValidationError as exc:
-        errors = validation_errors(exc)
-    if not errors:
-        return post.to_wire()
+    errors = checked(model, given)
+    if not isinstance(errors, list):
+        return errors.to_wire()
     where = ".".join(errors[0]["loc"]) or "arguments"
     count = error_count(len(errors))
     message = f"the arguments are not a valid question request ({count}); {where}: "
