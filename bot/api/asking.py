@@ -9,6 +9,7 @@ import contextlib
 import json
 import math
 import re
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final, TypeVar
 
@@ -228,10 +229,11 @@ def key_problem(key: str | None) -> str | None:
 
 
 class KeyLocks:
-    """One lock per question id while any request for it is in flight."""
+    """One lock per question id while any request for it is in flight (held or queued: a
+    lock is dropped with its last reference)."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def __len__(self) -> int:
         return len(self._locks)
@@ -239,17 +241,8 @@ class KeyLocks:
     @contextlib.asynccontextmanager
     async def held(self, request_id: str) -> AsyncIterator[None]:
         """Hold ``request_id``'s lock (queued behind earlier requests for it)."""
-        lock, users = self._locks.get(request_id, (asyncio.Lock(), 0))
-        self._locks[request_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[request_id]
-            if users == 1:
-                del self._locks[request_id]
-            else:
-                self._locks[request_id] = (lock, users - 1)
+        async with self._locks.setdefault(request_id, asyncio.Lock()):
+            yield
 
 
 def _same_place(

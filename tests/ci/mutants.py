@@ -974,16 +974,16 @@ _API_KEYS = [
         "        and True",
     ),
     Mutant(
-        "lock shared by count",
+        "lock not shared",
         KEYS,
-        "        self._locks[request_id] = (lock, users + 1)",
-        "        self._locks[request_id] = (lock, 1)",
+        "async with self._locks.setdefault(request_id, asyncio.Lock()):",
+        "async with asyncio.Lock():",
     ),
     Mutant(
         "lock never freed",
         KEYS,
-        "            if users == 1:\n                del self._locks[request_id]",
-        "            if False:\n                del self._locks[request_id]",
+        "asyncio.Lock] = weakref.WeakValueDictionary()",
+        "asyncio.Lock] = {}  # type: ignore[assignment]",
     ),
     Mutant(
         "retries not serialised",
