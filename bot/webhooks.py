@@ -25,6 +25,7 @@ from aiohttp.resolver import DefaultResolver
 
 from adapters.slack import BackgroundTasks
 from bot.api.access import asker_of
+from bot.api.taken import Watch
 from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
 
 __all__ = [
@@ -102,9 +103,6 @@ class _PublicResolver(AbstractResolver):
 
 Status = Callable[[str], Awaitable[dict[str, Any] | None]]
 """The body ``GET /v1/questions/{id}`` answers with, ``{}`` while open, ``None`` if unknown."""
-Report = Callable[[str, Any], None]
-Watch = Callable[[str, Report], Awaitable[bool]]
-"""The provider's ``report_ending``: a question's ending reported with no task waiting."""
 
 
 class Webhooks:

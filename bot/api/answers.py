@@ -211,10 +211,6 @@ def view_of(
     return {key: value for key, value in view.items() if value is not None}
 
 
-def _dumped(event: AuditEvent) -> dict[str, Any]:
-    return event.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 def _shown(code: str, message: str) -> str:
     """An error's message as a client is shown it: ``STORE_DOWN`` for a store outage."""
     return STORE_DOWN if code == STORE_UNAVAILABLE else message

@@ -92,20 +92,18 @@ class Gateway:
         checked before any of a body is read, at most ``MAX_BODY_BYTES`` read)."""
         admit = functools.partial(_admitted, tokens=self._tokens, refusals=self.refusals)
         rule = BodyRule(admit=admit, max_body=self._max_body)
-
-        def ruled(handler: Handler) -> Handler:
-            return with_body_rule(_guarded(handler, admit, self._owns, self._failures), rule)
-
-        router, expect = app.router, rule.expect
-        router.add_post("/v1/questions", ruled(self.post_question), expect_handler=expect)
-        router.add_post("/v1/approvals", ruled(self.post_approval), expect_handler=expect)
-        router.add_get("/v1/questions/{id}", ruled(self.get_question), expect_handler=expect)
-        router.add_delete("/v1/questions/{id}", ruled(self.delete_question), expect_handler=expect)
-        consume = ruled(self.consume_question)
-        router.add_post("/v1/questions/{id}/consume", consume, expect_handler=expect)
-        trail = audit_handler(self._questions.audit, self._owns)
-        router.add_get("/v1/audit", ruled(trail), expect_handler=expect)
-        router.add_get("/v1/openapi.json", ruled(_openapi), expect_handler=expect)
+        routes: list[tuple[str, str, Handler]] = [
+            ("POST", "/v1/questions", self.post_question),
+            ("POST", "/v1/approvals", self.post_approval),
+            ("GET", "/v1/questions/{id}", self.get_question),
+            ("DELETE", "/v1/questions/{id}", self.delete_question),
+            ("POST", "/v1/questions/{id}/consume", self.consume_question),
+            ("GET", "/v1/audit", audit_handler(self._questions.audit, self._owns)),
+            ("GET", "/v1/openapi.json", _openapi),
+        ]
+        for method, path, handler in routes:  # a GET answers HEAD too
+            guarded = with_body_rule(_guarded(handler, admit, self._owns, self._failures), rule)
+            app.router.add_routes([web.route(method, path, guarded, expect_handler=rule.expect)])
 
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""

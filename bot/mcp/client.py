@@ -111,28 +111,18 @@ class BotClient:
             await self._session.close()
 
     async def ask(
-        self, body: dict[str, Any], *, key: str, route: str = "/v1/questions"
+        self, body: dict[str, Any], *, key: str, route: str = "/v1/questions", lookup: bool = False
     ) -> dict[str, Any]:
-        """Post a question (``key``: the Idempotency-Key); returns it as the API shows it once Slack
-        has the message, or ``queued`` once the bot stops waiting for Slack's rate limits."""
-        headers = {"Idempotency-Key": key}
-        view = await self._call("POST", route, json=body, headers=headers, limit=60.0)
+        """Post a question (``key``: the Idempotency-Key): it as the API shows it once Slack has
+        the message, or ``queued``. A ``lookup`` (``If-Match: *``) never asks: the question
+        ``key`` asked (a ``POST`` with it still in flight is waited for), ``{}`` if none."""
+        headers = {"Idempotency-Key": key} | ({"If-Match": "*"} if lookup else {})
+        ok = (412,) if lookup else ()
+        view = await self._call("POST", route, json=body, headers=headers, limit=60.0, ok=ok)
+        if lookup and view.get("code") == NOT_ASKED:
+            return {}
         if not isinstance(view.get("id"), str):
-            raise bad_response("the question it took has no id")
-        return view
-
-    async def asked(
-        self, body: dict[str, Any], *, key: str, route: str = "/v1/questions"
-    ) -> dict[str, Any] | None:
-        """The question ``key`` asked (``body`` as it was posted), or ``None`` when none
-        was: a conditional ``POST`` (``If-Match: *``) that never asks it. A ``POST`` with
-        the key still in flight at the bot is waited for."""
-        headers = {"Idempotency-Key": key, "If-Match": "*"}
-        view = await self._call("POST", route, json=body, headers=headers, limit=60.0, ok=(412,))
-        if view.get("code") == NOT_ASKED:
-            return None
-        if not isinstance(view.get("id"), str):
-            raise bad_response("the question it found has no id")
+            raise bad_response("the question it posted has no id")
         return view
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:

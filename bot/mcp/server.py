@@ -196,8 +196,8 @@ async def _abort(client: BotClient, request_id: str | None, **asked: Any) -> Non
     if it did), shielded from cancellation and best effort: a failure is logged."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(10 if request_id else 40):
         try:
-            if request_id is None and (found := await client.asked(**asked)) is not None:
-                request_id = found["id"]
+            if request_id is None:
+                request_id = (await client.ask(**asked, lookup=True)).get("id")
             if request_id is not None:
                 await client.abort(request_id)
         except AskFailed as failure:
