@@ -5,6 +5,7 @@ waited out for ``reconnect_for`` seconds (found again by its Idempotency-Key).""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import uuid
@@ -111,8 +112,6 @@ def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:
 
 async def _abort(client: BotClient, request_id: str) -> None:
     """Abort the question, best effort (the call was cancelled: nobody waits for it)."""
-    try:
+    with contextlib.suppress(AskFailed, TimeoutError):
         async with asyncio.timeout(10):
             await client.abort(request_id)
-    except (AskFailed, TimeoutError):
-        pass

@@ -223,7 +223,5 @@ def wait_of(request: web.Request, most: float) -> float | web.Response:
         if not 0 <= wait <= most:
             raise ValueError
     except ValueError:
-        return problem(
-            400, "RequestError", "BAD_WAIT", f"wait must be a number of seconds, 0–{most:g}"
-        )
+        return request_problem(400, "BAD_WAIT", f"wait must be a number of seconds, 0–{most:g}")
     return wait

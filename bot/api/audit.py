@@ -14,6 +14,7 @@ from typing import Final
 from aiohttp import web
 
 from adapters.slack import AuditEvent
+from bot.api.answers import request_problem
 
 _log = logging.getLogger("bot.audit")
 
@@ -94,8 +95,7 @@ def audit_handler(audit: AuditSource, visible: Visible) -> Handler:
                 raise ValueError("since is required (e.g. since=24h or since=2026-12-01)")
             since, until = parse_range(request.query["since"], request.query.get("until"))
         except ValueError as exc:
-            body = {"name": "RequestError", "code": "BAD_TIME", "message": str(exc)}
-            return web.json_response(body, status=400)
+            return request_problem(400, "BAD_TIME", str(exc))
         found = audit(since, until)
         events = (e async for e in found if visible(request, e.request_id))
         event = await anext(events, None)  # a store outage is still a clean 503 here
