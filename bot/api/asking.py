@@ -17,13 +17,12 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.slack import (
-    CONSUME_REFUSALS,
     QuestionStatus,
     SlackQuestionProvider,
     plan_review_of,
     unknown_revised,
 )
-from bot.api.answers import error_answer, not_found, problem, view_of
+from bot.api.answers import error_answer, problem, view_of
 from bot.api.body import (
     ApprovalPost,
     QuestionPost,
@@ -37,7 +36,6 @@ from bot.questions.errors import (
     ASK_ABORTED,
     BAD_REVIEW,
     DELIVERY_FAILED,
-    HarnessError,
     UserQuestionError,
 )
 from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
@@ -48,10 +46,8 @@ Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 __all__ = [
     "KeyLocks",
-    "aborted",
     "ask_options",
     "callback_refused",
-    "consumed",
     "ended_view",
     "key_problem",
     "located",
@@ -72,20 +68,6 @@ async def ended_view(
     if question is None or question.is_open:
         return None if question is None else {}
     return view_of(question, ttl, await questions.events(request_id))
-
-
-async def consumed(
-    questions: SlackQuestionProvider, request_id: str, by: str, ttl: float
-) -> web.Response:
-    """Consume an answered question's decision (once, within ``ttl`` of it): its view, or the
-    refusal (410 when expired, 409 otherwise; 404 for an unknown question)."""
-    code, question = await questions.consume(request_id, by=by, lifetime=ttl)
-    if question is None:
-        return not_found(request_id)
-    if code is not None:
-        status = 410 if code == "EXPIRED" else 409
-        return problem(status, "RequestError", code, CONSUME_REFUSALS[code])
-    return web.json_response(view_of(question, ttl))
 
 
 def _invalid(message: str, errors: list[dict[str, Any]]) -> web.Response:
@@ -211,11 +193,6 @@ def shutting_down() -> web.Response:
     """``503 ASK_ABORTED``: the bot is stopping and asks nothing new (retry: another process,
     or this one restarted, takes it)."""
     return problem(503, "UserQuestionError", ASK_ABORTED, "the bot is shutting down")
-
-
-def aborted(error: BaseException) -> bool:
-    """Whether ``error`` is the seam's ``ASK_ABORTED`` (what a stopping provider raises)."""
-    return isinstance(error, HarnessError) and error.code == ASK_ABORTED
 
 
 _IDEMPOTENCY_KEY: Final = re.compile(r"[\x20-\x7e]{1,255}")

@@ -13,7 +13,13 @@ from typing import Any, Final, TypeVar
 from aiohttp import web
 
 from adapters.httpguard import BodyRule, RefusalLog, with_body_rule
-from adapters.slack import ApprovalView, QuestionStatus, Released, SlackQuestionProvider
+from adapters.slack import (
+    CONSUME_REFUSALS,
+    ApprovalView,
+    QuestionStatus,
+    Released,
+    SlackQuestionProvider,
+)
 from bot.api import answers, asking
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.audit import audit_handler
@@ -21,7 +27,7 @@ from bot.api.body import ApprovalPost, QuestionPost, read_body
 from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
-from bot.questions.errors import NO_PROVIDER, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, NO_PROVIDER, HarnessError, UserQuestionError
 from bot.questions.models import AskOptions
 from bot.questions.service import UserQuestionService
 from bot.webhooks import Webhooks
@@ -229,7 +235,8 @@ class Gateway:
             error = task.exception()
             # Handed over at a stop, its post not sent yet: open, posted by the next process.
             if error is not None and (question is None or not question.is_open):
-                if question is None and self._closing and asking.aborted(error):
+                stopped = isinstance(error, HarnessError) and error.code == ASK_ABORTED
+                if question is None and self._closing and stopped:
                     return asking.shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
         view = {"id": request_id, "state": "pending"}
@@ -281,7 +288,13 @@ class Gateway:
         """Consume an answered question's decision, once and before its ``expiresAt``."""
         request_id = request.match_info["id"]
         by = asked_by(request[ASKER])
-        return await asking.consumed(self._questions, request_id, by, self._ttl)
+        code, question = await self._questions.consume(request_id, by=by, lifetime=self._ttl)
+        if question is None:
+            return answers.not_found(request_id)
+        if code is not None:  # 410 when expired, 409 otherwise
+            status = 410 if code == "EXPIRED" else 409
+            return answers.request_problem(status, code, CONSUME_REFUSALS[code])
+        return web.json_response(answers.view_of(question, self._ttl))
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:

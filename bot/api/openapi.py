@@ -15,7 +15,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from bot.api.answers import Problem, Question
 from bot.api.body import ApprovalPost, QuestionPost
 
-__all__ = ["document", "document_text", "openapi_paths"]
+__all__ = ["document", "document_text"]
 
 _REF: Final = "#/components/schemas/{model}"
 _MODELS: Final[list[tuple[type[BaseModel], JsonSchemaMode]]] = [
@@ -84,11 +84,3 @@ def document() -> dict[str, Any]:
 def document_text() -> str:
     """The document as served."""
     return json.dumps(document(), ensure_ascii=False)
-
-
-def openapi_paths() -> dict[str, set[str]]:
-    """The paths and methods the document declares (for the agreement test)."""
-    return {
-        path: {method.upper() for method in item if method != "parameters"}
-        for path, item in document()["paths"].items()
-    }
