@@ -54,15 +54,11 @@ class StoreConflict(Exception):
 class StoreUnavailable(ConnectionError):
     """The store could not be reached when it started (the message names its setting)."""
 
-    def __init__(self, message: str, url: str) -> None:
-        super().__init__(message)
-        self.url = url
-
 
 @dataclass(frozen=True, slots=True)
 class OpenCount:
-    """How many records are pending: in all, this process's (an in-process ``ask()`` waits
-    on each), and owned by no process (the HTTP API's: any process serves them)."""
+    """How many records are pending: in all, this process's (its ``ask()`` waits on each),
+    and owned by none (the HTTP API's)."""
 
     total: int
     mine: int
@@ -100,16 +96,16 @@ class TrailReader(Protocol):
 
 
 class Trail(TrailReader, Protocol):
-    """A store's audit trail (``SqliteAudit``, ``RedisAudit``)."""
+    """A store's audit trail (``SqliteAudit``, ``RedisAudit``, and every store's own)."""
 
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` (one that goes with no write of its record) to its trail."""
         ...
 
 
-class PendingStore(TrailReader, Protocol):
-    """The records of open requests, shared by every process that can receive a click: the
-    base of every store, holding what they do alike (its process id, its watches)."""
+class PendingStore(Trail, Protocol):
+    """The records of open requests, shared by every process that can receive a click; the
+    base of every store (its process id, its watches)."""
 
     _process_id: str
     _watches: WatchRegistry
@@ -174,14 +170,10 @@ class PendingStore(TrailReader, Protocol):
         """Who may answer each open question (tool approvals left out), in no order."""
         ...
 
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` (one that goes with no write of its record) to its trail."""
-        ...
-
 
 class DurableStore(PendingStore):
-    """What the durable stores do alike: the audit trail's methods passed to ``_trail``, the
-    retention and the sweep to ``_upkeep``, which reports the records it failed."""
+    """The durable stores' base: the trail's methods go to ``_trail``, purge and sweep to
+    ``_upkeep``."""
 
     _trail: Trail
     _upkeep: Upkeep

@@ -34,8 +34,7 @@ def default_process_id() -> str:
 
 
 class OrphanSweep:
-    """One pass of a sweep, kept as it goes: the records it wrote (``written``) and the
-    writes whose answer never came (``unsure``), both reported however the pass ends."""
+    """One pass of a sweep: the records it wrote, and the writes whose answer never came."""
 
     def __init__(self, store: PendingStore, *, budget: float, log: logging.Logger) -> None:
         self.store = store
@@ -48,14 +47,14 @@ class OrphanSweep:
         self.cut = False
 
     def out_of_time(self) -> bool:
-        """Whether the pass is over its deadline (then it stops); never before its first record."""
+        """Whether the pass is over its deadline (set by its first record)."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.cut = True
         return self.cut
 
     async def owner(self, owner: str) -> None:
         """Fail (or take up) the open records of the lost process ``owner`` until the
-        deadline; a store error stops the pass, another is logged and the sweep goes on."""
+        deadline; a store error stops the pass, another is only logged."""
         for record in await self.store.open_records(owner=owner):
             if self.out_of_time():
                 return
@@ -102,8 +101,7 @@ class OrphanSweep:
 
 
 class Upkeep:
-    """A durable store's duties: its heartbeat with a pass of the sweep (``duty``), beside
-    it the hourly ``purge``."""
+    """A durable store's duties: the heartbeat with a pass of the sweep, the hourly purge."""
 
     def __init__(
         self, store: PendingStore, *, interval: float, ttl: float, log: logging.Logger
@@ -114,10 +112,8 @@ class Upkeep:
         self._interval = interval
         self._ttl = ttl
         self._log = log
-        self._beaten_at = 0.0
-        """When (monotonic) this process's last beat was written."""
-        self._unsure: list[PendingRecord] = []
-        """Writes of a sweep whose answer never came: reported next time if they were made."""
+        self._beaten_at = 0.0  # when (monotonic) this process's last beat was written
+        self._unsure: list[PendingRecord] = []  # writes with no answer: maybe made
 
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: beat, and a pass of the sweep; the records it failed."""
@@ -132,9 +128,9 @@ class Upkeep:
         raise NotImplementedError
 
     async def sweep_orphans(self) -> list[PendingRecord]:
-        """One pass of the sweep (``OWNER_LOST``), writing for a third of the TTL at most, after
-        the unsure writes of earlier passes that were made; a store error is raised, or only
-        logged once something was written (the pass reports it)."""
+        """One pass of the sweep (``OWNER_LOST``), a third of the TTL at most, reporting too
+        the unsure writes of earlier passes that were made; a store error is only logged
+        once something was written."""
         sweep = OrphanSweep(self._store, budget=self._ttl / 3, log=self._log)
         sweep.unsure, self._unsure = self._unsure, []  # carried on unless read now
         try:
@@ -179,8 +175,7 @@ class Upkeep:
 
 
 async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
-    """Of the writes whose answer never came, those made, as stored now (same version or
-    later, owner, state and ending)."""
+    """Of the writes whose answer never came, those made (stored with the same ending)."""
     stored = await store.get_many([record.id for record in sent])
     return [
         now
@@ -193,8 +188,8 @@ async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[Pe
 
 
 class RepeatedFailures:
-    """The log of a duty that may fail at every round while the store is unavailable: a
-    cause at most once per ``every`` seconds, and once when the duty works again."""
+    """The log of a duty failing at every round: a cause at most once per ``every``
+    seconds, and once when the duty works again."""
 
     def __init__(
         self,

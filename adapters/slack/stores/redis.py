@@ -33,7 +33,7 @@ from adapters.slack.stores.redis_link import (
     reraise_cancellation,
 )
 from adapters.slack.stores.redis_lua import AUDIENCES, INDEXED, OPEN_COUNT, WRITE
-from adapters.slack.stores.redis_upkeep import RedisNotices, RedisUpkeep
+from adapters.slack.stores.redis_upkeep import RedisUpkeep
 from bot.questions.errors import UserQuestionError
 
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
@@ -42,13 +42,11 @@ __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavai
 class RedisRecords:
     """The records of one store, kept by its scripts: ``RedisPendingStore``'s record half."""
 
-    def __init__(
-        self, link: RedisLink, keys: RedisKeys, *, finished_ttl: float, log: logging.Logger
-    ) -> None:
+    def __init__(self, link: RedisLink, *, finished_ttl: float) -> None:
         self._link = link
-        self._keys = keys
+        self._keys = link.keys
         self._finished_ttl = finished_ttl
-        self._log = log
+        self._log = link.log
         client = link.client
         self._write_script = client.register_script(WRITE)
         self._indexed_script = client.register_script(INDEXED)
@@ -84,7 +82,7 @@ class RedisRecords:
     async def _write(
         self, what: str, record: PendingRecord, version: int | str, event: AuditEvent | None
     ) -> bool:
-        """Run the write script (``version`` ``''``: a create), then ``event`` and its chain."""
+        """Run the write script (``version`` ``''``: a create) with ``event`` and its chain."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [record.dump(), record.id, version, record.state]
         args += [px(self._finished_ttl), self._keys.owner_prefix, self._keys.done]
@@ -93,7 +91,7 @@ class RedisRecords:
         async def run(chain: list[str | int]) -> object:
             return await self._link.op(what, partial(self._write_script, keys, args + chain))
 
-        return bool(await chained(self._link, self._keys, event, run))
+        return bool(await chained(self._link, event, run))
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         index = self._keys.open if owner is None else self._keys.owner(owner)
@@ -104,8 +102,12 @@ class RedisRecords:
         )
         records: list[PendingRecord] = []
         for raw in cast(list[str], raws):
-            record = load_record(raw, "in the open index", self._log)
-            if record is not None and record.is_open and (owner is None or record.owner == owner):
+            try:  # fields this version does not know are only ignored: ``PendingRecord.load``
+                record = PendingRecord.load(raw, of="in the open index")
+            except UserQuestionError as exc:  # a record it cannot read at all is left out
+                self._log.error("%s", exc.message)
+                continue
+            if record.is_open and (owner is None or record.owner == owner):
                 records.append(record)
         return records
 
@@ -149,20 +151,6 @@ class RedisRecords:
         return OpenCount(int(total), int(mine), int(unowned))
 
 
-def load_record(
-    raw: str | bytes | None, request_id: str, log: logging.Logger
-) -> PendingRecord | None:
-    """A stored record, or ``None`` when it is missing or this version cannot read it at
-    all (logged; fields it does not know are only ignored: ``PendingRecord.load``)."""
-    if raw is None:
-        return None
-    try:
-        return PendingRecord.load(raw, of=request_id)
-    except UserQuestionError as exc:
-        log.error("%s", exc.message)
-        return None
-
-
 def dump_audience(record: PendingRecord) -> str:
     """What ``p:audiences`` keeps for ``record``: time asked, users and groups named
     (space-joined) and, when nobody is, the conversation, tab-separated; ``''``: none."""
@@ -202,43 +190,24 @@ class RedisPendingStore(RedisRecords, DurableStore):
         max_connections: int = 64,
         logger: logging.Logger | None = None,
     ) -> None:
-        if not prefix:
-            raise ValueError("prefix must not be empty")
-        if finished_ttl <= 0:
-            raise ValueError("finished_ttl must be positive")
-        if op_timeout <= 0:
-            raise ValueError("op_timeout must be positive")
+        if not prefix or min(finished_ttl, op_timeout) <= 0:
+            raise ValueError("prefix must not be empty, finished_ttl and op_timeout positive")
         keys = RedisKeys(prefix, process_id or default_process_id())
         log = logger or logging.getLogger("adapters.slack.stores.redis")
-        link = RedisLink(
-            url,
-            client_name=f"{prefix}:{keys.process_id}",
-            op_timeout=op_timeout,
-            max_connections=max_connections,
-            log=log,
-        )
-        super().__init__(link, keys, finished_ttl=finished_ttl, log=log)
+        link = RedisLink(url, keys, op_timeout=op_timeout, max_connections=max_connections, log=log)
+        super().__init__(link, finished_ttl=finished_ttl)
         self._process_id = keys.process_id
-        self._notices = RedisNotices(
-            self._link,
-            self._keys,
-            heartbeat_interval=heartbeat_interval,
-            heartbeat_ttl=heartbeat_ttl,
-            outage_limit=outage_limit,
-            log=self._log,
-        )
-        self._watches = self._notices.watches
-        self._trail = RedisAudit(self._link, self._keys, retention=finished_ttl)
+        self._trail = RedisAudit(link, retention=finished_ttl)
         self._upkeep = RedisUpkeep(
-            self._link,
-            self._keys,
+            link,
             self,
-            self._notices,
             self._trail,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
-            log=self._log,
+            outage_limit=outage_limit,
         )
+        self._notices = self._upkeep.notices
+        self._watches = self._notices.watches
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

@@ -9,7 +9,7 @@ from typing import Final, cast
 
 from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.stores.redis_link import RedisKeys, RedisLink, as_text, px
+from adapters.slack.stores.redis_link import RedisLink, px
 from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -17,31 +17,22 @@ __all__ = ["CHAIN_TRIES", "RedisAudit", "chained"]
 
 _PAGE: Final = 500
 """Entries read per XRANGE."""
-
-
-def _entries(entries: object) -> list[tuple[str, dict[str, str]]]:
-    """``(entry id, fields)`` of each entry XRANGE returned, as text."""
-    return [
-        (as_text(entry_id), {as_text(k): as_text(v) for k, v in fields.items()})
-        for entry_id, fields in cast(list[tuple[str, dict[str, str]]], entries or [])
-    ]
-
+Entries = list[tuple[str, dict[str, str]]]
+"""What XRANGE returns: each entry's id and fields."""
 
 CHAIN_TRIES: Final = 16
 """Tries of a chained append, the head moved before each, before ``STORE_UNAVAILABLE``."""
 
 
 async def chained(
-    link: RedisLink,
-    keys: RedisKeys,
-    event: AuditEvent | None,
-    run: Callable[[list[str | int]], Awaitable[object]],
+    link: RedisLink, event: AuditEvent | None, run: Callable[[list[str | int]], Awaitable[object]]
 ) -> object:
     """Run a script with ``event`` and its chain as its last ARGV, again while it answers
     ``[-1, head, question's last chained hash]`` (another writer appended), ``CHAIN_TRIES``
     times at most."""
     if event is None:
         return await run(["", "", "", "", "", ""])
+    keys = link.keys
     line, trail = event.dump(), keys.events(event.request_id)
 
     async def read() -> list[object]:
@@ -49,13 +40,13 @@ async def chained(
             pipe.get(keys.audit_head)
             pipe.xrevrange(trail, count=1)  # a guess: the script reads past unchained ones
             head, newest = await pipe.execute()
-        hashes = (fields["h"] for _, fields in _entries(newest) if "h" in fields)
+        hashes = (fields["h"] for _, fields in cast(Entries, newest) if "h" in fields)
         return [-1, head or "", next(hashes, "")]
 
     async with link.chain_lock:
         found = await link.op("read the audit chain", read)
         for _ in range(CHAIN_TRIES):
-            want, qprev = as_text(cast(str, found[1])), as_text(cast(str, found[2]))
+            want, qprev = cast(str, found[1]), cast(str, found[2])
             seq, _, prev = want.partition(" ")
             digest = chain_hash(prev, qprev, line)
             answer = await run([line, int(seq or 0) + 1, prev, qprev, digest, want])
@@ -72,25 +63,16 @@ async def chained(
 def _row(entry_id: str, fields: dict[str, str]) -> ChainRow:
     """The chain fields of one audit stream entry (none: appended before the chain)."""
     event = AuditEvent.load(fields["e"])
-    if "h" not in fields:
-        return ChainRow(0, event.request_id, event.at, fields["e"], None, None, None)
-    return ChainRow(
-        int(fields.get("n", 0)),
-        event.request_id,
-        event.at,
-        fields["e"],
-        fields.get("p") or None,
-        fields.get("q") or None,
-        fields["h"],
-    )
+    seq, prev, qprev = int(fields.get("n", 0)), fields.get("p") or None, fields.get("q") or None
+    return ChainRow(seq, event.request_id, event.at, fields["e"], prev, qprev, fields.get("h"))
 
 
 class RedisAudit:
     """Appends and reads the audit streams of one store."""
 
-    def __init__(self, link: RedisLink, keys: RedisKeys, *, retention: float) -> None:
+    def __init__(self, link: RedisLink, *, retention: float) -> None:
         self._link = link
-        self._keys = keys
+        self._keys = link.keys
         self._retention = retention
         client = link.client
         self._append_script = client.register_script(APPEND)
@@ -114,7 +96,7 @@ class RedisAudit:
                 "append an audit event", lambda: self._append_script(keys=keys, args=args)
             )
 
-        await chained(self._link, self._keys, event, run)
+        await chained(self._link, event, run)
 
     async def keep_open_trails(self) -> None:
         """Lift any TTL an older bot put on a pending question's stream (once, at start)."""
@@ -139,19 +121,19 @@ class RedisAudit:
             deleted += int(gone)
             if int(read) < _PAGE:
                 return deleted
-            first = f"({as_text(last)}"
+            first = f"({last}"
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""
         trail = self._keys.events(request_id)
         entries = await self._link.op("read a trail", lambda: self._link.client.xrange(trail))
-        return [AuditEvent.load(fields["e"]) for _, fields in _entries(entries)]
+        return [AuditEvent.load(fields["e"]) for _, fields in cast(Entries, entries)]
 
-    async def _pages(self, low: str, high: str) -> AsyncIterator[list[tuple[str, dict[str, str]]]]:
+    async def _pages(self, low: str, high: str) -> AsyncIterator[Entries]:
         """The audit stream's entries from ``low`` to ``high``, a page at a time."""
         while True:
             read = functools.partial(self._link.client.xrange, self._keys.audit, low, high, _PAGE)
-            entries = _entries(await self._link.op("read the audit stream", read))
+            entries = cast(Entries, await self._link.op("read the audit stream", read))
             yield entries
             if len(entries) < _PAGE:
                 return
@@ -167,12 +149,12 @@ class RedisAudit:
         )
         head = None
         if head_raw is not None:
-            seq, _, digest = as_text(head_raw).partition(" ")
+            seq, _, digest = cast(str, head_raw).partition(" ")
             head = (int(seq), digest)
         gone: dict[int, tuple[float, str]] = {}
         for seq_raw, value in cast(dict[str, str], purged).items():
-            at, _, digest = as_text(value).partition(" ")
-            gone[int(as_text(seq_raw))] = (float(at), digest)
+            at, _, digest = value.partition(" ")
+            gone[int(seq_raw)] = (float(at), digest)
         return verify(rows, head, gone, kept_since)
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:

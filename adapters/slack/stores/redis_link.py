@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from logging import Logger
 from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
@@ -26,7 +26,6 @@ __all__ = [
     "FAILURES",
     "RedisKeys",
     "RedisLink",
-    "as_text",
     "closed_error",
     "px",
     "reraise_cancellation",
@@ -90,15 +89,10 @@ class RedisKeys:
 
 
 def reraise_cancellation(exc: BaseException) -> None:
-    """Raise ``CancelledError`` if this task is being cancelled."""
+    """Raise ``CancelledError`` if this task is being cancelled (a timeout's ``exc`` hides it)."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError from exc
-
-
-def as_text(value: str | bytes) -> str:
-    """A reply as text (the client decodes replies; a raw one is UTF-8)."""
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def closed_error() -> UserQuestionError:
@@ -107,34 +101,27 @@ def closed_error() -> UserQuestionError:
 
 
 class RedisLink:
-    """One store's client (a blocking pool) and what its operations tell of Redis's health."""
+    """One store's client (a blocking pool), its keys and log, and what its operations tell
+    of Redis's health."""
 
     def __init__(
-        self,
-        url: str,
-        *,
-        client_name: str,
-        op_timeout: float,
-        max_connections: int,
-        log: logging.Logger,
+        self, url: str, keys: RedisKeys, *, op_timeout: float, max_connections: int, log: Logger
     ) -> None:
+        self.keys = keys
+        self.log = log
         self.shown_url = redact_url(url)
         try:
             self._password = urlsplit(url).password or ""
         except ValueError:
             self._password = ""
         self.op_timeout = op_timeout
-        self._log = log
         self.closed = False
-        self.healthy: bool | None = None
-        """Whether Redis answered last time (``None`` before the first answer)."""
-        self.ok_at = 0.0
-        """When (monotonic) Redis last answered."""
-        self.healthy_since = 0.0
-        """When (monotonic) Redis answered again after an outage (or first)."""
+        self.healthy: bool | None = None  # whether Redis answered last time (None: never yet)
+        self.ok_at = 0.0  # when (monotonic) Redis last answered
+        self.healthy_since = 0.0  # when (monotonic) Redis answered again after an outage
         self.chain_lock = asyncio.Lock()
-        """One audit append at a time of this store's (the chain is one line: its own
-        writers would only lose races to each other; ``redis_audit.chained``)."""
+        """One audit append at a time of this store's (its writers would only lose races to
+        each other for the chain's head)."""
         try:
             # A blocking pool: under a burst, an operation waits for a free connection
             # (within op_timeout) instead of failing with "Too many connections".
@@ -147,7 +134,7 @@ class RedisLink:
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_timeout=op_timeout / 2,
                 socket_connect_timeout=op_timeout / 2,
-                client_name=re.sub(r"[^!-~]", "_", client_name),
+                client_name=re.sub(r"[^!-~]", "_", f"{keys.prefix}:{keys.process_id}"),
             )
         except ValueError as exc:
             # redis-py's reason may quote a piece of the URL (a password read as the port):
@@ -187,7 +174,7 @@ class RedisLink:
         """Redis just answered."""
         self.ok_at = time.monotonic()
         if self.healthy is False:
-            self._log.info("pending store reconnected to Redis at %s", self.shown_url)
+            self.log.info("pending store reconnected to Redis at %s", self.shown_url)
         if self.healthy is not True:
             self.healthy_since = self.ok_at
         self.healthy = True
@@ -198,7 +185,7 @@ class RedisLink:
             return  # something succeeded since this attempt began: not an outage
         if self.healthy is not False:
             detail = self.scrub(str(exc)) or type(exc).__name__
-            self._log.warning(
+            self.log.warning(
                 "pending store lost Redis at %s (%s); retrying", self.shown_url, detail
             )
         self.healthy = False
@@ -230,7 +217,7 @@ class RedisLink:
                 f"{reason.rstrip('.')}."
                 " Check that Redis is running and that REDIS_URL points at it."
             )
-        return StoreUnavailable(problem, shown)
+        return StoreUnavailable(problem)
 
     async def aclose(self) -> None:
         """Disconnect every connection of the pool."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import time
 from collections.abc import Iterable
 from typing import Final, cast
@@ -22,9 +21,7 @@ from adapters.slack.stores.duties import OrphanSweep, Upkeep
 from adapters.slack.stores.redis_audit import RedisAudit
 from adapters.slack.stores.redis_link import (
     FAILURES,
-    RedisKeys,
     RedisLink,
-    as_text,
     px,
     reraise_cancellation,
 )
@@ -41,23 +38,14 @@ _CHUNK: Final = 500
 class RedisNotices:
     """This process's watches and the subscriber that resolves them."""
 
-    def __init__(
-        self,
-        link: RedisLink,
-        keys: RedisKeys,
-        *,
-        heartbeat_interval: float,
-        heartbeat_ttl: float,
-        outage_limit: float,
-        log: logging.Logger,
-    ) -> None:
+    def __init__(self, link: RedisLink, interval: float, ttl: float, outage_limit: float) -> None:
         self._link = link
-        self._keys = keys
-        self._heartbeat_interval = heartbeat_interval
-        self._heartbeat_ttl = heartbeat_ttl
+        self._keys = link.keys
+        self._heartbeat_interval = interval
+        self._heartbeat_ttl = ttl
         self._outage_limit = outage_limit
-        self._tick = min(1.0, heartbeat_interval)
-        self._log = log
+        self._tick = min(1.0, interval)
+        self._log = link.log
         self._retry: set[str] = set()
         self._pubsub: PubSub | None = None
         self.watches = WatchRegistry(self.check, shielded=True, on_unwatched=self._retry.discard)
@@ -102,10 +90,10 @@ class RedisNotices:
         except UserQuestionError:
             self._retry.update(wanted)
             return
-        for request_id, raw in zip(wanted, raws, strict=True):
+        for request_id, raw in zip(wanted, cast(list[str | None], raws), strict=True):
             self._retry.discard(request_id)
             if raw is not None:  # (gone: ``check_lost`` fails its waits)
-                self.watches.ended(request_id, as_text(raw), self._log)
+                self.watches.ended(request_id, raw, self._log)
 
     async def listen(self) -> None:
         """Resolve local watches from ``p:done``; reconnect with backoff and re-read after."""
@@ -188,19 +176,17 @@ class RedisUpkeep(Upkeep):
     def __init__(
         self,
         link: RedisLink,
-        keys: RedisKeys,
         store: PendingStore,
-        notices: RedisNotices,
         audit: RedisAudit,
         *,
         heartbeat_interval: float,
         heartbeat_ttl: float,
-        log: logging.Logger,
+        outage_limit: float,
     ) -> None:
-        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=log)
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=link.log)
         self._link = link
-        self._keys = keys
-        self._notices = notices
+        self._keys = link.keys
+        self.notices = RedisNotices(link, self._interval, self._ttl, outage_limit)
         self._audit = audit
         self._forget_owner = link.client.register_script(FORGET_OWNER)
 
@@ -212,10 +198,10 @@ class RedisUpkeep(Upkeep):
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: give up on a long outage, beat, check for lost records, one pass
         of the sweep (the purge runs beside it)."""
-        self._notices.give_up_if_lost()
+        self.notices.give_up_if_lost()
         try:
             await self._link.op("heartbeat", self.beat)
-            await self._notices.check_lost()
+            await self.notices.check_lost()
             if time.monotonic() - self._link.healthy_since < self._ttl:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
@@ -262,7 +248,7 @@ class RedisUpkeep(Upkeep):
         client = self._link.client
         owners = await self._link.op("list owners", lambda: client.smembers(self._keys.owners))
         me = self._keys.process_id
-        others = sorted(name for name in map(as_text, owners) if name and name != me)
+        others = sorted(name for name in cast(set[str], owners) if name and name != me)
         if not others:
             return
         beats = await self._link.op(

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent
@@ -58,9 +58,7 @@ class SqlitePendingStore(DurableStore):
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
         self._file = SqliteFile(Path(path), busy_timeout=busy_timeout, log=self._log)
         self._watches = WatchRegistry(self._refresh)
-        self._endings = SqliteEndings(
-            self._file, self._watches, poll_interval=poll_interval, log=self._log
-        )
+        self._endings = SqliteEndings(self._file, self._watches, poll_interval=poll_interval)
         self._trail = SqliteAudit(self._file)
         self._upkeep = SqliteUpkeep(
             self._file,
@@ -69,7 +67,6 @@ class SqlitePendingStore(DurableStore):
             retention=retention,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
-            log=self._log,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
@@ -138,15 +135,8 @@ class SqlitePendingStore(DurableStore):
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         rows = await self._trail.write(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING version",
-            (
-                record.id,
-                record.version,
-                record.state,
-                record.owner,
-                record.finished_at,
-                record.dump(),
-            ),
+            " VALUES (:id, :v, :s, :o, :f, :j) ON CONFLICT (id) DO NOTHING RETURNING version",
+            _columns(record),
             event,
         )
         return bool(rows)
@@ -163,20 +153,17 @@ class SqlitePendingStore(DurableStore):
         return [None if raw is None else PendingRecord.load(raw) for raw in raws]
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        dumped = record.dump()
+        columns = _columns(record)
         wrote = await self._trail.write(
             "UPDATE records SET version = :v, state = :s, owner = :o, finished_at = :f, json = :j"
             " WHERE id = :id AND version = :v - 1 AND (state = 'pending' OR :s = 'pending'"
             " OR state = :s) RETURNING version",
-            {"v": record.version, "s": record.state, "o": record.owner, "id": record.id}
-            | {"f": record.finished_at, "j": dumped},
+            columns,
             event,
         )
-        if not wrote:
-            return False
-        if record.state in TERMINAL_STATES:
-            self._watches.resolve(record, dumped)  # the waiters' copies: no second dump
-        return True
+        if wrote and record.state in TERMINAL_STATES:
+            self._watches.resolve(record, columns["j"])  # the waiters' copies: no second dump
+        return bool(wrote)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         sql = "SELECT json FROM records WHERE state = 'pending'"
@@ -232,6 +219,12 @@ _AUDIENCES: Final = (
 )
 """Each open question's id, time asked, users and groups named (space-joined), its team
 review's reviewers if it names them, and the channel asked in and the message's."""
+
+
+def _columns(record: PendingRecord) -> dict[str, Any]:
+    """A record's columns, named as its writes name them."""
+    names = {"id": record.id, "v": record.version, "s": record.state, "o": record.owner}
+    return names | {"f": record.finished_at, "j": record.dump()}
 
 
 def _who(

@@ -25,8 +25,7 @@ WAL_LIMIT = 64 * 1024 * 1024
 """Bytes the WAL is truncated back to once checkpointed (``journal_size_limit``)."""
 
 _CACHE_KIB: Final = 256
-"""Page cache per connection: pages are read back from the OS's cache, so the default 2 MB
-each bought nothing but ~0.7 KiB of RSS per pending question at 2,000 (``bench.scale``)."""
+"""Page cache per connection (the OS caches pages: the default 2 MB only cost memory)."""
 
 UPGRADE_WAIT = 300.0
 """Seconds a start waits for another process holding the file (an upgrade, a ``VACUUM``)."""
@@ -45,7 +44,7 @@ CHUNK: Final = 500
 
 
 def batch_delete(table: str, key: str, where: str) -> str:
-    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where`` (by ``key``)."""
+    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where``."""
     return (
         f"DELETE FROM {table} WHERE {key} IN"
         f" (SELECT {key} FROM {table} WHERE {where} LIMIT {CHUNK}) RETURNING 1"
@@ -58,7 +57,7 @@ class SqliteFile:
     def __init__(self, path: Path, *, busy_timeout: float, log: logging.Logger) -> None:
         self.path = path
         self._busy_timeout = busy_timeout
-        self._log = log
+        self.log = log
         self._db: aiosqlite.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._checkpointer: aiosqlite.Connection | None = None
@@ -81,15 +80,14 @@ class SqliteFile:
         self._db = db
         try:
             await self._prepare(db)
-        except (sqlite3.Error, UserQuestionError) as exc:
+        except BaseException as exc:
             await self.close()
+            if not isinstance(exc, sqlite3.Error | UserQuestionError):
+                raise
             cause = exc.__cause__ if isinstance(exc, UserQuestionError) else exc
             raise OSError(
                 f"cannot open the pending store STORE_PATH={self.path}: {cause or exc}"
             ) from exc
-        except BaseException:
-            await self.close()
-            raise
 
     async def _prepare(self, db: aiosqlite.Connection) -> None:
         """WAL mode (or refuse), the schema upgraded, the other two connections opened."""
@@ -109,12 +107,12 @@ class SqliteFile:
         ]
         for pragma in pragmas:
             await db.execute(f"PRAGMA {pragma}")
-        if await migrate(db, self.path, self._log, wait=UPGRADE_WAIT):
+        if await migrate(db, self.path, self.log, wait=UPGRADE_WAIT):
             # The upgrade's copy of every record sits in the WAL: into the file, and empty it.
             try:
                 await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:  # the upgrade is made: the next checkpoints do it
-                self._log.warning("pending store checkpoint after the upgrade failed: %s", exc)
+                self.log.warning("pending store checkpoint after the upgrade failed: %s", exc)
         # Opened in this thread, used only here; a busy file is not waited for.
         self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=0)
         for pragma in pragmas:
@@ -125,8 +123,8 @@ class SqliteFile:
         await self._checkpointer.execute(f"PRAGMA {limit}")
 
     async def open_to_read(self) -> None:
-        """Open the file for reading only (``mode=ro``): nothing created, upgraded or written
-        (but the WAL's missing side files); only ``rows`` works then."""
+        """Open the file for reading only (``mode=ro``: nothing written but the WAL's missing
+        side files); only ``rows`` works then."""
         if not self.path.is_file():
             reason = "a folder, not a file" if self.path.is_dir() else "no such file"
             raise OSError(f"cannot read the pending store STORE_PATH={self.path}: {reason}")
@@ -155,9 +153,8 @@ class SqliteFile:
         db = await _connect(uri, uri=True, timeout=self._busy_timeout)
         self._db = db
         try:
-            async with db.execute("PRAGMA user_version") as cursor:
-                row = await cursor.fetchone()
-            check_readable(int(row[0]) if row is not None else 0, self.path)
+            ((found,),) = await db.execute_fetchall("PRAGMA user_version")
+            check_readable(int(found), self.path)
         except BaseException:
             await self.close()
             raise
@@ -177,8 +174,7 @@ class SqliteFile:
             raise
 
     def abandon(self) -> None:
-        """Close the file without waiting (idempotent; a close cut short at a stop's
-        deadline): aiosqlite's threads end and the loop waits for them (``_abandon``)."""
+        """Close the file without waiting (a close cut short at a stop's deadline)."""
         for connection in self._take():
             _abandon(connection, _raw(connection), 2 * self._busy_timeout + _JOIN_WAIT)
 
@@ -230,7 +226,7 @@ class SqliteFile:
 
     async def _turn(self) -> None:
         """Give other tasks their turn after ``RUN`` statements in a row (a stop ending 10,000
-        questions never holds the loop); the loop's next turn, whoever takes it, ends a run."""
+        questions never holds the loop); the loop's next turn ends a run."""
         self._run += 1
         if self._run == 1:
             asyncio.get_running_loop().call_soon(self._turned)
@@ -256,8 +252,7 @@ class SqliteFile:
         return rows[0][0]
 
     async def delete_batches(self, statement: str, params: Sequence[Any] = ()) -> int:
-        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK`` rows (what is
-        queued meanwhile waits for one batch); how many went."""
+        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK``; how many."""
         deleted = 0
         while True:
             gone = len(await self.rows(statement, params))
@@ -288,8 +283,8 @@ def _fetch(db: sqlite3.Connection, sql: str, params: Any) -> list[Any]:
 
 
 def private_file(path: Path) -> None:
-    """Create ``path`` readable by its owner only (0600), or make it so along with its
-    ``-wal`` and ``-shm``: SQLite gives those its own mode, and they hold every question."""
+    """Create ``path`` readable by its owner only (0600), or make it so with its ``-wal``
+    and ``-shm`` (which SQLite gives its mode)."""
     os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
     for side in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -298,7 +293,7 @@ def private_file(path: Path) -> None:
 
 async def _connect(database: str | Path, **options: Any) -> aiosqlite.Connection:
     """``aiosqlite.connect``; when it fails, its thread is waited for (a short while, off
-    the loop), else it calls into the loop after ``asyncio.run`` closed it."""
+    the loop) lest it call into a closed loop."""
     connection = aiosqlite.connect(database, **options)
     try:
         return await connection
@@ -317,8 +312,8 @@ def _raw(connection: aiosqlite.Connection) -> sqlite3.Connection | None:
 
 def _abandon(connection: aiosqlite.Connection, raw: sqlite3.Connection | None, wait: float) -> None:
     """Stop ``connection``'s thread without waiting: fail what is queued, have it close
-    ``raw`` and end, the loop's executor waiting up to ``wait`` s for it (as ``asyncio.run``
-    waits for that executor, no future of the thread's is answered on a closed loop)."""
+    ``raw`` and end, the loop's executor waiting up to ``wait`` s for it (so ``asyncio.run``
+    does too: no future is answered on a closed loop)."""
     thread = getattr(connection, "_thread", None)
     if not isinstance(thread, threading.Thread) or not thread.is_alive():
         return

@@ -151,9 +151,8 @@ async def migrate(
     await _begin(db, path, log, wait)
     found = 0
     try:
-        async with db.execute("PRAGMA user_version") as cursor:
-            row = await cursor.fetchone()
-        found = int(row[0]) if row is not None else 0
+        ((stored,),) = await db.execute_fetchall("PRAGMA user_version")
+        found = int(stored)
         if found > SCHEMA_VERSION:
             raise _newer(found, path)
         for version in range(found, SCHEMA_VERSION):

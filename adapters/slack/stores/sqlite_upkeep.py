@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
 from asyncio import Task
 from collections.abc import Callable
@@ -24,18 +23,11 @@ __all__ = ["SqliteEndings", "SqliteUpkeep"]
 class SqliteEndings:
     """Notices endings written by other processes and resolves this process's watches."""
 
-    def __init__(
-        self,
-        file: SqliteFile,
-        watches: WatchRegistry,
-        *,
-        poll_interval: float,
-        log: logging.Logger,
-    ) -> None:
+    def __init__(self, file: SqliteFile, watches: WatchRegistry, *, poll_interval: float) -> None:
         self._file = file
         self._watches = watches
         self._poll_interval = poll_interval
-        self._log = log
+        self._log = file.log
         self._data_version = -1
         self._seen_seq = 0
         self._lost_checked = 0.0
@@ -121,9 +113,8 @@ class SqliteUpkeep(Upkeep):
         retention: float,
         heartbeat_interval: float,
         heartbeat_ttl: float,
-        log: logging.Logger,
     ) -> None:
-        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=log)
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=file.log)
         self._file = file
         self._audit = audit
         self._retention = retention

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import aiosqlite
 
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.redis import RedisPendingStore
-from adapters.slack.stores.redis_link import RedisLink, as_text
+from adapters.slack.stores.redis_link import RedisLink
 from adapters.slack.stores.sqlite import SqlitePendingStore
 from adapters.slack.stores.sqlite_file import private_file
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
@@ -61,19 +61,15 @@ class MemoryHomeViewers(HomeViewers):
 
     def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
         super().__init__(max_viewers=max_viewers, ttl=ttl)
-        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._seen: dict[str, float] = {}
 
     async def opened(self, user: str, at: float) -> None:
-        at = max(at, self._seen.pop(user, at))
-        self._seen[user] = at
-        self._seen = OrderedDict(sorted(self._seen.items(), key=lambda kept: kept[1]))
-        while len(self._seen) > self._max:
-            self._seen.popitem(last=False)
+        self._seen[user] = max(at, self._seen.pop(user, at))
+        kept = sorted(self._seen.items(), key=lambda seen: seen[1])[-self._max :]
+        self._seen = dict(kept)
 
     async def current(self, now: float) -> list[str]:
-        since = now - self._ttl
-        for user in [user for user, at in self._seen.items() if at < since]:
-            del self._seen[user]
+        self._seen = {user: at for user, at in self._seen.items() if at >= now - self._ttl}
         return list(self._seen)
 
     def known_empty(self) -> bool:
@@ -154,10 +150,10 @@ class SqliteHomeViewers(HomeViewers):
 class RedisHomeViewers(HomeViewers):
     """The viewers in a sorted set shared by every process on the same Redis and prefix."""
 
-    def __init__(self, link: RedisLink, prefix: str, *, max_viewers: int, ttl: float) -> None:
+    def __init__(self, link: RedisLink, *, max_viewers: int, ttl: float) -> None:
         super().__init__(max_viewers=max_viewers, ttl=ttl)
         self._link = link
-        self._key = f"{prefix}:home:viewers"
+        self._key = f"{link.keys.prefix}:home:viewers"
 
     async def opened(self, user: str, at: float) -> None:
         async def write() -> None:
@@ -171,12 +167,9 @@ class RedisHomeViewers(HomeViewers):
         await self._link.op("remember a Home tab viewer", write)
 
     async def current(self, now: float) -> list[str]:
-        async def read() -> list[str]:
-            found = await self._link.client.zrangebyscore(self._key, now - self._ttl, "+inf")
-            members = [as_text(m) for m in found if isinstance(m, str | bytes)]
-            return members[-self._max :]
-
-        return await self._link.op("read the Home tab viewers", read)
+        read = partial(self._link.client.zrangebyscore, self._key, now - self._ttl, "+inf")
+        found = await self._link.op("read the Home tab viewers", read)
+        return cast(list[str], found)[-self._max :]
 
 
 def viewers_for(
@@ -186,5 +179,5 @@ def viewers_for(
     if isinstance(store, SqlitePendingStore):
         return SqliteHomeViewers(store.path, max_viewers=max_viewers, ttl=ttl)
     if isinstance(store, RedisPendingStore):
-        return RedisHomeViewers(store.link, store.prefix, max_viewers=max_viewers, ttl=ttl)
+        return RedisHomeViewers(store.link, max_viewers=max_viewers, ttl=ttl)
     return MemoryHomeViewers(max_viewers=max_viewers, ttl=ttl)

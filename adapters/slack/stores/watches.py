@@ -14,7 +14,7 @@ from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionErr
 __all__ = ["LOST_CHECK_INTERVAL", "LocalWatch", "WatchRegistry"]
 
 Refresh = Callable[[str], Awaitable[None]]
-"""Look at one watched record now and ``resolve`` it if it has ended."""
+"""Look at one watched record now and resolve it if it has ended."""
 
 REFRESH_RETRY: Final = 0.5
 """Seconds between looks when the store cannot be read as a wait begins."""
@@ -33,7 +33,7 @@ class LocalWatch:
         self.request_id = request_id
         # the ended record's JSON: each waiter parses its own copy (after the click's ack)
         self.future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.waiting = False  # set once waited on: the record existed (checked for loss)
+        self.waiting = False  # once waited on, its record is checked for loss
 
     async def wait(self) -> PendingRecord:
         """Return the record once it is terminal (looking first: it may be already)."""
@@ -61,8 +61,8 @@ class LocalWatch:
         self._registry.forget(self)
 
     def interrupt(self) -> None:
-        """End the wait in progress with ``CancelledError`` (its asker gave up; its task is
-        not cancelled); an ending that came first stands, the next wait starts afresh."""
+        """End the wait in progress with ``CancelledError`` (its asker gave up); an ending
+        that came first stands, the next wait starts afresh."""
         self.future.cancel()
 
     def fail(self, error: Exception) -> None:
@@ -140,8 +140,8 @@ class WatchRegistry:
             watch.future.set_result(raw)
 
     def ended(self, request_id: str, raw: str, log: logging.Logger) -> None:
-        """Resolve the waits on ``request_id`` if its stored JSON ``raw`` has ended; a record
-        this version cannot read fails them."""
+        """Resolve the waits on ``request_id`` if its stored JSON ``raw`` has ended (one this
+        version cannot read fails them)."""
         try:
             record = PendingRecord.load(raw, of=request_id)
         except UserQuestionError as exc:
