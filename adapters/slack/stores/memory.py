@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -27,8 +27,7 @@ class MemoryPendingStore(PendingStore):
         self._finished_ttl = finished_ttl
         self._records: dict[str, _Stored] = {}
         self._watches = WatchRegistry(self._refresh)
-        self._expiry: deque[tuple[float, str]] = deque()
-        self._deadlines: dict[str, float] = {}  # the latest ending's deadline of each record
+        self._expiry: OrderedDict[str, float] = OrderedDict()  # each ended id's deadline, in order
         self._events: list[_Event] = []  # every kept event, in the order appended
         self._trails: dict[str, list[_Event]] = {}  # the same events, by request id
 
@@ -74,9 +73,8 @@ class MemoryPendingStore(PendingStore):
 
     def _expire_later(self, request_id: str) -> None:
         """``request_id`` ended now: it goes ``finished_ttl`` later, with its trail."""
-        deadline = time.monotonic() + self._finished_ttl
-        self._deadlines[request_id] = deadline
-        self._expiry.append((deadline, request_id))
+        self._expiry[request_id] = time.monotonic() + self._finished_ttl
+        self._expiry.move_to_end(request_id)  # (ended again: its later deadline counts)
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         self._expire()
@@ -124,11 +122,8 @@ class MemoryPendingStore(PendingStore):
         is kept as long as its record: its retention counts from the ending)."""
         now = time.monotonic()
         gone: set[str] = set()
-        while self._expiry and self._expiry[0][0] <= now:
-            deadline, request_id = self._expiry.popleft()
-            if self._deadlines.get(request_id) != deadline:
-                continue  # reopened and ended again since: a later deadline counts
-            del self._deadlines[request_id]
+        while self._expiry and next(iter(self._expiry.values())) <= now:
+            request_id, _ = self._expiry.popitem(last=False)
             stored = self._records.get(request_id)
             if stored is not None and stored.state != "pending":
                 del self._records[request_id]

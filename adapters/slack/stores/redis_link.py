@@ -198,23 +198,20 @@ class RedisLink:
         """Why Redis could not be used at start: not reachable, a refused login, a bad db."""
         reason = self.scrub(str(exc)) or f"no answer within {self.op_timeout:g}s"
         shown = self.shown_url
+        refused = f"Redis at REDIS_URL={shown} answers, but refused the"
         if isinstance(exc, ResponseError) and "DB index" in str(exc):
             problem = (
-                f"Redis at REDIS_URL={shown} answers, but refused the database number in "
-                f"REDIS_URL ({reason}). Use one this server has: 0 to 15 unless `databases` in "
-                "its redis.conf says otherwise."
+                f"{refused} database number in REDIS_URL ({reason}). Use one this server has:"
+                " 0 to 15 unless `databases` in its redis.conf says otherwise."
             )
         elif isinstance(exc, AuthenticationError) or any(
             code in str(exc) for code in ("NOAUTH", "WRONGPASS", "invalid password")
         ):
-            problem = (
-                f"Redis at REDIS_URL={shown} answers, but refused the credentials in "
-                f"REDIS_URL ({reason}). Check the user name and password in it."
-            )
+            check = "Check the user name and password in it."
+            problem = f"{refused} credentials in REDIS_URL ({reason}). {check}"
         else:
             problem = (
-                f"cannot reach the Redis pending store at REDIS_URL={shown}: "
-                f"{reason.rstrip('.')}."
+                f"cannot reach the Redis pending store at REDIS_URL={shown}: {reason.rstrip('.')}."
                 " Check that Redis is running and that REDIS_URL points at it."
             )
         return StoreUnavailable(problem)
