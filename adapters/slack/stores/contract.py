@@ -95,15 +95,7 @@ class TrailReader(Protocol):
         ...
 
 
-class Trail(TrailReader, Protocol):
-    """A store's audit trail (``SqliteAudit``, ``RedisAudit``, and every store's own)."""
-
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` (one that goes with no write of its record) to its trail."""
-        ...
-
-
-class PendingStore(Trail, Protocol):
+class PendingStore(TrailReader, Protocol):
     """The records of open requests, shared by every process that can receive a click; the
     base of every store (its process id, its watches)."""
 
@@ -170,12 +162,15 @@ class PendingStore(Trail, Protocol):
         """Who may answer each open question (tool approvals left out), in no order."""
         ...
 
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` (one that goes with no write of its record) to its trail."""
+        ...
+
 
 class DurableStore(PendingStore):
-    """The durable stores' base: the trail's methods go to ``_trail``, purge and sweep to
-    ``_upkeep``."""
+    """The durable stores' base (their trail a mixin: ``SqliteAudit``, ``RedisAudit``): purge
+    and sweep go to ``_upkeep``."""
 
-    _trail: Trail
     _upkeep: Upkeep
     on_orphans: OrphanHandler | None = None
     """Called with the records a periodic sweep failed (set by the provider)."""
@@ -187,18 +182,6 @@ class DurableStore(PendingStore):
     async def sweep_orphans(self) -> list[PendingRecord]:
         """Fail the pending records of processes whose heartbeat is gone (``OWNER_LOST``)."""
         return await self._upkeep.sweep_orphans()
-
-    async def append_event(self, event: AuditEvent) -> None:
-        await self._trail.append_event(event)
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        return await self._trail.events(request_id)
-
-    def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        return self._trail.audit(since, until)
-
-    async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        return await self._trail.check_chain(kept_since)
 
 
 async def mutate(

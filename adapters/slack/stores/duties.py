@@ -8,8 +8,8 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Final
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Final
 
 from adapters.httpguard import RefusalLog
 from adapters.slack.model.record import PendingRecord
@@ -153,25 +153,21 @@ class Upkeep:
         return sweep.written
 
     def loops(
-        self, kind: str, stopped: Callable[[], bool], store: ReportsOrphans
+        self,
+        kind: str,
+        stopped: Callable[[], bool],
+        store: ReportsOrphans,
+        **more: Coroutine[Any, Any, None],
     ) -> list[asyncio.Task[None]]:
-        """The heartbeat and purge loops, apart (a long purge delays no beat)."""
-        loop, log = asyncio.get_running_loop(), self._log
-        beats = run_heartbeats(self._interval, stopped, lambda: self.duty(), store, log)
-        return [
-            loop.create_task(beats, name=f"{kind}-store-heartbeat"),
-            loop.create_task(self._purges(stopped), name=f"{kind}-store-purge"),
-        ]
-
-    async def _purges(self, stopped: Callable[[], bool]) -> None:
-        """Every ``PURGE_EVERY`` until ``stopped()``: ``purge`` (a failure is tried next time)."""
-        every = PURGE_EVERY
-        while not stopped():
-            await asyncio.sleep(every)
-            try:
-                await self.purge()
-            except Exception as exc:  # never let one failure stop the purges
-                self._log.warning("pending store purge failed: %s", exc)
+        """The store's tasks: the heartbeat and purge loops, apart (a long purge delays no
+        beat), and ``more`` (each named ``{kind}-store-{name}``)."""
+        beats = run_heartbeats(self._interval, stopped, lambda: self.duty(), store, self._log)
+        purges = every(
+            PURGE_EVERY, stopped, self.purge, RepeatedFailures(self._log, "pending store purge")
+        )
+        named = {"heartbeat": beats, "purge": purges, **more}
+        loop = asyncio.get_running_loop()
+        return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in named.items()]
 
 
 async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
@@ -235,20 +231,33 @@ async def run_heartbeats(
     log: logging.Logger,
 ) -> None:
     """Every ``interval`` until ``stopped()``: run ``duty`` and report what it failed."""
-    failures = RepeatedFailures(log, "pending store heartbeat")
-    while not stopped():
-        await asyncio.sleep(interval)
-        try:
-            orphans = await duty()
-        except Exception as exc:  # never let one failure stop the heartbeats
-            failures.failed(exc)
-            continue
-        failures.succeeded()
+
+    async def beat() -> None:
+        orphans = await duty()
         if orphans and store.on_orphans is not None:
             try:
                 await store.on_orphans(orphans)
             except Exception:
                 log.exception("on_orphans failed")
+
+    await every(interval, stopped, beat, RepeatedFailures(log, "pending store heartbeat"))
+
+
+async def every(
+    interval: float,
+    stopped: Callable[[], bool],
+    work: Callable[[], Awaitable[object]],
+    failures: RepeatedFailures,
+) -> None:
+    """Run ``work`` every ``interval`` seconds until ``stopped()``; ``failures`` logs it failing."""
+    while not stopped():
+        await asyncio.sleep(interval)
+        try:
+            await work()
+        except Exception as exc:  # never let one failure stop the loop
+            failures.failed(exc)
+        else:
+            failures.succeeded()
 
 
 async def stop_tasks(

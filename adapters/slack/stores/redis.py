@@ -39,13 +39,12 @@ from bot.questions.errors import UserQuestionError
 __all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
 
 
-class RedisRecords:
-    """The records of one store, kept by its scripts: ``RedisPendingStore``'s record half."""
+class RedisRecords(RedisAudit):
+    """The records of one store, kept by its scripts, and their trail (``RedisAudit``):
+    ``RedisPendingStore``'s record half."""
 
     def __init__(self, link: RedisLink, *, finished_ttl: float) -> None:
-        self._link = link
-        self._keys = link.keys
-        self._finished_ttl = finished_ttl
+        super().__init__(link, retention=finished_ttl)
         self._log = link.log
         client = link.client
         self._write_script = client.register_script(WRITE)
@@ -85,7 +84,7 @@ class RedisRecords:
         """Run the write script (``version`` ``''``: a create) with ``event`` and its chain."""
         keys = self._keys.of_record(record)
         args: list[str | int] = [record.dump(), record.id, version, record.state]
-        args += [px(self._finished_ttl), self._keys.owner_prefix, self._keys.done]
+        args += [px(self._retention), self._keys.owner_prefix, self._keys.done]
         args += [self._new_token(), record.owner or "", dump_audience(record)]
 
         async def run(chain: list[str | int]) -> object:
@@ -130,16 +129,12 @@ class RedisRecords:
             if kept:
                 earlier[request_id] = kept
                 audiences.append(load_audience(f"{request_id}\t{kept}"))
-        if earlier:
-            await self._link.op("keep audiences", lambda: self._keep_audiences(earlier))
-        return audiences
-
-    async def _keep_audiences(self, entries: dict[str, str]) -> None:
-        """Add entries for records stored before ``p:audiences`` was kept (``HSETNX``)."""
-        async with self._link.client.pipeline(transaction=False) as pipe:
-            for request_id, kept in entries.items():
+        if earlier:  # (``HSETNX``: a write since is newer)
+            pipe = self._link.client.pipeline(transaction=False)
+            for request_id, kept in earlier.items():
                 pipe.hsetnx(self._keys.audiences, request_id, kept)
-            await pipe.execute()
+            await self._link.op("keep audiences", pipe.execute)
+        return audiences
 
     async def open_count(self) -> OpenCount:
         keys = [self._keys.open, self._keys.owners, self._keys.owner(self._keys.process_id)]
@@ -197,11 +192,10 @@ class RedisPendingStore(RedisRecords, DurableStore):
         link = RedisLink(url, keys, op_timeout=op_timeout, max_connections=max_connections, log=log)
         super().__init__(link, finished_ttl=finished_ttl)
         self._process_id = keys.process_id
-        self._trail = RedisAudit(link, retention=finished_ttl)
         self._upkeep = RedisUpkeep(
             link,
             self,
-            self._trail,
+            self,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
             outage_limit=outage_limit,
@@ -237,14 +231,11 @@ class RedisPendingStore(RedisRecords, DurableStore):
         )
         try:
             await self._upkeep.first_purge()
-        except UserQuestionError as exc:  # tried again in an hour (upkeep_tasks)
+        except UserQuestionError as exc:  # tried again in an hour (``Upkeep.loops``)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
-        self._tasks = [
-            asyncio.get_running_loop().create_task(
-                self._notices.listen(), name="redis-store-subscriber"
-            ),
-            *self._upkeep.loops("redis", lambda: self._link.closed, self),
-        ]
+        self._tasks = self._upkeep.loops(
+            "redis", lambda: self._link.closed, self, subscriber=self._notices.listen()
+        )
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
@@ -253,7 +244,7 @@ class RedisPendingStore(RedisRecords, DurableStore):
             raise RuntimeError("reading() is instead of start(): this store is started or closed")
         await self._reach()
         try:
-            yield self._trail
+            yield self
         finally:
             self._link.closed = True
             await self._release()

@@ -7,8 +7,6 @@ from typing import Final
 __all__ = [
     "APPEND",
     "AUDIENCES",
-    "COMPARE_AND_SET",
-    "CREATE",
     "FORGET_OWNER",
     "INDEXED",
     "KEEP_OPEN_TRAILS",
@@ -171,8 +169,6 @@ end
 """
     + _APPEND_EVENT
 )
-CREATE: Final = WRITE
-COMPARE_AND_SET: Final = WRITE
 
 # KEYS: audit stream, question stream, record, chain head; ARGV: keep (ms), the event and
 # its chain. An event that goes

@@ -1,38 +1,140 @@
-"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite."""
+"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite;
+its audit trail, the ``events`` table (``SqliteAudit``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import math
 import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from adapters.slack.model.audience import Audience, batches, narrowed
+from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
 from adapters.slack.stores.duties import default_process_id, stop_tasks
-from adapters.slack.stores.sqlite_audit import SqliteAudit
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteEndings, SqliteUpkeep
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqlitePendingStore"]
+__all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqliteAudit", "SqlitePendingStore", "chained_write"]
 
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
 
 
-class SqlitePendingStore(DurableStore):
+_RANGE: Final = "SELECT min(seq), max(seq) FROM events WHERE at >= ? AND at < ?"
+"""The first and last ``seq`` of a time range, from the ``events_at`` index alone (several
+processes may append with ``at`` slightly out of ``seq`` order)."""
+
+_PAGE: Final = (
+    "SELECT seq, json FROM events WHERE seq > ? AND seq <= ? AND +at >= ? AND +at < ?"
+    " ORDER BY seq LIMIT ?"
+)
+"""A page of a time range's events by ``seq`` between its first and last (``_RANGE``); the
+``+`` keeps SQLite on the primary key (``events_at`` would sort the range for each page)."""
+
+_CHAIN_PAGE: Final = (
+    "SELECT seq, request_id, at, json, prev, question_prev, hash FROM events"
+    " WHERE seq > ? ORDER BY seq LIMIT ?"
+)
+
+_NEWEST: Final = 2**63 - 1
+"""No last ``seq``: a range open to the future is read on to the newest event."""
+
+_TIPS: Final = (
+    "SELECT (SELECT hash FROM chain_head), (SELECT hash FROM events"
+    " WHERE request_id = ? AND hash IS NOT NULL ORDER BY seq DESC LIMIT 1)"
+)
+"""The head's hash and the question's newest chained event's (past an earlier release's)."""
+
+
+def chained_write(
+    db: sqlite3.Connection, sql: str | None, params: Any, event: AuditEvent
+) -> list[Any]:
+    """Run ``sql`` and, if it returns rows (or is ``None``), append ``event`` with its chain
+    (``chain_hash`` over the head and its question's last chained hash; the trigger moves
+    the head): one ``BEGIN IMMEDIATE`` transaction, so no other writer appends between."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        rows = [()] if sql is None else db.execute(sql, params).fetchall()
+        if rows:
+            line = event.dump()
+            ((prev, qprev),) = db.execute(_TIPS, (event.request_id,)).fetchall()
+            db.execute(
+                "INSERT INTO events (request_id, at, json, prev, question_prev, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (event.request_id, event.at, line, prev, qprev, chain_hash(prev, qprev, line)),
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return rows
+
+
+class SqliteAudit:
+    """Every question's events in one table, in the order they were appended: the SQLite
+    store's trail (a mixin of ``SqlitePendingStore``)."""
+
+    _file: SqliteFile
+
+    async def _write(self, sql: str, params: Any, event: AuditEvent | None) -> list[Any]:
+        """The rows of a record's write ``sql``, with ``event`` appended should it write."""
+        if event is None:
+            return await self._file.inline(sql, params)
+        return await self._file.run(chained_write, sql, params, event)
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (an event without a write)."""
+        await self._file.run(chained_write, None, (), event)
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order appended (inline: a long-poll waits)."""
+        rows = await self._file.inline(
+            "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
+        )
+        return [AuditEvent.load(raw) for (raw,) in rows]
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
+        end = math.inf if until is None else until
+        ((first, last),) = await self._file.rows(_RANGE, (since, end))
+        if first is None:
+            return
+        upto = _NEWEST if until is None else int(last)
+        async for rows in self._file.pages(_PAGE, int(first) - 1, upto, since, end):
+            for _, raw in rows:
+                yield AuditEvent.load(raw)
+
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
+        """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
+        try:
+            head = await self._file.rows("SELECT seq, hash FROM chain_head")
+            purged = await self._file.rows("SELECT seq, at, hash FROM purged")
+        except UserQuestionError as exc:
+            if isinstance(exc.cause, sqlite3.OperationalError):
+                return None  # a file from before the chain
+            raise
+        rows = [ChainRow(*row) async for page in self._file.pages(_CHAIN_PAGE, 0) for row in page]
+        found = (int(head[0][0]), str(head[0][1])) if head else None
+        gone = {int(seq): (float(at), str(h)) for seq, at, h in purged}
+        return verify(rows, found, gone, kept_since)
+
+
+class SqlitePendingStore(SqliteAudit, DurableStore):
     """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
 
-    _trail: SqliteAudit
     _upkeep: SqliteUpkeep
 
     def __init__(
@@ -59,11 +161,9 @@ class SqlitePendingStore(DurableStore):
         self._file = SqliteFile(Path(path), busy_timeout=busy_timeout, log=self._log)
         self._watches = WatchRegistry(self._refresh)
         self._endings = SqliteEndings(self._file, self._watches, poll_interval=poll_interval)
-        self._trail = SqliteAudit(self._file)
         self._upkeep = SqliteUpkeep(
             self._file,
             self,
-            self._trail,
             retention=retention,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
@@ -95,11 +195,9 @@ class SqlitePendingStore(DurableStore):
             raise
         shown = (self.path, SCHEMA_VERSION, self._process_id)
         self._log.info("pending store opened %s (schema %d, process %s)", *shown)
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._endings.poll(), name="sqlite-store-poll"),
-            *self._upkeep.tasks(lambda: self._closed, self._checkpoint_interval, self),
-        ]
+        checkpoints = self._upkeep.checkpoints(self._checkpoint_interval)
+        more = {"poll": self._endings.poll(), "checkpoint": checkpoints}
+        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, self, **more)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
@@ -108,7 +206,7 @@ class SqlitePendingStore(DurableStore):
             raise RuntimeError("reading() is instead of start(): this store is started or closed")
         await self._file.open_to_read()
         try:
-            yield self._trail
+            yield self
         finally:
             await self._file.close()
 
@@ -133,7 +231,7 @@ class SqlitePendingStore(DurableStore):
             raise
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
-        rows = await self._trail.write(
+        rows = await self._write(
             "INSERT INTO records (id, version, state, owner, finished_at, json)"
             " VALUES (:id, :v, :s, :o, :f, :j) ON CONFLICT (id) DO NOTHING RETURNING version",
             _columns(record),
@@ -154,7 +252,7 @@ class SqlitePendingStore(DurableStore):
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         columns = _columns(record)
-        wrote = await self._trail.write(
+        wrote = await self._write(
             "UPDATE records SET version = :v, state = :s, owner = :o, finished_at = :f, json = :j"
             " WHERE id = :id AND version = :v - 1 AND (state = 'pending' OR :s = 'pending'"
             " OR state = :s) RETURNING version",

@@ -35,7 +35,7 @@ _EVENT_CHAINED: Final = """CREATE TRIGGER event_chained AFTER INSERT ON events
             WHEN NEW.hash IS NOT NULL BEGIN
             INSERT INTO chain_head (one, seq, hash) VALUES (1, NEW.seq, NEW.hash)
             ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash; END"""
-"""A chained event (its hash computed by its writer, ``sqlite_file.chained_write``) is the
+"""A chained event (its hash computed by its writer, ``sqlite.chained_write``) is the
 new head; an earlier release's event, unchained, is not."""
 _EVENT_PURGED: Final = """CREATE TRIGGER event_purged AFTER DELETE ON events BEGIN
             INSERT OR REPLACE INTO purged (seq, at, hash)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
-from asyncio import Task
-from collections.abc import Callable
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.contract import PendingStore, ReportsOrphans
-from adapters.slack.stores.duties import OrphanSweep, Upkeep
-from adapters.slack.stores.sqlite_audit import SqliteAudit
+from adapters.slack.stores.contract import PendingStore
+from adapters.slack.stores.duties import OrphanSweep, RepeatedFailures, Upkeep, every
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
@@ -41,12 +37,8 @@ class SqliteEndings:
 
     async def poll(self) -> None:
         """Look every ``poll_interval`` while the file is open (run as a task)."""
-        while self._file.is_open:
-            await asyncio.sleep(self._poll_interval)
-            try:
-                await self.poll_once()
-            except Exception:  # never let one failure stop the wake-ups
-                self._log.exception("pending store poll failed")
+        failures = RepeatedFailures(self._log, "pending store poll")
+        await every(self._poll_interval, lambda: not self._file.is_open, self.poll_once, failures)
 
     async def poll_once(self) -> None:
         """One look: resolve the watches of what other processes ended since the last."""
@@ -90,6 +82,14 @@ _PURGE_RECORDS: Final = batch_delete(
     "records", "rowid", "state != 'pending' AND finished_at < ?"
 )  # through the partial index records_finished
 _PURGE_ENDINGS: Final = batch_delete("endings", "seq", "at < ?")
+_PURGE_EVENTS: Final = batch_delete(
+    "events",
+    "seq",
+    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)",
+)
+"""A trail goes with its record (a pending question keeps it whole); an event whose question
+has no record goes by its age (through ``events_at`` and the records' key; ``NOT IN`` would
+match nothing after a NULL)."""
 _NOW: Final = "((julianday('now') - 2440587.5) * 86400.0)"
 """The time (Unix seconds) as SQLite reads it when it runs the statement: a beat that waited
 for another writer's lock is stamped when it is written, and is not stale on arrival."""
@@ -108,7 +108,6 @@ class SqliteUpkeep(Upkeep):
         self,
         file: SqliteFile,
         store: PendingStore,
-        audit: SqliteAudit,
         *,
         retention: float,
         heartbeat_interval: float,
@@ -116,20 +115,9 @@ class SqliteUpkeep(Upkeep):
     ) -> None:
         super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=file.log)
         self._file = file
-        self._audit = audit
         self._retention = retention
         self._sweep_from = 0.0
         """No sweep before this (monotonic): ``hold_sweep``."""
-
-    def tasks(
-        self, stopped: Callable[[], bool], checkpoint_every: float, reports: ReportsOrphans
-    ) -> list[Task[None]]:
-        """Start the heartbeat, checkpoint and purge loops."""
-        checkpoints = self.checkpoints(checkpoint_every)
-        return [
-            asyncio.get_running_loop().create_task(checkpoints, name="sqlite-store-checkpoint"),
-            *self.loops("sqlite", stopped, reports),
-        ]
 
     async def beat(self) -> None:
         """Say this process is alive (stamped by SQLite when written: ``_NOW``)."""
@@ -162,18 +150,9 @@ class SqliteUpkeep(Upkeep):
 
     async def checkpoints(self, interval: float) -> None:
         """Copy the WAL into the file every ``interval`` while it is open, so no write waits
-        for a checkpoint; a failure is logged once until one succeeds again."""
-        failing = False
-        while self._file.is_open:
-            await asyncio.sleep(interval)
-            try:
-                await self._file.checkpoint()
-            except UserQuestionError as exc:
-                if not failing:
-                    self._log.warning("pending store checkpoint failed: %s", exc)
-                failing = True
-            else:
-                failing = False
+        for a checkpoint."""
+        failures = RepeatedFailures(self._log, "pending store checkpoint")
+        await every(interval, lambda: not self._file.is_open, self._file.checkpoint, failures)
 
     async def purge(self, now: float | None = None) -> int:
         """Delete the records that ended longer than the retention ago, and their trails."""
@@ -181,7 +160,7 @@ class SqliteUpkeep(Upkeep):
         # a batch at a time (``delete_batches``): the heartbeat never waits for all of it
         purged = await self._file.delete_batches(_PURGE_RECORDS, (now - self._retention,))
         await self._file.delete_batches(_PURGE_ENDINGS, (now - _ENDINGS_KEPT,))
-        await self._audit.purge(now - self._retention)
+        await self._file.delete_batches(_PURGE_EVENTS, (now - self._retention,))
         return purged
 
     async def _sweep(self, sweep: OrphanSweep) -> None:

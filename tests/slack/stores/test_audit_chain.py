@@ -283,7 +283,7 @@ async def test_redis_a_chained_append_gives_up_under_constant_contention(
     await mine.start()
     await other.start()
     tries, now = 0, time.time()
-    script = mine._trail._append_script
+    script = mine._append_script
 
     async def contended(**call: Any) -> Any:
         nonlocal tries
@@ -292,7 +292,7 @@ async def test_redis_a_chained_append_gives_up_under_constant_contention(
             await other.append_event(_event(tries, 99, now, f"cc{tries:06d}"))
         return await script(**call)
 
-    mine._trail._append_script = contended
+    mine._append_script = contended
     try:
         event = _event(0, 99, now, "dd000000")
         if moves < CHAIN_TRIES:

@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import mutate, redis_lua
 from adapters.slack.stores.redis import RedisPendingStore
-from adapters.slack.stores.redis_lua import COMPARE_AND_SET, CREATE
+from adapters.slack.stores.redis_lua import WRITE
 from bot.questions.models import AskUserQuestionItem
 from tests.conftest import TEST_REDIS_URL
 
@@ -148,7 +148,7 @@ async def test_a_write_applied_whose_reply_was_lost_is_done_though_another_came_
 ) -> None:
     async with asyncio.timeout(30):
         other = await redis_store_factory(process_id="B")
-        sha = await redis_admin.script_load(COMPARE_AND_SET)
+        sha = await redis_admin.script_load(WRITE)
         record = make_record(None)
         assert await other.create(record)
         async with ReplyDropper.serving(TEST_REDIS_URL) as proxy:
@@ -179,7 +179,7 @@ async def test_a_create_applied_whose_reply_was_lost_is_done_though_another_came
 ) -> None:
     async with asyncio.timeout(30):
         other = await redis_store_factory(process_id="B")
-        sha = await redis_admin.script_load(CREATE)
+        sha = await redis_admin.script_load(WRITE)
         record = make_record("A")
         async with ReplyDropper.serving(TEST_REDIS_URL) as proxy:
             asker = RedisPendingStore(proxy.url, prefix=store_prefix, process_id="A")

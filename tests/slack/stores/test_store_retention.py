@@ -239,13 +239,13 @@ async def test_sqlite_a_record_row_with_a_null_id_does_not_keep_old_stray_events
 def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id() -> None:
     """The hourly purge reads no table whole: events by ``events_at``, each one's record
     looked up by its primary key."""
-    from adapters.slack.stores.sqlite_audit import _PURGE
     from adapters.slack.stores.sqlite_schema import _MIGRATIONS
+    from adapters.slack.stores.sqlite_upkeep import _PURGE_EVENTS
 
     with store_connect(":memory:") as db:
         for statement in (s for migration in _MIGRATIONS for s in migration):
             db.execute(statement)
-        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_PURGE}", (0.0,))]
+        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_PURGE_EVENTS}", (0.0,))]
     db.close()
     assert any(step.startswith("SEARCH events USING INDEX events_at") for step in plan), plan
     assert any("INDEX sqlite_autoindex_records_1" in step for step in plan), plan
