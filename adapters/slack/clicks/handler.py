@@ -106,15 +106,13 @@ class InteractionHandler(ClickAuthority):
             return
         # A Web API call is needed: off the ack path.
         view = render_plan_modal(record) if reading else _modal_first(record, interaction)
-        if view is None:
-            later = self._authorize_then_apply(interaction, record, outside)
-        else:
-            if not outside or allowed:  # else nothing of it is shown before the check
-                # The trigger expires 3 s after the click: open the modal now (nothing
-                # private; its submission is authorized again), reading the membership meanwhile.
-                self._sync.open_modal(interaction.origin, record, view)
-                view = None
-            later = self._authorize_then_adopt(interaction, record, outside, view)
+        opened = False
+        if view is not None and (not outside or allowed):  # else shown once checked
+            # The trigger expires 3 s after the click: open the modal now (nothing private;
+            # its submission is authorized again), reading the membership meanwhile.
+            self._sync.open_modal(interaction.origin, record, view)
+            opened = True
+        later = self._authorize_later(interaction, record, outside, view, opened)
         self._sync.spawn(self._recorded(interaction, later), "authorize click")
 
     async def handle_view(self, body: Mapping[str, Any]) -> dict[str, str] | None:
@@ -157,23 +155,22 @@ class InteractionHandler(ClickAuthority):
         self._reshow(interaction.origin, record.id)
         return None
 
-    async def _authorize_then_apply(
-        self, interaction: Interaction, record: PendingRecord, outside: bool = False
-    ) -> None:
-        allowed, member = await self._authorize(interaction.origin.user, record, outside)
-        await self._apply(interaction, record, allowed, member)
-
-    async def _authorize_then_adopt(
+    async def _authorize_later(
         self,
         interaction: Interaction,
         record: PendingRecord,
-        outside: bool = False,
-        view: dict[str, Any] | None = None,
+        outside: bool,
+        view: dict[str, Any] | None,
+        opened: bool,
     ) -> None:
-        """After a modal opened before its lookup (or ``view``, opened now if allowed): cache
-        the membership for its submission, learn the message's ts, keep that they read the plan."""
+        """Authorize, then apply the click; or, for a click opening ``view`` (``opened``
+        already, or now if allowed): cache the membership for its submission, learn the
+        message's ts, keep that they read the plan."""
         allowed, member = await self._authorize(interaction.origin.user, record, outside)
-        if view is not None:
+        if view is None:
+            await self._apply(interaction, record, allowed, member)
+            return
+        if not opened:
             if not allowed:
                 self._sync.note(interaction.origin, record, not_yours(record))
                 return
