@@ -17,6 +17,7 @@ from adapters.slack.render.blocks import (
     render_open,
     split_text,
 )
+from adapters.slack.render.blocks.options import button, confirmation
 from adapters.slack.render.blocks.parts import (
     Block,
     abridged,
@@ -28,7 +29,7 @@ from adapters.slack.render.blocks.parts import (
     section,
     size_of,
 )
-from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import escape, mrkdwn, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
 from adapters.slack.render.rich import bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
@@ -65,10 +66,6 @@ def _code(text: str) -> str:
     return f"```{_ZWSP * safe.startswith('`')}{safe}{_ZWSP * safe.endswith('`')}```"
 
 
-def _code_length(text: str) -> int:
-    return len(_code(text))
-
-
 def _target(view: ApprovalView) -> tuple[str, str] | None:
     """What the approval runs or writes, and its noun (``command``, ``path``), if any."""
     if view.command:
@@ -81,12 +78,12 @@ def _target(view: ApprovalView) -> tuple[str, str] | None:
 def _whole(view: ApprovalView) -> bool:
     """Whether the message shows the command (or path) whole, in one section."""
     target = _target(view)
-    return target is None or _code_length(target[0]) <= _CODE_LIMIT
+    return target is None or len(_code(target[0])) <= _CODE_LIMIT
 
 
 def _code_blocks(text: str, noun: str, prefix: str) -> list[Block]:
     """The command (or path) in code: whole, or its ends and how much is in the thread."""
-    head, tail = ends(text, _CODE_LIMIT, _code_length)
+    head, tail = ends(text, _CODE_LIMIT, lambda t: len(_code(t)))
     if not tail:
         return [section(f"{prefix}{_code(head)}")]
     gap = left_out(len(text) - len(head) - len(tail))
@@ -158,27 +155,9 @@ def _confirm_text(view: ApprovalView) -> str:
 
 
 def _buttons(record: PendingRecord, view: ApprovalView) -> Block:
-    confirm = {
-        "title": plain("Allow once?"),
-        "text": plain(_confirm_text(view)),
-        "confirm": plain(ALLOW_TEXT),
-        "deny": plain("Cancel"),
-    }
-    allow = {
-        "type": "button",
-        "action_id": ids.approval_action_id("allow"),
-        "text": plain(ALLOW_TEXT),
-        "style": "primary",
-        "value": "allowed-once",
-        "confirm": confirm,
-    }
-    reject_id = ids.approval_action_id("reject")
-    reject = {
-        "type": "button",
-        "action_id": reject_id,
-        "text": plain(REJECT_TEXT),
-        "value": "rejected",
-    }
+    asked = confirmation("Allow once?", _confirm_text(view), ALLOW_TEXT, "Cancel")
+    allow = button(ALLOW_TEXT, ids.approval_action_id("allow"), "allowed-once", "primary", asked)
+    reject = button(REJECT_TEXT, ids.approval_action_id("reject"), "rejected")
     return actions(record, None, "ap", [allow, reject])
 
 

@@ -186,7 +186,7 @@ def _open_blocks(
                 _question_blocks(record, layout, index, shown[index], count, inline, limit)
             )
         if layout == "form":
-            submit = button("Submit", "submit", "0", style="primary")
+            submit = button("Submit", ids.action_id("submit"), "0", "primary")
             blocks.append(actions(record, None, "s", [submit, dismiss_button()]))
             if count > 1:
                 blocks.append(context("A question left unanswered is sent as skipped."))
@@ -216,11 +216,13 @@ def plan_actions(record: PendingRecord, *, read: bool = False, whole: bool = Fal
     review = plan_review_of(record.questions)
     assert review is not None
     texts = button_labels(record.questions[0])
-    buttons = [button("Read the whole plan", "read", "0")] * read
+    buttons = [button("Read the whole plan", ids.action_id("read"), "0")] * read
     for n, (option, style) in enumerate(((review.approve, "primary"), (review.decline, "danger"))):
         if option is not None:
-            buttons.append(button(texts[option], "pick", ids.option_value(option), n, style))
-    buttons.append(button("Decline with feedback…", "text", "0"))
+            buttons.append(
+                button(texts[option], ids.action_id("pick", n), ids.option_value(option), style)
+            )
+    buttons.append(button("Decline with feedback…", ids.action_id("text"), "0"))
     return actions(record, 0, "a", buttons + ([] if whole else [dismiss_button()]))
 
 
@@ -247,18 +249,21 @@ def _question_blocks(
 ) -> list[Block]:
     question = record.questions[index]
     blocks = [*_asked(record, index, shown, None), *options_blocks(question, layout, inline)]
-    other = button("Other…", "text", str(index))
+    other = button("Other…", ids.action_id("text"), str(index))
     if layout == "tap":
         labels = enumerate(button_labels(question))
-        picks = [button(text, "pick", ids.option_value(i), i) for i, text in labels]
+        picks = [button(text, ids.action_id("pick", i), ids.option_value(i)) for i, text in labels]
         elements = [*picks, other, dismiss_button()]
     elif layout == "menu":
         elements = [menu(question, "pick"), other, dismiss_button()]
     elif layout == "text":
-        elements = [button("Answer…", "text", str(index), style="primary"), dismiss_button()]
+        elements = [
+            button("Answer…", ids.action_id("text"), str(index), "primary"),
+            dismiss_button(),
+        ]
     else:
         draft = record.draft(index)
-        answer = [button("Answer…", "text", str(index))]
+        answer = [button("Answer…", ids.action_id("text"), str(index))]
         elements = [draft_widget(question, draft), other] if question.options else answer
         if draft.custom:
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)

@@ -28,6 +28,7 @@ from bot.questions.models import AskUserQuestionItem
 __all__ = [
     "button",
     "button_labels",
+    "confirmation",
     "dismiss_button",
     "draft_widget",
     "label",
@@ -132,30 +133,32 @@ def menu(question: AskUserQuestionItem, kind: ids.ActionKind, multi: bool = Fals
 
 
 def button(
-    text: str, kind: ids.ActionKind, value: str, n: int | None = None, style: str | None = None
+    text: str, action: str, value: str, style: str | None = None, confirm: Block | None = None
 ) -> Block:
-    """A button of ours: ``kind`` (and ``n``) in its action id, ``value`` what it sends."""
+    """A button: ``action`` its action id, ``value`` what it sends, ``confirm`` asked first."""
     built: Block = {
         "type": "button",
         "text": plain(label(text, MAX_BUTTON_TEXT)),
-        "action_id": ids.action_id(kind, n),
+        "action_id": action,
         "value": value,
     }
     if style:
         built["style"] = style
+    if confirm:
+        built["confirm"] = confirm
     return built
+
+
+def confirmation(title: str, text: str, yes: str, no: str) -> Block:
+    """The dialog a button asks for before its click is sent."""
+    return {"title": plain(title), "text": plain(text), "confirm": plain(yes), "deny": plain(no)}
 
 
 def dismiss_button() -> Block:
     """Dismiss, behind a confirmation."""
-    dismiss = button("Dismiss", "dismiss", "0")
-    dismiss["confirm"] = {
-        "title": plain("Dismiss this question?"),
-        "text": plain("The asker is told you chose not to answer."),
-        "confirm": plain("Dismiss"),
-        "deny": plain("Keep it"),
-    }
-    return dismiss
+    said = "The asker is told you chose not to answer."
+    asked = confirmation("Dismiss this question?", said, "Dismiss", "Keep it")
+    return button("Dismiss", ids.action_id("dismiss"), "0", confirm=asked)
 
 
 def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
