@@ -19,7 +19,6 @@ from adapters.slack.render.blocks import (
 )
 from adapters.slack.render.blocks.options import button, confirmation
 from adapters.slack.render.blocks.parts import (
-    Block,
     abridged,
     actions,
     context,
@@ -31,16 +30,8 @@ from adapters.slack.render.blocks.parts import (
 )
 from adapters.slack.render.mrkdwn import escape, mrkdwn, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
-from adapters.slack.render.rich import bold, rich_text, words
+from adapters.slack.render.rich import Block, bold, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
-
-__all__ = [
-    "ALLOW_TEXT",
-    "APPROVAL_ACTION_PATTERN",
-    "REJECT_TEXT",
-    "render_approval",
-    "render_record",
-]
 
 ALLOW_TEXT: Final = "Allow once"
 REJECT_TEXT: Final = "Reject"

@@ -8,8 +8,6 @@ from typing import Final, Literal
 
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["MAX_TAP_OPTIONS", "Layout", "PlanReview", "layout_of", "plan_review_of"]
-
 Layout = Literal["plan", "tap", "menu", "text", "form"]
 
 MAX_TAP_OPTIONS: Final = 5

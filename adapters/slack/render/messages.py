@@ -6,37 +6,7 @@ from typing import Final
 
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
-from bot.questions.service import ABORTED_MESSAGE
-
-__all__ = [
-    "ABORTED_MESSAGE",
-    "ALREADY_VOTED",
-    "CANCELLED_BY_ASKER",
-    "CANCELLED_MESSAGE",
-    "ENTER_AN_ANSWER",
-    "MODAL_NOT_OPENED",
-    "NOT_ALLOWED",
-    "NOT_AN_APPROVER",
-    "NOT_A_PLAN_REVIEW",
-    "NOT_A_REVIEWER",
-    "NOT_CHECKED",
-    "NO_LONGER_OPEN",
-    "QUESTION_FAILED",
-    "RECORD_LOST_NOTE",
-    "SHUTDOWN_NOTE",
-    "SHUTTING_DOWN",
-    "STORE_BUSY",
-    "SUPERSEDED_NOTE",
-    "UNDELIVERED",
-    "UNDELIVERED_REST",
-    "already_ended",
-    "names_of",
-    "no_answer_within",
-    "not_recorded",
-    "not_yours",
-    "refused",
-    "unknown_revised",
-]
+from bot.questions.service import ABORTED_MESSAGE as ABORTED_MESSAGE
 
 # -- errors the waiting ask() raises ------------------------------------------------------
 

@@ -5,17 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-__all__ = [
-    "escape",
-    "hidden_characters",
-    "markdown_text",
-    "mrkdwn",
-    "plain",
-    "reveal",
-    "shorten",
-    "shorten_escaped",
-]
-
 ELLIPSIS = "…"
 
 

@@ -13,20 +13,6 @@ from adapters.slack.render.messages import NO_LONGER_OPEN, already_ended
 from adapters.slack.render.mrkdwn import escape
 from bot.questions.errors import ASK_TIMEOUT
 
-__all__ = [
-    "ICONS",
-    "IN_FLIGHT",
-    "Outcome",
-    "as_mrkdwn",
-    "date",
-    "literal",
-    "one_line",
-    "opened_words",
-    "outcome_of",
-    "person",
-    "refusal",
-]
-
 ICONS: Final = {
     "Approved": ":white_check_mark:",
     "Declined": ":x:",

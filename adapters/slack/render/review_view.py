@@ -14,16 +14,6 @@ from adapters.slack.render.outcomes import date, literal, one_line, opened_words
 from adapters.slack.render.rich import Block, Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
 
-__all__ = [
-    "DIFF_IN_MESSAGE",
-    "PlanDiff",
-    "feedback_block",
-    "plan_diff",
-    "revision_blocks",
-    "tally_line",
-    "vote_lines",
-]
-
 DIFF_IN_MESSAGE: Final = 2500
 """Characters of diff shown in the message; a longer diff goes to the thread."""
 _FEEDBACK_SHOWN: Final = 500

@@ -8,8 +8,6 @@ from typing import Any
 from adapters.slack.blockkit import MAX_SECTION_TEXT
 from adapters.slack.render.mrkdwn import reveal, shorten
 
-__all__ = ["Block", "Piece", "bold", "italic", "rich_line", "rich_list", "rich_text", "words"]
-
 Block = dict[str, Any]
 Piece = dict[str, Any]
 

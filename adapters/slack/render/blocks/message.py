@@ -31,7 +31,6 @@ from adapters.slack.render.blocks.options import (
 from adapters.slack.render.blocks.parts import (
     MAX_FALLBACK_TEXT,
     Attachment,
-    Block,
     Rendered,
     actions,
     byline_blocks,
@@ -49,18 +48,9 @@ from adapters.slack.render.messages import NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
 from adapters.slack.render.outcomes import ICONS, as_mrkdwn, date, one_line, outcome_of
 from adapters.slack.render.review_view import feedback_block, revision_blocks
-from adapters.slack.render.rich import Piece, italic, rich_text, words
+from adapters.slack.render.rich import Block, Piece, italic, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
-
-__all__ = [
-    "outcome_line",
-    "plan_actions",
-    "render_final",
-    "render_open",
-    "render_stale",
-    "shown_details",
-]
 
 
 def render_open(record: PendingRecord) -> Rendered:

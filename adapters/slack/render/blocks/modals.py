@@ -20,11 +20,10 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import outcome_line, plan_actions
 from adapters.slack.render.blocks.options import label
 from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
-from adapters.slack.render.blocks.parts import Block, context, question_block, section, tally_blocks
+from adapters.slack.render.blocks.parts import context, question_block, section, tally_blocks
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
-
-__all__ = ["MODAL_DETAIL", "render_plan_modal", "render_skip_modal", "render_text_modal"]
+from adapters.slack.render.rich import Block
 
 MODAL_DETAIL: Final = 1500
 """Characters of a question's detail shown in its modal (the message has all of it)."""

@@ -18,25 +18,12 @@ from adapters.slack.blockkit import (
 from adapters.slack.model import ids
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.render.blocks.overflow import THREAD_PART
-from adapters.slack.render.blocks.parts import WORD, Block, clean_cut, context
+from adapters.slack.render.blocks.parts import WORD, clean_cut, context
 from adapters.slack.render.layout import Layout
 from adapters.slack.render.mrkdwn import ELLIPSIS, plain, reveal, shorten
-from adapters.slack.render.rich import Piece, bold, italic, rich_list, words
+from adapters.slack.render.rich import Block, Piece, bold, italic, rich_list, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
-
-__all__ = [
-    "button",
-    "button_labels",
-    "confirmation",
-    "dismiss_button",
-    "draft_widget",
-    "label",
-    "menu",
-    "option_labels",
-    "options_blocks",
-    "options_thread",
-]
 
 MAX_CHOICE_OPTIONS: Final = min(MAX_CHECKBOX_OPTIONS, MAX_RADIO_OPTIONS)
 """At most this many options are radio buttons or checkboxes in a form; more, a menu."""

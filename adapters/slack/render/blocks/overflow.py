@@ -10,7 +10,6 @@ from adapters.slack.blockkit import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET, block
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.parts import (
     Attachment,
-    Block,
     context,
     largest,
     markdown,
@@ -19,26 +18,7 @@ from adapters.slack.render.blocks.parts import (
 from adapters.slack.render.layout import Layout, layout_of
 from adapters.slack.render.mrkdwn import markdown_text
 from adapters.slack.render.review_view import plan_diff
-
-__all__ = [
-    "CONTINUED",
-    "DETAIL_BUDGET",
-    "IN_THREAD",
-    "MAX_THREAD_REPLIES",
-    "THREAD_PART",
-    "continued",
-    "detail_blocks",
-    "detail_shares",
-    "diff_file",
-    "fitted",
-    "kept_room",
-    "open_fence",
-    "outcome_limit",
-    "reopened",
-    "shares_within",
-    "split_text",
-    "thread_parts",
-]
+from adapters.slack.render.rich import Block
 
 DETAIL_BUDGET: Final = 9000
 """Most characters of detail shown in the message: under Slack's undocumented count."""

@@ -25,32 +25,6 @@ from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import Block, bold, italic, rich_text
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = [
-    "MAX_FALLBACK_TEXT",
-    "Attachment",
-    "Block",
-    "Rendered",
-    "abridged",
-    "actions",
-    "answer_by",
-    "asker",
-    "byline_blocks",
-    "clean_cut",
-    "context",
-    "deadline_blocks",
-    "ends",
-    "fallback",
-    "header_block",
-    "hidden_notice",
-    "largest",
-    "link_blocks",
-    "markdown",
-    "question_block",
-    "section",
-    "size_of",
-    "tally_blocks",
-]
-
 MAX_FALLBACK_TEXT: Final = 3000
 """The notification text (top-level ``text``), well within Slack's recommended 4,000."""
 
