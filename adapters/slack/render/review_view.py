@@ -129,11 +129,6 @@ class PlanDiff:
     unchanged: int
 
     @property
-    def text(self) -> str:
-        """The diff as plain text, one line each."""
-        return "\n".join(self.lines)
-
-    @property
     def summary(self) -> str:
         """``+A −R, unchanged: N lines``."""
         return f"+{self.added} −{self.removed}, unchanged: {self.unchanged} lines"

@@ -332,7 +332,7 @@ def test_a_rewritten_long_plan_posts_at_most_the_cap_and_its_diff_as_a_file() ->
     rendered = render_record(rec)
     assert problems(rendered) == []
     assert len(rendered.thread) <= MAX_THREAD_REPLIES
-    diffs = [f for f in rendered.files if f.content == plan_diff(old, new).text]
+    diffs = [f for f in rendered.files if f.content == "\n".join(plan_diff(old, new).lines)]
     assert len(diffs) == 1, [f.filename for f in rendered.files]
     assert "in full" in diffs[0].comment
     assert rebuilt(rendered) == [new]  # the plan itself is still whole

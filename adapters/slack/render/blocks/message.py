@@ -33,11 +33,10 @@ from adapters.slack.render.blocks.parts import (
     Attachment,
     Rendered,
     actions,
+    answer_by,
     byline_blocks,
     context,
-    deadline_blocks,
     fallback,
-    header_block,
     hidden_notice,
     link_blocks,
     question_block,
@@ -159,7 +158,9 @@ def _open_blocks(
     limit: int,
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
-    blocks: list[Block] = [*byline_blocks(record, limit), *deadline_blocks(record)]
+    blocks: list[Block] = [*byline_blocks(record, limit)]
+    if record.deadline is not None:
+        blocks.append(context(f":alarm_clock: {answer_by(record.deadline)}"))
     blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
 
@@ -271,7 +272,8 @@ def _asked(
         header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
         head = [{"type": "header", "text": header}, *revised]
     else:
-        head = [header_block(question.header)] if question.header else []
+        chip = [plain(question.header, MAX_SECTION_TEXT)] if question.header else []
+        head = [{"type": "context", "elements": chip}] if chip else []
     detail = overflow.detail_blocks(shown, question.detail or "")
     return [*head, question_block(question, index, len(record.questions)), *detail]
 

@@ -171,27 +171,24 @@ def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
 
 
 def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[tuple[int, list[Piece]]]:
-    """The index and the full-text line of each option that a widget shortens."""
-    entries = []
-    for i in _shortened(question, layout):
-        option = (question.options or [])[i]
-        line = [bold(option.label) if option.label.strip() else italic("(blank)")]
-        if option.description:
-            line.append(words(f" — {option.description}"))
-        entries.append((i, line))
-    return entries
-
-
-def _shortened(question: AskUserQuestionItem, layout: Layout) -> list[int]:
-    """The options a widget shows shortened (on buttons: descriptions are not shown at all)."""
+    """The index and the full-text line of each option that a widget shortens (on buttons:
+    descriptions are not shown at all)."""
     options = question.options or []
     if layout in ("tap", "plan"):
-        return [i for i, o in enumerate(options) if len(o.label) > MAX_BUTTON_TEXT or o.description]
-    return [
-        i
-        for i, o in enumerate(options)
-        if len(o.label) > MAX_OPTION_TEXT or len(o.description or "") > MAX_OPTION_DESCRIPTION
-    ]
+        cut = [i for i, o in enumerate(options) if len(o.label) > MAX_BUTTON_TEXT or o.description]
+    else:
+        cut = [
+            i
+            for i, o in enumerate(options)
+            if len(o.label) > MAX_OPTION_TEXT or len(o.description or "") > MAX_OPTION_DESCRIPTION
+        ]
+    entries = []
+    for i in cut:
+        line = [bold(options[i].label) if options[i].label.strip() else italic("(blank)")]
+        if options[i].description:
+            line.append(words(f" — {options[i].description}"))
+        entries.append((i, line))
+    return entries
 
 
 def _listed(

@@ -44,8 +44,8 @@ _STEP: Final = re.compile(r"^ {0,3}(\d{1,6})[.)] ", re.MULTILINE)
 IN_THREAD: Final = "_In full in the thread below._"
 """What the message shows of a detail when the rest of the message leaves it no room."""
 
-_ESCAPED_SIZE: Final = {"&": 5, "<": 4, ">": 4}
-"""How long each character ``escape`` changes becomes (``&amp;``, ``&lt;``, ``&gt;``)."""
+_ENTITY: Final = 5
+"""The longest a character ``escape`` changes becomes (``&amp;``; ``&lt;``, ``&gt;``: 4)."""
 
 
 def _escaped_length(text: str) -> int:
@@ -55,7 +55,7 @@ def _escaped_length(text: str) -> int:
 
 def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     """``text`` in parts of at most ``limit``, cut between paragraphs, lines or words."""
-    least = max(_ESCAPED_SIZE.values()) if escaped else 1
+    least = _ENTITY if escaped else 1
     if limit < least:
         raise ValueError(f"a split limit must be at least {least}, not {limit}")
     parts: list[str] = []
@@ -112,7 +112,7 @@ def detail_shares(record: PendingRecord, budget: int = DETAIL_BUDGET) -> list[st
 
 def _first_part(text: str, limit: int) -> str:
     """The first part ``split_text(text, limit, escaped=True)`` would give, alone."""
-    if limit < max(_ESCAPED_SIZE.values()):
+    if limit < _ENTITY:
         return ""
     return text[: _first_cut(text[: 5 * limit], limit, escaped=True)]
 
@@ -223,7 +223,7 @@ def outcome_limit(limit: int) -> int:
 
 def diff_file(previous_plan: str, plan: str) -> Attachment:
     """A revision's whole diff as one file: its replies would pass ``MAX_THREAD_REPLIES``."""
-    text = plan_diff(previous_plan, plan).text
+    text = "\n".join(plan_diff(previous_plan, plan).lines)
     title = "What changed in the plan"
     comment = f"{title}, in full ({size_of(text)}): too long for thread replies."
     return Attachment("plan-changes.diff", title, text, comment)

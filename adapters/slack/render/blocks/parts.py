@@ -191,21 +191,9 @@ def question_block(question: AskUserQuestionItem, index: int, count: int) -> Blo
     return rich_text(bold(head), italic(f" {gap} "), bold(tail), limit=MAX_SECTION_TEXT)
 
 
-def header_block(header: str) -> Block:
-    """A question's short header (chip) as plain text."""
-    return {"type": "context", "elements": [plain(header, MAX_SECTION_TEXT)]}
-
-
 def answer_by(deadline: float) -> str:
     """``Answer by <date>`` in Slack's date formatting: each reader sees their own zone."""
     return f"Answer by {date(deadline)}"
-
-
-def deadline_blocks(record: PendingRecord) -> list[Block]:
-    """The request's deadline, if it has one."""
-    if record.deadline is None:
-        return []
-    return [context(f":alarm_clock: {answer_by(record.deadline)}")]
 
 
 def actions(record: PendingRecord, index: int | None, tag: str, elements: list[Block]) -> Block:
