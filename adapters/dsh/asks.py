@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from adapters.dsh.protocol import ApprovalRequested, Receipt
+from adapters.dsh.host import describe
+from adapters.dsh.protocol import ApprovalRequested
 from adapters.dsh.session_log import ToolCall
-from adapters.dsh.uplink import HostUplink, describe
 from adapters.slack import SlackQuestionProvider, key_request_id
 from bot.questions.abort import AbortController
 from bot.questions.errors import (
@@ -26,6 +25,9 @@ from bot.questions.errors import (
 )
 from bot.questions.models import AskUserQuestionItem
 
+if TYPE_CHECKING:
+    from adapters.dsh.link import MuxLink
+
 __all__ = [
     "ANSWERED_ELSEWHERE",
     "APPROVAL_GONE_NOTE",
@@ -33,7 +35,6 @@ __all__ = [
     "DELIVERED_NOTE",
     "GONE_NOTE",
     "NOT_DELIVERED_NOTE",
-    "REFUSED",
     "REOPENED_NOTE",
     "RESTARTING_NOTE",
     "RETRYING_NOTE",
@@ -77,10 +78,6 @@ DECLINED_NOTE: Final = (
     "harness if it asks again."
 )
 _UNDELIVERED_NOTES: Final = frozenset({NOT_DELIVERED_NOTE, RETRYING_NOTE, UNCONFIRMED_NOTE})
-REFUSED: Final = (
-    "The harness refused that answer: it does not match the question the harness is waiting "
-    "for (bad-response)."
-)
 REOPENED_NOTE: Final = "The harness is still waiting for an answer to this question."
 RESTARTING_NOTE: Final = (
     "The bot is restarting; the harness keeps waiting, and this message takes answers again "
@@ -92,7 +89,7 @@ _Phase = Literal["asking", "responding"]
 PERMANENT_CODES: Final = frozenset({SLACK_LIMIT, BAD_REVIEW, BAD_INTENT, EMPTY_QUESTIONS})
 """Why Slack could not show a request that asking again cannot fix: the host is told."""
 _RESOLVED_WAIT: Final = 2.0
-"""Seconds a not-pending receipt waits for the ``*/resolved`` frame (was a lost one ours?)."""
+"""Seconds a response not seen taken waits for the host's ``cancel`` (was it ours?)."""
 _NOTICE_MAX: Final = 300
 
 
@@ -126,16 +123,15 @@ class HostAsk:
     reopen: bool = False
     approval: ApprovalRequested | None = None
     call: ToolCall | None = None
-    call_known: bool = False
     revises: str | None = None
     """The declined plan review this one revises."""
     sent: bool = False
     """A response to the host went out (it may have been taken): never declined after."""
     settled: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set with ``resolved``: the host's ``*/resolved`` frame for this request came."""
+    """Set with ``resolved``: the host withdrew this request (``cancel``)."""
 
     def resolve(self, outcome: str) -> None:
-        """The host settled this request with ``outcome`` (its ``*/resolved`` frame)."""
+        """The host settled this request with ``outcome`` (its log's, at its ``cancel``)."""
         self.resolved = outcome
         self.settled.set()
 
@@ -151,7 +147,7 @@ class HostAsk:
 
 
 async def _resolution(ask: HostAsk) -> str | None:
-    """The host's ``*/resolved`` outcome for ``ask``, waiting briefly for its frame."""
+    """How the host settled ``ask``, waiting briefly for its ``cancel``."""
     if ask.resolved is None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(ask.settled.wait(), _RESOLVED_WAIT)
@@ -173,7 +169,7 @@ class Retry:
 
 
 Asked = tuple[dict[str, Any], Callable[[str | None], bool], str]
-"""What to send: the body, which resolved outcome it asks for, and what the log calls it."""
+"""What to send: the outcome, which settled outcome it asks for, and what the log calls it."""
 
 
 class HostRunner:
@@ -184,19 +180,20 @@ class HostRunner:
     what = "request"
     """What the notice calls the request (``question``, ``tool approval``)."""
     done = "declined it in the harness"
-    refused = Retry.of(REFUSED)
-    asks_at_most = sys.maxsize
 
     def __init__(
         self,
         provider: SlackQuestionProvider,
-        uplink: HostUplink,
+        link: MuxLink,
         *,
+        asker: str,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
     ) -> None:
         self._notes = provider
-        self._uplink = uplink
+        self._link = link
+        self.asker = asker
+        """The host as the audit trail names who asked its questions and approvals."""
         self._on_posted = on_posted
         self._logger = logger
 
@@ -213,7 +210,7 @@ class HostRunner:
         raise NotImplementedError
 
     def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        """The body telling the host the request cannot be asked here."""
+        """The outcome telling the host the request cannot be asked here."""
         raise NotImplementedError
 
     def _settled_note(self, ask: HostAsk) -> str:
@@ -235,7 +232,7 @@ class HostRunner:
 
     async def _serve(self, ask: HostAsk) -> None:
         note, retry = await self._opening(ask)
-        for _ in range(self.asks_at_most):
+        while True:
             ask.phase = "asking"
             before = None if retry is None else await self._version(ask)
             try:
@@ -254,37 +251,25 @@ class HostRunner:
                 return
             if (asked := self._outcome(ask, got)) is None:
                 return
-            if isinstance(asked, Retry):
-                retry = asked
-                continue
-            receipt = await self._respond(ask, *asked)
-            if receipt is None or receipt.accepted or receipt.reason == "not-pending":
+            if not isinstance(asked, Retry):
+                await self._respond(ask, *asked)
                 return
-            retry = self.refused
-        await self._notes.add_note(
-            ask.request_id, "The harness kept refusing decisions; decide in the harness instead."
-        )
+            retry = asked
 
     async def _respond(
-        self, ask: HostAsk, body: dict[str, Any], used: Callable[[str | None], bool], what: str
-    ) -> Receipt | None:
-        """Send ``body`` and log its receipt; the message says when another settled it."""
+        self, ask: HostAsk, outcome: dict[str, Any], used: Callable[[str | None], bool], what: str
+    ) -> None:
+        """Send ``outcome`` and log how it went; the message says when another settled it."""
         ask.phase = "responding"
-        receipt = await self._send(ask, body, used)
-        if receipt is None:
-            return None
-        reason = receipt.reason
-        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id, "reason": reason}
-        if receipt.accepted:
+        taken = await self._send(ask, outcome, used)
+        if taken is None:
+            return
+        extra = {"rpc_id": ask.rpc_id, "session": ask.session_id}
+        if taken:
             self._logger.info(f"dsh host: {what} accepted", extra=extra)
-        elif reason == "bad-response":
-            # Answers are checked and decisions fixed before they are sent: a refusal is a bug.
-            self._logger.error(f"dsh host: {what} refused (bad-response)", extra=extra)
-        else:
-            self._logger.info(f"dsh host: {what} not taken ({reason})", extra=extra)
-        if reason == "not-pending":
-            await self._notes.add_note(ask.request_id, self._settled_note(ask))
-        return receipt
+            return
+        self._logger.info(f"dsh host: {what} not taken (not-pending)", extra=extra)
+        await self._notes.add_note(ask.request_id, self._settled_note(ask))
 
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         """Slack did not show ``ask``: declined when asking again cannot fix it; otherwise the
@@ -314,37 +299,33 @@ class HostRunner:
         return None if status is None else status.version
 
     async def _send(
-        self, ask: HostAsk, body: dict[str, Any], used: Callable[[str | None], bool]
-    ) -> Receipt | None:
-        """Send ``body``; the receipt to act on, ``None`` if not delivered (the message says so);
-        a lost receipt counts as accepted when the resolved outcome is one ``used`` by it."""
+        self, ask: HostAsk, outcome: dict[str, Any], used: Callable[[str | None], bool]
+    ) -> bool | None:
+        """Send ``outcome``: whether it was taken, ``None`` if not delivered (the message says
+        so); one that reached the host counts as taken when it settled the request as ``used``."""
 
         async def overdue(note: str) -> None:
             await self._notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
 
         ask.sent = True
-        delivery = await self._uplink.respond(
-            ask.rpc_id, body, settled=lambda: ask.resolved is not None, overdue=overdue
+        delivery = await self._link.respond(
+            ask.rpc_id, outcome, settled=lambda: ask.resolved is not None, overdue=overdue
         )
-        receipt = delivery.receipt
-        if receipt is None and not delivery.settled:
+        taken = delivery.taken
+        if taken is None and not delivery.settled:
             await self._notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
             return None
-        if receipt is None or receipt.reason == "not-pending":
-            if delivery.reached and used(await _resolution(ask)):
-                self._logger.info(
-                    "dsh host: response taken (its receipt was lost; the host's resolved frame "
-                    "shows it)",
-                    extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-                )
-                receipt = Receipt(accepted=True)
-            elif receipt is None:
-                receipt = Receipt(accepted=False, reason="not-pending")
-        if receipt.accepted:
+        if not taken and delivery.reached and used(await _resolution(ask)):
+            self._logger.info(
+                "dsh host: response taken (the host's log did not show it; its cancel does)",
+                extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
+            )
+            taken = True
+        if taken:
             status = await self._notes.status(ask.request_id)
             if status is not None and status.note in _UNDELIVERED_NOTES:
                 await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
-        return receipt
+        return bool(taken)
 
     async def _decline(self, ask: HostAsk, why: str) -> None:
         """Dismiss or reject the request in the host, so its agent can act, and say so in Slack."""
@@ -353,13 +334,12 @@ class HostRunner:
             extra={"rpc_id": ask.rpc_id, "session": ask.session_id, "error": why},
         )
         ask.sent = True
-        delivery = await self._uplink.respond(
+        delivery = await self._link.respond(
             ask.rpc_id, self._declined(ask), settled=lambda: ask.resolved is not None
         )
-        receipt = delivery.receipt
-        if receipt is not None and receipt.accepted:
+        if delivery.taken:
             told = f"The bot {self.done}, so the agent can carry on."
-        elif receipt is not None or delivery.settled:
+        elif delivery.taken is not None or delivery.settled:
             told = "The harness had already settled it."
         else:
             told = "The bot could not tell the harness; it tries again if the harness asks again."

@@ -1,5 +1,5 @@
-"""``DshHostClient``: the bot as a connected client of a running dsh web host (0.2 or 0.1.1,
-found at each connection unless told); each request becomes one ask keyed by its id."""
+"""``DshHostClient``: the bot as a connected client of a running dsh web host (the 0.2
+protocol); each request becomes one ask keyed by its id."""
 
 from __future__ import annotations
 
@@ -7,28 +7,24 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
+from adapters.dsh.host import Host, host_asker
 from adapters.dsh.inbox import Inbox
-from adapters.dsh.link import LoginRefused, MuxLink
+from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import split_host_url
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
-from adapters.dsh.protocol import EVENTS_MUX_PATH
 from adapters.dsh.runners import ApprovalRunner, QuestionRunner
-from adapters.dsh.uplink import Host, HostUplink, host_asker
 from adapters.slack import SlackQuestionProvider
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
-__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient", "Protocol"]
-
-Protocol = Literal["auto", "0.2", "0.1"]
-"""Which dsh protocol to speak: found out at each connection (``auto``), or forced."""
+__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
 
 
 class DshHostClient:
@@ -42,10 +38,8 @@ class DshHostClient:
         *,
         provider: SlackQuestionProvider,
         token: str | None = None,
-        protocol: Protocol = "auto",
         backoff_initial: float = 0.25,
         backoff_max: float = 1.5,
-        respond_retry_for: float = 120.0,
         replay_window: float = 2.0,
         heartbeat: float | None = 30.0,
         stop_grace: float = 5.0,
@@ -62,12 +56,7 @@ class DshHostClient:
         if max_frame_bytes < 1024 or min(max_open_per_session, max_open_per_host) < 1:
             raise ValueError("max_frame_bytes must be >= 1024 and the open-request caps >= 1")
         self._base, url_token = split_host_url(base_url)
-        token = token or url_token
         self._shown_url = redact_url(self._base)
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._protocol = protocol
-        self.dialect: Literal["0.2", "0.1"] | None = None if protocol == "auto" else protocol
-        """The protocol the host speaks (``None`` until the first connection finds out)."""
         self._stop_grace = stop_grace
         self._logger = logger or logging.getLogger("adapters.dsh")
         self._session: aiohttp.ClientSession | None = None
@@ -76,6 +65,7 @@ class DshHostClient:
         host = Host(
             self._base, self._http, self._logger, self._stopped, backoff_initial, backoff_max
         )
+        asker = host_asker(self._base)
         self._requests = OpenRequests(
             provider,
             self._serve,
@@ -83,12 +73,12 @@ class DshHostClient:
             max_open=max_open_per_session,
             max_open_host=max_open_per_host,
             replay_window=replay_window,
-            asker=host_asker(self._base),
+            asker=asker,
         )
-        self._link = MuxLink(host, token)
+        self._link = MuxLink(host, token or url_token)
         self._downlink = Downlink(
             host,
-            self._login,
+            self._link.login,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
             on_open=self._opened,
@@ -96,29 +86,22 @@ class DshHostClient:
             on_close=self._closed,
             on_too_big=lambda text: self._inbox.too_big(text),
         )
-        self._uplink = HostUplink(
-            host,
-            self._headers,
-            retry_for=respond_retry_for,
-            connected=lambda: self._downlink.state == "connected",
-            link=lambda: self._link if self.dialect == "0.2" else None,
-        )
         self._questions = QuestionRunner(
             service,
             provider,
-            self._uplink,
+            self._link,
+            asker=asker,
             on_posted=self._requests.posted,
             logger=self._logger,
             review=review,
         )
-        self._inbox = Inbox(
-            self._requests, self._link, lambda: self.dialect, self._logger, max_frame_bytes
-        )
+        self._inbox = Inbox(self._requests, self._link, self._logger, max_frame_bytes)
         self.skips = self._inbox.skips
         """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._approvals = ApprovalRunner(
             provider,
-            self._uplink,
+            self._link,
+            asker=asker,
             approvers=approvers,
             approver_groups=approver_groups,
             on_posted=self._requests.posted,
@@ -143,7 +126,7 @@ class DshHostClient:
     def status(self) -> dict[str, Any]:
         """For ``/healthz``: the downlink's state and the host's open questions and approvals."""
         questions, approvals = self._requests.counts()
-        status: dict[str, Any] = {"dsh": self._downlink.state, "dshProtocol": self.dialect}
+        status: dict[str, Any] = {"dsh": self._downlink.state, "dshProtocol": "0.2"}
         if self._downlink.problem is not None:
             status["dshProblem"] = self._downlink.problem
         return status | {"dshQuestions": questions, "dshApprovals": approvals}
@@ -184,22 +167,9 @@ class DshHostClient:
         assert self._session is not None, "start() first"
         return self._session
 
-    async def _login(self) -> tuple[str, dict[str, str]]:
-        """The socket's URL and headers: logged in to a 0.2 host, else the 0.1.1 downlink."""
-        if self._protocol != "0.1":
-            headers = await self._link.auth.login()
-            if headers is not None:
-                self.dialect = "0.2"
-                return self._link.url, headers
-            if self._protocol == "0.2":
-                raise LoginRefused("the host has no /connect: not a dsh 0.2 host (DSH_PROTOCOL)")
-        self.dialect = "0.1"
-        return self._base + EVENTS_MUX_PATH, self._headers
-
     async def _opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self._requests.opened()
-        if self.dialect == "0.2":
-            await self._link.opened(ws)
+        await self._link.opened(ws)
 
     def _closed(self) -> None:
         self._requests.closed()

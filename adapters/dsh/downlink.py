@@ -11,7 +11,7 @@ from typing import Literal
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
-from adapters.dsh.uplink import HTTP_FAILURES, Host, describe
+from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.urls import redact_url
 
 __all__ = ["HANDSHAKE_TIMEOUT", "REPEAT_WARNING", "ConnectionState", "Downlink"]
@@ -118,7 +118,7 @@ class Downlink:
             if exc.status in (401, 403):
                 reason += " (check DSH_HOST_TOKEN)"
             elif exc.status in (404, 405):
-                reason += " (is DSH_HOST_URL a dsh web host? check DSH_PROTOCOL)"
+                reason += " (is DSH_HOST_URL a dsh web host?)"
         except HTTP_FAILURES as exc:
             reason = describe(exc)
         except Exception as exc:  # a login refused, or a bug: retried all the same

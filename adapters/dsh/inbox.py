@@ -1,12 +1,11 @@
-"""The downlink's messages read into the open requests: 0.1.1 frames or 0.2 mux items; a
-malformed one is skipped (logged at most once a minute) and nothing in one ends the connection."""
+"""The mux's messages read into the open requests and the sessions' logs; a malformed one is
+skipped (logged at most once a minute) and nothing in one ends the connection."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from collections.abc import Callable
 
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.link import MuxLink
@@ -20,15 +19,6 @@ from adapters.dsh.mux import (
     parse_mux,
 )
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.protocol import (
-    ApprovalRequested,
-    ApprovalResolved,
-    OtherPayload,
-    QuestionRequested,
-    QuestionResolved,
-    parse_frame,
-)
-from adapters.dsh.session_log import SESSION_EVENT, session_event
 from adapters.httpguard import RefusalLog
 
 _CANCEL_WAIT = 1.0
@@ -42,13 +32,11 @@ class Inbox:
         self,
         requests: OpenRequests,
         link: MuxLink,
-        dialect: Callable[[], str | None],
         logger: logging.Logger,
         max_frame: int = 8 * 1024 * 1024,
     ) -> None:
         self._requests = requests
         self._link = link
-        self._dialect = dialect
         self._logger = logger
         self._max_frame = max_frame
         self.skips = RefusalLog(logger)
@@ -63,13 +51,13 @@ class Inbox:
             extra={
                 "bytes": len(text.encode("utf-8")),
                 "limit": self._max_frame,
-                "method": _head_field(head, "method|event"),
-                "rpc_id": _head_field(head, "rpcId|eventId"),
+                "method": _head_field(head, "event"),
+                "rpc_id": _head_field(head, "eventId"),
             },
         )
-        session, call = _head_field(head, "sessionId"), _head_field(head, "callId")
-        if '"tool/call"' in head and session is not None and call is not None:
-            self._link.log.unreadable(session, call)
+        stream, call = _head_field(head, "streamId") or "", _head_field(head, "callId")
+        if '"tool/call"' in head and stream.startswith(LOG_PREFIX) and call is not None:
+            self._link.log.unreadable(stream.removeprefix(LOG_PREFIX), call)
 
     def _skipped(self, error: Exception) -> None:
         """Log a malformed frame, at most once a minute (a host could send millions)."""
@@ -81,47 +69,8 @@ class Inbox:
             )
 
     def on_message(self, text: str) -> None:
-        """Handle one downlink message; nothing in it may end the connection."""
-        if self._dialect() == "0.2":
-            self._on_mux(text)
-            return
-        try:
-            frame = parse_frame(text)
-        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
-            self._skipped(exc)
-            return
-        try:
-            payload = frame.payload
-            if isinstance(payload, QuestionRequested | ApprovalRequested):
-                if isinstance(payload, QuestionRequested):
-                    ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))
-                else:
-                    # Paired now: the log may forget it before the ask is served.
-                    sid, aid, log = payload.session_id, payload.approval_id, self._link.log
-                    ask = HostAsk(
-                        frame.rpc_id,
-                        sid,
-                        approval=payload,
-                        call=log.call_for(sid, aid),
-                        call_known=log.knows(sid, aid),
-                    )
-                self._requests.requested(ask)
-            elif isinstance(payload, QuestionResolved):
-                self._requests.resolved(payload.question_rpc_id, payload.outcome)
-            elif isinstance(payload, ApprovalResolved):
-                self._requests.approval_resolved(payload)
-                self._link.log.forget(payload.session_id, payload.approval_id)
-            elif frame.method == SESSION_EVENT and isinstance(payload, OtherPayload):
-                event = session_event(payload.model_extra or {})
-                if event is not None:
-                    self._link.log.observe(event)
-        except Exception:  # a bug here must not drop the downlink
-            self._logger.exception(
-                "dsh host: could not handle a frame", extra={"rpc_id": frame.rpc_id}
-            )
-
-    def _on_mux(self, text: str) -> None:
-        """Handle one 0.2 mux message: ``$events`` items and the followed session logs."""
+        """Handle one message (``$events`` items, followed session logs); nothing in it may
+        end the connection."""
         try:
             frame = parse_mux(text)
             if frame.stream_id.startswith(LOG_PREFIX):
@@ -143,14 +92,12 @@ class Inbox:
                 self._link.ready(value.client_id)
             elif isinstance(value, Waterfall):
                 call = self._link.asked(value)
-                questions = list(value.question.questions) if value.question else []
                 ask = HostAsk(
                     value.event_id,
                     value.session_id,
-                    questions,
+                    list(value.questions),
                     approval=value.approval,
                     call=call,
-                    call_known=call is not None,
                 )
                 self._requests.requested(ask)
             elif isinstance(value, Cancel) and self._requests.holds(value.event_id):
@@ -168,9 +115,9 @@ class Inbox:
         self._requests.resolved(event_id, outcome or "cancelled")
 
 
-def _head_field(head: str, keys: str) -> str | None:
-    """A string field (one of ``keys``, ``|``-separated) read from the head of a message."""
-    found = re.search(rf'"(?:{keys})"\s*:\s*"([^"\\]{{1,200}})"', head)
+def _head_field(head: str, key: str) -> str | None:
+    """A string field ``key`` read from the head of a message."""
+    found = re.search(rf'"{key}"\s*:\s*"([^"\\]{{1,200}})"', head)
     return found.group(1) if found else None
 
 

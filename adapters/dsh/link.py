@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlencode
 
 import aiohttp
 
 from adapters.dsh.asks import UNCONFIRMED_NOTE
+from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.dsh.mux import (
     LOG_PREFIX,
     MUX_PATH,
@@ -20,14 +22,11 @@ from adapters.dsh.mux import (
     follow_frame,
     login_path,
     open_events_frame,
-    outcome_of,
     result_body,
 )
-from adapters.dsh.protocol import Receipt
 from adapters.dsh.session_log import SessionLog, ToolCall
-from adapters.dsh.uplink import HTTP_FAILURES, Delivery, Host, describe
 
-__all__ = ["LoginRefused", "MuxLink"]
+__all__ = ["NO_CONNECT", "Delivery", "LoginRefused", "MuxLink"]
 
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
@@ -36,10 +35,22 @@ _REPLAY_WAIT: Final = 2.0
 _MAX_FOLLOWED: Final = 256
 _Post = Literal["taken", "stale", "failed", "refused"]
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
+NO_CONNECT: Final = (
+    "the host has no /connect (HTTP {status}): it is not a dsh web host speaking the 0.2 "
+    "protocol, which the bot needs (dsh 0.1.2a3 and later); dsh 0.1.1-rc.2 is no longer "
+    "supported: upgrade dsh"
+)
 
 
-def _delivered(verdict: bool) -> Delivery:
-    return Delivery(Receipt(accepted=verdict, reason=None if verdict else "not-pending"))
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How sending a response went: ``taken`` (its session's log shows it), ``False`` (the
+    request ended otherwise) or ``None`` (not delivered); whether it ``reached`` the host;
+    whether the host ``settled`` the request meanwhile."""
+
+    taken: bool | None
+    reached: bool = False
+    settled: bool = False
 
 
 class LoginRefused(Exception):
@@ -60,10 +71,9 @@ class HostLogin:
         self._browser: str | None = None
         self._fallback = False
 
-    async def login(self) -> dict[str, str] | None:
-        """Log in (``/connect``); the socket's headers, ``None`` for a 0.1.1 host, ``LoginRefused``
-        otherwise. The first login keeps the browser cookie, tried once when a restarted host
-        refuses the old launch token."""
+    async def login(self) -> dict[str, str]:
+        """Log in (``/connect``): the socket's headers, else ``LoginRefused``. The first login
+        keeps the browser cookie, tried once when a restarted host refuses the old token."""
         token = self._token or ""
         status, cookie = await self._get(login_path(token))
         if status in (302, 303):
@@ -86,7 +96,7 @@ class HostLogin:
                 "on every start: set DSH_HOST_TOKEN, or DSH_HOST_URL to the whole URL it prints)"
             )
         if status in (404, 405) or 200 <= status < 300:
-            return None
+            raise LoginRefused(NO_CONNECT.format(status=status))
         raise LoginRefused(f"the host refused the login: HTTP {status}")
 
     async def _get(self, path: str) -> tuple[int, str]:
@@ -123,10 +133,9 @@ class MuxLink:
         """The requests this socket's ``$events`` sent (its replay, then new ones)."""
         self._followed: dict[str, bool] = {}  # session → snapshot seen
 
-    @property
-    def url(self) -> str:
-        """The mux's URL."""
-        return self._host.base + MUX_PATH
+    async def login(self) -> tuple[str, dict[str, str]]:
+        """The mux's URL and the headers logged in to it."""
+        return self._host.base + MUX_PATH, await self.auth.login()
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
@@ -196,14 +205,13 @@ class MuxLink:
     async def respond(
         self,
         event_id: str,
-        body: dict[str, Any],
+        outcome: dict[str, Any],
         *,
-        settled: Callable[[], bool] | None,
-        overdue: Callable[[str], Awaitable[object]] | None,
+        settled: Callable[[], bool],
+        overdue: Callable[[str], Awaitable[object]] | None = None,
     ) -> Delivery:
-        """Send an answer (once taken, never again), then wait for the log: accepted once it shows
-        this answer's outcome; ``not-pending`` on another, or when the host withdrew the request."""
-        outcome = outcome_of(body)
+        """Send ``outcome`` (once taken, never again), then wait for the log: taken once it
+        shows this outcome; not on another, or when the host withdrew the request."""
         noted = False
 
         async def note(text: str) -> None:
@@ -215,9 +223,9 @@ class MuxLink:
         delay = 0.25
         while True:
             if (verdict := self.log.verdict(event_id, outcome)) is not None:
-                return _delivered(verdict)
-            if settled is not None and settled():
-                return Delivery(Receipt(accepted=False, reason="not-pending"))
+                return Delivery(verdict)
+            if settled():
+                return Delivery(False)
             if self._host.stopping():
                 return Delivery(None)
             client_id = self.client_id
@@ -249,14 +257,14 @@ class MuxLink:
         loop = asyncio.get_running_loop()
         since = loop.time()
         while (verdict := self.log.verdict(event_id, outcome)) is None:
-            if settled is not None and settled():
-                return Delivery(Receipt(accepted=False, reason="not-pending"), reached=True)
+            if settled():
+                return Delivery(False, reached=True)
             if self._host.stopping():
                 return Delivery(None, reached=True)
             if loop.time() - since > _CONFIRM_WAIT:
                 await note(UNCONFIRMED_NOTE)
             await self.log.changed(0.25)
-        return _delivered(verdict)
+        return Delivery(verdict)
 
     def _gone(self, event_id: str) -> bool:
         """Whether this socket's replay is over without request ``event_id``."""

@@ -4,7 +4,7 @@ a session's log."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -13,9 +13,11 @@ from pydantic import ValidationError
 from adapters.dsh.protocol import ApprovalRequested, QuestionRequested
 from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
 from adapters.urls import split_token
+from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
     "CONNECT_PATH",
+    "DISMISSED",
     "EVENTS_STREAM",
     "MUX_PATH",
     "RESULT_PATH",
@@ -25,8 +27,8 @@ __all__ = [
     "events_value",
     "follow_frame",
     "open_events_frame",
-    "outcome_of",
     "parse_mux",
+    "result",
     "result_body",
     "split_host_url",
 ]
@@ -37,12 +39,15 @@ RESULT_PATH: Final = "/api/$events/result"
 EVENTS_STREAM: Final = "ev"
 """The streamId of the ``$events`` stream; a session's log stream is ``log:<sessionId>``."""
 LOG_PREFIX: Final = "log:"
-DISMISSAL: Final = {
-    "name": "UserQuestionError",
-    "message": "the user cancelled ask_user_question",
-    "code": "ASK_CANCELLED",
+DISMISSED: Final = {
+    "kind": "rejected",
+    "error": {
+        "name": "UserQuestionError",
+        "message": "the user cancelled ask_user_question",
+        "code": "ASK_CANCELLED",
+    },
 }
-"""The error a dismissed question is rejected with (the tool fails with ``ASK_CANCELLED``)."""
+"""The outcome of a dismissed question (the tool fails with ``ASK_CANCELLED``)."""
 QUESTION_EVENT: Final = "user-questions/request"
 APPROVAL_EVENT: Final = "approval/request"
 
@@ -103,11 +108,11 @@ class Ready:
 
 @dataclass(frozen=True, slots=True)
 class Waterfall:
-    """A request of the host: a question batch (``question``) or an approval (``approval``)."""
+    """A request of the host: a question batch (``questions``) or an approval (``approval``)."""
 
     event_id: str
     session_id: str
-    question: QuestionRequested | None = None
+    questions: list[AskUserQuestionItem] = field(default_factory=list)
     approval: ApprovalRequested | None = None
     call_id: str | None = None
     """The tool call asking: an approval's ``callId``, a plan review's ``intent.callId``."""
@@ -132,19 +137,15 @@ def _waterfall(value: dict[str, Any]) -> Waterfall | None:
     request, event = value.get("request"), value.get("event")
     if not isinstance(request, dict):
         raise ValueError("waterfall request must be an object")
-    raw = {"sessionId": session_id, **request}
     try:
         if event == QUESTION_EVENT:
-            question = QuestionRequested.model_validate({"type": "question/requested", **raw})
+            questions = QuestionRequested.model_validate(request).questions
             intent = request["questions"][0].get("intent")  # valid: a list of objects
             call = intent.get("callId") if isinstance(intent, dict) else None
             call_id = scrub_text(call) if isinstance(call, str) else None
-            return Waterfall(event_id, session_id, question, call_id=call_id)
+            return Waterfall(event_id, session_id, questions, call_id=call_id)
         if event == APPROVAL_EVENT:
-            call = request.get("callId")
-            approval_id = call if isinstance(call, str) and call else event_id
-            raw = {"type": "approval/requested", **raw, "approvalId": approval_id}
-            approval = ApprovalRequested.model_validate(raw)
+            approval = ApprovalRequested.model_validate(request)
             return Waterfall(event_id, session_id, approval=approval, call_id=approval.call_id)
     except ValidationError as exc:
         raise ValueError(f"bad {event} waterfall: {describe_validation_error(exc)}") from None
@@ -165,13 +166,9 @@ def events_value(value: Any) -> Ready | Waterfall | Cancel | None:
     return None
 
 
-def outcome_of(body: dict[str, Any]) -> dict[str, Any]:
-    """The 0.2 outcome of a 0.1 ``ClientResponse`` (a dismissal: ``ASK_CANCELLED``)."""
-    result = body["result"]
-    if not result["ok"]:
-        return {"kind": "rejected", "error": DISMISSAL}
-    value = result["value"]
-    return {"kind": "result", "value": value["outcome"] if "outcome" in value else value["answer"]}
+def result(value: Any) -> dict[str, Any]:
+    """The outcome answering a request with ``value``: an answer batch, or a decision."""
+    return {"kind": "result", "value": value}
 
 
 def result_body(

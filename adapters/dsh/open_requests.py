@@ -19,10 +19,9 @@ from adapters.dsh.asks import (
     RESTARTING_NOTE,
     HostAsk,
 )
-from adapters.dsh.protocol import ApprovalResolved
+from adapters.dsh.host import Host, describe
 from adapters.dsh.released import close_released
 from adapters.dsh.runners import resolved_note
-from adapters.dsh.uplink import Host, describe
 from adapters.slack import Released, SlackQuestionProvider
 
 __all__ = ["QUEUED_NOTE", "OpenRequests"]
@@ -299,18 +298,6 @@ class OpenRequests:
             return False
         self._admit(late)
         return True
-
-    def approval_resolved(self, payload: ApprovalResolved) -> None:
-        """The host settled an approval (here or elsewhere): end its ask, drop its wait."""
-
-        def mine(ask: HostAsk) -> bool:
-            return ask.approval is not None and ask.approval.approval_id == payload.approval_id
-
-        self._waiting.remove(mine)
-        for rpc_id in [rpc_id for rpc_id, ask in self._late.items() if mine(ask)]:
-            del self._late[rpc_id]
-        for ask in [a for a in self._asks.values() if mine(a)]:
-            self.resolved(ask.rpc_id, payload.outcome)
 
     def resolved(self, rpc_id: str, outcome: str) -> None:
         """The host resolved request ``rpc_id`` with ``outcome``: end its ask in Slack."""

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Final
 
 from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, ask_key
-from adapters.dsh.uplink import describe
+from adapters.dsh.host import describe
 from adapters.slack import PendingRecord, SlackQuestionProvider
 
 __all__ = ["close_released", "released_by_a_bot_of"]

@@ -22,14 +22,9 @@ from adapters.dsh.asks import (
     ask_key,
     session_label,
 )
-from adapters.dsh.protocol import (
-    answer_problem,
-    answer_response,
-    approval_headline,
-    approval_response,
-    cancel_response,
-)
-from adapters.dsh.uplink import HostUplink
+from adapters.dsh.link import MuxLink
+from adapters.dsh.mux import DISMISSED, result
+from adapters.dsh.protocol import answer_problem, approval_headline
 from adapters.slack import ApprovalView, QuestionStatus, SlackQuestionProvider, plan_review_of
 from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
@@ -37,8 +32,6 @@ from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
 __all__ = [
-    "APPROVAL_NOT_REOPENED",
-    "APPROVAL_REFUSED",
     "APPROVAL_SETTLED_ELSEWHERE",
     "COMMAND_UNREAD_NOTE",
     "ApprovalRunner",
@@ -54,9 +47,6 @@ past ``QUESTION_TIMEOUT`` would otherwise block the agent's turn for good."""
 APPROVAL_SETTLED_ELSEWHERE: Final = (
     "The harness had already settled this approval elsewhere; this decision was not used."
 )
-_REFUSAL: Final = Retry.of("The harness refused that decision (bad-response).", "decide")
-APPROVAL_REFUSED: Final = _REFUSAL.note
-APPROVAL_NOT_REOPENED: Final = _REFUSAL.stuck
 COMMAND_UNREAD_NOTE: Final = (
     "The bot could not read what this tool will run: check it in the harness before allowing it."
 )
@@ -80,20 +70,21 @@ class QuestionRunner(HostRunner):
         self,
         service: UserQuestionService,
         provider: SlackQuestionProvider,
-        uplink: HostUplink,
+        link: MuxLink,
         *,
+        asker: str,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
         review: ReviewPolicy | None = None,
     ) -> None:
-        super().__init__(provider, uplink, on_posted=on_posted, logger=logger)
+        super().__init__(provider, link, asker=asker, on_posted=on_posted, logger=logger)
         self._service = service
         self._review = review
         self._declined_reviews: dict[str, str] = {}
         """Session id -> the request id of its latest plan review, while it stands declined."""
 
     def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        return cancel_response(ask.rpc_id)
+        return DISMISSED
 
     def _settled_note(self, ask: HostAsk) -> str:
         if ask.resolved == "cancelled":
@@ -113,7 +104,7 @@ class QuestionRunner(HostRunner):
             on_posted=lambda _: self._on_posted(ask),
             review=None if plan_review_of(ask.questions) is None else self._review,
             revises=ask.revises,
-            asked_by=self._uplink.asker,
+            asked_by=self.asker,
         )
         request = AskUserQuestionRequest(
             questions=ask.questions, signal=ask.controller.signal, options=options
@@ -130,8 +121,7 @@ class QuestionRunner(HostRunner):
             )
             return Retry.of(f"That answer cannot be sent to the harness: {problem}.")
         self._remember_plan_review(ask, answer)
-        body = answer_response(ask.rpc_id, ask.session_id, answer)
-        return body, lambda outcome: outcome == "answered", "answer"
+        return result(answer.to_wire()), lambda outcome: outcome == "answered", "answer"
 
     async def _revises(self, ask: HostAsk) -> str | None:
         """The declined review a plan review revises: the session's previous plan review, when
@@ -160,44 +150,40 @@ class QuestionRunner(HostRunner):
             return
         what = "dismissal" if error.code == ASK_CANCELLED else "dismissal at the deadline"
         used = lambda outcome: outcome == "cancelled"  # noqa: E731
-        await self._respond(ask, cancel_response(ask.rpc_id), used, what)
+        await self._respond(ask, DISMISSED, used, what)
 
 
 class ApprovalRunner(HostRunner):
-    """Asks one host approval in Slack and sends the decision back; after a refused decision
-    only one made after the message reopened is sent (resending it would decide for nobody)."""
+    """Asks one host approval in Slack and sends the decision back."""
 
     what = "tool approval"
     done = "rejected it in the harness"
-    refused = _REFUSAL
-    asks_at_most = 5
 
     def __init__(
         self,
         provider: SlackQuestionProvider,
-        uplink: HostUplink,
+        link: MuxLink,
         *,
+        asker: str,
         approvers: Sequence[str] | None,
         approver_groups: Sequence[str] | None,
         on_posted: Callable[[HostAsk], None],
         logger: logging.Logger,
     ) -> None:
-        super().__init__(provider, uplink, on_posted=on_posted, logger=logger)
+        super().__init__(provider, link, asker=asker, on_posted=on_posted, logger=logger)
         self._approvers = list(approvers) if approvers else None
         self._groups = list(approver_groups) if approver_groups else None
 
     def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        assert ask.approval is not None
-        return approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "rejected")
+        return result("rejected")
 
     def _settled_note(self, ask: HostAsk) -> str:
         return APPROVAL_SETTLED_ELSEWHERE
 
     async def _opening(self, ask: HostAsk) -> tuple[str | None, Retry | None]:
-        assert ask.approval is not None
-        # A replay after a reconnect: the tool/call event is not sent again.
-        if not ask.call_known:
-            ask.call = await self._uplink.call_of(ask.approval)
+        # Not in the log yet (or forgotten): wait briefly for its session's snapshot.
+        if ask.call is None and ask.approval is not None:
+            ask.call = await self._link.call_of(ask.session_id, ask.approval.call_id)
         note = REOPENED_NOTE if await self._reopening(ask) else None
         if ask.call is None:
             note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
@@ -217,7 +203,7 @@ class ApprovalRunner(HostRunner):
             label=session_label(ask.session_id),
             note=note,
             on_posted=lambda _: self._on_posted(ask),
-            asked_by=self._uplink.asker,
+            asked_by=self.asker,
         )
         return await self._notes.ask_approval(
             view,
@@ -228,10 +214,8 @@ class ApprovalRunner(HostRunner):
         )
 
     def _outcome(self, ask: HostAsk, record: QuestionStatus) -> Asked | None:
-        payload, outcome = ask.approval, record.decision
-        assert payload is not None
+        outcome = record.decision
         if record.state != "answered" or outcome is None:
             self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
             return None
-        body = approval_response(ask.rpc_id, ask.session_id, payload.approval_id, outcome)
-        return body, functools.partial(operator.eq, outcome), "approval decision"
+        return result(outcome), functools.partial(operator.eq, outcome), "approval decision"

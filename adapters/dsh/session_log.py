@@ -1,5 +1,5 @@
-"""What the sessions' events say, whichever protocol brings them: the tool calls, the call
-each approval is for, and how each request of the host ended (dsh 0.2 gives no receipts)."""
+"""What the sessions' logs say (``session/follow``): the tool calls, the call each approval
+is for, and how each request of the host ended (dsh 0.2 gives no receipts)."""
 
 from __future__ import annotations
 
@@ -7,41 +7,20 @@ import asyncio
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.dsh.mux import Waterfall
-from adapters.dsh.wire import scrub, scrub_text
+from adapters.dsh.wire import scrub_text
 
-__all__ = [
-    "SESSION_EVENT",
-    "CallResult",
-    "SessionEvent",
-    "SessionLog",
-    "ToolCall",
-    "history_events",
-    "pair_from_history",
-    "session_event",
-    "tool_call_of",
-]
+__all__ = ["CallResult", "SessionLog", "ToolCall", "tool_call_of"]
 
-SESSION_EVENT: Final = "session/event"
 _REMEMBERED: Final = 2048
 _ASK_TOOL: Final = "ask_user_question"
 
 _COMMAND_KEYS: Final = ("command", "cmd", "script")
 _PATH_KEYS: Final = ("path", "file_path", "filePath", "file", "filename")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionEvent:
-    """One ``session/event`` push: its session, event type, sequence number and data."""
-
-    session_id: str
-    kind: str
-    seq: int | None
-    data: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,25 +32,6 @@ class ToolCall:
     command: str | None = None
     path: str | None = None
     description: str | None = None
-
-
-def event_of(session_id: Any, event: Any) -> SessionEvent | None:
-    if not isinstance(session_id, str) or not isinstance(event, Mapping):
-        return None
-    kind, data, seq = event.get("type"), event.get("data"), event.get("seq")
-    if not isinstance(kind, str):
-        return None
-    return SessionEvent(
-        scrub_text(session_id),
-        scrub_text(kind),
-        seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
-        data if isinstance(data, Mapping) else {},
-    )
-
-
-def session_event(payload: Mapping[str, Any]) -> SessionEvent | None:
-    """The event in a ``session/event`` payload, or ``None`` if it has none."""
-    return event_of(payload.get("sessionId"), payload.get("event"))
 
 
 def _text(value: Any) -> str | None:
@@ -96,25 +56,6 @@ def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
     command = next((c for k in _COMMAND_KEYS if (c := _text(arguments.get(k)))), None)
     path = next((p for k in _PATH_KEYS if (p := _text(arguments.get(k)))), None)
     return ToolCall(call_id, name, command, path, _text(arguments.get("description")))
-
-
-def history_events(session_id: str, body: Any) -> list[SessionEvent]:
-    """The events of a ``session.history`` response, oldest first (unknown shapes: none)."""
-    items = body = scrub(body)  # host text: lone surrogates become U+FFFD
-    if isinstance(body, Mapping):
-        items = next(
-            (body[k] for k in ("events", "items", "history") if isinstance(body.get(k), list)), []
-        )
-    if not isinstance(items, list):
-        return []
-    events = []
-    for item in items:
-        if isinstance(item, Mapping):
-            inner = item.get("event") if isinstance(item.get("event"), Mapping) else item
-            event = event_of(session_id, inner)
-            if event is not None:
-                events.append(event)
-    return events
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,17 +119,14 @@ def _question_keys(arguments: Any) -> tuple[tuple[Any, Any], ...] | None:
 
 class SessionLog:
     """The latest ``remembered`` calls, results, approvals and decisions of the sessions, and
-    the requests asked on them: an approval pairs with the latest ``tool/call`` of its callId
-    seen before its ``approval/asked``."""
+    the requests asked on them."""
 
     def __init__(self, remembered: int = _REMEMBERED) -> None:
         self._remembered = remembered
         self._calls: OrderedDict[tuple[str, str], ToolCall] = OrderedDict()
         self._asks: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], ...]] = OrderedDict()
         self._results: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
-        self._approvals: OrderedDict[tuple[str, str], tuple[str | None, ToolCall | None]] = (
-            OrderedDict()
-        )  # approval id → its callId and the call paired then
+        self._approvals: OrderedDict[tuple[str, str], str] = OrderedDict()  # id → its callId
         self._decided: OrderedDict[tuple[str, str], str] = OrderedDict()  # call → outcome
         self._requests: OrderedDict[str, _Asked] = OrderedDict()
         self._changed = asyncio.Event()
@@ -199,24 +137,26 @@ class SessionLog:
         while len(entries) > self._remembered:
             entries.popitem(last=False)
 
-    def observe(self, event: SessionEvent) -> None:
+    def observe(self, sid: str, event: Any) -> None:
         """Take note of one event (others than calls, results, approvals: ignored)."""
-        sid, data = event.session_id, event.data
-        if event.kind == "tool/call" and (call := tool_call_of(data)) is not None:
+        if not isinstance(event, Mapping):
+            return
+        kind, data = event.get("type"), event.get("data")
+        data = data if isinstance(data, Mapping) else {}
+        if kind == "tool/call" and (call := tool_call_of(data)) is not None:
             self._put(self._calls, (sid, call.call_id), call)
             self._results.pop((sid, call.call_id), None)  # callIds repeat across turns
             self._decided.pop((sid, call.call_id), None)
             keys = _question_keys(data.get("arguments")) if call.name == _ASK_TOOL else None
             if keys is not None:
                 self._put(self._asks, (sid, call.call_id), keys)
-        elif event.kind == "tool/result" and (found := _result_of(data)) is not None:
+        elif kind == "tool/result" and (found := _result_of(data)) is not None:
             self._put(self._results, (sid, found[0]), found[1])
-        elif event.kind == "approval/asked" and isinstance(approval_id := data.get("id"), str):
-            call_id = data.get("callId") if isinstance(data.get("callId"), str) else None
-            call = None if call_id is None else self._calls.get((sid, call_id))
-            self._put(self._approvals, (sid, approval_id), (call_id, call))
-        elif event.kind == "approval/decided":
-            call_id = self._approvals.get((sid, str(data.get("id"))), (None, None))[0]
+        elif kind == "approval/asked" and isinstance(approval_id := data.get("id"), str):
+            if isinstance(call_id := data.get("callId"), str):
+                self._put(self._approvals, (sid, approval_id), call_id)
+        elif kind == "approval/decided":
+            call_id = self._approvals.get((sid, str(data.get("id"))))
             outcome = data.get("outcome")
             if call_id is not None and isinstance(outcome, str):
                 self._put(self._decided, (sid, call_id), outcome)
@@ -233,16 +173,11 @@ class SessionLog:
             records = value.get("records")
             for record in records if isinstance(records, list) else []:
                 if isinstance(record, dict):
-                    self._take(session_id, record.get("event"))
+                    self.observe(session_id, record.get("event"))
             return True
         if value.get("type") == "event":
-            self._take(session_id, value.get("event"))
+            self.observe(session_id, value.get("event"))
         return False
-
-    def _take(self, session_id: str, event: Any) -> None:
-        found = event_of(session_id, event)
-        if found is not None:
-            self.observe(found)
 
     def unreadable(self, session_id: str, call_id: str) -> None:
         """A ``tool/call`` of ``call_id`` came too big to read: its earlier call (callIds
@@ -252,18 +187,6 @@ class SessionLog:
     def call(self, session_id: str, call_id: str) -> ToolCall | None:
         """The tool call ``call_id`` of the session, if seen."""
         return self._calls.get((session_id, call_id))
-
-    def knows(self, session_id: str, approval_id: str) -> bool:
-        """Whether this approval's ``approval/asked`` was seen."""
-        return (session_id, approval_id) in self._approvals
-
-    def call_for(self, session_id: str, approval_id: str) -> ToolCall | None:
-        """The call paired with this approval when its ``approval/asked`` was seen."""
-        return self._approvals.get((session_id, approval_id), (None, None))[1]
-
-    def forget(self, session_id: str, approval_id: str) -> None:
-        """Drop what is kept for this approval."""
-        self._approvals.pop((session_id, approval_id), None)
 
     def question_call(self, session_id: str, questions: Sequence[Any]) -> str | None:
         """The latest ``ask_user_question`` call of the session asking these questions."""
@@ -275,8 +198,7 @@ class SessionLog:
 
     def asked(self, request: Waterfall) -> None:
         """Remember a request of the host (again: it becomes the latest)."""
-        questions = tuple(request.question.questions) if request.question else ()
-        asked = _Asked(request.session_id, request.call_id, questions)
+        asked = _Asked(request.session_id, request.call_id, tuple(request.questions))
         self._put(self._requests, request.event_id, asked)
 
     def _ending(self, event_id: str) -> str | CallResult | None:
@@ -314,13 +236,3 @@ class SessionLog:
         """Wait up to ``wait`` s for the next event noted."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), wait)
-
-
-def pair_from_history(events: Iterable[SessionEvent], approval_id: str) -> ToolCall | None:
-    """The call an approval is for, from a session's history (latest call before its ask)."""
-    log = SessionLog()
-    for event in events:
-        log.observe(event)
-        if event.kind == "approval/asked" and event.data.get("id") == approval_id:
-            return log.call_for(event.session_id, approval_id)
-    return None

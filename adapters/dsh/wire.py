@@ -24,13 +24,6 @@ __all__ = [
 MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
 
-# The tags of this package's own unions name no key: error paths leave them out.
-_TAGGED_KEYS: Final = frozenset({"payload", "result"})
-_TAGS: Final = frozenset(
-    {"question/requested", "question/resolved", "approval/requested", "approval/resolved"}
-    | {"other", "ok", "error"}
-)
-
 REPLACEMENT: Final = "\ufffd"
 """What a lone UTF-16 surrogate in host text becomes."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -110,12 +103,7 @@ def describe_validation_error(error: ValidationError) -> str:
     """Pydantic's errors as one line: ``loc.path: message; …`` (wire names)."""
     parts = []
     for item in error.errors(include_url=False):
-        path: list[str] = []
-        loc = item["loc"]
-        for index, part in enumerate(loc):
-            if index and loc[index - 1] in _TAGGED_KEYS and part in _TAGS:
-                continue
-            path.append(str(part))
+        path = ".".join(str(part) for part in item["loc"])
         message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{'.'.join(path)}: {message}" if path else message)
+        parts.append(f"{path}: {message}" if path else message)
     return "; ".join(parts)

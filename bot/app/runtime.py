@@ -239,7 +239,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
             service,
             provider=provider,
             token=dsh_token.get_secret_value() if dsh_token else None,
-            protocol=settings.dsh_protocol,
             review=settings.dsh_review_policy,
             approvers=settings.dsh_approvers or None,
             approver_groups=settings.dsh_approver_usergroups or None,

@@ -170,8 +170,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
             return "any free port" if number == 0 else str(number)
 
         dsh = self.dsh_host_url and (
-            f"{redact_url(self.dsh_host_url)} ({'with' if self.dsh_host_token else 'no'} token, "
-            f"protocol {self.dsh_protocol})"
+            f"{redact_url(self.dsh_host_url)} ({'with' if self.dsh_host_token else 'no'} token)"
         )
         timeout = self.question_timeout
         facts = [

@@ -196,12 +196,7 @@ class DshSettings(BaseSettings):
         "`dsh web` prints (http://127.0.0.1:PORT/?token=…) carries its launch token.",
     )
     dsh_host_token: Secret | None = Field(
-        None, description="The host's launch token (dsh 0.2; 0.1.1: its Bearer token)."
-    )
-    dsh_protocol: Literal["auto", "0.2", "0.1"] = Field(
-        "auto",
-        description="The dsh protocol: auto (0.2 when the host answers /connect, else "
-        "0.1.1-rc.2), 0.2 or 0.1.",
+        None, description="The host's launch token (new on every start of the host)."
     )
     dsh_review_policy: (
         Annotated[ReviewPolicy, BeforeValidator(json_object('{"approvals": 2}.'))] | None

@@ -565,8 +565,8 @@ _DSH = [
     Mutant(
         "unshowable approval allowed",
         RELAY,
-        'approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "rejected")',
-        'approval_response(ask.rpc_id, ask.session_id, ask.approval.approval_id, "allowed-once")',
+        'return result("rejected")',
+        'return result("allowed-once")',
     ),
 ]
 
@@ -770,12 +770,6 @@ _REPLAY = [
         "adapters/dsh/inbox.py",
         "                    value.event_id,\n                    value.session_id,",
         '                    f"{value.event_id}@{self._link.client_id}",\n                    value.session_id,',
-    ),
-    Mutant(
-        "0.1.1 ask keyed by session",
-        "adapters/dsh/inbox.py",
-        "ask = HostAsk(frame.rpc_id, payload.session_id, list(payload.questions))",
-        "ask = HostAsk(payload.session_id, payload.session_id, list(payload.questions))",
     ),
     Mutant(
         "question keyed by session",

@@ -10,7 +10,7 @@ from adapters.slack.render import approval as approval_render
 from tests.dsh import test_dsh_client as _rig_module
 from tests.dsh.test_dsh_approvals import BASH, decided
 from tests.dsh.test_dsh_client import TIMEOUT, Rig, eventually
-from tests.dsh_host import new_session_id
+from tests.dsh_mux_host import new_session_id
 
 make_rig = _rig_module.make_rig
 rig = _rig_module.rig
@@ -24,9 +24,9 @@ async def test_an_approval_slack_cannot_show_is_rejected_in_the_host(
     monkeypatch.setattr(approval_render, "check_message", lambda *_: ["blocks: too many"])
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
-        rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, outcome = rig.host.request_approval(sid, "bash", BASH)
         assert await asyncio.wait_for(outcome, 10) == "rejected"
-        assert rig.host.responses == [decided(rpc_id, sid, approval_id, "rejected")]
+        assert rig.host.responses == [decided(rpc_id, "rejected")]
         notices = await eventually(
             lambda: [
                 m.text or ""

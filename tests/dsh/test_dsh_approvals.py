@@ -1,6 +1,6 @@
 """Tool-permission approvals of a dsh host, decided in Slack, end to end through real parts.
 
-Host stand-in (captured behaviour) + Slack stand-in + a real bolt app + signed clicks.
+The dsh 0.2 host stand-in + Slack stand-in + a real bolt app + signed clicks.
 """
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ import logging
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from adapters.dsh.asks import ask_key
-from adapters.dsh.runners import (
-    APPROVAL_REFUSED,
-    APPROVAL_SETTLED_ELSEWHERE,
-    COMMAND_UNREAD_NOTE,
-)
-from adapters.dsh.uplink import host_asker
+from adapters.dsh.host import host_asker
+from adapters.dsh.runners import APPROVAL_SETTLED_ELSEWHERE, COMMAND_UNREAD_NOTE
 from adapters.slack.model.ids import key_request_id
 from adapters.slack.render.messages import NOT_AN_APPROVER
 from adapters.slack.render.mrkdwn import escape
@@ -34,7 +29,7 @@ from tests.dsh.test_dsh_client import (
     interactive,
     shown,
 )
-from tests.dsh_host import DEFAULT_REASON, new_session_id
+from tests.dsh_mux_host import DEFAULT_REASON, new_session_id
 
 make_rig = _rig_module.make_rig  # the fixtures of the client's end-to-end tests
 rig = _rig_module.rig
@@ -49,16 +44,9 @@ BASH = {
 WRITE = {"path": "/srv/notes/today.md", "content": "# Notes\n"}
 
 
-def decided(rpc_id: str, sid: str, approval_id: str, outcome: str) -> dict[str, Any]:
-    """The client-response the host must receive for an approval, written out in full."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": True,
-            "value": {"sessionId": sid, "approvalId": approval_id, "outcome": outcome},
-        },
-    }
+def decided(rpc_id: str, outcome: str) -> dict[str, Any]:
+    """The result the host must take for an approval, written out in full."""
+    return {"eventId": rpc_id, "outcome": {"kind": "result", "value": outcome}}
 
 
 def buttons(message: Any) -> list[dict[str, Any]]:
@@ -77,7 +65,7 @@ async def test_an_approval_allowed_once_in_slack(
     caplog.set_level(logging.INFO, logger="adapters.dsh")
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
-        rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, outcome = rig.host.request_approval(sid, "bash", BASH)
         message = await rig.message()
         text = shown(message.blocks)
         headline = DEFAULT_REASON[:1].upper() + DEFAULT_REASON[1:]  # shown as a sentence
@@ -89,7 +77,7 @@ async def test_an_approval_allowed_once_in_slack(
         assert COMMAND in allow["confirm"]["text"]["text"]
         assert rig.client.status() == {
             "dsh": "connected",
-            "dshProtocol": "0.1",
+            "dshProtocol": "0.2",
             "dshQuestions": 0,
             "dshApprovals": 1,
         }
@@ -97,7 +85,7 @@ async def test_an_approval_allowed_once_in_slack(
         await rig.click(message, "Allow once")
 
         assert await asyncio.wait_for(outcome, 5) == "allowed-once"
-        assert rig.host.responses == [decided(rpc_id, sid, approval_id, "allowed-once")]
+        assert rig.host.responses == [decided(rpc_id, "allowed-once")]
         final = await rig.final(message)
         assert f"Allowed once by <@{rig.alice}>" in final
         assert message.text.startswith(f"Allowed once by <@{rig.alice}>: ")
@@ -118,7 +106,7 @@ async def test_an_approval_allowed_once_in_slack(
 async def test_an_approval_rejected_shows_the_path_for_write(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
-        rpc_id, approval_id, outcome = rig.host.request_approval(
+        rpc_id, _, outcome = rig.host.request_approval(
             sid, "write", WRITE, reason=None, call_id="call-7"
         )
         message = await rig.message()
@@ -130,7 +118,7 @@ async def test_an_approval_rejected_shows_the_path_for_write(rig: Rig) -> None:
         await rig.click(message, "Reject")
 
         assert await asyncio.wait_for(outcome, 5) == "rejected"
-        assert rig.host.responses == [decided(rpc_id, sid, approval_id, "rejected")]
+        assert rig.host.responses == [decided(rpc_id, "rejected")]
         assert f"Rejected by <@{rig.alice}>" in await rig.final(message)
 
 
@@ -161,52 +149,41 @@ async def test_an_approval_allowed_in_another_client(rig: Rig) -> None:
 async def test_an_approval_pending_across_a_dropped_connection(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
-        rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, outcome = rig.host.request_approval(sid, "bash", BASH)
         message = await rig.message()
         for n in (2, 3):
-            await rig.host.drop_connections()
+            await rig.host.drop()
             await rig.host.wait_for_total_connections(n)
         await asyncio.sleep(1.3)  # past the replay window
         assert interactive(message) and rig.posts == 1
 
         await rig.click(message, "Allow once")
         assert await asyncio.wait_for(outcome, 5) == "allowed-once"
-        assert rig.host.responses == [decided(rpc_id, sid, approval_id, "allowed-once")]
+        assert rig.host.responses == [decided(rpc_id, "allowed-once")]
         assert rig.posts == 1
 
 
-async def test_an_approval_asked_while_disconnected_reads_the_command_from_history(
+async def test_an_approval_asked_while_disconnected_reads_the_command_from_the_log(
     rig: Rig,
 ) -> None:
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
         await rig.host.stop()
         await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
-        rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, outcome = rig.host.request_approval(sid, "bash", BASH)
         await rig.host.start(port=rig.host.port, after_outage=True)
         message = await rig.message()
-        assert rig.host.history_requests == [sid]
         assert escape(COMMAND) in shown(message.blocks)
         await rig.click(message, "Reject")
         assert await asyncio.wait_for(outcome, 5) == "rejected"
-        assert rig.host.responses == [decided(rpc_id, sid, approval_id, "rejected")]
+        assert rig.host.responses == [decided(rpc_id, "rejected")]
 
 
 async def test_an_approval_whose_command_cannot_be_read_says_so(rig: Rig) -> None:
-    """The history is refused (HTTP 200 "bad-request", as the real 0.1.1 host answered the
-    bare body): the panel says to check the command in the harness (it showed only "Tool:
-    bash", and an ``rm -rf`` was allowed unseen)."""
-
-    async def refused(request: web.Request) -> web.Response:
-        return web.Response(text="bad-request: invalid client-request message")
-
+    """The session's log lacks the tool call: the panel says to check the command in the
+    harness (it showed only "Tool: bash", and an ``rm -rf`` was allowed unseen)."""
     async with asyncio.timeout(TIMEOUT):
-        sid = new_session_id()
-        await rig.host.stop()
-        await eventually(lambda: rig.client.state == "disconnected", "the client to notice")
-        rig.host.request_approval(sid, "bash", BASH)
-        rig.host._history = refused  # type: ignore[method-assign]
-        await rig.host.start(port=rig.host.port, after_outage=True)
+        rig.host.request_approval(new_session_id(), "bash", BASH, logged=False)
         message = await rig.message()
         assert COMMAND_UNREAD_NOTE in shown(message.blocks)
         assert escape(COMMAND) not in shown(message.blocks)
@@ -217,7 +194,7 @@ async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:
         built = await make_rig(approvers=["U0APPROVER"])
         await built.host.wait_for_connections(1)
         sid = new_session_id()
-        rpc_id, approval_id, outcome = built.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, outcome = built.host.request_approval(sid, "bash", BASH)
         message = await built.message()
 
         await built.click(message, "Allow once")  # alice is not an approver
@@ -233,66 +210,43 @@ async def test_only_approvers_may_decide(make_rig: RigFactory) -> None:
         assert built.host.responses == [] and not outcome.done() and interactive(message)
         built.host.cancel_turn(sid)
         assert await asyncio.wait_for(outcome, 5) == "cancelled"
-        assert not built.host.is_pending(rpc_id) and approval_id
+        assert not built.host.is_pending(rpc_id)
 
 
-async def test_a_bad_response_receipt_reopens_the_approval(rig: Rig) -> None:
-    async with asyncio.timeout(TIMEOUT):
-        sid = new_session_id()
-        rpc_id, approval_id, outcome = rig.host.request_approval(sid, "bash", BASH)
-        message = await rig.message()
-        rig.host.force_receipt("bad-response")
-        await rig.click(message, "Allow once")
-        await rig.reopened(message, APPROVAL_REFUSED)
-        assert not outcome.done()
-        await rig.click(message, "Reject")
-        assert await asyncio.wait_for(outcome, 5) == "rejected"
-        assert rig.host.responses == [
-            decided(rpc_id, sid, approval_id, "allowed-once"),
-            decided(rpc_id, sid, approval_id, "rejected"),
-        ]
-        final = await rig.final(message)
-        assert "Rejected by" in final and APPROVAL_REFUSED not in final
-        assert rig.posts == 1
-
-
-async def test_a_not_pending_receipt_says_it_was_settled_elsewhere(rig: Rig) -> None:
+async def test_a_decision_beaten_by_another_client_says_it_was_settled_elsewhere(
+    rig: Rig,
+) -> None:
     async with asyncio.timeout(TIMEOUT):
         rig.host.request_approval(new_session_id(), "bash", BASH)
         message = await rig.message()
-        rig.host.force_receipt("not-pending")
+        rig.host.before_result = lambda event_id: rig.host.approve_elsewhere(event_id, "rejected")
         await rig.click(message, "Allow once")
         await eventually(lambda: APPROVAL_SETTLED_ELSEWHERE in shown(message.blocks), "the note")
         assert not interactive(message)
 
 
-async def test_the_captured_approval_frames_drive_the_client(rig: Rig) -> None:
-    """The three captured approvals, replayed verbatim: each posts one message; all close."""
-    from tests.dsh_captures import captured_frames
-
+async def test_approvals_settled_elsewhere_each_say_how(rig: Rig) -> None:
+    """Allowed, rejected in another client, the turn cancelled: each message closes so."""
     async with asyncio.timeout(TIMEOUT):
-        asked = 0
-        for frame in captured_frames("approvals.jsonl"):
-            if frame["method"] == "approval/requested":
-                asked += 1
-            elif frame["method"] == "approval/resolved":
-                # As live: the host settles an approval after its message is up.
-                await eventually(lambda n=asked: rig.posts == n, f"approval message {asked}")
-            rig.host.push_raw(json.dumps(frame))
+        sessions = [new_session_id() for _ in range(3)]
+        asked = [rig.host.request_approval(sid, "bash", BASH)[0] for sid in sessions]
         await eventually(lambda: rig.posts == 3, "three approval messages")
-        for message in rig.questions():
-            text = await rig.final(message)
+        rig.host.approve_elsewhere(asked[0], "allowed-once")
+        rig.host.approve_elsewhere(asked[1], "rejected")
+        rig.host.cancel_turn(sessions[2])
+        endings = []
+        for sid in sessions:
+            text = await rig.final(await rig.message_of(f"session {sid[8:16]}"))
             assert escape(COMMAND) in text
-        endings = [
-            ending
-            for message in rig.questions()
-            for ending in (
-                "Allowed in another client.",
-                "Rejected in another client.",
-                "Cancelled in the harness.",
-            )
-            if ending in shown(message.blocks)
-        ]
+            endings += [
+                ending
+                for ending in (
+                    "Allowed in another client.",
+                    "Rejected in another client.",
+                    "Cancelled in the harness.",
+                )
+                if ending in text
+            ]
         assert endings == [
             "Allowed in another client.",
             "Rejected in another client.",
@@ -310,7 +264,7 @@ async def test_members_of_an_approver_group_may_decide_and_others_may_not(
         bob = built.slack.workspace.add_user("bob").id
         built.slack.workspace.add_usergroup("oncall", [bob], id="S0ONCALL1")
         sid = new_session_id()
-        rpc_id, approval_id, decided_outcome = built.host.request_approval(sid, "bash", BASH)
+        rpc_id, _, decided_outcome = built.host.request_approval(sid, "bash", BASH)
         message = await built.message()
 
         await built.click(message, "Reject")  # alice: not in the group
@@ -327,7 +281,7 @@ async def test_members_of_an_approver_group_may_decide_and_others_may_not(
         status, body = await built.slack.deliver(payload)
         assert status == 200, body
         assert await asyncio.wait_for(decided_outcome, 5) == "allowed-once"
-        assert built.host.responses == [decided(rpc_id, sid, approval_id, "allowed-once")]
+        assert built.host.responses == [decided(rpc_id, "allowed-once")]
         assert f"Allowed once by <@{bob}>" in await built.final(message)
 
 

@@ -1,6 +1,6 @@
 """The bot as a client of a dsh web host, end to end through real parts.
 
-The host is ``DshHostStandIn`` (its real wire protocol on 127.0.0.1); Slack is the sandbox's
+The host is ``MuxHost`` (its real wire protocol on 127.0.0.1); Slack is the sandbox's
 ``SlackStandIn``; between them run a real bolt ``AsyncApp`` served by aiohttp, the
 ``SlackQuestionProvider`` registered on a ``UserQuestionService``, and the ``DshHostClient``.
 A person's clicks are signed ``block_actions`` / ``view_submission`` payloads delivered to the
@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.dsh.asks import (
     ANSWERED_ELSEWHERE,
     CANCELLED_IN_HARNESS,
+    DELIVERED_NOTE,
     GONE_NOTE,
     REOPENED_NOTE,
     RESTARTING_NOTE,
@@ -41,7 +42,7 @@ from adapters.slack.stores import MemoryPendingStore, PendingStore
 from bot.questions.errors import ASK_ABORTED, ASK_CANCELLED, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.service import UserQuestionService
-from tests.dsh_host import DshHostStandIn
+from tests.dsh_mux_host import MuxHost
 
 T = TypeVar("T")
 
@@ -99,32 +100,19 @@ class FinalStore(MemoryPendingStore):
 STORES = [pytest.param(MemoryPendingStore, id="memory-store")]
 
 
-def envelope(rpc_id: str, session_id: str, *answers: dict[str, Any]) -> dict[str, Any]:
-    """The ok client-response the host must receive, written out in full."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": True,
-            "value": {"sessionId": session_id, "answer": {"answers": list(answers)}},
-        },
-    }
+def envelope(rpc_id: str, *answers: dict[str, Any]) -> dict[str, Any]:
+    """The answer the host must take, written out in full."""
+    return {"eventId": rpc_id, "outcome": {"kind": "result", "value": {"answers": list(answers)}}}
 
 
 def cancelled(rpc_id: str) -> dict[str, Any]:
-    """The cancelled client-response, written out in full."""
-    return {
-        "type": "client-response",
-        "rpcId": rpc_id,
-        "result": {
-            "ok": False,
-            "error": {
-                "code": "cancelled",
-                "message": "the user closed this question request",
-                "details": {},
-            },
-        },
+    """The dismissal the host must take, written out in full."""
+    error = {
+        "name": "UserQuestionError",
+        "message": "the user cancelled ask_user_question",
+        "code": "ASK_CANCELLED",
     }
+    return {"eventId": rpc_id, "outcome": {"kind": "rejected", "error": error}}
 
 
 def shown(value: Any) -> str:
@@ -157,7 +145,7 @@ async def eventually(check: Callable[[], T | None], what: str, within: float = 5
 class Rig:
     """Everything between the host and the person, wired as the bot wires it."""
 
-    host: DshHostStandIn
+    host: MuxHost
     slack: SlackStandIn
     service: UserQuestionService
     provider: SlackQuestionProvider
@@ -282,7 +270,7 @@ async def make_rig() -> AsyncIterator[RigFactory]:
         closers.append(close_provider)
 
         if after is None:
-            host = DshHostStandIn(token=token)
+            host = MuxHost(token=token)
             await host.start()
             closers.append(host.stop)
             if not host_up:
@@ -290,17 +278,14 @@ async def make_rig() -> AsyncIterator[RigFactory]:
         else:
             host = after.host
 
+        options = {"backoff_initial": 0.05, "backoff_max": 0.2, "replay_window": 1.0}
         client = DshHostClient(
             host.base_url,
             service,
             provider=provider,
             token=token,
-            backoff_initial=0.05,
-            backoff_max=0.2,
-            respond_retry_for=10.0,
-            replay_window=1.0,
             heartbeat=None,
-            **client_options,
+            **(options | client_options),
         )
         await client.start()
         closers.append(client.stop)
@@ -347,7 +332,7 @@ async def test_a_question_answered_in_slack_reaches_the_host_in_the_exact_envelo
         assert LABEL_A in shown(message.blocks)
         assert rig.client.status() == {
             "dsh": "connected",
-            "dshProtocol": "0.1",
+            "dshProtocol": "0.2",
             "dshQuestions": 1,
             "dshApprovals": 0,
         }
@@ -355,9 +340,7 @@ async def test_a_question_answered_in_slack_reaches_the_host_in_the_exact_envelo
         await rig.click(message, "Docs")
 
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         text = await rig.final(message)
         assert "Answered" in text and "Docs" in text and LABEL_A in text
         assert rig.posts == 1
@@ -376,7 +359,7 @@ async def test_a_plan_review_approved_in_slack(rig: Rig) -> None:
             "answers": [{"id": "plan-review", "selected": ["Approve"]}]
         }
         assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "plan-review", "selected": ["Approve"]})
+            envelope(rpc_id, {"id": "plan-review", "selected": ["Approve"]})
         ]
         text = await rig.final(message)
         assert "Approved by" in text and LABEL_A in text
@@ -397,7 +380,7 @@ async def test_a_plan_review_declined_with_feedback(rig: Rig) -> None:
             "custom": "Backfill in batches of 10k rows first.",
         }
         assert await answer_of(future) == {"answers": [feedback]}
-        assert rig.host.responses == [envelope(rpc_id, SESSION_A, feedback)]
+        assert rig.host.responses == [envelope(rpc_id, feedback)]
         text = await rig.final(message)
         assert "Backfill in batches" in text and LABEL_A in text
         assert rig.posts == 1
@@ -435,8 +418,8 @@ async def test_two_sessions_asking_at_once(rig: Rig) -> None:
         assert await answer_of(future_a) == {"answers": [{"id": "target", "selected": ["Code"]}]}
 
         assert rig.host.responses == [
-            envelope(rpc_b, SESSION_B, {"id": "plan-review", "selected": ["Approve"]}),
-            envelope(rpc_a, SESSION_A, {"id": "target", "selected": ["Code"]}),
+            envelope(rpc_b, {"id": "plan-review", "selected": ["Approve"]}),
+            envelope(rpc_a, {"id": "target", "selected": ["Code"]}),
         ]
         text_a, text_b = await rig.final(message_a), await rig.final(message_b)
         assert LABEL_A in text_a and LABEL_B not in text_a and "Code" in text_a
@@ -447,48 +430,22 @@ async def test_two_sessions_asking_at_once(rig: Rig) -> None:
 # --------------------------------------------------------------------------- receipts
 
 
-@pytest.mark.parametrize("store", STORES)
-async def test_a_bad_response_receipt_reopens_the_question_with_the_reason(
-    make_rig: RigFactory, store: type[MemoryPendingStore]
+async def test_an_answer_beaten_by_another_client_says_it_was_settled_elsewhere(
+    rig: Rig,
 ) -> None:
-    async with asyncio.timeout(TIMEOUT):
-        rig = await make_rig(store=store())
-        await rig.host.wait_for_connections(1)
-        rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
-        message = await rig.message()
-        rig.host.force_receipt("bad-response")
-
-        await rig.click(message, "Code")
-        text = await rig.reopened(message, "The harness refused that answer")
-        assert "Please answer again" in text and LABEL_A in text
-        assert rig.host.is_pending(rpc_id) and not future.done()
-
-        await rig.click(message, "Docs")
-
-        assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Code"]}),
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]}),
-        ]
-        text = await rig.final(message)
-        assert "Answered" in text and "Docs" in text
-        assert "refused" not in text
-        assert rig.posts == 1
-
-
-async def test_a_not_pending_receipt_says_the_question_was_settled_elsewhere(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         rpc_id, _ = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
-        rig.host.force_receipt("not-pending")
+        first = AskUserQuestionAnswer.model_validate(
+            {"answers": [{"id": "target", "selected": ["Code"]}]}
+        )
+        rig.host.before_result = lambda event_id: rig.host.resolve_elsewhere(event_id, first)
 
         await rig.click(message, "Docs")
 
         await eventually(lambda: SETTLED_ELSEWHERE in shown(message.blocks), "the note")
         assert not interactive(message)
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         assert rig.posts == 1
 
 
@@ -513,7 +470,7 @@ async def test_an_answer_the_host_would_refuse_is_not_sent(
             "answers": [{"id": "builds", "selected": ["nightly", "release"]}]
         }
         assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "builds", "selected": ["nightly", "release"]})
+            envelope(rpc_id, {"id": "builds", "selected": ["nightly", "release"]})
         ]
         text = await rig.final(message)
         assert "Answered" in text and LABEL_A in text
@@ -526,18 +483,16 @@ async def test_a_message_that_cannot_be_reopened_is_not_answered_twice(
     async with asyncio.timeout(TIMEOUT):
         rig = await make_rig(store=FinalStore())
         await rig.host.wait_for_connections(1)
-        rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
+        rpc_id, future = rig.host.ask(SESSION_A, [BUILDS])
         message = await rig.message()
-        rig.host.force_receipt("bad-response")
 
-        await rig.click(message, "Code")
+        # Both "nightly" boxes: not sent, and the finished message cannot take another answer.
+        await rig.click(message, "Submit", values={"aq1.draft": ["0", "1"]})
 
         await eventually(lambda: "could not be reopened" in shown(message.blocks), "the note")
         await eventually(lambda: rig.client.in_flight == 0, "the ask to stop")
-        assert "The harness refused that answer" in shown(message.blocks)
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Code"]})
-        ]
+        assert "selects 'nightly' more than once" in shown(message.blocks)
+        assert rig.host.responses == []
         assert rig.host.is_pending(rpc_id) and not future.done()
         assert rig.posts == 1
 
@@ -602,9 +557,7 @@ async def test_a_reconnect_replays_the_pending_question_without_a_second_message
         await rig.click(message, "Docs")
 
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         assert "Answered" in await rig.final(message)
         assert rig.posts == 1
 
@@ -635,11 +588,12 @@ async def test_the_host_down_at_start_and_unreachable_mid_run(
         await rig.host.start(port=rig.host.port, after_outage=True)
 
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Code"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Code"]})]
         await eventually(lambda: rig.client.state == "connected", "the client to reconnect")
-        text = await rig.final(message)
+        await rig.final(message)
+        text = await eventually(
+            lambda: DELIVERED_NOTE in shown(message.blocks) and shown(message.blocks), "delivered"
+        )
         assert "Answered" in text and "Code" in text and LABEL_A in text
         assert rig.posts == 1
         await eventually(lambda: rig.client.in_flight == 0, "the ask to finish")
@@ -650,7 +604,9 @@ async def test_the_host_down_at_start_and_unreachable_mid_run(
     assert logged.count("dsh host: connected") == 1
     assert logged.count("dsh host: disconnected; reconnecting with backoff") == 1
     assert logged.count("dsh host: reconnected") == 1
-    assert logged.count("dsh host: could not send a response; retrying") == 1
+    assert (
+        logged.count("dsh host: could not send a response; retrying") == 0
+    )  # no socket: none sent
     assert all(HOST_TOKEN not in repr(vars(record)) for record in caplog.records)
 
 
@@ -685,7 +641,7 @@ async def test_stop_releases_the_open_questions_instead_of_ending_them(rig: Rig)
         assert record is not None and record.is_open and record.owner is None
         assert rig.client.status() == {
             "dsh": "disconnected",
-            "dshProtocol": "0.1",
+            "dshProtocol": "0.2",
             "dshQuestions": 0,
             "dshApprovals": 0,
         }
@@ -699,22 +655,22 @@ async def test_malformed_and_other_frames_are_skipped(
     caplog.set_level(logging.INFO, logger="adapters.dsh")
     async with asyncio.timeout(TIMEOUT):
         bad = {
-            "type": "server-request",
-            "rpcId": "r-empty",
-            "method": "question/requested",
-            "payload": {"type": "question/requested", "sessionId": SESSION_B, "questions": []},
+            "type": "waterfall",
+            "event": "user-questions/request",
+            "eventId": "e-empty",
+            "agentId": SESSION_B,
+            "request": {"questions": []},
         }
-        # Frames the real host never sends, pushed through the stand-in's own broadcast.
-        rig.host.push_raw(json.dumps(bad))
-        rig.host.push_raw(json.dumps({"type": "server-request", "rpcId": "r-x", "method": "x/y"}))
+        # Frames the real host never sends; an emit (a push of another kind) is no error.
+        emit = {"type": "emit", "event": "api-session/updated", "args": {}}
+        for value in (bad, None, emit):
+            await rig.host.push_raw(json.dumps({"type": "item", "streamId": "ev", "value": value}))
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])  # tool/call frames come too
         message = await rig.message()
         await rig.click(message, "Code")
 
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Code"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Code"]})]
         assert rig.posts == 1
     skipped = [r for r in caplog.records if r.getMessage() == "dsh host: skipped a malformed frame"]
     assert len(skipped) == 1 and rig.client.skips.counts["malformed_frame"] == 2  # throttled
@@ -746,12 +702,10 @@ async def test_a_question_pending_across_five_dropped_connections_is_never_close
     rig: Rig,
 ) -> None:
     async with asyncio.timeout(TIMEOUT * 2):
-        other = "session-0a1b2c3d-0000-4000-8000-000000000000"
-        rig.host.attach(other)  # an idle session: its session/subscribed comes first too
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         for n in range(2, 7):
-            await rig.host.drop_connections()
+            await rig.host.drop()
             await rig.host.wait_for_total_connections(n)
             await eventually(lambda: rig.client.state == "connected", "the client to reconnect")
         await asyncio.sleep(1.3)  # past the last replay window
@@ -762,9 +716,7 @@ async def test_a_question_pending_across_five_dropped_connections_is_never_close
 
         await rig.click(message, "Docs")
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         assert "Answered" in await rig.final(message)
         assert rig.posts == 1
 
@@ -774,18 +726,12 @@ async def test_an_over_nested_frame_is_skipped_and_the_connection_kept(
 ) -> None:
     caplog.set_level(logging.INFO, logger="adapters.dsh")
     async with asyncio.timeout(TIMEOUT):
-        deep = {
-            "type": "server-request",
-            "rpcId": "r-deep",
-            "method": "session/event",
-            "payload": {"type": "session/event", "sessionId": SESSION_A},
-        }
         nested: Any = {}
         for _ in range(200):
             nested = {"a": nested}
-        deep["payload"]["event"] = nested
-        rig.host.push_raw(json.dumps(deep))
-        rig.host.push_raw("[" * 100_000 + "]" * 100_000)  # deeper than Python's recursion
+        deep = {"type": "item", "streamId": f"log:{SESSION_A}", "value": nested}
+        await rig.host.push_raw(json.dumps(deep))
+        await rig.host.push_raw("[" * 100_000 + "]" * 100_000)  # deeper than Python's recursion
         _rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         await rig.click(message, "Code")
@@ -804,7 +750,7 @@ async def test_a_flood_of_malformed_frames_logs_one_line_a_minute(
     caplog.set_level(logging.INFO, logger="adapters.dsh")
     async with asyncio.timeout(TIMEOUT):
         for n in range(500):
-            rig.host.push_raw(json.dumps({"type": "server-request", "rpcId": f"r{n}", "x": 1}))
+            await rig.host.push_raw(json.dumps({"type": "item", "streamId": "ev", "n": n}))
         _, future = rig.host.ask(SESSION_A, [TARGET])
         await rig.click(await rig.message(), "Code")
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Code"]}]}
@@ -832,11 +778,10 @@ async def test_a_message_over_the_size_limit_is_skipped_with_a_log_line(
         r
         for r in caplog.records
         if r.getMessage() == "dsh host: skipped a downlink message over the size limit"
-        and r.__dict__["method"] == "question/requested"
+        and r.__dict__["method"] == "user-questions/request"
     ]
     assert len(over) == 1  # (its tool/call event, which holds the same text, is skipped too)
     assert over[0].__dict__["rpc_id"] == big_rpc
-    assert over[0].__dict__["method"] == "question/requested"
     assert over[0].__dict__["limit"] == 64 * 1024 and over[0].__dict__["bytes"] > 100_000
 
 
@@ -954,7 +899,7 @@ async def test_a_3_mb_plan_is_posted_once_with_the_whole_plan_as_one_file(rig: R
             "answers": [{"id": "plan-review", "selected": ["Approve"]}]
         }
         assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "plan-review", "selected": ["Approve"]})
+            envelope(rpc_id, {"id": "plan-review", "selected": ["Approve"]})
         ]
         assert rig.posts == 1
 

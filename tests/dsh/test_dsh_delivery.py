@@ -1,5 +1,5 @@
-"""Responses the host must get: past an outage of ``/api/respond`` alone, after a lost
-receipt, for requests Slack cannot show, and for host text with lone surrogates.
+"""Responses the host must get: past an outage of ``$events/result`` alone, after a lost
+reply, for requests Slack cannot show, and for host text with lone surrogates.
 
 Same rig as ``test_dsh_client`` (the dsh host stand-in on its wire; Slack's stand-in).
 """
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from adapters.dsh.asks import DELIVERED_NOTE, NOT_DELIVERED_NOTE, RETRYING_NOTE
-from adapters.dsh.protocol import QuestionRequested, parse_frame
+from adapters.dsh.asks import DELIVERED_NOTE, RETRYING_NOTE
+from adapters.dsh.mux import Waterfall, events_value, parse_mux
 from adapters.dsh.session_log import tool_call_of
 from adapters.slack.render.outcomes import IN_FLIGHT
 from bot.questions.errors import ASK_CANCELLED
@@ -31,7 +31,7 @@ from tests.dsh.test_dsh_client import (
     interactive,
     shown,
 )
-from tests.dsh_host import DshHostStandIn, new_session_id
+from tests.dsh_mux_host import MuxHost, new_session_id
 
 make_rig = _rig_module.make_rig
 rig = _rig_module.rig
@@ -39,16 +39,16 @@ rig = _rig_module.rig
 Handler = Any
 
 
-def _patch_respond(host: DshHostStandIn, wrap: Any) -> None:
-    original = host._respond
+def _patch_respond(host: MuxHost, wrap: Any) -> None:
+    original = host._result
 
     async def respond(request: web.Request) -> web.StreamResponse:
         return await wrap(original, request)  # type: ignore[no-any-return]
 
-    host._respond = respond  # type: ignore[method-assign]
+    host._result = respond  # type: ignore[method-assign]
 
 
-async def _rebind(host: DshHostStandIn) -> None:
+async def _rebind(host: MuxHost) -> None:
     """The stand-in binds its routes at start: restart it (its state kept)."""
     await host.stop()
     await host.start(host.port, after_outage=True)
@@ -80,7 +80,6 @@ async def test_an_answer_is_sent_for_as_long_as_the_downlink_stays_up(rig: Rig) 
 
     _patch_respond(rig.host, wrap)
     await _rebind(rig.host)
-    rig.client._uplink._retry_for = 0.3
     async with asyncio.timeout(TIMEOUT):
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
@@ -134,7 +133,6 @@ async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up
 
     _patch_respond(rig.host, wrap)
     await _rebind(rig.host)
-    rig.client._uplink._retry_for = 0.3
     async with asyncio.timeout(TIMEOUT):
         _, _, future = rig.host.request_approval(new_session_id(), "bash", BASH)
         message = await rig.message()
@@ -149,24 +147,23 @@ async def test_an_approval_decision_is_sent_for_as_long_as_the_downlink_stays_up
 
 
 @pytest.mark.slow
-async def test_a_resend_after_a_replay_replaces_the_not_delivered_note(rig: Rig) -> None:
-    rig.client._uplink._retry_for = 0.3
+async def test_a_resend_after_a_replay_replaces_the_retrying_note(rig: Rig) -> None:
     async with asyncio.timeout(TIMEOUT):
         _, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         await rig.host.stop()
         await rig.click(message, "Docs")
-        await eventually(lambda: NOT_DELIVERED_NOTE in shown(message.blocks), "the note")
+        await eventually(lambda: RETRYING_NOTE in shown(message.blocks), "the note")
         await rig.host.start(rig.host.port, after_outage=True)
         assert await answer_of(future) == {"answers": [{"id": "target", "selected": ["Docs"]}]}
         await eventually(lambda: DELIVERED_NOTE in shown(message.blocks), "the delivered note")
-        assert NOT_DELIVERED_NOTE not in shown(message.blocks)
+        assert RETRYING_NOTE not in shown(message.blocks)
 
 
 # ------------------------------------------------------------ defect 4: a lost receipt
 
 
-def _drop_first_receipt(host: DshHostStandIn) -> None:
+def _drop_first_receipt(host: MuxHost) -> None:
     state = {"dropped": False}
 
     async def wrap(original: Handler, request: web.Request) -> web.StreamResponse:
@@ -245,50 +242,37 @@ async def test_a_lone_surrogate_in_host_text_is_shown_as_a_replacement_character
 
 
 def test_lone_surrogates_are_replaced_in_every_host_string() -> None:
-    frame = json.dumps(
-        {
-            "type": "server-request",
-            "rpcId": "r\ud800",
-            "method": "question/requested",
-            "payload": {
-                "type": "question/requested",
-                "sessionId": "s\udfff",
-                "questions": [
-                    {
-                        "id": "i\ud83d",
-                        "question": "q\ud83d",
-                        "detail": "d\ud83d",
-                        "header": "h\ud83d",
-                        "options": [{"label": "l\ud83d", "description": "x\ud83d"}],
-                    }
-                ],
-            },
-        }
-    )
-    parsed = parse_frame(frame)
-    assert parsed.rpc_id == "r\ufffd"
-    payload = parsed.payload
-    assert isinstance(payload, QuestionRequested) and payload.session_id == "s\ufffd"
-    wire = json.dumps(payload.questions[0].to_wire(), ensure_ascii=False)
+    value = {
+        "type": "waterfall",
+        "event": "user-questions/request",
+        "eventId": "r\ud800",
+        "agentId": "s\udfff",
+        "request": {
+            "questions": [
+                {
+                    "id": "i\ud83d",
+                    "question": "q\ud83d",
+                    "detail": "d\ud83d",
+                    "header": "h\ud83d",
+                    "options": [{"label": "l\ud83d", "description": "x\ud83d"}],
+                }
+            ],
+        },
+    }
+    frame = json.dumps({"type": "item", "streamId": "ev", "value": value})
+    parsed = events_value(parse_mux(frame).value)
+    assert isinstance(parsed, Waterfall) and parsed.event_id == "r\ufffd"
+    assert parsed.session_id == "s\ufffd"
+    wire = json.dumps(parsed.questions[0].to_wire(), ensure_ascii=False)
     wire.encode()  # no surrogate left
     assert wire.count("\ufffd") == 6
-    # the models on their own, and a pair split in two escapes stays a real character
-    direct = QuestionRequested.model_validate(
-        {
-            "type": "question/requested",
-            "sessionId": "s\ud800",
-            "questions": [{"id": "a", "question": "q"}],
-        }
-    )
-    assert direct.session_id == "s\ufffd"
-    assert (
-        parse_frame(frame.replace("\\ud83d", "\\ud83d\\ude80"))
-        .payload.questions[  # type: ignore[union-attr]
-            0
-        ]
-        .question
-        == "q\U0001f680"
-    )
+    # the questions on their own, and a pair split in two escapes stays a real character
+    direct = events_value({**value, "request": {"questions": [{"id": "a", "question": "q\ud800"}]}})
+    assert isinstance(direct, Waterfall)
+    assert direct.questions[0].question == "q\ufffd"
+    paired = events_value(parse_mux(frame.replace("\\ud83d", "\\ud83d\\ude80")).value)
+    assert isinstance(paired, Waterfall)
+    assert paired.questions[0].question == "q\U0001f680"
     call = tool_call_of(
         {
             "callId": "c\ud800",

@@ -1,60 +1,72 @@
-"""Pairing approvals with the calls they are for, history shapes, nesting limits: pure units."""
+"""What a session's log gives: the call an approval is for, outcomes, nesting limits: units."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from adapters.dsh.protocol import parse_frame
-from adapters.dsh.session_log import (
-    SessionEvent,
-    SessionLog,
-    history_events,
-    pair_from_history,
-    tool_call_of,
-)
+from adapters.dsh.mux import Waterfall, parse_mux
+from adapters.dsh.protocol import ApprovalRequested
+from adapters.dsh.session_log import SessionLog, tool_call_of
 from adapters.dsh.wire import MAX_DEPTH, depth_problem
 
 SID = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
 
 
-def call(seq: int, call_id: str, command: str, name: str = "bash") -> SessionEvent:
+def call(call_id: str, command: str, name: str = "bash") -> dict[str, Any]:
     """A tool/call event."""
     data = {"callId": call_id, "name": name, "arguments": json.dumps({"command": command})}
-    return SessionEvent(SID, "tool/call", seq, data)
+    return {"type": "tool/call", "seq": 0, "data": data}
 
 
-def asked(seq: int, approval_id: str, call_id: str) -> SessionEvent:
-    """An approval/asked event."""
-    return SessionEvent(SID, "approval/asked", seq, {"id": approval_id, "callId": call_id})
+def approval(event_id: str, call_id: str) -> Waterfall:
+    """An approval request for the call ``call_id``."""
+    asked = ApprovalRequested(tool_name="bash", call_id=call_id)
+    return Waterfall(event_id, SID, approval=asked, call_id=call_id)
 
 
-def test_an_approval_pairs_with_the_latest_call_of_its_call_id_before_it() -> None:
-    events = [
-        call(1, "mock-call-1", "first"),
-        asked(2, "a1", "mock-call-1"),
-        call(3, "mock-call-1", "second"),  # callIds repeat across turns
-        asked(4, "a2", "mock-call-1"),
-        call(5, "mock-call-1", "third"),  # after a2's ask: not a2's
-    ]
+def test_an_approval_pairs_with_the_latest_call_of_its_call_id() -> None:
     log = SessionLog()
-    for event in events:
-        log.observe(event)
-    assert [log.call_for(SID, a).command for a in ("a1", "a2")] == ["first", "second"]  # type: ignore[union-attr]
-    assert pair_from_history(events, "a2") == log.call_for(SID, "a2")
-    assert pair_from_history(events, "unknown") is None
-    assert not log.knows(SID, "unknown")
+    log.observe(SID, call("mock-call-1", "first"))
+    assert log.call(SID, "mock-call-1") == tool_call_of(call("mock-call-1", "first")["data"])
+    log.observe(SID, call("mock-call-1", "second"))  # callIds repeat across turns
+    assert log.call(SID, "mock-call-1").command == "second"  # type: ignore[union-attr]
+    assert log.call("another-session", "mock-call-1") is None
+    log.unreadable(SID, "mock-call-1")  # a newer call too big to read: none stands in
+    assert log.call(SID, "mock-call-1") is None
+
+
+def test_an_approvals_outcome_is_its_decision_of_its_call() -> None:
+    log = SessionLog()
+    log.observe(SID, call("c1", "ls"))
+    log.asked(approval("e1", "c1"))
+    assert log.outcome("e1") is None
+    log.observe(SID, {"type": "approval/asked", "data": {"id": "a1", "callId": "c1"}})
+    log.observe(SID, {"type": "approval/decided", "data": {"id": "a1", "outcome": "rejected"}})
+    assert log.outcome("e1") == "rejected"
+    assert log.verdict("e1", {"kind": "result", "value": "rejected"}) is True
+    assert log.verdict("e1", {"kind": "result", "value": "allowed-once"}) is False
+    log.observe(SID, call("c1", "ls again"))  # the next turn's call of the same id
+    assert log.outcome("e1") is None
 
 
 def test_the_log_forgets_the_oldest_past_its_size() -> None:
     log = SessionLog(remembered=2)
     for n in range(3):
-        log.observe(call(2 * n, f"c{n}", f"cmd {n}"))
-        log.observe(asked(2 * n + 1, f"a{n}", f"c{n}"))
-    assert not log.knows(SID, "a0") and log.knows(SID, "a1") and log.knows(SID, "a2")
-    log.forget(SID, "a2")
-    assert not log.knows(SID, "a2")
+        log.observe(SID, call(f"c{n}", f"cmd {n}"))
+    assert log.call(SID, "c0") is None
+    assert [log.call(SID, f"c{n}").command for n in (1, 2)] == ["cmd 1", "cmd 2"]  # type: ignore[union-attr]
+
+
+def test_a_snapshot_gives_its_records_and_says_so() -> None:
+    log = SessionLog()
+    snapshot = {"type": "snapshot", "records": [{"type": "event", "event": call("c", "ls")}, 3]}
+    assert log.item(SID, snapshot) is True
+    assert log.item(SID, {"type": "event", "event": call("d", "pwd")}) is False
+    assert log.item(SID, "no") is False
+    assert [log.call(SID, c).command for c in "cd"] == ["ls", "pwd"]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -80,29 +92,6 @@ def test_arguments_that_are_no_object_give_no_command(arguments: object) -> None
     assert tool_call_of({"name": "bash"}) is None
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"events": [{"event": {"type": "tool/call", "seq": 0, "data": {"callId": "c"}}}]},
-        [{"event": {"type": "tool/call", "seq": 0, "data": {"callId": "c"}}}],
-        {"items": [{"type": "tool/call", "seq": 0, "data": {"callId": "c"}}]},
-    ],
-)
-def test_history_shapes(body: object) -> None:
-    (event,) = history_events(SID, body)
-    assert (event.session_id, event.kind, event.seq, dict(event.data)) == (
-        SID,
-        "tool/call",
-        0,
-        {"callId": "c"},
-    )
-
-
-@pytest.mark.parametrize("body", [None, "text", {"events": "no"}, [1, "x", {"event": 3}]])
-def test_history_of_unknown_shapes_is_empty(body: object) -> None:
-    assert history_events(SID, body) == []
-
-
 def test_depth_is_checked_without_recursion() -> None:
     nested: object = 1
     for _ in range(MAX_DEPTH):
@@ -110,15 +99,6 @@ def test_depth_is_checked_without_recursion() -> None:
     assert depth_problem(nested) is None
     assert depth_problem([nested]) == f"nested more than {MAX_DEPTH} levels deep"
     with pytest.raises(ValueError, match="nested"):
-        parse_frame(
-            json.dumps(
-                {
-                    "type": "server-request",
-                    "rpcId": "r",
-                    "method": "x",
-                    "payload": {"deep": [nested]},
-                }
-            )
-        )
+        parse_mux(json.dumps({"type": "item", "streamId": "ev", "value": {"deep": [nested]}}))
     with pytest.raises(ValueError, match="nested too deeply"):
-        parse_frame("[" * 100_000 + "]" * 100_000)
+        parse_mux("[" * 100_000 + "]" * 100_000)

@@ -4,8 +4,8 @@
   passed on as the same array) and the host pushes ``request.questions`` verbatim (§6.1); its
   web client parses them with zod, which strips unknown keys. So a question, option or intent
   with an extra key is asked like any other, and only the keys the seam knows are kept.
-- A frame whose ``method`` is not a string is a malformed frame like any other: skipped with
-  one log line, the downlink kept (docs/dsh.md).
+- A frame whose ``type`` or ``streamId`` is not a string is a malformed frame like any other:
+  skipped with one log line, the downlink kept (docs/dsh.md).
 - A credential in the host URL's user part (``http://TOKEN@host``) never reaches a log record.
 """
 
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from adapters.dsh import protocol
 from adapters.dsh.client import DshHostClient
-from adapters.dsh.protocol import QuestionRequested, parse_frame
+from adapters.dsh.mux import Waterfall, events_value, parse_mux
 from bot.logs import TextFormatter, redact, redact_url
 from bot.questions.models import (
     AskUserQuestionItem,
@@ -65,20 +65,27 @@ PLAN_REVIEW: dict[str, Any] = {
 }
 
 
-def requested(*questions: dict[str, Any], rpc_id: str = "6f1c") -> str:
-    """A ``question/requested`` frame carrying ``questions`` verbatim."""
-    payload = {"type": "question/requested", "sessionId": "sid", "questions": list(questions)}
-    frame = {"type": "server-request", "rpcId": rpc_id, "method": "question/requested"}
-    return json.dumps({**frame, "payload": payload})
+def requested(*questions: dict[str, Any], event_id: str = "6f1c") -> Any:
+    """A question waterfall carrying ``questions`` verbatim, as read off the mux."""
+    value = {
+        "type": "waterfall",
+        "event": "user-questions/request",
+        "eventId": event_id,
+        "agentId": "sid",
+        "request": {"questions": list(questions)},
+    }
+    return events_value(
+        parse_mux(json.dumps({"type": "item", "streamId": "ev", "value": value})).value
+    )
 
 
 # --------------------------------------------------------------------------- parsing
 
 
 def test_unknown_keys_at_every_level_of_a_question_are_ignored() -> None:
-    frame = parse_frame(requested(PACKAGE_MANAGER, PLAN_REVIEW))
-    assert isinstance(frame.payload, QuestionRequested)
-    questions = frame.payload.questions
+    request = requested(PACKAGE_MANAGER, PLAN_REVIEW)
+    assert isinstance(request, Waterfall)
+    questions = request.questions
     assert [type(question) for question in questions] == [AskUserQuestionItem] * 2
     assert [question.to_wire() for question in questions] == [
         {
@@ -98,19 +105,19 @@ def test_unknown_keys_at_every_level_of_a_question_are_ignored() -> None:
     [
         (
             {**PACKAGE_MANAGER, "options": [{"label": 1, "recommended": True}]},
-            r"^bad question/requested frame: payload\.questions\.0\.options\.0\.label: ",
+            r"^bad user-questions/request waterfall: questions\.0\.options\.0\.label: ",
         ),
-        ({**PACKAGE_MANAGER, "multiSelect": "yes"}, r"payload\.questions\.0\.multiSelect"),
-        ({**PACKAGE_MANAGER, "id": None}, r"payload\.questions\.0\.id"),
+        ({**PACKAGE_MANAGER, "multiSelect": "yes"}, r"questions\.0\.multiSelect"),
+        ({**PACKAGE_MANAGER, "id": None}, r"questions\.0\.id"),
         (
             {**PLAN_REVIEW, "intent": {"kind": "poll", "approve": "Approve", "style": "x"}},
-            r"payload\.questions\.0\.intent",  # an unknown kind still refuses the frame (§7)
+            r"questions\.0\.intent",  # an unknown kind still refuses the frame (§7)
         ),
     ],
 )
 def test_the_known_keys_are_still_checked(question: dict[str, Any], where: str) -> None:
     with pytest.raises(ValueError, match=where) as info:
-        parse_frame(requested(question))
+        requested(question)
     for extra in ("priority", "recommended", "style", "Extra inputs"):
         assert extra not in str(info.value)
 
@@ -141,11 +148,11 @@ def test_the_seam_itself_still_refuses_unknown_keys() -> None:
         AskUserQuestionItem.model_validate(PACKAGE_MANAGER)
 
 
-@pytest.mark.parametrize("method", [["question/requested"], {"a": 1}, 7, None])
-def test_a_method_that_is_not_a_string_is_a_value_error(method: Any) -> None:
-    frame = {"type": "server-request", "rpcId": "x", "method": method, "payload": {}}
-    with pytest.raises(ValueError, match=r"^bad server-request envelope: method: "):
-        parse_frame(json.dumps(frame))
+@pytest.mark.parametrize("stream", [["ev"], {"a": 1}, 7, None])
+def test_a_stream_id_that_is_not_a_string_is_a_value_error(stream: Any) -> None:
+    frame = {"type": "item", "streamId": stream, "value": {}}
+    with pytest.raises(ValueError, match=r"^not a mux item: .*streamId"):
+        parse_mux(json.dumps(frame))
 
 
 # --------------------------------------------------------------------------- end to end
@@ -159,7 +166,7 @@ async def test_a_question_with_extra_keys_is_asked_once_and_its_answer_reaches_t
         rpc_id, future = rig.host.ask_raw(SESSION_A, [PACKAGE_MANAGER])
         message = await rig.message()
         # The host replays the same verbatim frame on a new downlink: still one message.
-        await rig.host.drop_connections()
+        await rig.host.drop()
         await rig.host.wait_for_total_connections(2)
         await asyncio.sleep(1.2)  # past the replay window
         assert rig.posts == 1 and interactive(message)
@@ -167,21 +174,19 @@ async def test_a_question_with_extra_keys_is_asked_once_and_its_answer_reaches_t
         await rig.click(message, "pnpm")
 
         assert await answer_of(future) == {"answers": [{"id": "pkg", "selected": ["pnpm"]}]}
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "pkg", "selected": ["pnpm"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "pkg", "selected": ["pnpm"]})]
         await eventually(lambda: not interactive(message), "the message to close")
         assert rig.posts == 1
 
 
-async def test_a_frame_whose_method_is_not_a_string_is_skipped_and_the_downlink_kept(
+async def test_a_frame_whose_stream_id_is_not_a_string_is_skipped_and_the_downlink_kept(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="adapters.dsh")
     async with asyncio.timeout(TIMEOUT):
-        for method in (["question/requested"], {"name": "question/requested"}):
-            frame = {"type": "server-request", "rpcId": "r-bad", "method": method, "payload": {}}
-            rig.host.push_raw(json.dumps(frame))
+        for stream in (["ev"], {"name": "ev"}):
+            frame = {"type": "item", "streamId": stream, "value": {"type": "ready"}}
+            await rig.host.push_raw(json.dumps(frame))
         _rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
         message = await rig.message()
         await rig.click(message, "Code")
@@ -192,7 +197,7 @@ async def test_a_frame_whose_method_is_not_a_string_is_skipped_and_the_downlink_
     dsh = [r for r in caplog.records if r.name == "adapters.dsh"]
     skipped = [r for r in dsh if r.getMessage() == SKIPPED]
     assert len(skipped) == 1 and rig.client.skips.counts["malformed_frame"] == 2  # throttled
-    assert all("method" in r.__dict__["error"] and r.exc_info is None for r in skipped)
+    assert all("streamId" in r.__dict__["error"] and r.exc_info is None for r in skipped)
     assert [r.getMessage() for r in dsh if r.levelno >= logging.WARNING] == [SKIPPED]
 
 

@@ -106,7 +106,7 @@ async def test_the_stand_in_sends_what_the_real_host_sends(
         real = flat([*events.items, *log.items])
 
         fake_bot = await build_rig(stand_in.launch_url, closers, stand_in)
-        await stand_in.ask(SESSION, [COLOR])
+        stand_in.ask(SESSION, [COLOR])
         await fake_bot.click(await posted(fake_bot, SESSION), "Blue")
         await eventually(lambda: stand_in.results, "the answer on the stand-in")
     assert stand_in.results[0]["payload"]["args"]["outcome"] == {"kind": "result", "value": answer}

@@ -112,11 +112,11 @@ async def test_bad_frames_are_skipped_and_the_connection_kept(
             ),
             json.dumps({"type": "item", "streamId": "log:" + SESSION, "value": nested(100)}),
         ]:
-            await host.send_raw(text)
-        await host.ask(SESSION, [COLOR])
+            await host.push_raw(text)
+        host.ask(SESSION, [COLOR])
         message = await eventually(lambda: rig.questions() or None, "the good question", 10)
         assert len(message) == 1 and "Which color?" in shown(message[0].blocks)
-        assert rig.client.state == "connected" and host.connected == 1
+        assert rig.client.state == "connected" and host.connections == 1
         await rig.click(message[0], "Blue")
         await eventually(lambda: host.results, "the answer")
         assert host.results[0]["payload"]["args"]["outcome"] == {
@@ -134,7 +134,7 @@ async def test_a_flood_across_many_sessions_keeps_the_per_session_limit(
     async with asyncio.timeout(50):
         for sid in sessions:
             for n in range(3):
-                await host.ask(sid, [{**COLOR, "id": f"q{n}"}])
+                host.ask(sid, [{**COLOR, "id": f"q{n}"}])
         await eventually(lambda: len(rig.questions()) >= 8 or None, "8 messages", 30)
         await asyncio.sleep(0.5)
         assert len(rig.questions()) == 8 and rig.client.queued == 16

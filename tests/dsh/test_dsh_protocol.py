@@ -1,4 +1,5 @@
-"""The dsh host's wire protocol: frames, client responses, receipts, ``answer_problem``."""
+"""The dsh 0.2 wire as the bot reads and writes it: mux frames, ``$events`` items, the
+outcomes it sends, and ``answer_problem``."""
 
 from __future__ import annotations
 
@@ -7,30 +8,20 @@ from typing import Any
 
 import pytest
 
-from adapters.dsh.mux import split_host_url
-from adapters.dsh.protocol import (
-    OtherPayload,
-    Outcome,
-    QuestionRequested,
-    QuestionResolved,
-    Receipt,
-    answer_problem,
-    answer_response,
-    cancel_response,
-    parse_frame,
+from adapters.dsh.mux import (
+    DISMISSED,
+    Cancel,
+    Ready,
+    Waterfall,
+    events_value,
+    parse_mux,
+    result,
+    result_body,
+    split_host_url,
 )
+from adapters.dsh.protocol import answer_problem
 from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
-from tests.dsh_wire import (
-    ErrorResult,
-    OkResult,
-    QuestionResponse,
-    ResponseRejectedError,
-    parse_client_response,
-    question_requested_frame,
-    question_resolved_frame,
-    raise_if_rejected,
-)
 
 PLAN_REVIEW: dict[str, Any] = {
     "id": "plan-review",
@@ -45,17 +36,22 @@ PLAN_REVIEW: dict[str, Any] = {
 }
 
 
-def envelope(method: str, payload: Any, rpc_id: str = "6f1c") -> str:
-    """A server-request frame as the host sends it."""
-    return json.dumps(
-        {"type": "server-request", "rpcId": rpc_id, "method": method, "payload": payload}
-    )
+def waterfall(event: str, request: Any, event_id: str = "6f1c") -> dict[str, Any]:
+    """A waterfall item's value as the host sends it."""
+    return {
+        "type": "waterfall",
+        "event": event,
+        "eventId": event_id,
+        "agentId": "session-1",
+        "request": request,
+    }
 
 
-def requested(*questions: dict[str, Any], session_id: str = "sid") -> str:
-    """A question/requested frame."""
-    payload = {"type": "question/requested", "sessionId": session_id, "questions": list(questions)}
-    return envelope("question/requested", payload)
+def requested(*questions: dict[str, Any]) -> Any:
+    """A question waterfall, read as the client reads it off the mux."""
+    value = waterfall("user-questions/request", {"questions": list(questions)})
+    text = json.dumps({"type": "item", "streamId": "ev", "value": value})
+    return events_value(parse_mux(text).value)
 
 
 def items(*wire: dict[str, Any]) -> list[AskUserQuestionItem]:
@@ -71,82 +67,59 @@ def answer(*wire: dict[str, Any]) -> AskUserQuestionAnswer:
 # ---------------------------------------------------------------- frames
 
 
-def test_question_requested_frame_parses_verbatim() -> None:
+def test_a_question_waterfall_parses_verbatim() -> None:
     multi = {
         "id": "targets",
         "question": "Which?",
         "options": [{"label": "Code"}],
         "multiSelect": True,
     }
-    frame = parse_frame(requested(PLAN_REVIEW, multi))
-    assert frame.rpc_id == "6f1c"
-    assert frame.method == "question/requested"
-    assert isinstance(frame.payload, QuestionRequested)
-    assert frame.payload.session_id == "sid"
-    assert [q.to_wire() for q in frame.payload.questions] == [PLAN_REVIEW, multi]
-    assert frame.payload.questions[1].is_multi_select
-    assert frame.to_wire() == json.loads(requested(PLAN_REVIEW, multi))
+    call = {**PLAN_REVIEW, "intent": {**PLAN_REVIEW["intent"], "callId": "call-9"}}
+    parsed = requested(call, multi)
+    assert isinstance(parsed, Waterfall) and parsed.approval is None
+    assert (parsed.event_id, parsed.session_id, parsed.call_id) == ("6f1c", "session-1", "call-9")
+    assert [q.to_wire() for q in parsed.questions] == [PLAN_REVIEW, multi]
+    assert parsed.questions[1].is_multi_select
 
 
-@pytest.mark.parametrize("outcome", ["answered", "cancelled"])
-def test_question_resolved_frame_parses(outcome: Outcome) -> None:
-    payload = {
-        "type": "question/resolved",
-        "sessionId": "sid",
-        "questionRpcId": "6f1c",
-        "outcome": outcome,
-    }
-    frame = parse_frame(envelope("question/resolved", payload, rpc_id="fresh"))
-    assert frame.rpc_id == "fresh"
-    assert frame.payload == QuestionResolved(
-        type="question/resolved", session_id="sid", question_rpc_id="6f1c", outcome=outcome
-    )
+def test_an_approval_waterfall_parses() -> None:
+    request = {"toolName": "bash", "callId": "c1", "reason": "why", "displayReason": {"en": "x"}}
+    parsed = events_value(waterfall("approval/request", request))
+    assert isinstance(parsed, Waterfall) and parsed.approval is not None
+    assert parsed.questions == [] and parsed.call_id == "c1"
+    assert (parsed.approval.tool_name, parsed.approval.reason) == ("bash", "why")
+    with pytest.raises(ValueError, match=r"^bad approval/request waterfall: toolName: Field"):
+        events_value(waterfall("approval/request", {"callId": "c1"}))
 
 
-def test_question_resolved_rejects_an_unknown_outcome() -> None:
-    payload = {
-        "type": "question/resolved",
-        "sessionId": "s",
-        "questionRpcId": "r",
-        "outcome": "done",
-    }
-    with pytest.raises(ValueError, match=r"bad question/resolved frame: payload\.outcome"):
-        parse_frame(envelope("question/resolved", payload))
+def test_ready_cancel_and_other_items() -> None:
+    assert events_value({"type": "ready", "clientId": "c", "host": {}}) == Ready("c")
+    assert events_value({"type": "cancel", "eventId": "e"}) == Cancel("e")
+    assert events_value({"type": "emit", "event": "api-session/x", "args": {}}) is None
+    assert events_value(waterfall("future/request", {})) is None  # not ours to answer
+    for bad, problem in [
+        ({"type": "ready"}, "clientId must be a non-empty string"),
+        ({"type": "cancel", "eventId": ""}, "eventId must be a non-empty string"),
+        ({**waterfall("approval/request", {}), "agentId": 3}, "agentId must be"),
+        (waterfall("approval/request", []), "waterfall request must be an object"),
+        ([1], r"an \$events item must be an object"),
+    ]:
+        with pytest.raises(ValueError, match=problem):
+            events_value(bad)
 
 
-@pytest.mark.parametrize(
-    "method, payload",
-    [
-        (
-            "session/event",
-            {"type": "session/event", "sessionId": "s", "event": {"type": "tool/call"}},
-        ),
-        ("session/subscribed", {"type": "session/subscribed", "sessionId": "s", "lastSeq": 2}),
-        ("session/jobs", {"type": "session/jobs", "anything": [1, 2]}),
-        ("session/event", {"type": "question/requested", "questions": []}),  # read by method
-        ("future/thing", {}),
-    ],
-)
-def test_other_methods_parse_as_opaque_frames(method: str, payload: dict[str, Any]) -> None:
-    frame = parse_frame(envelope(method, payload))
-    assert frame.method == method
-    assert isinstance(frame.payload, OtherPayload)
-    assert frame.payload.model_extra == payload
-    assert frame.payload.kind == payload.get("type")
-    assert frame.to_wire() == json.loads(envelope(method, payload))
-
-
-def test_bytes_and_unknown_envelope_keys_are_accepted() -> None:
-    frame = json.loads(requested({"id": "q", "question": "Go?"}))
-    frame["seq"] = 7
-    frame["payload"]["agentId"] = "a1"
-    parsed = parse_frame(json.dumps(frame).encode())
-    assert isinstance(parsed.payload, QuestionRequested)
+def test_bytes_and_unknown_keys_are_accepted() -> None:
+    value = {**waterfall("user-questions/request", {"questions": [{"id": "q", "question": "Go?"}]})}
+    value["seq"] = 7
+    text = json.dumps({"type": "item", "streamId": "ev", "value": value, "extra": 1})
+    frame = parse_mux(text.encode())
+    assert (frame.kind, frame.stream_id) == ("item", "ev")
+    assert isinstance(events_value(frame.value), Waterfall)
 
 
 def test_empty_question_batch_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"payload\.questions: List should have at least 1 item"):
-        parse_frame(requested())
+    with pytest.raises(ValueError, match=r"questions: List should have at least 1 item"):
+        requested()
 
 
 @pytest.mark.parametrize(
@@ -157,43 +130,25 @@ def test_empty_question_batch_is_rejected() -> None:
         {"approve": "Approve"},  # no kind
     ],
 )
-def test_a_bad_intent_rejects_the_whole_frame(intent: dict[str, Any]) -> None:
+def test_a_bad_intent_rejects_the_whole_request(intent: dict[str, Any]) -> None:
     question = {**PLAN_REVIEW, "intent": intent}
     with pytest.raises(
-        ValueError, match=r"^bad question/requested frame: payload\.questions\.1\.intent"
+        ValueError, match=r"^bad user-questions/request waterfall: questions\.1\.intent"
     ):
-        parse_frame(requested({"id": "ok", "question": "Fine?"}, question))
+        requested({"id": "ok", "question": "Fine?"}, question)
 
 
 @pytest.mark.parametrize(
     "question, where",
     [
-        ({"question": "no id"}, r"payload\.questions\.0\.id: Field required"),
-        ({"id": "q", "question": "?", "multiSelect": "yes"}, r"payload\.questions\.0\.multiSelect"),
+        ({"question": "no id"}, r"questions\.0\.id: Field required"),
+        ({"id": "q", "question": "?", "multiSelect": "yes"}, r"questions\.0\.multiSelect"),
         ({"id": "q", "question": "?", "options": [{"description": "x"}]}, r"options\.0\.label"),
     ],
 )
 def test_bad_questions_name_the_field(question: dict[str, Any], where: str) -> None:
     with pytest.raises(ValueError, match=where):
-        parse_frame(requested(question))
-
-
-def test_a_question_method_needs_its_own_payload_type() -> None:
-    resolved = {
-        "type": "question/resolved",
-        "sessionId": "s",
-        "questionRpcId": "r",
-        "outcome": "answered",
-    }
-    with pytest.raises(
-        ValueError,
-        match="needs a payload of type 'question/requested', got type 'question/resolved'",
-    ):
-        parse_frame(envelope("question/requested", resolved))
-    with pytest.raises(ValueError, match="got type None"):
-        parse_frame(envelope("question/resolved", {"sessionId": "s"}))
-    with pytest.raises(ValueError, match=r"got type \[\]"):
-        parse_frame(envelope("question/requested", {"type": []}))
+        requested(question)
 
 
 @pytest.mark.parametrize(
@@ -202,195 +157,54 @@ def test_a_question_method_needs_its_own_payload_type() -> None:
         ("not json", "frame is not JSON"),
         (b"\xff\xfe{", "frame is not JSON"),
         ("[1, 2]", "frame is not a JSON object but list"),
-        (
-            '{"type": "server-request", "method": "x", "payload": {}}',
-            r"envelope: rpcId: Field required",
-        ),
-        (
-            '{"type": "client-response", "rpcId": "r", "method": "x", "payload": {}}',
-            r"envelope: type: Input should be 'server-request'",
-        ),
-        (
-            '{"type": "server-request", "rpcId": 1, "method": "x", "payload": {}}',
-            r"rpcId: Input should be a valid string",
-        ),
-        ('{"type": "server-request", "rpcId": "r", "payload": {}}', r"method: Field required"),
-        (
-            '{"type": "server-request", "rpcId": "r", "method": "x", "payload": 3}',
-            r"^bad server-request envelope: payload",
-        ),
+        ('{"type": "open", "streamId": "ev"}', "not a mux item: type 'open'"),
+        ('{"type": "item"}', "not a mux item: type 'item', streamId 'None'"),
     ],
 )
 def test_bad_frames_raise_value_error_naming_the_problem(text: str | bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        parse_frame(text)
+        parse_mux(text)
 
 
-def test_frame_builders_round_trip() -> None:
-    built = question_requested_frame("r1", "s1", items(PLAN_REVIEW))
-    assert built == json.loads(requested(PLAN_REVIEW, session_id="s1").replace('"6f1c"', '"r1"'))
-    assert parse_frame(json.dumps(built)).to_wire() == built
-    resolved = question_resolved_frame("r2", "s1", "r1", "cancelled")
-    assert resolved == {
-        "type": "server-request",
-        "rpcId": "r2",
-        "method": "question/resolved",
-        "payload": {
-            "type": "question/resolved",
-            "sessionId": "s1",
-            "questionRpcId": "r1",
-            "outcome": "cancelled",
-        },
-    }
-    assert parse_frame(json.dumps(resolved)).to_wire() == resolved
+# ---------------------------------------------------------------- outcomes
 
 
-# ---------------------------------------------------------------- client responses
-
-
-def test_answer_response_is_the_exact_ok_envelope() -> None:
+def test_the_outcomes_and_the_result_body_are_exact() -> None:
     batch = answer(
         {"id": "targets", "selected": ["Code", "Docs"], "custom": "Release notes"},
         {"id": "skipped", "selected": []},
         {"id": "explicit-none", "selected": ["x"], "custom": None},
     )
-    assert answer_response("6f1c", "sid", batch) == {
-        "type": "client-response",
-        "rpcId": "6f1c",
-        "result": {
-            "ok": True,
-            "value": {
-                "sessionId": "sid",
-                "answer": {
-                    "answers": [
-                        {"id": "targets", "selected": ["Code", "Docs"], "custom": "Release notes"},
-                        {"id": "skipped", "selected": []},
-                        {"id": "explicit-none", "selected": ["x"]},
-                    ]
-                },
-            },
+    assert result(batch.to_wire()) == {
+        "kind": "result",
+        "value": {
+            "answers": [
+                {"id": "targets", "selected": ["Code", "Docs"], "custom": "Release notes"},
+                {"id": "skipped", "selected": []},
+                {"id": "explicit-none", "selected": ["x"]},
+            ]
         },
     }
-    # Key order is id, selected, custom (compact JSON as the web client sends it).
-    text = json.dumps(answer_response("r", "s", batch), separators=(",", ":"))
-    assert '{"id":"targets","selected":["Code","Docs"],"custom":"Release notes"}' in text
-
-
-def test_cancel_response_is_the_exact_cancelled_envelope() -> None:
-    assert cancel_response("6f1c") == {
-        "type": "client-response",
-        "rpcId": "6f1c",
-        "result": {
-            "ok": False,
-            "error": {
-                "code": "cancelled",
-                "message": "the user closed this question request",
-                "details": {},
-            },
+    assert DISMISSED == {
+        "kind": "rejected",
+        "error": {
+            "name": "UserQuestionError",
+            "message": "the user cancelled ask_user_question",
+            "code": "ASK_CANCELLED",
         },
     }
-
-
-def test_client_responses_parse_back() -> None:
-    ok = parse_client_response(answer_response("r", "s", answer({"id": "q", "selected": []})))
-    assert ok.rpc_id == "r"
-    assert isinstance(ok.result, OkResult)
-    value = QuestionResponse.model_validate(ok.result.value)
-    assert value.session_id == "s"
-    assert value.answer.to_wire() == {"answers": [{"id": "q", "selected": []}]}
-    cancelled = parse_client_response(cancel_response("r"))
-    assert isinstance(cancelled.result, ErrorResult)
-    assert cancelled.result.error.code == "cancelled"
-    assert cancelled.result.error.details == {}
-
-
-@pytest.mark.parametrize(
-    "body, message",
-    [
-        ([], "bad client-response"),
-        (
-            {
-                "type": "server-request",
-                "rpcId": "r",
-                "result": {"ok": False, "error": {"code": "c", "message": "m"}},
-            },
-            "type",
-        ),
-        ({"type": "client-response", "result": {"ok": True, "value": 1}}, "rpcId: Field required"),
-        (
-            {"type": "client-response", "rpcId": "r", "result": {"ok": 1, "value": 1}},
-            "result.ok must be true or false",
-        ),
-        (
-            {"type": "client-response", "rpcId": "r", "result": {"ok": False}},
-            r"result\.error: Field required",
-        ),
-        (
-            {
-                "type": "client-response",
-                "rpcId": "r",
-                "result": {"ok": False, "error": {"code": "c"}},
-            },
-            r"result\.error\.message",
-        ),
-    ],
-)
-def test_bad_client_responses_are_refused(body: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_client_response(body)
-
-
-def test_the_question_response_schema() -> None:
-    # rpc-schemas: an empty answers list parses at the schema level.
-    assert (
-        QuestionResponse.model_validate(
-            {"sessionId": "s", "answer": {"answers": []}}
-        ).answer.answers
-        == []
-    )
-    for bad in (
-        {"sessionId": "s"},
-        {"sessionId": "s", "answer": {"answers": [{"id": "q"}]}},
-        {"sessionId": "s", "answer": {"answers": [{"id": "q", "selected": "Code"}]}},
-        {"sessionId": "s", "answer": {"answers": [{"id": "q", "selected": [], "custom": None}]}},
-        {"sessionId": "s", "answer": {"answers": [{"id": "q", "selected": [], "extra": 1}]}},
-    ):
-        with pytest.raises(ValueError):
-            QuestionResponse.model_validate(bad)
-
-
-# ---------------------------------------------------------------- receipts
-
-
-@pytest.mark.parametrize(
-    "wire",
-    [
-        {"accepted": True},
-        {"accepted": False, "reason": "not-pending"},
-        {"accepted": False, "reason": "bad-response"},
-    ],
-)
-def test_receipts_round_trip(wire: dict[str, Any]) -> None:
-    assert Receipt.model_validate(wire).to_wire() == wire
-
-
-def test_receipt_refuses_an_unknown_reason() -> None:
-    with pytest.raises(ValueError):
-        Receipt.model_validate({"accepted": False, "reason": "nope"})
-
-
-def test_rejected_receipts_raise_with_the_web_clients_wording() -> None:
-    raise_if_rejected(Receipt(accepted=True))
-    with pytest.raises(
-        ResponseRejectedError, match=r"^question response rejected: not-pending$"
-    ) as info:
-        raise_if_rejected(Receipt(accepted=False, reason="not-pending"))
-    assert info.value.reason == "not-pending"
-    assert not info.value.cancellation
-    with pytest.raises(
-        ResponseRejectedError, match=r"^question cancellation rejected: bad-response$"
-    ):
-        raise_if_rejected(Receipt(accepted=False, reason="bad-response"), cancellation=True)
+    assert result_body("r1", "client-1", "e1", result("allowed-once")) == {
+        "type": "client-request",
+        "rpcId": "r1",
+        "method": "$events/result",
+        "payload": {
+            "args": {
+                "clientId": "client-1",
+                "eventId": "e1",
+                "outcome": {"kind": "result", "value": "allowed-once"},
+            }
+        },
+    }
 
 
 # ---------------------------------------------------------------- answer_problem

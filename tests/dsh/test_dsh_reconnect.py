@@ -17,7 +17,9 @@ from aiohttp import web
 
 from adapters.dsh import downlink
 from adapters.dsh.client import DshHostClient
+from adapters.dsh.link import NO_CONNECT
 from bot.questions.service import UserQuestionService
+from tests.dsh.test_dsh_client import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -83,3 +85,29 @@ async def test_a_wrong_url_keeps_saying_what_is_wrong(
     reasons = [getattr(r, "reason", "") for r in warnings]
     assert len(warnings) >= 3 and all("HTTP 405" in reason for reason in reasons)
     assert status["dsh"] == "disconnected" and "HTTP 405" in status["dshProblem"]
+
+
+async def test_a_host_without_connect_is_named_unsupported() -> None:
+    """A dsh 0.1.1-rc.2 host (its downlink is ``/api/events.mux``; ``/connect`` is a 404)."""
+
+    async def downlink_only(request: web.Request) -> web.Response:
+        return web.Response(status=426, text="events.mux is served as a WebSocket only")
+
+    app = web.Application()
+    app.router.add_get("/api/events.mux", downlink_only)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    client = DshHostClient(url, UserQuestionService(), provider=None, heartbeat=None)  # type: ignore[arg-type]
+    await client.start()
+    try:
+        status = await eventually(
+            lambda: client.status().get("dshProblem") and client.status(), "why"
+        )
+    finally:
+        await client.stop()
+        await runner.cleanup()
+    assert status["dsh"] == "disconnected"
+    assert status["dshProblem"] == NO_CONNECT.format(status=404)
+    assert "0.1.1-rc.2 is no longer supported" in status["dshProblem"]

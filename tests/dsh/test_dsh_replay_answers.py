@@ -31,7 +31,7 @@ async def test_an_answer_given_while_the_host_is_out_of_reach_waits_for_the_repl
 ) -> None:
     rig = await bot(**FAST)
     async with asyncio.timeout(30):
-        event_id = await host.ask(SESSION, [COLOR])
+        event_id = host.ask(SESSION, [COLOR])[0]
         message = await eventually(lambda: rig.questions() or None, "the question")
         first = host.client_ids()
         host.refusing = True
@@ -57,11 +57,11 @@ async def test_an_answer_to_a_request_the_replay_leaves_out_is_never_sent(
 ) -> None:
     rig = await bot(replay_window=6.0, **FAST)  # the message stays open past the link's own wait
     async with asyncio.timeout(30):
-        await host.ask(SESSION, [COLOR])
+        host.ask(SESSION, [COLOR])
         message = await eventually(lambda: rig.questions() or None, "the question")
-        host.pending.clear()  # the host restarts and loses it
+        host.forget()  # the host restarts and loses it
         await host.drop()
-        await eventually(lambda: host.connected == 1, "the new socket")
+        await eventually(lambda: host.connections == 1, "the new socket")
         await rig.click(message[0], "Blue")
         await eventually(
             lambda: not interactive(message[0]) and "not used" in shown(message[0].blocks),
@@ -76,13 +76,13 @@ async def test_each_replayed_request_attaches_to_its_own_message(
 ) -> None:
     rig = await bot(**FAST)
     async with asyncio.timeout(30):
-        first = await host.ask(SESSION, [COLOR])
-        second = await host.ask(SESSION, [{**COLOR, "question": "Which other color?"}])
-        await host.approval(SESSION, "ls")
-        await host.approval(SESSION, "pwd")
+        first = host.ask(SESSION, [COLOR])[0]
+        second = host.ask(SESSION, [{**COLOR, "question": "Which other color?"}])[0]
+        host.request_approval(SESSION, "bash", {"command": "ls"})
+        host.request_approval(SESSION, "bash", {"command": "pwd"})
         await eventually(lambda: len(rig.questions()) == 4 or None, "four messages")
         await host.drop()  # the new socket replays all four
-        await eventually(lambda: host.connected == 1, "the new socket")
+        await eventually(lambda: host.connections == 1, "the new socket")
         await asyncio.sleep(0.3)
         status = rig.client.status()
         assert (status["dshQuestions"], status["dshApprovals"]) == (2, 2)
@@ -91,4 +91,4 @@ async def test_each_replayed_request_attaches_to_its_own_message(
         await rig.click(message[0], "Green")
         sent = await eventually(lambda: host.results, "the answer")
         assert [r["payload"]["args"]["eventId"] for r in sent] == [second]
-        assert first in host.pending and second not in host.pending
+        assert host.is_pending(first) and not host.is_pending(second)

@@ -25,13 +25,11 @@ from typing import Any
 import pytest
 
 from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, HostAsk, ask_key
+from adapters.dsh.host import Host, host_asker
 from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import MuxLink
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.uplink import Host, host_asker
 from adapters.slack.model.ids import key_request_id
-from bot.questions.models import AskUserQuestionItem
-from tests.dsh_wire import question_requested_frame
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -64,12 +62,6 @@ def approval_frame(event_id: str) -> str:
         "request": request,
     }
     return json.dumps({"type": "item", "streamId": "ev", "value": value})
-
-
-def legacy_frame(rpc_id: str) -> str:
-    """A 0.1.1 ``question/requested`` frame (the same on every replay)."""
-    item = AskUserQuestionItem.model_validate(QUESTION)
-    return json.dumps(question_requested_frame(rpc_id, SESSION, [item]))
 
 
 def ready_frame(client_id: str) -> str:
@@ -135,7 +127,7 @@ class Records:
 class Downlink:
     """The host's side of the sockets, the bot's parts behind them, and a fake clock."""
 
-    def __init__(self, *, max_open: int = 20, dialect: str = "0.2") -> None:
+    def __init__(self, *, max_open: int = 20) -> None:
         self.loop = asyncio.get_running_loop()
         self.now = self.loop.time()
         self.loop.time = lambda: self.now  # type: ignore[method-assign]
@@ -150,8 +142,7 @@ class Downlink:
             self.records, self._serve, host, max_open=max_open, replay_window=WINDOW, asker=ASKER
         )
         self.link = MuxLink(host, None)
-        self.dialect = dialect
-        self.inbox = Inbox(self.requests, self.link, lambda: self.dialect, _log)
+        self.inbox = Inbox(self.requests, self.link, _log)
         self._sockets = 0
 
     async def _serve(self, ask: HostAsk) -> None:
@@ -169,8 +160,7 @@ class Downlink:
         """A new socket: ``ready``, then the host's replay (``frames``)."""
         self._sockets += 1
         self.requests.opened()
-        if self.dialect == "0.2":
-            self.inbox.on_message(ready_frame(f"client-{self._sockets}"))
+        self.inbox.on_message(ready_frame(f"client-{self._sockets}"))
         await self.send(*frames)
 
     async def send(self, *frames: str) -> None:
@@ -207,7 +197,7 @@ class Downlink:
 
 def _event_ids(frame: str) -> list[str]:
     data: dict[str, Any] = json.loads(frame)
-    found = data.get("value", {}).get("eventId") or data.get("rpcId")
+    found = data.get("value", {}).get("eventId")
     return [found] if found else []
 
 
@@ -376,15 +366,3 @@ async def test_a_released_request_replayed_while_being_closed_is_reopened_after(
     await host.answer("x")
     await host.advance(WINDOW + 0.1)
     assert host.served == [("x", True)] and not host.requests.holds("x")
-
-
-async def test_on_0_1_1_the_replay_is_keyed_by_rpc_id_too() -> None:
-    host = Downlink(dialect="0.1")
-    try:
-        await first_socket(host, legacy_frame("r1"), legacy_frame("r2"))
-        await host.connect(legacy_frame("r1"))
-        await host.advance(WINDOW + 0.1)
-        assert host.records.ended == [("r2", GONE_NOTE)]
-        assert host.served == [("r1", False), ("r2", False)]
-    finally:
-        await host.close()

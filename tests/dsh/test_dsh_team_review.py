@@ -43,7 +43,7 @@ async def test_a_host_plan_review_waits_for_the_default_policy(make_rig: RigFact
         assert status == 200
         approved = {"id": "plan-review", "selected": ["Approve"]}
         assert await answer_of(future) == {"answers": [approved]}
-        assert rig.host.responses == [envelope(rpc_id, SESSION_A, approved)]
+        assert rig.host.responses == [envelope(rpc_id, approved)]
         text = await rig.final(message)
         assert f"Approved by <@{rig.alice}>, <@{bob}>" in text
         assert rig.posts == 1

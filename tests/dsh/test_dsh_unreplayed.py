@@ -9,17 +9,14 @@ never reach the host. A request the host does replay is kept, and a replay that 
 after the window (its ask already being closed as gone) opens the request again.
 
 End to end through real parts: the host stand-in, the Slack stand-in, a real bolt app and
-signed clicks (the rigs of ``test_dsh_client``). The late replay cannot be timed through a
-real downlink (its frames come at once), so that test plays the downlink to ``OpenRequests``
-itself, frame by frame, with the real question runner, provider and host behind it.
+signed clicks (the rigs of ``test_dsh_client``); the late replay is the stand-in holding a
+new socket's replay back past the bot's window.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 
-import aiohttp
 import pytest
 
 from adapters.dsh.asks import (
@@ -28,12 +25,9 @@ from adapters.dsh.asks import (
     GONE_NOTE,
     REOPENED_NOTE,
     RESTARTING_NOTE,
-    HostAsk,
     ask_key,
 )
-from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.runners import QuestionRunner
-from adapters.dsh.uplink import Host, HostUplink, host_asker
+from adapters.dsh.host import host_asker
 from adapters.slack import Released, WaitReleased
 from adapters.slack.model.ids import key_request_id
 from adapters.slack.model.record import PendingRecord
@@ -181,9 +175,7 @@ async def test_a_replayed_request_and_another_hosts_request_stay_open(
         assert (await asyncio.wait_for(future, 5)).to_wire() == {
             "answers": [{"id": "target", "selected": ["Docs"]}]
         }
-        assert first.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert first.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         assert "Answered" in await second.final(message)
         await first.provider.abort(key_request_id(other_options.key or ""), "test over")
 
@@ -223,28 +215,15 @@ async def test_a_replay_just_after_the_window_opens_the_question_again(
     make_rig: RigFactory,
 ) -> None:
     store = SlowReads()
-    log = logging.getLogger("adapters.dsh")
-    async with asyncio.timeout(TIMEOUT), aiohttp.ClientSession() as http:
-        rig = await make_rig(store=store)
+    async with asyncio.timeout(TIMEOUT):
+        rig = await make_rig(store=store, replay_window=0.2)
         await rig.host.wait_for_connections(1)
-        await rig.client.stop()  # the test plays the downlink, frame by frame, on time or late
         rpc_id, future = rig.host.ask(SESSION_A, [TARGET])
-        host = Host(rig.host.base_url, lambda: http, log, backoff_initial=0.05, backoff_max=0.2)
-        uplink = HostUplink(host, {}, retry_for=5.0)
-        posted: list[HostAsk] = []
-        runner = QuestionRunner(
-            rig.service, rig.provider, uplink, on_posted=posted.append, logger=log
-        )
-        requests = OpenRequests(rig.provider, runner.serve, host, max_open=20, replay_window=0.2)
-        requests.opened()
-        requests.requested(HostAsk(rpc_id, SESSION_A, [TARGET]))
         message = await rig.message()
-        requests.closed()
 
         store.delay = 0.3  # closing the ask as gone takes a while
-        requests.opened()  # a new downlink; the bot is busy and its replay comes late:
-        await asyncio.sleep(0.3)  # the window is over, the ask is being closed as gone
-        requests.requested(HostAsk(rpc_id, SESSION_A, [TARGET]))
+        rig.host.replay_delay = 0.4  # a new socket, whose replay comes after its window:
+        await rig.host.drop()  # the ask is being closed as gone when its replay comes
         await rig.reopened(message, REOPENED_NOTE)
         store.delay = 0.0
 
@@ -252,9 +231,7 @@ async def test_a_replay_just_after_the_window_opens_the_question_again(
         assert (await asyncio.wait_for(future, 5)).to_wire() == {
             "answers": [{"id": "target", "selected": ["Docs"]}]
         }
-        assert rig.host.responses == [
-            envelope(rpc_id, SESSION_A, {"id": "target", "selected": ["Docs"]})
-        ]
+        assert rig.host.responses == [envelope(rpc_id, {"id": "target", "selected": ["Docs"]})]
         assert "Answered" in await rig.final(message)
-        await eventually(lambda: requests.in_flight == 0, "the ask to finish")
-        assert rig.posts == 1 and len(posted) == 1  # reopened, not posted again
+        await eventually(lambda: rig.client.in_flight == 0, "the ask to finish")
+        assert rig.posts == 1  # reopened, not posted again

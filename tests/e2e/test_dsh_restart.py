@@ -3,7 +3,7 @@
 Real ``python -m bot`` processes (HTTP mode) against the host stand-in and the Slack
 stand-in, both in this test process. Bot A posts a question and an approval; A is stopped
 (SIGTERM) or killed (SIGKILL); bot B starts with the same settings. The host replays both
-with their original rpcIds: B attaches to the same records (Redis) or finds the same two
+with their original eventIds: B attaches to the same records (Redis) or finds the same two
 messages by their metadata (the memory store, whose records died with A): no second post,
 never failed with OWNER_LOST, and a person's clicks, delivered to B, reach the host.
 """
@@ -23,7 +23,7 @@ from adapters.slack.sandbox.webapi import SlackStandIn
 from bot.questions.models import AskUserQuestionItem
 from tests.bot_process import BotProcess
 from tests.dsh.test_dsh_client import eventually
-from tests.dsh_host import DshHostStandIn, new_session_id
+from tests.dsh_mux_host import MuxHost, new_session_id
 from tests.restarts import BOT_TOKEN, HOW, SIGNING_SECRET, slack, stop, top_level
 from tests.slack_harness import all_text, interactive_elements
 
@@ -40,9 +40,9 @@ QUESTION = AskUserQuestionItem.model_validate(
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[DshHostStandIn]:
+async def host() -> AsyncIterator[MuxHost]:
     """The dsh host stand-in."""
-    async with DshHostStandIn() as stand_in:
+    async with MuxHost() as stand_in:
         yield stand_in
 
 
@@ -53,7 +53,7 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
     how: signal.Signals,
     store: str,
     slack: SlackStandIn,
-    host: DshHostStandIn,
+    host: MuxHost,
     tmp_path: Path,
     redis_url: str,
     store_prefix: str,
@@ -66,7 +66,7 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
         "SLACK_CHANNEL": channel,
         "SLACK_API_URL": slack.url,
         "PORT": "0",
-        "DSH_HOST_URL": host.base_url,
+        "DSH_HOST_URL": host.launch_url,
         "SHUTDOWN_GRACE": "2",
     }
     if store == "redis":
@@ -80,7 +80,7 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
         async with BotProcess.start(env, cwd=tmp_path / "a") as first:
             await host.wait_for_connections(1, within=20)
             rpc_q, answered = host.ask(sid, [QUESTION])
-            rpc_a, approval_id, decided = host.request_approval(
+            rpc_a, _, decided = host.request_approval(
                 sid, "bash", {"command": COMMAND, "justification": "clean the build cache"}
             )
             await eventually(lambda: len(top_level(slack, channel)) == 2, "two messages", within=20)
@@ -126,12 +126,8 @@ async def test_a_restarted_bot_takes_up_the_pending_question_and_approval(
             status, body = await slack.deliver(slack.click(approval, user=alice, text="Allow once"))
             assert status == 200, body
             assert await asyncio.wait_for(decided, 10) == "allowed-once"
-            assert [r["rpcId"] for r in host.responses] == [rpc_q, rpc_a]
-            assert host.responses[1]["result"]["value"] == {
-                "sessionId": sid,
-                "approvalId": approval_id,
-                "outcome": "allowed-once",
-            }
+            assert [r["eventId"] for r in host.responses] == [rpc_q, rpc_a]
+            assert host.responses[1]["outcome"] == {"kind": "result", "value": "allowed-once"}
             await eventually(
                 lambda: not interactive_elements(approval.blocks), "the record", within=20
             )

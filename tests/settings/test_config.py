@@ -244,21 +244,14 @@ def test_a_token_in_the_url_and_another_in_dsh_host_token_is_refused() -> None:
     assert "give it once" in problem_for("DSH_HOST_TOKEN", {"MODE": "sandbox", **env})
 
 
-def test_dsh_protocol_is_one_of_three() -> None:
-    assert "DSH_PROTOCOL" in problem_for(
-        "DSH_PROTOCOL",
-        {"MODE": "sandbox", "DSH_HOST_URL": "http://127.0.0.1:1", "DSH_PROTOCOL": "0.3"},
-    )
-
-
 def test_the_url_dsh_web_prints_carries_its_token_and_never_shows_it() -> None:
     url = f"http://127.0.0.1:13080/?token={DSH}"
-    settings = load({"MODE": "sandbox", "DSH_HOST_URL": url, "DSH_PROTOCOL": "0.2"})
-    assert settings.dsh_host_url == "http://127.0.0.1:13080/" and settings.dsh_protocol == "0.2"
+    settings = load({"MODE": "sandbox", "DSH_HOST_URL": url})
+    assert settings.dsh_host_url == "http://127.0.0.1:13080/"
     assert settings.dsh_host_token is not None
     assert settings.dsh_host_token.get_secret_value() == DSH
     described = dict(settings.describe())["dsh host"]
-    assert described == "http://127.0.0.1:13080/ (with token, protocol 0.2)"
+    assert described == "http://127.0.0.1:13080/ (with token)"
     assert "DSHSECRET" not in repr(settings) and "DSHSECRET" not in str(settings.describe())
 
 
