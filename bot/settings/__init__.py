@@ -1,2 +1,2 @@
 """The bot's settings: ``config.Settings``, one part per concern, and their checks. It imports
-the seam, ``bot.logs`` and ``adapters.urls`` only."""
+the seam, ``bot.logs``, ``adapters.urls`` and ``adapters.httpguard`` (``is_loopback``) only."""

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, SecretStr
 from pydantic_settings import NoDecode
 
+from adapters.httpguard import is_loopback
 from bot.logs import redact_url
 from bot.settings.secrecy import TOKEN_LIKE, show
 
@@ -31,7 +32,6 @@ __all__ = [
     "check_signing_secret",
     "host_names",
     "id_list",
-    "is_loopback",
     "is_wildcard",
     "json_object",
     "no_whitespace",
@@ -55,16 +55,6 @@ _MENTION: Final = re.compile(r"<!here>|<!channel>|<@[UW][A-Z0-9]+>|<!subteam\^S[
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?")
 _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (or ``localhost``)."""
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def is_wildcard(host: str) -> bool:

@@ -25,9 +25,10 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from adapters.httpguard import is_loopback
 from adapters.urls import split_token
 from bot.logs import redact_url
-from bot.settings.checks import Mode, Secret, is_loopback, one_of, plain_http_elsewhere
+from bot.settings.checks import Mode, Secret, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
 from bot.settings.secrecy import hiding, holds_secret, secret_values

@@ -15,7 +15,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.settings.checks import Seconds, Secret, check_host, host_names, is_loopback, is_wildcard
+from adapters.httpguard import LOOPBACK_NAMES, is_loopback
+from bot.settings.checks import Seconds, Secret, check_host, host_names, is_wildcard
 from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
 from bot.settings.text import plural
 
@@ -171,7 +172,7 @@ class ServerSettings(BaseSettings):
         wildcard = is_wildcard(self.host)
         if wildcard and not self.allowed_hosts:
             return None
-        names = {"localhost", "127.0.0.1", "::1", *self.allowed_hosts}
+        names = {*LOOPBACK_NAMES, *self.allowed_hosts}
         if not wildcard:
             names.add(self.host.lower())
         return frozenset(names)
