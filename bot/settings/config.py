@@ -1,15 +1,18 @@
-"""Settings for ``python -m bot`` from the environment and ``.env``: ``load_settings`` validates
-every variable at once and raises one ``ConfigError`` naming each problem's variable, never a
-secret; the Slack credentials choose the mode (docs/development.md)."""
+"""Settings for ``python -m bot`` from the environment, then ``.env`` (read literally; only the
+bot's own names; set but empty in the environment still wins): ``load_settings`` validates every
+variable at once and raises one ``ConfigError`` naming each problem's variable, never a secret;
+the Slack credentials choose the mode (docs/development.md)."""
 
 from __future__ import annotations
 
-import functools
+import io
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, get_args
 
+from dotenv.parser import parse_stream
 from pydantic import (
     BeforeValidator,
     Field,
@@ -20,6 +23,8 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -31,8 +36,7 @@ from bot.logs import redact_url
 from bot.settings.checks import Mode, Secret, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
-from bot.settings.secrecy import hiding, holds_secret, secret_values
-from bot.settings.sources import DotEnvFile, Environment
+from bot.settings.secrecy import hiding, secret_values
 from bot.settings.text import invalid, plural, problem, render_help
 
 __all__ = [
@@ -150,11 +154,9 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
             with hiding(secrets):
                 settings = handler(given)
         except ValidationError as exc:
-            reported = exc.errors(include_url=False)
-            hidden = functools.partial(holds_secret, secrets=secrets)
-            raise invalid(cls.__name__, reported, problems, hidden) from None
+            raise invalid(cls.__name__, exc.errors(include_url=False), problems, secrets) from None
         if problems:
-            raise invalid(cls.__name__, [], problems)
+            raise invalid(cls.__name__, [], problems, secrets)
         return settings
 
     @field_validator("sandbox_port")
@@ -274,6 +276,73 @@ SETTINGS_HELP: Final[str] = render_help(
 """The table of settings that ``python -m bot --help`` prints, generated from the fields."""
 
 
+_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OUR_PREFIXES: Final = ("SLACK_", "REDIS_", "BOT_", "DSH_", "SANDBOX_", "LOG_", "QUESTION_")
+
+
+class Environment(EnvSettingsSource):
+    """The process environment (or any mapping), limited to the bot's variables."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(Settings, case_sensitive=False)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {
+            name.lower(): self._environ[name] for name in SETTING_NAMES if name in self._environ
+        }
+
+
+class DotEnvFile(DotEnvSettingsSource):
+    """``KEY=VALUE`` lines of one file; ``problems`` and ``notes`` say what was wrong with it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self._path = path
+        super().__init__(Settings, env_file=path, case_sensitive=False)
+
+    def _read_env_files(self) -> Mapping[str, str | None]:
+        if self._path is None:
+            return {}
+        try:
+            text = self._path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            self.problems.append(f"{self._path}: cannot be read ({type(exc).__name__}).")
+            return {}
+        values = self._parse(text)
+        self.notes += [
+            f"{self._path} sets {key}, which is not a setting of the bot (a typo?)"
+            for key in sorted(values)
+            if key not in SETTING_NAMES and key.startswith(_OUR_PREFIXES)
+        ]
+        return {key.lower(): value for key, value in values.items() if key in SETTING_NAMES}
+
+    def _parse(self, text: str) -> dict[str, str]:
+        """The file's bindings, later lines winning; each unreadable line is a problem."""
+        values: dict[str, str] = {}
+        for binding in parse_stream(io.StringIO(text)):
+            # The parser counts from where the binding's text starts, blank lines included.
+            text_of = binding.original.string
+            blank = text_of[: len(text_of) - len(text_of.lstrip())]
+            line = binding.original.line + blank.count("\n")
+            where = f"{self._path} line {line}"
+            if binding.error:
+                self.problems.append(
+                    f"{where}: cannot be read as KEY=VALUE (a quote left open, or text after "
+                    "the closing quote?)."
+                )
+            elif binding.key is None:
+                continue  # a comment or a blank line
+            elif binding.value is None or not _KEY.fullmatch(binding.key):
+                self.problems.append(f"{where}: expected KEY=VALUE.")
+            else:
+                values[binding.key] = binding.value
+        return values
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None,
     env_file: Path | None = Path(".env"),
@@ -282,8 +351,8 @@ def load_settings(
 ) -> Settings:
     """Read the settings from ``environ`` (default ``os.environ``) over ``env_file`` (missing is
     fine; ``None`` reads none); a ``ConfigError`` lists every problem found."""
-    environment = Environment(Settings, os.environ if environ is None else environ, SETTING_NAMES)
-    dotenv = DotEnvFile(Settings, env_file, SETTING_NAMES)
+    environment = Environment(os.environ if environ is None else environ)
+    dotenv = DotEnvFile(env_file)
     init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
     sources = (InitSettingsSource(Settings, init_kwargs=init), environment, dotenv)
     problems = dotenv.problems

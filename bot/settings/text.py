@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
@@ -13,7 +13,7 @@ from pydantic import SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from bot.settings.secrecy import show
+from bot.settings.secrecy import holds_secret, show
 
 __all__ = ["invalid", "is_secret", "plural", "problem", "render_help"]
 
@@ -162,14 +162,14 @@ def invalid(
     title: str,
     reported: list[ErrorDetails],
     problems: list[tuple[str, str]],
-    hidden: Callable[[str], bool] = lambda _: False,
+    secrets: frozenset[str],
 ) -> ValidationError:
-    """One ``ValidationError`` holding the errors fields reported (each input ``hidden`` says
-    holds a secret wrapped in ``SecretStr``, which ``show`` never quotes) and the ``problems``."""
+    """One ``ValidationError`` holding the errors fields reported (each input holding one of
+    ``secrets`` wrapped in ``SecretStr``, which ``show`` never quotes) and the ``problems``."""
     errors = []
     for error in reported:
         given = error["input"]
-        hide = isinstance(given, str) and hidden(given)
+        hide = isinstance(given, str) and holds_secret(given, secrets)
         errors.append(
             InitErrorDetails(
                 type=error["type"],

@@ -1,4 +1,4 @@
-"""``bot.app.heap.settle``: what the bot built at start is frozen out of full collections.
+"""``bot.app.runtime.settle_heap``: what the bot built at start is frozen out of full collections.
 
 Run in a child process: freezing (and unfreezing) this test process's heap would change
 what later tests see of the garbage collector.
@@ -19,11 +19,10 @@ pytestmark = pytest.mark.timeout(60)
 
 CHILD = """
 import gc, json
-import bot.app.runtime  # the bot's imports, as python -m bot has them at start
-from bot.app import heap
+from bot.app.runtime import settle_heap  # with the bot's imports, as python -m bot has them
 gc.collect()
 before = len(gc.get_objects())
-frozen = heap.settle()
+frozen = settle_heap()
 after = len(gc.get_objects())
 kept = [object()]  # made after: tracked as usual
 print(json.dumps({"before": before, "frozen": frozen, "count": gc.get_freeze_count(),
