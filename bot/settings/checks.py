@@ -190,7 +190,7 @@ def json_object(example: str) -> Callable[[Any], Any]:
                     f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
                     f"e.g. {example}"
                 ) from None
-        # (the settings' sources decode JSON themselves, so a list may arrive decoded)
+        # (Settings(...) in code may be given the decoded value)
         if isinstance(decoded, str | int | float | list | tuple):
             raise ValueError(f"must be a JSON object, e.g. {example}")
         return decoded

@@ -23,9 +23,6 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
-    DotEnvSettingsSource,
-    EnvSettingsSource,
-    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -280,67 +277,40 @@ _KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OUR_PREFIXES: Final = ("SLACK_", "REDIS_", "BOT_", "DSH_", "SANDBOX_", "LOG_", "QUESTION_")
 
 
-class Environment(EnvSettingsSource):
-    """The process environment (or any mapping), limited to the bot's variables."""
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(Settings, case_sensitive=False)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {
-            name.lower(): self._environ[name] for name in SETTING_NAMES if name in self._environ
-        }
-
-
-class DotEnvFile(DotEnvSettingsSource):
-    """``KEY=VALUE`` lines of one file; ``problems`` and ``notes`` say what was wrong with it."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.problems: list[str] = []
-        self.notes: list[str] = []
-        self._path = path
-        super().__init__(Settings, env_file=path, case_sensitive=False)
-
-    def _read_env_files(self) -> Mapping[str, str | None]:
-        if self._path is None:
-            return {}
-        try:
-            text = self._path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            return {}
-        except (OSError, UnicodeDecodeError) as exc:
-            self.problems.append(f"{self._path}: cannot be read ({type(exc).__name__}).")
-            return {}
-        values = self._parse(text)
-        self.notes += [
-            f"{self._path} sets {key}, which is not a setting of the bot (a typo?)"
-            for key in sorted(values)
-            if key not in SETTING_NAMES and key.startswith(_OUR_PREFIXES)
-        ]
-        return {key.lower(): value for key, value in values.items() if key in SETTING_NAMES}
-
-    def _parse(self, text: str) -> dict[str, str]:
-        """The file's bindings, later lines winning; each unreadable line is a problem."""
-        values: dict[str, str] = {}
-        for binding in parse_stream(io.StringIO(text)):
-            # The parser counts from where the binding's text starts, blank lines included.
-            text_of = binding.original.string
-            blank = text_of[: len(text_of) - len(text_of.lstrip())]
-            line = binding.original.line + blank.count("\n")
-            where = f"{self._path} line {line}"
-            if binding.error:
-                self.problems.append(
-                    f"{where}: cannot be read as KEY=VALUE (a quote left open, or text after "
-                    "the closing quote?)."
-                )
-            elif binding.key is None:
-                continue  # a comment or a blank line
-            elif binding.value is None or not _KEY.fullmatch(binding.key):
-                self.problems.append(f"{where}: expected KEY=VALUE.")
-            else:
-                values[binding.key] = binding.value
-        return values
+def _read_env_file(path: Path | None, problems: list[str], notes: list[str]) -> dict[str, str]:
+    """The bot's variables a ``KEY=VALUE`` file sets, later lines winning (missing: none);
+    ``problems`` gets each line that cannot be read, ``notes`` each unknown name of ours."""
+    try:
+        text = path.read_text(encoding="utf-8-sig") if path is not None else ""
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: cannot be read ({type(exc).__name__}).")
+        return {}
+    values: dict[str, str] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        # The parser counts from where the binding's text starts, blank lines included.
+        text_of = binding.original.string
+        blank = text_of[: len(text_of) - len(text_of.lstrip())]
+        line = binding.original.line + blank.count("\n")
+        where = f"{path} line {line}"
+        if binding.error:
+            problems.append(
+                f"{where}: cannot be read as KEY=VALUE (a quote left open, or text after "
+                "the closing quote?)."
+            )
+        elif binding.key is None:
+            continue  # a comment or a blank line
+        elif binding.value is None or not _KEY.fullmatch(binding.key):
+            problems.append(f"{where}: expected KEY=VALUE.")
+        else:
+            values[binding.key] = binding.value
+    notes += [
+        f"{path} sets {key}, which is not a setting of the bot (a typo?)"
+        for key in sorted(values)
+        if key not in SETTING_NAMES and key.startswith(_OUR_PREFIXES)
+    ]
+    return {key.lower(): value for key, value in values.items() if key in SETTING_NAMES}
 
 
 def load_settings(
@@ -351,13 +321,14 @@ def load_settings(
 ) -> Settings:
     """Read the settings from ``environ`` (default ``os.environ``) over ``env_file`` (missing is
     fine; ``None`` reads none); a ``ConfigError`` lists every problem found."""
-    environment = Environment(os.environ if environ is None else environ)
-    dotenv = DotEnvFile(env_file)
-    init: dict[str, Any] = {"notes": tuple(dotenv.notes), **({} if serves else {"serves": False})}
-    sources = (InitSettingsSource(Settings, init_kwargs=init), environment, dotenv)
-    problems = dotenv.problems
+    environ = os.environ if environ is None else environ
+    problems: list[str] = []
+    notes: list[str] = []
+    given: dict[str, Any] = _read_env_file(env_file, problems, notes)
+    given |= {name.lower(): environ[name] for name in SETTING_NAMES if name in environ}
+    given |= {"notes": tuple(notes), **({} if serves else {"serves": False})}
     try:
-        settings = Settings(_build_sources=(sources, init))
+        settings = Settings(**given)
     except ValidationError as exc:
         order = {name: index for index, name in enumerate(Settings.model_fields)}
         errors = sorted(
