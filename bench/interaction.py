@@ -72,7 +72,7 @@ from bench.common import (
     web_client,
     with_stores,
 )
-from bot.app import heap
+from bot.app.runtime import settle_heap
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
@@ -141,7 +141,7 @@ async def bench(n: int, runs: int, rate: float, warmup: int, block: int) -> None
             )
             for name, app in apps.items()
         }
-        heap.settle()  # as the bot does once started (python -m bot)
+        settle_heap()  # as the bot does once started (python -m bot)
 
         patterns = [(f"{rate:g}/s paced", rate), ("closed loop", 0.0)]
         per_pattern = warmup + n

@@ -19,8 +19,7 @@ import aiohttp
 
 from bench.common import SECRET, StandIn, settled_rss_kib, spawn
 from bench.longpoll import QUESTION, TOKEN, _Agent
-from bot.app import heap
-from bot.app.runtime import start
+from bot.app.runtime import settle_heap, start
 from bot.settings.config import Settings
 
 WARMUP = 50
@@ -60,7 +59,7 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
                         return str((await response.json())["id"])
 
                 await asyncio.gather(*(ask() for _ in range(warmup)))
-                heap.settle()  # as python -m bot does once started
+                settle_heap()  # as python -m bot does once started
                 base = settled_rss_kib()
                 rids: list[str] = []
                 for _ in range(0, count, batch):
