@@ -109,7 +109,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
 
     def closes(what: str, close: Callable[[], Awaitable[None]], doing: str) -> None:
         """``close`` runs at the stop, bounded by the deadline; ``doing`` names it in the log."""
-        stack.push_async_callback(bounded(what, close, deadline, doing=doing))
+        stack.push_async_callback(bounded, what, close, deadline, doing=doing)
 
     api_url = settings.slack_api_url
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None

@@ -43,44 +43,36 @@ class Deadline:
         return self._at - reserve - asyncio.get_running_loop().time()
 
 
-def logged(what: str, close: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-    """``close``, logging its failure instead of raising it, so the rest still closes."""
-
-    async def closing() -> None:
-        try:
-            await close()
-        except Exception as exc:
-            logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
-
-    return closing
+async def logged(what: str, close: Callable[[], Awaitable[None]]) -> None:
+    """Await ``close``, logging its failure instead of raising it, so the rest still closes."""
+    try:
+        await close()
+    except Exception as exc:
+        logger.warning("error while closing", extra={"part": what, "error": repr(exc)})
 
 
-def bounded(
+async def bounded(
     what: str,
     close: Callable[[], Awaitable[None]],
     deadline: Deadline,
     *,
     doing: str,
     reserve: float = 0.0,
-) -> Callable[[], Awaitable[None]]:
-    """``close`` (logged as ``logged``), abandoned when ``reserve`` seconds before
+) -> None:
+    """Await ``close`` (logged as ``logged``), abandoned when ``reserve`` seconds before
     ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
-
-    async def closing() -> None:
-        seconds = max(deadline.left(reserve), STEP_FLOOR)
-        timeout = asyncio.timeout(seconds)
-        try:
-            async with timeout:
-                await logged(what, close)()
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            logger.warning(
-                f"shutdown: gave up on {doing} after {seconds:.2f} s",
-                extra={"part": what, "shutdown_grace": deadline.grace},
-            )
-
-    return closing
+    seconds = max(deadline.left(reserve), STEP_FLOOR)
+    timeout = asyncio.timeout(seconds)
+    try:
+        async with timeout:
+            await logged(what, close)
+    except TimeoutError:
+        if not timeout.expired():
+            raise
+        logger.warning(
+            f"shutdown: gave up on {doing} after {seconds:.2f} s",
+            extra={"part": what, "shutdown_grace": deadline.grace},
+        )
 
 
 def handler_grace(grace: float) -> float:
@@ -103,7 +95,7 @@ async def interrupt(
 
     async def release_and_end() -> None:
         if dsh is not None:
-            await logged("dsh host client", dsh.stop)()
+            await logged("dsh host client", dsh.stop)
         try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
             # (its own grace ends a little before this step's, so its drain, which cancels
             # what is still running, is not itself cut short)
@@ -112,13 +104,7 @@ async def interrupt(
             logger.warning("could not interrupt the pending questions", extra={"error": repr(exc)})
 
     try:
-        ending = bounded(
-            "questions",
-            release_and_end,
-            deadline,
-            doing="ending this process's pending questions",
-            reserve=reserve,
-        )
-        await ending()
+        doing = "ending this process's pending questions"
+        await bounded("questions", release_and_end, deadline, doing=doing, reserve=reserve)
     finally:
         gateway.end_polls()  # long-polls on questions of other processes answer now
