@@ -19,8 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.endings import DeadlineUnkept, Endings
 from adapters.slack.asks.failures import SLACK_FAILURES
-from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack.asks.synchroniser import BackgroundTasks, MessageSynchroniser
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import answer_by

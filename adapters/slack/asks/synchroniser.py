@@ -1,11 +1,12 @@
-"""``MessageSynchroniser``: keeps each question's Slack message in step with its record."""
+"""``MessageSynchroniser``: keeps each question's Slack message in step with its record, in
+``BackgroundTasks`` it tracks (the provider's background work after an ack)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,19 +15,64 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack.asks.failures import SLACK_FAILURES, describe
-from adapters.slack.asks.tasks import BackgroundTasks
 from adapters.slack.model.interactions import Origin, answers_here
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import PacedWebClient
+from adapters.slack.pacing.scheduler import untagged_context
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks import render_stale
 from adapters.slack.render.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
 from adapters.slack.stores import EventFor, PendingStore, settle
 
-__all__ = ["MessageSynchroniser"]
+__all__ = ["BackgroundTasks", "MessageSynchroniser"]
 
 _FINAL_RETRIES = (1.0, 3.0)
 """Pauses before the last two attempts at a final update (after slack_sdk's own retries)."""
+
+
+class BackgroundTasks:
+    """A set of running tasks; failures are logged, never lost, and ``drain`` waits for all."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background; ``what`` names it in logs."""
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=what, context=untagged_context())
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self._logger.warning(
+                "background task failed",
+                extra={"task": task.get_name(), "error": f"{type(error).__name__}: {error}"},
+            )
+
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for every task (new ones too); cancel the rest."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._tasks:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            await asyncio.wait(set(self._tasks), timeout=remaining)
+        leftover = set(self._tasks)
+        for task in leftover:
+            task.cancel()
+        if leftover:
+            await asyncio.wait(leftover)
 
 
 @dataclass(slots=True)

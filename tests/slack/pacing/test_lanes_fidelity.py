@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.asks.tasks import BackgroundTasks
+from adapters.slack.asks.synchroniser import BackgroundTasks
 from adapters.slack.clicks.bolt_app import close_web_client, web_client
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
