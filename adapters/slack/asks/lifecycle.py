@@ -1,11 +1,13 @@
-"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py)."""
+"""``AskLifecycle``: one request's life in Slack: store, post, wait, end (endings.py); and
+``TakeUp``, which posts (or finds in Slack) the messages of questions another process left."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -15,9 +17,8 @@ from adapters.slack.asks.destination import AskDefaults, Destination, Destinatio
 from adapters.slack.asks.endings import Endings, Released, outcome
 from adapters.slack.asks.failures import question_error
 from adapters.slack.asks.posting import Poster
-from adapters.slack.asks.reconcile import LostPosts, Predecessor
+from adapters.slack.asks.reconcile import LostPosts, Predecessor, posted_in
 from adapters.slack.asks.synchroniser import MessageSynchroniser
-from adapters.slack.asks.takeup import TakeUp
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
@@ -29,7 +30,7 @@ from adapters.slack.render.messages import (
     SHUTDOWN_NOTE,
     SHUTTING_DOWN,
 )
-from adapters.slack.stores import MemoryPendingStore, PendingStore
+from adapters.slack.stores import MemoryPendingStore, PendingStore, settle
 from bot.questions import (
     AbortSignal,
     AskOptions,
@@ -39,9 +40,104 @@ from bot.questions import (
 )
 from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
 
-__all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook"]
+__all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook", "TakeUp"]
 
 _NO_OPTIONS = AskOptions()
+
+
+_Place = tuple[str, str | None]
+
+
+class TakeUp:
+    """Claims unposted questions for this process and posts them (one search per place)."""
+
+    def __init__(
+        self,
+        poster: Poster,
+        client: AsyncWebClient,
+        store: PendingStore,
+        sync: MessageSynchroniser,
+        logger: logging.Logger,
+    ) -> None:
+        self._poster = poster
+        self._client = client
+        self._store = store
+        self._sync = sync
+        self._logger = logger
+
+    async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
+        """Take for this process those of ``records`` still open, unowned and unposted."""
+        me = self._store.process_id
+        claimed: list[PendingRecord] = []
+        for record in records:
+            _, written = await settle(
+                self._store,
+                record.id,
+                lambda r: (
+                    r.next(owner=me, detached=True)
+                    if r.is_open and r.owner is None and r.message_ts is None
+                    else None
+                ),
+            )
+            if written is not None:
+                claimed.append(written)
+        return claimed
+
+    def take_up(self, records: list[PendingRecord]) -> None:
+        """Post (or find in Slack) the messages of ``records``, in the background."""
+        if self._poster.closing:
+            return  # stopping: they stay this process's until its heartbeat is gone
+        places: dict[_Place, list[PendingRecord]] = defaultdict(list)
+        for record in records:
+            places[(record.channel, record.thread_ts)].append(record)
+        for place, waiting in places.items():
+            self._sync.spawn(self._take_up(place, waiting), "take up posts")
+
+    async def _take_up(self, place: _Place, records: list[PendingRecord]) -> None:
+        found = await posted_in(self._client, place, min(r.created_at for r in records))
+        for record in records:
+            ts = found.get(record.id)
+            if ts is not None:
+                await self._adopt(record, ts)
+            else:
+                self._sync.spawn(self._post_taken(record), "post taken up")
+        self._logger.info(
+            "took up %d question(s) whose message was not stored (%d found in Slack)",
+            len(records),
+            sum(r.id in found for r in records),
+            extra={"channel": place[0]},
+        )
+
+    async def _adopt(self, record: PendingRecord, ts: str) -> None:
+        """Slack has ``record``'s message: the record learns it (owned by no process)."""
+        me = self._store.process_id
+
+        def found(r: PendingRecord) -> PendingRecord | None:
+            if not r.is_open or r.message_ts is not None or r.owner != me:
+                return None
+            return r.next(message_ts=ts, message_channel=record.channel, owner=None)
+
+        await self._sync.write(record.id, found, event=self._poster.asked)
+
+    async def _post_taken(self, record: PendingRecord) -> None:
+        try:
+            await self._poster.post(record, render_record(record))
+        except UserQuestionError as exc:  # failed (the record says so) or handed over
+            self._logger.info(
+                "a question taken up was not posted",
+                extra={"request": record.id, "code": exc.code},
+            )
+
+    async def post_again(self, record: PendingRecord) -> None:
+        """Post an open request again whose message is gone (deleted while no bot ran)."""
+        gone = record.message_ts
+
+        def unplaced(r: PendingRecord) -> PendingRecord | None:
+            return r.next(message_ts=None) if r.is_open and r.message_ts == gone else None
+
+        _, written = await settle(self._store, record.id, unplaced)
+        if written is not None:
+            await self._poster.post(written, render_record(written))
 
 
 class AskLifecycle:
@@ -66,7 +162,11 @@ class AskLifecycle:
         self._endings = endings
         self.defaults = defaults
         log = self._logger = logger or logging.getLogger("adapters.slack")
-        self.waits = Waits(client, store, sync, endings, clock or SystemClock(), log)
+        self.clock = clock = clock or SystemClock()
+        """Where deadlines read the time."""
+        self._in_process = isinstance(store, MemoryPendingStore)
+        """Whether the store lives and dies with this process (the memory store)."""
+        self.waits = Waits(client, store, sync, endings, clock, log)
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
@@ -225,22 +325,12 @@ class AskLifecycle:
                         extra={"request": record.id, "error": repr(ending)},
                     )
 
-    @property
-    def clock(self) -> Clock:
-        """Where deadlines read the time."""
-        return self.waits.clock
-
     def _owner(self, options: AskOptions) -> str | None:
         """Who owns a request asked with ``options``: the waiter's process, or none for a
         detached one (unless the store dies with this process)."""
         if options.detached and not self._in_process:
             return None
         return self._store.process_id
-
-    @property
-    def _in_process(self) -> bool:
-        """Whether the store lives and dies with this process (the memory store)."""
-        return isinstance(self._store, MemoryPendingStore)
 
     async def resume(self) -> list[PendingRecord]:
         """At start: adopt the open requests owned by no process and follow those asked from
