@@ -46,8 +46,25 @@ def request_metadata(request_id: str) -> dict[str, Any]:
     return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
 
 
-def posted_requests(messages: object) -> dict[str, str]:
-    """Request id -> ts of this bot's questions among ``messages`` (a history's list)."""
+async def read_place(
+    client: AsyncWebClient, place: tuple[str, str | None], oldest: float
+) -> dict[str, str]:
+    """Request id -> ts of this bot's questions among the latest messages of ``place`` (a
+    channel, and a thread in it or ``None``); a thread's replies since ``oldest``."""
+    channel, thread_ts = place
+    if thread_ts is None:
+        response = await client.conversations_history(
+            channel=channel, include_all_metadata=True, limit=SEARCHED
+        )
+    else:
+        response = await client.conversations_replies(
+            channel=channel,
+            ts=thread_ts,
+            oldest=f"{oldest:.6f}",
+            include_all_metadata=True,
+            limit=SEARCHED,
+        )
+    messages = response.get("messages")
     found: dict[str, str] = {}
     for message in messages if isinstance(messages, list) else []:
         metadata = message.get("metadata") if isinstance(message, dict) else None
@@ -59,23 +76,6 @@ def posted_requests(messages: object) -> dict[str, str]:
     return found
 
 
-async def read_place(client: AsyncWebClient, place: tuple[str, str | None], oldest: float) -> Any:
-    """The latest messages of ``place`` (a channel, and a thread in it or ``None``), with
-    their metadata; a thread's replies since ``oldest``."""
-    channel, thread_ts = place
-    if thread_ts is None:
-        return await client.conversations_history(
-            channel=channel, include_all_metadata=True, limit=SEARCHED
-        )
-    return await client.conversations_replies(
-        channel=channel,
-        ts=thread_ts,
-        oldest=f"{oldest:.6f}",
-        include_all_metadata=True,
-        limit=SEARCHED,
-    )
-
-
 async def posted_in(
     client: AsyncWebClient, place: tuple[str, str | None], since: float
 ) -> dict[str, str]:
@@ -84,14 +84,13 @@ async def posted_in(
     if not place[0].startswith(READABLE):
         return {}
     try:
-        response = await read_place(client, place, since - 1)
+        return await read_place(client, place, since - 1)
     except SLACK_FAILURES as exc:
         _logger.info(
             "cannot look for earlier messages of requests; posting them anew",
             extra={"channel": place[0], "error": repr(exc)[:200]},
         )
         return {}
-    return posted_requests(response.get("messages"))
 
 
 class Predecessor:
@@ -284,12 +283,12 @@ class LostPosts:
         async with self._slots:
             self.searches += 1
             try:  # a thread: only the replies of the last few minutes
-                response = await read_place(self._client, place, time.time() - RECENT)
+                found = await read_place(self._client, place, time.time() - RECENT)
             except SLACK_FAILURES as exc:
                 self._once(describe(exc), "cannot look for lost posts", channel, exc)
                 return None
         self._logged.clear()  # a later failure is news again
-        return posted_requests(response.get("messages"))
+        return found
 
     async def _close(self, request_id: str, channel: str, ts: str) -> None:
         """The record learns its message; the message is brought up to date with it."""
