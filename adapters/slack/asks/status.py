@@ -27,7 +27,6 @@ __all__ = [
     "Report",
     "SlackMessage",
     "consume",
-    "expires_at",
     "report_ending",
     "status_of",
 ]
@@ -207,13 +206,6 @@ REFUSALS: Final = {
 _ROUNDS: Final = 8
 
 
-def expires_at(record: PendingRecord, lifetime: float) -> float | None:
-    """Until when an answered record's decision may be consumed; ``None`` if not answered."""
-    if record.state != "answered" or record.finished_at is None:
-        return None
-    return record.finished_at + lifetime
-
-
 async def consume(
     store: PendingStore, request_id: str, *, by: str | None, now: float, lifetime: float
 ) -> tuple[str | None, PendingRecord | None]:
@@ -226,12 +218,11 @@ async def consume(
             return "NOT_FOUND", None
         if record.is_open:
             return "NOT_DECIDED", record
-        ends = expires_at(record, lifetime)
-        if ends is None:
+        if record.state != "answered" or record.finished_at is None:
             return "NOT_ANSWERED", record
         if record.consumed_at is not None:
             return "ALREADY_CONSUMED", record
-        if now > ends:
+        if now > record.finished_at + lifetime:
             return "EXPIRED", record
         taken = record.model_copy(update={"consumed_at": now, "version": record.version + 1})
         event = AuditEvent(
