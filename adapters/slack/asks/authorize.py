@@ -24,7 +24,6 @@ __all__ = [
     "ClickAuthority",
     "Conversations",
     "Gatekeeper",
-    "who_may_act",
 ]
 
 LASTING_ERRORS: Final = frozenset(
@@ -254,7 +253,7 @@ class ClickAuthority:
     ) -> tuple[bool, frozenset[str]]:
         """Whether ``user`` may act on ``record`` (``outside`` its message: from a Home tab),
         and their team-review policy groups."""
-        who = await self._outside(record) if outside else who_may_act(record)
+        who = await self._outside(record) if outside else who_may(record)
         allowed = await self._gate.allowed(user, *who)
         also = also_allowed(record)
         if allowed and also is not None:  # reviewers narrow the operator's allow-list
@@ -268,7 +267,7 @@ class ClickAuthority:
     ) -> tuple[bool, frozenset[str]] | None:
         """``_authorize`` for a submission, within ``SUBMISSION_LOOKUP`` seconds; ``None``
         when it cannot be told in time."""
-        users, groups = who_may_act(record)
+        users, groups = who_may(record)
         policy = policy_groups(record)
         allowed = self._also_cached(user, record, (users, groups))
         member = self._gate.groups_cached(user, policy)
@@ -319,7 +318,7 @@ class ClickAuthority:
 
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
         """Who may act on ``record`` from outside its message: whom its Home tab entry is
-        listed for (its message's own buttons need only ``who_may_act``)."""
+        listed for (its message's own buttons need only ``who_may``)."""
         known = self._outside_cached(record)
         if known is not None:
             return known
@@ -329,8 +328,6 @@ class ClickAuthority:
         return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
 
 
-who_may_act = who_may  # a team review's reviewers, else who may answer (``model/audience.py``)
-
 _NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])
 """An allow-list no Slack user is on (a question listed on nobody's Home tab)."""
 
@@ -339,9 +336,9 @@ def _listed(
     audience: Audience | None, record: PendingRecord
 ) -> tuple[list[str] | None, list[str] | None]:
     """Who may act on ``record`` from its Home tab entry: its ``audience`` once resolved
-    (``None``: on nobody's list); a tool approval (no audience) keeps ``who_may_act``."""
+    (``None``: on nobody's list); a tool approval (no audience) keeps ``who_may``."""
     if audience is None:
-        return who_may_act(record) if not record.questions else _NOBODY
+        return who_may(record) if not record.questions else _NOBODY
     if audience.anyone:
         return None, None
     return list(audience.users), list(audience.usergroups)

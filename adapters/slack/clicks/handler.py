@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper, who_may_act
+from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.transitions import (
     NO_LONGER_OPEN_APPROVAL,
@@ -19,7 +19,7 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
 )
-from adapters.slack.model.audience import outside_message, policy_groups
+from adapters.slack.model.audience import outside_message, policy_groups, who_may
 from adapters.slack.model.interactions import (
     Approve,
     ConfirmSkip,
@@ -97,7 +97,7 @@ class InteractionHandler(ClickAuthority):
         # A click in the whole-plan modal is the message's only for whom the read let in.
         modal = interaction.origin.view_id is not None and user not in record.plan_readers
         outside = home or modal or outside_message(record, interaction.origin)
-        who = self._outside_cached(record) if outside else who_may_act(record)
+        who = self._outside_cached(record) if outside else who_may(record)
         allowed = None if who is None else self._also_cached(user, record, who)
         member = self._gate.groups_cached(user, policy_groups(record))
         if not (reading or allowed is None or member is None):
