@@ -13,8 +13,6 @@ from aiohttp.web_protocol import RequestHandler
 
 from adapters.httpguard import RefusalLog
 
-__all__ = ["GuardedSite", "ListenerLimits", "start_listener"]
-
 LINGER: Final = 1.0
 """Seconds the server keeps reading an unread body after answering early (aiohttp: 10)."""
 _BUSY_TEXT: Final = b"too many connections; retry\n"

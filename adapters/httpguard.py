@@ -14,17 +14,6 @@ from typing import Any, Final
 from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
-__all__ = [
-    "LOOPBACK_NAMES",
-    "BodyBudget",
-    "BodyRule",
-    "RefusalLog",
-    "Refuse",
-    "guard_middleware",
-    "is_loopback",
-    "with_body_rule",
-]
-
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 """The names a loopback-only server answers to."""
 

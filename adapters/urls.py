@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["redact_url", "split_token"]
-
 
 def redact_url(url: str) -> str:
     """``url`` with its user and password each shown as ``***`` (an empty one stays empty)

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from bot.logs import redact, setup_logging
 from bot.settings.config import SETTINGS_HELP, ConfigError, Settings, load_settings
 
-__all__ = ["audit_main", "main"]
-
 DESCRIPTION = """\
 Ask people questions in Slack on behalf of AI agents.
 
@@ -110,7 +108,7 @@ def audit_main(argv: Sequence[str]) -> int:
 async def _export(settings: Settings, since: float, until: float | None, *, export: bool) -> int:
     """Read the trail, then check its hash chain: an export writes nothing to the store and
     starts no heartbeat or sweep (``read_trail``), whether or not a bot is running on it."""
-    from bot.app.runtime import read_trail
+    from bot.app.storage import read_trail
 
     async with read_trail(settings) as trail:
         if export:

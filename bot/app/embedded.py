@@ -10,8 +10,6 @@ from bot.api.asking import ended_view
 from bot.webhook_outbox import MemoryOutbox, Outbox
 from bot.webhooks import IN_PROCESS, Webhooks
 
-__all__ = ["embed_webhooks", "wired"]
-
 APPROVAL_TTL = 900.0
 """Seconds an answer may be consumed after it was given (the view's ``expiresAt``)."""
 

@@ -21,13 +21,12 @@ from adapters.slack.clicks.bolt_app import SLACK_MAX_BODY, events_handler
 from bot.api.answers import request_problem
 from bot.api.gateway import Gateway
 from bot.app.shutdown import handler_grace
-from bot.settings.config import Mode, Settings
+from bot.settings.checks import Mode
+from bot.settings.config import Settings
 from bot.settings.secrecy import show
 
 if TYPE_CHECKING:
     from bot.app.socket_mode import SocketMode
-
-__all__ = ["HEALTH_STORE_TIMEOUT", "Health", "PortUnavailable", "listener_limits", "listening"]
 
 T = TypeVar("T")
 HEALTH_STORE_TIMEOUT: Final = 3.0

@@ -30,14 +30,12 @@ from bot.app.embedded import wired
 from bot.app.listener import Health, listener_limits, listening, serve
 from bot.app.shutdown import Deadline, bounded, interrupt
 from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
-from bot.app.storage import budget, open_store, outbox, read_trail
+from bot.app.storage import budget, open_store, outbox
 from bot.questions.service import UserQuestionService
 from bot.settings.config import Settings
 
 if TYPE_CHECKING:
     from adapters.slack.sandbox.site import SandboxServer
-
-__all__ = ["Runtime", "SocketMode", "open_store", "read_trail", "settle_heap", "start"]
 
 logger = logging.getLogger("bot")
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["BOT_SCOPES", "METHOD_SCOPES", "scopes_for"]
-
 METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     # bolt calls it once to learn the bot's own user id.
     "auth.test": (),

@@ -11,8 +11,6 @@ from adapters.dsh.client import DshHostClient
 from adapters.slack import SlackQuestionProvider
 from bot.api.gateway import Gateway
 
-__all__ = ["Deadline", "bounded", "handler_grace", "interrupt", "logged"]
-
 logger = logging.getLogger("bot")
 
 HANDLER_GRACE = 0.5

@@ -13,8 +13,6 @@ from slack_sdk.errors import SlackApiError
 
 from bot.logs import redact_url
 
-__all__ = ["SOCKET_CONNECT_TIMEOUT", "SocketMode", "not_slack_json", "slack_reason"]
-
 SOCKET_CONNECT_TIMEOUT: Final = 30.0
 """Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""
 PING_INTERVAL: Final = 1.0

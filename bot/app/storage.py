@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from adapters.slack.stores.contract import TrailReader
     from adapters.slack.stores.redis import RedisPendingStore
 
-__all__ = ["budget", "open_store", "outbox", "read_trail"]
-
 
 async def open_store(settings: Settings) -> PendingStore:
     """The store ``settings`` choose (memory, SQLite or Redis), started."""

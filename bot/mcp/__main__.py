@@ -21,8 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.mcp.client import BotClient
 from bot.mcp.server import build_server
-from bot.settings.checks import url
-from bot.settings.config import Secret
+from bot.settings.checks import Secret, url
 from bot.settings.text import problem, render_help
 
 __all__ = ["McpSettings", "load_mcp_settings", "main"]

@@ -7,8 +7,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-__all__ = ["AbortController", "AbortError", "AbortSignal"]
-
 _log = logging.getLogger(__name__)
 
 

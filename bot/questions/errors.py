@@ -5,27 +5,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = [
-    "ASK_ABORTED",
-    "ASK_CANCELLED",
-    "ASK_TIMEOUT",
-    "BAD_CALLBACK",
-    "BAD_INTENT",
-    "BAD_REVIEW",
-    "CALLER_NOT_LIVE",
-    "DELEGATED_CALLER",
-    "DELIVERY_FAILED",
-    "DUPLICATE_PROVIDER",
-    "EMPTY_QUESTIONS",
-    "NO_PROVIDER",
-    "OWNER_LOST",
-    "RECORD_LOST",
-    "SLACK_LIMIT",
-    "STORE_UNAVAILABLE",
-    "HarnessError",
-    "UserQuestionError",
-]
-
 # The original seam's codes.
 ASK_ABORTED: Final = "ASK_ABORTED"
 ASK_CANCELLED: Final = "ASK_CANCELLED"

@@ -8,8 +8,6 @@ import json
 import re
 from typing import Final
 
-__all__ = ["stringify"]
-
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 

@@ -12,19 +12,6 @@ from pydantic.alias_generators import to_camel
 from bot.questions.abort import AbortSignal
 from bot.questions.review import ReviewPolicy
 
-__all__ = [
-    "AskOptions",
-    "AskUserQuestionAnswer",
-    "AskUserQuestionAnswerItem",
-    "AskUserQuestionIntent",
-    "AskUserQuestionItem",
-    "AskUserQuestionOption",
-    "AskUserQuestionRequest",
-    "PlanReviewIntent",
-    "UserQuestionProvider",
-    "WireModel",
-]
-
 
 class WireModel(BaseModel):
     """Base of the wire models: camelCase aliases, strict types, unknown keys refused."""

@@ -8,8 +8,6 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
-__all__ = ["PersonId", "RequiredApprovals", "ReviewPolicy", "ReviewerSet"]
-
 PersonId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]{2,40}$")]
 """A user or user-group id of the provider (letters and digits only: it becomes a mention)."""
 

@@ -20,8 +20,6 @@ from bot.questions.errors import (
 from bot.questions.jsontext import stringify
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionRequest, UserQuestionProvider
 
-__all__ = ["Agent", "AgentRegistry", "UserQuestionService"]
-
 ABORTED_MESSAGE = "ask_user_question was aborted before the user answered"
 EMPTY_MESSAGE = "ask_user_question requires at least one question"
 NOT_LIVE_MESSAGE = (

@@ -17,22 +17,6 @@ from bot.questions.jsontext import stringify
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem, AskUserQuestionRequest
 from bot.questions.service import Agent, UserQuestionService
 
-__all__ = [
-    "DESCRIPTION",
-    "INVALID_ARGS",
-    "INVALID_TOOL_OUTPUT",
-    "PARAMETERS",
-    "SCHEMA",
-    "TOOL_NAME",
-    "ToolArgsError",
-    "ToolOutputError",
-    "ToolResult",
-    "aborted_result",
-    "error_result",
-    "execute",
-    "to_request",
-]
-
 TOOL_NAME: Final = "ask_user_question"
 
 DESCRIPTION: Final = (

@@ -17,30 +17,6 @@ from adapters.httpguard import is_loopback
 from bot.logs import redact_url
 from bot.settings.secrecy import TOKEN_LIKE, show
 
-__all__ = [
-    "Mode",
-    "PersonIds",
-    "Seconds",
-    "Secret",
-    "UserIds",
-    "UsergroupIds",
-    "check_channel",
-    "check_host",
-    "check_mention",
-    "check_redis_prefix",
-    "check_redis_url",
-    "check_signing_secret",
-    "host_names",
-    "id_list",
-    "is_wildcard",
-    "json_object",
-    "no_whitespace",
-    "one_of",
-    "plain_http_elsewhere",
-    "slack_token",
-    "url",
-]
-
 # What a Slack credential is, from its prefix (longest first); shown instead of the value.
 _TOKEN_KINDS: Final = (
     ("xoxe.xoxb-", "an expiring bot token (token rotation is on)"),

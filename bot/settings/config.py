@@ -30,21 +30,11 @@ from pydantic_settings import (
 from adapters.httpguard import is_loopback
 from adapters.urls import split_token
 from bot.logs import redact_url
-from bot.settings.checks import Mode, Secret, one_of, plain_http_elsewhere
+from bot.settings.checks import Mode, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
 from bot.settings.secrecy import hiding, secret_values
 from bot.settings.text import invalid, plural, problem, render_help
-
-__all__ = [
-    "SETTINGS_HELP",
-    "SETTING_NAMES",
-    "ConfigError",
-    "Mode",
-    "Secret",
-    "Settings",
-    "load_settings",
-]
 
 _DERIVED: Final = frozenset({"notes"})  # fields that are not variables
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]

@@ -20,8 +20,6 @@ from bot.settings.checks import Seconds, Secret, check_host, host_names, is_wild
 from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
 from bot.settings.text import plural
 
-__all__ = ["ServerSettings"]
-
 
 class ServerSettings(BaseSettings):
     """``HOST``, ``PORT``, ``BOT_API_TOKEN*``, ``ALLOWED_HOSTS`` and the clients' limits."""

@@ -29,8 +29,6 @@ from bot.settings.checks import (
 )
 from bot.settings.text import plural
 
-__all__ = ["DeadlineSettings", "DshSettings", "SlackSettings", "StoreSettings"]
-
 StoreKind = Literal["memory", "sqlite", "redis"]
 MAX_QUESTION_TIMEOUT: Final = 7 * 24 * 3600.0
 """The longest ``QUESTION_TIMEOUT``: a week, as the API's ``timeout`` (``bot.api.body``);

@@ -14,18 +14,6 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BeforeValidator, SecretStr
 from pydantic.fields import FieldInfo
 
-__all__ = [
-    "TOKEN_LIKE",
-    "NamedTokens",
-    "distinct_tokens",
-    "hiding",
-    "holds_secret",
-    "secret_values",
-    "show",
-    "token_file",
-    "token_list",
-]
-
 TOKEN_LIKE: Final = re.compile(r"xox[a-z]?[-.]|xapp-", re.IGNORECASE)
 """The start of a Slack token (any kind)."""
 # A run of 20 or more hex/base64 characters, unbroken by - or _, with a letter and a digit in

@@ -15,8 +15,6 @@ from pydantic_core import ErrorDetails, InitErrorDetails
 
 from bot.settings.secrecy import holds_secret, show
 
-__all__ = ["invalid", "is_secret", "plural", "problem", "render_help"]
-
 _INTRO: Final = """\
 Settings are read from the environment, then from KEY=VALUE lines in ./.env
 (a variable set in the environment wins, even when empty; empty means unset).

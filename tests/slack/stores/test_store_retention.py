@@ -25,7 +25,7 @@ from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores import memory as memory_module
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.app.runtime import open_store
+from bot.app.storage import open_store
 from bot.settings.config import Settings
 from tests.conftest import TEST_REDIS_URL, RedisStoreFactory, SqliteStoreFactory
 from tests.e2e.test_multiprocess import eventually
