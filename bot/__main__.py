@@ -13,12 +13,8 @@ from bot.logs import redact, setup_logging
 from bot.settings.config import SETTINGS_HELP, ConfigError, Settings, load_settings
 
 DESCRIPTION = """\
-Ask people questions in Slack on behalf of AI agents.
-
-The mode follows from the Slack settings: SLACK_BOT_TOKEN + SLACK_APP_TOKEN runs in
-Socket Mode; SLACK_BOT_TOKEN + SLACK_SIGNING_SECRET serves Slack over HTTP at
-/slack/events; with neither, a local Slack sandbox starts and prints a page to open.
-Settings come from the environment and an optional .env file in the current directory.
+Ask people questions in Slack on behalf of AI agents (the settings and the modes they
+choose are below).
 
 `python -m bot audit --since 7d` exports the audit trail as JSON lines instead.
 """
