@@ -260,8 +260,8 @@ _BLOCKS = [
     Mutant(
         "50 blocks refused",
         "adapters/slack/render/blocks/message.py",
-        "if len(blocks) > MAX_BLOCKS_MESSAGE:",
-        "if len(blocks) >= MAX_BLOCKS_MESSAGE:",
+        "if len(blocks) > blockkit.MAX_BLOCKS_MESSAGE:",
+        "if len(blocks) >= blockkit.MAX_BLOCKS_MESSAGE:",
     ),
     Mutant(
         "markdown total at the limit refused",

@@ -5,16 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.blockkit import (
-    MAX_BLOCKS_MESSAGE,
-    MAX_HEADER_TEXT,
-    MAX_MARKDOWN_TOTAL,
-    MAX_SECTION_TEXT,
-    MESSAGE_TEXT_BUDGET,
-    block_text_length,
-    check_message,
-    markdown_length,
-)
+from adapters.slack import blockkit
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import Draft, PendingRecord
@@ -62,15 +53,15 @@ def render_open(record: PendingRecord) -> Rendered:
     def render(limit: int) -> list[Block]:
         return _open_blocks(record, layout, revised[0], shown, inline, limit)
 
-    blocks = render(MAX_SECTION_TEXT)
-    problems: list[Any] = check_message(blocks, text)
+    blocks = render(blockkit.MAX_SECTION_TEXT)
+    problems: list[Any] = blockkit.check_message(blocks, text)
     if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
         blocks = overflow.fitted(render, blocks)
-        problems = check_message(blocks, text)
+        problems = blockkit.check_message(blocks, text)
     thread, files = _thread(record, layout, shown, revised[1], inline)
     rendered = Rendered(text, blocks, thread, files)
     for part in rendered.thread:
-        problems.extend(check_message(part))
+        problems.extend(blockkit.check_message(part))
     if problems:
         raise UserQuestionError(
             f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
@@ -104,14 +95,16 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
     users, groups = who_may(record)
     same = {"state": "pending", "allowed_users": users, "allowed_usergroups": groups}
     bare = record.model_copy(update={**changing, **same, "drafts": [], "version": 0})
-    markers = sum(block_text_length(overflow.detail_blocks("", full)) for full in fulls)
+    markers = sum(blockkit.block_text_length(overflow.detail_blocks("", full)) for full in fulls)
     chosen = sum(map(_chosen_room, record.questions)) if layout == "form" else 0
     kept = overflow.kept_room(record, layout, chosen)
     for inline in (True, False) if listed else (True,):
-        rest = _open_blocks(bare, layout, revised, nothing, inline, MAX_SECTION_TEXT)
-        room = MESSAGE_TEXT_BUDGET - (block_text_length(rest) - markers) - kept
+        rest = _open_blocks(bare, layout, revised, nothing, inline, blockkit.MAX_SECTION_TEXT)
+        room = blockkit.MESSAGE_TEXT_BUDGET - (blockkit.block_text_length(rest) - markers) - kept
         # Each block's own limits are checked once, on the message as rendered.
-        if room >= 0 and not (inline and listed and markdown_length(rest) > MAX_MARKDOWN_TOTAL):
+        if room >= 0 and not (
+            inline and listed and blockkit.markdown_length(rest) > blockkit.MAX_MARKDOWN_TOTAL
+        ):
             return inline, overflow.shares_within(record, room)
     # The parts that never change leave no room: the details go to the thread whole, and
     # the rendering says whether the rest fits at all.
@@ -124,7 +117,7 @@ def _chosen_room(question: AskUserQuestionItem) -> int:
         return 0
     widget = draft_widget(question, Draft())
     options = widget.get("options") or [o for g in widget["option_groups"] for o in g["options"]]
-    sizes = [block_text_length([option]) for option in options]
+    sizes = [blockkit.block_text_length([option]) for option in options]
     return sum(sizes) if question.is_multi_select else max(sizes)
 
 
@@ -184,10 +177,10 @@ def _open_blocks(
     if record.note and record.is_open:
         blocks.append(context(f":warning: {shorten_escaped(escape(record.note), limit)}"))
     blocks.extend(link_blocks(record))
-    if len(blocks) > MAX_BLOCKS_MESSAGE:
+    if len(blocks) > blockkit.MAX_BLOCKS_MESSAGE:
         raise UserQuestionError(
             f"this request needs {len(blocks)} blocks; a Slack message holds at most "
-            f"{MAX_BLOCKS_MESSAGE} (ask fewer questions at once)",
+            f"{blockkit.MAX_BLOCKS_MESSAGE} (ask fewer questions at once)",
             SLACK_LIMIT,
         )
     return blocks
@@ -269,10 +262,10 @@ def _asked(
     changed), its text, and the part of its detail ``shown``."""
     question = record.questions[index]
     if revised is not None:
-        header = plain(question.header or "Plan review", MAX_HEADER_TEXT)
+        header = plain(question.header or "Plan review", blockkit.MAX_HEADER_TEXT)
         head = [{"type": "header", "text": header}, *revised]
     else:
-        chip = [plain(question.header, MAX_SECTION_TEXT)] if question.header else []
+        chip = [plain(question.header, blockkit.MAX_SECTION_TEXT)] if question.header else []
         head = [{"type": "context", "elements": chip}] if chip else []
     detail = overflow.detail_blocks(shown, question.detail or "")
     return [*head, question_block(question, index, len(record.questions)), *detail]
@@ -287,7 +280,7 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
     return [words(f"→ {said}")] if said else [words("→ "), italic("skipped")]
 
 
-def outcome_line(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> str:
+def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) -> str:
     """The outcome in words (declined feedback is in its own block above), then when, then
     the note, within ``limit`` characters."""
     outcome = outcome_of(record)
@@ -342,7 +335,7 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
         blocks.append(feedback_block(outcome.feedback, overflow.outcome_limit(limit)))
     # The outcome line and the asker's page (one click away) come last, always.
     tail = [context(outcome_line(record, overflow.outcome_limit(limit))), *link_blocks(record)]
-    return [*blocks[: MAX_BLOCKS_MESSAGE - len(tail)], *tail]
+    return [*blocks[: blockkit.MAX_BLOCKS_MESSAGE - len(tail)], *tail]
 
 
 def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:

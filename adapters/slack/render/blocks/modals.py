@@ -6,15 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from adapters.slack.blockkit import (
-    MAX_BLOCKS_MODAL,
-    MAX_INPUT_LABEL,
-    MAX_INPUT_LENGTH,
-    MAX_MODAL_CLOSE,
-    MAX_MODAL_SUBMIT,
-    MAX_MODAL_TITLE,
-    MAX_SECTION_TEXT,
-)
+from adapters.slack import blockkit
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import outcome_line, plan_actions
@@ -62,11 +54,11 @@ def render_text_modal(
         "type": "plain_text_input",
         "action_id": ids.action_id("text"),
         "multiline": True,
-        "max_length": MAX_INPUT_LENGTH,
+        "max_length": blockkit.MAX_INPUT_LENGTH,
     }
     current = record.draft_of(user, index).custom or record.draft(index).custom
     if current:
-        element["initial_value"] = current[:MAX_INPUT_LENGTH]
+        element["initial_value"] = current[: blockkit.MAX_INPUT_LENGTH]
     blocks: list[Block] = [question_block(question, 0, 1)]
     detail = (question.detail or "").strip()
     if detail and feedback:
@@ -79,7 +71,7 @@ def render_text_modal(
     field: Block = {
         "type": "input",
         "block_id": ids.block_id(record.id, index, "in"),
-        "label": plain(label(prompt, MAX_INPUT_LABEL)),
+        "label": plain(label(prompt, blockkit.MAX_INPUT_LABEL)),
         "element": element,
     }
     if layout == "form":  # saved, not sent: said here, so no note is left to go stale
@@ -104,8 +96,8 @@ def render_plan_modal(record: PendingRecord, note: str | None = None) -> Block:
     tail = [*([context(note)] if note else []), *tally_blocks(record)]
     ended = not record.is_open
     tail.append(context(outcome_line(record)) if ended else plan_actions(record, whole=True))
-    parts = split_text(plan, MAX_SECTION_TEXT - _FENCES, escaped=True)
-    room = MAX_BLOCKS_MODAL - 1 - len(tail)
+    parts = split_text(plan, blockkit.MAX_SECTION_TEXT - _FENCES, escaped=True)
+    room = blockkit.MAX_BLOCKS_MODAL - 1 - len(tail)
     parts = parts if len(parts) <= room else parts[: room - 1]
     blocks, carry, done = [question_block(question, 0, 1)], "", 0
     for part in parts:
@@ -166,14 +158,14 @@ def _modal(
     view: Block = {
         "type": "modal",
         "private_metadata": ids.private_metadata(record.id, index),
-        "title": plain(title, MAX_MODAL_TITLE),
-        "close": plain(close, MAX_MODAL_CLOSE),
+        "title": plain(title, blockkit.MAX_MODAL_TITLE),
+        "close": plain(close, blockkit.MAX_MODAL_CLOSE),
         "blocks": blocks,
     }
     if kind is not None:
         view["callback_id"] = ids.callback_id(kind)
     if submit is not None:
-        view["submit"] = plain(submit, MAX_MODAL_SUBMIT)
+        view["submit"] = plain(submit, blockkit.MAX_MODAL_SUBMIT)
     if (external := ids.external_id(reply_url)) is not None:
         view["external_id"] = external
     return view
