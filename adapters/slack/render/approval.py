@@ -6,7 +6,7 @@ import re
 import time
 from typing import Final
 
-from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT, check_message
+from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.blocks import (
@@ -21,6 +21,7 @@ from adapters.slack.render.blocks.options import button, confirmation
 from adapters.slack.render.blocks.parts import (
     abridged,
     actions,
+    checked,
     context,
     ends,
     hidden_notice,
@@ -31,7 +32,6 @@ from adapters.slack.render.blocks.parts import (
 from adapters.slack.render.mrkdwn import escape, mrkdwn, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
 from adapters.slack.render.rich import Block, bold, rich_text, words
-from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 
 ALLOW_TEXT: Final = "Allow once"
 REJECT_TEXT: Final = "Reject"
@@ -184,12 +184,7 @@ def render_approval(record: PendingRecord) -> Rendered:
         text = f"{words}: {escape(who)}{escape(view.headline)}"
     text = shorten_escaped(text, 3000)
     thread, files = _thread(view)
-    problems = [p for part in (blocks, *thread) for p in check_message(part, text)]
-    if problems:
-        raise UserQuestionError(
-            f"this approval cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
-        )
-    return Rendered(text, blocks, thread, files)
+    return checked(Rendered(text, blocks, thread, files), "approval")
 
 
 def render_record(record: PendingRecord) -> Rendered:

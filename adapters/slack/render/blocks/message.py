@@ -26,6 +26,7 @@ from adapters.slack.render.blocks.parts import (
     actions,
     answer_by,
     byline_blocks,
+    checked,
     context,
     fallback,
     hidden_notice,
@@ -53,20 +54,9 @@ def render_open(record: PendingRecord) -> Rendered:
     def render(limit: int) -> list[Block]:
         return _open_blocks(record, layout, revised[0], shown, inline, limit)
 
-    blocks = render(blockkit.MAX_SECTION_TEXT)
-    problems: list[Any] = blockkit.check_message(blocks, text)
-    if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
-        blocks = overflow.fitted(render, blocks)
-        problems = blockkit.check_message(blocks, text)
+    blocks = overflow.fitted(render)  # what changes after the post (label, note, tally) cut to fit
     thread, files = _thread(record, layout, shown, revised[1], inline)
-    rendered = Rendered(text, blocks, thread, files)
-    for part in rendered.thread:
-        problems.extend(blockkit.check_message(part))
-    if problems:
-        raise UserQuestionError(
-            f"this request cannot be shown within Slack's limits: {problems[0]}", SLACK_LIMIT
-        )
-    return rendered
+    return checked(Rendered(text, blocks, thread, files), "request")
 
 
 def shown_details(record: PendingRecord) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from adapters.slack.blockkit import MAX_SECTION_TEXT
+from adapters.slack.blockkit import MAX_SECTION_TEXT, check_message
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
@@ -23,6 +23,7 @@ from adapters.slack.render.mrkdwn import (
 from adapters.slack.render.outcomes import date
 from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import Block, bold, italic, rich_text
+from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 
 MAX_FALLBACK_TEXT: Final = 3000
@@ -47,6 +48,15 @@ class Rendered:
     blocks: list[Block]
     thread: list[list[Block]] = field(default_factory=list)
     files: list[Attachment] = field(default_factory=list)
+
+
+def checked(rendered: Rendered, what: str) -> Rendered:
+    """``rendered``, or ``SLACK_LIMIT`` naming the first of Slack's limits it breaks."""
+    problems = [p for part in (rendered.blocks, *rendered.thread) for p in check_message(part)]
+    if problems:
+        said = f"this {what} cannot be shown within Slack's limits: {problems[0]}"
+        raise UserQuestionError(said, SLACK_LIMIT)
+    return rendered
 
 
 def fallback(record: PendingRecord) -> str:
