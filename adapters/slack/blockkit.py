@@ -87,8 +87,7 @@ def message_problems(blocks: list[dict[str, Any]], text: str | None = None) -> l
 
 
 def _element_types() -> dict[str, type[JsonObject]]:
-    """slack_sdk's element model of each type, looked up once (``BlockElement.parse`` walks
-    every subclass for each element)."""
+    """slack_sdk's element model of each type, looked up once (``BlockElement.parse`` is slow)."""
     found: dict[str, type[JsonObject]] = {
         "plain_text": PlainTextObject,
         "mrkdwn": MarkdownTextObject,

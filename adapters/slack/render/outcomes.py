@@ -34,8 +34,7 @@ _FOLD: Final = " / "
 
 
 def date(seconds: float, *, clock: bool = False) -> str:
-    """A time in Slack's date formatting (each reader's own zone; ``clock``: the time of day
-    only), UTC as the fallback."""
+    """A time in Slack's date formatting (each reader's own zone), UTC as the fallback."""
     shown, utc = (
         ("{time}", "%H:%M") if clock else ("{date_short_pretty} at {time}", "%Y-%m-%d %H:%M")
     )
@@ -125,8 +124,7 @@ def outcome_of(record: PendingRecord) -> Outcome | None:
 
 
 def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
-    """The outcome as escaped mrkdwn with a mention (``feedback``: quote declined feedback
-    on one line, as typed)."""
+    """The outcome as escaped mrkdwn with a mention (and declined feedback, on one line)."""
     line = outcome.verb
     if who := _deciders(outcome, mention=True):
         line += f" by {who}" + ("" if outcome.people else opened_words(outcome.opened))

@@ -190,8 +190,7 @@ def _section(text: str) -> Block:
 
 
 def _diff_block(lines: Sequence[str]) -> Block:
-    """The changed lines as list items, each starting with its ``+`` or ``−`` (a removed
-    line struck through): a line that wraps stays indented under its own marker."""
+    """The changed lines as list items after ``+`` or ``−`` (a removed line struck through)."""
     elements: list[Block] = []
     items: list[list[Piece]] = []
     for line in lines:

@@ -43,8 +43,7 @@ def rich_text(*pieces: Piece, limit: int = MAX_SECTION_TEXT) -> Block:
 
 
 def rich_list(items: Sequence[Sequence[Piece]], *, ordered: bool = False, offset: int = 0) -> Block:
-    """A ``rich_text_list`` of lines (bulleted or numbered): a line that wraps stays indented
-    under its own bullet or number."""
+    """A bulleted or numbered ``rich_text_list``: a wrapped line stays under its own bullet."""
     listed: Block = {
         "type": "rich_text_list",
         "style": "ordered" if ordered else "bullet",

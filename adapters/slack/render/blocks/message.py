@@ -248,8 +248,7 @@ def _question_blocks(
 def _asked(
     record: PendingRecord, index: int, shown: str, revised: list[Block] | None
 ) -> list[Block]:
-    """Question ``index`` as asked: its header (``revised``: a plan's, above what its revision
-    changed), its text, and the part of its detail ``shown``."""
+    """Question ``index`` as asked: its header (and a plan's ``revised``), text and detail."""
     question = record.questions[index]
     if revised is not None:
         header = plain(question.header or "Plan review", blockkit.MAX_HEADER_TEXT)
@@ -271,8 +270,7 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
 
 
 def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) -> str:
-    """The outcome in words (declined feedback is in its own block above), then when, then
-    the note, within ``limit`` characters."""
+    """The outcome in words, when, and the note, within ``limit`` characters."""
     outcome = outcome_of(record)
     if outcome is None:
         return escape(record.state)
@@ -307,8 +305,7 @@ def _shown(record: PendingRecord) -> list[str]:
 
 
 def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
-    """The record's blocks, the parts that change (answers, label, tally, outcome) cut to
-    ``limit`` (the outcome line and the tally to ``overflow.outcome_limit``, never dropped)."""
+    """The record's blocks, the parts that change (answers, label, tally, outcome) cut to fit."""
     blocks: list[Block] = [*byline_blocks(record, limit, mention=False)]
     layout = layout_of(record.questions)
     plan = layout == "plan"

@@ -153,8 +153,7 @@ def _modal(
     submit: str | None = None,
     reply_url: str | None = None,
 ) -> Block:
-    """A modal of question ``index`` (``kind``: what its submission is, with ``submit``),
-    carrying ``reply_url`` in its ``external_id`` when there is one and it fits."""
+    """A modal of question ``index``, carrying ``reply_url`` in its ``external_id``."""
     view: Block = {
         "type": "modal",
         "private_metadata": ids.private_metadata(record.id, index),

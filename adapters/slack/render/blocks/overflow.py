@@ -190,8 +190,7 @@ def shares_within(record: PendingRecord, room: int) -> list[str]:
 
 
 def kept_room(record: PendingRecord, layout: Layout, chosen: int) -> int:
-    """Room the details leave for the parts that change after the post, at their shortest
-    (``chosen``: the most text a form's chosen options add)."""
+    """Room the details leave for the parts that change after the post, at their shortest."""
     piece = _MIN_SHOWN + _PIECE_WORDS
     tally = _MIN_OUTCOME + _PIECE_WORDS if record.review is not None else 0
     opened = 2 * piece + tally

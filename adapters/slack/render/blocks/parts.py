@@ -100,8 +100,7 @@ WORD: Final = 16
 
 
 def ends(text: str, limit: int, measure: Callable[[str], int] = len) -> tuple[str, str]:
-    """The beginning and the end (two fifths) of ``text`` within ``limit`` by ``measure``;
-    ``text`` and ``""`` when it fits whole."""
+    """The beginning and the end (two fifths) of ``text`` within ``limit`` by ``measure``."""
     if measure(text) <= limit:
         return text, ""
     tail = largest(0, len(text), lambda n: measure(text[len(text) - n :]) <= limit * 2 // 5)
@@ -229,8 +228,7 @@ def link_blocks(record: PendingRecord) -> list[Block]:
 def byline_blocks(
     record: PendingRecord, limit: int = MAX_SECTION_TEXT, *, mention: bool = True
 ) -> list[Block]:
-    """Who is asked (the mention), who asks (a label cut to ``limit``), and while open who may
-    answer (ids only)."""
+    """Who is asked, who asks (cut to ``limit``), and while open who may answer."""
     elements: list[Block] = []
     if record.mention and mention:
         # validated by the configuration, never asker text
