@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from adapters.slack.render import approval as approval_render
+from adapters.slack.render.blocks import parts as render_parts
 from tests.dsh import test_dsh_client as _rig_module
 from tests.dsh.test_dsh_approvals import BASH, decided
 from tests.dsh.test_dsh_client import TIMEOUT, Rig, eventually
@@ -21,7 +21,7 @@ async def test_an_approval_slack_cannot_show_is_rejected_in_the_host(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Slack's limits refuse the message (the renderer's own referee says so).
-    monkeypatch.setattr(approval_render, "check_message", lambda *_: ["blocks: too many"])
+    monkeypatch.setattr(render_parts, "check_message", lambda *_: ["blocks: too many"])
     async with asyncio.timeout(TIMEOUT):
         sid = new_session_id()
         rpc_id, _, outcome = rig.host.request_approval(sid, "bash", BASH)
