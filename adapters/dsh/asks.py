@@ -28,25 +28,6 @@ from bot.questions.models import AskUserQuestionItem
 if TYPE_CHECKING:
     from adapters.dsh.link import MuxLink
 
-__all__ = [
-    "ANSWERED_ELSEWHERE",
-    "APPROVAL_GONE_NOTE",
-    "CANCELLED_IN_HARNESS",
-    "DELIVERED_NOTE",
-    "GONE_NOTE",
-    "NOT_DELIVERED_NOTE",
-    "REOPENED_NOTE",
-    "RESTARTING_NOTE",
-    "RETRYING_NOTE",
-    "SETTLED_ELSEWHERE",
-    "UNCONFIRMED_NOTE",
-    "Asked",
-    "HostAsk",
-    "HostRunner",
-    "Retry",
-    "ask_key",
-    "session_label",
-]
 
 ANSWERED_ELSEWHERE: Final = "Answered in another client."
 CANCELLED_IN_HARNESS: Final = (

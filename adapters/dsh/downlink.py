@@ -14,8 +14,6 @@ from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_ji
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.urls import redact_url
 
-__all__ = ["HANDSHAKE_TIMEOUT", "REPEAT_WARNING", "ConnectionState", "Downlink"]
-
 ConnectionState = Literal["connecting", "connected", "disconnected"]
 """What ``status()`` reports about the downlink."""
 

@@ -10,8 +10,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-__all__ = ["HTTP_FAILURES", "Host", "describe", "host_asker"]
-
 HTTP_FAILURES = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 """What a request to an unreachable (or vanishing) host raises."""
 

@@ -26,8 +26,6 @@ from adapters.dsh.mux import (
 )
 from adapters.dsh.session_log import SessionLog, ToolCall
 
-__all__ = ["NO_CONNECT", "Delivery", "LoginRefused", "MuxLink"]
-
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
 _REPLAY_WAIT: Final = 2.0

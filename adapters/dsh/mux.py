@@ -15,24 +15,6 @@ from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
 from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = [
-    "CONNECT_PATH",
-    "DISMISSED",
-    "EVENTS_STREAM",
-    "MUX_PATH",
-    "RESULT_PATH",
-    "Cancel",
-    "Ready",
-    "Waterfall",
-    "events_value",
-    "follow_frame",
-    "open_events_frame",
-    "parse_mux",
-    "result",
-    "result_body",
-    "split_host_url",
-]
-
 CONNECT_PATH: Final = "/connect"
 MUX_PATH: Final = "/api/remote.mux"
 RESULT_PATH: Final = "/api/$events/result"

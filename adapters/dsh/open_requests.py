@@ -24,8 +24,6 @@ from adapters.dsh.released import close_released
 from adapters.dsh.runners import resolved_note
 from adapters.slack import Released, SlackQuestionProvider
 
-__all__ = ["QUEUED_NOTE", "OpenRequests"]
-
 QUEUED_NOTE: Final = (
     "More requests from this session are waiting: the bot shows {limit} at a time and posts "
     "the next one as each of these is answered."

@@ -11,16 +11,6 @@ from pydantic import Field, PrivateAttr, model_validator
 from adapters.dsh.wire import Lenient as _Lenient
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
-__all__ = [
-    "ApprovalRequested",
-    "HostOption",
-    "HostPlanReviewIntent",
-    "HostQuestion",
-    "QuestionRequested",
-    "answer_problem",
-    "approval_headline",
-]
-
 
 class HostOption(_Lenient):
     """``AskUserQuestionOption`` as the host's frame schema reads it: other keys dropped."""

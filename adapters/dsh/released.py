@@ -11,8 +11,6 @@ from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, ask_key
 from adapters.dsh.host import describe
 from adapters.slack import PendingRecord, SlackQuestionProvider
 
-__all__ = ["close_released", "released_by_a_bot_of"]
-
 KEY_PREFIX: Final = ask_key("")
 
 

@@ -31,14 +31,6 @@ from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuest
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
 
-__all__ = [
-    "APPROVAL_SETTLED_ELSEWHERE",
-    "COMMAND_UNREAD_NOTE",
-    "ApprovalRunner",
-    "QuestionRunner",
-    "resolved_note",
-]
-
 _DISMISSED: Final = frozenset({ASK_CANCELLED, ASK_TIMEOUT})
 """Endings in Slack the host hears as a dismissal: it has no timeout of its own, so a question
 past ``QUESTION_TIMEOUT`` would otherwise block the agent's turn for good."""

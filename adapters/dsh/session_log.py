@@ -14,8 +14,6 @@ from typing import Any, Final
 from adapters.dsh.mux import Waterfall
 from adapters.dsh.wire import scrub_text
 
-__all__ = ["CallResult", "SessionLog", "ToolCall", "tool_call_of"]
-
 _REMEMBERED: Final = 2048
 _ASK_TOOL: Final = "ask_user_question"
 

@@ -10,17 +10,6 @@ from pydantic import ConfigDict, ValidationError, model_validator
 
 from bot.questions.models import WireModel
 
-__all__ = [
-    "MAX_DEPTH",
-    "REPLACEMENT",
-    "Lenient",
-    "depth_problem",
-    "describe_validation_error",
-    "load_json",
-    "scrub",
-    "scrub_text",
-]
-
 MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
 
