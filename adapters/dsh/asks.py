@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from adapters.dsh.host import describe
 from adapters.dsh.protocol import ApprovalRequested
@@ -27,7 +27,6 @@ from bot.questions.models import AskUserQuestionItem
 
 if TYPE_CHECKING:
     from adapters.dsh.link import MuxLink
-
 
 ANSWERED_ELSEWHERE: Final = "Answered in another client."
 CANCELLED_IN_HARNESS: Final = (
@@ -143,10 +142,10 @@ class Retry:
     stuck: str
 
     @classmethod
-    def of(cls, what: str, verb: str = "answer") -> Retry:
-        """The notes for a response that was not taken, for the reason ``what``."""
-        where = f"This message could not be reopened; {verb} in the harness instead."
-        return cls(f"{what} Please {verb} again.", f"{what} {where}")
+    def of(cls, what: str) -> Retry:
+        """The notes for an answer that cannot be sent, for the reason ``what``."""
+        where = "This message could not be reopened; answer in the harness instead."
+        return cls(f"{what} Please answer again.", f"{what} {where}")
 
 
 Asked = tuple[dict[str, Any], Callable[[str | None], bool], str]
@@ -161,6 +160,8 @@ class HostRunner:
     what = "request"
     """What the notice calls the request (``question``, ``tool approval``)."""
     done = "declined it in the harness"
+    declined: ClassVar[dict[str, Any]]
+    """The outcome telling the host the request cannot be asked here."""
 
     def __init__(
         self,
@@ -188,10 +189,6 @@ class HostRunner:
 
     def _outcome(self, ask: HostAsk, got: Any) -> Asked | Retry | None:
         """What to send for an outcome, a retry at once, or ``None`` (ended, nothing to send)."""
-        raise NotImplementedError
-
-    def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        """The outcome telling the host the request cannot be asked here."""
         raise NotImplementedError
 
     def _settled_note(self, ask: HostAsk) -> str:
@@ -316,7 +313,7 @@ class HostRunner:
         )
         ask.sent = True
         delivery = await self._link.respond(
-            ask.rpc_id, self._declined(ask), settled=lambda: ask.resolved is not None
+            ask.rpc_id, self.declined, settled=lambda: ask.resolved is not None
         )
         if delivery.taken:
             told = f"The bot {self.done}, so the agent can carry on."

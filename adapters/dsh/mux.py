@@ -11,7 +11,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from adapters.dsh.protocol import ApprovalRequested, QuestionRequested
-from adapters.dsh.wire import describe_validation_error, load_json, scrub_text
+from adapters.dsh.wire import describe_validation_error, load_json
 from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionItem
 
@@ -110,21 +110,22 @@ class Cancel:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string")
-    return scrub_text(value)
+    return value
 
 
 def _waterfall(value: dict[str, Any]) -> Waterfall | None:
-    event_id, session_id = _text(value.get("eventId"), "eventId"), value.get("agentId")
-    session_id = _text(session_id, "agentId")
+    event_id = _text(value.get("eventId"), "eventId")
+    session_id = _text(value.get("agentId"), "agentId")
     request, event = value.get("request"), value.get("event")
     if not isinstance(request, dict):
         raise ValueError("waterfall request must be an object")
     try:
         if event == QUESTION_EVENT:
-            questions = QuestionRequested.model_validate(request).questions
+            asked = QuestionRequested.model_validate(request).questions
+            questions = [question.to_item() for question in asked]
             intent = request["questions"][0].get("intent")  # valid: a list of objects
             call = intent.get("callId") if isinstance(intent, dict) else None
-            call_id = scrub_text(call) if isinstance(call, str) else None
+            call_id = call if isinstance(call, str) else None
             return Waterfall(event_id, session_id, questions, call_id=call_id)
         if event == APPROVAL_EVENT:
             approval = ApprovalRequested.model_validate(request)

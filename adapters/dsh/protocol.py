@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Final, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field
 
 from adapters.dsh.wire import Lenient as _Lenient
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
@@ -45,21 +45,9 @@ class HostQuestion(_Lenient):
 
 
 class QuestionRequested(_Lenient):
-    """A question waterfall's request: ``questions`` are the seam's models, ``host_questions``
-    what was read (wire: ``questions``)."""
+    """A question waterfall's request: one or more questions."""
 
-    host_questions: Annotated[list[HostQuestion], Field(min_length=1, alias="questions")]
-    _questions: list[AskUserQuestionItem] = PrivateAttr(default_factory=list)
-
-    @model_validator(mode="after")
-    def _build_seam_questions(self) -> QuestionRequested:
-        self._questions = [question.to_item() for question in self.host_questions]
-        return self
-
-    @property
-    def questions(self) -> list[AskUserQuestionItem]:
-        """The questions as the seam's ``AskUserQuestionItem``s, in the host's order."""
-        return self._questions
+    questions: Annotated[list[HostQuestion], Field(min_length=1)]
 
 
 class ApprovalRequested(_Lenient):

@@ -8,7 +8,7 @@ import functools
 import logging
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 from adapters.dsh.asks import (
     CANCELLED_IN_HARNESS,
@@ -57,6 +57,7 @@ class QuestionRunner(HostRunner):
 
     what = "question"
     done = "dismissed it in the harness"
+    declined = DISMISSED
 
     def __init__(
         self,
@@ -74,9 +75,6 @@ class QuestionRunner(HostRunner):
         self._review = review
         self._declined_reviews: dict[str, str] = {}
         """Session id -> the request id of its latest plan review, while it stands declined."""
-
-    def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        return DISMISSED
 
     def _settled_note(self, ask: HostAsk) -> str:
         if ask.resolved == "cancelled":
@@ -150,6 +148,7 @@ class ApprovalRunner(HostRunner):
 
     what = "tool approval"
     done = "rejected it in the harness"
+    declined = result("rejected")
 
     def __init__(
         self,
@@ -165,9 +164,6 @@ class ApprovalRunner(HostRunner):
         super().__init__(provider, link, asker=asker, on_posted=on_posted, logger=logger)
         self._approvers = list(approvers) if approvers else None
         self._groups = list(approver_groups) if approver_groups else None
-
-    def _declined(self, ask: HostAsk) -> dict[str, Any]:
-        return result("rejected")
 
     def _settled_note(self, ask: HostAsk) -> str:
         return APPROVAL_SETTLED_ELSEWHERE

@@ -41,7 +41,6 @@ def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
     call_id, name = data.get("callId"), data.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return None
-    call_id, name = scrub_text(call_id), scrub_text(name)  # host text: no lone surrogates
     raw = data.get("arguments")
     arguments: Any = raw
     if isinstance(raw, str):
@@ -95,8 +94,8 @@ def _result_of(data: Mapping[str, Any]) -> tuple[str, CallResult] | None:
     ]
     error = data.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
-    return scrub_text(message["toolCallId"]), CallResult(
-        scrub_text("".join(texts)) if texts else None,
+    return message["toolCallId"], CallResult(
+        "".join(texts) if texts else None,
         message.get("isError") is True,
         code if isinstance(code, str) else None,
     )

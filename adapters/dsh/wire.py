@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any, Final
 
-from pydantic import ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, ValidationError
 
 from bot.questions.models import WireModel
 
@@ -38,23 +38,11 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def _shallow(value: Any) -> Any:
-    if isinstance(value, list):
-        return [scrub_text(v) if isinstance(v, str) else v for v in value]
-    return scrub_text(value) if isinstance(value, str) else value
-
-
 class Lenient(WireModel):
-    """A wire model that drops unknown keys (zod's default) and reads lone surrogates as U+FFFD."""
+    """A wire model that drops unknown keys (zod's default); its input comes from ``load_json``
+    (no lone surrogates)."""
 
     model_config = ConfigDict(extra="ignore")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_lone_surrogates(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        return {scrub_text(k) if isinstance(k, str) else k: _shallow(v) for k, v in data.items()}
 
 
 def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:

@@ -565,8 +565,8 @@ _DSH = [
     Mutant(
         "unshowable approval allowed",
         RELAY,
-        'return result("rejected")',
-        'return result("allowed-once")',
+        '    declined = result("rejected")',
+        '    declined = result("allowed-once")',
     ),
 ]
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from adapters.dsh.asks import DELIVERED_NOTE, RETRYING_NOTE
 from adapters.dsh.mux import Waterfall, events_value, parse_mux
-from adapters.dsh.session_log import tool_call_of
+from adapters.dsh.session_log import SessionLog
 from adapters.slack.render.outcomes import IN_FLIGHT
 from bot.questions.errors import ASK_CANCELLED
 from tests.dsh import test_dsh_client as _rig_module
@@ -266,21 +266,20 @@ def test_lone_surrogates_are_replaced_in_every_host_string() -> None:
     wire = json.dumps(parsed.questions[0].to_wire(), ensure_ascii=False)
     wire.encode()  # no surrogate left
     assert wire.count("\ufffd") == 6
-    # the questions on their own, and a pair split in two escapes stays a real character
-    direct = events_value({**value, "request": {"questions": [{"id": "a", "question": "q\ud800"}]}})
-    assert isinstance(direct, Waterfall)
-    assert direct.questions[0].question == "q\ufffd"
+    # a pair split in two escapes stays a real character
     paired = events_value(parse_mux(frame.replace("\\ud83d", "\\ud83d\\ude80")).value)
     assert isinstance(paired, Waterfall)
     assert paired.questions[0].question == "q\U0001f680"
-    call = tool_call_of(
-        {
-            "callId": "c\ud800",
-            "name": "bash",
-            "arguments": json.dumps({"command": "echo \ud83d", "path": "/p\udc00"}),
-        }
+    # a session log's tool call, its arguments a JSON string of their own
+    arguments = json.dumps({"command": "echo \ud83d", "path": "/p\udc00"})
+    data = {"callId": "c\ud800", "name": "b\udfff", "arguments": arguments}
+    event = {"type": "event", "event": {"type": "tool/call", "data": data}}
+    log = SessionLog()
+    log.item(
+        "s", parse_mux(json.dumps({"type": "item", "streamId": "log:s", "value": event})).value
     )
-    assert call is not None and call.call_id == "c\ufffd"
+    call = log.call("s", "c\ufffd")
+    assert call is not None and call.name == "b\ufffd"
     assert call.command == "echo \ufffd" and call.path == "/p\ufffd"
 
 
