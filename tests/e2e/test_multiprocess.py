@@ -52,7 +52,7 @@ from redis.exceptions import RedisError
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
-from adapters.slack.stores.redis import OWNER_LOST_NOTE
+from adapters.slack.stores.contract import OWNER_LOST_NOTE
 from tests.bot_process import BotProcess, run_bot_command
 from tests.redis_server import RedisServer, free_port
 from tests.slack_harness import all_text, interactive_elements

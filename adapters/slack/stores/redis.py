@@ -14,12 +14,9 @@ from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import (
-    OWNER_LOST_NOTE,
     RETENTION,
     DurableStore,
     OpenCount,
-    OrphanHandler,
-    StoreUnavailable,
     TrailReader,
 )
 from adapters.slack.stores.duties import default_process_id, stop_tasks
@@ -36,7 +33,7 @@ from adapters.slack.stores.redis_lua import AUDIENCES, INDEXED, OPEN_COUNT, WRIT
 from adapters.slack.stores.redis_upkeep import RedisUpkeep
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["OWNER_LOST_NOTE", "OrphanHandler", "RedisPendingStore", "StoreUnavailable"]
+__all__ = ["RedisPendingStore"]
 
 
 class RedisRecords(RedisAudit):

@@ -26,7 +26,8 @@ from adapters.slack.model.audience import BATCH, Audience
 from adapters.slack.model.audit_trail import AuditEvent, asked_event
 from adapters.slack.model.record import ApprovalView, Draft, PendingRecord, State
 from adapters.slack.stores import OpenCount, PendingStore, SqlitePendingStore, mutate
-from adapters.slack.stores.redis import OWNER_LOST_NOTE, RedisPendingStore, StoreUnavailable
+from adapters.slack.stores.contract import OWNER_LOST_NOTE, StoreUnavailable
+from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
