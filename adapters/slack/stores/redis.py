@@ -192,7 +192,7 @@ class RedisPendingStore(RedisRecords, DurableStore):
         self._upkeep = RedisUpkeep(
             link,
             self,
-            self,
+            retention=finished_ttl,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
             outage_limit=outage_limit,

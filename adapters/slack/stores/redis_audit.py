@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final, cast
 
 from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.stores.redis_link import RedisLink, px
-from adapters.slack.stores.redis_lua import APPEND, KEEP_OPEN_TRAILS, PURGE_AUDIT
+from adapters.slack.stores.redis_lua import APPEND
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHAIN_TRIES", "RedisAudit", "chained"]
+__all__ = ["CHAIN_TRIES", "PAGE", "RedisAudit", "chained"]
 
-_PAGE: Final = 500
+PAGE: Final = 500
 """Entries read per XRANGE."""
 Entries = list[tuple[str, dict[str, str]]]
 """What XRANGE returns: each entry's id and fields."""
@@ -76,8 +75,6 @@ class RedisAudit:
         self._retention = retention
         client = link.client
         self._append_script = client.register_script(APPEND)
-        self._purge_script = client.register_script(PURGE_AUDIT)
-        self._keep_open_script = client.register_script(KEEP_OPEN_TRAILS)
 
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` to the audit stream and to its question's own stream (one
@@ -98,31 +95,6 @@ class RedisAudit:
 
         await chained(self._link, event, run)
 
-    async def keep_open_trails(self) -> None:
-        """Lift any TTL an older bot put on a pending question's stream (once, at start)."""
-        open_keys = [self._keys.open]
-        open_args = [self._keys.record_prefix, self._keys.events_prefix]
-        await self._link.op(
-            "keep the open trails", lambda: self._keep_open_script(keys=open_keys, args=open_args)
-        )
-
-    async def purge(self, now: float | None = None) -> int:
-        """Delete the audit stream's entries older than the retention whose question has no
-        record left, a page per script; how many went."""
-        cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
-        if cutoff <= 0:
-            return 0
-        deleted, first = 0, "-"
-        while True:
-            args: list[str | int] = [self._keys.record_prefix, first, cutoff - 1, _PAGE]
-            keys = [self._keys.audit, self._keys.audit_purged]
-            page = functools.partial(self._purge_script, keys=keys, args=args)
-            read, gone, last = await self._link.op("purge the audit stream", page)
-            deleted += int(gone)
-            if int(read) < _PAGE:
-                return deleted
-            first = f"({last}"
-
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""
         trail = self._keys.events(request_id)
@@ -132,10 +104,10 @@ class RedisAudit:
     async def _pages(self, low: str, high: str) -> AsyncIterator[Entries]:
         """The audit stream's entries from ``low`` to ``high``, a page at a time."""
         while True:
-            read = functools.partial(self._link.client.xrange, self._keys.audit, low, high, _PAGE)
+            read = functools.partial(self._link.client.xrange, self._keys.audit, low, high, PAGE)
             entries = cast(Entries, await self._link.op("read the audit stream", read))
             yield entries
-            if len(entries) < _PAGE:
+            if len(entries) < PAGE:
                 return
             low = f"({entries[-1][0]}"
 

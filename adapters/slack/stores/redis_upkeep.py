@@ -18,14 +18,14 @@ from redis.exceptions import LockError, RedisError
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, Upkeep
-from adapters.slack.stores.redis_audit import RedisAudit
+from adapters.slack.stores.redis_audit import PAGE
 from adapters.slack.stores.redis_link import (
     FAILURES,
     RedisLink,
     px,
     reraise_cancellation,
 )
-from adapters.slack.stores.redis_lua import FORGET_OWNER
+from adapters.slack.stores.redis_lua import FORGET_OWNER, KEEP_OPEN_TRAILS, PURGE_AUDIT
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -177,8 +177,8 @@ class RedisUpkeep(Upkeep):
         self,
         link: RedisLink,
         store: PendingStore,
-        audit: RedisAudit,
         *,
+        retention: float,
         heartbeat_interval: float,
         heartbeat_ttl: float,
         outage_limit: float,
@@ -187,8 +187,10 @@ class RedisUpkeep(Upkeep):
         self._link = link
         self._keys = link.keys
         self.notices = RedisNotices(link, self._interval, self._ttl, outage_limit)
-        self._audit = audit
+        self._retention = retention
         self._forget_owner = link.client.register_script(FORGET_OWNER)
+        self._purge_script = link.client.register_script(PURGE_AUDIT)
+        self._keep_open_script = link.client.register_script(KEEP_OPEN_TRAILS)
 
     async def beat(self) -> None:
         """Say this process is alive for ``heartbeat_ttl`` (unbounded: the caller bounds it)."""
@@ -211,13 +213,28 @@ class RedisUpkeep(Upkeep):
             return []
 
     async def purge(self, now: float | None = None) -> int:
-        """Purge the audit stream (``RedisAudit.purge``); how many entries went."""
-        return await self._audit.purge(now)
+        """Delete the audit stream's entries older than the retention whose question has no
+        record left, a page per script; how many went."""
+        cutoff = int(((time.time() if now is None else now) - self._retention) * 1000)
+        if cutoff <= 0:
+            return 0
+        deleted, first = 0, "-"
+        while True:
+            args: list[str | int] = [self._keys.record_prefix, first, cutoff - 1, PAGE]
+            keys = [self._keys.audit, self._keys.audit_purged]
+            page = functools.partial(self._purge_script, keys=keys, args=args)
+            read, gone, last = await self._link.op("purge the audit stream", page)
+            deleted += int(gone)
+            if int(read) < PAGE:
+                return deleted
+            first = f"({last}"
 
     async def first_purge(self) -> int:
         """At start: lift the TTL an older bot put on pending trails (once), then purge."""
-        await self._audit.keep_open_trails()
-        return await self._audit.purge()
+        keys, args = [self._keys.open], [self._keys.record_prefix, self._keys.events_prefix]
+        keep = functools.partial(self._keep_open_script, keys=keys, args=args)
+        await self._link.op("keep the open trails", keep)
+        return await self.purge()
 
     async def _sweep(self, sweep: OrphanSweep) -> None:
         """Under ``p:sweep`` (skipped while another process holds it)."""
