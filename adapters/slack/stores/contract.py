@@ -13,7 +13,7 @@ from adapters.slack.model.audit_chain import ChainCheck
 from adapters.slack.model.audit_trail import AuditEvent, event_for
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import STORE_BUSY
-from adapters.slack.stores.watches import LocalWatch, WatchRegistry
+from adapters.slack.stores.watches import Watch, WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
 if TYPE_CHECKING:
@@ -42,9 +42,6 @@ RETENTION: Final = 90 * 86400.0
 
 OWNER_LOST_NOTE: Final = "The bot process that asked this question stopped before it was answered."
 """The note on a record a sweep failed because its owner's heartbeat stopped."""
-
-Watch = LocalWatch
-"""A registered interest in one request's ending."""
 
 
 class StoreConflict(Exception):

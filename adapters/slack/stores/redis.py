@@ -220,12 +220,8 @@ class RedisPendingStore(RedisRecords, DurableStore):
             return
         await self._reach(self._upkeep.beat, self._notices.subscribe)
         self._started = True
-        self._log.info(
-            "pending store connected to Redis at %s (prefix %s, process %s)",
-            self._link.shown_url,
-            self.prefix,
-            self.process_id,
-        )
+        shown = (self._link.shown_url, self.prefix, self.process_id)
+        self._log.info("pending store connected to Redis at %s (prefix %s, process %s)", *shown)
         try:
             await self._upkeep.first_purge()
         except UserQuestionError as exc:  # tried again in an hour (``Upkeep.loops``)

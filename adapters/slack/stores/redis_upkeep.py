@@ -145,14 +145,10 @@ class RedisNotices:
         ids = self.watches.waiting_ids()
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
-
-            async def exists(chunk: list[str] = chunk) -> list[int]:
-                pipe = self._link.client.pipeline(transaction=False)
-                for request_id in chunk:
-                    pipe.exists(self._keys.record(request_id))
-                return cast(list[int], await pipe.execute())
-
-            found = await self._link.op("check the watched records", exists)
+            pipe = self._link.client.pipeline(transaction=False)
+            for request_id in chunk:
+                pipe.exists(self._keys.record(request_id))
+            found = await self._link.op("check the watched records", pipe.execute)
             gone = [i for i, present in zip(chunk, found, strict=True) if not present]
             self.watches.lost(gone, self._log, "was Redis flushed?")
 

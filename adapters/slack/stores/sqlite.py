@@ -151,9 +151,7 @@ class SqlitePendingStore(SqliteAudit, DurableStore):
         logger: logging.Logger | None = None,
     ) -> None:
         if min(retention, poll_interval, busy_timeout, checkpoint_interval) <= 0:
-            raise ValueError(
-                "retention, poll_interval, busy_timeout and checkpoint_interval must be positive"
-            )
+            raise ValueError("retention, the intervals and busy_timeout must be positive")
         self._process_id = process_id or default_process_id()
         self._heartbeat_interval = heartbeat_interval
         self._checkpoint_interval = checkpoint_interval

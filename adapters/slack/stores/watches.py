@@ -11,7 +11,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import RECORD_LOST_NOTE
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["LOST_CHECK_INTERVAL", "LocalWatch", "WatchRegistry"]
+__all__ = ["LOST_CHECK_INTERVAL", "Watch", "WatchRegistry"]
 
 Refresh = Callable[[str], Awaitable[None]]
 """Look at one watched record now and resolve it if it has ended."""
@@ -22,8 +22,8 @@ LOST_CHECK_INTERVAL: Final = 2.0
 """Seconds between two checks that the records being waited on still exist."""
 
 
-class LocalWatch:
-    """A waiter in this process for one request's ending."""
+class Watch:
+    """A waiter in this process for one request's ending (a registered interest in it)."""
 
     __slots__ = ("_registry", "_report", "future", "request_id", "waiting")
 
@@ -96,7 +96,7 @@ class WatchRegistry:
         self.refresh = refresh
         self.shielded = shielded
         self._on_unwatched = on_unwatched
-        self._groups: dict[str, list[LocalWatch]] = {}
+        self._groups: dict[str, list[Watch]] = {}
         self._closed: UserQuestionError | None = None
 
     @property
@@ -110,16 +110,16 @@ class WatchRegistry:
     def __iter__(self) -> Iterator[str]:
         return iter(self._groups)
 
-    def watch(self, request_id: str) -> LocalWatch:
+    def watch(self, request_id: str) -> Watch:
         """A new watch of ``request_id``; after ``close`` one that fails at once."""
-        watch = LocalWatch(self, request_id)
+        watch = Watch(self, request_id)
         if self._closed is not None:
             watch.fail(self._closed)
             return watch
         self._groups.setdefault(request_id, []).append(watch)  # (a list: smaller than a set)
         return watch
 
-    def forget(self, watch: LocalWatch) -> None:
+    def forget(self, watch: Watch) -> None:
         """Drop ``watch`` (idempotent)."""
         group = self._groups.get(watch.request_id)
         if group is None or watch not in group:

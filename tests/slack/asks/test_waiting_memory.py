@@ -73,7 +73,7 @@ def _waiting_locals(task: asyncio.Task[Any]) -> list[object]:
 
 def _waiting_for_its_ending(task: asyncio.Task[Any]) -> bool:
     chain = _chain(task)
-    return bool(chain) and chain[-1].cr_code.co_qualname == "LocalWatch.wait"  # type: ignore[attr-defined]
+    return bool(chain) and chain[-1].cr_code.co_qualname == "Watch.wait"  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow
