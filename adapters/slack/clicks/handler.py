@@ -13,7 +13,6 @@ from adapters.slack.clicks.transitions import (
     NO_LONGER_OPEN_APPROVAL,
     Decision,
     Ignore,
-    Invalid,
     Modal,
     Refuse,
     Save,
@@ -150,8 +149,6 @@ class InteractionHandler(ClickAuthority):
         if isinstance(decision, Refuse):
             readable = decision.text.replace("<@", "@").replace(">", "")  # a modal: no mentions
             return refuse(decision.plain or readable, decision.text)
-        if isinstance(decision, Invalid):
-            return decision.errors
         self._reshow(interaction.origin, record.id)
         return None
 

@@ -35,7 +35,6 @@ __all__ = [
     "NO_LONGER_OPEN_APPROVAL",
     "Decision",
     "Ignore",
-    "Invalid",
     "Modal",
     "Refuse",
     "Save",
@@ -65,17 +64,11 @@ class Modal:
 
 @dataclass(frozen=True, slots=True)
 class Refuse:
-    """Tell the person privately why nothing happened (``plain``: for modal errors)."""
+    """Tell the person privately why nothing happened: a note, or a modal's error on its
+    input (``plain``: without mentions)."""
 
     text: str
     plain: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Invalid:
-    """A modal submission to send back with errors (keyed by input block id)."""
-
-    errors: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +76,7 @@ class Ignore:
     """Nothing to do (a stale widget, a no-op change)."""
 
 
-Decision = Save | Modal | Refuse | Invalid | Ignore
+Decision = Save | Modal | Refuse | Ignore
 
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
@@ -112,7 +105,7 @@ def _vote(
     """A team review's vote: kept on the open record, or the one that ends the review (none
     for a click that is no vote, such as a stale option index)."""
     if isinstance(interaction, TextAnswer) and not interaction.text.strip():
-        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+        return Refuse(ENTER_AN_ANSWER)
     policy, review = record.review, plan_review_of(record.questions)
     if policy is None or review is None:
         return Ignore()
@@ -251,7 +244,7 @@ def decide(
     form = layout == "form"
     drafts = _drafts_of(record, origin.user) if form else [Draft() for _ in record.questions]
     if not text and not (form and (drafts[interaction.question].custom or "").strip()):
-        return Invalid({interaction.input_block_id: ENTER_AN_ANSWER})
+        return Refuse(ENTER_AN_ANSWER)
     drafts[interaction.question].custom = text or None
     if not form:  # one question: the text is the answer
         return _finish(record, origin, now, drafts)
