@@ -23,7 +23,7 @@ from bot.api.gateway import Gateway
 from bot.app.shutdown import handler_grace
 from bot.settings.checks import Mode
 from bot.settings.config import Settings
-from bot.settings.secrecy import show
+from bot.settings.text import show
 
 if TYPE_CHECKING:
     from bot.app.socket_mode import SocketMode

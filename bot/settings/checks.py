@@ -15,7 +15,7 @@ from pydantic_settings import NoDecode
 
 from adapters.httpguard import is_loopback
 from bot.logs import redact_url
-from bot.settings.secrecy import TOKEN_LIKE, show
+from bot.settings.text import TOKEN_LIKE, show
 
 # What a Slack credential is, from its prefix (longest first); shown instead of the value.
 _TOKEN_KINDS: Final = (

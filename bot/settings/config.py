@@ -33,8 +33,7 @@ from bot.logs import redact_url
 from bot.settings.checks import Mode, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
-from bot.settings.secrecy import hiding, secret_values
-from bot.settings.text import invalid, plural, problem, render_help
+from bot.settings.text import hiding, invalid, plural, problem, render_help, secret_values
 
 _DERIVED: Final = frozenset({"notes"})  # fields that are not variables
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]

@@ -17,8 +17,7 @@ from pydantic_settings import BaseSettings, NoDecode
 
 from adapters.httpguard import LOOPBACK_NAMES, is_loopback
 from bot.settings.checks import Seconds, Secret, check_host, host_names, is_wildcard
-from bot.settings.secrecy import distinct_tokens, show, token_file, token_list
-from bot.settings.text import plural
+from bot.settings.text import distinct_tokens, plural, show, token_file, token_list
 
 
 class ServerSettings(BaseSettings):
