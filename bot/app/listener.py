@@ -37,12 +37,12 @@ class Health:
     """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
     ``unowned``: any process's) and open, the waiters, the Web API queue, each connection."""
 
-    def __init__(self, mode: Mode, provider: SlackQuestionProvider) -> None:
+    def __init__(self, mode: Mode, provider: SlackQuestionProvider, gateway: Gateway) -> None:
         self.mode = mode
         self.provider = provider
+        self.gateway = gateway
         self.socket: SocketMode | None = None
         self.dsh: DshHostClient | None = None
-        self.gateway: Gateway | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""
@@ -62,8 +62,7 @@ class Health:
                 open=count.total,
             )
         body["waiters"] = store.watch_count
-        if self.gateway is not None:
-            body["longPolls"] = self.gateway.long_polls
+        body["longPolls"] = self.gateway.long_polls
         scheduler = getattr(self.provider.client, "scheduler", None)
         if scheduler is not None:  # Web API calls waiting for Slack's rate limits
             body["webApiQueue"] = scheduler.depths()
@@ -92,7 +91,8 @@ async def serve(
         refuse=request_problem,
         refusals=refusals,
         body_timeout=limits.body_timeout,
-        max_body=_slack_body_limit,
+        # /slack/events takes Slack's 1 MiB however large MAX_BODY_BYTES lets the API's be
+        max_body=lambda request: SLACK_MAX_BODY if request.path == "/slack/events" else None,
         body_budget=BodyBudget(settings.max_unsigned_body_bytes),
     )
     web_app = web.Application(
@@ -116,12 +116,6 @@ async def serve(
     # e.g. the port is taken: the error names PORT, and nothing is left open
     runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
     return runner
-
-
-def _slack_body_limit(request: web.Request) -> int | None:
-    """``/slack/events`` takes Slack's 1 MiB however large ``MAX_BODY_BYTES`` lets the API's
-    bodies be: a larger, unsigned body is refused before it is read."""
-    return SLACK_MAX_BODY if request.path == "/slack/events" else None
 
 
 def listener_limits(settings: Settings) -> ListenerLimits:

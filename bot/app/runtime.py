@@ -202,8 +202,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         logger.info(
             f"took up {len(adopted)} open questions owned by no process ({counted} of the API)"
         )
-    health = Health(settings.mode, provider)
-    health.gateway = gateway
+    health = Health(settings.mode, provider, gateway)
     runner = await serve(settings, gateway, health, app, signing_secret, refusals)
     closes("http server", runner.cleanup, "closing the HTTP server")
     url = f"http://{settings.listen_address.rpartition(':')[0]}:{runner.addresses[0][1]}"
