@@ -9,8 +9,7 @@ from typing import Final
 METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     # bolt calls it once to learn the bot's own user id.
     "auth.test": (),
-    # Socket Mode's WebSocket URL, asked with the app-level token (SLACK_APP_TOKEN, whose
-    # connections:write scope is the app-level token's, not a bot scope).
+    # Socket Mode's URL, asked with SLACK_APP_TOKEN (connections:write is not a bot scope).
     "apps.connections.open": (),
     # chat:write.public lets the bot post into a public channel it has not joined.
     "chat.postMessage": ("chat:write", "chat:write.public"),
@@ -23,20 +22,17 @@ METHOD_SCOPES: Final[dict[str, tuple[str, ...]]] = {
     "views.open": (),
     "views.update": (),
     "views.push": (),
-    # The App Home tab's "Waiting for you" list (needs no scope; the app_home_opened event
-    # needs none either).
+    # The App Home tab's "Waiting for you" list (no scope, nor for app_home_opened).
     "views.publish": (),
     # Who can see a question that names nobody, for the Home tab: a public channel's is
     # listed for anyone, a DM's for its user, a private channel's or group DM's for nobody.
     "conversations.info": ("channels:read", "groups:read", "im:read", "mpim:read"),
     # Members of SLACK_ALLOWED_USERGROUPS.
     "usergroups.users.list": ("usergroups:read",),
-    # A restarted bot finds its earlier request messages by their metadata (posting
-    # metadata needs no scope of its own; reading it back needs the history scopes), and
-    # so does the bot after a post that timed out but that Slack may have stored.
+    # A restarted bot, or one whose post timed out, finds its messages by their metadata
+    # (posting metadata needs no scope; reading it back needs the history scopes).
     "conversations.history": ("channels:history", "groups:history"),
-    # A question in a thread whose post failed but that Slack may have stored all the same
-    # is looked for among the thread's replies, by its metadata (the same scopes).
+    # The same for a question in a thread, among the thread's replies.
     "conversations.replies": ("channels:history", "groups:history"),
     # A plan or detail too long for the thread cap, uploaded as one file.
     "files.getUploadURLExternal": ("files:write",),
