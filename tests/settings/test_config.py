@@ -520,6 +520,10 @@ def test_the_environment_wins_over_the_env_file(tmp_path: Path) -> None:
     assert (settings.mode, settings.port, settings.slack_channel) == ("socket", 5000, "C1")
     # Set but empty in the environment: unset, even though .env has it.
     assert load({"SLACK_BOT_TOKEN": "", "SLACK_APP_TOKEN": ""}, path).mode == "sandbox"
+    # A JSON value wins whole: none of the file's keys is merged into it.
+    path = write_env(tmp_path, 'DSH_REVIEW_POLICY={"approvals": 3, "declines": 2}\n')
+    policy = load({"DSH_REVIEW_POLICY": '{"approvals": 2}'}, path).dsh_review_policy
+    assert policy is not None and (policy.approvals, policy.declines) == (2, 1)
 
 
 def test_env_file_problems_name_the_line_not_the_value(tmp_path: Path) -> None:
