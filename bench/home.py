@@ -53,7 +53,8 @@ async def _store(kind: str) -> PendingStore | None:
             Path(tempfile.mkdtemp(prefix="bench-home-")) / "questions.db"
         )
     else:
-        from adapters.slack.stores.redis import RedisPendingStore, StoreUnavailable
+        from adapters.slack.stores.contract import StoreUnavailable
+        from adapters.slack.stores.redis import RedisPendingStore
 
         url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
         store = RedisPendingStore(url, prefix=f"bench-{secrets.token_hex(4)}")
