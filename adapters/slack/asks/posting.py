@@ -83,7 +83,7 @@ class Poster:
         try:
             return await asyncio.shield(delivery)
         except asyncio.CancelledError:
-            if delivery.cancelled():  # (shielded: only ``hand_over`` cancels it)
+            if delivery.cancelled() and self.closing and record.detached:  # ``hand_over``'s
                 raise _handed_over() from None
             if not record.detached and self._withdraw(record.id):
                 # Still waiting its turn: never shown, nothing to wait for from Slack.

@@ -244,8 +244,9 @@ class MessageSynchroniser(BackgroundTasks):
                 # Another process may have finished the request while an open render was on
                 # its way: look once more so an open render never lands last.
                 current = await self._store.get(request_id)
-                if current is None or current.version == sent.version:
+                if current is None or current.version == sent.version or not current.message_ts:
                     return
+                channel, ts = current.message_channel or current.channel, current.message_ts
         finally:
             entry.users -= 1
             if entry.users == 0:
