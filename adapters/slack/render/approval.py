@@ -9,16 +9,12 @@ from typing import Final
 from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
-from adapters.slack.render.blocks import (
-    MAX_THREAD_REPLIES,
+from adapters.slack.render.blocks.message import render_final, render_open
+from adapters.slack.render.blocks.options import button, confirmation
+from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES, split_text
+from adapters.slack.render.blocks.parts import (
     Attachment,
     Rendered,
-    render_final,
-    render_open,
-    split_text,
-)
-from adapters.slack.render.blocks.options import button, confirmation
-from adapters.slack.render.blocks.parts import (
     abridged,
     actions,
     checked,
@@ -34,8 +30,6 @@ from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
 from adapters.slack.render.rich import Block, bold, rich_text, words
 
 ALLOW_TEXT: Final = "Allow once"
-REJECT_TEXT: Final = "Reject"
-APPROVAL_ACTION_PATTERN: Final = ids.APPROVAL_ACTION_PATTERN
 _CODE_LIMIT: Final = MAX_SECTION_TEXT - 20
 """Room for the fences, their two guards (``_code``) and ``Path: `` in one section."""
 _PER_REPLY: Final = 3
@@ -148,7 +142,7 @@ def _confirm_text(view: ApprovalView) -> str:
 def _buttons(record: PendingRecord, view: ApprovalView) -> Block:
     asked = confirmation("Allow once?", _confirm_text(view), ALLOW_TEXT, "Cancel")
     allow = button(ALLOW_TEXT, ids.approval_action_id("allow"), "allowed-once", "primary", asked)
-    reject = button(REJECT_TEXT, ids.approval_action_id("reject"), "rejected")
+    reject = button("Reject", ids.approval_action_id("reject"), "rejected")
     return actions(record, None, "ap", [allow, reject])
 
 

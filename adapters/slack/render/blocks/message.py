@@ -92,9 +92,8 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
         rest = _open_blocks(bare, layout, revised, nothing, inline, blockkit.MAX_SECTION_TEXT)
         room = blockkit.MESSAGE_TEXT_BUDGET - (blockkit.block_text_length(rest) - markers) - kept
         # Each block's own limits are checked once, on the message as rendered.
-        if room >= 0 and not (
-            inline and listed and blockkit.markdown_length(rest) > blockkit.MAX_MARKDOWN_TOTAL
-        ):
+        crowded = inline and listed and blockkit.markdown_length(rest) > blockkit.MAX_MARKDOWN_TOTAL
+        if room >= 0 and not crowded:
             return inline, overflow.shares_within(record, room)
     # The parts that never change leave no room: the details go to the thread whole, and
     # the rendering says whether the rest fits at all.
