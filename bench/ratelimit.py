@@ -38,7 +38,7 @@ from adapters.slack.pacing.budget import Budget, RedisBudget
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.provider import SlackQuestionProvider
-from adapters.slack.render.blocks import render_final
+from adapters.slack.render.blocks.message import render_final
 from bench.common import (
     Asks,
     StandIn,

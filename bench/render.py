@@ -21,7 +21,8 @@ from typing import Any
 
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import layout_of, render_open
+from adapters.slack.render.blocks.message import render_open
+from adapters.slack.render.layout import layout_of
 from bench.common import Stats, fmt_ms, machine_line, print_table, summarize
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionItem

@@ -416,7 +416,7 @@ DISGUISES: dict[str, tuple[str, str]] = {
 @pytest.mark.parametrize("shape", list(DISGUISES))
 def test_markdown_blocks_cannot_show_one_link_target_and_go_to_another(shape: str) -> None:
     from adapters.slack.model.record import PendingRecord
-    from adapters.slack.render.blocks import render_open
+    from adapters.slack.render.blocks.message import render_open
     from bot.questions.models import AskUserQuestionItem
 
     detail, shown = DISGUISES[shape]
@@ -762,7 +762,7 @@ async def test_shutdown_with_slack_hanging_ends_within_shutdown_grace() -> None:
 
 def _most_options_that_fit(label: Callable[[int], str]) -> int:
     from adapters.slack.model.record import PendingRecord
-    from adapters.slack.render.blocks import render_open
+    from adapters.slack.render.blocks.message import render_open
     from bot.questions.errors import UserQuestionError
     from bot.questions.models import AskUserQuestionItem
 

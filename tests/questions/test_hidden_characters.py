@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_approval
-from adapters.slack.render.blocks import render_open
+from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.mrkdwn import escape, hidden_characters, markdown_text, plain, reveal
 from adapters.slack.render.rich import words
 from bot.questions.models import AskUserQuestionItem

@@ -22,7 +22,7 @@ from adapters.slack.asks.failures import SLACK_FAILURES
 from adapters.slack.asks.synchroniser import BackgroundTasks, MessageSynchroniser
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import answer_by
+from adapters.slack.render.blocks.parts import answer_by
 from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
 from adapters.slack.stores import PendingStore, mutate
 from bot.questions.errors import ASK_TIMEOUT

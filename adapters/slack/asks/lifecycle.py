@@ -23,7 +23,7 @@ from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_record
-from adapters.slack.render.blocks import Rendered
+from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.render.messages import (
     ABORTED_MESSAGE,
     CANCELLED_BY_ASKER,

@@ -20,7 +20,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
-from adapters.slack.render.blocks import Attachment, Rendered
+from adapters.slack.render.blocks.parts import Attachment, Rendered
 from adapters.slack.render.messages import (
     SHUTTING_DOWN,
     UNDELIVERED,

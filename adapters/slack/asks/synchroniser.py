@@ -20,7 +20,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.scheduler import untagged_context
 from adapters.slack.render.approval import render_record
-from adapters.slack.render.blocks import render_stale
+from adapters.slack.render.blocks.message import render_stale
 from adapters.slack.render.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
 from adapters.slack.stores import EventFor, PendingStore, settle
 

@@ -32,7 +32,8 @@ from adapters.slack.model.interactions import (
     parse_view_submission,
 )
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import plan_review_of, render_plan_modal
+from adapters.slack.render.blocks.modals import render_plan_modal
+from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_recorded, not_yours
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError

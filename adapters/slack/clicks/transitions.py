@@ -20,9 +20,9 @@ from adapters.slack.model.interactions import (
 )
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.model.tally import Membership, Vote, cast, combined_feedback, tally
-from adapters.slack.render.blocks import layout_of, render_skip_modal, render_text_modal
 from adapters.slack.render.blocks.message import shown_details
-from adapters.slack.render.layout import plan_review_of
+from adapters.slack.render.blocks.modals import render_skip_modal, render_text_modal
+from adapters.slack.render.layout import layout_of, plan_review_of
 from adapters.slack.render.messages import ALREADY_VOTED, ENTER_AN_ANSWER
 from adapters.slack.render.outcomes import refusal
 from bot.questions.models import (

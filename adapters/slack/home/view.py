@@ -10,9 +10,8 @@ from adapters.slack.blockkit import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import answer_by
 from adapters.slack.render.blocks.options import button_labels
-from adapters.slack.render.blocks.parts import asker
+from adapters.slack.render.blocks.parts import answer_by, asker
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.rich import bold, italic, rich_text, words

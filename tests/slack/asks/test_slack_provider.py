@@ -14,7 +14,7 @@ import pytest
 from adapters.slack.asks.endings import Released
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import CONTINUED
+from adapters.slack.render.blocks.overflow import CONTINUED
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.stores import MemoryPendingStore, mutate

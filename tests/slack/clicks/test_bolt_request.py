@@ -22,7 +22,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from adapters.slack.clicks.bolt_request import bolt_request, form_fields
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_open, render_text_modal
+from adapters.slack.render.blocks.message import render_open
+from adapters.slack.render.blocks.modals import render_text_modal
 from adapters.slack.sandbox.signing import build_event_request, build_interaction_request
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import click, state_after, submit_view

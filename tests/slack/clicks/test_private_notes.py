@@ -24,7 +24,7 @@ from adapters.slack.blockkit import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
 from adapters.slack.model import ids
 from adapters.slack.model.interactions import parse_block_actions, parse_view_submission
 from adapters.slack.model.record import ApprovalView
-from adapters.slack.render.blocks import render_skip_modal, render_text_modal
+from adapters.slack.render.blocks.modals import render_skip_modal, render_text_modal
 from adapters.slack.render.messages import (
     MODAL_NOT_OPENED,
     NOT_ALLOWED,

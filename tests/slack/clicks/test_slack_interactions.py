@@ -28,7 +28,8 @@ from adapters.slack.model.interactions import (
     parse_view_submission,
 )
 from adapters.slack.model.record import Draft, PendingRecord
-from adapters.slack.render.blocks import render_open, render_text_modal
+from adapters.slack.render.blocks.message import render_open
+from adapters.slack.render.blocks.modals import render_text_modal
 from bot.questions.models import AskUserQuestionItem
 from tests.slack_payloads import (
     ALICE,

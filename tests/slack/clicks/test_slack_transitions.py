@@ -36,7 +36,8 @@ from adapters.slack.model.interactions import (
     parse_view_submission,
 )
 from adapters.slack.model.record import Draft, PendingRecord
-from adapters.slack.render.blocks import render_open, render_skip_modal, render_text_modal
+from adapters.slack.render.blocks.message import render_open
+from adapters.slack.render.blocks.modals import render_skip_modal, render_text_modal
 from adapters.slack.render.messages import ENTER_AN_ANSWER
 from adapters.slack.render.outcomes import refusal
 from adapters.slack.sandbox.blockcheck import check_view

@@ -20,7 +20,7 @@ from markdown_it.token import Token
 
 from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_open
+from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.mrkdwn import escape, markdown_text
 from adapters.slack.sandbox.blockcheck import check_message, check_view
 from bot.questions.models import AskUserQuestionItem

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from adapters.slack.blockkit import MAX_BUTTON_TEXT, MAX_OPTION_TEXT
 from adapters.slack.model.record import Draft, PendingRecord
-from adapters.slack.render.blocks import Rendered, render_open
+from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.blocks.options import option_labels
+from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.render.mrkdwn import ELLIPSIS
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionItem

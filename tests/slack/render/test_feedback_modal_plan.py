@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.render.blocks import render_text_modal
+from adapters.slack.render.blocks.modals import render_text_modal
 from adapters.slack.sandbox.blockcheck import check_view
 from tests.slack.render.test_message_budget import plan, record
 
@@ -47,7 +47,7 @@ def test_a_long_plan_is_cut_with_its_code_block_closed() -> None:
 
 
 def test_the_plan_message_says_what_keep_planning_and_dismiss_do() -> None:
-    from adapters.slack.render.blocks import render_open
+    from adapters.slack.render.blocks.message import render_open
 
     blocks = render_open(record(plan("1. Go"))).blocks
     actions = [i for i, b in enumerate(blocks) if b["type"] == "actions"][-1]

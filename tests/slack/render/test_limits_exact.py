@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.render.blocks import render_open
+from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.mrkdwn import ELLIPSIS, shorten_escaped
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError

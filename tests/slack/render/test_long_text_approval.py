@@ -16,7 +16,7 @@ import pytest
 
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.render.approval import render_approval
-from adapters.slack.render.blocks import MAX_THREAD_REPLIES
+from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskOptions
 from tests.slack_harness import SlackHarness, all_text, until

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_final
+from adapters.slack.render.blocks.message import render_final
 from adapters.slack.render.review_view import feedback_block
 from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.sandbox.richtext import markdown_to_html

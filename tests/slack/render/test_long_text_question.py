@@ -11,7 +11,7 @@ import re
 import time
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_final, render_open
+from adapters.slack.render.blocks.message import render_final, render_open
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from tests.slack_harness import SlackHarness, all_text

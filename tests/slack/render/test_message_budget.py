@@ -20,8 +20,8 @@ from adapters.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record
-from adapters.slack.render.blocks import CONTINUED, MAX_THREAD_REPLIES, Rendered
-from adapters.slack.render.blocks.overflow import continued
+from adapters.slack.render.blocks.overflow import CONTINUED, MAX_THREAD_REPLIES, continued
+from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.render.review_view import plan_diff
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import ASK_TIMEOUT, SLACK_LIMIT, UserQuestionError

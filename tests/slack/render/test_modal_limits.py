@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_text_modal
-from adapters.slack.render.blocks.modals import MODAL_DETAIL
+from adapters.slack.render.blocks.modals import MODAL_DETAIL, render_text_modal
 from adapters.slack.render.mrkdwn import escape, reveal
 from adapters.slack.sandbox.blockcheck import check_view
 from bot.questions.models import AskUserQuestionItem

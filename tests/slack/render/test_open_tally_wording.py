@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Vote
-from adapters.slack.render.blocks import render_final, render_open
+from adapters.slack.render.blocks.message import render_final, render_open
 from adapters.slack.render.review_view import tally_line
 from adapters.slack.sandbox import SlackStandIn
 from bot.questions import AskOptions, ReviewPolicy

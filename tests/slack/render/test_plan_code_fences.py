@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import render_open
+from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.blocks.overflow import CONTINUED, detail_blocks, open_fence
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.models import AskUserQuestionItem

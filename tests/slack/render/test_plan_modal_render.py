@@ -9,7 +9,7 @@ import re
 import pytest
 
 from adapters.slack.blockkit import MAX_BLOCKS_MODAL, MAX_SECTION_TEXT
-from adapters.slack.render.blocks import render_plan_modal
+from adapters.slack.render.blocks.modals import render_plan_modal
 from adapters.slack.render.mrkdwn import escape
 from adapters.slack.sandbox.blockcheck import view_problems
 from tests.slack.render.test_long_plan_unseen import STEPS

@@ -18,7 +18,8 @@ from adapters.slack.clicks.transitions import apply_vote
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.model.tally import Revision, Vote
 from adapters.slack.render.approval import render_record
-from adapters.slack.render.blocks import Rendered, render_final, render_open
+from adapters.slack.render.blocks.message import render_final, render_open
+from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.sandbox.blockcheck import check_message
 from bot.questions.errors import ASK_TIMEOUT
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem

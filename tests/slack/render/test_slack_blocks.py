@@ -18,18 +18,11 @@ from hypothesis import strategies as st
 from adapters.slack.clicks.transitions import encode_answer
 from adapters.slack.model import ids
 from adapters.slack.model.record import Draft, PendingRecord
-from adapters.slack.render.blocks import (
-    CONTINUED,
-    MAX_TAP_OPTIONS,
-    Rendered,
-    layout_of,
-    plan_review_of,
-    render_final,
-    render_open,
-    render_stale,
-    render_text_modal,
-    split_text,
-)
+from adapters.slack.render.blocks.message import render_final, render_open, render_stale
+from adapters.slack.render.blocks.modals import render_text_modal
+from adapters.slack.render.blocks.overflow import CONTINUED, split_text
+from adapters.slack.render.blocks.parts import Rendered
+from adapters.slack.render.layout import MAX_TAP_OPTIONS, layout_of, plan_review_of
 from adapters.slack.render.mrkdwn import ELLIPSIS, escape
 from adapters.slack.sandbox.blockcheck import check_message, check_view
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
@@ -1182,7 +1175,7 @@ def test_the_modal_shows_the_beginning_of_a_long_detail() -> None:
 
 
 def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
-    from adapters.slack.render.blocks import MAX_THREAD_REPLIES, THREAD_PART
+    from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES, THREAD_PART
 
     detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES + 2), "step <&> ")
     rendered = render_open(record(plan(detail)))
@@ -1199,7 +1192,7 @@ def test_a_detail_past_the_thread_cap_is_one_file_in_full() -> None:
 
 @pytest.mark.slow
 def test_details_up_to_the_thread_cap_stay_continuation_messages() -> None:
-    from adapters.slack.render.blocks import MAX_THREAD_REPLIES, THREAD_PART
+    from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES, THREAD_PART
 
     detail = long_plan(THREAD_PART * (MAX_THREAD_REPLIES - 2), "step ")
     rendered = render_open(record(plan(detail)))

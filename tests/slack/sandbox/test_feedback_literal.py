@@ -22,7 +22,8 @@ from playwright.async_api import Browser, expect
 from adapters.slack.clicks.transitions import apply_vote
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Vote
-from adapters.slack.render.blocks import Rendered, render_final
+from adapters.slack.render.blocks.message import render_final
+from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.sandbox.blockcheck import check_message
 from adapters.slack.sandbox.richtext import mrkdwn_to_html, with_html
 from bot.app.runtime import Runtime

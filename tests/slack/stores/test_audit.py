@@ -228,7 +228,7 @@ def test_a_click_that_saves_a_persons_draft_is_a_changed_event() -> None:
     """A real tick in a form (parsed from Slack's payload, decided by ``transitions``) saves
     that person's own drafts (``user_drafts``); the trail records it as ``changed``."""
     from adapters.slack.clicks.transitions import Save, decide
-    from adapters.slack.render.blocks import render_open
+    from adapters.slack.render.blocks.message import render_open
     from tests.slack.clicks.test_slack_transitions import FORM, interaction_of
     from tests.slack_payloads import ALICE, choose
 
