@@ -17,8 +17,6 @@ from bot.mcp.client import AskFailed, BotClient, reconnecting
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
-__all__ = ["DEFAULT_URL", "INVALID_REQUEST", "ask", "ask_sync"]
-
 DEFAULT_URL: Final = "http://127.0.0.1:3000"
 """Where the bot listens when ``BOT_URL`` is unset (``python -m bot``'s default)."""
 INVALID_REQUEST: Final = "INVALID_REQUEST"

@@ -11,8 +11,6 @@ from typing import Any, Final, Protocol
 
 import aiosqlite
 
-__all__ = ["Delivery", "MemoryOutbox", "Outbox", "RedisOutbox", "SqliteOutbox"]
-
 
 @dataclass(frozen=True, slots=True)
 class Delivery:

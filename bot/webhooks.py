@@ -28,16 +28,6 @@ from bot.api.access import asker_of
 from bot.api.taken import Watch
 from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
 
-__all__ = [
-    "GIVE_UP_AFTER",
-    "IN_PROCESS",
-    "REPLAY_WINDOW",
-    "Webhooks",
-    "sign",
-    "signing_secret",
-    "verify",
-]
-
 GIVE_UP_AFTER: Final = 86_400.0
 """Seconds after a question ends that its delivery is retried before it is given up."""
 REPLAY_WINDOW: Final = 300.0

@@ -11,8 +11,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final
 
-__all__ = ["ApiTokens", "OpenQuestionCaps", "PollCaps", "asked_by", "asker_of"]
-
 _NONCE: Final = 16
 """Hex characters of an id's random (or key-derived) part; the tag is as long."""
 

@@ -26,22 +26,6 @@ from bot.questions.errors import (
 )
 from bot.questions.models import AskUserQuestionAnswer
 
-__all__ = [
-    "STATUS_OF_CODE",
-    "STORE_DOWN",
-    "Problem",
-    "Question",
-    "error_answer",
-    "failure",
-    "not_found",
-    "problem",
-    "request_problem",
-    "too_many",
-    "unauthorized",
-    "view_of",
-    "wait_of",
-]
-
 STATUS_OF_CODE: Final = {
     EMPTY_QUESTIONS: 422,
     BAD_INTENT: 422,

@@ -44,21 +44,6 @@ from bot.webhooks import Webhooks
 
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
-__all__ = [
-    "KeyLocks",
-    "ask_options",
-    "callback_refused",
-    "ended_view",
-    "key_problem",
-    "located",
-    "question_request",
-    "read_post",
-    "replayed",
-    "same_request",
-    "shutting_down",
-    "unready",
-]
-
 
 async def ended_view(
     questions: SlackQuestionProvider, request_id: str, ttl: float

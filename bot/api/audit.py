@@ -18,8 +18,6 @@ from bot.api.answers import request_problem
 
 _log = logging.getLogger("bot.audit")
 
-__all__ = ["AUDIT_HELP", "AuditSource", "audit_handler", "parse_range", "parse_time"]
-
 AUDIT_HELP: Final = """\
 Export the audit trail of the configured store (STORE, STORE_PATH, REDIS_URL) as JSON
 lines: every question asked, every click that changed something, every outcome with who

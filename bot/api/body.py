@@ -21,17 +21,6 @@ from adapters.slack import ApprovalView
 from bot.questions.models import AskUserQuestionItem, WireModel
 from bot.questions.review import ReviewPolicy
 
-__all__ = [
-    "ApprovalPost",
-    "QuestionPost",
-    "body_problems",
-    "checked",
-    "error_count",
-    "never_applied",
-    "read_body",
-    "validation_errors",
-]
-
 MAX_TIMEOUT: Final = 7 * 24 * 3600.0
 """The longest a question may wait for its answer (and the latest reminder), in seconds."""
 LINK_MESSAGE: Final = (

@@ -32,8 +32,6 @@ from bot.questions.models import AskOptions
 from bot.questions.service import UserQuestionService
 from bot.webhooks import Webhooks
 
-__all__ = ["ASKER", "MAX_WAIT", "Gateway"]
-
 MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
 ASKER: Final = web.RequestKey[str | None]("asker")

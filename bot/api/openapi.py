@@ -15,8 +15,6 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from bot.api.answers import Problem, Question
 from bot.api.body import ApprovalPost, QuestionPost
 
-__all__ = ["document", "document_text"]
-
 _REF: Final = "#/components/schemas/{model}"
 _MODELS: Final[list[tuple[type[BaseModel], JsonSchemaMode]]] = [
     (QuestionPost, "validation"),

@@ -12,8 +12,6 @@ from adapters.slack import BackgroundTasks, DeadlineUnkept, QuestionStatus, Wait
 from bot.api.access import ApiTokens, OpenQuestionCaps, asker_of
 from bot.questions.errors import HarnessError
 
-__all__ = ["Held"]
-
 LOOK_AGAIN: Final = 5.0  # seconds before a watch that failed (store unreachable) is set again
 
 Report = Callable[[str, QuestionStatus | BaseException | None], None]

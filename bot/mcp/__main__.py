@@ -24,8 +24,6 @@ from bot.mcp.server import build_server
 from bot.settings.checks import Secret, url
 from bot.settings.text import problem, render_help
 
-__all__ = ["McpSettings", "load_mcp_settings", "main"]
-
 DESCRIPTION = """\
 Serve the Model Context Protocol over stdio with one tool, ask_user_question, which asks
 people in Slack through a running bot (`python -m bot`) and returns their answer.

@@ -22,15 +22,6 @@ from tenacity.stop import stop_base
 from bot.logs import redact_url
 from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
-__all__ = [
-    "BAD_RESPONSE",
-    "BOT_UNREACHABLE",
-    "AskFailed",
-    "BotClient",
-    "bad_response",
-    "reconnecting",
-]
-
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"
 """The code of a failure to reach the bot's HTTP API, or to read its reply to the end."""
 BAD_RESPONSE: Final = "BAD_RESPONSE"

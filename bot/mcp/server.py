@@ -23,8 +23,6 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from bot.api.body import ApprovalPost, QuestionPost, checked, error_count
 from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
 
-__all__ = ["APPROVAL_DESCRIPTION", "APPROVAL_TOOL_NAME", "DESCRIPTION", "TOOL_NAME", "build_server"]
-
 TOOL_NAME: Final = "ask_user_question"
 """The tool asking a person questions."""
 _log = logging.getLogger("bot.mcp")

@@ -14,8 +14,6 @@ from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore
 from adapters.slack.stores.watches import WatchRegistry
 
-__all__ = ["MemoryPendingStore"]
-
 
 class MemoryPendingStore(PendingStore):
     """The default store: a dict in this process. Right for exactly one bot process."""

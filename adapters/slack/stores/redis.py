@@ -33,8 +33,6 @@ from adapters.slack.stores.redis_lua import AUDIENCES, INDEXED, OPEN_COUNT, WRIT
 from adapters.slack.stores.redis_upkeep import RedisUpkeep
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["RedisPendingStore"]
-
 
 class RedisRecords(RedisAudit):
     """The records of one store, kept by its scripts, and their trail (``RedisAudit``):

@@ -12,8 +12,6 @@ from adapters.slack.stores.redis_link import RedisLink, px
 from adapters.slack.stores.redis_lua import APPEND
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["CHAIN_TRIES", "PAGE", "RedisAudit", "chained"]
-
 PAGE: Final = 500
 """Entries read per XRANGE."""
 Entries = list[tuple[str, dict[str, str]]]

@@ -22,15 +22,6 @@ from adapters.slack.stores.contract import StoreUnavailable
 from adapters.urls import redact_url
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = [
-    "FAILURES",
-    "RedisKeys",
-    "RedisLink",
-    "closed_error",
-    "px",
-    "reraise_cancellation",
-]
-
 T = TypeVar("T")
 
 FAILURES: Final = (RedisError, OSError, TimeoutError)

@@ -4,18 +4,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = [
-    "APPEND",
-    "AUDIENCES",
-    "FORGET_OWNER",
-    "INDEXED",
-    "KEEP_OPEN_TRAILS",
-    "OPEN_COUNT",
-    "PURGE_AUDIT",
-    "WRITE",
-    "WRITE_TOKENS_KEPT",
-]
-
 WRITE_TOKENS_KEPT: Final = 16
 """How many of a record's last write tokens ``p:tok:{id}`` keeps: a retry of one of them is
 recognised as done; an older one is refused as stale (``mutate`` decides again)."""

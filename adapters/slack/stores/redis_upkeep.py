@@ -29,8 +29,6 @@ from adapters.slack.stores.redis_lua import FORGET_OWNER, KEEP_OPEN_TRAILS, PURG
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["RedisNotices", "RedisUpkeep"]
-
 _CHUNK: Final = 500
 """Records checked for existence per pipeline."""
 

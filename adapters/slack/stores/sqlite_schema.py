@@ -10,8 +10,6 @@ from typing import Final
 
 import aiosqlite
 
-__all__ = ["BUSY", "SCHEMA_VERSION", "TRAIL_SINCE", "check_readable", "migrate"]
-
 _APPEND: Final = (
     "INSERT INTO events (request_id, at, json) VALUES"
     " (json_extract(NEW.event, '$.requestId'), json_extract(NEW.event, '$.at'), NEW.event);"

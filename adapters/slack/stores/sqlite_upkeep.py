@@ -13,8 +13,6 @@ from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["SqliteEndings", "SqliteUpkeep"]
-
 
 class SqliteEndings:
     """Notices endings written by other processes and resolves this process's watches."""

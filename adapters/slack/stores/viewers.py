@@ -16,16 +16,6 @@ from adapters.slack.stores.sqlite import SqlitePendingStore
 from adapters.slack.stores.sqlite_file import private_file
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = [
-    "MAX_VIEWERS",
-    "VIEWER_TTL",
-    "HomeViewers",
-    "MemoryHomeViewers",
-    "RedisHomeViewers",
-    "SqliteHomeViewers",
-    "viewers_for",
-]
-
 MAX_VIEWERS: Final = 1000
 """People whose Home tab is kept up to date: the most recent openers."""
 VIEWER_TTL: Final = 7 * 86400.0

@@ -11,8 +11,6 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import RECORD_LOST_NOTE
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["LOST_CHECK_INTERVAL", "Watch", "WatchRegistry"]
-
 Refresh = Callable[[str], Awaitable[None]]
 """Look at one watched record now and resolve it if it has ended."""
 
