@@ -48,22 +48,9 @@ _NO_OPTIONS = AskOptions()
 _Place = tuple[str, str | None]
 
 
-class TakeUp:
-    """Claims unposted questions for this process and posts them (one search per place)."""
-
-    def __init__(
-        self,
-        poster: Poster,
-        client: AsyncWebClient,
-        store: PendingStore,
-        sync: MessageSynchroniser,
-        logger: logging.Logger,
-    ) -> None:
-        self._poster = poster
-        self._client = client
-        self._store = store
-        self._sync = sync
-        self._logger = logger
+class TakeUp(Poster):
+    """A ``Poster`` that also claims unposted questions for this process and posts them (one
+    search per place), and posts again those whose message is gone."""
 
     async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
         """Take for this process those of ``records`` still open, unowned and unposted."""
@@ -85,7 +72,7 @@ class TakeUp:
 
     def take_up(self, records: list[PendingRecord]) -> None:
         """Post (or find in Slack) the messages of ``records``, in the background."""
-        if self._poster.closing:
+        if self.closing:
             return  # stopping: they stay this process's until its heartbeat is gone
         places: dict[_Place, list[PendingRecord]] = defaultdict(list)
         for record in records:
@@ -117,11 +104,11 @@ class TakeUp:
                 return None
             return r.next(message_ts=ts, message_channel=record.channel, owner=None)
 
-        await self._sync.write(record.id, found, event=self._poster.asked)
+        await self._sync.write(record.id, found, event=self.asked)
 
     async def _post_taken(self, record: PendingRecord) -> None:
         try:
-            await self._poster.post(record, render_record(record))
+            await self.post(record, render_record(record))
         except UserQuestionError as exc:  # failed (the record says so) or handed over
             self._logger.info(
                 "a question taken up was not posted",
@@ -137,7 +124,7 @@ class TakeUp:
 
         _, written = await settle(self._store, record.id, unplaced)
         if written is not None:
-            await self._poster.post(written, render_record(written))
+            await self.post(written, render_record(written))
 
 
 class AskLifecycle:
@@ -171,10 +158,9 @@ class AskLifecycle:
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
-        self.poster = Poster(client, store, sync, endings, self.lost, team_url)
-        self.takeup = TakeUp(self.poster, client, store, sync, log)
-        sync.on_gone = self.takeup.post_again
-        self.waits.take_up = self.takeup.take_up
+        self.poster = TakeUp(client, store, sync, endings, self.lost, team_url, log)
+        sync.on_gone = self.poster.post_again
+        self.waits.take_up = self.poster.take_up
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
@@ -341,7 +327,7 @@ class AskLifecycle:
             self.waits.follow()
         unposted = [record for record in adopted if record.message_ts is None]
         if unposted:
-            self.takeup.take_up(await self.takeup.claim(unposted))
+            self.poster.take_up(await self.poster.claim(unposted))
         return adopted
 
     async def orphans(self, records: list[PendingRecord]) -> None:
@@ -351,7 +337,7 @@ class AskLifecycle:
         for record in records:
             self.waits.keep(record) if record.is_open else self._sync.refresh(record.id)
         if taken:
-            self.takeup.take_up(taken)
+            self.poster.take_up(taken)
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, let asks finish."""

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import io
+import logging
 from typing import Final
 
 import aiohttp
@@ -53,6 +54,7 @@ class Poster:
         endings: Endings,
         lost: LostPosts,
         team_url: str | None,
+        logger: logging.Logger,
     ) -> None:
         self._client = client
         self._store = store
@@ -60,6 +62,7 @@ class Poster:
         self._endings = endings
         self._lost = lost
         self._team_url = team_url
+        self._logger = logger
         scheduler = getattr(client, "scheduler", None)
         self._scheduler = scheduler if isinstance(scheduler, WebApiScheduler) else None
         # Detached posts not stored yet, and those of them let go to Slack.
