@@ -279,12 +279,7 @@ class ClickAuthority:
             result: tuple[bool, frozenset[str]] = lookup.result()
             return result
         known = self._gate.groups_cached(user, policy, stale=True)
-        also = also_allowed(record) or (None, None)
-        gate = self._gate
-        if known is None or not (
-            gate.decide_cached(user, users, groups, stale=True)
-            and gate.decide_cached(user, *also, stale=True)
-        ):
+        if known is None or not self._also_cached(user, record, (users, groups), stale=True):
             _log.warning(
                 "submission not checked: Slack's group lookup is slow", extra={"user": user}
             )
@@ -295,12 +290,19 @@ class ClickAuthority:
         return True, known
 
     def _also_cached(
-        self, user: str, record: PendingRecord, who: tuple[list[str] | None, list[str] | None]
+        self,
+        user: str,
+        record: PendingRecord,
+        who: tuple[list[str] | None, list[str] | None],
+        *,
+        stale: bool = False,
     ) -> bool | None:
         """``who``'s cached decision, narrowed by the operator's allow-list (``also_allowed``)."""
-        allowed = self._gate.decide_cached(user, *who)
+        allowed = self._gate.decide_cached(user, *who, stale=stale)
         also = also_allowed(record)
-        return self._gate.decide_cached(user, *also) if allowed and also is not None else allowed
+        if not allowed or also is None:
+            return allowed
+        return self._gate.decide_cached(user, *also, stale=stale)
 
     def _outside_cached(
         self, record: PendingRecord
