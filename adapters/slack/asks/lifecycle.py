@@ -141,7 +141,7 @@ class AskLifecycle:
         *,
         clock: Clock | None = None,
         logger: logging.Logger | None = None,
-        lost: LostPosts | None = None,
+        lost: LostPosts,
     ) -> None:
         self._client = client
         self._store = store
@@ -157,7 +157,7 @@ class AskLifecycle:
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
-        self.lost = lost or LostPosts(client, store, sync, clock=self.clock, logger=log)
+        self.lost = lost
         self.poster = TakeUp(client, store, sync, endings, self.lost, team_url, log)
         sync.on_gone = self.poster.post_again
         self.waits.take_up = self.poster.take_up

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.failures import SLACK_FAILURES, describe
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.synchroniser import BackgroundTasks, MessageSynchroniser
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
 from adapters.slack.stores import PendingStore
@@ -167,7 +167,7 @@ class LostPosts:
         *,
         clock: Clock | None = None,
         lookups: tuple[float, ...] = LOOKUPS,
-        logger: logging.Logger | None = None,
+        logger: logging.Logger,
     ) -> None:
         self._client = client
         self._store = store
@@ -175,8 +175,8 @@ class LostPosts:
         self._clock: Clock = clock or SystemClock()
         self.lookups = lookups
         """Seconds after a failed post at which its message is looked for (empty: never)."""
-        self._logger = logger or logging.getLogger("adapters.slack")
-        self._looking: set[asyncio.Task[None]] = set()
+        self._logger = logger
+        self._looking = BackgroundTasks(logger)
         self._searches: dict[_Place, _Search] = {}
         self._slots = asyncio.Semaphore(AT_ONCE)
         self._logged: set[str] = set()
@@ -226,43 +226,44 @@ class LostPosts:
             self._once("too many", "too many lost posts to look for; not looking", record.id)
             return False
         place = (record.channel, record.thread_ts)
-        task = asyncio.get_running_loop().create_task(
-            self._look(record.id, place, failed_at), name="lost post"
-        )
-        self._looking.add(task)
-        task.add_done_callback(self._done)
+        self._looking.spawn(self._look(record.id, place, failed_at), "lost post")
         return True
 
     async def aclose(self) -> None:
         """Stop looking (shutdown)."""
-        tasks = [*self._looking, *(s.task for s in self._searches.values())]
-        for task in tasks:
+        searches = [search.task for search in self._searches.values()]
+        for task in searches:
             task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
+        await self._looking.drain(0)
+        if searches:
+            await asyncio.wait(searches)
         self._searches.clear()
 
     async def _look(self, request_id: str, place: _Place, failed_at: float) -> None:
-        last: _Search | None = None
-        due = [after for after in self.lookups if failed_at + after > self._clock.now()]
-        for after in due or [0.0]:
-            await self._clock.sleep(max(0.0, failed_at + after - self._clock.now()))
-            try:
-                record = await self._store.get(request_id)
-                if record is None or record.message_ts is not None:
-                    return  # gone, or its message is known (a click on it told us)
-                last = self._search(place, last)
-                found = await asyncio.shield(last.task)
-                ts = found.get(request_id) if found is not None else None
-                if ts is not None:
-                    await self._close(request_id, place[0], ts)
-                    return
-            except UserQuestionError as exc:  # the store: try again at the next time
-                self._once(exc.code, "cannot look for a lost post now", request_id, exc)
-        self._logger.info(
-            "the message of a failed post was not found in Slack",
-            extra={"request_id": request_id},
-        )
+        try:
+            last: _Search | None = None
+            due = [after for after in self.lookups if failed_at + after > self._clock.now()]
+            for after in due or [0.0]:
+                await self._clock.sleep(max(0.0, failed_at + after - self._clock.now()))
+                try:
+                    record = await self._store.get(request_id)
+                    if record is None or record.message_ts is not None:
+                        return  # gone, or its message is known (a click on it told us)
+                    last = self._search(place, last)
+                    found = await asyncio.shield(last.task)
+                    ts = found.get(request_id) if found is not None else None
+                    if ts is not None:
+                        await self._close(request_id, place[0], ts)
+                        return
+                except UserQuestionError as exc:  # the store: try again at the next time
+                    self._once(exc.code, "cannot look for a lost post now", request_id, exc)
+            self._logger.info(
+                "the message of a failed post was not found in Slack",
+                extra={"request_id": request_id},
+            )
+        finally:
+            if len(self._looking) == 1:  # the last lookup: the searches are done with
+                self._searches.clear()
 
     def _search(self, place: _Place, last: _Search | None) -> _Search:
         """A search of ``place``: the one in flight or started ``FRESH`` seconds ago (unless
@@ -315,13 +316,3 @@ class LostPosts:
         self._logged.add(cause)
         error = describe(exc)[:200] if exc is not None else cause
         self._logger.warning(what, extra={"about": about, "error": error})
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._looking.discard(task)
-        if not self._looking:
-            self._searches.clear()
-        if not task.cancelled() and task.exception() is not None:
-            self._logger.warning(
-                "looking for a lost post failed",
-                extra={"error": repr(task.exception())[:200]},
-            )
