@@ -68,10 +68,9 @@ class Poster:
         # Detached posts not stored yet, and those of them let go to Slack.
         self._posting: dict[str, asyncio.Future[PendingRecord]] = {}
         self._sending: set[str] = set()
-        self._unshown: set[str] = set()
-        """Posts skipped because their question ended first, this process's to record."""
-        self._ended: dict[str, PendingRecord] = {}
-        """Posts skipped because their question ended unshown: the ending, for the waiter."""
+        self._unposted: dict[str, tuple[PendingRecord | None, bool]] = {}
+        """Posts skipped because their question ended first: the ending (for the waiter), and
+        whether the asked event is this process's to record."""
         self.closing = False
 
     # -- posting --------------------------------------------------------------------------
@@ -90,7 +89,7 @@ class Poster:
                 raise _handed_over() from None
             if not record.detached and self._withdraw(record.id):
                 # Still waiting its turn: never shown, nothing to wait for from Slack.
-                self._unshown.add(record.id)
+                self._unposted[record.id] = (None, True)
             # Let Slack's reply arrive so the message can be marked as cancelled; a delivery
             # still writing its place (the store down) finishes in the background.
             if not (await asyncio.wait({delivery}, timeout=10))[0]:
@@ -115,8 +114,7 @@ class Poster:
             return await self._send(record, rendered)
         finally:
             self._sending.discard(record.id)
-            self._unshown.discard(record.id)
-            self._ended.pop(record.id, None)
+            self._unposted.pop(record.id, None)
 
     async def _send(self, record: PendingRecord, rendered: Rendered) -> PendingRecord:
         try:
@@ -139,11 +137,10 @@ class Poster:
             # A question that ended before it was shown still gets its asked event (on its
             # own); one another process holds or posted gets it from that process's write
             # (README: the audit trail).
-            ended = self._ended.pop(record.id, None)
-            if record.id in self._unshown:
-                self._unshown.discard(record.id)
-                unshown = asked_event(record, by=record.asked_by, link=None)
-                await append_quietly(self._store, unshown)
+            ended, unshown = self._unposted.pop(record.id, (None, False))
+            if unshown:
+                asked = asked_event(record, by=record.asked_by, link=None)
+                await append_quietly(self._store, asked)
             error = None if ended is None else ending_error(ended)
             if error is not None:  # never shown: its waiter gets the ending, not "posted"
                 raise error from None
@@ -210,12 +207,10 @@ class Poster:
         """Note a post skipped because its question ended (``current``): the ending its waiter
         is to get, and whether its asked event is this process's to record (not if posted or
         adopted: that write carried it; nor if taken up elsewhere)."""
-        if current is None:
-            self._unshown.add(request_id)
-        elif current.message_ts is None:
-            self._ended[request_id] = current
-            if not detached or current.owner in (None, self._store.process_id):
-                self._unshown.add(request_id)
+        if current is None or current.message_ts is None:
+            me = self._store.process_id
+            mine = not detached or current is None or current.owner in (None, me)
+            self._unposted[request_id] = (current, mine)
 
     # -- while a post waits its turn ------------------------------------------------------
 
