@@ -73,15 +73,6 @@ class CallResult:
         return value.get("answers") if isinstance(value, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Asked:
-    """A request of the host: its session, its tool call, its questions (none: an approval)."""
-
-    session_id: str
-    call_id: str | None
-    questions: tuple[Any, ...] = ()
-
-
 def _result_of(data: Mapping[str, Any]) -> tuple[str, CallResult] | None:
     message = data.get("message")
     if not isinstance(message, Mapping) or not isinstance(message.get("toolCallId"), str):
@@ -125,7 +116,7 @@ class SessionLog:
         self._results: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
         self._approvals: OrderedDict[tuple[str, str], str] = OrderedDict()  # id → its callId
         self._decided: OrderedDict[tuple[str, str], str] = OrderedDict()  # call → outcome
-        self._requests: OrderedDict[str, _Asked] = OrderedDict()
+        self._requests: OrderedDict[str, Waterfall] = OrderedDict()
         self._changed = asyncio.Event()
 
     def _put(self, entries: OrderedDict[Any, Any], key: Any, value: Any) -> None:
@@ -195,8 +186,7 @@ class SessionLog:
 
     def asked(self, request: Waterfall) -> None:
         """Remember a request of the host (again: it becomes the latest)."""
-        asked = _Asked(request.session_id, request.call_id, tuple(request.questions))
-        self._put(self._requests, request.event_id, asked)
+        self._put(self._requests, request.event_id, request)
 
     def _ending(self, event_id: str) -> str | CallResult | None:
         """How request ``event_id`` ended, once logged: its decision or its tool result."""
@@ -220,7 +210,7 @@ class SessionLog:
         return "cancelled" if found.is_error else "answered"
 
     def verdict(self, event_id: str, outcome: dict[str, Any]) -> bool | None:
-        """Whether the log shows ``outcome`` (0.2) as the request's; ``None``: not yet."""
+        """Whether the log shows ``outcome`` as the request's; ``None``: not yet."""
         found = self._ending(event_id)
         if found is None or isinstance(found, str):
             return None if found is None else found == outcome.get("value")
