@@ -78,7 +78,7 @@ class DshHostClient:
         self._link = MuxLink(host, token or url_token)
         self._downlink = Downlink(
             host,
-            self._link.login,
+            self._link.auth.login,
             heartbeat=heartbeat,
             max_frame=max_frame_bytes,
             on_open=self._opened,

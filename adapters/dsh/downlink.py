@@ -12,6 +12,7 @@ import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
+from adapters.dsh.mux import MUX_PATH
 from adapters.urls import redact_url
 
 ConnectionState = Literal["connecting", "connected", "disconnected"]
@@ -34,7 +35,7 @@ class Downlink:
     def __init__(
         self,
         host: Host,
-        login: Callable[[], Awaitable[tuple[str, dict[str, str]]]],
+        login: Callable[[], Awaitable[dict[str, str]]],
         *,
         heartbeat: float | None,
         max_frame: int,
@@ -100,9 +101,9 @@ class Downlink:
             # Bounded up to the upgrade's answer: a host that takes the TCP connection and
             # never answers cannot hold the client at "connecting" for good.
             async with bound:
-                url, headers = await self._login()
+                headers = await self._login()
                 return await self._host.http().ws_connect(
-                    url,
+                    self._host.base + MUX_PATH,
                     headers=headers,
                     heartbeat=self._heartbeat,
                     timeout=aiohttp.ClientWSTimeout(ws_close=5.0),

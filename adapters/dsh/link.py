@@ -16,7 +16,6 @@ from adapters.dsh.asks import UNCONFIRMED_NOTE
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.dsh.mux import (
     LOG_PREFIX,
-    MUX_PATH,
     RESULT_PATH,
     Waterfall,
     follow_frame,
@@ -130,10 +129,6 @@ class MuxLink:
         self._seen: set[str] = set()
         """The requests this socket's ``$events`` sent (its replay, then new ones)."""
         self._followed: dict[str, bool] = {}  # session → snapshot seen
-
-    async def login(self) -> tuple[str, dict[str, str]]:
-        """The mux's URL and the headers logged in to it."""
-        return self._host.base + MUX_PATH, await self.auth.login()
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         """A new socket: open ``$events`` (the host then replays every pending request)."""
