@@ -9,20 +9,9 @@ from typing import Final
 
 from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, ask_key
 from adapters.dsh.host import describe
-from adapters.slack import PendingRecord, SlackQuestionProvider
+from adapters.slack import SlackQuestionProvider
 
 KEY_PREFIX: Final = ask_key("")
-
-
-def released_by_a_bot_of(record: PendingRecord, asker: str) -> str | None:
-    """The rpcId of an open request of the host ``asker`` that no process owns (a stopped
-    bot released it), or ``None`` for any other record."""
-    key = record.key
-    if record.owner is not None or record.asked_by != asker or key is None:
-        return None
-    if not key.startswith(KEY_PREFIX):
-        return None
-    return key.removeprefix(KEY_PREFIX)
 
 
 async def close_released(
@@ -44,8 +33,13 @@ async def close_released(
         )
         return
     for record in found:
-        rpc_id = released_by_a_bot_of(record, asker)
-        if rpc_id is None or held(rpc_id):
+        key = record.key  # this host's request, no process owns (a stopped bot released it)
+        if record.owner is not None or record.asked_by != asker or key is None:
+            continue
+        if not key.startswith(KEY_PREFIX):
+            continue
+        rpc_id = key.removeprefix(KEY_PREFIX)
+        if held(rpc_id):
             continue
         logger.info("dsh host: released request not replayed; closing it", extra={"rpc_id": rpc_id})
         closing.add(rpc_id)
