@@ -10,8 +10,12 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from adapters.dsh.protocol import ApprovalRequested, QuestionRequested
-from adapters.dsh.wire import describe_validation_error, load_json
+from adapters.dsh.protocol import (
+    ApprovalRequested,
+    QuestionRequested,
+    describe_validation_error,
+    load_json,
+)
 from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionItem
 

@@ -1,32 +1,109 @@
-"""The host's requests as the bot reads them, pure: questions and approvals parse to typed
-models (unknown keys dropped, as the host's own schema does), and the rules an answer obeys."""
+"""The host's wire as the bot reads it, pure: JSON decoded with bounded nesting and no lone
+surrogates; questions and approvals parsed to typed models (unknown keys dropped, as the
+host's own schema does); one-line errors; the rules an answer obeys."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, ValidationError
 
-from adapters.dsh.wire import Lenient as _Lenient
-from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
+from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem, WireModel
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
+
+REPLACEMENT: Final = "\ufffd"
+"""What a lone UTF-16 surrogate in host text becomes."""
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-class HostOption(_Lenient):
+def scrub_text(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (JSON may escape half a pair) replaced by
+    U+FFFD, since no UTF-8 encoder takes one."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def scrub(value: Any) -> Any:
+    """Decoded JSON (nested at most ``MAX_DEPTH`` deep) with every lone surrogate in its
+    strings, keys too, replaced by U+FFFD."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
+    return value
+
+
+class Lenient(WireModel):
+    """A wire model that drops unknown keys (zod's default); its input comes from ``load_json``
+    (no lone surrogates)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """Why ``value`` nests too deeply (checked without recursion), or ``None``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return f"nested more than {limit} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """Decode ``text``; ``ValueError`` names ``what`` and the problem (never RecursionError)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to decode") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} is not JSON: {exc}") from exc
+    problem = depth_problem(data)
+    if problem is not None:
+        raise ValueError(f"{what} is {problem}")
+    return scrub(data)
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Pydantic's errors as one line: ``loc.path: message; …`` (wire names)."""
+    parts = []
+    for item in error.errors(include_url=False):
+        path = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{path}: {message}" if path else message)
+    return "; ".join(parts)
+
+
+class HostOption(Lenient):
     """``AskUserQuestionOption`` as the host's frame schema reads it: other keys dropped."""
 
     label: str
     description: str | None = None
 
 
-class HostPlanReviewIntent(_Lenient):
+class HostPlanReviewIntent(Lenient):
     """``PlanReviewIntent`` as the host's frame schema reads it: other keys dropped."""
 
     kind: Literal["plan-review"]
     approve: str
 
 
-class HostQuestion(_Lenient):
+class HostQuestion(Lenient):
     """``AskUserQuestionItem`` as the host's frame schema reads it (§7): unknown keys dropped at
     every level (an LLM may add ``"recommended": true`` and the host relays it), an unknown
     intent ``kind`` still refused, as the host's schema does."""
@@ -44,13 +121,13 @@ class HostQuestion(_Lenient):
         return AskUserQuestionItem.model_validate(self.to_wire())
 
 
-class QuestionRequested(_Lenient):
+class QuestionRequested(Lenient):
     """A question waterfall's request: one or more questions."""
 
     questions: Annotated[list[HostQuestion], Field(min_length=1)]
 
 
-class ApprovalRequested(_Lenient):
+class ApprovalRequested(Lenient):
     """An approval waterfall's request: a tool waits for permission (``call_id``: its call)."""
 
     tool_name: str

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.dsh.mux import Waterfall
-from adapters.dsh.wire import scrub_text
+from adapters.dsh.protocol import scrub_text
 
 _REMEMBERED: Final = 2048
 _ASK_TOOL: Final = "ask_user_question"
