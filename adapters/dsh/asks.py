@@ -237,17 +237,36 @@ class HostRunner:
     async def _respond(
         self, ask: HostAsk, outcome: dict[str, Any], used: Callable[[str | None], bool], what: str
     ) -> None:
-        """Send ``outcome`` and log how it went; the message says when another settled it."""
+        """Send ``outcome``; the message says when it is not delivered, or another settled the
+        request (one that reached the host counts as taken when it settled it as ``used``)."""
+
+        async def overdue(note: str) -> None:
+            await self._notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
+
         ask.phase = "responding"
-        taken = await self._send(ask, outcome, used)
-        if taken is None:
+        ask.sent = True
+        delivery = await self._link.respond(
+            ask.rpc_id, outcome, settled=lambda: ask.resolved is not None, overdue=overdue
+        )
+        if delivery.taken is None and not delivery.settled:
+            await self._notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
             return
         extra = {"rpc_id": ask.rpc_id, "session": ask.session_id}
-        if taken:
-            self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        taken = delivery.taken
+        if not taken and delivery.reached and used(await _resolution(ask)):
+            self._logger.info(
+                "dsh host: response taken (the host's log did not show it; its cancel does)",
+                extra=extra,
+            )
+            taken = True
+        if not taken:
+            self._logger.info(f"dsh host: {what} not taken (not-pending)", extra=extra)
+            await self._notes.add_note(ask.request_id, self._settled_note(ask))
             return
-        self._logger.info(f"dsh host: {what} not taken (not-pending)", extra=extra)
-        await self._notes.add_note(ask.request_id, self._settled_note(ask))
+        self._logger.info(f"dsh host: {what} accepted", extra=extra)
+        status = await self._notes.status(ask.request_id)
+        if status is not None and status.note in _UNDELIVERED_NOTES:
+            await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
 
     async def _not_answered(self, ask: HostAsk, error: UserQuestionError) -> None:
         """Slack did not show ``ask``: declined when asking again cannot fix it; otherwise the
@@ -275,35 +294,6 @@ class HostRunner:
         except UserQuestionError:
             return None
         return None if status is None else status.version
-
-    async def _send(
-        self, ask: HostAsk, outcome: dict[str, Any], used: Callable[[str | None], bool]
-    ) -> bool | None:
-        """Send ``outcome``: whether it was taken, ``None`` if not delivered (the message says
-        so); one that reached the host counts as taken when it settled the request as ``used``."""
-
-        async def overdue(note: str) -> None:
-            await self._notes.add_note(ask.request_id, note or RETRYING_NOTE, in_flight=True)
-
-        ask.sent = True
-        delivery = await self._link.respond(
-            ask.rpc_id, outcome, settled=lambda: ask.resolved is not None, overdue=overdue
-        )
-        taken = delivery.taken
-        if taken is None and not delivery.settled:
-            await self._notes.add_note(ask.request_id, NOT_DELIVERED_NOTE, in_flight=True)
-            return None
-        if not taken and delivery.reached and used(await _resolution(ask)):
-            self._logger.info(
-                "dsh host: response taken (the host's log did not show it; its cancel does)",
-                extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
-            )
-            taken = True
-        if taken:
-            status = await self._notes.status(ask.request_id)
-            if status is not None and status.note in _UNDELIVERED_NOTES:
-                await self._notes.add_note(ask.request_id, DELIVERED_NOTE)
-        return bool(taken)
 
     async def _decline(self, ask: HostAsk, why: str) -> None:
         """Dismiss or reject the request in the host, so its agent can act, and say so in Slack."""
