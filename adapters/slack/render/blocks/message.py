@@ -54,9 +54,13 @@ def render_open(record: PendingRecord) -> Rendered:
     def render(limit: int) -> list[Block]:
         return _open_blocks(record, layout, revised[0], shown, inline, limit)
 
-    blocks = overflow.fitted(render)  # what changes after the post (label, note, tally) cut to fit
+    blocks = render(blockkit.MAX_SECTION_TEXT)
+    problems = blockkit.check_message(blocks, text)
+    if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
+        blocks = overflow.fitted(render, blocks)
+        problems = blockkit.check_message(blocks, text)
     thread, files = _thread(record, layout, shown, revised[1], inline)
-    return checked(Rendered(text, blocks, thread, files), "request")
+    return checked(Rendered(text, blocks, thread, files), "request", problems)
 
 
 def shown_details(record: PendingRecord) -> list[str]:

@@ -201,9 +201,9 @@ def kept_room(record: PendingRecord, layout: Layout, chosen: int) -> int:
     return max(opened, final)
 
 
-def fitted(render: Callable[[int], list[Block]]) -> list[Block]:
+def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = None) -> list[Block]:
     """``render(limit)`` with the largest ``limit`` that keeps within ``MESSAGE_TEXT_BUDGET``."""
-    blocks = render(MAX_SECTION_TEXT)
+    blocks = render(MAX_SECTION_TEXT) if first is None else first
     if block_text_length(blocks) <= MESSAGE_TEXT_BUDGET:
         return blocks
     least = render(1)

@@ -50,9 +50,12 @@ class Rendered:
     files: list[Attachment] = field(default_factory=list)
 
 
-def checked(rendered: Rendered, what: str) -> Rendered:
-    """``rendered``, or ``SLACK_LIMIT`` naming the first of Slack's limits it breaks."""
-    problems = [p for part in (rendered.blocks, *rendered.thread) for p in check_message(part)]
+def checked(rendered: Rendered, what: str, problems: list[str] | None = None) -> Rendered:
+    """``rendered``, or ``SLACK_LIMIT`` naming the first of Slack's limits it breaks
+    (``problems``: its blocks', when already known)."""
+    if problems is None:
+        problems = check_message(rendered.blocks, rendered.text)
+    problems = problems + [p for part in rendered.thread for p in check_message(part)]
     if problems:
         said = f"this {what} cannot be shown within Slack's limits: {problems[0]}"
         raise UserQuestionError(said, SLACK_LIMIT)
