@@ -28,9 +28,17 @@ class Delivery:
     def dump(self) -> str:
         return json.dumps(asdict(self))
 
+    @classmethod
+    def load(cls, text: str | bytes) -> Delivery:
+        return cls(**json.loads(text))
 
-def _load(text: str | bytes) -> Delivery:
-    return Delivery(**json.loads(text))
+    def claimable(self, now: float) -> bool:
+        """Whether a process may claim it now: not leased, or its lease ran out."""
+        return not self.leased or self.next_at <= now
+
+    def claimed(self, lease_until: float) -> Delivery:
+        """As its claimer holds it: the next version, leased until ``lease_until``."""
+        return replace(self, version=self.version + 1, next_at=lease_until, leased=True)
 
 
 class Outbox(Protocol):
@@ -48,11 +56,6 @@ class Outbox(Protocol):
         """Replace ``before`` (still at its version) with ``after`` (``None``: delete)."""
 
     async def close(self) -> None: ...
-
-
-def claimable(delivery: Delivery, now: float) -> bool:
-    """Whether a process may claim ``delivery`` now: not leased, or its lease ran out."""
-    return not delivery.leased or delivery.next_at <= now
 
 
 class MemoryOutbox:
@@ -117,11 +120,12 @@ class SqliteOutbox:
         rows = await self._db.execute_fetchall(
             "SELECT json FROM outbox WHERE id = ?", (delivery_id,)
         )
-        return next((_load(row[0]) for row in rows), None)
+        return next((Delivery.load(row[0]) for row in rows), None)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
         query = "SELECT json FROM outbox WHERE next_at <= ? ORDER BY next_at LIMIT ?"
-        return [_load(row[0]) for row in await self._db.execute_fetchall(query, (now, limit))]
+        rows = await self._db.execute_fetchall(query, (now, limit))
+        return [Delivery.load(row[0]) for row in rows]
 
     async def put(self, before: Delivery, after: Delivery | None) -> bool:
         args: tuple[Any, ...] = ()
@@ -174,7 +178,7 @@ class RedisOutbox:
 
     async def get(self, delivery_id: str) -> Delivery | None:
         text = await self._redis.hget(self._key(delivery_id), "json")
-        return None if text is None else _load(text)
+        return None if text is None else Delivery.load(text)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
         ids = await self._redis.zrangebyscore(self._due, "-inf", now, start=0, num=limit)
@@ -190,8 +194,3 @@ class RedisOutbox:
 
     async def close(self) -> None:
         await self._redis.aclose()
-
-
-def claimed(delivery: Delivery, lease_until: float) -> Delivery:
-    """``delivery`` as its claimer holds it: the next version, leased until ``lease_until``."""
-    return replace(delivery, version=delivery.version + 1, next_at=lease_until, leased=True)

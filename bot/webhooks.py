@@ -26,7 +26,7 @@ from aiohttp.resolver import DefaultResolver
 from adapters.slack import BackgroundTasks
 from bot.api.access import asker_of
 from bot.api.taken import Watch
-from bot.webhook_outbox import Delivery, Outbox, claimable, claimed
+from bot.webhook_outbox import Delivery, Outbox
 
 GIVE_UP_AFTER: Final = 86_400.0
 """Seconds after a question ends that its delivery is retried before it is given up."""
@@ -144,14 +144,10 @@ class Webhooks:
         asker = name if api else IN_PROCESS
         why = self.refusal(url, asker)
         if why is None:
-            await self.add(request_id, url, asker)
+            now = time.time()
+            await self.outbox.add(Delivery(request_id, url, asker, now, now + RECHECK))
+            self._watch(request_id)
         return why
-
-    async def add(self, request_id: str, url: str, asker: str | None) -> None:
-        """Owe ``url`` a delivery when question ``request_id`` ends."""
-        now = time.time()
-        await self.outbox.add(Delivery(request_id, url, asker, now, now + RECHECK))
-        self._watch(request_id)
 
     def start(self) -> None:
         resolver = None if self._allow_private else _PublicResolver()
@@ -229,9 +225,9 @@ class Webhooks:
         now, view = time.time(), None
         try:
             kept = await self.outbox.get(delivery_id)
-            if kept is None or not claimable(kept, now):
+            if kept is None or not kept.claimable(now):
                 return
-            held = claimed(kept, now + LEASE)
+            held = kept.claimed(now + LEASE)
             if not await self.outbox.put(kept, held):
                 return  # another process holds this attempt
             view = await self._view(delivery_id)

@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 
 import bot.webhooks
 from bot.mcp import TOOL_NAME
-from bot.webhook_outbox import Delivery, MemoryOutbox, RedisOutbox, SqliteOutbox, claimed
+from bot.webhook_outbox import Delivery, MemoryOutbox, RedisOutbox, SqliteOutbox
 from bot.webhooks import Webhooks, signing_secret, verify
 from tests.api.test_api_body_checks import PLAN
 from tests.api.test_gateway import API_TOKEN, DEPLOY, Bed, another_bot, running
@@ -153,13 +153,14 @@ async def test_an_api_question_owes_its_callback_one_delivery_once(
     """The gateway only checks the callback; the provider owes it when it asks (it was owed by
     both, the second write a no-op)."""
     added: list[str] = []
-    add = Webhooks.add
+    owe = Webhooks.owe
 
-    async def counted(self: Webhooks, request_id: str, url: str, asker: str | None) -> None:
-        added.append(request_id)
-        await add(self, request_id, url, asker)
+    async def counted(self: Webhooks, request_id: str, url: str, by: str | None) -> str | None:
+        why = await owe(self, request_id, url, by)
+        added.extend([request_id] if why is None else [])
+        return why
 
-    monkeypatch.setattr(Webhooks, "add", counted)
+    monkeypatch.setattr(Webhooks, "owe", counted)
     async with receiving() as hook, running(**ALLOW) as bed:
         asked = await answered(bed, {**DEPLOY, "callback": hook.url}, "Deploy")
         await until(lambda: hook.seen, within=10, what="the delivery")
@@ -259,7 +260,7 @@ async def test_a_question_ending_while_an_attempt_found_it_open_is_delivered_at_
         )
         webhooks.start()
         try:
-            await webhooks.add("q", hook.url, "default")
+            await webhooks.owe("q", hook.url, "api:default")
             await until(lambda: hook.seen, within=5, what="the delivery")
         finally:
             await asyncio.wait_for(webhooks.stop(), 10)
@@ -417,7 +418,7 @@ async def test_the_sqlite_outbox_claims_concurrently_while_another_process_write
         async def claim(n: int) -> bool:
             kept = await mine.get(f"d{n}")
             assert kept is not None
-            return await mine.put(kept, claimed(kept, 30.0))
+            return await mine.put(kept, kept.claimed(30.0))
 
         async def churn() -> None:
             for n in range(100):
