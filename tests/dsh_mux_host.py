@@ -117,8 +117,6 @@ class MuxHost:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    url = base_url
-
     @property
     def launch_url(self) -> str:
         return f"{self.base_url}/?token={self.token}"

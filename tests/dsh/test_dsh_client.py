@@ -427,7 +427,7 @@ async def test_two_sessions_asking_at_once(rig: Rig) -> None:
         assert rig.posts == 2
 
 
-# --------------------------------------------------------------------------- receipts
+# --------------------------------------------------------------------------- answers not used
 
 
 async def test_an_answer_beaten_by_another_client_says_it_was_settled_elsewhere(

@@ -69,8 +69,8 @@ def _notices(rig: Rig) -> list[str]:
 
 @pytest.mark.slow
 async def test_an_answer_is_sent_for_as_long_as_the_downlink_stays_up(rig: Rig) -> None:
-    """Only ``/api/respond`` fails (a proxy's 503) past ``respond_retry_for``: the bot keeps
-    sending while connected, the host gets the answer once the proxy recovers."""
+    """Only ``$events/result`` fails (a proxy's 503): the bot keeps sending while connected,
+    the host gets the answer once the proxy recovers."""
     failing = {"on": True}
 
     async def wrap(original: Handler, request: web.Request) -> web.StreamResponse:
@@ -95,8 +95,8 @@ async def test_an_answer_is_sent_for_as_long_as_the_downlink_stays_up(rig: Rig) 
 
 
 async def test_an_answer_the_host_has_not_taken_says_so_at_once(rig: Rig) -> None:
-    """The host cannot take the answer yet: the message says so within a second or two, not
-    once ``respond_retry_for`` has passed (it showed a bare "Answered" for 120 s)."""
+    """The host cannot take the answer yet: the message says so within a second or two (it
+    once showed a bare "Answered" for 120 s)."""
     failing = {"on": True}
 
     async def wrap(original: Handler, request: web.Request) -> web.StreamResponse:
@@ -160,10 +160,10 @@ async def test_a_resend_after_a_replay_replaces_the_retrying_note(rig: Rig) -> N
         assert RETRYING_NOTE not in shown(message.blocks)
 
 
-# ------------------------------------------------------------ defect 4: a lost receipt
+# ------------------------------------------------------------ defect 4: a lost reply
 
 
-def _drop_first_receipt(host: MuxHost) -> None:
+def _drop_first_reply(host: MuxHost) -> None:
     state = {"dropped": False}
 
     async def wrap(original: Handler, request: web.Request) -> web.StreamResponse:
@@ -171,14 +171,14 @@ def _drop_first_receipt(host: MuxHost) -> None:
         if not state["dropped"]:
             state["dropped"] = True
             assert request.transport is not None
-            request.transport.close()  # ... and its receipt never reaches the bot
+            request.transport.close()  # ... and its reply never reaches the bot
         return response  # type: ignore[no-any-return]
 
     _patch_respond(host, wrap)
 
 
-async def test_an_answer_taken_with_its_receipt_lost_is_not_called_unused(rig: Rig) -> None:
-    _drop_first_receipt(rig.host)
+async def test_an_answer_taken_with_its_reply_lost_is_not_called_unused(rig: Rig) -> None:
+    _drop_first_reply(rig.host)
     await _rebind(rig.host)
     async with asyncio.timeout(TIMEOUT):
         _, future = rig.host.ask(SESSION_A, [TARGET])
@@ -190,8 +190,8 @@ async def test_an_answer_taken_with_its_receipt_lost_is_not_called_unused(rig: R
         assert "not used" not in shown(message.blocks)
 
 
-async def test_a_decision_taken_with_its_receipt_lost_is_not_called_unused(rig: Rig) -> None:
-    _drop_first_receipt(rig.host)
+async def test_a_decision_taken_with_its_reply_lost_is_not_called_unused(rig: Rig) -> None:
+    _drop_first_reply(rig.host)
     await _rebind(rig.host)
     async with asyncio.timeout(TIMEOUT):
         _, _, future = rig.host.request_approval(new_session_id(), "bash", BASH)

@@ -1,4 +1,4 @@
-"""Bad input from a dsh 0.2 host keeps the limits the 0.1.1 client has.
+"""Bad input from a dsh host is kept within limits.
 
 Through the bot's real parts (``test_dsh_client``'s rig) and ``MuxHost``, the stand-in for
 what the real host cannot be made to send: a frame over the size limit, malformed frames,
