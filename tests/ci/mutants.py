@@ -389,8 +389,8 @@ _VOTING = [
     Mutant(
         "other option declines",
         TRANSITIONS,
-        "        if interaction.option not in (review.approve, review.decline):\n            return Ignore()",
-        "        if False:\n            return Ignore()",
+        "        if interaction.option not in (review.approve, review.decline):\n            return None",
+        "        if False:\n            return None",
     ),
     Mutant(
         "declines one early",

@@ -12,7 +12,6 @@ from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.transitions import (
     NO_LONGER_OPEN_APPROVAL,
     Decision,
-    Ignore,
     Modal,
     Refuse,
     Save,
@@ -207,7 +206,7 @@ class InteractionHandler(ClickAuthority):
             self._sync.refresh(record.id)
         elif isinstance(decision, Modal):
             self._sync.open_modal(interaction.origin, record, decision.view)
-        if not isinstance(decision, Modal | Ignore):
+        if decision is not None and not isinstance(decision, Modal):
             refused = decision.text if isinstance(decision, Refuse) else None
             self._reshow(interaction.origin, record.id, refused)
 
@@ -228,14 +227,12 @@ class InteractionHandler(ClickAuthority):
         known: PendingRecord | None = None,
     ) -> Decision:
         """Decide on the freshest record and write it; the first writer wins, losers re-decide."""
-        decision: Decision = Ignore()
+        decision: Decision = None
 
         def change(current: PendingRecord) -> PendingRecord | None:
             nonlocal decision
             decision = decide(current, interaction, time.time(), groups=member)
-            if isinstance(decision, Save):
-                return decision.record
-            return None
+            return decision.record if isinstance(decision, Save) else None
 
         origin = interaction.origin
         seen, written = await settle(

@@ -34,7 +34,6 @@ from bot.questions.models import (
 __all__ = [
     "NO_LONGER_OPEN_APPROVAL",
     "Decision",
-    "Ignore",
     "Modal",
     "Refuse",
     "Save",
@@ -71,12 +70,8 @@ class Refuse:
     plain: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Ignore:
-    """Nothing to do (a stale widget, a no-op change)."""
-
-
-Decision = Save | Modal | Refuse | Ignore
+Decision = Save | Modal | Refuse | None
+"""What a click does; ``None``: nothing (a stale widget, a no-op change)."""
 
 
 def _item(question: AskUserQuestionItem, draft: Draft) -> AskUserQuestionAnswerItem:
@@ -108,11 +103,11 @@ def _vote(
         return Refuse(ENTER_AN_ANSWER)
     policy, review = record.review, plan_review_of(record.questions)
     if policy is None or review is None:
-        return Ignore()
+        return None
     origin = interaction.origin
     if isinstance(interaction, Pick):
         if interaction.option not in (review.approve, review.decline):
-            return Ignore()
+            return None
         approve, feedback = interaction.option == review.approve, None
     else:
         approve, feedback = False, interaction.text.strip() or None
@@ -180,7 +175,7 @@ def decide(
         view = record.approval.model_copy(update={"outcome": interaction.outcome})
         return _ended(record, interaction.origin, now, state="answered", approval=view)
     if record.approval is not None:  # a question's click naming an approval: forged
-        return Ignore()
+        return None
     if not record.is_open:
         return Refuse(refusal(record, mention=True), refusal(record, mention=False))
     layout = layout_of(record.questions)
@@ -192,14 +187,14 @@ def decide(
 
     if isinstance(interaction, ReadPlan):  # kept for the record of their decision
         if origin.user in record.plan_readers:
-            return Ignore()
+            return None
         return Save(record.next(plan_readers=[*record.plan_readers, origin.user]), False)
 
     if isinstance(interaction, Dismiss):
         return _ended(record, origin, now, state="cancelled")
 
     if isinstance(interaction, Submit | ConfirmSkip | DraftChange) and layout != "form":
-        return Ignore()  # a form's widget, on a message that is no form
+        return None  # a form's widget, on a message that is no form
 
     if isinstance(interaction, Submit):
         # The submitter's own choices: what their Submit payload shows, over their drafts.
@@ -215,14 +210,14 @@ def decide(
         return _finish(record, origin, now, [Draft() for _ in record.questions])
 
     if not 0 <= interaction.question < count:
-        return Ignore()
+        return None
     question = record.questions[interaction.question]
 
     if isinstance(interaction, Pick):
         if layout not in ("plan", "tap", "menu"):
-            return Ignore()
+            return None
         if not 0 <= interaction.option < len(question.options or []):
-            return Ignore()
+            return None
         drafts = [Draft(selected=[interaction.option])]
         return _finish(record, origin, now, drafts)
 

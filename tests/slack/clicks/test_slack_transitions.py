@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from adapters.slack.clicks.transitions import (
-    Ignore,
     Modal,
     Refuse,
     Save,
@@ -200,12 +199,12 @@ def test_plan_buttons_answer_with_the_askers_label(button: str, label: str) -> N
     ],
 )
 def test_a_pick_out_of_range_is_ignored(pick: Pick) -> None:
-    assert decide(TAP, pick, NOW) == Ignore()
+    assert decide(TAP, pick, NOW) is None
 
 
 @pytest.mark.parametrize("rec", [FORM, TEXT], ids=["form", "text"])
 def test_a_pick_where_the_layout_has_no_picks_is_ignored(rec: PendingRecord) -> None:
-    assert decide(rec, Pick(RID, 0, 0, Origin(ALICE)), NOW) == Ignore()
+    assert decide(rec, Pick(RID, 0, 0, Origin(ALICE)), NOW) is None
 
 
 # --- forms -----------------------------------------------------------------------------
@@ -325,12 +324,12 @@ def test_submit_ignores_selections_of_questions_that_do_not_exist() -> None:
 
 @pytest.mark.parametrize("rec", [TAP, MENU, TEXT, PLAN], ids=["tap", "menu", "text", "plan"])
 def test_submit_or_draft_outside_a_form_is_ignored(rec: PendingRecord) -> None:
-    assert decide(rec, Submit(RID, Origin(ALICE), {0: (0,)}), NOW) == Ignore()
-    assert decide(rec, DraftChange(RID, 0, (0,), Origin(ALICE)), NOW) == Ignore()
+    assert decide(rec, Submit(RID, Origin(ALICE), {0: (0,)}), NOW) is None
+    assert decide(rec, DraftChange(RID, 0, (0,), Origin(ALICE)), NOW) is None
 
 
 def test_draft_change_for_a_question_that_does_not_exist_is_ignored() -> None:
-    assert decide(FORM, DraftChange(RID, 3, (0,), Origin(ALICE)), NOW) == Ignore()
+    assert decide(FORM, DraftChange(RID, 3, (0,), Origin(ALICE)), NOW) is None
 
 
 # --- free text -------------------------------------------------------------------------
@@ -413,7 +412,7 @@ def test_text_in_a_form_is_a_draft_then_part_of_the_submission() -> None:
 
 
 def test_text_for_a_question_that_does_not_exist_is_ignored() -> None:
-    assert decide(TAP, TextAnswer(RID, 4, "x", Origin(ALICE), "b"), NOW) == Ignore()
+    assert decide(TAP, TextAnswer(RID, 4, "x", Origin(ALICE), "b"), NOW) is None
 
 
 # --- dismissal and finished records ----------------------------------------------------
