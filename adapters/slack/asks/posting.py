@@ -263,20 +263,16 @@ async def upload_text(
         filename=attachment.filename, length=len(data)
     )
     url, file_id = str(reserved["upload_url"]), str(reserved["file_id"])
-    session = client.session
-    owned = session is None
-    if session is None:
-        session = aiohttp.ClientSession()
-    try:
-        async with session.post(url, data=io.BytesIO(data), timeout=_UPLOAD_TIMEOUT) as response:
-            if response.status != 200:
-                body = (await response.text())[:200]
-                raise aiohttp.ClientResponseError(
-                    response.request_info, (), status=response.status, message=body
-                )
-    finally:
-        if owned:
-            await session.close()
+    shared = client.session  # else a session of its own, closed after
+    async with (
+        contextlib.nullcontext(shared) if shared else aiohttp.ClientSession() as session,
+        session.post(url, data=io.BytesIO(data), timeout=_UPLOAD_TIMEOUT) as response,
+    ):
+        if response.status != 200:
+            body = (await response.text())[:200]
+            raise aiohttp.ClientResponseError(
+                response.request_info, (), status=response.status, message=body
+            )
     await client.files_completeUploadExternal(
         files=[{"id": file_id, "title": attachment.title}],
         channel_id=channel,
