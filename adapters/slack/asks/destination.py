@@ -76,7 +76,7 @@ class AskDefaults:
         return self.destination
 
     def question_record(
-        self, request: AskUserQuestionRequest, options: AskOptions, *, owner: str | None, now: float
+        self, request: AskUserQuestionRequest, options: AskOptions, *, now: float
     ) -> PendingRecord:
         """The record a question starts as (its id still to be given), ``options`` over these."""
         where = self.where(options, request)
@@ -87,7 +87,6 @@ class AskDefaults:
         escalate_to = options.escalate_to or self.escalate_to
         return PendingRecord(
             id="-",
-            owner=owner,
             questions=list(request.questions),
             shown_sha256=shown_digest(request.questions),
             channel=where.channel,
@@ -111,8 +110,6 @@ class AskDefaults:
         options: AskOptions,
         approvers: Sequence[str] | None,
         approver_groups: Sequence[str] | None,
-        *,
-        owner: str | None,
     ) -> PendingRecord:
         """The record a tool-permission approval starts as (no deadline of its own)."""
         where = self.where(options, None)
@@ -122,7 +119,6 @@ class AskDefaults:
             groups = list(approver_groups) if approver_groups else None
         return PendingRecord(
             id="-",
-            owner=owner,
             questions=[],
             shown_sha256=approval_digest(approval),
             approval=approval,

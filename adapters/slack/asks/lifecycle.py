@@ -168,9 +168,7 @@ class AskLifecycle:
         # No local keeps the request, the template or the review's maker: ``_run`` lets go
         # of them while the question waits (for hours, 10,000 at once).
         running = self._run(
-            self.defaults.question_record(
-                request, options, owner=self._owner(options), now=self.clock.now()
-            ),
+            self.defaults.question_record(request, options, now=self.clock.now()),
             options,
             request.signal,
             functools.partial(review_of, self._client, self._store, request.questions, options),
@@ -189,9 +187,7 @@ class AskLifecycle:
     ) -> PendingRecord:
         """Post a tool-permission approval and wait; the record as it ended."""
         return await self._run(
-            self.defaults.approval_record(
-                approval, options, approvers, approver_groups, owner=self._owner(options)
-            ),
+            self.defaults.approval_record(approval, options, approvers, approver_groups),
             options,
             signal,
         )
@@ -211,7 +207,9 @@ class AskLifecycle:
         request_id = options.request_id or (
             ids.key_request_id(options.key) if options.key else ids.new_request_id()
         )
-        owner = template.owner
+        # The waiter's process owns the request; none owns a detached one once it is posted
+        # (unless the store dies with this process).
+        owner = None if options.detached and not self._in_process else self._store.process_id
         if options.key or options.request_id:
             existing = await self._store.get(request_id)
             if existing is not None:
@@ -224,8 +222,8 @@ class AskLifecycle:
                 "key": options.key,
                 "note": options.note,
                 **(await extra() if extra is not None else {}),
-                # Owned by no process once posted; until then by this one, which posts it.
-                **({"owner": self._store.process_id, "detached": True} if owner is None else {}),
+                "owner": self._store.process_id,  # (a detached one's until it is posted)
+                "detached": owner is None,
             }
         )
         del template, extra  # a question may wait for hours: hold only what waiting needs
@@ -310,13 +308,6 @@ class AskLifecycle:
                         "could not end a question aborted while its post waited",
                         extra={"request": record.id, "error": repr(ending)},
                     )
-
-    def _owner(self, options: AskOptions) -> str | None:
-        """Who owns a request asked with ``options``: the waiter's process, or none for a
-        detached one (unless the store dies with this process)."""
-        if options.detached and not self._in_process:
-            return None
-        return self._store.process_id
 
     async def resume(self) -> list[PendingRecord]:
         """At start: adopt the open requests owned by no process and follow those asked from

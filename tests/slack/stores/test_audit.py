@@ -95,9 +95,7 @@ def test_a_record_keeps_the_digest_it_was_made_with_and_older_records_get_it_com
     request = AskUserQuestionRequest.model_validate(
         {"questions": [q.model_dump(by_alias=True, exclude_none=True) for q in plan_review()]}
     )
-    made = AskDefaults(Destination("C1")).question_record(
-        request, AskOptions(), owner="proc", now=1.0
-    )
+    made = AskDefaults(Destination("C1")).question_record(request, AskOptions(), now=1.0)
     assert made.shown_sha256 == shown_digest(plan_review())
     assert PendingRecord.load(made.dump()).shown_sha256 == made.shown_sha256  # stored
     answered = made.next(state="answered", answered_by="U1", finished_at=2.0)
@@ -122,7 +120,7 @@ def approval(command: str) -> ApprovalView:
 def test_an_approval_is_bound_to_the_command_shown() -> None:
     view = approval("psql -f migrate.sql")
     defaults = AskDefaults(Destination("C1"))
-    made = defaults.approval_record(view, AskOptions(), None, None, owner=None)
+    made = defaults.approval_record(view, AskOptions(), None, None)
     shown = {"tool_name": "bash", "headline": "Run a migration", "command": "psql -f migrate.sql"}
     canonical = json.dumps(shown, sort_keys=True, separators=(",", ":"))
     assert made.shown_sha256 == hashlib.sha256(canonical.encode()).hexdigest()
