@@ -9,7 +9,6 @@ from adapters.slack.stores.contract import (
     ReportsOrphans,
     StoreConflict,
     StoreUnavailable,
-    Watch,
     append_quietly,
     mutate,
     settle,
@@ -17,6 +16,7 @@ from adapters.slack.stores.contract import (
 )
 from adapters.slack.stores.memory import MemoryPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
+from adapters.slack.stores.watches import Watch
 
 __all__ = [
     "RETENTION",

@@ -19,24 +19,6 @@ from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 if TYPE_CHECKING:
     from adapters.slack.stores.duties import Upkeep
 
-__all__ = [
-    "OWNER_LOST_NOTE",
-    "RETENTION",
-    "EventFor",
-    "OpenCount",
-    "OrphanHandler",
-    "PendingStore",
-    "ReportsOrphans",
-    "StoreConflict",
-    "StoreUnavailable",
-    "TrailReader",
-    "Watch",
-    "append_quietly",
-    "mutate",
-    "settle",
-    "until_back",
-]
-
 RETENTION: Final = 90 * 86400.0
 """How long finished records (and their audit trail) are kept by default: 90 days."""
 
@@ -81,15 +63,12 @@ class TrailReader(Protocol):
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""
-        ...
 
     def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         """Every event with ``since <= at < until``, in the order they were appended."""
-        ...
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """What ``audit_chain.verify`` finds; ``None`` when this store keeps no chain."""
-        ...
 
 
 class PendingStore(TrailReader, Protocol):
@@ -125,48 +104,37 @@ class PendingStore(TrailReader, Protocol):
 
     async def start(self) -> None:
         """Connect and start background duties (heartbeats, notifications)."""
-        ...
 
     async def close(self) -> None:
         """Stop background duties and release connections."""
-        ...
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Store a new record and ``event`` with it, in one write."""
-        ...
 
     async def get(self, request_id: str) -> PendingRecord | None:
         """The record with this id, or ``None``."""
-        ...
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         """The records with these ids, in their order (``None`` for each unknown)."""
-        ...
 
     async def compare_and_set(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Write ``record`` if stored at ``record.version - 1``, and ``event`` (both or neither)."""
-        ...
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         """Every pending record (of ``owner``, when given)."""
-        ...
 
     async def open_count(self) -> OpenCount:
         """How many records are pending, counted in the store (no record is parsed)."""
-        ...
 
     async def open_audiences(self) -> list[Audience]:
         """Who may answer each open question (tool approvals left out), in no order."""
-        ...
 
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` (one that goes with no write of its record) to its trail."""
-        ...
 
 
 class DurableStore(PendingStore):
-    """The durable stores' base (their trail a mixin: ``SqliteAudit``, ``RedisAudit``): purge
-    and sweep go to ``_upkeep``."""
+    """The durable stores' base: purge and sweep go to ``_upkeep``."""
 
     _upkeep: Upkeep
     on_orphans: OrphanHandler | None = None

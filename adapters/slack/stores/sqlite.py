@@ -1,5 +1,4 @@
-"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite;
-its audit trail, the ``events`` table (``SqliteAudit``)."""
+"""``SqlitePendingStore``: the durable embedded default, one SQLite file through aiosqlite."""
 
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteEndings, SqliteUpkeep
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
-
-__all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SqliteAudit", "SqlitePendingStore", "chained_write"]
 
 DEFAULT_PATH: Final = "slack-questions.db"
 """The store's file when ``STORE_PATH`` is not set (relative to the working directory)."""
@@ -83,57 +80,9 @@ def chained_write(
     return rows
 
 
-class SqliteAudit:
-    """Every question's events in one table, in the order they were appended: the SQLite
-    store's trail (a mixin of ``SqlitePendingStore``)."""
-
-    _file: SqliteFile
-
-    async def _write(self, sql: str, params: Any, event: AuditEvent | None) -> list[Any]:
-        """The rows of a record's write ``sql``, with ``event`` appended should it write."""
-        if event is None:
-            return await self._file.inline(sql, params)
-        return await self._file.run(chained_write, sql, params, event)
-
-    async def append_event(self, event: AuditEvent) -> None:
-        """Append ``event`` to its question's trail (an event without a write)."""
-        await self._file.run(chained_write, None, (), event)
-
-    async def events(self, request_id: str) -> list[AuditEvent]:
-        """The trail of one question, in the order appended (inline: a long-poll waits)."""
-        rows = await self._file.inline(
-            "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
-        )
-        return [AuditEvent.load(raw) for (raw,) in rows]
-
-    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
-        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
-        end = math.inf if until is None else until
-        ((first, last),) = await self._file.rows(_RANGE, (since, end))
-        if first is None:
-            return
-        upto = _NEWEST if until is None else int(last)
-        async for rows in self._file.pages(_PAGE, int(first) - 1, upto, since, end):
-            for _, raw in rows:
-                yield AuditEvent.load(raw)
-
-    async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
-        try:
-            head = await self._file.rows("SELECT seq, hash FROM chain_head")
-            purged = await self._file.rows("SELECT seq, at, hash FROM purged")
-        except UserQuestionError as exc:
-            if isinstance(exc.cause, sqlite3.OperationalError):
-                return None  # a file from before the chain
-            raise
-        rows = [ChainRow(*row) async for page in self._file.pages(_CHAIN_PAGE, 0) for row in page]
-        found = (int(head[0][0]), str(head[0][1])) if head else None
-        gone = {int(seq): (float(at), str(h)) for seq, at, h in purged}
-        return verify(rows, found, gone, kept_since)
-
-
-class SqlitePendingStore(SqliteAudit, DurableStore):
-    """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after."""
+class SqlitePendingStore(DurableStore):
+    """A ``PendingStore`` in one SQLite file (WAL); ``start()`` before use, ``close()`` after;
+    its audit trail, every question's events in one table (``events``)."""
 
     _upkeep: SqliteUpkeep
 
@@ -296,6 +245,48 @@ class SqlitePendingStore(SqliteAudit, DurableStore):
                 ) in batch
             )  # fmt: skip
         return audiences
+
+    async def _write(self, sql: str, params: Any, event: AuditEvent | None) -> list[Any]:
+        """The rows of a record's write ``sql``, with ``event`` appended should it write."""
+        if event is None:
+            return await self._file.inline(sql, params)
+        return await self._file.run(chained_write, sql, params, event)
+
+    async def append_event(self, event: AuditEvent) -> None:
+        """Append ``event`` to its question's trail (an event without a write)."""
+        await self._file.run(chained_write, None, (), event)
+
+    async def events(self, request_id: str) -> list[AuditEvent]:
+        """The trail of one question, in the order appended (inline: a long-poll waits)."""
+        rows = await self._file.inline(
+            "SELECT json FROM events WHERE request_id = ? ORDER BY seq", (request_id,)
+        )
+        return [AuditEvent.load(raw) for (raw,) in rows]
+
+    async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
+        """Every event with ``since <= at < until``, in the order appended (read in pages)."""
+        end = math.inf if until is None else until
+        ((first, last),) = await self._file.rows(_RANGE, (since, end))
+        if first is None:
+            return
+        upto = _NEWEST if until is None else int(last)
+        async for rows in self._file.pages(_PAGE, int(first) - 1, upto, since, end):
+            for _, raw in rows:
+                yield AuditEvent.load(raw)
+
+    async def check_chain(self, kept_since: float) -> ChainCheck | None:
+        """The breaks of the hash chain (schema 5 on), read in pages of ``CHUNK``."""
+        try:
+            head = await self._file.rows("SELECT seq, hash FROM chain_head")
+            purged = await self._file.rows("SELECT seq, at, hash FROM purged")
+        except UserQuestionError as exc:
+            if isinstance(exc.cause, sqlite3.OperationalError):
+                return None  # a file from before the chain
+            raise
+        rows = [ChainRow(*row) async for page in self._file.pages(_CHAIN_PAGE, 0) for row in page]
+        found = (int(head[0][0]), str(head[0][1])) if head else None
+        gone = {int(seq): (float(at), str(h)) for seq, at, h in purged}
+        return verify(rows, found, gone, kept_since)
 
     def __repr__(self) -> str:
         return f"SqlitePendingStore({str(self.path)!r}, process_id={self._process_id!r})"

@@ -24,8 +24,8 @@ from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import Draft, PendingRecord
 from adapters.slack.stores import PendingStore, SqlitePendingStore, mutate
 from adapters.slack.stores.redis import RedisPendingStore
-from adapters.slack.stores.sqlite import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_file import RUN
+from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import finish_if_open, finished, make_record
