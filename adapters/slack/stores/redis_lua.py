@@ -59,8 +59,8 @@ end
 
 
 def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
-    """Lua: read the event's chain ARGV from ``base`` on (``redis_audit.chained``) and, before
-    any write, answer ``{-1, head, question's last chained hash}`` when either moved."""
+    """Lua: read the event's chain ARGV from ``base`` on (``RedisPendingStore._chained``)
+    and, before any write, answer ``{-1, head, question's last chained hash}`` when either moved."""
     return f"""
 local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
 if event ~= '' then{_streams_ready(audit, trail)}

@@ -18,13 +18,7 @@ from redis.exceptions import LockError, RedisError
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import PendingStore
 from adapters.slack.stores.duties import OrphanSweep, Upkeep
-from adapters.slack.stores.redis_audit import PAGE
-from adapters.slack.stores.redis_link import (
-    FAILURES,
-    RedisLink,
-    px,
-    reraise_cancellation,
-)
+from adapters.slack.stores.redis_link import FAILURES, PAGE, RedisLink, px, reraise_cancellation
 from adapters.slack.stores.redis_lua import FORGET_OWNER, KEEP_OPEN_TRAILS, PURGE_AUDIT
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError

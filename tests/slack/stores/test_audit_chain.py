@@ -19,8 +19,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from adapters.slack.model.audit_trail import AuditEvent
-from adapters.slack.stores.redis import RedisPendingStore
-from adapters.slack.stores.redis_audit import CHAIN_TRIES
+from adapters.slack.stores.redis import CHAIN_TRIES, RedisPendingStore
 from adapters.slack.stores.sqlite import SqlitePendingStore
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from tests.bot_process import run_bot_command
