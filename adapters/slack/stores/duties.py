@@ -15,8 +15,8 @@ from adapters.httpguard import RefusalLog
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import (
     OWNER_LOST_NOTE,
+    DurableStore,
     PendingStore,
-    ReportsOrphans,
     StoreConflict,
     mutate,
 )
@@ -104,7 +104,7 @@ class Upkeep:
     """A durable store's duties: the heartbeat with a pass of the sweep, the hourly purge."""
 
     def __init__(
-        self, store: PendingStore, *, interval: float, ttl: float, log: logging.Logger
+        self, store: DurableStore, *, interval: float, ttl: float, log: logging.Logger
     ) -> None:
         if interval <= 0 or ttl <= interval:
             raise ValueError("heartbeat_ttl must be longer than a positive heartbeat_interval")
@@ -153,19 +153,26 @@ class Upkeep:
         return sweep.written
 
     def loops(
-        self,
-        kind: str,
-        stopped: Callable[[], bool],
-        store: ReportsOrphans,
-        **more: Coroutine[Any, Any, None],
+        self, kind: str, stopped: Callable[[], bool], **more: Coroutine[Any, Any, None]
     ) -> list[asyncio.Task[None]]:
-        """The store's tasks: the heartbeat and purge loops, apart (a long purge delays no
-        beat), and ``more`` (each named ``{kind}-store-{name}``)."""
-        beats = run_heartbeats(self._interval, stopped, lambda: self.duty(), store, self._log)
-        purges = every(
-            PURGE_EVERY, stopped, self.purge, RepeatedFailures(self._log, "pending store purge")
-        )
-        named = {"heartbeat": beats, "purge": purges, **more}
+        """The store's tasks: the heartbeat (reporting what it failed) and purge loops, apart
+        (a long purge delays no beat), and ``more`` (each named ``{kind}-store-{name}``)."""
+
+        async def beat() -> None:
+            orphans = await self.duty()
+            if orphans and self._store.on_orphans is not None:
+                try:
+                    await self._store.on_orphans(orphans)
+                except Exception:
+                    self._log.exception("on_orphans failed")
+
+        heartbeats = RepeatedFailures(self._log, "pending store heartbeat")
+        purges = RepeatedFailures(self._log, "pending store purge")
+        named = {
+            "heartbeat": every(self._interval, stopped, beat, heartbeats),
+            "purge": every(PURGE_EVERY, stopped, self.purge, purges),
+            **more,
+        }
         loop = asyncio.get_running_loop()
         return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in named.items()]
 
@@ -221,26 +228,6 @@ class RepeatedFailures:
             self._log.info("%s works again after %d failure(s)", self._what, self._failed)
         self._failed = 0
         self._reported = False
-
-
-async def run_heartbeats(
-    interval: float,
-    stopped: Callable[[], bool],
-    duty: Callable[[], Awaitable[list[PendingRecord]]],
-    store: ReportsOrphans,
-    log: logging.Logger,
-) -> None:
-    """Every ``interval`` until ``stopped()``: run ``duty`` and report what it failed."""
-
-    async def beat() -> None:
-        orphans = await duty()
-        if orphans and store.on_orphans is not None:
-            try:
-                await store.on_orphans(orphans)
-            except Exception:
-                log.exception("on_orphans failed")
-
-    await every(interval, stopped, beat, RepeatedFailures(log, "pending store heartbeat"))
 
 
 async def every(

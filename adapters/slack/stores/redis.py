@@ -237,7 +237,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         except UserQuestionError as exc:  # tried again in an hour (``Upkeep.loops``)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
         self._tasks = self._upkeep.loops(
-            "redis", lambda: self._link.closed, self, subscriber=self._notices.listen()
+            "redis", lambda: self._link.closed, subscriber=self._notices.listen()
         )
 
     @contextlib.asynccontextmanager

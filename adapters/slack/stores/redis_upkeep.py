@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, RedisError
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.contract import PendingStore
+from adapters.slack.stores.contract import DurableStore
 from adapters.slack.stores.duties import OrphanSweep, Upkeep
 from adapters.slack.stores.redis_link import FAILURES, PAGE, RedisLink, px, reraise_cancellation
 from adapters.slack.stores.redis_lua import FORGET_OWNER, KEEP_OPEN_TRAILS, PURGE_AUDIT
@@ -164,7 +164,7 @@ class RedisUpkeep(Upkeep):
     def __init__(
         self,
         link: RedisLink,
-        store: PendingStore,
+        store: DurableStore,
         *,
         retention: float,
         heartbeat_interval: float,

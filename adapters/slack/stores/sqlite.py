@@ -144,7 +144,7 @@ class SqlitePendingStore(DurableStore):
         self._log.info("pending store opened %s (schema %d, process %s)", *shown)
         checkpoints = self._upkeep.checkpoints(self._checkpoint_interval)
         more = {"poll": self._endings.poll(), "checkpoint": checkpoints}
-        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, self, **more)
+        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, **more)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:

@@ -7,7 +7,7 @@ import time
 from typing import Final
 
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.stores.contract import PendingStore
+from adapters.slack.stores.contract import DurableStore
 from adapters.slack.stores.duties import OrphanSweep, RepeatedFailures, Upkeep, every
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
@@ -105,7 +105,7 @@ class SqliteUpkeep(Upkeep):
     def __init__(
         self,
         file: SqliteFile,
-        store: PendingStore,
+        store: DurableStore,
         *,
         retention: float,
         heartbeat_interval: float,

@@ -22,7 +22,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Literal
 
 import pytest
@@ -30,7 +29,7 @@ import pytest
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
-from adapters.slack.stores.duties import run_heartbeats
+from adapters.slack.stores.duties import RepeatedFailures, every
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
@@ -275,8 +274,8 @@ async def test_redis_sweep_progresses_every_pass_when_listing_outlasts_the_pass(
 async def beats(
     outcomes: list[BaseException | None], log: logging.Logger
 ) -> list[BaseException | None]:
-    """Run ``run_heartbeats`` over a duty that raises each of ``outcomes`` in turn (``None``:
-    it works), then stops."""
+    """Run the heartbeat's loop (``every`` with its failures' log) over a duty that raises
+    each of ``outcomes`` in turn (``None``: it works), then stops."""
     left = list(outcomes)
 
     def stopped() -> bool:
@@ -289,7 +288,7 @@ async def beats(
         return []
 
     async with asyncio.timeout(20):
-        await run_heartbeats(0.001, stopped, duty, SimpleNamespace(on_orphans=None), log)
+        await every(0.001, stopped, duty, RepeatedFailures(log, "pending store heartbeat"))
     return outcomes
 
 
@@ -339,7 +338,6 @@ def test_a_repeated_failure_is_logged_again_after_the_interval_with_a_count(
 ) -> None:
     """At most one line a minute while a failure repeats, saying how many were not
     logged; the first success after it says so, once."""
-    from adapters.slack.stores.duties import RepeatedFailures
 
     log = logging.getLogger("tests.followups.repeated")
     caplog.set_level(logging.INFO, logger=log.name)
