@@ -27,6 +27,9 @@ FAILURE_LOG_EVERY: Final = 60.0
 PURGE_EVERY = 3600.0
 """Seconds between two purges while a store runs (read when it starts)."""
 
+Duty = tuple[str, float, Callable[[], Awaitable[object]]]
+"""A store's periodic duty: its name, its interval (seconds), its work."""
+
 
 def default_process_id() -> str:
     """An id unique to this process: host, pid and a random part."""
@@ -153,10 +156,15 @@ class Upkeep:
         return sweep.written
 
     def loops(
-        self, kind: str, stopped: Callable[[], bool], **more: Coroutine[Any, Any, None]
+        self,
+        kind: str,
+        stopped: Callable[[], bool],
+        *duties: Duty,
+        **more: Coroutine[Any, Any, None],
     ) -> list[asyncio.Task[None]]:
-        """The store's tasks: the heartbeat (reporting what it failed) and purge loops, apart
-        (a long purge delays no beat), and ``more`` (each named ``{kind}-store-{name}``)."""
+        """The store's tasks (each named ``{kind}-store-{name}``): a loop for each of the
+        heartbeat (reporting what it failed), the purge and ``duties`` (name, interval, work),
+        apart (a long purge delays no beat), and ``more``."""
 
         async def beat() -> None:
             orphans = await self.duty()
@@ -166,15 +174,14 @@ class Upkeep:
                 except Exception:
                     self._log.exception("on_orphans failed")
 
-        heartbeats = RepeatedFailures(self._log, "pending store heartbeat")
-        purges = RepeatedFailures(self._log, "pending store purge")
-        named = {
-            "heartbeat": every(self._interval, stopped, beat, heartbeats),
-            "purge": every(PURGE_EVERY, stopped, self.purge, purges),
-            **more,
-        }
+        own: list[Duty] = [("heartbeat", self._interval, beat), ("purge", PURGE_EVERY, self.purge)]
+        named: dict[str, Coroutine[Any, Any, None]] = {}
+        for name, interval, work in own + list(duties):
+            failures = RepeatedFailures(self._log, f"pending store {name}")
+            named[name] = every(interval, stopped, work, failures)
         loop = asyncio.get_running_loop()
-        return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in named.items()]
+        tasks = (named | more).items()
+        return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in tasks]
 
 
 async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:

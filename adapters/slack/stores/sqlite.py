@@ -103,11 +103,12 @@ class SqlitePendingStore(DurableStore):
             raise ValueError("retention, the intervals and busy_timeout must be positive")
         self._process_id = process_id or default_process_id()
         self._heartbeat_interval = heartbeat_interval
+        self._poll_interval = poll_interval
         self._checkpoint_interval = checkpoint_interval
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
         self._file = SqliteFile(Path(path), busy_timeout=busy_timeout, log=self._log)
         self._watches = WatchRegistry(self._refresh)
-        self._endings = SqliteEndings(self._file, self._watches, poll_interval=poll_interval)
+        self._endings = SqliteEndings(self._file, self._watches)
         self._upkeep = SqliteUpkeep(
             self._file,
             self,
@@ -142,9 +143,10 @@ class SqlitePendingStore(DurableStore):
             raise
         shown = (self.path, SCHEMA_VERSION, self._process_id)
         self._log.info("pending store opened %s (schema %d, process %s)", *shown)
-        checkpoints = self._upkeep.checkpoints(self._checkpoint_interval)
-        more = {"poll": self._endings.poll(), "checkpoint": checkpoints}
-        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, **more)
+        poll = ("poll", self._poll_interval, self._endings.poll_once)
+        # the WAL copied into the file apart, so no write waits for a checkpoint
+        checkpoint = ("checkpoint", self._checkpoint_interval, self._file.checkpoint)
+        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, poll, checkpoint)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:

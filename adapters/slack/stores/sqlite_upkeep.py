@@ -8,7 +8,7 @@ from typing import Final
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import DurableStore
-from adapters.slack.stores.duties import OrphanSweep, RepeatedFailures, Upkeep, every
+from adapters.slack.stores.duties import OrphanSweep, Upkeep
 from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
@@ -17,10 +17,9 @@ from bot.questions.errors import UserQuestionError
 class SqliteEndings:
     """Notices endings written by other processes and resolves this process's watches."""
 
-    def __init__(self, file: SqliteFile, watches: WatchRegistry, *, poll_interval: float) -> None:
+    def __init__(self, file: SqliteFile, watches: WatchRegistry) -> None:
         self._file = file
         self._watches = watches
-        self._poll_interval = poll_interval
         self._log = file.log
         self._data_version = -1
         self._seen_seq = 0
@@ -32,11 +31,6 @@ class SqliteEndings:
         """Start from now: what ended before is read by the watches themselves."""
         self._seen_seq = int(await self._file.scalar("SELECT COALESCE(MAX(seq), 0) FROM endings"))
         self._data_version = int(await self._file.scalar("PRAGMA data_version"))
-
-    async def poll(self) -> None:
-        """Look every ``poll_interval`` while the file is open (run as a task)."""
-        failures = RepeatedFailures(self._log, "pending store poll")
-        await every(self._poll_interval, lambda: not self._file.is_open, self.poll_once, failures)
 
     async def poll_once(self) -> None:
         """One look: resolve the watches of what other processes ended since the last."""
@@ -145,12 +139,6 @@ class SqliteUpkeep(Upkeep):
         if time.monotonic() < self._sweep_from:
             return []
         return await self.sweep_orphans()
-
-    async def checkpoints(self, interval: float) -> None:
-        """Copy the WAL into the file every ``interval`` while it is open, so no write waits
-        for a checkpoint."""
-        failures = RepeatedFailures(self._log, "pending store checkpoint")
-        await every(interval, lambda: not self._file.is_open, self._file.checkpoint, failures)
 
     async def purge(self, now: float | None = None) -> int:
         """Delete the records that ended longer than the retention ago, and their trails."""

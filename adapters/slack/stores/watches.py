@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
@@ -10,9 +11,6 @@ from typing import Final
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import RECORD_LOST_NOTE
 from bot.questions.errors import RECORD_LOST, STORE_UNAVAILABLE, UserQuestionError
-
-Refresh = Callable[[str], Awaitable[None]]
-"""Look at one watched record now and resolve it if it has ended."""
 
 REFRESH_RETRY: Final = 0.5
 """Seconds between looks when the store cannot be read as a wait begins."""
@@ -23,11 +21,10 @@ LOST_CHECK_INTERVAL: Final = 2.0
 class Watch:
     """A waiter in this process for one request's ending (a registered interest in it)."""
 
-    __slots__ = ("_registry", "_report", "future", "request_id", "waiting")
+    __slots__ = ("_registry", "future", "request_id", "waiting")
 
     def __init__(self, registry: WatchRegistry, request_id: str) -> None:
         self._registry = registry
-        self._report: Callable[[str | BaseException], None] | None = None
         self.request_id = request_id
         # the ended record's JSON: each waiter parses its own copy (after the click's ack)
         self.future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -72,13 +69,14 @@ class Watch:
     def then(self, report: Callable[[str | BaseException], None]) -> None:
         """Report the ending (record JSON, or the error) to ``report``, with no task waiting."""
         self.waiting = True
-        self._report = report
-        self.future.add_done_callback(self._reported)
+        self.future.add_done_callback(functools.partial(self._reported, report))
 
-    def _reported(self, future: asyncio.Future[str]) -> None:
+    def _reported(
+        self, report: Callable[[str | BaseException], None], future: asyncio.Future[str]
+    ) -> None:
         self.close()
-        if not future.cancelled() and self._report is not None:
-            self._report(future.exception() or future.result())
+        if not future.cancelled():
+            report(future.exception() or future.result())
 
 
 class WatchRegistry:
@@ -86,12 +84,12 @@ class WatchRegistry:
 
     def __init__(
         self,
-        refresh: Refresh,
+        refresh: Callable[[str], Awaitable[None]],
         *,
         shielded: bool = False,
         on_unwatched: Callable[[str], None] | None = None,
     ) -> None:
-        self.refresh = refresh
+        self.refresh = refresh  # looks at one watched record now, resolving it if it ended
         self.shielded = shielded
         self._on_unwatched = on_unwatched
         self._groups: dict[str, list[Watch]] = {}
