@@ -5,24 +5,33 @@ in HTTP mode (``bot.app.start``, its default SQLite store in a file, the heap se
 start); the stand-in and the agents holding the long-polls (``bench.longpoll``'s agent) run in
 processes of their own, so only the bot's memory counts. After a warm-up, ``count`` questions
 are POSTed (``batch`` at a time) and the RSS growth per question is taken after a full
-collection; then every one gets a ``GET ?wait=60`` and the growth is taken again. The
-warm-up asks ``batch`` at once, so the connections the load opens are in the baseline.
+collection and the heap trimmed as the bot trims it every minute (``keep_heap``); then every
+one gets a ``GET ?wait=60`` and the growth is taken again. The warm-up asks ``batch`` at once,
+so the connections the load opens are in the baseline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import tempfile
 from pathlib import Path
 
 import aiohttp
 
-from bench.common import SECRET, StandIn, settled_rss_kib, spawn
+from bench.common import SECRET, StandIn, rss_kib, spawn
 from bench.longpoll import QUESTION, TOKEN, _Agent
-from bot.app.runtime import settle_heap, start
+from bot.app.runtime import settle_heap, start, trim_heap
 from bot.settings.config import Settings
 
 WARMUP = 50
+
+
+def kept_kib() -> int:
+    """RSS after a full collection and ``trim_heap``, as ``python -m bot`` trims every minute."""
+    gc.collect()
+    trim_heap()
+    return rss_kib()
 
 
 async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]:
@@ -60,18 +69,18 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
 
                 await asyncio.gather(*(ask() for _ in range(warmup)))
                 settle_heap()  # as python -m bot does once started
-                base = settled_rss_kib()
+                base = kept_kib()
                 rids: list[str] = []
                 for _ in range(0, count, batch):
                     rids += await asyncio.gather(*(ask() for _ in range(batch)))
-            waiting = (settled_rss_kib() - base) / len(rids)
+            waiting = (kept_kib() - base) / len(rids)
             agent = _Agent(await spawn("-m", "bench.longpoll", "agent", runtime.url, TOKEN))
             await agent.poll(rids)
             for _ in range(1200):  # every long-poll parked (60 s at most)
                 if runtime.gateway.long_polls >= len(rids):
                     break
                 await asyncio.sleep(0.05)
-            polled = (settled_rss_kib() - base) / len(rids)
+            polled = (kept_kib() - base) / len(rids)
         finally:
             if agent is not None:
                 await agent.close()
