@@ -157,7 +157,7 @@ class DeadlineKeepers:
         self._seen: set[str] = set()  # open requests looked at while following
         self._owned: set[str] = set()  # among them, those a waiter's process owned
         self._looks = 0
-        self._listed: set[str] = set()  # the open questions the last look listed
+        self._listed: set[str] = set()  # those kept here that the last look listed open
         self._follower: asyncio.Task[None] | None = None
 
     @property
@@ -204,13 +204,15 @@ class DeadlineKeepers:
         self._owned &= open_ids
         for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
             self.forget(request_id)
-        self._listed = open_ids  # (one kept since the list was read is not in it: kept on)
         new = [i for i in open_ids if i not in self._seen and i not in self._due]
         started = 0
         for at in range(0, len(new), _READ_AT_ONCE):
             found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
             for record in self._note(r for r in found if r is not None and r.is_open):
                 started += self.keep(record, late=FOLLOW_GRACE)
+        # Not every open id: one kept later and ended before the next look is forgotten
+        # when its next deadline finds it ended.
+        self._listed = open_ids & self._due.keys()
         return started
 
     def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:

@@ -3,8 +3,10 @@ and after a release, on a real SQLite store."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -91,5 +93,47 @@ async def test_a_question_released_by_its_owner_is_kept_within_a_few_looks(
         assert sum(started) == 1 and waits.keeper_count == 1
         await mutate(store, mine, lambda r: r.next(owner=None))
         assert [await waits.follow_once() for _ in range(deadlines.RELOOK_OWNED)] == [0] * 6
+    finally:
+        await waits.close()
+
+
+async def test_a_followed_question_that_ended_elsewhere_is_forgotten_at_the_next_look(
+    store: SqlitePendingStore,
+) -> None:
+    rid = await asked(store, None)
+    waits = follower(store)
+    try:
+        assert await waits.follow_once() == 1 and waits.keeper_count == 1
+        await mutate(store, rid, lambda r: r.next(state="answered", finished_at=time.time()))
+        assert await waits.follow_once() == 0
+        assert waits.keeper_count == 0  # not held until its deadline
+    finally:
+        await waits.close()
+
+
+async def test_following_open_questions_with_no_deadline_keeps_only_their_ids(
+    store: SqlitePendingStore,
+) -> None:
+    """Looked at once each (each one's id kept, so it is not read again), nothing more: a bot
+    may follow thousands of open API questions."""
+    for _ in range(500):
+        record = make_record("other-bot").model_copy(update={"owner": None, "message_ts": "1.2"})
+        assert await store.create(record)
+    waits = follower(store)
+    try:
+        await waits.follow_once()  # the store's and the loop's first-use allocations
+        gc.collect()
+        tracemalloc.start()
+        try:
+            for _ in range(3):
+                assert await waits.follow_once() == 0
+            gc.collect()
+            mine = [tracemalloc.Filter(True, deadlines.__file__)]  # not the store's caches
+            held = tracemalloc.take_snapshot().filter_traces(mine).statistics("filename")
+        finally:
+            tracemalloc.stop()
+        assert waits.keeper_count == 0
+        per = sum(stat.size for stat in held) / 500
+        assert per < 100, f"{per:.0f} bytes kept per open question"
     finally:
         await waits.close()
