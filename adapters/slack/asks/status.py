@@ -33,6 +33,9 @@ __all__ = [
 
 _UNPOSTED_LOOK: Final = 2.0
 """Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
+_SHAPE: Final = PendingRecord(id="", channel="", questions=[]).model_dump_json().encode()
+"""Every field of a record: what ``report_ending``'s copy is zipped against (raw deflate, in
+memory only): some 200 bytes for a small record, 330 without."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +171,8 @@ async def report_ending(
         if record is not None:
             report(request_id, status_of(record))
         return record is not None
-    copy = zlib.compress(record.dump().encode())
+    zipper = zlib.compressobj(wbits=-15, zdict=_SHAPE)
+    copy = zipper.compress(record.dump().encode()) + zipper.flush()
     watch.then(functools.partial(_ended, request_id, copy, report, sync, endings))
     return True
 
@@ -188,7 +192,7 @@ def _ended(
     if isinstance(outcome, str):
         report(request_id, status_of(PendingRecord.load(outcome)))
     elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
-        last = zlib.decompress(copy).decode()
+        last = zlib.decompressobj(wbits=-15, zdict=_SHAPE).decompress(copy).decode()
         sync.spawn(endings.put_back_lost(last), "put back")
         report(request_id, status_of(lost_record(PendingRecord.load(last))))
     else:
