@@ -5,12 +5,11 @@ however often retried (a default stated explicitly counts as left out)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import re
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
 from aiohttp import web
@@ -31,14 +30,13 @@ from bot.api.body import (
     never_applied,
     validation_errors,
 )
-from bot.questions.abort import AbortSignal
 from bot.questions.errors import (
     ASK_ABORTED,
     BAD_REVIEW,
     DELIVERY_FAILED,
     UserQuestionError,
 )
-from bot.questions.models import AskOptions, AskUserQuestionItem, AskUserQuestionRequest
+from bot.questions.models import AskOptions, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 from bot.webhooks import Webhooks
 
@@ -145,23 +143,12 @@ def unready(
     return None
 
 
-def question_request(
-    post: QuestionPost, options: AskOptions, signal: AbortSignal
-) -> AskUserQuestionRequest:
-    """The seam's request ``post`` asks, with the options every POST shares."""
-    said = ("review", "revises", "timeout", "escalate_after", "escalate_to")
-    update = {name: getattr(post, name) for name in said}
-    update |= {"reminders": tuple(post.reminders or ()), "remind": tuple(post.remind or ())}
-    options = options.model_copy(update=update)
-    return AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
-
-
 def ask_options(
     post: QuestionPost | ApprovalPost, request_id: str, by: str, on_posted: Callable[[str], None]
 ) -> AskOptions:
-    """The seam's options every POST asks with (detached: owned by no process)."""
+    """The seam's options ``post`` asks with (detached: owned by no process)."""
     where = post.destination
-    return AskOptions(
+    options = AskOptions(
         channel=where.channel if where else None,
         thread_ts=where.thread_ts if where else None,
         request_id=request_id,
@@ -172,6 +159,12 @@ def ask_options(
         asked_by=by,
         detached=True,
     )
+    if isinstance(post, ApprovalPost):
+        return options
+    said = ("review", "revises", "timeout", "escalate_after", "escalate_to")
+    update = {name: getattr(post, name) for name in said}
+    update |= {"reminders": tuple(post.reminders or ()), "remind": tuple(post.remind or ())}
+    return options.model_copy(update=update)
 
 
 def shutting_down() -> web.Response:
@@ -190,21 +183,13 @@ def key_problem(key: str | None) -> str | None:
     return "Idempotency-Key is 1–255 printable ASCII characters"
 
 
-class KeyLocks:
+class KeyLocks(weakref.WeakValueDictionary[str, asyncio.Lock]):
     """One lock per question id while any request for it is in flight (held or queued: a
     lock is dropped with its last reference)."""
 
-    def __init__(self) -> None:
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-    def __len__(self) -> int:
-        return len(self._locks)
-
-    @contextlib.asynccontextmanager
-    async def held(self, request_id: str) -> AsyncIterator[None]:
-        """Hold ``request_id``'s lock (queued behind earlier requests for it)."""
-        async with self._locks.setdefault(request_id, asyncio.Lock()):
-            yield
+    def held(self, request_id: str) -> asyncio.Lock:
+        """``request_id``'s lock, to hold (queued behind earlier requests for it)."""
+        return self.setdefault(request_id, asyncio.Lock())
 
 
 def _same_place(

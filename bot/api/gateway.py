@@ -28,7 +28,7 @@ from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
 from bot.questions.errors import ASK_ABORTED, NO_PROVIDER, HarnessError, UserQuestionError
-from bot.questions.models import AskOptions
+from bot.questions.models import AskOptions, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 from bot.webhooks import Webhooks
 
@@ -47,7 +47,7 @@ Admit = Callable[[web.Request], web.Response | None]
 Owns = Callable[[web.Request, str], bool]
 Post = QuestionPost | ApprovalPost
 Run = Callable[[AskOptions, AbortSignal], Awaitable[Any]]
-"""Asks what a POST asks with the options every POST shares."""
+"""Asks what a POST asks with the options it makes."""
 _Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
 """Asks a tool approval (the provider's ``ask_approval`` with the operator's approvers)."""
@@ -149,7 +149,8 @@ class Gateway:
             return post
 
         def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
-            return self._service.ask(asking.question_request(post, options, signal))
+            asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+            return self._service.ask(asked)
 
         return await self._take(request, post, run)
 

@@ -970,14 +970,14 @@ _API_KEYS = [
     Mutant(
         "lock not shared",
         KEYS,
-        "async with self._locks.setdefault(request_id, asyncio.Lock()):",
-        "async with asyncio.Lock():",
+        "return self.setdefault(request_id, asyncio.Lock())",
+        "return asyncio.Lock()",
     ),
     Mutant(
         "lock never freed",
         KEYS,
-        "asyncio.Lock] = weakref.WeakValueDictionary()",
-        "asyncio.Lock] = {}  # type: ignore[assignment]",
+        "class KeyLocks(weakref.WeakValueDictionary[str, asyncio.Lock]):",
+        "class KeyLocks(dict[str, asyncio.Lock]):",
     ),
     Mutant(
         "retries not serialised",
