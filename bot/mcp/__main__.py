@@ -103,22 +103,17 @@ class _Stdin(anyio.AsyncFile[str]):
     async def __aiter__(self) -> AsyncIterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending: list[str] = []
-        while True:
+        chunk = b"\n"
+        while chunk:
             await anyio.wait_readable(self._fd)
             chunk = os.read(self._fd, 1 << 16)  # readable: returns at once (b"" at EOF)
-            text = decoder.decode(chunk, final=not chunk)
-            if "\n" in text:
-                first, *lines, rest = text.split("\n")
-                yield "".join(pending) + first + "\n"
-                for line in lines:
-                    yield line + "\n"
-                pending = [rest]
-            else:
-                pending.append(text)
-            if not chunk:
-                if "".join(pending):
-                    yield "".join(pending)
-                return
+            *lines, rest = decoder.decode(chunk, final=not chunk).split("\n")
+            for line in lines:
+                yield "".join([*pending, line, "\n"])
+                pending = []
+            pending.append(rest)
+        if "".join(pending):
+            yield "".join(pending)
 
 
 def _pollable(fd: int) -> bool:

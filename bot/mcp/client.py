@@ -62,10 +62,6 @@ class AskFailed(Exception):
             return False
         return 400 <= self.status < 500 or self.code == DELIVERY_FAILED
 
-    def to_json(self) -> str:
-        """The error as the seam's JSON."""
-        return json.dumps(self.error, ensure_ascii=False)
-
 
 def _failure(code: str, message: str, name: str = "UserQuestionError") -> AskFailed:
     return AskFailed({"name": name, "code": code, "message": message})

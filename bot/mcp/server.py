@@ -61,15 +61,15 @@ def build_server(
             # Validated as they came on the wire, not as the SDK passes them (it drops unknown
             # arguments and re-types strings holding JSON text), so every malformed argument
             # is the seam's INVALID_REQUEST, as the bot's own 422 is.
+            failed = False
             try:
                 body = _arguments(model, ctx)
                 answer = await _ask(client, body, ctx, progress_every, reconnect_for, route)
             except AskFailed as failure:
                 _log.info("%s failed: %s", route, failure.code)
-                text = [TextContent(type="text", text=failure.to_json())]
-                return CallToolResult(content=text, structured_content=failure.error, is_error=True)
+                answer, failed = failure.error, True
             text = [TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))]
-            return CallToolResult(content=text, structured_content=answer)
+            return CallToolResult(content=text, structured_content=answer, is_error=failed)
 
         annotations = ToolAnnotations(read_only_hint=False, open_world_hint=True)
         words = _TOOLS[name]
