@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Self, TypeVar
 
-from aiohttp import web
 from pydantic import (
     Field,
     ValidationError,
@@ -304,16 +303,3 @@ def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
     """What the API refuses in a JSON body (``given``, parsed) that validated as ``post``."""
     kept = post.model_dump(by_alias=True, exclude_unset=True)
     return _unknown_keys(given, kept) or _ambiguities(post)
-
-
-async def read_body(request: web.Request, limit: int | None) -> bytes | None:
-    """The body, or ``None`` when it is larger than ``limit`` bytes (the API's own limit: the
-    server's is larger, for Slack's payloads)."""
-    length = request.content_length
-    if limit is not None and length is not None and length > limit:
-        return None
-    try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return None
-    return None if limit is not None and len(body) > limit else body

@@ -456,7 +456,6 @@ _VOTING = [
 ]
 
 GUARD = "adapters/httpguard.py"
-BODY = "bot/api/body.py"
 _HTTP = [
     Mutant(
         "length at the limit refused",
@@ -475,18 +474,6 @@ _HTTP = [
         GUARD,
         "                request = request.clone(client_max_size=limit)",
         "                pass",
-    ),
-    Mutant(
-        "api length at the limit",
-        BODY,
-        "if limit is not None and length is not None and length > limit:",
-        "if limit is not None and length is not None and length >= limit:",
-    ),
-    Mutant(
-        "api body at the limit",
-        BODY,
-        "    return None if limit is not None and len(body) > limit else body",
-        "    return None if limit is not None and len(body) >= limit else body",
     ),
 ]
 ACCESS = "bot/api/access.py"
