@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from bot.api.body import QuestionPost, checked
-from bot.mcp.client import AskFailed, BotClient, reconnecting
+from bot.mcp.client import ENDED, AskFailed, BotClient, reconnecting
 from bot.questions.errors import UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
@@ -21,7 +21,6 @@ DEFAULT_URL: Final = "http://127.0.0.1:3000"
 """Where the bot listens when ``BOT_URL`` is unset (``python -m bot``'s default)."""
 INVALID_REQUEST: Final = "INVALID_REQUEST"
 """The code of a request the bot would refuse (checked here first, with the bot's model)."""
-_ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
 
 Question = AskUserQuestionItem | Mapping[str, Any]
 """A question as the seam's model or its wire JSON (``{"id", "question", "options"…}``)."""
@@ -50,7 +49,7 @@ async def ask(
         try:
             while True:
                 view = await call(functools.partial(client.wait, request_id, poll))
-                if view.get("state") in _ENDED:
+                if view.get("state") in ENDED:
                     return _ending(view)
                 if view.get("code") == "NOT_FOUND":  # a bot that lost it: ask it again
                     request_id = (await call(post))["id"]

@@ -246,21 +246,18 @@ def never_applied(
 def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Keys validating JSON dropped: attribute names (``multi_select``) where the API takes only
     wire names (validating Python refuses them itself)."""
-    if isinstance(given, list) and isinstance(kept, list):
-        pairs = [
-            (str(n), value, item) for n, (value, item) in enumerate(zip(given, kept, strict=False))
-        ]
-    elif isinstance(given, dict) and isinstance(kept, dict):
-        pairs = [(key, value, kept.get(key, _UNKNOWN)) for key, value in given.items()]
-    else:
+    if isinstance(given, list) and isinstance(kept, list):  # as long: no item is dropped
+        given, kept = dict(enumerate(given)), dict(enumerate(kept))
+    if not (isinstance(given, dict) and isinstance(kept, dict)):
         return []
     errors: list[dict[str, Any]] = []
-    for key, value, item in pairs:
+    for key, value in given.items():
+        item, at = kept.get(key, _UNKNOWN), (*loc, str(key))
         if item is _UNKNOWN:
             why = f"unknown key {key!r} (the API takes the seam's wire names)"
-            errors.append(_refused([*loc, key], why, "extra_forbidden"))
+            errors.append(_refused(list(at), why, "extra_forbidden"))
         else:
-            errors.extend(_unknown_keys(value, item, (*loc, key)))
+            errors.extend(_unknown_keys(value, item, at))
     return errors
 
 

@@ -28,6 +28,8 @@ BAD_RESPONSE: Final = "BAD_RESPONSE"
 """The code of a reply from the bot that is not what its API documents."""
 NOT_ASKED: Final = "NOT_ASKED"
 """The code of the bot's 412 to a conditional ``POST``: no question was asked with the key."""
+ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
+"""States in which a question has ended by itself: nothing left to abort."""
 _MARGIN: Final = 10.0  # seconds a long-poll may take beyond its ``wait``
 _PASSING: Final = frozenset({STORE_UNAVAILABLE, ASK_ABORTED})
 """Codes of a 503 that passes: the store briefly down, the bot shutting down (POST only)."""

@@ -21,22 +21,19 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from bot.api.body import ApprovalPost, QuestionPost, checked, error_count
-from bot.mcp.client import AskFailed, BotClient, bad_response, reconnecting
+from bot.mcp.client import ENDED, AskFailed, BotClient, bad_response, reconnecting
 
 TOOL_NAME: Final = "ask_user_question"
 """The tool asking a person questions."""
 _log = logging.getLogger("bot.mcp")
 _OPEN: Final = frozenset({"queued", "pending"})
 """States of a question still open (``queued``: its post waits for Slack's rate limits)."""
-_ENDED: Final = frozenset({"answered", "cancelled", "aborted", "failed"})
-"""States in which a question has ended by itself: nothing left to abort."""
 
 _TOOLS: Final = yaml.safe_load(resources.files("bot.mcp").joinpath("tools.yaml").read_text())
 DESCRIPTION: Final[str] = _TOOLS[TOOL_NAME]["description"]
 """What ``ask_user_question`` tells the host: when to ask, how, and what each failure means."""
 APPROVAL_TOOL_NAME: Final = "ask_tool_approval"
 """The tool asking a person to allow one tool call."""
-APPROVAL_DESCRIPTION: Final[str] = _TOOLS[APPROVAL_TOOL_NAME]["description"]
 
 
 def input_schema(
@@ -126,7 +123,7 @@ async def _ask(
             waiting = reconnecting(reconnect_for)
             view: dict[str, Any] = await waiting(client.wait, request_id, progress_every)
             state = view.get("state")
-            if state in _ENDED:
+            if state in ENDED:
                 outcome = _ending(view, review)
                 break
             if state not in _OPEN:
