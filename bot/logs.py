@@ -10,10 +10,6 @@ import sys
 import time
 from typing import Any, Final
 
-from adapters.urls import redact_url
-
-__all__ = ["JsonFormatter", "TextFormatter", "redact", "redact_url", "setup_logging"]
-
 # After "Bearer ", only what is shaped like a credential (RFC 6750's b64token): 16 or more
 # characters, or 6 or more with a digit, so "a valid bearer token is required" stays prose.
 _BEARER: Final = (

@@ -44,7 +44,7 @@ def store_prefix() -> str:
 @pytest.fixture
 async def redis_admin(store_prefix: str) -> AsyncIterator[aioredis.Redis]:
     """A plain client on the test Redis; deletes this test's keys afterwards."""
-    from bot.logs import redact_url
+    from adapters.urls import redact_url
 
     client = aioredis.from_url(TEST_REDIS_URL, decode_responses=True)
     problem: str | None = None

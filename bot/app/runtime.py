@@ -206,7 +206,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     health = Health(settings.mode, provider, gateway)
     runner = await serve(settings, gateway, health, app, signing_secret, refusals)
     closes("http server", runner.cleanup, "closing the HTTP server")
-    url = f"http://{settings.listen_address.rpartition(':')[0]}:{runner.addresses[0][1]}"
+    url = f"http://{settings.bracketed_host}:{runner.addresses[0][1]}"
     runtime = Runtime(
         settings=settings,
         service=service,

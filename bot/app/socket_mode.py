@@ -11,7 +11,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
-from bot.logs import redact_url
+from adapters.urls import redact_url
 
 SOCKET_CONNECT_TIMEOUT: Final = 30.0
 """Longest wait for the Socket Mode WebSocket to open at startup, in seconds."""

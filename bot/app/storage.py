@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from adapters.slack.pacing.budget import Budget, RedisBudget
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.settings.config import Settings
 from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
 

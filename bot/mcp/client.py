@@ -19,7 +19,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.questions.errors import ASK_ABORTED, DELIVERY_FAILED, STORE_UNAVAILABLE
 
 BOT_UNREACHABLE: Final = "BOT_UNREACHABLE"

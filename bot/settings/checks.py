@@ -11,10 +11,9 @@ from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, SecretStr
-from pydantic_settings import NoDecode
 
 from adapters.httpguard import is_loopback
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.settings.text import TOKEN_LIKE, show
 
 # What a Slack credential is, from its prefix (longest first); shown instead of the value.
@@ -249,11 +248,9 @@ Secret = Annotated[SecretStr, BeforeValidator(no_whitespace)]
 Seconds = Annotated[float, Field(allow_inf_nan=False), "seconds"]
 """A finite number of seconds (bounds go on the field)."""
 Ids = tuple[str, ...]
-UserIds = Annotated[Ids, NoDecode, BeforeValidator(id_list("[UW][A-Z0-9]+", "user ids (U…, W…)"))]
-UsergroupIds = Annotated[
-    Ids, NoDecode, BeforeValidator(id_list("S[A-Z0-9]+", "user group ids (S…)"))
-]
+UserIds = Annotated[Ids, BeforeValidator(id_list("[UW][A-Z0-9]+", "user ids (U…, W…)"))]
+UsergroupIds = Annotated[Ids, BeforeValidator(id_list("S[A-Z0-9]+", "user group ids (S…)"))]
 PersonIds = Annotated[
-    Ids, NoDecode, BeforeValidator(id_list("[UWS][A-Z0-9]+", "user or user group ids (U…, S…)"))
+    Ids, BeforeValidator(id_list("[UWS][A-Z0-9]+", "user or user group ids (U…, S…)"))
 ]
 """Comma-separated Slack ids: of users, of user groups, of either."""

@@ -15,21 +15,16 @@ from typing import Annotated, Any, Final, Literal, get_args
 from dotenv.parser import parse_stream
 from pydantic import (
     BeforeValidator,
+    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
 
 from adapters.httpguard import is_loopback
-from adapters.urls import split_token
-from bot.logs import redact_url
+from adapters.urls import redact_url, split_token
 from bot.settings.checks import Mode, one_of, plain_http_elsewhere
 from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
@@ -59,7 +54,9 @@ class ConfigError(Exception):
 class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, SlackSettings):
     """The bot's validated settings; each field but ``mode`` and ``notes`` is a variable."""
 
-    model_config = SettingsConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_default=True, hide_input_in_errors=True
+    )
 
     sandbox_port: int = Field(
         3001,
@@ -78,18 +75,6 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
     notes: tuple[str, ...] = Field(
         (), description="Things worth a line in the startup log (e.g. a credential set but unused)."
     )
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """``Settings(...)`` holds what it is given; :func:`load_settings` adds the rest."""
-        return (init_settings,)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -169,7 +154,7 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
             ("answerers", self._answerers()),
             ("mention", self.slack_mention),
             ("store", self._store()),
-            ("listen", f"{self._bracketed_host()}:{port(self.port)}"),
+            ("listen", f"{self.bracketed_host}:{port(self.port)}"),
             ("api auth", self._auth()),
             (
                 "open questions",

@@ -7,20 +7,20 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
+    BaseModel,
     BeforeValidator,
     Field,
     SecretStr,
     ValidationInfo,
     field_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode
 
 from adapters.httpguard import LOOPBACK_NAMES, is_loopback
 from bot.settings.checks import Seconds, Secret, check_host, host_names, is_wildcard
 from bot.settings.text import distinct_tokens, plural, show, token_file, token_list
 
 
-class ServerSettings(BaseSettings):
+class ServerSettings(BaseModel):
     """``HOST``, ``PORT``, ``BOT_API_TOKEN*``, ``ALLOWED_HOSTS`` and the clients' limits."""
 
     host: Annotated[str, AfterValidator(check_host)] = Field(
@@ -30,15 +30,15 @@ class ServerSettings(BaseSettings):
     port: int = Field(
         3000, ge=0, le=65535, description="Port of that server; 0 picks any free port."
     )
-    bot_api_tokens: Annotated[
-        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_list)
-    ] = Field(
-        (),
-        description="Several API tokens, each with a name: name:token,name:token. A question "
-        "belongs to the token that asked it; other tokens get 404 for it.",
+    bot_api_tokens: Annotated[tuple[tuple[str, SecretStr], ...], BeforeValidator(token_list)] = (
+        Field(
+            (),
+            description="Several API tokens, each with a name: name:token,name:token. A question "
+            "belongs to the token that asked it; other tokens get 404 for it.",
+        )
     )
     bot_api_tokens_file: Annotated[
-        tuple[tuple[str, SecretStr], ...], NoDecode, BeforeValidator(token_file)
+        tuple[tuple[str, SecretStr], ...], BeforeValidator(token_file)
     ] = Field(
         (), description="A file of name:token lines (# comments), read beside BOT_API_TOKENS."
     )
@@ -74,12 +74,12 @@ class ServerSettings(BaseSettings):
         description="Long-polls (GET ?wait=) one API token may have waiting at once; more get "
         "429. All together never take the last eighth of MAX_CONNECTIONS (kept for Slack).",
     )
-    allowed_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
+    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(host_names)] = Field(
         (),
         description="Comma-separated host names the bot answers to besides loopback names "
         "and HOST (the public name a reverse proxy passes on). Any other Host header gets 421.",
     )
-    webhook_hosts: Annotated[tuple[str, ...], NoDecode, BeforeValidator(host_names)] = Field(
+    webhook_hosts: Annotated[tuple[str, ...], BeforeValidator(host_names)] = Field(
         (),
         description="Comma-separated host names a question's callback URL may name (webhooks). "
         "Unset: callbacks are refused.",
@@ -140,11 +140,8 @@ class ServerSettings(BaseSettings):
         return value
 
     @property
-    def listen_address(self) -> str:
-        """``host:port`` of the bot's HTTP server, an IPv6 host in brackets."""
-        return f"{self._bracketed_host()}:{self.port}"
-
-    def _bracketed_host(self) -> str:
+    def bracketed_host(self) -> str:
+        """``HOST`` as a URL names it: an IPv6 address in brackets."""
         return f"[{self.host}]" if ":" in self.host else self.host
 
     @property

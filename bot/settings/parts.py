@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal, get_args
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.settings.checks import (
     Mode,
@@ -35,7 +41,7 @@ MAX_QUESTION_TIMEOUT: Final = 7 * 24 * 3600.0
 a deadline beyond what a clock can show would fail every question at its post."""
 
 
-class SlackSettings(BaseSettings):
+class SlackSettings(BaseModel):
     """``SLACK_*``: how the bot reaches Slack, where questions go, who may answer them."""
 
     mode: Mode = Field(
@@ -120,7 +126,7 @@ class SlackSettings(BaseSettings):
         return "only " + " and ".join(parts) if parts else "anyone who can see the question"
 
 
-class StoreSettings(BaseSettings):
+class StoreSettings(BaseModel):
     """``STORE``, ``STORE_PATH``, ``REDIS_*`` and ``RETENTION_DAYS``."""
 
     redis_url: Annotated[Secret, AfterValidator(check_redis_url)] | None = Field(
@@ -164,7 +170,7 @@ class StoreSettings(BaseSettings):
         return f"redis {url} (prefix {self.redis_prefix}, {kept})"
 
 
-class DeadlineSettings(BaseSettings):
+class DeadlineSettings(BaseModel):
     """``QUESTION_TIMEOUT``, ``SHUTDOWN_GRACE`` and ``APPROVAL_TTL``."""
 
     question_timeout: Seconds | None = Field(
@@ -185,7 +191,7 @@ class DeadlineSettings(BaseSettings):
     )
 
 
-class DshSettings(BaseSettings):
+class DshSettings(BaseModel):
     """``DSH_*``: the harness host, its plan reviews' policy, who decides its approvals."""
 
     dsh_host_url: Annotated[str, AfterValidator(url("http", "https"))] | None = Field(

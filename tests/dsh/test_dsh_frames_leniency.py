@@ -22,7 +22,8 @@ from pydantic import BaseModel, ValidationError
 from adapters.dsh import protocol
 from adapters.dsh.client import DshHostClient
 from adapters.dsh.mux import Waterfall, events_value, parse_mux
-from bot.logs import TextFormatter, redact, redact_url
+from adapters.urls import redact_url
+from bot.logs import TextFormatter, redact
 from bot.questions.models import (
     AskUserQuestionItem,
     AskUserQuestionOption,

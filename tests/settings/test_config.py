@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from bot.logs import redact_url
+from adapters.urls import redact_url
 from bot.settings.config import (
     SETTING_NAMES,
     SETTINGS_HELP,
@@ -394,7 +394,7 @@ def test_any_other_host_needs_an_api_token(host: str) -> None:
 def test_an_ipv6_host_is_bracketed_in_the_listen_address() -> None:
     settings = load({"HOST": "[::1]", "PORT": "8080"})
     assert settings.host == "::1"
-    assert settings.listen_address == "[::1]:8080"
+    assert ("listen", "[::1]:8080") in settings.describe()
 
 
 def test_http_mode_on_loopback_notes_the_proxy() -> None:
@@ -671,11 +671,10 @@ def test_the_help_of_redis_url_names_the_store_used_without_it() -> None:
 
 
 def test_a_new_field_appears_in_the_help_with_its_bounds_in_its_errors() -> None:
-    from pydantic import Field
-    from pydantic_settings import SettingsConfigDict
+    from pydantic import ConfigDict, Field
 
     class Extended(Settings):
-        model_config = SettingsConfigDict(frozen=True)
+        model_config = ConfigDict(frozen=True)
         poll_limit: int = Field(7, ge=1, le=50, description="How many polls at once.")
 
     fields = {name.upper(): f for name, f in Extended.model_fields.items()}

@@ -12,7 +12,8 @@ import pytest
 
 from adapters.slack.stores.contract import StoreUnavailable
 from adapters.slack.stores.redis import RedisPendingStore
-from bot.logs import TextFormatter, redact_url
+from adapters.urls import redact_url
+from bot.logs import TextFormatter
 from bot.settings.config import ConfigError, load_settings
 from tests.settings.test_config_fail_closed import SOCKET
 
