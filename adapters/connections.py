@@ -80,7 +80,7 @@ class _Busy(asyncio.Protocol):
 class _Counted(asyncio.Protocol):
     """Passes everything to aiohttp's handler; the site counts it open until it is lost."""
 
-    def __init__(self, inner: RequestHandler, site: GuardedSite | None) -> None:
+    def __init__(self, inner: RequestHandler, site: GuardedSite) -> None:
         self._inner, self._site = inner, site
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -100,9 +100,7 @@ class _Counted(asyncio.Protocol):
         self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._site is not None:
-            self._site._open -= 1
-            self._site = None
+        self._site._open -= 1
         self._inner.connection_lost(exc)
 
 

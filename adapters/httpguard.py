@@ -35,15 +35,13 @@ _ADMISSION: Final = web.RequestKey[web.StreamResponse | None]("httpguard_admissi
 class BodyRule:
     """What a route checks before the guard reads a request's body (``with_body_rule``)."""
 
-    admit: Admit | None = None
+    admit: Admit
     """Asked first: its refusal (no token) is the answer, no byte of the body read."""
-    max_body: int | None = None
+    max_body: int | None
     """The route's body limit, when smaller than the server's."""
 
     def admission(self, request: web.Request) -> web.StreamResponse | None:
         """``admit``'s answer for ``request`` (asked once per request)."""
-        if self.admit is None:
-            return None
         if _ADMISSION not in request:
             request[_ADMISSION] = self.admit(request)
         return request[_ADMISSION]
@@ -170,7 +168,7 @@ def guard_middleware(
     hosts: Callable[[str], bool] | None,
     refuse: Refuse,
     refusals: RefusalLog,
-    body_timeout: float | None,
+    body_timeout: float,
     streamed: Callable[[web.Request], bool] | None = None,
     max_body: Callable[[web.Request], int | None] | None = None,
     body_budget: BodyBudget | None = None,
@@ -189,8 +187,6 @@ def guard_middleware(
 
     async def read(request: web.Request) -> web.StreamResponse | None:
         """Read the body within ``body_timeout`` (and its limit); a refusal if it cannot be."""
-        if body_timeout is None:
-            return None
         try:
             async with asyncio.timeout(body_timeout):
                 await request.read()
@@ -227,7 +223,7 @@ def guard_middleware(
         routed = request.match_info.http_exception is None  # 404 and 405 read nothing
         reads_body = request.body_exists and routed and not (streamed and streamed(request))
         # Nobody is authenticated yet (no token on the route): the body counts in the budget.
-        budget = body_budget if reads_body and not (rule and rule.admit) else None
+        budget = body_budget if reads_body and rule is None else None
         charge = 0 if budget is None else budget.take(request.content_length, limit)
         if budget is not None and not charge:
             why, message = "unauthenticated bodies over their budget", "too many request bodies"

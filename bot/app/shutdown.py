@@ -60,13 +60,10 @@ async def bounded(
     """Await ``close`` (logged as ``logged``), abandoned when ``reserve`` seconds before
     ``deadline`` come (after ``STEP_FLOOR`` at least); ``doing`` says what was abandoned."""
     seconds = max(deadline.left(reserve), STEP_FLOOR)
-    timeout = asyncio.timeout(seconds)
     try:
-        async with timeout:
+        async with asyncio.timeout(seconds):
             await logged(what, close)
-    except TimeoutError:
-        if not timeout.expired():
-            raise
+    except TimeoutError:  # close's own errors are logged inside: this is the deadline's
         logger.warning(
             f"shutdown: gave up on {doing} after {seconds:.2f} s",
             extra={"part": what, "shutdown_grace": deadline.grace},

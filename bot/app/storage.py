@@ -62,9 +62,8 @@ def budget(settings: Settings) -> Budget | None:
         return RedisBudget.from_url(url, prefix=settings.redis_prefix)
     except (ValueError, TypeError) as exc:
         reason = str(exc)
-        with contextlib.suppress(ValueError):  # a URL that does not parse has no password
-            if password := urlsplit(url).password:
-                reason = reason.replace(password, "***")
+        if password := urlsplit(url).password:  # REDIS_URL's check parsed it
+            reason = reason.replace(password, "***")
         raise RuntimeError(
             f"REDIS_URL={redact_url(url)} is not a usable Redis URL: {reason}"
         ) from None
