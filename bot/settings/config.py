@@ -30,7 +30,6 @@ from bot.settings.http_server import ServerSettings
 from bot.settings.parts import DeadlineSettings, DshSettings, SlackSettings, StoreSettings
 from bot.settings.text import hiding, invalid, plural, problem, render_help, secret_values
 
-_DERIVED: Final = frozenset({"notes"})  # fields that are not variables
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 LogFormat = Literal["json", "text"]
 
@@ -62,7 +61,6 @@ class Settings(DshSettings, DeadlineSettings, ServerSettings, StoreSettings, Sla
         3001,
         ge=0,
         le=65535,
-        validate_default=True,
         description="Sandbox mode: port of the stand-in Slack (its Web API and its page); "
         "0 picks any free port.",
     )
@@ -236,14 +234,12 @@ def _choose_mode(given: Mapping[str, Any], notes: list[str], *, serves: bool = T
     )
 
 
-SETTING_NAMES: Final[frozenset[str]] = frozenset(
-    name.upper() for name in Settings.model_fields if name not in _DERIVED
-)
+_VARIABLES: Final = {
+    name.upper(): field for name, field in Settings.model_fields.items() if name != "notes"
+}
+SETTING_NAMES: Final[frozenset[str]] = frozenset(_VARIABLES)
 """Every variable the bot reads."""
-
-SETTINGS_HELP: Final[str] = render_help(
-    {name.upper(): field for name, field in Settings.model_fields.items() if name not in _DERIVED}
-)
+SETTINGS_HELP: Final[str] = render_help(_VARIABLES)
 """The table of settings that ``python -m bot --help`` prints, generated from the fields."""
 
 

@@ -44,7 +44,6 @@ class ServerSettings(BaseModel):
     )
     bot_api_token: Secret | None = Field(
         None,
-        validate_default=True,
         description="Bearer token the HTTP API requires (named default; at least 16 "
         "characters off loopback). Unset, with no BOT_API_TOKENS: the API is open, so HOST "
         "must be a loopback address.",

@@ -70,7 +70,6 @@ class SlackSettings(BaseModel):
     )
     slack_channel: Annotated[str, AfterValidator(check_channel)] | None = Field(
         None,
-        validate_default=True,
         description="Default destination: a channel id (C…, G…), a DM id (D…) or a user id "
         "(U…, W…; the question goes to their DM with the bot). Required in socket and http "
         "mode; the sandbox has its own channel.",
