@@ -41,8 +41,7 @@ def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore
     retention = settings.retention_days * 86400
     if settings.store == "sqlite":
         return SqlitePendingStore(settings.store_path, retention=retention)
-    if settings.store != "redis" or settings.redis_url is None:
-        raise ValueError(f"the {settings.store} store is not kept beyond its process")
+    assert settings.redis_url is not None  # STORE=redis needs it; memory never comes here
     from adapters.slack.stores.redis import RedisPendingStore
 
     return RedisPendingStore(
