@@ -13,8 +13,7 @@ from typing import Final
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.failures import SLACK_FAILURES, describe
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.synchroniser import SLACK_FAILURES, MessageSynchroniser, describe
 from adapters.slack.model.audience import ANYONE, Audience, also_allowed, policy_groups, who_may
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Membership

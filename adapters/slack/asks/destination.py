@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.failures import SLACK_FAILURES
+from adapters.slack.asks.synchroniser import SLACK_FAILURES
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import approval_digest, shown_digest
 from adapters.slack.model.record import ApprovalView, PendingRecord

@@ -15,10 +15,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook, review_of
 from adapters.slack.asks.endings import Endings, Released, outcome
-from adapters.slack.asks.failures import question_error
 from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts, Predecessor, posted_in
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.synchroniser import MessageSynchroniser, question_error
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord

@@ -13,9 +13,8 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.endings import Endings, ending_error
-from adapters.slack.asks.failures import SLACK_FAILURES, question_error
 from adapters.slack.asks.reconcile import LostPosts, request_metadata
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.synchroniser import SLACK_FAILURES, MessageSynchroniser, question_error
 from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if

@@ -13,8 +13,12 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Clock, SystemClock
-from adapters.slack.asks.failures import SLACK_FAILURES, describe
-from adapters.slack.asks.synchroniser import BackgroundTasks, MessageSynchroniser
+from adapters.slack.asks.synchroniser import (
+    SLACK_FAILURES,
+    BackgroundTasks,
+    MessageSynchroniser,
+    describe,
+)
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
 from adapters.slack.stores import PendingStore

@@ -1,5 +1,6 @@
 """``MessageSynchroniser``: keeps each question's Slack message in step with its record, in
-``BackgroundTasks`` it tracks (the provider's background work after an ack)."""
+``BackgroundTasks`` it tracks (the provider's background work after an ack); and the
+provider's error boundary: store and transport failures become the seam's errors."""
 
 from __future__ import annotations
 
@@ -10,21 +11,54 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from adapters.slack.asks.failures import SLACK_FAILURES, describe
 from adapters.slack.model.interactions import Origin, answers_here
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.scheduler import untagged_context
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks.message import render_stale
-from adapters.slack.render.messages import MODAL_NOT_OPENED, NO_LONGER_OPEN
-from adapters.slack.stores import EventFor, PendingStore, settle
+from adapters.slack.render.messages import (
+    MODAL_NOT_OPENED,
+    NO_LONGER_OPEN,
+    QUESTION_FAILED,
+    STORE_BUSY,
+)
+from adapters.slack.stores import EventFor, PendingStore, StoreConflict, StoreUnavailable, settle
+from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = ["BackgroundTasks", "MessageSynchroniser"]
+__all__ = [
+    "SLACK_FAILURES",
+    "BackgroundTasks",
+    "MessageSynchroniser",
+    "describe",
+    "question_error",
+]
+
+SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
+"""What a Web API call raises when Slack refuses it or cannot be reached."""
+
+
+def describe(exc: BaseException) -> str:
+    """A short, secret-free account of a failure: Slack's error code, or the type and text."""
+    if isinstance(exc, SlackApiError):
+        error = exc.response.get("error") if exc.response is not None else None
+        return str(error or exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def question_error(exc: BaseException, what: str = QUESTION_FAILED) -> UserQuestionError:
+    """``exc`` as the seam's error; ``what`` says what failed (Slack's part is appended)."""
+    if isinstance(exc, UserQuestionError):
+        return exc
+    if isinstance(exc, StoreConflict | StoreUnavailable):
+        return UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc)
+    return UserQuestionError(f"{what}: {describe(exc)}", DELIVERY_FAILED, cause=exc)
+
 
 _FINAL_RETRIES = (1.0, 3.0)
 """Pauses before the last two attempts at a final update (after slack_sdk's own retries)."""

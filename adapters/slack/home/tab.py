@@ -11,8 +11,7 @@ from typing import Final
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Conversations, Gatekeeper
-from adapters.slack.asks.failures import SLACK_FAILURES
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.synchroniser import SLACK_FAILURES, MessageSynchroniser
 from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.audience import Audience, Audiences, batches
 from adapters.slack.model.record import PendingRecord
