@@ -118,7 +118,6 @@ class Gatekeeper:
             return cached if cached is not None else await self._read(group)
 
     def _cached(self, group: str, stale: bool = False) -> frozenset[str] | None:
-        """The members of ``group`` last read, if still fresh (``stale``: however old)."""
         cached = self._members.get(group)
         fresh = cached is not None and (stale or cached[0] >= time.monotonic())
         return cached[1] if cached is not None and fresh else None
@@ -163,18 +162,9 @@ class Conversations:
     """Who sees each conversation: ``ANYONE`` (a public channel), a DM's user, or ``None``
     (a private channel or group DM, or Slack would not say: on nobody's Home tab)."""
 
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        logger: logging.Logger,
-        *,
-        ttl: float = CONVERSATION_TTL,
-        retry: float = RETRY,
-    ) -> None:
+    def __init__(self, client: AsyncWebClient, logger: logging.Logger) -> None:
         self._client = client
         self._logger = logger
-        self._ttl = ttl
-        self._retry = retry
         self._seen: dict[str, tuple[float, str | None]] = {}
         self._reading: dict[str, asyncio.Lock] = {}
 
@@ -206,15 +196,15 @@ class Conversations:
             # Nobody's list meanwhile: listing a private question for everyone is the harm.
             self._logger.warning(
                 "cannot tell who sees a conversation; its questions are on no Home tab for %g s",
-                self._retry,
+                RETRY,
                 extra={"channel": channel, "error": describe(exc)},
             )
-            self._seen[channel] = (now + self._retry, None)
+            self._seen[channel] = (now + RETRY, None)
             return None
         info = response.get("channel")
         info = info if isinstance(info, dict) else {}
         seen: str | None = None
-        until = now + self._ttl
+        until = now + CONVERSATION_TTL
         if info.get("is_im") is True:
             user = info.get("user")
             seen = user if isinstance(user, str) and user else None
@@ -306,8 +296,7 @@ class ClickAuthority:
     def _outside_cached(
         self, record: PendingRecord
     ) -> tuple[list[str] | None, list[str] | None] | None:
-        """Who may act on ``record`` from outside its message (``_outside``), if no Web API
-        call is needed to tell; else ``None``."""
+        """``_outside``, if no Web API call is needed to tell; else ``None``."""
         audience = Audience.of(record, closed=True)
         if audience is None or audience.channel is None:
             return _listed(audience, record)

@@ -186,21 +186,21 @@ def lost_record(record: PendingRecord) -> PendingRecord:
     )
 
 
+def ending_error(record: PendingRecord) -> UserQuestionError | None:
+    """The error a terminal record's waiter gets; ``None`` for an answer."""
+    if record.state == "answered" and record.answer is not None:
+        return None
+    if record.state == "cancelled":
+        return UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED)
+    if record.state == "aborted":
+        return UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
+    return UserQuestionError(record.note or QUESTION_FAILED, record.error_code or DELIVERY_FAILED)
+
+
 def outcome(record: PendingRecord) -> AskUserQuestionAnswer:
     """The waiter's result for a terminal record: the answer, or the seam's error."""
-    if record.state == "answered" and record.answer is not None:
-        return record.answer
-    if record.state == "cancelled":
-        raise UserQuestionError(CANCELLED_MESSAGE, ASK_CANCELLED)
-    if record.state == "aborted":
-        raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
-    raise UserQuestionError(record.note or QUESTION_FAILED, record.error_code or DELIVERY_FAILED)
-
-
-def ending_error(record: PendingRecord) -> UserQuestionError | None:
-    """The error ``outcome`` raises for a terminal record; ``None`` for an answer."""
-    try:
-        outcome(record)
-    except UserQuestionError as exc:
-        return exc
-    return None
+    error = ending_error(record)
+    if error is not None:
+        raise error
+    assert record.answer is not None  # (no error: answered)
+    return record.answer

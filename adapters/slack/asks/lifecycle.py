@@ -16,7 +16,7 @@ from adapters.slack.asks.deadlines import Clock, SystemClock
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook, review_of
 from adapters.slack.asks.endings import Endings, Released, outcome
 from adapters.slack.asks.posting import Poster
-from adapters.slack.asks.reconcile import LostPosts, Predecessor, posted_in
+from adapters.slack.asks.reconcile import LostPosts, Place, Predecessor, posted_in
 from adapters.slack.asks.synchroniser import MessageSynchroniser, question_error
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
@@ -42,9 +42,6 @@ from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
 __all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook", "TakeUp"]
 
 _NO_OPTIONS = AskOptions()
-
-
-_Place = tuple[str, str | None]
 
 
 class TakeUp(Poster):
@@ -73,13 +70,13 @@ class TakeUp(Poster):
         """Post (or find in Slack) the messages of ``records``, in the background."""
         if self.closing:
             return  # stopping: they stay this process's until its heartbeat is gone
-        places: dict[_Place, list[PendingRecord]] = defaultdict(list)
+        places: dict[Place, list[PendingRecord]] = defaultdict(list)
         for record in records:
             places[(record.channel, record.thread_ts)].append(record)
         for place, waiting in places.items():
             self._sync.spawn(self._take_up(place, waiting), "take up posts")
 
-    async def _take_up(self, place: _Place, records: list[PendingRecord]) -> None:
+    async def _take_up(self, place: Place, records: list[PendingRecord]) -> None:
         found = await posted_in(self._client, place, min(r.created_at for r in records))
         for record in records:
             ts = found.get(record.id)
@@ -136,10 +133,10 @@ class AskLifecycle:
         sync: MessageSynchroniser,
         endings: Endings,
         defaults: AskDefaults,
-        team_url: str | None = None,
+        team_url: str | None,
         *,
-        clock: Clock | None = None,
-        logger: logging.Logger | None = None,
+        clock: Clock | None,
+        logger: logging.Logger,
         lost: LostPosts,
     ) -> None:
         self._client = client
@@ -147,17 +144,17 @@ class AskLifecycle:
         self._sync = sync
         self._endings = endings
         self.defaults = defaults
-        log = self._logger = logger or logging.getLogger("adapters.slack")
+        self._logger = logger
         self.clock = clock = clock or SystemClock()
         """Where deadlines read the time."""
         self._in_process = isinstance(store, MemoryPendingStore)
         """Whether the store lives and dies with this process (the memory store)."""
-        self.waits = Waits(client, store, sync, endings, clock, log)
+        self.waits = Waits(client, store, sync, endings, clock, logger)
         self._inflight: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._predecessor = Predecessor(client)
         self.lost = lost
-        self.poster = TakeUp(client, store, sync, endings, self.lost, team_url, log)
+        self.poster = TakeUp(client, store, sync, endings, self.lost, team_url, logger)
         sync.on_gone = self.poster.post_again
         self.waits.take_up = self.poster.take_up
 

@@ -33,11 +33,6 @@ from bot.questions.errors import ASK_ABORTED
 __all__ = ["Poster"]
 
 
-def _handed_over() -> UserQuestionError:
-    """What the waiter of a post handed over at a stop gets (its request stays open)."""
-    return UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
-
-
 PLACE_RETRIES: Final = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 30.0)
 """Pauses between tries at writing a posted message's place while the store is down."""
 
@@ -84,8 +79,8 @@ class Poster:
         try:
             return await asyncio.shield(delivery)
         except asyncio.CancelledError:
-            if delivery.cancelled() and self.closing and record.detached:  # ``hand_over``'s
-                raise _handed_over() from None
+            if delivery.cancelled() and self.closing and record.detached:  # ``hand_over``'s:
+                raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED) from None  # stays open
             if not record.detached and self._withdraw(record.id):
                 # Still waiting its turn: never shown, nothing to wait for from Slack.
                 self._unposted[record.id] = (None, True)
@@ -132,7 +127,7 @@ class Poster:
                 )
         except NotSent:
             if record.detached and self.closing:
-                raise _handed_over() from None
+                raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED) from None
             # A question that ended before it was shown still gets its asked event (on its
             # own); one another process holds or posted gets it from that process's write
             # (README: the audit trail).
@@ -145,8 +140,9 @@ class Poster:
                 raise error from None
             return record  # held or posted by another process: the waiter waits on
         except SLACK_FAILURES as exc:
-            if record.detached and self.closing:  # the client closed under it: whoever
-                raise _handed_over() from exc  # takes it up looks for it in Slack first
+            # The client closed under a handed-over post: whoever takes it up looks in Slack.
+            if record.detached and self.closing:
+                raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED) from exc
             self._lost.look_for(record, exc)  # Slack may have stored it all the same
             raise await self._failed(record.id, exc, UNDELIVERED) from exc
         ts = str(response["ts"])

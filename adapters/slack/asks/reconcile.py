@@ -43,6 +43,8 @@ READABLE: Final = ("C", "G")
 """Conversations whose history the app can read: channels, not DMs (no ``im:history``)."""
 
 _logger = logging.getLogger("adapters.slack")
+Place = tuple[str, str | None]
+"""Where a search looks: a channel, and a thread in it (``None``: the top level)."""
 
 
 def request_metadata(request_id: str) -> dict[str, Any]:
@@ -50,9 +52,7 @@ def request_metadata(request_id: str) -> dict[str, Any]:
     return {"event_type": REQUEST_EVENT, "event_payload": {"request_id": request_id}}
 
 
-async def read_place(
-    client: AsyncWebClient, place: tuple[str, str | None], oldest: float
-) -> dict[str, str]:
+async def read_place(client: AsyncWebClient, place: Place, oldest: float) -> dict[str, str]:
     """Request id -> ts of this bot's questions among the latest messages of ``place`` (a
     channel, and a thread in it or ``None``); a thread's replies since ``oldest``."""
     channel, thread_ts = place
@@ -80,9 +80,7 @@ async def read_place(
     return found
 
 
-async def posted_in(
-    client: AsyncWebClient, place: tuple[str, str | None], since: float
-) -> dict[str, str]:
+async def posted_in(client: AsyncWebClient, place: Place, since: float) -> dict[str, str]:
     """Request id -> ts of this bot's questions in ``place`` posted since ``since`` at most;
     ``{}`` when its history cannot be read (a DM, no scope, Slack down)."""
     if not place[0].startswith(READABLE):
@@ -125,8 +123,6 @@ MOST: Final = 1000
 
 RECENT: Final = 300.0
 """Seconds back a thread's replies are searched (a lost post was sent a minute ago at most)."""
-_Place = tuple[str, str | None]
-"""Where a search looks: a channel, and a thread in it (``None``: the top level)."""
 
 
 def may_be_stored(exc: BaseException) -> bool:
@@ -169,19 +165,19 @@ class LostPosts:
         store: PendingStore,
         sync: MessageSynchroniser,
         *,
-        clock: Clock | None = None,
-        lookups: tuple[float, ...] = LOOKUPS,
+        clock: Clock | None,
+        lookups: tuple[float, ...],
         logger: logging.Logger,
     ) -> None:
         self._client = client
         self._store = store
         self._sync = sync
-        self._clock: Clock = clock or SystemClock()
+        self._clock = clock or SystemClock()
         self.lookups = lookups
         """Seconds after a failed post at which its message is looked for (empty: never)."""
         self._logger = logger
         self._looking = BackgroundTasks(logger)
-        self._searches: dict[_Place, _Search] = {}
+        self._searches: dict[Place, _Search] = {}
         self._slots = asyncio.Semaphore(AT_ONCE)
         self._logged: set[str] = set()
         self.searches = 0
@@ -243,7 +239,7 @@ class LostPosts:
             await asyncio.wait(searches)
         self._searches.clear()
 
-    async def _look(self, request_id: str, place: _Place, failed_at: float) -> None:
+    async def _look(self, request_id: str, place: Place, failed_at: float) -> None:
         try:
             last: _Search | None = None
             due = [after for after in self.lookups if failed_at + after > self._clock.now()]
@@ -269,7 +265,7 @@ class LostPosts:
             if len(self._looking) == 1:  # the last lookup: the searches are done with
                 self._searches.clear()
 
-    def _search(self, place: _Place, last: _Search | None) -> _Search:
+    def _search(self, place: Place, last: _Search | None) -> _Search:
         """A search of ``place``: the one in flight or started ``FRESH`` seconds ago (unless
         it is ``last``, the one this post saw already), else a new one."""
         now = self._clock.now()
@@ -283,7 +279,7 @@ class LostPosts:
             self._searches[place] = search
         return search
 
-    async def _history(self, place: _Place) -> dict[str, str] | None:
+    async def _history(self, place: Place) -> dict[str, str] | None:
         channel = place[0]
         async with self._slots:
             self.searches += 1
