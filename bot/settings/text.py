@@ -148,15 +148,13 @@ def _named_tokens(entries: list[tuple[str, str]]) -> NamedTokens:
 
 def distinct_tokens(tokens: Sequence[tuple[str, SecretStr]]) -> NamedTokens:
     """``tokens`` if no name and no token is given twice; else a ``ValueError`` naming it."""
-    names: set[str] = set()
-    owners: dict[str, str] = {}
+    owners: dict[str, str] = {}  # token -> the name given it
     for name, secret in tokens:
-        if name in names:
+        if name in owners.values():
             raise ValueError(f"the name {name!r} is given twice.")
         owner = owners.setdefault(secret.get_secret_value(), name)
         if owner != name:
             raise ValueError(f"one token is given twice ({owner}, {name}).")
-        names.add(name)
     return tuple(tokens)
 
 

@@ -737,3 +737,28 @@ def test_a_short_api_token_is_refused_where_the_api_is_reachable(env: dict[str, 
         assert secret not in found
     assert load({**env, "HOST": "127.0.0.1", "ALLOWED_HOSTS": ""}).host == "127.0.0.1"  # loopback
     assert load({"HOST": "0.0.0.0", "BOT_API_TOKEN": "s" * 16}).host == "0.0.0.0"  # the boundary
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"BOT_API_TOKENS": "a:xxxxxxxxxxxxxxxx1,a:yyyyyyyyyyyyyyyy2"},
+            "BOT_API_TOKENS: the name 'a' is given twice.",
+        ),
+        (
+            {"BOT_API_TOKENS": "a:xxxxxxxxxxxxxxxx1,b:xxxxxxxxxxxxxxxx1"},
+            "BOT_API_TOKENS: one token is given twice (a, b).",
+        ),
+        (
+            {"BOT_API_TOKEN": "yyyyyyyyyyyyyyyy2", "BOT_API_TOKENS": "default:xxxxxxxxxxxxxxxx1"},
+            "BOT_API_TOKEN: the name 'default' is given twice.",
+        ),
+    ],
+)
+def test_an_api_token_name_or_token_given_twice_is_refused(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(env)
+    assert caught.value.problems == [message]
