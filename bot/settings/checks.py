@@ -190,10 +190,9 @@ def check_redis_url(secret: SecretStr) -> SecretStr:
     shown = show(redact_url(value))
     try:
         parts = urlsplit(value)
-        netloc = parts.netloc
     except ValueError:
         raise ValueError(_UNPARSABLE) from None
-    if "@" in value.partition("://")[2] and "@" not in netloc:
+    if "@" in value.partition("://")[2] and "@" not in parts.netloc:
         raise ValueError(
             f"{shown}: an @ after the host part; a / ? or # in the password ends the host "
             "part early. Percent-encode them in the password (%2F %3F %23)."
