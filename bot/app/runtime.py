@@ -59,11 +59,11 @@ class Runtime:
     url: str
     resources: contextlib.AsyncExitStack = field(repr=False)
     """Everything ``start`` entered, released in reverse order by ``stop``."""
+    deadline: Deadline = field(repr=False)
+    """The stop's deadline, shared by every step ``resources`` holds."""
     sandbox: SandboxServer | None = None
     socket: SocketMode | None = None
     dsh: DshHostClient | None = None
-    deadline: Deadline = field(default_factory=lambda: Deadline(0.0), repr=False)
-    """The stop's deadline, shared by every step ``resources`` holds."""
     _stopping: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -247,8 +247,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
-    dsh_client = runtime.dsh
-    stack.push_async_callback(lambda: interrupt(provider, gateway, deadline, dsh_client))
+    stack.push_async_callback(interrupt, provider, gateway, deadline, runtime.dsh)
     return runtime
 
 
