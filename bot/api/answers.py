@@ -38,6 +38,8 @@ STATUS_OF_CODE: Final = {
     STORE_UNAVAILABLE: 503,
 }
 """The HTTP status of each seam error code that can reach the API; any other code is 500."""
+RETRY_AFTER: Final = 5
+"""Seconds a client over a cap (open questions, long-polls) is told to wait."""
 STORE_DOWN: Final = "the pending store is unavailable; retry"
 """What a client is told of ``STORE_UNAVAILABLE`` (the store's own words are logged)."""
 
@@ -126,12 +128,12 @@ def unauthorized(message: str) -> web.Response:
     return response
 
 
-def too_many(refusal: str, retry_after: int, code: str = "TOO_MANY_QUESTIONS") -> web.Response:
-    """``429 TOO_MANY_QUESTIONS`` (or ``code``): ``Retry-After`` in the header and as
-    ``retryAfter``."""
+def too_many(refusal: str, code: str = "TOO_MANY_QUESTIONS") -> web.Response:
+    """``429 TOO_MANY_QUESTIONS`` (or ``code``): ``RETRY_AFTER`` in the ``Retry-After`` header
+    and as ``retryAfter``."""
     message = f"{refusal}; retry once some have ended"
-    response = problem(429, "RequestError", code, message, retryAfter=retry_after)
-    response.headers["Retry-After"] = str(retry_after)
+    response = problem(429, "RequestError", code, message, retryAfter=RETRY_AFTER)
+    response.headers["Retry-After"] = str(RETRY_AFTER)
     return response
 
 

@@ -36,8 +36,6 @@ MAX_WAIT: Final = 120.0
 """Longest long-poll a ``GET ?wait=`` may ask for, in seconds."""
 ASKER: Final = web.RequestKey[str | None]("asker")
 """The name of the API token a request came with (``None`` on an open API)."""
-RETRY_AFTER: Final = 5
-"""Seconds a client over an open-question cap is told to wait (``Retry-After``)."""
 POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
@@ -207,7 +205,7 @@ class Gateway:
             refusal = self._caps.refusal(asker)
             if refusal is not None:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
-                return answers.too_many(refusal, RETRY_AFTER)
+                return answers.too_many(refusal)
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker), run)
 
@@ -260,9 +258,7 @@ class Gateway:
             held = self.polls.refusal(asker)
             if held is not None:
                 self.refusals.refused("too_many_waits", "/v1: long-polls over their cap")
-                refused = answers.too_many(
-                    f"{held} long-polls are waiting", RETRY_AFTER, "TOO_MANY_WAITS"
-                )
+                refused = answers.too_many(f"{held} long-polls are waiting", "TOO_MANY_WAITS")
                 refused.force_close()  # the connection too
                 return refused
             with self.polls.held(asker):
@@ -295,7 +291,6 @@ class Gateway:
 
 
 async def _openapi(request: web.Request) -> web.StreamResponse:
-    """The OpenAPI document (generated: ``bot.api.openapi``)."""
     return web.Response(text=document_text(), content_type="application/json")
 
 
