@@ -22,7 +22,7 @@ from adapters.slack import (
 )
 from bot.api import answers, asking
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
-from bot.api.audit import audit_handler
+from bot.api.audit import Handler, audit_handler
 from bot.api.body import ApprovalPost, QuestionPost
 from bot.api.openapi import document_text
 from bot.api.taken import Held
@@ -40,7 +40,6 @@ POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Admit = Callable[[web.Request], web.Response | None]
 Owns = Callable[[web.Request, str], bool]
 Post = QuestionPost | ApprovalPost
