@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -90,8 +91,14 @@ class ModalRef:
     reply_url: str | None = None
 
 
-def _packed(packed: str, unpacked: object, expected: object, what: str) -> str:
-    if unpacked != expected:
+def _first(pattern: re.Pattern[str], value: object) -> str | None:
+    """What ``pattern``'s first group matched in ``value`` (``None``: not a match)."""
+    match = pattern.match(value) if isinstance(value, str) else None
+    return None if match is None else match.group(1)
+
+
+def _packed(packed: str, parse: Callable[[str], object], expected: object, what: str) -> str:
+    if parse(packed) != expected:
         raise ValueError(f"{packed!r} would not unpack as {what}")
     return packed
 
@@ -100,9 +107,7 @@ def block_id(request_id: str, question: int | None, part: str) -> str:
     """A ``block_id``: a request id of 8–40 of ``[a-z0-9]``, a question index up to 99,999
     (or none) and a part (1–3 letters and up to 6 digits: a tag and a revision, ``c3``)."""
     packed = SEP.join((PREFIX, request_id, "-" if question is None else str(question), part))
-    return _packed(
-        packed, parse_block_id(packed), BlockRef(request_id, question, part), "a block id"
-    )
+    return _packed(packed, parse_block_id, BlockRef(request_id, question, part), "a block id")
 
 
 def parse_block_id(value: object) -> BlockRef | None:
@@ -117,13 +122,12 @@ def parse_block_id(value: object) -> BlockRef | None:
 def action_id(kind: ActionKind, n: int | None = None) -> str:
     """An ``action_id`` for a widget kind; ``n`` (0–999) keeps it unique inside one block."""
     packed = f"{PREFIX}.{kind}" if n is None else f"{PREFIX}.{kind}.{n}"
-    return _packed(packed, parse_action_id(packed), kind, "an action id")
+    return _packed(packed, parse_action_id, kind, "an action id")
 
 
 def parse_action_id(value: object) -> ActionKind | None:
     """The widget kind of an ``action_id`` of ours, or ``None``."""
-    match = ACTION_PATTERN.match(value) if isinstance(value, str) else None
-    return None if match is None else match.group(1)  # type: ignore[return-value]
+    return _first(ACTION_PATTERN, value)  # type: ignore[return-value]
 
 
 def approval_action_id(kind: Literal["allow", "reject"]) -> str:
@@ -133,7 +137,7 @@ def approval_action_id(kind: Literal["allow", "reject"]) -> str:
 
 def option_value(index: int) -> str:
     """The ``value`` carried by a button or menu option: the option's index (0–99,999)."""
-    return _packed(str(index), parse_index(str(index)), index, "an index")
+    return _packed(str(index), parse_index, index, "an index")
 
 
 def parse_index(value: object) -> int | None:
@@ -143,20 +147,18 @@ def parse_index(value: object) -> int | None:
 
 def callback_id(kind: ViewKind) -> str:
     """A modal's ``callback_id``."""
-    return _packed(f"{PREFIX}.{kind}", parse_callback_id(f"{PREFIX}.{kind}"), kind, "a kind")
+    return _packed(f"{PREFIX}.{kind}", parse_callback_id, kind, "a kind")
 
 
 def parse_callback_id(value: object) -> ViewKind | None:
     """The modal kind of a ``callback_id`` of ours, or ``None``."""
-    match = CALLBACK_PATTERN.match(value) if isinstance(value, str) else None
-    return None if match is None else match.group(1)  # type: ignore[return-value]
+    return _first(CALLBACK_PATTERN, value)  # type: ignore[return-value]
 
 
 def private_metadata(request_id: str, question: int) -> str:
     """A modal's ``private_metadata``: the request and question it answers."""
     packed = SEP.join((PREFIX, request_id, str(question)))
-    expected = ModalRef(request_id, question)
-    return _packed(packed, parse_private_metadata(packed), expected, "metadata")
+    return _packed(packed, parse_private_metadata, ModalRef(request_id, question), "metadata")
 
 
 def parse_private_metadata(value: object) -> ModalRef | None:
@@ -183,7 +185,6 @@ def external_id(reply_url: str | None) -> str | None:
 def parse_external_id(value: object) -> str | None:
     """The reply URL a modal's ``external_id`` of ours carries, or ``None`` (not ours, or
     ``""``: Slack's word for none). Unchecked: ``interactions`` checks it as a click's."""
-    if not isinstance(value, str) or len(value) > MAX_EXTERNAL_ID:
-        return None
-    match = _EXTERNAL_ID.match(value)
-    return match.group(1) if match else None
+    if isinstance(value, str) and len(value) <= MAX_EXTERNAL_ID:
+        return _first(_EXTERNAL_ID, value)
+    return None

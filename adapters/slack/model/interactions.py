@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
@@ -202,18 +202,25 @@ def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
     return tuple(dict.fromkeys(index for index in found if index is not None))
 
 
-def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int, ...]]:
-    values = _dict(_dict(body.get("state")).get("values"))
-    selections: dict[int, tuple[int, ...]] = {}
-    for block, actions in values.items():
+def _inputs(
+    view_or_body: Mapping[str, Any], request_id: str, kind: ids.ActionKind
+) -> Iterator[tuple[str, ids.BlockRef, dict[str, Any]]]:
+    """Each input of ``kind`` for ``request_id`` in a payload's ``state``: its ``block_id``,
+    what that names, and its state."""
+    for block, actions in _dict(_dict(view_or_body.get("state")).get("values")).items():
         ref = ids.parse_block_id(block)
-        if ref is None or ref.request_id != request_id or ref.question is None:
-            continue
-        for action, state in _dict(actions).items():
-            chosen = _chosen(_dict(state)) if ids.parse_action_id(action) == "draft" else None
-            if chosen is not None:
-                selections[ref.question] = chosen
-    return selections
+        if ref is not None and ref.request_id == request_id:
+            for action, state in _dict(actions).items():
+                if ids.parse_action_id(action) == kind:
+                    yield block, ref, _dict(state)
+
+
+def _selections(body: Mapping[str, Any], request_id: str) -> dict[int, tuple[int, ...]]:
+    return {
+        ref.question: chosen
+        for _, ref, state in _inputs(body, request_id, "draft")
+        if ref.question is not None and (chosen := _chosen(state)) is not None
+    }
 
 
 def origin_of(body: Mapping[str, Any]) -> Origin | None:
@@ -286,18 +293,13 @@ def parse_view_submission(body: Mapping[str, Any]) -> TextAnswer | ConfirmSkip |
     # its external_id (an earlier release's modal: in its metadata), checked again.
     carried = ids.parse_external_id(view.get("external_id")) or ref.reply_url
     reply = response_url({"response_url": carried})
+    under = None if kind == "skip" else _str(view.get("previous_view_id"))  # the plan's modal
+    origin = Origin(user, name=acting_name(body), response_url=reply, view_id=under)
     if kind == "skip":
-        return ConfirmSkip(ref.request_id, Origin(user, name=acting_name(body), response_url=reply))
-    values = _dict(_dict(view.get("state")).get("values"))
-    for block, actions in values.items():
-        block_ref = ids.parse_block_id(block)
-        if block_ref is None or block_ref.request_id != ref.request_id:
-            continue
-        for action, state in _dict(actions).items():
-            if ids.parse_action_id(action) == "text":
-                raw = _dict(state).get("value")
-                text = raw if isinstance(raw, str) else ""
-                under = _str(view.get("previous_view_id"))  # pushed from the plan's modal
-                origin = Origin(user, name=acting_name(body), response_url=reply, view_id=under)
-                return TextAnswer(ref.request_id, ref.question, text, origin, block)
+        return ConfirmSkip(ref.request_id, origin)
+    for block, _, state in _inputs(view, ref.request_id, "text"):
+        text = state.get("value")
+        return TextAnswer(
+            ref.request_id, ref.question, text if isinstance(text, str) else "", origin, block
+        )
     return None

@@ -109,13 +109,11 @@ class PendingRecord(BaseModel):
         """Whether the request still waits for an answer."""
         return self.state == "pending"
 
-    def draft_of(self, user: str | None, question: int) -> Draft:
-        """``user``'s own draft of question ``question`` (empty when they made none)."""
-        return _nth(self.user_drafts.get(user, []) if user else [], question)
-
-    def draft(self, question: int) -> Draft:
-        """The draft of question ``question`` (empty when none was made)."""
-        return _nth(self.drafts, question)
+    def draft(self, question: int, user: str | None = None) -> Draft:
+        """Question ``question``'s draft: ``user``'s own if given, else the shared one of an
+        older record (empty when none was made)."""
+        drafts = self.drafts if user is None else self.user_drafts.get(user, [])
+        return drafts[question] if 0 <= question < len(drafts) else Draft()
 
     def next(self, **changes: object) -> PendingRecord:
         """A copy with ``changes`` applied and the version bumped (for compare-and-set)."""
@@ -145,7 +143,3 @@ class PendingRecord(BaseModel):
                 STORE_UNAVAILABLE,
                 cause=exc,
             ) from exc
-
-
-def _nth(drafts: list[Draft], question: int) -> Draft:
-    return drafts[question] if 0 <= question < len(drafts) else Draft()

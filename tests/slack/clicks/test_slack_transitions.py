@@ -221,8 +221,8 @@ def test_draft_change_is_saved_not_answered() -> None:
     assert isinstance(decision, Save) and decision.record.is_open
     assert decision.rerender is False  # Slack already shows the person's ticks
     assert decision.record.state == "pending" and decision.record.version == FORM.version + 1
-    assert decision.record.draft_of(ALICE, 1).selected == [2, 0]
-    assert decision.record.draft_of(BOB, 1).selected == []  # drafts are per person
+    assert decision.record.draft(1, ALICE).selected == [2, 0]
+    assert decision.record.draft(1, BOB).selected == []  # drafts are per person
     assert decision.record.answer is None
 
 
@@ -230,7 +230,7 @@ def test_unticking_everything_is_an_empty_draft() -> None:
     rec = mine(Draft(), Draft(selected=[1]))
     payload = choose(render_open(rec).blocks, question=1, labels=[])
     decision = decide(rec, interaction_of(payload), NOW)
-    assert isinstance(decision, Save) and decision.record.draft_of(ALICE, 1).selected == []
+    assert isinstance(decision, Save) and decision.record.draft(1, ALICE).selected == []
 
 
 def test_a_single_select_choice_clears_earlier_free_text() -> None:
@@ -239,7 +239,7 @@ def test_a_single_select_choice_clears_earlier_free_text() -> None:
     decision = decide(rec, interaction_of(payload), NOW)
     assert isinstance(decision, Save) and decision.record.is_open
     assert decision.rerender is False  # the shared message never shows a draft
-    assert decision.record.draft_of(ALICE, 0) == Draft(selected=[1], custom=None)
+    assert decision.record.draft(0, ALICE) == Draft(selected=[1], custom=None)
 
 
 def test_a_multi_select_tick_keeps_free_text() -> None:
@@ -247,7 +247,7 @@ def test_a_multi_select_tick_keeps_free_text() -> None:
     payload = choose(render_open(rec).blocks, question=1, labels=["Ham"])
     decision = decide(rec, interaction_of(payload), NOW)
     assert isinstance(decision, Save) and decision.rerender is False
-    assert decision.record.draft_of(ALICE, 1) == Draft(selected=[1], custom="Bacon")
+    assert decision.record.draft(1, ALICE) == Draft(selected=[1], custom="Bacon")
 
 
 def test_submit_uses_state_values_over_drafts() -> None:
@@ -275,9 +275,9 @@ def test_two_people_filling_the_form_do_not_overwrite_each_other() -> None:
         assert isinstance(decision, Save) and decision.record.is_open
         rec = decision.record
     text = decide(rec, _text(rec, 2, "Bob's note", BOB), NOW)
-    assert isinstance(text, Save) and text.record.draft_of(BOB, 2).custom == "Bob's note"
+    assert isinstance(text, Save) and text.record.draft(2, BOB).custom == "Bob's note"
     rec = text.record
-    assert rec.draft_of(ALICE, 1).selected == [2, 1] and rec.draft_of(BOB, 1).selected == [1, 0]
+    assert rec.draft(1, ALICE).selected == [2, 1] and rec.draft(1, BOB).selected == [1, 0]
     # Alice submits: her own choices only, none of Bob's ticks or text.
     state = state_after(blocks, {1: ["Egg", "Ham"]})
     payload = click(blocks, button_text="Submit", state_values=state)
@@ -395,10 +395,10 @@ def test_text_in_a_form_is_a_draft_then_part_of_the_submission() -> None:
     rec = mine(Draft(selected=[1]), Draft(selected=[2]))
     single = decide(rec, _text(rec, 0, "XXL"), NOW)
     assert isinstance(single, Save) and single.rerender is False
-    assert single.record.draft_of(ALICE, 0) == Draft(selected=[], custom="XXL")  # replaces
+    assert single.record.draft(0, ALICE) == Draft(selected=[], custom="XXL")  # replaces
     multi = decide(single.record, _text(single.record, 1, "Bacon"), NOW)
     assert isinstance(multi, Save) and multi.record.is_open
-    assert multi.record.draft_of(ALICE, 1) == Draft(selected=[2], custom="Bacon")  # adds
+    assert multi.record.draft(1, ALICE) == Draft(selected=[2], custom="Bacon")  # adds
     rec = multi.record
     blocks = render_open(rec).blocks
     state = state_after(blocks, {1: ["Egg"]})

@@ -56,7 +56,7 @@ def render_text_modal(
         "multiline": True,
         "max_length": blockkit.MAX_INPUT_LENGTH,
     }
-    current = record.draft_of(user, index).custom or record.draft(index).custom
+    current = record.draft(index, user).custom or record.draft(index).custom
     if current:
         element["initial_value"] = current[: blockkit.MAX_INPUT_LENGTH]
     blocks: list[Block] = [question_block(question, 0, 1)]
