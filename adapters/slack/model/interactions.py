@@ -203,11 +203,10 @@ def _chosen(state: Mapping[str, Any]) -> tuple[int, ...] | None:
 
 
 def _inputs(
-    view_or_body: Mapping[str, Any], request_id: str, kind: ids.ActionKind
+    payload: Mapping[str, Any], request_id: str, kind: ids.ActionKind
 ) -> Iterator[tuple[str, ids.BlockRef, dict[str, Any]]]:
-    """Each input of ``kind`` for ``request_id`` in a payload's ``state``: its ``block_id``,
-    what that names, and its state."""
-    for block, actions in _dict(_dict(view_or_body.get("state")).get("values")).items():
+    """The ``kind`` inputs of ``request_id`` in the ``state`` of a view or of a message."""
+    for block, actions in _dict(_dict(payload.get("state")).get("values")).items():
         ref = ids.parse_block_id(block)
         if ref is not None and ref.request_id == request_id:
             for action, state in _dict(actions).items():

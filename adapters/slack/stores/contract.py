@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
 
 from adapters.slack.model.audience import Audience
-from adapters.slack.model.audit_chain import ChainCheck
-from adapters.slack.model.audit_trail import AuditEvent, event_for
+from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, event_for
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import STORE_BUSY
 from adapters.slack.stores.watches import Watch, WatchRegistry
@@ -68,7 +67,7 @@ class TrailReader(Protocol):
         """Every event with ``since <= at < until``, in the order they were appended."""
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """What ``audit_chain.verify`` finds; ``None`` when this store keeps no chain."""
+        """What ``audit_trail.verify`` finds; ``None`` when this store keeps no chain."""
 
 
 class PendingStore(TrailReader, Protocol):

@@ -8,8 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from adapters.slack.model.audience import Audience
-from adapters.slack.model.audit_chain import ChainCheck
-from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent, ChainCheck
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore
 from adapters.slack.stores.watches import WatchRegistry

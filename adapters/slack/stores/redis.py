@@ -13,8 +13,7 @@ from typing import Final, cast
 from redis.commands.core import AsyncScript
 
 from adapters.slack.model.audience import Audience, batches
-from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
-from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
 from adapters.slack.stores.duties import default_process_id, stop_tasks

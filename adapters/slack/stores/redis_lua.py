@@ -171,7 +171,7 @@ return 1
 # KEYS: audit stream, purged hashes; ARGV: record key prefix, first id ('-' or '(' and the
 # last one seen), last id (inclusive), count. One page of the audit stream's purge: deletes
 # each entry whose question has no record left (or that names none), leaving its chain
-# position's time and hash behind (``audit_chain.verify``); an entry of a pending question,
+# position's time and hash behind (``audit_trail.verify``); an entry of a pending question,
 # or of one ended less than the retention ago, stays. Returns {entries read, deleted,
 # the last id read ('' for none)}.
 PURGE_AUDIT: Final = """

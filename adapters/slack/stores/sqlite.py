@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from adapters.slack.model.audience import Audience, batches, narrowed
-from adapters.slack.model.audit_chain import ChainCheck, ChainRow, chain_hash, verify
-from adapters.slack.model.audit_trail import AuditEvent
+from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
 from adapters.slack.stores.duties import default_process_id, stop_tasks

@@ -99,7 +99,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         _EVENT_CREATED,
         _EVENT_WRITTEN,
     ),
-    (  # 5: the trail's hash chain (``audit_chain``): its columns, the head, purged hashes
+    (  # 5: the trail's hash chain (``audit_trail``): its columns, the head, purged hashes
         "ALTER TABLE events ADD COLUMN prev TEXT",
         "ALTER TABLE events ADD COLUMN question_prev TEXT",
         "ALTER TABLE events ADD COLUMN hash TEXT",

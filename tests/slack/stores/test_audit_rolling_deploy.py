@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from adapters.slack.model.audit_chain import chain_hash
-from adapters.slack.model.audit_trail import AuditEvent, asked_event
+from adapters.slack.model.audit_trail import AuditEvent, asked_event, chain_hash
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
 from adapters.slack.stores.redis import RedisPendingStore
