@@ -81,28 +81,30 @@ class OpenText:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadPlan:
-    """ "Read the whole plan": open the plan in a modal, Approve and Decline at its end."""
+class _Whole:
+    """A click on a whole request, not on one of its questions."""
 
     request_id: str
     origin: Origin
+
+
+class ReadPlan(_Whole):
+    """ "Read the whole plan": open the plan in a modal, Approve and Decline at its end."""
 
 
 @dataclass(frozen=True, slots=True)
-class Submit:
+class Submit(_Whole):
     """The form's Submit, with the choices its message showed to the person."""
 
-    request_id: str
-    origin: Origin
     selections: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Dismiss:
+class Dismiss(_Whole):
     """The person chose not to answer at all."""
 
-    request_id: str
-    origin: Origin
+
+class ConfirmSkip(_Whole):
+    """The person confirmed sending the form with nothing chosen (a skip)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +116,6 @@ class TextAnswer:
     text: str
     origin: Origin
     input_block_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConfirmSkip:
-    """The person confirmed sending the form with nothing chosen (a skip)."""
-
-    request_id: str
-    origin: Origin
 
 
 @dataclass(frozen=True, slots=True)
