@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
+from adapters.slack.model.tally import Wire
 from bot.questions.models import AskUserQuestionItem
 
 __all__ = [
@@ -37,12 +37,8 @@ AuditKind = Literal[
 ]
 
 
-class AuditEvent(BaseModel):
+class AuditEvent(Wire):
     """One entry of a question's trail (JSON with camelCase names, as the API shows it)."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
 
     request_id: str
     at: float

@@ -25,13 +25,15 @@ __all__ = [
 Outcome = Literal["approved", "declined"]
 
 
-class _Wire(BaseModel):
+class Wire(BaseModel):
+    """Stored and shown as JSON with camelCase names; frozen."""
+
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
     )
 
 
-class Vote(_Wire):
+class Vote(Wire):
     """One reviewer's current vote."""
 
     user: str
@@ -105,7 +107,7 @@ def combined_feedback(votes: Sequence[Vote]) -> str | None:
     return "\n".join(lines) if lines else None
 
 
-class Revision(_Wire):
+class Revision(Wire):
     """What a revised plan review revises: the earlier review, its plan and its feedback."""
 
     previous_id: str
