@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Iterable
 from typing import Final, cast
 
 from redis.asyncio.client import PubSub
@@ -40,7 +39,7 @@ class RedisNotices:
         self._log = link.log
         self._retry: set[str] = set()
         self._pubsub: PubSub | None = None
-        self.watches = WatchRegistry(self.check, shielded=True, on_unwatched=self._retry.discard)
+        self.watches = WatchRegistry(self.reread, shielded=True, on_unwatched=self._retry.discard)
 
     async def subscribe(self) -> None:
         """Subscribe to ``p:done`` and wait for the confirmation: publishes reach us from now."""
@@ -66,11 +65,8 @@ class RedisNotices:
         self.watches.close(error)
         self._retry.clear()
 
-    async def check(self, request_id: str) -> None:
-        """Re-read one watched record (bounded); on failure the subscriber retries it."""
-        await self._reread([request_id])
-
-    async def _reread(self, ids: Iterable[str]) -> None:
+    async def reread(self, *ids: str) -> None:
+        """Re-read these watched records (bounded); on failure the subscriber retries them."""
         wanted = sorted({i for i in ids if i in self.watches})
         if not wanted:
             return
@@ -123,12 +119,12 @@ class RedisNotices:
                 if message is not None and message["type"] == "subscribe":
                     # a resubscription after a reconnect: anything may have ended meanwhile
                     self._log.info("pending store resubscribed to %s", self._keys.done)
-                    await self._reread(list(self.watches))
+                    await self.reread(*self.watches)
                 elif message is not None and message["type"] == "message":
-                    await self._reread([str(message["data"])])
+                    await self.reread(str(message["data"]))
                 if self._retry and now - last_retry >= self._tick:
                     last_retry = now
-                    await self._reread(list(self._retry))
+                    await self.reread(*self._retry)
             except Exception:  # never let one bad message stop the notifications
                 self._log.exception("pending store subscriber failed on %r", message)
 

@@ -43,14 +43,6 @@ CHUNK: Final = 500
 """Ids per ``IN (…)`` query (well under SQLite's parameter limit), rows per page."""
 
 
-def batch_delete(table: str, key: str, where: str) -> str:
-    """A statement deleting at most ``CHUNK`` rows of ``table`` matching ``where``."""
-    return (
-        f"DELETE FROM {table} WHERE {key} IN"
-        f" (SELECT {key} FROM {table} WHERE {where} LIMIT {CHUNK}) RETURNING 1"
-    )
-
-
 class SqliteFile:
     """The connection to the store's file; ``open()`` before use, ``close()`` after."""
 
@@ -251,8 +243,13 @@ class SqliteFile:
         rows = await self.rows(sql)
         return rows[0][0]
 
-    async def delete_batches(self, statement: str, params: Sequence[Any] = ()) -> int:
-        """Run a ``batch_delete`` statement until it deletes fewer than ``CHUNK``; how many."""
+    async def delete_batches(self, table: str, key: str, where: str, *params: Any) -> int:
+        """Delete the rows of ``table`` matching ``where``, ``CHUNK`` at a time (no statement
+        holds the file long); how many."""
+        statement = (
+            f"DELETE FROM {table} WHERE {key} IN"
+            f" (SELECT {key} FROM {table} WHERE {where} LIMIT {CHUNK}) RETURNING 1"
+        )
         deleted = 0
         while True:
             gone = len(await self.rows(statement, params))

@@ -9,7 +9,7 @@ from typing import Final
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import DurableStore
 from adapters.slack.stores.duties import OrphanSweep, Upkeep
-from adapters.slack.stores.sqlite_file import SqliteFile, batch_delete
+from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
 
@@ -70,18 +70,12 @@ class SqliteEndings:
 
 _ENDINGS_KEPT: Final = 3600.0
 """How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
-_PURGE_RECORDS: Final = batch_delete(
-    "records", "rowid", "state != 'pending' AND finished_at < ?"
-)  # through the partial index records_finished
-_PURGE_ENDINGS: Final = batch_delete("endings", "seq", "at < ?")
-_PURGE_EVENTS: Final = batch_delete(
-    "events",
-    "seq",
-    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)",
+_TRAIL_GONE: Final = (
+    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)"
 )
-"""A trail goes with its record (a pending question keeps it whole); an event whose question
-has no record goes by its age (through ``events_at`` and the records' key; ``NOT IN`` would
-match nothing after a NULL)."""
+"""The events purged: a trail goes with its record (a pending question keeps it whole); an
+event whose question has no record goes by its age (through ``events_at`` and the records'
+key; ``NOT IN`` would match nothing after a NULL)."""
 _NOW: Final = "((julianday('now') - 2440587.5) * 86400.0)"
 """The time (Unix seconds) as SQLite reads it when it runs the statement: a beat that waited
 for another writer's lock is stamped when it is written, and is not stale on arrival."""
@@ -143,10 +137,11 @@ class SqliteUpkeep(Upkeep):
     async def purge(self, now: float | None = None) -> int:
         """Delete the records that ended longer than the retention ago, and their trails."""
         now = time.time() if now is None else now
-        # a batch at a time (``delete_batches``): the heartbeat never waits for all of it
-        purged = await self._file.delete_batches(_PURGE_RECORDS, (now - self._retention,))
-        await self._file.delete_batches(_PURGE_ENDINGS, (now - _ENDINGS_KEPT,))
-        await self._file.delete_batches(_PURGE_EVENTS, (now - self._retention,))
+        # a batch at a time: the heartbeat never waits for all of it
+        ended = "state != 'pending' AND finished_at < ?"  # through the index records_finished
+        purged = await self._file.delete_batches("records", "rowid", ended, now - self._retention)
+        await self._file.delete_batches("endings", "seq", "at < ?", now - _ENDINGS_KEPT)
+        await self._file.delete_batches("events", "seq", _TRAIL_GONE, now - self._retention)
         return purged
 
     async def _sweep(self, sweep: OrphanSweep) -> None:

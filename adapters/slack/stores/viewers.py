@@ -66,6 +66,8 @@ class MemoryHomeViewers(HomeViewers):
         return not self._seen
 
 
+_BUSY_TIMEOUT: Final = 5.0
+"""Seconds a viewers' statement waits for another writer of the file."""
 _TABLE: Final = (
     "CREATE TABLE IF NOT EXISTS home_viewers"
     " (user_id TEXT PRIMARY KEY, opened_at REAL NOT NULL) WITHOUT ROWID"
@@ -81,11 +83,9 @@ class SqliteHomeViewers(HomeViewers):
         *,
         max_viewers: int = MAX_VIEWERS,
         ttl: float = VIEWER_TTL,
-        busy_timeout: float = 5.0,
     ) -> None:
         super().__init__(max_viewers=max_viewers, ttl=ttl)
         self._path = Path(path)
-        self._busy_timeout = busy_timeout
         self._ready = False
 
     async def opened(self, user: str, at: float) -> None:
@@ -119,7 +119,7 @@ class SqliteHomeViewers(HomeViewers):
             if not self._ready:
                 private_file(self._path)
             async with aiosqlite.connect(
-                self._path, isolation_level=None, timeout=self._busy_timeout
+                self._path, isolation_level=None, timeout=_BUSY_TIMEOUT
             ) as db:
                 if not self._ready:
                     await db.execute(_TABLE)
