@@ -20,7 +20,7 @@ from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, T
 from adapters.slack.stores.duties import default_process_id, stop_tasks
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
-from adapters.slack.stores.sqlite_upkeep import SqliteEndings, SqliteUpkeep
+from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 
@@ -107,10 +107,10 @@ class SqlitePendingStore(DurableStore):
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
         self._file = SqliteFile(Path(path), busy_timeout=busy_timeout, log=self._log)
         self._watches = WatchRegistry(self._refresh)
-        self._endings = SqliteEndings(self._file, self._watches)
         self._upkeep = SqliteUpkeep(
             self._file,
             self,
+            self._watches,
             retention=retention,
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
@@ -131,7 +131,7 @@ class SqlitePendingStore(DurableStore):
         began = time.monotonic()
         await self._file.open()
         try:
-            await self._endings.begin()
+            await self._upkeep.begin()
             await self._upkeep.beat()
             if time.monotonic() - began > self._heartbeat_interval:
                 # it waited for the file (or upgraded it): so did the others' beats
@@ -142,7 +142,7 @@ class SqlitePendingStore(DurableStore):
             raise
         shown = (self.path, SCHEMA_VERSION, self._process_id)
         self._log.info("pending store opened %s (schema %d, process %s)", *shown)
-        poll = ("poll", self._poll_interval, self._endings.poll_once)
+        poll = ("poll", self._poll_interval, self._upkeep.poll_once)
         # the WAL copied into the file apart, so no write waits for a checkpoint
         checkpoint = ("checkpoint", self._checkpoint_interval, self._file.checkpoint)
         self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, poll, checkpoint)

@@ -1,4 +1,4 @@
-"""The SQLite store's background work: others' endings, heartbeat, sweep, purge, checkpoints."""
+"""The SQLite store's background work: others' endings, heartbeat, sweep, purge."""
 
 from __future__ import annotations
 
@@ -13,14 +13,45 @@ from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.watches import LOST_CHECK_INTERVAL, WatchRegistry
 from bot.questions.errors import UserQuestionError
 
+_ENDINGS_KEPT: Final = 3600.0
+"""How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
+_TRAIL_GONE: Final = (
+    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)"
+)
+"""The events purged: a trail goes with its record (a pending question keeps it whole); an
+event whose question has no record goes by its age (through ``events_at`` and the records'
+key; ``NOT IN`` would match nothing after a NULL)."""
+_NOW: Final = "((julianday('now') - 2440587.5) * 86400.0)"
+"""The time (Unix seconds) as SQLite reads it when it runs the statement: a beat that waited
+for another writer's lock is stamped when it is written, and is not stale on arrival."""
+_LOST_OWNERS: Final = (
+    "SELECT DISTINCT r.owner FROM records r LEFT JOIN alive a"
+    " ON a.process_id = r.owner WHERE r.state = 'pending' AND r.owner IS NOT NULL"
+    f" AND r.owner != ? AND (a.beat_at IS NULL OR a.beat_at < {_NOW} - ?)"
+)
+"""The owners of pending records whose heartbeat is gone or older than the TTL."""
 
-class SqliteEndings:
-    """Notices endings written by other processes and resolves this process's watches."""
 
-    def __init__(self, file: SqliteFile, watches: WatchRegistry) -> None:
+class SqliteUpkeep(Upkeep):
+    """The endings other processes write, noticed to resolve this process's ``watches``; this
+    process's heartbeat, the sweep for other processes' orphans, the retention."""
+
+    def __init__(
+        self,
+        file: SqliteFile,
+        store: DurableStore,
+        watches: WatchRegistry,
+        *,
+        retention: float,
+        heartbeat_interval: float,
+        heartbeat_ttl: float,
+    ) -> None:
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=file.log)
         self._file = file
         self._watches = watches
-        self._log = file.log
+        self._retention = retention
+        self._sweep_from = 0.0
+        """No sweep before this (monotonic): ``hold_sweep``."""
         self._data_version = -1
         self._seen_seq = 0
         self._lost_checked = 0.0
@@ -66,44 +97,6 @@ class SqliteEndings:
         sql = "SELECT id, json FROM records WHERE id IN ({ids})"
         for request_id, raw in await self._file.rows_in(sql, ids):
             self._watches.ended(request_id, raw, self._log)
-
-
-_ENDINGS_KEPT: Final = 3600.0
-"""How long an entry of the endings feed is kept (pollers look every fraction of a second)."""
-_TRAIL_GONE: Final = (
-    "at < ? AND NOT EXISTS (SELECT 1 FROM records WHERE records.id = events.request_id)"
-)
-"""The events purged: a trail goes with its record (a pending question keeps it whole); an
-event whose question has no record goes by its age (through ``events_at`` and the records'
-key; ``NOT IN`` would match nothing after a NULL)."""
-_NOW: Final = "((julianday('now') - 2440587.5) * 86400.0)"
-"""The time (Unix seconds) as SQLite reads it when it runs the statement: a beat that waited
-for another writer's lock is stamped when it is written, and is not stale on arrival."""
-_LOST_OWNERS: Final = (
-    "SELECT DISTINCT r.owner FROM records r LEFT JOIN alive a"
-    " ON a.process_id = r.owner WHERE r.state = 'pending' AND r.owner IS NOT NULL"
-    f" AND r.owner != ? AND (a.beat_at IS NULL OR a.beat_at < {_NOW} - ?)"
-)
-"""The owners of pending records whose heartbeat is gone or older than the TTL."""
-
-
-class SqliteUpkeep(Upkeep):
-    """This process's heartbeat, the sweep for other processes' orphans, the retention."""
-
-    def __init__(
-        self,
-        file: SqliteFile,
-        store: DurableStore,
-        *,
-        retention: float,
-        heartbeat_interval: float,
-        heartbeat_ttl: float,
-    ) -> None:
-        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=file.log)
-        self._file = file
-        self._retention = retention
-        self._sweep_from = 0.0
-        """No sweep before this (monotonic): ``hold_sweep``."""
 
     async def beat(self) -> None:
         """Say this process is alive (stamped by SQLite when written: ``_NOW``)."""
