@@ -285,7 +285,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
 
     async def _release(self) -> None:
         await self._notices.unsubscribe()
-        await self._link.aclose()
+        await self._link.client.aclose(close_connection_pool=True)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         return await self._write("create", record, "", event)

@@ -208,7 +208,3 @@ class RedisLink:
                 " Check that Redis is running and that REDIS_URL points at it."
             )
         return StoreUnavailable(problem)
-
-    async def aclose(self) -> None:
-        """Disconnect every connection of the pool."""
-        await self.client.aclose(close_connection_pool=True)

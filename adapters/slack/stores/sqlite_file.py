@@ -57,7 +57,6 @@ class SqliteFile:
 
     @property
     def is_open(self) -> bool:
-        """Whether the file is open."""
         return self._db is not None
 
     async def open(self) -> None:
@@ -239,7 +238,6 @@ class SqliteFile:
         return int(rows[0][1])
 
     async def scalar(self, sql: str) -> Any:
-        """The first column of the first row of ``sql``."""
         rows = await self.rows(sql)
         return rows[0][0]
 
