@@ -30,6 +30,7 @@ from bot.settings.config import Settings
 from tests.conftest import TEST_REDIS_URL, RedisStoreFactory, SqliteStoreFactory
 from tests.e2e.test_multiprocess import eventually
 from tests.slack.stores.test_store_contract import make_record
+from tests.slack.stores.test_store_sqlite_audit_plan import plan, statements
 from tests.sqlite_tools import store_connect
 
 RETENTION = 3600.0
@@ -236,20 +237,19 @@ async def test_sqlite_a_record_row_with_a_null_id_does_not_keep_old_stray_events
         db.close()
 
 
-def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id() -> None:
+async def test_sqlite_the_trail_purge_searches_events_by_age_and_records_by_id(
+    sqlite_store_factory: SqliteStoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The hourly purge reads no table whole: events by ``events_at``, each one's record
-    looked up by its primary key."""
-    from adapters.slack.stores.sqlite_schema import _MIGRATIONS
-    from adapters.slack.stores.sqlite_upkeep import _PURGE_EVENTS
-
-    with store_connect(":memory:") as db:
-        for statement in (s for migration in _MIGRATIONS for s in migration):
-            db.execute(statement)
-        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {_PURGE_EVENTS}", (0.0,))]
-    db.close()
-    assert any(step.startswith("SEARCH events USING INDEX events_at") for step in plan), plan
-    assert any("INDEX sqlite_autoindex_records_1" in step for step in plan), plan
-    assert not any(step.startswith("SCAN") for step in plan), plan
+    looked up by its primary key (SQLite's plan of the statement the purge runs)."""
+    store = await sqlite_store_factory()
+    seen = statements(monkeypatch)
+    await store.purge()
+    ((sql, params),) = [(s, p) for s, p in seen if s.startswith("DELETE FROM events")]
+    steps = plan(store.path, sql, params)
+    assert any(step.startswith("SEARCH events USING INDEX events_at") for step in steps), steps
+    assert any("INDEX sqlite_autoindex_records_1" in step for step in steps), steps
+    assert not any(step.startswith("SCAN") for step in steps), steps
 
 
 @pytest.mark.slow
