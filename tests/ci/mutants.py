@@ -20,7 +20,7 @@ class Mutant:
 
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
-LANES = "adapters/slack/pacing/lanes.py"
+LANES = SCHEDULER
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
     "tests/slack/pacing/test_slack_scheduler.py",
