@@ -233,7 +233,7 @@ async def _peer(argv: Sequence[str]) -> None:
     url, token, channel, scale, count, redis_url, prefix = argv
     budget: Budget | None = None
     if redis_url != "-":
-        budget = RedisBudget.from_url(redis_url, prefix=prefix)
+        budget = RedisBudget(redis_url, prefix=prefix)
     limits = SlackLimits(time_scale=float(scale))
     client = web_client(url, token, limits=limits, budget=budget)
     assert isinstance(client, PacedWebClient)

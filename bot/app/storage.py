@@ -58,7 +58,7 @@ def budget(settings: Settings) -> Budget | None:
         return None
     url = settings.redis_url.get_secret_value()
     try:
-        return RedisBudget.from_url(url, prefix=settings.redis_prefix)
+        return RedisBudget(url, prefix=settings.redis_prefix)
     except (ValueError, TypeError) as exc:
         reason = str(exc)
         if password := urlsplit(url).password:  # REDIS_URL's check parsed it

@@ -190,27 +190,19 @@ class _NoConnection(Exception):
 class RedisBudget:
     """A budget shared by every process using the same Redis and ``prefix``."""
 
-    def __init__(
-        self, redis: aioredis.Redis, *, prefix: str, logger: logging.Logger | None = None
-    ) -> None:
-        self._redis = redis
-        self._prefix = prefix
-        self._script = redis.register_script(_SCRIPT)
-        self._connections = asyncio.Semaphore(
-            min(_CONNECTIONS, redis.connection_pool.max_connections)
-        )
-        self._fallback = LocalBudget()
-        self._replaying: asyncio.Task[bool] | None = None
-        self._logger = logger or logging.getLogger("adapters.slack")
-        self._degraded = False
-
-    @classmethod
-    def from_url(cls, url: str, *, prefix: str) -> RedisBudget:
-        """A budget on its own small connection pool to ``url`` (a full pool is no outage)."""
+    def __init__(self, url: str, *, prefix: str) -> None:
+        # Its own small connection pool: a full pool is no outage.
         pool = aioredis.BlockingConnectionPool.from_url(
             url, socket_timeout=5, max_connections=_CONNECTIONS, timeout=_CONNECTION_WAIT
         )
-        return cls(aioredis.Redis.from_pool(pool), prefix=f"{prefix}:ratelimit")
+        self._redis = aioredis.Redis.from_pool(pool)
+        self._prefix = f"{prefix}:ratelimit"
+        self._script = self._redis.register_script(_SCRIPT)
+        self._connections = asyncio.Semaphore(_CONNECTIONS)
+        self._fallback = LocalBudget()
+        self._replaying: asyncio.Task[bool] | None = None
+        self._logger = logging.getLogger("adapters.slack")
+        self._degraded = False
 
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
         """Count one call in every bucket in Redis (here while it is unreachable)."""

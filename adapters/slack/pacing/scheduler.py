@@ -39,6 +39,10 @@ UNPACED: Final = frozenset({"apps.connections.open"})
 """Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
 Socket Mode's reconnect, without which no click arrives."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
+_MARGIN: Final = 0.1
+"""How much longer than Slack's the budget's windows are (latency jitter)."""
+_SLOW_AFTER: Final = 10.0
+"""Seconds of waiting after which a call is logged as slow."""
 KNOWN_CONVERSATIONS: Final = 10_000
 """DMs whose conversation id is remembered (user id -> ``D…``), the latest learnt kept."""
 
@@ -127,19 +131,17 @@ class MethodLanes:
         self.held[lane] = max(self.held.get(lane, now), until)
         return alone
 
-    def note_wait(
-        self, waited: float, now: float, slow_after: float, logger: logging.Logger
-    ) -> None:
-        """Log a call that waited longer than ``slow_after``: at most one line per method
-        each ``slow_after`` seconds, counting the slow calls since the last line."""
-        if waited <= slow_after:
+    def note_wait(self, waited: float, now: float, logger: logging.Logger) -> None:
+        """Log a call that waited longer than ``_SLOW_AFTER``: at most one line per method
+        each ``_SLOW_AFTER`` seconds, counting the slow calls since the last line."""
+        if waited <= _SLOW_AFTER:
             return
         self.slow += 1
-        if now - self.slow_logged_at < slow_after:
+        if now - self.slow_logged_at < _SLOW_AFTER:
             return
         facts = {"slow": self.slow, "waited": round(waited, 3), "queued": self.waiting}
         logger.warning(
-            f"{self.name}: {self.slow} call(s) waited over {slow_after:g} s for Slack's rate"
+            f"{self.name}: {self.slow} call(s) waited over {_SLOW_AFTER:g} s for Slack's rate"
             f" limit (latest {waited:.1f} s), {self.waiting} waiting",
             extra={"method": self.name, **facts},
         )
@@ -224,14 +226,10 @@ class WebApiScheduler:
         limits: SlackLimits | None = None,
         *,
         budget: Budget | None = None,
-        margin: float = 0.1,
-        slow_after: float = 10.0,
         logger: logging.Logger | None = None,
     ) -> None:
         self.limits = limits or SlackLimits()
         self._budget: Budget = budget or LocalBudget()
-        self._margin = margin
-        self._slow_after = slow_after
         self._logger = logger or logging.getLogger("adapters.slack")
         self._methods: dict[str, MethodLanes] = {}
         self._closed = False
@@ -284,7 +282,7 @@ class WebApiScheduler:
 
     def buckets(self, method: str, lane: str) -> list[Bucket]:
         """The budget buckets one call of ``method`` in ``lane`` spends."""
-        return self.limits.buckets(method, lane, self._margin)
+        return self.limits.buckets(method, lane, _MARGIN)
 
     def conversation(self, channel: str) -> str:
         """The conversation ``channel`` names, as far as Slack's answers told (``learn``)."""
@@ -356,7 +354,7 @@ class WebApiScheduler:
                 continue  # its last call was taken off while the budget was asked
             entry = state.pop(lane)
             now = loop.time()
-            state.note_wait(now - entry.queued_at, now, self._slow_after, self._logger)
+            state.note_wait(now - entry.queued_at, now, self._logger)
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)

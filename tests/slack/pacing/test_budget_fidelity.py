@@ -64,9 +64,7 @@ async def test_every_method_taking_at_once_is_counted_in_redis(
     store_prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    scheduler = WebApiScheduler(
-        SlackLimits(), budget=RedisBudget.from_url(redis_url, prefix=store_prefix)
-    )
+    scheduler = WebApiScheduler(SlackLimits(), budget=RedisBudget(redis_url, prefix=store_prefix))
     try:
         with caplog.at_level(logging.WARNING, logger=LOGGER):
             answers = await asyncio.gather(*(scheduler.call(m, _ok, channel="C1") for m in METHODS))
@@ -85,7 +83,7 @@ async def test_fifty_takes_and_holds_at_once_all_reach_redis(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Holds come from the calls in flight that got 429 (any number at once)."""
-    budget = RedisBudget.from_url(redis_url, prefix=store_prefix)
+    budget = RedisBudget(redis_url, prefix=store_prefix)
     buckets = [Bucket(f"m{i}", 10, 60.0) for i in range(50)]
     try:
         with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -117,7 +115,7 @@ async def test_a_caller_finding_every_connection_busy_is_granted_nothing(
     monkeypatch.setattr(budget_module, "_CONNECTION_WAIT", 0.3, raising=False)
     server = await asyncio.start_server(swallow, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    budget = RedisBudget.from_url(f"redis://127.0.0.1:{port}/0", prefix="black-hole")
+    budget = RedisBudget(f"redis://127.0.0.1:{port}/0", prefix="black-hole")
     stuck = [asyncio.ensure_future(budget.take([Bucket(f"m{i}", 10, 60.0)])) for i in range(8)]
     try:
         with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -148,8 +146,8 @@ async def test_calls_granted_while_redis_was_down_count_when_it_is_back(
     store_prefix: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    budget = RedisBudget.from_url(proxy.url, prefix=store_prefix)
-    other = RedisBudget.from_url(redis_url, prefix=store_prefix)  # a process Redis never left
+    budget = RedisBudget(proxy.url, prefix=store_prefix)
+    other = RedisBudget(redis_url, prefix=store_prefix)  # a process Redis never left
     five = Bucket("chat.update", 5, 60.0)
     views = Bucket("views.open", 100, 60.0)
     caplog.set_level(logging.INFO, logger=LOGGER)
@@ -180,7 +178,7 @@ async def test_the_fallback_forgets_what_passed_during_a_long_outage(
     proxy: _Proxy,  # noqa: F811
     store_prefix: str,
 ) -> None:
-    budget = RedisBudget.from_url(proxy.url, prefix=store_prefix)
+    budget = RedisBudget(proxy.url, prefix=store_prefix)
     try:
         await proxy.cut()
         for i in range(2_000):  # posts to 2,000 channels, each bucket a few milliseconds long
@@ -202,7 +200,7 @@ async def test_a_shorter_hold_leaves_a_longer_one(
     def make() -> LocalBudget | RedisBudget:
         if kind == "local":
             return LocalBudget()
-        return RedisBudget.from_url(redis_url, prefix=store_prefix)
+        return RedisBudget(redis_url, prefix=store_prefix)
 
     first = make()
     second = first if kind == "local" else make()  # in Redis: another process

@@ -191,8 +191,8 @@ async def test_local_budget_is_a_sliding_window_and_a_hold_closes_it() -> None:
 async def test_redis_budget_is_shared_by_two_processes(
     redis_url: str, redis_admin: aioredis.Redis, store_prefix: str
 ) -> None:
-    a = RedisBudget.from_url(redis_url, prefix=store_prefix)
-    b = RedisBudget.from_url(redis_url, prefix=store_prefix)
+    a = RedisBudget(redis_url, prefix=store_prefix)
+    b = RedisBudget(redis_url, prefix=store_prefix)
     try:
         five = Bucket("chat.update", 5, 30.0)
         grants = [await (a if i % 2 else b).take([five]) for i in range(8)]
@@ -217,7 +217,7 @@ async def test_redis_budget_is_shared_by_two_processes(
 async def test_redis_budget_paces_alone_while_redis_is_unreachable(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    budget = RedisBudget.from_url("redis://127.0.0.1:1/0", prefix="unreachable")
+    budget = RedisBudget("redis://127.0.0.1:1/0", prefix="unreachable")
     try:
         with caplog.at_level(logging.WARNING, logger="adapters.slack"):
             one = Bucket("chat.update", 1, 60.0)

@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.clicks.bolt_app import close_web_client, web_client
+from adapters.slack.pacing import scheduler as scheduler_module
 from adapters.slack.pacing.budget import RedisBudget
 from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
@@ -180,11 +181,11 @@ async def test_a_caller_that_stops_waiting_takes_its_call_off_the_queue(
 
 @pytest.mark.slow
 async def test_a_long_wait_is_logged_and_close_fails_what_still_waits(
-    slack: SlackStandIn, caplog: pytest.LogCaptureFixture
+    slack: SlackStandIn, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = web_client(slack.token, base_url=slack.url, limits=SlackLimits(time_scale=1.0))
     assert isinstance(client, PacedWebClient)
-    client.scheduler._slow_after = 0.05
+    monkeypatch.setattr(scheduler_module, "_SLOW_AFTER", 0.05)
     agents = channel_id(slack, "agents")
     with caplog.at_level(logging.WARNING, logger="adapters.slack"):
         for i in range(3):  # the third waits two seconds (two posts per 2.1 s)
@@ -251,9 +252,7 @@ async def test_two_processes_sharing_redis_stay_within_one_apps_budget(
     slack: SlackStandIn, redis_url: str, redis_admin: aioredis.Redis, store_prefix: str
 ) -> None:
     agents = channel_id(slack, "agents")
-    clients = [
-        paced(slack, budget=RedisBudget.from_url(redis_url, prefix=store_prefix)) for _ in range(2)
-    ]
+    clients = [paced(slack, budget=RedisBudget(redis_url, prefix=store_prefix)) for _ in range(2)]
     try:
         ts = [
             (await clients[0].chat_postMessage(channel=agents, text=f"m{i}"))["ts"]
