@@ -37,6 +37,8 @@ METHOD_TIERS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Each rate-limited method's tier; ``chat.postMessage`` has its own rule (see
 ``SlackLimits``), ``auth.test`` and ``blocks.validate`` are special and not limited here."""
+_MARGIN: Final = 0.1
+"""How much longer than Slack's the budget's windows are (latency jitter)."""
 _TRIGGERED: Final = frozenset({"views.open", "views.push"})
 """Methods whose trigger id expires three seconds after the click: not spread out."""
 
@@ -91,11 +93,11 @@ class SlackLimits:
         """Slack seconds as real seconds at this time scale."""
         return slack_seconds / self.time_scale
 
-    def buckets(self, method: str, lane: str, margin: float) -> list[Bucket]:
+    def buckets(self, method: str, lane: str) -> list[Bucket]:
         """The buckets one call of ``method`` in ``lane`` spends, windows stretched by
-        ``margin``: the method's, its pace's (a tenth of the window's calls at most at once)
+        ``_MARGIN``: the method's, its pace's (a tenth of the window's calls at most at once)
         and, for a post, its conversation's."""
-        window = self.real(self.window) * (1.0 + margin)
+        window = self.real(self.window) * (1.0 + _MARGIN)
         allowed = self.workspace_posts if method == POST_MESSAGE else self.per_window(method)
         allowed = allowed or 1
         found = [Bucket(method, allowed, window)]

@@ -17,7 +17,7 @@ from typing import Any, Final, TypeVar
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.pacing.budget import Budget, LocalBudget
-from adapters.slack.pacing.rate_limits import POST_MESSAGE, Bucket, SlackLimits
+from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
 
 __all__ = [
     "RATE_LIMITED_RETRY_AFTER",
@@ -39,8 +39,6 @@ UNPACED: Final = frozenset({"apps.connections.open"})
 """Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
 Socket Mode's reconnect, without which no click arrives."""
 _TAG: ContextVar[str | None] = ContextVar("web_api_call_tag", default=None)
-_MARGIN: Final = 0.1
-"""How much longer than Slack's the budget's windows are (latency jitter)."""
 _SLOW_AFTER: Final = 10.0
 """Seconds of waiting after which a call is logged as slow."""
 KNOWN_CONVERSATIONS: Final = 10_000
@@ -280,10 +278,6 @@ class WebApiScheduler:
                 entry.future.cancel()
             raise
 
-    def buckets(self, method: str, lane: str) -> list[Bucket]:
-        """The budget buckets one call of ``method`` in ``lane`` spends."""
-        return self.limits.buckets(method, lane, _MARGIN)
-
     def conversation(self, channel: str) -> str:
         """The conversation ``channel`` names, as far as Slack's answers told (``learn``)."""
         return self._conversations.get(channel, channel)
@@ -298,7 +292,7 @@ class WebApiScheduler:
             del self._conversations[next(iter(self._conversations))]
         for state in self._methods.values():
             state.merge(channel, conversation)
-        bucket = self.buckets(POST_MESSAGE, conversation)[-1]
+        bucket = self.limits.buckets(POST_MESSAGE, conversation)[-1]
         await self._budget.hold(bucket, bucket.window)
 
     def depths(self) -> dict[str, int]:
@@ -372,7 +366,7 @@ class WebApiScheduler:
                 continue
             ready_at = state.not_before.get(lane, now)
             if ready_at <= now:
-                wait, full = await self._budget.take(self.buckets(state.name, lane))
+                wait, full = await self._budget.take(self.limits.buckets(state.name, lane))
                 if wait <= 0:
                     state.not_before.pop(lane, None)
                     return lane, None
@@ -398,7 +392,7 @@ class WebApiScheduler:
             if not entry.serial:  # its channel may be known by its conversation meanwhile
                 entry.lane = self.conversation(entry.lane)
             seconds, now = self.limits.real(retry_after), asyncio.get_running_loop().time()
-            buckets = self.buckets(state.name, entry.lane)
+            buckets = self.limits.buckets(state.name, entry.lane)
             # A post's 429 holds its conversation alone, unless another one is held already.
             refused = error_of(getattr(exc, "response", None))
             lane_only = state.name == POST_MESSAGE and refused != RATE_LIMITED

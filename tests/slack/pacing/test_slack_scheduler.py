@@ -287,12 +287,12 @@ def test_the_buckets_each_call_spends() -> None:
 
     scheduler = WebApiScheduler(SlackLimits(time_scale=2.0))
     window = 30.0 * 1.1  # a Slack minute at twice the speed, stretched by the margin
-    assert scheduler.buckets("chat.update", "C1/1.2") == [
+    assert scheduler.limits.buckets("chat.update", "C1/1.2") == [
         Bucket("chat.update", 50, window),
         Bucket("chat.update:pace", 5, window / 10),  # spent evenly, five at a time
     ]
     # A modal's trigger expires three seconds after the click: the whole window at once.
-    assert scheduler.buckets("views.open", "U1") == [Bucket("views.open", 100, window)]
-    posts = scheduler.buckets("chat.postMessage", "C1")
+    assert scheduler.limits.buckets("views.open", "U1") == [Bucket("views.open", 100, window)]
+    posts = scheduler.limits.buckets("chat.postMessage", "C1")
     assert posts[0] == Bucket("chat.postMessage", 300, window)  # the workspace's ceiling
     assert posts[-1] == Bucket("chat.postMessage:C1", 1, 0.5 * 1.02)  # a post a second
