@@ -85,15 +85,6 @@ class _Calls:
         return bool(times)
 
 
-@dataclass(frozen=True, slots=True)
-class Handover:
-    """What a ``LocalBudget`` gave up (``drain``): its clock then, its grants and holds."""
-
-    at: float
-    calls: dict[str, _Calls]
-    held: dict[str, float]
-
-
 class LocalBudget:
     """A budget for one process."""
 
@@ -139,22 +130,14 @@ class LocalBudget:
         """How many buckets and holds are in memory (cheap: no sweep)."""
         return len(self._calls) + len(self._held)
 
-    def drain(self) -> Handover:
-        """Hand over the grants and holds still in their windows, and forget them here."""
-        now = self._clock()
-        self._sweep(now)
-        handover = Handover(now, self._calls, self._held)
-        self._calls, self._held = {}, {}
-        return handover
-
-    def restore(self, handover: Handover) -> None:
-        """Take back what ``drain`` handed over, merged with what was granted here since."""
-        for key, calls in handover.calls.items():
+    def restore(self, handover: LocalBudget) -> None:
+        """Take back what was handed over to Redis, merged with what was granted here since."""
+        for key, calls in handover._calls.items():
             mine = self._calls.get(key)
             if mine is not None:
                 calls.times = deque(sorted([*calls.times, *mine.times]))
             self._calls[key] = calls
-        for key, until in handover.held.items():
+        for key, until in handover._held.items():
             self._held[key] = max(until, self._held.get(key, until))
 
     def _need(self, bucket: Bucket, now: float) -> float:
@@ -259,7 +242,7 @@ class RedisBudget:
         here; whether Redis took them."""
         if await self._run(self._redis.ping) is None:
             return False  # still unreachable: nothing is handed over
-        handover = self._fallback.drain()
+        handover, self._fallback = self._fallback, LocalBudget()
         written = False
         try:
             written = bool(await self._run(lambda: self._write(handover)))
@@ -268,22 +251,22 @@ class RedisBudget:
                 self._fallback.restore(handover)
         return written
 
-    async def _write(self, handover: Handover) -> bool:
-        """Add ``handover``'s grants at their ages on Redis's clock, and its holds."""
+    async def _write(self, handover: LocalBudget) -> bool:
+        """Add ``handover``'s grants still in their windows at their ages on Redis's clock,
+        and its holds still running."""
+        at = handover._clock()
+        handover._sweep(at)
         seconds, micros = await self._redis.time()
         now, nonce = seconds * _MICROS + micros, secrets.token_hex(6)
         pipe = self._redis.pipeline()
-        for key, calls in handover.calls.items():
-            ages = [round((handover.at - at) * _MICROS) for at in calls.times]
-            grants = {f"{now - age}:{nonce}:{j}": now - age for j, age in enumerate(ages)}
-            if grants:
-                (name,) = self._keys([key])
-                pipe.zadd(name, grants)
-                pipe.pexpire(name, math.ceil(calls.window * 1000) + 1000)
-        for key, until in handover.held.items():
-            if until > handover.at:
-                hold = max(1000, round((until - handover.at) * _MICROS))
-                await self._script(keys=self._keys([key]), args=[0, 0, hold, ""], client=pipe)
+        for key, calls in handover._calls.items():
+            ages = [round((at - t) * _MICROS) for t in calls.times]
+            (name,) = self._keys([key])
+            pipe.zadd(name, {f"{now - age}:{nonce}:{j}": now - age for j, age in enumerate(ages)})
+            pipe.pexpire(name, math.ceil(calls.window * 1000) + 1000)
+        for key, until in handover._held.items():
+            hold = max(1000, round((until - at) * _MICROS))
+            await self._script(keys=self._keys([key]), args=[0, 0, hold, ""], client=pipe)
         await pipe.execute()
         return True
 
