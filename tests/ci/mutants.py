@@ -21,6 +21,7 @@ class Mutant:
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
 LANES = SCHEDULER
+RATE_LIMITS = "adapters/slack/pacing/rate_limits.py"
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
     "tests/slack/pacing/test_slack_scheduler.py",
@@ -64,25 +65,25 @@ _SCHEDULER = [
     Mutant("busy lane never freed", SCHEDULER, "state.busy.discard(entry.lane)", "pass"),
     Mutant(
         "retry-after default",
-        SCHEDULER,
+        RATE_LIMITS,
         "_DEFAULT_RETRY_AFTER: Final = 1.0",
         "_DEFAULT_RETRY_AFTER: Final = 2.0",
     ),
     Mutant(
         "negative retry-after",
-        SCHEDULER,
+        RATE_LIMITS,
         "max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))",
         "float(raw[0] if isinstance(raw, list | tuple) and raw else raw)",
     ),
     Mutant(
         "rate_limited default",
-        SCHEDULER,
+        RATE_LIMITS,
         "default = RATE_LIMITED_RETRY_AFTER",
         "default = _DEFAULT_RETRY_AFTER",
     ),
     Mutant(
         "rate_limited ignored",
-        SCHEDULER,
+        RATE_LIMITS,
         "elif error_of(response) == RATE_LIMITED:",
         "elif False:",
     ),

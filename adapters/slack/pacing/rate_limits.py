@@ -1,16 +1,24 @@
-"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share,
-and the budget buckets a call spends within them."""
+"""Slack's published Web API rate limits, in one table the stand-in and the scheduler share;
+the budget buckets a call spends within them; and how Slack says a call went over them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
+
+from slack_sdk.errors import SlackApiError
 
 __all__ = ["METHOD_TIERS", "POST_MESSAGE", "TIER_PER_MINUTE", "Bucket", "SlackLimits"]
 
 POST_MESSAGE: Final = "chat.postMessage"
+RATE_LIMITED: Final = "rate_limited"
+"""chat.postMessage's own refusal (HTTP 200), distinct from the 429 ``ratelimited``."""
+_DEFAULT_RETRY_AFTER: Final = 1.0
+RATE_LIMITED_RETRY_AFTER: Final = 60.0
+"""Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
+names no wait, and its limits count per minute."""
 
 TIER_PER_MINUTE: Final[Mapping[int, int]] = MappingProxyType({1: 1, 2: 20, 3: 50, 4: 100})
 """Calls per minute per method for each tier (the published minimums)."""
@@ -111,3 +119,33 @@ class SlackLimits:
             interval = self.real(self.post_interval) * 1.02
             found.append(Bucket(f"{POST_MESSAGE}:{lane}", 1, interval))
         return found
+
+
+def error_of(response: Any) -> object:
+    """The ``error`` of a Web API answer, if it has one."""
+    data = getattr(response, "data", None)
+    return data.get("error") if isinstance(data, dict) else None
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """``Retry-After`` (Slack seconds) of a 429 or of chat.postMessage's ``rate_limited``
+    (without the header: 1 s, ``RATE_LIMITED_RETRY_AFTER``); ``None`` for anything else."""
+    response = exc.response if isinstance(exc, SlackApiError) else None
+    if getattr(response, "status_code", None) == 429:
+        default = _DEFAULT_RETRY_AFTER
+    elif error_of(response) == RATE_LIMITED:
+        default = RATE_LIMITED_RETRY_AFTER
+    else:
+        return None
+    headers = dict(getattr(response, "headers", None) or {})
+    raw: Any = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), default)
+    try:
+        return max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))
+    except (TypeError, ValueError):
+        return default
+
+
+def holds_lane(method: str, exc: BaseException) -> bool:
+    """Whether Slack's refusal of ``method`` holds its conversation alone: a post's 429 does,
+    chat.postMessage's ``rate_limited`` (the workspace's limit) does not."""
+    return method == POST_MESSAGE and error_of(getattr(exc, "response", None)) != RATE_LIMITED

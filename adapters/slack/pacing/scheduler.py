@@ -17,24 +17,9 @@ from typing import Any, Final, TypeVar
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack.pacing.budget import Budget, LocalBudget
-from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits
-
-__all__ = [
-    "RATE_LIMITED_RETRY_AFTER",
-    "UNPACED",
-    "WebApiScheduler",
-    "retry_after_of",
-    "tagged",
-    "untagged_context",
-]
+from adapters.slack.pacing.rate_limits import POST_MESSAGE, SlackLimits, holds_lane, retry_after_of
 
 T = TypeVar("T")
-RATE_LIMITED: Final = "rate_limited"
-"""chat.postMessage's own refusal (HTTP 200), distinct from the 429 ``ratelimited``."""
-_DEFAULT_RETRY_AFTER: Final = 1.0
-RATE_LIMITED_RETRY_AFTER: Final = 60.0
-"""Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
-names no wait, and its limits count per minute."""
 UNPACED: Final = frozenset({"apps.connections.open"})
 """Methods sent at once whatever their tier, paced only by Slack's own 429 (Retry-After):
 Socket Mode's reconnect, without which no click arrives."""
@@ -61,30 +46,6 @@ def untagged_context() -> contextvars.Context:
     context = contextvars.copy_context()
     context.run(_TAG.set, None)
     return context
-
-
-def error_of(response: Any) -> object:
-    """The ``error`` of a Web API answer, if it has one."""
-    data = getattr(response, "data", None)
-    return data.get("error") if isinstance(data, dict) else None
-
-
-def retry_after_of(exc: BaseException) -> float | None:
-    """``Retry-After`` (Slack seconds) of a 429 or of chat.postMessage's ``rate_limited``
-    (without the header: 1 s, ``RATE_LIMITED_RETRY_AFTER``); ``None`` for anything else."""
-    response = exc.response if isinstance(exc, SlackApiError) else None
-    if getattr(response, "status_code", None) == 429:
-        default = _DEFAULT_RETRY_AFTER
-    elif error_of(response) == RATE_LIMITED:
-        default = RATE_LIMITED_RETRY_AFTER
-    else:
-        return None
-    headers = dict(getattr(response, "headers", None) or {})
-    raw: Any = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), default)
-    try:
-        return max(0.0, float(raw[0] if isinstance(raw, list | tuple) and raw else raw))
-    except (TypeError, ValueError):
-        return default
 
 
 @dataclass(eq=False, slots=True)
@@ -172,7 +133,6 @@ class MethodLanes:
         return None
 
     def pop(self, lane: str) -> QueuedCall:
-        """The lane's next call, now on its way."""
         entry = self.lanes[lane].popleft()
         self._taken(entry)
         if entry.serial:
@@ -205,7 +165,6 @@ class MethodLanes:
         self.wake.set()
 
     def _taken(self, entry: QueuedCall) -> None:
-        """Count ``entry`` off its lane (forgotten once empty) and off its tag."""
         if not self.lanes[entry.lane]:
             del self.lanes[entry.lane]
         self.waiting -= 1
@@ -393,10 +352,8 @@ class WebApiScheduler:
                 entry.lane = self.conversation(entry.lane)
             seconds, now = self.limits.real(retry_after), asyncio.get_running_loop().time()
             buckets = self.limits.buckets(state.name, entry.lane)
-            # A post's 429 holds its conversation alone, unless another one is held already.
-            refused = error_of(getattr(exc, "response", None))
-            lane_only = state.name == POST_MESSAGE and refused != RATE_LIMITED
-            if lane_only and state.held_alone(entry.lane, now, now + seconds):
+            # A lane's refusal holds the lane alone, unless another one is held already.
+            if holds_lane(state.name, exc) and state.held_alone(entry.lane, now, now + seconds):
                 await self._budget.hold(buckets[-1], seconds)
             else:
                 await self._budget.hold(buckets[0], seconds)

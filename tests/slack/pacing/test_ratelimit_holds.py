@@ -13,8 +13,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.slack.clicks.bolt_app import close_web_client, web_client
 from adapters.slack.pacing.paced import PacedWebClient
-from adapters.slack.pacing.rate_limits import SlackLimits
-from adapters.slack.pacing.scheduler import RATE_LIMITED_RETRY_AFTER, retry_after_of
+from adapters.slack.pacing.rate_limits import RATE_LIMITED_RETRY_AFTER, SlackLimits, retry_after_of
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 from tests.slack.asks.test_slack_provider import one

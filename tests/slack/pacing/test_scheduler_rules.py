@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from adapters.slack.pacing.rate_limits import SlackLimits
-from adapters.slack.pacing.scheduler import WebApiScheduler, retry_after_of
+from adapters.slack.pacing.rate_limits import SlackLimits, retry_after_of
+from adapters.slack.pacing.scheduler import WebApiScheduler
 
 pytestmark = pytest.mark.timeout(10)
 FAST = SlackLimits(time_scale=1000.0)
