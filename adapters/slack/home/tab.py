@@ -16,10 +16,10 @@ from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.audience import Audience, Audiences, batches
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import PendingStore
-from adapters.slack.stores.viewers import MAX_VIEWERS, VIEWER_TTL, HomeViewers
+from adapters.slack.stores.viewers import HomeViewers
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["MAX_VIEWERS", "SETTLE", "VIEWER_TTL", "HomeTab", "ListingRound"]
+__all__ = ["SETTLE", "HomeTab", "ListingRound"]
 
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
@@ -47,7 +47,7 @@ class HomeTab:
         self._logger, self._viewers, self._now = logger, viewers, now
         self._conversations = conversations  # the click path's too: a Home button's reads
         self._changed: set[str] = set()
-        self._working = False
+        self._worker: asyncio.Task[None] | None = None
 
     def open_later(self, user: str) -> None:
         """``opened`` in a tracked background task: the listener returns at once."""
@@ -82,18 +82,14 @@ class HomeTab:
         if self._viewers.known_empty():
             return  # nobody has opened a Home tab (and no other process shares the set)
         self._changed.add(request_id or _EVERYTHING)
-        if not self._working:
-            self._working = True
-            self._sync.spawn(self._work(), "views.publish")
+        if self._worker is None or self._worker.done():
+            self._worker = self._sync.spawn(self._work(), "views.publish")
 
     async def _work(self) -> None:
-        try:
-            while self._changed:
-                await asyncio.sleep(SETTLE)
-                changed, self._changed = self._changed, set()
-                await self._republish(changed)
-        finally:
-            self._working = False
+        while self._changed:
+            await asyncio.sleep(SETTLE)
+            changed, self._changed = self._changed, set()
+            await self._republish(changed)
 
     async def _republish(self, changed: set[str]) -> None:
         """One round: each viewer concerned by a ``changed`` request gets their list."""

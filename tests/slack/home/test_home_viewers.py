@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.home.tab import VIEWER_TTL
 from adapters.slack.home.view import MAX_HOME_ENTRIES
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from adapters.slack.stores.viewers import (
+    VIEWER_TTL,
     HomeViewers,
     MemoryHomeViewers,
     SqliteHomeViewers,
