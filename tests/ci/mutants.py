@@ -20,7 +20,6 @@ class Mutant:
 
 
 SCHEDULER = "adapters/slack/pacing/scheduler.py"
-LANES = SCHEDULER
 RATE_LIMITS = "adapters/slack/pacing/rate_limits.py"
 _SCHEDULER_TESTS = [
     "tests/slack/pacing/test_scheduler_rules.py",
@@ -34,7 +33,7 @@ _SCHEDULER = [
     ),
     Mutant(
         "lane head not kept",
-        LANES,
+        SCHEDULER,
         "            queued.appendleft(entry)",
         "            queued.append(entry)",
     ),
@@ -58,7 +57,7 @@ _SCHEDULER = [
     ),
     Mutant(
         "updates not serial",
-        LANES,
+        SCHEDULER,
         "        if entry.serial:\n            self.busy.add(lane)",
         "        if False:\n            self.busy.add(lane)",
     ),
@@ -89,11 +88,14 @@ _SCHEDULER = [
     ),
     Mutant("withdraw every tag", SCHEDULER, "if entry.tag == tag]", "]"),
     Mutant(
-        "untag forgotten", LANES, "            self.tags[entry.tag] -= 1\n", "            pass\n"
+        "untag forgotten",
+        SCHEDULER,
+        "            self.tags[entry.tag] -= 1\n",
+        "            pass\n",
     ),
     Mutant(
         "turns not rotated",
-        LANES,
+        SCHEDULER,
         "                self.turns.move_to_end(lane)\n                return lane",
         "                return lane",
     ),
@@ -105,7 +107,7 @@ _SCHEDULER = [
     ),
     Mutant(
         "second lane 429 holds lane",
-        LANES,
+        SCHEDULER,
         "        alone = all(other == lane for other in self.held)",
         "        alone = True",
     ),
