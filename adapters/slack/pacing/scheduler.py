@@ -60,6 +60,17 @@ class QueuedCall:
     serial: bool = False
     waiters: int = 1
 
+    def settle(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Give the waiters ``result`` or ``error`` (once; retrieved when nobody waits)."""
+        if self.future.done():
+            return
+        if error is None:
+            self.future.set_result(result)
+        else:
+            self.future.set_exception(error)
+            if self.waiters == 0:
+                self.future.exception()
+
 
 @dataclass(eq=False, slots=True)
 class MethodLanes:
@@ -74,8 +85,7 @@ class MethodLanes:
     not_before: dict[str, float] = field(default_factory=dict)
     closed_until: float = 0.0
     held: dict[str, float] = field(default_factory=dict)
-    """Lanes whose own bucket a 429 holds, until when (loop time): a 429 in another lane
-    meanwhile holds the whole method."""
+    """Lanes a 429 holds alone, until when (loop time): a 429 in another one holds the method."""
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
     waiting: int = 0
@@ -271,7 +281,7 @@ class WebApiScheduler:
         found = [entry for lane in state.lanes.values() for entry in lane if entry.tag == tag]
         for entry in found:
             state.remove(entry)
-            self._settle(entry, error=error)
+            entry.settle(error=error)
         return bool(found)
 
     async def close(self) -> None:
@@ -284,7 +294,7 @@ class WebApiScheduler:
         await asyncio.gather(*tasks, return_exceptions=True)
         closed = SlackClientError("the Web API client closed")
         for entry in (e for s in self._methods.values() for q in s.lanes.values() for e in q):
-            self._settle(entry, error=closed)
+            entry.settle(error=closed)
         self._methods.clear()
         await self._budget.close()
 
@@ -345,7 +355,7 @@ class WebApiScheduler:
         except Exception as exc:  # handed to the caller
             retry_after = retry_after_of(exc)
             if retry_after is None or entry.waiters == 0:
-                self._settle(entry, error=exc)
+                entry.settle(error=exc)
                 return
             self.ratelimited += 1
             if not entry.serial:  # its channel may be known by its conversation meanwhile
@@ -359,10 +369,10 @@ class WebApiScheduler:
                 await self._budget.hold(buckets[0], seconds)
             state.enqueue(entry, first=True)
         except BaseException as exc:
-            self._settle(entry, error=exc)
+            entry.settle(error=exc)
             raise
         else:
-            self._settle(entry, result=result)
+            entry.settle(result=result)
         finally:
             if entry.serial:
                 state.busy.discard(entry.lane)
@@ -371,8 +381,7 @@ class WebApiScheduler:
                 self._kick(state)
 
     async def _unpaced(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """A method no limit here covers, or ``UNPACED``: sent at once, retried after any 429
-        until ``close``."""
+        """An ``UNPACED`` or unlimited method: sent at once, retried after any 429 until closed."""
         while True:
             if self._closed:
                 raise SlackClientError("the Web API client closed")
@@ -386,15 +395,3 @@ class WebApiScheduler:
                 self.ratelimited += 1
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closing.wait(), self.limits.real(retry_after))
-
-    def _settle(
-        self, entry: QueuedCall, *, result: Any = None, error: BaseException | None = None
-    ) -> None:
-        if entry.future.done():
-            return
-        if error is None:
-            entry.future.set_result(result)
-        else:
-            entry.future.set_exception(error)
-            if entry.waiters == 0:
-                entry.future.exception()
