@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Final
 
 from slack_sdk.errors import SlackApiError
-
-__all__ = ["METHOD_TIERS", "POST_MESSAGE", "TIER_PER_MINUTE", "Bucket", "SlackLimits"]
 
 POST_MESSAGE: Final = "chat.postMessage"
 RATE_LIMITED: Final = "rate_limited"
@@ -20,31 +17,6 @@ RATE_LIMITED_RETRY_AFTER: Final = 60.0
 """Slack seconds a ``rate_limited`` refusal without ``Retry-After`` closes the method: Slack
 names no wait, and its limits count per minute."""
 
-TIER_PER_MINUTE: Final[Mapping[int, int]] = MappingProxyType({1: 1, 2: 20, 3: 50, 4: 100})
-"""Calls per minute per method for each tier (the published minimums)."""
-
-METHOD_TIERS: Final[Mapping[str, int]] = MappingProxyType(
-    {
-        "chat.update": 3,
-        "chat.delete": 3,
-        "chat.postEphemeral": 4,
-        "conversations.open": 3,
-        "conversations.history": 3,
-        "conversations.info": 3,
-        "conversations.replies": 3,
-        "views.open": 4,
-        "views.update": 4,
-        "views.push": 4,
-        "views.publish": 4,
-        "usergroups.users.list": 2,
-        "users.info": 4,
-        "files.getUploadURLExternal": 4,
-        "files.completeUploadExternal": 4,
-        "apps.connections.open": 1,
-    }
-)
-"""Each rate-limited method's tier; ``chat.postMessage`` has its own rule (see
-``SlackLimits``), ``auth.test`` and ``blocks.validate`` are special and not limited here."""
 _MARGIN: Final = 0.1
 """How much longer than Slack's the budget's windows are (latency jitter)."""
 _TRIGGERED: Final = frozenset({"views.open", "views.push"})
@@ -64,10 +36,30 @@ class Bucket:
 class SlackLimits:
     """The numbers of Slack's limits and the time scale they run at."""
 
-    tiers: Mapping[int, int] = field(default_factory=lambda: dict(TIER_PER_MINUTE))
-    """Calls per ``window`` for each tier."""
-    methods: Mapping[str, int] = field(default_factory=lambda: dict(METHOD_TIERS))
-    """Each limited method's tier."""
+    tiers: Mapping[int, int] = field(default_factory=lambda: {1: 1, 2: 20, 3: 50, 4: 100})
+    """Calls per ``window`` for each tier (the published minimums)."""
+    methods: Mapping[str, int] = field(
+        default_factory=lambda: {
+            "chat.update": 3,
+            "chat.delete": 3,
+            "chat.postEphemeral": 4,
+            "conversations.open": 3,
+            "conversations.history": 3,
+            "conversations.info": 3,
+            "conversations.replies": 3,
+            "views.open": 4,
+            "views.update": 4,
+            "views.push": 4,
+            "views.publish": 4,
+            "usergroups.users.list": 2,
+            "users.info": 4,
+            "files.getUploadURLExternal": 4,
+            "files.completeUploadExternal": 4,
+            "apps.connections.open": 1,
+        }
+    )
+    """Each limited method's tier; ``chat.postMessage`` has its own rule (the ``post_*``
+    fields), ``auth.test`` and ``blocks.validate`` are special and not limited here."""
     window: float = 60.0
     """The tiers' window, in Slack seconds."""
     post_interval: float = 1.0

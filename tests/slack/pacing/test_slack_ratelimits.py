@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.pacing.budget import Bucket, LocalBudget, RedisBudget
-from adapters.slack.pacing.rate_limits import METHOD_TIERS, SlackLimits
+from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox.ratelimits import RateLimiter
 from adapters.slack.sandbox.webapi import SlackStandIn
 
@@ -47,7 +47,7 @@ def test_the_published_tiers_of_the_methods_the_bot_calls() -> None:
     assert limits.per_window("usergroups.users.list") == 20
     assert limits.per_window("auth.test") is None
     assert limits.limited("chat.postMessage") and not limits.limited("auth.test")
-    assert set(METHOD_TIERS.values()) <= {1, 2, 3, 4}
+    assert set(limits.methods.values()) <= {1, 2, 3, 4}
 
 
 def test_limits_refuse_nonsense() -> None:
