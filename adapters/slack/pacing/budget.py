@@ -99,7 +99,11 @@ class LocalBudget:
     async def take(self, buckets: Sequence[Bucket]) -> Wait:
         """Count one call in every bucket and return ``(0, 0)``, or say how long to wait."""
         now = self._clock()
-        self._tidy(now)
+        # A sweep once as many takes went by as there are buckets (O(1) a take on average),
+        # or once the longest window passed since the last one.
+        self._since_sweep += 1
+        if self._since_sweep > self.kept() or now - self._swept_at >= self._longest:
+            self._sweep(now)
         wait, full = 0.0, 0
         for index, bucket in enumerate(buckets):
             need = self._need(bucket, now)
@@ -149,13 +153,6 @@ class LocalBudget:
             if len(times) >= bucket.limit:
                 need = max(need, times[len(times) - bucket.limit] + bucket.window - now)
         return need
-
-    def _tidy(self, now: float) -> None:
-        """Sweep once as many takes went by as there are buckets (O(1) a take on average),
-        or once the longest window passed since the last sweep."""
-        self._since_sweep += 1
-        if self._since_sweep > self.kept() or now - self._swept_at >= self._longest:
-            self._sweep(now)
 
     def _sweep(self, now: float) -> None:
         """Forget the buckets whose grants all left their windows, and the holds that ended."""
