@@ -24,9 +24,6 @@ __all__ = ["SETTLE", "HomeTab", "ListingRound"]
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
 
-_EVERYTHING: Final = ""
-"""A change of no particular request: every viewer's list is republished."""
-
 
 class HomeTab:
     """Publishes "Waiting for you" Home tabs and keeps the opened ones current."""
@@ -76,12 +73,12 @@ class HomeTab:
                 "home tab not published", extra={"user": user, "error": type(exc).__name__}
             )
 
-    def changed(self, request_id: str | None = None) -> None:
+    def changed(self, request_id: str) -> None:
         """A question opened, changed or closed: republish the kept Home tabs it concerns
         (one round at a time)."""
         if self._viewers.known_empty():
             return  # nobody has opened a Home tab (and no other process shares the set)
-        self._changed.add(request_id or _EVERYTHING)
+        self._changed.add(request_id)
         if self._worker is None or self._worker.done():
             self._worker = self._sync.spawn(self._work(), "views.publish")
 
@@ -99,8 +96,8 @@ class HomeTab:
                 return
             round_ = await ListingRound.read(self._store, self._conversations)
             # the changed records (one round trip); one unknown concerns everyone
-            touched = [] if _EVERYTHING in changed else await self._store.get_many(sorted(changed))
-            everyone = not touched or None in touched
+            touched = await self._store.get_many(sorted(changed))
+            everyone = None in touched
             for user in viewers:
                 if everyone or [r for r in touched if r and await self._concerns(user, r)]:
                     await self.publish(user, round_)
