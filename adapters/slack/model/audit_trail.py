@@ -200,7 +200,6 @@ def _ticked(before: PendingRecord, after: PendingRecord, by: str | None) -> list
 
 
 def _votes(record: PendingRecord) -> list[dict[str, Any]]:
-    """A team review's votes after the write, in the order cast."""
     return [vote.model_dump(by_alias=True, exclude_none=True) for vote in record.votes]
 
 
@@ -282,7 +281,6 @@ def verify(
 
 
 def _where(count: int, first: int, last: int, after: int) -> tuple[int, str]:
-    """A run of unchained events: how many, and their positions or (unnumbered) the one before."""
     if first:
         return count, f"at position {first}" if count == 1 else f"at positions {first}-{last}"
     return count, f"after position {after}" if after else "before the chain"

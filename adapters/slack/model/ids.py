@@ -92,7 +92,6 @@ class ModalRef:
 
 
 def _first(pattern: re.Pattern[str], value: object) -> str | None:
-    """What ``pattern``'s first group matched in ``value`` (``None``: not a match)."""
     match = pattern.match(value) if isinstance(value, str) else None
     return None if match is None else match.group(1)
 
