@@ -1,9 +1,8 @@
 """``SlackQuestionProvider``: asks in Slack, resolves the pending ``ask()`` when a person answers.
 
 Constructing it registers its listeners on ``app``; every Web API call goes through
-``app.client``, or a paced copy of it within ``limits`` unless it is a ``PacedWebClient``
-(``paced=False``: a client paced already). Options: docs/python.md. ``webhooks`` (set by
-``bot.app.embedded.embed_webhooks``) delivers a request's ``callback`` (else ``BAD_CALLBACK``).
+``app.client``, or its paced copy within ``limits``. Options: docs/python.md. ``webhooks``
+(set by ``embed_webhooks``) delivers a request's ``callback`` (else ``BAD_CALLBACK``).
 """
 
 from __future__ import annotations
@@ -204,8 +203,7 @@ class SlackQuestionProvider:
         return await wait_ended(self.store, self._sync, self._endings, request_id)
 
     async def report_ending(self, request_id: str, report: Report) -> bool:
-        """Report how request ``request_id`` ends to ``report``, no task waiting meanwhile
-        (``asks.status.report_ending``); ``False`` if it is unknown."""
+        """Report how request ``request_id`` ends to ``report``; ``False`` if it is unknown."""
         return await report_ending(self.store, self._sync, self._endings, request_id, report)
 
     async def ask_approval(
@@ -265,9 +263,8 @@ class SlackQuestionProvider:
         return [status_of(record) for record in await self._lifecycle.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
-        """Stop taking questions, end every open request this process owns, drain tasks;
-        ``grace`` seconds in all. Requests owned by no process (``AskOptions(detached=True)``,
-        released ones) stay open for the next process."""
+        """Stop taking questions, end every open request this process owns (not the detached
+        or released ones), drain tasks; ``grace`` seconds in all."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         await self.lost_posts.aclose()

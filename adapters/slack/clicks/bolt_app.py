@@ -50,12 +50,10 @@ def web_client(
 ) -> AsyncWebClient:
     """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits."""
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
-    kwargs: dict[str, Any] = {"token": token, "timeout": timeout, "session": session}
-    if base_url:
-        kwargs["base_url"] = base_url
+    args = (token, base_url or AsyncWebClient.BASE_URL, timeout)
     if not pace:
-        return AsyncWebClient(**kwargs)
-    return PacedWebClient(scheduler=WebApiScheduler(limits, budget=budget), **kwargs)
+        return AsyncWebClient(*args, session=session)
+    return PacedWebClient(*args, session=session, scheduler=WebApiScheduler(limits, budget=budget))
 
 
 async def close_web_client(client: AsyncWebClient) -> None:

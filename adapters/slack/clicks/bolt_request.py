@@ -16,8 +16,7 @@ from yarl import URL
 __all__ = ["bolt_request", "form_fields", "to_bolt_request"]
 
 _FORM: Final = re.compile(r"[A-Za-z0-9._~*%+&=-]*")
-"""What ``application/x-www-form-urlencoded`` bodies are made of (RFC 3986's unreserved
-characters, ``*``, percent escapes, ``+`` for a space, and the separators)."""
+"""What a form body is made of: unreserved characters, ``*``, escapes, ``+`` and separators."""
 
 
 def form_fields(body: str) -> dict[str, str]:

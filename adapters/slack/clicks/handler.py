@@ -161,8 +161,7 @@ class InteractionHandler(ClickAuthority):
         opened: bool,
     ) -> None:
         """Authorize, then apply the click; or, for a click opening ``view`` (``opened``
-        already, or now if allowed): cache the membership for its submission, learn the
-        message's ts, keep that they read the plan."""
+        already, or now if allowed): learn the message's ts, keep that they read the plan."""
         allowed, member = await self._authorize(interaction.origin.user, record, outside)
         if view is None:
             await self._apply(interaction, record, allowed, member)
@@ -201,14 +200,14 @@ class InteractionHandler(ClickAuthority):
         adopted = await self._adopt_message(record, interaction.origin)
         known = (adopted or record) if fresh else None
         decision = await self._decide_and_write(interaction, member, known)
-        if isinstance(decision, Refuse):
+        if isinstance(decision, Modal):
+            self._sync.open_modal(interaction.origin, record, decision.view)
+        elif isinstance(decision, Refuse):
             self._sync.note(interaction.origin, record, decision.text)
             self._sync.refresh(record.id)
-        elif isinstance(decision, Modal):
-            self._sync.open_modal(interaction.origin, record, decision.view)
-        if decision is not None and not isinstance(decision, Modal):
-            refused = decision.text if isinstance(decision, Refuse) else None
-            self._reshow(interaction.origin, record.id, refused)
+            self._reshow(interaction.origin, record.id, decision.text)
+        elif decision is not None:
+            self._reshow(interaction.origin, record.id)
 
     def _reshow(self, origin: Origin, request_id: str, note: str | None = None) -> None:
         """After a click in (or over) the whole-plan modal: show it again, ``note`` at its end."""

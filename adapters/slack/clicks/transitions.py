@@ -47,8 +47,7 @@ NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Write this record (a terminal one: the winner resolves the waiter); re-render the
-    message when ``rerender``."""
+    """Write this record (a terminal one resolves the waiter); re-render when ``rerender``."""
 
     record: PendingRecord
     rerender: bool = True
