@@ -43,8 +43,7 @@ from adapters.slack.asks.status import (
 )
 from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.clicks.bolt_app import team_url
-from adapters.slack.clicks.handler import InteractionHandler
-from adapters.slack.clicks.listeners import register_listeners
+from adapters.slack.clicks.handler import InteractionHandler, register_listeners
 from adapters.slack.home.tab import HomeTab
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import AuditEvent

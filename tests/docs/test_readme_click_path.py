@@ -31,11 +31,10 @@ def test_every_file_the_click_paragraph_names_exists(page: str) -> None:
     assert missing == [], f"{page} names files that are not in adapters/slack/: {missing}"
 
 
-def test_from_the_listener_to_the_resolved_waiter_a_click_reads_in_eight_files() -> None:
+def test_from_the_listener_to_the_resolved_waiter_a_click_reads_in_seven_files() -> None:
     names = _named(_paragraph(ROOT / "README.md"))
-    path = names[names.index("clicks/listeners.py") : names.index("stores/watches.py") + 1]
+    path = names[names.index("clicks/handler.py") : names.index("stores/watches.py") + 1]
     assert path == [
-        "clicks/listeners.py",
         "clicks/handler.py",
         "model/interactions.py",
         "asks/authorize.py",
@@ -57,9 +56,8 @@ def test_each_step_calls_the_next_in_the_order_named() -> None:
         < entry.index("bolt_request(")
         < entry.index("async_dispatch(")
     )
-    listeners = (SLACK / "clicks" / "listeners.py").read_text("utf-8")
-    assert "handler.handle_action(" in listeners
     handler = (SLACK / "clicks" / "handler.py").read_text("utf-8")
+    assert "handler.handle_action(" in handler[handler.index("def register_listeners") :]
     body = handler[handler.index("async def _handle_action") :]
     assert body.index("self._outside_cached(") < body.index("self._gate.")
     assert handler.index("parse_block_actions(") < handler.index("await settle(")

@@ -1,4 +1,5 @@
-"""``InteractionHandler``: what a click or a modal submission does, on the ack path."""
+"""``InteractionHandler``: what a click or a modal submission does, on the ack path; and the
+bolt listeners that ack first, then hand it the payload."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import logging
 import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper
 from adapters.slack.asks.synchroniser import MessageSynchroniser
@@ -17,6 +20,8 @@ from adapters.slack.clicks.transitions import (
     Save,
     decide,
 )
+from adapters.slack.home.tab import HomeTab
+from adapters.slack.model import ids
 from adapters.slack.model.audience import outside_message, policy_groups, who_may
 from adapters.slack.model.interactions import (
     Approve,
@@ -37,7 +42,7 @@ from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_reco
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
-__all__ = ["InteractionHandler"]
+__all__ = ["InteractionHandler", "register_listeners"]
 
 _log = logging.getLogger("adapters.slack")
 
@@ -271,3 +276,25 @@ def _modal_first(record: PendingRecord, interaction: Interaction) -> dict[str, A
         return None
     decision = decide(record, interaction, time.time())
     return decision.view if isinstance(decision, Modal) else None
+
+
+def register_listeners(app: AsyncApp, handler: InteractionHandler, home: HomeTab) -> None:
+    """Route our actions (a tool approval's too) and submissions to ``handler``, and
+    ``app_home_opened`` to ``home``."""
+
+    @app.action(ids.ACTION_PATTERN)
+    @app.action(ids.APPROVAL_ACTION_PATTERN)
+    async def on_action(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        await handler.handle_action(body)
+
+    @app.view_submission(ids.CALLBACK_PATTERN)
+    async def on_submission(ack: AsyncAck, body: dict[str, Any]) -> None:
+        errors = await handler.handle_view(body)
+        await (ack(response_action="errors", errors=errors) if errors else ack())
+
+    @app.event("app_home_opened")
+    async def on_home(event: dict[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("tab") == "home" and isinstance(user, str) and user:
+            home.open_later(user)  # publishing is a Web API call: off the ack path
