@@ -162,11 +162,9 @@ def response_url(body: Mapping[str, Any]) -> str | None:
     host = parts.hostname or ""
     if "@" in parts.netloc or parts.fragment or len(parts.path) < 2:
         return None
-    if parts.scheme == "https" and host == SLACK_HOOKS and port in (None, 443):
-        return value
-    if parts.scheme in ("http", "https") and is_loopback(host):
-        return value
-    return None
+    slack = parts.scheme == "https" and host == SLACK_HOOKS and port in (None, 443)
+    local = parts.scheme in ("http", "https") and is_loopback(host)
+    return value if slack or local else None
 
 
 def answers_here(url: str, api_url: str) -> bool:
