@@ -32,14 +32,6 @@ _REDIS_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _UNPARSABLE: Final = "not a valid URL (check the port, and [ ] around an IPv6 address)."
 
 
-def is_wildcard(host: str) -> bool:
-    """Whether ``host`` is ``0.0.0.0`` or ``::`` (every address of the machine)."""
-    try:
-        return ipaddress.ip_address(host).is_unspecified
-    except ValueError:
-        return False
-
-
 def host_names(value: Any) -> Any:
     """A comma-separated list of host names or addresses, lower case, without duplicates."""
     if not isinstance(value, str):

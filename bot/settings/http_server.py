@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from adapters.httpguard import LOOPBACK_NAMES, is_loopback
-from bot.settings.checks import Seconds, Secret, check_host, host_names, is_wildcard
+from bot.settings.checks import Seconds, Secret, check_host, host_names
 from bot.settings.text import distinct_tokens, plural, show, token_file, token_list
 
 
@@ -162,7 +162,7 @@ class ServerSettings(BaseModel):
     @property
     def served_hosts(self) -> frozenset[str] | None:
         """The ``Host`` names the bot's server answers to; ``None`` when any is served."""
-        wildcard = is_wildcard(self.host)
+        wildcard = self.host in ("0.0.0.0", "::")  # check_host normalised it (0:0::0 is ::)
         if wildcard and not self.allowed_hosts:
             return None
         names = {*LOOPBACK_NAMES, *self.allowed_hosts}
