@@ -128,9 +128,7 @@ def _vote(
 
 def _drafts_of(record: PendingRecord, user: str) -> list[Draft]:
     """A copy of ``user``'s own drafts, one per question (never another person's)."""
-    drafts = [draft.model_copy(deep=True) for draft in record.user_drafts.get(user, [])]
-    drafts.extend(Draft() for _ in range(len(record.questions) - len(drafts)))
-    return drafts
+    return [record.draft(i, user).model_copy(deep=True) for i in range(len(record.questions))]
 
 
 def _save(record: PendingRecord, user: str, drafts: list[Draft]) -> Save:
