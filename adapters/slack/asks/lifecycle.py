@@ -285,11 +285,12 @@ class AskLifecycle:
         (``Released()`` only stops the wait: the post goes on)."""
         if signal is None:
             return await self.poster.post(record, rendered)
-        endings: list[asyncio.Task[PendingRecord]] = []
+        endings: set[asyncio.Task[PendingRecord]] = set()
 
         def aborted(reason: object) -> None:
-            if not isinstance(reason, Released):
-                endings.append(asyncio.ensure_future(self.waits.end_aborted(record.id, reason)))
+            if not isinstance(reason, Released):  # a failure is logged; the wait ends it again
+                ending = self.waits.end_aborted(record.id, reason)
+                endings.add(self._sync.spawn(ending, "end a question aborted while posting"))
 
         remove = signal.add_listener(aborted)
         if signal.aborted:  # aborted on the way here: a listener added now is never called
@@ -298,12 +299,8 @@ class AskLifecycle:
             return await self.poster.post(record, rendered)
         finally:
             remove()
-            for ending in await asyncio.gather(*endings, return_exceptions=True):
-                if isinstance(ending, Exception):  # the wait that follows ends it again
-                    self._logger.warning(
-                        "could not end a question aborted while its post waited",
-                        extra={"request": record.id, "error": repr(ending)},
-                    )
+            if endings:
+                await asyncio.wait(endings)
 
     async def resume(self) -> list[PendingRecord]:
         """At start: adopt the open requests owned by no process and follow those asked from
