@@ -14,19 +14,6 @@ from adapters.slack.model.record import PendingRecord
 if TYPE_CHECKING:
     from adapters.slack.model.interactions import Origin
 
-__all__ = [
-    "ANYONE",
-    "BATCH",
-    "Audience",
-    "Audiences",
-    "also_allowed",
-    "batches",
-    "narrowed",
-    "outside_message",
-    "policy_groups",
-    "who_may",
-]
-
 ANYONE: Final = "*"
 """Who sees a public channel, for ``Audiences.resolve``."""
 BATCH: Final = 500

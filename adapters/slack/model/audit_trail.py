@@ -20,18 +20,6 @@ from adapters.slack.model.record import ApprovalView, Draft, PendingRecord
 from adapters.slack.model.tally import Wire
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = [
-    "SLACK_URL",
-    "AuditEvent",
-    "AuditKind",
-    "approval_digest",
-    "asked_event",
-    "digest_of",
-    "event_for",
-    "permalink",
-    "shown_digest",
-]
-
 AuditKind = Literal[
     "asked", "changed", "answered", "cancelled", "aborted", "failed", "reopened", "consumed"
 ]

@@ -12,32 +12,6 @@ from typing import Final, Literal
 
 from adapters.slack.blockkit import MAX_EXTERNAL_ID, MAX_PRIVATE_METADATA
 
-__all__ = [
-    "ACTION_PATTERN",
-    "APPROVAL_ACTION_PATTERN",
-    "CALLBACK_PATTERN",
-    "PREFIX",
-    "SEP",
-    "ActionKind",
-    "BlockRef",
-    "ModalRef",
-    "action_id",
-    "approval_action_id",
-    "block_id",
-    "callback_id",
-    "external_id",
-    "key_request_id",
-    "new_request_id",
-    "option_value",
-    "parse_action_id",
-    "parse_block_id",
-    "parse_callback_id",
-    "parse_external_id",
-    "parse_index",
-    "parse_private_metadata",
-    "private_metadata",
-]
-
 PREFIX: Final = "aq1"
 SEP: Final = ":"
 

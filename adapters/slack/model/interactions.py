@@ -10,25 +10,6 @@ from urllib.parse import urlsplit
 from adapters.httpguard import is_loopback
 from adapters.slack.model import ids
 
-__all__ = [
-    "Approve",
-    "ConfirmSkip",
-    "Dismiss",
-    "DraftChange",
-    "Interaction",
-    "OpenText",
-    "Origin",
-    "Pick",
-    "ReadPlan",
-    "Submit",
-    "TextAnswer",
-    "answers_here",
-    "origin_of",
-    "parse_block_actions",
-    "parse_view_submission",
-    "response_url",
-]
-
 SLACK_HOOKS: Final = "hooks.slack.com"
 """The host of Slack's ``response_url``s (``https://hooks.slack.com/actions/T…/…/…``)."""
 MAX_RESPONSE_URL: Final = 2048

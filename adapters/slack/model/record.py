@@ -12,8 +12,6 @@ from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 from bot.questions.review import ReviewPolicy
 
-__all__ = ["TERMINAL_STATES", "ApprovalView", "Draft", "PendingRecord", "State"]
-
 State = Literal["pending", "answered", "cancelled", "aborted", "failed"]
 TERMINAL_STATES: frozenset[str] = frozenset({"answered", "cancelled", "aborted", "failed"})
 

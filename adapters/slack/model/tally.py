@@ -11,17 +11,6 @@ from pydantic.alias_generators import to_camel
 
 from bot.questions.review import RequiredApprovals, ReviewPolicy
 
-__all__ = [
-    "Membership",
-    "Outcome",
-    "Revision",
-    "Tally",
-    "Vote",
-    "cast",
-    "combined_feedback",
-    "tally",
-]
-
 Outcome = Literal["approved", "declined"]
 
 
