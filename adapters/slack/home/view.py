@@ -65,15 +65,15 @@ def _entry(record: PendingRecord) -> list[Block]:
     if record.approval is not None:  # a tool approval: its headline is its question
         text = record.approval.headline.strip()
     pieces = [bold(shorten(text, _QUESTION_ROOM))] if text else [italic("(no question text)")]
-    plan = first is not None and layout_of(record.questions) == "plan"
-    kind = "Tool approval" if record.approval else "Plan review" if plan else None
+    layout = layout_of(record.questions)
+    kind = "Tool approval" if record.approval else "Plan review" if layout == "plan" else None
     if kind:
         pieces.insert(0, italic(f"{kind}: "))
     if more > 0:
         pieces.append(words(f" (+{more} more)"))
     blocks: list[Block] = [rich_text(*pieces)]
     blocks.append({"type": "context", "elements": [mrkdwn(_facts(record))]})
-    if first is not None and _tappable(record, first, text):
+    if layout == "tap" and first is not None and _tappable(first, text):
         buttons = [
             {
                 "type": "button",
@@ -88,10 +88,10 @@ def _entry(record: PendingRecord) -> list[Block]:
     return blocks
 
 
-def _tappable(record: PendingRecord, first: AskUserQuestionItem, text: str) -> bool:
+def _tappable(first: AskUserQuestionItem, text: str) -> bool:
     """Whether the entry may answer with one tap: only when it shows all the message shows
     before anyone chooses (the question whole; no detail nor descriptions; labels in full)."""
-    if layout_of(record.questions) != "tap" or first.detail or len(text) > _QUESTION_ROOM:
+    if first.detail or len(text) > _QUESTION_ROOM:
         return False
     options = first.options or []
     if any((option.description or "").strip() for option in options):
