@@ -41,8 +41,6 @@ from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
 
 __all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook", "TakeUp"]
 
-_NO_OPTIONS = AskOptions()
-
 
 class TakeUp(Poster):
     """A ``Poster`` that also claims unposted questions for this process and posts them (one
@@ -160,7 +158,7 @@ class AskLifecycle:
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Post the request to Slack and wait for its outcome."""
-        options = request.options or _NO_OPTIONS
+        options = request.options or AskOptions()
         # No local keeps the request, the template or the review's maker: ``_run`` lets go
         # of them while the question waits (for hours, 10,000 at once).
         running = self._run(
