@@ -68,9 +68,7 @@ class PacedWebClient(AsyncWebClient):
             if isinstance(kwargs.get(source), dict):
                 args.update(kwargs[source])
         channel = args.get("channel") or args.get("user")
-        key = None
-        if api_method == "chat.update" and args.get("ts"):
-            key = f"{channel}/{args['ts']}"
+        key = f"{channel}/{args['ts']}" if api_method == "chat.update" and args.get("ts") else None
         guard = _GUARD.get()
 
         async def send() -> AsyncSlackResponse:
