@@ -19,8 +19,6 @@ from adapters.slack.stores import PendingStore
 from adapters.slack.stores.viewers import HomeViewers
 from bot.questions.errors import UserQuestionError
 
-__all__ = ["SETTLE", "HomeTab", "ListingRound"]
-
 SETTLE: Final = 0.2
 """Seconds a refresh waits so that changes arriving together publish once."""
 

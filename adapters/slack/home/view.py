@@ -17,8 +17,6 @@ from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten,
 from adapters.slack.render.rich import bold, italic, rich_text, words
 from bot.questions.models import AskUserQuestionItem
 
-__all__ = ["MAX_HOME_ENTRIES", "message_link", "render_home"]
-
 Block = dict[str, Any]
 
 MAX_HOME_ENTRIES: Final = 20

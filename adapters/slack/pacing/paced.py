@@ -15,8 +15,6 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler
 
-__all__ = ["NotSent", "PacedWebClient", "only_if", "paced_copy"]
-
 Guard = Callable[[], Awaitable[bool]]
 _GUARD: ContextVar[Guard | None] = ContextVar("web_api_call_guard", default=None)
 
