@@ -18,13 +18,6 @@ from adapters.slack.model.audience import ANYONE, Audience, also_allowed, policy
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Membership
 
-__all__ = [
-    "RETRY",
-    "ClickAuthority",
-    "Conversations",
-    "Gatekeeper",
-]
-
 LASTING_ERRORS: Final = frozenset(
     {"no_such_subteam", "subteam_not_found", "missing_scope", "plan_upgrade_required",
      "not_allowed_token_type", "invalid_auth", "not_authed", "account_inactive"}

@@ -26,8 +26,6 @@ from adapters.slack.render.messages import SHUTDOWN_NOTE, no_answer_within
 from adapters.slack.stores import PendingStore, mutate
 from bot.questions.errors import ASK_TIMEOUT
 
-__all__ = ["ESCALATE_TO_PATTERN", "Clock", "DeadlineKeepers", "SystemClock"]
-
 TOP_REMINDER: Final = ":alarm_clock: Reminder:"
 """How a reminder that mentions nobody starts (it is posted at the top level)."""
 ESCALATE_TO_PATTERN: Final = re.compile(r"^[UWS][A-Z0-9]{2,20}\Z")

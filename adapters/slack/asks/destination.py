@@ -26,15 +26,6 @@ from bot.questions import (
 )
 from bot.questions.errors import BAD_CALLBACK, BAD_REVIEW
 
-__all__ = [
-    "AskDefaults",
-    "Callbacks",
-    "Destination",
-    "DestinationHook",
-    "owe_callback",
-    "review_of",
-]
-
 _log = logging.getLogger("adapters.slack")
 
 

@@ -28,15 +28,6 @@ from bot.questions.errors import (
     STORE_UNAVAILABLE,
 )
 
-__all__ = [
-    "Endings",
-    "Released",
-    "WaitReleased",
-    "ending_error",
-    "lost_record",
-    "outcome",
-]
-
 _BACK_PAUSES = [min(2.0**i, 30.0) for i in range(59)]
 """Pauses between tries at an ending that waits for the store (about half an hour)."""
 

@@ -30,9 +30,6 @@ from adapters.slack.stores import PendingStore, Watch, append_quietly, settle, u
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED
 
-__all__ = ["Poster"]
-
-
 PLACE_RETRIES: Final = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 30.0)
 """Pauses between tries at writing a posted message's place while the store is down."""
 

@@ -24,15 +24,6 @@ from adapters.slack.render.messages import UNDELIVERED
 from adapters.slack.stores import PendingStore
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
-__all__ = [
-    "LOOKUPS",
-    "LostPosts",
-    "Predecessor",
-    "may_be_stored",
-    "posted_in",
-    "request_metadata",
-]
-
 REQUEST_EVENT: Final = "agent_user_request"
 """The metadata ``event_type`` of this bot's request messages."""
 SEARCHED: Final = 200

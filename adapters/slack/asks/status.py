@@ -21,16 +21,6 @@ from bot.questions import AskUserQuestionAnswer, AskUserQuestionItem, UserQuesti
 from bot.questions.errors import RECORD_LOST
 from bot.questions.review import ReviewPolicy
 
-__all__ = [
-    "REFUSALS",
-    "QuestionStatus",
-    "Report",
-    "SlackMessage",
-    "consume",
-    "report_ending",
-    "status_of",
-]
-
 _UNPOSTED_LOOK: Final = 2.0
 """Seconds between two looks at a record ``wait_ended`` waits on while it has no message."""
 _SHAPE: Final = PendingRecord(id="", channel="", questions=[]).model_dump_json().encode()

@@ -31,14 +31,6 @@ from adapters.slack.render.messages import (
 from adapters.slack.stores import EventFor, PendingStore, StoreConflict, StoreUnavailable, settle
 from bot.questions.errors import DELIVERY_FAILED, STORE_UNAVAILABLE, UserQuestionError
 
-__all__ = [
-    "SLACK_FAILURES",
-    "BackgroundTasks",
-    "MessageSynchroniser",
-    "describe",
-    "question_error",
-]
-
 SLACK_FAILURES = (SlackApiError, SlackClientError, aiohttp.ClientError, asyncio.TimeoutError)
 """What a Web API call raises when Slack refuses it or cannot be reached."""
 

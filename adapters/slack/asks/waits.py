@@ -15,8 +15,6 @@ from adapters.slack.stores import Watch, settle
 from bot.questions import AbortSignal, UserQuestionError
 from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
-__all__ = ["Waits"]
-
 
 class Waits(DeadlineKeepers):
     """Waits on requests' endings; keeps the deadlines of the requests it adopts."""
