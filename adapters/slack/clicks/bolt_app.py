@@ -23,15 +23,6 @@ from adapters.slack.pacing.paced import PacedWebClient
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.pacing.scheduler import WebApiScheduler
 
-__all__ = [
-    "SLACK_MAX_BODY",
-    "build_app",
-    "close_web_client",
-    "events_handler",
-    "team_url",
-    "web_client",
-]
-
 
 def _not_token_notice(record: logging.LogRecord) -> bool:
     """Drops bolt's notices that a token is ignored: ours is the client's, on purpose."""

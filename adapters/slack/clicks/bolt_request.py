@@ -13,8 +13,6 @@ from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from yarl import URL
 
-__all__ = ["bolt_request", "form_fields", "to_bolt_request"]
-
 _FORM: Final = re.compile(r"[A-Za-z0-9._~*%+&=-]*")
 """What a form body is made of: unreserved characters, ``*``, escapes, ``+`` and separators."""
 

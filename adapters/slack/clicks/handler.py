@@ -42,8 +42,6 @@ from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_reco
 from adapters.slack.stores import PendingStore, settle
 from bot.questions import UserQuestionError
 
-__all__ = ["InteractionHandler", "register_listeners"]
-
 _log = logging.getLogger("adapters.slack")
 
 

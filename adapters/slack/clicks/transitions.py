@@ -31,17 +31,6 @@ from bot.questions.models import (
     AskUserQuestionItem,
 )
 
-__all__ = [
-    "NO_LONGER_OPEN_APPROVAL",
-    "Decision",
-    "Modal",
-    "Refuse",
-    "Save",
-    "apply_vote",
-    "decide",
-    "encode_answer",
-]
-
 NO_LONGER_OPEN_APPROVAL: Final = "This approval is no longer open."
 
 
