@@ -154,7 +154,7 @@ class DeadlineKeepers:
         self._seen: set[str] = set()  # open requests looked at while following
         self._owned: set[str] = set()  # among them, those a waiter's process owned
         self._looks = 0
-        self._listed: set[str] = set()  # those kept here that the last look listed open
+        self._listed: set[str] = set()  # kept here: listed open by the last look, or kept since
         self._follower: asyncio.Task[None] | None = None
 
     @property
@@ -192,14 +192,19 @@ class DeadlineKeepers:
     async def follow_once(self) -> int:
         """Keep the deadlines of open requests owned by no process not kept here yet, forget
         those that ended; how many it started keeping."""
-        open_ids = {audience.request_id for audience in await self._store.open_audiences()}
+        listed, self._listed = self._listed, set()  # one kept during the read: at the next look
+        try:
+            open_ids = {audience.request_id for audience in await self._store.open_audiences()}
+        except BaseException:
+            self._listed |= listed
+            raise
         self._looks += 1
         if self._looks % RELOOK_OWNED == 0:  # released meanwhile? read them again
             self._seen -= self._owned
             self._owned.clear()
         self._seen &= open_ids
         self._owned &= open_ids
-        for request_id in self._listed - open_ids:  # ended (anywhere): nothing left to keep
+        for request_id in listed - open_ids:  # ended (anywhere): nothing left to keep
             self.forget(request_id)
         new = [i for i in open_ids if i not in self._seen and i not in self._due]
         started = 0
@@ -207,9 +212,7 @@ class DeadlineKeepers:
             found = await self._store.get_many(new[at : at + _READ_AT_ONCE])
             for record in self._note(r for r in found if r is not None and r.is_open):
                 started += self.keep(record, late=FOLLOW_GRACE)
-        # Not every open id: one kept later and ended before the next look is forgotten
-        # when its next deadline finds it ended.
-        self._listed = open_ids & self._due.keys()
+        self._listed |= open_ids & self._due.keys()
         return started
 
     def _note(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
@@ -234,6 +237,7 @@ class DeadlineKeepers:
             return False
         expires = events[-1].at if events[-1].kind == "expire" else math.inf
         self._at(record.id, (events[0].at, events[0].at, late, expires))  # (from the start)
+        self._listed.add(record.id)  # the next look forgets it if it ended meanwhile
         return kept is None
 
     def forget(self, request_id: str) -> None:

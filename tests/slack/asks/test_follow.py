@@ -111,6 +111,51 @@ async def test_a_followed_question_that_ended_elsewhere_is_forgotten_at_the_next
         await waits.close()
 
 
+async def test_a_question_kept_after_a_look_that_ended_elsewhere_is_forgotten_at_the_next(
+    store: SqlitePendingStore,
+) -> None:
+    """Kept between two looks (taken over as an orphan, or rejoined), not by the look itself."""
+    rid = await asked(store, "other-bot")
+    waits = follower(store)
+    try:
+        assert await waits.follow_once() == 0  # owned by a live process: not kept
+        record = await store.get(rid)
+        assert record is not None and waits.keep(record) and waits.keeper_count == 1
+        await mutate(store, rid, lambda r: r.next(state="answered", finished_at=time.time()))
+        await waits.follow_once()
+        assert waits.keeper_count == 0  # not held until its deadline
+    finally:
+        await waits.close()
+
+
+async def test_a_question_kept_while_a_look_reads_the_store_is_not_forgotten_by_it(
+    store: SqlitePendingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process asks (stores, then keeps) while a look's read of the open ids is on its
+    way: the look's older list lacks it, and it stays kept."""
+    waits = follower(store)
+    real = store.open_audiences
+    kept: list[str] = []
+
+    async def reading() -> Any:
+        listed = await real()  # the look's list, read before the ask below
+        rid = await asked(store, "this-bot")
+        record = await store.get(rid)
+        assert record is not None and waits.keep(record)
+        kept.append(rid)
+        return listed
+
+    try:
+        monkeypatch.setattr(store, "open_audiences", reading)
+        await waits.follow_once()
+        monkeypatch.setattr(store, "open_audiences", real)
+        assert kept and waits.keeper_count == 1
+        await waits.follow_once()
+        assert waits.keeper_count == 1  # open: kept until it ends
+    finally:
+        await waits.close()
+
+
 async def test_following_open_questions_with_no_deadline_keeps_only_their_ids(
     store: SqlitePendingStore,
 ) -> None:
