@@ -162,7 +162,8 @@ class ServerSettings(BaseModel):
     @property
     def served_hosts(self) -> frozenset[str] | None:
         """The ``Host`` names the bot's server answers to; ``None`` when any is served."""
-        wildcard = self.host in ("0.0.0.0", "::")  # check_host normalised it (0:0::0 is ::)
+        # check_host normalised it (0:0::0 is ::), keeping an IPv6 scope (::%eth0)
+        wildcard = self.host.partition("%")[0] in ("0.0.0.0", "::")
         if wildcard and not self.allowed_hosts:
             return None
         names = {*LOOPBACK_NAMES, *self.allowed_hosts}

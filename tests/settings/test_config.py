@@ -715,6 +715,13 @@ def test_allowed_hosts_beyond_loopback_need_an_api_token() -> None:
     assert settings.served_hosts is not None and "bot.example.com" in settings.served_hosts
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "0:0::0", "::%eth0", "[::%eth0]"])
+def test_a_wildcard_host_serves_any_host_name(host: str) -> None:
+    assert load({"HOST": host, "BOT_API_TOKEN": API}).served_hosts is None
+    named = load({"HOST": "192.168.1.20", "BOT_API_TOKEN": API}).served_hosts
+    assert named is not None and "192.168.1.20" in named
+
+
 @pytest.mark.parametrize("value", ["604801", "1e17"])
 def test_question_timeout_is_bounded_like_the_apis(value: str) -> None:
     problem = problem_for("QUESTION_TIMEOUT", {"QUESTION_TIMEOUT": value})
