@@ -81,7 +81,7 @@ class TakeUp(Poster):
             if ts is not None:
                 await self._adopt(record, ts)
             else:
-                self._sync.spawn(self._post_taken(record), "post taken up")
+                self._sync.spawn(self._post_taken(record), f"post taken up {record.id}")
         self._logger.info(
             "took up %d question(s) whose message was not stored (%d found in Slack)",
             len(records),
@@ -288,7 +288,7 @@ class AskLifecycle:
         def aborted(reason: object) -> None:
             if not isinstance(reason, Released):  # a failure is logged; the wait ends it again
                 ending = self.waits.end_aborted(record.id, reason)
-                endings.add(self._sync.spawn(ending, "end a question aborted while posting"))
+                endings.add(self._sync.spawn(ending, f"end {record.id}, aborted while posting"))
 
         remove = signal.add_listener(aborted)
         if signal.aborted:  # aborted on the way here: a listener added now is never called

@@ -217,7 +217,7 @@ class LostPosts:
             self._once("too many", "too many lost posts to look for; not looking", record.id)
             return False
         place = (record.channel, record.thread_ts)
-        self._looking.spawn(self._look(record.id, place, failed_at), "lost post")
+        self._looking.spawn(self._look(record.id, place, failed_at), f"lost post {record.id}")
         return True
 
     async def aclose(self) -> None:
