@@ -22,14 +22,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from types import SimpleNamespace
+from typing import Any, Literal, cast
 
 import pytest
 
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import SqlitePendingStore
-from adapters.slack.stores.duties import RepeatedFailures, every
+from adapters.slack.stores.duties import RepeatedFailures, Upkeep
 from adapters.slack.stores.redis import RedisPendingStore
 from bot.questions.errors import OWNER_LOST, STORE_UNAVAILABLE, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
@@ -271,24 +272,38 @@ async def test_redis_sweep_progresses_every_pass_when_listing_outlasts_the_pass(
 # -- 3. a heartbeat failing while the store is unavailable ---------------------------------
 
 
-async def beats(
-    outcomes: list[BaseException | None], log: logging.Logger
-) -> list[BaseException | None]:
-    """Run the heartbeat's loop (``every`` with its failures' log) over a duty that raises
-    each of ``outcomes`` in turn (``None``: it works), then stops."""
-    left = list(outcomes)
+class _Beats(Upkeep):
+    """An upkeep whose heartbeat raises each of ``outcomes`` in turn (``None``: it works)."""
 
-    def stopped() -> bool:
-        return not left
+    def __init__(self, outcomes: list[BaseException | None], log: logging.Logger) -> None:
+        store = cast(Any, SimpleNamespace(on_orphans=None))
+        super().__init__(store, interval=0.001, ttl=1.0, log=log)
+        self.left = list(outcomes)
 
-    async def duty() -> list[PendingRecord]:
-        outcome = left.pop(0)
+    async def duty(self) -> list[PendingRecord]:
+        outcome = self.left.pop(0)
         if outcome is not None:
             raise outcome
         return []
 
-    async with asyncio.timeout(20):
-        await every(0.001, stopped, duty, RepeatedFailures(log, "pending store heartbeat"))
+    async def purge(self, now: float | None = None) -> int:
+        return 0
+
+
+async def beats(
+    outcomes: list[BaseException | None], log: logging.Logger
+) -> list[BaseException | None]:
+    """Run the heartbeat loop ``Upkeep.loops`` makes over ``outcomes``, until they are used."""
+    upkeep = _Beats(outcomes, log)
+    tasks = upkeep.loops("test", lambda: not upkeep.left)
+    (heartbeat,) = (task for task in tasks if task.get_name() == "test-store-heartbeat")
+    try:
+        async with asyncio.timeout(20):
+            await heartbeat
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return outcomes
 
 
