@@ -68,6 +68,9 @@ async def test_an_ask_cancelled_during_an_outage_reads_cancelled_and_names_no_pa
             task = h.ask(one(options=["Deploy", "Wait"]))
             message = await h.posted()
             await until(lambda: interactive_elements(h.current(message).blocks), what="posted")
+            # Placed first: an outage over the place write itself holds the cancel up to 10 s
+            # and the write's next try up to 18.8 s (tested on its own below).
+            await message_ts_kept(store)
             store.failing = True
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -132,5 +135,40 @@ async def test_a_post_whose_place_the_store_cannot_take_at_once_is_still_answere
             answer = await asyncio.wait_for(task, 10)
             assert answer.answers[0].selected == ["Deploy"] and store.failed == 1
             await _closed(h, message)
+    finally:
+        await store.close()
+
+
+async def test_an_ask_cancelled_while_its_place_meets_an_outage_reads_cancelled(
+    sqlite_path: Path,
+) -> None:
+    """The store goes down as Slack's reply comes back: the cancel waits for the place write,
+    which gets through once the store is back, and the message closes as cancelled."""
+
+    class DownAtThePlacement(Outage):
+        failed = 0
+
+        async def compare_and_set(self, record: PendingRecord, event: Any = None) -> bool:
+            if record.message_ts and self.failed == 0:
+                self.failing = True  # the outage starts with the place write
+            if self.failing:
+                self.failed += 1
+            return await super().compare_and_set(record, event)
+
+    store = DownAtThePlacement(path=sqlite_path, process_id="p")
+    await store.start()
+    try:
+        async with SlackHarness(store=store) as h:
+            task = h.ask(one(options=["Deploy", "Wait"]))
+            message = await h.posted()
+            await until(lambda: store.failed >= 1, what="the place write failed")
+            task.cancel()
+            await asyncio.sleep(0)
+            store.failing = False  # back while the cancel waits for the place write
+            await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 5)
+            shown = await _closed(h, message)
+            assert str(sqlite_path) not in shown and "SQLite" not in shown, shown
+            assert "Cancelled" in shown and "Failed" not in shown, shown
+            assert await store.open_records() == []
     finally:
         await store.close()
