@@ -14,7 +14,6 @@ import aiohttp
 from adapters.dsh.asks import HostAsk
 from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.host import Host, host_asker
-from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import split_host_url
 from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
@@ -75,17 +74,10 @@ class DshHostClient:
             replay_window=replay_window,
             asker=asker,
         )
-        self._link = MuxLink(host, token or url_token)
-        self._downlink = Downlink(
-            host,
-            self._link.auth.login,
-            heartbeat=heartbeat,
-            max_frame=max_frame_bytes,
-            on_open=self._opened,
-            on_text=lambda text: self._inbox.on_message(text),
-            on_close=self._closed,
-            on_too_big=lambda text: self._inbox.too_big(text),
-        )
+        self._link = MuxLink(host, token or url_token, self._requests, max_frame_bytes)
+        self._downlink = Downlink(host, self._link, heartbeat=heartbeat, max_frame=max_frame_bytes)
+        self.skips = self._link.skips
+        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._questions = QuestionRunner(
             service,
             provider,
@@ -95,9 +87,6 @@ class DshHostClient:
             logger=self._logger,
             review=review,
         )
-        self._inbox = Inbox(self._requests, self._link, self._logger, max_frame_bytes)
-        self.skips = self._inbox.skips
-        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._approvals = ApprovalRunner(
             provider,
             self._link,
@@ -166,14 +155,6 @@ class DshHostClient:
     def _http(self) -> aiohttp.ClientSession:
         assert self._session is not None, "start() first"
         return self._session
-
-    async def _opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self._requests.opened()
-        await self._link.opened(ws)
-
-    def _closed(self) -> None:
-        self._requests.closed()
-        self._link.closed()
 
     def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
         runner = self._questions if ask.approval is None else self._approvals

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
+from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import MUX_PATH
 from adapters.urls import redact_url
 
@@ -30,30 +30,17 @@ class _Failed(Exception):
 
 
 class Downlink:
-    """Keeps the host's event downlink open; one ``on_open`` per connection, then its texts."""
+    """Keeps the host's event downlink open: one ``link.opened`` per connection, then its
+    texts (``too_big`` for each over ``max_frame`` bytes, which is skipped)."""
 
     def __init__(
-        self,
-        host: Host,
-        login: Callable[[], Awaitable[dict[str, str]]],
-        *,
-        heartbeat: float | None,
-        max_frame: int,
-        on_open: Callable[[aiohttp.ClientWebSocketResponse], Awaitable[None]],
-        on_text: Callable[[str], None],
-        on_close: Callable[[], None],
-        on_too_big: Callable[[str], None],
+        self, host: Host, link: MuxLink, *, heartbeat: float | None, max_frame: int
     ) -> None:
         self._host = host
-        self._login = login
+        self._link = link
         self._shown_url = redact_url(host.base)
         self._heartbeat = heartbeat
         self._max_frame = max_frame
-        self._on_open = on_open
-        self._on_text = on_text
-        self._on_close = on_close
-        self._on_too_big = on_too_big
-        """Told each message over ``max_frame`` bytes, which is skipped."""
         self._logger = host.logger
         self.state: ConnectionState = "connecting"
         self.problem: str | None = None
@@ -101,7 +88,7 @@ class Downlink:
             # Bounded up to the upgrade's answer: a host that takes the TCP connection and
             # never answers cannot hold the client at "connecting" for good.
             async with bound:
-                headers = await self._login()
+                headers = await self._link.auth.login()
                 return await self._host.http().ws_connect(
                     self._host.base + MUX_PATH,
                     headers=headers,
@@ -153,14 +140,14 @@ class Downlink:
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.problem = None
         try:
-            await self._on_open(ws)
+            await self._link.opened(ws)
             async for message in ws:
                 if message.type is aiohttp.WSMsgType.TEXT:
                     text, limit = message.data, self._max_frame
                     fits = 4 * len(text) <= limit or (  # (at most 4 bytes a character)
                         len(text) <= limit and len(text.encode()) <= limit
                     )
-                    (self._on_text if fits else self._on_too_big)(text)
+                    (self._link.on_message if fits else self._link.too_big)(text)
                 elif message.type is aiohttp.WSMsgType.ERROR:
                     break
                 else:
@@ -169,4 +156,4 @@ class Downlink:
                         extra={"kind": message.type.name},
                     )
         finally:
-            self._on_close()
+            self._link.closed()

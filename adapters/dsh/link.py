@@ -1,35 +1,49 @@
-"""The bot's side of a dsh 0.2 host: login (``/connect``, its cookies), the mux's streams,
-answers and their delivery (no receipts: delivered once its session's log shows it)."""
+"""The bot's side of a dsh 0.2 host: login (``/connect``, its cookies), the mux's streams
+read into the open requests and the sessions' logs (a malformed frame is skipped, logged at
+most once a minute), answers and their delivery (no receipts: delivered once its session's
+log shows it)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlencode
 
 import aiohttp
 
-from adapters.dsh.asks import UNCONFIRMED_NOTE
+from adapters.dsh.asks import UNCONFIRMED_NOTE, HostAsk
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.dsh.mux import (
+    EVENTS_STREAM,
     LOG_PREFIX,
     RESULT_PATH,
+    Cancel,
+    Ready,
     Waterfall,
+    events_value,
     follow_frame,
     login_path,
     open_events_frame,
+    parse_mux,
     result_body,
 )
 from adapters.dsh.session_log import SessionLog, ToolCall
+from adapters.httpguard import RefusalLog
+
+if TYPE_CHECKING:
+    from adapters.dsh.open_requests import OpenRequests
 
 _CONFIRM_WAIT: Final = 2.0
 """Seconds an answer the host took may go unseen in its log before the message says so."""
 _REPLAY_WAIT: Final = 2.0
 """Seconds after ``ready`` by which the host has replayed every pending request."""
 _MAX_FOLLOWED: Final = 256
+_CANCEL_WAIT: Final = 1.0
+"""Seconds a ``cancel`` waits for its outcome in the session log (it may come just after)."""
 _Post = Literal["taken", "stale", "failed", "refused"]
 _POST_TIMEOUT: Final = aiohttp.ClientTimeout(total=10.0)
 NO_CONNECT: Final = (
@@ -115,49 +129,123 @@ class HostLogin:
 
 
 class MuxLink:
-    """Login, the ``$events`` clientId, followed session logs, and sending answers."""
+    """Login, the ``$events`` clientId, each downlink message handed to the open requests
+    (and the sessions' log), followed session logs, and sending answers."""
 
-    def __init__(self, host: Host, token: str | None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        token: str | None,
+        requests: OpenRequests,
+        max_frame: int = 8 * 1024 * 1024,
+    ) -> None:
         self._host = host
         self._logger = host.logger
+        self._requests = requests
+        self._max_frame = max_frame
         self.log = SessionLog()
         self.auth = HostLogin(host, token)
+        self.skips = RefusalLog(host.logger)
+        """Malformed frames skipped, counted (``counts``) and logged once a minute."""
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self.client_id: str | None = None
         self._ready = asyncio.Event()
         self._ready_at: float | None = None
-        self._seen: set[str] = set()
-        """The requests this socket's ``$events`` sent (its replay, then new ones)."""
         self._followed: dict[str, bool] = {}  # session → snapshot seen
 
     async def opened(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        """A new socket: open ``$events`` (the host then replays every pending request)."""
+        """A new socket: the host's replay begins; open ``$events`` (the host then replays
+        every pending request)."""
+        self._requests.opened()
         self._ws, self.client_id, self._ready_at = ws, None, None
         self.auth.opened()
-        self._seen.clear()
         self._ready.clear()
         self._followed.clear()
         await ws.send_json(open_events_frame())
 
     def closed(self) -> None:
-        """The socket closed: its clientId and cookie are dead."""
+        """The socket closed: its replay window no longer runs; its clientId and cookie are
+        dead."""
+        self._requests.closed()
         self._ws = self.client_id = None
         self.auth.closed()
         self._ready.clear()
 
-    def ready(self, client_id: str) -> None:
-        """``$events`` said ``ready``: answers on this socket carry ``client_id``."""
-        self.client_id = client_id
-        self._ready_at = asyncio.get_running_loop().time()
-        self._ready.set()
+    def too_big(self, text: str) -> None:
+        """Log a message skipped as too big; if it was a ``tool/call``, no earlier call of its
+        callId may be shown for it (its approval says the command could not be read)."""
+        head = text[:2000]
+        self._logger.warning(
+            "dsh host: skipped a downlink message over the size limit",
+            extra={
+                "bytes": len(text.encode("utf-8")),
+                "limit": self._max_frame,
+                "method": _head_field(head, "event"),
+                "rpc_id": _head_field(head, "eventId"),
+            },
+        )
+        stream, call = _head_field(head, "streamId") or "", _head_field(head, "callId")
+        if '"tool/call"' in head and stream.startswith(LOG_PREFIX) and call is not None:
+            self.log.unreadable(stream.removeprefix(LOG_PREFIX), call)
 
-    def asked(self, request: Waterfall) -> ToolCall | None:
-        """Remember a request, follow its session's log; the tool call if the log has it."""
-        self.log.asked(request)
-        self._seen.add(request.event_id)
-        self.follow(request.session_id)
-        call_id = request.call_id
-        return self.log.call(request.session_id, call_id) if call_id else None
+    def on_message(self, text: str) -> None:
+        """Handle one message (``$events`` items, followed session logs); nothing in it may
+        end the connection."""
+        try:
+            frame = parse_mux(text)
+            if frame.stream_id.startswith(LOG_PREFIX):  # a followed session's log
+                session_id = frame.stream_id.removeprefix(LOG_PREFIX)
+                snapshot = frame.kind == "item" and self.log.item(session_id, frame.value)
+                if snapshot and session_id in self._followed:
+                    self._followed[session_id] = True
+                return
+            if frame.stream_id != EVENTS_STREAM or frame.kind != "item":
+                self._logger.warning(
+                    "dsh host: a stream ended",
+                    extra={"stream": frame.stream_id[:100], "kind": frame.kind},
+                )
+                return
+            value = events_value(frame.value)
+        except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
+            if self.skips.due("malformed_frame"):  # at most once a minute: millions may come
+                self._logger.warning(
+                    "dsh host: skipped a malformed frame",
+                    extra={
+                        "error": _parse_error(exc),
+                        "skipped_so_far": self.skips.counts["malformed_frame"],
+                    },
+                )
+            return
+        try:
+            if isinstance(value, Ready):  # answers on this socket carry its clientId
+                self.client_id = value.client_id
+                self._ready_at = asyncio.get_running_loop().time()
+                self._ready.set()
+            elif isinstance(value, Waterfall):  # remembered, its session's log followed
+                self.log.asked(value)
+                self.follow(value.session_id)
+                call_id = value.call_id
+                ask = HostAsk(
+                    value.event_id,
+                    value.session_id,
+                    list(value.questions),
+                    approval=value.approval,
+                    call=self.log.call(value.session_id, call_id) if call_id else None,
+                )
+                self._requests.requested(ask)
+            elif isinstance(value, Cancel) and self._requests.holds(value.event_id):
+                task = asyncio.get_running_loop().create_task(self._cancelled(value.event_id))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        except Exception:  # a bug here must not drop the downlink
+            self._logger.exception("dsh host: could not handle a frame")
+
+    async def _cancelled(self, event_id: str) -> None:
+        """The host withdrew a request: end its ask with the outcome its log shows."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _CANCEL_WAIT
+        while (outcome := self.log.outcome(event_id)) is None and loop.time() < until:
+            await self.log.changed(until - loop.time())
+        self._requests.resolved(event_id, outcome or "cancelled")
 
     def follow(self, session_id: str) -> None:
         """Follow a session's log on this socket (once; at most ``_MAX_FOLLOWED`` at once)."""
@@ -173,12 +261,6 @@ class MuxLink:
         self._followed[session_id] = False
         task = asyncio.get_running_loop().create_task(ws.send_json(follow_frame(session_id)))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-    def log_item(self, stream_id: str, value: Any) -> None:
-        """An item of a ``session/follow`` stream: its snapshot's records, or one event."""
-        session_id = stream_id.removeprefix(LOG_PREFIX)
-        if self.log.item(session_id, value) and session_id in self._followed:
-            self._followed[session_id] = True
 
     async def call_of(
         self, session_id: str, call_id: str | None, wait: float = 5.0
@@ -222,7 +304,7 @@ class MuxLink:
             if self._host.stopping():
                 return Delivery(None)
             client_id = self.client_id
-            if client_id is not None and event_id not in self._seen:
+            if client_id is not None and not self._requests.replayed(event_id):
                 # Sent only once this socket's replay brought it: the host takes (and drops)
                 # an answer to a request it no longer has.
                 if self._gone(event_id):
@@ -294,3 +376,15 @@ class MuxLink:
             "dsh host: response not taken", extra={"rpc_id": event_id, "error": error}
         )
         return "refused"
+
+
+def _head_field(head: str, key: str) -> str | None:
+    """A string field ``key`` read from the head of a message."""
+    found = re.search(rf'"{key}"\s*:\s*"([^"\\]{{1,200}})"', head)
+    return found.group(1) if found else None
+
+
+def _parse_error(exc: Exception) -> str:
+    """Why a frame was skipped: the parser's ``ValueError``, or a parser gap named by its type."""
+    error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    return error[:500]

@@ -148,6 +148,10 @@ class OpenRequests:
         """Whether request ``rpc_id`` is open, waiting, or to be asked again."""
         return rpc_id in self._asks or rpc_id in self._waiting or rpc_id in self._late
 
+    def replayed(self, rpc_id: str) -> bool:
+        """Whether the current socket's ``$events`` sent request ``rpc_id`` (replay or new)."""
+        return self._replay is not None and rpc_id in self._replay.seen
+
     def counts(self) -> tuple[int, int]:
         """(questions, approvals) open or waiting."""
         asks = [*self._asks.values(), *self._waiting]

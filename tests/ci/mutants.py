@@ -757,9 +757,9 @@ _REPLAY = [
     Mutant("late replay never asked", RELEASED, "        closed(rpc_id, ended)", "        pass"),
     Mutant(
         "ask keyed by socket",
-        "adapters/dsh/inbox.py",
+        LINK,
         "                    value.event_id,\n                    value.session_id,",
-        '                    f"{value.event_id}@{self._link.client_id}",\n                    value.session_id,',
+        '                    f"{value.event_id}@{self.client_id}",\n                    value.session_id,',
     ),
     Mutant(
         "question keyed by session",
@@ -773,12 +773,22 @@ _REPLAY = [
         "            key=ask_key(ask.rpc_id),",
         "            key=ask_key(ask.session_id),",
     ),
-    Mutant("seen kept across sockets", LINK, "        self._seen.clear()", "        pass"),
-    Mutant("request not seen", LINK, "        self._seen.add(request.event_id)", "        pass"),
+    Mutant(
+        "seen kept across sockets",
+        OPEN,
+        "        self._replay = _Replay(self._replay_window, self._settle)\n",
+        "        self._replay = _Replay(self._replay_window, self._settle, self._replay.seen if self._replay else set())\n",
+    ),
+    Mutant(
+        "request not seen",
+        OPEN,
+        "return self._replay is not None and rpc_id in self._replay.seen",
+        "return self._replay is not None",
+    ),
     Mutant(
         "sent before the replay",
         LINK,
-        "            if client_id is not None and event_id not in self._seen:",
+        "            if client_id is not None and not self._requests.replayed(event_id):",
         "            if False:",
     ),
     Mutant(

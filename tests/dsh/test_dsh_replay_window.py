@@ -6,7 +6,7 @@ closes as gone what the host did not replay: asks of earlier sockets, requests w
 a place in Slack, and requests an earlier bot released. A replay that comes while such a
 request is being closed asks it again (the same message reopened) once the closing is over.
 
-The host's frames go through the real parsing (``Inbox``, ``MuxLink``) into the real
+The host's frames go through the real parsing (``MuxLink``) into the real
 ``OpenRequests``; behind it, ``serve`` stands for the question runner (it waits until the
 request is answered or aborted) and ``Records`` for the provider's store (what was ended,
 with which note; a closing can be held open). The loop's clock is fake: the window is
@@ -26,7 +26,6 @@ import pytest
 
 from adapters.dsh.asks import APPROVAL_GONE_NOTE, GONE_NOTE, HostAsk, ask_key
 from adapters.dsh.host import Host, host_asker
-from adapters.dsh.inbox import Inbox
 from adapters.dsh.link import MuxLink
 from adapters.dsh.open_requests import OpenRequests
 from adapters.slack.model.ids import key_request_id
@@ -141,8 +140,7 @@ class Downlink:
         self.requests = OpenRequests(
             self.records, self._serve, host, max_open=max_open, replay_window=WINDOW, asker=ASKER
         )
-        self.link = MuxLink(host, None)
-        self.inbox = Inbox(self.requests, self.link, _log)
+        self.link = MuxLink(host, None, self.requests)
         self._sockets = 0
 
     async def _serve(self, ask: HostAsk) -> None:
@@ -160,18 +158,17 @@ class Downlink:
         """A new socket: ``ready``, then the host's replay (``frames``)."""
         self._sockets += 1
         self.requests.opened()
-        self.inbox.on_message(ready_frame(f"client-{self._sockets}"))
+        self.link.on_message(ready_frame(f"client-{self._sockets}"))
         await self.send(*frames)
 
     async def send(self, *frames: str) -> None:
         for frame in frames:
             for name in _event_ids(frame):
                 self.records.name(name)
-            self.inbox.on_message(frame)
+            self.link.on_message(frame)
         await turns()
 
     async def drop(self) -> None:
-        self.requests.closed()
         self.link.closed()
         await turns()
 
