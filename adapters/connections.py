@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -65,7 +65,7 @@ class GuardedSite(web.BaseSite):
         if self._open >= self._max:
             return _Busy()
         self._open += 1
-        return _Counted(server(), self)
+        return cast(asyncio.BaseProtocol, _Counted(server(), self))
 
 
 class _Busy(asyncio.Protocol):
@@ -77,27 +77,15 @@ class _Busy(asyncio.Protocol):
         transport.close()
 
 
-class _Counted(asyncio.Protocol):
-    """Passes everything to aiohttp's handler; the site counts it open until it is lost."""
+class _Counted:
+    """aiohttp's handler, every protocol call passed on; the site counts it open until its
+    connection is lost."""
 
     def __init__(self, inner: RequestHandler, site: GuardedSite) -> None:
         self._inner, self._site = inner, site
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._inner.connection_made(transport)
-
-    def data_received(self, data: bytes) -> None:
-        self._inner.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        self._inner.eof_received()
-        return None  # close the transport, as aiohttp's handler does
-
-    def pause_writing(self) -> None:
-        self._inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._inner.resume_writing()
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._site._open -= 1
