@@ -30,7 +30,7 @@ from bot.api.gateway import Gateway
 from bot.app.embedded import wired
 from bot.app.listener import Health, listener_limits, listening, serve
 from bot.app.shutdown import Deadline, bounded, interrupt
-from bot.app.socket_mode import SocketMode, not_slack_json, slack_reason
+from bot.app.socket_mode import SocketMode, refusal
 from bot.app.storage import budget, open_store, outbox
 from bot.questions.service import UserQuestionService
 from bot.settings.config import Settings
@@ -259,12 +259,8 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
             signing_secret=signing_secret or "",
             verify_requests=settings.mode != "socket",
         )
-    except SlackApiError as exc:
-        unexpected = not_slack_json(exc, "auth.test", client)
-        if unexpected is not None:  # a wrong SLACK_API_URL, a proxy's error page
-            raise RuntimeError(unexpected) from exc
-        reason = slack_reason(exc) or "no reason given"
-        raise RuntimeError(f"Slack refused SLACK_BOT_TOKEN (auth.test: {reason})") from exc
+    except SlackApiError as exc:  # a refused token, a wrong SLACK_API_URL, a proxy's page
+        raise RuntimeError(refusal(exc, "auth.test", client, "SLACK_BOT_TOKEN")) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         detail = str(exc) or type(exc).__name__
         raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc

@@ -29,14 +29,14 @@ def slack_reason(exc: SlackApiError) -> str | None:
     return error if isinstance(error, str) else None
 
 
-def not_slack_json(exc: SlackApiError, method: str, client: Any) -> str | None:
-    """What to tell the operator when ``method``'s answer was not Slack's JSON (a
-    ``SLACK_API_URL`` without ``/api/``, a proxy's page), else ``None``; shows ``client``'s
-    base URL, never its token."""
+def refusal(exc: SlackApiError, method: str, client: Any, setting: str) -> str:
+    """Why ``method`` failed: Slack refusing ``setting`` (with its reason), or an answer that
+    was not Slack's JSON (a ``SLACK_API_URL`` without ``/api/``, a proxy's page); shows
+    ``client``'s base URL, never its token."""
     response = exc.response
     data = getattr(response, "data", None)
-    if isinstance(data, dict) and "ok" in data:
-        return None  # Slack's own refusal: its reason is in "error"
+    if isinstance(data, dict) and "ok" in data:  # Slack's own refusal: its reason is in "error"
+        return f"Slack refused {setting} ({method}: {slack_reason(exc) or 'no reason given'})"
     status = getattr(response, "status_code", None) or getattr(response, "status", None)
     answered = f"HTTP {status}" if status else "an unreadable answer"
     base = str(getattr(client, "base_url", "") or SLACK_DEFAULT_API)
@@ -72,13 +72,8 @@ class SocketMode:
         try:
             client.wss_uri = await self._wss_url()
         except SlackApiError as exc:
-            unexpected = not_slack_json(exc, "apps.connections.open", client.web_client)
-            if unexpected is not None:
-                raise RuntimeError(f"Socket Mode: {unexpected}") from exc
-            raise RuntimeError(
-                f"Socket Mode: Slack refused SLACK_APP_TOKEN in apps.connections.open "
-                f"({slack_reason(exc) or 'no reason given'})"
-            ) from exc
+            why = refusal(exc, "apps.connections.open", client.web_client, "SLACK_APP_TOKEN")
+            raise RuntimeError(f"Socket Mode: {why}") from exc
         connecting = self.handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
         limit = SOCKET_CONNECT_TIMEOUT
         try:
