@@ -8,6 +8,7 @@ import asyncio
 import errno
 import socket
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from aiohttp import web
@@ -33,16 +34,16 @@ HEALTH_STORE_TIMEOUT: Final = 3.0
 """Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
 
 
+@dataclass(eq=False)
 class Health:
     """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
     ``unowned``: any process's) and open, the waiters, the Web API queue, each connection."""
 
-    def __init__(self, mode: Mode, provider: SlackQuestionProvider, gateway: Gateway) -> None:
-        self.mode = mode
-        self.provider = provider
-        self.gateway = gateway
-        self.socket: SocketMode | None = None
-        self.dsh: DshHostClient | None = None
+    mode: Mode
+    provider: SlackQuestionProvider
+    gateway: Gateway
+    socket: SocketMode | None = None
+    dsh: DshHostClient | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""

@@ -146,10 +146,8 @@ class ServerSettings(BaseModel):
     @property
     def api_tokens(self) -> dict[str, str]:
         """The API's bearer tokens by name (``BOT_API_TOKEN`` is named ``default``)."""
-        tokens = {"default": self.bot_api_token.get_secret_value()} if self.bot_api_token else {}
-        for name, secret in (*self.bot_api_tokens, *self.bot_api_tokens_file):
-            tokens[name] = secret.get_secret_value()
-        return tokens
+        tokens = _tokens(self.bot_api_token, dict(self))
+        return {name: secret.get_secret_value() for name, secret in tokens}
 
     def _auth(self) -> str:
         names = sorted(self.api_tokens)
