@@ -293,7 +293,8 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
         try:
             runtime = await starting
         except asyncio.CancelledError:
-            if not stop.is_set() or _cancelling():
+            task = asyncio.current_task()
+            if not stop.is_set() or (task is not None and task.cancelling()):
                 raise  # cancelled from outside, not by a signal
             logger.info("stopped during startup")
             return
@@ -339,9 +340,3 @@ async def keep_heap(stop: asyncio.Event, every: float = 60.0) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
         trim_heap()
-
-
-def _cancelling() -> bool:
-    """Whether the running task itself is being cancelled."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0

@@ -121,14 +121,12 @@ def url(*schemes: str, trailing_slash: bool = False) -> Callable[[str], str]:
 
 
 def id_list(pattern: str, what: str) -> Callable[[Any], Any]:
-    """A before-check turning ``"A, B,,A"`` into ``("A", "B")``; blank is unset, and a value
-    naming no id (``","``) is refused: an allow-list must not fail open."""
+    """A before-check turning ``"A, B,,A"`` into ``("A", "B")`` (blank never comes: it is
+    unset); a value naming no id (``","``) is refused: an allow-list must not fail open."""
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        if not value.strip():
-            return ()
         items = [item.strip() for item in value.split(",") if item.strip()]
         if not items:
             raise ValueError(
