@@ -66,24 +66,21 @@ def too_long(n: int, limit: int, noun: str = "characters") -> str:
 
 
 def check_message(blocks: list[dict[str, Any]], text: str | None = None) -> list[str]:
-    """Every limit a message with these ``blocks`` and top-level ``text`` breaks."""
-    return [str(p) for p in message_problems(blocks, text) if not p.warning]
-
-
-def message_problems(blocks: list[dict[str, Any]], text: str | None = None) -> list[Problem]:
-    """The message's problems: slack_sdk's word on each block, then ``totals``."""
+    """Every limit a message with these ``blocks`` and top-level ``text`` breaks: slack_sdk's
+    word on each block, then ``totals`` (its warnings left out)."""
     problems = []
     if len(blocks) > MAX_BLOCKS_MESSAGE:
-        said = f"{len(blocks)} blocks, Slack allows at most {MAX_BLOCKS_MESSAGE} in a message"
-        problems.append(Problem("blocks", said))
+        problems.append(
+            f"blocks: {len(blocks)} blocks, Slack allows at most {MAX_BLOCKS_MESSAGE} in a message"
+        )
     for i, block in enumerate(blocks):
         if block.get("type") in _UNCHECKED:
             continue
         try:
             _validate(Block.parse(_with_elements(block)))
         except SlackObjectFormationError as exc:
-            problems.append(Problem(f"blocks[{i}]", str(exc)))
-    return problems + totals(blocks, text)
+            problems.append(f"blocks[{i}]: {exc}")
+    return problems + [str(p) for p in totals(blocks, text) if not p.warning]
 
 
 def _element_types() -> dict[str, type[JsonObject]]:
