@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Revision, Vote, tally
-from adapters.slack.render.mrkdwn import escape, markdown_text, mrkdwn, shorten, shorten_escaped
+from adapters.slack.render.blocks.parts import context, markdown, section
+from adapters.slack.render.mrkdwn import escape, markdown_text, shorten, shorten_escaped
 from adapters.slack.render.outcomes import date, literal, one_line, opened_words
 from adapters.slack.render.rich import Block, Piece, bold, italic, rich_line, rich_list, words
 from bot.questions.review import ReviewerSet, ReviewPolicy
@@ -90,6 +92,15 @@ def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = Fal
     return line
 
 
+def tally_blocks(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> list[Block]:
+    """A team review's live tally and every vote within ``limit`` (nothing without a policy)."""
+    if record.review is None:
+        return []
+    ended = not record.is_open  # an ended review short of approval reads not approved
+    lines = [tally_line(record.review, record.votes, ended=ended), *vote_lines(record.votes)]
+    return [section("\n".join(lines), limit)]
+
+
 def vote_lines(votes: Sequence[Vote]) -> list[str]:
     """One escaped mrkdwn line per vote, in the order they were cast."""
     lines = []
@@ -114,7 +125,7 @@ def feedback_block(feedback: str, limit: int, title: str = "") -> Block:
             quote.append(f"> _[… {len(text) - len(shown):,} more characters left out …]_")
         body = "\n".join([title, *quote] if title else quote)
         if len(body) <= limit or not shown:
-            return {"type": "markdown", "text": body}
+            return markdown(body)
         shown = shown[: min(len(shown) - 1, len(shown) * (limit - 60) // len(body))].rstrip()
 
 
@@ -160,17 +171,15 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
         if revision.previous_link
         else "the previous review"
     )
-    blocks: list[Block] = [
-        {"type": "context", "elements": [mrkdwn(f":repeat: Revises {earlier}.")]}
-    ]
+    blocks = [context(f":repeat: Revises {earlier}.")]
     if revision.feedback and revision.feedback.strip():
         blocks.append(feedback_block(revision.feedback, MAX_SECTION_TEXT, "**Feedback**"))
     diff = plan_diff(revision.previous_plan, plan)
     title = f"*What changed* ({escape(diff.summary)})"
     if not diff.lines:
-        return [*blocks, _section(f"{title}: nothing.")], []
+        return [*blocks, section(f"{title}: nothing.")], []
     if sum(len(line) + 1 for line in diff.lines) <= DIFF_IN_MESSAGE:
-        return [*blocks, _section(title), _diff_block(diff.lines)], []
+        return [*blocks, section(title), _diff_block(diff.lines)], []
     parts: list[list[str]] = [[]]
     size = 0
     for line in diff.lines:
@@ -180,13 +189,9 @@ def revision_blocks(revision: Revision, plan: str) -> tuple[list[Block], list[li
             size = 0
         parts[-1].append(line)
         size += len(line) + 1
-    continued = {"type": "context", "elements": [mrkdwn("What changed in the plan, continued")]}
+    continued = context("What changed in the plan, continued")
     thread = [[continued, _diff_block(part)] for part in parts]
-    return [*blocks, _section(f"{title}: in the thread below.")], thread
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": mrkdwn(text)}
+    return [*blocks, section(f"{title}: in the thread below.")], thread
 
 
 def _diff_block(lines: Sequence[str]) -> Block:

@@ -3,16 +3,18 @@ record of its outcome, who answered what and when (pure)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from adapters.slack import blockkit
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
-from adapters.slack.model.record import Draft, PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks import overflow
 from adapters.slack.render.blocks.options import (
     button,
     button_labels,
+    choices,
     dismiss_button,
     draft_widget,
     menu,
@@ -32,13 +34,12 @@ from adapters.slack.render.blocks.parts import (
     hidden_notice,
     link_blocks,
     question_block,
-    tally_blocks,
 )
 from adapters.slack.render.layout import Layout, layout_of, plan_review_of
 from adapters.slack.render.messages import NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
 from adapters.slack.render.outcomes import ICONS, as_mrkdwn, date, one_line, outcome_of
-from adapters.slack.render.review_view import feedback_block, revision_blocks
+from adapters.slack.render.review_view import feedback_block, revision_blocks, tally_blocks
 from adapters.slack.render.rich import Block, Piece, italic, rich_text, words
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
@@ -50,10 +51,7 @@ def render_open(record: PendingRecord) -> Rendered:
     revised = _revision(record, layout)
     inline, shown = _placing(record, layout, revised[0])
     text = fallback(record)
-
-    def render(limit: int) -> list[Block]:
-        return _open_blocks(record, layout, revised[0], shown, inline, limit)
-
+    render = partial(_open_blocks, record, layout, revised[0], shown, inline)
     blocks = render(blockkit.MAX_SECTION_TEXT)
     problems = blockkit.check_message(blocks, text)
     if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
@@ -95,9 +93,7 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
     for inline in (True, False) if listed else (True,):
         rest = _open_blocks(bare, layout, revised, nothing, inline, blockkit.MAX_SECTION_TEXT)
         room = blockkit.MESSAGE_TEXT_BUDGET - (blockkit.block_text_length(rest) - markers) - kept
-        # Each block's own limits are checked once, on the message as rendered.
-        crowded = inline and listed and blockkit.markdown_length(rest) > blockkit.MAX_MARKDOWN_TOTAL
-        if room >= 0 and not crowded:
+        if room >= 0:
             return inline, overflow.shares_within(record, room)
     # The parts that never change leave no room: the details go to the thread whole, and
     # the rendering says whether the rest fits at all.
@@ -108,9 +104,7 @@ def _chosen_room(question: AskUserQuestionItem) -> int:
     """The most text a form question's chosen options add (``initial_options`` repeat them)."""
     if not question.options:
         return 0
-    widget = draft_widget(question, Draft())
-    options = widget.get("options") or [o for g in widget["option_groups"] for o in g["options"]]
-    sizes = [blockkit.block_text_length([option]) for option in options]
+    sizes = [blockkit.block_text_length([choice]) for choice in choices(question)]
     return sum(sizes) if question.is_multi_select else max(sizes)
 
 
@@ -290,7 +284,7 @@ def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) 
 def render_final(record: PendingRecord) -> Rendered:
     """The message as a record of its outcome: who answered what, and when."""
     shown = _shown(record)
-    blocks = overflow.fitted(lambda limit: _final_blocks(record, shown, limit))
+    blocks = overflow.fitted(partial(_final_blocks, record, shown))
     outcome = outcome_of(record)
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
     # another client"), without a sentence's full stop before the question.

@@ -12,9 +12,10 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import outcome_line, plan_actions
 from adapters.slack.render.blocks.options import label
 from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
-from adapters.slack.render.blocks.parts import context, question_block, section, tally_blocks
+from adapters.slack.render.blocks.parts import context, question_block, section
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
+from adapters.slack.render.review_view import tally_blocks
 from adapters.slack.render.rich import Block
 
 MODAL_DETAIL: Final = 1500

@@ -86,25 +86,29 @@ def button_labels(question: AskUserQuestionItem) -> list[str]:
     return option_labels(question.option_labels, MAX_BUTTON_TEXT)[0]
 
 
-def _option(question: AskUserQuestionItem, index: int, texts: list[str]) -> Block:
-    option = (question.options or [])[index]
-    built: Block = {"text": plain(texts[index]), "value": ids.option_value(index)}
-    if option.description:
-        built["description"] = plain(option.description, MAX_OPTION_DESCRIPTION)
+def choices(question: AskUserQuestionItem) -> list[Block]:
+    """Each option as a menu, radio buttons or checkboxes show it (its index as its value)."""
+    texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+    built = []
+    for index, option in enumerate(question.options or []):
+        choice: Block = {"text": plain(texts[index]), "value": ids.option_value(index)}
+        if option.description:
+            choice["description"] = plain(option.description, MAX_OPTION_DESCRIPTION)
+        built.append(choice)
     return built
 
 
 def menu(question: AskUserQuestionItem, kind: ids.ActionKind, multi: bool = False) -> Block:
     """A menu of the options (``multi``: of several), in groups of 100 when there are more."""
-    count = len(question.options or [])
-    texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
+    options = choices(question)
+    count = len(options)
     built: Block = {
         "type": "multi_static_select" if multi else "static_select",
         "action_id": ids.action_id(kind),
         "placeholder": plain("Choose options…" if multi else "Choose an option…"),
     }
     if count <= MAX_OPTIONS:
-        return {**built, "options": [_option(question, i, texts) for i in range(count)]}
+        return {**built, "options": options}
     if count > MAX_OPTION_GROUPS * MAX_OPTIONS:
         raise UserQuestionError(
             f"question {question.id} has {count} options; a Slack menu holds at most "
@@ -113,9 +117,9 @@ def menu(question: AskUserQuestionItem, kind: ids.ActionKind, multi: bool = Fals
         )
     groups = []
     for start in range(0, count, MAX_OPTIONS):
-        end = min(start + MAX_OPTIONS, count)
-        options = [_option(question, i, texts) for i in range(start, end)]
-        groups.append({"label": plain(f"Options {start + 1}–{end}"), "options": options})
+        group = options[start : start + MAX_OPTIONS]
+        title = plain(f"Options {start + 1}–{start + len(group)}")
+        groups.append({"label": title, "options": group})
     return {**built, "option_groups": groups}
 
 
@@ -150,23 +154,19 @@ def dismiss_button() -> Block:
 
 def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
     """A form question's choice: radio buttons or checkboxes, a menu past ten options."""
-    count = len(question.options or [])
-    chosen = [i for i in draft.selected if 0 <= i < count]
+    options = choices(question)
+    chosen = [options[i] for i in draft.selected if 0 <= i < len(options)]
     multi = question.is_multi_select
-    texts = option_labels(question.option_labels, MAX_OPTION_TEXT)[0]
     widget: Block
-    if count <= MAX_CHOICE_OPTIONS:
-        widget = {
-            "type": "checkboxes" if multi else "radio_buttons",
-            "action_id": ids.action_id("draft"),
-            "options": [_option(question, i, texts) for i in range(count)],
-        }
+    if len(options) <= MAX_CHOICE_OPTIONS:
+        kind = "checkboxes" if multi else "radio_buttons"
+        widget = {"type": kind, "action_id": ids.action_id("draft"), "options": options}
     else:
         widget = menu(question, "draft", multi)
     if multi and chosen:
-        widget["initial_options"] = [_option(question, i, texts) for i in chosen]
-    elif not multi and chosen:
-        widget["initial_option"] = _option(question, chosen[0], texts)
+        widget["initial_options"] = chosen
+    elif chosen:
+        widget["initial_option"] = chosen[0]
     return widget
 
 

@@ -21,7 +21,6 @@ from adapters.slack.render.mrkdwn import (
     shorten_escaped,
 )
 from adapters.slack.render.outcomes import date
-from adapters.slack.render.review_view import tally_line, vote_lines
 from adapters.slack.render.rich import Block, bold, italic, rich_text
 from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionItem
@@ -174,9 +173,9 @@ def _flags_before(text: str, at: int) -> int:
     return count
 
 
-def section(text: str) -> Block:
-    """A section of escaped mrkdwn ``text``, shortened to fit."""
-    return {"type": "section", "text": mrkdwn(shorten_escaped(text, MAX_SECTION_TEXT))}
+def section(text: str, limit: int = MAX_SECTION_TEXT) -> Block:
+    """A section of escaped mrkdwn ``text``, shortened to ``limit``."""
+    return {"type": "section", "text": mrkdwn(shorten_escaped(text, limit))}
 
 
 def markdown(text: str) -> Block:
@@ -252,12 +251,3 @@ def asker(record: PendingRecord) -> str | None:
         return record.label
     name = by.removeprefix("api").removeprefix(":")
     return f"{name} (HTTP API)" if name and name != "default" else "the HTTP API"
-
-
-def tally_blocks(record: PendingRecord, limit: int = MAX_SECTION_TEXT) -> list[Block]:
-    """A team review's live tally and every vote within ``limit`` (nothing without a policy)."""
-    if record.review is None:
-        return []
-    ended = not record.is_open  # an ended review short of approval reads not approved
-    lines = [tally_line(record.review, record.votes, ended=ended), *vote_lines(record.votes)]
-    return [{"type": "section", "text": mrkdwn(shorten_escaped("\n".join(lines), limit))}]
