@@ -113,14 +113,14 @@ def _indent(line: str) -> int:
     return len(expanded) - len(expanded.lstrip(" "))
 
 
-def _fence_of(line: str, top: bool) -> tuple[str, str] | None:
-    """``(fence, opener)`` when ``line`` surely opens a fenced code block (``top``: no list)."""
+def _fence_of(line: str, top: bool) -> str | None:
+    """The fence (its run) when ``line`` surely opens a fenced code block (``top``: no list)."""
     match = _OPEN_FENCE.fullmatch(line)
     if match is None or (match["indent"] and not top):
         return None
     if match["fence"][0] == "`" and "`" in match["info"]:
         return None  # a backtick fence's info string never holds a backtick
-    return match["fence"], line
+    return match["fence"]
 
 
 def _closes(line: str, fence: str) -> bool:
@@ -131,18 +131,18 @@ def _closes(line: str, fence: str) -> bool:
     )
 
 
-def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
-    """Which ``lines`` surely belong to a code block (CommonMark), and the fence left open."""
+def _block_lines(lines: list[str]) -> list[bool]:
+    """Which ``lines`` surely belong to a code block (CommonMark)."""
     code = [False] * len(lines)
     top = True  # no list or block quote can be open
     after_paragraph = False  # an indented line would continue a paragraph
-    fence: tuple[str, str] | None = None
+    fence: str | None = None
     indented = False
     for index, line in enumerate(lines):
         blank = _blank(line)
         if fence is not None:
             code[index] = True
-            if _closes(line, fence[0]):
+            if _closes(line, fence):
                 fence, after_paragraph = None, False
             continue
         if indented:
@@ -162,7 +162,7 @@ def _block_lines(lines: list[str]) -> tuple[list[bool], str | None]:
         elif not top and not blank and not after_paragraph and line[0] not in " \t":
             top = True  # after a blank line, an unindented line closes every container
         after_paragraph = not blank
-    return code, None if fence is None else fence[1]
+    return code
 
 
 def _code_spans(line: str) -> tuple[list[tuple[int, int]], bool] | None:
@@ -207,7 +207,7 @@ def _code_spans(line: str) -> tuple[list[tuple[int, int]], bool] | None:
 def _code_regions(text: str, *, spans: bool) -> list[tuple[int, int]]:
     """Where ``text`` is surely code: code blocks and, with ``spans``, code spans."""
     lines = text.split("\n")
-    code, _ = _block_lines(lines)
+    code = _block_lines(lines)
     regions: list[tuple[int, int]] = []
     offset = 0
     run_start: int | None = None

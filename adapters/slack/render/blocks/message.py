@@ -153,9 +153,7 @@ def _open_blocks(
         blocks.extend([plan_actions(record, read=read), context(_plan_buttons_say(record))])
     else:
         for index in range(count):
-            blocks.extend(
-                _question_blocks(record, layout, index, shown[index], count, inline, limit)
-            )
+            blocks.extend(_question_blocks(record, layout, index, shown[index], inline, limit))
         if layout == "form":
             submit = button("Submit", ids.action_id("submit"), "0", "primary")
             blocks.append(actions(record, None, "s", [submit, dismiss_button()]))
@@ -214,13 +212,13 @@ def _question_blocks(
     layout: Layout,
     index: int,
     shown: str,
-    count: int,
     inline: bool,
     limit: int,
 ) -> list[Block]:
     question = record.questions[index]
     blocks = [*_asked(record, index, shown, None), *options_blocks(question, layout, inline)]
-    other = button("Other…", ids.action_id("text"), str(index))
+    typed = ids.action_id("text")
+    other = button("Other…", typed, str(index))
     if layout == "tap":
         labels = enumerate(button_labels(question))
         picks = [button(text, ids.action_id("pick", i), ids.option_value(i)) for i, text in labels]
@@ -228,13 +226,10 @@ def _question_blocks(
     elif layout == "menu":
         elements = [menu(question, "pick"), other, dismiss_button()]
     elif layout == "text":
-        elements = [
-            button("Answer…", ids.action_id("text"), str(index), "primary"),
-            dismiss_button(),
-        ]
+        elements = [button("Answer…", typed, str(index), "primary"), dismiss_button()]
     else:
         draft = record.draft(index)
-        answer = [button("Answer…", ids.action_id("text"), str(index))]
+        answer = [button("Answer…", typed, str(index))]
         elements = [draft_widget(question, draft), other] if question.options else answer
         if draft.custom:
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
