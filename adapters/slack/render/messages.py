@@ -72,13 +72,8 @@ def not_yours(record: PendingRecord, *, plain: bool = False) -> str:
     approval), naming who can (``plain``: a modal's plain-text error, which shows no mentions)."""
     reviewing = record.review is not None and record.review.reviewers is not None
     note = NOT_AN_APPROVER if record.approval else NOT_A_REVIEWER if reviewing else NOT_ALLOWED
-    return note if plain else refused(note, *who_may(record))
-
-
-def refused(note: str, users: list[str] | None, groups: list[str] | None) -> str:
-    """``note`` naming who can: "…; <@U1> or members of <!subteam^S1> can." (ids only)."""
-    who = names_of(users, groups)
-    return f"{note[:-1]}; {who} can." if who else note
+    who = names_of(*who_may(record))  # "…; <@U1> or members of <!subteam^S1> can." (ids only)
+    return f"{note[:-1]}; {who} can." if who and not plain else note
 
 
 def names_of(users: list[str] | None, groups: list[str] | None) -> str:
@@ -104,7 +99,7 @@ def not_recorded(*, what: str = "click") -> str:
     return f"Your {what} was not recorded: the bot could not reach its storage. Please try again."
 
 
-_ALREADY: Final = {
+ALREADY: Final = {
     "Approved": "This plan was already approved",
     "Declined": "This plan was already declined",
     "Answered": "This question was already answered",
@@ -112,11 +107,4 @@ _ALREADY: Final = {
     "Sent": "This question was already answered",
     "Dismissed": "This question was dismissed",
 }
-
-
-def already_ended(verb: str, who: str | None) -> str:
-    """The note for a click on a request that ended with ``verb``, naming who, if known."""
-    said = _ALREADY.get(verb)
-    if said is None:
-        return NO_LONGER_OPEN
-    return f"{said} by {who}." if who else f"{said}."
+"""The note for a click on a request that ended with a verb, before who ended it, if known."""

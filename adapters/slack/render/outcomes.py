@@ -9,7 +9,7 @@ from typing import Final
 
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.messages import NO_LONGER_OPEN, already_ended
+from adapters.slack.render.messages import ALREADY, NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape
 from bot.questions.errors import ASK_TIMEOUT
 
@@ -142,11 +142,13 @@ def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
 
 
 def refusal(record: PendingRecord, *, mention: bool) -> str:
-    """The private note for a click on a request that is no longer open."""
+    """The private note for a click on a request that is no longer open, naming who ended it."""
     outcome = outcome_of(record)
-    if outcome is None:
+    said = None if outcome is None else ALREADY.get(outcome.verb)
+    if outcome is None or said is None:
         return NO_LONGER_OPEN
-    return already_ended(outcome.verb, _deciders(outcome, mention=mention))
+    who = _deciders(outcome, mention=mention)
+    return f"{said} by {who}." if who else f"{said}."
 
 
 def _deciders(outcome: Outcome, *, mention: bool) -> str | None:

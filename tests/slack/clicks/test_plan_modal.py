@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.model.ids import key_request_id
-from adapters.slack.render.messages import NOT_ALLOWED, refused
+from adapters.slack.render.messages import NOT_ALLOWED
 from adapters.slack.sandbox.blockcheck import view_problems
 from adapters.slack.sandbox.records import View
 from adapters.slack.stores import MemoryPendingStore
@@ -142,7 +142,7 @@ async def test_someone_who_may_not_decide_is_refused_in_the_modal_as_on_the_mess
         await h.click(message, h.bob, text=READ)  # reading is anyone's who sees the message
         view = await opened(h, h.bob)
         await click_in(h, view, h.bob, "Approve")
-        note = refused(NOT_ALLOWED, [h.alice], None)
+        note = f"{NOT_ALLOWED[:-1]}; <@{h.alice}> can."
         await until(lambda: [e for e in h.ephemerals(h.bob) if e.text == note], what="the note")
         await until(lambda: note in all_text(view.definition["blocks"]), what="the modal's note")
         assert "Approve" in buttons(view.definition["blocks"])  # still open, still decidable

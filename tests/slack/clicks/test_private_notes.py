@@ -30,7 +30,6 @@ from adapters.slack.render.messages import (
     NOT_ALLOWED,
     NOT_AN_APPROVER,
     NOT_CHECKED,
-    refused,
 )
 from adapters.slack.sandbox.blockcheck import check_view
 from adapters.slack.sandbox.records import Ephemeral
@@ -40,6 +39,12 @@ from tests.slack.clicks.test_click_paths import slow_group_lookups
 from tests.slack.clicks.test_slack_transitions import opts, record
 from tests.slack_harness import SlackHarness, until
 from tests.slack_payloads import click, submit_view
+
+
+def refused(note: str, who: str) -> str:
+    """The private note refusing a click, naming who can act instead."""
+    return f"{note[:-1]}; {who} can."
+
 
 RESPONSE_URL_OF_A_CLICK = "https://hooks.slack.com/actions/T0TEAM/1234567890123/abcDEF0123"
 VIEW = ApprovalView(tool_name="bash", headline="escalate sandbox", command="rm -rf /srv/x")
@@ -76,7 +81,7 @@ async def test_a_not_allowed_clicker_in_an_uninvited_public_channel_is_told() ->
         status, _ = await h.click(message, h.bob, text="Deploy")
         assert status == 200
         note = await note_for(h, h.bob)
-        assert (note.text, note.channel) == (refused(NOT_ALLOWED, [h.alice], None), public)
+        assert (note.text, note.channel) == (refused(NOT_ALLOWED, f"<@{h.alice}>"), public)
         [sent] = hook_calls(h)
         assert sent["response_type"] == "ephemeral" and sent["replace_original"] is False
         assert sent["status"] == 200
@@ -113,7 +118,7 @@ async def test_an_approval_refusal_in_an_uninvited_public_channel_is_told() -> N
         status, _ = await h.click(message, h.bob, text="Allow once")
         assert status == 200
         note = await note_for(h, h.bob)
-        assert note.text == refused(NOT_AN_APPROVER, [h.alice], None)
+        assert note.text == refused(NOT_AN_APPROVER, f"<@{h.alice}>")
         assert [c["response_type"] for c in hook_calls(h)] == ["ephemeral"]
         assert h.slack.calls.count("chat.postEphemeral") == 0
         assert not task.done()
@@ -127,7 +132,7 @@ async def test_a_failing_response_url_falls_back_to_chat_post_ephemeral() -> Non
         h.slack.faults.add(method="response_url", kind="server_error", status=503)
         await h.click(message, h.bob, text="Deploy")
         note = await note_for(h, h.bob)
-        assert note.text == refused(NOT_ALLOWED, [h.alice], None)
+        assert note.text == refused(NOT_ALLOWED, f"<@{h.alice}>")
         assert [c["status"] for c in hook_calls(h)] == [503]
         assert h.slack.calls.count("chat.postEphemeral") == 1
 
@@ -160,7 +165,10 @@ async def test_a_modal_submission_refusal_in_an_uninvited_channel_is_told() -> N
         status, _ = await h.slack.deliver(submission)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert (note.text, note.channel) == (refused(NOT_ALLOWED, None, [group.id]), public)
+        assert (note.text, note.channel) == (
+            refused(NOT_ALLOWED, f"members of <!subteam^{group.id}>"),
+            public,
+        )
         assert [(c["response_type"], c["status"]) for c in hook_calls(h)] == [("ephemeral", 200)]
         assert h.slack.calls.count("chat.postEphemeral") == 0
         assert not task.done()
@@ -437,7 +445,7 @@ async def test_a_forged_response_url_is_not_posted_to_and_the_note_falls_back(
         status, _ = await h.slack.deliver(payload)
         assert status == 200
         note = await note_for(h, h.bob)
-        assert note.text == refused(NOT_AN_APPROVER if approval else NOT_ALLOWED, [h.alice], None)
+        assert note.text == refused(NOT_AN_APPROVER if approval else NOT_ALLOWED, f"<@{h.alice}>")
         assert h.slack.calls.count("chat.postEphemeral") == 1
         await asyncio.sleep(0.1)
         assert catcher.hits == [] and hook_calls(h) == []
