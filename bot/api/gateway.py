@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
 
 from aiohttp import web
@@ -43,8 +43,6 @@ POST_DEADLINE: Final = 30.0
 Admit = Callable[[web.Request], web.Response | None]
 Owns = Callable[[web.Request, str], bool]
 Post = QuestionPost | ApprovalPost
-Run = Callable[[AskOptions, AbortSignal], Awaitable[Any]]
-"""Asks what a POST asks with the options it makes."""
 _Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
 """Asks a tool approval (the provider's ``ask_approval`` with the operator's approvers)."""
@@ -85,8 +83,8 @@ class Gateway:
         self._asks: dict[str, AbortController] = {}  # asks being posted, by request id
         self._keys = asking.KeyLocks()
         self._closing = False
-        self._polls_ended = asyncio.Event()
-        self._held = Held(self._caps, self._tokens, questions.report_ending, self._logger)
+        self.polls_ended = asyncio.Event()  # set at shutdown: every long-poll answers now
+        self.held = Held(self._caps, self._tokens, questions.report_ending, self._logger)
 
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes, each with a ``BodyRule`` for the server's guard (the token
@@ -94,8 +92,8 @@ class Gateway:
         admit = functools.partial(_admitted, tokens=self._tokens, refusals=self.refusals)
         rule = BodyRule(admit=admit, max_body=self._max_body)
         routes: list[tuple[str, str, Handler]] = [
-            ("POST", "/v1/questions", self.post_question),
-            ("POST", "/v1/approvals", self.post_approval),
+            ("POST", "/v1/questions", functools.partial(self.post, QuestionPost)),
+            ("POST", "/v1/approvals", functools.partial(self.post, ApprovalPost)),
             ("GET", "/v1/questions/{id}", self.get_question),
             ("DELETE", "/v1/questions/{id}", self.delete_question),
             ("POST", "/v1/questions/{id}/consume", self.consume_question),
@@ -108,75 +106,45 @@ class Gateway:
 
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""
-        self._closing = self._held.closing = True
+        self._closing = self.held.closing = True
         for controller in self._asks.values():
             controller.abort(Released())
 
     @property
-    def taken_up(self) -> int:
-        """Questions taken up at start that hold a slot of the caps now."""
-        return self._held.count(asked=False)
-
-    def take_up(self, questions: Iterable[QuestionStatus]) -> int:
-        """Hold a cap slot for each open API question among ``questions`` until it ends."""
-        return self._held.take(questions)
-
-    def end_polls(self) -> None:
-        """Answer every long-poll still waiting with its question's current state (shutdown)."""
-        self._polls_ended.set()
-
-    @property
-    def long_polls(self) -> int:
-        """``GET ?wait=`` requests waiting right now."""
-        return self.polls.count
-
-    @property
     def running(self) -> int:
         """Questions asked by this process that have not ended yet (being posted, or held)."""
-        return sum(1 for i in self._asks if i not in self._held) + self._held.count(asked=True)
+        return sum(1 for i in self._asks if i not in self.held) + self.held.count(asked=True)
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
         return self._tokens.owns(request[ASKER], request_id)
 
-    async def post_question(self, request: web.Request) -> web.StreamResponse:
-        """Ask a question; 201 once Slack has the message."""
-        post = await self._body(request, QuestionPost)
-        if isinstance(post, web.Response):
-            return post
-
-        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
-            asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
-            return self._service.ask(asked)
-
-        return await self._take(request, post, run)
-
-    async def post_approval(self, request: web.Request) -> web.StreamResponse:
-        """Ask for a tool approval (Allow once / Reject); 201 once Slack has the panel."""
-        approve = self._approve
-        if approve is None:
+    async def post(self, model: type[_Post], request: web.Request) -> web.StreamResponse:
+        """Ask what the JSON body asks as ``model`` (wire names only): a question, or a tool
+        approval (Allow once / Reject); 201 once Slack has the message."""
+        if model is ApprovalPost and self._approve is None:
             raise UserQuestionError("this bot asks no tool approvals", NO_PROVIDER)
-        post = await self._body(request, ApprovalPost)
-        if isinstance(post, web.Response):
-            return post
-
-        def run(options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
-            return approve(post.view(), options, signal)
-
-        return await self._take(request, post, run)
-
-    async def _body(self, request: web.Request, model: type[_Post]) -> _Post | web.Response:
-        """The request's JSON body as ``model`` (wire names only), or the answer refusing it."""
         if self._closing:
             return asking.shutting_down()
         if request.content_type != "application/json":
             return answers.request_problem(415, "UNSUPPORTED_MEDIA_TYPE", "send application/json")
         # the server's guard has read it whole, within the route's BodyRule (413 otherwise)
-        return asking.read_post(await request.read(), model)
+        post = asking.read_post(await request.read(), model)
+        if isinstance(post, web.Response):
+            return post
+        return await self._take(request, post)
 
-    async def _take(self, request: web.Request, post: Post, run: Run) -> web.StreamResponse:
+    def _ask(self, post: Post, options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
+        """Ask what ``post`` asks, with the seam's ``options``."""
+        if isinstance(post, QuestionPost):
+            asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+            return self._service.ask(asked)
+        assert self._approve is not None  # post() refused the body otherwise
+        return self._approve(post.view(), options, signal)
+
+    async def _take(self, request: web.Request, post: Post) -> web.StreamResponse:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (if it asks
-        the same: a retry, not a reuse), or a new one that ``run`` asks."""
+        the same: a retry, not a reuse), or a new one."""
         key = request.headers.get("Idempotency-Key")
         bad_key = asking.key_problem(key)
         if bad_key is not None:
@@ -206,9 +174,9 @@ class Gateway:
                 self.refusals.refused("too_many_questions", f"/v1: {refusal}")
                 return answers.too_many(refusal)
             self._caps.take(request_id, asker)  # no await between the check and this
-            return await self._start(request_id, post, asked_by(asker), run)
+            return await self._start(request_id, post, asked_by(asker))
 
-    async def _start(self, request_id: str, post: Post, by: str, run: Run) -> web.StreamResponse:
+    async def _start(self, request_id: str, post: Post, by: str) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
 
         def on_posted(_: str) -> None:
@@ -218,7 +186,9 @@ class Gateway:
 
         options = asking.ask_options(post, request_id, by, on_posted)
         controller = AbortController()
-        task = asyncio.ensure_future(self._held.ask(request_id, run(options, controller.signal)))
+        task = asyncio.ensure_future(
+            self.held.ask(request_id, self._ask(post, options, controller.signal))
+        )
         self._asks[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
@@ -239,9 +209,9 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
-        if request_id not in self._held:  # ended before it was posted (or at a stop)
+        if request_id not in self.held:  # ended before it was posted (or at a stop)
             self._caps.give_back(request_id)
-            self._held.log_end(request_id, None if task.cancelled() else task.exception())
+            self.held.log_end(request_id, None if task.cancelled() else task.exception())
 
     async def get_question(self, request: web.Request) -> web.StreamResponse:
         """Read a question's state, waiting up to ``?wait=`` seconds for it to end."""
@@ -252,7 +222,7 @@ class Gateway:
         question = await self._questions.status(request_id)
         if question is None:
             return answers.not_found(request_id)
-        if question.is_open and wait > 0 and not self._polls_ended.is_set():
+        if question.is_open and wait > 0 and not self.polls_ended.is_set():
             asker = request[ASKER]
             held = self.polls.refusal(asker)
             if held is not None:
@@ -261,7 +231,7 @@ class Gateway:
                 refused.force_close()  # the connection too
                 return refused
             with self.polls.held(asker):
-                question = await _long_poll(self._questions, question, wait, self._polls_ended)
+                question = await _long_poll(self._questions, question, wait, self.polls_ended)
         return web.json_response(
             answers.view_of(question, self._ttl, await self._questions.events(request_id))
         )

@@ -63,7 +63,7 @@ class Health:
                 open=count.total,
             )
         body["waiters"] = store.watch_count
-        body["longPolls"] = self.gateway.long_polls
+        body["longPolls"] = self.gateway.polls.count
         scheduler = getattr(self.provider.client, "scheduler", None)
         if scheduler is not None:  # Web API calls waiting for Slack's rate limits
             body["webApiQueue"] = scheduler.depths()

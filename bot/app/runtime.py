@@ -199,7 +199,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # on another process) are this process's to serve too: their deadlines are kept here.
     adopted = await provider.resume()
     if adopted:
-        counted = gateway.take_up(adopted)  # in the API's open-question caps until they end
+        counted = gateway.held.take(adopted)  # in the API's open-question caps until they end
         logger.info(
             f"took up {len(adopted)} open questions owned by no process ({counted} of the API)"
         )

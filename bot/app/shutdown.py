@@ -102,4 +102,4 @@ async def interrupt(
         doing = "ending this process's pending questions"
         await bounded("questions", release_and_end, deadline, doing=doing, reserve=reserve)
     finally:
-        gateway.end_polls()  # long-polls on questions of other processes answer now
+        gateway.polls_ended.set()  # long-polls on questions of other processes answer now

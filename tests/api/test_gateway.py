@@ -152,7 +152,7 @@ async def lost_under_a_long_poll(
     """The agent long-polls ``url`` on ``bot`` (its wait there the ``waits``-th); then Redis
     loses the question's record. When it was lost (loop time), and what the poll answered."""
     polling = asyncio.ensure_future(agent.get(url, params={"wait": "30"}))
-    await until(lambda: bot.gateway.long_polls == 1, what="the long-poll")
+    await until(lambda: bot.gateway.polls.count == 1, what="the long-poll")
     await until(lambda: bot.provider.pending_count == waits, what="its wait")
     prefix, request_id = bot.settings.redis_prefix, url.rsplit("/", 1)[1]
     began = asyncio.get_running_loop().time()
@@ -968,7 +968,8 @@ async def test_stopping_leaves_api_questions_open_and_a_restarted_bot_serves_the
                     assert (await response.json())["pending"] == 2
                 url = f"/v1/questions/{first['id']}"
                 polling = asyncio.ensure_future(http.get(url, params={"wait": "30"}))
-                assert again.gateway.taken_up == 2  # each watched: its slot of the caps
+                # each watched: its slot of the caps
+                assert again.gateway.held.count(asked=False) == 2
                 await until(lambda: again.provider.pending_count == 3, what="the long-poll")
                 await bed.click(first, "Deploy")
                 response = await asyncio.wait_for(polling, 10)

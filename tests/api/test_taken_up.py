@@ -77,7 +77,7 @@ async def test_questions_taken_up_at_start_hold_the_caps_until_they_end() -> Non
             asked = [await ask(first, token) for token in (ALPHA, ALPHA, BETA)]
             assert [status for status, _ in asked] == [201, 201, 201]
         async with bot(slack, channel, store) as second:
-            assert second.gateway.take_up(await second.provider.resume()) == 0  # held already
+            assert second.gateway.held.take(await second.provider.resume()) == 0  # held already
             status, refused = await ask(second, ALPHA)
             assert status == 429 and "alpha" in refused["message"]  # alpha has its 2
             assert (await ask(second, BETA))[0] == 201
@@ -88,7 +88,9 @@ async def test_questions_taken_up_at_start_hold_the_caps_until_they_end() -> Non
             message = slack.workspace.message(where["channel"], where["ts"])
             answered, _ = await slack.deliver(slack.click(message, user=alice, text="Deploy"))
             assert answered == 200
-            await until(lambda: second.gateway.taken_up == 2, what="the slot to come back")
+            await until(
+                lambda: second.gateway.held.count(asked=False) == 2, what="the slot to come back"
+            )
             assert (await ask(second, ALPHA))[0] == 201
             assert (await ask(second, BETA))[0] == 429  # 4 open again
     finally:

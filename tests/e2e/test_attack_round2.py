@@ -114,14 +114,14 @@ async def test_one_token_cannot_hold_every_connection_with_long_polls() -> None:
         async with bed.http.post("/v1/questions", json=DEPLOY, headers=_auth(BETA)) as r:
             betas = (await r.json())["id"]
         held = [asyncio.ensure_future(_poll(bed, alphas, ALPHA)) for _ in range(3)]
-        await until(lambda: bed.runtime.gateway.long_polls == 3)
+        await until(lambda: bed.runtime.gateway.polls.count == 3)
         url = f"/v1/questions/{alphas}"
         async with bed.http.get(url, params={"wait": "30"}, headers=_auth(ALPHA)) as reply:
             assert reply.status == 429, await reply.text()
             assert reply.headers["Retry-After"].isdigit()
             assert (await reply.json())["code"] == "TOO_MANY_WAITS"
         other = asyncio.ensure_future(_poll(bed, betas, BETA))  # another token still waits
-        await until(lambda: bed.runtime.gateway.long_polls == 4)
+        await until(lambda: bed.runtime.gateway.polls.count == 4)
         await bed.click(alpha, "Deploy")  # a signed Slack click still answers
         assert await asyncio.gather(*held) == [200, 200, 200]
         other.cancel()
@@ -132,7 +132,7 @@ async def test_all_long_polls_together_leave_room_for_slack() -> None:
         _, posted = await bed.ask()
         held = [asyncio.ensure_future(_poll(bed, posted["id"], API_TOKEN)) for _ in range(16)]
         await until(lambda: sum(t.done() for t in held) == 2)  # refused at once, 429
-        assert bed.runtime.gateway.long_polls == 14  # 16 connections less 2 kept for Slack
+        assert bed.runtime.gateway.polls.count == 14  # 16 connections less 2 kept for Slack
         await bed.click(posted, "Deploy")
         statuses = await asyncio.gather(*held)
         assert sorted(statuses) == [200] * 14 + [429] * 2

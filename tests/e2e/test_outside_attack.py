@@ -483,7 +483,7 @@ async def test_healthz_counts_questions_not_long_polls() -> None:
             assert status == 201
             ids_.append(posted["id"])
         polls = [asyncio.ensure_future(bed.get(ids_[i % 3], wait=30)) for i in range(50)]
-        await until(lambda: bed.runtime.gateway.long_polls == 50, what="50 long-polls")
+        await until(lambda: bed.runtime.gateway.polls.count == 50, what="50 long-polls")
         async with bed.http.get("/healthz") as r:
             health = await r.json()
         assert r.status == 200
@@ -743,7 +743,7 @@ async def test_shutdown_with_slack_hanging_ends_within_shutdown_grace() -> None:
     async with running(shutdown_grace=grace) as bed:
         asked = [(await bed.ask())[1]["id"] for _ in range(3)]
         polls = [asyncio.ensure_future(bed.get(rid, wait=60)) for rid in asked]
-        await until(lambda: bed.runtime.gateway.long_polls == 3, what="three long-polls")
+        await until(lambda: bed.runtime.gateway.polls.count == 3, what="three long-polls")
         # From now on Slack takes a minute to answer anything.
         bed.slack.faults.add(kind="delay", delay=60.0, rate=1.0)
         slow_post = asyncio.ensure_future(bed.ask())
