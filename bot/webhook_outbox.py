@@ -102,7 +102,6 @@ class SqliteOutbox:
     @classmethod
     async def open(cls, path: str) -> SqliteOutbox:
         db = await aiosqlite.connect(path, isolation_level=None, timeout=10)
-        await db.execute("PRAGMA busy_timeout = 10000")
         await db.execute(_TABLE)
         await db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at)")
         return cls(db)

@@ -37,7 +37,6 @@ from bot.questions.errors import (
     UserQuestionError,
 )
 from bot.questions.models import AskOptions, AskUserQuestionItem
-from bot.questions.review import ReviewPolicy
 from bot.webhooks import Webhooks
 
 Post = TypeVar("Post", QuestionPost, ApprovalPost)
@@ -215,7 +214,7 @@ def same_request(
     return (
         _items(question.questions) == _items(post.questions)
         and _same_place(question, post, default_channel)
-        and _dumped(question.review) == _dumped(post.review)
+        and question.review == post.review
         and question.revises == post.revises
         and (post.remind is None or list(question.remind) == post.remind)
         and _same_times(question, post)
@@ -234,11 +233,6 @@ def _items(questions: Sequence[AskUserQuestionItem]) -> list[dict[str, Any]]:
         }
         for item in questions
     ]
-
-
-def _dumped(review: ReviewPolicy | None) -> dict[str, Any] | None:
-    """A review policy in one form, whether its defaults were said or not."""
-    return None if review is None else review.model_dump(mode="json")
 
 
 def _close(a: float | None, b: float | None) -> bool:
