@@ -243,27 +243,6 @@ def never_applied(
     return errors
 
 
-def _unknown_keys(given: Any, kept: Any, loc: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Keys validating JSON dropped: attribute names (``multi_select``) where the API takes only
-    wire names (validating Python refuses them itself)."""
-    if isinstance(given, list) and isinstance(kept, list):  # as long: no item is dropped
-        given, kept = dict(enumerate(given)), dict(enumerate(kept))
-    if not (isinstance(given, dict) and isinstance(kept, dict)):
-        return []
-    errors: list[dict[str, Any]] = []
-    for key, value in given.items():
-        item, at = kept.get(key, _UNKNOWN), (*loc, str(key))
-        if item is _UNKNOWN:
-            why = f"unknown key {key!r} (the API takes the seam's wire names)"
-            errors.append(_refused(list(at), why, "extra_forbidden"))
-        else:
-            errors.extend(_unknown_keys(value, item, at))
-    return errors
-
-
-_UNKNOWN: Final = object()
-
-
 def _ambiguities(post: WireModel) -> list[dict[str, Any]]:
     """What the API refuses beyond the seam in a body that validated as ``post``: an empty
     question cannot be answered knowingly, and two options with one label are ambiguous (an
@@ -297,6 +276,16 @@ def checked(model: type[_Post], given: Mapping[str, Any]) -> _Post | list[dict[s
 
 
 def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
-    """What the API refuses in a JSON body (``given``, parsed) that validated as ``post``."""
-    kept = post.model_dump(by_alias=True, exclude_unset=True)
-    return _unknown_keys(given, kept) or _ambiguities(post)
+    """What the API refuses in a JSON body (``given``, parsed) that validated as ``post``: the
+    attribute names (``multi_select``) validating JSON lets by where the API takes only wire
+    names (validating Python refuses them), then what ``checked`` refuses beyond the model."""
+    errors: list[dict[str, Any]] = []
+    try:
+        type(post).model_validate(given, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False, include_input=False):
+            if error["type"] == "extra_forbidden":
+                at = [str(part) for part in error["loc"]]
+                why = f"unknown key {at[-1]!r} (the API takes the seam's wire names)"
+                errors.append(_refused(at, why, "extra_forbidden"))
+    return errors or _ambiguities(post)
