@@ -235,11 +235,10 @@ def _items(questions: Sequence[AskUserQuestionItem]) -> list[dict[str, Any]]:
     ]
 
 
-def _close(a: float | None, b: float | None) -> bool:
-    """Equal to the millisecond (stored as absolute times, compared as offsets)."""
-    if a is None or b is None:
-        return a is b
-    return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-3)
+def _as_said(said: float | None, got: float | None) -> bool:
+    """Whether ``got`` is what was ``said`` (``None``: left out, so anything), to the millisecond
+    (stored as absolute times, compared as offsets)."""
+    return said is None or (got is not None and math.isclose(got, said, rel_tol=0, abs_tol=1e-3))
 
 
 def _same_times(question: QuestionStatus, post: QuestionPost) -> bool:
@@ -250,16 +249,13 @@ def _same_times(question: QuestionStatus, post: QuestionPost) -> bool:
     timeout = None if deadline is None else deadline - asked
     before = sorted(deadline - at for at in question.reminders) if deadline is not None else []
     after = None if question.escalate_at is None else question.escalate_at - asked
-    reminders = sorted(post.reminders) if post.reminders else None  # []: the defaults too
+    reminders = sorted(post.reminders or ())  # []: the defaults too
     return (
-        (post.timeout is None or _close(timeout, post.timeout))
+        _as_said(post.timeout, timeout)
         and (
-            reminders is None
-            or (
-                len(before) == len(reminders)
-                and all(_close(x, y) for x, y in zip(before, reminders, strict=True))
-            )
+            not reminders
+            or (len(before) == len(reminders) and all(map(_as_said, reminders, before)))
         )
-        and (post.escalate_after is None or _close(after, post.escalate_after))
-        and (post.escalate_to is None or question.escalate_to == post.escalate_to)
+        and _as_said(post.escalate_after, after)
+        and post.escalate_to in (None, question.escalate_to)
     )
