@@ -22,7 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.authorize import Conversations, Gatekeeper
-from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, SystemClock
+from adapters.slack.asks.deadlines import ESCALATE_TO_PATTERN, Clock, Crew, SystemClock
 from adapters.slack.asks.destination import (
     AskDefaults,
     Callbacks,
@@ -54,7 +54,14 @@ from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.render.messages import SHUTDOWN_NOTE
 from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
 from adapters.slack.stores.viewers import viewers_for
-from bot.questions import AbortSignal, AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest
+from bot.questions import (
+    AbortSignal,
+    AskOptions,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserQuestionError,
+)
+from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
 __all__ = ["Destination", "DestinationHook", "SlackQuestionProvider"]
 
@@ -130,20 +137,11 @@ class SlackQuestionProvider:
         self._endings = Endings(store, sync)
         self.defaults = defaults
         """Destination, who may answer, mention and timeout for requests asked from now on."""
-        lost = LostPosts(client, store, sync, clock=clock, lookups=tuple(lookups), logger=log)
-        self.lost_posts = lost
+        clock = clock or SystemClock()
+        crew = Crew(client, store, sync, self._endings, clock, log)
+        self.lost_posts = lost = LostPosts(crew, tuple(lookups))
         """Looks for the messages of failed posts that Slack stored all the same."""
-        self._lifecycle = AskLifecycle(
-            client,
-            store,
-            sync,
-            self._endings,
-            defaults,
-            team_url(app),
-            clock=clock,
-            logger=log,
-            lost=lost,
-        )
+        self._lifecycle = AskLifecycle(crew, defaults, team_url(app), lost)
         gate = Gatekeeper(client, ttl=usergroup_ttl, logger=log)
         conversations = Conversations(client, log)  # the Home tab's and the clicks'
         self.handler = InteractionHandler(store, gate, sync, conversations)
@@ -151,8 +149,8 @@ class SlackQuestionProvider:
         if isinstance(store, ReportsOrphans):
             # A shared store fails the requests of processes that died; say so in Slack.
             store.on_orphans = self._lifecycle.orphans
-        now = (clock or SystemClock()).now
         viewers = viewers_for(store)
+        now = clock.now
         self.home = HomeTab(client, store, gate, sync, log, conversations, viewers=viewers, now=now)
         """The App Home tabs ("Waiting for you") this provider publishes."""
         sync.on_change = self.home.changed
@@ -199,11 +197,11 @@ class SlackQuestionProvider:
 
     async def wait_ended(self, request_id: str) -> QuestionStatus:
         """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
-        return await wait_ended(self.store, self._sync, self._endings, request_id)
+        return await wait_ended(self._endings, request_id)
 
     async def report_ending(self, request_id: str, report: Report) -> bool:
         """Report how request ``request_id`` ends to ``report``; ``False`` if it is unknown."""
-        return await report_ending(self.store, self._sync, self._endings, request_id, report)
+        return await report_ending(self._endings, request_id, report)
 
     async def ask_approval(
         self,
@@ -233,7 +231,14 @@ class SlackQuestionProvider:
         self, request_id: str, note: str, *, by: str | None = None
     ) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
-        return _status(await self._endings.abort(request_id, note, by=by))
+        try:
+            return status_of(
+                await self._endings.end(request_id, "aborted", note, ASK_ABORTED, by=by)
+            )
+        except UserQuestionError as exc:
+            if exc.code == STORE_UNAVAILABLE:
+                raise
+            return None  # unknown, or it vanished meanwhile (expired)
 
     async def consume(
         self, request_id: str, *, by: str | None, lifetime: float
@@ -247,14 +252,18 @@ class SlackQuestionProvider:
 
     async def release(self, request_id: str, note: str | None = None) -> QuestionStatus | None:
         """Leave an open request open, owned by no process, for the next asker to adopt."""
-        return _status(await self._endings.release(request_id, note))
+        released = await self._sync.write(
+            request_id, lambda r: r.next(owner=None, note=note) if r.is_open else None
+        )
+        return _status(released)
 
     async def add_note(
         self, request_id: str, note: str, *, in_flight: bool = False
     ) -> QuestionStatus | None:
         """Show ``note`` on a request's message (open or finished); ``None`` if unknown.
         ``in_flight``: its answer is not yet taken by the asker (shown as sent, not answered)."""
-        return _status(await self._endings.add_note(request_id, note, in_flight=in_flight))
+        noted = await self._sync.write(request_id, lambda r: r.next(note=note, in_flight=in_flight))
+        return _status(noted)
 
     async def resume(self) -> list[QuestionStatus]:
         """Adopt the open requests owned by no process (at start; the ones adopted): keep their

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import copy
 import pickle
+import time
 from typing import Any
 
 import pydantic
 import pytest
 
 from adapters.slack import WaitReleased
-from adapters.slack.asks.reconcile import Predecessor
+from adapters.slack.asks.reconcile import adopt_predecessor
 from adapters.slack.model.record import PendingRecord
 from bot.questions import (
     AgentRegistry,
@@ -149,5 +150,5 @@ async def test_a_restarted_bot_reads_no_dm_history_looking_for_its_message(
     record = PendingRecord(
         id="0123456789abcdef0123", owner="p", channel=channel, questions=questions()
     )
-    assert await Predecessor(client).adopt(record) == record  # type: ignore[arg-type]
+    assert await adopt_predecessor(client, record, time.monotonic()) == record  # type: ignore[arg-type]
     assert bool(client.calls) is read

@@ -224,11 +224,11 @@ class ClickAuthority:
         self,
         gate: Gatekeeper,
         sync: MessageSynchroniser,
-        conversations: Conversations | None = None,
+        conversations: Conversations,
     ) -> None:
         self._gate = gate
         self._sync = sync
-        self._conversations = conversations  # None: outside clicks naming nobody are refused
+        self._conversations = conversations
 
     async def _authorize(
         self, user: str, record: PendingRecord, outside: bool = False
@@ -293,10 +293,7 @@ class ClickAuthority:
         audience = Audience.of(record, closed=True)
         if audience is None or audience.channel is None:
             return _listed(audience, record)
-        conversations = self._conversations
-        if conversations is None:
-            return _NOBODY
-        known, seen = conversations.cached(audience.channel)
+        known, seen = self._conversations.cached(audience.channel)
         return _listed(audience.resolved(seen), record) if known else None
 
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
@@ -306,9 +303,10 @@ class ClickAuthority:
         if known is not None:
             return known
         # Unknown only for a conversation's members not cached yet: read them.
-        audience, conversations = Audience.of(record, closed=True), self._conversations
-        assert audience is not None and audience.channel and conversations is not None
-        return _listed(audience.resolved(await conversations.seen_by(audience.channel)), record)
+        audience = Audience.of(record, closed=True)
+        assert audience is not None and audience.channel
+        seen = await self._conversations.seen_by(audience.channel)
+        return _listed(audience.resolved(seen), record)
 
 
 _NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])

@@ -50,6 +50,31 @@ class SystemClock:
         await asyncio.sleep(seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class Crew:
+    """What the parts of an ask's life share: Slack, the store, the messages, the endings, the
+    clock and the log."""
+
+    client: AsyncWebClient
+    store: PendingStore
+    sync: MessageSynchroniser
+    endings: Endings
+    clock: Clock
+    logger: logging.Logger
+
+
+class Part:
+    """A part of an ask's life (deadlines, posts, lookups, the lifecycle): its crew at hand."""
+
+    def __init__(self, crew: Crew) -> None:
+        self._client = crew.client
+        self._store = crew.store
+        self._sync = crew.sync
+        self._endings = crew.endings
+        self._clock = crew.clock
+        self._logger = crew.logger
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Event:
     """One thing due at ``at``: a reminder, the escalation, or the deadline itself."""
@@ -129,28 +154,15 @@ that stops releases the requests of a host that asks again (``owner`` set to non
 from then on are everyone's to keep; the open list alone does not show that."""
 
 
-class DeadlineKeepers:
+class DeadlineKeepers(Part):
     """Keeps the deadlines of the requests asked, adopted or followed here (no task each)."""
 
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        store: PendingStore,
-        sync: MessageSynchroniser,
-        endings: Endings,
-        clock: Clock,
-        logger: logging.Logger,
-    ) -> None:
-        self._client = client
-        self._store = store
-        self._sync = sync
-        self._endings = endings
-        self.clock = clock
-        self._logger = logger
+    def __init__(self, crew: Crew) -> None:
+        super().__init__(crew)
         self._due: dict[str, Kept] = {}  # id -> (at, since, late, expires)
         self._heap: list[tuple[float, str]] = []
         self._timer: asyncio.Task[None] | None = None
-        self._sending = BackgroundTasks(logger)
+        self._sending = BackgroundTasks(crew.logger)
         self._seen: set[str] = set()  # open requests looked at while following
         self._owned: set[str] = set()  # among them, those a waiter's process owned
         self._looks = 0
@@ -263,8 +275,8 @@ class DeadlineKeepers:
             if kept is None or kept[0] != at:
                 heapq.heappop(self._heap)  # stale
                 continue
-            if at > self.clock.now():
-                await self.clock.sleep(at - self.clock.now())
+            if at > self._clock.now():
+                await self._clock.sleep(at - self._clock.now())
                 continue
             heapq.heappop(self._heap)
             self._sending.spawn(self._send(request_id, kept), "deadlines")
@@ -277,8 +289,8 @@ class DeadlineKeepers:
         except Exception as exc:  # the store out of reach: tried again from the same point
             extra = {"request": request_id, "error": repr(exc)}
             self._logger.warning("deadline not kept", extra=extra)
-            after = (self.clock.now() + RETRY, since, late, expires)
-            if expires <= self.clock.now() and self._store.fail_watches(
+            after = (self._clock.now() + RETRY, since, late, expires)
+            if expires <= self._clock.now() and self._store.fail_watches(
                 request_id, DeadlineUnkept()
             ):
                 # Its waiters here end at their deadline, saying why; so does the question,
@@ -296,7 +308,7 @@ class DeadlineKeepers:
             return None
         events = schedule(record, late)
         for event in events:
-            now = self.clock.now()
+            now = self._clock.now()
             if event.at < since:
                 continue  # sent before
             if event.at > now:

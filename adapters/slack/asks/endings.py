@@ -60,8 +60,8 @@ class Endings:
     """Ends requests in the store (from any process) and shows the ending in Slack."""
 
     def __init__(self, store: PendingStore, sync: MessageSynchroniser) -> None:
-        self._store = store
-        self._sync = sync
+        self.store = store
+        self.sync = sync
 
     async def end(
         self,
@@ -77,13 +77,13 @@ class Endings:
         ``replaced_by``: the link to the revision that superseded it."""
         ended = {"state": state, "note": note, "error_code": code, "finished_at": time.time()}
         seen, written = await settle(
-            self._store,
+            self.store,
             request_id,
             lambda r: r.next(**ended, replaced_by=replaced_by) if r.is_open else None,
-            by=by or self._store.process_id,
+            by=by or self.store.process_id,
         )
         if written is not None:
-            self._sync.refresh(request_id)
+            self.sync.refresh(request_id)
             return written
         if seen is None:  # the record expired or vanished: report the ending we meant
             raise UserQuestionError(note, code or DELIVERY_FAILED)
@@ -118,32 +118,7 @@ class Endings:
         self, request_id: str, state: State, note: str, code: str, **kinds: str | None
     ) -> None:
         ending = functools.partial(self.end, request_id, state, note, code, **kinds)
-        self._sync.spawn(_quietly(until_back(ending, _BACK_PAUSES, conflicts=True)), "end later")
-
-    async def abort(
-        self, request_id: str, note: str, *, by: str | None = None
-    ) -> PendingRecord | None:
-        """Abort an open request from any process: its waiter raises ``ASK_ABORTED``; ``None``
-        if the store does not know it."""
-        try:
-            return await self.end(request_id, "aborted", note, ASK_ABORTED, by=by)
-        except UserQuestionError as exc:
-            if exc.code == STORE_UNAVAILABLE:
-                raise
-            return None  # unknown, or it vanished meanwhile (expired)
-
-    async def release(self, request_id: str, note: str | None) -> PendingRecord | None:
-        """Leave an open request open but owned by no process (no sweep ends it; whoever asks
-        next adopts it); ``note`` says why."""
-        return await self._sync.write(
-            request_id, lambda r: r.next(owner=None, note=note) if r.is_open else None
-        )
-
-    async def add_note(
-        self, request_id: str, note: str, *, in_flight: bool = False
-    ) -> PendingRecord | None:
-        """Show ``note`` on a request's message (open or finished); ``None`` if unknown."""
-        return await self._sync.write(request_id, lambda r: r.next(note=note, in_flight=in_flight))
+        self.sync.spawn(_quietly(until_back(ending, _BACK_PAUSES, conflicts=True)), "end later")
 
     async def put_back_lost(self, copy: str) -> None:
         """The store lost an open record (``copy``, its JSON as last seen): put it back as
@@ -151,17 +126,17 @@ class Endings:
         last = PendingRecord.load(copy)
         tomb = lost_record(last)
         try:
-            put = await self._store.create(tomb, event_for(last, tomb, by=self._store.process_id))
+            put = await self.store.create(tomb, event_for(last, tomb, by=self.store.process_id))
         except UserQuestionError:  # down as well: the message says so all the same
             put = True
         if put:  # (another waiter put it back first: its copy is the one shown)
-            self._sync.show(tomb)
+            self.sync.show(tomb)
         elif tomb.message_ts is not None:
             # unless that copy knew no message (taken before the post): this one closes it
             with contextlib.suppress(UserQuestionError):
-                stored = await self._store.get(tomb.id)
+                stored = await self.store.get(tomb.id)
                 if stored is not None and stored.message_ts is None:
-                    self._sync.show(tomb)
+                    self.sync.show(tomb)
 
 
 async def _quietly(ending: Awaitable[object]) -> None:

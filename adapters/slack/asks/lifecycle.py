@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from adapters.slack.asks.deadlines import Clock, SystemClock
+from adapters.slack.asks.deadlines import Crew, Part
 from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook, review_of
-from adapters.slack.asks.endings import Endings, Released, outcome
+from adapters.slack.asks.endings import Released, outcome
 from adapters.slack.asks.posting import Poster
-from adapters.slack.asks.reconcile import LostPosts, Place, Predecessor, posted_in
-from adapters.slack.asks.synchroniser import MessageSynchroniser, question_error
+from adapters.slack.asks.reconcile import LostPosts, Place, adopt_predecessor, posted_in
+from adapters.slack.asks.synchroniser import question_error
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
@@ -29,7 +27,7 @@ from adapters.slack.render.messages import (
     SHUTDOWN_NOTE,
     SHUTTING_DOWN,
 )
-from adapters.slack.stores import MemoryPendingStore, PendingStore, settle
+from adapters.slack.stores import MemoryPendingStore, settle
 from bot.questions import (
     AbortSignal,
     AskOptions,
@@ -121,39 +119,22 @@ class TakeUp(Poster):
             await self.post(written, render_record(written))
 
 
-class AskLifecycle:
+class AskLifecycle(Part):
     """Asks in Slack and waits; ends requests (answered elsewhere, aborted, failed)."""
 
     def __init__(
-        self,
-        client: AsyncWebClient,
-        store: PendingStore,
-        sync: MessageSynchroniser,
-        endings: Endings,
-        defaults: AskDefaults,
-        team_url: str | None,
-        *,
-        clock: Clock | None,
-        logger: logging.Logger,
-        lost: LostPosts,
+        self, crew: Crew, defaults: AskDefaults, team_url: str | None, lost: LostPosts
     ) -> None:
-        self._client = client
-        self._store = store
-        self._sync = sync
-        self._endings = endings
+        super().__init__(crew)
         self.defaults = defaults
-        self._logger = logger
-        self.clock = clock = clock or SystemClock()
-        """Where deadlines read the time."""
-        self._in_process = isinstance(store, MemoryPendingStore)
+        self._in_process = isinstance(crew.store, MemoryPendingStore)
         """Whether the store lives and dies with this process (the memory store)."""
-        self.waits = Waits(client, store, sync, endings, clock, logger)
+        self.waits = Waits(crew)
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._closing = False
-        self._predecessor = Predecessor(client)
+        self._started = time.monotonic()
         self.lost = lost
-        self.poster = TakeUp(client, store, sync, endings, self.lost, team_url, logger)
-        sync.on_gone = self.poster.post_again
+        self.poster = TakeUp(crew, lost, team_url)
+        crew.sync.on_gone = self.poster.post_again
         self.waits.take_up = self.poster.take_up
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
@@ -162,7 +143,7 @@ class AskLifecycle:
         # No local keeps the request, the template or the review's maker: ``_run`` lets go
         # of them while the question waits (for hours, 10,000 at once).
         running = self._run(
-            self.defaults.question_record(request, options, now=self.clock.now()),
+            self.defaults.question_record(request, options, now=self._clock.now()),
             options,
             request.signal,
             functools.partial(review_of, self._client, self._store, request.questions, options),
@@ -194,7 +175,7 @@ class AskLifecycle:
         extra: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> PendingRecord:
         """Store, post and wait for one request (``template`` gets its id), to its end."""
-        if self._closing:
+        if self.poster.closing:
             raise UserQuestionError(SHUTTING_DOWN, ASK_ABORTED)
         if signal is not None and signal.aborted:
             raise UserQuestionError(ABORTED_MESSAGE, ASK_ABORTED)
@@ -223,7 +204,7 @@ class AskLifecycle:
         del template, extra  # a question may wait for hours: hold only what waiting needs
         rendered = render_record(record)  # raises SLACK_LIMIT before anything is stored
         if options.key:  # a restarted bot without its records: its predecessor's message?
-            record = await self._predecessor.adopt(record)
+            record = await adopt_predecessor(self._client, record, self._started)
         watch = self._store.watch(request_id)
         current = asyncio.current_task()
         if current is not None:
@@ -323,7 +304,6 @@ class AskLifecycle:
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, let asks finish."""
-        self._closing = True
         self.poster.hand_over()
         await self.waits.close()
         for record in await self._store.open_records(owner=self._store.process_id):

@@ -6,15 +6,15 @@ import asyncio
 import contextlib
 import functools
 import io
-import logging
 from typing import Final
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.endings import Endings, ending_error
+from adapters.slack.asks.deadlines import Crew, Part
+from adapters.slack.asks.endings import ending_error
 from adapters.slack.asks.reconcile import LostPosts, request_metadata
-from adapters.slack.asks.synchroniser import SLACK_FAILURES, MessageSynchroniser, question_error
+from adapters.slack.asks.synchroniser import SLACK_FAILURES, question_error
 from adapters.slack.model.audit_trail import AuditEvent, asked_event, permalink
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.pacing.paced import NotSent, only_if
@@ -26,7 +26,7 @@ from adapters.slack.render.messages import (
     UNDELIVERED,
     UNDELIVERED_REST,
 )
-from adapters.slack.stores import PendingStore, Watch, append_quietly, settle, until_back
+from adapters.slack.stores import Watch, append_quietly, settle, until_back
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED
 
@@ -34,27 +34,14 @@ PLACE_RETRIES: Final = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 30.0)
 """Pauses between tries at writing a posted message's place while the store is down."""
 
 
-class Poster:
+class Poster(Part):
     """Posts requests' messages (each once), hands over at a stop."""
 
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        store: PendingStore,
-        sync: MessageSynchroniser,
-        endings: Endings,
-        lost: LostPosts,
-        team_url: str | None,
-        logger: logging.Logger,
-    ) -> None:
-        self._client = client
-        self._store = store
-        self._sync = sync
-        self._endings = endings
+    def __init__(self, crew: Crew, lost: LostPosts, team_url: str | None) -> None:
+        super().__init__(crew)
         self._lost = lost
         self._team_url = team_url
-        self._logger = logger
-        scheduler = getattr(client, "scheduler", None)
+        scheduler = getattr(crew.client, "scheduler", None)
         self._scheduler = scheduler if isinstance(scheduler, WebApiScheduler) else None
         # Detached posts not stored yet, and those of them let go to Slack.
         self._posting: dict[str, asyncio.Future[PendingRecord]] = {}

@@ -1,4 +1,4 @@
-"""Finding a question's message in Slack by its metadata: a predecessor's (``Predecessor``),
+"""Finding a question's message in Slack by its metadata: a predecessor's (``adopt_predecessor``),
 or one Slack stored although its post failed (``LostPosts``)."""
 
 from __future__ import annotations
@@ -12,16 +12,14 @@ from typing import Any, Final
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.asks.deadlines import Clock, SystemClock
+from adapters.slack.asks.deadlines import Crew, Part
 from adapters.slack.asks.synchroniser import (
     SLACK_FAILURES,
     BackgroundTasks,
-    MessageSynchroniser,
     describe,
 )
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
-from adapters.slack.stores import PendingStore
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
 
 REQUEST_EVENT: Final = "agent_user_request"
@@ -86,21 +84,17 @@ async def posted_in(client: AsyncWebClient, place: Place, since: float) -> dict[
         return {}
 
 
-class Predecessor:
-    """Finds the messages a predecessor process posted, during this process's first minute."""
-
-    def __init__(self, client: AsyncWebClient) -> None:
-        self._client = client
-        self._started = time.monotonic()
-
-    async def adopt(self, record: PendingRecord) -> PendingRecord:
-        """``record`` with the message found for it, if any (top-level requests only)."""
-        if record.thread_ts is not None or time.monotonic() - self._started > ADOPT_WITHIN:
-            return record
-        ts = (await posted_in(self._client, (record.channel, None), 0.0)).get(record.id)
-        if ts is None:
-            return record
-        return record.model_copy(update={"message_ts": ts, "message_channel": record.channel})
+async def adopt_predecessor(
+    client: AsyncWebClient, record: PendingRecord, started: float
+) -> PendingRecord:
+    """``record`` with the message a predecessor process posted for it, if any: top-level
+    requests, in the first minute after this process ``started`` (``time.monotonic``)."""
+    if record.thread_ts is not None or time.monotonic() - started > ADOPT_WITHIN:
+        return record
+    ts = (await posted_in(client, (record.channel, None), 0.0)).get(record.id)
+    if ts is None:
+        return record
+    return record.model_copy(update={"message_ts": ts, "message_channel": record.channel})
 
 
 LOOKUPS: Final = (2.0, 10.0, 30.0, 60.0)
@@ -147,27 +141,14 @@ class _Search:
     task: asyncio.Task[dict[str, str] | None]
 
 
-class LostPosts:
+class LostPosts(Part):
     """Looks for the messages of failed posts that Slack may have stored, and closes them."""
 
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        store: PendingStore,
-        sync: MessageSynchroniser,
-        *,
-        clock: Clock | None,
-        lookups: tuple[float, ...],
-        logger: logging.Logger,
-    ) -> None:
-        self._client = client
-        self._store = store
-        self._sync = sync
-        self._clock = clock or SystemClock()
+    def __init__(self, crew: Crew, lookups: tuple[float, ...]) -> None:
+        super().__init__(crew)
         self.lookups = lookups
         """Seconds after a failed post at which its message is looked for (empty: never)."""
-        self._logger = logger
-        self._looking = BackgroundTasks(logger)
+        self._looking = BackgroundTasks(crew.logger)
         self._searches: dict[Place, _Search] = {}
         self._slots = asyncio.Semaphore(AT_ONCE)
         self._logged: set[str] = set()

@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields
 from typing import Final, Literal
 
 from adapters.slack.asks.endings import Endings, ending_error, lost_record
-from adapters.slack.asks.synchroniser import MessageSynchroniser
 from adapters.slack.model.audit_trail import AuditEvent, digest_of
 from adapters.slack.model.record import ApprovalView, PendingRecord, State
 from adapters.slack.model.tally import Vote
@@ -112,10 +111,9 @@ def status_of(record: PendingRecord) -> QuestionStatus:
     )
 
 
-async def wait_ended(
-    store: PendingStore, sync: MessageSynchroniser, endings: Endings, request_id: str
-) -> QuestionStatus:
+async def wait_ended(endings: Endings, request_id: str) -> QuestionStatus:
     """Wait until request ``request_id`` ends, wherever it is answered; cancel to stop."""
+    store = endings.store
     before = await store.get(request_id)
     watch = store.watch(request_id)
     try:
@@ -134,25 +132,19 @@ async def wait_ended(
             raise
         # a tracked task, shielded: a long-poll that times out meanwhile leaves nothing
         # half done (a failure is logged, a stop waits for it)
-        put_back = sync.spawn(endings.put_back_lost(before.dump()), "put back")
+        put_back = endings.sync.spawn(endings.put_back_lost(before.dump()), "put back")
         await asyncio.shield(put_back)
         return status_of(await store.get(request_id) or lost_record(before))
     finally:
         watch.close()
 
 
-async def report_ending(
-    store: PendingStore,
-    sync: MessageSynchroniser,
-    endings: Endings,
-    request_id: str,
-    report: Report,
-) -> bool:
+async def report_ending(endings: Endings, request_id: str, report: Report) -> bool:
     """Report how request ``request_id`` ends (or the error ending its watch) to ``report``,
     no task waiting (a watch; the record's JSON zipped, put back if lost); ``False``: unknown."""
-    watch = store.watch(request_id)
+    watch = endings.store.watch(request_id)
     try:
-        record = await store.get(request_id)
+        record = await endings.store.get(request_id)
     except BaseException:
         watch.close()
         raise
@@ -163,7 +155,7 @@ async def report_ending(
         return record is not None
     zipper = zlib.compressobj(wbits=-15, zdict=_SHAPE)
     copy = zipper.compress(record.dump().encode()) + zipper.flush()
-    watch.then(functools.partial(_ended, request_id, copy, report, sync, endings))
+    watch.then(functools.partial(_ended, request_id, copy, report, endings))
     return True
 
 
@@ -174,7 +166,6 @@ def _ended(
     request_id: str,
     copy: bytes,
     report: Report,
-    sync: MessageSynchroniser,
     endings: Endings,
     outcome: str | BaseException,
 ) -> None:
@@ -183,7 +174,7 @@ def _ended(
         report(request_id, status_of(PendingRecord.load(outcome)))
     elif isinstance(outcome, UserQuestionError) and outcome.code == RECORD_LOST:
         last = zlib.decompressobj(wbits=-15, zdict=_SHAPE).decompress(copy).decode()
-        sync.spawn(endings.put_back_lost(last), "put back")
+        endings.sync.spawn(endings.put_back_lost(last), "put back")
         report(request_id, status_of(lost_record(PendingRecord.load(last))))
     else:
         report(request_id, outcome)

@@ -54,7 +54,7 @@ class InteractionHandler(ClickAuthority):
         store: PendingStore,
         gate: Gatekeeper,
         sync: MessageSynchroniser,
-        conversations: Conversations | None = None,
+        conversations: Conversations,
     ) -> None:
         super().__init__(gate, sync, conversations)
         self._store = store

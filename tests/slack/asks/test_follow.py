@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.slack.asks import deadlines
-from adapters.slack.asks.deadlines import SystemClock
+from adapters.slack.asks.deadlines import Crew, SystemClock
 from adapters.slack.asks.waits import Waits
 from adapters.slack.stores import SqlitePendingStore, mutate
 from bot.questions import UserQuestionError
@@ -37,7 +37,8 @@ async def store(tmp_path: Path) -> AsyncIterator[SqlitePendingStore]:
 
 def follower(store: SqlitePendingStore) -> Waits:
     """The deadline keeping of a running bot (no Slack call is due within the test)."""
-    return Waits(None, store, None, None, SystemClock(), logging.getLogger("tests.follow"))  # type: ignore[arg-type]
+    log = logging.getLogger("tests.follow")
+    return Waits(Crew(None, store, None, None, SystemClock(), log))  # type: ignore[arg-type]
 
 
 async def asked(store: SqlitePendingStore, owner: str | None, due_in: float = 3600) -> str:
@@ -70,7 +71,7 @@ async def test_a_deadline_due_in_a_store_blip_is_kept_until_the_store_is_back(
     monkeypatch.setattr(store, "get", get)
     monkeypatch.setattr(deadlines, "RETRY", 0.05)
     log = logging.getLogger("tests.follow")
-    waits = Waits(None, store, None, Endings(), SystemClock(), log)  # type: ignore[arg-type]
+    waits = Waits(Crew(None, store, None, Endings(), SystemClock(), log))  # type: ignore[arg-type]
     try:
         assert waits.keep(record)
         await until(lambda: ended == [rid], what="the expiry, once the store answers")

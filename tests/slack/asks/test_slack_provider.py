@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adapters.slack.asks.deadlines import Crew
 from adapters.slack.asks.endings import Released
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model.record import PendingRecord
@@ -878,7 +879,8 @@ async def test_several_keepers_of_one_request_send_each_reminder_once() -> None:
         (record,) = await h.provider.store.open_records()
         log = logging.getLogger("tests")
         p = h.provider
-        others = [Waits(p.client, p.store, p._sync, p._endings, clock, log) for _ in range(3)]
+        crew = Crew(p.client, p.store, p._sync, p._endings, clock, log)
+        others = [Waits(crew) for _ in range(3)]
         assert all(other.keep(record) for other in others)
         with pytest.raises(UserQuestionError) as caught:
             await task
