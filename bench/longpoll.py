@@ -131,7 +131,7 @@ async def measure(
             rids = [q["id"] for q in asked]
             await agent.poll(rids)
             for _ in range(600):  # every long-poll parked before the first click (30 s at most)
-                if runtime.gateway.long_polls >= len(rids):
+                if runtime.gateway.polls.count >= len(rids):
                     break
                 await asyncio.sleep(0.05)
             specs = [

@@ -115,7 +115,7 @@ async def _measure(slack: StandIn, n: int, warmup: int, rate: float) -> dict[str
                     await agent.stdin.drain()
                 asked = [await _posted(runtime, rid) for rid in ids]
                 for _ in range(1200):  # every ask long-polling before the first click
-                    if way == "webhook" or runtime.gateway.long_polls >= count:
+                    if way == "webhook" or runtime.gateway.polls.count >= count:
                         break
                     await asyncio.sleep(0.05)
                 specs = [

@@ -77,7 +77,7 @@ async def measure(slack: StandIn, count: int, batch: int) -> tuple[float, float]
             agent = _Agent(await spawn("-m", "bench.longpoll", "agent", runtime.url, TOKEN))
             await agent.poll(rids)
             for _ in range(1200):  # every long-poll parked (60 s at most)
-                if runtime.gateway.long_polls >= len(rids):
+                if runtime.gateway.polls.count >= len(rids):
                     break
                 await asyncio.sleep(0.05)
             polled = (kept_kib() - base) / len(rids)
