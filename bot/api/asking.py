@@ -111,35 +111,32 @@ def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
     return response
 
 
-def callback_refused(
-    webhooks: Webhooks | None, url: str | None, asker: str | None
+def unready(
+    post: QuestionPost | ApprovalPost,
+    provider: SlackQuestionProvider,
+    owns: Callable[[str], bool],
+    webhooks: Webhooks | None,
+    asker: str | None,
 ) -> web.Response | None:
-    """The 422 refusing ``url`` as a question's callback, or ``None`` when it may be one (the
-    provider owes it the delivery when it asks)."""
+    """What refuses a new question: deadline settings it cannot act on with this process's
+    defaults (422), a plan review revising one the token may not see (as if unknown), or a
+    callback this bot may not deliver to (422; else the provider owes it the delivery)."""
+    if isinstance(post, QuestionPost):
+        said = provider.defaults
+        never = never_applied(post, said.timeout, said.escalate_after, said.escalate_to)
+        if never:
+            return _invalid(never[0]["msg"], never)
+        revised = post.revises
+        if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
+            # the provider's own BAD_REVIEW, answered by failure(), in the gateway's guard
+            raise UserQuestionError(unknown_revised(revised), BAD_REVIEW)
+    url = post.callback
     if url is None:
         return None
     why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
     if why is None:
         return None
     return _invalid(why, [{"loc": ["callback"], "msg": why, "type": "callback_refused"}])
-
-
-def unready(
-    post: QuestionPost | ApprovalPost, provider: SlackQuestionProvider, owns: Callable[[str], bool]
-) -> web.Response | None:
-    """What refuses a new question: deadline settings it cannot act on with this process's
-    defaults (422), or a plan review revising one the token may not see (as if unknown)."""
-    if isinstance(post, ApprovalPost):
-        return None
-    said = provider.defaults
-    never = never_applied(post, said.timeout, said.escalate_after, said.escalate_to)
-    if never:
-        return _invalid(never[0]["msg"], never)
-    revised = post.revises
-    if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
-        # the provider's own BAD_REVIEW, answered by failure(), in the gateway's guard
-        raise UserQuestionError(unknown_revised(revised), BAD_REVIEW)
-    return None
 
 
 def ask_options(

@@ -40,8 +40,6 @@ POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
 
-Admit = Callable[[web.Request], web.Response | None]
-Owns = Callable[[web.Request, str], bool]
 Post = QuestionPost | ApprovalPost
 _Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
@@ -89,8 +87,7 @@ class Gateway:
     def add_routes(self, app: web.Application) -> None:
         """Add the ``/v1`` routes, each with a ``BodyRule`` for the server's guard (the token
         checked before any of a body is read, at most ``MAX_BODY_BYTES`` read)."""
-        admit = functools.partial(_admitted, tokens=self._tokens, refusals=self.refusals)
-        rule = BodyRule(admit=admit, max_body=self._max_body)
+        rule = BodyRule(admit=self._admitted, max_body=self._max_body)
         routes: list[tuple[str, str, Handler]] = [
             ("POST", "/v1/questions", functools.partial(self.post, QuestionPost)),
             ("POST", "/v1/approvals", functools.partial(self.post, ApprovalPost)),
@@ -101,8 +98,38 @@ class Gateway:
             ("GET", "/v1/openapi.json", _openapi),
         ]
         for method, path, handler in routes:  # a GET answers HEAD too
-            guarded = with_body_rule(_guarded(handler, admit, self._owns, self._failures), rule)
+            guarded = with_body_rule(self._guarded(handler), rule)
             app.router.add_routes([web.route(method, path, guarded, expect_handler=rule.expect)])
+
+    def _admitted(self, request: web.Request) -> web.Response | None:
+        """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may. Asked
+        by the server's guard before the body is read, and again by the route."""
+        named = self._tokens.bearer(request.headers.get("Authorization", ""))
+        if isinstance(named, tuple):
+            self.refusals.refused(named[0], f"/v1: {named[1]}")
+            return answers.unauthorized(named[1])
+        request[ASKER] = named
+        return None
+
+    def _guarded(self, handler: Handler) -> Handler:
+        """``handler`` behind the token check, a question id the token may see (404 for one it
+        may not), and the API's one error boundary (``failure``)."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refused = self._admitted(request)
+            if refused is not None:
+                return refused
+            request_id = request.match_info.get("id")
+            if request_id is not None and not self._owns(request, request_id):
+                return answers.not_found(request_id)
+            try:
+                return await handler(request)
+            except web.HTTPException:  # aiohttp's own answers
+                raise
+            except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
+                return answers.failure(error, self._failures)
+
+        return guarded
 
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""
@@ -163,8 +190,7 @@ class Gateway:
             if replay is not None:
                 return replay
             owns = functools.partial(self._owns, request)
-            refused = asking.unready(post, self._questions, owns)
-            refused = refused or asking.callback_refused(self.webhooks, post.callback, asker)
+            refused = asking.unready(post, self._questions, owns, self.webhooks, asker)
             if refused is not None:
                 return refused
             if self._closing:  # the stop began while the key was looked up
@@ -277,37 +303,3 @@ async def _long_poll(
     if ended.done() and not ended.cancelled() and ended.exception() is None:
         return ended.result()
     return await questions.status(question.id) or question
-
-
-def _admitted(
-    request: web.Request, *, tokens: ApiTokens, refusals: RefusalLog
-) -> web.Response | None:
-    """The 401 for a request without a valid token; ``None`` (``ASKER`` set) when it may. Asked
-    by the server's guard before the body is read, and again by the route."""
-    named = tokens.bearer(request.headers.get("Authorization", ""))
-    if isinstance(named, tuple):
-        refusals.refused(named[0], f"/v1: {named[1]}")
-        return answers.unauthorized(named[1])
-    request[ASKER] = named
-    return None
-
-
-def _guarded(handler: Handler, admit: Admit, owns: Owns, failures: RefusalLog) -> Handler:
-    """``handler`` behind the token check, a question id the token may see (404 for one it
-    may not), and the API's one error boundary (``failure``)."""
-
-    async def guarded(request: web.Request) -> web.StreamResponse:
-        refused = admit(request)
-        if refused is not None:
-            return refused
-        request_id = request.match_info.get("id")
-        if request_id is not None and not owns(request, request_id):
-            return answers.not_found(request_id)
-        try:
-            return await handler(request)
-        except web.HTTPException:  # aiohttp's own answers
-            raise
-        except Exception as error:  # e.g. STORE_UNAVAILABLE during a Redis outage
-            return answers.failure(error, failures)
-
-    return guarded
