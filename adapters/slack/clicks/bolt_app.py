@@ -8,7 +8,6 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
@@ -37,22 +36,15 @@ def web_client(
     timeout: int = 10,
     limits: SlackLimits | None = None,
     budget: Budget | None = None,
-    pace: bool = True,
-) -> AsyncWebClient:
+) -> PacedWebClient:
     """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits."""
-    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
-    args = (token, base_url or AsyncWebClient.BASE_URL, timeout)
-    if not pace:
-        return AsyncWebClient(*args, session=session)
-    return PacedWebClient(*args, session=session, scheduler=WebApiScheduler(limits, budget=budget))
+    scheduler = WebApiScheduler(limits, budget=budget)
+    return PacedWebClient(token, base_url or AsyncWebClient.BASE_URL, timeout, scheduler=scheduler)
 
 
-async def close_web_client(client: AsyncWebClient) -> None:
-    """Close the session (and the scheduler) of a client made by ``web_client`` (idempotent)."""
-    if isinstance(client, PacedWebClient):
-        await client.scheduler.close()
-    if client.session is not None:
-        await client.session.close()
+async def close_web_client(client: PacedWebClient) -> None:
+    """Close the session and the scheduler of a client made by ``web_client`` (idempotent)."""
+    await client.aclose()
 
 
 async def build_app(

@@ -112,28 +112,23 @@ def event_for(
     at: float | None = None,
 ) -> AuditEvent | None:
     """The event of the write ``before`` → ``after``; ``None`` for bookkeeping only."""
-    detail: dict[str, Any] = {}
     kind: AuditKind
     if before.is_open and not after.is_open:
         kind = after.state  # type: ignore[assignment]  # a terminal state is an event kind
         by = after.answered_by or by
         by_name = after.answered_by_name or by_name
-        if after.answer is not None and after.state == "answered":
-            detail["answer"] = after.answer.to_wire()
-        if after.approval is not None and after.approval.outcome is not None:
-            detail["decision"] = after.approval.outcome  # allowed-once / rejected
-        if after.error_code:
-            detail["code"] = after.error_code
-        if after.note and after.state != "answered":
-            detail["reason"] = after.note
-        if after.votes:
-            detail["votes"] = _votes(after)
-        if after.opened_whole_plan is not None:
-            detail["openedWholePlan"] = after.opened_whole_plan
+        answered = after.state == "answered"
+        detail = {
+            "answer": after.answer.to_wire() if answered and after.answer is not None else None,
+            "decision": after.approval.outcome if after.approval else None,  # allowed-once…
+            "code": after.error_code or None,
+            "reason": None if answered else after.note or None,
+            "votes": _votes(after) or None,
+            "openedWholePlan": after.opened_whole_plan,
+        }
     elif not before.is_open and after.is_open:
         kind = "reopened"
-        if after.note:
-            detail["reason"] = after.note
+        detail = {"reason": after.note or None}
     elif after.is_open:
         ticked = _ticked(before, after, by)
         voted = after.votes != before.votes
@@ -141,15 +136,15 @@ def event_for(
         if ticked is None and not voted and not read:
             return None  # bookkeeping only
         kind = "changed"  # ticks, a vote that kept it open, the whole plan opened
-        if read:
-            detail["openedWholePlan"] = True
-        if ticked is not None:
-            detail["drafts"] = [draft.model_dump(exclude_none=True) for draft in ticked]
-        if voted:
-            detail["votes"] = _votes(after)
+        detail = {
+            "openedWholePlan": True if read else None,
+            "drafts": None if ticked is None else [d.model_dump(exclude_none=True) for d in ticked],
+            "votes": _votes(after) if voted else None,
+        }
     else:
         return None
-    return _event(after, kind, by, by_name, at, detail)
+    kept = {name: value for name, value in detail.items() if value is not None}
+    return _event(after, kind, by, by_name, at, kept)
 
 
 def _event(
