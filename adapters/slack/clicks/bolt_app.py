@@ -8,6 +8,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
@@ -36,15 +37,22 @@ def web_client(
     timeout: int = 10,
     limits: SlackLimits | None = None,
     budget: Budget | None = None,
-) -> PacedWebClient:
+    pace: bool = True,
+) -> AsyncWebClient:
     """An ``AsyncWebClient`` that keeps its connections open and paces calls within limits."""
-    scheduler = WebApiScheduler(limits, budget=budget)
-    return PacedWebClient(token, base_url or AsyncWebClient.BASE_URL, timeout, scheduler=scheduler)
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+    args = (token, base_url or AsyncWebClient.BASE_URL, timeout)
+    if not pace:
+        return AsyncWebClient(*args, session=session)
+    return PacedWebClient(*args, session=session, scheduler=WebApiScheduler(limits, budget=budget))
 
 
-async def close_web_client(client: PacedWebClient) -> None:
-    """Close the session and the scheduler of a client made by ``web_client`` (idempotent)."""
-    await client.aclose()
+async def close_web_client(client: AsyncWebClient) -> None:
+    """Close the session (and the scheduler) of a client made by ``web_client`` (idempotent)."""
+    if isinstance(client, PacedWebClient):
+        await client.scheduler.close()
+    if client.session is not None:
+        await client.session.close()
 
 
 async def build_app(

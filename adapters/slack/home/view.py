@@ -10,7 +10,7 @@ from adapters.slack.blockkit import MAX_BUTTON_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.audit_trail import SLACK_URL, permalink
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.options import button_labels
+from adapters.slack.render.blocks.options import button, button_labels
 from adapters.slack.render.blocks.parts import answer_by, asker
 from adapters.slack.render.layout import layout_of
 from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
@@ -72,14 +72,9 @@ def _entry(record: PendingRecord) -> list[Block]:
     blocks: list[Block] = [rich_text(*pieces)]
     blocks.append({"type": "context", "elements": [mrkdwn(_facts(record))]})
     if layout == "tap" and first is not None and _tappable(first, text):
+        labels = enumerate(button_labels(first))  # as on the message: shortened ones never alike
         buttons = [
-            {
-                "type": "button",
-                "text": plain(text),  # as on the message: shortened ones never alike
-                "action_id": ids.action_id("pick", i),
-                "value": ids.option_value(i),
-            }
-            for i, text in enumerate(button_labels(first))
+            button(text, ids.action_id("pick", i), ids.option_value(i)) for i, text in labels
         ]
         block_id = ids.block_id(record.id, 0, f"c{record.version}")
         blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
