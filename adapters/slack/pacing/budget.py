@@ -18,8 +18,6 @@ from redis.exceptions import RedisError
 
 from adapters.slack.pacing.rate_limits import Bucket
 
-__all__ = ["Bucket", "Budget", "LocalBudget", "RedisBudget", "Wait"]
-
 T = TypeVar("T")
 _MICROS: Final = 1_000_000
 _CONNECTIONS: Final = 8
