@@ -52,7 +52,7 @@ from adapters.slack.pacing.paced import PacedWebClient, paced_copy
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.pacing.scheduler import WebApiScheduler
 from adapters.slack.render.messages import SHUTDOWN_NOTE
-from adapters.slack.stores import MemoryPendingStore, PendingStore, ReportsOrphans
+from adapters.slack.stores import DurableStore, MemoryPendingStore, PendingStore
 from adapters.slack.stores.viewers import viewers_for
 from bot.questions import (
     AbortSignal,
@@ -146,7 +146,7 @@ class SlackQuestionProvider:
         conversations = Conversations(client, log)  # the Home tab's and the clicks'
         self.handler = InteractionHandler(store, gate, sync, conversations)
         """What the listeners hand each interaction to."""
-        if isinstance(store, ReportsOrphans):
+        if isinstance(store, DurableStore):
             # A shared store fails the requests of processes that died; say so in Slack.
             store.on_orphans = self._lifecycle.orphans
         viewers = viewers_for(store)

@@ -3,10 +3,10 @@ Redis). Imports ``render`` (its sentences), ``model`` and the seam."""
 
 from adapters.slack.stores.contract import (
     RETENTION,
+    DurableStore,
     EventFor,
     OpenCount,
     PendingStore,
-    ReportsOrphans,
     StoreConflict,
     StoreUnavailable,
     append_quietly,
@@ -20,11 +20,11 @@ from adapters.slack.stores.watches import Watch
 
 __all__ = [
     "RETENTION",
+    "DurableStore",
     "EventFor",
     "MemoryPendingStore",
     "OpenCount",
     "PendingStore",
-    "ReportsOrphans",
     "SqlitePendingStore",
     "StoreConflict",
     "StoreUnavailable",

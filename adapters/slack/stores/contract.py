@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from adapters.slack.model.audience import Audience
 from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, event_for
@@ -48,13 +48,6 @@ OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
 
 EventFor = Callable[[PendingRecord, PendingRecord], AuditEvent | None]
 """The audit event of a write, from the record before and after (``None``: bookkeeping)."""
-
-
-@runtime_checkable
-class ReportsOrphans(Protocol):
-    """An optional store capability: it fails dead processes' requests and reports them."""
-
-    on_orphans: OrphanHandler | None
 
 
 class TrailReader(Protocol):
@@ -102,10 +95,12 @@ class PendingStore(TrailReader, Protocol):
             self._watches.resolve(record)
 
     async def start(self) -> None:
-        """Connect and start background duties (heartbeats, notifications)."""
+        """Connect and start background duties (none for a store in this process's memory)."""
+        return None
 
     async def close(self) -> None:
-        """Stop background duties and release connections."""
+        """Stop background duties and release connections (likewise)."""
+        return None
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         """Store a new record and ``event`` with it, in one write."""
@@ -133,7 +128,8 @@ class PendingStore(TrailReader, Protocol):
 
 
 class DurableStore(PendingStore):
-    """The durable stores' base: purge and sweep go to ``_upkeep``."""
+    """The durable stores' base: purge and sweep go to ``_upkeep``; they fail dead processes'
+    requests and report them (``on_orphans``)."""
 
     _upkeep: Upkeep
     on_orphans: OrphanHandler | None = None

@@ -28,12 +28,6 @@ class MemoryPendingStore(PendingStore):
         self._events: list[_Event] = []  # every kept event, in the order appended
         self._trails: dict[str, list[_Event]] = {}  # the same events, by request id
 
-    async def start(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:
         self._expire()
         if record.id in self._records:

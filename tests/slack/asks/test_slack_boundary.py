@@ -10,9 +10,9 @@ import pytest
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import (
+    DurableStore,
     MemoryPendingStore,
     PendingStore,
-    ReportsOrphans,
     StoreConflict,
     StoreUnavailable,
 )
@@ -89,8 +89,8 @@ def test_options_travel_on_the_request_and_never_on_the_wire() -> None:
 
 def test_orphan_reports_are_a_typed_store_capability() -> None:
     shared = RedisPendingStore("redis://127.0.0.1:6379/0", prefix="t-capability")
-    assert isinstance(shared, ReportsOrphans)
-    assert not isinstance(MemoryPendingStore(), ReportsOrphans)
+    assert isinstance(shared, DurableStore)
+    assert not isinstance(MemoryPendingStore(), DurableStore)
     assert issubclass(StoreUnavailable, ConnectionError)
 
 
