@@ -49,20 +49,15 @@ class OrphanSweep:
         self.unsure: list[PendingRecord] = []
         self.cut = False
 
-    def out_of_time(self) -> bool:
-        """Whether the pass is over its deadline (set by its first record)."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.cut = True
-        return self.cut
-
     async def owner(self, owner: str) -> None:
         """Fail (or take up) the open records of the lost process ``owner`` until the
         deadline; a store error stops the pass, another is only logged."""
         for record in await self.store.open_records(owner=owner):
-            if self.out_of_time():
-                return
             if self.deadline is None:
                 self.deadline = time.monotonic() + self.budget
+            elif time.monotonic() >= self.deadline:
+                self.cut = True
+                return
             if self.between is not None:
                 await self.between()
             try:
@@ -174,11 +169,19 @@ class Upkeep:
                 except Exception:
                     self._log.exception("on_orphans failed")
 
-        own: list[Duty] = [("heartbeat", self._interval, beat), ("purge", PURGE_EVERY, self.purge)]
-        named: dict[str, Coroutine[Any, Any, None]] = {}
-        for name, interval, work in own + list(duties):
+        async def every(name: str, interval: float, work: Callable[[], Awaitable[object]]) -> None:
             failures = RepeatedFailures(self._log, f"pending store {name}")
-            named[name] = every(interval, stopped, work, failures)
+            while not stopped():
+                await asyncio.sleep(interval)
+                try:
+                    await work()
+                except Exception as exc:  # never let one failure stop the loop
+                    failures.failed(exc)
+                else:
+                    failures.succeeded()
+
+        own: list[Duty] = [("heartbeat", self._interval, beat), ("purge", PURGE_EVERY, self.purge)]
+        named = {duty[0]: every(*duty) for duty in own + list(duties)}
         loop = asyncio.get_running_loop()
         tasks = (named | more).items()
         return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in tasks]
@@ -235,23 +238,6 @@ class RepeatedFailures:
             self._log.info("%s works again after %d failure(s)", self._what, self._failed)
         self._failed = 0
         self._reported = False
-
-
-async def every(
-    interval: float,
-    stopped: Callable[[], bool],
-    work: Callable[[], Awaitable[object]],
-    failures: RepeatedFailures,
-) -> None:
-    """Run ``work`` every ``interval`` seconds until ``stopped()``; ``failures`` logs it failing."""
-    while not stopped():
-        await asyncio.sleep(interval)
-        try:
-            await work()
-        except Exception as exc:  # never let one failure stop the loop
-            failures.failed(exc)
-        else:
-            failures.succeeded()
 
 
 async def stop_tasks(

@@ -206,8 +206,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
             heartbeat_ttl=heartbeat_ttl,
             outage_limit=outage_limit,
         )
-        self._notices = self._upkeep.notices
-        self._watches = self._notices.watches
+        self._watches = self._upkeep.watches
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -227,7 +226,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
             raise RuntimeError("a closed RedisPendingStore cannot be started again")
         if self._started:
             return
-        await self._reach(self._upkeep.beat, self._notices.subscribe)
+        await self._reach(self._upkeep.beat, self._upkeep.subscribe)
         self._started = True
         shown = (self._link.shown_url, self.prefix, self.process_id)
         self._log.info("pending store connected to Redis at %s (prefix %s, process %s)", *shown)
@@ -236,7 +235,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         except UserQuestionError as exc:  # tried again in an hour (``Upkeep.loops``)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
         self._tasks = self._upkeep.loops(
-            "redis", lambda: self._link.closed, subscriber=self._notices.listen()
+            "redis", lambda: self._link.closed, subscriber=self._upkeep.listen()
         )
 
     @contextlib.asynccontextmanager
@@ -271,7 +270,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         self._link.closed = True  # the loops also check this, should a cancellation get lost
         await stop_tasks(self._tasks, self._log, patience=self._link.op_timeout)
         self._tasks = []
-        self._notices.close(closed_error())
+        self._upkeep.close(closed_error())
         if self._started:
             try:
                 async with asyncio.timeout(self._link.op_timeout):
@@ -284,7 +283,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         self._log.info("pending store closed (process %s)", self.process_id)
 
     async def _release(self) -> None:
-        await self._notices.unsubscribe()
+        await self._upkeep.unsubscribe()
         await self._link.client.aclose(close_connection_pool=True)
 
     async def create(self, record: PendingRecord, event: AuditEvent | None = None) -> bool:

@@ -26,20 +26,32 @@ _CHUNK: Final = 500
 """Records checked for existence per pipeline."""
 
 
-class RedisNotices:
-    """This process's watches and the subscriber that resolves them."""
+class RedisUpkeep(Upkeep):
+    """This process's watches, woken from ``p:done`` by the subscriber; its heartbeat, the
+    sweep for other processes' orphans (one process at a time), the audit stream's purge."""
 
-    def __init__(self, link: RedisLink, interval: float, ttl: float, outage_limit: float) -> None:
+    def __init__(
+        self,
+        link: RedisLink,
+        store: DurableStore,
+        *,
+        retention: float,
+        heartbeat_interval: float,
+        heartbeat_ttl: float,
+        outage_limit: float,
+    ) -> None:
+        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=link.log)
         self._link = link
         self._keys = link.keys
-        self._heartbeat_interval = interval
-        self._heartbeat_ttl = ttl
+        self._retention = retention
         self._outage_limit = outage_limit
-        self._tick = min(1.0, interval)
-        self._log = link.log
+        self._tick = min(1.0, heartbeat_interval)
         self._retry: set[str] = set()
         self._pubsub: PubSub | None = None
         self.watches = WatchRegistry(self.reread, shielded=True, on_unwatched=self._retry.discard)
+        self._forget_owner = link.client.register_script(FORGET_OWNER)
+        self._purge_script = link.client.register_script(PURGE_AUDIT)
+        self._keep_open_script = link.client.register_script(KEEP_OPEN_TRAILS)
 
     async def subscribe(self) -> None:
         """Subscribe to ``p:done`` and wait for the confirmation: publishes reach us from now."""
@@ -93,13 +105,13 @@ class RedisNotices:
         while not self._link.closed:
             started = time.monotonic()
             try:
-                if started - last_heard > self._heartbeat_ttl and pubsub.connection is not None:
+                if started - last_heard > self._ttl and pubsub.connection is not None:
                     # Nothing (not even our pings' pongs) for too long: the connection is
                     # half-open. Drop it; the next read reconnects and resubscribes.
                     last_heard = started
                     await pubsub.connection.disconnect()
                     raise RedisConnectionError("no answer to pub/sub pings")
-                if started - last_ping >= self._heartbeat_interval:
+                if started - last_ping >= self._interval:
                     last_ping = started
                     await pubsub.ping()
                 message = await pubsub.get_message(timeout=self._tick)
@@ -153,29 +165,6 @@ class RedisNotices:
             )
         )
 
-
-class RedisUpkeep(Upkeep):
-    """Beats for this process and sweeps for the others (one heartbeat at a time)."""
-
-    def __init__(
-        self,
-        link: RedisLink,
-        store: DurableStore,
-        *,
-        retention: float,
-        heartbeat_interval: float,
-        heartbeat_ttl: float,
-        outage_limit: float,
-    ) -> None:
-        super().__init__(store, interval=heartbeat_interval, ttl=heartbeat_ttl, log=link.log)
-        self._link = link
-        self._keys = link.keys
-        self.notices = RedisNotices(link, self._interval, self._ttl, outage_limit)
-        self._retention = retention
-        self._forget_owner = link.client.register_script(FORGET_OWNER)
-        self._purge_script = link.client.register_script(PURGE_AUDIT)
-        self._keep_open_script = link.client.register_script(KEEP_OPEN_TRAILS)
-
     async def beat(self) -> None:
         """Say this process is alive for ``heartbeat_ttl`` (unbounded: the caller bounds it)."""
         await self._link.client.set(self._keys.my_alive, f"{time.time():.3f}", px=px(self._ttl))
@@ -184,10 +173,10 @@ class RedisUpkeep(Upkeep):
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: give up on a long outage, beat, check for lost records, one pass
         of the sweep (the purge runs beside it)."""
-        self.notices.give_up_if_lost()
+        self.give_up_if_lost()
         try:
             await self._link.op("heartbeat", self.beat)
-            await self.notices.check_lost()
+            await self.check_lost()
             if time.monotonic() - self._link.healthy_since < self._ttl:
                 # Just (re)connected: other processes may not have refreshed their
                 # heartbeats yet. Judge nobody dead until they all had the chance.
@@ -257,8 +246,6 @@ class RedisUpkeep(Upkeep):
         )
         dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
         for owner in dead:
-            if sweep.out_of_time():
-                return
             await sweep.owner(owner)
             if sweep.cut:
                 return
