@@ -95,7 +95,7 @@ end
 
 # (after the record's write, so the question's stream takes the TTL it was just given)
 _APPEND_EVENT: Final = f"""{_chain_append("KEYS[6]", "KEYS[7]", "KEYS[9]")}
-{_trail_follows("KEYS[1]", "KEYS[7]", "keep")}
+{_trail_follows("KEYS[1]", "KEYS[7]", "ARGV[5]")}
 return 1
 """
 
@@ -123,14 +123,15 @@ else
   if not was_open and ARGV[4] ~= 'pending' and stored['state'] ~= ARGV[4] then return 0 end
   if type(stored['owner']) == 'string' then old_owner = stored['owner'] end
 end
-local keep = ARGV[5]
 """
     + _chain_ready(11, "KEYS[6]", "KEYS[7]", "KEYS[9]")
     + """
 local old_owner_set = ARGV[6] .. old_owner
+local ending, expiry = ARGV[4] ~= 'pending' and (was_open or creating), {}
+if ending then expiry = {'PX', ARGV[5]} elseif ARGV[4] ~= 'pending' then expiry = {'KEEPTTL'} end
+redis.call('SET', KEYS[1], ARGV[1], unpack(expiry))
+redis.call('SET', KEYS[2], remember(kept, ARGV[8]), unpack(expiry))
 if ARGV[4] == 'pending' then
-  redis.call('SET', KEYS[1], ARGV[1])
-  redis.call('SET', KEYS[2], remember(kept, ARGV[8]))
   if old_owner ~= '' and old_owner ~= ARGV[9] then redis.call('SREM', old_owner_set, ARGV[2]) end
   redis.call('SADD', KEYS[3], ARGV[2])
   if ARGV[9] ~= '' then
@@ -142,26 +143,20 @@ if ARGV[4] == 'pending' then
   else
     redis.call('HDEL', KEYS[8], ARGV[2])
   end
-elseif was_open or creating then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
-  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'PX', ARGV[5])
+elseif ending then
   redis.call('SREM', KEYS[3], ARGV[2])
   if old_owner ~= '' then redis.call('SREM', old_owner_set, ARGV[2]) end
   if ARGV[9] ~= '' then redis.call('SREM', KEYS[4], ARGV[2]) end
   redis.call('HDEL', KEYS[8], ARGV[2])
   redis.call('PUBLISH', ARGV[7], ARGV[2])
-else
-  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
-  redis.call('SET', KEYS[2], remember(kept, ARGV[8]), 'KEEPTTL')
 end
 """
     + _APPEND_EVENT
 )
 
 # KEYS: audit stream, question stream, record, chain head; ARGV: keep (ms), the event and
-# its chain. An event that goes
-# with no write of its record: appended to both streams, the question's stream living as
-# long as the record (``_trail_follows``).
+# its chain. An event that goes with no write of its record: appended to both streams, the
+# question's stream living as long as the record (``_trail_follows``).
 APPEND: Final = f"""{_chain_ready(2, "KEYS[1]", "KEYS[2]", "KEYS[4]")}
 {_chain_append("KEYS[1]", "KEYS[2]", "KEYS[4]")}
 {_trail_follows("KEYS[3]", "KEYS[2]", "ARGV[1]")}
