@@ -48,7 +48,7 @@ class RedisUpkeep(Upkeep):
         self._tick = min(1.0, heartbeat_interval)
         self._retry: set[str] = set()
         self._pubsub: PubSub | None = None
-        self.watches = WatchRegistry(self.reread, shielded=True, on_unwatched=self._retry.discard)
+        self.watches = WatchRegistry(self.reread, shielded=True)
         self._forget_owner = link.client.register_script(FORGET_OWNER)
         self._purge_script = link.client.register_script(PURGE_AUDIT)
         self._keep_open_script = link.client.register_script(KEEP_OPEN_TRAILS)
@@ -78,7 +78,9 @@ class RedisUpkeep(Upkeep):
         self._retry.clear()
 
     async def reread(self, *ids: str) -> None:
-        """Re-read these watched records (bounded); on failure the subscriber retries them."""
+        """Re-read these watched records (bounded); on failure the subscriber retries them
+        (an id no longer watched leaves the retries)."""
+        self._retry.difference_update(ids)
         wanted = sorted({i for i in ids if i in self.watches})
         if not wanted:
             return
@@ -91,7 +93,6 @@ class RedisUpkeep(Upkeep):
             self._retry.update(wanted)
             return
         for request_id, raw in zip(wanted, cast(list[str | None], raws), strict=True):
-            self._retry.discard(request_id)
             if raw is not None:  # (gone: ``check_lost`` fails its waits)
                 self.watches.ended(request_id, raw, self._log)
 

@@ -83,15 +83,10 @@ class WatchRegistry:
     """The watches of one store in this process, by request id."""
 
     def __init__(
-        self,
-        refresh: Callable[[str], Awaitable[None]],
-        *,
-        shielded: bool = False,
-        on_unwatched: Callable[[str], None] | None = None,
+        self, refresh: Callable[[str], Awaitable[None]], *, shielded: bool = False
     ) -> None:
         self.refresh = refresh  # looks at one watched record now, resolving it if it ended
         self.shielded = shielded
-        self._on_unwatched = on_unwatched
         self._groups: dict[str, list[Watch]] = {}
         self._closed: UserQuestionError | None = None
 
@@ -123,8 +118,6 @@ class WatchRegistry:
         group.remove(watch)
         if not group:
             del self._groups[watch.request_id]
-            if self._on_unwatched is not None:
-                self._on_unwatched(watch.request_id)
 
     def resolve(self, record: PendingRecord, dumped: str | None = None) -> None:
         """End the waits on ``record`` (terminal) with a copy of it each."""
