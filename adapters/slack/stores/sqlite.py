@@ -101,7 +101,6 @@ class SqlitePendingStore(DurableStore):
         if min(retention, poll_interval, busy_timeout, checkpoint_interval) <= 0:
             raise ValueError("retention, the intervals and busy_timeout must be positive")
         self._process_id = process_id or default_process_id()
-        self._heartbeat_interval = heartbeat_interval
         self._poll_interval = poll_interval
         self._checkpoint_interval = checkpoint_interval
         self._log = logger or logging.getLogger("adapters.slack.stores.sqlite")
@@ -131,11 +130,7 @@ class SqlitePendingStore(DurableStore):
         began = time.monotonic()
         await self._file.open()
         try:
-            await self._upkeep.begin()
-            await self._upkeep.beat()
-            if time.monotonic() - began > self._heartbeat_interval:
-                # it waited for the file (or upgraded it): so did the others' beats
-                self._upkeep.hold_sweep()
+            await self._upkeep.begin(began)
             await self._upkeep.purge()
         except BaseException:
             await self._file.close()

@@ -58,10 +58,15 @@ class SqliteUpkeep(Upkeep):
         self._lost_due = False
         """Another process committed since the last check for deleted records."""
 
-    async def begin(self) -> None:
-        """Start from now: what ended before is read by the watches themselves."""
+    async def begin(self, began: float) -> None:
+        """Start from now (what ended before is read by the watches themselves) with a beat;
+        a start since ``began`` (monotonic) that waited for the file (or upgraded it) longer
+        than a beat's interval holds the sweep: so did the others' beats."""
         self._seen_seq = int(await self._file.scalar("SELECT COALESCE(MAX(seq), 0) FROM endings"))
         self._data_version = int(await self._file.scalar("PRAGMA data_version"))
+        await self.beat()
+        if time.monotonic() - began > self._interval:
+            self.hold_sweep()
 
     async def poll_once(self) -> None:
         """One look: resolve the watches of what other processes ended since the last."""
