@@ -68,21 +68,10 @@ class RedisTrail:
     async def append_event(self, event: AuditEvent) -> None:
         """Append ``event`` to the audit stream and to its question's own stream (one
         script: the question's stream keeps living as long as its record)."""
-        request_id = event.request_id
-        keys = [
-            self._keys.audit,
-            self._keys.events(request_id),
-            self._keys.record(request_id),
-            self._keys.audit_head,
-        ]
-
-        async def run(chain: list[str | int]) -> object:
-            args = [px(self._retention), *chain]
-            return await self._link.op(
-                "append an audit event", lambda: self._append_script(keys=keys, args=args)
-            )
-
-        await self._chained(event, run)
+        request_id, keys = event.request_id, self._keys
+        trail = [keys.audit, keys.events(request_id), keys.record(request_id), keys.audit_head]
+        args: list[str | int] = [px(self._retention)]
+        await self._chained("append an audit event", self._append_script, trail, args, event)
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The trail of one question, in the order it was appended."""
@@ -129,19 +118,27 @@ class RedisTrail:
                     yield event
 
     async def _chained(
-        self, event: AuditEvent | None, run: Callable[[list[str | int]], Awaitable[object]]
+        self,
+        what: str,
+        script: AsyncScript,
+        keys: list[str],
+        args: list[str | int],
+        event: AuditEvent | None,
     ) -> object:
-        """Run a script with ``event`` and its chain as its last ARGV, again while it answers
+        """Run ``script`` with ``event`` and its chain after ``args``, again while it answers
         ``[-1, head, question's last chained hash]`` (another writer appended), ``CHAIN_TRIES``
         times at most."""
+
+        async def run(chain: list[str | int]) -> object:
+            return await self._link.op(what, partial(script, keys=keys, args=args + chain))
+
         if event is None:
             return await run(["", "", "", "", "", ""])
-        keys, link = self._keys, self._link
-        line, trail = event.dump(), keys.events(event.request_id)
+        link, line, trail = self._link, event.dump(), self._keys.events(event.request_id)
 
         async def read() -> list[object]:
             async with link.client.pipeline(transaction=False) as pipe:
-                pipe.get(keys.audit_head)
+                pipe.get(self._keys.audit_head)
                 pipe.xrevrange(trail, count=1)  # a guess: the script reads past unchained ones
                 head, newest = await pipe.execute()
             hashes = (fields["h"] for _, fields in cast(Entries, newest) if "h" in fields)
@@ -320,11 +317,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         args: list[str | int] = [record.dump(), record.id, version, record.state]
         args += [px(self._retention), self._keys.owner_prefix, self._keys.done]
         args += [self._new_token(), record.owner or "", dump_audience(record)]
-
-        async def run(chain: list[str | int]) -> object:
-            return await self._link.op(what, partial(self._write_script, keys, args + chain))
-
-        return bool(await self._chained(event, run))
+        return bool(await self._chained(what, self._write_script, keys, args, event))
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         index = self._keys.open if owner is None else self._keys.owner(owner)
