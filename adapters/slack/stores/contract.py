@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -154,8 +155,10 @@ async def mutate(
     by_name: str | None = None,
     event: EventFor | None = None,
     known: PendingRecord | None = None,
+    seam: bool = False,
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """Apply ``change`` with compare-and-set, re-reading on conflict."""
+    """Apply ``change`` with compare-and-set, re-reading on conflict; giving up raises
+    ``StoreConflict`` (with ``seam``, the seam's ``STORE_UNAVAILABLE`` caused by it)."""
     for attempt in range(attempts):
         current = known if attempt == 0 and known is not None else await store.get(request_id)
         if current is None:
@@ -169,26 +172,15 @@ async def mutate(
             audit = event(current, updated)
         if await store.compare_and_set(updated, audit):
             return current, updated
-    raise StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+    conflict = StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
+    if seam:
+        busy = f"{STORE_BUSY}: {conflict}"
+        raise UserQuestionError(busy, STORE_UNAVAILABLE, cause=conflict) from conflict
+    raise conflict
 
 
-async def settle(
-    store: PendingStore,
-    request_id: str,
-    change: Callable[[PendingRecord], PendingRecord | None],
-    *,
-    by: str | None = None,
-    by_name: str | None = None,
-    event: EventFor | None = None,
-    known: PendingRecord | None = None,
-) -> tuple[PendingRecord | None, PendingRecord | None]:
-    """``mutate``, whose giving up is the seam's ``STORE_UNAVAILABLE`` rather than a conflict."""
-    try:
-        return await mutate(
-            store, request_id, change, by=by, by_name=by_name, event=event, known=known
-        )
-    except StoreConflict as exc:
-        raise UserQuestionError(f"{STORE_BUSY}: {exc}", STORE_UNAVAILABLE, cause=exc) from exc
+settle = functools.partial(mutate, seam=True)
+"""``mutate``, whose giving up is the seam's ``STORE_UNAVAILABLE`` rather than a conflict."""
 
 
 _T = TypeVar("_T")
