@@ -17,11 +17,9 @@ local function wrote(kept, token)
 end
 local function remember(kept, token)
   local tokens = {{token}}
-  if kept then
-    for one in string.gmatch(kept, '%S+') do
-      if #tokens >= {WRITE_TOKENS_KEPT} then break end
-      tokens[#tokens + 1] = one
-    end
+  for one in string.gmatch(kept or '', '%S+') do
+    if #tokens >= {WRITE_TOKENS_KEPT} then break end
+    tokens[#tokens + 1] = one
   end
   return table.concat(tokens, ' ')
 end

@@ -227,15 +227,14 @@ class SqliteFile:
     def _turned(self) -> None:
         self._run = 0
 
-    async def checkpoint(self) -> int:
-        """Copy the WAL's committed pages into the file (``PASSIVE``); the WAL's page count."""
+    async def checkpoint(self) -> None:
+        """Copy the WAL's committed pages into the file (``PASSIVE``)."""
         if self._checkpointer is None:
             raise _not_open()
         try:
-            rows = list(await self._checkpointer.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)"))
+            await self._checkpointer.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
-        return int(rows[0][1])
 
     async def scalar(self, sql: str) -> Any:
         rows = await self.rows(sql)

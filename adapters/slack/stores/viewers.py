@@ -146,15 +146,12 @@ class RedisHomeViewers(HomeViewers):
         self._key = f"{link.keys.prefix}:home:viewers"
 
     async def opened(self, user: str, at: float) -> None:
-        async def write() -> None:
-            async with self._link.client.pipeline(transaction=True) as pipe:
-                pipe.zadd(self._key, {user: at}, gt=True)  # a late, older report moves nobody
-                pipe.zremrangebyscore(self._key, "-inf", f"({at - self._ttl!r}")
-                pipe.zremrangebyrank(self._key, 0, -self._max - 1)
-                pipe.pexpire(self._key, int(self._ttl * 1000))
-                await pipe.execute()
-
-        await self._link.op("remember a Home tab viewer", write)
+        pipe = self._link.client.pipeline(transaction=True)  # (its execute resets it)
+        pipe.zadd(self._key, {user: at}, gt=True)  # a late, older report moves nobody
+        pipe.zremrangebyscore(self._key, "-inf", f"({at - self._ttl!r}")
+        pipe.zremrangebyrank(self._key, 0, -self._max - 1)
+        pipe.pexpire(self._key, int(self._ttl * 1000))
+        await self._link.op("remember a Home tab viewer", pipe.execute)
 
     async def current(self, now: float) -> list[str]:
         read = partial(self._link.client.zrangebyscore, self._key, now - self._ttl, "+inf")
