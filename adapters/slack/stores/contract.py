@@ -44,9 +44,6 @@ class OpenCount:
     unowned: int
 
 
-OrphanHandler = Callable[[list[PendingRecord]], Awaitable[None]]
-"""Called with the records a store failed because the process that asked is gone."""
-
 EventFor = Callable[[PendingRecord, PendingRecord], AuditEvent | None]
 """The audit event of a write, from the record before and after (``None``: bookkeeping)."""
 
@@ -133,7 +130,7 @@ class DurableStore(PendingStore):
     requests and report them (``on_orphans``)."""
 
     _upkeep: Upkeep
-    on_orphans: OrphanHandler | None = None
+    on_orphans: Callable[[list[PendingRecord]], Awaitable[None]] | None = None
     """Called with the records a periodic sweep failed (set by the provider)."""
 
     async def purge(self, now: float | None = None) -> int:
