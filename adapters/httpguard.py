@@ -87,12 +87,6 @@ def with_body_rule(handler: Handler, rule: BodyRule) -> Handler:
     return handle
 
 
-def _rule_of(request: web.Request) -> BodyRule | None:
-    """The body rule of the route ``request`` was routed to, if it has one."""
-    rule = getattr(request.match_info.handler, _RULE, None)
-    return rule if isinstance(rule, BodyRule) else None
-
-
 def _over(length: int | None, limit: int | None) -> bool:
     return limit is not None and (length or 0) > limit
 
@@ -212,7 +206,7 @@ def guard_middleware(
                 shown = request.headers.get("Host", "")[:80].encode("ascii", "replace").decode()
                 refusals.refused("unknown_host", "a Host this server does not serve", host=shown)
                 return refuse(421, "MISDIRECTED", f"this server does not serve host {shown!r}")
-        rule = _rule_of(request)
+        rule: BodyRule | None = getattr(request.match_info.handler, _RULE, None)
         if rule is not None and (refusal := rule.admission(request)) is not None:
             return refusal  # e.g. no token: answered before any of the body is read
         limits = (max_body(request) if max_body else None, rule.max_body if rule else None)

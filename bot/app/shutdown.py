@@ -29,16 +29,15 @@ class Deadline:
         self.grace = grace
         self._at: float | None = None
 
-    def begin(self) -> None:
-        """The stop begins now (once)."""
+    def begin(self) -> float:
+        """The stop begins now (once); the loop's time it must be over by."""
         if self._at is None:
             self._at = asyncio.get_running_loop().time() + self.grace
+        return self._at
 
     def left(self, reserve: float = 0.0) -> float:
         """Seconds until ``reserve`` seconds before the deadline (negative once past)."""
-        self.begin()
-        assert self._at is not None
-        return self._at - reserve - asyncio.get_running_loop().time()
+        return self.begin() - reserve - asyncio.get_running_loop().time()
 
 
 async def logged(what: str, close: Callable[[], Awaitable[None]]) -> None:
