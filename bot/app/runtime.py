@@ -42,7 +42,6 @@ logger = logging.getLogger("bot")
 
 SANDBOX_HOST = "127.0.0.1"
 """The sandbox (page and stand-in Web API) listens here and nowhere else."""
-SANDBOX_CHANNEL = "C0SANDBOX"
 
 
 @dataclass(eq=False)
@@ -114,13 +113,13 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     channel = settings.slack_channel
     if settings.mode == "sandbox":
-        from adapters.slack.sandbox.site import SandboxServer
+        from adapters.slack.sandbox.site import DEFAULT_CHANNEL, SandboxServer
 
         signing_secret = secrets.token_hex(16)
         token = f"xoxb-sandbox-{secrets.token_hex(24)}"  # the stand-in's, new at every start
         # SLACK_CHANNEL, when set, is the id of the sandbox's channel: the default
         # destination and the page's channel are one conversation.
-        channel = channel or SANDBOX_CHANNEL
+        channel = channel or DEFAULT_CHANNEL
         sandbox = SandboxServer(
             signing_secret=signing_secret,
             bot_token=token,
