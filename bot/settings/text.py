@@ -260,7 +260,8 @@ def render_help(fields: Mapping[str, FieldInfo], intro: str = _INTRO) -> str:
 
 
 def _number(field: FieldInfo, shown: str) -> str | None:
-    """What a whole number or a number of seconds must be, or ``None`` for other fields."""
+    """What a whole number or a number of seconds must be (every number setting has a lower
+    bound), or ``None`` for other fields."""
     kind, metadata = _unwrap(field)
     limits = {
         key: float(getattr(item, key))
@@ -270,25 +271,19 @@ def _number(field: FieldInfo, shown: str) -> str | None:
         if hasattr(item, key)
     }
     low, high, exclusive = limits.get("gt", limits.get("ge")), limits.get("le"), "gt" in limits
+    if kind not in (int, float) or low is None:
+        return None
     if kind is int:
-        if exclusive and low is not None:
-            low += 1
-        if low is not None and high is not None:
-            return f"{shown} is not a whole number from {low:g} to {high:g}."
-        if low is not None:
-            return f"{shown} is not a whole number of at least {low:g}."
-        return f"{shown} is not a whole number."
-    if kind is float:
-        noun = "a number of seconds" if "seconds" in metadata else "a number"
-        if low is None:
-            return f"{shown} is not {noun}."
-        bound = f"more than {low:g}" if exclusive else f"{low:g} or more"
-        if high is not None:
-            bound += f", at most {high:g}"
-        if field.default is None:
-            bound += "; leave it unset for no limit"
-        return f"{shown} is not {noun} ({bound})."
-    return None
+        low += 1 if exclusive else 0
+        span = f"of at least {low:g}" if high is None else f"from {low:g} to {high:g}"
+        return f"{shown} is not a whole number {span}."
+    noun = "a number of seconds" if "seconds" in metadata else "a number"
+    bound = f"more than {low:g}" if exclusive else f"{low:g} or more"
+    if high is not None:
+        bound += f", at most {high:g}"
+    if field.default is None:
+        bound += "; leave it unset for no limit"
+    return f"{shown} is not {noun} ({bound})."
 
 
 def _path(loc: Sequence[int | str]) -> str:
