@@ -8,7 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 from aiohttp import web
@@ -110,32 +110,27 @@ def host_name(header: str) -> str | None:
     return (name or "").rstrip(".") or None
 
 
+@dataclass(eq=False)
 class RefusalLog:
     """Logs refused requests at most once per ``interval`` seconds per cause."""
 
-    def __init__(
-        self,
-        logger: logging.Logger,
-        *,
-        interval: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._logger = logger
-        self._interval = interval
-        self._clock = clock
-        self._last: dict[str, float] = {}
-        self._since: dict[str, int] = {}
-        self.counts: dict[str, int] = {}
-        """Refusals per cause since start."""
+    logger: logging.Logger
+    _: KW_ONLY
+    interval: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    counts: dict[str, int] = field(default_factory=dict, init=False)
+    """Refusals per cause since start."""
+    _last: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _since: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def due(self, cause: str) -> int:
         """Count one more of ``cause``; when it is time to log it, how many came since it
         was last logged (this one included), else 0."""
         self.counts[cause] = self.counts.get(cause, 0) + 1
         self._since[cause] = self._since.get(cause, 0) + 1
-        now = self._clock()
+        now = self.clock()
         last = self._last.get(cause)
-        if last is not None and now - last < self._interval:
+        if last is not None and now - last < self.interval:
             return 0
         self._last[cause] = now
         return self._since.pop(cause)
@@ -143,14 +138,14 @@ class RefusalLog:
     def refused(self, cause: str, message: str, **facts: Any) -> None:
         """Count a refusal; log it unless this cause was logged within the interval."""
         if count := self.due(cause):
-            self._logger.warning(
+            self.logger.warning(
                 f"refused: {message}", extra={"cause": cause, "refused": count, **facts}
             )
 
     def failed(self, cause: str, error: BaseException) -> None:
         """Log an unexpected error with its traceback, at most once per interval per cause."""
         if self.due(cause):
-            self._logger.error(
+            self.logger.error(
                 "the server could not handle a request",
                 exc_info=(type(error), error, error.__traceback__),
                 extra={"cause": cause},
