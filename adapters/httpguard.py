@@ -162,10 +162,9 @@ def guard_middleware(
     max_body: Callable[[web.Request], int | None] | None = None,
     body_budget: BodyBudget | None = None,
 ) -> Any:
-    """An ``aiohttp`` middleware: Host check (``hosts``; ``None``: any), body read in full
-    within ``body_timeout`` before the handler (not for ``streamed`` requests), body limits
-    (``max_body``, a route's ``BodyRule``: refused before any byte is read when the length
-    says so), ``body_budget`` for routes without a token, and no uncaught tracebacks."""
+    """An ``aiohttp`` middleware: Host check (``hosts``; ``None``: any), body read in full in
+    ``body_timeout`` (not ``streamed`` ones), limits (``max_body``, a ``BodyRule``: refused unread
+    by length), ``body_budget`` for routes without a token, no uncaught tracebacks."""
 
     def closing(cause: str, why: str, status: int, code: str, text: str) -> web.StreamResponse:
         """A refusal counted under ``cause``, its connection closed (the body left unread)."""

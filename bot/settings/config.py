@@ -1,7 +1,6 @@
-"""Settings for ``python -m bot`` from the environment, then ``.env`` (read literally; only the
-bot's own names; set but empty in the environment still wins): ``load_settings`` validates every
-variable at once and raises one ``ConfigError`` naming each problem's variable, never a secret;
-the Slack credentials choose the mode (docs/development.md)."""
+"""Settings for ``python -m bot`` from the environment, then ``.env`` (read literally; its own
+names only; set but empty in the environment wins): ``load_settings`` raises one ``ConfigError``
+naming every problem's variable, never a secret; the credentials choose the mode."""
 
 from __future__ import annotations
 

@@ -294,10 +294,8 @@ def _path(loc: Sequence[int | str]) -> str:
 
 
 def problem(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
-    """``"NAME: sentence"`` for one validation error; a secret's value is never shown.
-
-    An error inside a value (a key of a JSON setting) names where: ``NAME: a.b[0]: sentence``.
-    """
+    """``"NAME: sentence"`` for one validation error, never showing a secret's value; one inside
+    a value (a key of a JSON setting) names where: ``NAME: a.b[0]: sentence``."""
     name = str(error["loc"][0]) if error["loc"] else "settings"
     field = fields.get(name)
     where = _path(error["loc"][1:])
