@@ -27,7 +27,7 @@ from bot.api.body import ApprovalPost, QuestionPost
 from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
-from bot.questions.errors import ASK_ABORTED, NO_PROVIDER, HarnessError, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, HarnessError
 from bot.questions.models import AskOptions, AskUserQuestionRequest
 from bot.questions.service import UserQuestionService
 from bot.webhooks import Webhooks
@@ -54,16 +54,15 @@ class Gateway:
         service: UserQuestionService,
         questions: SlackQuestionProvider,
         *,
-        tokens: Mapping[str, str] | None = None,
-        caps: OpenQuestionCaps | None = None,
-        max_body_bytes: int | None = None,
-        logger: logging.Logger | None = None,
-        refusals: RefusalLog | None = None,
-        default_channel: str | None = None,
-        approve: Approve | None = None,
-        webhooks: Webhooks | None = None,
-        polls: tuple[int, int] = (64, 896),
-        approval_ttl: float = 900.0,
+        tokens: Mapping[str, str],
+        caps: OpenQuestionCaps,
+        max_body_bytes: int | None,
+        refusals: RefusalLog,
+        default_channel: str | None,
+        approve: Approve,
+        webhooks: Webhooks | None,
+        polls: tuple[int, int],
+        approval_ttl: float,
     ) -> None:
         self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
@@ -71,10 +70,10 @@ class Gateway:
         self._default_channel = default_channel
         self._max_body = max_body_bytes
         self._questions = questions
-        self._tokens = ApiTokens(tokens or {})
-        self._caps = caps or OpenQuestionCaps(per_process=10_000, per_token=1_000)
-        self._logger = logger or logging.getLogger("bot.gateway")
-        self.refusals = refusals or RefusalLog(self._logger)
+        self._tokens = ApiTokens(tokens)
+        self._caps = caps
+        self._logger = logging.getLogger("bot.gateway")
+        self.refusals = refusals
         self._failures = RefusalLog(self._logger)  # bugs: a traceback a minute per kind
         self.polls = PollCaps(*polls)
         self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
@@ -149,8 +148,6 @@ class Gateway:
     async def post(self, model: type[_Post], request: web.Request) -> web.StreamResponse:
         """Ask what the JSON body asks as ``model`` (wire names only): a question, or a tool
         approval (Allow once / Reject); 201 once Slack has the message."""
-        if model is ApprovalPost and self._approve is None:
-            raise UserQuestionError("this bot asks no tool approvals", NO_PROVIDER)
         if self._closing:
             return asking.shutting_down()
         if request.content_type != "application/json":
@@ -166,7 +163,6 @@ class Gateway:
         if isinstance(post, QuestionPost):
             asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
             return self._service.ask(asked)
-        assert self._approve is not None  # post() refused the body otherwise
         return self._approve(post.view(), options, signal)
 
     async def _take(self, request: web.Request, post: Post) -> web.StreamResponse:
