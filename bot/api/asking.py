@@ -115,7 +115,7 @@ def unready(
     post: QuestionPost | ApprovalPost,
     provider: SlackQuestionProvider,
     owns: Callable[[str], bool],
-    webhooks: Webhooks | None,
+    webhooks: Webhooks,
     asker: str | None,
 ) -> web.Response | None:
     """What refuses a new question: deadline settings it cannot act on with this process's
@@ -130,10 +130,7 @@ def unready(
         if revised is not None and not owns(revised) and plan_review_of(post.questions) is not None:
             # the provider's own BAD_REVIEW, answered by failure(), in the gateway's guard
             raise UserQuestionError(unknown_revised(revised), BAD_REVIEW)
-    url = post.callback
-    if url is None:
-        return None
-    why = "this bot takes no callbacks" if webhooks is None else webhooks.refusal(url, asker)
+    why = None if post.callback is None else webhooks.refusal(post.callback, asker)
     if why is None:
         return None
     return _invalid(why, [{"loc": ["callback"], "msg": why, "type": "callback_refused"}])

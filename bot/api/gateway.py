@@ -60,7 +60,7 @@ class Gateway:
         refusals: RefusalLog,
         default_channel: str | None,
         approve: Approve,
-        webhooks: Webhooks | None,
+        webhooks: Webhooks,
         polls: tuple[int, int],
         approval_ttl: float,
     ) -> None:
