@@ -79,7 +79,6 @@ class Gateway:
         self._ttl = approval_ttl  # seconds an answer may be consumed after it was given
         self._asks: dict[str, AbortController] = {}  # asks being posted, by request id
         self._keys = asking.KeyLocks()
-        self._closing = False
         self.polls_ended = asyncio.Event()  # set at shutdown: every long-poll answers now
         self.held = Held(self._caps, self._tokens, questions.report_ending, self._logger)
 
@@ -132,7 +131,7 @@ class Gateway:
 
     def close(self) -> None:
         """Refuse new questions; release the waiters of those asked here (they stay open)."""
-        self._closing = self.held.closing = True
+        self.held.closing = True
         for controller in self._asks.values():
             controller.abort(Released())
 
@@ -148,7 +147,7 @@ class Gateway:
     async def post(self, model: type[_Post], request: web.Request) -> web.StreamResponse:
         """Ask what the JSON body asks as ``model`` (wire names only): a question, or a tool
         approval (Allow once / Reject); 201 once Slack has the message."""
-        if self._closing:
+        if self.held.closing:
             return asking.shutting_down()
         if request.content_type != "application/json":
             return answers.request_problem(415, "UNSUPPORTED_MEDIA_TYPE", "send application/json")
@@ -189,7 +188,7 @@ class Gateway:
             refused = asking.unready(post, self._questions, owns, self.webhooks, asker)
             if refused is not None:
                 return refused
-            if self._closing:  # the stop began while the key was looked up
+            if self.held.closing:  # the stop began while the key was looked up
                 return asking.shutting_down()
             refusal = self._caps.refusal(asker)
             if refusal is not None:
@@ -222,7 +221,7 @@ class Gateway:
             # Handed over at a stop, its post not sent yet: open, posted by the next process.
             if error is not None and (question is None or not question.is_open):
                 stopped = isinstance(error, HarnessError) and error.code == ASK_ABORTED
-                if question is None and self._closing and stopped:
+                if question is None and self.held.closing and stopped:
                     return asking.shutting_down()  # refused by the stop before it was stored
                 raise error  # answered by _failure, in _guard
         view = {"id": request_id, "state": "pending"}

@@ -30,7 +30,7 @@ class Held:
         self._logger = logger
         self._held: dict[str, bool] = {}  # request id -> asked here (not taken up at start)
         self._looks = BackgroundTasks(logger)
-        self.closing = False
+        self.closing = False  # the gateway is closing: no new questions, none held again
         self._report = self._ended  # one bound method for every question held
 
     def __contains__(self, request_id: object) -> bool:
