@@ -13,6 +13,7 @@ from adapters.slack.render.blocks.message import render_final, render_open
 from adapters.slack.render.blocks.options import button, confirmation
 from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES, split_text
 from adapters.slack.render.blocks.parts import (
+    MAX_FALLBACK_TEXT,
     Attachment,
     Rendered,
     abridged,
@@ -102,9 +103,7 @@ def _tool(name: str) -> str:
 
 def _facts(record: PendingRecord, view: ApprovalView) -> list[Block]:
     blocks: list[Block] = []
-    byline = []
-    if record.is_open:
-        byline.append(":lock: *Waiting for approval*")  # as the harness's own panel says
+    byline = [":lock: *Waiting for approval*"] if record.is_open else []  # the harness's words
     if record.mention and record.is_open:
         byline.append(record.mention)  # validated by the configuration, never host text
     if record.label:
@@ -160,8 +159,7 @@ def _ending(record: PendingRecord, view: ApprovalView) -> str:
 def render_approval(record: PendingRecord) -> Rendered:
     """The approval message for ``record`` as it stands (open with buttons, or final)."""
     view = record.approval
-    if view is None:
-        raise ValueError(f"request {record.id} is not an approval")
+    assert view is not None, "render_record sends only approvals here"
     blocks = _facts(record, view)
     who = f"{record.label}: " if record.label else ""
     if record.is_open:
@@ -176,7 +174,7 @@ def render_approval(record: PendingRecord) -> Rendered:
         blocks.append({"type": "context", "elements": [mrkdwn(line + stamp + extra)]})
         words = line.split(" ", 1)[1]
         text = f"{words}: {escape(who)}{escape(view.headline)}"
-    text = shorten_escaped(text, 3000)
+    text = shorten_escaped(text, MAX_FALLBACK_TEXT)
     thread, files = _thread(view)
     return checked(Rendered(text, blocks, thread, files), "approval")
 

@@ -278,7 +278,10 @@ def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) 
 
 def render_final(record: PendingRecord) -> Rendered:
     """The message as a record of its outcome: who answered what, and when."""
-    shown = _shown(record)
+    try:
+        shown = shown_details(record)  # the part of each detail the open message showed
+    except UserQuestionError:  # a request that could never be shown still gets its record
+        shown = overflow.detail_shares(record)
     blocks = overflow.fitted(partial(_final_blocks, record, shown))
     outcome = outcome_of(record)
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
@@ -286,14 +289,6 @@ def render_final(record: PendingRecord) -> Rendered:
     said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
     text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
     return Rendered(text, blocks)
-
-
-def _shown(record: PendingRecord) -> list[str]:
-    """The part of each detail the open message showed."""
-    try:
-        return shown_details(record)
-    except UserQuestionError:  # a request that could never be shown still gets its record
-        return overflow.detail_shares(record)
 
 
 def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:

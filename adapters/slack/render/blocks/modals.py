@@ -10,11 +10,10 @@ from adapters.slack import blockkit
 from adapters.slack.model import ids
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import outcome_line, plan_actions
-from adapters.slack.render.blocks.options import label
 from adapters.slack.render.blocks.overflow import open_fence, reopened, split_text
 from adapters.slack.render.blocks.parts import context, question_block, section
 from adapters.slack.render.layout import layout_of
-from adapters.slack.render.mrkdwn import escape, mrkdwn, plain, reveal, shorten, shorten_escaped
+from adapters.slack.render.mrkdwn import escape, plain, reveal, shorten, shorten_escaped
 from adapters.slack.render.review_view import tally_blocks
 from adapters.slack.render.rich import Block
 
@@ -63,7 +62,7 @@ def render_text_modal(
     blocks: list[Block] = [question_block(question, 0, 1)]
     detail = (question.detail or "").strip()
     if detail and feedback:
-        blocks.append({"type": "section", "text": mrkdwn(plan_mrkdwn(detail, MODAL_DETAIL))})
+        blocks.append(section(plan_mrkdwn(detail, MODAL_DETAIL)))
     elif detail:
         detail = reveal(detail)  # measured as shown
         if len(detail) > MODAL_DETAIL:
@@ -72,7 +71,7 @@ def render_text_modal(
     field: Block = {
         "type": "input",
         "block_id": ids.block_id(record.id, index, "in"),
-        "label": plain(label(prompt, blockkit.MAX_INPUT_LABEL)),
+        "label": plain(prompt),
         "element": element,
     }
     if layout == "form":  # saved, not sent: said here, so no note is left to go stale

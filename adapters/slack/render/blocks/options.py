@@ -4,6 +4,7 @@ with, and the full texts of those a widget shortens (pure)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Final
 
 from adapters.slack.blockkit import (
@@ -203,13 +204,11 @@ def _listed(
     if not option_labels(question.option_labels, limit)[1]:
         lines = [line for _, line in entries]
         return {"type": "rich_text", "elements": [rich_list(lines, ordered=ordered)]}
-    runs: list[tuple[int, list[list[Piece]]]] = []
-    for index, line in entries:
-        if runs and runs[-1][0] + len(runs[-1][1]) == index:
-            runs[-1][1].append(line)
-        else:
-            runs.append((index, [line]))
-    lists = [rich_list(lines, ordered=True, offset=start) for start, lines in runs]
+    lists = []
+    # Consecutive options: each one's index less its place in the list is the same.
+    for _, run in groupby(enumerate(entries), lambda pair: pair[1][0] - pair[0]):
+        found = [entry for _, entry in run]
+        lists.append(rich_list([line for _, line in found], ordered=True, offset=found[0][0]))
     return {"type": "rich_text", "elements": lists}
 
 
