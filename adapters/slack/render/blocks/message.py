@@ -23,7 +23,6 @@ from adapters.slack.render.blocks.options import (
 )
 from adapters.slack.render.blocks.parts import (
     MAX_FALLBACK_TEXT,
-    Attachment,
     Rendered,
     actions,
     answer_by,
@@ -48,16 +47,26 @@ from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 def render_open(record: PendingRecord) -> Rendered:
     """The open question message (and continuation messages for long details)."""
     layout = layout_of(record.questions)
-    revised = _revision(record, layout)
-    inline, shown = _placing(record, layout, revised[0])
+    revised, diff_replies = _revision(record, layout)
+    inline, shown = _placing(record, layout, revised)
     text = fallback(record)
-    render = partial(_open_blocks, record, layout, revised[0], shown, inline)
+    render = partial(_open_blocks, record, layout, revised, shown, inline)
     blocks = render(blockkit.MAX_SECTION_TEXT)
     problems = blockkit.check_message(blocks, text)
     if problems:  # cut what changes after the post (label, note, tally, drafts) to fit
         blocks = overflow.fitted(render, blocks)
         problems = blockkit.check_message(blocks, text)
-    thread, files = _thread(record, layout, shown, revised[1], inline)
+    # The thread: the details' rest, a revision's long diff, the options' full texts.
+    thread, files = overflow.thread_parts(record, shown)
+    if diff_replies and len(thread) + len(diff_replies) > overflow.MAX_THREAD_REPLIES:
+        assert record.revision is not None
+        files.append(
+            overflow.diff_file(record.revision.previous_plan, record.questions[0].detail or "")
+        )
+    else:
+        thread.extend(diff_replies)
+    if not inline:
+        thread.extend(options_thread(record, layout))
     return checked(Rendered(text, blocks, thread, files), "request", problems)
 
 
@@ -106,27 +115,6 @@ def _chosen_room(question: AskUserQuestionItem) -> int:
         return 0
     sizes = [blockkit.block_text_length([choice]) for choice in choices(question)]
     return sum(sizes) if question.is_multi_select else max(sizes)
-
-
-def _thread(
-    record: PendingRecord,
-    layout: Layout,
-    shown: list[str],
-    diff_replies: list[list[Block]],
-    inline: bool,
-) -> tuple[list[list[Block]], list[Attachment]]:
-    """The thread: the details' rest, a revision's long diff, the options' full texts."""
-    thread, files = overflow.thread_parts(record, shown)
-    if diff_replies and len(thread) + len(diff_replies) > overflow.MAX_THREAD_REPLIES:
-        assert record.revision is not None
-        files.append(
-            overflow.diff_file(record.revision.previous_plan, record.questions[0].detail or "")
-        )
-    else:
-        thread.extend(diff_replies)
-    if not inline:
-        thread.extend(options_thread(record, layout))
-    return thread, files
 
 
 def _open_blocks(
@@ -302,8 +290,7 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
         blocks.extend(_asked(record, index, shown[index], revised))
         if record.state == "answered" and not plan:
             blocks.append(rich_text(*_answer_pieces(items.get(index)), limit=limit))
-    if plan:
-        blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))
+    blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))  # plan reviews only
     outcome = outcome_of(record)
     if outcome is not None and outcome.feedback and not outcome.people:
         blocks.append(feedback_block(outcome.feedback, overflow.outcome_limit(limit)))
