@@ -75,9 +75,9 @@ class _Calls:
     window: float
     times: deque[float] = field(default_factory=deque)
 
-    def prune(self, now: float, window: float) -> bool:
+    def prune(self, now: float) -> bool:
         """Drop the grants ``window`` seconds old or older; whether any is left."""
-        times, edge = self.times, now - window
+        times, edge = self.times, now - self.window
         while times and times[0] <= edge:
             times.popleft()
         return bool(times)
@@ -110,11 +110,7 @@ class LocalBudget:
         if wait > 0:
             return wait, full
         for bucket in buckets:
-            calls = self._calls.get(bucket.key)
-            if calls is None:
-                calls = self._calls[bucket.key] = _Calls(bucket.window)
-            calls.window = bucket.window
-            calls.times.append(now)
+            self._calls.setdefault(bucket.key, _Calls(bucket.window)).times.append(now)
             self._longest = max(self._longest, bucket.window)
         return 0.0, 0
 
@@ -146,7 +142,7 @@ class LocalBudget:
         """Seconds until ``bucket`` may grant a call (0 or less: now)."""
         need = self._held.get(bucket.key, now) - now
         calls = self._calls.get(bucket.key)
-        if calls is not None and calls.prune(now, bucket.window):
+        if calls is not None and calls.prune(now):
             times = calls.times
             if len(times) >= bucket.limit:
                 need = max(need, times[len(times) - bucket.limit] + bucket.window - now)
@@ -155,7 +151,7 @@ class LocalBudget:
     def _sweep(self, now: float) -> None:
         """Forget the buckets whose grants all left their windows, and the holds that ended."""
         self._since_sweep, self._swept_at = 0, now
-        for key in [k for k, calls in self._calls.items() if not calls.prune(now, calls.window)]:
+        for key in [k for k, calls in self._calls.items() if not calls.prune(now)]:
             del self._calls[key]
         for key in [k for k, until in self._held.items() if until <= now]:
             del self._held[key]
