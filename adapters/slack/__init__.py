@@ -12,7 +12,7 @@ from adapters.slack.asks.endings import DeadlineUnkept, Released, WaitReleased
 from adapters.slack.asks.status import REFUSALS as CONSUME_REFUSALS
 from adapters.slack.asks.status import QuestionStatus, SlackMessage
 from adapters.slack.asks.synchroniser import BackgroundTasks
-from adapters.slack.clicks.bolt_request import to_bolt_request
+from adapters.slack.clicks.bolt_app import to_bolt_request
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id, new_request_id
 from adapters.slack.model.record import ApprovalView, PendingRecord

@@ -1,4 +1,4 @@
-"""bolt_request.py: the request bolt would build from a body, a form's fields decoded in C.
+"""bolt_app.bolt_request: the request bolt would build from a body, a form's fields decoded in C.
 
 Every body here goes through both ``bolt_request`` and bolt's own
 ``AsyncBoltRequest(body=..., query=..., headers=...)``; each field bolt's dispatch reads
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from adapters.slack.clicks.bolt_request import bolt_request, form_fields
+from adapters.slack.clicks.bolt_app import bolt_request, form_fields
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.blocks.modals import render_text_modal
