@@ -65,7 +65,6 @@ async def build_app(
     *,
     signing_secret: str,
     verify_requests: bool = True,
-    logger: logging.Logger | None = None,
 ) -> AsyncApp:
     """An ``AsyncApp`` on ``client`` with ``process_before_response=True``."""
     identity = await client.auth_test()
@@ -76,7 +75,7 @@ async def build_app(
     async def authorize(**_: Any) -> AuthorizeResult:
         return known
 
-    bolt_logger = logger or logging.getLogger("slack_bolt")
+    bolt_logger = logging.getLogger("slack_bolt")
     bolt_logger.addFilter(_not_token_notice)
     try:
         app = AsyncApp(
@@ -172,7 +171,6 @@ def events_handler(
     signing_secret: str,
     *,
     refusals: RefusalLog | None = None,
-    max_body: int = SLACK_MAX_BODY,
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The aiohttp handler for ``POST /slack/events``: verify first, then let bolt dispatch."""
     verifier = SignatureVerifier(signing_secret)
@@ -187,8 +185,8 @@ def events_handler(
         if problem is not None:
             return refused(*problem)
         raw = await request.read()
-        if len(raw) > max_body:
-            return refused(413, "too_large", f"the body is larger than {max_body} bytes")
+        if len(raw) > SLACK_MAX_BODY:
+            return refused(413, "too_large", f"the body is larger than {SLACK_MAX_BODY} bytes")
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:  # Slack only ever sends UTF-8: not from Slack
