@@ -11,6 +11,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from adapters.dsh.protocol import (
+    LENIENT,
     ApprovalRequested,
     QuestionRequested,
     describe_validation_error,
@@ -125,14 +126,15 @@ def _waterfall(value: dict[str, Any]) -> Waterfall | None:
         raise ValueError("waterfall request must be an object")
     try:
         if event == QUESTION_EVENT:
-            asked = QuestionRequested.model_validate(request).questions
-            questions = [question.to_item() for question in asked]
+            asked = QuestionRequested.model_validate(request, extra=LENIENT).questions
+            # As given: a key sent as null is left out, as the seam's checks read it.
+            questions = [AskUserQuestionItem.model_validate(q.to_wire()) for q in asked]
             intent = request["questions"][0].get("intent")  # valid: a list of objects
             call = intent.get("callId") if isinstance(intent, dict) else None
             call_id = call if isinstance(call, str) else None
             return Waterfall(event_id, session_id, questions, call_id=call_id)
         if event == APPROVAL_EVENT:
-            approval = ApprovalRequested.model_validate(request)
+            approval = ApprovalRequested.model_validate(request, extra=LENIENT)
             return Waterfall(event_id, session_id, approval=approval, call_id=approval.call_id)
     except ValidationError as exc:
         raise ValueError(f"bad {event} waterfall: {describe_validation_error(exc)}") from None

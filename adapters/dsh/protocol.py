@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem, WireModel
 
@@ -19,6 +19,9 @@ MAX_DEPTH: Final = 64
 REPLACEMENT: Final = "\ufffd"
 """What a lone UTF-16 surrogate in host text becomes."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+LENIENT: Final = "ignore"
+"""How a host request's models take unknown keys (zod's default: dropped); the input comes
+from ``load_json`` (no lone surrogates)."""
 
 
 def scrub_text(text: str) -> str:
@@ -39,13 +42,6 @@ def scrub(value: Any) -> Any:
     if isinstance(value, dict):
         return {scrub(key): scrub(item) for key, item in value.items()}
     return value
-
-
-class Lenient(WireModel):
-    """A wire model that drops unknown keys (zod's default); its input comes from ``load_json``
-    (no lone surrogates)."""
-
-    model_config = ConfigDict(extra="ignore")
 
 
 def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
@@ -89,45 +85,15 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-class HostOption(Lenient):
-    """``AskUserQuestionOption`` as the host's frame schema reads it: other keys dropped."""
+class QuestionRequested(WireModel):
+    """A question waterfall's request: one or more questions. Read with ``LENIENT`` (§7):
+    unknown keys dropped at every level (an LLM may add ``"recommended": true`` and the host
+    relays it), an unknown intent ``kind`` still refused, as the host's schema does."""
 
-    label: str
-    description: str | None = None
-
-
-class HostPlanReviewIntent(Lenient):
-    """``PlanReviewIntent`` as the host's frame schema reads it: other keys dropped."""
-
-    kind: Literal["plan-review"]
-    approve: str
+    questions: Annotated[list[AskUserQuestionItem], Field(min_length=1)]
 
 
-class HostQuestion(Lenient):
-    """``AskUserQuestionItem`` as the host's frame schema reads it (§7): unknown keys dropped at
-    every level (an LLM may add ``"recommended": true`` and the host relays it), an unknown
-    intent ``kind`` still refused, as the host's schema does."""
-
-    id: str
-    question: str
-    detail: str | None = None
-    header: str | None = None
-    options: list[HostOption] | None = None
-    multi_select: bool | None = None
-    intent: Annotated[HostPlanReviewIntent, Field(discriminator="kind")] | None = None
-
-    def to_item(self) -> AskUserQuestionItem:
-        """The seam's question from the known keys, as given (no defaults added)."""
-        return AskUserQuestionItem.model_validate(self.to_wire())
-
-
-class QuestionRequested(Lenient):
-    """A question waterfall's request: one or more questions."""
-
-    questions: Annotated[list[HostQuestion], Field(min_length=1)]
-
-
-class ApprovalRequested(Lenient):
+class ApprovalRequested(WireModel):
     """An approval waterfall's request: a tool waits for permission (``call_id``: its call)."""
 
     tool_name: str
