@@ -64,6 +64,13 @@ RESTARTING_NOTE: Final = (
     "once the bot is back."
 )
 
+_RESOLVED_APPROVAL: Final = {
+    "allowed-once": "Allowed in another client.",
+    "rejected": "Rejected in another client.",
+}
+"""What an approval's message says when the host settled it without this bot (else it was
+cancelled in the harness)."""
+
 _Phase = Literal["asking", "responding"]
 
 PERMANENT_CODES: Final = frozenset({SLACK_LIMIT, BAD_REVIEW, BAD_INTENT, EMPTY_QUESTIONS})
@@ -111,9 +118,19 @@ class HostAsk:
     """Set with ``resolved``: the host withdrew this request (``cancel``)."""
 
     def resolve(self, outcome: str) -> None:
-        """The host settled this request with ``outcome`` (its log's, at its ``cancel``)."""
+        """The host settled this request with ``outcome`` (its log's, at its ``cancel``): one
+        still asking in Slack ends saying so (one answered here hears its own answer's echo)."""
+        asking = self.phase == "asking"
         self.resolved = outcome
         self.settled.set()
+        if not asking:
+            return
+        if self.approval is not None:
+            self.controller.abort(_RESOLVED_APPROVAL.get(outcome, "Cancelled in the harness."))
+        else:
+            self.controller.abort(
+                ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
+            )
 
     @property
     def open(self) -> bool:

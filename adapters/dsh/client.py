@@ -16,14 +16,12 @@ from adapters.dsh.downlink import ConnectionState, Downlink
 from adapters.dsh.host import Host, host_asker
 from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import split_host_url
-from adapters.dsh.open_requests import QUEUED_NOTE, OpenRequests
+from adapters.dsh.open_requests import OpenRequests
 from adapters.dsh.runners import ApprovalRunner, QuestionRunner
 from adapters.slack import SlackQuestionProvider
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
 from bot.questions.service import UserQuestionService
-
-__all__ = ["QUEUED_NOTE", "ConnectionState", "DshHostClient"]
 
 
 class DshHostClient:
@@ -105,7 +103,7 @@ class DshHostClient:
     @property
     def in_flight(self) -> int:
         """Requests of the host being asked or answered now, queued ones too."""
-        return self._requests.in_flight
+        return sum(self._requests.counts())
 
     @property
     def queued(self) -> int:

@@ -22,14 +22,11 @@ def describe(exc: BaseException) -> str:
 
 def host_asker(base_url: str) -> str:
     """``dsh:<scheme>://<host>[:port][/path]``: the host, without its URL's user, password
-    or query (who asked, in the audit trail)."""
+    or query (who asked, in the audit trail); its port was checked with the settings."""
     parts = urlsplit(base_url)
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:  # not a port number: leave it out
-        port = ""
+    port = f":{parts.port}" if parts.port is not None else ""
     return f"dsh:{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
 
 

@@ -1,27 +1,23 @@
 """The host's requests held open in Slack, one ``HostAsk`` per id, capped per session and per
-host (the rest wait in order); what a replay leaves out is closed as gone."""
+host (the rest wait in order); what a replay leaves out is closed as gone, and so are the
+requests of this host a stopped bot released that the host no longer has."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Final
 
 from adapters.dsh.asks import (
-    ANSWERED_ELSEWHERE,
     APPROVAL_GONE_NOTE,
-    CANCELLED_IN_HARNESS,
     GONE_NOTE,
     RESTARTING_NOTE,
     HostAsk,
+    ask_key,
 )
 from adapters.dsh.host import Host, describe
-from adapters.dsh.released import close_released
-from adapters.dsh.runners import resolved_note
 from adapters.slack import Released, SlackQuestionProvider
 
 QUEUED_NOTE: Final = (
@@ -30,6 +26,7 @@ QUEUED_NOTE: Final = (
 )
 
 _GONE_REMEMBERED: Final = 1024
+_KEY_PREFIX: Final = ask_key("")
 
 
 @dataclass(eq=False)
@@ -54,58 +51,10 @@ class _Replay:
         self.timer = asyncio.get_running_loop().call_later(self.window, self.settle, self)
 
 
-class WaitingRoom:
-    """Per session, the requests not shown yet in Slack, oldest first."""
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, OrderedDict[str, HostAsk]] = {}
-
-    def __len__(self) -> int:
-        return sum(len(waiting) for waiting in self._sessions.values())
-
-    def __iter__(self) -> Iterator[HostAsk]:
-        for waiting in self._sessions.values():
-            yield from waiting.values()
-
-    def __contains__(self, rpc_id: object) -> bool:
-        return any(rpc_id in waiting for waiting in self._sessions.values())
-
-    def add(self, ask: HostAsk) -> bool:
-        """Queue ``ask`` last in its session; ``True`` if its session had none waiting."""
-        waiting = self._sessions.setdefault(ask.session_id, OrderedDict())
-        waiting[ask.rpc_id] = ask
-        return len(waiting) == 1
-
-    def next_of(self, first: str, room: Callable[[str], bool]) -> HostAsk | None:
-        """Take the oldest waiting request of ``first``, else of the first session to queue
-        that ``room`` says may show one more."""
-        for session in (first, *self._sessions):
-            if room(session) and (waiting := self._sessions.get(session)):
-                _, ask = waiting.popitem(last=False)
-                if not waiting:
-                    del self._sessions[session]
-                return ask
-        return None
-
-    def has_waiting(self, session_id: str) -> bool:
-        """Whether requests of ``session_id`` wait."""
-        return bool(self._sessions.get(session_id))
-
-    def remove(self, matches: Callable[[HostAsk], bool]) -> int:
-        """Drop the waiting requests ``matches`` picks; how many were dropped."""
-        dropped = 0
-        for session_id, waiting in list(self._sessions.items()):
-            for rpc_id in [r for r, ask in waiting.items() if matches(ask)]:
-                del waiting[rpc_id]
-                dropped += 1
-            if not waiting:
-                del self._sessions[session_id]
-        return dropped
-
-
 class OpenRequests:
-    """The host's requests being asked or answered (``serve`` runs each), and those waiting;
-    with ``asker``, the released requests the host no longer has are closed after each replay."""
+    """The host's requests being asked or answered (``serve`` runs each), and those waiting
+    (oldest first); after each replay, the released requests of ``asker`` the host no longer
+    has are closed."""
 
     def __init__(
         self,
@@ -115,8 +64,8 @@ class OpenRequests:
         *,
         max_open: int,
         replay_window: float,
+        asker: str,
         max_open_host: int = 100,
-        asker: str | None = None,
     ) -> None:
         self._notes = provider
         self._asker = asker
@@ -128,16 +77,11 @@ class OpenRequests:
         self._logger = host.logger
         self._replay: _Replay | None = None
         self._asks: dict[str, HostAsk] = {}
-        self._waiting = WaitingRoom()
+        self._waiting: dict[str, HostAsk] = {}  # not shown yet in Slack, oldest first
         self._gone: set[str] = set()
         self._closing: set[str] = set()  # released requests being closed as gone
         self._late: dict[str, HostAsk] = {}  # replayed while being closed: asked after
         self._sweeps: set[asyncio.Task[None]] = set()
-
-    @property
-    def in_flight(self) -> int:
-        """Requests being asked or answered now, queued ones included."""
-        return len(self._asks) + self.queued
 
     @property
     def queued(self) -> int:
@@ -154,7 +98,7 @@ class OpenRequests:
 
     def counts(self) -> tuple[int, int]:
         """(questions, approvals) open or waiting."""
-        asks = [*self._asks.values(), *self._waiting]
+        asks = [*self._asks.values(), *self._waiting.values()]
         approvals = sum(1 for ask in asks if ask.approval is not None)
         return len(asks) - approvals, approvals
 
@@ -173,7 +117,7 @@ class OpenRequests:
         if replay.over:
             return
         replay.over = True
-        self._waiting.remove(lambda ask: ask.rpc_id not in replay.seen)
+        self._waiting = {r: ask for r, ask in self._waiting.items() if r in replay.seen}
         self._late = {rpc_id: ask for rpc_id, ask in self._late.items() if rpc_id in replay.seen}
         for ask in [a for a in self._asks.values() if a.open and a.rpc_id not in replay.seen]:
             self._logger.info(
@@ -182,28 +126,48 @@ class OpenRequests:
             )
             _remember(self._gone, ask.rpc_id)
             ask.controller.abort(GONE_NOTE if ask.approval is None else APPROVAL_GONE_NOTE)
-        if self._asker is not None:
-            held = partial(self._held, replay=replay)
-            sweep = asyncio.get_running_loop().create_task(
-                close_released(
-                    self._notes, self._asker, held, self._closing, self._closed, self._logger
-                ),
-                name="dsh released requests",
-            )
-            self._sweeps.add(sweep)
-            sweep.add_done_callback(self._sweeps.discard)
-
-    def _closed(self, rpc_id: str, ended: bool) -> None:
-        """A released request was closed as gone (``ended``) or could not be: ask its replay."""
-        if ended:
-            _remember(self._gone, rpc_id)
-        self._ask_late(rpc_id)
-
-    def _held(self, rpc_id: str, replay: _Replay) -> bool:
-        """Whether the request is replayed, or held by an ask (open, waiting or closing)."""
-        return any(
-            rpc_id in held for held in (replay.seen, self._asks, self._waiting, self._closing)
+        sweep = asyncio.get_running_loop().create_task(
+            self._close_released(replay), name="dsh released requests"
         )
+        self._sweeps.add(sweep)
+        sweep.add_done_callback(self._sweeps.discard)
+
+    async def _close_released(self, replay: _Replay) -> None:
+        """Close as gone this host's open requests a stopped bot released that nothing holds
+        (not replayed, open, waiting or closing): no process owns them, and left open their
+        message would take answers the host never gets. A replay of one meanwhile is asked."""
+        try:
+            found = await self._notes.store.open_records()
+        except Exception as exc:  # the store is down: the next replay looks again
+            self._logger.warning(
+                "dsh host: could not list the released requests", extra={"error": describe(exc)}
+            )
+            return
+        for record in found:
+            key = record.key  # this host's request, no process owns (a stopped bot released it)
+            if record.owner is not None or record.asked_by != self._asker or key is None:
+                continue
+            rpc_id = key.removeprefix(_KEY_PREFIX)
+            if any(
+                rpc_id in held for held in (replay.seen, self._asks, self._waiting, self._closing)
+            ):
+                continue
+            self._logger.info(
+                "dsh host: released request not replayed; closing it", extra={"rpc_id": rpc_id}
+            )
+            self._closing.add(rpc_id)
+            try:
+                gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE
+                await self._notes.abort(record.id, gone)
+                _remember(self._gone, rpc_id)
+            except Exception as exc:  # the store is down: the next replay tries again
+                self._logger.warning(
+                    "dsh host: could not close a released request",
+                    extra={"rpc_id": rpc_id, "error": describe(exc)},
+                )
+            finally:
+                self._closing.discard(rpc_id)
+            self._ask_late(rpc_id)
 
     def requested(self, ask: HostAsk) -> None:
         """The host asks (or replays) ``ask``: open it, or queue it behind its session's."""
@@ -223,7 +187,9 @@ class OpenRequests:
     def _admit(self, ask: HostAsk) -> None:
         """Open ``ask`` in Slack, or queue it when its session shows its limit already."""
         if not self._has_room(ask.session_id) or len(self._asks) >= self._max_host:
-            if self._waiting.add(ask):
+            first = not self._has_waiting(ask.session_id)
+            self._waiting[ask.rpc_id] = ask
+            if first:
                 self._logger.info(
                     "dsh host: session over its open-request limit; queueing",
                     extra={"session": ask.session_id, "limit": self._max_open},
@@ -249,7 +215,7 @@ class OpenRequests:
             "dsh host: request posted in Slack",
             extra={"rpc_id": ask.rpc_id, "session": ask.session_id},
         )
-        if self._waiting.has_waiting(ask.session_id):
+        if self._has_waiting(ask.session_id):
             self._note_queue(ask.session_id, ask)
 
     def _note_queue(self, session_id: str, latest: HostAsk | None = None) -> None:
@@ -287,11 +253,19 @@ class OpenRequests:
             return
         if self._stopping() or len(self._asks) >= self._max_host:
             return
-        if room := self._waiting.next_of(ask.session_id, self._has_room):
-            self._launch(room)
+        # Its session's oldest waiting request, else the oldest of a session with room.
+        same = [w for w in self._waiting.values() if w.session_id == ask.session_id]
+        for waiting in (*same[:1], *self._waiting.values()):
+            if self._has_room(waiting.session_id):
+                del self._waiting[waiting.rpc_id]
+                self._launch(waiting)
+                return
 
     def _has_room(self, session_id: str) -> bool:
         return sum(a.session_id == session_id for a in self._asks.values()) < self._max_open
+
+    def _has_waiting(self, session_id: str) -> bool:
+        return any(ask.session_id == session_id for ask in self._waiting.values())
 
     def _ask_late(self, rpc_id: str) -> bool:
         """Ask the replay that came while ``rpc_id`` was being closed as gone; whether one did."""
@@ -304,25 +278,14 @@ class OpenRequests:
     def resolved(self, rpc_id: str, outcome: str) -> None:
         """The host resolved request ``rpc_id`` with ``outcome``: end its ask in Slack."""
         self._late.pop(rpc_id, None)  # settled: not to be asked again
-        if self._waiting.remove(lambda waiting: waiting.rpc_id == rpc_id):
+        if self._waiting.pop(rpc_id, None) is not None:
             return  # never shown in Slack: nothing to close
-        ask = self._asks.get(rpc_id)
-        if ask is None:
-            return  # not ours
-        asking = ask.phase == "asking"
-        ask.resolve(outcome)
-        if not asking:
-            return  # already answered here (the echo of our own answer)
-        if ask.approval is not None:
-            ask.controller.abort(resolved_note(outcome))
-        else:
-            ask.controller.abort(
-                ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
-            )
+        if (ask := self._asks.get(rpc_id)) is not None:
+            ask.resolve(outcome)
 
     async def release(self, grace: float) -> None:
         """Leave the open requests to a later bot; after ``grace`` s, cancel the tasks left."""
-        self._waiting = WaitingRoom()
+        self._waiting.clear()
         self._late.clear()
         for sweep in self._sweeps:
             sweep.cancel()  # the next bot looks again

@@ -44,14 +44,6 @@ COMMAND_UNREAD_NOTE: Final = (
 )
 
 
-def resolved_note(outcome: str) -> str:
-    """What an approval's message says when the host settled it without this bot."""
-    return {
-        "allowed-once": "Allowed in another client.",
-        "rejected": "Rejected in another client.",
-    }.get(outcome, "Cancelled in the harness.")
-
-
 class QuestionRunner(HostRunner):
     """Asks one host question in Slack and sends the outcome back."""
 

@@ -561,7 +561,6 @@ _DSH = [
 ]
 
 OPEN = "adapters/dsh/open_requests.py"
-RELEASED = "adapters/dsh/released.py"
 LINK = "adapters/dsh/link.py"
 _REPLAY_TESTS = [
     "tests/dsh/test_dsh_replay_window.py",
@@ -619,7 +618,7 @@ _REPLAY = [
     Mutant(
         "waiting kept",
         OPEN,
-        "        self._waiting.remove(lambda ask: ask.rpc_id not in replay.seen)",
+        "        self._waiting = {r: ask for r, ask in self._waiting.items() if r in replay.seen}",
         "        pass",
     ),
     Mutant(
@@ -643,20 +642,20 @@ _REPLAY = [
     Mutant(
         "no released sweep",
         OPEN,
-        "        if self._asker is not None:",
-        "        if False:",
+        "            self._close_released(replay), name=",
+        "            asyncio.sleep(0), name=",
     ),
     Mutant(
         "closed released not remembered",
         OPEN,
-        "        if ended:\n            _remember(self._gone, rpc_id)",
-        "        if False:\n            _remember(self._gone, rpc_id)",
+        "                _remember(self._gone, rpc_id)\n",
+        "                pass\n",
     ),
     Mutant(
         "late released replay dropped",
         OPEN,
-        "        self._ask_late(rpc_id)\n\n    def _held",
-        "        pass\n\n    def _held",
+        "            self._ask_late(rpc_id)\n",
+        "            pass\n",
     ),
     Mutant(
         "held ignores the replay",
@@ -719,42 +718,38 @@ _REPLAY = [
     ),
     Mutant(
         "owned record closed",
-        RELEASED,
-        "        if record.owner is not None or record.asked_by != asker or key is None:",
-        "        if record.asked_by != asker or key is None:",
+        OPEN,
+        "            if record.owner is not None or record.asked_by != self._asker or key is None:",
+        "            if record.asked_by != self._asker or key is None:",
     ),
     Mutant(
         "other host's record closed",
-        RELEASED,
-        "        if record.owner is not None or record.asked_by != asker or key is None:",
-        "        if record.owner is not None or key is None:",
+        OPEN,
+        "            if record.owner is not None or record.asked_by != self._asker or key is None:",
+        "            if record.owner is not None or key is None:",
     ),
-    Mutant(
-        "any key closed",
-        RELEASED,
-        "        if not key.startswith(KEY_PREFIX):\n            continue",
-        "        if False:\n            continue",
-        equivalent="asked_by is dsh:<host> only on the records of the host's runners, whose keys are all ask_key(...); the API's are api:<name>",
-    ),
-    Mutant("wrong id", RELEASED, "rpc_id = key.removeprefix(KEY_PREFIX)", "rpc_id = key"),
+    Mutant("wrong id", OPEN, "rpc_id = key.removeprefix(_KEY_PREFIX)", "rpc_id = key"),
     Mutant(
         "held ignored",
-        RELEASED,
-        "        if held(rpc_id):\n            continue",
-        "        if False:\n            continue",
+        OPEN,
+        "                rpc_id in held for held in (replay.seen, self._asks, self._waiting, self._closing)\n            ):",
+        "                ()\n            ):",
     ),
-    Mutant("closing not marked", RELEASED, "        closing.add(rpc_id)\n", "        pass\n"),
+    Mutant(
+        "closing not marked", OPEN, "            self._closing.add(rpc_id)\n", "            pass\n"
+    ),
     Mutant(
         "released approval called question",
-        RELEASED,
-        "            gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE",
-        "            gone = GONE_NOTE",
+        OPEN,
+        "                gone = GONE_NOTE if record.approval is None else APPROVAL_GONE_NOTE",
+        "                gone = GONE_NOTE",
     ),
-    Mutant("ended not said", RELEASED, "            ended = True", "            pass"),
     Mutant(
-        "closing never over", RELEASED, "            closing.discard(rpc_id)", "            pass"
+        "closing never over",
+        OPEN,
+        "                self._closing.discard(rpc_id)",
+        "                pass",
     ),
-    Mutant("late replay never asked", RELEASED, "        closed(rpc_id, ended)", "        pass"),
     Mutant(
         "ask keyed by socket",
         LINK,
@@ -803,7 +798,7 @@ _REPLAY = [
         LINK,
         "        if since is None:\n            return False",
         "        if since is None:\n            return True",
-        equivalent="respond asks _gone only with a clientId, and ready() sets the clientId and _ready_at together (opened() clears both)",
+        equivalent="respond asks _gone only with a clientId, and the ready item sets the clientId and _ready_at together (opened() clears both)",
     ),
 ]
 

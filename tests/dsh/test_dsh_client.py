@@ -32,7 +32,8 @@ from adapters.dsh.asks import (
     RESTARTING_NOTE,
     SETTLED_ELSEWHERE,
 )
-from adapters.dsh.client import QUEUED_NOTE, DshHostClient
+from adapters.dsh.client import DshHostClient
+from adapters.dsh.open_requests import QUEUED_NOTE
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.ids import key_request_id
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord

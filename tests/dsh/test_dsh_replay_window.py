@@ -70,7 +70,7 @@ def ready_frame(client_id: str) -> str:
 
 @dataclass
 class Released:
-    """A stored request as ``open_records`` lists it (what ``close_released`` reads)."""
+    """A stored request as ``open_records`` lists it (what a replay's sweep reads)."""
 
     rpc_id: str
     asked_by: str = ASKER
