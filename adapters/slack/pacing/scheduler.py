@@ -363,10 +363,8 @@ class WebApiScheduler:
             seconds, now = self.limits.real(retry_after), asyncio.get_running_loop().time()
             buckets = self.limits.buckets(state.name, entry.lane)
             # A lane's refusal holds the lane alone, unless another one is held already.
-            if holds_lane(state.name, exc) and state.held_alone(entry.lane, now, now + seconds):
-                await self._budget.hold(buckets[-1], seconds)
-            else:
-                await self._budget.hold(buckets[0], seconds)
+            alone = holds_lane(state.name, exc) and state.held_alone(entry.lane, now, now + seconds)
+            await self._budget.hold(buckets[-1] if alone else buckets[0], seconds)
             state.enqueue(entry, first=True)
         except BaseException as exc:
             entry.settle(error=exc)
