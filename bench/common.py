@@ -46,9 +46,13 @@ from slack_bolt.app.async_server import AsyncSlackAppServer
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.clicks.bolt_app import build_app, close_web_client, events_handler
+from adapters.slack.clicks.bolt_app import (
+    build_app,
+    close_web_client,
+    events_handler,
+    to_bolt_request,
+)
 from adapters.slack.clicks.bolt_app import web_client as slack_web_client
-from adapters.slack.clicks.bolt_request import to_bolt_request
 from adapters.slack.pacing.budget import Budget
 from adapters.slack.pacing.rate_limits import SlackLimits
 from adapters.slack.sandbox.signing import build_interaction_request
