@@ -9,6 +9,7 @@ import ctypes
 import gc
 import logging
 import secrets
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -268,8 +269,6 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
 async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
     """Run until SIGTERM or SIGINT, then stop cleanly; a signal during startup cancels the start
     (which releases what it opened), a second one while stopping has its default effect."""
-    import signal
-
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     starting = asyncio.ensure_future(start(settings))

@@ -75,15 +75,14 @@ class SocketMode:
             why = refusal(exc, "apps.connections.open", client.web_client, "SLACK_APP_TOKEN")
             raise RuntimeError(f"Socket Mode: {why}") from exc
         connecting = self.handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
-        limit = SOCKET_CONNECT_TIMEOUT
         try:
-            await asyncio.wait_for(connecting, limit)
+            await asyncio.wait_for(connecting, SOCKET_CONNECT_TIMEOUT)
         except TimeoutError:
             raise RuntimeError(
                 f"Socket Mode: the WebSocket that apps.connections.open handed out (for "
-                f"SLACK_APP_TOKEN) did not open within {limit:g} s. Check that this machine "
-                "can reach Slack's Socket Mode servers (wss://wss-primary.slack.com, port "
-                "443; a proxy or firewall may hold the connection), and that Socket Mode is "
+                f"SLACK_APP_TOKEN) did not open within {SOCKET_CONNECT_TIMEOUT:g} s. Check that "
+                "this machine can reach Slack's Socket Mode servers (wss://wss-primary.slack.com, "
+                "port 443; a proxy or firewall may hold the connection), and that Socket Mode is "
                 "turned on for the app of SLACK_APP_TOKEN."
             ) from None
 
