@@ -4,80 +4,30 @@ are errors naming the setting to change."""
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import socket
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TypeVar
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from adapters.connections import ListenerLimits, start_listener
-from adapters.dsh.client import DshHostClient
-from adapters.httpguard import BodyBudget, RefusalLog, guard_middleware
-from adapters.slack import SlackQuestionProvider
+from adapters.httpguard import BodyBudget, Handler, RefusalLog, guard_middleware
 from adapters.slack.clicks.bolt_app import SLACK_MAX_BODY, events_handler
 from bot.api.answers import request_problem
 from bot.api.gateway import Gateway
 from bot.app.shutdown import handler_grace
-from bot.settings.checks import Mode
 from bot.settings.config import Settings
 from bot.settings.text import show
 
-if TYPE_CHECKING:
-    from bot.app.socket_mode import SocketMode
-
 T = TypeVar("T")
-HEALTH_STORE_TIMEOUT: Final = 3.0
-"""Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
-
-
-@dataclass(eq=False)
-class Health:
-    """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
-    ``unowned``: any process's) and open, the waiters, the Web API queue, each connection."""
-
-    mode: Mode
-    provider: SlackQuestionProvider
-    gateway: Gateway
-    socket: SocketMode | None = None
-    dsh: DshHostClient | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Answer ``GET /healthz``: 503 and ``ok: false`` while the store is unreachable."""
-        store = self.provider.store
-        body: dict[str, object] = {"ok": True, "mode": self.mode}
-        try:
-            async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
-                count = await store.open_count()
-        except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
-            body.update(ok=False, store="unreachable", error=type(exc).__name__)
-        else:
-            body.update(
-                store="ok",
-                pending=count.mine + count.unowned,
-                owned=count.mine,
-                unowned=count.unowned,
-                open=count.total,
-            )
-        body["waiters"] = store.watch_count
-        body["longPolls"] = self.gateway.polls.count
-        scheduler = getattr(self.provider.client, "scheduler", None)
-        if scheduler is not None:  # Web API calls waiting for Slack's rate limits
-            body["webApiQueue"] = scheduler.depths()
-        if self.socket is not None:
-            body.update(await self.socket.status())
-        if self.dsh is not None:
-            body.update(self.dsh.status())
-        return web.json_response(body, status=200 if body["ok"] else 503)
 
 
 async def serve(
     settings: Settings,
     gateway: Gateway,
-    health: Health,
+    health: Handler,
     app: AsyncApp,
     signing_secret: str | None,
     refusals: RefusalLog,
@@ -99,7 +49,7 @@ async def serve(
     web_app = web.Application(
         client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]
     )
-    web_app.router.add_get("/healthz", health.handle)
+    web_app.router.add_get("/healthz", health)
     gateway.add_routes(web_app)
     if settings.mode in ("http", "sandbox"):
         events = events_handler(app, signing_secret or "", refusals=refusals)

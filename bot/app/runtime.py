@@ -12,7 +12,7 @@ import secrets
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import aiohttp
 from aiohttp import web
@@ -29,7 +29,7 @@ from adapters.slack.stores import PendingStore
 from bot.api.access import OpenQuestionCaps
 from bot.api.gateway import Gateway
 from bot.app.embedded import wired
-from bot.app.listener import Health, listener_limits, listening, serve
+from bot.app.listener import listener_limits, listening, serve
 from bot.app.shutdown import Deadline, bounded, interrupt
 from bot.app.socket_mode import SocketMode, refusal
 from bot.app.storage import budget, open_store, outbox
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("bot")
 
+HEALTH_STORE_TIMEOUT: Final = 3.0
+"""Longest ``/healthz`` waits for the store before it calls it unreachable, in seconds."""
 SANDBOX_HOST = "127.0.0.1"
 """The sandbox (page and stand-in Web API) listens here and nowhere else."""
 
@@ -55,8 +57,8 @@ class Runtime:
     gateway: Gateway
     app: AsyncApp
     store: PendingStore
-    runner: web.AppRunner
-    url: str
+    runner: web.AppRunner = field(init=False)
+    url: str = field(init=False)
     resources: contextlib.AsyncExitStack = field(repr=False)
     """Everything ``start`` entered, released in reverse order by ``stop``."""
     deadline: Deadline = field(repr=False)
@@ -70,6 +72,36 @@ class Runtime:
     def sandbox_url(self) -> str | None:
         """The sandbox's page (sandbox mode only)."""
         return self.sandbox.page_url if self.sandbox is not None else None
+
+    async def health(self, request: web.Request) -> web.StreamResponse:
+        """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
+        ``unowned``: any process's) and open, the waiters, the Web API queue, each connection;
+        503 and ``ok: false`` while the store is unreachable."""
+        store = self.provider.store
+        body: dict[str, object] = {"ok": True, "mode": self.settings.mode}
+        try:
+            async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
+                count = await store.open_count()
+        except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
+            body.update(ok=False, store="unreachable", error=type(exc).__name__)
+        else:
+            body.update(
+                store="ok",
+                pending=count.mine + count.unowned,
+                owned=count.mine,
+                unowned=count.unowned,
+                open=count.total,
+            )
+        body["waiters"] = store.watch_count
+        body["longPolls"] = self.gateway.polls.count
+        scheduler = getattr(self.provider.client, "scheduler", None)
+        if scheduler is not None:  # Web API calls waiting for Slack's rate limits
+            body["webApiQueue"] = scheduler.depths()
+        if self.socket is not None:
+            body.update(await self.socket.status())
+        if self.dsh is not None:
+            body.update(self.dsh.status())
+        return web.json_response(body, status=200 if body["ok"] else 503)
 
     async def stop(self) -> None:
         """Interrupt pending questions, drain background work, and close everything (once)."""
@@ -203,10 +235,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         logger.info(
             f"took up {len(adopted)} open questions owned by no process ({counted} of the API)"
         )
-    health = Health(settings.mode, provider, gateway)
-    runner = await serve(settings, gateway, health, app, signing_secret, refusals)
-    closes("http server", runner.cleanup, "closing the HTTP server")
-    url = f"http://{settings.bracketed_host}:{runner.addresses[0][1]}"
     runtime = Runtime(
         settings=settings,
         service=service,
@@ -214,12 +242,14 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         gateway=gateway,
         app=app,
         store=store,
-        runner=runner,
-        url=url,
         resources=stack,
         sandbox=sandbox,
         deadline=deadline,
     )
+    runner = await serve(settings, gateway, runtime.health, app, signing_secret, refusals)
+    closes("http server", runner.cleanup, "closing the HTTP server")
+    runtime.runner = runner
+    runtime.url = url = f"http://{settings.bracketed_host}:{runner.addresses[0][1]}"
     if sandbox is not None:
         # The demo's tool approval names no approvers (DSH_APPROVERS are the dsh host's):
         # anyone who may answer in the sandbox may decide it.
@@ -229,7 +259,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         socket = SocketMode(app, settings.slack_app_token.get_secret_value())
         closes("socket mode", socket.close, "closing the Socket Mode connection")
         await socket.connect()
-        runtime.socket = health.socket = socket
+        runtime.socket = socket
     if settings.dsh_host_url:
         dsh_token = settings.dsh_host_token
         dsh = DshHostClient(
@@ -243,7 +273,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         )
         closes("dsh host client", dsh.stop, "stopping the dsh host client")
         await dsh.start()
-        runtime.dsh = health.dsh = dsh
+        runtime.dsh = dsh
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
