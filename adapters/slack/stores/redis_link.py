@@ -27,7 +27,8 @@ T = TypeVar("T")
 FAILURES: Final = (RedisError, OSError, TimeoutError)
 """What a Redis call raises when Redis cannot answer (or refuses)."""
 PAGE: Final = 500
-"""Entries read per XRANGE (and per page of the audit stream's purge)."""
+"""Entries read per XRANGE (and per page of the audit stream's purge), records checked for
+existence per pipeline."""
 _CONNECTION_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError)
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from typing import Final, cast
+from typing import cast
 
 from redis.asyncio.client import PubSub
 from redis.asyncio.lock import Lock
@@ -21,9 +21,6 @@ from adapters.slack.stores.redis_link import FAILURES, PAGE, RedisLink, px, rera
 from adapters.slack.stores.redis_lua import FORGET_OWNER, KEEP_OPEN_TRAILS, PURGE_AUDIT
 from adapters.slack.stores.watches import WatchRegistry
 from bot.questions.errors import STORE_UNAVAILABLE, UserQuestionError
-
-_CHUNK: Final = 500
-"""Records checked for existence per pipeline."""
 
 
 class RedisUpkeep(Upkeep):
@@ -144,8 +141,8 @@ class RedisUpkeep(Upkeep):
     async def check_lost(self) -> None:
         """Fail the waits on records that vanished (Redis flushed): ``RECORD_LOST``."""
         ids = self.watches.waiting_ids()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
+        for start in range(0, len(ids), PAGE):
+            chunk = ids[start : start + PAGE]
             pipe = self._link.client.pipeline(transaction=False)
             for request_id in chunk:
                 pipe.exists(self._keys.record(request_id))

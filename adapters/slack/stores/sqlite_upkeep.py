@@ -51,7 +51,7 @@ class SqliteUpkeep(Upkeep):
         self._watches = watches
         self._retention = retention
         self._sweep_from = 0.0
-        """No sweep before this (monotonic): ``hold_sweep``."""
+        """No sweep before this (monotonic): ``_beat_or_hold``."""
         self._data_version = -1
         self._seen_seq = 0
         self._lost_checked = 0.0
@@ -64,9 +64,7 @@ class SqliteUpkeep(Upkeep):
         than a beat's interval holds the sweep: so did the others' beats."""
         self._seen_seq = int(await self._file.scalar("SELECT COALESCE(MAX(seq), 0) FROM endings"))
         self._data_version = int(await self._file.scalar("PRAGMA data_version"))
-        await self.beat()
-        if time.monotonic() - began > self._interval:
-            self.hold_sweep()
+        await self._beat_or_hold(began)
 
     async def poll_once(self) -> None:
         """One look: resolve the watches of what other processes ended since the last."""
@@ -112,10 +110,6 @@ class SqliteUpkeep(Upkeep):
         )
         self._beaten_at = time.monotonic()
 
-    def hold_sweep(self) -> None:
-        """Judge nobody lost for one TTL: this beat waited (or failed), so others' did too."""
-        self._sweep_from = time.monotonic() + self._ttl
-
     async def stop_beating(self) -> None:
         """Delete this process's heartbeat (at close; a failure is logged)."""
         try:
@@ -149,22 +143,22 @@ class SqliteUpkeep(Upkeep):
             if sweep.cut:
                 return
 
-    async def _beat_or_hold(self) -> bool:
-        """Beat; whether it was on time (one late or failed holds the sweep for one TTL)."""
-        began = time.monotonic()
+    async def _beat_or_hold(self, began: float | None = None) -> bool:
+        """Beat; whether it was on time, counted from ``began`` (monotonic; by default now).
+        One late or failed judges nobody lost for one TTL: the others' beats waited too."""
+        began = time.monotonic() if began is None else began
+        on_time = False
         try:
             await self.beat()
-        except BaseException:
-            self.hold_sweep()
-            raise
-        if time.monotonic() - began > self._interval:
-            self.hold_sweep()
-            return False
-        return True
+            on_time = time.monotonic() - began <= self._interval
+        finally:
+            if not on_time:
+                self._sweep_from = time.monotonic() + self._ttl
+        return on_time
 
     async def _keep_beating(self, sweep: OrphanSweep) -> None:
         """Before each record of a sweep: beat every heartbeat interval. A beat that waited
-        longer than that ends the pass (and holds the next: ``hold_sweep``)."""
+        longer than that ends the pass (and holds the next)."""
         if time.monotonic() - self._beaten_at < self._interval:
             return
         if not await self._beat_or_hold():
