@@ -115,8 +115,7 @@ class MemoryPendingStore(PendingStore):
         gone: set[str] = set()
         while self._expiry and next(iter(self._expiry.values())) <= now:
             request_id, _ = self._expiry.popitem(last=False)
-            stored = self._records.get(request_id)
-            if stored is not None and stored.state != "pending":
+            if self._records[request_id].state != "pending":  # (reopened: it stays)
                 del self._records[request_id]
                 if self._trails.pop(request_id, None):
                     gone.add(request_id)

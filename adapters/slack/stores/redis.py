@@ -267,7 +267,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         self._link.closed = True  # the loops also check this, should a cancellation get lost
         await stop_tasks(self._tasks, self._log, patience=self._link.op_timeout)
         self._tasks = []
-        self._upkeep.close(closed_error())
+        self._watches.close(closed_error())  # (the subscriber has stopped: nothing is retried)
         if self._started:
             try:
                 async with asyncio.timeout(self._link.op_timeout):

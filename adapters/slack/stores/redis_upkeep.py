@@ -69,11 +69,6 @@ class RedisUpkeep(Upkeep):
             except (RedisError, OSError) as exc:
                 self._log.debug("closing pub/sub: %s", exc)
 
-    def close(self, error: UserQuestionError) -> None:
-        """End every wait with ``error``; forget the watches."""
-        self.watches.close(error)
-        self._retry.clear()
-
     async def reread(self, *ids: str) -> None:
         """Re-read these watched records (bounded); on failure the subscriber retries them
         (an id no longer watched leaves the retries)."""
