@@ -30,18 +30,6 @@ end
 # Everything is checked before anything is written: a script failing half-way is not undone.
 
 
-def _streams_ready(audit: str, trail: str) -> str:
-    """Lua: refuse (before any write) when either audit key holds something else."""
-    return f"""
-for _, key in ipairs({{{audit}, {trail}}}) do
-  local kind = redis.call('TYPE', key)['ok']
-  if kind ~= 'none' and kind ~= 'stream' then
-    return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
-  end
-end
-"""
-
-
 def _trail_follows(record: str, trail: str, keep: str) -> str:
     """Lua: the question's stream lives as long as its record (``keep`` with no record)."""
     return f"""
@@ -57,11 +45,18 @@ end
 
 
 def _chain_ready(base: int, audit: str, trail: str, head: str) -> str:
-    """Lua: read the event's chain ARGV from ``base`` on (``RedisPendingStore._chained``)
-    and, before any write, answer ``{-1, head, question's last chained hash}`` when either moved."""
+    """Lua: read the event's chain ARGV from ``base`` on (``RedisPendingStore._chained``);
+    before any write, refuse either audit key holding something else, and answer
+    ``{-1, head, question's last chained hash}`` when either moved."""
     return f"""
 local event, seq, prev, qprev, hash, want = unpack(ARGV, {base}, {base + 5})
-if event ~= '' then{_streams_ready(audit, trail)}
+if event ~= '' then
+  for _, key in ipairs({{{audit}, {trail}}}) do
+    local kind = redis.call('TYPE', key)['ok']
+    if kind ~= 'none' and kind ~= 'stream' then
+      return redis.error_reply('WRONGTYPE audit key ' .. key .. ' holds a ' .. kind)
+    end
+  end
   local now, got, high, count = redis.call('GET', {head}) or '', nil, '+', 1
   while not got do  -- the question's newest chained hash (past an earlier release's events)
     local page = redis.call('XREVRANGE', {trail}, high, '-', 'COUNT', count)
@@ -172,15 +167,11 @@ local entries = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4]
 local gone = 0
 for _, entry in ipairs(entries) do
   local fields, request, at, chain = entry[2], nil, 0, {}
-  for i = 1, #fields, 2 do
-    chain[fields[i]] = fields[i + 1]
-    if fields[i] == 'e' then
-      local ok, event = pcall(cjson.decode, fields[i + 1])
-      if ok and type(event) == 'table' then
-        request = event['requestId']
-        if type(event['at']) == 'number' then at = event['at'] end
-      end
-    end
+  for i = 1, #fields, 2 do chain[fields[i]] = fields[i + 1] end
+  local ok, event = pcall(cjson.decode, chain['e'] or '')
+  if ok and type(event) == 'table' then
+    request = event['requestId']
+    if type(event['at']) == 'number' then at = event['at'] end
   end
   if type(request) ~= 'string' or redis.call('EXISTS', ARGV[1] .. request) == 0 then
     redis.call('XDEL', KEYS[1], entry[1])
