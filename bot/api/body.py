@@ -279,13 +279,11 @@ def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
     """What the API refuses in a JSON body (``given``, parsed) that validated as ``post``: the
     attribute names (``multi_select``) validating JSON lets by where the API takes only wire
     names (validating Python refuses them), then what ``checked`` refuses beyond the model."""
-    errors: list[dict[str, Any]] = []
-    try:
-        type(post).model_validate(given, by_alias=True, by_name=False)
-    except ValidationError as exc:
-        for error in exc.errors(include_url=False, include_input=False):
-            if error["type"] == "extra_forbidden":
-                at = [str(part) for part in error["loc"]]
-                why = f"unknown key {at[-1]!r} (the API takes the seam's wire names)"
-                errors.append(_refused(at, why, "extra_forbidden"))
-    return errors or _ambiguities(post)
+    found = checked(type(post), given)
+    why = "unknown key {!r} (the API takes the seam's wire names)"
+    unknown = [
+        _refused(e["loc"], why.format(e["loc"][-1]), e["type"])
+        for e in (found if isinstance(found, list) else [])
+        if e["type"] == "extra_forbidden"
+    ]
+    return unknown or _ambiguities(post)
