@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from operator import attrgetter
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import aiosqlite
 
@@ -41,40 +41,27 @@ class Delivery:
         return replace(self, version=self.version + 1, next_at=lease_until, leased=True)
 
 
-class Outbox(Protocol):
-    """Where deliveries wait; every write but ``add`` is a compare-and-set on ``version``."""
-
-    async def add(self, delivery: Delivery) -> None:
-        """Keep ``delivery`` unless one with its id is kept already."""
-
-    async def get(self, delivery_id: str) -> Delivery | None: ...
-
-    async def due(self, now: float, limit: int = 100) -> list[Delivery]:
-        """Deliveries whose ``next_at`` has come, soonest first."""
-
-    async def put(self, before: Delivery, after: Delivery | None) -> bool:
-        """Replace ``before`` (still at its version) with ``after`` (``None``: delete)."""
-
-    async def close(self) -> None: ...
-
-
 class MemoryOutbox:
-    """The outbox of one process (the memory store): gone with it."""
+    """The outbox of one process (the memory store): gone with it. Every write but ``add`` is
+    a compare-and-set on ``version``, in each kind of outbox."""
 
     def __init__(self) -> None:
         self._kept: dict[str, Delivery] = {}
 
     async def add(self, delivery: Delivery) -> None:
+        """Keep ``delivery`` unless one with its id is kept already."""
         self._kept.setdefault(delivery.id, delivery)
 
     async def get(self, delivery_id: str) -> Delivery | None:
         return self._kept.get(delivery_id)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
+        """Deliveries whose ``next_at`` has come, soonest first."""
         ready = (d for d in self._kept.values() if d.next_at <= now)
         return sorted(ready, key=attrgetter("next_at"))[:limit]
 
     async def put(self, before: Delivery, after: Delivery | None) -> bool:
+        """Replace ``before`` (still at its version) with ``after`` (``None``: delete)."""
         kept = self._kept.get(before.id)
         if kept is None or kept.version != before.version:
             return False
@@ -193,3 +180,7 @@ class RedisOutbox:
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+Outbox = MemoryOutbox | SqliteOutbox | RedisOutbox
+"""Where deliveries wait: in this process, or in the SQLite or Redis store's backend."""
