@@ -8,6 +8,7 @@ Constructing it registers its listeners on ``app``; every Web API call goes thro
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -29,8 +30,9 @@ from adapters.slack.asks.destination import (
     Destination,
     DestinationHook,
     owe_callback,
+    review_of,
 )
-from adapters.slack.asks.endings import Endings
+from adapters.slack.asks.endings import Endings, outcome
 from adapters.slack.asks.lifecycle import AskLifecycle
 from adapters.slack.asks.reconcile import LOOKUPS, LostPosts
 from adapters.slack.asks.status import (
@@ -137,7 +139,7 @@ class SlackQuestionProvider:
         self._endings = Endings(store, sync)
         self.defaults = defaults
         """Destination, who may answer, mention and timeout for requests asked from now on."""
-        clock = clock or SystemClock()
+        self._clock = clock = clock or SystemClock()
         crew = Crew(client, store, sync, self._endings, clock, log)
         self.lost_posts = lost = LostPosts(crew, tuple(lookups))
         """Looks for the messages of failed posts that Slack stored all the same."""
@@ -177,9 +179,17 @@ class SlackQuestionProvider:
         if request.options is not None and request.options.callback is not None:
             options = await owe_callback(self.webhooks, request.options)
             request = request.model_copy(update={"options": options})
-        asking = self._lifecycle.ask(request)
-        del request  # not held while the question waits
-        return await asking
+        options = request.options or AskOptions()
+        # No local keeps the request, the template or the review's maker: ``run`` lets go
+        # of them while the question waits (for hours, 10,000 at once).
+        running = self._lifecycle.run(
+            self.defaults.question_record(request, options, now=self._clock.now()),
+            options,
+            request.signal,
+            functools.partial(review_of, self.client, self.store, request.questions, options),
+        )
+        del request, options
+        return outcome(await running)
 
     def request_id_for(self, key: str | None = None) -> str:
         """The id of the request asked with idempotency ``key``; a new id without a key."""
@@ -214,10 +224,8 @@ class SlackQuestionProvider:
     ) -> QuestionStatus:
         """Post a tool-permission approval (Allow once / Reject) and wait for its ending."""
         options = await owe_callback(self.webhooks, options)
-        record = await self._lifecycle.ask_approval(
-            approval, options, approvers=approvers, approver_groups=approver_groups, signal=signal
-        )
-        return status_of(record)
+        template = self.defaults.approval_record(approval, options, approvers, approver_groups)
+        return status_of(await self._lifecycle.run(template, options, signal))
 
     async def events(self, request_id: str) -> list[AuditEvent]:
         """The audit trail of request ``request_id``, oldest first."""
@@ -268,6 +276,7 @@ class SlackQuestionProvider:
     async def resume(self) -> list[QuestionStatus]:
         """Adopt the open requests owned by no process (at start; the ones adopted): keep their
         deadlines, reopen "Interrupted" messages, post the unposted, look for lost posts."""
+        await self.lost_posts.resume()
         return [status_of(record) for record in await self._lifecycle.resume()]
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:

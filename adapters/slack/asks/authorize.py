@@ -299,13 +299,10 @@ class ClickAuthority:
     async def _outside(self, record: PendingRecord) -> tuple[list[str] | None, list[str] | None]:
         """Who may act on ``record`` from outside its message: whom its Home tab entry is
         listed for (its message's own buttons need only ``who_may``)."""
-        known = self._outside_cached(record)
-        if known is not None:
-            return known
-        # Unknown only for a conversation's members not cached yet: read them.
         audience = Audience.of(record, closed=True)
-        assert audience is not None and audience.channel
-        seen = await self._conversations.seen_by(audience.channel)
+        if audience is None or audience.channel is None:
+            return _listed(audience, record)
+        seen = await self._conversations.seen_by(audience.channel)  # (cached, or read)
         return _listed(audience.resolved(seen), record)
 
 

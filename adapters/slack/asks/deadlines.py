@@ -176,9 +176,7 @@ class DeadlineKeepers(Part):
 
     async def resume(self) -> list[PendingRecord]:
         """Adopt the open requests owned by no process (at start); returns them."""
-        found = await self._store.open_records()
-        self._note(found)
-        adopted = [r for r in found if r.owner is None]
+        adopted = self._note(await self._store.open_records())
         for record in adopted:
             if record.note == SHUTDOWN_NOTE:
                 await self._sync.write(

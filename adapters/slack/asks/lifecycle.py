@@ -4,21 +4,20 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from adapters.slack.asks.deadlines import Crew, Part
-from adapters.slack.asks.destination import AskDefaults, Destination, DestinationHook, review_of
-from adapters.slack.asks.endings import Released, outcome
+from adapters.slack.asks.destination import AskDefaults
+from adapters.slack.asks.endings import Released
 from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts, Place, adopt_predecessor, posted_in
 from adapters.slack.asks.synchroniser import question_error
 from adapters.slack.asks.waits import Waits
 from adapters.slack.model import ids
-from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.approval import render_record
 from adapters.slack.render.blocks.parts import Rendered
 from adapters.slack.render.messages import (
@@ -28,16 +27,8 @@ from adapters.slack.render.messages import (
     SHUTTING_DOWN,
 )
 from adapters.slack.stores import MemoryPendingStore, settle
-from bot.questions import (
-    AbortSignal,
-    AskOptions,
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-    UserQuestionError,
-)
-from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
-
-__all__ = ["AskDefaults", "AskLifecycle", "Destination", "DestinationHook", "TakeUp"]
+from bot.questions import AbortSignal, AskOptions, UserQuestionError
+from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
 
 
 class TakeUp(Poster):
@@ -132,42 +123,11 @@ class AskLifecycle(Part):
         self.waits = Waits(crew)
         self._inflight: set[asyncio.Task[Any]] = set()
         self._started = time.monotonic()
-        self.lost = lost
         self.poster = TakeUp(crew, lost, team_url)
         crew.sync.on_gone = self.poster.post_again
         self.waits.take_up = self.poster.take_up
 
-    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """Post the request to Slack and wait for its outcome."""
-        options = request.options or AskOptions()
-        # No local keeps the request, the template or the review's maker: ``_run`` lets go
-        # of them while the question waits (for hours, 10,000 at once).
-        running = self._run(
-            self.defaults.question_record(request, options, now=self._clock.now()),
-            options,
-            request.signal,
-            functools.partial(review_of, self._client, self._store, request.questions, options),
-        )
-        del request, options
-        return outcome(await running)
-
-    async def ask_approval(
-        self,
-        approval: ApprovalView,
-        options: AskOptions,
-        *,
-        approvers: Sequence[str] | None = None,
-        approver_groups: Sequence[str] | None = None,
-        signal: AbortSignal | None = None,
-    ) -> PendingRecord:
-        """Post a tool-permission approval and wait; the record as it ended."""
-        return await self._run(
-            self.defaults.approval_record(approval, options, approvers, approver_groups),
-            options,
-            signal,
-        )
-
-    async def _run(
+    async def run(
         self,
         template: PendingRecord,
         options: AskOptions,
@@ -233,12 +193,7 @@ class AskLifecycle(Part):
             if options.on_posted is not None:
                 options.on_posted(request_id)
             del options
-            try:
-                return await self.waits.wait(request_id, watch, signal, placed=copy)
-            except UserQuestionError as exc:
-                if exc.code == RECORD_LOST and copy is not None:
-                    await self._endings.put_back_lost(copy)
-                raise
+            return await self.waits.wait(request_id, watch, signal, placed=copy)
         except asyncio.CancelledError:
             # The awaiting task was cancelled (before or after Slack took the message).
             await self._endings.end_or_later(request_id, "aborted", CANCELLED_BY_ASKER, ASK_ABORTED)
@@ -283,24 +238,20 @@ class AskLifecycle(Part):
 
     async def resume(self) -> list[PendingRecord]:
         """At start: adopt the open requests owned by no process and follow those asked from
-        now on; post the unposted; look for failed posts."""
-        await self.lost.resume()
+        now on; post the unposted."""
         adopted = await self.waits.resume()
         if not self._in_process:  # a store of this process only: nobody else asks
             self.waits.follow()
         unposted = [record for record in adopted if record.message_ts is None]
-        if unposted:
-            self.poster.take_up(await self.poster.claim(unposted))
+        self.poster.take_up(await self.poster.claim(unposted))  # (none: nothing to do)
         return adopted
 
     async def orphans(self, records: list[PendingRecord]) -> None:
         """A sweep took these for this process from a lost one (``stores.duties``): the
         detached ones, open, are posted here; the others, failed, say so in Slack."""
-        taken = [record for record in records if record.is_open]
         for record in records:
             self.waits.keep(record) if record.is_open else self._sync.refresh(record.id)
-        if taken:
-            self.poster.take_up(taken)
+        self.poster.take_up([record for record in records if record.is_open])
 
     async def aclose(self, *, grace: float = 5.0, note: str = SHUTDOWN_NOTE) -> None:
         """Stop taking questions, end every open request this process owns, let asks finish."""

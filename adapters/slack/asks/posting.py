@@ -234,9 +234,9 @@ _UPLOAD_TIMEOUT = aiohttp.ClientTimeout(total=120.0)
 
 async def upload_text(
     client: AsyncWebClient, attachment: Attachment, *, channel: str, thread_ts: str
-) -> str:
-    """Share ``attachment`` as a file in ``channel``'s thread ``thread_ts``; its file id (not
-    slack_sdk's ``files_upload_v2``: it sends raw bytes, which block the loop on a large file)."""
+) -> None:
+    """Share ``attachment`` as a file in ``channel``'s thread ``thread_ts`` (not slack_sdk's
+    ``files_upload_v2``: it sends raw bytes, which block the loop on a large file)."""
     data = attachment.content.encode("utf-8")
     reserved = await client.files_getUploadURLExternal(
         filename=attachment.filename, length=len(data)
@@ -258,4 +258,3 @@ async def upload_text(
         thread_ts=thread_ts,
         initial_comment=attachment.comment,
     )
-    return file_id

@@ -168,26 +168,20 @@ class LostPosts(Part):
     async def resume(self) -> int:
         """At start: look (again) for the messages of the posts that failed in the last
         ``RECENT`` seconds, still without one (a lookup may have been stopped); how many."""
-        now = self._clock.now()
-        since = now - RECENT
         failed: dict[str, float] = {}
         try:
-            async for event in self._store.audit(since):
+            async for event in self._store.audit(self._clock.now() - RECENT):
                 if event.kind == "failed" and event.detail.get("code") == DELIVERY_FAILED:
                     failed[event.request_id] = event.at
+            records = await self._store.get_many(list(failed))
         except UserQuestionError as exc:
-            self._once(exc.code, "cannot take up the lookups of lost posts", "audit", exc)
+            self._once(exc.code, "cannot take up the lookups of lost posts", "the store", exc)
             return 0
         started = 0
-        for request_id, failed_at in failed.items():
-            try:
-                record = await self._store.get(request_id)
-            except UserQuestionError as exc:
-                self._once(exc.code, "cannot take up the lookups of lost posts", request_id, exc)
-                return started
+        for record in records:
             if record is None or record.state != "failed" or record.message_ts is not None:
                 continue  # gone, asked again, or its message is known
-            started += self._start(record, failed_at)
+            started += self._start(record, failed[record.id])
         return started
 
     def _start(self, record: PendingRecord, failed_at: float) -> bool:

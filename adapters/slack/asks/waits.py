@@ -13,7 +13,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import CANCELLED_BY_ASKER
 from adapters.slack.stores import Watch, settle
 from bot.questions import AbortSignal, UserQuestionError
-from bot.questions.errors import ASK_ABORTED, STORE_UNAVAILABLE
+from bot.questions.errors import ASK_ABORTED, RECORD_LOST, STORE_UNAVAILABLE
 
 
 class Waits(DeadlineKeepers):
@@ -90,7 +90,8 @@ class Waits(DeadlineKeepers):
         *,
         placed: str | None = None,
     ) -> PendingRecord:
-        """Wait for the request's ending or its abort signal, keeping its deadlines meanwhile."""
+        """Wait for the request's ending or its abort signal, keeping its deadlines meanwhile
+        (``placed``: its JSON as posted, put back failed should the store lose it)."""
         try:
             current = await self._store.get(request_id)
         except UserQuestionError as exc:
@@ -113,8 +114,10 @@ class Waits(DeadlineKeepers):
                 record = await self._wait_signalled(request_id, watch, signal)
         except WaitReleased:
             raise  # open: its deadlines stay kept
-        except BaseException:
+        except BaseException as exc:
             self.forget(request_id)  # ended, or to be ended by whoever raised (fail_later)
+            if isinstance(exc, UserQuestionError) and exc.code == RECORD_LOST and placed:
+                await self._endings.put_back_lost(placed)
             raise
         self.forget(request_id)
         return record
