@@ -890,7 +890,7 @@ _API_KEYS = [
     Mutant(
         "review not compared",
         KEYS,
-        "        and _dumped(question.review) == _dumped(post.review)",
+        "        and question.review == post.review",
         "        and True",
     ),
     Mutant(
@@ -941,25 +941,25 @@ _API_KEYS = [
     Mutant(
         "left-out timeout compared",
         KEYS,
-        "        (post.timeout is None or _close(timeout, post.timeout))",
-        "        _close(timeout, post.timeout)",
+        "        _as_said(post.timeout, timeout)",
+        "        _as_said(post.timeout or 0.0, timeout)",
     ),
     Mutant(
         "reminder count",
         KEYS,
-        "                len(before) == len(reminders)\n",
-        "                True\n",
+        "len(before) == len(reminders) and ",
+        "",
     ),
     Mutant(
         "escalation delay not compared",
         KEYS,
-        "        and (post.escalate_after is None or _close(after, post.escalate_after))",
+        "        and _as_said(post.escalate_after, after)",
         "        and True",
     ),
     Mutant(
         "escalation target not compared",
         KEYS,
-        "        and (post.escalate_to is None or question.escalate_to == post.escalate_to)",
+        "        and post.escalate_to in (None, question.escalate_to)",
         "        and True",
     ),
     Mutant(
