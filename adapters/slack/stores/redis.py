@@ -349,13 +349,10 @@ class RedisPendingStore(RedisTrail, DurableStore):
         audiences: list[Audience] = []
         async for batch in batches(lines.split("\n") if lines else []):  # not all at once
             audiences.extend(load_audience(line) for line in batch)
-        earlier: dict[str, str] = {}
-        for request_id in cast(list[str], missing):
-            record = await self.get(request_id)
-            kept = "" if record is None else dump_audience(record)
-            if kept:
-                earlier[request_id] = kept
-                audiences.append(load_audience(f"{request_id}\t{kept}"))
+        ids = cast(list[str], missing)  # read in one MGET
+        stored = zip(ids, await self.get_many(ids), strict=True)
+        earlier = {i: line for i, record in stored if record and (line := dump_audience(record))}
+        audiences.extend(load_audience(f"{i}\t{line}") for i, line in earlier.items())
         if earlier:  # (``HSETNX``: a write since is newer)
             pipe = self._link.client.pipeline(transaction=False)
             for request_id, kept in earlier.items():
