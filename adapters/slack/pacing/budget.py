@@ -151,10 +151,8 @@ class LocalBudget:
     def _sweep(self, now: float) -> None:
         """Forget the buckets whose grants all left their windows, and the holds that ended."""
         self._since_sweep, self._swept_at = 0, now
-        for key in [k for k, calls in self._calls.items() if not calls.prune(now)]:
-            del self._calls[key]
-        for key in [k for k, until in self._held.items() if until <= now]:
-            del self._held[key]
+        self._calls = {key: calls for key, calls in self._calls.items() if calls.prune(now)}
+        self._held = {key: until for key, until in self._held.items() if until > now}
 
 
 class _NoConnection(Exception):

@@ -94,8 +94,7 @@ class MethodLanes:
 
     def held_alone(self, lane: str, now: float, until: float) -> bool:
         """Note a 429 holding ``lane`` until ``until``; whether no other lane is held now."""
-        for other in [k for k, end in self.held.items() if end <= now]:
-            del self.held[other]
+        self.held = {other: end for other, end in self.held.items() if end > now}
         alone = all(other == lane for other in self.held)
         self.held[lane] = max(self.held.get(lane, now), until)
         return alone
@@ -168,8 +167,7 @@ class MethodLanes:
             return
         for entry in moving:
             entry.lane = new
-        into = self.lanes.get(new)
-        merged = moving if into is None else [*into, *moving]
+        merged = [*self.lanes.get(new, ()), *moving]
         self.lanes[new] = deque(sorted(merged, key=lambda entry: entry.queued_at))
         self.turns.setdefault(new)
         self.wake.set()
