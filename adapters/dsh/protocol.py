@@ -32,33 +32,18 @@ def scrub_text(text: str) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
-def scrub(value: Any) -> Any:
-    """Decoded JSON (nested at most ``MAX_DEPTH`` deep) with every lone surrogate in its
-    strings, keys too, replaced by U+FFFD."""
+def _scrub(value: Any, depth: int = 1) -> Any:
+    """Decoded JSON with every lone surrogate in its strings, keys too, replaced by U+FFFD;
+    ``ValueError`` past ``MAX_DEPTH`` levels (so it recurses at most that deep)."""
     if isinstance(value, str):
         return scrub_text(value)
+    if isinstance(value, list | dict) and depth > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, list):
-        return [scrub(item) for item in value]
+        return [_scrub(item, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {scrub(key): scrub(item) for key, item in value.items()}
+        return {scrub_text(key): _scrub(item, depth + 1) for key, item in value.items()}
     return value
-
-
-def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
-    """Why ``value`` nests too deeply (checked without recursion), or ``None``."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return f"nested more than {limit} levels deep"
-        stack.extend((child, depth + 1) for child in children)
-    return None
 
 
 def load_json(text: str | bytes, what: str) -> Any:
@@ -69,10 +54,10 @@ def load_json(text: str | bytes, what: str) -> Any:
         raise ValueError(f"{what} is nested too deeply to decode") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{what} is not JSON: {exc}") from exc
-    problem = depth_problem(data)
-    if problem is not None:
-        raise ValueError(f"{what} is {problem}")
-    return scrub(data)
+    try:
+        return _scrub(data)
+    except ValueError as exc:
+        raise ValueError(f"{what} is {exc}") from None
 
 
 def describe_validation_error(error: ValidationError) -> str:

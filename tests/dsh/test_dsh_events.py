@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters.dsh.mux import Waterfall, parse_mux
-from adapters.dsh.protocol import MAX_DEPTH, ApprovalRequested, depth_problem
+from adapters.dsh.protocol import MAX_DEPTH, ApprovalRequested, load_json
 from adapters.dsh.session_log import SessionLog, tool_call_of
 
 SID = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"
@@ -91,12 +91,15 @@ def test_arguments_that_are_no_object_give_no_command(arguments: object) -> None
     assert tool_call_of({"name": "bash"}) is None
 
 
-def test_depth_is_checked_without_recursion() -> None:
+def test_depth_is_checked_without_deep_recursion() -> None:
     nested: object = 1
     for _ in range(MAX_DEPTH):
         nested = [nested]
-    assert depth_problem(nested) is None
-    assert depth_problem([nested]) == f"nested more than {MAX_DEPTH} levels deep"
+    assert load_json(json.dumps(nested), "frame") == nested
+    with pytest.raises(ValueError, match=f"^frame is nested more than {MAX_DEPTH} levels deep$"):
+        load_json(json.dumps([nested]), "frame")
+    with pytest.raises(ValueError, match=f"^frame is nested more than {MAX_DEPTH} levels deep$"):
+        load_json("[" * 500 + "]" * 500, "frame")  # decodes, and is refused without recursing
     with pytest.raises(ValueError, match="nested"):
         parse_mux(json.dumps({"type": "item", "streamId": "ev", "value": {"deep": [nested]}}))
     with pytest.raises(ValueError, match="nested too deeply"):
