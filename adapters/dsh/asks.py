@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from adapters.dsh.host import describe
-from adapters.dsh.protocol import ApprovalRequested
+from adapters.dsh.mux import ApprovalRequested
 from adapters.dsh.session_log import ToolCall
 from adapters.slack import SlackQuestionProvider, key_request_id
 from bot.questions.abort import AbortController

@@ -23,8 +23,7 @@ from adapters.dsh.asks import (
     session_label,
 )
 from adapters.dsh.link import MuxLink
-from adapters.dsh.mux import DISMISSED, result
-from adapters.dsh.protocol import answer_problem, approval_headline
+from adapters.dsh.mux import DISMISSED, answer_problem, approval_headline, result
 from adapters.slack import ApprovalView, QuestionStatus, SlackQuestionProvider, plan_review_of
 from bot.questions.errors import ASK_CANCELLED, ASK_TIMEOUT, UserQuestionError
 from bot.questions.models import AskOptions, AskUserQuestionAnswer, AskUserQuestionRequest

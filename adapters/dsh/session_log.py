@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from adapters.dsh.mux import Waterfall
-from adapters.dsh.protocol import scrub_text
+from adapters.dsh.mux import Waterfall, scrub_text
 
 _REMEMBERED: Final = 2048
 _ASK_TOOL: Final = "ask_user_question"

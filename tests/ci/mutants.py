@@ -505,7 +505,7 @@ _CAPS = [
     Mutant("tab in key", KEYS, 'r"[\\x20-\\x7e]{1,255}"', 'r"[\\x09-\\x7e]{1,255}"'),
 ]
 RELAY = "adapters/dsh/runners.py"
-MATCHING = "adapters/dsh/protocol.py"
+MATCHING = "adapters/dsh/mux.py"
 _DSH_RULES = [
     Mutant(
         "count unchecked",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adapters.dsh.protocol import answer_problem
+from adapters.dsh.mux import answer_problem
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
 pytestmark = pytest.mark.timeout(10)

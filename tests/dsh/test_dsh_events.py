@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from adapters.dsh.mux import Waterfall, parse_mux
-from adapters.dsh.protocol import MAX_DEPTH, ApprovalRequested, load_json
+from adapters.dsh.mux import MAX_DEPTH, ApprovalRequested, Waterfall, load_json, parse_mux
 from adapters.dsh.session_log import SessionLog, tool_call_of
 
 SID = "session-3f2a9c1e-5d7b-4e1a-9c2f-0b6d8e4a1c3f"

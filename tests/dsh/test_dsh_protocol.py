@@ -13,13 +13,13 @@ from adapters.dsh.mux import (
     Cancel,
     Ready,
     Waterfall,
+    answer_problem,
     events_value,
     parse_mux,
     result,
     result_body,
     split_host_url,
 )
-from adapters.dsh.protocol import answer_problem
 from adapters.urls import split_token
 from bot.questions.models import AskUserQuestionAnswer, AskUserQuestionItem
 
