@@ -3,6 +3,7 @@ token may see) and ``python -m bot audit`` (everything)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -59,14 +60,9 @@ def parse_range(
 
 
 def _iso_or_number(text: str, value: str) -> float:
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        pass
-    else:
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
+    with contextlib.suppress(ValueError):  # ISO 8601 (Z for UTC too); no zone: UTC
+        moment = datetime.fromisoformat(value)
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
     try:
         return float(value)
     except ValueError:
