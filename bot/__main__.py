@@ -103,10 +103,11 @@ def audit_main(argv: Sequence[str]) -> int:
 
 async def _export(settings: Settings, since: float, until: float | None, *, export: bool) -> int:
     """Read the trail, then check its hash chain: an export writes nothing to the store and
-    starts no heartbeat or sweep (``read_trail``), whether or not a bot is running on it."""
-    from bot.app.storage import read_trail
+    starts no heartbeat or sweep, so an export while the bot is down neither passes for a live
+    process nor sweeps its questions."""
+    from bot.app.storage import durable_store
 
-    async with read_trail(settings) as trail:
+    async with durable_store(settings).reading() as trail:
         if export:
             async for event in trail.audit(since, until):
                 sys.stdout.write(f"{event.dump()}\n")

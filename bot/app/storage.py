@@ -1,9 +1,8 @@
-"""The pending store, the webhook outbox and the rate-limit budget the settings choose, and
-the audit trail."""
+"""The pending store (read alone for the audit trail), the webhook outbox and the rate-limit
+budget the settings choose."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -14,7 +13,6 @@ from bot.settings.config import Settings
 from bot.webhook_outbox import MemoryOutbox, Outbox, RedisOutbox, SqliteOutbox
 
 if TYPE_CHECKING:
-    from adapters.slack.stores.contract import TrailReader
     from adapters.slack.stores.redis import RedisPendingStore
 
 
@@ -24,20 +22,14 @@ async def open_store(settings: Settings) -> PendingStore:
     if settings.store == "memory":  # kept RETENTION_DAYS as the others (not silently 90)
         store = MemoryPendingStore(finished_ttl=settings.retention_days * 86400)
     else:
-        store = _durable_store(settings)
+        store = durable_store(settings)
     await store.start()
     return store
 
 
-def read_trail(settings: Settings) -> contextlib.AbstractAsyncContextManager[TrailReader]:
-    """The audit trail of the durable store ``settings`` choose, opened for reading only
-    (``python -m bot audit``): it writes nothing and starts nothing, so an export run while
-    a bot is down neither passes for a live process nor sweeps that bot's questions."""
-    return _durable_store(settings).reading()
-
-
-def _durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
-    """The SQLite or Redis store ``settings`` choose, not started."""
+def durable_store(settings: Settings) -> SqlitePendingStore | RedisPendingStore:
+    """The SQLite or Redis store ``settings`` choose, not started (``python -m bot audit``
+    reads its trail without starting it)."""
     retention = settings.retention_days * 86400
     if settings.store == "sqlite":
         return SqlitePendingStore(settings.store_path, retention=retention)
