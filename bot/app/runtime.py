@@ -277,7 +277,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # Entered last, so the first thing stop() does: refuse new questions, interrupt the
     # pending ones while Slack, the store and the server are all still there (the dsh host's
     # first: they are released, not ended, so a restarted bot takes them up again).
-    stack.push_async_callback(interrupt, provider, gateway, deadline, runtime.dsh)
+    stack.push_async_callback(interrupt, runtime)
     return runtime
 
 

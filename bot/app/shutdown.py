@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from adapters.dsh.client import DshHostClient
-from adapters.slack import SlackQuestionProvider
-from bot.api.gateway import Gateway
+if TYPE_CHECKING:
+    from bot.app.runtime import Runtime
 
 logger = logging.getLogger("bot")
 
@@ -74,22 +74,18 @@ def handler_grace(grace: float) -> float:
     return min(HANDLER_GRACE, grace / 4)
 
 
-async def interrupt(
-    provider: SlackQuestionProvider,
-    gateway: Gateway,
-    deadline: Deadline,
-    dsh: DshHostClient | None = None,
-) -> None:
+async def interrupt(runtime: Runtime) -> None:
     """Refuse new questions, release the API's waiters and a dsh host's requests (left open for
-    the next bot), end the ones this process owns, answer the long-polls; by ``deadline`` less
+    the next bot), end the ones this process owns, answer the long-polls; by the deadline less
     the HTTP drain (given up past it: the rest stay as the store has them)."""
+    provider, gateway, deadline = runtime.provider, runtime.gateway, runtime.deadline
     logger.info("shutting down", extra={"pending": provider.pending_count})
     reserve = handler_grace(deadline.grace)
     gateway.close()
 
     async def release_and_end() -> None:
-        if dsh is not None:
-            await logged("dsh host client", dsh.stop)
+        if runtime.dsh is not None:
+            await logged("dsh host client", runtime.dsh.stop)
         try:  # SHUTDOWN_GRACE in all: what the dsh client took is not given again
             # (its own grace ends a little before this step's, so its drain, which cancels
             # what is still running, is not itself cut short)
