@@ -7,32 +7,28 @@ from __future__ import annotations
 import errno
 import socket
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
-from slack_bolt.async_app import AsyncApp
 
 from adapters.connections import ListenerLimits, start_listener
-from adapters.httpguard import BodyBudget, Handler, RefusalLog, guard_middleware
+from adapters.httpguard import BodyBudget, guard_middleware
 from adapters.slack.clicks.bolt_app import SLACK_MAX_BODY, events_handler
 from bot.api.answers import request_problem
-from bot.api.gateway import Gateway
 from bot.app.shutdown import handler_grace
 from bot.settings.config import Settings
 from bot.settings.text import show
 
+if TYPE_CHECKING:
+    from bot.app.runtime import Runtime
+
 T = TypeVar("T")
 
 
-async def serve(
-    settings: Settings,
-    gateway: Gateway,
-    health: Handler,
-    app: AsyncApp,
-    signing_secret: str | None,
-    refusals: RefusalLog,
-) -> web.AppRunner:
-    """Serve ``/healthz``, the API and (HTTP, sandbox) ``/slack/events`` on ``HOST:PORT``."""
+async def serve(runtime: Runtime, signing_secret: str | None) -> web.AppRunner:
+    """Serve ``runtime``'s ``/healthz``, API and (HTTP, sandbox) ``/slack/events`` on
+    ``HOST:PORT``, refusals counted in its gateway's log."""
+    settings, refusals = runtime.settings, runtime.gateway.refusals
     # MAX_BODY_BYTES limits the API (the gateway enforces it); Slack's payloads on
     # /slack/events carry whole messages and modals and need more room.
     limits = listener_limits(settings)
@@ -49,10 +45,10 @@ async def serve(
     web_app = web.Application(
         client_max_size=max(settings.max_body_bytes, SLACK_MAX_BODY), middlewares=[guard]
     )
-    web_app.router.add_get("/healthz", health)
-    gateway.add_routes(web_app)
+    web_app.router.add_get("/healthz", runtime.health)
+    runtime.gateway.add_routes(web_app)
     if settings.mode in ("http", "sandbox"):
-        events = events_handler(app, signing_secret or "", refusals=refusals)
+        events = events_handler(runtime.app, signing_secret or "", refusals=refusals)
         web_app.router.add_post("/slack/events", events)
     # Handlers still running at shutdown get a short grace, not aiohttp's default minute.
     listener = start_listener(

@@ -246,7 +246,7 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         sandbox=sandbox,
         deadline=deadline,
     )
-    runner = await serve(settings, gateway, runtime.health, app, signing_secret, refusals)
+    runner = await serve(runtime, signing_secret)
     closes("http server", runner.cleanup, "closing the HTTP server")
     runtime.runner = runner
     runtime.url = url = f"http://{settings.bracketed_host}:{runner.addresses[0][1]}"
