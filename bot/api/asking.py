@@ -79,9 +79,8 @@ def replayed(
     ttl: float = 900.0,
 ) -> web.Response | None:
     """The answer to a POST whose key already asked (``None`` for a new one): 409 for another
-    body, the first error again for one Slack never showed, 409 for an answer already
-    consumed, else 200 with the question; 412 for a lookup (``If-Match: *``) that finds
-    nothing (it never asks)."""
+    body, the first error again for one Slack never showed, 409 for an answer consumed, else
+    200 with the question; 412 for a lookup (``If-Match: *``) that finds nothing (never asks)."""
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None

@@ -1,6 +1,5 @@
-"""The MCP server's tools, ``ask_user_question`` and ``ask_tool_approval``, answered in Slack.
-
-Each posts to the bot's HTTP API and long-polls with progress; any way out but the question's
+"""The MCP server's tools, ``ask_user_question`` and ``ask_tool_approval``, answered in Slack:
+each posts to the bot's HTTP API and long-polls with progress; any way out but the question's
 own ending (a cancelled call, a bot that stays away) aborts the question first."""
 
 from __future__ import annotations
