@@ -59,7 +59,7 @@ class Runtime:
     store: PendingStore
     runner: web.AppRunner = field(init=False)
     url: str = field(init=False)
-    resources: contextlib.AsyncExitStack = field(repr=False)
+    resources: contextlib.AsyncExitStack = field(init=False, repr=False)
     """Everything ``start`` entered, released in reverse order by ``stop``."""
     deadline: Deadline = field(repr=False)
     """The stop's deadline, shared by every step ``resources`` holds."""
@@ -242,7 +242,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         gateway=gateway,
         app=app,
         store=store,
-        resources=stack,
         sandbox=sandbox,
         deadline=deadline,
     )
