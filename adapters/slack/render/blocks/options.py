@@ -99,9 +99,15 @@ def choices(question: AskUserQuestionItem) -> list[Block]:
     return built
 
 
-def menu(question: AskUserQuestionItem, kind: ids.ActionKind, multi: bool = False) -> Block:
-    """A menu of the options (``multi``: of several), in groups of 100 when there are more."""
-    options = choices(question)
+def menu(
+    question: AskUserQuestionItem,
+    kind: ids.ActionKind,
+    multi: bool = False,
+    options: list[Block] | None = None,
+) -> Block:
+    """A menu of the options (``multi``: of several; ``options``: their ``choices`` if built
+    already), in groups of 100 when there are more."""
+    options = choices(question) if options is None else options
     count = len(options)
     built: Block = {
         "type": "multi_static_select" if multi else "static_select",
@@ -163,7 +169,7 @@ def draft_widget(question: AskUserQuestionItem, draft: Draft) -> Block:
         kind = "checkboxes" if multi else "radio_buttons"
         widget = {"type": kind, "action_id": ids.action_id("draft"), "options": options}
     else:
-        widget = menu(question, "draft", multi)
+        widget = menu(question, "draft", multi, options)
     if multi and chosen:
         widget["initial_options"] = chosen
     elif chosen:

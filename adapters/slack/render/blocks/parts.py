@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -91,10 +92,7 @@ def hidden_notice(*texts: str | None) -> list[Block]:
 
 def largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
     """The largest ``n`` in ``low..high`` that ``fits`` (which holds up to some ``n``, then not)."""
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low
+    return low + bisect_left(range(low + 1, high + 1), True, key=lambda n: not fits(n))
 
 
 WORD: Final = 16
