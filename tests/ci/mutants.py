@@ -102,8 +102,8 @@ _SCHEDULER = [
     Mutant(
         "429 holds method not lane",
         SCHEDULER,
-        "            await self._budget.hold(buckets[-1], seconds)",
-        "            await self._budget.hold(buckets[0], seconds)",
+        "await self._budget.hold(buckets[-1] if alone else buckets[0], seconds)",
+        "await self._budget.hold(buckets[0] if alone else buckets[0], seconds)",
     ),
     Mutant(
         "second lane 429 holds lane",
