@@ -33,8 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
-from adapters.slack.home.tab import ListingRound
-from adapters.slack.home.view import render_home
+from adapters.slack.home.tab import ListingRound, render_home
 from adapters.slack.model.audience import ANYONE
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore, SqlitePendingStore

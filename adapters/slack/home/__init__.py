@@ -1,2 +1,2 @@
-"""App Home: each person's "Waiting for you" list, rendered (``view``) and published
-(``tab``). Imports ``asks`` and everything below it."""
+"""App Home: each person's "Waiting for you" list, rendered and published (``tab``). Imports
+``asks`` and everything below it."""

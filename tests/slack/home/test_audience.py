@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.home.tab import ListingRound
-from adapters.slack.home.view import MAX_HOME_ENTRIES
+from adapters.slack.home.tab import MAX_HOME_ENTRIES, ListingRound
 from adapters.slack.model.audience import BATCH, Audience, Audiences, batches
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from adapters.slack.stores import MemoryPendingStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.slack.home.view import render_home
+from adapters.slack.home.tab import render_home
 from adapters.slack.model.record import ApprovalView, PendingRecord
 from tests.slack.render.test_message_budget import plan, record
 from tests.slack_harness import all_text

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.home.view import MAX_HOME_ENTRIES
+from adapters.slack.home.tab import MAX_HOME_ENTRIES
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import MemoryPendingStore, PendingStore
 from adapters.slack.stores.viewers import (

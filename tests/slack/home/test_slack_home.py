@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.slack.home.view import MAX_HOME_ENTRIES, message_link, render_home
+from adapters.slack.home.tab import MAX_HOME_ENTRIES, message_link, render_home
 from adapters.slack.model import ids
 from adapters.slack.model.audience import ANYONE, Audience, Audiences
 from adapters.slack.model.record import PendingRecord

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters.slack.home.view import MAX_HOME_ENTRIES, render_home
+from adapters.slack.home.tab import MAX_HOME_ENTRIES, render_home
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.message import render_open
 from adapters.slack.render.mrkdwn import escape, markdown_text
