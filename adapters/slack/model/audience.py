@@ -138,8 +138,6 @@ class Audience:
     def resolved(self, seen_by: str | None) -> Audience | None:
         """This audience once its conversation is known: ``seen_by`` ``ANYONE``, a user id (a
         DM) or ``None`` (members only, or unknown: nobody's list)."""
-        if self.channel is None:
-            return self
         if seen_by is None:
             return None
         if seen_by == ANYONE:

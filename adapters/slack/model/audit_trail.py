@@ -99,8 +99,7 @@ def asked_event(
         "label": record.label,
         "owner": record.owner,
     }
-    kept = {name: value for name, value in detail.items() if value is not None}
-    return _event(record, "asked", by or record.label, None, at, kept)
+    return _event(record, "asked", by or record.label, None, at, detail)
 
 
 def event_for(
@@ -143,8 +142,7 @@ def event_for(
         }
     else:
         return None
-    kept = {name: value for name, value in detail.items() if value is not None}
-    return _event(after, kind, by, by_name, at, kept)
+    return _event(after, kind, by, by_name, at, detail)
 
 
 def _event(
@@ -153,7 +151,7 @@ def _event(
     by: str | None,
     by_name: str | None,
     at: float | None,
-    detail: dict[str, Any],
+    detail: Mapping[str, Any],
 ) -> AuditEvent:
     return AuditEvent(
         request_id=record.id,
@@ -163,7 +161,7 @@ def _event(
         by=by,
         by_name=by_name,
         shown_sha256=digest_of(record),
-        detail=detail,
+        detail={name: value for name, value in detail.items() if value is not None},
     )
 
 
