@@ -15,7 +15,7 @@ import logging
 import pytest
 from aiohttp import web
 
-from adapters.dsh import downlink
+from adapters.dsh import client as downlink
 from adapters.dsh.client import DshHostClient
 from adapters.dsh.link import NO_CONNECT
 from bot.questions.service import UserQuestionService

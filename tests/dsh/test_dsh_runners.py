@@ -18,7 +18,7 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.dsh import downlink
+from adapters.dsh import client as downlink
 from adapters.dsh.client import DshHostClient
 from adapters.slack.provider import SlackQuestionProvider
 from bot.questions.errors import ASK_CANCELLED
