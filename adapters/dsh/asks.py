@@ -143,14 +143,6 @@ class HostAsk:
         return key_request_id(ask_key(self.rpc_id))
 
 
-async def _resolution(ask: HostAsk) -> str | None:
-    """How the host settled ``ask``, waiting briefly for its ``cancel``."""
-    if ask.resolved is None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ask.settled.wait(), _RESOLVED_WAIT)
-    return ask.resolved
-
-
 @dataclass(frozen=True, slots=True)
 class Retry:
     """Why the person is asked again: the note to reopen with, and the one if that fails."""
@@ -270,7 +262,10 @@ class HostRunner:
             return
         extra = {"rpc_id": ask.rpc_id, "session": ask.session_id}
         taken = delivery.taken
-        if not taken and delivery.reached and used(await _resolution(ask)):
+        if not taken and delivery.reached:
+            with contextlib.suppress(TimeoutError):  # was it ours? its ``cancel`` says
+                await asyncio.wait_for(ask.settled.wait(), _RESOLVED_WAIT)
+        if not taken and delivery.reached and used(ask.resolved):
             self._logger.info(
                 "dsh host: response taken (the host's log did not show it; its cancel does)",
                 extra=extra,

@@ -295,6 +295,7 @@ class MuxLink:
                 noted = True
                 await overdue(text)
 
+        loop = asyncio.get_running_loop()
         delay = 0.25
         while True:
             if (verdict := self.log.verdict(event_id, outcome)) is not None:
@@ -307,7 +308,8 @@ class MuxLink:
             if client_id is not None and not self._requests.replayed(event_id):
                 # Sent only once this socket's replay brought it: the host takes (and drops)
                 # an answer to a request it no longer has.
-                if self._gone(event_id):
+                ready_at = self._ready_at  # this socket's replay is over without it: gone
+                if ready_at is not None and loop.time() - ready_at > _REPLAY_WAIT:
                     return Delivery(None, settled=True)
                 await asyncio.sleep(0.25)
                 continue
@@ -329,7 +331,6 @@ class MuxLink:
                 await asyncio.wait_for(self._ready.wait(), delay)
             except TimeoutError:
                 delay = min(delay * 2, self._host.backoff_max)
-        loop = asyncio.get_running_loop()
         since = loop.time()
         while (verdict := self.log.verdict(event_id, outcome)) is None:
             if settled():
@@ -340,13 +341,6 @@ class MuxLink:
                 await note(UNCONFIRMED_NOTE)
             await self.log.changed(0.25)
         return Delivery(verdict)
-
-    def _gone(self, event_id: str) -> bool:
-        """Whether this socket's replay is over without request ``event_id``."""
-        since = self._ready_at
-        if since is None:
-            return False
-        return asyncio.get_running_loop().time() - since > _REPLAY_WAIT
 
     async def _post(self, client_id: str, event_id: str, outcome: dict[str, Any]) -> _Post:
         body = result_body(str(uuid.uuid4()), client_id, event_id, outcome)

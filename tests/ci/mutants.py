@@ -789,15 +789,15 @@ _REPLAY = [
     Mutant(
         "lost request waited on",
         LINK,
-        "                if self._gone(event_id):",
+        "                if ready_at is not None and loop.time() - ready_at > _REPLAY_WAIT:",
         "                if False:",
     ),
     Mutant("replay wait cut short", LINK, "_REPLAY_WAIT: Final = 2.0", "_REPLAY_WAIT: Final = 0.5"),
     Mutant(
         "replay wait before ready",
         LINK,
-        "        if since is None:\n            return False",
-        "        if since is None:\n            return True",
+        "                if ready_at is not None and loop.time() - ready_at > _REPLAY_WAIT:",
+        "                if ready_at is None or loop.time() - ready_at > _REPLAY_WAIT:",
         equivalent="respond asks _gone only with a clientId, and the ready item sets the clientId and _ready_at together (opened() clears both)",
     ),
 ]
