@@ -9,18 +9,17 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_jitter
 
-from adapters.dsh.asks import HostAsk
 from adapters.dsh.host import HTTP_FAILURES, Host, describe, host_asker
 from adapters.dsh.link import MuxLink
 from adapters.dsh.mux import MUX_PATH, split_host_url
 from adapters.dsh.open_requests import OpenRequests
-from adapters.dsh.runners import ApprovalRunner, QuestionRunner
+from adapters.dsh.runners import HostRunner
 from adapters.slack import SlackQuestionProvider
 from adapters.urls import redact_url
 from bot.questions.review import ReviewPolicy
@@ -89,7 +88,7 @@ class DshHostClient:
         asker = host_asker(self._base)
         self._requests = OpenRequests(
             provider,
-            self._serve,
+            lambda ask: self._runner.serve(ask),  # the runner is made below
             host,
             max_open=max_open_per_session,
             max_open_host=max_open_per_host,
@@ -99,16 +98,8 @@ class DshHostClient:
         self._link = MuxLink(host, token or url_token, self._requests, max_frame_bytes)
         self.skips = self._link.skips
         """Malformed frames skipped, counted (``counts``) and logged once a minute."""
-        self._questions = QuestionRunner(
+        self._runner = HostRunner(
             service,
-            provider,
-            self._link,
-            asker=asker,
-            on_posted=self._requests.posted,
-            logger=self._logger,
-            review=review,
-        )
-        self._approvals = ApprovalRunner(
             provider,
             self._link,
             asker=asker,
@@ -116,6 +107,7 @@ class DshHostClient:
             approver_groups=approver_groups,
             on_posted=self._requests.posted,
             logger=self._logger,
+            review=review,
         )
 
     @property
@@ -169,10 +161,6 @@ class DshHostClient:
     def _http(self) -> aiohttp.ClientSession:
         assert self._session is not None, "start() first"
         return self._session
-
-    def _serve(self, ask: HostAsk) -> Coroutine[Any, Any, None]:
-        runner = self._questions if ask.approval is None else self._approvals
-        return runner.serve(ask)
 
     async def _run(self) -> None:
         """Connect, read, reconnect: until cancelled (backoff capped at ``backoff_max``)."""

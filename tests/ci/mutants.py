@@ -548,15 +548,15 @@ _DSH_RULES = [
 _DSH = [
     Mutant(
         "unshowable request waits",
-        "adapters/dsh/asks.py",
+        RELAY,
         '            await self._decline(ask, f"{error.message} ({error.code}).")',
         "            pass",
     ),
     Mutant(
         "unshowable approval allowed",
         RELAY,
-        '    declined = result("rejected")',
-        '    declined = result("allowed-once")',
+        'DISMISSED if question else result("rejected")',
+        'DISMISSED if question else result("allowed-once")',
     ),
 ]
 
@@ -798,7 +798,7 @@ _REPLAY = [
         LINK,
         "                if ready_at is not None and loop.time() - ready_at > _REPLAY_WAIT:",
         "                if ready_at is None or loop.time() - ready_at > _REPLAY_WAIT:",
-        equivalent="respond asks _gone only with a clientId, and the ready item sets the clientId and _ready_at together (opened() clears both)",
+        equivalent="respond checks whether the replay is over only with a clientId, and the ready item sets the clientId and _ready_at together (opened() clears both)",
     ),
 ]
 
