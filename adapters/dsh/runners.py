@@ -139,14 +139,18 @@ class HostRunner:
         note, retry = await self._opening(ask)
         while True:
             ask.phase = "asking"
-            before = None if retry is None else await self._version(ask)
+            before = None if retry is None else await _version(self._notes, ask)
             asking = self._ask_question if ask.approval is None else self._ask_approval
             try:
                 got = await asking(ask, note if retry is None else retry.note)
             except UserQuestionError as exc:
                 await self._not_answered(ask, exc)
                 return
-            if retry is not None and before is not None and await self._version(ask) == before:
+            if (
+                retry is not None
+                and before is not None
+                and await _version(self._notes, ask) == before
+            ):
                 # Nothing was written: the message was not reopened and the earlier outcome
                 # came back. Sending it again would loop, or decide for nobody: stop here.
                 self._logger.error(
@@ -158,7 +162,7 @@ class HostRunner:
             if isinstance(got, AskUserQuestionAnswer):
                 asked: Asked | Retry | None = self._answered(ask, got)
             else:
-                asked = self._decided(ask, got)
+                asked = _decided(self._logger, ask, got)
             if asked is None:
                 return
             if not isinstance(asked, Retry):
@@ -170,11 +174,13 @@ class HostRunner:
         """The note of the first ask, or the retry it is (a reopened question's message)."""
         if ask.approval is None:
             ask.revises = await self._revises(ask)
-            return None, Retry(REOPENED_NOTE, GONE_NOTE) if await self._reopening(ask) else None
+            return None, Retry(REOPENED_NOTE, GONE_NOTE) if await _reopening(
+                self._notes, ask
+            ) else None
         # Not in the log yet (or forgotten): wait briefly for its session's snapshot.
         if ask.call is None:
             ask.call = await self._link.call_of(ask.session_id, ask.approval.call_id)
-        note = REOPENED_NOTE if await self._reopening(ask) else None
+        note = REOPENED_NOTE if await _reopening(self._notes, ask) else None
         if ask.call is None:
             note = f"{note} {COMMAND_UNREAD_NOTE}" if note else COMMAND_UNREAD_NOTE
         return note, None
@@ -232,14 +238,6 @@ class HostRunner:
         self._remember_plan_review(ask, answer)
         return result(answer.to_wire()), lambda outcome: outcome == "answered", "answer"
 
-    def _decided(self, ask: HostAsk, record: QuestionStatus) -> Asked | None:
-        """What to send for an approval's decision; ``None`` when it ended undecided."""
-        outcome = record.decision
-        if record.state != "answered" or outcome is None:
-            self._logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
-            return None
-        return result(outcome), functools.partial(operator.eq, outcome), "approval decision"
-
     async def _revises(self, ask: HostAsk) -> str | None:
         """The declined review a plan review revises: the session's previous plan review, when
         that one was declined and is still known."""
@@ -291,13 +289,7 @@ class HostRunner:
             taken = True
         if not taken:
             self._logger.info(f"dsh host: {what} not taken (not-pending)", extra=extra)
-            if ask.approval is not None:
-                settled_note = APPROVAL_SETTLED_ELSEWHERE
-            elif ask.resolved == "cancelled":
-                settled_note = f"{CANCELLED_IN_HARNESS} This answer was not used."
-            else:
-                settled_note = SETTLED_ELSEWHERE
-            await self._notes.add_note(ask.request_id, settled_note)
+            await self._notes.add_note(ask.request_id, _settled_note(ask))
             return
         self._logger.info(f"dsh host: {what} accepted", extra=extra)
         status = await self._notes.status(ask.request_id)
@@ -320,22 +312,6 @@ class HostRunner:
                 extra={"rpc_id": ask.rpc_id, "code": error.code, "error": error.message},
             )
 
-    async def _reopening(self, ask: HostAsk) -> bool:
-        """Whether a record this bot ended without an answer (gone, interrupted, owner lost)
-        is to be reopened: the host replaying it means it is still pending there."""
-        if ask.reopen:
-            return True
-        status = await self._notes.status(ask.request_id)
-        return status is not None and status.state in ("aborted", "failed")
-
-    async def _version(self, ask: HostAsk) -> int | None:
-        """The record's version; ``None`` (not checked) when it or the store is not there."""
-        try:
-            status = await self._notes.status(ask.request_id)
-        except UserQuestionError:
-            return None
-        return None if status is None else status.version
-
     async def _decline(self, ask: HostAsk, why: str) -> None:
         """Dismiss or reject the request in the host, so its agent can act, and say so in Slack."""
         self._logger.warning(
@@ -357,18 +333,57 @@ class HostRunner:
         else:
             told = "The bot could not tell the harness; it tries again if the harness asks again."
         reason = why if len(why) <= _NOTICE_MAX else why[: _NOTICE_MAX - 1] + "…"
-        await self._notice(
+        await _notice(
+            self._notes,
+            self._logger,
             f"The harness asked for a {_what(ask)} ({session_label(ask.session_id)}) that the "
-            f"bot cannot show in Slack: {reason} {told}"
+            f"bot cannot show in Slack: {reason} {told}",
         )
 
-    async def _notice(self, text: str) -> None:
-        """Post ``text`` as a plain message in the provider's channel (best effort)."""
-        try:
-            await self._notes.client.chat_postMessage(
-                channel=self._notes.defaults.destination.channel, text=_plain(text)
-            )
-        except Exception as exc:  # a notice is best effort: the log line stays
-            self._logger.warning(
-                "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
-            )
+
+def _settled_note(ask: HostAsk) -> str:
+    """What the message says when the host settled the request without this response."""
+    if ask.approval is not None:
+        return APPROVAL_SETTLED_ELSEWHERE
+    if ask.resolved == "cancelled":
+        return f"{CANCELLED_IN_HARNESS} This answer was not used."
+    return SETTLED_ELSEWHERE
+
+
+def _decided(logger: logging.Logger, ask: HostAsk, record: QuestionStatus) -> Asked | None:
+    """What to send for an approval's decision; ``None`` when it ended undecided."""
+    outcome = record.decision
+    if record.state != "answered" or outcome is None:
+        logger.debug("dsh host: approval ended", extra={"rpc_id": ask.rpc_id})
+        return None
+    return result(outcome), functools.partial(operator.eq, outcome), "approval decision"
+
+
+async def _reopening(notes: SlackQuestionProvider, ask: HostAsk) -> bool:
+    """Whether a record this bot ended without an answer (gone, interrupted, owner lost)
+    is to be reopened: the host replaying it means it is still pending there."""
+    if ask.reopen:
+        return True
+    status = await notes.status(ask.request_id)
+    return status is not None and status.state in ("aborted", "failed")
+
+
+async def _version(notes: SlackQuestionProvider, ask: HostAsk) -> int | None:
+    """The record's version; ``None`` (not checked) when it or the store is not there."""
+    try:
+        status = await notes.status(ask.request_id)
+    except UserQuestionError:
+        return None
+    return None if status is None else status.version
+
+
+async def _notice(notes: SlackQuestionProvider, logger: logging.Logger, text: str) -> None:
+    """Post ``text`` as a plain message in the provider's channel (best effort)."""
+    try:
+        await notes.client.chat_postMessage(
+            channel=notes.defaults.destination.channel, text=_plain(text)
+        )
+    except Exception as exc:  # a notice is best effort: the log line stays
+        logger.warning(
+            "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
+        )
