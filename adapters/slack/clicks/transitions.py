@@ -90,8 +90,7 @@ def _vote(
     if isinstance(interaction, TextAnswer) and not interaction.text.strip():
         return Refuse(ENTER_AN_ANSWER)
     policy, review = record.review, plan_review_of(record.questions)
-    if policy is None or review is None:
-        return None
+    assert policy is not None and review is not None  # decide's check; asks took only a plan's
     origin = interaction.origin
     if isinstance(interaction, Pick):
         if interaction.option not in (review.approve, review.decline):
