@@ -18,6 +18,7 @@ import aiohttp
 from adapters.dsh.asks import UNCONFIRMED_NOTE, HostAsk
 from adapters.dsh.host import HTTP_FAILURES, Host, describe
 from adapters.dsh.mux import (
+    CONNECT_PATH,
     EVENTS_STREAM,
     LOG_PREFIX,
     RESULT_PATH,
@@ -26,8 +27,7 @@ from adapters.dsh.mux import (
     Waterfall,
     events_value,
     follow_frame,
-    login_path,
-    open_events_frame,
+    open_frame,
     parse_mux,
     result_body,
 )
@@ -86,7 +86,8 @@ class HostLogin:
         """Log in (``/connect``): the socket's headers, else ``LoginRefused``. The first login
         keeps the browser cookie, tried once when a restarted host refuses the old token."""
         token = self._token or ""
-        status, cookie = await self._get(login_path(token))
+        answering = urlencode({"token": token, "interactions": "answer"})  # an API client
+        status, cookie = await self._get(f"{CONNECT_PATH}?{answering}")
         if status in (302, 303):
             self.cookie, self._fallback = cookie, False
             if self._browser is None:
@@ -161,7 +162,7 @@ class MuxLink:
         self.auth.opened()
         self._ready.clear()
         self._followed.clear()
-        await ws.send_json(open_events_frame())
+        await ws.send_json(open_frame(EVENTS_STREAM, "$events", {}))
 
     def closed(self) -> None:
         """The socket closed: its replay window no longer runs; its clientId and cookie are

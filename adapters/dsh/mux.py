@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError
 
@@ -121,24 +121,15 @@ def split_host_url(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/"), fragment="")), token
 
 
-def login_path(token: str) -> str:
-    """``/connect?token=…&interactions=answer``: logs in as an answering API client."""
-    return f"{CONNECT_PATH}?{urlencode({'token': token, 'interactions': 'answer'})}"
-
-
-def open_events_frame() -> dict[str, Any]:
-    """The ``open`` frame of the ``$events`` stream."""
-    return _open(EVENTS_STREAM, "$events", {})
-
-
-def _open(stream_id: str, endpoint: str, args: dict[str, Any]) -> dict[str, Any]:
+def open_frame(stream_id: str, endpoint: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The ``open`` frame of stream ``stream_id``: ``endpoint`` called with ``args``."""
     return {"type": "open", "streamId": stream_id, "endpoint": endpoint, "payload": {"args": args}}
 
 
 def follow_frame(session_id: str) -> dict[str, Any]:
     """The ``open`` frame following a session's log (stream ``log:<sessionId>``)."""
     address = {"kind": "session", "sessionId": session_id}
-    return _open(LOG_PREFIX + session_id, "session/follow", {"request": {"address": address}})
+    return open_frame(LOG_PREFIX + session_id, "session/follow", {"request": {"address": address}})
 
 
 @dataclass(frozen=True, slots=True)
