@@ -72,7 +72,8 @@ def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
 
 def replayed(
     existing: QuestionStatus | None,
-    same: Callable[[QuestionStatus], bool],
+    post: QuestionPost | ApprovalPost,
+    default_channel: str | None,
     key: str | None,
     request_id: str,
     lookup: bool,
@@ -84,7 +85,7 @@ def replayed(
     if existing is None:
         message = "no question was asked with this Idempotency-Key"
         return problem(412, "RequestError", "NOT_ASKED", message) if lookup else None
-    if not same(existing):
+    if not same_request(existing, post, default_channel):
         message = (
             f"Idempotency-Key {key!r} was used for a different request (its body differs); "
             "use a new key"

@@ -8,7 +8,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from aiohttp import web
 
@@ -41,7 +41,6 @@ POST_DEADLINE: Final = 30.0
 
 
 Post = QuestionPost | ApprovalPost
-_Post = TypeVar("_Post", QuestionPost, ApprovalPost)
 Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
 """Asks a tool approval (the provider's ``ask_approval`` with the operator's approvers)."""
 
@@ -138,13 +137,14 @@ class Gateway:
     @property
     def running(self) -> int:
         """Questions asked by this process that have not ended yet (being posted, or held)."""
-        return sum(1 for i in self._asks if i not in self.held) + self.held.count(asked=True)
+        held = self.held.asked
+        return sum(1 for i in self._asks if i not in held) + sum(held.values())
 
     def _owns(self, request: web.Request, request_id: str) -> bool:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
         return self._tokens.owns(request[ASKER], request_id)
 
-    async def post(self, model: type[_Post], request: web.Request) -> web.StreamResponse:
+    async def post(self, model: type[asking.Post], request: web.Request) -> web.StreamResponse:
         """Ask what the JSON body asks as ``model`` (wire names only): a question, or a tool
         approval (Allow once / Reject); 201 once Slack has the message."""
         if self.held.closing:
@@ -156,13 +156,6 @@ class Gateway:
         if isinstance(post, web.Response):
             return post
         return await self._take(request, post)
-
-    def _ask(self, post: Post, options: AskOptions, signal: AbortSignal) -> Awaitable[Any]:
-        """Ask what ``post`` asks, with the seam's ``options``."""
-        if isinstance(post, QuestionPost):
-            asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
-            return self._service.ask(asked)
-        return self._approve(post.view(), options, signal)
 
     async def _take(self, request: web.Request, post: Post) -> web.StreamResponse:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (if it asks
@@ -180,8 +173,7 @@ class Gateway:
             existing = await self._questions.status(request_id)
             lookup = request.headers.get("If-Match", "").strip() == "*"
             channel = self._default_channel
-            same = functools.partial(asking.same_request, post=post, default_channel=channel)
-            replay = asking.replayed(existing, same, key, request_id, lookup, self._ttl)
+            replay = asking.replayed(existing, post, channel, key, request_id, lookup, self._ttl)
             if replay is not None:
                 return replay
             owns = functools.partial(self._owns, request)
@@ -207,9 +199,14 @@ class Gateway:
 
         options = asking.ask_options(post, request_id, by, on_posted)
         controller = AbortController()
-        task = asyncio.ensure_future(
-            self.held.ask(request_id, self._ask(post, options, controller.signal))
-        )
+        signal = controller.signal
+        asks: Awaitable[Any]  # a question, or a tool approval
+        if isinstance(post, QuestionPost):
+            asked = AskUserQuestionRequest(questions=post.questions, options=options, signal=signal)
+            asks = self._service.ask(asked)
+        else:
+            asks = self._approve(post.view(), options, signal)
+        task = asyncio.ensure_future(self.held.ask(request_id, asks))
         self._asks[request_id] = controller
         task.add_done_callback(lambda t: self._finished(request_id, t))
         done, _ = await asyncio.wait(
@@ -230,7 +227,7 @@ class Gateway:
 
     def _finished(self, request_id: str, task: asyncio.Task[Any]) -> None:
         self._asks.pop(request_id, None)
-        if request_id not in self.held:  # ended before it was posted (or at a stop)
+        if request_id not in self.held.asked:  # ended before it was posted (or at a stop)
             self._caps.give_back(request_id)
             self.held.log_end(request_id, None if task.cancelled() else task.exception())
 

@@ -28,17 +28,10 @@ class Held:
         self._tokens = tokens
         self._watch = watch
         self._logger = logger
-        self._held: dict[str, bool] = {}  # request id -> asked here (not taken up at start)
+        self.asked: dict[str, bool] = {}  # the ids held -> asked here (not taken up at start)
         self._looks = BackgroundTasks(logger)
         self.closing = False  # the gateway is closing: no new questions, none held again
         self._report = self._ended  # one bound method for every question held
-
-    def __contains__(self, request_id: object) -> bool:
-        return request_id in self._held
-
-    def count(self, asked: bool) -> int:
-        """Questions held that were asked here (``asked``), or taken up at start."""
-        return sum(1 for here in self._held.values() if here is asked)
 
     def take(self, questions: Iterable[QuestionStatus]) -> int:
         """Take a slot for each open API question of ``questions``; how many were taken."""
@@ -64,7 +57,7 @@ class Held:
 
     async def hold(self, request_id: str, *, asked: bool) -> None:
         """Hold ``request_id``'s slot (taken already) until it ends."""
-        self._held[request_id] = asked
+        self.asked[request_id] = asked
         try:
             if not await self._watch(request_id, self._report):
                 self._ended(request_id, None)  # unknown: nothing holds the slot
@@ -72,12 +65,12 @@ class Held:
             self._ended(request_id, exc)
 
     def _look_again(self, request_id: str) -> None:
-        asked = self._held.get(request_id)
+        asked = self.asked.get(request_id)
         if asked is not None and not self.closing:
             self._looks.spawn(self.hold(request_id, asked=asked), "hold")
 
     def _ended(self, request_id: str, outcome: QuestionStatus | BaseException | None) -> None:
-        asked = self._held.pop(request_id, None)
+        asked = self.asked.pop(request_id, None)
         if asked is None:
             return
         unkept = isinstance(outcome, DeadlineUnkept)  # ended at its deadline, the store away
@@ -85,7 +78,7 @@ class Held:
             self._logger.info(  # the store is unreachable: look again later
                 "cannot watch a question", extra={"request": request_id, "error": repr(outcome)}
             )
-            self._held[request_id] = asked
+            self.asked[request_id] = asked
             asyncio.get_running_loop().call_later(LOOK_AGAIN, self._look_again, request_id)
             return
         self._caps.give_back(request_id)

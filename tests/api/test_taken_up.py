@@ -89,7 +89,8 @@ async def test_questions_taken_up_at_start_hold_the_caps_until_they_end() -> Non
             answered, _ = await slack.deliver(slack.click(message, user=alice, text="Deploy"))
             assert answered == 200
             await until(
-                lambda: second.gateway.held.count(asked=False) == 2, what="the slot to come back"
+                lambda: list(second.gateway.held.asked.values()).count(False) == 2,
+                what="the slot to come back",
             )
             assert (await ask(second, ALPHA))[0] == 201
             assert (await ask(second, BETA))[0] == 429  # 4 open again

@@ -981,7 +981,12 @@ _API_KEYS = [
         "        async with asyncio.timeout(None):",
     ),
     Mutant("api key ignored", "bot/api/gateway.py", 'f"api:{key}" if key else None', "None"),
-    Mutant("different body accepted", ASKING, "    if not same(existing):", "    if False:"),
+    Mutant(
+        "different body accepted",
+        ASKING,
+        "    if not same_request(existing, post, default_channel):",
+        "    if False:",
+    ),
     Mutant(
         "unshown called success",
         ASKING,
