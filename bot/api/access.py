@@ -19,24 +19,23 @@ class ApiTokens:
     """The API's bearer tokens by name, and the question ids each of them owns."""
 
     def __init__(self, tokens: Mapping[str, str]) -> None:
-        self._tokens = [(name, secret.encode()) for name, secret in tokens.items()]
-        self._secrets = dict(self._tokens)
+        self._secrets = {name: secret.encode() for name, secret in tokens.items()}
 
     @property
     def separated(self) -> bool:
         """Whether questions are kept apart per token (several tokens)."""
-        return len(self._tokens) > 1
+        return len(self._secrets) > 1
 
     def bearer(self, header: str) -> str | tuple[str, str] | None:
         """The token name an ``Authorization`` header carries (``None`` when no token is
         required), or the refusal: (cause, message)."""
-        if not self._tokens:
+        if not self._secrets:
             return None
         scheme, _, given = header.partition(" ")
         if not header.isascii():
             return "bad_authorization", "Authorization is not ASCII"
         raw, name = given.strip().encode(), None
-        for token, secret in self._tokens:  # every token compared: no early exit to time
+        for token, secret in self._secrets.items():  # every token compared: no early exit to time
             if hmac.compare_digest(raw, secret):
                 name = token
         if scheme.lower() != "bearer" or name is None:
@@ -68,7 +67,7 @@ class ApiTokens:
         none (questions are not kept apart, or it was not asked with a token)."""
         if not self.separated:
             return None
-        return next((name for name, _ in self._tokens if self.owns(name, request_id)), None)
+        return next((name for name in self._secrets if self.owns(name, request_id)), None)
 
     def _tag(self, name: str, nonce: str) -> str:
         digest = hmac.new(self._secrets[name], f"uq-question:{nonce}".encode(), "sha256")
