@@ -65,22 +65,20 @@ class Held:
             self._ended(request_id, exc)
 
     def _look_again(self, request_id: str) -> None:
-        asked = self.asked.get(request_id)
-        if asked is not None and not self.closing:
-            self._looks.spawn(self.hold(request_id, asked=asked), "hold")
+        if request_id in self.asked and not self.closing:
+            self._looks.spawn(self.hold(request_id, asked=self.asked[request_id]), "hold")
 
     def _ended(self, request_id: str, outcome: QuestionStatus | BaseException | None) -> None:
-        asked = self.asked.pop(request_id, None)
-        if asked is None:
+        if request_id not in self.asked:
             return
         unkept = isinstance(outcome, DeadlineUnkept)  # ended at its deadline, the store away
         if isinstance(outcome, BaseException) and not unkept and not self.closing:
             self._logger.info(  # the store is unreachable: look again later
                 "cannot watch a question", extra={"request": request_id, "error": repr(outcome)}
             )
-            self.asked[request_id] = asked
             asyncio.get_running_loop().call_later(LOOK_AGAIN, self._look_again, request_id)
             return
+        del self.asked[request_id]
         self._caps.give_back(request_id)
         if isinstance(outcome, BaseException):  # a stop: it stays open for the next process
             self.log_end(request_id, outcome if unkept else WaitReleased())

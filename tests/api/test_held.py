@@ -9,6 +9,8 @@ import logging
 
 import pytest
 
+from bot.api import taken
+from bot.api.access import ApiTokens, OpenQuestionCaps
 from tests.api.test_gateway import DEPLOY, running
 from tests.slack_harness import all_text, until
 
@@ -66,3 +68,31 @@ async def test_deadlines_of_posted_questions_are_kept_by_one_timer() -> None:
             assert (got["state"], got["error"]["code"]) == ("failed", "ASK_TIMEOUT")
         first = bed.message(posted[0])  # (its update paced as Slack's limits say)
         await until(lambda: "Timed out" in all_text(first.blocks), within=30, what="shown")
+
+
+async def test_a_question_whose_watch_fails_keeps_its_slot_and_is_watched_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store unreachable when a held question's watch is set: its slot stays taken, the
+    failure is logged, and the watch is set again after ``LOOK_AGAIN``; once it reports the
+    question's end, the slot is given back."""
+    monkeypatch.setattr(taken, "LOOK_AGAIN", 0.01)
+    watches = 0
+
+    async def watch(request_id: str, report: taken.Report) -> bool:
+        nonlocal watches
+        watches += 1
+        if watches == 1:
+            raise ConnectionError("the store is away")
+        report(request_id, None)
+        return True
+
+    caps = OpenQuestionCaps(per_process=5, per_token=5)
+    caps.take("q1", None)
+    held = taken.Held(caps, ApiTokens({}), watch, logging.getLogger("bot.gateway"))
+    with caplog.at_level(logging.INFO, "bot.gateway"):
+        await held.hold("q1", asked=True)
+        assert held.asked == {"q1": True} and caps.holds("q1")
+        assert "cannot watch a question" in caplog.messages
+        await until(lambda: watches == 2, what="the watch set again")
+    assert held.asked == {} and not caps.holds("q1")
