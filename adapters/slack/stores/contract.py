@@ -156,6 +156,7 @@ async def mutate(
 ) -> tuple[PendingRecord | None, PendingRecord | None]:
     """Apply ``change`` with compare-and-set, re-reading on conflict; giving up raises
     ``StoreConflict`` (with ``seam``, the seam's ``STORE_UNAVAILABLE`` caused by it)."""
+    audit_of = event or functools.partial(event_for, by=by, by_name=by_name)
     for attempt in range(attempts):
         current = known if attempt == 0 and known is not None else await store.get(request_id)
         if current is None:
@@ -163,11 +164,7 @@ async def mutate(
         updated = change(current)
         if updated is None:
             return current, None
-        if event is None:
-            audit = event_for(current, updated, by=by, by_name=by_name)
-        else:
-            audit = event(current, updated)
-        if await store.compare_and_set(updated, audit):
+        if await store.compare_and_set(updated, audit_of(current, updated)):
             return current, updated
     conflict = StoreConflict(f"request {request_id} kept changing; gave up after {attempts} tries")
     if seam:

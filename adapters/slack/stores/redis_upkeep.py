@@ -145,28 +145,23 @@ class RedisUpkeep(Upkeep):
             gone = [i for i, present in zip(chunk, found, strict=True) if not present]
             self.watches.lost(gone, self._log, "was Redis flushed?")
 
-    def give_up_if_lost(self) -> None:
-        """Fail every local wait once Redis has been gone for ``outage_limit`` seconds."""
-        link = self._link
-        if link.healthy is not False or time.monotonic() - link.ok_at < self._outage_limit:
-            return
-        self.watches.fail_all(
-            UserQuestionError(
-                f"the pending store (Redis at {link.shown_url}) has been unreachable for more "
-                f"than {self._outage_limit:g} seconds",
-                STORE_UNAVAILABLE,
-            )
-        )
-
     async def beat(self) -> None:
         """Say this process is alive for ``heartbeat_ttl`` (unbounded: the caller bounds it)."""
         await self._link.client.set(self._keys.my_alive, f"{time.time():.3f}", px=px(self._ttl))
         self._beaten_at = time.monotonic()
 
     async def duty(self) -> list[PendingRecord]:
-        """One heartbeat: give up on a long outage, beat, check for lost records, one pass
-        of the sweep (the purge runs beside it)."""
-        self.give_up_if_lost()
+        """One heartbeat: fail every local wait once Redis has been gone for ``outage_limit``
+        seconds; beat, check for lost records, one pass of the sweep (the purge runs beside it)."""
+        link = self._link
+        if link.healthy is False and time.monotonic() - link.ok_at >= self._outage_limit:
+            self.watches.fail_all(
+                UserQuestionError(
+                    f"the pending store (Redis at {link.shown_url}) has been unreachable for more "
+                    f"than {self._outage_limit:g} seconds",
+                    STORE_UNAVAILABLE,
+                )
+            )
         try:
             await self._link.op("heartbeat", self.beat)
             await self.check_lost()
@@ -203,7 +198,8 @@ class RedisUpkeep(Upkeep):
         return await self.purge()
 
     async def _sweep(self, sweep: OrphanSweep) -> None:
-        """Under ``p:sweep`` (skipped while another process holds it)."""
+        """Under ``p:sweep`` (skipped while another process holds it): each lost owner, forgotten
+        once it has nothing left to sweep."""
         lock = self._link.client.lock(
             self._keys.sweep,
             timeout=max(self._ttl, 2 * self._link.op_timeout),
@@ -214,7 +210,23 @@ class RedisUpkeep(Upkeep):
             return
         try:
             sweep.between = functools.partial(self._keep_up, lock)
-            await self._sweep_owners(sweep)
+            client = self._link.client
+            owners = await self._link.op("list owners", lambda: client.smembers(self._keys.owners))
+            me = self._keys.process_id
+            others = sorted(name for name in cast(set[str], owners) if name and name != me)
+            if not others:
+                return
+            beats = await self._link.op(
+                "read heartbeats", lambda: client.mget([self._keys.alive(o) for o in others])
+            )
+            dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
+            for owner in dead:
+                await sweep.owner(owner)
+                if sweep.cut:
+                    return
+                keys = [self._keys.owners, self._keys.owner(owner)]
+                forget = functools.partial(self._forget_owner, keys=keys, args=[owner])
+                await self._link.op("forget a lost owner", forget)
         finally:
             with contextlib.suppress(LockError, UserQuestionError):  # else it expires
                 await self._link.op("release the sweep lock", lock.release)
@@ -226,23 +238,3 @@ class RedisUpkeep(Upkeep):
             return
         await self._link.op("heartbeat", self.beat)
         await self._link.op("keep the sweep lock", lock.reacquire)
-
-    async def _sweep_owners(self, sweep: OrphanSweep) -> None:
-        client = self._link.client
-        owners = await self._link.op("list owners", lambda: client.smembers(self._keys.owners))
-        me = self._keys.process_id
-        others = sorted(name for name in cast(set[str], owners) if name and name != me)
-        if not others:
-            return
-        beats = await self._link.op(
-            "read heartbeats", lambda: client.mget([self._keys.alive(o) for o in others])
-        )
-        dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
-        for owner in dead:
-            await sweep.owner(owner)
-            if sweep.cut:
-                return
-            forget = functools.partial(
-                self._forget_owner, keys=[self._keys.owners, self._keys.owner(owner)], args=[owner]
-            )
-            await self._link.op("forget a lost owner", forget)

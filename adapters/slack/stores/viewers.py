@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Final, cast
@@ -22,15 +23,17 @@ VIEWER_TTL: Final = 7 * 86400.0
 """Seconds a Home tab is kept up to date after its person last opened it: 7 days."""
 
 
+@dataclass(eq=False, kw_only=True)
 class HomeViewers:
     """The people whose Home tab is kept current (the ``max_viewers`` latest within ``ttl``
     seconds), shared by every process of a store."""
 
-    def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
-        if max_viewers < 1 or ttl <= 0:
+    max_viewers: int = MAX_VIEWERS
+    ttl: float = VIEWER_TTL
+
+    def __post_init__(self) -> None:
+        if self.max_viewers < 1 or self.ttl <= 0:
             raise ValueError("max_viewers and ttl must be positive")
-        self._max = max_viewers
-        self._ttl = ttl
 
     async def opened(self, user: str, at: float) -> None:
         """``user`` opened their Home tab at ``at``; the oldest beyond the bound go."""
@@ -46,20 +49,19 @@ class HomeViewers:
         return False
 
 
+@dataclass(eq=False)
 class MemoryHomeViewers(HomeViewers):
     """The viewers in this process's memory (for the memory store)."""
 
-    def __init__(self, *, max_viewers: int = MAX_VIEWERS, ttl: float = VIEWER_TTL) -> None:
-        super().__init__(max_viewers=max_viewers, ttl=ttl)
-        self._seen: dict[str, float] = {}
+    _seen: dict[str, float] = field(default_factory=dict, init=False)
 
     async def opened(self, user: str, at: float) -> None:
         self._seen[user] = max(at, self._seen.pop(user, at))
-        kept = sorted(self._seen.items(), key=lambda seen: seen[1])[-self._max :]
+        kept = sorted(self._seen.items(), key=lambda seen: seen[1])[-self.max_viewers :]
         self._seen = dict(kept)
 
     async def current(self, now: float) -> list[str]:
-        self._seen = {user: at for user, at in self._seen.items() if at >= now - self._ttl}
+        self._seen = {user: at for user, at in self._seen.items() if at >= now - self.ttl}
         return list(self._seen)
 
     def known_empty(self) -> bool:
@@ -74,19 +76,12 @@ _TABLE: Final = (
 )
 
 
+@dataclass(eq=False)
 class SqliteHomeViewers(HomeViewers):
     """The viewers in the SQLite store's file, table ``home_viewers`` (user_id, opened_at)."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        max_viewers: int = MAX_VIEWERS,
-        ttl: float = VIEWER_TTL,
-    ) -> None:
-        super().__init__(max_viewers=max_viewers, ttl=ttl)
-        self._path = Path(path)
-        self._ready = False
+    path: Path
+    _ready: bool = field(default=False, init=False)
 
     async def opened(self, user: str, at: float) -> None:
         await self._run(
@@ -98,7 +93,7 @@ class SqliteHomeViewers(HomeViewers):
             (
                 "DELETE FROM home_viewers WHERE opened_at < ? OR user_id NOT IN"
                 " (SELECT user_id FROM home_viewers ORDER BY opened_at DESC LIMIT ?)",
-                (at - self._ttl, self._max),
+                (at - self.ttl, self.max_viewers),
             ),
         )
 
@@ -107,7 +102,7 @@ class SqliteHomeViewers(HomeViewers):
             (
                 "SELECT user_id FROM home_viewers WHERE opened_at >= ?"
                 " ORDER BY opened_at DESC LIMIT ?",
-                (now - self._ttl, self._max),
+                (now - self.ttl, self.max_viewers),
             )
         )
         return [str(row[0]) for row in reversed(rows)]
@@ -117,9 +112,9 @@ class SqliteHomeViewers(HomeViewers):
         rows: list[sqlite3.Row] = []
         try:
             if not self._ready:
-                private_file(self._path)
+                private_file(self.path)
             async with aiosqlite.connect(
-                self._path, isolation_level=None, timeout=_BUSY_TIMEOUT
+                self.path, isolation_level=None, timeout=_BUSY_TIMEOUT
             ) as db:
                 if not self._ready:
                     await db.execute(_TABLE)
@@ -130,33 +125,35 @@ class SqliteHomeViewers(HomeViewers):
                 await db.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             raise UserQuestionError(
-                f"the Home tab viewers (SQLite at {self._path}) failed: {exc}",
+                f"the Home tab viewers (SQLite at {self.path}) failed: {exc}",
                 STORE_UNAVAILABLE,
                 cause=exc,
             ) from exc
         return rows
 
 
+@dataclass(eq=False)
 class RedisHomeViewers(HomeViewers):
     """The viewers in a sorted set shared by every process on the same Redis and prefix."""
 
-    def __init__(self, link: RedisLink, *, max_viewers: int, ttl: float) -> None:
-        super().__init__(max_viewers=max_viewers, ttl=ttl)
-        self._link = link
-        self._key = f"{link.keys.prefix}:home:viewers"
+    link: RedisLink
+
+    @property
+    def _key(self) -> str:
+        return f"{self.link.keys.prefix}:home:viewers"
 
     async def opened(self, user: str, at: float) -> None:
-        pipe = self._link.client.pipeline(transaction=True)  # (its execute resets it)
+        pipe = self.link.client.pipeline(transaction=True)  # (its execute resets it)
         pipe.zadd(self._key, {user: at}, gt=True)  # a late, older report moves nobody
-        pipe.zremrangebyscore(self._key, "-inf", f"({at - self._ttl!r}")
-        pipe.zremrangebyrank(self._key, 0, -self._max - 1)
-        pipe.pexpire(self._key, int(self._ttl * 1000))
-        await self._link.op("remember a Home tab viewer", pipe.execute)
+        pipe.zremrangebyscore(self._key, "-inf", f"({at - self.ttl!r}")
+        pipe.zremrangebyrank(self._key, 0, -self.max_viewers - 1)
+        pipe.pexpire(self._key, int(self.ttl * 1000))
+        await self.link.op("remember a Home tab viewer", pipe.execute)
 
     async def current(self, now: float) -> list[str]:
-        read = partial(self._link.client.zrangebyscore, self._key, now - self._ttl, "+inf")
-        found = await self._link.op("read the Home tab viewers", read)
-        return cast(list[str], found)[-self._max :]
+        read = partial(self.link.client.zrangebyscore, self._key, now - self.ttl, "+inf")
+        found = await self.link.op("read the Home tab viewers", read)
+        return cast(list[str], found)[-self.max_viewers :]
 
 
 def viewers_for(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
@@ -69,14 +68,13 @@ class Watch:
     def then(self, report: Callable[[str | BaseException], None]) -> None:
         """Report the ending (record JSON, or the error) to ``report``, with no task waiting."""
         self.waiting = True
-        self.future.add_done_callback(functools.partial(self._reported, report))
 
-    def _reported(
-        self, report: Callable[[str | BaseException], None], future: asyncio.Future[str]
-    ) -> None:
-        self.close()
-        if not future.cancelled():
-            report(future.exception() or future.result())
+        def reported(future: asyncio.Future[str]) -> None:
+            self.close()
+            if not future.cancelled():
+                report(future.exception() or future.result())
+
+        self.future.add_done_callback(reported)
 
 
 class WatchRegistry:
