@@ -47,17 +47,15 @@ class OrphanSweep:
         self.log = log
         self.written: list[PendingRecord] = []
         self.unsure: list[PendingRecord] = []
-        self.cut = False
 
-    async def owner(self, owner: str) -> None:
-        """Fail (or take up) the open records of the lost process ``owner`` until the
-        deadline; a store error stops the pass, another is only logged."""
+    async def owner(self, owner: str) -> bool:
+        """Fail (or take up) the open records of the lost process ``owner``, ``False`` once past
+        the deadline (the pass ends); a store error stops the pass, another is only logged."""
         for record in await self.store.open_records(owner=owner):
             if self.deadline is None:
                 self.deadline = time.monotonic() + self.budget
             elif time.monotonic() >= self.deadline:
-                self.cut = True
-                return
+                return False
             if self.between is not None:
                 await self.between()
             try:
@@ -70,6 +68,7 @@ class OrphanSweep:
                     record.id,
                     owner,
                 )
+        return True
 
     async def _one(self, record: PendingRecord, owner: str) -> None:
         now = time.time()
@@ -112,6 +111,7 @@ class Upkeep:
         self._log = log
         self._beaten_at = 0.0  # when (monotonic) this process's last beat was written
         self._unsure: list[PendingRecord] = []  # writes with no answer: maybe made
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def duty(self) -> list[PendingRecord]:
         """One heartbeat: beat, and a pass of the sweep; the records it failed."""
@@ -157,9 +157,9 @@ class Upkeep:
         *duties: Duty,
         **more: Coroutine[Any, Any, None],
     ) -> list[asyncio.Task[None]]:
-        """The store's tasks (each named ``{kind}-store-{name}``): a loop for each of the
-        heartbeat (reporting what it failed), the purge and ``duties`` (name, interval, work),
-        apart (a long purge delays no beat), and ``more``."""
+        """Start the store's tasks (each named ``{kind}-store-{name}``; ``stop`` ends them): a
+        loop for each of the heartbeat (reporting what it failed), the purge and ``duties``
+        (name, interval, work), apart (a long purge delays no beat), and ``more``."""
 
         async def beat() -> None:
             orphans = await self.duty()
@@ -184,7 +184,18 @@ class Upkeep:
         named = {duty[0]: every(*duty) for duty in own + list(duties)}
         loop = asyncio.get_running_loop()
         tasks = (named | more).items()
-        return [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in tasks]
+        self._tasks = [loop.create_task(work, name=f"{kind}-store-{name}") for name, work in tasks]
+        return self._tasks
+
+    async def stop(self, patience: float | None = None) -> None:
+        """Cancel the store's tasks and wait for them (``patience``: then warn and go on)."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=patience)
+            if stuck:
+                self._log.warning("pending store background tasks did not stop in time")
 
 
 async def _landed(store: PendingStore, sent: Sequence[PendingRecord]) -> list[PendingRecord]:
@@ -238,15 +249,3 @@ class RepeatedFailures:
             self._log.info("%s works again after %d failure(s)", self._what, self._failed)
         self._failed = 0
         self._reported = False
-
-
-async def stop_tasks(
-    tasks: Sequence[asyncio.Task[None]], log: logging.Logger, patience: float | None = None
-) -> None:
-    """Cancel ``tasks`` and wait for them (``patience``: then warn and go on)."""
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        _, stuck = await asyncio.wait(tasks, timeout=patience)
-        if stuck:
-            log.warning("pending store background tasks did not stop in time")

@@ -16,7 +16,7 @@ from adapters.slack.model.audience import Audience, batches
 from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
-from adapters.slack.stores.duties import default_process_id, stop_tasks
+from adapters.slack.stores.duties import default_process_id
 from adapters.slack.stores.redis_link import (
     FAILURES,
     PAGE,
@@ -204,7 +204,6 @@ class RedisPendingStore(RedisTrail, DurableStore):
             outage_limit=outage_limit,
         )
         self._watches = self._upkeep.watches
-        self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
     @property
@@ -231,9 +230,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
             await self._upkeep.first_purge()
         except UserQuestionError as exc:  # tried again in an hour (``Upkeep.loops``)
             self._log.warning("pending store could not purge the audit stream: %s", exc)
-        self._tasks = self._upkeep.loops(
-            "redis", lambda: self._link.closed, subscriber=self._upkeep.listen()
-        )
+        self._upkeep.loops("redis", lambda: self._link.closed, subscriber=self._upkeep.listen())
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
@@ -265,8 +262,7 @@ class RedisPendingStore(RedisTrail, DurableStore):
         if self._link.closed:
             return
         self._link.closed = True  # the loops also check this, should a cancellation get lost
-        await stop_tasks(self._tasks, self._log, patience=self._link.op_timeout)
-        self._tasks = []
+        await self._upkeep.stop(patience=self._link.op_timeout)
         self._watches.close(closed_error())  # (the subscriber has stopped: nothing is retried)
         if self._started:
             try:

@@ -221,8 +221,7 @@ class RedisUpkeep(Upkeep):
             )
             dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
             for owner in dead:
-                await sweep.owner(owner)
-                if sweep.cut:
+                if not await sweep.owner(owner):
                     return
                 keys = [self._keys.owners, self._keys.owner(owner)]
                 forget = functools.partial(self._forget_owner, keys=keys, args=[owner])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import math
@@ -17,7 +16,7 @@ from adapters.slack.model.audience import Audience, batches, narrowed
 from adapters.slack.model.audit_trail import AuditEvent, ChainCheck, ChainRow, chain_hash, verify
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, DurableStore, OpenCount, TrailReader
-from adapters.slack.stores.duties import default_process_id, stop_tasks
+from adapters.slack.stores.duties import default_process_id
 from adapters.slack.stores.sqlite_file import SqliteFile
 from adapters.slack.stores.sqlite_schema import SCHEMA_VERSION
 from adapters.slack.stores.sqlite_upkeep import SqliteUpkeep
@@ -114,7 +113,6 @@ class SqlitePendingStore(DurableStore):
             heartbeat_interval=heartbeat_interval,
             heartbeat_ttl=heartbeat_ttl,
         )
-        self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
 
     @property
@@ -140,7 +138,7 @@ class SqlitePendingStore(DurableStore):
         poll = ("poll", self._poll_interval, self._upkeep.poll_once)
         # the WAL copied into the file apart, so no write waits for a checkpoint
         checkpoint = ("checkpoint", self._checkpoint_interval, self._file.checkpoint)
-        self._tasks = self._upkeep.loops("sqlite", lambda: self._closed, poll, checkpoint)
+        self._upkeep.loops("sqlite", lambda: self._closed, poll, checkpoint)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[TrailReader]:
@@ -160,8 +158,7 @@ class SqlitePendingStore(DurableStore):
         self._closed = True
         closed = UserQuestionError("the pending store (SQLite) is closed", STORE_UNAVAILABLE)
         try:
-            await stop_tasks(self._tasks, self._log)
-            self._tasks = []
+            await self._upkeep.stop()
             self._watches.close(closed)
             if self._file.is_open:
                 await self._upkeep.stop_beating()

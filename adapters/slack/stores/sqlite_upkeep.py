@@ -139,8 +139,7 @@ class SqliteUpkeep(Upkeep):
     async def _sweep(self, sweep: OrphanSweep) -> None:
         sweep.between = functools.partial(self._keep_beating, sweep)
         for (owner,) in await self._file.rows(_LOST_OWNERS, (self._store.process_id, self._ttl)):
-            await sweep.owner(owner)
-            if sweep.cut:
+            if not await sweep.owner(owner):
                 return
 
     async def _beat_or_hold(self, began: float | None = None) -> bool:
