@@ -95,7 +95,7 @@ def leave_ghost(path: Path, records: int = 1) -> list[str]:
 
 def stop_heartbeat(store: SqlitePendingStore) -> None:
     """Cancel the store's own heartbeat task: the test runs its duty itself."""
-    for task in store._tasks:
+    for task in store._upkeep._tasks:
         if task.get_name() == "sqlite-store-heartbeat":
             task.cancel()
 
