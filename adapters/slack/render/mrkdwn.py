@@ -207,13 +207,11 @@ def _code_spans(line: str) -> tuple[list[tuple[int, int]], bool] | None:
 def _code_regions(text: str, *, spans: bool) -> list[tuple[int, int]]:
     """Where ``text`` is surely code: code blocks and, with ``spans``, code spans."""
     lines = text.split("\n")
-    code = _block_lines(lines)
     regions: list[tuple[int, int]] = []
     offset = 0
     run_start: int | None = None
     trusted = True  # every earlier line of this paragraph closed its spans
-    for line, is_code in zip(lines, code, strict=True):
-        end = offset + len(line)
+    for line, is_code in zip(lines, _block_lines(lines), strict=True):
         if is_code:
             run_start = offset if run_start is None else run_start
         else:
@@ -227,7 +225,7 @@ def _code_regions(text: str, *, spans: bool) -> list[tuple[int, int]]:
                 trusted = found is not None and found[1]
                 spans_found = found[0] if found is not None else []
                 regions.extend((offset + a, offset + b) for a, b in spans_found)
-        offset = end + 1
+        offset += len(line) + 1
     if run_start is not None:
         regions.append((run_start, len(text)))
     return regions

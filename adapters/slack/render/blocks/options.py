@@ -133,10 +133,10 @@ def menu(
 def button(
     text: str, action: str, value: str, style: str | None = None, confirm: Block | None = None
 ) -> Block:
-    """A button: ``action`` its action id, ``value`` what it sends, ``confirm`` asked first."""
+    """A button of ``text`` (cut to fit already), ``action`` its id, ``value`` sent, ``confirm``."""
     built: Block = {
         "type": "button",
-        "text": plain(label(text, MAX_BUTTON_TEXT)),
+        "text": plain(text),
         "action_id": action,
         "value": value,
     }
