@@ -70,9 +70,8 @@ def check_message(blocks: list[dict[str, Any]], text: str | None = None) -> list
     word on each block, then ``totals`` (its warnings left out)."""
     problems = []
     if len(blocks) > MAX_BLOCKS_MESSAGE:
-        problems.append(
-            f"blocks: {len(blocks)} blocks, Slack allows at most {MAX_BLOCKS_MESSAGE} in a message"
-        )
+        said = too_long(len(blocks), MAX_BLOCKS_MESSAGE, "blocks")
+        problems.append(f"blocks: {said} in a message")
     for i, block in enumerate(blocks):
         if block.get("type") in _UNCHECKED:
             continue
@@ -134,13 +133,11 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
     listed = blocks if isinstance(blocks, list) else []
     markdown = markdown_length(listed)
     if markdown > MAX_MARKDOWN_TOTAL:
-        said = f"{markdown} characters in markdown blocks, Slack allows at most"
-        problems.append(Problem("blocks", f"{said} {MAX_MARKDOWN_TOTAL} in one message"))
+        said = too_long(markdown, MAX_MARKDOWN_TOTAL, "characters in markdown blocks")
+        problems.append(Problem("blocks", f"{said} in one message"))
     total = block_text_length(listed)
     if total > MESSAGE_TEXT_BUDGET:
-        said = (
-            f"{total} characters of text in all blocks, Slack allows at most {MESSAGE_TEXT_BUDGET}"
-        )
+        said = too_long(total, MESSAGE_TEXT_BUDGET, "characters of text in all blocks")
         problems.append(Problem("blocks", f"{said} (msg_blocks_too_long)", MSG_BLOCKS_TOO_LONG))
     if text is not None and not isinstance(text, str):
         problems.append(Problem("text", "must be a string"))
