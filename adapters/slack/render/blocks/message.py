@@ -111,10 +111,8 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
 
 def _chosen_room(question: AskUserQuestionItem) -> int:
     """The most text a form question's chosen options add (``initial_options`` repeat them)."""
-    if not question.options:
-        return 0
     sizes = [blockkit.block_text_length([choice]) for choice in choices(question)]
-    return sum(sizes) if question.is_multi_select else max(sizes)
+    return sum(sizes) if question.is_multi_select else max(sizes, default=0)
 
 
 def _open_blocks(
