@@ -58,7 +58,8 @@ class TrailReader(Protocol):
         """Every event with ``since <= at < until``, in the order they were appended."""
 
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """What ``audit_trail.verify`` finds; ``None`` when this store keeps no chain."""
+        """What ``audit_trail.verify`` finds; by default ``None``: this store keeps no chain."""
+        return None
 
 
 class PendingStore(TrailReader, Protocol):

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from adapters.slack.model.audience import Audience
-from adapters.slack.model.audit_trail import AuditEvent, ChainCheck
+from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import TERMINAL_STATES, PendingRecord
 from adapters.slack.stores.contract import RETENTION, OpenCount, PendingStore
 from adapters.slack.stores.watches import WatchRegistry
@@ -90,10 +90,6 @@ class MemoryPendingStore(PendingStore):
     async def events(self, request_id: str) -> list[AuditEvent]:
         self._expire()
         return [AuditEvent.load(kept.json) for kept in self._trails.get(request_id, ())]
-
-    async def check_chain(self, kept_since: float) -> ChainCheck | None:
-        """``None``: a trail that ends with its process keeps no hash chain."""
-        return None
 
     async def audit(self, since: float, until: float | None = None) -> AsyncIterator[AuditEvent]:
         self._expire()

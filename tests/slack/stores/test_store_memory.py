@@ -397,3 +397,8 @@ async def test_a_reopened_request_gets_a_fresh_ttl_when_it_ends_again(clock: Clo
     assert kept is not None and kept.state == "answered"
     clock.now += 46
     assert await store.get(RID) is None
+
+
+async def test_the_memory_store_keeps_no_hash_chain() -> None:
+    """``python -m bot audit`` says so for a store whose trail ends with its process."""
+    assert await MemoryPendingStore().check_chain(0.0) is None
