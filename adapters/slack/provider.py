@@ -143,7 +143,7 @@ class SlackQuestionProvider:
         crew = Crew(client, store, sync, self._endings, clock, log)
         self.lost_posts = lost = LostPosts(crew, tuple(lookups))
         """Looks for the messages of failed posts that Slack stored all the same."""
-        self._lifecycle = AskLifecycle(crew, defaults, team_url(app), lost)
+        self._lifecycle = AskLifecycle(crew, team_url(app), lost)
         gate = Gatekeeper(client, ttl=usergroup_ttl, logger=log)
         conversations = Conversations(client, log)  # the Home tab's and the clicks'
         self.handler = InteractionHandler(store, gate, sync, conversations)

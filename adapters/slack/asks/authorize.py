@@ -17,6 +17,7 @@ from adapters.slack.asks.synchroniser import SLACK_FAILURES, MessageSynchroniser
 from adapters.slack.model.audience import ANYONE, Audience, also_allowed, policy_groups, who_may
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.model.tally import Membership
+from adapters.slack.stores import PendingStore
 
 LASTING_ERRORS: Final = frozenset(
     {"no_such_subteam", "subteam_not_found", "missing_scope", "plan_upgrade_required",
@@ -222,10 +223,12 @@ class ClickAuthority:
 
     def __init__(
         self,
+        store: PendingStore,
         gate: Gatekeeper,
         sync: MessageSynchroniser,
         conversations: Conversations,
     ) -> None:
+        self._store = store
         self._gate = gate
         self._sync = sync
         self._conversations = conversations

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from adapters.slack.asks.deadlines import Crew, Part
-from adapters.slack.asks.destination import AskDefaults
 from adapters.slack.asks.endings import Released
 from adapters.slack.asks.posting import Poster
 from adapters.slack.asks.reconcile import LostPosts, Place, adopt_predecessor, posted_in
@@ -113,11 +112,8 @@ class TakeUp(Poster):
 class AskLifecycle(Part):
     """Asks in Slack and waits; ends requests (answered elsewhere, aborted, failed)."""
 
-    def __init__(
-        self, crew: Crew, defaults: AskDefaults, team_url: str | None, lost: LostPosts
-    ) -> None:
+    def __init__(self, crew: Crew, team_url: str | None, lost: LostPosts) -> None:
         super().__init__(crew)
-        self.defaults = defaults
         self._in_process = isinstance(crew.store, MemoryPendingStore)
         """Whether the store lives and dies with this process (the memory store)."""
         self.waits = Waits(crew)
@@ -153,7 +149,6 @@ class AskLifecycle(Part):
             update={
                 "id": request_id,
                 "label": options.label,
-                "mention": self.defaults.mention,
                 "key": options.key,
                 "note": options.note,
                 **(await extra() if extra is not None else {}),

@@ -10,8 +10,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from adapters.slack.asks.authorize import ClickAuthority, Conversations, Gatekeeper
-from adapters.slack.asks.synchroniser import MessageSynchroniser
+from adapters.slack.asks.authorize import ClickAuthority
 from adapters.slack.clicks.transitions import (
     NO_LONGER_OPEN_APPROVAL,
     Decision,
@@ -39,7 +38,7 @@ from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.blocks.modals import render_plan_modal
 from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import NO_LONGER_OPEN, NOT_CHECKED, not_recorded, not_yours
-from adapters.slack.stores import PendingStore, settle
+from adapters.slack.stores import settle
 from bot.questions import UserQuestionError
 
 _log = logging.getLogger("adapters.slack")
@@ -48,16 +47,6 @@ _log = logging.getLogger("adapters.slack")
 class InteractionHandler(ClickAuthority):
     """Applies Slack interactions (a tool approval's too) to pending records; the listeners'
     only counterpart."""
-
-    def __init__(
-        self,
-        store: PendingStore,
-        gate: Gatekeeper,
-        sync: MessageSynchroniser,
-        conversations: Conversations,
-    ) -> None:
-        super().__init__(gate, sync, conversations)
-        self._store = store
 
     async def handle_action(self, body: Mapping[str, Any]) -> None:
         """Handle a ``block_actions`` payload (already acked)."""
