@@ -39,9 +39,8 @@ class MemoryPendingStore(PendingStore):
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        self._expire()
-        stored = self._records.get(request_id)
-        return None if stored is None else PendingRecord.load(stored.json)
+        (record,) = await self.get_many([request_id])
+        return record
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         self._expire()
