@@ -248,10 +248,9 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
 
 
 def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) -> str:
-    """The outcome in words, when, and the note, within ``limit`` characters."""
+    """The outcome of an ended ``record`` in words, when, and the note, within ``limit``."""
     outcome = outcome_of(record)
-    if outcome is None:
-        return escape(record.state)
+    assert outcome is not None, "drawn for ended records only"
     said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
     if record.replaced_by:
         said += f" <{record.replaced_by}|See the revised plan.>"
