@@ -43,11 +43,8 @@ class Clock(Protocol):
 class SystemClock:
     """The real time: ``time.time`` and ``asyncio.sleep``."""
 
-    def now(self) -> float:
-        return time.time()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    now = staticmethod(time.time)
+    sleep = staticmethod(asyncio.sleep)
 
 
 @dataclass(frozen=True, slots=True)
