@@ -53,8 +53,9 @@ async def ask(
                     return _ending(view)
                 if view.get("code") == "NOT_FOUND":  # a bot that lost it: ask it again
                     request_id = (await call(post))["id"]
-        except asyncio.CancelledError:
-            await asyncio.shield(_abort(client, request_id))
+        except asyncio.CancelledError:  # abort it, best effort: nobody waits for the answer
+            with contextlib.suppress(AskFailed, TimeoutError):
+                await asyncio.shield(asyncio.wait_for(client.abort(request_id), 10))
             raise
 
 
@@ -105,10 +106,3 @@ def _ending(view: Mapping[str, Any]) -> AskUserQuestionAnswer:
     error = view.get("error") or {}
     code = str(error.get("code", "ASK_FAILED"))
     raise UserQuestionError(str(error.get("message", f"the question ended: {view['state']}")), code)
-
-
-async def _abort(client: BotClient, request_id: str) -> None:
-    """Abort the question, best effort (the call was cancelled: nobody waits for it)."""
-    with contextlib.suppress(AskFailed, TimeoutError):
-        async with asyncio.timeout(10):
-            await client.abort(request_id)

@@ -128,3 +128,18 @@ async def test_a_long_poll_over_the_tokens_cap_is_asked_again_when_it_says() -> 
             await bed.click({"message": {"channel": message.channel, "ts": message.ts}}, "Wait")
         answers = await asyncio.wait_for(asyncio.gather(first, second), 30)
     assert [a.answers[0].selected for a in answers] == [["Wait"], ["Wait"]]
+
+
+async def test_cancelling_ask_aborts_its_question() -> None:
+    """A cancelled ``ask`` aborts its question (nobody waits for its answer) before the
+    cancellation goes on."""
+    async with running() as bed:
+        url = bed.runtime.url
+        asking = asyncio.ensure_future(ask(DEPLOY, url=url, token=BED_TOKEN, key="gone"))
+        await until(lambda: bed.runtime.gateway.polls.count == 1, within=20, what="a long-poll")
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        provider = bed.runtime.provider
+        question = await provider.status(provider.request_id_for("api:gone"))
+    assert question is not None and question.state == "aborted"
