@@ -163,7 +163,7 @@ class Webhooks:
 
     def _watch(self, request_id: str) -> None:
         """Deliver as soon as the question ends (seen through the store, from any process)."""
-        if request_id not in self._watched:
+        if request_id not in self._watched and not self._stopping:
             self._unwatched.setdefault(request_id, time.time())
             self._wake.set()
 
@@ -191,8 +191,7 @@ class Webhooks:
         """A watch reported: attempt the delivery, or watch again (the store was away)."""
         self._watched.discard(request_id)
         if isinstance(outcome, BaseException):
-            if not self._stopping:
-                self._watch(request_id)
+            self._watch(request_id)
         else:
             self._try(request_id)
 
