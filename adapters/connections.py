@@ -36,24 +36,18 @@ class ListenerLimits:
     """Open connections at most; more are answered 503 and closed."""
 
 
-class GuardedSite(web.BaseSite):
+class GuardedSite(web.TCPSite):
     """A TCP site that answers connections over ``max_connections`` with 503 and closes them."""
 
-    __slots__ = ("_host", "_max", "_open", "_port")
+    __slots__ = ("_max", "_open")
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int, max_connections: int) -> None:
-        super().__init__(runner)
-        self._host, self._port, self._max, self._open = host, port, max_connections, 0
-
-    @property
-    def name(self) -> str:
-        """``http://host:port``."""
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
+        super().__init__(runner, host, port)
+        self._max, self._open = max_connections, 0
 
     async def start(self) -> None:
-        """Listen."""
-        await super().start()
+        """Listen (``TCPSite``'s own start would serve every connection: it is skipped)."""
+        await web.BaseSite.start(self)
         server = self._runner.server
         assert server is not None
         loop = asyncio.get_running_loop()
@@ -118,8 +112,8 @@ async def start_listener(
     limits: ListenerLimits,
     refusals: RefusalLog,
     shutdown_timeout: float,
-) -> tuple[web.AppRunner, GuardedSite]:
-    """Serve ``app`` on ``host:port`` with ``limits``; returns the runner and its site."""
+) -> web.AppRunner:
+    """Serve ``app`` on ``host:port`` with ``limits`` (a ``GuardedSite``); returns the runner."""
     runner = web.AppRunner(
         app,
         access_log=None,
@@ -136,4 +130,4 @@ async def start_listener(
     except BaseException:
         await runner.cleanup()
         raise
-    return runner, site
+    return runner

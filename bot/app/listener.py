@@ -61,8 +61,7 @@ async def serve(runtime: Runtime, signing_secret: str | None) -> web.AppRunner:
         shutdown_timeout=handler_grace(settings.shutdown_grace) / 2,
     )
     # e.g. the port is taken: the error names PORT, and nothing is left open
-    runner, _ = await listening(listener, setting="PORT", host=settings.host, port=settings.port)
-    return runner
+    return await listening(listener, setting="PORT", host=settings.host, port=settings.port)
 
 
 def listener_limits(settings: Settings) -> ListenerLimits:

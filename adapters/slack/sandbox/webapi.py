@@ -121,7 +121,7 @@ class SlackStandIn:
             return self.url
         self._served = LOOPBACK_NAMES | {host.lower().strip("[]")}
         # A short shutdown: ``stop()`` should not wait out a long injected delay.
-        runner, _ = await start_listener(
+        runner = await start_listener(
             self.app,
             host,
             port,
