@@ -77,11 +77,10 @@ class Runtime:
         """``GET /healthz``: mode, store, the questions pending (``owned`` by this process,
         ``unowned``: any process's) and open, the waiters, the Web API queue, each connection;
         503 and ``ok: false`` while the store is unreachable."""
-        store = self.provider.store
         body: dict[str, object] = {"ok": True, "mode": self.settings.mode}
         try:
             async with asyncio.timeout(HEALTH_STORE_TIMEOUT):
-                count = await store.open_count()
+                count = await self.store.open_count()
         except Exception as exc:  # HarnessError(STORE_UNAVAILABLE), RedisError, TimeoutError
             body.update(ok=False, store="unreachable", error=type(exc).__name__)
         else:
@@ -92,7 +91,7 @@ class Runtime:
                 unowned=count.unowned,
                 open=count.total,
             )
-        body["waiters"] = store.watch_count
+        body["waiters"] = self.store.watch_count
         body["longPolls"] = self.gateway.polls.count
         scheduler = getattr(self.provider.client, "scheduler", None)
         if scheduler is not None:  # Web API calls waiting for Slack's rate limits
@@ -295,7 +294,7 @@ async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str |
         raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
 
 
-async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
+async def run(settings: Settings) -> None:
     """Run until SIGTERM or SIGINT, then stop cleanly; a signal during startup cancels the start
     (which releases what it opened), a second one while stopping has its default effect."""
     loop = asyncio.get_running_loop()
@@ -331,8 +330,6 @@ async def run(settings: Settings, *, ready: asyncio.Event | None = None) -> None
             if runtime.sandbox_url:
                 print(f"\n  Sandbox ready: open {runtime.sandbox_url}\n", flush=True)
             print(f"bot listening on {runtime.url}", flush=True)
-            if ready is not None:
-                ready.set()
             await keep_heap(stop)
         finally:
             unhandle()
