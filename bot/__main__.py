@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -54,12 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _discard_stdout() -> None:
     """Point stdout at the null device, so the exit's flush finds no broken pipe (which
     Python reports with exit code 120 instead of ours)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 def audit_main(argv: Sequence[str]) -> int:
