@@ -39,8 +39,9 @@ class MemoryPendingStore(PendingStore):
         return True
 
     async def get(self, request_id: str) -> PendingRecord | None:
-        (record,) = await self.get_many([request_id])
-        return record
+        self._expire()
+        stored = self._records.get(request_id)
+        return None if stored is None else PendingRecord.load(stored.json)
 
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         self._expire()
