@@ -317,11 +317,8 @@ class RedisPendingStore(RedisTrail, DurableStore):
 
     async def open_records(self, owner: str | None = None) -> list[PendingRecord]:
         index = self._keys.open if owner is None else self._keys.owner(owner)
-        prefix = self._keys.record_prefix
-        raws = await self._link.op(
-            "list open records",
-            lambda: self._indexed_script(keys=[index], args=[prefix]),
-        )
+        listed = partial(self._indexed_script, keys=[index], args=[self._keys.record_prefix])
+        raws = await self._link.op("list open records", listed)
         records: list[PendingRecord] = []
         for raw in cast(list[str], raws):
             try:  # fields this version does not know are only ignored: ``PendingRecord.load``
@@ -337,10 +334,8 @@ class RedisPendingStore(RedisTrail, DurableStore):
         """Who may answer each open question, from ``p:audiences`` (no record is read but
         those stored before it was kept: read once, and their entries added)."""
         keys = [self._keys.open, self._keys.audiences]
-        found, missing = await self._link.op(
-            "list audiences",
-            lambda: self._audiences_script(keys=keys, args=[self._keys.record_prefix]),
-        )
+        listed = partial(self._audiences_script, keys=keys, args=[self._keys.record_prefix])
+        found, missing = await self._link.op("list audiences", listed)
         lines = cast(str, found)
         audiences: list[Audience] = []
         async for batch in batches(lines.split("\n") if lines else []):  # not all at once
@@ -358,11 +353,9 @@ class RedisPendingStore(RedisTrail, DurableStore):
 
     async def open_count(self) -> OpenCount:
         keys = [self._keys.open, self._keys.owners, self._keys.owner(self._keys.process_id)]
-        owners = self._keys.owner_prefix
-        total, mine, unowned = await self._link.op(
-            "count open records",
-            lambda: self._count_script(keys=keys, args=[owners, self._keys.record_prefix]),
-        )
+        args = [self._keys.owner_prefix, self._keys.record_prefix]
+        count = partial(self._count_script, keys=keys, args=args)
+        total, mine, unowned = await self._link.op("count open records", count)
         return OpenCount(int(total), int(mine), int(unowned))
 
     def __repr__(self) -> str:
