@@ -41,8 +41,6 @@ POST_DEADLINE: Final = 30.0
 
 
 Post = QuestionPost | ApprovalPost
-Approve = Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]]
-"""Asks a tool approval (the provider's ``ask_approval`` with the operator's approvers)."""
 
 
 class Gateway:
@@ -58,14 +56,14 @@ class Gateway:
         max_body_bytes: int | None,
         refusals: RefusalLog,
         default_channel: str | None,
-        approve: Approve,
+        approve: Callable[[ApprovalView, AskOptions, AbortSignal], Awaitable[QuestionStatus]],
         webhooks: Webhooks,
         polls: tuple[int, int],
         approval_ttl: float,
     ) -> None:
         self.webhooks = webhooks  # delivers the endings of questions asked with a callback
         self._service = service
-        self._approve = approve  # asks a tool approval of DSH_APPROVERS
+        self._approve = approve  # asks a tool approval: the provider's, with DSH_APPROVERS
         self._default_channel = default_channel
         self._max_body = max_body_bytes
         self._questions = questions
