@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from slack_bolt.async_app import AsyncApp
 
+from adapters.slack import SlackQuestionProvider
 from adapters.slack.model.audit_trail import AuditEvent
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.stores import (
@@ -137,3 +140,20 @@ def test_a_click_reaches_the_handler_and_never_the_provider() -> None:
     for module in _imports("adapters.slack.clicks.handler"):  # and nothing below leads back
         assert "adapters.slack.clicks.handler" not in _reachable(module), module
     assert "adapters.slack.clicks.handler" in _imports("adapters.slack.provider")
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"channel": ""}, "channel must name"),
+        ({"timeout": 0}, "timeout must be a positive"),
+        ({"escalate_to": "#ops"}, "escalate_to must be a user id"),
+        ({"remind": ("U0LEAD", "@ops")}, "remind must hold user ids"),
+    ],
+)
+def test_the_provider_refuses_unusable_options_before_touching_the_app(
+    options: dict[str, Any], says: str
+) -> None:
+    settings: dict[str, Any] = {"channel": "C1", **options}
+    with pytest.raises(ValueError, match=says):
+        SlackQuestionProvider(cast(AsyncApp, None), **settings)
