@@ -143,3 +143,9 @@ async def test_cancelling_ask_aborts_its_question() -> None:
         provider = bed.runtime.provider
         question = await provider.status(provider.request_id_for("api:gone"))
     assert question is not None and question.state == "aborted"
+
+
+async def test_a_url_with_credentials_and_a_token_is_refused_before_any_request() -> None:
+    """Both would be the request's Authorization (aiohttp would refuse each request)."""
+    with pytest.raises(ValueError, match="user:password@ cannot be used with an API token"):
+        await ask(DEPLOY, url="http://user:secret@127.0.0.1:9", token="t", reconnect_for=0.5)
