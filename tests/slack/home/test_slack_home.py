@@ -1,4 +1,4 @@
-"""home.py: App Home's "Waiting for you" (pure rendering)."""
+"""home/tab.py's render_home: App Home's "Waiting for you" (pure rendering)."""
 
 from __future__ import annotations
 
@@ -139,3 +139,14 @@ def test_a_tap_answers_from_home_only_when_the_entry_shows_what_the_message_show
         view = render_home([entry])
         assert check_view(view) == []
         assert _taps(view) == [], entry.id
+
+
+def test_an_entry_of_several_questions_shows_the_first_and_how_many_more() -> None:
+    rec = record("m" * 20, "First?")
+    second = AskUserQuestionItem(id="q2", question="Second?")
+    third = AskUserQuestionItem(id="q3", question="Third?")
+    view = render_home([rec.model_copy(update={"questions": [*rec.questions, second, third]})])
+    assert check_view(view) == []
+    texts = str(view)
+    assert "First?" in texts and " (+2 more)" in texts
+    assert "Second?" not in texts and "Third?" not in texts
