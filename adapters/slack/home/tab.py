@@ -235,10 +235,8 @@ class ListingRound:
         audiences = Audiences()
         async for batch in batches(await store.open_audiences()):  # not all at once
             audiences.extend(batch)
-        channels = audiences.channels
-        if channels:
-            seen = await conversations.resolve(channels) if conversations is not None else {}
-            audiences.resolve(seen)
+        seen = await conversations.resolve(audiences.channels) if conversations is not None else {}
+        audiences.resolve(seen)
         return cls(store, audiences)
 
     async def listed(self, user: str, groups: Iterable[str]) -> tuple[list[PendingRecord], int]:
