@@ -185,6 +185,10 @@ class ReadsNoOpenRecords(MemoryPendingStore):
             raise AssertionError("a Home tab read every open record")
         return await super().open_records(owner)
 
+    async def get(self, request_id: str) -> PendingRecord | None:
+        (record,) = await super().get_many([request_id])  # one record's read is no batch
+        return record
+
     async def get_many(self, request_ids: Sequence[str]) -> list[PendingRecord | None]:
         if self.guarded:
             self.batches.append(len(request_ids))
