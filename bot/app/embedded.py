@@ -23,7 +23,7 @@ def wired(
     allow_private: bool = False,
     approval_ttl: float = APPROVAL_TTL,
 ) -> Webhooks:
-    """Webhooks delivering the endings ``provider`` sees, set as its ``webhooks`` (not started)."""
+    """Webhooks delivering the endings ``provider`` sees, set as its ``webhooks``, started."""
     webhooks = Webhooks(
         outbox,
         lambda request_id: ended_view(provider, request_id, approval_ttl),
@@ -33,6 +33,7 @@ def wired(
         allow_private=allow_private,
     )
     provider.webhooks = webhooks
+    webhooks.start()
     return webhooks
 
 
@@ -48,12 +49,10 @@ def embed_webhooks(
     to ``hosts`` only, from ``outbox`` (default: this process's memory); started: ``stop()``."""
     if len(secret) < 16:
         raise ValueError("secret must be at least 16 characters (it signs every delivery)")
-    webhooks = wired(
+    return wired(
         provider,
         outbox or MemoryOutbox(),
         {IN_PROCESS: secret},
         hosts=hosts,
         allow_private=allow_private,
     )
-    webhooks.start()
-    return webhooks

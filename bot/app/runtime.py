@@ -225,7 +225,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
         ),
         webhooks=webhooks,
     )
-    webhooks.start()
     # The open questions owned by no process (asked over the API before a restart, or
     # on another process) are this process's to serve too: their deadlines are kept here.
     adopted = await provider.resume()
