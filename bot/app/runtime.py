@@ -18,7 +18,6 @@ import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.dsh.client import DshHostClient
 from adapters.httpguard import RefusalLog
@@ -180,7 +179,17 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     closes("web client", lambda: close_web_client(client), "closing the Slack Web API session")
     store = await open_store(settings)  # a missing Redis is named before anything else
     closes("store", store.close, "closing the pending store")
-    app = await _app(client, settings, signing_secret)
+    try:  # Slack refusing the token or being out of reach is a clear startup error
+        app = await build_app(
+            client,
+            signing_secret=signing_secret or "",
+            verify_requests=settings.mode != "socket",
+        )
+    except SlackApiError as exc:  # a refused token, a wrong SLACK_API_URL, a proxy's page
+        raise RuntimeError(refusal(exc, "auth.test", client, "SLACK_BOT_TOKEN")) from exc
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
     provider = SlackQuestionProvider(
         app,
         channel=channel,
@@ -276,21 +285,6 @@ async def _enter(settings: Settings, stack: contextlib.AsyncExitStack) -> Runtim
     # first: they are released, not ended, so a restarted bot takes them up again).
     stack.push_async_callback(interrupt, runtime)
     return runtime
-
-
-async def _app(client: AsyncWebClient, settings: Settings, signing_secret: str | None) -> AsyncApp:
-    """The bolt app; Slack refusing the token or being out of reach is a clear startup error."""
-    try:
-        return await build_app(
-            client,
-            signing_secret=signing_secret or "",
-            verify_requests=settings.mode != "socket",
-        )
-    except SlackApiError as exc:  # a refused token, a wrong SLACK_API_URL, a proxy's page
-        raise RuntimeError(refusal(exc, "auth.test", client, "SLACK_BOT_TOKEN")) from exc
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        detail = str(exc) or type(exc).__name__
-        raise RuntimeError(f"cannot reach Slack's Web API (auth.test): {detail}") from exc
 
 
 async def run(settings: Settings) -> None:
