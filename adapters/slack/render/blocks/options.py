@@ -198,16 +198,16 @@ def _full_options(question: AskUserQuestionItem, layout: Layout) -> list[tuple[i
     return entries
 
 
-def _listed(
-    question: AskUserQuestionItem,
-    layout: Layout,
-    entries: list[tuple[int, list[Piece]]],
-    ordered: bool,
-) -> Block:
+def _numbers_shown(question: AskUserQuestionItem, layout: Layout) -> bool:
+    """Whether the widget shows the options' numbers (``option_labels``: a label was cut)."""
+    limit = MAX_BUTTON_TEXT if layout in ("tap", "plan") else MAX_OPTION_TEXT
+    return option_labels(question.option_labels, limit)[1]
+
+
+def _listed(entries: list[tuple[int, list[Piece]]], numbered: bool, ordered: bool) -> Block:
     """The lines as one list: numbered by their options' numbers when the widget shows them
     (one numbered list per run of consecutive options), else as ``ordered`` says."""
-    limit = MAX_BUTTON_TEXT if layout in ("tap", "plan") else MAX_OPTION_TEXT
-    if not option_labels(question.option_labels, limit)[1]:
+    if not numbered:
         lines = [line for _, line in entries]
         return {"type": "rich_text", "elements": [rich_list(lines, ordered=ordered)]}
     lists = []
@@ -226,7 +226,7 @@ def options_blocks(question: AskUserQuestionItem, layout: Layout, inline: bool) 
     if not inline:
         return [context(":thread: The full text of the options is in the thread.")]
     every = len(entries) == len(question.options or [])
-    return [_listed(question, layout, entries, every)]
+    return [_listed(entries, _numbers_shown(question, layout), every)]
 
 
 def options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
@@ -243,7 +243,8 @@ def options_thread(record: PendingRecord, layout: Layout) -> list[list[Block]]:
             chunks[-1].append(entry)
             size += length
         what = f"Options of question {index + 1}" if len(record.questions) > 1 else "Options"
+        numbered = _numbers_shown(question, layout)  # once: it reads every label
         for n, part in enumerate(chunks, start=1):
             caption = f"{what}, in full ({n}/{len(chunks)})"
-            messages.append([context(caption), _listed(question, layout, part, False)])
+            messages.append([context(caption), _listed(part, numbered, False)])
     return messages
