@@ -255,6 +255,13 @@ def test_the_url_dsh_web_prints_carries_its_token_and_never_shows_it() -> None:
     assert "DSHSECRET" not in repr(settings) and "DSHSECRET" not in str(settings.describe())
 
 
+def test_a_dsh_token_over_plain_http_to_another_machine_is_noted() -> None:
+    remote = load({"MODE": "sandbox", "DSH_HOST_URL": f"http://dsh.example:13080/?token={DSH}"})
+    assert any("travels unencrypted" in note for note in remote.notes), remote.notes
+    local = load({"MODE": "sandbox", "DSH_HOST_URL": f"http://127.0.0.1:13080/?token={DSH}"})
+    assert not any("unencrypted" in note for note in local.notes), local.notes
+
+
 # --- values that are fine -------------------------------------------------------------------
 
 
