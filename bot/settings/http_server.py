@@ -17,7 +17,7 @@ from pydantic import (
 
 from adapters.httpguard import LOOPBACK_NAMES, is_loopback
 from bot.settings.checks import Seconds, Secret, check_host, host_names
-from bot.settings.text import distinct_tokens, plural, show, token_file, token_list
+from bot.settings.text import NamedTokens, distinct_tokens, plural, show, token_file, token_list
 
 
 class ServerSettings(BaseModel):
@@ -30,16 +30,12 @@ class ServerSettings(BaseModel):
     port: int = Field(
         3000, ge=0, le=65535, description="Port of that server; 0 picks any free port."
     )
-    bot_api_tokens: Annotated[tuple[tuple[str, SecretStr], ...], BeforeValidator(token_list)] = (
-        Field(
-            (),
-            description="Several API tokens, each with a name: name:token,name:token. A question "
-            "belongs to the token that asked it; other tokens get 404 for it.",
-        )
+    bot_api_tokens: Annotated[NamedTokens, BeforeValidator(token_list)] = Field(
+        (),
+        description="Several API tokens, each with a name: name:token,name:token. A question "
+        "belongs to the token that asked it; other tokens get 404 for it.",
     )
-    bot_api_tokens_file: Annotated[
-        tuple[tuple[str, SecretStr], ...], BeforeValidator(token_file)
-    ] = Field(
+    bot_api_tokens_file: Annotated[NamedTokens, BeforeValidator(token_file)] = Field(
         (), description="A file of name:token lines (# comments), read beside BOT_API_TOKENS."
     )
     bot_api_token: Secret | None = Field(
