@@ -10,6 +10,7 @@ from typing import Any, Final
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.urls import redact_url
 
@@ -18,8 +19,6 @@ SOCKET_CONNECT_TIMEOUT: Final = 30.0
 PING_INTERVAL: Final = 1.0
 """Seconds between pings on the WebSocket: a dropped connection is found within this, a
 stalled one (no pong within half of it) within about twice this, and replaced at once."""
-SLACK_DEFAULT_API: Final = "https://slack.com/api/"
-"""slack_sdk's base URL when ``SLACK_API_URL`` is unset."""
 
 
 def slack_reason(exc: SlackApiError) -> str | None:
@@ -39,10 +38,10 @@ def refusal(exc: SlackApiError, method: str, client: Any, setting: str) -> str:
         return f"Slack refused {setting} ({method}: {slack_reason(exc) or 'no reason given'})"
     status = getattr(response, "status_code", None) or getattr(response, "status", None)
     answered = f"HTTP {status}" if status else "an unreadable answer"
-    base = str(getattr(client, "base_url", "") or SLACK_DEFAULT_API)
-    if base.rstrip("/") == SLACK_DEFAULT_API.rstrip("/"):
+    base = str(getattr(client, "base_url", "") or AsyncWebClient.BASE_URL)
+    if base.rstrip("/") == AsyncWebClient.BASE_URL.rstrip("/"):
         return (
-            f"{method} at Slack's {SLACK_DEFAULT_API} (SLACK_API_URL unset) answered "
+            f"{method} at Slack's {AsyncWebClient.BASE_URL} (SLACK_API_URL unset) answered "
             f"{answered}, not Slack's JSON: something between this machine and Slack (a "
             "proxy?) answered instead. Try again, or set SLACK_API_URL if Slack is reached "
             "through another address."
