@@ -16,7 +16,7 @@ from bot.settings.config import (
     Settings,
     load_settings,
 )
-from bot.settings.text import problem, render_help
+from bot.settings.text import holds_secret, problem, render_help, show
 
 BOT = "xoxb-1111-2222-BOTSECRETvalue"
 APP = "xapp-1-A111-3333-APPSECRETvalue"
@@ -776,3 +776,12 @@ def test_an_api_token_name_or_token_given_twice_is_refused(
     with pytest.raises(ConfigError) as caught:
         load(env)
     assert caught.value.problems == [message]
+
+
+def test_a_long_value_is_cut_short_in_a_message() -> None:
+    assert show("long-name-" * 10) == repr(("long-name-" * 10)[:57] + "...")
+
+
+def test_a_value_that_is_a_good_part_of_a_secret_counts_as_holding_it() -> None:
+    assert holds_secret("PART-OF-IT", ["the-whole-PART-OF-IT-secret"])
+    assert not holds_secret("PART", ["the-whole-PART-OF-IT-secret"])  # too short to tell
