@@ -362,7 +362,12 @@ class WebApiScheduler:
             buckets = self.limits.buckets(state.name, entry.lane)
             # A lane's refusal holds the lane alone, unless another one is held already.
             alone = holds_lane(state.name, exc) and state.held_alone(entry.lane, now, now + seconds)
-            await self._budget.hold(buckets[-1] if alone else buckets[0], seconds)
+            try:
+                await self._budget.hold(buckets[-1] if alone else buckets[0], seconds)
+            except BaseException as stopped:  # closed while the hold was written: told
+                closed = SlackClientError("the Web API client closed")
+                entry.settle(error=closed if self._closed else stopped)
+                raise
             state.enqueue(entry, first=True)
         except BaseException as exc:
             entry.settle(error=exc)

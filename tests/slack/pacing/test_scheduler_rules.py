@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
+from adapters.slack.pacing.budget import Bucket, LocalBudget
 from adapters.slack.pacing.rate_limits import SlackLimits, retry_after_of
 from adapters.slack.pacing.scheduler import WebApiScheduler
 
@@ -332,3 +333,30 @@ async def test_a_second_conversation_refused_during_a_hold_holds_the_method() ->
         assert not late.done() and not any(c.done() for c in calls)
     finally:
         await scheduler.close()
+
+
+class _SlowHold(LocalBudget):
+    """A budget whose hold takes its time (a shared budget's round trip to Redis)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = asyncio.Event()
+
+    async def hold(self, bucket: Bucket, seconds: float) -> None:
+        self.holding.set()
+        await asyncio.sleep(60)
+
+
+async def test_a_call_whose_429_is_being_held_when_the_client_closes_is_told() -> None:
+    """Closed while its 429's hold is written: the call fails; its caller does not hang."""
+    budget = _SlowHold()
+    scheduler = WebApiScheduler(FAST, budget=budget)
+
+    async def refused() -> str:
+        raise refusal(headers={"Retry-After": "1"})
+
+    call = asyncio.create_task(scheduler.call("chat.postMessage", refused, channel="C1"))
+    await asyncio.wait_for(budget.holding.wait(), 5)
+    await scheduler.close()
+    with pytest.raises(SlackClientError, match="closed"):
+        await asyncio.wait_for(call, 2)
