@@ -92,11 +92,10 @@ class RedisTrail:
     async def check_chain(self, kept_since: float) -> ChainCheck | None:
         """The breaks of the hash chain, the audit stream read in pages."""
         rows = [_row(*entry) async for page in self._pages("-", "+") for entry in page]
-        client = self._link.client
-        head_raw = await self._link.op("read the chain", lambda: client.get(self._keys.audit_head))
-        purged = await self._link.op(
-            "read the chain", lambda: client.hgetall(self._keys.audit_purged)
-        )
+        pipe = self._link.client.pipeline(transaction=False)  # (its execute resets it)
+        pipe.get(self._keys.audit_head)
+        pipe.hgetall(self._keys.audit_purged)
+        head_raw, purged = await self._link.op("read the chain", pipe.execute)
         head = None
         if head_raw is not None:
             seq, _, digest = cast(str, head_raw).partition(" ")

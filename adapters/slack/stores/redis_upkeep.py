@@ -216,9 +216,8 @@ class RedisUpkeep(Upkeep):
             others = sorted(name for name in cast(set[str], owners) if name and name != me)
             if not others:
                 return
-            beats = await self._link.op(
-                "read heartbeats", lambda: client.mget([self._keys.alive(o) for o in others])
-            )
+            alive = [self._keys.alive(owner) for owner in others]
+            beats = await self._link.op("read heartbeats", lambda: client.mget(alive))
             dead = [owner for owner, beat in zip(others, beats, strict=True) if beat is None]
             for owner in dead:
                 if not await sweep.owner(owner):
