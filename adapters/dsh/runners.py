@@ -63,11 +63,6 @@ COMMAND_UNREAD_NOTE: Final = (
 )
 
 
-def _plain(text: str) -> str:
-    """``text`` safe as Slack message text: no mention, link or markup from host text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _what(ask: HostAsk) -> str:
     """What a notice or log line calls the request: ``question`` or ``tool approval``."""
     return "question" if ask.approval is None else "tool approval"
@@ -79,12 +74,6 @@ class Retry:
 
     note: str
     stuck: str
-
-    @classmethod
-    def of(cls, what: str) -> Retry:
-        """The notes for an answer that cannot be sent, for the reason ``what``."""
-        where = "This message could not be reopened; answer in the harness instead."
-        return cls(f"{what} Please answer again.", f"{what} {where}")
 
 
 Asked = tuple[dict[str, Any], Callable[[str | None], bool], str]
@@ -234,7 +223,9 @@ class HostRunner:
                 "dsh host: answer would not match the question; asking again",
                 extra={"rpc_id": ask.rpc_id, "problem": problem},
             )
-            return Retry.of(f"That answer cannot be sent to the harness: {problem}.")
+            what = f"That answer cannot be sent to the harness: {problem}."
+            where = "This message could not be reopened; answer in the harness instead."
+            return Retry(f"{what} Please answer again.", f"{what} {where}")
         self._remember_plan_review(ask, answer)
         return result(answer.to_wire()), lambda outcome: outcome == "answered", "answer"
 
@@ -378,11 +369,11 @@ async def _version(notes: SlackQuestionProvider, ask: HostAsk) -> int | None:
 
 
 async def _notice(notes: SlackQuestionProvider, logger: logging.Logger, text: str) -> None:
-    """Post ``text`` as a plain message in the provider's channel (best effort)."""
+    """Post ``text`` as a plain message in the provider's channel (best effort), escaped: no
+    mention, link or markup from host text."""
+    plain = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     try:
-        await notes.client.chat_postMessage(
-            channel=notes.defaults.destination.channel, text=_plain(text)
-        )
+        await notes.client.chat_postMessage(channel=notes.defaults.destination.channel, text=plain)
     except Exception as exc:  # a notice is best effort: the log line stays
         logger.warning(
             "dsh host: could not post a notice", extra={"notice": text, "error": describe(exc)}
