@@ -209,10 +209,12 @@ class MuxLink:
             value = events_value(frame.value)
         except Exception as exc:  # whatever a frame makes the parser raise, it is one frame
             if self.skips.due("malformed_frame"):  # at most once a minute: millions may come
+                # Why: the parser's ValueError, or a parser gap named by its type.
+                why = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
                 self._logger.warning(
                     "dsh host: skipped a malformed frame",
                     extra={
-                        "error": _parse_error(exc),
+                        "error": why[:500],
                         "skipped_so_far": self.skips.counts["malformed_frame"],
                     },
                 )
@@ -377,9 +379,3 @@ def _head_field(head: str, key: str) -> str | None:
     """A string field ``key`` read from the head of a message."""
     found = re.search(rf'"{key}"\s*:\s*"([^"\\]{{1,200}})"', head)
     return found.group(1) if found else None
-
-
-def _parse_error(exc: Exception) -> str:
-    """Why a frame was skipped: the parser's ``ValueError``, or a parser gap named by its type."""
-    error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-    return error[:500]
