@@ -65,8 +65,8 @@ class ModalRef:
     reply_url: str | None = None
 
 
-def _first(pattern: re.Pattern[str], value: object) -> str | None:
-    match = pattern.match(value) if isinstance(value, str) else None
+def _first(pattern: re.Pattern[str], value: object, limit: int = 255) -> str | None:
+    match = pattern.match(value) if isinstance(value, str) and len(value) <= limit else None
     return None if match is None else match.group(1)
 
 
@@ -158,6 +158,4 @@ def external_id(reply_url: str | None) -> str | None:
 def parse_external_id(value: object) -> str | None:
     """The reply URL a modal's ``external_id`` of ours carries, or ``None`` (not ours, or
     ``""``: Slack's word for none). Unchecked: ``interactions`` checks it as a click's."""
-    if isinstance(value, str) and len(value) <= MAX_EXTERNAL_ID:
-        return _first(_EXTERNAL_ID, value)
-    return None
+    return _first(_EXTERNAL_ID, value, MAX_EXTERNAL_ID)
