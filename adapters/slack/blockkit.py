@@ -3,7 +3,6 @@ own limits, ``totals`` what no block shows; Slack's other rules are the sandbox'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -131,7 +130,11 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
     """The limits of a whole message: markdown in all blocks, text in all blocks, ``text``."""
     problems = []
     listed = blocks if isinstance(blocks, list) else []
-    markdown = markdown_length(listed)
+    markdown = sum(
+        len(b["text"])
+        for b in listed
+        if isinstance(b, dict) and b.get("type") == "markdown" and isinstance(b.get("text"), str)
+    )
     if markdown > MAX_MARKDOWN_TOTAL:
         said = too_long(markdown, MAX_MARKDOWN_TOTAL, "characters in markdown blocks")
         problems.append(Problem("blocks", f"{said} in one message"))
@@ -149,25 +152,13 @@ def totals(blocks: object, text: object = None) -> list[Problem]:
     return problems
 
 
-def markdown_length(blocks: list[Any]) -> int:
-    """Characters in the ``markdown`` blocks of ``blocks`` (``MAX_MARKDOWN_TOTAL``)."""
-    return sum(
-        len(b["text"])
-        for b in blocks
-        if isinstance(b, dict) and b.get("type") == "markdown" and isinstance(b.get("text"), str)
-    )
-
-
-def block_text_length(blocks: Iterable[object]) -> int:
-    """Characters of text in ``blocks`` (``MESSAGE_TEXT_BUDGET``)."""
-    return sum(_display_text(block) for block in blocks)
-
-
-def _display_text(node: object) -> int:
+def block_text_length(node: object) -> int:
+    """Characters of text in ``node``: a list of blocks, a block or a part of one
+    (``MESSAGE_TEXT_BUDGET``)."""
     if isinstance(node, list):
-        return sum(_display_text(n) for n in node)
+        return sum(block_text_length(n) for n in node)
     if not isinstance(node, dict):
         return 0
     text = node.get("text")
     own = len(text) if isinstance(text, str) and node.get("type") in _DISPLAY_TYPES else 0
-    return own + sum(_display_text(v) for v in node.values() if isinstance(v, dict | list))
+    return own + sum(block_text_length(v) for v in node.values() if isinstance(v, dict | list))
