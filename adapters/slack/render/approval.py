@@ -9,23 +9,10 @@ from typing import Final
 from adapters.slack.blockkit import MAX_CONFIRM_TEXT, MAX_SECTION_TEXT
 from adapters.slack.model import ids
 from adapters.slack.model.record import ApprovalView, PendingRecord
+from adapters.slack.render.blocks import parts
 from adapters.slack.render.blocks.message import render_final, render_open
 from adapters.slack.render.blocks.options import button, confirmation
 from adapters.slack.render.blocks.overflow import MAX_THREAD_REPLIES, split_text
-from adapters.slack.render.blocks.parts import (
-    MAX_FALLBACK_TEXT,
-    Attachment,
-    Rendered,
-    abridged,
-    actions,
-    checked,
-    context,
-    ends,
-    hidden_notice,
-    left_out,
-    section,
-    size_of,
-)
 from adapters.slack.render.mrkdwn import escape, mrkdwn, reveal, shorten, shorten_escaped
 from adapters.slack.render.outcomes import IN_FLIGHT, date, literal, one_line
 from adapters.slack.render.rich import Block, bold, rich_text, words
@@ -69,15 +56,19 @@ def _whole(view: ApprovalView) -> bool:
 
 def _code_blocks(text: str, noun: str, prefix: str) -> list[Block]:
     """The command (or path) in code: whole, or its ends and how much is in the thread."""
-    head, tail = ends(text, _CODE_LIMIT, lambda t: len(_code(t)))
+    head, tail = parts.ends(text, _CODE_LIMIT, lambda t: len(_code(t)))
     if not tail:
-        return [section(f"{prefix}{_code(head)}")]
-    gap = left_out(len(text) - len(head) - len(tail))
+        return [parts.section(f"{prefix}{_code(head)}")]
+    gap = parts.left_out(len(text) - len(head) - len(tail))
     marker = f":warning: _{gap}_ The full {noun} is in the thread below."
-    return [section(f"{prefix}{_code(head)}"), context(marker), section(_code(tail))]
+    return [
+        parts.section(f"{prefix}{_code(head)}"),
+        parts.context(marker),
+        parts.section(_code(tail)),
+    ]
 
 
-def _thread(view: ApprovalView) -> tuple[list[list[Block]], list[Attachment]]:
+def _thread(view: ApprovalView) -> tuple[list[list[Block]], list[parts.Attachment]]:
     """The whole command (or path) in the thread, when the message shows only its ends."""
     target = _target(view)
     if target is None or _whole(view):
@@ -86,13 +77,15 @@ def _thread(view: ApprovalView) -> tuple[list[list[Block]], list[Attachment]]:
     chunks = split_text(text, MAX_SECTION_TEXT)
     groups = [chunks[i : i + _PER_REPLY] for i in range(0, len(chunks), _PER_REPLY)]
     if len(groups) > MAX_THREAD_REPLIES:
-        comment = f"The full {noun} to allow ({len(text):,} characters, {size_of(text)}), as sent."
-        return [], [Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
+        comment = (
+            f"The full {noun} to allow ({len(text):,} characters, {parts.size_of(text)}), as sent."
+        )
+        return [], [parts.Attachment(f"{noun}.txt", f"The full {noun}", text, comment)]
     replies: list[list[Block]] = []
     for n, group in enumerate(groups, start=1):
         caption = f"The full {noun} to allow, as sent ({n}/{len(groups)}):"
         boxes = [{"type": "rich_text_preformatted", "elements": [words(chunk)]} for chunk in group]
-        replies.append([context(caption), {"type": "rich_text", "elements": boxes}])
+        replies.append([parts.context(caption), {"type": "rich_text", "elements": boxes}])
     return replies, []
 
 
@@ -117,7 +110,7 @@ def _facts(record: PendingRecord, view: ApprovalView) -> list[Block]:
     if view.outcome is None:
         said.append(mrkdwn("*Allow once* runs it this once with wider sandbox rights"))
     blocks.append({"type": "context", "elements": said})
-    blocks.extend(hidden_notice(view.headline, view.tool_name, view.command, view.path))
+    blocks.extend(parts.hidden_notice(view.headline, view.tool_name, view.command, view.path))
     if target := _target(view):
         blocks.extend(_code_blocks(*target, "Path: " if target[1] == "path" else ""))
     return blocks
@@ -134,7 +127,7 @@ def _confirm_text(view: ApprovalView) -> str:
         return intro + text
     where = "the thread" if not _whole(view) else "the message"
     note = f" (the full {noun} is in {where})"
-    head, gap, tail = abridged(text, MAX_CONFIRM_TEXT - len(intro) - len(note))
+    head, gap, tail = parts.abridged(text, MAX_CONFIRM_TEXT - len(intro) - len(note))
     return f"{intro}{head} {gap} {tail}{note}"
 
 
@@ -142,7 +135,7 @@ def _buttons(record: PendingRecord, view: ApprovalView) -> Block:
     asked = confirmation("Allow once?", _confirm_text(view), ALLOW_TEXT, "Cancel")
     allow = button(ALLOW_TEXT, ids.approval_action_id("allow"), "allowed-once", "primary", asked)
     reject = button("Reject", ids.approval_action_id("reject"), "rejected")
-    return actions(record, None, "ap", [allow, reject])
+    return parts.actions(record, None, "ap", [allow, reject])
 
 
 def _ending(record: PendingRecord, view: ApprovalView) -> str:
@@ -156,7 +149,7 @@ def _ending(record: PendingRecord, view: ApprovalView) -> str:
     return ":warning: Failed" if record.state == "failed" else ":black_square_for_stop: Ended"
 
 
-def render_approval(record: PendingRecord) -> Rendered:
+def render_approval(record: PendingRecord) -> parts.Rendered:
     """The approval message for ``record`` as it stands (open with buttons, or final)."""
     view = record.approval
     assert view is not None, "render_record sends only approvals here"
@@ -164,7 +157,7 @@ def render_approval(record: PendingRecord) -> Rendered:
     who = f"{record.label}: " if record.label else ""
     if record.is_open:
         if record.note:
-            blocks.append(context(f":warning: {escape(record.note)}"))
+            blocks.append(parts.context(f":warning: {escape(record.note)}"))
         blocks.append(_buttons(record, view))
         text = escape(f"{who}Waiting for approval: {view.headline}")
     else:
@@ -174,12 +167,12 @@ def render_approval(record: PendingRecord) -> Rendered:
         blocks.append({"type": "context", "elements": [mrkdwn(line + stamp + extra)]})
         words = line.split(" ", 1)[1]
         text = f"{words}: {escape(who)}{escape(view.headline)}"
-    text = shorten_escaped(text, MAX_FALLBACK_TEXT)
+    text = shorten_escaped(text, parts.MAX_FALLBACK_TEXT)
     thread, files = _thread(view)
-    return checked(Rendered(text, blocks, thread, files), "approval")
+    return parts.checked(parts.Rendered(text, blocks, thread, files), "approval")
 
 
-def render_record(record: PendingRecord) -> Rendered:
+def render_record(record: PendingRecord) -> parts.Rendered:
     """The message for any record as it stands: an approval panel, or an open/final question."""
     if record.approval is not None:
         return render_approval(record)

@@ -10,30 +10,7 @@ from adapters.slack import blockkit
 from adapters.slack.model import ids
 from adapters.slack.model.audience import who_may
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks import overflow
-from adapters.slack.render.blocks.options import (
-    button,
-    button_labels,
-    choices,
-    dismiss_button,
-    draft_widget,
-    menu,
-    options_blocks,
-    options_thread,
-)
-from adapters.slack.render.blocks.parts import (
-    MAX_FALLBACK_TEXT,
-    Rendered,
-    actions,
-    answer_by,
-    byline_blocks,
-    checked,
-    context,
-    fallback,
-    hidden_notice,
-    link_blocks,
-    question_block,
-)
+from adapters.slack.render.blocks import options, overflow, parts
 from adapters.slack.render.layout import Layout, layout_of, plan_review_of
 from adapters.slack.render.messages import NO_LONGER_OPEN
 from adapters.slack.render.mrkdwn import escape, plain, shorten, shorten_escaped
@@ -44,12 +21,12 @@ from bot.questions.errors import SLACK_LIMIT, UserQuestionError
 from bot.questions.models import AskUserQuestionAnswerItem, AskUserQuestionItem
 
 
-def render_open(record: PendingRecord) -> Rendered:
+def render_open(record: PendingRecord) -> parts.Rendered:
     """The open question message (and continuation messages for long details)."""
     layout = layout_of(record.questions)
     revised, diff_replies = _revision(record, layout)
     inline, shown = _placing(record, layout, revised)
-    text = fallback(record)
+    text = parts.fallback(record)
     render = partial(_open_blocks, record, layout, revised, shown, inline)
     blocks = render(blockkit.MAX_SECTION_TEXT)
     problems = blockkit.check_message(blocks, text)
@@ -66,8 +43,8 @@ def render_open(record: PendingRecord) -> Rendered:
     else:
         thread.extend(diff_replies)
     if not inline:
-        thread.extend(options_thread(record, layout))
-    return checked(Rendered(text, blocks, thread, files), "request", problems)
+        thread.extend(options.options_thread(record, layout))
+    return parts.checked(parts.Rendered(text, blocks, thread, files), "request", problems)
 
 
 def shown_details(record: PendingRecord) -> list[str]:
@@ -87,7 +64,7 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
     """Whether options' full texts are in the message (else the thread), and what it shows."""
     fulls = [question.detail or "" for question in record.questions]
     nothing = [""] * len(fulls)
-    listed = any(options_blocks(question, layout, False) for question in record.questions)
+    listed = any(options.options_blocks(question, layout, False) for question in record.questions)
     if not any(fulls) and not listed:
         return True, nothing  # nothing to size: no details, no full texts to place
     # Ids are not text: version 0 keeps a final record's later version out of block ids.
@@ -111,7 +88,7 @@ def _placing(record: PendingRecord, layout: Layout, revised: list[Block]) -> tup
 
 def _chosen_room(question: AskUserQuestionItem) -> int:
     """The most text a form question's chosen options add (``initial_options`` repeat them)."""
-    sizes = [blockkit.block_text_length([choice]) for choice in choices(question)]
+    sizes = [blockkit.block_text_length([choice]) for choice in options.choices(question)]
     return sum(sizes) if question.is_multi_select else max(sizes, default=0)
 
 
@@ -124,30 +101,30 @@ def _open_blocks(
     limit: int,
 ) -> list[Block]:
     """The message's blocks, the parts that change after the post cut to ``limit``."""
-    blocks: list[Block] = [*byline_blocks(record, limit)]
+    blocks: list[Block] = [*parts.byline_blocks(record, limit)]
     if record.deadline is not None:
-        blocks.append(context(f":alarm_clock: {answer_by(record.deadline)}"))
-    blocks.extend(hidden_notice(record.label, *_words_of(record.questions)))
+        blocks.append(parts.context(f":alarm_clock: {parts.answer_by(record.deadline)}"))
+    blocks.extend(parts.hidden_notice(record.label, *_words_of(record.questions)))
     count = len(record.questions)
 
     if layout == "plan":
         question = record.questions[0]
         blocks.extend(_asked(record, 0, shown[0], revised))
-        blocks.extend(options_blocks(question, layout, inline))
+        blocks.extend(options.options_blocks(question, layout, inline))
         blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))
         read = len(shown[0]) < len(question.detail or "")  # "Read the whole plan"
-        blocks.extend([plan_actions(record, read=read), context(_plan_buttons_say(record))])
+        blocks.extend([plan_actions(record, read=read), parts.context(_plan_buttons_say(record))])
     else:
         for index in range(count):
             blocks.extend(_question_blocks(record, layout, index, shown[index], inline, limit))
         if layout == "form":
-            submit = button("Submit", ids.action_id("submit"), "0", "primary")
-            blocks.append(actions(record, None, "s", [submit, dismiss_button()]))
+            submit = options.button("Submit", ids.action_id("submit"), "0", "primary")
+            blocks.append(parts.actions(record, None, "s", [submit, options.dismiss_button()]))
             if count > 1:
-                blocks.append(context("A question left unanswered is sent as skipped."))
+                blocks.append(parts.context("A question left unanswered is sent as skipped."))
     if record.note and record.is_open:
-        blocks.append(context(f":warning: {shorten_escaped(escape(record.note), limit)}"))
-    blocks.extend(link_blocks(record))
+        blocks.append(parts.context(f":warning: {shorten_escaped(escape(record.note), limit)}"))
+    blocks.extend(parts.link_blocks(record))
     if len(blocks) > blockkit.MAX_BLOCKS_MESSAGE:
         raise UserQuestionError(
             f"this request needs {len(blocks)} blocks; a Slack message holds at most "
@@ -170,22 +147,24 @@ def plan_actions(record: PendingRecord, *, read: bool = False, whole: bool = Fal
     """A plan review's buttons (``read``: Read the whole plan first; ``whole``: no Dismiss)."""
     review = plan_review_of(record.questions)
     assert review is not None
-    texts = button_labels(record.questions[0])
-    buttons = [button("Read the whole plan", ids.action_id("read"), "0")] * read
+    texts = options.button_labels(record.questions[0])
+    buttons = [options.button("Read the whole plan", ids.action_id("read"), "0")] * read
     for n, (option, style) in enumerate(((review.approve, "primary"), (review.decline, "danger"))):
         if option is not None:
             buttons.append(
-                button(texts[option], ids.action_id("pick", n), ids.option_value(option), style)
+                options.button(
+                    texts[option], ids.action_id("pick", n), ids.option_value(option), style
+                )
             )
-    buttons.append(button("Decline with feedback…", ids.action_id("text"), "0"))
-    return actions(record, 0, "a", buttons + ([] if whole else [dismiss_button()]))
+    buttons.append(options.button("Decline with feedback…", ids.action_id("text"), "0"))
+    return parts.actions(record, 0, "a", buttons + ([] if whole else [options.dismiss_button()]))
 
 
 def _plan_buttons_say(record: PendingRecord) -> str:
     """One line on what the buttons that do not approve do (escaped mrkdwn)."""
     review = plan_review_of(record.questions)
-    options = record.questions[0].options or []
-    no = "" if review is None or review.decline is None else options[review.decline].label
+    labels = record.questions[0].option_labels
+    no = "" if review is None or review.decline is None else labels[review.decline]
     named = f"*{escape(shorten(one_line(no), 40))}* or " if no.strip() else ""
     return (
         f"{named}*Decline with feedback…*: the agent keeps planning (with your words). "
@@ -202,25 +181,34 @@ def _question_blocks(
     limit: int,
 ) -> list[Block]:
     question = record.questions[index]
-    blocks = [*_asked(record, index, shown, None), *options_blocks(question, layout, inline)]
+    blocks = [
+        *_asked(record, index, shown, None),
+        *options.options_blocks(question, layout, inline),
+    ]
     typed = ids.action_id("text")
-    other = button("Other…", typed, str(index))
+    other = options.button("Other…", typed, str(index))
     if layout == "tap":
-        labels = enumerate(button_labels(question))
-        picks = [button(text, ids.action_id("pick", i), ids.option_value(i)) for i, text in labels]
-        elements = [*picks, other, dismiss_button()]
+        labels = enumerate(options.button_labels(question))
+        picks = [
+            options.button(text, ids.action_id("pick", i), ids.option_value(i))
+            for i, text in labels
+        ]
+        elements = [*picks, other, options.dismiss_button()]
     elif layout == "menu":
-        elements = [menu(question, "pick"), other, dismiss_button()]
+        elements = [options.menu(question, "pick"), other, options.dismiss_button()]
     elif layout == "text":
-        elements = [button("Answer…", typed, str(index), "primary"), dismiss_button()]
+        elements = [
+            options.button("Answer…", typed, str(index), "primary"),
+            options.dismiss_button(),
+        ]
     else:
         draft = record.draft(index)
-        answer = [button("Answer…", typed, str(index))]
-        elements = [draft_widget(question, draft), other] if question.options else answer
+        answer = [options.button("Answer…", typed, str(index))]
+        elements = [options.draft_widget(question, draft), other] if question.options else answer
         if draft.custom:
             custom = shorten_escaped(escape(shorten(draft.custom, 2000)), limit)
-            blocks.append(context(f":pencil2: {custom}"))
-    return [*blocks, actions(record, index, "c", elements)]
+            blocks.append(parts.context(f":pencil2: {custom}"))
+    return [*blocks, parts.actions(record, index, "c", elements)]
 
 
 def _asked(
@@ -235,7 +223,7 @@ def _asked(
         chip = [plain(question.header, blockkit.MAX_SECTION_TEXT)] if question.header else []
         head = [{"type": "context", "elements": chip}] if chip else []
     detail = overflow.detail_blocks(shown, question.detail or "")
-    return [*head, question_block(question, index, len(record.questions)), *detail]
+    return [*head, parts.question_block(question, index, len(record.questions)), *detail]
 
 
 def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
@@ -261,7 +249,7 @@ def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) 
     return shorten_escaped(said, max(1, limit - len(when) - len(note))) + when + note
 
 
-def render_final(record: PendingRecord) -> Rendered:
+def render_final(record: PendingRecord) -> parts.Rendered:
     """The message as a record of its outcome: who answered what, and when."""
     try:
         shown = shown_details(record)  # the part of each detail the open message showed
@@ -272,13 +260,13 @@ def render_final(record: PendingRecord) -> Rendered:
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
     # another client"), without a sentence's full stop before the question.
     said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
-    text = shorten_escaped(f"{said}: {fallback(record)}", MAX_FALLBACK_TEXT)
-    return Rendered(text, blocks)
+    text = shorten_escaped(f"{said}: {parts.fallback(record)}", parts.MAX_FALLBACK_TEXT)
+    return parts.Rendered(text, blocks)
 
 
 def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[Block]:
     """The record's blocks, the parts that change (answers, label, tally, outcome) cut to fit."""
-    blocks: list[Block] = [*byline_blocks(record, limit, mention=False)]
+    blocks: list[Block] = [*parts.byline_blocks(record, limit, mention=False)]
     layout = layout_of(record.questions)
     plan = layout == "plan"
     revised = _revision(record, layout)[0] if plan else None  # its long diff stays in the thread
@@ -292,10 +280,13 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
     if outcome is not None and outcome.feedback and not outcome.people:
         blocks.append(feedback_block(outcome.feedback, overflow.outcome_limit(limit)))
     # The outcome line and the asker's page (one click away) come last, always.
-    tail = [context(outcome_line(record, overflow.outcome_limit(limit))), *link_blocks(record)]
+    tail = [
+        parts.context(outcome_line(record, overflow.outcome_limit(limit))),
+        *parts.link_blocks(record),
+    ]
     return [*blocks[: blockkit.MAX_BLOCKS_MESSAGE - len(tail)], *tail]
 
 
-def render_stale(text: str = NO_LONGER_OPEN) -> Rendered:
+def render_stale(text: str = NO_LONGER_OPEN) -> parts.Rendered:
     """What a message of an unknown (expired) request is turned into."""
-    return Rendered(text, [context(f":hourglass: {text}")])
+    return parts.Rendered(text, [parts.context(f":hourglass: {text}")])
