@@ -8,13 +8,7 @@ from typing import Final
 
 from adapters.slack.blockkit import MAX_SECTION_TEXT, MESSAGE_TEXT_BUDGET, block_text_length
 from adapters.slack.model.record import PendingRecord
-from adapters.slack.render.blocks.parts import (
-    Attachment,
-    context,
-    largest,
-    markdown,
-    size_of,
-)
+from adapters.slack.render.blocks import parts
 from adapters.slack.render.layout import Layout, layout_of
 from adapters.slack.render.mrkdwn import markdown_text
 from adapters.slack.render.review_view import plan_diff
@@ -58,25 +52,25 @@ def split_text(text: str, limit: int, *, escaped: bool = False) -> list[str]:
     least = _ENTITY if escaped else 1
     if limit < least:
         raise ValueError(f"a split limit must be at least {least}, not {limit}")
-    parts: list[str] = []
+    pieces: list[str] = []
     start = 0
     remaining = _escaped_length(text) if escaped else len(text)
     while remaining > limit:
         rest = text[start : start + 5 * limit]  # enough for any part: parts stay linear
         cut = _first_cut(rest, limit, escaped=escaped)
         part = rest[:cut]
-        parts.append(part)
+        pieces.append(part)
         start += cut
         remaining -= _escaped_length(part) if escaped else len(part)
-    parts.append(text[start:])
-    return parts
+    pieces.append(text[start:])
+    return pieces
 
 
 def _first_cut(rest: str, limit: int, *, escaped: bool) -> int:
     """Where the first part of ``rest`` ends: a boundary in its second half, else ``limit``."""
     fit = limit  # escaping never shortens: the longest prefix that fits is within ``limit``
     if escaped:
-        fit = largest(0, min(len(rest), limit), lambda n: _escaped_length(rest[:n]) <= limit)
+        fit = parts.largest(0, min(len(rest), limit), lambda n: _escaped_length(rest[:n]) <= limit)
     window = rest[:fit]
     for separator in ("\n\n", "\n", " "):
         found = window.rfind(separator)
@@ -157,10 +151,10 @@ def detail_blocks(shown: str, full: str) -> list[Block]:
     if not full:
         return []
     if not shown:
-        return [markdown(IN_THREAD)]
+        return [parts.markdown(IN_THREAD)]
     if len(shown) < len(full):
-        return [markdown(markdown_text(reopened("", shown)) + continued(full[len(shown) :]))]
-    return [markdown(markdown_text(shown))]
+        return [parts.markdown(markdown_text(reopened("", shown)) + continued(full[len(shown) :]))]
+    return [parts.markdown(markdown_text(shown))]
 
 
 def continued(rest: str) -> str:
@@ -181,8 +175,8 @@ def shares_within(record: PendingRecord, room: int) -> list[str]:
     budget = room - _CONTINUED_ROOM * sum(1 for full in fulls if full)
     for _ in range(3):  # escaping counts already: a rewritten link may still differ a bit
         shown = detail_shares(record, budget)
-        parts = zip(shown, fulls, strict=True)
-        used = block_text_length([block for p, full in parts for block in detail_blocks(p, full)])
+        pairs = zip(shown, fulls, strict=True)
+        used = block_text_length([block for p, full in pairs for block in detail_blocks(p, full)])
         if used <= room:
             return shown
         budget -= used - room
@@ -209,7 +203,7 @@ def fitted(render: Callable[[int], list[Block]], first: list[Block] | None = Non
     least = render(1)
     if block_text_length(least) > MESSAGE_TEXT_BUDGET:
         return least  # the parts that never change are over on their own
-    limit = largest(  # shorter limits never render longer
+    limit = parts.largest(  # shorter limits never render longer
         1, MAX_SECTION_TEXT - 1, lambda n: block_text_length(render(n)) <= MESSAGE_TEXT_BUDGET
     )
     return render(limit)
@@ -220,17 +214,17 @@ def outcome_limit(limit: int) -> int:
     return min(MAX_SECTION_TEXT, max(_OUTCOME_LEAST, limit * _MIN_OUTCOME // _MIN_SHOWN))
 
 
-def diff_file(previous_plan: str, plan: str) -> Attachment:
+def diff_file(previous_plan: str, plan: str) -> parts.Attachment:
     """A revision's whole diff as one file: its replies would pass ``MAX_THREAD_REPLIES``."""
     text = "\n".join(plan_diff(previous_plan, plan).lines)
     title = "What changed in the plan"
-    comment = f"{title}, in full ({size_of(text)}): too long for thread replies."
-    return Attachment("plan-changes.diff", title, text, comment)
+    comment = f"{title}, in full ({parts.size_of(text)}): too long for thread replies."
+    return parts.Attachment("plan-changes.diff", title, text, comment)
 
 
 def thread_parts(
     record: PendingRecord, shown: list[str]
-) -> tuple[list[list[Block]], list[Attachment]]:
+) -> tuple[list[list[Block]], list[parts.Attachment]]:
     """The rest of each detail: continuation messages, or one file when they would be many."""
     rests = [(q.detail or "")[len(shown[i]) :] for i, q in enumerate(record.questions)]
     what = "Plan" if layout_of(record.questions) == "plan" else "Detail"
@@ -248,16 +242,17 @@ def thread_parts(
             if rests[index]:
                 full = question.detail or ""
                 name = f"{what.lower()}-{index + 1}.md" if several else f"{what.lower()}.md"
-                said = (
-                    f"{titles[index]} in full ({size_of(full)}): too long for the message itself."
-                )
-                files.append(Attachment(name, titles[index], full, said))
+                size = parts.size_of(full)
+                said = f"{titles[index]} in full ({size}): too long for the message itself."
+                files.append(parts.Attachment(name, titles[index], full, said))
         return [], files
     messages: list[list[Block]] = []
     for index, chunks in enumerate(chunked):
         before = shown[index]
         for n, chunk in enumerate(chunks, start=1):
             caption = f"{titles[index]}, continued ({n}/{len(chunks)})"
-            messages.append([context(caption), markdown(markdown_text(reopened(before, chunk)))])
+            messages.append(
+                [parts.context(caption), parts.markdown(markdown_text(reopened(before, chunk)))]
+            )
             before += chunk
     return messages, []
