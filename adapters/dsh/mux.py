@@ -38,8 +38,6 @@ APPROVAL_EVENT: Final = "approval/request"
 MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
 
-REPLACEMENT: Final = "\ufffd"
-"""What a lone UTF-16 surrogate in host text becomes."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 LENIENT: Final = "ignore"
 """How a host request's models take unknown keys (zod's default: dropped); the input comes
@@ -51,7 +49,7 @@ def scrub_text(text: str) -> str:
     U+FFFD, since no UTF-8 encoder takes one."""
     if text.isascii():
         return text
-    return _SURROGATE.sub(REPLACEMENT, text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _scrub(value: Any, depth: int = 1) -> Any:
