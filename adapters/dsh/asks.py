@@ -93,17 +93,15 @@ class HostAsk:
     def resolve(self, outcome: str) -> None:
         """The host settled this request with ``outcome`` (its log's, at its ``cancel``): one
         still asking in Slack ends saying so (one answered here hears its own answer's echo)."""
-        asking = self.phase == "asking"
         self.resolved = outcome
         self.settled.set()
-        if not asking:
+        if self.phase != "asking":
             return
         if self.approval is not None:
-            self.controller.abort(_RESOLVED_APPROVAL.get(outcome, "Cancelled in the harness."))
+            note = _RESOLVED_APPROVAL.get(outcome, "Cancelled in the harness.")
         else:
-            self.controller.abort(
-                ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
-            )
+            note = ANSWERED_ELSEWHERE if outcome == "answered" else CANCELLED_IN_HARNESS
+        self.controller.abort(note)
 
     @property
     def open(self) -> bool:
