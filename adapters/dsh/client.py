@@ -183,7 +183,11 @@ class DshHostClient:
             reason = "the host closed the downlink"
             try:
                 async with ws:
-                    self._connected()
+                    self.state = "connected"
+                    again = self._ever_connected
+                    self._ever_connected = True
+                    connected = "dsh host: reconnected" if again else "dsh host: connected"
+                    self._logger.info(connected, extra={"url": self._shown_url})
                     await self._read(ws)
                 if ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG:
                     reason = f"a downlink message was over {4 * self._max_frame} bytes"
@@ -226,15 +230,6 @@ class DshHostClient:
                 self._logger.exception("dsh host: connection attempt failed")
             reason = str(exc) or describe(exc)
         raise _Failed(reason)
-
-    def _connected(self) -> None:
-        again = self._ever_connected
-        self._ever_connected = True
-        self.state = "connected"
-        self._logger.info(
-            "dsh host: reconnected" if again else "dsh host: connected",
-            extra={"url": self._shown_url},
-        )
 
     def _lost(self, reason: str) -> None:
         now = asyncio.get_running_loop().time()
