@@ -40,13 +40,10 @@ def tool_call_of(data: Mapping[str, Any]) -> ToolCall | None:
     call_id, name = data.get("callId"), data.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return None
-    raw = data.get("arguments")
-    arguments: Any = raw
-    if isinstance(raw, str):
-        try:
-            arguments = json.loads(raw)
-        except (ValueError, RecursionError):
-            arguments = None
+    arguments: Any = data.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError, RecursionError):  # left a string: not read
+            arguments = json.loads(arguments)
     if not isinstance(arguments, Mapping):
         return ToolCall(call_id, name)
     command = next((c for k in _COMMAND_KEYS if (c := _text(arguments.get(k)))), None)
@@ -65,10 +62,9 @@ class CallResult:
     @property
     def answers(self) -> Any:
         """The ``answers`` of a question's result text (``None`` if it holds none)."""
-        try:
+        value: Any = None
+        with contextlib.suppress(ValueError, RecursionError):
             value = json.loads(self.text or "")
-        except (ValueError, RecursionError):
-            return None
         return value.get("answers") if isinstance(value, dict) else None
 
 
