@@ -124,7 +124,7 @@ class SlackQuestionProvider:
         """The pending store (shared with the HTTP API and other processes)."""
         log = logger or logging.getLogger("adapters.slack")
         self._sync = sync = MessageSynchroniser(client, store, log)
-        defaults = AskDefaults(
+        self.defaults = AskDefaults(
             destination=Destination(channel, thread_ts),
             allowed_users=list(allowed_users) if allowed_users else None,
             allowed_usergroups=list(allowed_usergroups) if allowed_usergroups else None,
@@ -136,9 +136,8 @@ class SlackQuestionProvider:
             escalate_to=escalate_to,
             remind=tuple(remind),
         )
-        self._endings = Endings(store, sync)
-        self.defaults = defaults
         """Destination, who may answer, mention and timeout for requests asked from now on."""
+        self._endings = Endings(store, sync)
         self._clock = clock = clock or SystemClock()
         crew = Crew(client, store, sync, self._endings, clock, log)
         self.lost_posts = lost = LostPosts(crew, tuple(lookups))
@@ -197,11 +196,8 @@ class SlackQuestionProvider:
 
     async def status(self, request_id: str) -> QuestionStatus | None:
         """Where request ``request_id`` stands (asked by any process); ``None`` if unknown."""
-        record = await self.store.get(request_id)
-        if record is None:
-            return None
-        status = status_of(record)
-        if status.is_open and isinstance(self.client, PacedWebClient):
+        status = _status(await self.store.get(request_id))
+        if status is not None and status.is_open and isinstance(self.client, PacedWebClient):
             return replace(status, queued=self.client.scheduler.is_queued(request_id))
         return status
 

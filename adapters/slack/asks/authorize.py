@@ -303,10 +303,9 @@ class ClickAuthority:
         """Who may act on ``record`` from outside its message: whom its Home tab entry is
         listed for (its message's own buttons need only ``who_may``)."""
         audience = Audience.of(record, closed=True)
-        if audience is None or audience.channel is None:
-            return _listed(audience, record)
-        seen = await self._conversations.seen_by(audience.channel)  # (cached, or read)
-        return _listed(audience.resolved(seen), record)
+        if audience is not None and audience.channel is not None:  # (cached, or read)
+            audience = audience.resolved(await self._conversations.seen_by(audience.channel))
+        return _listed(audience, record)
 
 
 _NOBODY: Final[tuple[list[str] | None, list[str] | None]] = ([""], [])

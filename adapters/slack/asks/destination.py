@@ -18,12 +18,7 @@ from adapters.slack.model.tally import Revision, combined_feedback
 from adapters.slack.render.layout import plan_review_of
 from adapters.slack.render.messages import NOT_A_PLAN_REVIEW, unknown_revised
 from adapters.slack.stores import PendingStore
-from bot.questions import (
-    AskOptions,
-    AskUserQuestionItem,
-    AskUserQuestionRequest,
-    UserQuestionError,
-)
+from bot.questions import AskOptions, AskUserQuestionItem, AskUserQuestionRequest, UserQuestionError
 from bot.questions.errors import BAD_CALLBACK, BAD_REVIEW
 
 _log = logging.getLogger("adapters.slack")

@@ -21,11 +21,7 @@ from adapters.slack.pacing.paced import NotSent, only_if
 from adapters.slack.pacing.rate_limits import POST_MESSAGE
 from adapters.slack.pacing.scheduler import WebApiScheduler, tagged
 from adapters.slack.render.blocks.parts import Attachment, Rendered
-from adapters.slack.render.messages import (
-    SHUTTING_DOWN,
-    UNDELIVERED,
-    UNDELIVERED_REST,
-)
+from adapters.slack.render.messages import SHUTTING_DOWN, UNDELIVERED, UNDELIVERED_REST
 from adapters.slack.stores import Watch, append_quietly, settle, until_back
 from bot.questions import UserQuestionError
 from bot.questions.errors import ASK_ABORTED

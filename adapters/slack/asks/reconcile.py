@@ -13,11 +13,7 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.asks.deadlines import Crew, Part
-from adapters.slack.asks.synchroniser import (
-    SLACK_FAILURES,
-    BackgroundTasks,
-    describe,
-)
+from adapters.slack.asks.synchroniser import SLACK_FAILURES, BackgroundTasks, describe
 from adapters.slack.model.record import PendingRecord
 from adapters.slack.render.messages import UNDELIVERED
 from bot.questions.errors import DELIVERY_FAILED, UserQuestionError
