@@ -39,9 +39,6 @@ MAX_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted in a frame (the real host's is about 10)."""
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-LENIENT: Final = "ignore"
-"""How a host request's models take unknown keys (zod's default: dropped); the input comes
-from ``load_json`` (no lone surrogates)."""
 
 
 def scrub_text(text: str) -> str:
@@ -91,9 +88,9 @@ def describe_validation_error(error: ValidationError) -> str:
 
 
 class QuestionRequested(WireModel):
-    """A question waterfall's request: one or more questions. Read with ``LENIENT`` (§7):
-    unknown keys dropped at every level (an LLM may add ``"recommended": true`` and the host
-    relays it), an unknown intent ``kind`` still refused, as the host's schema does."""
+    """A question waterfall's request, read with ``extra="ignore"`` (§7, zod's default): unknown
+    keys dropped at every level (an LLM may add ``"recommended": true`` and the host relays
+    it), an unknown intent ``kind`` still refused, as the host's schema does."""
 
     questions: Annotated[list[AskUserQuestionItem], Field(min_length=1)]
 
@@ -190,7 +187,7 @@ def _waterfall(value: dict[str, Any]) -> Waterfall | None:
         raise ValueError("waterfall request must be an object")
     try:
         if event == QUESTION_EVENT:
-            asked = QuestionRequested.model_validate(request, extra=LENIENT).questions
+            asked = QuestionRequested.model_validate(request, extra="ignore").questions
             # As given: a key sent as null is left out, as the seam's checks read it.
             questions = [AskUserQuestionItem.model_validate(q.to_wire()) for q in asked]
             intent = request["questions"][0].get("intent")  # valid: a list of objects
@@ -198,7 +195,7 @@ def _waterfall(value: dict[str, Any]) -> Waterfall | None:
             call_id = call if isinstance(call, str) else None
             return Waterfall(event_id, session_id, questions, call_id=call_id)
         if event == APPROVAL_EVENT:
-            approval = ApprovalRequested.model_validate(request, extra=LENIENT)
+            approval = ApprovalRequested.model_validate(request, extra="ignore")
             return Waterfall(event_id, session_id, approval=approval, call_id=approval.call_id)
     except ValidationError as exc:
         raise ValueError(f"bad {event} waterfall: {describe_validation_error(exc)}") from None
