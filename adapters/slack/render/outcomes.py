@@ -108,19 +108,18 @@ def _answered(record: PendingRecord) -> Outcome:
     return Outcome("Answered", user, name)
 
 
-def outcome_of(record: PendingRecord) -> Outcome | None:
-    """How ``record`` ended, or ``None`` while it is open."""
+def outcome_of(record: PendingRecord) -> Outcome:
+    """How an ended ``record`` ended (every caller draws ended records only)."""
     if record.state == "answered":
         return _answered(record)
     if record.state == "cancelled":
         return Outcome("Dismissed", record.answered_by, record.answered_by_name)
     if record.state == "aborted":
         return Outcome("Cancelled", reason=record.note)
-    if record.state == "failed":
-        if record.error_code == ASK_TIMEOUT:
-            return Outcome("Timed out", reason=record.note)
-        return Outcome("Failed", reason=record.note)
-    return None
+    assert record.state == "failed", "an open record has no outcome"
+    if record.error_code == ASK_TIMEOUT:
+        return Outcome("Timed out", reason=record.note)
+    return Outcome("Failed", reason=record.note)
 
 
 def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
@@ -144,8 +143,8 @@ def as_mrkdwn(outcome: Outcome, *, feedback: bool = True) -> str:
 def refusal(record: PendingRecord, *, mention: bool) -> str:
     """The private note for a click on a request that is no longer open, naming who ended it."""
     outcome = outcome_of(record)
-    said = None if outcome is None else ALREADY.get(outcome.verb)
-    if outcome is None or said is None:
+    said = ALREADY.get(outcome.verb)
+    if said is None:
         return NO_LONGER_OPEN
     who = _deciders(outcome, mention=mention)
     return f"{said} by {who}." if who else f"{said}."

@@ -238,7 +238,6 @@ def _answer_pieces(item: AskUserQuestionAnswerItem | None) -> list[Piece]:
 def outcome_line(record: PendingRecord, limit: int = blockkit.MAX_SECTION_TEXT) -> str:
     """The outcome of an ended ``record`` in words, when, and the note, within ``limit``."""
     outcome = outcome_of(record)
-    assert outcome is not None, "drawn for ended records only"
     said = f"{ICONS.get(outcome.verb, '')} {as_mrkdwn(outcome, feedback=False)}".strip()
     if record.replaced_by:
         said += f" <{record.replaced_by}|See the revised plan.>"
@@ -259,7 +258,7 @@ def render_final(record: PendingRecord) -> parts.Rendered:
     outcome = outcome_of(record)
     # The notification says what the body says ("Declined by @bob — «…»", "Answered in
     # another client"), without a sentence's full stop before the question.
-    said = as_mrkdwn(outcome).rstrip(".") if outcome is not None else escape(record.state)
+    said = as_mrkdwn(outcome).rstrip(".")
     text = shorten_escaped(f"{said}: {parts.fallback(record)}", parts.MAX_FALLBACK_TEXT)
     return parts.Rendered(text, blocks)
 
@@ -277,7 +276,7 @@ def _final_blocks(record: PendingRecord, shown: list[str], limit: int) -> list[B
             blocks.append(rich_text(*_answer_pieces(items.get(index)), limit=limit))
     blocks.extend(tally_blocks(record, overflow.outcome_limit(limit)))  # plan reviews only
     outcome = outcome_of(record)
-    if outcome is not None and outcome.feedback and not outcome.people:
+    if outcome.feedback and not outcome.people:
         blocks.append(feedback_block(outcome.feedback, overflow.outcome_limit(limit)))
     # The outcome line and the asker's page (one click away) come last, always.
     tail = [
