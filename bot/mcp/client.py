@@ -5,6 +5,7 @@ retrying (the bot out of reach, or answering 503)."""
 from __future__ import annotations
 
 import json
+from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
@@ -74,7 +75,7 @@ def bad_response(what: str) -> AskFailed:
 
 
 class BotClient:
-    """The bot's ``/v1/questions`` routes over one aiohttp session (closed by ``async with``)."""
+    """The bot's ``/v1/questions`` routes over one aiohttp session."""
 
     def __init__(self, url: str, token: str | None = None) -> None:
         if token and urlsplit(url).username is not None:
@@ -82,14 +83,21 @@ class BotClient:
             raise ValueError("a bot URL with user:password@ cannot be used with an API token")
         self._url = url.rstrip("/")
         self._shown = redact_url(self._url)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._session = aiohttp.ClientSession(headers=headers)
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Self:
+        self._session = aiohttp.ClientSession(headers=self._headers)
         return self
 
-    async def __aexit__(self, *_: object) -> None:
-        await self._session.close()
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
 
     async def ask(
         self, body: dict[str, Any], *, key: str, route: str = "/v1/questions", lookup: bool = False
@@ -122,6 +130,8 @@ class BotClient:
     async def _call(
         self, method: str, path: str, *, limit: float, ok: tuple[int, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
+        if self._session is None:
+            raise RuntimeError("use BotClient in `async with`")
         try:
             async with self._session.request(
                 method, self._url + path, timeout=aiohttp.ClientTimeout(total=limit), **kwargs
