@@ -5,7 +5,6 @@ retrying (the bot out of reach, or answering 503)."""
 from __future__ import annotations
 
 import json
-from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
@@ -75,7 +74,7 @@ def bad_response(what: str) -> AskFailed:
 
 
 class BotClient:
-    """The bot's ``/v1/questions`` routes over one aiohttp session."""
+    """The bot's ``/v1/questions`` routes over an aiohttp session (one per ``async with``)."""
 
     def __init__(self, url: str, token: str | None = None) -> None:
         if token and urlsplit(url).username is not None:
@@ -90,12 +89,7 @@ class BotClient:
         self._session = aiohttp.ClientSession(headers=self._headers)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *_: object) -> None:
         if self._session is not None:
             await self._session.close()
 
