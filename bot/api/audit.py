@@ -61,7 +61,7 @@ def parse_range(
 
 def _iso_or_number(text: str, value: str) -> float:
     with contextlib.suppress(ValueError):  # ISO 8601 (Z for UTC too); no zone: UTC
-        moment = datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))  # also "2024-06-01Z"
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
     try:
         return float(value)

@@ -236,6 +236,8 @@ def test_iso_8601_comes_before_a_number_and_an_empty_range_is_allowed() -> None:
     assert parse_time("20261201") == datetime(2026, 12, 1, tzinfo=UTC).timestamp()
     assert parse_time("1764806400") == 1764806400.0
     assert parse_time("9999-12-31T23:59:58Z") > 0
+    midnight = datetime(2024, 6, 1, tzinfo=UTC).timestamp()  # a date with Z: midnight UTC
+    assert parse_time("2024-06-01Z") == parse_time("20240601Z") == midnight
     assert parse_range("2026-12-01", "2026-12-01") == (parse_time("2026-12-01"),) * 2
     now = 1_800_000_000.0
     assert parse_range("2h", "1h", now) == (now - 7200, now - 3600)
