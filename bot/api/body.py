@@ -286,4 +286,19 @@ def body_problems(given: Any, post: WireModel) -> list[dict[str, Any]]:
         for e in (found if isinstance(found, list) else [])
         if e["type"] == "extra_forbidden"
     ]
+    unknown.sort(key=lambda error: _place(given, error["loc"]))
     return unknown or _ambiguities(post)
+
+
+def _place(given: Any, loc: list[str]) -> list[int]:
+    """Where ``loc`` stands in the body ``given``, key by key (to name keys in its order)."""
+    place = []
+    for step in loc:
+        keys = [str(key) for key in given] if isinstance(given, dict) else []
+        if isinstance(given, list):
+            keys = [str(index) for index in range(len(given))]
+        if step not in keys:
+            break
+        place.append(keys.index(step))
+        given = given[step] if isinstance(given, dict) else given[int(step)]
+    return place

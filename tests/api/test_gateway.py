@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import jsonschema
 import pytest
+from aiohttp import web
 from openapi_spec_validator import validate as validate_openapi
 
 import bot.api.answers
@@ -30,6 +31,8 @@ from adapters.slack.clicks.bolt_app import web_client
 from adapters.slack.sandbox.records import Message
 from adapters.slack.sandbox.signing import send_interaction
 from adapters.slack.sandbox.webapi import SlackStandIn
+from bot.api.asking import read_post
+from bot.api.body import QuestionPost
 from bot.api.gateway import MAX_WAIT
 from bot.api.openapi import document, document_text
 from bot.app.runtime import Runtime, start
@@ -1159,3 +1162,20 @@ async def test_a_question_aborted_as_its_waiter_is_released_is_logged_as_ended(
         assert "question released" not in messages
         record = next(r for r in logged if r.getMessage() == "question ended")
         assert (record.request, record.code) == (posted["id"], "ASK_ABORTED")  # type: ignore[attr-defined]
+
+
+def test_unknown_keys_are_named_in_the_bodys_order() -> None:
+    """Attribute names (``multi_select``) are refused in the order the body has them: the
+    422's message names the first."""
+    question = {"id": "a", "question": "q?", "multi_select": True, "options": [{"label": "x"}]}
+    body = {"escalate_after": 5, "escalateTo": "U1ABC", "timeout": 10, "questions": [question]}
+    refused = read_post(json.dumps(body).encode(), QuestionPost)
+    assert isinstance(refused, web.Response) and isinstance(refused.text, str)
+    problem = json.loads(refused.text)
+    assert (
+        problem["message"] == "unknown key 'escalate_after' (the API takes the seam's wire names)"
+    )
+    assert [e["loc"] for e in problem["errors"]] == [
+        ["escalate_after"],
+        ["questions", "0", "multi_select"],
+    ]
