@@ -141,20 +141,19 @@ class MethodLanes:
             self.not_before.pop(lane, None)
         return None
 
-    def pop(self, lane: str) -> QueuedCall:
-        entry = self.lanes[lane].popleft()
-        self._taken(entry)
-        if entry.serial:
-            self.busy.add(lane)
-        return entry
-
     def remove(self, entry: QueuedCall) -> bool:
         """Take a waiting call off its lane; whether it was still waiting."""
         queued = self.lanes.get(entry.lane)
         if queued is None or entry not in queued:
             return False
         queued.remove(entry)
-        self._taken(entry)
+        if not queued:
+            del self.lanes[entry.lane]
+        self.waiting -= 1
+        if entry.tag is not None:
+            self.tags[entry.tag] -= 1
+            if self.tags[entry.tag] <= 0:
+                del self.tags[entry.tag]
         return True
 
     def merge(self, old: str, new: str) -> None:
@@ -171,15 +170,6 @@ class MethodLanes:
         self.lanes[new] = deque(sorted(merged, key=lambda entry: entry.queued_at))
         self.turns.setdefault(new)
         self.wake.set()
-
-    def _taken(self, entry: QueuedCall) -> None:
-        if not self.lanes[entry.lane]:
-            del self.lanes[entry.lane]
-        self.waiting -= 1
-        if entry.tag is not None:
-            self.tags[entry.tag] -= 1
-            if self.tags[entry.tag] <= 0:
-                del self.tags[entry.tag]
 
 
 class WebApiScheduler:
@@ -313,7 +303,10 @@ class WebApiScheduler:
                 continue
             if lane not in state.lanes:
                 continue  # its last call was taken off while the budget was asked
-            entry = state.pop(lane)
+            entry = state.lanes[lane][0]
+            state.remove(entry)
+            if entry.serial:
+                state.busy.add(lane)
             now = loop.time()
             state.note_wait(now - entry.queued_at, now, self._logger)
             task = loop.create_task(self._send(state, entry), name=f"{state.name} send")
