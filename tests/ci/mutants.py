@@ -58,8 +58,8 @@ _SCHEDULER = [
     Mutant(
         "updates not serial",
         SCHEDULER,
-        "        if entry.serial:\n            self.busy.add(lane)",
-        "        if False:\n            self.busy.add(lane)",
+        "            if entry.serial:\n                state.busy.add(lane)",
+        "            if False:\n                state.busy.add(lane)",
     ),
     Mutant("busy lane never freed", SCHEDULER, "state.busy.discard(entry.lane)", "pass"),
     Mutant(
