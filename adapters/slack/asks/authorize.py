@@ -87,9 +87,8 @@ class Gatekeeper:
         known = [self._cached(group, stale) for group in asked]
         if None in known:
             return None
-        return self._membership(
-            [g for g, m in zip(asked, known, strict=True) if m and user in m], asked
-        )
+        found = [g for g, m in zip(asked, known, strict=True) if m and user in m]
+        return self._membership(found, asked)
 
     async def groups_of(self, user: str, groups: Iterable[str]) -> Membership:
         """The groups among ``groups`` that ``user`` is in, reading cold ones from Slack."""
@@ -122,11 +121,8 @@ class Gatekeeper:
         try:
             response = await self._client.usergroups_users_list(usergroup=group)
             raw = response.get("users")
-            members = (
-                frozenset(u for u in raw if isinstance(u, str))
-                if isinstance(raw, list)
-                else frozenset()
-            )
+            listed = raw if isinstance(raw, list) else []
+            members = frozenset(u for u in listed if isinstance(u, str))
         except SLACK_FAILURES as exc:
             # A passing failure keeps the members last read (none if never) until the retry;
             # Slack's word that the group or the scope is missing is kept the ttl.
