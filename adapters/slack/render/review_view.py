@@ -47,13 +47,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _unreadable(policy: ReviewPolicy, votes: Sequence[Vote]) -> dict[str, str]:
-    """Slack's word on the policy's groups it would not list, as the latest vote (which read
-    them all) kept it; only groups of the policy, so only ids it validated are shown."""
-    said = votes[-1].unreadable if votes else {}
-    return {g: error for g, error in said.items() if g in policy.usergroups}
-
-
 def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = False) -> str:
     """ "Waiting for approval — 1 of 2 approvals so far; still needs 1 from @platform-leads"
     (escaped mrkdwn) while the review is open; "Approved 2 of 2" once approved."""
@@ -68,7 +61,10 @@ def tally_line(policy: ReviewPolicy, votes: Sequence[Vote], *, ended: bool = Fal
     if ended:
         declines = f"; {_plural(result.declines, 'decline')}" if result.declines else ""
         return f"*Not approved* ({approvals}{declines})"
-    unreadable = _unreadable(policy, votes)
+    # Slack's word on the policy's groups it would not list, as the latest vote (which read
+    # them all) kept it; only groups of the policy, so only ids it validated are shown.
+    said = votes[-1].unreadable if votes else {}
+    unreadable = {g: error for g, error in said.items() if g in policy.usergroups}
     waits = [f"{n} from {_who(group, unreadable)}" for group, n in result.waiting]
     general = result.needed - result.approvals
     if general > max((n for _, n in result.waiting), default=0):
