@@ -37,17 +37,14 @@ class TakeUp(Poster):
     async def claim(self, records: Iterable[PendingRecord]) -> list[PendingRecord]:
         """Take for this process those of ``records`` still open, unowned and unposted."""
         me = self._store.process_id
+
+        def claim(r: PendingRecord) -> PendingRecord | None:
+            free = r.is_open and r.owner is None and r.message_ts is None
+            return r.next(owner=me, detached=True) if free else None
+
         claimed: list[PendingRecord] = []
         for record in records:
-            _, written = await settle(
-                self._store,
-                record.id,
-                lambda r: (
-                    r.next(owner=me, detached=True)
-                    if r.is_open and r.owner is None and r.message_ts is None
-                    else None
-                ),
-            )
+            _, written = await settle(self._store, record.id, claim)
             if written is not None:
                 claimed.append(written)
         return claimed
