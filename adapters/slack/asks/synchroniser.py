@@ -225,15 +225,10 @@ class MessageSynchroniser(BackgroundTasks):
         self.note(origin, None, NO_LONGER_OPEN)
         if origin.channel and origin.message_ts:
             stale = render_stale(NO_LONGER_OPEN)
-            self.spawn(
-                self._client.chat_update(
-                    channel=origin.channel,
-                    ts=origin.message_ts,
-                    text=stale.text,
-                    blocks=stale.blocks,
-                ),
-                "chat.update (stale)",
+            update = self._client.chat_update(
+                channel=origin.channel, ts=origin.message_ts, text=stale.text, blocks=stale.blocks
             )
+            self.spawn(update, "chat.update (stale)")
 
     async def _refresh_message(self, request_id: str) -> None:
         """Bring the Slack message up to date with the record stored when the update's turn
