@@ -236,13 +236,12 @@ class SlackQuestionProvider:
     ) -> QuestionStatus | None:
         """Abort an open request from any process: its waiter raises ``ASK_ABORTED``."""
         try:
-            return status_of(
-                await self._endings.end(request_id, "aborted", note, ASK_ABORTED, by=by)
-            )
+            ended = await self._endings.end(request_id, "aborted", note, ASK_ABORTED, by=by)
         except UserQuestionError as exc:
             if exc.code == STORE_UNAVAILABLE:
                 raise
             return None  # unknown, or it vanished meanwhile (expired)
+        return status_of(ended)
 
     async def consume(
         self, request_id: str, *, by: str | None, lifetime: float
