@@ -40,9 +40,6 @@ POST_DEADLINE: Final = 30.0
 """How long ``POST`` waits for Slack to take the message before answering 202."""
 
 
-Post = QuestionPost | ApprovalPost
-
-
 class Gateway:
     """The ``/v1`` routes, bound to one service and the provider holding its questions."""
 
@@ -155,7 +152,7 @@ class Gateway:
             return post
         return await self._take(request, post)
 
-    async def _take(self, request: web.Request, post: Post) -> web.StreamResponse:
+    async def _take(self, request: web.Request, post: asking.Post) -> web.StreamResponse:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (if it asks
         the same: a retry, not a reuse), or a new one."""
         key = request.headers.get("Idempotency-Key")
@@ -187,8 +184,9 @@ class Gateway:
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker))
 
-    async def _start(self, request_id: str, post: Post, by: str) -> web.StreamResponse:
+    async def _start(self, request_id: str, post: asking.Post, by: str) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
+        controller = AbortController()
 
         def on_posted(_: str) -> None:
             if not posted.done():
@@ -196,7 +194,6 @@ class Gateway:
                 controller.abort(Released())  # nothing waits on it here once posted
 
         options = asking.ask_options(post, request_id, by, on_posted)
-        controller = AbortController()
         signal = controller.signal
         asks: Awaitable[Any]  # a question, or a tool approval
         if isinstance(post, QuestionPost):
