@@ -59,9 +59,7 @@ class AskFailed(Exception):
     def refused(self) -> bool:
         """Whether the bot answered a ``POST`` with a refusal (4xx: it asked nothing) or
         with Slack's (``DELIVERY_FAILED``: the question ended unshown)."""
-        if self.status is None:
-            return False
-        return 400 <= self.status < 500 or self.code == DELIVERY_FAILED
+        return self.status is not None and (self.status // 100 == 4 or self.code == DELIVERY_FAILED)
 
 
 def _failure(code: str, message: str, name: str = "UserQuestionError") -> AskFailed:
