@@ -74,12 +74,6 @@ class MemoryOutbox:
         return None
 
 
-_TABLE: Final = (
-    "CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
-    " next_at REAL NOT NULL, json TEXT NOT NULL)"
-)
-
-
 class SqliteOutbox:
     """The outbox in the SQLite store's file (table ``outbox``), shared by its processes."""
 
@@ -89,7 +83,10 @@ class SqliteOutbox:
     @classmethod
     async def open(cls, path: str) -> SqliteOutbox:
         db = await aiosqlite.connect(path, isolation_level=None, timeout=10)
-        await db.execute(_TABLE)
+        await db.execute(
+            "CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " next_at REAL NOT NULL, json TEXT NOT NULL)"
+        )
         await db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at)")
         return cls(db)
 
@@ -150,20 +147,17 @@ class RedisOutbox:
 
     def __init__(self, redis: Any, prefix: str) -> None:
         self._redis = redis
-        self._prefix = prefix
+        self._key = f"{prefix}:wh:"  # + a delivery's id
         self._due = f"{prefix}:wh:due"
         self._put = redis.register_script(_PUT)
         self._add = redis.register_script(_ADD)
 
-    def _key(self, delivery_id: str) -> str:
-        return f"{self._prefix}:wh:{delivery_id}"
-
     async def add(self, delivery: Delivery) -> None:
         args = [delivery.version, delivery.dump(), delivery.next_at, delivery.id]
-        await self._add(keys=[self._key(delivery.id), self._due], args=args)
+        await self._add(keys=[self._key + delivery.id, self._due], args=args)
 
     async def get(self, delivery_id: str) -> Delivery | None:
-        text = await self._redis.hget(self._key(delivery_id), "json")
+        text = await self._redis.hget(self._key + delivery_id, "json")
         return None if text is None else Delivery.load(text)
 
     async def due(self, now: float, limit: int = 100) -> list[Delivery]:
@@ -175,7 +169,7 @@ class RedisOutbox:
         args: list[Any] = [before.version, "", "", before.id, 0]
         if after is not None:
             args = [before.version, after.version, after.dump(), before.id, after.next_at]
-        done = await self._put(keys=[self._key(before.id), self._due], args=args)
+        done = await self._put(keys=[self._key + before.id, self._due], args=args)
         return bool(done)
 
     async def close(self) -> None:
