@@ -10,7 +10,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -24,6 +24,7 @@ from adapters.slack import (
 from bot.api.answers import error_answer, problem, view_of
 from bot.api.body import (
     ApprovalPost,
+    Post,
     QuestionPost,
     body_problems,
     error_count,
@@ -38,8 +39,6 @@ from bot.questions.errors import (
 )
 from bot.questions.models import AskOptions, AskUserQuestionItem
 from bot.webhooks import Webhooks
-
-Post = TypeVar("Post", QuestionPost, ApprovalPost)
 
 
 async def ended_view(
@@ -72,7 +71,7 @@ def read_post(raw: bytes, model: type[Post]) -> Post | web.Response:
 
 def replayed(
     existing: QuestionStatus | None,
-    post: QuestionPost | ApprovalPost,
+    post: Post,
     default_channel: str | None,
     key: str | None,
     request_id: str,
@@ -112,7 +111,7 @@ def located(view: dict[str, Any], status: int, request_id: str) -> web.Response:
 
 
 def unready(
-    post: QuestionPost | ApprovalPost,
+    post: Post,
     provider: SlackQuestionProvider,
     owns: Callable[[str], bool],
     webhooks: Webhooks,
@@ -137,7 +136,7 @@ def unready(
 
 
 def ask_options(
-    post: QuestionPost | ApprovalPost, request_id: str, by: str, on_posted: Callable[[str], None]
+    post: Post, request_id: str, by: str, on_posted: Callable[[str], None]
 ) -> AskOptions:
     """The seam's options ``post`` asks with (detached: owned by no process)."""
     where = post.destination
@@ -185,9 +184,7 @@ class KeyLocks(weakref.WeakValueDictionary[str, asyncio.Lock]):
         return self.setdefault(request_id, asyncio.Lock())
 
 
-def _same_place(
-    question: QuestionStatus, post: QuestionPost | ApprovalPost, default_channel: str | None
-) -> bool:
+def _same_place(question: QuestionStatus, post: Post, default_channel: str | None) -> bool:
     """Whether ``post`` asks where ``question`` was asked, its label, link and callback."""
     where = post.destination
     channel = where.channel if where else default_channel
@@ -196,9 +193,7 @@ def _same_place(
     return same and (channel is None or (question.channel, question.thread_ts) == place)
 
 
-def same_request(
-    question: QuestionStatus, post: QuestionPost | ApprovalPost, default_channel: str | None
-) -> bool:
+def same_request(question: QuestionStatus, post: Post, default_channel: str | None) -> bool:
     """Whether ``post`` asks what ``question`` asked (a retry, not a new request): every field the
     body states counts as what it makes of the question (deadlines as offsets from asking); a
     deadline it leaves out is not compared (a default may differ in the process a retry reaches)."""

@@ -181,6 +181,8 @@ _PATTERN_HELP: Final = {
 """Pydantic's "String should match pattern '…'" for fields a person fills in, said plainly."""
 
 
+Post = QuestionPost | ApprovalPost
+"""A body that asks: a question (``POST /v1/questions``) or a tool approval."""
 _Post = TypeVar("_Post", bound=WireModel)
 
 

@@ -23,7 +23,7 @@ from adapters.slack import (
 from bot.api import answers, asking
 from bot.api.access import ApiTokens, OpenQuestionCaps, PollCaps, asked_by
 from bot.api.audit import Handler, audit_handler
-from bot.api.body import ApprovalPost, QuestionPost
+from bot.api.body import ApprovalPost, Post, QuestionPost
 from bot.api.openapi import document_text
 from bot.api.taken import Held
 from bot.questions.abort import AbortController, AbortSignal
@@ -139,7 +139,7 @@ class Gateway:
         """Whether the request's token may see question ``request_id`` (and its trail)."""
         return self._tokens.owns(request[ASKER], request_id)
 
-    async def post(self, model: type[asking.Post], request: web.Request) -> web.StreamResponse:
+    async def post(self, model: type[Post], request: web.Request) -> web.StreamResponse:
         """Ask what the JSON body asks as ``model`` (wire names only): a question, or a tool
         approval (Allow once / Reject); 201 once Slack has the message."""
         if self.held.closing:
@@ -152,7 +152,7 @@ class Gateway:
             return post
         return await self._take(request, post)
 
-    async def _take(self, request: web.Request, post: asking.Post) -> web.StreamResponse:
+    async def _take(self, request: web.Request, post: Post) -> web.StreamResponse:
         """Ask ``post`` under the request's Idempotency-Key: the question it asked (if it asks
         the same: a retry, not a reuse), or a new one."""
         key = request.headers.get("Idempotency-Key")
@@ -184,7 +184,7 @@ class Gateway:
             self._caps.take(request_id, asker)  # no await between the check and this
             return await self._start(request_id, post, asked_by(asker))
 
-    async def _start(self, request_id: str, post: asking.Post, by: str) -> web.StreamResponse:
+    async def _start(self, request_id: str, post: Post, by: str) -> web.StreamResponse:
         posted = asyncio.get_running_loop().create_future()
         controller = AbortController()
 

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from bot.api.body import ApprovalPost, QuestionPost, checked, error_count
+from bot.api.body import ApprovalPost, Post, QuestionPost, checked, error_count
 from bot.mcp.client import ENDED, AskFailed, BotClient, bad_response, reconnecting
 
 TOOL_NAME: Final = "ask_user_question"
@@ -35,9 +35,7 @@ APPROVAL_TOOL_NAME: Final = "ask_tool_approval"
 """The tool asking a person to allow one tool call."""
 
 
-def input_schema(
-    model: type[QuestionPost | ApprovalPost] = QuestionPost, name: str = TOOL_NAME
-) -> dict[str, Any]:
+def input_schema(model: type[Post] = QuestionPost, name: str = TOOL_NAME) -> dict[str, Any]:
     """A tool's input schema: the HTTP API's body (``QuestionPost``, ``ApprovalPost``), wire
     names, every option documented, unknown arguments refused as the tool refuses them."""
     schema = model.model_json_schema(by_alias=True)
@@ -50,7 +48,7 @@ def build_server(
     """The MCP server, asking through ``client``: progress every ``progress_every`` seconds, a
     bot that stops answering retried for ``reconnect_for`` seconds."""
 
-    def tool(model: type[QuestionPost | ApprovalPost], name: str) -> Tool:
+    def tool(model: type[Post], name: str) -> Tool:
         route = "/v1/approvals" if model is ApprovalPost else "/v1/questions"
 
         async def run(ctx: Context) -> CallToolResult:
@@ -83,7 +81,7 @@ def build_server(
     return MCPServer("slack-user-questions", instructions=_TOOLS["instructions"], tools=tools)
 
 
-def _arguments(model: type[QuestionPost | ApprovalPost], ctx: Context) -> dict[str, Any]:
+def _arguments(model: type[Post], ctx: Context) -> dict[str, Any]:
     """The body the call's arguments make as the host sent them (``tools/call``'s raw params),
     checked as the bot checks a body (``null`` is not given, an unknown argument refused), or
     ``INVALID_REQUEST`` with ``errors``."""
