@@ -28,8 +28,6 @@ DESCRIPTION = """\
 Serve the Model Context Protocol over stdio with one tool, ask_user_question, which asks
 people in Slack through a running bot (`python -m bot`) and returns their answer.
 """
-STOPPING = (signal.SIGTERM, signal.SIGINT)
-"""The signals that stop the server (calls in flight abort their questions first)."""
 
 
 class McpSettings(BaseSettings):
@@ -151,7 +149,7 @@ async def _serve(settings: McpSettings) -> int:
             progress_every=settings.mcp_progress_seconds,
             reconnect_for=settings.mcp_reconnect_seconds,
         )
-        with anyio.open_signal_receiver(*STOPPING) as signals:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with anyio.create_task_group() as group:
                 group.start_soon(stop_on_signal, group.cancel_scope)
                 await _run_stdio(server)
