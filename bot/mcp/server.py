@@ -65,14 +65,13 @@ def build_server(
             text = [TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))]
             return CallToolResult(content=text, structured_content=answer, is_error=failed)
 
-        annotations = ToolAnnotations(read_only_hint=False, open_world_hint=True)
         words = _TOOLS[name]
         made = Tool.from_function(
             run,
             name=name,
             title=words["title"],
             description=words["description"],
-            annotations=annotations,
+            annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         )
         made.parameters = input_schema(model, name)  # advertised typed, validated in the tool
         return made
