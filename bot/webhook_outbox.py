@@ -169,8 +169,7 @@ class RedisOutbox:
         args: list[Any] = [before.version, "", "", before.id, 0]
         if after is not None:
             args = [before.version, after.version, after.dump(), before.id, after.next_at]
-        done = await self._put(keys=[self._key + before.id, self._due], args=args)
-        return bool(done)
+        return bool(await self._put(keys=[self._key + before.id, self._due], args=args))
 
     async def close(self) -> None:
         await self._redis.aclose()
