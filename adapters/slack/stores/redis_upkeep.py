@@ -71,8 +71,9 @@ class RedisUpkeep(Upkeep):
 
     async def reread(self, *ids: str) -> None:
         """Re-read these watched records (bounded); on failure the subscriber retries them
-        (an id no longer watched leaves the retries; one is owed until a read succeeds)."""
-        self._retry.difference_update(i for i in ids if i not in self.watches)
+        (an id no longer watched leaves the retries; a cancelled read leaves them as they were)."""
+        owed = self._retry.intersection(ids)
+        self._retry.difference_update(ids)
         wanted = sorted({i for i in ids if i in self.watches})
         if not wanted:
             return
@@ -84,7 +85,9 @@ class RedisUpkeep(Upkeep):
         except UserQuestionError:
             self._retry.update(wanted)
             return
-        self._retry.difference_update(wanted)
+        except BaseException:  # cancelled (a waiter's look): what it owed is still owed
+            self._retry.update(i for i in owed if i in self.watches)
+            raise
         for request_id, raw in zip(wanted, cast(list[str | None], raws), strict=True):
             if raw is not None:  # (gone: ``check_lost`` fails its waits)
                 self.watches.ended(request_id, raw, self._log)
