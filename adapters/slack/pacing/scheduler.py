@@ -362,8 +362,9 @@ class WebApiScheduler:
                 entry.settle(error=closed if self._closed else stopped)
                 raise
             state.enqueue(entry, first=True)
-        except BaseException as exc:
-            entry.settle(error=exc)
+        except BaseException as exc:  # (cancelled: by ``close``, whose callers read "closed")
+            closed = SlackClientError("the Web API client closed")
+            entry.settle(error=closed if self._closed else exc)
             raise
         else:
             entry.settle(result=result)

@@ -360,3 +360,19 @@ async def test_a_call_whose_429_is_being_held_when_the_client_closes_is_told() -
     await scheduler.close()
     with pytest.raises(SlackClientError, match="closed"):
         await asyncio.wait_for(call, 2)
+
+
+async def test_a_call_in_flight_when_the_client_closes_fails_as_closed() -> None:
+    scheduler = WebApiScheduler(FAST)
+    sending = asyncio.Event()
+
+    async def slow() -> str:
+        sending.set()
+        await asyncio.sleep(60)
+        return "late"
+
+    call = asyncio.create_task(scheduler.call("chat.postMessage", slow, channel="C1"))
+    await asyncio.wait_for(sending.wait(), 5)
+    await scheduler.close()
+    with pytest.raises(SlackClientError, match="closed"):
+        await asyncio.wait_for(call, 2)
