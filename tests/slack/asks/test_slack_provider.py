@@ -790,6 +790,7 @@ async def test_a_deadline_is_shown_reminded_escalated_and_times_out() -> None:
         assert shown is not None and int(shown.group(1)) == int(asked + 60)
         (link,) = [e for e in interactive_elements(message.blocks) if e.get("url")]
         assert link["url"] == "https://ci.example/runs/42"
+        await message_ts_kept(h.provider.store)  # in Slack as far as the schedule knows
         # the escalation at 20 s, the reminders at 30 and 50 s, each sent when its time comes
         for step, sent in ((20, 1), (10, 2), (20, 3)):
             await until(lambda: clock.sleepers != [], what="the schedule to wait")
