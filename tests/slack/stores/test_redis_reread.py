@@ -28,15 +28,22 @@ class _SlowLink:
         await asyncio.Event().wait()
 
 
-async def test_a_reread_cancelled_while_redis_is_slow_keeps_the_ids_it_owed() -> None:
-    """An ending heard while Redis blipped is retried even if a later look at it (a long-poll
-    that timed out) was cancelled mid-read: the asker's watch still gets it."""
+def _upkeep(link: Any) -> RedisUpkeep:
+    """The subscriber's re-read state alone, over ``link`` (no Redis, no tasks)."""
     upkeep = RedisUpkeep.__new__(RedisUpkeep)
     upkeep._retry = set()
     upkeep._keys = SimpleNamespace(record=lambda i: f"p:r:{i}")  # type: ignore[assignment]
     upkeep._log = logging.getLogger("test")
-    upkeep._link = link = _SlowLink()  # type: ignore[assignment]
+    upkeep._link = link
     upkeep.watches = WatchRegistry(upkeep.reread, shielded=True)
+    return upkeep
+
+
+async def test_a_reread_cancelled_while_redis_is_slow_keeps_the_ids_it_owed() -> None:
+    """An ending heard while Redis blipped is retried even if a later look at it (a long-poll
+    that timed out) was cancelled mid-read: the asker's watch still gets it."""
+    link = _SlowLink()
+    upkeep = _upkeep(link)
     asker = upkeep.watches.watch("R")
     asker.waiting = True
     await upkeep.reread("R")  # the notice was heard; Redis failed the read
@@ -68,12 +75,8 @@ class _GatedLink:
 async def test_a_stale_look_answering_late_keeps_the_retry_a_failed_notice_read_owes() -> None:
     """A waiter's look read the record before it ended; the ending's notice read failed; the
     look's (stale) answer landing after must not clear the retry the notice is owed."""
-    upkeep = RedisUpkeep.__new__(RedisUpkeep)
-    upkeep._retry = set()
-    upkeep._keys = SimpleNamespace(record=lambda i: f"p:r:{i}")  # type: ignore[assignment]
-    upkeep._log = logging.getLogger("test")
-    upkeep._link = link = _GatedLink()  # type: ignore[assignment]
-    upkeep.watches = WatchRegistry(upkeep.reread, shielded=True)
+    link = _GatedLink()
+    upkeep = _upkeep(link)
     asker = upkeep.watches.watch("R")
     waiting = asyncio.create_task(asker.wait())  # its look reads R while still pending
     await asyncio.sleep(0.01)
